@@ -7,6 +7,7 @@ import type { NDArray } from '../../src/ir/ndarray.js';
 import type { DType } from '../../src/ir/dtype.js';
 import { gpuDevice } from '../../src/runtime/gpu/device.js';
 import { loadGpuJs } from '../../src/runtime/gpu/gpujs.js';
+import { ortAvailable } from '../../src/runtime/onnx/session.js';
 
 export interface Target {
   readonly name: string;
@@ -95,10 +96,38 @@ function gpuTarget(): Target | undefined {
   };
 }
 
+/**
+ * The onnx backend: the optimized graph (all passes but fusion) as an ONNX model run by ONNX
+ * Runtime's CPU provider, float64 in double. Only present where onnxruntime-node is installed
+ * (an optional peer dependency); otherwise the run says so.
+ */
+function onnxTarget(): Target | undefined {
+  const missing = ortAvailable();
+  if (missing !== undefined) {
+    console.log(`onnx target not run: ${missing}`);
+    return undefined;
+  }
+  return {
+    name: 'onnx',
+    options: { backend: 'onnx' },
+    // ONNX Runtime's vectorised float32 kernels (exp, tanh, erf...) differ from correctly rounded ones by an ulp or two
+    tol: { atol: 1e-6, rtol: 1e-5 },
+    gradDTypes: ['float64', 'float32'],
+    excluded: onnxExcluded,
+  };
+}
+
+/** Table cases the onnx target leaves out, each with its reason (src/runtime/onnx/README.md lists them too). */
+const onnxExcluded: Readonly<Record<string, string>> = {};
+
 /** THEANINE_TEST_TARGETS=reference,gpu limits the targets (all available ones by default). */
 function selected(): Target[] {
   const all = [...builtin];
   const want = process.env['THEANINE_TEST_TARGETS']?.split(',').map((s) => s.trim());
+  if (want === undefined || want.includes('onnx')) {
+    const o = onnxTarget();
+    if (o !== undefined) all.push(o);
+  }
   if (want === undefined || want.includes('gpu')) {
     const g = gpuTarget();
     if (g !== undefined) all.push(g);
