@@ -118,7 +118,13 @@ function onnxTarget(): Target | undefined {
 }
 
 /** Table cases the onnx target leaves out, each with its reason (src/runtime/onnx/README.md lists them too). */
-const onnxExcluded: Readonly<Record<string, string>> = {};
+const ctcReason = 'CTC has no ONNX translation yet (its alpha/beta recursions over label lattices are not written as ONNX Loops): the onnx backend names the op and stops';
+const onnxExcluded: Readonly<Record<string, string>> = {
+  'gradients: ctc_batch_cost: ctc_batch_cost with respect to y_pred': ctcReason,
+  'gradients: ctc_batch_cost: ctc_batch_cost of a softmax': ctcReason,
+  'gradients: elementwise unary: erf':
+    "ONNX Runtime's CPU Erf is float32 only, so float64 erf is computed in float32 (error about 6e-8), too coarse for verify_grad's float64 step of 1e-7",
+};
 
 /** THEANINE_TEST_TARGETS=reference,gpu limits the targets (all available ones by default). */
 function selected(): Target[] {

@@ -105,7 +105,7 @@ export function onnxExecutor(
       try {
         generic = build(inputs, graph, key);
       } catch (e) {
-        if (!(e instanceof OnnxExportError) || !/needs known|unknown dims|is unknown/.test(e.message)) throw e;
+        if (!(e instanceof OnnxExportError) || !/needs (a )?known|unknown dims|is unknown/.test(e.message)) throw e;
         generic = 'per-shape';
       }
     }
@@ -114,7 +114,9 @@ export function onnxExecutor(
     const hit = models.get(sk);
     if (hit !== undefined) return hit;
     const sp = specialize(inputs, graph, shapes);
-    return build(sp.inputs, sp.targets, sk);
+    // the passes again: with every input dim known, shape arithmetic folds to constants
+    const outs = passes.length === 0 ? sp.targets : runPasses(passes, { outputs: sp.targets }).outputs;
+    return build(sp.inputs, outs, sk);
   };
 
   return {

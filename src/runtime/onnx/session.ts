@@ -29,12 +29,14 @@ const ort = require(workerData.ortPath);
 const flag = new Int32Array(workerData.flag);
 const port = workerData.port;
 const sessions = new Map();
+let current = 0;
 function answer(msg) {
-  port.postMessage(msg);
+  port.postMessage({ ...msg, id: current });
   Atomics.store(flag, 0, 1);
   Atomics.notify(flag, 0);
 }
 parentPort.on('message', async (req) => {
+  current = req.id;
   try {
     if (req.kind === 'create') {
       const s = await ort.InferenceSession.create(req.bytes, { executionProviders: [req.provider], graphOptimizationLevel: 'all' });
@@ -56,7 +58,7 @@ parentPort.on('message', async (req) => {
       const s = sessions.get(req.key);
       sessions.delete(req.key);
       if (s) await s.release();
-      answer({ ok: true });
+      if (!req.quiet) answer({ ok: true });
     } else if (req.kind === 'ping') {
       answer({ ok: true, info: { version: ort.env.versions.node || ort.env.versions.common, provider: 'cpu' } });
     }
@@ -82,15 +84,30 @@ class SyncWorker {
     this.port.unref();
   }
 
-  call(req: Record<string, unknown>, transfer: ArrayBuffer[] = []): Reply {
+  private nextId = 1;
+
+  /** Posts without waiting (releases from a finalizer); the answer, if any, is skipped by id. */
+  post(req: Record<string, unknown>): void {
+    this.worker.postMessage({ ...req, id: this.nextId++ });
+  }
+
+  call(req: Record<string, unknown>): Reply {
+    const id = this.nextId++;
     Atomics.store(this.flag, 0, 0);
-    this.worker.postMessage(req, transfer);
+    this.worker.postMessage({ ...req, id });
     // 10 minutes: a session create or run that takes longer is taken to be stuck
-    const r = Atomics.wait(this.flag, 0, 0, 600_000);
-    if (r === 'timed-out') throw new Error('onnx backend: ONNX Runtime did not answer within 10 minutes');
-    const msg = receiveMessageOnPort(this.port);
-    if (msg === undefined) throw new Error('internal: onnx backend worker signalled without an answer');
-    return msg.message as Reply;
+    const deadline = performance.now() + 600_000;
+    for (;;) {
+      // answers to other requests (none are waited for but releases) are read and dropped
+      for (let m = receiveMessageOnPort(this.port); m !== undefined; m = receiveMessageOnPort(this.port)) {
+        const reply = m.message as Reply & { id: number };
+        if (reply.id === id) return reply;
+      }
+      const left = deadline - performance.now();
+      if (left <= 0) throw new Error('onnx backend: ONNX Runtime did not answer within 10 minutes');
+      Atomics.wait(this.flag, 0, 0, Math.min(left, 50));
+      Atomics.store(this.flag, 0, 0);
+    }
   }
 }
 
@@ -156,7 +173,7 @@ export class OrtSession {
 // a collected session's ORT session is released in the worker
 const registry = new FinalizationRegistry<number>((key) => {
   if (worker !== undefined) {
-    try { worker.call({ kind: 'release', key }); } catch { /* the worker is gone */ }
+    try { worker.post({ kind: 'release', key, quiet: true }); } catch { /* the worker is gone */ }
   }
 });
 

@@ -8,8 +8,20 @@ import type { poolOps } from '../../../ir/ops/pool.js';
 import { effectiveSize, padsFor, type WindowAttrs } from '../../../ir/ops/window.js';
 import type { StaticShape } from '../../../ir/types.js';
 import { F, OnnxExportError, type GraphBuilder } from '../builder.js';
-import { arith, type Ctx, type OnnxTableFor } from './types.js';
+import { type Ctx, type OnnxTableFor } from './types.js';
+import type { DType } from '../../../ir/dtype.js';
+
+/**
+ * ONNX Runtime's CPU provider has Conv, ConvTranspose and AveragePool for float32 only: every
+ * convolution computes in float32 (float64 results carry float32 rounding; integer
+ * convolutions are exact while sums stay below 2^24, as on the tensorflow backend).
+ */
+const arith = (_: DType): DType => 'float32';
+/** Max pooling: ONNX Runtime's MaxPool takes double too. */
+const maxArith = (d: DType): DType => (d === 'float64' ? 'float64' : 'float32');
+const exact = (c: Ctx): boolean => c.out.dtype === 'float64';
 import { fit } from './util.js';
+import { avgPoolByPatches, avgPoolGradByPatches, convByPatches, convTransposeByPatches, geometryOf, kernelGradByPatches } from './patches.js';
 import { NDArray } from '../../../ir/ndarray.js';
 
 const toFirst = (r: number) => [0, r - 1, ...Array.from({ length: r - 2 }, (_, i) => i + 1)];
@@ -108,13 +120,13 @@ function kernelGrad(c: Ctx, x: string, dy: string, k: readonly number[], a: Wind
   return fit(c, transpose(b, all, [...Array.from({ length: nsp }, (_, i) => i + 2), 0, 1]));
 }
 
+/** Attributes of MaxPool/AveragePool over the channels-first `x`. */
 function poolAttrs(b: GraphBuilder, x: string, a: WindowAttrs & { window: readonly number[] }, avg: boolean): Record<string, number | string | readonly number[]> {
-  const r = b.val(x).shape.length;
   const dil = a.dilation.some((q) => q !== 1);
   if (avg && dil && b.opset < 19) throw new OnnxExportError('pool: average pooling with dilation needs AveragePool dilations (opset 19 or later)');
   return {
     kernel_shape: a.window, strides: a.strides, ...(dil || !avg ? { dilations: a.dilation } : {}),
-    ...padAttrs(b.val(x).shape.slice(1, r - 1), a.window, a), ...(avg ? { count_include_pad: 0 } : {}),
+    ...padAttrs(b.val(x).shape.slice(2), a.window, a), ...(avg ? { count_include_pad: 0 } : {}),
   };
 }
 
@@ -130,6 +142,10 @@ export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof 
     const d = arith(c.out.dtype);
     const r = b.val(x!).shape.length;
     const k = knownSpatial('conv kernel', b.val(w!).shape.slice(0, r - 2));
+    if (exact(c)) {
+      const g = geometryOf(b.val(x!).shape.slice(1, r - 1), k, a);
+      return convByPatches(b, b.cast(x!, 'float64'), b.cast(w!, 'float64'), g, a.groups, c.out.shape);
+    }
     const xf = transpose(b, b.cast(x!, d), toFirst(r));
     const outFirst = toFirst(r).map((p) => c.out.shape[p]!);
     const y = b.op('Conv', [xf, kernelFirst(b, b.cast(w!, d))], {
@@ -140,17 +156,38 @@ export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof 
   conv_transpose: (c, [dy, w, like], a) => {
     const r = c.b.val(dy!).shape.length;
     const size = a.size ?? knownSpatial('conv_transpose', c.b.val(like!).shape.slice(1, r - 1));
+    if (exact(c)) {
+      const b = c.b;
+      const k = knownSpatial('conv_transpose', b.val(w!).shape.slice(0, r - 2));
+      const g = geometryOf(size, k, a);
+      const n = b.val(dy!).shape[0];
+      const ch = c.out.shape[r - 1];
+      const likeShape = [n ?? null, ...size, ch ?? null];
+      // a stand-in of the result's shape for unpatches: zeros (N, S..., C)
+      const shapeVec = b.vec([n ?? b.dim(dy!, 0), ...size, ch ?? -1]);
+      const zl = b.op('ConstantOfShape', [shapeVec], { value: new NDArray([0], [1], 'float64') }, { dtype: 'float64', shape: likeShape });
+      return convTransposeByPatches(b, b.cast(dy!, 'float64'), b.cast(w!, 'float64'), g, a.groups, zl);
+    }
     return convTranspose(c, dy!, w!, size, a);
   },
   conv_kernel_grad: (c, [x, dy, like], a) => {
     const r = c.b.val(x!).shape.length;
     const k = a.size ?? knownSpatial('conv_kernel_grad', c.b.val(like!).shape.slice(0, r - 2));
+    if (exact(c)) {
+      const b = c.b;
+      const g = geometryOf(b.val(x!).shape.slice(1, r - 1), k, a);
+      const cin = b.val(x!).shape[r - 1];
+      const F = b.val(dy!).shape[r - 1];
+      if (cin === null || cin === undefined || F === null || F === undefined) throw new OnnxExportError('conv_kernel_grad needs known channel counts');
+      return kernelGradByPatches(b, b.cast(x!, 'float64'), b.cast(dy!, 'float64'), g, a.groups, cin / a.groups, F);
+    }
     return kernelGrad(c, x!, dy!, k, a);
   },
   pool: (c, [x], a) => {
     const b = c.b;
-    const d = arith(c.out.dtype);
+    const d = a.mode === 'max' ? maxArith(c.out.dtype) : arith(c.out.dtype);
     const r = b.val(x!).shape.length;
+    if (exact(c) && a.mode === 'avg') return avgPoolByPatches(b, b.cast(x!, 'float64'), geometryOf(b.val(x!).shape.slice(1, r - 1), a.window, a), c.out.shape);
     const xf = transpose(b, b.cast(x!, d), toFirst(r));
     const outFirst = toFirst(r).map((p) => c.out.shape[p]!);
     const y = b.op(a.mode === 'max' ? 'MaxPool' : 'AveragePool', [xf], poolAttrs(b, xf, a, a.mode === 'avg'), { dtype: d, shape: outFirst });
@@ -158,8 +195,9 @@ export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof 
   },
   pool_grad: (c, [x, dy], a) => {
     const b = c.b;
-    const d = arith(c.out.dtype);
+    const d = a.mode === 'max' ? maxArith(c.out.dtype) : arith(c.out.dtype);
     const r = b.val(x!).shape.length;
+    if (exact(c) && a.mode === 'avg') return avgPoolGradByPatches(b, b.cast(dy!, 'float64'), geometryOf(b.val(x!).shape.slice(1, r - 1), a.window, a), b.cast(x!, 'float64'));
     const xf = transpose(b, b.cast(x!, d), toFirst(r));
     const dyf = transpose(b, b.cast(dy!, d), toFirst(r));
     const xsF = b.val(xf).shape;
@@ -196,7 +234,7 @@ export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof 
   // g where x's window is maximal: g gathered at MaxPool's indices
   pool_select: (c, [x, g], a) => {
     const b = c.b;
-    const d = arith(c.out.dtype);
+    const d = maxArith(c.out.dtype);
     const r = b.val(x!).shape.length;
     const xf = transpose(b, b.cast(x!, d), toFirst(r));
     const gf = transpose(b, b.cast(g!, d), toFirst(r));

@@ -159,7 +159,8 @@ export const elementwiseTranslations: OnnxTableFor<keyof typeof elementwiseOps> 
   tanh: floatFn(un('Tanh')),
   sigmoid: floatFn(un('Sigmoid')),
   softplus: floatFn(softplus),
-  erf: floatFn(un('Erf')),
+  // ONNX Runtime's CPU Erf is float32 only: float64 erf is computed in float32 (error about 6e-8)
+  erf: floatFn((b, x, v) => (v.dtype === 'float64' ? b.cast(b.op('Erf', [b.cast(x, 'float32')], {}, { dtype: 'float32', shape: v.shape }), 'float64') : b.op('Erf', [x], {}, v))),
   reciprocal: floatFn(un('Reciprocal')),
   equal: compare('Equal'),
   not_equal: (c, ins) => c.b.op('Not', [compare('Equal')(c, ins, {})], {}, { dtype: 'bool', shape: c.out.shape }),

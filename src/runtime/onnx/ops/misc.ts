@@ -78,10 +78,19 @@ function onnxRandom(c: Ctx, ins: string[], a: AttrsOf<'random_normal'> | AttrsOf
  */
 function random<A extends AttrsOf<'random_normal'> | AttrsOf<'random_uniform'> | AttrsOf<'random_binomial'>>(kind: 'uniform' | 'normal' | 'truncated' | 'binomial', op: keyof typeof randomOps) {
   return (c: Ctx, ins: string[], a: A): string => {
-    if (c.mode === 'run' && a.seed !== null && c.out.shape.every((d) => d !== null)) {
-      const v = getOp(op).impl([] as never, a as never, { learningPhase: 0, epoch: 0, print: () => {} });
+    // run-time dims that the passes folded to constants count as known
+    let k = 0;
+    const dims = a.shape.map((d) => {
+      if (d !== null) return d;
+      const src = c.node.inputs[k++];
+      return src?.op === 'constant' ? (src.attrs['value'] as NDArray).data[0]! : null;
+    });
+    if (c.mode === 'run' && a.seed !== null && dims.every((d) => d !== null)) {
+      const v = getOp(op).impl([] as never, { ...a, shape: dims } as never, { learningPhase: 0, epoch: 0, print: () => {} });
       return c.b.constant(v);
     }
+    // the backend promises theanine's numbers for a seeded draw: with unknown dims, ask for a model per input shape
+    if (c.mode === 'run' && a.seed !== null) throw new OnnxExportError(`a seeded ${op} of shape [${c.out.shape.join(', ')}] needs known dims to reproduce theanine's Philox numbers`);
     return onnxRandom(c, ins, a, kind);
   };
 }

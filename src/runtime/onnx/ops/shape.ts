@@ -84,6 +84,8 @@ export const shapeTranslations: OnnxTableFor<ShapeOps> = {
   repeat_elements: (c, [x], a) => {
     const d = arith(c.out.dtype);
     const xc = num(c, x!);
+    const axis = norm(a.axis, c.b.val(xc).shape.length);
+    if (a.rep === 0) return fit(c, c.b.slice(xc, [0], [0], [axis], [1], { dtype: d, shape: c.out.shape }));
     return fit(c, repeatAlong(c.b, xc, norm(a.axis, c.b.val(xc).shape.length), a.rep, c.out.shape.map((dd) => dd)));
   },
   expand_dims: (c, [x], a) => c.b.unsqueeze(x!, [norm(a.axis, c.b.val(x!).shape.length + 1)]),
