@@ -23,7 +23,7 @@ import { ioDType, translate, type Translated } from './translate.js';
 
 export interface OnnxExecutor extends Executor {
   /** The ONNX Runtime execution provider the function's sessions run on. */
-  readonly executionProvider: () => string | undefined;
+  executionProvider(): string | undefined;
   /** The model the latest call ran (for tests and debugging). */
   readonly lastModel: () => Translated | undefined;
 }

@@ -122,7 +122,13 @@ export const coreTranslations: OnnxTableFor<CoreOps | keyof typeof reduceOps | k
     const xs = b.val(x!).shape;
     const off = gs.length - xs.length;
     if (xs.some((d, i) => d === null && gs[i + off] !== 1)) {
-      throw new OnnxExportError(`sum_to_like: which axes of ${JSON.stringify(gs)} to sum into ${JSON.stringify(xs)} depends on unknown dims`);
+      // which axes to sum depends on run-time dims: those where x (padded with leading 1s) has 1, found with NonZero
+      const d0 = arith(c.out.dtype);
+      const xsh = off === 0 ? b.shapeOf(x!) : b.op('Concat', [b.i64(new Array<number>(off).fill(1)), b.shapeOf(x!)], { axis: 0 }, { dtype: 'int64', shape: [gs.length] });
+      const mask = b.op('Equal', [xsh, b.i64([1])], {}, { dtype: 'bool', shape: [gs.length] });
+      const axesDyn = b.reshape(b.op('NonZero', [mask], {}, { dtype: 'int64', shape: [1, null] }), [null], b.i64([-1]));
+      const sDyn = b.op('ReduceSum', [b.cast(g!, d0), axesDyn], { keepdims: 1, noop_with_empty_axes: 1 }, { dtype: d0, shape: gs.map(() => null) });
+      return fit(c, b.reshape(sDyn, c.out.shape, b.shapeOf(x!)));
     }
     const axes = gs.map((_, i) => i).filter((i) => i < off || (xs[i - off] === 1 && gs[i] !== 1));
     const d = arith(c.out.dtype);
