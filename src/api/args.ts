@@ -1,5 +1,5 @@
 // The API edge: Keras' positional-or-options arguments, and conversion of user values to tensors.
-import { NDArray, describe } from '../ir/ndarray.js';
+import { NDArray, describe, formatShape } from '../ir/ndarray.js';
 import { Node } from '../ir/node.js';
 import { apply } from '../ir/build.js';
 import { coerce, isDType, isFloat, isInt, type DType } from '../ir/dtype.js';
@@ -77,11 +77,36 @@ export function toTensor(fn: string, x: unknown, what = 'x', like?: DType): Node
   }
   if (typeof x === 'boolean') return constantNode(new NDArray([x ? 1 : 0], [], 'bool'));
   if (x instanceof NDArray) return constantNode(x);
+  if (Array.isArray(x) && holdsTensor(x)) return pack(fn, x, what, like);
   if (Array.isArray(x) || ArrayBuffer.isView(x)) {
     const nd = NDArray.from(x, undefined, `${fn}: ${what}`);
     return constantNode(nd.dtype === 'bool' ? nd : nd.astype(like !== undefined && isFloat(like) ? like : floatx()));
   }
   throw new TypeError(`${fn}: ${what} is ${describe(x)}; expected a tensor, number, boolean, nested array or NDArray`);
+}
+
+function holdsTensor(x: readonly unknown[]): boolean {
+  return x.some((e) => e instanceof Node || (Array.isArray(e) && holdsTensor(e)));
+}
+
+/**
+ * A list holding tensors (`K.prod([a, b])`, as Keras' BatchNormalization writes) packed into one
+ * tensor along a new first axis, as TensorFlow's convert_to_tensor auto-packs: numbers take the
+ * tensors' dtype, and every entry must have the same dtype and shape.
+ */
+function pack(fn: string, x: readonly unknown[], what: string, like?: DType): Node {
+  if (x.length === 0) throw new ValueError(`${fn}: ${what} is an empty list`);
+  const firstTensor = x.find((e): e is Node => e instanceof Node);
+  const dt = firstTensor?.dtype ?? like;
+  const parts = x.map((e, i) => toTensor(fn, e, `${what}[${i}]`, dt));
+  const first = parts[0]!;
+  parts.forEach((t, i) => {
+    if (t.dtype !== first.dtype) throw new TypeError(`${fn}: ${what} is a list of tensors of different dtypes (${what}[0] is ${first.dtype}, ${what}[${i}] is ${t.dtype}); cast them to one dtype first`);
+    const same = t.ndim === first.ndim && t.shape.every((d, k) => d === null || first.shape[k] === null || d === first.shape[k]);
+    if (!same) throw new ValueError(`${fn}: ${what} is a list of tensors of different shapes (${what}[0] is ${formatShape(first.shape)}, ${what}[${i}] is ${formatShape(t.shape)}); a list is packed into one tensor, so the shapes must agree`);
+  });
+  const rows = parts.map((t) => apply('expand_dims', [t], { axis: 0 }, `K.${fn}`));
+  return rows.length === 1 ? rows[0]! : apply('concat', rows, { axis: 0 }, `K.${fn}`);
 }
 
 /** Two operands, converting numbers by the other operand's dtype. */
