@@ -80,7 +80,7 @@ export function separable_conv1d(x: TensorLike, depthwise_kernel: TensorLike, po
   const dk2 = apply('expand_dims', [dk], { axis: 0 }, fn);
   const pk2 = apply('expand_dims', [pk], { axis: 0 }, fn);
   const y = separable_conv2d(x2, dk2, pk2, { strides: [1, s!], padding: pad as string, data_format: fmt, dilation_rate: [1, dil!] });
-  return apply('squeeze', [y], { axes: [ax] }, fn);
+  return apply('squeeze', [y], { axis: ax }, fn);
 }
 
 /**
