@@ -43,6 +43,38 @@ export function options<T extends Record<string, unknown>>(fn: string, given: re
   return out as Partial<T>;
 }
 
+/**
+ * Keras' keyword arguments for required parameters too: `K.random_normal({ shape: [b, d] })`.
+ * `given` are all the arguments from the first parameter on; when the first is a plain object
+ * holding one of `aliases[names[0]]` (or names[0] itself) and nothing else is given, it is read as the
+ * options object for every parameter (`aliases` maps other spellings, such as Keras 2.3's renames,
+ * to the name here). Otherwise the arguments are positional as usual (`options`).
+ */
+export function allOptions(fn: string, given: readonly unknown[], names: readonly string[], aliases: Readonly<Record<string, string>> = {}): Record<string, unknown> {
+  const args = [...given];
+  while (args.length > 0 && args[args.length - 1] === undefined) args.pop();
+  const first = args[0];
+  const keyOf = (k: string): string => aliases[k] ?? k;
+  if (args.length === 1 && isPlainObject(first) && Object.keys(first).some((k) => keyOf(k) === names[0])) {
+    const out: Record<string, unknown> = {};
+    const allowed = [...names, ...Object.keys(aliases)];
+    for (const [k, v] of Object.entries(first)) {
+      if (!allowed.includes(k)) throw new ValueError(`${fn}: unknown option ${JSON.stringify(k)} (allowed: ${allowed.map((n) => JSON.stringify(n)).join(', ')})`);
+      const c = keyOf(k);
+      if (c in out) throw new ValueError(`${fn}: give ${c} once (${Object.keys(aliases).filter((a) => aliases[a] === c).concat(c).map((n) => JSON.stringify(n)).join(' and ')} name the same parameter)`);
+      out[c] = v;
+    }
+    return out;
+  }
+  return options(fn, args, names);
+}
+
+/** A required parameter: an error naming it when it is missing. */
+export function need(fn: string, o: Record<string, unknown>, name: string): unknown {
+  if (o[name] === undefined) throw new ValueError(`${fn}: ${name} is required`);
+  return o[name];
+}
+
 export function isTensor(x: unknown): x is Node {
   return x instanceof Node;
 }

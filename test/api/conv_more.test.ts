@@ -81,7 +81,7 @@ function local1(x: NDArray, w: NDArray, ks: number, s: number, first: boolean): 
 }
 
 /** local_conv2d from its definition (channels_last patches flatten (kr, kc, C); channels_first (C, kr, kc)). */
-function local2(x: NDArray, w: NDArray, [kr, kc]: number[], [sr, sc]: number[], [or, oc]: number[], first: boolean): NDArray {
+function local2(x: NDArray, w: NDArray, [kr, kc]: [number, number], [sr, sc]: [number, number], [or, oc]: [number, number], first: boolean): NDArray {
   const [B] = x.shape as [number];
   const C = first ? x.shape[1]! : x.shape[3]!;
   const [H, W] = first ? [x.shape[2]!, x.shape[3]!] : [x.shape[1]!, x.shape[2]!];
