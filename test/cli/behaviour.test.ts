@@ -96,10 +96,12 @@ describe('cli: behaviour of the installed command', function () {
       cwd: root, env: { ...process.env, KERAS_HOME: home }, stdio: ['pipe', 'pipe', 'pipe'],
     });
     let out = '';
+    let interrupted = false;
+    child.stdin.on('error', () => undefined); // script may be gone before the pipe closes
     const sent = new Promise<void>((done) => {
       child.stdout.on('data', (d: Buffer) => {
         out += d.toString();
-        if (/\] - ETA: /.test(out) && !child.stdin.writableEnded) { child.stdin.write('\x03'); done(); }
+        if (!interrupted && /\] - ETA: /.test(out)) { interrupted = true; child.stdin.write('\x03'); done(); }
       });
     });
     const code = new Promise<number | null>((done) => child.on('close', (c) => done(c)));
