@@ -23,3 +23,8 @@ export function warn(message: string): void {
 export function setWarningSink(sink: WarningSink | undefined): void {
   state.sink = sink ?? writeStderr;
 }
+
+/** The sink in use (a test that captures warnings puts it back). */
+export function warningSink(): WarningSink {
+  return state.sink;
+}
