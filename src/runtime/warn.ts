@@ -25,3 +25,8 @@ export function setWarningSink(sink: WarningSink | undefined): WarningSink {
   state.sink = sink ?? writeStderr;
   return before;
 }
+
+/** The sink in use (a test that captures warnings puts it back). */
+export function warningSink(): WarningSink {
+  return state.sink;
+}
