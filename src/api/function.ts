@@ -129,7 +129,7 @@ export function compileFunction(
   // Keras 2.3's function(inputs, outputs, updates=None, **kwargs): updates may be null, or given
   // by name with the other options in one object.
   if (updates === null) updates = [];
-  else if (!Array.isArray(updates) && typeof updates === 'object') {
+  else if (!Array.isArray(updates) && typeof updates === 'object' && Object.getPrototypeOf(updates) === Object.prototype) {
     const o = options<Record<string, unknown>>('function', [updates], [...FUNCTION_OPTIONS, 'updates']) as FunctionOptions & { updates?: readonly UpdateArg[] | null };
     const { updates: u, ...rest } = o;
     return compileFunction(inputs, outputs, u ?? [], { ...rest, ...opts });

@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { backend as K, NDArray, ShapeError, ValueError } from '../../src/index.js';
 import { expectClose } from '../helpers/assert.js';
 import { opTable } from '../helpers/table.js';
+import { targets } from '../helpers/targets.js';
 
 const EPS = 1e-7; // K.epsilon(): the decoders see log(y_pred + epsilon)
 
@@ -109,23 +110,32 @@ opTable('K.ctc_decode', [
   },
 ]);
 
-opTable('K.ctc_label_dense_to_sparse', [
-  {
-    name: 'indices of the entries before each length, row by row',
-    inputs: [new NDArray([1, 2, 3, 4, 5, 6], [2, 3], 'int32'), new NDArray([2, 3], [2], 'int32')],
-    build: (l, n) => K.ctc_label_dense_to_sparse(l, n).indices, expected: [[0, 0], [0, 1], [1, 0], [1, 1], [1, 2]], staticShape: [null, 2],
-  },
-  {
-    name: 'values',
-    inputs: [new NDArray([1, 2, 3, 4, 5, 6], [2, 3], 'int32'), new NDArray([2, 0], [2], 'int32')],
-    build: (l, n) => K.ctc_label_dense_to_sparse(l, n).values, expected: [1, 2], staticShape: [null],
-  },
-  {
-    name: 'dense_shape',
-    inputs: [new NDArray([1, 2, 3, 4, 5, 6], [2, 3], 'int32'), new NDArray([1, 1], [2], 'int32')],
-    build: (l, n) => K.ctc_label_dense_to_sparse(l, n).dense_shape, expected: [2, 3], staticShape: [2],
-  },
-]);
+// The number of entries depends on the label lengths, so no compiled code can fix the output's
+// shape: the function runs the reference interpreter, and says so (a warning; an error with
+// fallback "error"). Every target is checked with fallback "warn".
+describe('K.ctc_label_dense_to_sparse', () => {
+  const lab = new NDArray([1, 2, 3, 4, 5, 6], [2, 3], 'int32');
+  for (const t of targets) {
+    it(`indices of the entries before each length, row by row; values; dense shape [${t.name}]`, () => {
+      const l = K.placeholder([null, 3], null, 'int32');
+      const n = K.placeholder([null], null, 'int32');
+      const sp = K.ctc_label_dense_to_sparse(l, n);
+      expect(K.int_shape(sp.indices)).to.deep.equal([null, 2]);
+      const f = K.function([l, n], [sp.indices, sp.values, sp.dense_shape], [], { ...t.options, fallback: 'warn' });
+      const [ix, vals, shape] = f([lab, new NDArray([2, 3], [2], 'int32')]).map((v) => v.toArray());
+      expect(ix).to.deep.equal([[0, 0], [0, 1], [1, 0], [1, 1], [1, 2]]);
+      expect(vals).to.deep.equal([1, 2, 4, 5, 6]);
+      expect(shape).to.deep.equal([2, 3]);
+      expect(f([lab, new NDArray([0, 1], [2], 'int32')])[1]!.toArray()).to.deep.equal([4]);
+    });
+  }
+  it('with fallback "error" the compiled function refuses, naming the op', () => {
+    const l = K.placeholder([2, 3], null, 'int32');
+    const n = K.placeholder([2], null, 'int32');
+    const f = K.function([l, n], [K.ctc_label_dense_to_sparse(l, n).values], [], { fallback: 'error' });
+    expect(() => f([lab, new NDArray([1, 1], [2], 'int32')])).to.throw(/ctc_label_dense_to_sparse/);
+  });
+});
 
 describe('K.ctc_decode: arguments and errors', () => {
   const y = K.placeholder([null, 5, 3]);
