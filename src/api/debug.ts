@@ -38,6 +38,16 @@ export function dot(x: Seeable, opts: DotOptions = {}): string {
 /** SVG text of the graph, laid out by Graphviz compiled to WebAssembly (@viz-js/viz; no system Graphviz). */
 export async function svg(x: Seeable | string, opts: DotOptions = {}): Promise<string> {
   const text = typeof x === 'string' ? x : dot(x, opts);
-  const viz = await import('@viz-js/viz');
+  let viz: typeof import('@viz-js/viz');
+  try {
+    viz = await import('@viz-js/viz');
+  } catch (e) {
+    // An optional peer dependency: a library install does not bring it (README, Dependencies).
+    throw new Error(`svg needs the optional package @viz-js/viz; install it with \`npm install @viz-js/viz\` (${firstLine(e)})`);
+  }
   return (await viz.instance()).renderString(text, { format: 'svg' });
+}
+
+function firstLine(e: unknown): string {
+  return (e instanceof Error ? e.message : String(e)).split('\n')[0]!;
 }

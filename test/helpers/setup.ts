@@ -5,7 +5,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { reloadConfig } from '../../src/api/config.js';
 import { stats } from '../../src/runtime/gpu/stats.js';
+import { setWarningSink } from '../../src/runtime/warn.js';
 import { excluded } from './exclusions.js';
+import { skipReport } from './needs.js';
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), 'theanine-test-'));
 process.env['KERAS_HOME'] = home;
@@ -14,10 +16,17 @@ delete process.env['THEANINE_DEVICE'];
 reloadConfig({ env: { KERAS_HOME: home } });
 process.on('exit', () => fs.rmSync(home, { recursive: true, force: true }));
 
-/** After every test: what the named target rules left out, and what the gpu device ran. */
+// Warnings of expected fallbacks (a gpu kernel on the host, no GL context) are collected and
+// printed after the reporter's output instead of between its dots.
+const warnings: string[] = [];
+setWarningSink((m) => { warnings.push(m); });
+
+/** After every test: what the named target rules left out, what was skipped and why, and what the gpu device ran. */
 export const mochaHooks = {
   afterAll(): void {
     for (const [rule, cases] of excluded) console.log(`\n${cases.length} cases excluded by rule "${rule}"`);
+    if (warnings.length > 0) console.log(`\n${warnings.length} warnings (expected fallbacks, each printed once per process):\n${warnings.map((w) => `  ${w}`).join('\n')}`);
+    for (const line of skipReport()) console.log(`\n${line}`);
     if (stats.kernelRuns > 0) {
       const host = [...stats.hostNodes].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ');
       console.log(`gpu device: ${stats.kernelsCompiled} kernels compiled, ${stats.kernelRuns} kernel runs; nodes computed on the host: ${host || 'none'}`);

@@ -7,6 +7,7 @@ import { backend as K, NDArray, ValueError, defineOp } from '../../src/index.js'
 import { loadGpuJs } from '../../src/runtime/gpu/gpujs.js';
 import { stats } from '../../src/runtime/gpu/stats.js';
 import { expectClose } from '../helpers/assert.js';
+import { needs } from '../helpers/needs.js';
 
 const GPU = { device: 'gpu' } as const;
 
@@ -38,6 +39,17 @@ if (loaded instanceof Error) {
       const want = process.env['THEANINE_GPU_EXPECT'];
       if (want !== undefined) expect(f.device).to.equal(`gpu:${want}`);
       expect(K.function([x], [x.add(1)]).device).to.equal('cpu');
+    });
+
+    it('runs on a GL context (headless GL: a desktop, or Mesa under an X display)', function () {
+      const x = K.placeholder([2]);
+      const f = K.function([x], [x.add(1)], [], GPU);
+      // THEANINE_GPU_MODE=webasm asks for webasm on purpose (CI's second pass): nothing is missing then.
+      if (process.env['THEANINE_GPU_MODE'] === 'webasm') return void expect(f.device).to.equal('gpu:webasm');
+      needs(this, 'the gpu device on a GL context (test/runtime/gpu.test.ts; the gpu tables ran in webasm mode)',
+        f.device === 'gpu:webasm' ? 'no GL context here (no X display, or gl not built); run the tests under `xvfb-run -a` (Debian: apt-get install xvfb libgl1-mesa-dri)' : undefined);
+      expect(f.device).to.match(/^gpu:(headlessgl|webgl2|webgl)$/);
+      expect(f([[1, 2]])[0]!.toArray()).to.deep.equal([2, 3]);
     });
 
     it('runs the README example', () => {

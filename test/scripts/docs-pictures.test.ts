@@ -1,6 +1,7 @@
 // The docs pictures script still runs, and the mlp-gradient SVG renders in headless Chromium:
 // the screenshot is not blank and shows the node and cluster colours of the picture.
-// Needs Debian's chromium (.ci/run installs it); without it this test fails, it does not skip.
+// Needs Debian's chromium (.ci/run installs it); without it the tests skip with a line saying so
+// (test/helpers/needs.ts), and fail instead under THEANINE_TEST_NO_SKIP=1, as in CI.
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -10,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { EXAMPLES } from '../../src/examples/graphs.js';
 import { CHROMIUM_MISSING, findChromium, svgPixelSize } from '../../scripts/chromium.js';
 import { countColour, decodePng, inkFraction } from '../../scripts/png.js';
+import { needs } from '../helpers/needs.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -20,14 +22,11 @@ describe('scripts/docs-pictures.ts and the Chromium screenshot', function () {
 
   before(function () {
     out = mkdtempSync(join(tmpdir(), 'theanine-pictures-'));
-    if (findChromium() === undefined) return; // the first test reports it
+    needs(this, 'the docs pictures script and its Chromium screenshot (test/scripts/docs-pictures.test.ts)',
+      findChromium() === undefined ? `${CHROMIUM_MISSING}; then run npm run test:file -- test/scripts/docs-pictures.test.ts` : undefined);
     run = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/docs-pictures.ts', '--out', out], { cwd: root, encoding: 'utf8' });
   });
   after(() => rmSync(out, { recursive: true, force: true }));
-
-  it('headless Chromium is installed', () => {
-    expect(findChromium(), CHROMIUM_MISSING).to.be.a('string');
-  });
 
   it('the script runs and writes an SVG and a listing per example, the pipeline and the screenshot', () => {
     expect(run?.status, `${run?.stdout}\n${run?.stderr}`).to.equal(0);

@@ -13,7 +13,8 @@ export function loadTsMorph(): typeof TsMorph {
     try {
       tsMorph = createRequire(import.meta.url)('ts-morph') as typeof TsMorph;
     } catch (e) {
-      throw new Error(`exportModule needs the ts-morph package (npm install ts-morph): ${(e as Error).message}`);
+      // An optional peer dependency (only export needs it); one line, without Node's require stack.
+      throw new Error(`exportModule needs the optional package ts-morph; install it with \`npm install ts-morph\` (${(e as Error).message.split('\n')[0]})`);
     }
   }
   return tsMorph;

@@ -5,6 +5,7 @@
 import { ValueError } from '../../ir/errors.js';
 import { debugAny, debugLog } from '../debug.js';
 import { loadGpuJs, type GpuInstance } from './gpujs.js';
+import { warn } from '../warn.js';
 
 /** Modes theanine accepts in THEANINE_GPU_MODE (gpu.js' internal mode names). */
 export const GPU_MODES = ['headlessgl', 'webgl2', 'webgl', 'webasm'] as const;
@@ -35,7 +36,7 @@ const warned = state.warned;
 export function warnOnce(key: string, message: string): void {
   if (warned.has(key)) return;
   warned.add(key);
-  process.emitWarning(message, { code: 'THEANINE_GPU' });
+  warn(message);
 }
 
 function requestedMode(): GpuMode | undefined {

@@ -22,8 +22,8 @@ const small: Record<ModelName, (r: Rng) => ReturnType<typeof buildModel>> = {
   lstm: (r) => buildModel('lstm', r),
 };
 
-describe('exportOnnx: models with an unknown batch, through ONNX Runtime', function () {
-  before(function () {
+describe('exportOnnx: models with an unknown batch, through ONNX Runtime', () => {
+  before(() => {
     if (missing !== undefined) throw new Error(missing);
   });
   for (const name of ['mlp', 'cnn', 'lstm'] as const) {

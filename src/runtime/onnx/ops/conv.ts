@@ -8,7 +8,7 @@ import type { poolOps } from '../../../ir/ops/pool.js';
 import { effectiveSize, padsFor, type WindowAttrs } from '../../../ir/ops/window.js';
 import type { StaticShape } from '../../../ir/types.js';
 import { F, OnnxExportError, type GraphBuilder } from '../builder.js';
-import { type Ctx, type OnnxTableFor } from './types.js';
+import type { Ctx, OnnxTableFor } from './types.js';
 import type { DType } from '../../../ir/dtype.js';
 
 /**

@@ -5,7 +5,7 @@ import { promote, isFloat, type DType } from '../../../ir/dtype.js';
 import type { elementwiseOps } from '../../../ir/ops/elementwise.js';
 import type { GraphBuilder, Val } from '../builder.js';
 import { F } from '../builder.js';
-import { arith, type Ctx, type Emit, type OnnxTableFor } from './types.js';
+import { arith, type Emit, type OnnxTableFor } from './types.js';
 import { castAll, fit, toDType } from './util.js';
 
 /** The op on inputs cast to the compute dtype of the node's result. */

@@ -68,7 +68,7 @@ export function patches(b: GraphBuilder, x: string, g: PatchGeometry): string {
   const pads = new Array<number>(2 * r).fill(0);
   g.spatial.forEach((s, i) => { pads[1 + i] = g.before[i]!; pads[r + 1 + i] = g.padded[i]! - s - g.before[i]!; });
   const xp = b.op('Pad', [x, b.i64(pads)], { mode: 'constant' }, { dtype: v.dtype, shape: [n, ...g.padded, c] });
-  const flat = b.reshape(xp, [n, prod(g.padded), c], b.vec([0 < 1 ? (n ?? b.dim(x, 0)) : 0, prod(g.padded), c ?? b.dim(x, r - 1)]));
+  const flat = b.reshape(xp, [n, prod(g.padded), c], b.vec([n ?? b.dim(x, 0), prod(g.padded), c ?? b.dim(x, r - 1)]));
   return b.op('Gather', [flat, b.constant(g.index)], { axis: 1 }, { dtype: v.dtype, shape: [n, prod(g.out), prod(g.window), c] });
 }
 

@@ -122,7 +122,7 @@ export const shapeTranslations: OnnxTableFor<ShapeOps> = {
     const xt = b.op('Transpose', [xc], { perm: [0, ...xRest, ax] }, { dtype: d, shape: [0, ...xRest, ax].map((i) => xs[i]!) });
     const yt = b.op('Transpose', [yc], { perm: [0, ay, ...yRest] }, { dtype: d, shape: [0, ay, ...yRest].map((i) => ys[i]!) });
     const dimOr = (v: string, s: StaticShape, i: number): number | string => s[i] ?? b.dim(v, i);
-    const x3 = b.reshape(xt, [xs[0]!, prod(xs, xRest), xs[ax]!], b.vec([0 < 1 ? dimOr(xc, xs, 0) : 0, prod(xs, xRest) ?? -1, dimOr(xc, xs, ax)]));
+    const x3 = b.reshape(xt, [xs[0]!, prod(xs, xRest), xs[ax]!], b.vec([dimOr(xc, xs, 0), prod(xs, xRest) ?? -1, dimOr(xc, xs, ax)]));
     const y3 = b.reshape(yt, [ys[0]!, ys[ay]!, prod(ys, yRest)], b.vec([dimOr(yc, ys, 0), dimOr(yc, ys, ay), prod(ys, yRest) ?? -1]));
     const m = b.op('MatMul', [x3, y3], {}, { dtype: d, shape: [xs[0]!, prod(xs, xRest), prod(ys, yRest)] });
     const target = b.vec([dimOr(xc, xs, 0), ...xRest.map((i) => dimOr(xc, xs, i)), ...yRest.map((i) => dimOr(yc, ys, i))]);
