@@ -126,7 +126,20 @@ function onnxTarget(): Target | undefined {
 
 /** Table cases the onnx target leaves out, each with its reason (src/runtime/onnx/README.md lists them too). */
 const ctcReason = 'CTC has no ONNX translation yet (its alpha/beta recursions over label lattices are not written as ONNX Loops): the onnx backend names the op and stops';
+const decodeReason = 'ctc_decode is a greedy or beam search whose result sizes depend on the data; it has no ONNX translation (the tensorflow backend runs it on the host)';
 const onnxExcluded: Readonly<Record<string, string>> = {
+  'K.ctc_decode: greedy: decoded': decodeReason,
+  'K.ctc_decode: greedy: log_prob': decodeReason,
+  'K.ctc_decode: beam search, width 100, top_paths 3: path 0': decodeReason,
+  'K.ctc_decode: beam search, width 100, top_paths 3: path 1': decodeReason,
+  'K.ctc_decode: beam search, width 100, top_paths 3: path 2': decodeReason,
+  'K.ctc_decode: beam search: log_prob (options object)': decodeReason,
+  'K.ctc_decode: beam of 1, label most likely: [0], shifted log-probability 0': decodeReason,
+  "K.ctc_decode: beam of 1, blank most likely: stays empty (TensorFlow's rule), log-probability 0": decodeReason,
+  'K.ctc_decode: beam search, merge_repeated: 0 blank 0 is emitted as [0]': decodeReason,
+  'K.ctc_decode: beam search, no merge: 0 blank 0 is [0, 0]': decodeReason,
+  'K.ctc_label_dense_to_sparse: indices of the entries before each length, row by row; values; dense shape':
+    'its result size depends on the label values (data-dependent shapes); it has no ONNX translation',
   'gradients: ctc_batch_cost: ctc_batch_cost with respect to y_pred': ctcReason,
   'gradients: ctc_batch_cost: ctc_batch_cost of a softmax': ctcReason,
   'gradients: elementwise unary: erf':
