@@ -16,7 +16,7 @@ import type { FusionTarget } from '../../passes/fusion.js';
 import { download, upload } from './convert.js';
 import { tfKernels } from './kernels/index.js';
 import { fit } from './kernels/util.js';
-import { tfjsRuntime, type TF, type TfRuntime } from './load.js';
+import { takeBackendErrors, tfjsRuntime, type TF, type TfRuntime } from './load.js';
 import type { KernelContext, Tensor, TfEntry } from './types.js';
 import { adoptUpdate, readVariable } from './variables.js';
 
@@ -87,6 +87,7 @@ function runOnce(
 ): NDArray[] {
   const epoch = nextEpoch();
   const print = (m: string) => console.log(m);
+  takeBackendErrors(); // what earlier code (not this call) left there is not this call's
   const results = tf.tidy(() => {
     const env = new Map<Node, Tensor>();
     inputs.forEach((n, i) => env.set(n, upload(tf, values[i]!)));
@@ -150,6 +151,7 @@ class Graph {
     let out: Tensor[];
     try {
       out = entry.tuple(this.inputs(n), n.attrs, this.ctxFor(n)).map((t, i) => fit(this.tf, t, items[i]!.dtype));
+      checkBackendStatus(n.op);
     } catch (e) {
       throw rethrow(e, n.op);
     }
@@ -193,6 +195,7 @@ class Graph {
           throw new Error(`internal: ${n.op} has no value`);
         }
         out = fit(tf, entry(this.inputs(n), n.attrs, this.ctxFor(n)), n.dtype);
+        checkBackendStatus(n.op);
       } catch (e) {
         throw rethrow(e, n.op);
       }
@@ -200,6 +203,12 @@ class Graph {
     checkShape(n, n.shape, out);
     return out;
   }
+}
+
+/** A status the tfjs backend reported while an op ran is that op's error, never its result. */
+function checkBackendStatus(op: string): void {
+  const errs = takeBackendErrors();
+  if (errs.length > 0) throw new Error(`${op}: TensorFlow.js reported an error while computing it (${errs.join('; ')}); its output is not a result`);
 }
 
 function checkShape(n: Node, want: readonly (number | null)[], out: Tensor, where = ''): void {
