@@ -90,6 +90,9 @@ function runOnce(
   const results = tf.tidy(() => {
     const env = new Map<Node, Tensor>();
     inputs.forEach((n, i) => env.set(n, upload(tf, values[i]!)));
+    // Variables are read at the start of the call (SPEC §3): a clone keeps the value it had even if
+    // a call made from inside this one (a user op's reference) assigns an update to the tf.Variable.
+    for (const n of order) if (n.op === 'variable' && !env.has(n)) env.set(n, tf.clone(readVariable(tf, n.cell!)));
     const evaluate = (res: readonly Node[], feeds: ReadonlyMap<Node, Tensor>): Tensor[] => {
       const body = passes.length === 0 ? res : optimized(res, passes);
       return new Graph(tf, new Map(feeds), ctxFor).run(topoSort(body), body);
