@@ -12,6 +12,7 @@ import { convKernels } from './conv.js';
 import { controlKernels } from './control.js';
 import { ctcKernels } from './ctc.js';
 import { ctcTheanoKernels } from './ctc_theano.js';
+import { ctcDecodeKernels } from './ctc_decode.js';
 import { optimizerKernels } from './optimizer.js';
 
 export const tfKernels: TfTable = {
@@ -25,5 +26,6 @@ export const tfKernels: TfTable = {
   ...controlKernels,
   ...ctcKernels,
   ...ctcTheanoKernels,
+  ...ctcDecodeKernels,
   ...optimizerKernels,
 };
