@@ -19,6 +19,7 @@ import { fit } from './kernels/util.js';
 import { takeBackendErrors, tfjsRuntime, type TF, type TfRuntime } from './load.js';
 import type { KernelContext, Tensor, TfEntry } from './types.js';
 import { adoptUpdate, readVariable } from './variables.js';
+import { warn } from '../warn.js';
 
 export interface TfjsExecutor extends Executor {
   readonly runtime: TfRuntime;
@@ -37,6 +38,7 @@ export function tfjsExecutor(
   const graph = optimizer === 'none' ? targets : optimized(targets, passes);
   const order = topoSort(graph);
   const runtime = tfjsRuntime();
+  warnNarrowed(order);
   const nOut = targets.length - updates.length;
   return {
     graph,
@@ -51,6 +53,29 @@ export function tfjsExecutor(
       });
     })),
   };
+}
+
+/**
+ * TensorFlow.js has no float64 and no int64: such values are computed in float32 and int32 here
+ * (issue 14 item 3), which loses digits and wraps large integers. Said once per process and dtype,
+ * when the first function using one is compiled, since results keep the dtype's label.
+ */
+const NARROWED: Readonly<Record<string, string>> = {
+  float64: 'float64 values are computed in float32 (about 7 significant digits; 1 + 1e-10 is 1)',
+  int64: 'int64 values are computed in int32 (integers beyond +-2^31 wrap)',
+};
+const warnedNarrowed = new Set<string>();
+/** Tests: forget which dtypes were warned about. */
+export function _resetNarrowedWarnings(): void {
+  warnedNarrowed.clear();
+}
+function warnNarrowed(order: readonly Node[]): void {
+  for (const n of order) {
+    const text = NARROWED[n.dtype];
+    if (text === undefined || warnedNarrowed.has(n.dtype)) continue;
+    warnedNarrowed.add(n.dtype);
+    warn(`theanine: backend "tensorflow": TensorFlow.js has no ${n.dtype}, so ${text}; results are still labelled ${n.dtype}. Use the theanine backend where ${n.dtype} precision matters`);
+  }
 }
 
 /** Every pass fuses nothing here: tfjs runs each op as its own kernel. */
