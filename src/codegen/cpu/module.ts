@@ -9,7 +9,7 @@ import type { Program } from '../kernel.js';
 import { planBuffers, type Plan } from '../plan.js';
 import { arrayType, commentText } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
-import { packing, renderMatmulCompute } from './matmul.js';
+import { accSize, packing, renderMatmulCompute } from './matmul.js';
 import { allocateSlots, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
 import { renderScan } from './scan.js';
 import { wasmTileModule } from './wasm-kernel.js';
@@ -125,7 +125,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     else if (s.kind === 'matmul') {
       // The packing buffers and the tile sums: views of the process-wide arena, for this step only.
       const nA = p.buffers[s.packA]!.size, nB = p.buffers[s.packB]!.size;
-      const nAcc = 16 * Math.ceil(s.m.size / s.mr);
+      const nAcc = accSize(s);
       body.push(`  { const ar = rt.arena.f64(${nA + nB + nAcc}), b${s.packA} = ar.subarray(0, ${nA}), b${s.packB} = ar.subarray(${nA}, ${nA + nB}), acc = ar.subarray(${nA + nB}, ${nA + nB + nAcc});`);
       const pk = packing(s);
       for (const c of pk.calls) {
