@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-export type BackendName = 'theanine' | 'tensorflow';
+export type BackendName = 'theanine' | 'tensorflow' | 'onnx';
 export type Floatx = 'float16' | 'float32' | 'float64';
 export type DataFormat = 'channels_first' | 'channels_last';
 export type DeviceName = 'cpu' | 'gpu';
@@ -27,7 +27,7 @@ export interface LoadConfigOptions {
   home?: string;
 }
 
-export const BACKENDS: readonly BackendName[] = ['theanine', 'tensorflow'];
+export const BACKENDS: readonly BackendName[] = ['theanine', 'tensorflow', 'onnx'];
 const FLOATXS: readonly Floatx[] = ['float16', 'float32', 'float64'];
 const DATA_FORMATS: readonly DataFormat[] = ['channels_first', 'channels_last'];
 const DEVICES: readonly DeviceName[] = ['cpu', 'gpu'];
