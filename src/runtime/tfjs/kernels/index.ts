@@ -13,6 +13,7 @@ import { controlKernels } from './control.js';
 import { ctcKernels } from './ctc.js';
 import { ctcTheanoKernels } from './ctc_theano.js';
 import { optimizerKernels } from './optimizer.js';
+import { sizedKernels } from './sized.js';
 
 export const tfKernels: TfTable = {
   ...coreKernels,
@@ -26,4 +27,5 @@ export const tfKernels: TfTable = {
   ...ctcKernels,
   ...ctcTheanoKernels,
   ...optimizerKernels,
+  ...sizedKernels,
 };
