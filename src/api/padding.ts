@@ -1,10 +1,10 @@
-// Zero padding (Keras 2 and Keras 1 forms) and nearest-neighbour resizing of images and volumes:
-// one 'pad' op and one 'repeat_elements' op per spatial axis serve them all.
+// Zero padding (Keras 2 and Keras 1 forms) and resizing of images and volumes: one 'pad' op and
+// one 'repeat_elements' op (nearest) or constant interpolation matrix (bilinear) per spatial axis.
 import { apply } from '../ir/build.js';
 import { ShapeError, ValueError } from '../ir/errors.js';
 import { NDArray, describe, formatShape } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
-import { checkInt, constantNode, options, toTensor, type TensorLike } from './args.js';
+import { allOptions, checkInt, constantNode, isTensor, need, options, toTensor, type TensorLike } from './args.js';
 import { sizeArg, type Size } from './sizes.js';
 import { reshape, tile } from './shape.js';
 import { image_data_format, type DataFormat } from './config.js';
@@ -154,25 +154,73 @@ function repeatBy(fn: string, x: Node, axis: number, rep: Node): Node {
 }
 
 type ResizeOpts = FormatOpts & { interpolation?: string };
+type ResizeAll = ResizeOpts & { x?: TensorLike; X?: TensorLike; height_factor?: Size; width_factor?: Size };
 
-function interpolationArg(fn: string, o: ResizeOpts): void {
-  if (o.interpolation !== undefined && o.interpolation !== 'nearest') {
-    throw new ValueError(`${fn}: unknown interpolation ${describe(o.interpolation)} (allowed: 'nearest')`);
+const INTERPOLATIONS = ['nearest', 'bilinear'] as const;
+
+function interpolationArg(fn: string, o: ResizeOpts): 'nearest' | 'bilinear' {
+  const v = o.interpolation ?? 'nearest';
+  if (!(INTERPOLATIONS as readonly unknown[]).includes(v)) {
+    throw new ValueError(`${fn}: unknown interpolation ${describe(o.interpolation)} (allowed: 'nearest', 'bilinear')`);
   }
+  return v as 'nearest' | 'bilinear';
 }
 
-/** Upsamples the rows and columns of a 4-D tensor by integer factors. */
+/**
+ * Bilinear upsampling of one axis by an integer factor, as TensorFlow 1's resize_bilinear (Keras
+ * 2.3's, align_corners and half_pixel_centers false): output i reads input i / f, between rows
+ * floor(i / f) and the next (the last row repeated past the end). A constant (n, n * f) matrix
+ * contracted with the axis, so it differentiates and fuses like any dot.
+ */
+function bilinearAxis(fn: string, x: Node, axis: number, f: number): Node {
+  const n = x.shape[axis]!;
+  if (n === null) throw new ShapeError(`${fn}: bilinear interpolation needs the size of axis ${axis} of x ${formatShape(x.shape)}`);
+  const m = n * f;
+  const w = new Float64Array(n * m);
+  for (let i = 0; i < m; i++) {
+    const src = i / f;
+    const lo = Math.floor(src);
+    const hi = Math.min(lo + 1, n - 1);
+    const frac = src - lo;
+    w[lo * m + i] = w[lo * m + i]! + (1 - frac);
+    w[hi * m + i] = w[hi * m + i]! + frac;
+  }
+  const last = x.ndim - 1;
+  const perm = Array.from({ length: x.ndim }, (_, k) => k);
+  perm[axis] = last;
+  perm[last] = axis;
+  const moved = axis === last ? x : apply('transpose', [x], { perm }, fn);
+  const y = apply('dot', [moved, constantNode(new NDArray(w, [n, m], x.dtype))], {}, fn);
+  return axis === last ? y : apply('transpose', [y], { perm }, fn);
+}
+
+/**
+ * resize_images(x, height_factor, width_factor, data_format, interpolation='nearest'|'bilinear'):
+ * upsamples the rows and columns of a 4-D tensor by integer factors. Keras 2.3 calls the first
+ * parameter `x` (2.0: `X`); the options form ({ x, height_factor, ... }) takes either.
+ */
 export function resize_images(
-  X: TensorLike, height_factor: Size, width_factor: Size,
+  x: TensorLike | ResizeAll, height_factor?: Size, width_factor?: Size,
   data_format?: string | null | ResizeOpts, interpolation?: string,
 ): Node {
   const fn = 'K.resize_images';
-  const t = toTensor(fn, X, 'X');
+  if (typeof x === 'object' && x !== null && !Array.isArray(x) && !(x instanceof NDArray) && !isTensor(x)) {
+    const a = allOptions(fn, [x], ['x', 'height_factor', 'width_factor', 'data_format', 'interpolation', 'dim_ordering'], { X: 'x' });
+    const rest: ResizeOpts = { data_format: a['data_format'] as string | null, dim_ordering: a['dim_ordering'] as string | null, interpolation: a['interpolation'] as string };
+    return resize_images(need(fn, a, 'x') as TensorLike, need(fn, a, 'height_factor') as number, need(fn, a, 'width_factor') as number, rest);
+  }
+  const t = toTensor(fn, x, 'x');
   const o = options<ResizeOpts>(fn, [data_format, interpolation], ['data_format', 'interpolation', 'dim_ordering']);
   const fmt = dataFormatArg(fn, o);
-  interpolationArg(fn, o);
+  const mode = interpolationArg(fn, o);
   checkRank(fn, t, 4, '(batch, rows, cols, channels) or (batch, channels, rows, cols)');
-  return resize(fn, t, [height_factor, width_factor], ['height_factor', 'width_factor'], fmt);
+  if (mode === 'nearest') return resize(fn, t, [height_factor, width_factor], ['height_factor', 'width_factor'], fmt);
+  let out = t;
+  spatialAxes(4, fmt).forEach((axis, i) => {
+    const f = checkInt(fn, [height_factor, width_factor][i], ['height_factor', 'width_factor'][i]!, 1);
+    if (f !== 1) out = bilinearAxis(fn, out, axis, f);
+  });
+  return out;
 }
 
 /** Upsamples the three spatial axes of a 5-D tensor by integer factors. */

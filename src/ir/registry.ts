@@ -18,6 +18,7 @@ import { shapeGradOps } from './ops/shape_grad.js';
 import { scanArgOp, scanOp, tupleGetOp } from './ops/control.js';
 import { ctcOps } from './ops/ctc.js';
 import { ctcTheanoOps } from './ops/ctc-theano.js';
+import { ctcDecodeOps } from './ops/ctc-decode.js';
 import { fusedOp, softmaxCrossEntropyOp } from './ops/optimizer.js';
 
 export const builtinOps = {
@@ -53,6 +54,7 @@ export const builtinOps = {
   tuple_get: tupleGetOp,
   ...ctcOps,
   ...ctcTheanoOps,
+  ...ctcDecodeOps,
   fused: fusedOp,
   softmax_cross_entropy: softmaxCrossEntropyOp,
 } as const;

@@ -45,6 +45,9 @@ export const gradRules: Record<OpName, RuleEntry> = {
   ...convGrads,
   ...shapeGrads,
   ...controlGrads,
+  // Decoding picks labels (integers) and a score of the chosen path; TensorFlow gives neither a gradient.
+  ctc_decode: 'none',
+  ctc_label_dense_to_sparse: 'none',
   ...optimizerGrads,
   ...sizedGrads,
 };

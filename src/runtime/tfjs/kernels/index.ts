@@ -12,6 +12,7 @@ import { convKernels } from './conv.js';
 import { controlKernels } from './control.js';
 import { ctcKernels } from './ctc.js';
 import { ctcTheanoKernels } from './ctc_theano.js';
+import { ctcDecodeKernels } from './ctc_decode.js';
 import { optimizerKernels } from './optimizer.js';
 import { sizedKernels } from './sized.js';
 
@@ -26,6 +27,7 @@ export const tfKernels: TfTable = {
   ...controlKernels,
   ...ctcKernels,
   ...ctcTheanoKernels,
+  ...ctcDecodeKernels,
   ...optimizerKernels,
   ...sizedKernels,
 };
