@@ -16,11 +16,13 @@ import { fallbackPolicy, type FallbackOption } from '../runtime/fallback.js';
 import { allOptions, constantNode, isTensor, need, operands, options, toTensor, type TensorLike } from './args.js';
 import { backend as configuredBackend, device as configuredDevice, BACKENDS, type BackendName, type DeviceName } from './config.js';
 import { clearTfjsCache, tfjsExecutor } from '../runtime/tfjs/executor.js';
+import { clearOnnxCache, onnxExecutor } from '../runtime/onnx/executor.js';
 import { currentLearningPhase, onClearSession } from './state.js';
 
 onClearSession(clearCompileCache);
 onClearSession(clearGpuCompileCache);
 onClearSession(clearTfjsCache);
+onClearSession(clearOnnxCache);
 
 /** An assignment `variable := value` applied after a compiled function's outputs are computed. */
 export class Update {
@@ -171,7 +173,10 @@ export function compileFunction(
   const named = { name: spec.name, fallback };
   if (opts.passes !== undefined && optimizer === 'none') throw new ValueError('function: passes were given but optimizer "none" runs no passes; use "fast_run" or "fast_compile"');
   let executor: Executor;
-  if (backend === 'tensorflow') {
+  if (backend === 'onnx') {
+    // ONNX Runtime picks the kernels; the execution provider is THEANINE_ONNX_PROVIDER's (cpu by default)
+    executor = onnxExecutor(inputs, targets, optimizer, opts.passes);
+  } else if (backend === 'tensorflow') {
     // TensorFlow.js picks its own device (native TensorFlow, WebAssembly or JavaScript).
     executor = tfjsExecutor(inputs, targets, ups, optimizer, opts.passes);
   } else {
