@@ -201,7 +201,7 @@ function bilinearAxis(fn: string, x: Node, axis: number, f: number): Node {
  */
 export function resize_images(
   x: TensorLike | ResizeAll, height_factor?: Size, width_factor?: Size,
-  data_format?: string | null | ResizeOpts, interpolation?: string,
+  data_format?: string | null | ResizeOpts, interpolation?: string | ResizeOpts,
 ): Node {
   const fn = 'K.resize_images';
   if (typeof x === 'object' && x !== null && !Array.isArray(x) && !(x instanceof NDArray) && !isTensor(x)) {

@@ -13,6 +13,7 @@ import { accSize, packing, renderMatmulCompute } from './matmul.js';
 import { allocateSlots, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
 import { renderScan } from './scan.js';
 import { wasmTileModule } from './wasm-kernel.js';
+import { planElementwise, renderElementwise } from '../wasm/elementwise.js';
 
 export { runtimeHelpers, type RunFn };
 
@@ -121,7 +122,11 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   const useWasm = wasmTileModule() !== null;
   for (const s of p.steps) {
     const mark = body.length;
-    if (s.kind === 'loop') call(render((env) => renderLoopKernel(s, 'k', env)));
+    if (s.kind === 'loop') {
+      // The WebAssembly SIMD tier where it applies (../wasm/elementwise.ts), else JavaScript.
+      const simd = planElementwise(s, (id) => p.buffers[id]!.dtype);
+      call(render((env) => (simd !== undefined ? renderElementwise(simd, env.bufName) : renderLoopKernel(s, 'k', env))));
+    }
     else if (s.kind === 'matmul') {
       // The packing buffers and the tile sums: views of the process-wide arena, for this step only.
       const nA = p.buffers[s.packA]!.size, nB = p.buffers[s.packB]!.size;
