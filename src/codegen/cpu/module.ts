@@ -158,6 +158,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
       case 'input': prologue.push(`  const ${name} = ins[${b.slot!}];`); break;
       case 'variable': prologue.push(`  const ${name} = cells[${b.slot!}].value.data;`); break;
       case 'phase': consts.push(new Uint8Array(1)); prologue.push(`  const ${name} = consts[${consts.length - 1}]; ${name}[0] = phase;`); break;
+      case 'epoch': consts.push(new Float64Array(1)); prologue.push(`  const ${name} = consts[${consts.length - 1}]; ${name}[0] = ctx.epoch;`); break;
       case 'constant': consts.push(b.value!.data); prologue.push(`  const ${name} = consts[${consts.length - 1}];`); break;
       case 'temp': case 'scratch': {
         const sl = plan.slotOf.get(b.id);

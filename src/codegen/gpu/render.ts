@@ -132,6 +132,7 @@ class Writer {
         if (f === undefined) throw new Unsupported(`op ${e.op}`);
         return f(a);
       }
+      case 'row': throw new Unsupported('reads rows chosen by data');
       default: throw new Error(`internal: ${e.t} has no line`);
     }
   }

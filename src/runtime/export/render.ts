@@ -175,6 +175,12 @@ export function renderProgram(m: ModuleBuilder, p: Program, env: ProgramEnv): { 
         if (env.phase === undefined) throw new Error('internal: a Scan body reads the learning phase');
         prologue.push(`const ${name} = new Uint8Array(1);`, `${name}[0] = ${env.phase};`);
         break;
+      case 'epoch':
+        // Unseeded random draws are keyed by a counter of the module's calls (a Scan body reads its caller's).
+        if (!m.statics.some(([n]) => n === '_epoch')) m.statics.push(['_epoch', 'new Float64Array(1)']);
+        if (env.variable !== undefined) prologue.push('_epoch[0] += 1;');
+        prologue.push(`const ${name} = _epoch;`);
+        break;
       case 'constant': prologue.push(`const ${name} = ${m.constantName(b.value!)};`); break;
       case 'temp': case 'scratch': {
         const sl = plan.slotOf.get(b.id);

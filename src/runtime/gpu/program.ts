@@ -139,6 +139,7 @@ export function runPrepared(r: Runner, pp: Prepared, inputs: readonly Val[], cel
         break;
       }
       case 'phase': bufs.set(b.id, hostVal(new NDArray([phase], [1], 'uint8'))); break;
+      case 'epoch': bufs.set(b.id, hostVal(new NDArray([r.ctx.epoch], [1], 'float64'))); break;
       default: break;
     }
   }
