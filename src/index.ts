@@ -18,3 +18,5 @@ export type { VerifyGradOptions } from './api/gradients.js';
 export type { CompiledFunction } from './runtime/function.js';
 export { ExportError } from './runtime/export/module.js';
 export type { ExportOptions, ExportedModule } from './runtime/export/module.js';
+export { FallbackError, NO_KERNEL_YET } from './runtime/fallback.js';
+export type { FallbackMode, FallbackOption } from './runtime/fallback.js';

@@ -22,7 +22,8 @@ export interface KerasConfig {
 }
 
 export interface LoadConfigOptions {
-  env?: NodeJS.ProcessEnv;
+  // A plain record rather than NodeJS.ProcessEnv: the published types need no @types/node.
+  env?: Readonly<Record<string, string | undefined>>;
   home?: string;
 }
 

@@ -12,6 +12,7 @@ import { clearGpuCompileCache, gpuCompiledExecutor } from '../runtime/gpu/compil
 import { clearCompileCache, compiledExecutor } from '../runtime/compile.js';
 import type { PassSelection } from '../passes/user.js';
 import { requireGpuTemplates } from '../codegen/user.js';
+import { fallbackPolicy, type FallbackOption } from '../runtime/fallback.js';
 import { constantNode, isTensor, operands, toTensor, type TensorLike } from './args.js';
 import { backend as configuredBackend, device as configuredDevice, BACKENDS, type BackendName, type DeviceName } from './config.js';
 import { clearTfjsCache, tfjsExecutor } from '../runtime/tfjs/executor.js';
@@ -76,6 +77,12 @@ export interface FunctionOptions {
   name?: string;
   /** User passes to add and passes to remove, by name (docs/extending.md). */
   passes?: PassSelection;
+  /**
+   * What a compiled function does when part of it cannot run as generated code (src/runtime/fallback.ts):
+   * `warn` (once per function), `error` (at the first call), or `{ mode: 'error', allow: [op names] }`
+   * to accept extern steps of those ops. Default: THEANINE_FALLBACK, else `warn`.
+   */
+  fallback?: FallbackOption;
 }
 
 type UpdateArg = Update | readonly [Node, TensorLike];
@@ -136,6 +143,8 @@ export function compileFunction(
     inputs, outputs: outs, updates: ups, device, backend, optimizer,
     learningPhase: currentLearningPhase, name: opts.name ?? 'function',
   };
+  const fallback = fallbackPolicy('function', opts.fallback);
+  const named = { name: spec.name, fallback };
   if (opts.passes !== undefined && optimizer === 'none') throw new ValueError('function: passes were given but optimizer "none" runs no passes; use "fast_run" or "fast_compile"');
   let executor: Executor;
   if (backend === 'tensorflow') {
@@ -145,12 +154,12 @@ export function compileFunction(
     if (device === 'gpu') {
       requireGpuTemplates(targets); // user ops need a gpu template (src/codegen/user.ts)
       // The device name says which gpu.js mode runs it: gpu:headlessgl, gpu:webasm...
-      const exec = gpuCompiledExecutor({ inputs, targets, nOut: outs.length, level: optimizer, ...(opts.passes !== undefined ? { passes: opts.passes } : {}) });
+      const exec = gpuCompiledExecutor({ inputs, targets, nOut: outs.length, level: optimizer, ...named, ...(opts.passes !== undefined ? { passes: opts.passes } : {}) });
       return makeFunction({ ...spec, device: exec.device }, exec);
     }
     executor = optimizer === 'none'
       ? interpreterExecutor(inputs, targets)
-      : compiledExecutor({ inputs, targets, level: optimizer, device, ...(opts.passes !== undefined ? { passes: opts.passes } : {}) });
+      : compiledExecutor({ inputs, targets, level: optimizer, device, ...named, ...(opts.passes !== undefined ? { passes: opts.passes } : {}) });
   }
   return makeFunction(spec, executor);
 }

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { benchCommand } from './bench.js';
 import { exportCli } from './export-command.js';
 import { graphCommand, passesCommand } from './graph.js';
-import { processIo, type Io } from './io.js';
+import { OutputClosed, processIo, type Io } from './io.js';
 import { trainCommand } from './train.js';
 
 function version(): string {
@@ -23,6 +23,16 @@ export function buildProgram(io: Io = processIo, opts: ProgramOptions = {}): Com
   const program = new Command('theanine')
     .description('theanine: the Keras backend API for TypeScript, as a Theano-like graph compiler')
     .version(version())
+    .addHelpText('after', `
+Environment:
+  KERAS_BACKEND=theanine|tensorflow  default backend (else "backend" in keras.json)
+  THEANINE_DEVICE=cpu|gpu            default device (else "device" in keras.json)
+  KERAS_HOME=<dir>                   where keras.json is (default ~/.keras)
+  THEANINE_TFJS_BACKEND=node|wasm|cpu  the TensorFlow.js flavour of the tensorflow backend
+  THEANINE_GPU_MODE=headlessgl|webasm  force gpu.js' mode on the gpu device
+  THEANINE_DEBUG=cli                 print the stack trace of an error, not only its one line
+  THEANINE_DEBUG=passes,gpu          the optimizer's passes, the gpu device and its kernels (all: every topic)
+`)
     .configureOutput({
       writeOut: (s) => io.out(s),
       writeErr: (s) => io.err(s),
@@ -45,6 +55,8 @@ export async function main(argv: readonly string[], io: Io = processIo, opts: Pr
     return 0;
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
+    // `theanine ... | head -1`: the reader has what it wanted; end quietly, as cat and ls do.
+    if (e instanceof OutputClosed) return 0;
     io.err(`theanine: ${e instanceof Error ? e.message : String(e)}\n`);
     if (process.env['THEANINE_DEBUG']?.split(',').includes('cli') === true && e instanceof Error) io.err(`${e.stack ?? ''}\n`);
     return 2;

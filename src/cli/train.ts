@@ -1,14 +1,22 @@
 // `theanine train mnist`: trains one of the example models on the MNIST digits and prints the
-// held-out accuracy. Progress bars on an interactive terminal, one line per epoch otherwise.
+// held-out accuracy. Backend and device default to Keras' configuration (keras.json, then
+// KERAS_BACKEND / THEANINE_DEVICE), as K.function's do; the flags override them. The first line
+// says what runs. Progress as Keras' fit() shows it (progress.ts): a bar per epoch on an
+// interactive terminal, one line per epoch otherwise.
 import { Command, Option } from 'commander';
 import cliProgress from 'cli-progress';
 import { backend as K, set_backend } from '../index.js';
+import { device as configuredDevice, type BackendName, type DeviceName } from '../api/config.js';
 import { loadMnist, take } from '../examples/mnist.js';
 import { MODELS, type ModelName } from '../examples/models.js';
 import { trainMnist, type EpochStats } from '../examples/train.js';
-import type { Io } from './io.js';
+import { gpuDevice } from '../runtime/gpu/device.js';
+import { tfjsRuntime } from '../runtime/tfjs/load.js';
+import { setWarningSink, type WarningSink } from '../runtime/warn.js';
+import { CliError, type Io, type ProgressStream } from './io.js';
 import { nameFromPath } from './export.js';
 import { nonNegativeInt, nonNegativeNumber, positiveInt, positiveNumber } from './numbers.js';
+import { epochBar, epochLine, progressLine } from './progress.js';
 
 /** Defaults per model, chosen so a default run takes about a minute on 2 cores. */
 export const DEFAULTS: Readonly<Record<ModelName, { epochs: number; batchSize: number; lr: number; decay: number }>> = {
@@ -24,8 +32,8 @@ interface TrainFlags {
   lr?: number;
   decay?: number;
   seed: number;
-  device: 'cpu' | 'gpu';
-  backend: string;
+  device?: DeviceName;
+  backend?: BackendName;
   limit?: number;
   data?: string;
   unroll: boolean;
@@ -45,8 +53,8 @@ export function trainCommand(io: Io): Command {
     .option('--lr <x>', 'Adam learning rate (default: per model)', positiveNumber)
     .option('--decay <x>', "learning-rate decay per step, Keras' Adam `decay` (default: per model)", nonNegativeNumber)
     .option('--seed <n>', 'seed for initial weights and batch order', nonNegativeInt, 1)
-    .addOption(new Option('--device <name>', 'device for the compiled functions').choices(['cpu', 'gpu']).default('cpu'))
-    .addOption(new Option('--backend <name>', 'Keras backend').choices(['theanine', 'tensorflow']).default('theanine'))
+    .addOption(new Option('--device <name>', 'device for the compiled functions (default: THEANINE_DEVICE, else "device" in keras.json, else cpu)').choices(['cpu', 'gpu']))
+    .addOption(new Option('--backend <name>', 'Keras backend (default: KERAS_BACKEND, else "backend" in keras.json, else theanine)').choices(['theanine', 'tensorflow']))
     .option('--no-unroll', 'lstm: keep K.rnn as one Scan node instead of 28 unrolled steps (slower today)')
     .option('--limit <n>', 'train on the first n training digits only (quick runs)', positiveInt)
     .option('--data <dir>', 'folder with 0.json ... 9.json in the mnist package format (default: the mnist package)')
@@ -55,54 +63,71 @@ export function trainCommand(io: Io): Command {
     .action((_dataset: string, flags: TrainFlags) => { runTrain(io, flags); });
 }
 
+/** What runs, for the first line: the backend, TensorFlow.js' flavour, the device (gpu.js' mode). */
+function runsOn(backend: BackendName, device: DeviceName): string {
+  if (backend === 'tensorflow') {
+    const rt = tfjsRuntime(); // loads TensorFlow.js now: a missing package is a one-line error here
+    const why = rt.notes.length > 0 ? `; ${rt.notes.join('; ')}` : '';
+    const ignored = device === 'gpu' ? ' (the configured device gpu applies to the theanine backend only)' : '';
+    return `backend tensorflow, tfjs flavour ${rt.flavour} (TensorFlow.js backend "${rt.backendName}"${why}), device cpu${ignored}`;
+  }
+  if (device === 'gpu') {
+    const d = gpuDevice(); // opens gpu.js now: a missing package is a one-line error here
+    return `backend theanine, device ${d.name} (${d.description})`;
+  }
+  return 'backend theanine, device cpu (generated JavaScript)';
+}
+
 /** Trains with the chosen backend selected (set_backend), restoring the previous one afterwards. */
 function runTrain(io: Io, f: TrainFlags): void {
+  // K.backend() and the configured device read keras.json and the environment (a bad value is an error naming it).
+  const backend = f.backend ?? K.backend();
+  const device = f.device ?? configuredDevice();
+  if (backend === 'tensorflow' && f.device === 'gpu') {
+    throw new CliError('--device gpu is a device of the theanine backend; the tensorflow backend runs where TensorFlow.js does (THEANINE_TFJS_BACKEND=node|wasm|cpu picks its flavour)');
+  }
   const before = K.backend();
-  set_backend(f.backend as 'theanine' | 'tensorflow'); // commander checked the choice
+  set_backend(backend);
   try {
-    trainWith(io, f);
+    io.out(`${runsOn(backend, device)}\n`);
+    trainWith(io, f, device);
   } finally {
     set_backend(before);
   }
 }
 
-function trainWith(io: Io, f: TrainFlags): void {
+function trainWith(io: Io, f: TrainFlags, device: DeviceName): void {
   const d = DEFAULTS[f.model];
   const opts = {
     model: f.model, epochs: f.epochs ?? d.epochs, batchSize: f.batchSize ?? d.batchSize,
-    lr: f.lr ?? d.lr, decay: f.decay ?? d.decay, seed: f.seed, device: f.device, unroll: f.unroll,
+    lr: f.lr ?? d.lr, decay: f.decay ?? d.decay, seed: f.seed, device, unroll: f.unroll,
   };
   const full = loadMnist(f.data);
   const data = f.limit === undefined ? full : { ...full, train: take(full.train, f.limit) };
-  io.out(`mnist: ${data.train.count} training digits, ${data.test.count} held-out test digits (${data.source})\n`);
-  io.out(`model ${opts.model}; adam lr ${opts.lr}, decay ${opts.decay}, batch ${opts.batchSize}, ${opts.epochs} epoch${opts.epochs === 1 ? '' : 's'}, `
-    + `seed ${opts.seed}, device ${opts.device}, backend ${K.backend()}\n`);
+  io.out(`mnist: ${data.train.count} training digits, ${data.test.count} held-out digits for validation and the test (${data.source})\n`);
+  io.out(`model ${opts.model}; adam lr ${opts.lr}, decay ${opts.decay}, batch ${opts.batchSize}, ${opts.epochs} epoch${opts.epochs === 1 ? '' : 's'}, seed ${opts.seed}\n`);
 
-  let bar: cliProgress.SingleBar | undefined;
-  const line = (s: EpochStats) => `epoch ${s.epoch}/${opts.epochs}: loss ${fmt(s.loss, 4)}, ${Math.round(s.examplesPerSecond)} examples/s, ${fmt(s.seconds, 1)} s\n`;
+  const progress = io.tty ? new Progress(io.progress ?? process.stderr) : undefined;
+  let batches = 0;
   let result: ReturnType<typeof trainMnist>;
   try {
     result = trainMnist(data, opts, {
-    onEpochStart: (epoch, batches) => {
-      if (!io.tty) return;
-      bar = new cliProgress.SingleBar({
-        format: `epoch ${epoch}/${opts.epochs} [{bar}] {value}/{total} batches | loss {loss} | {speed} examples/s`,
-        stream: process.stderr, hideCursor: true, clearOnComplete: true,
-      }, cliProgress.Presets.shades_classic);
-      bar.start(batches, 0, { loss: '-', speed: '-' });
-    },
-    onBatch: (_e, b, loss, speed) => bar?.update(b, { loss: fmt(loss, 4), speed: Math.round(speed) }),
-    onEpochEnd: (s) => {
-      bar?.stop();
-      bar = undefined;
-      io.out(line(s));
-    },
+      onEpochStart: (epoch, n) => {
+        batches = n;
+        progress?.start(`Epoch ${epoch}/${opts.epochs}`, n);
+      },
+      onBatch: (b) => progress?.update(progressLine(b)),
+      onEpochEnd: (s: EpochStats) => {
+        progress?.keep(epochBar(s, batches));
+        // On one terminal the kept bar is the epoch's record; stdout elsewhere gets the line.
+        if (progress === undefined || io.outTty !== true) io.out(`${epochLine(s, opts.epochs, batches)}\n`);
+      },
     });
   } finally {
-    bar?.stop();
+    progress?.close();
   }
   io.out(`${result.model.summary}; ${result.model.params.reduce((a, p) => a + K.count_params(p), 0)} parameters\n`);
-  io.out(`time: build ${fmt(result.buildSeconds, 1)} s, train ${fmt(result.trainSeconds, 1)} s, test ${fmt(result.evalSeconds, 1)} s\n`);
+  io.out(`time: build ${fmt(result.buildSeconds, 1)} s, train ${fmt(result.trainSeconds, 1)} s, validation ${fmt(result.validationSeconds, 1)} s, test ${fmt(result.evalSeconds, 1)} s\n`);
   io.out(`test accuracy: ${fmt(result.testAccuracy, 4)}\n`);
   if (f.export !== undefined) {
     const name = nameFromPath(f.export);
@@ -110,3 +135,53 @@ function trainWith(io: Io, f: TrainFlags): void {
     io.out(`wrote ${f.export}: export function ${name} (${f.exportBatch} image${f.exportBatch === 1 ? '' : 's'} per call)\n`);
   }
 }
+
+/**
+ * One cli-progress bar per epoch, kept when the epoch ends. The terminal's settings are left
+ * alone (no hidden cursor; `linewrap: true` leaves wrapping on, and cli-progress cuts the line to the width
+ * itself), so Ctrl-C, which ends the process at once during the synchronous training loop, has
+ * nothing to restore. Warnings during an epoch are printed above the bar.
+ */
+class Progress {
+  private bar: cliProgress.SingleBar | undefined;
+  private line = '';
+  private warnings: WarningSink | undefined;
+
+  constructor(private readonly stream: ProgressStream) {}
+
+  start(header: string, steps: number): void {
+    this.stream.write(`${header}\n`);
+    this.line = '';
+    this.bar = new cliProgress.SingleBar({
+      format: (_o, _p, payload: { line?: string }) => payload.line ?? '',
+      stream: this.stream, hideCursor: false, linewrap: true, clearOnComplete: true, gracefulExit: false,
+    });
+    this.bar.start(steps, 0, { line: '' });
+    this.warnings = setWarningSink((m) => {
+      this.stream.write(`\r\x1b[K${m}\n${this.line}`);
+    });
+  }
+
+  update(line: string): void {
+    this.line = line;
+    this.bar?.update({ line });
+  }
+
+  /**
+   * Replaces the bar by the epoch's final line, which stays. Written directly rather than as
+   * the bar's last frame: cli-progress cuts a frame to the terminal's width, and this line
+   * (with the validation metrics) may be wider; it wraps instead.
+   */
+  keep(line: string): void {
+    this.close();
+    this.stream.write(`${line}\n`);
+  }
+
+  close(): void {
+    this.bar?.stop();
+    this.bar = undefined;
+    if (this.warnings !== undefined) setWarningSink(this.warnings);
+    this.warnings = undefined;
+  }
+}
+

@@ -84,6 +84,8 @@ export interface ExternStep {
   readonly def: OpDef<never>;
   readonly attrs: Attrs;
   readonly inputs: readonly ValueRef[];
+  /** Why it is not a kernel (for the fallback warning and f.source()). */
+  readonly reason: string;
   /** Calls `implTuple` (a Scan) rather than `impl`; `outs` are then its items. */
   readonly tuple: boolean;
   readonly outs: readonly { readonly buf: number; readonly shape: readonly number[]; readonly dtype: DType }[];

@@ -6,11 +6,11 @@ import type { ScanAttrs } from '../ir/ops/control.js';
 import type { BufferRole, Program, ScanStep, ValueRef } from './kernel.js';
 import { DynamicShapeError, sizeOf, type Concrete, type LowerSpec } from './lower.js';
 
-/** A Scan as a loop over its compiled body; undefined when it must run as an extern (no steps, odd shapes). */
+/** A Scan as a loop over its compiled body, or why it must run as an extern (no steps, a body that does not compile). */
 export function lowerScan(
   n: Node, t: Concrete, spec: LowerSpec, values: ReadonlyMap<Node, ValueRef>, addBuf: (dtype: DType, size: number, role: BufferRole) => number,
   lower: (spec: LowerSpec) => Program,
-): { step: ScanStep; items: ValueRef[] } | undefined {
+): { step: ScanStep; items: ValueRef[] } | { reason: string } {
   const a = n.attrs as unknown as ScanAttrs;
   const body = a.body;
   const nSeq = body.sequences.length;
@@ -21,7 +21,7 @@ export function lowerScan(
   const inits = ins.slice(nSeq, nSeq + nState);
   const consts = ins.slice(nSeq + nState);
   const steps = a.n_steps ?? seqs[0]?.shape[0];
-  if (steps === undefined || steps < 1) return undefined;
+  if (steps === undefined || steps < 1) return { reason: `a scan of ${steps ?? 'unknown'} steps runs its reference implementation` };
   const args = body.args;
   const argShapes = [...seqs.map((v) => v.shape.slice(1)), ...inits.map((v) => v.shape), ...consts.map((v) => v.shape)];
   let prog: Program;
@@ -31,12 +31,13 @@ export function lowerScan(
       inputShapes: argShapes, tile: spec.tile, optimizeBody: spec.optimizeBody,
     });
   } catch (e) {
-    if (e instanceof DynamicShapeError) return undefined;
+    if (e instanceof DynamicShapeError) return { reason: `its body does not compile: ${e.message}` };
     throw e;
   }
   // New states keep the states' shapes (the reference checks it at every step).
   const sameAs = (x: readonly number[], y: readonly number[]) => x.length === y.length && x.every((d, i) => d === y[i]);
-  if (!inits.every((v, j) => sameAs(prog.targets[nOut + j]!.shape, v.shape) && prog.targets[nOut + j]!.dtype === v.dtype)) return undefined;
+  const odd = inits.findIndex((v, j) => !sameAs(prog.targets[nOut + j]!.shape, v.shape) || prog.targets[nOut + j]!.dtype !== v.dtype);
+  if (odd >= 0) return { reason: `the body's new state ${odd} does not keep the state's type (the reference reports it)` };
   const items = t.items!;
   const item = (k: number): ValueRef => {
     const it = items[k]!;

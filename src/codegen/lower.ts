@@ -18,11 +18,19 @@ import type { ScanBody } from '../ir/scanbody.js';
 import type { KeepMode, ScanAttrs } from '../ir/ops/control.js';
 import { lowerScan } from './lower-scan.js';
 import { lowerDataOp, type DataLowerEnv } from './lower-data.js';
+import { externReason } from './no-kernel.js';
 import { collapseLoopKernel } from './collapse.js';
 import { templateOf, type LoopTemplate, type MatmulTemplate, type TemplateCtx } from './templates.js';
 
-/** A shape that stays unknown with every input shape known (an op whose output size depends on values). */
-export class DynamicShapeError extends Error {}
+/**
+ * A shape that stays unknown with every input shape known (an op whose output size depends on
+ * values), or shapes that do not fit (`invalid`: the reference interpreter then reports the error).
+ */
+export class DynamicShapeError extends Error {
+  constructor(readonly op: string, message: string, readonly invalid = false) {
+    super(`${op}: ${message}`);
+  }
+}
 
 export interface LowerSpec {
   readonly targets: readonly Node[];
@@ -72,18 +80,20 @@ export function lower(spec: LowerSpec): Program {
     const kv = known.get(n);
     if (kv !== undefined && n.inputs.length > 0) { values.set(n, constant(kv)); continue; }
     if (n.op === 'tuple_get') { values.set(n, tupleItems.get(n.inputs[0]!)![n.attrs['index'] as number]!); continue; }
-    if (n.op === 'scan' && spec.optimizeBody !== undefined) {
-      const lowered = lowerScan(n, t, spec, values, addBuf, lower);
-      if (lowered !== undefined) {
+    let why = externReason(n.op);
+    if (n.op === 'scan') {
+      const lowered = spec.optimizeBody === undefined ? { reason: 'Scan bodies are not compiled here' } : lowerScan(n, t, spec, values, addBuf, lower);
+      if ('step' in lowered) {
         steps.push(lowered.step);
         tupleItems.set(n, lowered.items);
         continue;
       }
+      why = lowered.reason;
     }
     if (t.items !== undefined) {
       // A tuple-valued op (a Scan): its implTuple, one buffer per item.
       const outs = t.items.map((it) => ({ buf: addBuf(it.dtype, sizeOf(it.shape), 'extern'), shape: it.shape, dtype: it.dtype }));
-      steps.push({ kind: 'extern', label: n.op, def: getOp(n.op), attrs: n.attrs, inputs: n.inputs.map((i) => values.get(i)!), tuple: true, outs });
+      steps.push({ kind: 'extern', label: n.op, reason: why, def: getOp(n.op), attrs: n.attrs, inputs: n.inputs.map((i) => values.get(i)!), tuple: true, outs });
       tupleItems.set(n, outs.map((o) => ({ ...o, offset: 0 })));
       continue;
     }
@@ -103,7 +113,8 @@ export function lower(spec: LowerSpec): Program {
     }
     const out = addBuf(t.dtype, sizeOf(t.shape), 'extern');
     steps.push({
-      kind: 'extern', label: n.op, def: getOp(n.op), attrs: n.attrs, inputs: n.inputs.map((i) => values.get(i)!), tuple: false,
+      kind: 'extern', label: n.op, reason: n.op === 'fused' ? `a fused kernel of ${fusedOps(n)} that the lowering cannot render` : why,
+      def: getOp(n.op), attrs: n.attrs, inputs: n.inputs.map((i) => values.get(i)!), tuple: false,
       outs: [{ buf: out, shape: t.shape, dtype: t.dtype }],
     });
     values.set(n, { buf: out, offset: 0, ...t });
@@ -141,6 +152,11 @@ function knownValue(n: Node, types: ReadonlyMap<Node, Concrete>, known: Readonly
   }
 }
 
+function fusedOps(n: Node): string {
+  const ops = new Set(topoSort([(n.attrs['body'] as FusedBody).root]).filter((m) => m.inputs.length > 0).map((m) => m.op));
+  return [...ops].join(', ');
+}
+
 /**
  * Every node's concrete type for one set of input shapes (the specialisation), and the values fixed
  * by the shapes alone (shape_of and small pure functions of it and of constants: Theano's shape
@@ -169,7 +185,7 @@ function concreteType(n: Node, types: ReadonlyMap<Node, Concrete>, known: Readon
     t = getOp(n.op).infer(n.inputs.map((i) => typeOf(types.get(i)!)), n.attrs as never);
   } catch (e) {
     // Shapes that do not fit at run time: the reference interpreter reports it, in its words.
-    throw new DynamicShapeError(`${n.op}: ${rethrow(e, n.op).message}`);
+    throw new DynamicShapeError(n.op, rethrow(e, n.op).message, true);
   }
   // A shape read from input values (random_normal(K.shape(x))): when those values are known, run the op once to learn it.
   if (t.items === undefined && t.shape.some((d) => d === null) && n.inputs.every((i) => known.has(i))) {
@@ -182,7 +198,7 @@ function concreteType(n: Node, types: ReadonlyMap<Node, Concrete>, known: Readon
   }
   if (t.items === undefined && t.shape.some((d) => d === null)) {
     const fromValues = n.inputs.filter((i) => !known.has(i) && i.shape.length <= 1 && !isFloatish(i));
-    throw new DynamicShapeError(`${n.op}: shape ${formatShape(t.shape)} is not known from the input shapes${
+    throw new DynamicShapeError(n.op, `shape ${formatShape(t.shape)} is not known from the input shapes${
       fromValues.length > 0 ? ` (it depends on the values of ${fromValues.map((i) => `the ${i.op} tensor ${i.name}`).join(', ')}, not only on shapes)` : ''}`);
   }
   return concrete(n, t);
@@ -201,9 +217,9 @@ function scanType(n: Node, ins: readonly Concrete[]): Concrete {
   const nSeq = b.sequences.length;
   const nState = b.states.length;
   const nOut = b.outputs.length;
-  if (ins.length !== nSeq + nState + b.constants.length) throw new DynamicShapeError(`scan: takes ${nSeq + nState + b.constants.length} inputs, got ${ins.length}`);
+  if (ins.length !== nSeq + nState + b.constants.length) throw new DynamicShapeError('scan', `takes ${nSeq + nState + b.constants.length} inputs, got ${ins.length}`, true);
   const steps = a.n_steps ?? ins[0]?.shape[0];
-  if (steps === undefined) throw new DynamicShapeError('scan: a scan without sequences needs n_steps');
+  if (steps === undefined) throw new DynamicShapeError('scan', 'a scan without sequences needs n_steps', true);
   const argShapes = new Map<Node, Concrete>();
   b.args.forEach((arg, i) => {
     const c = ins[i]!;
@@ -213,7 +229,7 @@ function scanType(n: Node, ins: readonly Concrete[]): Concrete {
   try {
     inner = specializeShapes(topoSort(b.results), (m) => argShapes.get(m)).types;
   } catch (e) {
-    if (e instanceof DynamicShapeError) throw new DynamicShapeError(`scan body: ${e.message}`);
+    if (e instanceof DynamicShapeError) throw new DynamicShapeError(e.op, `in a scan body: ${e.message.slice(e.op.length + 2)}`, e.invalid);
     throw e;
   }
   const stacked = (c: Concrete, keep: KeepMode): Concrete => (keep === 'last' ? c : { shape: [keep === 'none' ? 0 : steps, ...c.shape], dtype: c.dtype });
@@ -221,7 +237,7 @@ function scanType(n: Node, ins: readonly Concrete[]): Concrete {
   b.newStates.forEach((s, j) => {
     const got = inner.get(s)!;
     if (!sameShape(got.shape, states[j]!.shape)) {
-      throw new DynamicShapeError(`scan: the body's new state ${j} has shape ${formatShape(got.shape)} but the state has shape ${formatShape(states[j]!.shape)}`);
+      throw new DynamicShapeError('scan', `the body's new state ${j} has shape ${formatShape(got.shape)} but the state has shape ${formatShape(states[j]!.shape)}`);
     }
   });
   const items: Concrete[] = [
@@ -234,7 +250,7 @@ function scanType(n: Node, ins: readonly Concrete[]): Concrete {
 
 function concrete(n: Node, t: TensorType): Concrete {
   if (t.items !== undefined) return { shape: [], dtype: t.dtype, items: t.items.map((it) => concrete(n, it)) };
-  if (t.shape.some((d) => d === null)) throw new DynamicShapeError(`${n.op}: shape ${formatShape(t.shape)} is not known from the input shapes`);
+  if (t.shape.some((d) => d === null)) throw new DynamicShapeError(n.op, `shape ${formatShape(t.shape)} is not known from the input shapes`);
   return { shape: t.shape as number[], dtype: t.dtype };
 }
 

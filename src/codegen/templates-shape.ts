@@ -134,19 +134,27 @@ const sumToLikeT: LoopTemplate = {
   },
 };
 
-/** unslice supports the steps it can express as an interval: 1 and -1. */
+/**
+ * unslice: output element o is g[k / |step|] where k = o - first (step > 0) or first - o (step < 0)
+ * lies in [0, count * |step|) and is a multiple of |step|; otherwise 0.
+ */
 const unsliceT: LoopTemplate = {
   kind: 'view',
   shapeOnly: notFirst,
-  supports: (a) => ((a['axes'] ?? []) as unknown as readonly SliceAxis[]).every((s) => s.step === 1 || s.step === -1),
   expr(at, out, c) {
     const axes = c.attrs['axes'] as unknown as readonly SliceAxis[];
     const conds: (Expr | undefined)[] = [];
     const inC = axes.map((s, i) => {
       const { first, count } = sliceRange(s, c.outShape[i]!);
-      const k = s.step === 1 ? iadd(out[i]!, iconst(-first)) : iadd(iconst(first), iscale(out[i]!, -1));
-      if (!(first === 0 && count === c.outShape[i]! && s.step === 1)) conds.push(within(c, k, 0, count));
-      return iclamp(k, 0, Math.max(count - 1, 0));
+      const k = s.step > 0 ? iadd(out[i]!, iconst(-first)) : iadd(iconst(first), iscale(out[i]!, -1));
+      const m = Math.abs(s.step);
+      if (m === 1) {
+        if (!(first === 0 && count === c.outShape[i]! && s.step === 1)) conds.push(within(c, k, 0, count));
+        return iclamp(k, 0, Math.max(count - 1, 0));
+      }
+      conds.push(within(c, k, 0, Math.max((count - 1) * m + 1, 0)));
+      conds.push(c.b.op('eq', c.b.index(imod(iclamp(k, 0, Math.max((count - 1) * m, 0)), m)), c.b.const(0)));
+      return iclamp(idiv(iclamp(k, 0, Math.max((count - 1) * m, 0)), m), 0, Math.max(count - 1, 0));
     });
     return masked(c, andAll(c, conds), at(0, inC));
   },

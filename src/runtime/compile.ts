@@ -24,6 +24,7 @@ import type { Program } from '../codegen/kernel.js';
 import { buildModule, type RunFn } from '../codegen/cpu/module.js';
 import type { Executor } from './function.js';
 import type { ScanBody } from '../ir/scanbody.js';
+import { checkFallbacks, externFallbacks, fallbackPolicy, type Fallback, type FallbackPolicy } from './fallback.js';
 
 /** Register tile of the cpu matmul micro-kernel (measured: see bench/README.md). */
 export const CPU_TILE = { mr: 4, nr: 4 } as const;
@@ -47,6 +48,10 @@ function debugFlags(): Set<string> {
 
 interface Specialization {
   readonly run: RunFn | undefined; // undefined: shapes only known at run time, interpreted
+  /** What does not run as generated code (the fallback rule, src/runtime/fallback.ts). */
+  readonly fallbacks: readonly Fallback[];
+  /** Interpreted because shapes do not fit: the interpreter's error comes first. */
+  readonly invalid: boolean;
   readonly source: string;
   readonly shapes: readonly (readonly number[])[];
   readonly dtypes: readonly DType[];
@@ -155,10 +160,14 @@ function specialize(p: CompiledProgram, shapes: readonly (readonly number[])[]):
       debugSink(prof.labels.map((l, i) => `[theanine kernels] ${prof.ms[i]!.toFixed(3).padStart(9)} ms  ${l}`).join('\n') + '\n');
       return out;
     };
-    return { run, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes };
+    return { run, fallbacks: externFallbacks(prog), invalid: false, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes };
   } catch (e) {
     if (!(e instanceof DynamicShapeError)) throw e;
-    return { run: undefined, source: `// not compiled: ${e.message.replace(/\n/g, ' ')}; this function runs the reference interpreter on its optimized graph`, shapes: [], dtypes };
+    const reason = e.message.slice(e.op.length + 2).replace(/\n/g, ' ');
+    return {
+      run: undefined, fallbacks: [{ op: e.op, reason, whole: true }], invalid: e.invalid, shapes: [], dtypes,
+      source: `// not compiled: ${e.message.replace(/\n/g, ' ')}; this function runs the reference interpreter on its optimized graph`,
+    };
   }
 }
 
@@ -183,6 +192,9 @@ export interface CompileRequest {
   readonly device: 'cpu';
   /** User passes added, passes removed (src/passes/user.ts). */
   readonly passes?: PassSelection;
+  /** The function's name and fallback rule (src/runtime/fallback.ts). */
+  readonly name?: string;
+  readonly fallback?: FallbackPolicy;
 }
 
 /** An Executor running compiled JavaScript; compiling happens here (passes) and at first call per shape. */
@@ -201,6 +213,8 @@ export function compiledExecutor(req: CompileRequest): Executor & { source(): st
   let last: Specialization | undefined;
   let lastShapes: (readonly number[])[] | undefined;
   let ownGraph: readonly Node[] | undefined;
+  const policy = req.fallback ?? fallbackPolicy('function', undefined);
+  const warned = { warned: false };
 
   const specFor = (shapes: readonly (readonly number[])[]): Specialization => {
     const sk = shapes.map((s) => s.join('x')).join('|');
@@ -224,11 +238,15 @@ export function compiledExecutor(req: CompileRequest): Executor & { source(): st
       const s = specFor(values.map((v) => v.shape));
       last = s;
       lastShapes = values.map((v) => v.shape);
+      // Shapes that do not fit: the interpreter's error says why; the rule applies only if it runs.
+      if (!s.invalid) checkFallbacks(req.name ?? 'function', s.fallbacks, policy, warned);
       if (s.run === undefined) {
         const feeds = new Map<Node, NDArray>();
         for (const [n, i] of prog.inputSlot) feeds.set(n, values[i]!);
         prog.variables.forEach((v, i) => feeds.set(v, cells[i]!.value));
-        return evaluate(prog.graph, { feeds, learningPhase }).map((r) => r.clone()); // fresh, as compiled results are
+        const r = evaluate(prog.graph, { feeds, learningPhase }).map((v) => v.clone()); // fresh, as compiled results are
+        if (s.invalid) checkFallbacks(req.name ?? 'function', s.fallbacks, policy, warned);
+        return r;
       }
       const out = s.run(values.map((v) => v.data), cells, learningPhase, { learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) });
       return out.map((a: TypedArray, i) => new ND(a, s.shapes[i]!, s.dtypes[i]!));

@@ -19,7 +19,14 @@ export function warn(message: string): void {
   state.sink(message);
 }
 
-/** Sends warnings to `sink` (undefined: back to stderr). */
-export function setWarningSink(sink: WarningSink | undefined): void {
+/** Sends warnings to `sink` (undefined: stderr); returns the sink it replaces, to put back later. */
+export function setWarningSink(sink: WarningSink | undefined): WarningSink {
+  const before = state.sink;
   state.sink = sink ?? writeStderr;
+  return before;
+}
+
+/** The sink in use (a test that captures warnings puts it back). */
+export function warningSink(): WarningSink {
+  return state.sink;
 }

@@ -140,7 +140,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
       subSources.push(`// scan body s${subs.length - 1}:\n${sub.source}`);
     } else {
       externs.push(externFn(s));
-      body.push(`  const [${s.outs.map((o) => `b${o.buf}`).join(', ')}] = x${externs.length - 1}(ctx, [${s.inputs.map(view).join(', ')}]); // extern ${commentText(s.label)}`);
+      body.push(`  const [${s.outs.map((o) => `b${o.buf}`).join(', ')}] = x${externs.length - 1}(ctx, [${s.inputs.map(view).join(', ')}]); // extern ${commentText(s.label)}: not compiled, runs its reference implementation (${commentText(s.reason)})`);
     }
     if (opts.profile === true) {
       // declarations (an extern's results) must stay at the function's top level: time around them with plain statements

@@ -20,14 +20,15 @@ import { gpuExecutor, deviceResult, type GpuExecutor } from './executor.js';
 import { prepare, runPrepared, type Prepared } from './program.js';
 import { Runner, hostVal, hostValue, type Val } from './runner.js';
 import { withScan } from './scan.js';
+import { checkFallbacks, describeFallbacks, fallbackPolicy, type Fallback, type FallbackPolicy } from '../fallback.js';
 
 interface GpuProgram {
   readonly graph: readonly Node[];
   readonly passes: readonly Pass[];
   readonly inputSlot: ReadonlyMap<Node, number>;
   readonly variableSlot: ReadonlyMap<Node, number>;
-  /** Prepared programs by input shapes; undefined where shapes are known only at run time. */
-  readonly specs: Map<string, Prepared | undefined>;
+  /** Prepared programs by input shapes (none where shapes are known only at run time), and what is not compiled. */
+  readonly specs: Map<string, GpuSpec>;
 }
 
 const programs = new Map<string, GpuProgram>();
@@ -61,17 +62,33 @@ function compileGraph(inputs: readonly Node[], targets: readonly Node[], passes:
   };
 }
 
-function specialize(p: GpuProgram, shapes: readonly (readonly number[])[], device: GpuDevice): Prepared | undefined {
+interface GpuSpec {
+  readonly prepared: Prepared | undefined;
+  readonly fallbacks: readonly Fallback[];
+  /** Interpreted because shapes do not fit: the interpreter's error comes first. */
+  readonly invalid: boolean;
+}
+
+/** Extern steps the device runs by their reference implementation on the host (Scan bodies included). */
+function hostExterns(pp: Prepared): Fallback[] {
+  return pp.steps.flatMap((s): Fallback[] => {
+    if (s.kind === 'scan') return hostExterns(s.body);
+    if (s.kind === 'host' && s.step.kind === 'extern') return [{ op: s.step.def.name, reason: s.step.reason, whole: false }];
+    return [];
+  });
+}
+
+function specialize(p: GpuProgram, shapes: readonly (readonly number[])[], device: GpuDevice): GpuSpec {
   try {
     const prog = lower({
       targets: p.graph, inputSlot: p.inputSlot, variableSlot: p.variableSlot, inputShapes: shapes, tile: CPU_TILE, optimizeBody: bodyOptimizer(p.passes),
     });
     const prepared = prepare(prog, device);
     if (debugEnabled('gpu')) debugLog(`gpu program for shapes ${shapes.map((s) => `(${s.join(', ')})`).join(' ')}:\n${describe(prepared)}`);
-    return prepared;
+    return { prepared, fallbacks: hostExterns(prepared), invalid: false };
   } catch (e) {
-    if (e instanceof DynamicShapeError) return undefined;
-    throw e;
+    if (!(e instanceof DynamicShapeError)) throw e;
+    return { prepared: undefined, fallbacks: [{ op: e.op, reason: e.message.slice(e.op.length + 2), whole: true }], invalid: e.invalid };
   }
 }
 
@@ -86,7 +103,7 @@ export function describe(pp: Prepared, indent = ''): string {
         return `${indent}// op ${s.step.def.name} (a gpu kernel of its own)\n${srcs.join('\n').replace(/^/gm, indent)}`;
       }
       case 'scan': return `${indent}// scan ${s.step.steps} steps, a host loop over its body:\n${describe(s.body, `${indent}  `)}`;
-      case 'host': return `${indent}// on the host: ${s.step.kind === 'extern' ? `op ${s.step.def.name}` : `${s.step.kind} kernel`} (${s.why})`;
+      case 'host': return `${indent}// on the host: ${s.step.kind === 'extern' ? `op ${s.step.def.name}, not compiled: ${s.step.reason}` : `${s.step.kind} kernel`} (${s.why})`;
     }
   }).join('\n\n');
 }
@@ -98,6 +115,9 @@ export interface GpuCompileRequest {
   readonly level: Optimizer;
   /** User passes added, passes removed (src/passes/user.ts). */
   readonly passes?: PassSelection;
+  /** The function's name and fallback rule (src/runtime/fallback.ts). */
+  readonly name?: string;
+  readonly fallback?: FallbackPolicy;
 }
 
 /** K.function's executor for device "gpu". */
@@ -118,21 +138,33 @@ export function gpuCompiledExecutor(req: GpuCompileRequest): GpuExecutor {
   // Shapes known only from values (an op whose output size depends on them): node by node instead.
   let perNode: GpuExecutor | undefined;
   let last: Prepared | undefined;
-  const specFor = (shapes: readonly (readonly number[])[]): Prepared | undefined => {
+  let notCompiled: readonly Fallback[] | undefined;
+  const specFor = (shapes: readonly (readonly number[])[]): GpuSpec => {
     const sk = shapes.map((s) => s.join('x')).join('|');
     if (!prog.specs.has(sk)) prog.specs.set(sk, specialize(prog, shapes, device));
-    return prog.specs.get(sk);
+    return prog.specs.get(sk)!;
   };
+  const policy = req.fallback ?? fallbackPolicy('function', undefined);
+  const warned = { warned: false };
+  const name = req.name ?? 'function';
   return {
     graph: prog.graph,
     device: device.name,
-    source: () => (last === undefined ? '// not run yet: call the function once, then ask again' : describe(last)),
+    source: () => (notCompiled !== undefined
+      ? `// not compiled: ${describeFallbacks(notCompiled)}; this function runs node by node (gpu.js kernels where an op has one, else the reference implementation)`
+      : last === undefined ? '// not run yet: call the function once, then ask again' : describe(last)),
     run(values: readonly NDArray[], learningPhase: number): (NDArray | DeviceResult)[] {
-      const pp = specFor(values.map((v) => v.shape));
+      const spec = specFor(values.map((v) => v.shape));
+      if (!spec.invalid) checkFallbacks(name, spec.fallbacks, policy, warned);
+      const pp = spec.prepared;
       if (pp === undefined) {
         perNode ??= gpuExecutor(req.inputs, req.targets, req.nOut);
-        return perNode.run(values, learningPhase);
+        const r = perNode.run(values, learningPhase);
+        if (spec.invalid) checkFallbacks(name, spec.fallbacks, policy, warned);
+        notCompiled = spec.fallbacks;
+        return r;
       }
+      notCompiled = undefined;
       last = pp;
       const ctx: EvalContext = { learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) };
       const r = withScan(new Runner(device, ctx, new Set()));

@@ -1,0 +1,32 @@
+// The ops that still run as extern steps (their reference implementation inside compiled code)
+// for want of a kernel, and why: the fallback rule (src/runtime/fallback.ts) names them, and the
+// test tables accept extern steps of these ops and no others.
+
+/**
+ * Built-in ops that still run as extern steps (their reference implementation) because they have no
+ * kernel-IR lowering yet. This is the one list: the test tables accept extern steps of these ops
+ * and no others, and it shrinks as kernels land (issue 13 item 3).
+ */
+export const NO_KERNEL_YET: Readonly<Record<string, string>> = {
+  cumsum: 'no kernel yet (issue 13 item 3)',
+  cumprod: 'no kernel yet (issue 13 item 3)',
+  pool_grad: 'no kernel yet (issue 13 item 3)',
+  pool_select: 'no kernel yet (issue 13 item 3)',
+  conv: 'no kernel yet for grouped and depthwise convolutions (issue 13 item 3)',
+  conv_kernel_grad: 'no kernel yet for grouped and depthwise convolutions (issue 13 item 3)',
+  conv_transpose: 'no kernel yet for grouped transposed convolutions (issue 13 item 3)',
+  ctc_loss: 'no kernel yet (issue 13 item 3)',
+  ctc_loss_grad: 'no kernel yet (issue 13 item 3)',
+  ctc_interleave_blanks: 'no kernel yet (issue 13 item 3)',
+  ctc_create_skip_idxs: 'no kernel yet (issue 13 item 3)',
+  ctc_update_log_p: 'no kernel yet (issue 13 item 3)',
+  ctc_path_probs: 'no kernel yet (issue 13 item 3)',
+  in_top_k: 'no kernel yet (issue 13 item 3)',
+  print: 'prints from the host (no kernel yet, issue 13 item 3)',
+};
+
+/** Why an op runs as an extern step (the lowering's words for it). */
+export function externReason(op: string): string {
+  return NO_KERNEL_YET[op] ?? 'no kernel: the op has no code template';
+}
+
