@@ -2,7 +2,7 @@
 // inside kernels. It is the same computation as the reference's (src/ir/random.ts: Philox-4x32-10,
 // then the op's transform), written as a single self-contained function because exportModule
 // copies a kernel's scalar functions by their source text (no imports, no helpers outside it).
-// test/codegen/random-kernel.test.ts checks it bit for bit against src/ir/random.ts.
+// test/codegen/kernels-data.test.ts checks it bit for bit against src/ir/random.ts.
 
 /** Which transform of the four Philox words: the op's draw (src/ir/ops/random.ts). */
 export const DRAW = { uniform: 0, normal: 1, binomial: 2, truncated: 3 } as const;
