@@ -19,6 +19,8 @@ import { set_device } from '../src/api/config.js';
 import { loadGpuJs } from '../src/runtime/gpu/gpujs.js';
 import { gpuDevice } from '../src/runtime/gpu/device.js';
 import { cases, type Impl, type ImplName } from './cases.js';
+import { measurePeak } from '../src/codegen/wasm/peak.js';
+import { hasRelaxedSimd } from '../src/codegen/wasm/encode.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 9);
 const filter = process.argv[2] ?? '';
@@ -57,6 +59,13 @@ async function main(): Promise<void> {
   const results: Record<string, unknown>[] = [];
   const print = (s: string) => process.stdout.write(s + '\n');
   print(`theanine bench: ${os.cpus()[0]?.model ?? 'cpu'} x${os.cpus().length}, node ${process.version}, ${ROUNDS} rounds, tfjs-wasm simd=${wasmSimd}`);
+  // The limit: one core's WebAssembly SIMD multiply-add rate (src/codegen/wasm/peak.ts). theanine's
+  // matmul sums in float64 (f64x2, results equal the reference's); XNNPACK in float32 (f32x4).
+  const peak = measurePeak(hasRelaxedSimd());
+  if (peak !== undefined) {
+    print(`measured peak (one core, WebAssembly SIMD multiply-add loop): f64x2 ${peak.f64x2.toFixed(1)} GFLOP/s, f32x4 ${peak.f32x4.toFixed(1)} GFLOP/s${peak.f32x4Fused !== undefined ? `, f32x4 relaxed FMA ${peak.f32x4Fused.toFixed(1)} GFLOP/s` : ', no relaxed SIMD in this runtime'}`);
+    print('GFLOP/s columns: theanine as a fraction of the f64x2 peak, tfjs-wasm of the f32x4 peak');
+  }
   const gpuName = GPU ? gpuDevice().description : undefined;
   if (gpuName !== undefined) print(`gpu column: ${gpuName}`);
   print('');
@@ -102,11 +111,17 @@ async function main(): Promise<void> {
       if (ms === undefined) return '-'.padStart(12);
       return (c.flops !== undefined ? `${(c.flops / ms / 1e6).toFixed(2)} GF/s` : `${ms.toFixed(2)} ms`).padStart(12);
     };
+    const ofPeak = (n: ImplName, p: number | undefined) => {
+      const ms = med.get(n);
+      return ms === undefined || p === undefined || c.flops === undefined ? '' : ` ${(100 * c.flops / ms / 1e6 / p).toFixed(0)}%`;
+    };
     const th = med.get('theanine')!;
     const ratio = (n: ImplName) => (med.has(n) ? `${(med.get(n)! / th).toFixed(2)}x` : '-').padStart(8);
-    print(`${c.name.padEnd(34)} ${fmt('theanine')} ${fmt('tensorflow')} ${fmt('theanine-gpu')} ${fmt('tfjs-cpu')} ${fmt('tfjs-wasm')} ${ratio('tensorflow')} ${ratio('tfjs-cpu')} ${ratio('tfjs-wasm')}${c.note !== undefined ? `  (${c.note})` : ''}`);
+    const peaks = c.flops === undefined || peak === undefined ? '' : `  peak: theanine${ofPeak('theanine', peak.f64x2)}, tfjs-wasm${ofPeak('tfjs-wasm', peak.f32x4)}`;
+    print(`${c.name.padEnd(34)} ${fmt('theanine')} ${fmt('tensorflow')} ${fmt('theanine-gpu')} ${fmt('tfjs-cpu')} ${fmt('tfjs-wasm')} ${ratio('tensorflow')} ${ratio('tfjs-cpu')} ${ratio('tfjs-wasm')}${peaks}${c.note !== undefined ? `  (${c.note})` : ''}`);
     results.push({
       name: c.name, note: c.note, medianMs: Object.fromEntries(med), flops: c.flops,
+      gflops: c.flops === undefined ? undefined : Object.fromEntries([...med].map(([n, ms]) => [n, c.flops! / ms / 1e6])),
       speedupVsTensorflowBackend: med.has('tensorflow') ? med.get('tensorflow')! / th : undefined,
       speedupVsCpu: med.has('tfjs-cpu') ? med.get('tfjs-cpu')! / th : undefined,
       speedupVsWasm: med.has('tfjs-wasm') ? med.get('tfjs-wasm')! / th : undefined,
@@ -177,7 +192,7 @@ async function main(): Promise<void> {
   }
 
   const out = {
-    machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, node: process.version, platform: `${os.platform()} ${os.arch()}`, wasmSimd, gpu: gpuName },
+    machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, node: process.version, platform: `${os.platform()} ${os.arch()}`, wasmSimd, gpu: gpuName, peakGflops: peak, loadAverage: os.loadavg() },
     date: new Date().toISOString(), rounds: ROUNDS, cases: results, compile, heap,
   };
   fs.writeFileSync(new URL('./results.json', import.meta.url), JSON.stringify(out, null, 2) + '\n');

@@ -7,6 +7,7 @@ import { describe, formatShape } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
 import { checkAxes, options, toTensor, type TensorLike } from './args.js';
 import { clip } from './numeric.js';
+import { markSoftmax } from './argorder.js';
 
 function lit(fn: string, v: number, like: Node): Node {
   return toTensor(fn, v, 'constant', like.dtype);
@@ -107,5 +108,5 @@ export function softmax(x: TensorLike, axis?: number | { axis?: number }): Node 
   // softmax does not depend on the shift, so no gradient flows through it
   const m = apply('stop_gradient', [apply('max', [t], { axes, keepdims: true }, F)], {}, F);
   const e = apply('exp', [apply('sub', [t, m], {}, F)], {}, F);
-  return apply('div', [e, apply('sum', [e], { axes, keepdims: true }, F)], {}, F);
+  return markSoftmax(apply('div', [e, apply('sum', [e], { axes, keepdims: true }, F)], {}, F));
 }

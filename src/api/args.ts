@@ -1,5 +1,5 @@
 // The API edge: Keras' positional-or-options arguments, and conversion of user values to tensors.
-import { NDArray, describe } from '../ir/ndarray.js';
+import { NDArray, describe, formatShape } from '../ir/ndarray.js';
 import { Node } from '../ir/node.js';
 import { apply } from '../ir/build.js';
 import { coerce, isDType, isFloat, isInt, type DType } from '../ir/dtype.js';
@@ -43,6 +43,38 @@ export function options<T extends Record<string, unknown>>(fn: string, given: re
   return out as Partial<T>;
 }
 
+/**
+ * Keras' keyword arguments for required parameters too: `K.random_normal({ shape: [b, d] })`.
+ * `given` are all the arguments from the first parameter on; when the first is a plain object
+ * holding one of `aliases[names[0]]` (or names[0] itself) and nothing else is given, it is read as the
+ * options object for every parameter (`aliases` maps other spellings, such as Keras 2.3's renames,
+ * to the name here). Otherwise the arguments are positional as usual (`options`).
+ */
+export function allOptions(fn: string, given: readonly unknown[], names: readonly string[], aliases: Readonly<Record<string, string>> = {}): Record<string, unknown> {
+  const args = [...given];
+  while (args.length > 0 && args[args.length - 1] === undefined) args.pop();
+  const first = args[0];
+  const keyOf = (k: string): string => aliases[k] ?? k;
+  if (args.length === 1 && isPlainObject(first) && Object.keys(first).some((k) => keyOf(k) === names[0])) {
+    const out: Record<string, unknown> = {};
+    const allowed = [...names, ...Object.keys(aliases)];
+    for (const [k, v] of Object.entries(first)) {
+      if (!allowed.includes(k)) throw new ValueError(`${fn}: unknown option ${JSON.stringify(k)} (allowed: ${allowed.map((n) => JSON.stringify(n)).join(', ')})`);
+      const c = keyOf(k);
+      if (c in out) throw new ValueError(`${fn}: give ${c} once (${Object.keys(aliases).filter((a) => aliases[a] === c).concat(c).map((n) => JSON.stringify(n)).join(' and ')} name the same parameter)`);
+      out[c] = v;
+    }
+    return out;
+  }
+  return options(fn, args, names);
+}
+
+/** A required parameter: an error naming it when it is missing. */
+export function need(fn: string, o: Record<string, unknown>, name: string): unknown {
+  if (o[name] === undefined) throw new ValueError(`${fn}: ${name} is required`);
+  return o[name];
+}
+
 export function isTensor(x: unknown): x is Node {
   return x instanceof Node;
 }
@@ -77,11 +109,36 @@ export function toTensor(fn: string, x: unknown, what = 'x', like?: DType): Node
   }
   if (typeof x === 'boolean') return constantNode(new NDArray([x ? 1 : 0], [], 'bool'));
   if (x instanceof NDArray) return constantNode(x);
+  if (Array.isArray(x) && holdsTensor(x)) return pack(fn, x, what, like);
   if (Array.isArray(x) || ArrayBuffer.isView(x)) {
     const nd = NDArray.from(x, undefined, `${fn}: ${what}`);
     return constantNode(nd.dtype === 'bool' ? nd : nd.astype(like !== undefined && isFloat(like) ? like : floatx()));
   }
   throw new TypeError(`${fn}: ${what} is ${describe(x)}; expected a tensor, number, boolean, nested array or NDArray`);
+}
+
+function holdsTensor(x: readonly unknown[]): boolean {
+  return x.some((e) => e instanceof Node || (Array.isArray(e) && holdsTensor(e)));
+}
+
+/**
+ * A list holding tensors (`K.prod([a, b])`, as Keras' BatchNormalization writes) packed into one
+ * tensor along a new first axis, as TensorFlow's convert_to_tensor auto-packs: numbers take the
+ * tensors' dtype, and every entry must have the same dtype and shape.
+ */
+function pack(fn: string, x: readonly unknown[], what: string, like?: DType): Node {
+  if (x.length === 0) throw new ValueError(`${fn}: ${what} is an empty list`);
+  const firstTensor = x.find((e): e is Node => e instanceof Node);
+  const dt = firstTensor?.dtype ?? like;
+  const parts = x.map((e, i) => toTensor(fn, e, `${what}[${i}]`, dt));
+  const first = parts[0]!;
+  parts.forEach((t, i) => {
+    if (t.dtype !== first.dtype) throw new TypeError(`${fn}: ${what} is a list of tensors of different dtypes (${what}[0] is ${first.dtype}, ${what}[${i}] is ${t.dtype}); cast them to one dtype first`);
+    const same = t.ndim === first.ndim && t.shape.every((d, k) => d === null || first.shape[k] === null || d === first.shape[k]);
+    if (!same) throw new ValueError(`${fn}: ${what} is a list of tensors of different shapes (${what}[0] is ${formatShape(first.shape)}, ${what}[${i}] is ${formatShape(t.shape)}); a list is packed into one tensor, so the shapes must agree`);
+  });
+  const rows = parts.map((t) => apply('expand_dims', [t], { axis: 0 }, `K.${fn}`));
+  return rows.length === 1 ? rows[0]! : apply('concat', rows, { axis: 0 }, `K.${fn}`);
 }
 
 /** Two operands, converting numbers by the other operand's dtype. */

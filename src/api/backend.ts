@@ -45,3 +45,9 @@ export {
   random_normal, random_uniform, random_binomial, truncated_normal, random_uniform_variable, random_normal_variable, dropout,
 } from './random.js';
 export { print_tensor, symbolic, eager } from './misc.js';
+export { get_session, set_session, Session, control_dependencies, manual_variable_initialization } from './session.js';
+export type { FeedDict } from './session.js';
+export { is_tensor, is_variable, is_placeholder, size, normalize_data_format } from './inspect.js';
+export { depthwise_conv2d, separable_conv1d, conv3d_transpose, local_conv1d, local_conv2d } from './conv_more.js';
+export { ctc_decode, ctc_label_dense_to_sparse } from './ctc_decode.js';
+export type { SparseTensor } from './ctc_decode.js';

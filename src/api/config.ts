@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 
-export type BackendName = 'theanine' | 'tensorflow';
+export type BackendName = 'theanine' | 'tensorflow' | 'onnx';
 export type Floatx = 'float16' | 'float32' | 'float64';
 export type DataFormat = 'channels_first' | 'channels_last';
 export type DeviceName = 'cpu' | 'gpu';
@@ -27,7 +27,7 @@ export interface LoadConfigOptions {
   home?: string;
 }
 
-export const BACKENDS: readonly BackendName[] = ['theanine', 'tensorflow'];
+export const BACKENDS: readonly BackendName[] = ['theanine', 'tensorflow', 'onnx'];
 const FLOATXS: readonly Floatx[] = ['float16', 'float32', 'float64'];
 const DATA_FORMATS: readonly DataFormat[] = ['channels_first', 'channels_last'];
 const DEVICES: readonly DeviceName[] = ['cpu', 'gpu'];
@@ -99,12 +99,32 @@ function writeDefaults(file: string): void {
   }
 }
 
+/**
+ * The text of `file` if it is a regular file (issue 14 item 6). A FIFO made the first K call hang
+ * in readFileSync, and a device would be read forever: it is opened without blocking, and
+ * anything but a regular file is a ConfigError naming the path, before a byte is read.
+ */
+function readRegularFile(file: string, where: string): string {
+  const fd = fs.openSync(file, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
+  try {
+    const st = fs.fstatSync(fd);
+    if (!st.isFile()) {
+      const kind = st.isFIFO() ? 'a FIFO' : st.isDirectory() ? 'a directory' : st.isSocket() ? 'a socket' : st.isCharacterDevice() || st.isBlockDevice() ? 'a device' : 'not a regular file';
+      throw new ConfigError(`${where}: is ${kind}; only a regular file is read as the Keras config (remove it or point KERAS_HOME elsewhere)`);
+    }
+    return fs.readFileSync(fd, 'utf8');
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /** The parsed file, or undefined when it does not exist (after writing the defaults). */
 function readConfigFile(file: string, where: string): Record<string, unknown> | undefined {
   let text: string;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    text = readRegularFile(file, where);
   } catch (e) {
+    if (e instanceof ConfigError) throw e;
     const code = errorCode(e);
     if (code !== 'ENOENT' && code !== 'ENOTDIR') {
       throw new ConfigError(`${where}: cannot be read (${messageOf(e)})`);

@@ -2,7 +2,7 @@
 // separable_conv2d, pool2d/pool3d. Cross-correlation, kernels (spatial..., in, out) whatever the
 // data format; the IR ops are channels-last, so channels_first is a transpose in and out here.
 import { apply } from '../ir/build.js';
-import { isFloat } from '../ir/dtype.js';
+import { isFloat, isInt } from '../ir/dtype.js';
 import { ShapeError, ValueError } from '../ir/errors.js';
 import { describe, formatShape } from '../ir/ndarray.js';
 import { Node } from '../ir/node.js';
@@ -10,6 +10,8 @@ import { effectiveSize, outSizeFor, type PaddingMode } from '../ir/ops/window.js
 import { POOL_MODES, type PoolMode } from '../ir/ops/pool.js';
 import type { Dim } from '../ir/types.js';
 import { toTensor, type TensorLike } from './args.js';
+import { sizeList, staticInt } from './sizes.js';
+import type { ConvSizedAttrs } from '../ir/ops/conv.js';
 import { floatx, type DataFormat } from './config.js';
 import {
   convOptions, dataFormatOf, isDimOrdering, paddingOf, toChannelsFirst, toChannelsLast, tupleOf, type Signature,
@@ -29,20 +31,20 @@ type Opt<T> = T | ConvOptions;
 const SPATIAL = ['', 'length', 'rows, cols', 'dim1, dim2, dim3'];
 
 /** Spatial axes of data of rank d + 2 in the given format. */
-function spatialAxes(d: number, fmt: DataFormat): number[] {
+export function spatialAxes(d: number, fmt: DataFormat): number[] {
   return Array.from({ length: d }, (_, i) => (fmt === 'channels_first' ? i + 2 : i + 1));
 }
-const channelAxis = (d: number, fmt: DataFormat): number => (fmt === 'channels_first' ? 1 : d + 1);
+export const channelAxis = (d: number, fmt: DataFormat): number => (fmt === 'channels_first' ? 1 : d + 1);
 
-function checkRank(fn: string, what: string, t: Node, rank: number, layout: string): void {
+export function checkRank(fn: string, what: string, t: Node, rank: number, layout: string): void {
   if (t.ndim !== rank) throw new ShapeError(`${fn}: ${what} must have rank ${rank} ${layout}; got shape ${formatShape(t.shape)}`);
 }
-function dataLayout(d: number, fmt: DataFormat): string {
+export function dataLayout(d: number, fmt: DataFormat): string {
   return fmt === 'channels_first' ? `(batch, channels, ${SPATIAL[d]})` : `(batch, ${SPATIAL[d]}, channels)`;
 }
 
 /** Two static dims that must agree, named by tensor and axis. */
-function checkDim(fn: string, a: [string, Node | readonly Dim[], number], b: [string, Node | readonly Dim[], number], meaning: string): void {
+export function checkDim(fn: string, a: [string, Node | readonly Dim[], number], b: [string, Node | readonly Dim[], number], meaning: string): void {
   const sa = a[1] instanceof Node ? a[1].shape : a[1];
   const sb = b[1] instanceof Node ? b[1].shape : b[1];
   const da = sa[a[2]]!;
@@ -52,14 +54,14 @@ function checkDim(fn: string, a: [string, Node | readonly Dim[], number], b: [st
   }
 }
 
-interface Window {
+export interface Window {
   readonly strides: number[];
   readonly dilation: number[];
   readonly padding: PaddingMode;
 }
 
 /** The window (kernel axes `wAxes` of `w`) must fit x's spatial axes under the padding; names both shapes. */
-function checkFits(fn: string, x: Node, axes: readonly number[], wWhat: string, w: readonly Dim[], wAxes: readonly number[], win: Window): void {
+export function checkFits(fn: string, x: Node, axes: readonly number[], wWhat: string, w: readonly Dim[], wAxes: readonly number[], win: Window): void {
   axes.forEach((ax, i) => {
     const s = x.shape[ax]!;
     const k = w[wAxes[i]!]!;
@@ -73,10 +75,10 @@ function checkFits(fn: string, x: Node, axes: readonly number[], wWhat: string, 
   });
 }
 
-const toLast = (fn: string, x: Node, fmt: DataFormat): Node => (fmt === 'channels_first' ? apply('transpose', [x], { perm: toChannelsLast(x.ndim) }, fn) : x);
-const fromLast = (fn: string, y: Node, fmt: DataFormat): Node => (fmt === 'channels_first' ? apply('transpose', [y], { perm: toChannelsFirst(y.ndim) }, fn) : y);
+export const toLast = (fn: string, x: Node, fmt: DataFormat): Node => (fmt === 'channels_first' ? apply('transpose', [x], { perm: toChannelsLast(x.ndim) }, fn) : x);
+export const fromLast = (fn: string, y: Node, fmt: DataFormat): Node => (fmt === 'channels_first' ? apply('transpose', [y], { perm: toChannelsFirst(y.ndim) }, fn) : y);
 
-function window(fn: string, o: Record<string, unknown>, d: number, paddings: readonly PaddingMode[]): Window {
+export function window(fn: string, o: Record<string, unknown>, d: number, paddings: readonly PaddingMode[]): Window {
   return { strides: tupleOf(fn, 'strides', o['strides'], d), dilation: tupleOf(fn, 'dilation_rate', o['dilation_rate'], d), padding: paddingOf(fn, o['padding'], paddings) };
 }
 
@@ -94,8 +96,8 @@ function convN(fn: string, d: number, x: TensorLike, kernel: TensorLike, o: Reco
   return fromLast(fn, y, fmt);
 }
 
-const CONV_PADDINGS: readonly PaddingMode[] = ['valid', 'same'];
-const K2 = ['strides', 'padding', 'data_format', 'dilation_rate'];
+export const CONV_PADDINGS: readonly PaddingMode[] = ['valid', 'same'];
+export const K2 = ['strides', 'padding', 'data_format', 'dilation_rate'];
 
 type Hint = readonly Dim[] | null;
 
@@ -137,22 +139,22 @@ export type OutputShape = readonly (number | null | Node)[];
  * dilation) with respect to an input of shape `output_shape`, applied to x. `kernel` is
  * (kh, kw, out_channels, in_channels) as TensorFlow's; `kIn`/`kOut` say which kernel axes those are.
  */
-function transposeConv(fn: string, x: TensorLike, kernel: TensorLike, outputShape: unknown, o: Record<string, unknown>, kIn: number, kOut: number): Node {
+export function transposeConv(fn: string, x: TensorLike, kernel: TensorLike, outputShape: unknown, o: Record<string, unknown>, kIn: number, kOut: number, d = 2): Node {
   const xt = toTensor(fn, x, 'x');
   const kt = toTensor(fn, kernel, 'kernel', xt.dtype);
   const fmt = dataFormatOf(fn, o['data_format']);
-  const win = window(fn, o, 2, CONV_PADDINGS);
-  checkRank(fn, 'x', xt, 4, dataLayout(2, fmt));
-  checkRank(fn, 'kernel', kt, 4, kIn === 3 ? '(rows, cols, out_channels, in_channels)' : '(rows, cols, in_channels, out_channels)');
-  const cAx = channelAxis(2, fmt);
-  const sp = spatialAxes(2, fmt);
-  const os = outputShapeOf(fn, outputShape);
+  const win = window(fn, o, d, CONV_PADDINGS);
+  checkRank(fn, 'x', xt, d + 2, dataLayout(d, fmt));
+  checkRank(fn, 'kernel', kt, d + 2, kIn === d + 1 ? `(${SPATIAL[d]}, out_channels, in_channels)` : `(${SPATIAL[d]}, in_channels, out_channels)`);
+  const cAx = channelAxis(d, fmt);
+  const sp = spatialAxes(d, fmt);
+  const { dims: os, sizes } = outputShapeOf(fn, outputShape, d + 2);
   checkDim(fn, ['kernel', kt, kIn], ['x', xt, cAx], 'kernel in_channels against x channels');
   checkDim(fn, ['kernel', kt, kOut], ['output_shape', os, cAx], 'kernel out_channels against output_shape channels');
   checkDim(fn, ['output_shape', os, 0], ['x', xt, 0], 'batch');
   sp.forEach((ax, i) => {
-    const [s, k, got] = [os[ax] as number, kt.shape[i]!, xt.shape[ax]!];
-    if (k === null || got === null) return;
+    const [s, k, got] = [os[ax]!, kt.shape[i]!, xt.shape[ax]!];
+    if (s === null || k === null || got === null) return;
     const want = outSizeFor(s, k, win.strides[i]!, win.dilation[i]!, win.padding);
     if (want !== got) {
       throw new ShapeError(
@@ -161,27 +163,57 @@ function transposeConv(fn: string, x: TensorLike, kernel: TensorLike, outputShap
       );
     }
   });
-  const k = kOut === 2 ? kt : apply('transpose', [kt], { perm: [0, 1, 3, 2] }, fn);
-  const y = apply('conv_transpose', [toLast(fn, xt, fmt), k], { ...win, groups: 1, size: sp.map((ax) => os[ax] as number) }, fn);
+  const swap = [...Array(d).keys(), d + 1, d];
+  const k = kOut === d ? kt : apply('transpose', [kt], { perm: swap }, fn);
+  const y = sizedTransposeConv(fn, toLast(fn, xt, fmt), k, { ...win, groups: 1 }, sp.map((ax) => sizes[ax]!));
   return fromLast(fn, y, fmt);
 }
 
-/** output_shape: 4 entries in data_format layout; spatial and channel dims are positive ints, batch may be null, -1 or a tensor. */
-function outputShapeOf(fn: string, v: unknown): Dim[] {
-  const bad = (): never => {
-    throw new ValueError(`${fn}: output_shape must be a list of 4 dims (batch, then positive integers in data_format order; batch may be null), got ${Array.isArray(v) ? JSON.stringify(v.map((e) => (e instanceof Node ? 'tensor' : e))) : describe(v)}`);
-  };
-  if (!Array.isArray(v) || v.length !== 4) return bad();
-  return v.map((e: unknown, i) => {
-    if (i === 0 && (e === null || e === undefined || e === -1 || e instanceof Node)) return null;
-    if (typeof e !== 'number' || !Number.isInteger(e) || e < 1) return bad();
-    return e;
-  });
+/**
+ * conv_transpose with result sizes that may be scalar int tensors (Keras' Conv2DTranspose computes
+ * them from K.shape(inputs)): static sizes go in attrs.size; otherwise a fill_dims tensor of shape
+ * (1, sizes...) is the op's size input, resolved per specialisation (src/ir/ops/sized.ts). Shared by
+ * every transposed convolution.
+ */
+export function sizedTransposeConv(fn: string, x: Node, k: Node, attrs: Omit<ConvSizedAttrs, 'size'>, sizes: readonly (number | Node)[]): Node {
+  const known = sizes.map((v) => (v instanceof Node ? staticInt(v) : v));
+  if (known.every((d) => d !== null)) return apply('conv_transpose', [x, k], { ...attrs, size: known as number[] }, fn);
+  const s = sizeList(fn, 'output_shape', [1, ...sizes], 1);
+  if ('static' in s) return apply('conv_transpose', [x, k], { ...attrs, size: s.static.slice(1) }, fn);
+  const like = apply('fill_dims', [s.vector], { known: s.known, value: 0, dtype: x.dtype }, fn);
+  return apply('conv_transpose', [x, k, like], { ...attrs, size: null }, fn);
 }
 
-const TRANSPOSE_K2 = ['output_shape', 'strides', 'padding', 'data_format', 'dilation_rate'];
+/**
+ * output_shape: `rank` entries in data_format layout; batch may be null, -1 or a tensor (it is x's);
+ * the others are positive ints or scalar int tensors (K.shape(x)[1] * 2). Returns what is known
+ * statically and each entry as a size.
+ */
+function outputShapeOf(fn: string, v: unknown, rank: number): { dims: Dim[]; sizes: (number | Node)[] } {
+  const bad = (): never => {
+    throw new ValueError(`${fn}: output_shape must be a list of ${rank} dims (batch, then positive integers or integer scalar tensors in data_format order; batch may be null), got ${Array.isArray(v) ? JSON.stringify(v.map((e) => (e instanceof Node ? 'tensor' : e))) : describe(v)}`);
+  };
+  if (!Array.isArray(v) || v.length !== rank) return bad();
+  const sizes: (number | Node)[] = [];
+  const dims = v.map((e: unknown, i) => {
+    if (i === 0 && (e === null || e === undefined || e === -1 || e instanceof Node)) { sizes.push(1); return null; }
+    if (e instanceof Node) {
+      if (e.ndim !== 0 || !isInt(e.dtype)) return bad();
+      const k = staticInt(e);
+      if (k !== null && k < 1) return bad();
+      sizes.push(k ?? e);
+      return k;
+    }
+    if (typeof e !== 'number' || !Number.isInteger(e) || e < 1) return bad();
+    sizes.push(e);
+    return e;
+  });
+  return { dims, sizes };
+}
 
-function required(fn: string, o: Record<string, unknown>, name: string): unknown {
+export const TRANSPOSE_K2 = ['output_shape', 'strides', 'padding', 'data_format', 'dilation_rate'];
+
+export function required(fn: string, o: Record<string, unknown>, name: string): unknown {
   if (o[name] === undefined) throw new ValueError(`${fn}: ${name} is required`);
   return o[name];
 }

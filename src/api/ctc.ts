@@ -6,7 +6,7 @@ import { ShapeError } from '../ir/errors.js';
 import { NDArray, formatShape } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
 import { isInt } from '../ir/dtype.js';
-import { constantNode, toTensor, type TensorLike } from './args.js';
+import { constantNode, options, toTensor, type TensorLike } from './args.js';
 import { epsilon } from './config.js';
 
 const FN = 'K.ctc_batch_cost';
@@ -68,7 +68,7 @@ export function ctc_update_log_p(skip_idxs: TensorLike, zeros: TensorLike, activ
 
 /** `ctc_path_probs(predict, Y, alpha=1e-4)` -> [log_probs (time, n), mask (time, n)] for an interleaved Y. */
 export function ctc_path_probs(predict: TensorLike, Y: TensorLike, alpha: number | { alpha?: number } = 1e-4): [Node, Node] {
-  const a = typeof alpha === 'object' && alpha !== null ? alpha.alpha ?? 1e-4 : alpha;
+  const a = options<{ alpha: number }>('ctc_path_probs', [alpha], ['alpha']).alpha ?? 1e-4;
   const t = apply('ctc_path_probs', [toTensor('ctc_path_probs', predict, 'predict'), labelsArg('ctc_path_probs', Y)], { alpha: a }, 'K.ctc_path_probs');
   return [apply('tuple_get', [t], { index: 0 }), apply('tuple_get', [t], { index: 1 })];
 }

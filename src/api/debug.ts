@@ -3,7 +3,7 @@
 import { describe } from '../ir/ndarray.js';
 import { Node } from '../ir/node.js';
 import { debugprintNodes } from '../ir/printer.js';
-import { toDot, type DotOptions } from '../ir/dot.js';
+import { checkDotOptions, toDot, type DotOptions } from '../ir/dot.js';
 import { fusedLabel } from '../passes/fusion.js';
 import type { CompiledFunction } from '../runtime/function.js';
 
@@ -32,12 +32,12 @@ export function debugprint(x: Node | readonly Node[] | CompiledFunction | { debu
 
 /** Graphviz DOT text of the graph; `opts` groups nodes into clusters and relabels them. */
 export function dot(x: Seeable, opts: DotOptions = {}): string {
-  return toDot(rootsOf('dot', x), opts);
+  return toDot(rootsOf('dot', x), checkDotOptions('dot', opts));
 }
 
 /** SVG text of the graph, laid out by Graphviz compiled to WebAssembly (@viz-js/viz; no system Graphviz). */
 export async function svg(x: Seeable | string, opts: DotOptions = {}): Promise<string> {
-  const text = typeof x === 'string' ? x : dot(x, opts);
+  const text = typeof x === 'string' ? x : toDot(rootsOf('svg', x), checkDotOptions('svg', opts));
   let viz: typeof import('@viz-js/viz');
   try {
     viz = await import('@viz-js/viz');

@@ -13,14 +13,16 @@ import { clearCompileCache, compiledExecutor } from '../runtime/compile.js';
 import type { PassSelection } from '../passes/user.js';
 import { requireGpuTemplates } from '../codegen/user.js';
 import { fallbackPolicy, type FallbackOption } from '../runtime/fallback.js';
-import { constantNode, isTensor, operands, toTensor, type TensorLike } from './args.js';
+import { allOptions, constantNode, isTensor, need, operands, options, toTensor, type TensorLike } from './args.js';
 import { backend as configuredBackend, device as configuredDevice, BACKENDS, type BackendName, type DeviceName } from './config.js';
 import { clearTfjsCache, tfjsExecutor } from '../runtime/tfjs/executor.js';
+import { clearOnnxCache, onnxExecutor } from '../runtime/onnx/executor.js';
 import { currentLearningPhase, onClearSession } from './state.js';
 
 onClearSession(clearCompileCache);
 onClearSession(clearGpuCompileCache);
 onClearSession(clearTfjsCache);
+onClearSession(clearOnnxCache);
 
 /** An assignment `variable := value` applied after a compiled function's outputs are computed. */
 export class Update {
@@ -58,8 +60,21 @@ export function update_sub(x: Node, decrement: TensorLike): Update {
   const v = variableTarget('update_sub', x);
   return new Update(v, apply('sub', operands('update_sub', v, decrement, ['x', 'decrement']), {}, 'K.update_sub'));
 }
-/** variable := variable * momentum + value * (1 - momentum) (Keras' formulation). */
-export function moving_average_update(variable: Node, value: TensorLike, momentum: TensorLike): Update {
+type MovingAverageOpts = { x?: Node; variable?: Node; value?: TensorLike; momentum?: TensorLike };
+
+/**
+ * x := x * momentum + value * (1 - momentum) (Keras' formulation). Keras 2.3 names the first
+ * parameter `x` (2.0: `variable`); the options form takes either spelling.
+ */
+export function moving_average_update(x: Node | MovingAverageOpts, value?: TensorLike, momentum?: TensorLike): Update {
+  const fn = 'moving_average_update';
+  if (!isTensor(x) && typeof x === 'object' && x !== null && !Array.isArray(x)) {
+    const o = allOptions(fn, [x], ['x', 'value', 'momentum'], { variable: 'x' });
+    return moving_average_update(need(fn, o, 'x') as Node, need(fn, o, 'value') as TensorLike, need(fn, o, 'momentum') as TensorLike);
+  }
+  if (value === undefined) throw new ValueError(`${fn}: value is required`);
+  if (momentum === undefined) throw new ValueError(`${fn}: momentum is required`);
+  const variable = x;
   const v = variableTarget('moving_average_update', variable);
   const [, m] = operands('moving_average_update', v, momentum, ['variable', 'momentum']);
   const [, val] = operands('moving_average_update', v, value, ['variable', 'value']);
@@ -85,6 +100,8 @@ export interface FunctionOptions {
   fallback?: FallbackOption;
 }
 
+const FUNCTION_OPTIONS: (keyof FunctionOptions)[] = ['backend', 'device', 'optimizer', 'name', 'passes', 'fallback'];
+
 type UpdateArg = Update | readonly [Node, TensorLike];
 
 function checkUpdate(u: unknown, i: number): readonly [Node, Node] {
@@ -109,8 +126,17 @@ function checkUpdate(u: unknown, i: number): readonly [Node, Node] {
 
 /** K.function(inputs, outputs, updates, options): a callable `f(values[]) => NDArray[]`. */
 export function compileFunction(
-  inputs: readonly Node[], outputs: readonly Node[] | Node, updates: readonly UpdateArg[] = [], opts: FunctionOptions = {},
+  inputs: readonly Node[], outputs: readonly Node[] | Node, updates: readonly UpdateArg[] | null | (FunctionOptions & { updates?: readonly UpdateArg[] | null }) = [], opts: FunctionOptions = {},
 ): CompiledFunction {
+  // Keras 2.3's function(inputs, outputs, updates=None, **kwargs): updates may be null, or given
+  // by name with the other options in one object.
+  if (updates === null) updates = [];
+  else if (!Array.isArray(updates) && typeof updates === 'object' && Object.getPrototypeOf(updates) === Object.prototype) {
+    const o = options<Record<string, unknown>>('function', [updates], [...FUNCTION_OPTIONS, 'updates']) as FunctionOptions & { updates?: readonly UpdateArg[] | null };
+    const { updates: u, ...rest } = o;
+    return compileFunction(inputs, outputs, u ?? [], { ...rest, ...opts });
+  }
+  if (opts !== null && typeof opts === 'object') options<Record<string, unknown>>('function', [opts], FUNCTION_OPTIONS);
   if (!Array.isArray(inputs)) throw new TypeError(`function: inputs must be an array of placeholders, got ${describe(inputs)}`);
   inputs.forEach((x, i) => {
     if (!isTensor(x) || (x.op !== 'placeholder' && x.op !== 'learning_phase')) {
@@ -147,7 +173,10 @@ export function compileFunction(
   const named = { name: spec.name, fallback };
   if (opts.passes !== undefined && optimizer === 'none') throw new ValueError('function: passes were given but optimizer "none" runs no passes; use "fast_run" or "fast_compile"');
   let executor: Executor;
-  if (backend === 'tensorflow') {
+  if (backend === 'onnx') {
+    // ONNX Runtime picks the kernels; the execution provider is THEANINE_ONNX_PROVIDER's (cpu by default)
+    executor = onnxExecutor(inputs, targets, optimizer, opts.passes);
+  } else if (backend === 'tensorflow') {
     // TensorFlow.js picks its own device (native TensorFlow, WebAssembly or JavaScript).
     executor = tfjsExecutor(inputs, targets, ups, optimizer, opts.passes);
   } else {

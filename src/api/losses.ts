@@ -1,6 +1,6 @@
 // The crossentropies (SPEC §5). Arguments are (output, target, from_logits) in the order the
-// seed pages (Keras 2.0-2.2's backend docs) give them; Keras 2.3 swapped to (target, output),
-// which theanine does not accept: code from 2.3 must swap its arguments.
+// seed pages (Keras 2.0's backend docs) give them; Keras 2.0.7 and later write (target, output).
+// theanine keeps the seed's order and warns when the arguments look swapped (argorder.ts).
 import { apply } from '../ir/build.js';
 import { isFloat, isInt } from '../ir/dtype.js';
 import { ShapeError, ValueError } from '../ir/errors.js';
@@ -9,6 +9,8 @@ import type { Node } from '../ir/node.js';
 import { checkAxes, constantNode, options, toTensor, type TensorLike } from './args.js';
 import { epsilon } from './config.js';
 import { clip, logsumexp } from './numeric.js';
+import { checkArgumentOrder } from './argorder.js';
+import { isTensor } from './args.js';
 
 type CEOpts = { from_logits?: boolean; axis?: number };
 
@@ -50,6 +52,7 @@ function floatOutput(fn: string, output: TensorLike): Node {
 /** -sum(target * log p, axis), p the output's probabilities (see logProbs). Shape: output's without axis. */
 export function categorical_crossentropy(output: TensorLike, target: TensorLike, from_logits?: boolean | CEOpts, axis?: number): Node {
   const fn = 'categorical_crossentropy';
+  checkArgumentOrder(fn, output, target, isTensor);
   const F = `K.${fn}`;
   const out = floatOutput(fn, output);
   const tgt = toTensor(fn, target, 'target', out.dtype);
@@ -60,12 +63,35 @@ export function categorical_crossentropy(output: TensorLike, target: TensorLike,
 }
 
 /**
+ * A target whose shape does not match the output's without the class axis but could (unknown
+ * dims: Keras' engine makes targets with K.placeholder(ndim=...), every dim None) is flattened
+ * and laid out as that shape, as the TensorFlow and Theano backends flatten it; the element counts
+ * must agree at run time. Static shapes that cannot agree are left for checkSameShape's error.
+ */
+function flattenTarget(fn: string, tgt: Node, out: Node, axis: number): Node {
+  const want = out.shape.filter((_, i) => i !== axis);
+  const same = tgt.ndim === want.length && tgt.shape.every((d, i) => d !== null && d === want[i]);
+  if (same) return tgt;
+  const known = (s: readonly (number | null)[]) => (s.every((d) => d !== null) ? s.reduce((p, d) => p! * d!, 1) : null);
+  const [nt, nw] = [known(tgt.shape), known(want)];
+  if (nt !== null && nw !== null) {
+    if (nt !== nw || tgt.ndim === want.length) return tgt; // the shape error names both
+    return apply('reshape', [tgt], { shape: want as number[] }, `K.${fn}`);
+  }
+  if (tgt.ndim === want.length && tgt.shape.every((d, i) => d === null || want[i] === null || d === want[i])) return tgt;
+  // The output's shape without the class axis, at run time: argmax drops exactly that axis.
+  const like = apply('argmax', [out], { axis }, `K.${fn}`);
+  return apply('reshape_like', [tgt, like], {}, `K.${fn}`);
+}
+
+/**
  * As categorical_crossentropy with integer class ids for targets: target has output's shape
  * without the class axis (or with a trailing 1, as Keras' flattening allows); float targets are
  * truncated to ints. A class id outside [0, classes) picks nothing and gives 0.
  */
 export function sparse_categorical_crossentropy(output: TensorLike, target: TensorLike, from_logits?: boolean | CEOpts, axis?: number): Node {
   const fn = 'sparse_categorical_crossentropy';
+  checkArgumentOrder(fn, output, target, isTensor);
   const F = `K.${fn}`;
   const out = floatOutput(fn, output);
   let tgt = Array.isArray(target) ? constantNode(NDArray.from(target, 'int32', `${fn}: target`)) : toTensor(fn, target, 'target', 'int32');
@@ -75,6 +101,7 @@ export function sparse_categorical_crossentropy(output: TensorLike, target: Tens
   if (classes === null) throw new ShapeError(`${fn}: the class axis ${a} of output ${formatShape(out.shape)} must have a known size`);
   if (!isInt(tgt.dtype)) tgt = apply('cast', [tgt], { dtype: 'int32' }, F);
   if (tgt.ndim === r && r >= 1 && tgt.shape[r - 1] === 1) tgt = apply('max', [tgt], { axes: [r - 1], keepdims: false }, F);
+  tgt = flattenTarget(fn, tgt, out, a);
   checkSameShape(fn, tgt, out, a);
   // Class axis first: log-probs (C, rest...) against ids [0..C) shaped (C, 1, ..., 1) broadcast over the targets.
   const perm = [a, ...Array.from({ length: r }, (_, i) => i).filter((i) => i !== a)];
@@ -91,6 +118,7 @@ export function sparse_categorical_crossentropy(output: TensorLike, target: Tens
  */
 export function binary_crossentropy(output: TensorLike, target: TensorLike, from_logits?: boolean | { from_logits?: boolean }): Node {
   const fn = 'binary_crossentropy';
+  checkArgumentOrder(fn, output, target, isTensor);
   const F = `K.${fn}`;
   const out = floatOutput(fn, output);
   const z = toTensor(fn, target, 'target', out.dtype);

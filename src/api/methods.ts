@@ -5,6 +5,7 @@ import { Node } from '../ir/node.js';
 import { ValueError } from '../ir/errors.js';
 import { add, divide, dot, multiply, negative, pow, subtract } from './math.js';
 import type { TensorLike } from './args.js';
+import { constraintOf, type Constraint } from './tensors.js';
 
 declare module '../ir/node.js' {
   interface Node {
@@ -19,6 +20,8 @@ declare module '../ir/node.js' {
     get(i: number): Node;
     /** Transpose (all axes reversed). */
     readonly T: Node;
+    /** A variable's constraint (K.variable's `constraint`), or null: Keras' `p.constraint`. */
+    readonly constraint: Constraint | null;
   }
 }
 
@@ -39,5 +42,10 @@ Object.defineProperty(Node.prototype, 'T', {
   get(this: Node) {
     const perm = Array.from({ length: this.ndim }, (_, k) => this.ndim - 1 - k);
     return apply('transpose', [this], { perm }, 'T');
+  },
+});
+Object.defineProperty(Node.prototype, 'constraint', {
+  get(this: Node) {
+    return constraintOf(this);
   },
 });

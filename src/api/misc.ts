@@ -5,7 +5,7 @@ import { NDArray, describe } from '../ir/ndarray.js';
 import { Node } from '../ir/node.js';
 import { leavesOf } from '../ir/graph.js';
 import { evaluate } from '../ir/interpret.js';
-import { toTensor, type TensorLike } from './args.js';
+import { options, toTensor, type TensorLike } from './args.js';
 import { currentLearningPhase } from './state.js';
 
 /**
@@ -13,7 +13,7 @@ import { currentLearningPhase } from './state.js';
  * (through the evaluator's print hook, console.log by default).
  */
 export function print_tensor(x: TensorLike, message: string | { message?: string } = ''): Node {
-  const m = typeof message === 'object' && message !== null ? message.message ?? '' : message;
+  const m = options<{ message: string }>('print_tensor', [message], ['message']).message ?? '';
   if (typeof m !== 'string') throw new ValueError(`print_tensor: message must be a string, got ${describe(m)}`);
   return apply('print', [toTensor('print_tensor', x)], { message: m }, 'K.print_tensor');
 }

@@ -85,15 +85,50 @@ export function bias_add(x: TensorLike, bias: TensorLike, data_format?: string |
 
 type Maybe = TensorLike | null | undefined;
 
-/** (x - mean) / sqrt(var + epsilon) * gamma + beta; a null gamma or beta is left out. */
+type BNOpts = { axis?: number; epsilon?: number };
+
+/**
+ * batch_normalization(x, mean, var, beta, gamma, axis=-1, epsilon=1e-3), Keras 2.3's signature:
+ * (x - mean) / sqrt(var + epsilon) * gamma + beta; a null gamma or beta is left out. Keras 2.0
+ * had no axis (its 6th parameter was epsilon): a 6th positional number that is not a valid axis of
+ * x (an integer in [-ndim, ndim)) is read as epsilon, so 2.0 calls keep working. As Keras 2.3 on
+ * TensorFlow, for a 4-D x with axis 1/-3 (NCHW) or 3/-1 (NHWC) the parameters are flattened and laid
+ * along that axis (its fused_batch_norm path); otherwise they broadcast against x as given.
+ */
 export function batch_normalization(
-  x: TensorLike, mean: TensorLike, variance: TensorLike, beta: Maybe, gamma: Maybe, epsilon?: number | { epsilon?: number },
+  x: TensorLike, mean: TensorLike, variance: TensorLike, beta: Maybe, gamma: Maybe, axis?: number | BNOpts, epsilon?: number | BNOpts,
 ): Node {
   const fn = 'batch_normalization';
-  const o = options<{ epsilon: number }>(fn, [epsilon], ['epsilon']);
+  const F = `K.${fn}`;
+  const t = toTensor(fn, x);
+  let given: unknown[] = [axis, epsilon];
+  const validAxis = (a: unknown): boolean => typeof a === 'number' && Number.isInteger(a) && a >= -t.ndim && a < t.ndim;
+  // Keras 2.0: batch_normalization(x, mean, var, beta, gamma, epsilon)
+  if (typeof axis === 'number' && !validAxis(axis) && (epsilon === undefined || (typeof epsilon === 'object' && epsilon !== null))) given = [undefined, axis, epsilon];
+  const o = options<{ axis: number; epsilon: number }>(fn, given, ['axis', 'epsilon']);
   const eps = o.epsilon ?? 1e-3;
   if (typeof eps !== 'number' || !(eps >= 0)) throw new ValueError(`${fn}: epsilon must be a non-negative number, got ${describe(eps)}`);
-  return normalize(fn, toTensor(fn, x), mean, variance, beta, gamma, eps);
+  const ax = o.axis ?? -1;
+  if (!validAxis(ax)) throw new ValueError(`${fn}: axis ${describe(ax)} is not an axis of x ${formatShape(t.shape)} (allowed: integers ${-t.ndim}..${t.ndim - 1})`);
+  const a = ax < 0 ? ax + t.ndim : ax;
+  if (t.ndim === 4 && (a === 1 || a === 3)) {
+    // Keras 2.3's fused path: each parameter reshaped to (-1) and placed on the channel axis.
+    const target = [1, 1, 1, 1];
+    target[a] = -1;
+    const lay = (p: Maybe, what: string): Maybe => {
+      if (p === null || p === undefined) return p;
+      const n = toTensor(fn, p, what, t.dtype);
+      if (n.ndim === 0) return n;
+      const c = t.shape[a]!;
+      const size = n.shape.every((d) => d !== null) ? n.shape.reduce((q, d) => q! * d!, 1) : null;
+      if (c !== null && size !== null && size !== c) {
+        throw new ShapeError(`${fn}: ${what} of shape ${formatShape(n.shape)} has ${size} entries but x ${formatShape(t.shape)} has ${c} channels on axis ${a}`);
+      }
+      return apply('reshape', [n], { shape: target }, F);
+    };
+    return normalize(fn, t, lay(mean, 'mean')!, lay(variance, 'var')!, lay(beta, 'beta'), lay(gamma, 'gamma'), eps);
+  }
+  return normalize(fn, t, mean, variance, beta, gamma, eps);
 }
 
 function normalize(fn: string, t: Node, mean: TensorLike, variance: TensorLike, beta: Maybe, gamma: Maybe, eps: number): Node {

@@ -1,10 +1,12 @@
-// Zero padding (Keras 2 and Keras 1 forms) and nearest-neighbour resizing of images and volumes:
-// one 'pad' op and one 'repeat_elements' op per spatial axis serve them all.
+// Zero padding (Keras 2 and Keras 1 forms) and resizing of images and volumes: one 'pad' op and
+// one 'repeat_elements' op (nearest) or constant interpolation matrix (bilinear) per spatial axis.
 import { apply } from '../ir/build.js';
 import { ShapeError, ValueError } from '../ir/errors.js';
-import { describe, formatShape } from '../ir/ndarray.js';
+import { NDArray, describe, formatShape } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
-import { checkInt, options, toTensor, type TensorLike } from './args.js';
+import { allOptions, checkInt, constantNode, isTensor, need, options, toTensor, type TensorLike } from './args.js';
+import { sizeArg, type Size } from './sizes.js';
+import { reshape, tile } from './shape.js';
 import { image_data_format, type DataFormat } from './config.js';
 
 type Pair = readonly [number, number];
@@ -128,37 +130,102 @@ export function asymmetric_spatial_2d_padding(
 function resize(fn: string, x: Node, factors: readonly unknown[], names: readonly string[], fmt: DataFormat): Node {
   let out = x;
   spatialAxes(x.ndim, fmt).forEach((axis, i) => {
-    const f = checkInt(fn, factors[i], names[i]!, 1);
-    if (f !== 1) out = apply('repeat_elements', [out], { axis, rep: f }, fn);
+    const f = sizeArg(fn, names[i]!, factors[i], 1);
+    if ('tensor' in f) out = repeatBy(fn, out, axis, f.tensor);
+    else if (f.static !== 1) out = apply('repeat_elements', [out], { axis, rep: f.static }, fn);
   });
   return out;
 }
 
-type ResizeOpts = FormatOpts & { interpolation?: string };
-
-function interpolationArg(fn: string, o: ResizeOpts): void {
-  if (o.interpolation !== undefined && o.interpolation !== 'nearest') {
-    throw new ValueError(`${fn}: unknown interpolation ${describe(o.interpolation)} (allowed: 'nearest')`);
-  }
+/**
+ * Each element `rep` times along `axis`, `rep` a scalar int tensor: a new axis after `axis` tiled
+ * `rep` times, then merged into it (sized ops, resolved per specialisation to tile and reshape).
+ */
+function repeatBy(fn: string, x: Node, axis: number, rep: Node): Node {
+  const wide = apply('expand_dims', [x], { axis: axis + 1 }, fn);
+  const reps: (number | Node)[] = Array.from({ length: x.ndim + 1 }, (_, j) => (j === axis + 1 ? rep : 1));
+  const tiled = tile(wide, reps);
+  const shape = apply('shape_of', [x], {}, fn);
+  const dims: (number | Node)[] = x.shape.map((d, j) => {
+    const dj = d ?? apply('index', [shape], { index: j }, fn);
+    return j === axis ? apply('mul', [typeof dj === 'number' ? constantNode(new NDArray([dj], [], 'int32')) : dj, rep], {}, fn) : dj;
+  });
+  return reshape(tiled, dims);
 }
 
-/** Upsamples the rows and columns of a 4-D tensor by integer factors. */
+type ResizeOpts = FormatOpts & { interpolation?: string };
+type ResizeAll = ResizeOpts & { x?: TensorLike; X?: TensorLike; height_factor?: Size; width_factor?: Size };
+
+const INTERPOLATIONS = ['nearest', 'bilinear'] as const;
+
+function interpolationArg(fn: string, o: ResizeOpts): 'nearest' | 'bilinear' {
+  const v = o.interpolation ?? 'nearest';
+  if (!(INTERPOLATIONS as readonly unknown[]).includes(v)) {
+    throw new ValueError(`${fn}: unknown interpolation ${describe(o.interpolation)} (allowed: 'nearest', 'bilinear')`);
+  }
+  return v as 'nearest' | 'bilinear';
+}
+
+/**
+ * Bilinear upsampling of one axis by an integer factor, as TensorFlow 1's resize_bilinear (Keras
+ * 2.3's, align_corners and half_pixel_centers false): output i reads input i / f, between rows
+ * floor(i / f) and the next (the last row repeated past the end). A constant (n, n * f) matrix
+ * contracted with the axis, so it differentiates and fuses like any dot.
+ */
+function bilinearAxis(fn: string, x: Node, axis: number, f: number): Node {
+  const n = x.shape[axis]!;
+  if (n === null) throw new ShapeError(`${fn}: bilinear interpolation needs the size of axis ${axis} of x ${formatShape(x.shape)}`);
+  const m = n * f;
+  const w = new Float64Array(n * m);
+  for (let i = 0; i < m; i++) {
+    const src = i / f;
+    const lo = Math.floor(src);
+    const hi = Math.min(lo + 1, n - 1);
+    const frac = src - lo;
+    w[lo * m + i] = w[lo * m + i]! + (1 - frac);
+    w[hi * m + i] = w[hi * m + i]! + frac;
+  }
+  const last = x.ndim - 1;
+  const perm = Array.from({ length: x.ndim }, (_, k) => k);
+  perm[axis] = last;
+  perm[last] = axis;
+  const moved = axis === last ? x : apply('transpose', [x], { perm }, fn);
+  const y = apply('dot', [moved, constantNode(new NDArray(w, [n, m], x.dtype))], {}, fn);
+  return axis === last ? y : apply('transpose', [y], { perm }, fn);
+}
+
+/**
+ * resize_images(x, height_factor, width_factor, data_format, interpolation='nearest'|'bilinear'):
+ * upsamples the rows and columns of a 4-D tensor by integer factors. Keras 2.3 calls the first
+ * parameter `x` (2.0: `X`); the options form ({ x, height_factor, ... }) takes either.
+ */
 export function resize_images(
-  X: TensorLike, height_factor: number, width_factor: number,
-  data_format?: string | null | ResizeOpts, interpolation?: string,
+  x: TensorLike | ResizeAll, height_factor?: Size, width_factor?: Size,
+  data_format?: string | null | ResizeOpts, interpolation?: string | ResizeOpts,
 ): Node {
   const fn = 'K.resize_images';
-  const t = toTensor(fn, X, 'X');
+  if (typeof x === 'object' && x !== null && !Array.isArray(x) && !(x instanceof NDArray) && !isTensor(x)) {
+    const a = allOptions(fn, [x], ['x', 'height_factor', 'width_factor', 'data_format', 'interpolation', 'dim_ordering'], { X: 'x' });
+    const rest: ResizeOpts = { data_format: a['data_format'] as string | null, dim_ordering: a['dim_ordering'] as string | null, interpolation: a['interpolation'] as string };
+    return resize_images(need(fn, a, 'x') as TensorLike, need(fn, a, 'height_factor') as number, need(fn, a, 'width_factor') as number, rest);
+  }
+  const t = toTensor(fn, x, 'x');
   const o = options<ResizeOpts>(fn, [data_format, interpolation], ['data_format', 'interpolation', 'dim_ordering']);
   const fmt = dataFormatArg(fn, o);
-  interpolationArg(fn, o);
+  const mode = interpolationArg(fn, o);
   checkRank(fn, t, 4, '(batch, rows, cols, channels) or (batch, channels, rows, cols)');
-  return resize(fn, t, [height_factor, width_factor], ['height_factor', 'width_factor'], fmt);
+  if (mode === 'nearest') return resize(fn, t, [height_factor, width_factor], ['height_factor', 'width_factor'], fmt);
+  let out = t;
+  spatialAxes(4, fmt).forEach((axis, i) => {
+    const f = checkInt(fn, [height_factor, width_factor][i], ['height_factor', 'width_factor'][i]!, 1);
+    if (f !== 1) out = bilinearAxis(fn, out, axis, f);
+  });
+  return out;
 }
 
 /** Upsamples the three spatial axes of a 5-D tensor by integer factors. */
 export function resize_volumes(
-  X: TensorLike, depth_factor: number, height_factor: number, width_factor: number, data_format?: string | null | FormatOpts,
+  X: TensorLike, depth_factor: Size, height_factor: Size, width_factor: Size, data_format?: string | null | FormatOpts,
 ): Node {
   const fn = 'K.resize_volumes';
   const t = toTensor(fn, X, 'X');

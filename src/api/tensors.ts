@@ -8,9 +8,10 @@ import { leavesOf } from '../ir/graph.js';
 import { evaluate } from '../ir/interpret.js';
 import { staticSize, type Dim } from '../ir/types.js';
 import { densify, isSparseValue } from '../runtime/values.js';
-import { checkDType, checkInt, constantNode, isTensor, options, toTensor, type TensorLike } from './args.js';
+import { allOptions, checkDType, checkInt, constantNode, isTensor, need, options, toTensor, type TensorLike } from './args.js';
 import { floatx, get_uid } from './config.js';
 import { currentLearningPhase, scopedName } from './state.js';
+import { sizeArg, sizeList, type Size, type SizeList } from './sizes.js';
 
 export type ShapeArg = readonly (number | null)[];
 
@@ -49,9 +50,31 @@ export function placeholder(
   return leaf('placeholder', { uid, name: nm, dtype: dt, shape: dims, sparse: o.sparse === true });
 }
 
-/** Keras' variable(value, dtype, name): dtype defaults to floatx. */
-export function variable(value: unknown, dtype?: DType | null | { dtype?: DType; name?: string }, name?: string | null): Node {
-  const o = options<{ dtype: DType | null; name: string | null }>('variable', [dtype, name], ['dtype', 'name']);
+/** A variable's constraint: what Keras' optimizers apply to its new value (`p.constraint(new_p)`). */
+export type Constraint = (x: Node) => Node;
+const constraints = new WeakMap<Node, Constraint>();
+
+/** The constraint given to K.variable, or null (Keras' `getattr(p, 'constraint', None)`; also `v.constraint`). */
+export function constraintOf(x: Node): Constraint | null {
+  return constraints.get(x) ?? null;
+}
+
+/**
+ * Keras' variable(value, dtype, name, constraint): dtype defaults to floatx; `constraint` (Keras
+ * 2.1+) is a function from tensor to tensor that optimizers apply to the variable's new value;
+ * theanine keeps it on the variable (`v.constraint`) and applies it nowhere itself, as Keras' backend.
+ */
+export function variable(value: unknown, dtype?: DType | null | { dtype?: DType | null; name?: string | null; constraint?: Constraint | null }, name?: string | null, constraint?: Constraint | null): Node {
+  const o = options<{ dtype: DType | null; name: string | null; constraint: Constraint | null }>('variable', [dtype, name, constraint], ['dtype', 'name', 'constraint']);
+  if (o.constraint !== undefined && o.constraint !== null && typeof o.constraint !== 'function') {
+    throw new TypeError(`variable: constraint must be a function from tensor to tensor (or null), got ${describe(o.constraint)}`);
+  }
+  const v = makeVariable(value, o);
+  if (typeof o.constraint === 'function') constraints.set(v, o.constraint);
+  return v;
+}
+
+function makeVariable(value: unknown, o: { dtype?: DType | null; name?: string | null }): Node {
   const dt = o.dtype === undefined || o.dtype === null ? floatx() : checkDType('variable', o.dtype);
   let nd: NDArray;
   if (isTensor(value)) nd = evalTensor('variable', value);
@@ -87,18 +110,61 @@ function filled(fn: string, shape: unknown, dtype: DType | null | undefined, v: 
 type DTypeName = { dtype?: DType | null; name?: string | null };
 const dtypeName = (fn: string, dtype: unknown, name: unknown) => options<{ dtype: DType | null; name: string | null }>(fn, [dtype, name], ['dtype', 'name']);
 
-/** Keras' zeros/ones/eye return variables. */
-export function zeros(shape: ShapeArg, dtype?: DType | null | DTypeName, name?: string | null): Node {
-  const o = dtypeName('zeros', dtype, name);
-  return variable(filled('zeros', shape, o.dtype, 0), o.dtype ?? null, o.name ?? null);
+/**
+ * Keras' zeros/ones/eye return variables. With a size from tensors (`K.zeros([K.shape(x)[0], 3])`,
+ * `K.eye(K.shape(x)[1])`) they return a tensor instead, as Keras' TensorFlow backend does when the
+ * shape is not static.
+ */
+/** A shape argument: an int is a 1-d shape (TensorFlow's reading, as in Keras 2.2's `K.zeros(1)`). */
+type ShapeOrInt = ShapeArg | number | SizeList;
+const asShape = (shape: unknown): unknown => (typeof shape === 'number' ? [shape] : shape);
+
+export function zeros(shape: ShapeOrInt | ({ shape: ShapeOrInt } & DTypeName), dtype?: DType | null | DTypeName, name?: string | null): Node {
+  const o = allOptions('zeros', [shape, dtype, name], ['shape', 'dtype', 'name']) as DTypeName & { shape?: unknown };
+  const s = asShape(need('zeros', o, 'shape'));
+  return sizedFill('zeros', s, o.dtype, 0) ?? variable(filled('zeros', staticShape('zeros', s), o.dtype, 0), o.dtype ?? null, o.name ?? null);
 }
-export function ones(shape: ShapeArg, dtype?: DType | null | DTypeName, name?: string | null): Node {
-  const o = dtypeName('ones', dtype, name);
-  return variable(filled('ones', shape, o.dtype, 1), o.dtype ?? null, o.name ?? null);
+export function ones(shape: ShapeOrInt | ({ shape: ShapeOrInt } & DTypeName), dtype?: DType | null | DTypeName, name?: string | null): Node {
+  const o = allOptions('ones', [shape, dtype, name], ['shape', 'dtype', 'name']) as DTypeName & { shape?: unknown };
+  const s = asShape(need('ones', o, 'shape'));
+  return sizedFill('ones', s, o.dtype, 1) ?? variable(filled('ones', staticShape('ones', s), o.dtype, 1), o.dtype ?? null, o.name ?? null);
 }
-export function eye(size: number, dtype?: DType | null | DTypeName, name?: string | null): Node {
-  const o = dtypeName('eye', dtype, name);
-  const n = checkInt('eye', size, 'size', 0);
+
+const hasTensors = (shape: unknown) => isTensor(shape) || (Array.isArray(shape) && shape.some(isTensor));
+
+/** A shape whose tensor entries the static shapes fix, as numbers (other shapes as given). */
+function staticShape(fn: string, shape: unknown): unknown {
+  if (!hasTensors(shape)) return shape;
+  const s = sizeList(fn, 'shape', shape, 0);
+  return 'static' in s ? s.static : shape;
+}
+
+/** A fill_dims tensor when the shape has sizes known only at run time; undefined otherwise. */
+function sizedFill(fn: string, shape: unknown, dtype: DType | null | undefined, value: number): Node | undefined {
+  if (!hasTensors(shape)) return undefined;
+  const s = sizeList(fn, 'shape', shape, 0);
+  const dt = dtype === undefined || dtype === null ? floatx() : checkDType(fn, dtype);
+  if ('static' in s) return undefined;
+  return apply('fill_dims', [s.vector], { known: s.known, value, dtype: dt }, `K.${fn}`);
+}
+
+export function eye(size: Size | ({ size: Size } & DTypeName), dtype?: DType | null | DTypeName, name?: string | null): Node {
+  const o = allOptions('eye', [size, dtype, name], ['size', 'dtype', 'name']) as DTypeName & { size?: unknown };
+  let given = need('eye', o, 'size');
+  if (isTensor(given)) {
+    const s = sizeArg('eye', 'size', given, 0);
+    if ('tensor' in s) {
+      // (i == j) over arange(n) against itself
+      const dt = o.dtype === undefined || o.dtype === null ? floatx() : checkDType('eye', o.dtype);
+      const zero = constantNode(new NDArray([0], [], 'int32'));
+      const one = constantNode(new NDArray([1], [], 'int32'));
+      const r = apply('arange_dims', [zero, s.tensor, one], { dtype: 'int32' }, 'K.eye');
+      const eq = apply('equal', [apply('expand_dims', [r], { axis: 1 }, 'K.eye'), apply('expand_dims', [r], { axis: 0 }, 'K.eye')], {}, 'K.eye');
+      return apply('cast', [eq], { dtype: dt }, 'K.eye');
+    }
+    given = s.static;
+  }
+  const n = checkInt('eye', given, 'size', 0);
   const nd = filled('eye', [n, n], o.dtype, 0);
   for (let i = 0; i < n; i++) nd.data[i * n + i] = 1;
   return variable(nd, o.dtype ?? null, o.name ?? null);
@@ -118,7 +184,10 @@ function fillLike(fn: string, x: TensorLike, dtype: DType | null | undefined, v:
   return apply('fill_like', [t], { value: v, dtype: dt }, `K.${fn}`);
 }
 
-export function identity(x: TensorLike, _name?: string): Node {
+/** Keras' identity(x, name): a new tensor with x's value (names are not kept on tensors here). */
+export function identity(x: TensorLike, name?: string | null | { name?: string | null }): Node {
+  const o = options<{ name: string | null }>('identity', [name], ['name']);
+  if (o.name !== undefined && o.name !== null && typeof o.name !== 'string') throw new ValueError(`identity: name must be a string, got ${describe(o.name)}`);
   return apply('identity', [toTensor('identity', x)], {}, 'K.identity');
 }
 
@@ -196,8 +265,10 @@ export function get_value(x: Node): NDArray {
   return variableArg('get_value', x).cell!.value.clone();
 }
 
-export function batch_get_value(xs: readonly Node[]): NDArray[] {
-  if (!Array.isArray(xs)) throw new TypeError(`batch_get_value: xs must be an array of variables, got ${describe(xs)}`);
+/** batch_get_value(ops): Keras 2.3's name; Keras 2.0's `xs` is accepted in the options form ({ ops } or { xs }). */
+export function batch_get_value(ops: readonly Node[] | { ops?: readonly Node[]; xs?: readonly Node[] }): NDArray[] {
+  const xs = Array.isArray(ops) ? ops : need('batch_get_value', allOptions('batch_get_value', [ops], ['ops'], { xs: 'ops' }), 'ops') as readonly Node[];
+  if (!Array.isArray(xs)) throw new TypeError(`batch_get_value: ops must be an array of variables, got ${describe(xs)}`);
   return xs.map((x) => get_value(x));
 }
 

@@ -1,7 +1,7 @@
 // `theanine export <file> --out model.ts`: loads a module that builds a compiled function,
 // calls its builder, and writes the function as a standalone TypeScript module (see
 // f.exportModule, docs/extending.md). The CLI registers it; this file has no commander code.
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { basename, extname, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { CompiledFunction } from '../index.js';
@@ -58,6 +58,25 @@ function isCompiled(f: unknown): f is CompiledFunction {
  * compiled function, or a promise of one), and writes that function's standalone module to `out`.
  */
 export async function exportCommand(file: string, out: string, opts: ExportCommandOptions = {}): Promise<ExportCommandResult> {
+  const f = await builtFunction(file, opts.builder);
+  const name = opts.name ?? nameFromPath(out);
+  const binFile = `${basename(out, extname(out))}.bin`;
+  const exported = f.exportModule({ name, binFile, ...(opts.binThreshold !== undefined ? { binThreshold: opts.binThreshold } : {}) });
+  return { name, written: exported.write(out) };
+}
+
+/** `theanine export <file> --format onnx --out model.onnx`: the function as a serialized ONNX model. */
+export async function exportOnnxCommand(file: string, out: string, opts: { name?: string; builder?: string; opset?: number } = {}): Promise<ExportCommandResult & { opset: number; bytes: number }> {
+  const f = await builtFunction(file, opts.builder);
+  const name = opts.name ?? nameFromPath(out);
+  const opset = opts.opset ?? 17;
+  const bytes = f.exportOnnx({ name, opset });
+  writeFileSync(out, bytes);
+  return { name, written: [out], opset, bytes: bytes.length };
+}
+
+async function builtFunction(file: string, builderName: string | undefined): Promise<CompiledFunction> {
+  const opts = { builder: builderName };
   const path = resolve(file);
   if (!existsSync(path)) throw new Error(`cannot read ${file}: no such file`);
   const mod = await loadUserModule(path);
@@ -76,8 +95,5 @@ export async function exportCommand(file: string, out: string, opts: ExportComma
   if (!isCompiled(f)) {
     throw new Error(`${file}: ${key === 'default' ? 'the default export' : key}() returned ${f === null ? 'null' : typeof f}; it must return a compiled function (K.function(...))`);
   }
-  const name = opts.name ?? nameFromPath(out);
-  const binFile = `${basename(out, extname(out))}.bin`;
-  const exported = f.exportModule({ name, binFile, ...(opts.binThreshold !== undefined ? { binThreshold: opts.binThreshold } : {}) });
-  return { name, written: exported.write(out) };
+  return f;
 }

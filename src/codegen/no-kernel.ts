@@ -28,6 +28,9 @@ export const NO_KERNEL_YET: Readonly<Record<string, string>> = {
   ctc_update_log_p: 'no kernel yet (issue 13 item 3)',
   ctc_path_probs: 'no kernel yet (issue 13 item 3)',
   in_top_k: 'no kernel yet (issue 13 item 3)',
+  // Searches whose output sizes depend on the data; TensorFlow runs its decoders on the CPU too.
+  ctc_decode: 'a sequential search on the host (greedy or beam), as TensorFlow decodes on the CPU',
+  ctc_label_dense_to_sparse: 'its output size depends on the label lengths (computed on the host)',
   print: 'prints from the host (no kernel yet, issue 13 item 3)',
 };
 

@@ -7,6 +7,37 @@ import { formatShape } from './ndarray.js';
 import { Node } from './node.js';
 import type { AttrValue } from './op.js';
 import { nodeLabel } from './printer.js';
+import { ValueError } from './errors.js';
+import { describe } from './ndarray.js';
+
+const RANKDIRS = ['TB', 'BT', 'LR', 'RL'] as const;
+
+/**
+ * Every option that reaches DOT text is checked before any is written (issue 14 item 5): an
+ * unchecked `rankdir` went into the text as is, so `'TB; node [URL="javascript:..."]'` put a
+ * link into the SVG. Strings are escaped by dotString; the rest must be of the documented kinds.
+ */
+export function checkDotOptions(fn: string, opts: unknown): DotOptions {
+  if (opts === undefined) return {};
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw new TypeError(`${fn}: options must be an object, got ${describe(opts)}`);
+  const o = opts as Record<string, unknown>;
+  const known = ['title', 'rankdir', 'label', 'cluster', 'inner', 'outputNames'];
+  for (const k of Object.keys(o)) {
+    if (!known.includes(k)) throw new ValueError(`${fn}: unknown option ${JSON.stringify(k)} (allowed: ${known.join(', ')})`);
+  }
+  if (o['rankdir'] !== undefined && !(RANKDIRS as readonly unknown[]).includes(o['rankdir'])) {
+    throw new ValueError(`${fn}: option rankdir must be one of ${RANKDIRS.map((r) => JSON.stringify(r)).join(', ')}, got ${describe(o['rankdir'])}`);
+  }
+  if (o['title'] !== undefined && typeof o['title'] !== 'string') throw new TypeError(`${fn}: option title must be a string, got ${describe(o['title'])}`);
+  for (const k of ['label', 'cluster', 'inner']) {
+    if (o[k] !== undefined && typeof o[k] !== 'function') throw new TypeError(`${fn}: option ${k} must be a function of a node, got ${describe(o[k])}`);
+  }
+  const names = o['outputNames'];
+  if (names !== undefined && (!Array.isArray(names) || names.some((n) => typeof n !== 'string'))) {
+    throw new TypeError(`${fn}: option outputNames must be an array of strings, got ${describe(names)}`);
+  }
+  return o as DotOptions;
+}
 
 /** A group of nodes drawn inside one box. `parent` nests groups (a Scan body inside a gradient). */
 export interface DotCluster {
@@ -51,8 +82,12 @@ const CLUSTER_STYLE: Readonly<Record<string, string>> = {
   updates: 'style="rounded,filled"; fillcolor="#fef9e7"; color="#b7950b"',
 };
 
-/** A DOT string literal: quotes, backslashes and line breaks escaped (user names go in here). */
-export function dotString(s: string): string {
+/**
+ * A DOT string literal: quotes, backslashes and line breaks escaped (user names go in here).
+ * Graphviz cannot read a NUL character at all, so `what` (which name it is) is refused clearly.
+ */
+export function dotString(s: string, what = 'a label'): string {
+  if (s.includes('\0')) throw new ValueError(`dot: ${what} ${JSON.stringify(s)} contains a NUL character (\\0), which Graphviz cannot read; give it a name without one`);
   return '"' + s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\r?\n/g, '\\n') + '"';
 }
 
@@ -101,7 +136,8 @@ interface Emitted {
 }
 
 /** DOT text for the graph computing `outputs`. */
-export function toDot(outputs: readonly Node[], opts: DotOptions = {}): string {
+export function toDot(outputs: readonly Node[], options: DotOptions = {}): string {
+  const opts = checkDotOptions('dot', options);
   const emitted: Emitted[] = [];
   const edges: string[] = [];
   const clusters = new Map<string, DotCluster>();
@@ -141,7 +177,7 @@ export function toDot(outputs: readonly Node[], opts: DotOptions = {}): string {
       useCluster(cluster);
       const head = opts.label?.(n) ?? nodeLabel(n);
       const text = `${head}\n${n.dtype} ${formatShape(n.shape)}`;
-      emitted.push({ id, cluster, line: `${id} [label=${dotString(text)}, ${nodeStyle(n)}];` });
+      emitted.push({ id, cluster, line: `${id} [label=${dotString(text, `the label of node ${JSON.stringify(n.name)}`)}, ${nodeStyle(n)}];` });
       n.inputs.forEach((input, k) => edge(local.get(input)!, id, n, k));
       for (const g of inners) {
         const c: DotCluster = { id: `inner${innerCount++}`, label: g.label, kind: g.kind, ...(cluster !== undefined ? { parent: cluster } : {}) };
@@ -166,7 +202,7 @@ export function toDot(outputs: readonly Node[], opts: DotOptions = {}): string {
     '  node [fontname="Helvetica", fontsize=11];',
     '  edge [color="#555555", arrowsize=0.7, fontname="Helvetica"];',
   ];
-  if (opts.title !== undefined) lines.push(`  label=${dotString(opts.title)}; labelloc=t; fontname="Helvetica";`);
+  if (opts.title !== undefined) lines.push(`  label=${dotString(opts.title, 'option title')}; labelloc=t; fontname="Helvetica";`);
 
   // Clusters nest: emit each cluster's own nodes, then its child clusters, inside its braces.
   const children = new Map<string | undefined, DotCluster[]>();
@@ -178,8 +214,8 @@ export function toDot(outputs: readonly Node[], opts: DotOptions = {}): string {
   for (const e of emitted) members.set(e.cluster?.id, [...(members.get(e.cluster?.id) ?? []), e.line]);
   const emitCluster = (c: DotCluster, depth: number): void => {
     const pad = '  '.repeat(depth);
-    lines.push(`${pad}subgraph ${dotString(`cluster_${c.id}`)} {`);
-    lines.push(`${pad}  label=${dotString(c.label)}; fontname="Helvetica"; ${CLUSTER_STYLE[c.kind ?? ''] ?? 'style=rounded'};`);
+    lines.push(`${pad}subgraph ${dotString(`cluster_${c.id}`, 'a cluster id')} {`);
+    lines.push(`${pad}  label=${dotString(c.label, 'a cluster label')}; fontname="Helvetica"; ${CLUSTER_STYLE[c.kind ?? ''] ?? 'style=rounded'};`);
     for (const l of members.get(c.id) ?? []) lines.push(`${pad}  ${l}`);
     for (const k of children.get(c.id) ?? []) emitCluster(k, depth + 1);
     lines.push(`${pad}}`);
@@ -191,7 +227,7 @@ export function toDot(outputs: readonly Node[], opts: DotOptions = {}): string {
     const name = opts.outputNames?.[k];
     if (name === undefined) return;
     const id = `out${k}`;
-    lines.push(`  ${id} [label=${dotString(name)}, shape=plaintext, fontcolor="#1a5276"];`);
+    lines.push(`  ${id} [label=${dotString(name, `output name ${k}`)}, shape=plaintext, fontcolor="#1a5276"];`);
     edges.push(`${ids.get(o)!} -> ${id} [style=dotted];`);
   });
   for (const e of edges) lines.push(`  ${e}`);

@@ -31,11 +31,18 @@ export function evaluate(outputs: readonly Node[], opts: EvalOptions = {}): NDAr
     print: opts.print ?? ((m) => console.log(m)),
   };
   const values = new Map<Node, NDArray>();
+  const feeds = opts.feeds;
   // Tuple-valued nodes (a Scan) keep their items here; `tuple_get` reads one out.
   const tuples = new Map<Node, NDArray[]>();
-  for (const n of topoSort(outputs)) {
+  const order = topoSort(outputs);
+  // Every variable is read at the start of the call (SPEC §3): a call made from inside this one
+  // (a user op's reference calling a compiled function) that updates a variable does not change
+  // what this call computes, as on the compiled targets, which bind variables before any step.
+  for (const n of order) if (n.op === 'variable' && feeds?.get(n) === undefined) values.set(n, n.cell!.value);
+  for (const n of order) {
+    if (values.has(n)) continue;
     if (n.type.items !== undefined) tuples.set(n, evalTuple(n, values, ctx));
-    else values.set(n, evalNode(n, values, tuples, opts.feeds, ctx));
+    else values.set(n, evalNode(n, values, tuples, feeds, ctx));
   }
   return outputs.map((o) => {
     const v = values.get(o);

@@ -12,11 +12,13 @@ import { cumulativeOps, inTopKOp, printOp } from './ops/misc.js';
 import { randomOps } from './ops/random.js';
 import { shapeOps } from './ops/shape.js';
 import { dimsOps } from './ops/dims.js';
+import { sizedOps } from './ops/sized.js';
 import { linalgOps } from './ops/linalg.js';
 import { shapeGradOps } from './ops/shape_grad.js';
 import { scanArgOp, scanOp, tupleGetOp } from './ops/control.js';
 import { ctcOps } from './ops/ctc.js';
 import { ctcTheanoOps } from './ops/ctc-theano.js';
+import { ctcDecodeOps } from './ops/ctc-decode.js';
 import { fusedOp, softmaxCrossEntropyOp } from './ops/optimizer.js';
 
 export const builtinOps = {
@@ -39,6 +41,7 @@ export const builtinOps = {
   ...convOps,
   ...shapeOps,
   ...dimsOps,
+  ...sizedOps,
   ...linalgOps,
   ...shapeGradOps,
   ...gradOps,
@@ -51,6 +54,7 @@ export const builtinOps = {
   tuple_get: tupleGetOp,
   ...ctcOps,
   ...ctcTheanoOps,
+  ...ctcDecodeOps,
   fused: fusedOp,
   softmax_cross_entropy: softmaxCrossEntropyOp,
 } as const;

@@ -10,6 +10,7 @@ import { densify, isSparseValue } from './values.js';
 import { fusedLabel } from '../passes/fusion.js';
 import type { Program } from '../codegen/kernel.js';
 import { exportFunction, type ExportOptions, type ExportedModule } from './export/module.js';
+import { exportOnnx, type OnnxExportOptions } from './onnx/export.js';
 
 export type Optimizer = 'fast_run' | 'fast_compile' | 'none';
 export const OPTIMIZERS: readonly Optimizer[] = ['fast_run', 'fast_compile', 'none'];
@@ -54,6 +55,8 @@ export interface Executor {
   lowered?(shapes: readonly (readonly number[])[]): { program: Program; variables: readonly Node[] };
   /** The input shapes of the latest call. */
   lastInputShapes?(): readonly (readonly number[])[] | undefined;
+  /** The onnx backend's execution provider (of the latest call). */
+  executionProvider?(): string | undefined;
 }
 
 /** The reference interpreter as an executor (the `none` path, and the definition of meaning). */
@@ -87,6 +90,13 @@ export interface CompiledFunction {
    * variables' current values, one exported function `name` (docs/extending.md).
    */
   exportModule(options: ExportOptions): ExportedModule;
+  /**
+   * This function's optimized graph as a serialized ONNX model (src/runtime/onnx/README.md):
+   * inputs named after the placeholders, outputs in order, variables as initializers.
+   */
+  exportOnnx(options?: OnnxExportOptions): Uint8Array;
+  /** The onnx backend: the ONNX Runtime execution provider its latest call ran on (undefined elsewhere or before a call). */
+  readonly executionProvider: string | undefined;
 }
 
 /** Converts and checks one input value against its placeholder. */
@@ -141,7 +151,7 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
     const outputs = results.slice(0, nOut) as NDArray[];
     return fresh ? outputs : outputs.map((r) => r.clone());
   };
-  return Object.assign(call, {
+  const fn = Object.assign(call, {
     inputs: spec.inputs,
     outputs: spec.outputs,
     updates: spec.updates,
@@ -161,7 +171,11 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
         lowered: (shapes) => lowered.call(executor, shapes), lastInputShapes: () => executor.lastInputShapes?.(),
       }, options);
     },
+    exportOnnx: (options?: OnnxExportOptions) => exportOnnx({ name: spec.name, inputs: spec.inputs, outputs: spec.outputs, updates: spec.updates, optimizer: spec.optimizer }, options),
     source: () => executor.source?.() ?? `// optimizer ${JSON.stringify(spec.optimizer)}: this function runs the reference interpreter; there is no generated source`,
     graph: executor.graph,
   });
+  // a getter (Object.assign would copy its value once): the provider of the latest call
+  Object.defineProperty(fn, 'executionProvider', { get: () => executor.executionProvider?.(), enumerable: true });
+  return fn as typeof fn & { readonly executionProvider: string | undefined };
 }

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { spawnSync } from 'node:child_process';
 import {
   ConfigError, DEFAULT_CONFIG, ValueError, backend, configPath, device, epsilon, floatx, getConfig, get_uid,
   image_data_format, image_dim_ordering, loadConfig, reloadConfig, reset_uids, set_device, set_epsilon,
@@ -42,6 +43,27 @@ describe('api/config', () => {
   });
 
   describe('loadConfig', () => {
+    // Issue 14 item 6: a FIFO made readFileSync block forever, so the check runs in a child
+    // process with a time limit (a hang is a failure, not a stuck test run).
+    it('refuses a keras.json that is a FIFO or a directory with a ConfigError naming the path, without blocking', function () {
+      this.timeout(60000);
+      const dir = tmpHome();
+      const fifo = path.join(dir, 'keras.json');
+      const made = spawnSync('mkfifo', [fifo]);
+      expect(made.status, `mkfifo: ${String(made.stderr)}`).to.equal(0);
+      const script = `import { loadConfig } from ${JSON.stringify(path.resolve('src/api/config.ts'))};
+        try { loadConfig({ env: { KERAS_HOME: ${JSON.stringify(dir)} } }); console.log('no error'); }
+        catch (e) { console.log(e.name + ': ' + e.message); }`;
+      const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { timeout: 30000, encoding: 'utf8' });
+      expect(r.signal, 'the child was killed: reading the FIFO blocked').to.equal(null);
+      expect(r.stdout.trim()).to.equal(`ConfigError: keras.json (${fifo}): is a FIFO; only a regular file is read as the Keras config (remove it or point KERAS_HOME elsewhere)`);
+      const d2 = tmpHome();
+      fs.mkdirSync(path.join(d2, 'keras.json'));
+      const e = errorOf(() => loadConfig({ env: { KERAS_HOME: d2 } }));
+      expect(e).to.be.instanceOf(ConfigError);
+      expect(e.message).to.equal(`keras.json (${path.join(d2, "keras.json")}): is a directory; only a regular file is read as the Keras config (remove it or point KERAS_HOME elsewhere)`);
+    });
+
     it('writes the defaults as pretty JSON to a missing KERAS_HOME/keras.json', () => {
       const dir = tmpHome();
       expect(loadConfig({ env: { KERAS_HOME: dir } })).to.deep.equal(DEFAULT_CONFIG);

@@ -44,7 +44,7 @@ const x43 = [[1, 2, 3], [0, 0, 0], [-1, 5, 2], [2, -3, 8]];
 opTable('K.batch_normalization', [
   { name: 'all params', inputs: [x43, mean3, var3, beta3, gamma3], build: (x, m, v, b, g) => K.batch_normalization(x, m, v, b, g), expected: tfRef((x, m, v, b, g) => tf.batchNorm(x, m!, v!, b, g, 1e-3)), staticShape: [4, 3], tol },
   { name: 'epsilon option', inputs: [x43, mean3, var3, beta3, gamma3], build: (x, m, v, b, g) => K.batch_normalization(x, m, v, b, g, { epsilon: 0.1 }), expected: tfRef((x, m, v, b, g) => tf.batchNorm(x, m!, v!, b, g, 0.1)), tol },
-  { name: 'null beta and gamma', inputs: [x43, mean3, var3], build: (x, m, v) => K.batch_normalization(x, m, v, null, null, 0), expected: tfRef((x, m, v) => tf.div(tf.sub(x, m!), tf.sqrt(v!))), tol },
+  { name: 'null beta and gamma', inputs: [x43, mean3, var3], build: (x, m, v) => K.batch_normalization(x, m, v, null, null, { epsilon: 0 }), expected: tfRef((x, m, v) => tf.div(tf.sub(x, m!), tf.sqrt(v!))), tol },
   { name: 'unknown batch', inputs: [x43, mean3, var3, beta3, gamma3], shapes: [[null, 3], [3], [3], [3], [3]], build: (x, m, v, b, g) => K.batch_normalization(x, m, v, b, g), expected: tfRef((x, m, v, b, g) => tf.batchNorm(x, m!, v!, b, g, 1e-3)), staticShape: [null, 3], tol },
 ]);
 
@@ -101,7 +101,8 @@ describe('nn errors', () => {
   });
   it('batch_normalization: epsilon and shapes', () => {
     const x = K.placeholder([4, 3]);
-    expect(() => K.batch_normalization(x, x, x, null, null, -1)).to.throw(ValueError, /batch_normalization: epsilon must be a non-negative number, got number -1/);
+    expect(() => K.batch_normalization(x, x, x, null, null, -1, -1)).to.throw(ValueError, /batch_normalization: epsilon must be a non-negative number, got number -1/);
+    expect(() => K.batch_normalization(x, x, x, null, null, { axis: 2 })).to.throw(ValueError, /batch_normalization: axis number 2 is not an axis of x \(4, 3\) \(allowed: integers -2..1\)/);
     expect(() => K.batch_normalization(x, K.placeholder([4]), x, null, null)).to.throw(ShapeError, /K.batch_normalization: shapes \(4, 3\) \(x\) and \(4,\) \(y\) cannot be broadcast/);
   });
   it('normalize_batch_in_training: gamma rank, axes, epsilon', () => {

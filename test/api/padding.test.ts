@@ -137,6 +137,6 @@ describe('padding and resizing errors', () => {
     expect(() => K.resize_images(x4, 0, 2, 'channels_last')).to.throw(ValueError, /K\.resize_images: height_factor must be an integer >= 1, got number 0/);
     expect(() => K.resize_images(x4, 2, 1.5, 'channels_last')).to.throw(ValueError, /width_factor must be an integer >= 1/);
     expect(() => K.resize_volumes(x5, -1, 1, 1, 'channels_last')).to.throw(ValueError, /depth_factor must be an integer >= 1/);
-    expect(() => K.resize_images(x4, 2, 2, 'channels_last', 'bilinear')).to.throw(ValueError, /K\.resize_images: unknown interpolation the string "bilinear" \(allowed: 'nearest'\)/);
+    expect(() => K.resize_images(x4, 2, 2, 'channels_last', 'bicubic')).to.throw(ValueError, /K\.resize_images: unknown interpolation the string "bicubic" \(allowed: 'nearest', 'bilinear'\)/);
   });
 });

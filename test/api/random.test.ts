@@ -167,7 +167,7 @@ describe('random variables', () => {
 
 describe('random errors', () => {
   it('bad shapes', () => {
-    expect(() => K.random_normal('3' as never)).to.throw(ValueError, /random_normal: shape must be an array of dims or a 1-D integer tensor, got the string "3"/);
+    expect(() => K.random_normal('3' as never)).to.throw(ValueError, /random_normal: shape must be an array of dims, an integer or a 1-D integer tensor, got the string "3"/);
     expect(() => K.random_normal([2, -1])).to.throw(ValueError, /random_normal: shape \[2,-1\] has a bad dim at index 1/);
     expect(() => K.random_uniform([2, null as never])).to.throw(ValueError, /random_uniform: shape \[2,null\] has a bad dim at index 1/);
     expect(() => K.random_uniform(K.placeholder([2]))).to.throw(ValueError, /random_uniform: a shape tensor must be a 1-D integer tensor of known length, got float32 \(2,\)/);

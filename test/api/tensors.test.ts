@@ -351,7 +351,7 @@ describe('api/tensors', () => {
       expect(() => K.batch_set_value([[a, 5], [b, bad('no')]])).to.throw(TypeError, /cannot convert the string "no"/);
       expect(K.batch_get_value([a, b]).map((v) => v.toArray())).to.deep.equal([1, [1, 2]]);
       expect(() => K.batch_set_value(bad(a))).to.throw(TypeError, /batch_set_value: expected an array of \[variable, value\] pairs/);
-      expect(() => K.batch_get_value(bad(a))).to.throw(TypeError, /batch_get_value: xs must be an array of variables/);
+      expect(() => K.batch_get_value(bad(a))).to.throw(TypeError, /batch_get_value: ops must be an array of variables/);
     });
 
     it('get_variable_shape gives a variable\'s shape and rejects other tensors', () => {

@@ -13,6 +13,7 @@ import { shapeGrads } from './shape.js';
 import { controlGrads } from './control.js';
 import { optimizerGrads } from './optimizer.js';
 import type { RuleEntry } from './types.js';
+import { sizedGrads } from './sized.js';
 
 export const gradRules: Record<OpName, RuleEntry> = {
   placeholder: 'leaf',
@@ -44,5 +45,9 @@ export const gradRules: Record<OpName, RuleEntry> = {
   ...convGrads,
   ...shapeGrads,
   ...controlGrads,
+  // Decoding picks labels (integers) and a score of the chosen path; TensorFlow gives neither a gradient.
+  ctc_decode: 'none',
+  ctc_label_dense_to_sparse: 'none',
   ...optimizerGrads,
+  ...sizedGrads,
 };

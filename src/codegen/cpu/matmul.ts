@@ -2,7 +2,7 @@
 // Both operands are packed first into float64 panels (A in panels of mr rows, B in panels of
 // nr columns, each laid out along t), by loop kernels that evaluate the operand expressions,
 // so transposed or strided operands (and any elementwise prologue) cost one pass. The shared
-// micro-kernel (microkernel.ts) sums an mr x nr tile over t once, in float64 and in the
+// micro-kernel (microkernel.ts, ../wasm/matmul.ts) sums an mr x nr tile over t once, in float64 and in the
 // reference's order (s += a*b for t = 0..K-1), so results match it exactly. The generated
 // part applies the epilogue (bias, activation...) to each sum as it is stored.
 import { ExprBuilder, type Expr } from '../expr.js';
@@ -73,6 +73,11 @@ export function packKernels(k: MatmulKernel, packA = true, packB = true): LoopKe
   return out;
 }
 
+/** Doubles of the tile sums of one compute call (one A panel against every B panel). */
+export function accSize(k: MatmulKernel): number {
+  return k.mr * k.nr * Math.ceil(k.n.size / k.nr);
+}
+
 /** JavaScript for an index expression whose variables are spelled by `name`. */
 function indexCode(x: IExpr, name: (v: Var) => string): string {
   const parts: string[] = [];
@@ -87,12 +92,11 @@ function indexCode(x: IExpr, name: (v: Var) => string): string {
   return parts.join(' + ');
 }
 
-/** The compute function: tiles of mr x nr sums, then the epilogue per element. */
 /**
- * With `wasm`, tiles are summed by the WebAssembly kernel over the packing arena (byte offsets
- * into its memory, where the packing buffers and `acc` live); otherwise by the JavaScript
- * panel4x4. Either way one call sums a whole column of tiles (every A panel against one B panel)
- * into `acc`, and the epilogue then stores them.
+ * The compute function: for each A panel (4 rows), the tiles against every B panel, then the
+ * epilogue per element, row by row (contiguous stores). With `wasm`, tiles are summed by the
+ * WebAssembly kernel over the packing arena (byte offsets into its memory, where the packing
+ * buffers and `acc` live); otherwise by the JavaScript rowPanel4x4. `lo`/`hi` are A panels.
  */
 export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEnv, wasm = false): KernelSource {
   const { mr, nr } = k;
@@ -103,7 +107,7 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
   const b = new ExprBuilder(() => 'float64');
   const pa = env.bufName(k.packA), pb = env.bufName(k.packB), out = env.bufName(k.out.buf);
   const lines: string[] = [];
-  // The epilogue, once, in loops over the tile: i = ip*mr + r, j = jp*nr + c (edge tiles stop early).
+  // The epilogue, once, in loops over the row of tiles: i = ip*mr + r, j = jp*nr + c (edge tiles stop early).
   const ip = newVar(MP), jp = newVar(NP), ib = newVar(B), rv = newVar(mr), cv = newVar(nr);
   const names = new Map<number, string>([[ip.id, 'ip'], [jp.id, 'jp'], [ib.id, 'ib'], [rv.id, 'r'], [cv.id, 'c']]);
   const nm = (v: Var) => names.get(v.id) ?? `i${v.id}`;
@@ -111,7 +115,7 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
   const [value] = mapIndices(b, [k.out.value], sub, (vs) => vs);
   const w = new ExprWriter(undefined, {
     bufName: (id) => { bufs.add(id); return env.bufName(id); }, fnName: env.fnName,
-  }, `acc[ip * ${mr * nr} + c * ${mr} + r]`, (x) => indexCode(x, nm));
+  }, `acc[jp * ${mr * nr} + c * ${mr} + r]`, (x) => indexCode(x, nm));
   let v = value!;
   if (v.t === 'cast' && v.dtype === k.out.dtype && storeRounds(v.dtype)) v = v.x;
   const temps = w.sharedLines([v]);
@@ -119,15 +123,15 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
   if (mr !== 4 || nr !== 4) throw new Error('the cpu matmul micro-kernel is 4 x 4');
   if (wasm) lines.push(`  const wt = rt.arena.tile, oa = ${pa}.byteOffset, ob = ${pb}.byteOffset, oc = acc.byteOffset;`);
   lines.push(`  for (let ib = 0; ib < ${B}; ib++) {`);
-  lines.push('    for (let jp = lo; jp < hi; jp++) {');
-  lines.push(`      const pb0 = (ib * ${NP} + jp) * ${K * nr};`);
-  lines.push(NF === NP ? `      const ce = ${nr};` : `      const ce = jp < ${NF} ? ${nr} : ${N - NF * nr};`);
+  lines.push('    for (let ip = lo; ip < hi; ip++) {');
+  lines.push(`      const pa0 = (ib * ${MP} + ip) * ${K * mr};`);
+  lines.push(MF === MP ? `      const re = ${mr};` : `      const re = ip < ${MF} ? ${mr} : ${M - MF * mr};`);
   lines.push(wasm
-    ? `      wt(oa + ib * ${MP * K * mr * 8}, ob + pb0 * 8, ${K}, oc, ${MP});`
-    : `      rt.panel4x4(${pa}, ib * ${MP * K * mr}, ${pb}, pb0, ${K}, acc, ${MP});`);
-  lines.push(`      for (let ip = 0; ip < ${MP}; ip++) {`);
-  lines.push(MF === MP ? `        const re = ${mr};` : `        const re = ip < ${MF} ? ${mr} : ${M - MF * mr};`);
-  lines.push('        for (let r = 0; r < re; r++) {');
+    ? `      wt(oa + pa0 * 8, ob + ib * ${NP * K * nr * 8}, ${K}, oc, ${NP});`
+    : `      rt.rowPanel4x4(${pa}, pa0, ${pb}, ib * ${NP * K * nr}, ${K}, acc, ${NP});`);
+  lines.push('      for (let r = 0; r < re; r++) {');
+  lines.push(`        for (let jp = 0; jp < ${NP}; jp++) {`);
+  lines.push(NF === NP ? `          const ce = ${nr};` : `          const ce = jp < ${NF} ? ${nr} : ${N - NF * nr};`);
   lines.push('          for (let c = 0; c < ce; c++) {');
   for (const t of temps) lines.push(`            ${t}`);
   lines.push(`            ${store}`);
@@ -135,5 +139,5 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
   lines.push('      }', '    }', '  }');
   const params = [...bufs].sort((p, q) => p - q);
   const args = ['acc', ...params.map((p) => env.bufName(p)), 'lo', 'hi'];
-  return { needsAcc: true, source: `function ${name}(${args.join(', ')}) { // ${commentText(`matmul ${M}x${K}x${N} [${k.label}]`)}\n${lines.join('\n')}\n}`, buffers: params, rows: NP };
+  return { needsAcc: true, source: `function ${name}(${args.join(', ')}) { // ${commentText(`matmul ${M}x${K}x${N} [${k.label}]`)}\n${lines.join('\n')}\n}`, buffers: params, rows: MP };
 }

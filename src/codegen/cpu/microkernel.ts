@@ -29,9 +29,9 @@ export function tile4x4(pa: Float64Array, p: number, pb: Float64Array, q: number
   acc[o + 12] = c03; acc[o + 13] = c13; acc[o + 14] = c23; acc[o + 15] = c33;
 }
 
-/** tile4x4 over n consecutive A panels against one B panel: tile t's sums at acc[16t ..]. */
-export function panel4x4(pa: Float64Array, p: number, pb: Float64Array, q: number, K: number, acc: Float64Array, n: number): void {
-  for (let t = 0; t < n; t++) tile4x4(pa, p + t * 4 * K, pb, q, K, acc, 16 * t);
+/** tile4x4 of one A panel against n consecutive B panels: panel t's sums at acc[16t ..] (the WebAssembly kernel's rowPanel). */
+export function rowPanel4x4(pa: Float64Array, p: number, pb: Float64Array, q: number, K: number, acc: Float64Array, n: number): void {
+  for (let t = 0; t < n; t++) tile4x4(pa, p, pb, q + t * 4 * K, K, acc, 16 * t);
 }
 
 /**

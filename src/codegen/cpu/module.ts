@@ -9,10 +9,11 @@ import type { Program } from '../kernel.js';
 import { planBuffers, type Plan } from '../plan.js';
 import { arrayType, commentText } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
-import { packing, renderMatmulCompute } from './matmul.js';
+import { accSize, packing, renderMatmulCompute } from './matmul.js';
 import { allocateSlots, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
 import { renderScan } from './scan.js';
 import { wasmTileModule } from './wasm-kernel.js';
+import { planElementwise, renderElementwise } from '../wasm/elementwise.js';
 
 export { runtimeHelpers, type RunFn };
 
@@ -72,6 +73,8 @@ export function clearKernelCaches(): void {
 
 export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): CpuModule {
   const consts: TypedArray[] = [];
+  /** Which consts are written per call (the learning phase): each instance gets its own. */
+  const phaseConsts: number[] = [];
   const subs: RunFn[] = [];
   const subSources: string[] = [];
   const externs: Extern[] = [];
@@ -119,11 +122,15 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   const useWasm = wasmTileModule() !== null;
   for (const s of p.steps) {
     const mark = body.length;
-    if (s.kind === 'loop') call(render((env) => renderLoopKernel(s, 'k', env)));
+    if (s.kind === 'loop') {
+      // The WebAssembly SIMD tier where it applies (../wasm/elementwise.ts), else JavaScript.
+      const simd = planElementwise(s, (id) => p.buffers[id]!.dtype);
+      call(render((env) => (simd !== undefined ? renderElementwise(simd, env.bufName) : renderLoopKernel(s, 'k', env))));
+    }
     else if (s.kind === 'matmul') {
       // The packing buffers and the tile sums: views of the process-wide arena, for this step only.
       const nA = p.buffers[s.packA]!.size, nB = p.buffers[s.packB]!.size;
-      const nAcc = 16 * Math.ceil(s.m.size / s.mr);
+      const nAcc = accSize(s);
       body.push(`  { const ar = rt.arena.f64(${nA + nB + nAcc}), b${s.packA} = ar.subarray(0, ${nA}), b${s.packB} = ar.subarray(${nA}, ${nA + nB}), acc = ar.subarray(${nA + nB}, ${nA + nB + nAcc});`);
       const pk = packing(s);
       for (const c of pk.calls) {
@@ -157,7 +164,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     switch (b.role) {
       case 'input': prologue.push(`  const ${name} = ins[${b.slot!}];`); break;
       case 'variable': prologue.push(`  const ${name} = cells[${b.slot!}].value.data;`); break;
-      case 'phase': consts.push(new Uint8Array(1)); prologue.push(`  const ${name} = consts[${consts.length - 1}]; ${name}[0] = phase;`); break;
+      case 'phase': phaseConsts.push(consts.length); consts.push(new Uint8Array(1)); prologue.push(`  const ${name} = consts[${consts.length - 1}]; ${name}[0] = phase;`); break;
       case 'constant': consts.push(b.value!.data); prologue.push(`  const ${name} = consts[${consts.length - 1}];`); break;
       case 'temp': case 'scratch': {
         const sl = plan.slotOf.get(b.id);
@@ -199,10 +206,35 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     if (factories.size >= MAX_FACTORIES) factories.delete(factories.keys().next().value!);
     factories.set(source, factory);
   }
-  const slots = allocateSlots(plan);
   const prof = { t: 0, ms: new Float64Array(labels.length) };
+  const make = (): RunFn => {
+    const own = consts.slice();
+    for (const i of phaseConsts) own[i] = new Uint8Array(1);
+    return factory(runtimeHelpers, own, allocateSlots(plan), externs, kernelList, subs, prof);
+  };
   return {
-    source: [...kernels, source, ...subSources].join('\n'), run: factory(runtimeHelpers, consts, slots, externs, kernelList, subs, prof),
+    source: [...kernels, source, ...subSources].join('\n'), run: pooled(make),
     ...(opts.profile === true ? { profile: { ms: prof.ms, labels } } : {}),
+  };
+}
+
+/**
+ * Intermediate buffers belong to one call at a time (issue 14 item 1). An instance of the driver
+ * owns its planned arrays (and the views made of them); a call takes a free instance, or makes one
+ * when every instance is in use by a call further up the stack (a user op's reference, a
+ * print_tensor sink or an extern that calls a compiled function), and gives it back when it returns.
+ * The pool keeps at most POOL_KEEP instances, so re-entrancy costs memory only while it happens.
+ */
+const POOL_KEEP = 2;
+
+function pooled(make: () => RunFn): RunFn {
+  const free: RunFn[] = [make()];
+  return (ins, cells, phase, ctx, outs) => {
+    const inst = free.pop() ?? make();
+    try {
+      return inst(ins, cells, phase, ctx, outs);
+    } finally {
+      if (free.length < POOL_KEEP) free.push(inst);
+    }
   };
 }

@@ -9,8 +9,9 @@ import type { VariableCell } from '../../ir/node.js';
 import { pyMod, roundHalfEven } from '../../ir/ops/elementwise.js';
 import type { ExternStep } from '../kernel.js';
 import type { Plan, StorageClass } from '../plan.js';
-import { packStrided, panel4x4, tile4x4 } from './microkernel.js';
+import { packStrided, rowPanel4x4, tile4x4 } from './microkernel.js';
 import { packArena } from './wasm-kernel.js';
+import { ewKernel } from '../wasm/elementwise.js';
 
 /** Helpers generated code calls (the reference's own functions, so results match it). */
 export const runtimeHelpers = {
@@ -21,9 +22,11 @@ export const runtimeHelpers = {
   round: roundHalfEven,
   sign: (a: number) => (a > 0 ? 1 : a < 0 ? -1 : a === 0 ? 0 : NaN),
   tile4x4,
-  panel4x4,
+  rowPanel4x4,
   /** Where matmul operands are packed and summed (wasm-kernel.ts). */
   arena: packArena,
+  /** A kernel of the WebAssembly SIMD elementwise tier (../wasm/elementwise.ts). */
+  ew: ewKernel,
   packStrided,
   /** dst[dOff .. dOff + n) = src[sOff .. sOff + n), without making a view (Scan steps copy slices with it). */
   copy(dst: TypedArray, dOff: number, src: TypedArray, sOff: number, n: number): void {

@@ -12,7 +12,7 @@ export const TYPED_ARRAY = 'Float32Array | Float64Array | Int8Array | Int16Array
 
 /** TypeScript signatures of the runtime helpers generated code calls. */
 const SIGNATURES: Record<string, string> = {
-  panel4x4: '(pa: Float64Array, p: number, pb: Float64Array, q: number, K: number, acc: Float64Array, n: number) => void',
+  rowPanel4x4: '(pa: Float64Array, p: number, pb: Float64Array, q: number, K: number, acc: Float64Array, n: number) => void',
   f16: '(x: number) => number',
   i64: '(x: number) => number',
   bool: '(x: number) => number',
@@ -25,7 +25,7 @@ const SIGNATURES: Record<string, string> = {
 };
 
 /** Helpers that call other helpers (by their function names, which the module's consts take). */
-const CALLS: Record<string, readonly string[]> = { panel4x4: ['tile4x4'] };
+const CALLS: Record<string, readonly string[]> = { rowPanel4x4: ['tile4x4'] };
 
 /** Helpers whose library form calls other library code: their meaning, written out. */
 const WRITTEN: Record<string, string> = {

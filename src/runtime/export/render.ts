@@ -13,7 +13,7 @@ import type { Program, ScanStep, ValueRef } from '../../codegen/kernel.js';
 import { planBuffers, type StorageClass } from '../../codegen/plan.js';
 import { arrayType, commentText } from '../../codegen/cpu/js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from '../../codegen/cpu/loop.js';
-import { packing, renderMatmulCompute } from '../../codegen/cpu/matmul.js';
+import { accSize, packing, renderMatmulCompute } from '../../codegen/cpu/matmul.js';
 
 /** An op an exported module cannot contain (it has no code template). */
 export class ExportError extends Error {
@@ -130,7 +130,7 @@ export function renderProgram(m: ModuleBuilder, p: Program, env: ProgramEnv): { 
     if (s.kind === 'loop') call(renderLoopKernel(s, 'k', renderEnv));
     else if (s.kind === 'matmul') {
       const pack = `_${env.prefix}mm${mn++}`;
-      const nA = p.buffers[s.packA]!.size, nB = p.buffers[s.packB]!.size, nAcc = 16 * Math.ceil(s.m.size / s.mr);
+      const nA = p.buffers[s.packA]!.size, nB = p.buffers[s.packB]!.size, nAcc = accSize(s);
       m.statics.push([`${pack}a`, `new Float64Array(${nA})`], [`${pack}b`, `new Float64Array(${nB})`], [`${pack}c`, `new Float64Array(${nAcc})`]);
       body.push(`{ const b${s.packA} = ${pack}a, b${s.packB} = ${pack}b, acc = ${pack}c;`);
       const pk = packing(s);

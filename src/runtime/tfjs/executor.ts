@@ -16,9 +16,10 @@ import type { FusionTarget } from '../../passes/fusion.js';
 import { download, upload } from './convert.js';
 import { tfKernels } from './kernels/index.js';
 import { fit } from './kernels/util.js';
-import { tfjsRuntime, type TF, type TfRuntime } from './load.js';
+import { takeBackendErrors, tfjsRuntime, type TF, type TfRuntime } from './load.js';
 import type { KernelContext, Tensor, TfEntry } from './types.js';
 import { adoptUpdate, readVariable } from './variables.js';
+import { warn } from '../warn.js';
 
 export interface TfjsExecutor extends Executor {
   readonly runtime: TfRuntime;
@@ -37,6 +38,7 @@ export function tfjsExecutor(
   const graph = optimizer === 'none' ? targets : optimized(targets, passes);
   const order = topoSort(graph);
   const runtime = tfjsRuntime();
+  warnNarrowed(order);
   const nOut = targets.length - updates.length;
   return {
     graph,
@@ -51,6 +53,29 @@ export function tfjsExecutor(
       });
     })),
   };
+}
+
+/**
+ * TensorFlow.js has no float64 and no int64: such values are computed in float32 and int32 here
+ * (issue 14 item 3), which loses digits and wraps large integers. Said once per process and dtype,
+ * when the first function using one is compiled, since results keep the dtype's label.
+ */
+const NARROWED: Readonly<Record<string, string>> = {
+  float64: 'float64 values are computed in float32 (about 7 significant digits; 1 + 1e-10 is 1)',
+  int64: 'int64 values are computed in int32 (integers beyond +-2^31 wrap)',
+};
+const warnedNarrowed = new Set<string>();
+/** Tests: forget which dtypes were warned about. */
+export function _resetNarrowedWarnings(): void {
+  warnedNarrowed.clear();
+}
+function warnNarrowed(order: readonly Node[]): void {
+  for (const n of order) {
+    const text = NARROWED[n.dtype];
+    if (text === undefined || warnedNarrowed.has(n.dtype)) continue;
+    warnedNarrowed.add(n.dtype);
+    warn(`theanine: backend "tensorflow": TensorFlow.js has no ${n.dtype}, so ${text}; results are still labelled ${n.dtype}. Use the theanine backend where ${n.dtype} precision matters`);
+  }
 }
 
 /** Every pass fuses nothing here: tfjs runs each op as its own kernel. */
@@ -87,9 +112,13 @@ function runOnce(
 ): NDArray[] {
   const epoch = nextEpoch();
   const print = (m: string) => console.log(m);
+  takeBackendErrors(); // what earlier code (not this call) left there is not this call's
   const results = tf.tidy(() => {
     const env = new Map<Node, Tensor>();
     inputs.forEach((n, i) => env.set(n, upload(tf, values[i]!)));
+    // Variables are read at the start of the call (SPEC §3): a clone keeps the value it had even if
+    // a call made from inside this one (a user op's reference) assigns an update to the tf.Variable.
+    for (const n of order) if (n.op === 'variable' && !env.has(n)) env.set(n, tf.clone(readVariable(tf, n.cell!)));
     const evaluate = (res: readonly Node[], feeds: ReadonlyMap<Node, Tensor>): Tensor[] => {
       const body = passes.length === 0 ? res : optimized(res, passes);
       return new Graph(tf, new Map(feeds), ctxFor).run(topoSort(body), body);
@@ -147,6 +176,7 @@ class Graph {
     let out: Tensor[];
     try {
       out = entry.tuple(this.inputs(n), n.attrs, this.ctxFor(n)).map((t, i) => fit(this.tf, t, items[i]!.dtype));
+      checkBackendStatus(n.op);
     } catch (e) {
       throw rethrow(e, n.op);
     }
@@ -190,6 +220,7 @@ class Graph {
           throw new Error(`internal: ${n.op} has no value`);
         }
         out = fit(tf, entry(this.inputs(n), n.attrs, this.ctxFor(n)), n.dtype);
+        checkBackendStatus(n.op);
       } catch (e) {
         throw rethrow(e, n.op);
       }
@@ -197,6 +228,12 @@ class Graph {
     checkShape(n, n.shape, out);
     return out;
   }
+}
+
+/** A status the tfjs backend reported while an op ran is that op's error, never its result. */
+function checkBackendStatus(op: string): void {
+  const errs = takeBackendErrors();
+  if (errs.length > 0) throw new Error(`${op}: TensorFlow.js reported an error while computing it (${errs.join('; ')}); its output is not a result`);
 }
 
 function checkShape(n: Node, want: readonly (number | null)[], out: Tensor, where = ''): void {

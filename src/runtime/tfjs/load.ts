@@ -139,6 +139,20 @@ interface WasmModuleObject {
   calledRun?: boolean;
   tfjs?: unknown;
   instantiateWasm?: (imports: object, receive: (i: WasmInstance, m: object) => void) => object;
+  printErr?: (text: string) => void;
+}
+
+/**
+ * What the wasm backend wrote to stderr since the last look. tfjs-backend-wasm reports a failed
+ * XNNPack call (an unsupported rank, for one) only there, and returns the unwritten output as if
+ * it were a result (issue 14 item 2): the executor turns any such line into an error naming the op.
+ */
+let backendErrors: string[] = [];
+export function takeBackendErrors(): readonly string[] {
+  if (backendErrors.length === 0) return backendErrors;
+  const r = backendErrors;
+  backendErrors = [];
+  return r;
 }
 
 /**
@@ -160,6 +174,7 @@ function initWasmSync(tf: TF, loader: ModuleLoader): void {
   const events = ['uncaughtException', 'unhandledRejection'] as const;
   const before = events.map((ev) => process.listeners(ev as 'uncaughtException') as unknown[]);
   const mod: WasmModuleObject = {
+    printErr: (text) => { backendErrors.push(text); },
     instantiateWasm(imports, receive) {
       const instance = new WA.Instance(compiled, imports);
       receive(instance, compiled);

@@ -1,15 +1,15 @@
 function k0(acc, b0, b3, b4, b5, lo, hi) { // matmul 8x12x6 [less_equal,dot,add,where]
   const wt = rt.arena.tile, oa = b4.byteOffset, ob = b5.byteOffset, oc = acc.byteOffset;
   for (let ib = 0; ib < 1; ib++) {
-    for (let jp = lo; jp < hi; jp++) {
-      const pb0 = (ib * 2 + jp) * 48;
-      const ce = jp < 1 ? 4 : 2;
-      wt(oa + ib * 768, ob + pb0 * 8, 12, oc, 2);
-      for (let ip = 0; ip < 2; ip++) {
-        const re = 4;
-        for (let r = 0; r < re; r++) {
+    for (let ip = lo; ip < hi; ip++) {
+      const pa0 = (ib * 2 + ip) * 48;
+      const re = 4;
+      wt(oa + pa0 * 8, ob + ib * 768, 12, oc, 2);
+      for (let r = 0; r < re; r++) {
+        for (let jp = 0; jp < 2; jp++) {
+          const ce = jp < 1 ? 4 : 2;
           for (let c = 0; c < ce; c++) {
-            const t0 = Math.fround((b0[jp * 4 + c] + Math.fround(acc[ip * 16 + c * 4 + r])));
+            const t0 = Math.fround((b0[jp * 4 + c] + Math.fround(acc[jp * 16 + c * 4 + r])));
             b3[ip * 24 + jp * 4 + r * 6 + c] = (t0 <= 0 ? 0 : t0);
           }
         }

@@ -6,6 +6,7 @@ import type { elementwiseOps } from '../../../ir/ops/elementwise.js';
 import type { TF } from '../load.js';
 import type { Tensor, TfTableFor, TfKernel } from '../types.js';
 import { arithDType, castTo, checkBroadcast, expandTo, toBool } from './util.js';
+import { collapsedBroadcast } from './rank.js';
 
 type NoAttrs = Record<string, never>;
 
@@ -14,7 +15,7 @@ function arith(f: (tf: TF, ...xs: Tensor[]) => Tensor): TfKernel<NoAttrs> {
   return (ins, _, { tf, node }) => {
     if (ins.length > 1) checkBroadcast(ins);
     const dt = arithDType(node.dtype);
-    return f(tf, ...ins.map((t) => castTo(tf, t, dt)));
+    return collapsedBroadcast(tf, ins.map((t) => castTo(tf, t, dt)), (xs) => f(tf, ...xs), node.op);
   };
 }
 
@@ -33,14 +34,14 @@ function compare(f: (tf: TF, a: Tensor, b: Tensor) => Tensor): TfKernel<NoAttrs>
   return ([a, b], _, { tf, node }) => {
     checkBroadcast([a!, b!]);
     const dt = arithDType(promote(node.inputs[0]!.dtype, node.inputs[1]!.dtype));
-    return f(tf, castTo(tf, a!, dt), castTo(tf, b!, dt));
+    return collapsedBroadcast(tf, [castTo(tf, a!, dt), castTo(tf, b!, dt)], ([x, y]) => f(tf, x!, y!), node.op);
   };
 }
 
 function logic(f: (tf: TF, ...xs: Tensor[]) => Tensor): TfKernel<NoAttrs> {
-  return (ins, _, { tf }) => {
+  return (ins, _, { tf, node }) => {
     if (ins.length > 1) checkBroadcast(ins);
-    return f(tf, ...ins.map((t) => toBool(tf, t)));
+    return collapsedBroadcast(tf, ins.map((t) => toBool(tf, t)), (xs) => f(tf, ...xs), node.op);
   };
 }
 
@@ -89,6 +90,7 @@ export const elementwiseKernels: TfTableFor<keyof typeof elementwiseOps | 'where
   where: ([c, a, b], _, { tf, node }) => {
     const shape = checkBroadcast([c!, a!, b!]);
     const dt = arithDType(node.dtype);
-    return tf.where(expandTo(tf, toBool(tf, c!), shape), expandTo(tf, castTo(tf, a!, dt), shape), expandTo(tf, castTo(tf, b!, dt), shape));
+    const ins = [expandTo(tf, toBool(tf, c!), shape), expandTo(tf, castTo(tf, a!, dt), shape), expandTo(tf, castTo(tf, b!, dt), shape)];
+    return collapsedBroadcast(tf, ins, ([x, y, z]) => tf.where(x!, y!, z!), node.op);
   },
 };

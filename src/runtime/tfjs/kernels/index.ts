@@ -12,7 +12,9 @@ import { convKernels } from './conv.js';
 import { controlKernels } from './control.js';
 import { ctcKernels } from './ctc.js';
 import { ctcTheanoKernels } from './ctc_theano.js';
+import { ctcDecodeKernels } from './ctc_decode.js';
 import { optimizerKernels } from './optimizer.js';
+import { sizedKernels } from './sized.js';
 
 export const tfKernels: TfTable = {
   ...coreKernels,
@@ -25,5 +27,7 @@ export const tfKernels: TfTable = {
   ...controlKernels,
   ...ctcKernels,
   ...ctcTheanoKernels,
+  ...ctcDecodeKernels,
   ...optimizerKernels,
+  ...sizedKernels,
 };

@@ -86,23 +86,22 @@ function rowIndices(tf: TF, ind: Tensor, n: number, ref: readonly number[]): Ten
   return k;
 }
 
-// Repetition is broadcasting along a new size-1 axis (expandTo), then merging it: cheaper than
-// tfjs' Tile kernel on wasm.
-
-/** Each element `rep` times along `axis` (NumPy's repeat): a new axis after it, broadcast, merged. */
+/**
+ * Each element `rep` times along `axis` (NumPy's repeat): the axes before and after it merged, a
+ * new axis after it broadcast to `rep`, merged again. At most 4 dims reach tfjs whatever the rank
+ * (XNNPack takes at most 6), and broadcasting is cheaper than tfjs' Tile kernel on wasm.
+ */
 function repeatAlong(tf: TF, x: Tensor, axis: number, rep: number): Tensor {
-  const withSlot = [...x.shape.slice(0, axis + 1), 1, ...x.shape.slice(axis + 1)];
-  const wide = withSlot.map((d, j) => (j === axis + 1 ? rep : d));
+  const prod = (s: readonly number[]) => s.reduce((p, d) => p * d, 1);
+  const pre = prod(x.shape.slice(0, axis)), d = x.shape[axis]!, post = prod(x.shape.slice(axis + 1));
   const out = [...x.shape];
-  out[axis] = x.shape[axis]! * rep;
-  return tf.reshape(expandTo(tf, tf.reshape(x, withSlot), wide), out);
+  out[axis] = d * rep;
+  return tf.reshape(expandTo(tf, tf.reshape(x, [pre, d, 1, post]), [pre, d, rep, post]), out);
 }
 
-/** The whole tensor `reps[i]` times along axis i (NumPy's tile): a new axis before each, broadcast, merged. */
+/** The whole tensor `reps[i]` times along axis i (NumPy's tile): tfjs' Tile kernel, which takes any rank. */
 function tileBy(tf: TF, x: Tensor, reps: readonly number[]): Tensor {
-  const slots = x.shape.flatMap((d) => [1, d]);
-  const wide = x.shape.flatMap((d, i) => [reps[i]!, d]);
-  return tf.reshape(expandTo(tf, tf.reshape(x, slots), wide), x.shape.map((d, i) => d * reps[i]!));
+  return tf.tile(x, [...reps]);
 }
 
 const num = (tf: TF, t: Tensor) => (t.dtype === 'bool' ? tf.cast(t, 'int32') : t);

@@ -2,6 +2,7 @@
 // reference implementations make (so both backends fail with the same errors).
 import type { DType } from '../../../ir/dtype.js';
 import { broadcastConcrete } from '../../../ir/ops/util.js';
+import { collapsedBroadcast } from './rank.js';
 import type { TF } from '../load.js';
 import { tfDType, type Tensor, type TfDType } from '../types.js';
 
@@ -66,7 +67,7 @@ export function scalarLike(tf: TF, v: number, t: Tensor): Tensor {
 export function expandTo(tf: TF, t: Tensor, shape: readonly number[]): Tensor {
   if (t.shape.length === shape.length && t.shape.every((d, i) => d === shape[i])) return t;
   if (t.dtype === 'bool') return tf.cast(expandTo(tf, tf.cast(t, 'int32'), shape), 'bool');
-  return tf.mul(t, tf.ones([...shape], t.dtype));
+  return collapsedBroadcast(tf, [t, tf.ones([...shape], t.dtype)], ([a, b]) => tf.mul(a!, b!), 'broadcast');
 }
 
 /** The runtime broadcast check of the reference (`mapBroadcast`), with its message. */

@@ -1,0 +1,101 @@
+// A small WebAssembly binary encoder: LEB128 integers, names, sections, and the opcodes the
+// generated kernels use. The module bytes are written directly (no binaryen): the kernels are a
+// few hundred bytes, and encoding them takes microseconds where a library would add a
+// multi-megabyte dependency and its start-up to every compile.
+
+export function uleb(n: number): number[] {
+  const out: number[] = [];
+  do {
+    let b = n & 0x7f;
+    n >>>= 7;
+    if (n !== 0) b |= 0x80;
+    out.push(b);
+  } while (n !== 0);
+  return out;
+}
+
+export function sleb(n: number): number[] {
+  const out: number[] = [];
+  for (;;) {
+    const b = n & 0x7f;
+    n >>= 7;
+    if ((n === 0 && (b & 0x40) === 0) || (n === -1 && (b & 0x40) !== 0)) { out.push(b); return out; }
+    out.push(b | 0x80);
+  }
+}
+
+export const name = (s: string): number[] => [...uleb(s.length), ...Array.from(s, (c) => c.charCodeAt(0))];
+export const section = (id: number, body: number[]): number[] => [id, ...uleb(body.length), ...body];
+export const memarg = (align: number, offset: number): number[] => [...uleb(align), ...uleb(offset)];
+
+export const I32 = 0x7f, F64 = 0x7c, V128 = 0x7b;
+export const op = {
+  block: 0x02, loop: 0x03, end: 0x0b, br: 0x0c, brIf: 0x0d, localGet: 0x20, localSet: 0x21, localTee: 0x22,
+  f64Load: 0x2b, i32Eqz: 0x45, i32LtU: 0x49, i32Const: 0x41, i32Add: 0x6a, i32Sub: 0x6b, i32Mul: 0x6c,
+} as const;
+/** SIMD opcodes (after the 0xfd prefix). */
+export const simd = {
+  v128Load: 0x00, v128Load64Splat: 0x0a, v128Store: 0x0b, v128Const: 0x0c,
+  f32x4Splat: 0x13, f64x2Splat: 0x14,
+  f32x4Add: 0xe4, f32x4Mul: 0xe6, f64x2Add: 0xf0, f64x2Mul: 0xf2,
+  /** Relaxed SIMD fused multiply-adds (may fuse or not, by the runtime's choice). */
+  f32x4RelaxedMadd: 0x105, f64x2RelaxedMadd: 0x107,
+} as const;
+export const SIMD = 0xfd;
+
+/** A function body under construction: locals by type, code as bytes. */
+export class Body {
+  readonly code: number[] = [];
+  constructor(private readonly params: number, private readonly locals: readonly [count: number, type: number][]) {}
+  get(i: number): this { this.code.push(op.localGet, ...uleb(i)); return this; }
+  set(i: number): this { this.code.push(op.localSet, ...uleb(i)); return this; }
+  tee(i: number): this { this.code.push(op.localTee, ...uleb(i)); return this; }
+  i32(k: number): this { this.code.push(op.i32Const, ...sleb(k)); return this; }
+  ops(...bytes: number[]): this { this.code.push(...bytes); return this; }
+  v(opcode: number, ...imm: number[]): this { this.code.push(SIMD, ...uleb(opcode), ...imm); return this; }
+  vzero(): this { return this.v(simd.v128Const, ...new Array<number>(16).fill(0)); }
+  /** local i += k */
+  addTo(i: number, k: number): this { return this.get(i).i32(k).ops(op.i32Add).set(i); }
+  bytes(): number[] {
+    void this.params;
+    const locals = [...uleb(this.locals.length), ...this.locals.flatMap(([n, t]) => [...uleb(n), t])];
+    const all = [...locals, ...this.code, op.end];
+    return [...uleb(all.length), ...all];
+  }
+}
+
+/** A module importing one memory (env.mem) and exporting functions of the given i32 signatures. */
+export function moduleBytes(funcs: readonly { name: string; params: number; results?: number[]; body: Body }[], memory = true): Uint8Array {
+  const types = funcs.map((f) => [0x60, ...uleb(f.params), ...new Array<number>(f.params).fill(I32), ...uleb(f.results?.length ?? 0), ...(f.results ?? [])]);
+  return new Uint8Array([
+    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+    ...section(1, [...uleb(types.length), ...types.flat()]),
+    ...(memory ? section(2, [1, ...name('env'), ...name('mem'), 0x02, 0x00, 0x00]) : []),
+    ...section(3, [...uleb(funcs.length), ...funcs.map((_, i) => i)]),
+    ...section(7, [...uleb(funcs.length), ...funcs.flatMap((f, i) => [...name(f.name), 0x00, ...uleb(i)])]),
+    ...section(10, [...uleb(funcs.length), ...funcs.flatMap((f) => f.body.bytes())]),
+  ]);
+}
+
+// The few WebAssembly APIs used here (the project's TypeScript lib has no DOM/WebAssembly types).
+export interface WasmMemory { readonly buffer: ArrayBuffer; grow(pages: number): number }
+export interface WasmModule { readonly __module: unique symbol }
+export interface WasmApi {
+  Module: new (bytes: Uint8Array) => WasmModule;
+  Instance: new (m: WasmModule, imports: object) => { readonly exports: Record<string, unknown> };
+  Memory: new (d: { initial: number; maximum?: number; shared?: boolean }) => WasmMemory;
+  validate(bytes: Uint8Array): boolean;
+}
+export const WA = (globalThis as unknown as { WebAssembly?: WasmApi }).WebAssembly;
+
+/** Whether the runtime validates a module using relaxed SIMD (f32x4.relaxed_madd). */
+export function hasRelaxedSimd(): boolean {
+  if (WA === undefined) return false;
+  const b = new Body(0, [[1, V128]]);
+  b.vzero().vzero().vzero().v(simd.f32x4RelaxedMadd).set(0);
+  try {
+    return WA.validate(moduleBytes([{ name: 'f', params: 0, body: b }], false));
+  } catch {
+    return false;
+  }
+}

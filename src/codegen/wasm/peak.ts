@@ -1,0 +1,62 @@
+// The machine's measured SIMD peak for bench/: a WebAssembly loop of independent vector
+// multiply-adds (no loads, no dependency chains longer than the number of accumulators), the
+// most arithmetic one core can do through WebAssembly. bench/run.ts prints each kernel's
+// GFLOP/s as a fraction of it, so "how far from the limit" is a measured figure, not a datasheet's.
+import { Body, moduleBytes, op, simd, V128, WA, I32 } from './encode.js';
+
+/** Accumulators: enough to cover the latency of an add on every FP pipe, few enough for 15 registers. */
+const ACC = 10;
+
+function peakBody(lanes: 2 | 4, fused: boolean): Body {
+  // param n (iterations); locals: ACC accumulators, x, y
+  const b = new Body(1, [[ACC + 2, V128]]);
+  const [N, X, Y] = [0, 1 + ACC, 2 + ACC];
+  const splat = lanes === 2 ? simd.f64x2Splat : simd.f32x4Splat;
+  const mul = lanes === 2 ? simd.f64x2Mul : simd.f32x4Mul;
+  const add = lanes === 2 ? simd.f64x2Add : simd.f32x4Add;
+  const madd = lanes === 2 ? simd.f64x2RelaxedMadd : simd.f32x4RelaxedMadd;
+  // x, y: values that neither overflow nor go subnormal over many iterations (acc grows linearly)
+  if (lanes === 2) { b.ops(0x44, ...new Uint8Array(new Float64Array([1e-9]).buffer)).v(splat).set(X); b.ops(0x44, ...new Uint8Array(new Float64Array([1.5]).buffer)).v(splat).set(Y); }
+  else { b.ops(0x43, ...new Uint8Array(new Float32Array([1e-9]).buffer)).v(splat).set(X); b.ops(0x43, ...new Uint8Array(new Float32Array([1.5]).buffer)).v(splat).set(Y); }
+  for (let i = 0; i < ACC; i++) b.vzero().set(1 + i);
+  b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0, op.loop, 0x40);
+  for (let i = 0; i < ACC; i++) {
+    if (fused) b.get(X).get(Y).get(1 + i).v(madd).set(1 + i);
+    else b.get(1 + i).get(X).get(Y).v(mul).v(add).set(1 + i);
+  }
+  b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0, op.end, op.end);
+  // keep the sums live: store them at address 0
+  for (let i = 0; i < ACC; i++) b.i32(0).get(1 + i).v(simd.v128Store, 4, 0);
+  return b;
+}
+
+export interface Peak { readonly f64x2: number; readonly f32x4: number; readonly f32x4Fused?: number }
+
+/** GFLOP/s of the multiply-add loop (best of 5 runs), per lane kind; relaxed FMA where the runtime has it. */
+export function measurePeak(fusedAvailable: boolean): Peak | undefined {
+  if (WA === undefined) return undefined;
+  const funcs = [
+    { name: 'f64', params: 1, body: peakBody(2, false) },
+    { name: 'f32', params: 1, body: peakBody(4, false) },
+    ...(fusedAvailable ? [{ name: 'f32fma', params: 1, body: peakBody(4, true) }] : []),
+  ];
+  let inst;
+  try {
+    inst = new WA.Instance(new WA.Module(moduleBytes(funcs)), { env: { mem: new WA.Memory({ initial: 1 }) } });
+  } catch {
+    return undefined;
+  }
+  void I32;
+  const rate = (f: (n: number) => void, lanes: number) => {
+    const n = 2_000_000;
+    f(n / 10); // compiled by then (Liftoff tiers up on the hot loop)
+    const ts: number[] = [];
+    for (let r = 0; r < 5; r++) { const t0 = performance.now(); f(n); ts.push(performance.now() - t0); }
+    return (n * ACC * lanes * 2) / Math.min(...ts) / 1e6; // the best run: a peak, and the one least disturbed by other jobs
+  };
+  const ex = inst.exports as Record<string, (n: number) => void>;
+  return {
+    f64x2: rate(ex['f64']!, 2), f32x4: rate(ex['f32']!, 4),
+    ...(fusedAvailable ? { f32x4Fused: rate(ex['f32fma']!, 4) } : {}),
+  };
+}

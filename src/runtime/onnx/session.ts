@@ -1,0 +1,191 @@
+// ONNX Runtime sessions behind a synchronous call. onnxruntime-node's create and run return
+// promises, and K is synchronous, so sessions live in a worker thread: the caller posts a
+// request, blocks in Atomics.wait on a shared flag, and reads the worker's answer with
+// receiveMessageOnPort (synckit's technique, in a few lines of our own). onnxruntime-node is an
+// optional peer dependency, found with createRequire at the first onnx-backend compile.
+import { createRequire } from 'node:module';
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
+
+export const ORT_PACKAGE = 'onnxruntime-node';
+
+/** Tensor data as it crosses to the worker: ORT's type name, a typed array, dims. */
+export interface WireTensor {
+  readonly type: string;
+  readonly data: ArrayBufferView;
+  readonly dims: readonly number[];
+}
+
+interface Reply {
+  readonly ok: boolean;
+  readonly error?: string;
+  readonly outputs?: Record<string, WireTensor>;
+  readonly info?: { version: string; provider: string };
+}
+
+// The worker's source: CommonJS, loads onnxruntime-node from the path the main thread resolved.
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const ort = require(workerData.ortPath);
+const flag = new Int32Array(workerData.flag);
+const port = workerData.port;
+const sessions = new Map();
+let current = 0;
+function answer(msg) {
+  port.postMessage({ ...msg, id: current });
+  Atomics.store(flag, 0, 1);
+  Atomics.notify(flag, 0);
+}
+parentPort.on('message', async (req) => {
+  current = req.id;
+  try {
+    if (req.kind === 'create') {
+      const s = await ort.InferenceSession.create(req.bytes, { executionProviders: [req.provider], graphOptimizationLevel: 'all' });
+      sessions.set(req.key, s);
+      answer({ ok: true, info: { version: ort.env.versions.node || ort.env.versions.common, provider: req.provider } });
+    } else if (req.kind === 'run') {
+      const s = sessions.get(req.key);
+      const feeds = {};
+      for (const [k, v] of Object.entries(req.feeds)) feeds[k] = new ort.Tensor(v.type, v.data, v.dims);
+      const out = await s.run(feeds, req.fetches);
+      const outputs = {};
+      for (const k of req.fetches) {
+        const t = out[k];
+        outputs[k] = { type: t.type, data: t.data, dims: Array.from(t.dims) };
+        if (typeof t.dispose === 'function') t.dispose();
+      }
+      answer({ ok: true, outputs });
+    } else if (req.kind === 'release') {
+      const s = sessions.get(req.key);
+      sessions.delete(req.key);
+      if (s) await s.release();
+      if (!req.quiet) answer({ ok: true });
+    } else if (req.kind === 'ping') {
+      answer({ ok: true, info: { version: ort.env.versions.node || ort.env.versions.common, provider: 'cpu' } });
+    }
+  } catch (e) {
+    answer({ ok: false, error: String(e && e.message ? e.message : e) });
+  }
+});
+`;
+
+class SyncWorker {
+  private readonly worker: Worker;
+  private readonly port: MessagePort;
+  private readonly flag: Int32Array;
+
+  constructor(ortPath: string) {
+    const sab = new SharedArrayBuffer(4);
+    this.flag = new Int32Array(sab);
+    const { port1, port2 } = new MessageChannel();
+    this.port = port1;
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { ortPath, flag: sab, port: port2 }, transferList: [port2] });
+    // the worker must not keep the process alive once the user's work is done
+    this.worker.unref();
+    this.port.unref();
+  }
+
+  private nextId = 1;
+
+  /** Posts without waiting (releases from a finalizer); the answer, if any, is skipped by id. */
+  post(req: Record<string, unknown>): void {
+    this.worker.postMessage({ ...req, id: this.nextId++ });
+  }
+
+  call(req: Record<string, unknown>): Reply {
+    const id = this.nextId++;
+    Atomics.store(this.flag, 0, 0);
+    this.worker.postMessage({ ...req, id });
+    // 10 minutes: a session create or run that takes longer is taken to be stuck
+    const deadline = performance.now() + 600_000;
+    for (;;) {
+      // answers to other requests (none are waited for but releases) are read and dropped
+      for (let m = receiveMessageOnPort(this.port); m !== undefined; m = receiveMessageOnPort(this.port)) {
+        const reply = m.message as Reply & { id: number };
+        if (reply.id === id) return reply;
+      }
+      const left = deadline - performance.now();
+      if (left <= 0) throw new Error('onnx backend: ONNX Runtime did not answer within 10 minutes');
+      Atomics.wait(this.flag, 0, 0, Math.min(left, 50));
+      Atomics.store(this.flag, 0, 0);
+    }
+  }
+}
+
+let worker: SyncWorker | undefined;
+let runtimeInfo: { version: string; provider: string } | undefined;
+
+const nodeRequire = createRequire(import.meta.url);
+
+/** Whether onnxruntime-node can be found (tests name the reason when it cannot). */
+export function ortAvailable(): string | undefined {
+  try {
+    nodeRequire.resolve(ORT_PACKAGE);
+    return undefined;
+  } catch {
+    return `backend "onnx" needs ONNX Runtime: install it with \`npm install ${ORT_PACKAGE}\` (it is an optional peer dependency of theanine)`;
+  }
+}
+
+function theWorker(): SyncWorker {
+  if (worker !== undefined) return worker;
+  const missing = ortAvailable();
+  if (missing !== undefined) throw new Error(missing);
+  worker = new SyncWorker(nodeRequire.resolve(ORT_PACKAGE));
+  const r = worker.call({ kind: 'ping' });
+  if (!r.ok) throw new Error(`backend "onnx": loading ${ORT_PACKAGE} failed: ${r.error}`);
+  return worker;
+}
+
+/**
+ * The execution provider sessions ask for: THEANINE_ONNX_PROVIDER (e.g. `cuda`), else `cpu`,
+ * the provider onnxruntime-node ships in its npm package.
+ */
+export function requestedProvider(): string {
+  return process.env['THEANINE_ONNX_PROVIDER'] ?? 'cpu';
+}
+
+let nextKey = 1;
+
+/** One ONNX Runtime session in the worker; `run` blocks until ORT answers. */
+export class OrtSession {
+  private readonly key = nextKey++;
+  readonly provider: string;
+  readonly version: string;
+
+  constructor(bytes: Uint8Array) {
+    const w = theWorker();
+    const provider = requestedProvider();
+    const r = w.call({ kind: 'create', key: this.key, bytes, provider });
+    if (!r.ok) throw new Error(`onnx backend: ONNX Runtime rejected the model: ${r.error}`);
+    this.provider = r.info!.provider;
+    this.version = r.info!.version;
+    runtimeInfo = r.info;
+    registry.register(this, this.key);
+  }
+
+  run(feeds: Record<string, WireTensor>, fetches: readonly string[]): Record<string, WireTensor> {
+    const r = theWorker().call({ kind: 'run', key: this.key, feeds, fetches });
+    if (!r.ok) throw new Error(`onnx backend: ONNX Runtime failed: ${r.error}`);
+    return r.outputs!;
+  }
+}
+
+// a collected session's ORT session is released in the worker
+const registry = new FinalizationRegistry<number>((key) => {
+  if (worker !== undefined) {
+    try { worker.post({ kind: 'release', key, quiet: true }); } catch { /* the worker is gone */ }
+  }
+});
+
+/** ONNX Runtime's version and the provider the latest session was created with. */
+export function onnxRuntimeInfo(): { version: string; provider: string } | undefined {
+  return runtimeInfo;
+}
+
+/** Milliseconds one round trip to the worker takes with nothing to run (bench/). */
+export function pingMs(n = 100): number {
+  const w = theWorker();
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) w.call({ kind: 'ping' });
+  return (performance.now() - t0) / n;
+}
