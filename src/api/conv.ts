@@ -2,7 +2,7 @@
 // separable_conv2d, pool2d/pool3d. Cross-correlation, kernels (spatial..., in, out) whatever the
 // data format; the IR ops are channels-last, so channels_first is a transpose in and out here.
 import { apply } from '../ir/build.js';
-import { isFloat } from '../ir/dtype.js';
+import { isFloat, isInt } from '../ir/dtype.js';
 import { ShapeError, ValueError } from '../ir/errors.js';
 import { describe, formatShape } from '../ir/ndarray.js';
 import { Node } from '../ir/node.js';
@@ -10,6 +10,8 @@ import { effectiveSize, outSizeFor, type PaddingMode } from '../ir/ops/window.js
 import { POOL_MODES, type PoolMode } from '../ir/ops/pool.js';
 import type { Dim } from '../ir/types.js';
 import { toTensor, type TensorLike } from './args.js';
+import { sizeList, staticInt } from './sizes.js';
+import type { ConvSizedAttrs } from '../ir/ops/conv.js';
 import { floatx, type DataFormat } from './config.js';
 import {
   convOptions, dataFormatOf, isDimOrdering, paddingOf, toChannelsFirst, toChannelsLast, tupleOf, type Signature,
@@ -146,13 +148,13 @@ export function transposeConv(fn: string, x: TensorLike, kernel: TensorLike, out
   checkRank(fn, 'kernel', kt, d + 2, kIn === d + 1 ? `(${SPATIAL[d]}, out_channels, in_channels)` : `(${SPATIAL[d]}, in_channels, out_channels)`);
   const cAx = channelAxis(d, fmt);
   const sp = spatialAxes(d, fmt);
-  const os = outputShapeOf(fn, outputShape, d + 2);
+  const { dims: os, sizes } = outputShapeOf(fn, outputShape, d + 2);
   checkDim(fn, ['kernel', kt, kIn], ['x', xt, cAx], 'kernel in_channels against x channels');
   checkDim(fn, ['kernel', kt, kOut], ['output_shape', os, cAx], 'kernel out_channels against output_shape channels');
   checkDim(fn, ['output_shape', os, 0], ['x', xt, 0], 'batch');
   sp.forEach((ax, i) => {
-    const [s, k, got] = [os[ax] as number, kt.shape[i]!, xt.shape[ax]!];
-    if (k === null || got === null) return;
+    const [s, k, got] = [os[ax]!, kt.shape[i]!, xt.shape[ax]!];
+    if (s === null || k === null || got === null) return;
     const want = outSizeFor(s, k, win.strides[i]!, win.dilation[i]!, win.padding);
     if (want !== got) {
       throw new ShapeError(
@@ -163,21 +165,50 @@ export function transposeConv(fn: string, x: TensorLike, kernel: TensorLike, out
   });
   const swap = [...Array(d).keys(), d + 1, d];
   const k = kOut === d ? kt : apply('transpose', [kt], { perm: swap }, fn);
-  const y = apply('conv_transpose', [toLast(fn, xt, fmt), k], { ...win, groups: 1, size: sp.map((ax) => os[ax] as number) }, fn);
+  const y = sizedTransposeConv(fn, toLast(fn, xt, fmt), k, { ...win, groups: 1 }, sp.map((ax) => sizes[ax]!));
   return fromLast(fn, y, fmt);
 }
 
-/** output_shape: `rank` entries in data_format layout; spatial and channel dims are positive ints, batch may be null, -1 or a tensor. */
-function outputShapeOf(fn: string, v: unknown, rank: number): Dim[] {
+/**
+ * conv_transpose with result sizes that may be scalar int tensors (Keras' Conv2DTranspose computes
+ * them from K.shape(inputs)): static sizes go in attrs.size; otherwise a fill_dims tensor of shape
+ * (1, sizes...) is the op's size input, resolved per specialisation (src/ir/ops/sized.ts). Shared by
+ * every transposed convolution.
+ */
+export function sizedTransposeConv(fn: string, x: Node, k: Node, attrs: Omit<ConvSizedAttrs, 'size'>, sizes: readonly (number | Node)[]): Node {
+  const known = sizes.map((v) => (v instanceof Node ? staticInt(v) : v));
+  if (known.every((d) => d !== null)) return apply('conv_transpose', [x, k], { ...attrs, size: known as number[] }, fn);
+  const s = sizeList(fn, 'output_shape', [1, ...sizes], 1);
+  if ('static' in s) return apply('conv_transpose', [x, k], { ...attrs, size: s.static.slice(1) }, fn);
+  const like = apply('fill_dims', [s.vector], { known: s.known, value: 0, dtype: x.dtype }, fn);
+  return apply('conv_transpose', [x, k, like], { ...attrs, size: null }, fn);
+}
+
+/**
+ * output_shape: `rank` entries in data_format layout; batch may be null, -1 or a tensor (it is x's);
+ * the others are positive ints or scalar int tensors (K.shape(x)[1] * 2). Returns what is known
+ * statically and each entry as a size.
+ */
+function outputShapeOf(fn: string, v: unknown, rank: number): { dims: Dim[]; sizes: (number | Node)[] } {
   const bad = (): never => {
-    throw new ValueError(`${fn}: output_shape must be a list of ${rank} dims (batch, then positive integers in data_format order; batch may be null), got ${Array.isArray(v) ? JSON.stringify(v.map((e) => (e instanceof Node ? 'tensor' : e))) : describe(v)}`);
+    throw new ValueError(`${fn}: output_shape must be a list of ${rank} dims (batch, then positive integers or integer scalar tensors in data_format order; batch may be null), got ${Array.isArray(v) ? JSON.stringify(v.map((e) => (e instanceof Node ? 'tensor' : e))) : describe(v)}`);
   };
   if (!Array.isArray(v) || v.length !== rank) return bad();
-  return v.map((e: unknown, i) => {
-    if (i === 0 && (e === null || e === undefined || e === -1 || e instanceof Node)) return null;
+  const sizes: (number | Node)[] = [];
+  const dims = v.map((e: unknown, i) => {
+    if (i === 0 && (e === null || e === undefined || e === -1 || e instanceof Node)) { sizes.push(1); return null; }
+    if (e instanceof Node) {
+      if (e.ndim !== 0 || !isInt(e.dtype)) return bad();
+      const k = staticInt(e);
+      if (k !== null && k < 1) return bad();
+      sizes.push(k ?? e);
+      return k;
+    }
     if (typeof e !== 'number' || !Number.isInteger(e) || e < 1) return bad();
+    sizes.push(e);
     return e;
   });
+  return { dims, sizes };
 }
 
 export const TRANSPOSE_K2 = ['output_shape', 'strides', 'padding', 'data_format', 'dilation_rate'];

@@ -8,7 +8,8 @@ import { sliceRange, unifyDim, type SliceAxis } from '../ir/ops/shape.js';
 import type { Dim } from '../ir/types.js';
 import { checkAxes, checkDType, checkInt, constantNode, options, toTensor, type TensorLike } from './args.js';
 import { floatx } from './config.js';
-import { axisArg, expandDims, intList } from './shape.js';
+import { axisArg, expandDims } from './shape.js';
+import { sizeList, type Size, type SizeList } from './sizes.js';
 
 const FULL: SliceAxis = { start: null, stop: null, step: 1 };
 
@@ -61,13 +62,22 @@ export function slice_along(
  * to the end. Where an axis size is unknown the result is still known to have `size[i]`
  * elements there, checked when the value is computed.
  */
-export function slice(x: TensorLike, start: readonly number[], size: readonly number[]): Node {
+export function slice(x: TensorLike, start: SizeList, size: SizeList): Node {
   const t = toTensor('K.slice', x);
-  const b = intList('K.slice', start, 'start', 0);
-  const n = intList('K.slice', size, 'size', -1);
-  if (b.length !== t.ndim || n.length !== t.ndim) {
-    throw new ValueError(`K.slice: start (${b.length} entries) and size (${n.length} entries) must each have one entry per axis of x of shape ${formatShape(t.shape)}`);
+  const bs = sizeList('K.slice', 'start', start, 0);
+  const ns = sizeList('K.slice', 'size', size, -1);
+  const len = (v: typeof bs) => ('static' in v ? v.static.length : v.known.length);
+  if (len(bs) !== t.ndim || len(ns) !== t.ndim) {
+    throw new ValueError(`K.slice: start (${len(bs)} entries) and size (${len(ns)} entries) must each have one entry per axis of x of shape ${formatShape(t.shape)}`);
   }
+  if (!('static' in bs) || !('static' in ns)) {
+    // Start or size from tensors: the sized op, checked against x when the values are known.
+    const vec = (v: typeof bs) => ('static' in v ? constantNode(new NDArray(v.static, [v.static.length], 'int32')) : v.vector);
+    const known = (v: typeof bs) => ('static' in v ? v.static : v.known);
+    return apply('slice_dims', [t, vec(bs), vec(ns)], { start: known(bs), size: known(ns) }, 'K.slice');
+  }
+  const b = bs.static;
+  const n = ns.static;
   t.shape.forEach((d, i) => {
     if (d === null) return;
     const end = n[i] === -1 ? d : b[i]! + n[i]!;
@@ -162,19 +172,32 @@ function rangeArray(start: number, stop: number, step: number, dtype: DType): ND
  * double precision, then converted to `dtype` (default int32), as NumPy's arange with a dtype.
  */
 export function arange(
-  start: number, stop?: number | null | { stop?: number | null; step?: number; dtype?: DType },
-  step?: number, dtype?: DType,
+  start: Size, stop?: Size | null | { stop?: Size | null; step?: Size; dtype?: DType },
+  step?: Size, dtype?: DType,
 ): Node {
-  const o = options<{ stop: number | null; step: number; dtype: DType }>('K.arange', [stop, step, dtype], ['stop', 'step', 'dtype']);
+  const o = options<{ stop: Size | null; step: Size; dtype: DType }>('K.arange', [stop, step, dtype], ['stop', 'step', 'dtype']);
+  const dt = checkDType('K.arange', o.dtype ?? 'int32');
+  const given: unknown[] = o.stop === undefined || o.stop === null ? [0, start, o.step ?? 1] : [start, o.stop, o.step ?? 1];
+  if (given.some((v) => v instanceof Node)) {
+    // Bounds from tensors (K.arange(K.shape(x)[1])): the sized op, resolved per specialisation.
+    const parts = given.map((v, i) => {
+      const what = ['start', 'stop', 'step'][i]!;
+      if (v instanceof Node) {
+        if (v.ndim !== 0) throw new ValueError(`K.arange: ${what} must be a number or a scalar tensor, got shape ${formatShape(v.shape)}`);
+        return v;
+      }
+      if (typeof v !== 'number' || !Number.isFinite(v)) throw new ValueError(`K.arange: ${what} must be a finite number or a scalar tensor, got ${describe(v)}`);
+      return constantNode(new NDArray([v], [], Number.isInteger(v) ? 'int32' : 'float64'));
+    });
+    return apply('arange_dims', parts, { dtype: dt }, 'K.arange');
+  }
   const num = (v: unknown, what: string): number => {
     if (typeof v !== 'number' || !Number.isFinite(v)) throw new ValueError(`K.arange: ${what} must be a finite number, got ${describe(v)}`);
     return v;
   };
-  let lo = num(start, 'start');
-  let hi: number;
-  if (o.stop === undefined || o.stop === null) { hi = lo; lo = 0; } else hi = num(o.stop, 'stop');
-  const st = num(o.step ?? 1, 'step');
+  const lo = num(given[0], 'start');
+  const hi = num(given[1], o.stop === undefined || o.stop === null ? 'start' : 'stop');
+  const st = num(given[2], 'step');
   if (st === 0) throw new ValueError('K.arange: step must not be zero');
-  const dt = checkDType('K.arange', o.dtype ?? 'int32');
   return constantNode(rangeArray(lo, hi, st, dt));
 }

@@ -5,6 +5,8 @@ import { ShapeError, ValueError } from '../ir/errors.js';
 import { NDArray, describe, formatShape } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
 import { allOptions, checkInt, constantNode, isTensor, need, options, toTensor, type TensorLike } from './args.js';
+import { sizeArg, type Size } from './sizes.js';
+import { reshape, tile } from './shape.js';
 import { image_data_format, type DataFormat } from './config.js';
 
 type Pair = readonly [number, number];
@@ -128,14 +130,31 @@ export function asymmetric_spatial_2d_padding(
 function resize(fn: string, x: Node, factors: readonly unknown[], names: readonly string[], fmt: DataFormat): Node {
   let out = x;
   spatialAxes(x.ndim, fmt).forEach((axis, i) => {
-    const f = checkInt(fn, factors[i], names[i]!, 1);
-    if (f !== 1) out = apply('repeat_elements', [out], { axis, rep: f }, fn);
+    const f = sizeArg(fn, names[i]!, factors[i], 1);
+    if ('tensor' in f) out = repeatBy(fn, out, axis, f.tensor);
+    else if (f.static !== 1) out = apply('repeat_elements', [out], { axis, rep: f.static }, fn);
   });
   return out;
 }
 
+/**
+ * Each element `rep` times along `axis`, `rep` a scalar int tensor: a new axis after `axis` tiled
+ * `rep` times, then merged into it (sized ops, resolved per specialisation to tile and reshape).
+ */
+function repeatBy(fn: string, x: Node, axis: number, rep: Node): Node {
+  const wide = apply('expand_dims', [x], { axis: axis + 1 }, fn);
+  const reps: (number | Node)[] = Array.from({ length: x.ndim + 1 }, (_, j) => (j === axis + 1 ? rep : 1));
+  const tiled = tile(wide, reps);
+  const shape = apply('shape_of', [x], {}, fn);
+  const dims: (number | Node)[] = x.shape.map((d, j) => {
+    const dj = d ?? apply('index', [shape], { index: j }, fn);
+    return j === axis ? apply('mul', [typeof dj === 'number' ? constantNode(new NDArray([dj], [], 'int32')) : dj, rep], {}, fn) : dj;
+  });
+  return reshape(tiled, dims);
+}
+
 type ResizeOpts = FormatOpts & { interpolation?: string };
-type ResizeAll = ResizeOpts & { x?: TensorLike; X?: TensorLike; height_factor?: number; width_factor?: number };
+type ResizeAll = ResizeOpts & { x?: TensorLike; X?: TensorLike; height_factor?: Size; width_factor?: Size };
 
 const INTERPOLATIONS = ['nearest', 'bilinear'] as const;
 
@@ -181,8 +200,8 @@ function bilinearAxis(fn: string, x: Node, axis: number, f: number): Node {
  * parameter `x` (2.0: `X`); the options form ({ x, height_factor, ... }) takes either.
  */
 export function resize_images(
-  x: TensorLike | ResizeAll, height_factor?: number, width_factor?: number,
-  data_format?: string | null | ResizeOpts, interpolation?: string,
+  x: TensorLike | ResizeAll, height_factor?: Size, width_factor?: Size,
+  data_format?: string | null | ResizeOpts, interpolation?: string | ResizeOpts,
 ): Node {
   const fn = 'K.resize_images';
   if (typeof x === 'object' && x !== null && !Array.isArray(x) && !(x instanceof NDArray) && !isTensor(x)) {
@@ -206,7 +225,7 @@ export function resize_images(
 
 /** Upsamples the three spatial axes of a 5-D tensor by integer factors. */
 export function resize_volumes(
-  X: TensorLike, depth_factor: number, height_factor: number, width_factor: number, data_format?: string | null | FormatOpts,
+  X: TensorLike, depth_factor: Size, height_factor: Size, width_factor: Size, data_format?: string | null | FormatOpts,
 ): Node {
   const fn = 'K.resize_volumes';
   const t = toTensor(fn, X, 'X');

@@ -8,6 +8,7 @@ import type { Node } from '../ir/node.js';
 import type { Dim } from '../ir/types.js';
 import { allOptions, checkDType, isTensor, need, options, toTensor, type TensorLike } from './args.js';
 import { floatx } from './config.js';
+import { staticEntries, staticInt } from './sizes.js';
 import { evaluateTensor, variable } from './tensors.js';
 
 /** Identifies unseeded random ops; never reset (clear_session must not make two ops share draws). */
@@ -26,7 +27,15 @@ function parseShape(fn: string, shape: unknown): { dims: Dim[]; inputs: Node[] }
     if (n === null || !isInt(shape.dtype)) {
       throw new ValueError(`${fn}: a shape tensor must be a 1-D integer tensor of known length, got ${shape.dtype} ${formatShape(shape.shape)}`);
     }
-    return { dims: new Array<Dim>(n).fill(null), inputs: Array.from({ length: n }, (_, i) => apply('index', [shape], { index: i }, F)) };
+    const e = staticEntries(shape);
+    const dims: Dim[] = [];
+    const inputs: Node[] = [];
+    for (let i = 0; i < n; i++) {
+      const k = e?.[i] ?? null;
+      dims.push(k);
+      if (k === null) inputs.push(apply('index', [shape], { index: i }, F));
+    }
+    return { dims, inputs };
   }
   // An int is a 1-d shape, as TensorFlow reads it (Keras 2.2's optimizers write K.zeros(1)).
   if (typeof shape === 'number' && Number.isInteger(shape) && shape >= 0) return { dims: [shape], inputs: [] };
@@ -36,6 +45,9 @@ function parseShape(fn: string, shape: unknown): { dims: Dim[]; inputs: Node[] }
   shape.forEach((d: unknown, i) => {
     if (isTensor(d)) {
       if (d.ndim !== 0 || !isInt(d.dtype)) throw new ValueError(`${fn}: shape entry ${i} must be an integer scalar tensor, got ${d.dtype} ${formatShape(d.shape)}`);
+      // a size the static shapes already fix is static (K.shape(x)[1] with x's axis 1 known)
+      const k = staticInt(d);
+      if (k !== null && k >= 0) { dims.push(k); return; }
       dims.push(null);
       inputs.push(d);
     } else if (typeof d === 'number' && Number.isInteger(d) && d >= 0) {
@@ -136,42 +148,45 @@ export function random_normal_variable(shape: readonly number[] | number | ({ sh
   return variable(value, dt, o.name ?? null);
 }
 
-type DropoutOpts = { noise_shape?: readonly (number | null)[] | null; seed?: number | null };
+type NoiseShape = readonly (number | null | Node)[];
+type DropoutOpts = { noise_shape?: NoiseShape | null; seed?: number | null };
 
 /**
  * Zeroes each entry with probability `level` and scales the survivors by 1 / (1 - level), so the
  * expectation is unchanged. `noise_shape` (broadcastable to x; null entries take x's dim) shares
  * one keep/drop draw along its size-1 dims. level must be in [0, 1).
  */
-export function dropout(x: TensorLike, level: number | ({ level: number } & DropoutOpts), noise_shape?: readonly (number | null)[] | null | DropoutOpts, seed?: number | null): Node {
+export function dropout(x: TensorLike, level: number | ({ level: number } & DropoutOpts), noise_shape?: NoiseShape | null | DropoutOpts, seed?: number | null): Node {
   const fn = 'dropout';
   const F = 'K.dropout';
   const t = toTensor(fn, x);
   if (typeof level === 'object' && level !== null) {
     const named = allOptions(fn, [level], ['level', 'noise_shape', 'seed']);
-    return dropout(t, need(fn, named, 'level') as number, (named['noise_shape'] ?? null) as readonly (number | null)[] | null, (named['seed'] ?? null) as number | null);
+    return dropout(t, need(fn, named, 'level') as number, (named['noise_shape'] ?? null) as NoiseShape | null, (named['seed'] ?? null) as number | null);
   }
   if (typeof level !== 'number' || !(level >= 0 && level < 1)) {
     throw new ValueError(`${fn}: level must be in the interval [0, 1), got ${describe(level)}`);
   }
-  const o = options<{ noise_shape: readonly (number | null)[] | null; seed: number | null }>(fn, [noise_shape, seed], ['noise_shape', 'seed']);
+  const o = options<{ noise_shape: NoiseShape | null; seed: number | null }>(fn, [noise_shape, seed], ['noise_shape', 'seed']);
   const r = t.ndim;
-  let want: readonly (number | null)[];
+  let want: NoiseShape;
   if (o.noise_shape === undefined || o.noise_shape === null) want = new Array<null>(r).fill(null);
   else {
     const ns = o.noise_shape;
-    if (!Array.isArray(ns) || ns.some((d) => d !== null && (typeof d !== 'number' || !Number.isInteger(d) || d < 0))) {
-      throw new ValueError(`${fn}: noise_shape must be an array of non-negative integers or nulls, got ${describe(ns)}`);
+    const okTensor = (d: unknown) => isTensor(d) && d.ndim === 0 && isInt(d.dtype);
+    if (!Array.isArray(ns) || ns.some((d) => d !== null && !okTensor(d) && (typeof d !== 'number' || !Number.isInteger(d) || d < 0))) {
+      throw new ValueError(`${fn}: noise_shape must be an array of non-negative integers or nulls (or integer scalar tensors, such as K.shape(x)[0]), got ${describe(ns)}`);
     }
-    if (ns.length > r) throw new ShapeError(`${fn}: noise_shape ${formatShape(ns)} has more dims than x ${formatShape(t.shape)}`);
+    if (ns.length > r) throw new ShapeError(`${fn}: noise_shape ${formatShape(ns.map((d) => (isTensor(d) ? null : d)))} has more dims than x ${formatShape(t.shape)}`);
     want = ns;
   }
   // Right-aligned against x: each noise dim is 1, x's dim, or null (= x's dim).
   const off = r - want.length;
   const dims: (number | Node)[] = want.map((d, i) => {
     const xd = t.shape[off + i]!;
+    if (isTensor(d)) return d; // checked when the draw is broadcast against x
     if (d !== null && d !== 1 && xd !== null && d !== xd) {
-      throw new ShapeError(`${fn}: noise_shape ${formatShape(want)} does not broadcast to x ${formatShape(t.shape)}: axis ${off + i} has ${d} and ${xd}`);
+      throw new ShapeError(`${fn}: noise_shape ${formatShape(want.map((e) => (isTensor(e) ? null : e)))} does not broadcast to x ${formatShape(t.shape)}: axis ${off + i} has ${d} and ${xd}`);
     }
     if (d !== null) return d;
     return xd ?? apply('index', [apply('shape_of', [t], {}, F)], { index: off + i }, F);

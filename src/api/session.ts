@@ -31,7 +31,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 export class Session {
   constructor(readonly options: FunctionOptions = {}) {}
 
-  run<F extends Fetch>(fetches: F, feed_dict?: FeedDict | null): FetchResult<F> {
+  run<const F extends Fetch>(fetches: F, feed_dict?: FeedDict | null): FetchResult<F> {
     const tensors: Node[] = [];
     const updates: Update[] = [];
     const walk = (f: unknown, path: string): void => {

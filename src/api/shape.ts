@@ -4,7 +4,9 @@ import { apply } from '../ir/build.js';
 import { ShapeError, ValueError } from '../ir/errors.js';
 import { describe, formatShape } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
-import { checkInt, options, toTensor, type TensorLike } from './args.js';
+import { NDArray } from '../ir/ndarray.js';
+import { checkInt, constantNode, isTensor, options, toTensor, type TensorLike } from './args.js';
+import { sizeArg, sizeList, type Size, type SizeList, type Sizes } from './sizes.js';
 
 /** One axis argument, normalised against `ndim` (negative counts from the end). */
 export function axisArg(fn: string, axis: unknown, ndim: number, what = 'axis'): number {
@@ -39,19 +41,33 @@ export function permute_dimensions(x: TensorLike, pattern: readonly number[]): N
   return apply('transpose', [t], { perm }, 'K.permute_dimensions');
 }
 
-/** Reshape to `shape`; one entry may be -1 (inferred from the size). */
-export function reshape(x: TensorLike, shape: readonly number[]): Node {
+/**
+ * Reshape to `shape`; one entry may be -1 (inferred from the size). Entries may be scalar int tensors
+ * and `shape` a 1-D int tensor (`K.reshape(y, [-1, K.shape(x)[1], units])`, Keras' TimeDistributed).
+ */
+export function reshape(x: TensorLike, shape: SizeList): Node {
   const t = toTensor('K.reshape', x);
-  const dims = intList('K.reshape', shape, 'shape', -1);
-  return apply('reshape', [t], { shape: dims }, 'K.reshape');
+  const s = sizeList('K.reshape', 'shape', shape, -1);
+  if ('static' in s) {
+    if (s.static.filter((d) => d === -1).length > 1) throw new ValueError(`K.reshape: shape ${formatShape(s.static)} has more than one -1`);
+    return apply('reshape', [t], { shape: s.static }, 'K.reshape');
+  }
+  if (s.known.filter((d) => d === -1).length > 1) throw new ValueError(`K.reshape: shape ${formatShape(s.known)} has more than one -1`);
+  return apply('reshape_dims', [t, s.vector], { known: s.known }, 'K.reshape');
 }
 
-/** Keras' repeat: a 2-D (samples, dim) tensor becomes (samples, n, dim). */
-export function repeat(x: TensorLike, n: number): Node {
+/** Keras' repeat: a 2-D (samples, dim) tensor becomes (samples, n, dim); n may be a scalar int tensor. */
+export function repeat(x: TensorLike, n: Size): Node {
   const t = toTensor('K.repeat', x);
   if (t.ndim !== 2) throw new ShapeError(`K.repeat: x must be 2-D (samples, dim), got shape ${formatShape(t.shape)}`);
-  const k = checkInt('K.repeat', n, 'n', 0);
-  return apply('tile', [expandDims('K.repeat', t, 1)], { reps: [1, k, 1] }, 'K.repeat');
+  const k = sizeArg('K.repeat', 'n', n, 0);
+  return tileBy('K.repeat', expandDims('K.repeat', t, 1), sizeList('K.repeat', 'n', [1, 'static' in k ? k.static : k.tensor, 1], 0));
+}
+
+/** tile with checked reps of x's rank: static, or the sized op. */
+function tileBy(fn: string, t: Node, reps: Sizes): Node {
+  if ('static' in reps) return reps.static.every((r) => r === 1) ? t : apply('tile', [t], { reps: reps.static }, fn);
+  return apply('tile_dims', [t, reps.vector], { known: reps.known }, fn);
 }
 
 /** NumPy's repeat: each element `rep` times along `axis`. */
@@ -66,12 +82,17 @@ export function repeat_elements(x: TensorLike, rep: number, axis: number): Node 
  * NumPy's tile: `n` an int or a list. A list shorter than x's rank repeats the trailing axes;
  * a longer one gives x leading axes of size 1 first.
  */
-export function tile(x: TensorLike, n: number | readonly number[]): Node {
+export function tile(x: TensorLike, n: Size | SizeList): Node {
   let t = toTensor('K.tile', x);
-  const reps = typeof n === 'number' ? [checkInt('K.tile', n, 'n', 0)] : intList('K.tile', n, 'n', 0);
-  while (t.ndim < reps.length) t = expandDims('K.tile', t, 0);
-  const full = [...new Array<number>(t.ndim - reps.length).fill(1), ...reps];
-  return full.every((r) => r === 1) ? t : apply('tile', [t], { reps: full }, 'K.tile');
+  const list = typeof n === 'number' ? [checkInt('K.tile', n, 'n', 0)] : isTensor(n) && n.ndim === 0 ? [n] : n;
+  const s = sizeList('K.tile', 'n', list, 0);
+  const len = 'static' in s ? s.static.length : s.known.length;
+  while (t.ndim < len) t = expandDims('K.tile', t, 0);
+  const pad = t.ndim - len;
+  if ('static' in s) return tileBy('K.tile', t, { static: [...new Array<number>(pad).fill(1), ...s.static] });
+  // a shorter list repeats the trailing axes: ones in front of the vector
+  const vector = pad === 0 ? s.vector : apply('concat', [constantNode(new NDArray(new Array<number>(pad).fill(1), [pad], 'int32')), s.vector], { axis: 0 }, 'K.tile');
+  return tileBy('K.tile', t, { vector, known: [...new Array<number>(pad).fill(1), ...s.known] });
 }
 
 /** All elements as one axis, row-major. */

@@ -11,6 +11,7 @@ import { densify, isSparseValue } from '../runtime/values.js';
 import { allOptions, checkDType, checkInt, constantNode, isTensor, need, options, toTensor, type TensorLike } from './args.js';
 import { floatx, get_uid } from './config.js';
 import { currentLearningPhase, scopedName } from './state.js';
+import { sizeArg, sizeList, type Size, type SizeList } from './sizes.js';
 
 export type ShapeArg = readonly (number | null)[];
 
@@ -109,22 +110,61 @@ function filled(fn: string, shape: unknown, dtype: DType | null | undefined, v: 
 type DTypeName = { dtype?: DType | null; name?: string | null };
 const dtypeName = (fn: string, dtype: unknown, name: unknown) => options<{ dtype: DType | null; name: string | null }>(fn, [dtype, name], ['dtype', 'name']);
 
-/** Keras' zeros/ones/eye return variables. */
+/**
+ * Keras' zeros/ones/eye return variables. With a size from tensors (`K.zeros([K.shape(x)[0], 3])`,
+ * `K.eye(K.shape(x)[1])`) they return a tensor instead, as Keras' TensorFlow backend does when the
+ * shape is not static.
+ */
 /** A shape argument: an int is a 1-d shape (TensorFlow's reading, as in Keras 2.2's `K.zeros(1)`). */
-type ShapeOrInt = ShapeArg | number;
+type ShapeOrInt = ShapeArg | number | SizeList;
 const asShape = (shape: unknown): unknown => (typeof shape === 'number' ? [shape] : shape);
 
 export function zeros(shape: ShapeOrInt | ({ shape: ShapeOrInt } & DTypeName), dtype?: DType | null | DTypeName, name?: string | null): Node {
   const o = allOptions('zeros', [shape, dtype, name], ['shape', 'dtype', 'name']) as DTypeName & { shape?: unknown };
-  return variable(filled('zeros', asShape(need('zeros', o, 'shape')), o.dtype, 0), o.dtype ?? null, o.name ?? null);
+  const s = asShape(need('zeros', o, 'shape'));
+  return sizedFill('zeros', s, o.dtype, 0) ?? variable(filled('zeros', staticShape('zeros', s), o.dtype, 0), o.dtype ?? null, o.name ?? null);
 }
 export function ones(shape: ShapeOrInt | ({ shape: ShapeOrInt } & DTypeName), dtype?: DType | null | DTypeName, name?: string | null): Node {
   const o = allOptions('ones', [shape, dtype, name], ['shape', 'dtype', 'name']) as DTypeName & { shape?: unknown };
-  return variable(filled('ones', asShape(need('ones', o, 'shape')), o.dtype, 1), o.dtype ?? null, o.name ?? null);
+  const s = asShape(need('ones', o, 'shape'));
+  return sizedFill('ones', s, o.dtype, 1) ?? variable(filled('ones', staticShape('ones', s), o.dtype, 1), o.dtype ?? null, o.name ?? null);
 }
-export function eye(size: number | ({ size: number } & DTypeName), dtype?: DType | null | DTypeName, name?: string | null): Node {
+
+const hasTensors = (shape: unknown) => isTensor(shape) || (Array.isArray(shape) && shape.some(isTensor));
+
+/** A shape whose tensor entries the static shapes fix, as numbers (other shapes as given). */
+function staticShape(fn: string, shape: unknown): unknown {
+  if (!hasTensors(shape)) return shape;
+  const s = sizeList(fn, 'shape', shape, 0);
+  return 'static' in s ? s.static : shape;
+}
+
+/** A fill_dims tensor when the shape has sizes known only at run time; undefined otherwise. */
+function sizedFill(fn: string, shape: unknown, dtype: DType | null | undefined, value: number): Node | undefined {
+  if (!hasTensors(shape)) return undefined;
+  const s = sizeList(fn, 'shape', shape, 0);
+  const dt = dtype === undefined || dtype === null ? floatx() : checkDType(fn, dtype);
+  if ('static' in s) return undefined;
+  return apply('fill_dims', [s.vector], { known: s.known, value, dtype: dt }, `K.${fn}`);
+}
+
+export function eye(size: Size | ({ size: Size } & DTypeName), dtype?: DType | null | DTypeName, name?: string | null): Node {
   const o = allOptions('eye', [size, dtype, name], ['size', 'dtype', 'name']) as DTypeName & { size?: unknown };
-  const n = checkInt('eye', need('eye', o, 'size'), 'size', 0);
+  let given = need('eye', o, 'size');
+  if (isTensor(given)) {
+    const s = sizeArg('eye', 'size', given, 0);
+    if ('tensor' in s) {
+      // (i == j) over arange(n) against itself
+      const dt = o.dtype === undefined || o.dtype === null ? floatx() : checkDType('eye', o.dtype);
+      const zero = constantNode(new NDArray([0], [], 'int32'));
+      const one = constantNode(new NDArray([1], [], 'int32'));
+      const r = apply('arange_dims', [zero, s.tensor, one], { dtype: 'int32' }, 'K.eye');
+      const eq = apply('equal', [apply('expand_dims', [r], { axis: 1 }, 'K.eye'), apply('expand_dims', [r], { axis: 0 }, 'K.eye')], {}, 'K.eye');
+      return apply('cast', [eq], { dtype: dt }, 'K.eye');
+    }
+    given = s.static;
+  }
+  const n = checkInt('eye', given, 'size', 0);
   const nd = filled('eye', [n, n], o.dtype, 0);
   for (let i = 0; i < n; i++) nd.data[i * n + i] = 1;
   return variable(nd, o.dtype ?? null, o.name ?? null);

@@ -2,7 +2,7 @@
 // node (or single op with a template) becomes one kernel; ops without a template become extern
 // steps. Shapes are concrete here, so every loop bound is a constant and every index is
 // arithmetic on loop variables.
-import { rethrow } from '../ir/build.js';
+import { apply, rethrow } from '../ir/build.js';
 import type { DType } from '../ir/dtype.js';
 import type { FusedBody } from '../ir/fused.js';
 import { topoSort } from '../ir/graph.js';
@@ -17,6 +17,7 @@ import type { BufferDecl, BufferRole, Program, Step, TargetRef, ValueRef } from 
 import type { ScanBody } from '../ir/scanbody.js';
 import type { KeepMode, ScanAttrs } from '../ir/ops/control.js';
 import { lowerScan } from './lower-scan.js';
+import { lowerDataOp, type DataLowerEnv } from './lower-data.js';
 import { externReason } from './no-kernel.js';
 import { collapseLoopKernel } from './collapse.js';
 import { templateOf, type LoopTemplate, type MatmulTemplate, type TemplateCtx } from './templates.js';
@@ -49,11 +50,12 @@ export const sizeOf = (s: readonly number[]) => s.reduce((p, d) => p * d, 1);
 const sameShape = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
 
 export function lower(spec: LowerSpec): Program {
-  const order = topoSort(spec.targets);
-  const { types, known } = specializeShapes(order, (n) => {
+  const { types, known, subst } = specializeShapes(spec.targets, (n) => {
     const slot = spec.inputSlot.get(n);
     return slot === undefined ? undefined : { shape: spec.inputShapes[slot]!, dtype: n.dtype };
   });
+  const targetNodes = spec.targets.map(subst);
+  const order = topoSort(targetNodes);
 
   const buffers: BufferDecl[] = [];
   const addBuf = (dtype: DType, size: number, role: BufferRole, extra: { slot?: number; value?: NDArray } = {}): number => {
@@ -62,9 +64,11 @@ export function lower(spec: LowerSpec): Program {
   };
   const values = new Map<Node, ValueRef>();
   const steps: Step[] = [];
-  const isTarget = new Set(spec.targets);
+  const isTarget = new Set(targetNodes);
   const tupleItems = new Map<Node, ValueRef[]>();
 
+  let epochBuf: number | undefined;
+  const dataEnv: DataLowerEnv = { buffers, addBuf: (dtype, size, role) => addBuf(dtype, size, role), epochBuf: () => (epochBuf ??= addBuf('float64', 1, 'epoch')) };
   const constant = (nd: NDArray): ValueRef => ({ buf: addBuf(nd.dtype, nd.size, 'constant', { value: nd }), offset: 0, shape: nd.shape, dtype: nd.dtype });
 
   for (const n of order) {
@@ -102,6 +106,12 @@ export function lower(spec: LowerSpec): Program {
       values.set(n, lowered.value);
       continue;
     }
+    const data = lowerDataOp(n, t.shape, t.dtype, n.inputs.map((i) => values.get(i)!), dataEnv, outRole);
+    if (data !== undefined) {
+      steps.push(...data.steps);
+      values.set(n, data.value);
+      continue;
+    }
     const out = addBuf(t.dtype, sizeOf(t.shape), 'extern');
     steps.push({
       kind: 'extern', label: n.op, reason: n.op === 'fused' ? `a fused kernel of ${fusedOps(n)} that the lowering cannot render` : why,
@@ -112,7 +122,7 @@ export function lower(spec: LowerSpec): Program {
   }
 
   const claimed = new Set<number>();
-  const targets: TargetRef[] = spec.targets.map((n) => {
+  const targets: TargetRef[] = targetNodes.map((n) => {
     const v = values.get(n)!;
     const role = buffers[v.buf]!.role;
     const fresh = (role === 'target' || role === 'extern') && v.offset === 0 && !claimed.has(v.buf) && sizeOf(v.shape) === buffers[v.buf]!.size;
@@ -156,16 +166,33 @@ function fusedOps(n: Node): string {
  * the inputs' types (placeholders, a Scan body's args); other leaves have their static type.
  */
 export function specializeShapes(
-  order: readonly Node[], leaf: (n: Node) => Concrete | undefined,
-): { types: Map<Node, Concrete>; known: Map<Node, NDArray> } {
+  roots: readonly Node[], leaf: (n: Node) => Concrete | undefined,
+): { types: Map<Node, Concrete>; known: Map<Node, NDArray>; subst: (n: Node) => Node } {
   const types = new Map<Node, Concrete>();
   const known = new Map<Node, NDArray>();
-  for (const n of order) {
-    types.set(n, leaf(n) ?? concreteType(n, types, known));
-    const v = knownValue(n, types, known);
-    if (v !== undefined) known.set(n, v);
+  // Sized ops whose sizes are known here become their static ops, and what reads them is rebuilt.
+  const subst = new Map<Node, Node>();
+  for (const n of topoSort(roots)) {
+    let m = n;
+    const lt = leaf(n);
+    if (lt === undefined && n.inputs.length > 0) {
+      const ins = n.inputs.map((i) => subst.get(i) ?? i);
+      try {
+        if (ins.some((x, k) => x !== n.inputs[k])) m = apply(n.op, ins, n.attrs);
+        const r = getOp(m.op).resolve?.(ins.map((i) => known.get(i)), ins.map((i) => types.get(i)!), m.attrs as never);
+        if (r !== undefined) m = apply(r.op, r.inputs.map((k) => ins[k]!), r.attrs);
+      } catch (e) {
+        // Sizes that do not fit: the reference interpreter reports it, in its words.
+        throw new DynamicShapeError(n.op, rethrow(e, n.op).message, true);
+      }
+    }
+    subst.set(n, m);
+    if (types.has(m)) continue;
+    types.set(m, lt ?? concreteType(m, types, known));
+    const v = knownValue(m, types, known);
+    if (v !== undefined) known.set(m, v);
   }
-  return { types, known };
+  return { types, known, subst: (n) => subst.get(n) ?? n };
 }
 
 function concreteType(n: Node, types: ReadonlyMap<Node, Concrete>, known: ReadonlyMap<Node, NDArray>): Concrete {
@@ -188,9 +215,12 @@ function concreteType(n: Node, types: ReadonlyMap<Node, Concrete>, known: Readon
     }
   }
   if (t.items === undefined && t.shape.some((d) => d === null)) {
+    // Small int inputs whose values are not fixed by the shapes: name the leaves they are computed from.
     const fromValues = n.inputs.filter((i) => !known.has(i) && i.shape.length <= 1 && !isFloatish(i));
+    const leaves = [...new Set(topoSort(fromValues).filter((m) => m.op === 'placeholder' || m.op === 'variable'))];
+    const what = leaves.length > 0 ? leaves.map((m) => `${m.op} ${m.name}`) : fromValues.map((i) => `the ${i.op} tensor ${i.name}`);
     throw new DynamicShapeError(n.op, `shape ${formatShape(t.shape)} is not known from the input shapes${
-      fromValues.length > 0 ? ` (it depends on the values of ${fromValues.map((i) => `the ${i.op} tensor ${i.name}`).join(', ')}, not only on shapes)` : ''}`);
+      what.length > 0 ? ` (it depends on the values of ${what.join(', ')}, not only on shapes)` : ''}`);
   }
   return concrete(n, t);
 }
@@ -217,8 +247,11 @@ function scanType(n: Node, ins: readonly Concrete[]): Concrete {
     argShapes.set(arg, i < nSeq ? { shape: c.shape.slice(1), dtype: c.dtype } : c);
   });
   let inner: Map<Node, Concrete>;
+  let innerOf: (m: Node) => Node;
   try {
-    inner = specializeShapes(topoSort(b.results), (m) => argShapes.get(m)).types;
+    const r = specializeShapes(b.results, (m) => argShapes.get(m));
+    inner = r.types;
+    innerOf = r.subst;
   } catch (e) {
     if (e instanceof DynamicShapeError) throw new DynamicShapeError(e.op, `in a scan body: ${e.message.slice(e.op.length + 2)}`, e.invalid);
     throw e;
@@ -226,13 +259,13 @@ function scanType(n: Node, ins: readonly Concrete[]): Concrete {
   const stacked = (c: Concrete, keep: KeepMode): Concrete => (keep === 'last' ? c : { shape: [keep === 'none' ? 0 : steps, ...c.shape], dtype: c.dtype });
   const states = ins.slice(nSeq, nSeq + nState);
   b.newStates.forEach((s, j) => {
-    const got = inner.get(s)!;
+    const got = inner.get(innerOf(s))!;
     if (!sameShape(got.shape, states[j]!.shape)) {
       throw new DynamicShapeError('scan', `the body's new state ${j} has shape ${formatShape(got.shape)} but the state has shape ${formatShape(states[j]!.shape)}`);
     }
   });
   const items: Concrete[] = [
-    ...b.outputs.map((o, k) => stacked(inner.get(o)!, a.keep[k]!)),
+    ...b.outputs.map((o, k) => stacked(inner.get(innerOf(o))!, a.keep[k]!)),
     ...states,
     ...states.map((s, j) => stacked(s, a.keep[nOut + j]!)),
   ];

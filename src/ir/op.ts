@@ -3,6 +3,7 @@
 // keyed by op name (DESIGN.md), so the op record itself stays small.
 import type { NDArray } from './ndarray.js';
 import type { TensorType } from './types.js';
+import type { DType } from './dtype.js';
 
 /** Attributes: JSON-like data, NDArrays, or objects that give their own structural key. */
 export type AttrValue =
@@ -43,6 +44,22 @@ export interface OpDef<A = Attrs> {
   implTuple?(inputs: readonly NDArray[], attrs: A, ctx: EvalContext): NDArray[];
   /** Results depend on more than inputs and attrs (random draws, printing): never folded or merged. */
   readonly impure?: boolean;
+  /**
+   * Sized ops (src/ir/ops/sized.ts), whose sizes are input values: the static op the node is at one
+   * specialisation, given the inputs' values where known (shape arithmetic) and concrete types;
+   * undefined while a size is not known.
+   */
+  resolve?(known: readonly (NDArray | undefined)[], types: readonly ConcreteType[], attrs: A): Resolved | undefined;
+}
+
+export interface ConcreteType { readonly shape: readonly number[]; readonly dtype: DType }
+
+/** What a sized op becomes once its sizes are known: a static op over some of its inputs. */
+export interface Resolved {
+  readonly op: string;
+  /** Positions of the inputs the static op takes, in order. */
+  readonly inputs: readonly number[];
+  readonly attrs: Attrs;
 }
 
 /** Declares an op with its attribute type checked at the definition. */

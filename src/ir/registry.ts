@@ -12,6 +12,7 @@ import { cumulativeOps, inTopKOp, printOp } from './ops/misc.js';
 import { randomOps } from './ops/random.js';
 import { shapeOps } from './ops/shape.js';
 import { dimsOps } from './ops/dims.js';
+import { sizedOps } from './ops/sized.js';
 import { linalgOps } from './ops/linalg.js';
 import { shapeGradOps } from './ops/shape_grad.js';
 import { scanArgOp, scanOp, tupleGetOp } from './ops/control.js';
@@ -40,6 +41,7 @@ export const builtinOps = {
   ...convOps,
   ...shapeOps,
   ...dimsOps,
+  ...sizedOps,
   ...linalgOps,
   ...shapeGradOps,
   ...gradOps,

@@ -97,10 +97,10 @@ describe('runtime: the fallback rule', () => {
     let got: NDArray | undefined;
     const w = capture(() => { got = f([new NDArray([4], [], 'int32')])[0]; });
     expect(w).to.have.length(1);
-    expect(w[0]).to.match(/the whole function \(random_uniform: shape \(None,\) is not known from the input shapes \(it depends on the values of the placeholder tensor n, not only on shapes\)\)/);
+    expect(w[0]).to.match(/the whole function \(random_uniform: shape \(None,\) is not known from the input shapes \(it depends on the values of placeholder n, not only on shapes\)\)/);
     expect(f.source()).to.match(/^\/\/ not compiled: random_uniform: shape \(None,\)/);
     expectClose(got!, K.function([n], [y], [], { optimizer: 'none' })([new NDArray([4], [], 'int32')])[0]!);
-    expect(() => K.function([n], [y], [], { fallback: 'error' })([new NDArray([4], [], 'int32')])).to.throw(FallbackError, /depends on the values of the placeholder tensor n/);
+    expect(() => K.function([n], [y], [], { fallback: 'error' })([new NDArray([4], [], 'int32')])).to.throw(FallbackError, /depends on the values of placeholder n/);
   });
 
   it('shapes that do not fit report the interpreter\'s error, not a fallback, even with fallback "error"', () => {

@@ -13,6 +13,7 @@ import { shapeGrads } from './shape.js';
 import { controlGrads } from './control.js';
 import { optimizerGrads } from './optimizer.js';
 import type { RuleEntry } from './types.js';
+import { sizedGrads } from './sized.js';
 
 export const gradRules: Record<OpName, RuleEntry> = {
   placeholder: 'leaf',
@@ -48,4 +49,5 @@ export const gradRules: Record<OpName, RuleEntry> = {
   ctc_decode: 'none',
   ctc_label_dense_to_sparse: 'none',
   ...optimizerGrads,
+  ...sizedGrads,
 };

@@ -7,6 +7,7 @@ import { elementwiseTranslations } from './elementwise.js';
 import { shapeTranslations } from './shape.js';
 import { convTranslations } from './conv.js';
 import { miscTranslations } from './misc.js';
+import { sizedTranslations } from './sized.js';
 
 export const onnxTranslations: OnnxTable = {
   ...coreTranslations,
@@ -14,4 +15,5 @@ export const onnxTranslations: OnnxTable = {
   ...shapeTranslations,
   ...convTranslations,
   ...miscTranslations,
+  ...sizedTranslations,
 };

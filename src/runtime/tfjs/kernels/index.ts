@@ -14,6 +14,7 @@ import { ctcKernels } from './ctc.js';
 import { ctcTheanoKernels } from './ctc_theano.js';
 import { ctcDecodeKernels } from './ctc_decode.js';
 import { optimizerKernels } from './optimizer.js';
+import { sizedKernels } from './sized.js';
 
 export const tfKernels: TfTable = {
   ...coreKernels,
@@ -28,4 +29,5 @@ export const tfKernels: TfTable = {
   ...ctcTheanoKernels,
   ...ctcDecodeKernels,
   ...optimizerKernels,
+  ...sizedKernels,
 };
