@@ -4,10 +4,11 @@
 // (f64x2). Every node is computed as the JavaScript kernel computes it (float64, rounded to
 // float32 exactly where the reference rounds: f32x4.demote then f64x2.promote is Math.fround),
 // so arithmetic, comparisons, selects, max/min, abs, sqrt are bit-identical to the reference.
-// The one exception is tanh, which has no WebAssembly instruction: it is a vector approximation
-// (vectorTanh below) accurate to about 3e-15 relative in float64, used only where its result is
-// rounded to float32 at once, so the float32 value is within 1 ulp of Math.fround(Math.tanh(x))
-// and equal to it except within 3e-15 of a rounding midpoint (test/codegen/simd-elementwise.test.ts).
+// The exceptions are tanh, exp and sigmoid, which have no WebAssembly instruction: vector
+// approximations (approx() below) accurate to about 3e-15 relative in float64, used only where
+// their result is rounded to float32 at once, so the float32 value is within 1 ulp of the
+// reference's (Math.fround(Math.tanh(x)), ...) and equal to it except within 3e-15 of a rounding
+// midpoint (test/codegen/simd-elementwise.test.ts).
 //
 // The loop runs over chunks: the JavaScript wrapper copies CHUNK elements of each input into the
 // tier's memory (TypedArray.set, a memcpy), calls the module, and copies the results out; the
@@ -19,6 +20,9 @@ import type { Expr, ScalarOp } from '../expr.js';
 import { exprOrder } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
 import type { DType } from '../../ir/dtype.js';
+import { elementwiseOps } from '../../ir/ops/elementwise.js';
+
+const SIGMOID = elementwiseOps.sigmoid.scalar;
 import { Body, I32, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
 
 /** Elements per chunk (even: the loop takes two at a time). */
@@ -60,8 +64,8 @@ function unitOffset(x: IExpr, v: Var): number | undefined {
 /**
  * The tier's plan for a loop kernel, or undefined where it does not apply (then the kernel is
  * rendered as JavaScript): one loop of at least MIN_ELEMENTS, float32 loads and stores at unit
- * stride, and only the ops above; at least one tanh (where the tier pays: arithmetic alone is as
- * fast in JavaScript once the copies are counted).
+ * stride, and only the ops above; at least one tanh, exp or sigmoid (where the tier pays:
+ * arithmetic alone is about as fast in JavaScript once the copies are counted).
  */
 export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType): EwPlan | undefined {
   if (!tierOn() || k.vars.length !== 1) return undefined;
@@ -72,7 +76,7 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
   const order = exprOrder(k.stores.map((s) => s.value));
   // Nodes whose value is rounded to float32 at once (a cast's argument, a float32 store's value).
   const roundedParent = new Set<Expr>();
-  let tanh = false;
+  const approximated: Expr[] = [];
   for (const e of order) {
     switch (e.t) {
       case 'const': break;
@@ -87,20 +91,25 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
         if (e.dtype === 'float32') roundedParent.add(e.x);
         break;
       case 'op':
-        if (e.op === 'tanh') { if (e.args[0]!.t === 'const') return undefined; tanh = true; break; }
+        if (e.op === 'tanh' || e.op === 'exp') { if (e.args[0]!.t === 'const') return undefined; approximated.push(e); break; }
         if (e.op === 'select' || e.op in BINARY || e.op in UNARY || e.op in COMPARE) break;
         return undefined;
+      case 'call':
+        if (approxOf(e) !== 'sigmoid' || e.args[0]!.t === 'const') return undefined;
+        approximated.push(e);
+        break;
       default: return undefined;
     }
   }
   for (const s of k.stores) {
+    if (s.accumulate === true || s.dyn !== undefined) return undefined; // scatters: rows chosen by data
     const off = unitOffset(s.index, v);
     if (off === undefined || s.dtype !== 'float32' || bufDType(s.buf) !== 'float32') return undefined;
     stores.push({ buf: s.buf, off });
     roundedParent.add(s.value);
   }
-  // The approximation is within 1 ulp only once rounded to float32.
-  if (!tanh || order.some((e) => e.t === 'op' && e.op === 'tanh' && !roundedParent.has(e))) return undefined;
+  // The approximations are within 1 ulp only once rounded to float32.
+  if (approximated.length === 0 || approximated.some((e) => !roundedParent.has(e))) return undefined;
   if (loads.length + stores.length > MAX_REGIONS) return undefined;
   const bytes = moduleBytes([{ name: 'run', params: 1, body: loopBody(k, v, loads, order) }]);
   return { n: v.size, loads, stores, bytes, label: k.label };
@@ -124,39 +133,73 @@ class Consts {
   get count(): number { return this.at.size; }
 }
 
+// biome-ignore lint/correctness/noPrecisionLoss: fdlibm's digits, which round to the intended double
 const LN2_HI = 6.93147180369123816490e-01;
+// biome-ignore lint/correctness/noPrecisionLoss: as above
 const LN2_LO = 1.90821492927058770002e-10;
 /** 1/n!, n = 1..12: expm1's Taylor coefficients. */
 const EXPM1: number[] = [];
 for (let n = 1, f = 1; n <= 12; n++) { f *= n; EXPM1.push(1 / f); }
-const TANH_CONSTS = [20, 2, Math.LOG2E, LN2_HI, LN2_LO, 1, ...EXPM1];
+const APPROX_CONSTS = [20, 2, 1, 0, -110, 110, 100, Math.LOG2E, LN2_HI, LN2_LO, ...EXPM1];
 
 /**
- * tanh(x), two lanes: a = min(|x|, 20) (tanh(20) is 1 in float64); e^(2a) - 1 by Cody-Waite
- * reduction 2a = k ln2 + r, |r| <= ln2/2, and expm1(r) by its Taylor series to r^12/12!
- * (truncation below 2e-16 relative); then 2^k expm1(r) + (2^k - 1) (exact 2^k from its bits:
- * no cancellation for small a), tanh = em1 / (em1 + 2), and x's sign (tanh(-0) = -0, NaN stays NaN).
+ * From y (local Y, |y| <= 160, or NaN): K2 := 2^k and P := e^r - 1 with y = k ln2 + r,
+ * |r| <= ln2/2 (Cody-Waite: k ln2_hi is exact), e^r - 1 by its Taylor series to r^12/12!
+ * (truncation below 2e-16 relative), 2^k exactly from its bits ((k + 1023) << 52).
+ * Then e^y = 2^k P + 2^k and e^y - 1 = 2^k P + (2^k - 1), both without cancellation.
  */
-function vectorTanh(b: Body, c: Consts, x: number, t: number): void {
-  const [Y, K2, P] = [t, t + 1, t + 2]; // v128 scratch locals
-  b.get(x).v(S.abs); c.get(20).v(S.min); c.get(2).v(S.mul).set(Y); // y = 2a
+function expParts(b: Body, c: Consts, Y: number, K2: number, P: number): void {
   b.get(Y); c.get(Math.LOG2E).v(S.mul).v(S.nearest).set(K2); // k (as f64)
-  b.get(Y).get(K2); c.get(LN2_HI).v(S.mul).v(S.sub); // r = y - k ln2_hi - k ln2_lo (k ln2_hi is exact)
-  b.get(K2); c.get(LN2_LO).v(S.mul).v(S.sub).set(Y);
-  c.get(EXPM1[11]!); // p = r (1 + r (1/2 + r (1/6 + ... r/12!)))
-  for (let n = 10; n >= 0; n--) { b.get(Y).v(S.mul); c.get(EXPM1[n]!).v(S.add); }
-  b.get(Y).v(S.mul).set(P);
-  // 2^k: ((k as i64) + 1023) << 52
+  b.get(Y).get(K2); c.get(LN2_HI).v(S.mul).v(S.sub);
+  b.get(K2); c.get(LN2_LO).v(S.mul).v(S.sub).set(P); // P := r
+  c.get(EXPM1[11]!);
+  for (let n = 10; n >= 0; n--) { b.get(P).v(S.mul); c.get(EXPM1[n]!).v(S.add); }
+  b.get(P).v(S.mul).set(P);
   b.get(K2).v(S.truncSatZero).v(S.extendLowS).v(S.v128Const, ...i64x2(1023)).v(S.i64Add).i32(52).v(S.i64Shl).set(K2);
-  b.get(K2).get(P).v(S.mul).get(K2); c.get(1).v(S.sub).v(S.add).set(P); // em1 = 2^k p + (2^k - 1)
-  b.get(P).get(P); c.get(2).v(S.add).v(S.div); // em1 / (em1 + 2)
-  b.get(x).v(S.v128Const, ...i64x2(-1, 0x7fffffff)).v(S.bitselect); // x's sign bit
+}
+
+/**
+ * The vector approximations, two lanes, each about 3e-15 relative in float64 (so within 1 ulp
+ * once rounded to float32, where the tier uses them): the value of `fn` at local x is pushed.
+ * tanh: a = min(|x|, 20) (tanh(20) is 1 in float64), em1 = e^(2a) - 1, em1 / (em1 + 2) with x's
+ * sign (tanh(-0) = -0). exp: e^clamp(x, -110, 100) (beyond, float32 rounds to 0 or Infinity as
+ * Math.exp's value would). sigmoid: e = e^-min(|x|, 110), 1 / (1 + e) for x >= 0, e / (1 + e)
+ * otherwise, the reference's two branches. NaN stays NaN in all three.
+ */
+function approx(fn: 'tanh' | 'exp' | 'sigmoid', b: Body, c: Consts, x: number, t: number): void {
+  const [Y, K2, P] = [t, t + 1, t + 2]; // v128 scratch locals
+  if (fn === 'tanh') {
+    b.get(x).v(S.abs); c.get(20).v(S.min); c.get(2).v(S.mul).set(Y);
+    expParts(b, c, Y, K2, P);
+    b.get(K2).get(P).v(S.mul).get(K2); c.get(1).v(S.sub).v(S.add).set(P); // em1
+    b.get(P).get(P); c.get(2).v(S.add).v(S.div);
+    b.get(x).v(S.v128Const, ...i64x2(-1, 0x7fffffff)).v(S.bitselect); // x's sign bit
+  } else if (fn === 'exp') {
+    b.get(x); c.get(-110).v(S.max); c.get(100).v(S.min).set(Y);
+    expParts(b, c, Y, K2, P);
+    b.get(K2).get(P).v(S.mul).get(K2).v(S.add);
+  } else {
+    b.get(x).v(S.abs); c.get(110).v(S.min).v(S.neg).set(Y);
+    expParts(b, c, Y, K2, P);
+    b.get(K2).get(P).v(S.mul).get(K2).v(S.add).set(P); // e
+    b.get(P); c.get(1).v(S.add).set(Y); // d = 1 + e
+    c.get(1).get(Y).v(S.div); b.get(P).get(Y).v(S.div); // 1/d, e/d
+    b.get(x); c.get(0).v(S.ge).v(S.bitselect); // where x >= 0: 1/d
+    void K2;
+  }
 }
 
 /** An i64x2 constant's bytes (both lanes: low word lo, high word hi). */
 function i64x2(lo: number, hi = 0): number[] {
   const w = new Int32Array([lo, hi, lo, hi]);
   return Array.from(new Uint8Array(w.buffer));
+}
+
+/** The approximated function a node computes, if it is one of the tier's approximations. */
+function approxOf(e: Expr): 'tanh' | 'exp' | 'sigmoid' | undefined {
+  if (e.t === 'op' && (e.op === 'tanh' || e.op === 'exp')) return e.op;
+  // the reference's sigmoid scalar (ops.sigmoid.scalar), called by name from its template
+  return e.t === 'call' && e.name === 'sigmoid' && e.fn === SIGMOID ? 'sigmoid' : undefined;
 }
 
 /** Independent element pairs per loop iteration: the tanh polynomial is a long dependency chain, so the out-of-order core needs several in flight. */
@@ -167,7 +210,7 @@ function loopBody(k: LoopKernel, v: Var, loads: readonly { buf: number; off: num
   const nodes = order.filter((e) => e.t !== 'const');
   const perStream = nodes.length + 3;
   const consts = new Set<number>(order.flatMap((e) => (e.t === 'const' ? [e.v] : [])));
-  if (order.some((e) => e.t === 'op' && e.op === 'tanh')) for (const x of TANH_CONSTS) consts.add(x);
+  if (order.some((e) => approxOf(e) !== undefined)) for (const x of APPROX_CONSTS) consts.add(x);
   consts.add(0).add(1);
   const [N, I, END] = [0, 1, 2];
   const base = 3;
@@ -186,7 +229,7 @@ function loopBody(k: LoopKernel, v: Var, loads: readonly { buf: number; off: num
         case 'load': b.get(I).v(S.load64Zero, ...memarg(3, region(e.buf, unitOffset(e.index, v)!) * CHUNK * 4 + 8 * st)).v(S.promote); break;
         case 'cast': push(e.x); if (e.dtype === 'float32') b.v(S.demote).v(S.promote); break;
         case 'op': {
-          if (e.op === 'tanh') { vectorTanh(b, c, local.get(e.args[0]!)!, scratch); break; }
+          if (e.op === 'tanh' || e.op === 'exp') { approx(e.op, b, c, local.get(e.args[0]!)!, scratch); break; }
           if (e.op === 'select') {
             // select(q, x, y): x where q is nonzero (NaN is nonzero, as in JavaScript's q !== 0)
             push(e.args[1]!); push(e.args[2]!);
@@ -201,6 +244,7 @@ function loopBody(k: LoopKernel, v: Var, loads: readonly { buf: number; off: num
           b.v((BINARY[e.op] ?? UNARY[e.op])!);
           break;
         }
+        case 'call': approx('sigmoid', b, c, local.get(e.args[0]!)!, scratch); break;
         default: throw new Error(`internal: the SIMD tier cannot render a ${e.t} node`);
       }
       b.set(local.get(e)!);
