@@ -2,7 +2,8 @@
 import { expect } from 'chai';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { exportCommand, nameFromPath } from '../../src/cli/export.js';
+import { exportCommand, exportOnnxCommand, nameFromPath } from '../../src/cli/export.js';
+import { runOnnx, checkOperators, decoded } from '../helpers/onnx.js';
 import build, { INPUT } from './fixtures/export-model.js';
 import { expectClose } from '../helpers/assert.js';
 import { emptyFolder, runCalls, typecheck } from '../helpers/exported.js';
@@ -20,6 +21,21 @@ describe('theanine export', function () {
     typecheck(dir, [{ name: 'my-model' }]);
     const [got] = runCalls(dir, [{ module: 'my-model', exportName: 'my_model', inputs: [INPUT] }]);
     expectClose(got![0]!, Array.from(build()([INPUT])[0]!.data), { atol: 1e-6, rtol: 0 });
+  });
+
+  it('--format onnx writes the function as an ONNX model that ONNX Runtime runs to the same numbers', async () => {
+    const dir = emptyFolder();
+    const out = join(dir, 'model.onnx');
+    const r = await exportOnnxCommand('test/cli/fixtures/export-model.ts', out, { opset: 18 });
+    expect(r.written).to.deep.equal([out]);
+    expect(r.opset).to.equal(18);
+    const bytes = new Uint8Array(readFileSync(out));
+    expect(bytes.length).to.equal(r.bytes);
+    const m = decoded(bytes);
+    expect(m.graph.name).to.equal('model');
+    checkOperators(m);
+    const [got] = runOnnx(bytes, { x: INPUT }, ['output_0']);
+    expectClose(got!, build()([INPUT])[0]!, { atol: 1e-6, rtol: 1e-6 });
   });
 
   it('takes --name, --builder and --bin-threshold', async () => {

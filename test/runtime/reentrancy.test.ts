@@ -3,7 +3,7 @@
 // the variables' values at its start (SPEC §3), on every target.
 import { expect } from 'chai';
 import { backend as K, defineOp, NDArray } from '../../src/index.js';
-import { targets } from '../helpers/targets.js';
+import { noteExcluded, targets } from '../helpers/targets.js';
 import { expectClose } from '../helpers/assert.js';
 
 /** An identity op whose reference runs `hook` once (the way a user op reaches a compiled function mid-call). */
@@ -26,6 +26,8 @@ describe('re-entrant calls (issue 14 item 1)', () => {
   for (const t of targets) {
     // The user op is an extern step on compiled targets: allowed here, it is what reaches back in.
     const options = { ...t.options, fallback: 'warn' as const };
+    // A user op has only a JavaScript reference, which the onnx backend cannot run inside an ONNX Runtime session (named rule, listed at the end of the run).
+    const itUserOp = t.name !== 'onnx' ? it : (title: string, _fn: () => void) => noteExcluded('onnx: user ops (defineOp) have no ONNX form', `re-entrant calls: ${title}`);
     describe(t.name, () => {
       it('a print_tensor sink that calls the same function mid-call leaves the outer result intact', () => {
         const x = K.placeholder([3, 4]);
@@ -57,7 +59,7 @@ describe('re-entrant calls (issue 14 item 1)', () => {
       // op's reference cannot reach back into a call there; the print_tensor case above covers it.
       if (t.name.startsWith('gpu')) return;
 
-      it('a call made from inside a call of the same function leaves the outer result intact', () => {
+      itUserOp('a call made from inside a call of the same function leaves the outer result intact', () => {
         const x = K.placeholder([4, 4]);
         const W = K.variable(new NDArray(seq(16, (i) => (i % 5) - 2), [4, 4]));
         const f = K.function([x], [K.dot(K.dot(x, W), tap(K.sin(x)))], [], options);
@@ -73,7 +75,7 @@ describe('re-entrant calls (issue 14 item 1)', () => {
         expectClose(inner!, wantB, { atol: 1e-5, rtol: 1e-5 });
       });
 
-      it('a function of the same structure (another graph, shared program) compiled and called mid-call', () => {
+      itUserOp('a function of the same structure (another graph, shared program) compiled and called mid-call', () => {
         const build = () => {
           const x = K.placeholder([3, 5]);
           return { x, y: K.sum(K.exp(K.multiply(tap(K.tanh(x)), 2)), 1) };
@@ -91,7 +93,7 @@ describe('re-entrant calls (issue 14 item 1)', () => {
         expect(hook).to.equal(null);
       });
 
-      it('outputs read the variables at the start of the call, even if a nested call updates them', () => {
+      itUserOp('outputs read the variables at the start of the call, even if a nested call updates them', () => {
         const v = K.variable(new NDArray(Float32Array.of(1, 1), [2]));
         const x = K.placeholder([2]);
         // the variable is read after the tap in topological order, so a lazy read would see the nested update

@@ -38,7 +38,7 @@ describe('runtime/tfjs: the tensorflow backend', () => {
     it('set_backend switches functions compiled afterwards; a bad name throws and keeps the old one', () => {
       set_backend('tensorflow');
       expect(K.backend()).to.equal('tensorflow');
-      expect(() => set_backend('torch' as never)).to.throw(ValueError, /set_backend: unknown backend "torch" \(allowed: "theanine", "tensorflow"\)/);
+      expect(() => set_backend('torch' as never)).to.throw(ValueError, /set_backend: unknown backend "torch" \(allowed: "theanine", "tensorflow", "onnx"\)/);
       expect(K.backend()).to.equal('tensorflow');
       const x = K.placeholder([]);
       expect(K.function([x], [x]).backend).to.equal('tensorflow');
@@ -49,7 +49,7 @@ describe('runtime/tfjs: the tensorflow backend', () => {
     it('the backend option overrides the configured backend per function, and is checked', () => {
       const x = K.placeholder([]);
       expect(K.function([x], [x], [], TF).backend).to.equal('tensorflow');
-      expect(() => K.function([x], [x], [], { backend: 'jax' as never })).to.throw(ValueError, /function: unknown backend "jax" \(allowed: "theanine", "tensorflow"\)/);
+      expect(() => K.function([x], [x], [], { backend: 'jax' as never })).to.throw(ValueError, /function: unknown backend "jax" \(allowed: "theanine", "tensorflow", "onnx"\)/);
     });
   });
 

@@ -108,7 +108,17 @@ export const coreTranslations: OnnxTableFor<CoreOps | keyof typeof reduceOps | k
   },
   sum: reduce('ReduceSum'),
   prod: reduce('ReduceProd'),
-  mean: reduce('ReduceMean'),
+  // the sum over the count, so an empty window gives NaN (0 / 0) as the reference does; ReduceMean gives 0
+  mean: (c, [x], a) => {
+    const b = c.b;
+    const d = arith(c.out.dtype);
+    const xc = b.cast(x!, d);
+    const s = b.reduce('ReduceSum', xc, a.axes, a.keepdims, { dtype: d, shape: c.out.shape });
+    const dims = a.axes.map((ax) => b.dim(xc, ax));
+    const n = dims.length === 1 ? dims[0]! : b.reduce('ReduceProd', b.op('Concat', dims, { axis: 0 }, { dtype: 'int64', shape: [dims.length] }), [0], true, { dtype: 'int64', shape: [1] });
+    const count = b.reshape(b.cast(n, d), [], b.i64([]));
+    return fit(c, a.axes.length === 0 ? s : b.op('Div', [s, count], {}, { dtype: d, shape: c.out.shape }));
+  },
   max: extremum('ReduceMax'),
   min: extremum('ReduceMin'),
   any: logicReduce('ReduceMax'),

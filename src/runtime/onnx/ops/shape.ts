@@ -131,15 +131,18 @@ export const shapeTranslations: OnnxTableFor<ShapeOps> = {
   // zeros of x's shape with g where the slice read: per axis, g spread by the step, padded, reversed back for a negative step
   unslice: (c, [g, x], a) => {
     const b = c.b;
-    const shape = known('unslice', b.val(x!).shape);
+    const xs = b.val(x!).shape;
     let v = num(c, g!);
     a.axes.forEach((s, i) => {
-      const dd = shape[i]!;
+      // an axis the slice took whole is already in place (its size may be unknown)
+      if ((s.start === null || s.start === 0) && s.stop === null && s.step === 1) return;
+      const dd = xs[i];
+      if (dd === null || dd === undefined) throw new OnnxExportError(`unslice needs known dims on the sliced axis ${i}, got ${formatShape(xs)}`);
       const { first, count } = sliceRange(s, dd);
       const st = Math.abs(s.step);
-      const vs = known('unslice', b.val(v).shape);
+      const vs = b.val(v).shape;
       if (count === 0) {
-        const z = vs.map((e, j) => (j === i ? dd : e));
+        const z = known('unslice', vs).map((e, j) => (j === i ? dd : e));
         v = b.op('ConstantOfShape', [b.i64(z)], { value: zeroOf(b.val(v).dtype) }, { dtype: b.val(v).dtype, shape: z });
         return;
       }
