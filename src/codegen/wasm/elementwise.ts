@@ -102,6 +102,7 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
     }
   }
   for (const s of k.stores) {
+    if (s.accumulate === true || s.dyn !== undefined) return undefined; // scatters: rows chosen by data
     const off = unitOffset(s.index, v);
     if (off === undefined || s.dtype !== 'float32' || bufDType(s.buf) !== 'float32') return undefined;
     stores.push({ buf: s.buf, off });
