@@ -75,6 +75,8 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   const consts: TypedArray[] = [];
   /** Which consts are written per call (the learning phase): each instance gets its own. */
   const phaseConsts: number[] = [];
+  /** The epoch's one-element arrays: written per call, so per instance too. */
+  const epochConsts: number[] = [];
   const subs: RunFn[] = [];
   const subSources: string[] = [];
   const externs: Extern[] = [];
@@ -165,6 +167,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
       case 'input': prologue.push(`  const ${name} = ins[${b.slot!}];`); break;
       case 'variable': prologue.push(`  const ${name} = cells[${b.slot!}].value.data;`); break;
       case 'phase': phaseConsts.push(consts.length); consts.push(new Uint8Array(1)); prologue.push(`  const ${name} = consts[${consts.length - 1}]; ${name}[0] = phase;`); break;
+      case 'epoch': epochConsts.push(consts.length); consts.push(new Float64Array(1)); prologue.push(`  const ${name} = consts[${consts.length - 1}]; ${name}[0] = ctx.epoch;`); break;
       case 'constant': consts.push(b.value!.data); prologue.push(`  const ${name} = consts[${consts.length - 1}];`); break;
       case 'temp': case 'scratch': {
         const sl = plan.slotOf.get(b.id);
@@ -210,6 +213,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   const make = (): RunFn => {
     const own = consts.slice();
     for (const i of phaseConsts) own[i] = new Uint8Array(1);
+    for (const i of epochConsts) own[i] = new Float64Array(1);
     return factory(runtimeHelpers, own, allocateSlots(plan), externs, kernelList, subs, prof);
   };
   return {

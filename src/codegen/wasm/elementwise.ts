@@ -102,6 +102,7 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
     }
   }
   for (const s of k.stores) {
+    if (s.accumulate === true || s.dyn !== undefined) return undefined; // scatters: rows chosen by data
     const off = unitOffset(s.index, v);
     if (off === undefined || s.dtype !== 'float32' || bufDType(s.buf) !== 'float32') return undefined;
     stores.push({ buf: s.buf, off });
@@ -132,7 +133,9 @@ class Consts {
   get count(): number { return this.at.size; }
 }
 
+// biome-ignore lint/correctness/noPrecisionLoss: fdlibm's digits, which round to the intended double
 const LN2_HI = 6.93147180369123816490e-01;
+// biome-ignore lint/correctness/noPrecisionLoss: as above
 const LN2_LO = 1.90821492927058770002e-10;
 /** 1/n!, n = 1..12: expm1's Taylor coefficients. */
 const EXPM1: number[] = [];
