@@ -3,8 +3,8 @@ import * as tf from '@tensorflow/tfjs';
 import { backend as K, NDArray } from '../src/index.js';
 import type { Node } from '../src/ir/node.js';
 
-/** `tensorflow` and `theanine-gpu` are the theanine impl compiled with the tensorflow backend and with the gpu device (bench/run.ts makes them). */
-export type ImplName = 'theanine' | 'tensorflow' | 'theanine-gpu' | 'tfjs-cpu' | 'tfjs-wasm';
+/** `tensorflow`, `onnx` and `theanine-gpu` are the theanine impl compiled with the tensorflow backend, the onnx backend and the gpu device (bench/run.ts makes them). */
+export type ImplName = 'theanine' | 'tensorflow' | 'onnx' | 'theanine-gpu' | 'tfjs-cpu' | 'tfjs-wasm';
 export interface Impl {
   run(): void;
   dispose?(): void;

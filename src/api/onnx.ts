@@ -17,6 +17,7 @@ import { fromOnnxDType, fromTensorProto } from '../runtime/onnx/dtypes.js';
 import { decodeModel, type AttributeJson, type NodeJson } from '../runtime/onnx/schema.js';
 import { constantNode } from './args.js';
 import { placeholder, variable } from './tensors.js';
+import { rnn } from './rnn.js';
 
 export class OnnxImportError extends Error {
   override name = 'OnnxImportError';
@@ -341,6 +342,8 @@ const handlers: Record<string, Handler> = {
   MaxPool: ([x], m, n) => pool(x!, m, 'max', n),
   AveragePool: ([x], m, n) => pool(x!, m, 'avg', n),
   GlobalAveragePool: ([x]) => apply('mean', [x!], { axes: Array.from({ length: x!.ndim - 2 }, (_, i) => i + 2), keepdims: true }),
+  LSTM: (ins, m) => recurrent('LSTM', ins, m),
+  GRU: (ins, m) => recurrent('GRU', ins, m),
   GlobalMaxPool: ([x]) => apply('max', [x!], { axes: Array.from({ length: x!.ndim - 2 }, (_, i) => i + 2), keepdims: true }),
   // inference form: (x - mean) / sqrt(var + eps) * scale + B, per channel (axis 1)
   BatchNormalization: ([x, scale, b, mean, vr], m) => {
@@ -351,6 +354,80 @@ const handlers: Record<string, Handler> = {
     return apply('add', [apply('mul', [apply('sub', [x!, per(mean!)]), inv]), per(b!)]);
   },
 };
+
+/** Columns [k * h, (k + 1) * h) of a (.., n * h) tensor: one gate's block. */
+function gate(x: Node, k: number, h: number): Node {
+  const axes: SliceAxis[] = x.shape.map((_, i) => (i === x.ndim - 1 ? { start: k * h, stop: (k + 1) * h, step: 1 } : { start: null, stop: null, step: 1 }));
+  return apply('slice', [x], { axes: axes as unknown as AttrValue });
+}
+/** Row `d` of a per-direction parameter (num_directions, ...). */
+const dirRow = (p: Node, d = 0): Node => apply('index', [p], { index: d });
+const matT = (x: Node, w: Node): Node => apply('dot', [x, transpose(w, [1, 0])]);
+
+/**
+ * ONNX LSTM (gates i, o, f, c) and GRU (gates z, r, h) as K.rnn over the time axis, with ONNX's
+ * default activations, one direction (forward or reverse), no peepholes and no sequence_lens.
+ * Returns Y (T, 1, N, H), Y_h (1, N, H) and, for LSTM, Y_c (1, N, H).
+ */
+function recurrent(kind: 'LSTM' | 'GRU', ins: (Node | undefined)[], m: Map<string, Attr>): Node[] {
+  const [X, W, R, B, seqLens, h0, c0, peep] = ins;
+  const dir = str(m, 'direction', 'forward');
+  if (dir === 'bidirectional') throw new OnnxImportError(`importOnnx: ${kind} with direction bidirectional has no translation yet (forward and reverse do)`);
+  if (seqLens !== undefined) throw new OnnxImportError(`importOnnx: ${kind} with sequence_lens has no translation yet`);
+  if (peep !== undefined) throw new OnnxImportError('importOnnx: LSTM with peepholes has no translation yet');
+  if (m.has('activations') || m.has('clip')) throw new OnnxImportError(`importOnnx: ${kind} with custom activations or clip has no translation yet`);
+  if (int(m, 'layout', 0) !== 0) throw new OnnxImportError(`importOnnx: ${kind} with layout 1 has no translation yet`);
+  const H = int(m, 'hidden_size', 0) || (R!.shape[2] ?? 0);
+  const w = dirRow(W!);
+  const r = dirRow(R!);
+  const nGates = kind === 'LSTM' ? 4 : 3;
+  const bias = B === undefined ? undefined : dirRow(B);
+  const wb = bias === undefined ? undefined : gate(bias, 0, nGates * H);
+  const rb = bias === undefined ? undefined : gate(bias, 1, nGates * H);
+  const xs = transpose(X!, [1, 0, 2]); // (N, T, I)
+  // zeros (N, H) for a batch of unknown size: a sum over x's other axes, broadcast against H zeros
+  const zeroState = (): Node => {
+    const perRow = apply('sum', [apply('mul', [xs, scalar(0, xs.dtype)])], { axes: [1, 2], keepdims: false }); // (N)
+    return apply('add', [apply('expand_dims', [perRow], { axis: 1 }), constantNode(NDArray.zeros([H], xs.dtype))]);
+  };
+  const init = (s: Node | undefined) => (s !== undefined ? dirRow(s) : zeroState());
+  const withBias = (v: Node, b: Node | undefined, k: number) => (b === undefined ? v : apply('add', [v, gate(b, k, H)]));
+  const sig = (v: Node) => apply('sigmoid', [v]);
+  const tanh = (v: Node) => apply('tanh', [v]);
+  const step = (xt: Node, states: Node[]): [Node, Node[]] => {
+    const h = states[0]!;
+    const xw = matT(xt, w);
+    const hr = matT(h, r);
+    const g = (k: number) => apply('add', [withBias(gate(xw, k, H), wb, k), withBias(gate(hr, k, H), rb, k)]);
+    if (kind === 'LSTM') {
+      const c = states[1]!;
+      const i = sig(g(0));
+      const o = sig(g(1));
+      const f = sig(g(2));
+      const ct = tanh(g(3));
+      const cNew = apply('add', [apply('mul', [f, c]), apply('mul', [i, ct])]);
+      const hNew = apply('mul', [o, tanh(cNew)]);
+      return [hNew, [hNew, cNew]];
+    }
+    const z = sig(g(0));
+    const rr = sig(g(1));
+    const xh = withBias(gate(xw, 2, H), wb, 2);
+    const hh = int(m, 'linear_before_reset', 0) === 1
+      ? apply('mul', [rr, withBias(gate(hr, 2, H), rb, 2)])
+      : withBias(matT(apply('mul', [rr, h]), apply('slice', [r], { axes: [{ start: 2 * H, stop: 3 * H, step: 1 }, { start: null, stop: null, step: 1 }] as unknown as AttrValue })), rb, 2);
+    const ht = tanh(apply('add', [xh, hh]));
+    const one = scalar(1, z.dtype);
+    const hNew = apply('add', [apply('mul', [apply('sub', [one, z]), ht]), apply('mul', [z, h])]);
+    return [hNew, [hNew]];
+  };
+  const states = kind === 'LSTM' ? [init(h0), c0 !== undefined ? dirRow(c0) : zeroState()] : [init(h0)];
+  const [last, outs, finals] = rnn(step, xs, states, { go_backwards: dir === 'reverse' });
+  // K.rnn stacks a backward walk in walking order; ONNX keeps each output at its time position
+  let y = transpose(outs, [1, 0, 2]); // (T, N, H)
+  if (dir === 'reverse') y = apply('slice', [y], { axes: [{ start: null, stop: null, step: -1 }, { start: null, stop: null, step: 1 }, { start: null, stop: null, step: 1 }] as unknown as AttrValue });
+  const one = (v: Node) => apply('expand_dims', [v], { axis: 0 });
+  return [apply('expand_dims', [y], { axis: 1 }), one(last), ...(kind === 'LSTM' ? [one(finals[1]!)] : [])];
+}
 
 function pool(x: Node, m: Map<string, Attr>, mode: 'max' | 'avg', n: NodeJson): Node {
   if (int(m, 'ceil_mode', 0) === 1) throw new OnnxImportError(`importOnnx: ${n.opType} with ceil_mode=1 has no theanine form`);
