@@ -3,8 +3,8 @@ import * as tf from '@tensorflow/tfjs';
 import { backend as K, NDArray } from '../src/index.js';
 import type { Node } from '../src/ir/node.js';
 
-/** `tensorflow` and `theanine-gpu` are the theanine impl compiled with the tensorflow backend and with the gpu device (bench/run.ts makes them). */
-export type ImplName = 'theanine' | 'tensorflow' | 'theanine-gpu' | 'tfjs-cpu' | 'tfjs-wasm';
+/** `tensorflow`, `onnx` and `theanine-gpu` are the theanine impl compiled with the tensorflow backend, the onnx backend and the gpu device (bench/run.ts makes them). */
+export type ImplName = 'theanine' | 'tensorflow' | 'onnx' | 'theanine-gpu' | 'tfjs-cpu' | 'tfjs-wasm';
 export interface Impl {
   run(): void;
   dispose?(): void;
@@ -321,6 +321,66 @@ async function lstmTf(): Promise<Impl> {
   };
 }
 
+// --- Embedding: gather 64x100 rows of a 10000x64 table, its gradient (scatter_add_rows) and an SGD update ---
+const EV = 10000, ED = 64, EB = 64, ET = 100;
+const embIndices = () => new NDArray(Int32Array.from({ length: EB * ET }, (_, i) => (Math.imul(i, 2654435761) >>> 0) % EV), [EB, ET], 'int32');
+function embGraph() {
+  const ind = K.placeholder([EB, ET], null, 'int32', false, 'ind');
+  const table = K.variable(nd([EV, ED], 21, -0.05, 0.05), 'float32', 'table');
+  const loss = K.mean(K.square(K.gather(table, ind)));
+  const [g] = K.gradients(loss, [table]);
+  return { ind, loss, updates: [K.update(table, table.sub(g!.mul(LR)))] };
+}
+const embeddingCase: Case = {
+  name: 'Embedding train step 10000x64, 64x100 ids',
+  note: 'gather, its gradient (scatter_add_rows) and an SGD update of the table',
+  impls: {
+    theanine: async () => {
+      const { ind, loss, updates } = embGraph();
+      const f = K.function([ind], [loss], updates);
+      const xs = [embIndices()];
+      return { run: () => { f(xs); } };
+    },
+    'tfjs-cpu': embTf,
+    'tfjs-wasm': embTf,
+  },
+};
+async function embTf(): Promise<Impl> {
+  const ind = tf.tensor2d(embIndices().data as Int32Array, [EB, ET], 'int32');
+  const table = tf.variable(tf.tensor2d(data(EV * ED, 21, -0.05, 0.05), [EV, ED]));
+  const opt = tf.train.sgd(LR);
+  return {
+    run: () => {
+      const l = opt.minimize(() => tf.mean(tf.square(tf.gather(table, ind))) as tf.Scalar, true);
+      l!.dataSync();
+      l!.dispose();
+    },
+    dispose: () => [ind, table].forEach((t) => t.dispose()),
+  };
+}
+
+// --- dropout of 1M float32 (seeded: the same mask every call; Philox per element) ---
+const dropoutCase: Case = {
+  name: 'dropout 0.5 of 1M f32',
+  impls: {
+    theanine: async () => {
+      const x = K.placeholder([1024, 1024], null, 'float32', false, 'x');
+      const f = K.function([x], [K.dropout(x, 0.5)]);
+      const xs = [nd([1024, 1024], 22)];
+      return { run: () => { f(xs); } };
+    },
+    'tfjs-cpu': dropoutTf,
+    'tfjs-wasm': dropoutTf,
+  },
+};
+async function dropoutTf(): Promise<Impl> {
+  const x = tf.tensor2d(data(1024 * 1024, 22), [1024, 1024]);
+  return {
+    run: () => { const y = tf.dropout(x, 0.5); y.dataSync(); y.dispose(); },
+    dispose: () => x.dispose(),
+  };
+}
+
 export function cases(): Case[] {
-  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, lstmCase];
+  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, lstmCase, embeddingCase, dropoutCase];
 }

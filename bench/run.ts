@@ -2,7 +2,8 @@
 // in one process, with the same K graphs on theanine's tensorflow backend (the optimized graph
 // run op by op on TensorFlow.js, see src/runtime/tfjs) and on the gpu device (`device: 'gpu'`;
 // BENCH_GPU=0 leaves it out: on Mesa's software GL it measures correctness more than speed) as
-// columns of their own. Rounds alternate between the implementations (so machine noise hits all of them),
+// columns of their own, and on the onnx backend (ONNX Runtime's CPU provider in a worker thread,
+// src/runtime/onnx; left out when onnxruntime-node is not installed). Rounds alternate between the implementations (so machine noise hits all of them),
 // and each figure is the median of the rounds. Writes bench/results.json; bench/README.md keeps the
 // latest figures. `npm run bench -- <filter>` runs only the cases whose name contains <filter>.
 import * as fs from 'node:fs';
@@ -13,6 +14,7 @@ import * as tf from '@tensorflow/tfjs';
 import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
 import { backend as K, set_backend } from '../src/index.js';
 import { tfjsRuntime } from '../src/runtime/tfjs/load.js';
+import { ortAvailable, pingMs } from '../src/runtime/onnx/session.js';
 import { clearCompileCache, compileTimes } from '../src/runtime/compile.js';
 import { clearKernelCaches } from '../src/codegen/cpu/module.js';
 import { set_device } from '../src/api/config.js';
@@ -37,7 +39,7 @@ async function onGpu(make: () => Promise<Impl>): Promise<Impl> {
 }
 
 async function useBackend(name: ImplName): Promise<void> {
-  if (name === 'theanine' || name === 'theanine-gpu') return;
+  if (name === 'theanine' || name === 'theanine-gpu' || name === 'onnx') return;
   // The tensorflow backend switches to its own tfjs backend when another is active; it is made
   // the active one here, so the column does not pay for switching back and forth.
   const want = name === 'tfjs-cpu' ? 'cpu' : name === 'tensorflow' ? tfjsRuntime().backendName : 'wasm';
@@ -49,6 +51,8 @@ function median(xs: number[]): number {
   const m = s.length >> 1;
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
+
+let overhead: { roundTripMs: number; tinyCallOnnxMs: number; tinyCallTheanineMs: number } | undefined;
 
 async function main(): Promise<void> {
   const require = createRequire(import.meta.url);
@@ -70,7 +74,26 @@ async function main(): Promise<void> {
   if (gpuName !== undefined) print(`gpu column: ${gpuName}`);
   print('');
   print(`tensorflow backend: tfjs ${tfjsRuntime().flavour}`);
-  print(`${'case'.padEnd(34)} ${'theanine'.padStart(12)} ${'tensorflow'.padStart(12)} ${'gpu'.padStart(12)} ${'tfjs-cpu'.padStart(12)} ${'tfjs-wasm'.padStart(12)} ${'vs tf'.padStart(8)} ${'vs cpu'.padStart(8)} ${'vs wasm'.padStart(8)}`);
+  const ONNX = ortAvailable() === undefined;
+  if (ONNX) {
+    // the synchronous bridge: one request to the ORT worker and back, with nothing to run (medians of 5 x 200)
+    const pings = Array.from({ length: 5 }, () => pingMs(200));
+    // a whole call of the smallest function (x + 1 on 4 floats): conversion, the round trip and ORT's own run
+    const x = K.placeholder([4], null, 'float32', false, 'x');
+    const callMs = (backend: 'theanine' | 'onnx') => {
+      const f = K.function([x], [K.add(x, 1)], [], { backend });
+      const v = [[1, 2, 3, 4]];
+      for (let i = 0; i < 20; i++) f(v);
+      return median(Array.from({ length: 5 }, () => {
+        const t0 = performance.now();
+        for (let i = 0; i < 200; i++) f(v);
+        return (performance.now() - t0) / 200;
+      }));
+    };
+    overhead = { roundTripMs: median(pings), tinyCallOnnxMs: callMs('onnx'), tinyCallTheanineMs: callMs('theanine') };
+    print(`onnx backend: ONNX Runtime cpu provider in a worker; Atomics.wait round trip ${(overhead.roundTripMs * 1000).toFixed(0)} us; a call of x + 1 (4 floats): onnx ${(overhead.tinyCallOnnxMs * 1000).toFixed(0)} us, theanine ${(overhead.tinyCallTheanineMs * 1000).toFixed(0)} us`);
+  } else print(`onnx column not run: ${ortAvailable()}`);
+  print(`${'case'.padEnd(34)} ${'theanine'.padStart(12)} ${'tensorflow'.padStart(12)} ${'onnx'.padStart(12)} ${'gpu'.padStart(12)} ${'tfjs-cpu'.padStart(12)} ${'tfjs-wasm'.padStart(12)} ${'vs tf'.padStart(8)} ${'vs onnx'.padStart(8)} ${'vs cpu'.padStart(8)} ${'vs wasm'.padStart(8)}`);
 
   for (const c of cases()) {
     if (!c.name.includes(filter)) continue;
@@ -87,6 +110,12 @@ async function main(): Promise<void> {
         set_backend('tensorflow');
         try { return await theanine(); } finally { set_backend('theanine'); }
       },
+      ...(ONNX ? {
+        onnx: async () => {
+          set_backend('onnx');
+          try { return await theanine(); } finally { set_backend('theanine'); }
+        },
+      } : {}),
     };
     for (const [name, make] of Object.entries({ ...c.impls, ...withTf }) as [ImplName, () => Promise<Impl>][]) {
       await useBackend(name);
@@ -118,11 +147,12 @@ async function main(): Promise<void> {
     const th = med.get('theanine')!;
     const ratio = (n: ImplName) => (med.has(n) ? `${(med.get(n)! / th).toFixed(2)}x` : '-').padStart(8);
     const peaks = c.flops === undefined || peak === undefined ? '' : `  peak: theanine${ofPeak('theanine', peak.f64x2)}, tfjs-wasm${ofPeak('tfjs-wasm', peak.f32x4)}`;
-    print(`${c.name.padEnd(34)} ${fmt('theanine')} ${fmt('tensorflow')} ${fmt('theanine-gpu')} ${fmt('tfjs-cpu')} ${fmt('tfjs-wasm')} ${ratio('tensorflow')} ${ratio('tfjs-cpu')} ${ratio('tfjs-wasm')}${peaks}${c.note !== undefined ? `  (${c.note})` : ''}`);
+    print(`${c.name.padEnd(34)} ${fmt('theanine')} ${fmt('tensorflow')} ${fmt('onnx')} ${fmt('theanine-gpu')} ${fmt('tfjs-cpu')} ${fmt('tfjs-wasm')} ${ratio('tensorflow')} ${ratio('onnx')} ${ratio('tfjs-cpu')} ${ratio('tfjs-wasm')}${peaks}${c.note !== undefined ? `  (${c.note})` : ''}`);
     results.push({
       name: c.name, note: c.note, medianMs: Object.fromEntries(med), flops: c.flops,
       gflops: c.flops === undefined ? undefined : Object.fromEntries([...med].map(([n, ms]) => [n, c.flops! / ms / 1e6])),
       speedupVsTensorflowBackend: med.has('tensorflow') ? med.get('tensorflow')! / th : undefined,
+      speedupVsOnnxBackend: med.has('onnx') ? med.get('onnx')! / th : undefined,
       speedupVsCpu: med.has('tfjs-cpu') ? med.get('tfjs-cpu')! / th : undefined,
       speedupVsWasm: med.has('tfjs-wasm') ? med.get('tfjs-wasm')! / th : undefined,
     });
@@ -193,7 +223,7 @@ async function main(): Promise<void> {
 
   const out = {
     machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, node: process.version, platform: `${os.platform()} ${os.arch()}`, wasmSimd, gpu: gpuName, peakGflops: peak, loadAverage: os.loadavg() },
-    date: new Date().toISOString(), rounds: ROUNDS, cases: results, compile, heap,
+    date: new Date().toISOString(), rounds: ROUNDS, cases: results, compile, heap, onnxOverhead: overhead,
   };
   fs.writeFileSync(new URL('./results.json', import.meta.url), JSON.stringify(out, null, 2) + '\n');
 }

@@ -20,3 +20,7 @@ export { ExportError } from './runtime/export/module.js';
 export type { ExportOptions, ExportedModule } from './runtime/export/module.js';
 export { FallbackError, NO_KERNEL_YET } from './runtime/fallback.js';
 export type { FallbackMode, FallbackOption } from './runtime/fallback.js';
+export { importOnnx, OnnxImportError, ONNX_IMPORTABLE } from './api/onnx.js';
+export type { ImportedOnnx } from './api/onnx.js';
+export { OnnxExportError } from './runtime/onnx/builder.js';
+export type { OnnxExportOptions } from './runtime/onnx/export.js';

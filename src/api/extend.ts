@@ -11,7 +11,7 @@ import type { Node } from '../ir/node.js';
 import type { Attrs, EvalContext, OpDef } from '../ir/op.js';
 import { isBuiltin, registerOp } from '../ir/registry.js';
 import { broadcastShapes, tensorType, type StaticShape, type TensorType } from '../ir/types.js';
-import { checkTemplate, registerUserTemplates } from '../codegen/user.js';
+import { JS_RESERVED, checkTemplate, registerUserTemplates } from '../codegen/user.js';
 import { registerGradRule } from '../autodiff/grad.js';
 import { toTensor, type TensorLike } from './args.js';
 
@@ -99,6 +99,14 @@ export function defineOp<A extends Attrs = Attrs>(spec: UserOpSpec<A>): UserOp<A
       args = args.slice(0, -1);
     }
     const inputs = (args as TensorLike[]).map((a, i) => toTensor(fn, a, `input ${i}`));
+    if (elementwise && attrs !== null && typeof attrs === 'object') {
+      // Templates see number and boolean attrs as constants by name (issue 14 item 8: `if` gave a raw SyntaxError).
+      for (const [k, v] of Object.entries(attrs)) {
+        if ((typeof v === 'number' || typeof v === 'boolean') && JS_RESERVED.has(k)) {
+          throw new ValueError(`${fn}: attr ${JSON.stringify(k)} is a JavaScript reserved word, so the op's ${spec.cpu !== undefined ? 'cpu' : 'gpu'} template could not name it; rename the attr (for example ${JSON.stringify(`${k}_`)})`);
+        }
+      }
+    }
     return apply(spec.name, inputs, attrs, fn);
   };
   return Object.assign(builder, { opName: spec.name });

@@ -6,6 +6,7 @@
 import { Command, Option } from 'commander';
 import cliProgress from 'cli-progress';
 import { backend as K, set_backend } from '../index.js';
+import { ortAvailable, requestedProvider } from '../runtime/onnx/session.js';
 import { device as configuredDevice, type BackendName, type DeviceName } from '../api/config.js';
 import { loadMnist, take } from '../examples/mnist.js';
 import { MODELS, type ModelName } from '../examples/models.js';
@@ -54,7 +55,7 @@ export function trainCommand(io: Io): Command {
     .option('--decay <x>', "learning-rate decay per step, Keras' Adam `decay` (default: per model)", nonNegativeNumber)
     .option('--seed <n>', 'seed for initial weights and batch order', nonNegativeInt, 1)
     .addOption(new Option('--device <name>', 'device for the compiled functions (default: THEANINE_DEVICE, else "device" in keras.json, else cpu)').choices(['cpu', 'gpu']))
-    .addOption(new Option('--backend <name>', 'Keras backend (default: KERAS_BACKEND, else "backend" in keras.json, else theanine)').choices(['theanine', 'tensorflow']))
+    .addOption(new Option('--backend <name>', 'Keras backend (default: KERAS_BACKEND, else "backend" in keras.json, else theanine)').choices(['theanine', 'tensorflow', 'onnx']))
     .option('--no-unroll', 'lstm: keep K.rnn as one Scan node instead of 28 unrolled steps (slower today)')
     .option('--limit <n>', 'train on the first n training digits only (quick runs)', positiveInt)
     .option('--data <dir>', 'folder with 0.json ... 9.json in the mnist package format (default: the mnist package)')
@@ -70,6 +71,12 @@ function runsOn(backend: BackendName, device: DeviceName): string {
     const why = rt.notes.length > 0 ? `; ${rt.notes.join('; ')}` : '';
     const ignored = device === 'gpu' ? ' (the configured device gpu applies to the theanine backend only)' : '';
     return `backend tensorflow, tfjs flavour ${rt.flavour} (TensorFlow.js backend "${rt.backendName}"${why}), device cpu${ignored}`;
+  }
+  if (backend === 'onnx') {
+    const missing = ortAvailable(); // a missing onnxruntime-node is a one-line error here
+    if (missing !== undefined) throw new Error(missing);
+    const ignored = device === 'gpu' ? ' (the configured device gpu applies to the theanine backend only)' : '';
+    return `backend onnx, ONNX Runtime execution provider ${requestedProvider()}${ignored}`;
   }
   if (device === 'gpu') {
     const d = gpuDevice(); // opens gpu.js now: a missing package is a one-line error here

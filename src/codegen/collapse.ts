@@ -4,7 +4,7 @@
 // a single flat loop; a bias add over (batch, features) keeps its two loops.
 import { ExprBuilder, exprOrder, type Expr } from './expr.js';
 import { iconst, ivar, newVar, substitute, type IExpr, type Var } from './index-expr.js';
-import type { LoopKernel } from './kernel.js';
+import type { LoopKernel, Store } from './kernel.js';
 
 /** Every index expression of a kernel's stores and loads. */
 function indices(roots: readonly Expr[], extra: readonly IExpr[]): IExpr[] {
@@ -26,7 +26,8 @@ export function mapIndices(b: ExprBuilder, roots: readonly Expr[], f: (x: IExpr)
   for (const e of exprOrder(roots)) {
     let out: Expr;
     switch (e.t) {
-      case 'load': out = b.load(e.buf, f(e.index)); break;
+      case 'load': out = b.load(e.buf, f(e.index), e.dyn !== undefined ? { row: memo.get(e.dyn.row)!, stride: e.dyn.stride } : undefined); break;
+      case 'row': out = b.row(memo.get(e.x)!, e.rows, e.op, e.shape); break;
       case 'index': out = b.index(f(e.i)); break;
       case 'op': out = b.op(e.op, ...e.args.map((a) => memo.get(a)!)); break;
       case 'call': out = b.call(e.fn, e.name, e.args.map((a) => memo.get(a)!)); break;
@@ -39,6 +40,14 @@ export function mapIndices(b: ExprBuilder, roots: readonly Expr[], f: (x: IExpr)
   return roots.map((r) => memo.get(r)!);
 }
 
+/** Stores with every index rewritten (values, and the row expressions of scattering stores). */
+function mapStores(b: ExprBuilder, stores: readonly Store[], f: (x: IExpr) => IExpr, vars: (vs: readonly Var[]) => readonly Var[]): Store[] {
+  const rows = stores.flatMap((s) => (s.dyn !== undefined ? [s.dyn.row] : []));
+  const mapped = mapIndices(b, [...stores.map((s) => s.value), ...rows], f, vars);
+  let r = stores.length;
+  return stores.map((s, j) => ({ ...s, index: f(s.index), value: mapped[j]!, ...(s.dyn !== undefined ? { dyn: { row: mapped[r++]!, stride: s.dyn.stride } } : {}) }));
+}
+
 /** Merges as many adjacent loop pairs as the indices allow, output loops and each reduction's loops. */
 export function collapseLoopKernel(k: LoopKernel, b: ExprBuilder): LoopKernel {
   let stores = k.stores;
@@ -46,8 +55,7 @@ export function collapseLoopKernel(k: LoopKernel, b: ExprBuilder): LoopKernel {
   const ones = k.vars.filter((v) => v.size === 1);
   if (ones.length > 0) {
     const sub = (x: IExpr) => substitute(x, (u) => (ones.some((o) => o.id === u.id) ? iconst(0) : undefined));
-    const values = mapIndices(b, stores.map((s) => s.value), sub, (vs) => vs);
-    stores = stores.map((s, j) => ({ ...s, index: sub(s.index), value: values[j]! }));
+    stores = mapStores(b, stores, sub, (vs) => vs);
   }
   let vars = k.vars.filter((v) => v.size !== 1);
   const redVars = new Map<string, Var[]>();
@@ -55,7 +63,7 @@ export function collapseLoopKernel(k: LoopKernel, b: ExprBuilder): LoopKernel {
     let changed = true;
     while (changed) {
       changed = false;
-      const idx = indices(stores.map((s) => s.value), stores.map((s) => s.index));
+      const idx = indices(stores.flatMap((s) => (s.dyn !== undefined ? [s.value, s.dyn.row] : [s.value])), stores.map((s) => s.index));
       for (let i = list.length - 2; i >= 0; i--) {
         const [v, w] = [list[i]!, list[i + 1]!];
         if (!mergeable(v, w, idx)) continue;
@@ -66,8 +74,7 @@ export function collapseLoopKernel(k: LoopKernel, b: ExprBuilder): LoopKernel {
           if (key === undefined || !vs.some((u) => u.id === v.id)) return vs;
           return vs.flatMap((u) => (u.id === v.id ? [m] : u.id === w.id ? [] : [u]));
         };
-        const values = mapIndices(b, stores.map((s) => s.value), sub, rename);
-        stores = stores.map((s, j) => ({ ...s, index: sub(s.index), value: values[j]! }));
+        stores = mapStores(b, stores, sub, rename);
         if (key !== undefined) redVars.set(key, list);
         changed = true;
         break;

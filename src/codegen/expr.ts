@@ -22,7 +22,16 @@ export type ScalarFn = (...xs: number[]) => number;
 interface Base { readonly id: number }
 export type Expr = Base & (
   | { readonly t: 'const'; readonly v: number }
-  | { readonly t: 'load'; readonly buf: number; readonly index: IExpr }
+  /**
+   * A read of buf[index + row * stride]; `dyn` (gather-like ops) adds a row number that is a value
+   * read at run time, as a checked 'row' expression. Without `dyn` the index is pure loop arithmetic.
+   */
+  | { readonly t: 'load'; readonly buf: number; readonly index: IExpr; readonly dyn?: Dyn }
+  /**
+   * A row number read from data: x, or x + rows when x is negative (NumPy's and Theano's rule);
+   * outside [-rows, rows) it is an error naming `op` (cpu: thrown in the kernel; gpu: checked on the host).
+   */
+  | { readonly t: 'row'; readonly x: Expr; readonly rows: number; readonly op: string; readonly shape: string }
   | { readonly t: 'op'; readonly op: ScalarOp; readonly args: readonly Expr[] }
   /** An opaque scalar function (an elementwise op's reference `scalar`, for ops without a template). */
   | { readonly t: 'call'; readonly fn: ScalarFn; readonly name: string; readonly args: readonly Expr[] }
@@ -36,6 +45,9 @@ export type Expr = Base & (
   /** A loop variable (made by scheduling, from index expressions). */
   | { readonly t: 'var'; readonly v: Var }
 );
+
+/** The data-dependent part of an index: a 'row' expression times a stride. */
+export interface Dyn { readonly row: Expr; readonly stride: number }
 
 export const REDUCE_INIT: Record<ReduceOp, number> = { sum: 0, prod: 1, max: -Infinity, min: Infinity, any: 0, all: 1 };
 
@@ -66,8 +78,9 @@ export class ExprBuilder {
   const(v: number): Expr {
     return this.intern(`c${Object.is(v, -0) ? '-0' : String(v)}`, (id) => ({ id, t: 'const', v }));
   }
-  load(buf: number, index: IExpr): Expr {
-    const e = this.intern(`L${buf}[${index.key}]`, (id) => ({ id, t: 'load', buf, index }));
+  load(buf: number, index: IExpr, dyn?: Dyn): Expr {
+    const key = dyn === undefined ? `L${buf}[${index.key}]` : `L${buf}[${index.key}+${dyn.row.id}*${dyn.stride}]`;
+    const e = this.intern(key, (id) => (dyn === undefined ? { id, t: 'load', buf, index } : { id, t: 'load', buf, index, dyn }));
     this.exact.set(e, this.bufDType(buf));
     return e;
   }
@@ -82,6 +95,10 @@ export class ExprBuilder {
   }
   reduce(op: ReduceOp, vars: readonly Var[], body: Expr): Expr {
     return this.intern(`R${op}[${vars.map((v) => v.id).join(',')}](${body.id})`, (id) => ({ id, t: 'reduce', op, vars, body }));
+  }
+  /** `shape`: the reference's shape as the error message gives it. */
+  row(x: Expr, rows: number, op: string, shape: string): Expr {
+    return this.intern(`W${rows}:${op}:${shape}(${x.id})`, (id) => ({ id, t: 'row', x, rows, op, shape }));
   }
   acc(): Expr {
     return this.intern('acc', (id) => ({ id, t: 'acc' }));
@@ -163,6 +180,8 @@ export function children(e: Expr): readonly Expr[] {
     case 'op': case 'call': return e.args;
     case 'cast': return [e.x];
     case 'reduce': return [e.body];
+    case 'load': return e.dyn !== undefined ? [e.dyn.row] : [];
+    case 'row': return [e.x];
     default: return [];
   }
 }

@@ -6,13 +6,14 @@
 import type { DType } from '../ir/dtype.js';
 import type { NDArray } from '../ir/ndarray.js';
 import type { Attrs, OpDef } from '../ir/op.js';
-import type { Expr } from './expr.js';
+import type { Dyn, Expr } from './expr.js';
 import type { IExpr, Var } from './index-expr.js';
 
 export type BufferRole =
   | 'input' // a function input, read from the call's arguments
   | 'variable' // a variable's current value, read from its cell at call time
   | 'phase' // the learning phase (one uint8)
+  | 'epoch' // the evaluation's epoch (one float64: the key of unseeded random draws)
   | 'constant' // a constant's data, bound once
   | 'temp' // an intermediate: planned, reused across calls
   | 'target' // an output or update value: a fresh array per call (the caller owns it)
@@ -43,6 +44,10 @@ export interface Store {
   readonly index: IExpr;
   readonly value: Expr;
   readonly dtype: DType;
+  /** A row number read from data, added to the index (scatter_add_rows' destination row). */
+  readonly dyn?: Dyn;
+  /** buf[i] += value instead of buf[i] = value (scatters: several elements may land on one index). */
+  readonly accumulate?: boolean;
 }
 
 export interface LoopKernel {
@@ -131,7 +136,11 @@ export function stepBuffers(s: Step): { reads: number[]; writes: number[]; scrat
     case 'extern': return { reads: s.inputs.map((v) => v.buf), writes: s.outs.map((o) => o.buf), scratch: [] };
     case 'loop': {
       const reads = new Set<number>();
-      for (const st of s.stores) collectLoads(st.value, reads);
+      for (const st of s.stores) {
+        collectLoads(st.value, reads);
+        if (st.dyn !== undefined) collectLoads(st.dyn.row, reads);
+        if (st.accumulate === true) reads.add(st.buf);
+      }
       return { reads: [...reads], writes: s.stores.map((st) => st.buf), scratch: [] };
     }
     case 'scan': return {
@@ -152,7 +161,8 @@ export function stepBuffers(s: Step): { reads: number[]; writes: number[]; scrat
 function collectLoads(e: Expr, into: Set<number>, seen = new Set<Expr>()): void {
   if (seen.has(e)) return;
   seen.add(e);
-  if (e.t === 'load') into.add(e.buf);
+  if (e.t === 'load') { into.add(e.buf); if (e.dyn !== undefined) collectLoads(e.dyn.row, into, seen); }
+  else if (e.t === 'row') collectLoads(e.x, into, seen);
   else if (e.t === 'op' || e.t === 'call') for (const a of e.args) collectLoads(a, into, seen);
   else if (e.t === 'cast') collectLoads(e.x, into, seen);
   else if (e.t === 'reduce') collectLoads(e.body, into, seen);

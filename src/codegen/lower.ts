@@ -17,6 +17,7 @@ import type { BufferDecl, BufferRole, Program, Step, TargetRef, ValueRef } from 
 import type { ScanBody } from '../ir/scanbody.js';
 import type { KeepMode, ScanAttrs } from '../ir/ops/control.js';
 import { lowerScan } from './lower-scan.js';
+import { lowerDataOp, type DataLowerEnv } from './lower-data.js';
 import { externReason } from './no-kernel.js';
 import { collapseLoopKernel } from './collapse.js';
 import { templateOf, type LoopTemplate, type MatmulTemplate, type TemplateCtx } from './templates.js';
@@ -66,6 +67,8 @@ export function lower(spec: LowerSpec): Program {
   const isTarget = new Set(targetNodes);
   const tupleItems = new Map<Node, ValueRef[]>();
 
+  let epochBuf: number | undefined;
+  const dataEnv: DataLowerEnv = { buffers, addBuf: (dtype, size, role) => addBuf(dtype, size, role), epochBuf: () => (epochBuf ??= addBuf('float64', 1, 'epoch')) };
   const constant = (nd: NDArray): ValueRef => ({ buf: addBuf(nd.dtype, nd.size, 'constant', { value: nd }), offset: 0, shape: nd.shape, dtype: nd.dtype });
 
   for (const n of order) {
@@ -101,6 +104,12 @@ export function lower(spec: LowerSpec): Program {
     if (lowered !== undefined) {
       if (lowered.step !== undefined) steps.push(lowered.step);
       values.set(n, lowered.value);
+      continue;
+    }
+    const data = lowerDataOp(n, t.shape, t.dtype, n.inputs.map((i) => values.get(i)!), dataEnv, outRole);
+    if (data !== undefined) {
+      steps.push(...data.steps);
+      values.set(n, data.value);
       continue;
     }
     const out = addBuf(t.dtype, sizeOf(t.shape), 'extern');

@@ -8,14 +8,6 @@
  * and no others, and it shrinks as kernels land (issue 13 item 3).
  */
 export const NO_KERNEL_YET: Readonly<Record<string, string>> = {
-  gather: 'no kernel yet (issue 13 item 3)',
-  scatter_add_rows: 'no kernel yet (issue 13 item 3)',
-  random_uniform: 'no kernel yet (issue 13 item 3)',
-  random_normal: 'no kernel yet (issue 13 item 3)',
-  truncated_normal: 'no kernel yet (issue 13 item 3)',
-  random_binomial: 'no kernel yet (issue 13 item 3)',
-  cumsum: 'no kernel yet (issue 13 item 3)',
-  cumprod: 'no kernel yet (issue 13 item 3)',
   pool_grad: 'no kernel yet (issue 13 item 3)',
   pool_select: 'no kernel yet (issue 13 item 3)',
   conv: 'no kernel yet for grouped and depthwise convolutions (issue 13 item 3)',

@@ -38,8 +38,8 @@ export interface Plan {
 function readsOnlyAtStore(s: Step, x: number, out: number): boolean {
   if (s.kind !== 'loop' || s.stores.length !== 1) return false;
   const st = s.stores[0]!;
-  if (st.buf !== out) return false;
-  return exprOrder([st.value]).every((e) => e.t !== 'load' || e.buf !== x || e.index.key === st.index.key)
+  if (st.buf !== out || st.dyn !== undefined || st.accumulate === true) return false;
+  return exprOrder([st.value]).every((e) => e.t !== 'load' || e.buf !== x || (e.index.key === st.index.key && e.dyn === undefined))
     && !exprOrder([st.value]).some((e) => e.t === 'reduce');
 }
 

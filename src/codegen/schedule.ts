@@ -3,7 +3,7 @@
 // of a softmax row, or the outer part of an index is computed once per iteration of the loop
 // that needs it, not once per element. Index expressions become integer expression trees whose
 // partial sums follow the loop nesting. Target-neutral: renderers walk the resulting scopes.
-import { ExprBuilder, children, exprOrder, type Expr } from './expr.js';
+import { ExprBuilder, children, exprOrder, type Dyn, type Expr } from './expr.js';
 import { range, type IExpr, type Var } from './index-expr.js';
 import type { Store } from './kernel.js';
 
@@ -83,12 +83,15 @@ export function schedule(vars: readonly Var[], stores: readonly Store[], b: Expr
     return acc!;
   };
   const loadIndex = new Map<Expr, Expr>();
-  const storeExprs = stores.map((s) => ({ store: s, index: toInt(s.index), value: s.value }));
+  // A data-dependent row (gather, scatter_add_rows) adds row * stride to the affine index.
+  const withDyn = (ix: Expr, dyn: Dyn | undefined): Expr => (dyn === undefined ? ix
+    : b.op('add', ix, dyn.stride === 1 ? dyn.row : b.op('mul', dyn.row, b.const(dyn.stride))));
+  const storeExprs = stores.map((s) => ({ store: s, index: withDyn(toInt(s.index), s.dyn), value: s.value }));
   // Dependencies (with load indices and index leaves expanded).
   const kids = (e: Expr): Expr[] => {
     if (e.t === 'load') {
       let ix = loadIndex.get(e);
-      if (ix === undefined) { ix = toInt(e.index); loadIndex.set(e, ix); }
+      if (ix === undefined) { ix = withDyn(toInt(e.index), e.dyn); loadIndex.set(e, ix); }
       return [ix];
     }
     if (e.t === 'index') {

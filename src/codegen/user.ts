@@ -26,12 +26,16 @@ const fns = new Map<string, ScalarFn>();
 const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 const INPUT = /^x\d+$/;
 const RESERVED = new Set(['Math', 'Infinity', 'NaN', 'undefined', 'arguments', 'eval']);
+/** JavaScript's reserved words (strict mode): no template can name an attr called one of these. */
+export const JS_RESERVED: ReadonlySet<string> = new Set(('break case catch class const continue debugger default delete do else enum export extends false finally '
+  + 'for function if import in instanceof new null return super switch this throw true try typeof var void while with yield let static implements '
+  + 'interface package private protected public await').split(' '));
 
 /** The attrs a template sees: numbers and booleans (as 0/1) whose names are identifiers, not x0, x1... */
 function scalarAttrs(attrs: Attrs): [string, number][] {
   const out: [string, number][] = [];
   for (const [k, v] of Object.entries(attrs).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    if (!IDENT.test(k) || INPUT.test(k) || RESERVED.has(k)) continue;
+    if (!IDENT.test(k) || INPUT.test(k) || RESERVED.has(k) || JS_RESERVED.has(k)) continue;
     if (typeof v === 'number') out.push([k, v]);
     else if (typeof v === 'boolean') out.push([k, v ? 1 : 0]);
   }

@@ -5,6 +5,7 @@ import { fresh, intern, type Node, type VariableCell } from './node.js';
 import type { Attrs } from './op.js';
 import { getOp } from './registry.js';
 import type { TensorType } from './types.js';
+import { formatShape } from './ndarray.js';
 
 /** Applies op `op` to `inputs`; `fn` is the user-facing name used in error messages (e.g. 'K.dot'). */
 export function apply(op: string, inputs: readonly Node[], attrs: Attrs = {}, fn: string = op): Node {
@@ -18,7 +19,24 @@ export function apply(op: string, inputs: readonly Node[], attrs: Attrs = {}, fn
   } catch (e) {
     throw rethrow(e, fn);
   }
+  for (const t of type.items ?? [type]) checkSize(fn, op, t);
   return intern(op, inputs, attrs, type);
+}
+
+/** The most elements a JavaScript typed array holds (V8, 64-bit). */
+export const MAX_ELEMENTS = 2 ** 32 - 1;
+
+/**
+ * A result too large for any typed array is refused when the node is built, naming the function
+ * and the shape (issue 14 item 8: a 2^40-element result failed at run time with "Invalid typed
+ * array length", naming nothing). Unknown dims are checked when the value is allocated.
+ */
+function checkSize(fn: string, op: string, t: TensorType): void {
+  let n = 1;
+  for (const d of t.shape) if (d !== null) n *= d;
+  if (n > MAX_ELEMENTS) {
+    throw new ValueError(`${fn}: the result of ${op} would have shape ${formatShape(t.shape)}, ${n} elements; a typed array holds at most ${MAX_ELEMENTS} (2^32 - 1), so no backend can hold it. Split the computation or reduce the shape`);
+  }
 }
 
 /** A leaf with a fresh identity (placeholders, variables, unseeded random draws). */

@@ -28,7 +28,7 @@ function isTypedArray(x: unknown): x is TypedArray | Uint16Array | Uint32Array |
 
 export class NDArray {
   readonly data: TypedArray;
-  readonly shape: number[];
+  readonly shape: readonly number[];
   readonly dtype: DType;
 
   /** Wraps `data` (copied and converted when its storage does not match `dtype`) with `shape`. */
@@ -50,7 +50,9 @@ export class NDArray {
       for (let i = 0; i < n; i++) out[i] = coerce(dt, Number(data[i]!));
       this.data = out;
     }
-    this.shape = [...shape];
+    // Frozen (issue 14 item 7): a shape changed after the data was checked against it would let
+    // compiled code read outside the data; NDArrays are immutable values.
+    this.shape = Object.freeze([...shape]);
     this.dtype = dt;
   }
 

@@ -2,7 +2,7 @@
 // from the variables' values before the call; then every update is written at once (Theano).
 import { NDArray, describe, formatShape } from '../ir/ndarray.js';
 import type { Node, VariableCell } from '../ir/node.js';
-import type { DType } from '../ir/dtype.js';
+import { isInt, type DType } from '../ir/dtype.js';
 import { ValueError, ShapeError } from '../ir/errors.js';
 import { evaluate } from '../ir/interpret.js';
 import { debugprintNodes } from '../ir/printer.js';
@@ -105,6 +105,8 @@ export function convertInput(fnName: string, ph: Node, i: number, v: unknown): N
   let nd: NDArray;
   if (isSparseValue(v)) nd = densify(what, v, ph.dtype);
   else {
+    if (v instanceof NDArray) checkIntact(what, v);
+    if (isInt(ph.dtype)) checkIntegral(what, ph.dtype, v);
     try {
       nd = NDArray.from(v, ph.dtype, what);
     } catch (e) {
@@ -118,6 +120,56 @@ export function convertInput(fnName: string, ph: Node, i: number, v: unknown): N
   return nd;
 }
 
+/**
+ * An NDArray's shape is frozen, but a value built around the constructor (or with its data
+ * replaced) could still claim more elements than it has, which compiled code would read past
+ * (issue 14 item 7): checked on every call, on every target.
+ */
+function checkIntact(what: string, nd: NDArray): void {
+  const shape: unknown = nd.shape;
+  const ok = Array.isArray(shape) && shape.every((d) => Number.isInteger(d) && d >= 0);
+  if (!ok) throw new ShapeError(`${what}: NDArray shape ${Array.isArray(shape) ? `[${shape.map(String).join(', ')}]` : describe(shape)} is not a list of non-negative integers`);
+  const n = (shape as number[]).reduce((a, d) => a * d, 1);
+  const len = ArrayBuffer.isView(nd.data) ? (nd.data as { length: number }).length : -1;
+  if (len !== n) throw new ShapeError(`${what}: NDArray of shape ${formatShape(shape as number[])} (${n} elements) holds ${len < 0 ? describe(nd.data) : `${len} values`}; shape and data must agree`);
+}
+
+/** Typed arrays whose every value an integer dtype holds as is. */
+const SAME_ARRAY: Readonly<Record<string, abstract new (...a: never[]) => unknown>> = {
+  int8: Int8Array, int16: Int16Array, int32: Int32Array, uint8: Uint8Array, int64: Int32Array,
+};
+
+const INT_RANGE: Readonly<Record<string, readonly [number, number]>> = {
+  int8: [-128, 127], int16: [-32768, 32767], int32: [-2147483648, 2147483647], uint8: [0, 255],
+  int64: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
+};
+
+/**
+ * Values fed to an integer placeholder must be integers it can hold (issue 14 item 7). Theano
+ * refuses such downcasts too; silent truncation turned 1.5, 3e10 and NaN into 2, -129542144
+ * and 0. K.cast is the explicit way to convert.
+ */
+function checkIntegral(what: string, dtype: DType, v: unknown): void {
+  const [lo, hi] = INT_RANGE[dtype]!;
+  const bad = (x: number) => !Number.isInteger(x) || x < lo || x > hi;
+  if (v instanceof NDArray && v.dtype === dtype) return; // already held exactly
+  if (v instanceof SAME_ARRAY[dtype]!) return;
+  let values: ArrayLike<unknown> | undefined;
+  if (v instanceof NDArray) values = v.data;
+  else if (ArrayBuffer.isView(v) && !(v instanceof DataView)) values = v as unknown as ArrayLike<number>;
+  else if (typeof v === 'number') values = [v];
+  else if (Array.isArray(v)) values = v.flat(Infinity) as unknown[];
+  if (values === undefined) return; // other kinds are refused by NDArray.from with their own message
+  for (let i = 0; i < values.length; i++) {
+    const x = values[i];
+    if (typeof x !== 'number') continue; // booleans are 0 and 1; anything else is NDArray.from's error
+    if (bad(x)) {
+      const why = Number.isNaN(x) || !Number.isFinite(x) ? 'not finite' : !Number.isInteger(x) ? 'not an integer' : `outside ${dtype}'s range ${lo}..${hi}`;
+      throw new TypeError(`${what}: element ${i} is ${x}, ${why}; a ${dtype} placeholder takes integers in ${lo}..${hi} (convert explicitly with K.cast, or round first)`);
+    }
+  }
+}
+
 export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFunction {
   const nOut = spec.outputs.length;
   const call = (values: readonly unknown[]): NDArray[] => {
@@ -128,7 +180,16 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
       throw new ValueError(`${spec.name}: expected ${spec.inputs.length} input values (${spec.inputs.map((n) => n.name).join(', ')}), got ${values.length}`);
     }
     const converted = values.map((v, i) => convertInput(spec.name, spec.inputs[i]!, i, v));
-    const results = executor.run(converted, spec.learningPhase());
+    let results: (NDArray | DeviceResult)[];
+    try {
+      results = executor.run(converted, spec.learningPhase());
+    } catch (e) {
+      // Dims known only now can make a value too large for any typed array: say so, with the shapes that caused it.
+      if (e instanceof RangeError && /Invalid typed array length|Array buffer allocation failed|Invalid array buffer length/.test(e.message)) {
+        throw new ValueError(`${spec.name}: a value computed for inputs of shapes ${converted.map((v) => formatShape(v.shape)).join(', ')} is too large to allocate (${e.message}); a typed array holds at most 2^32 - 1 elements. Split the computation or feed smaller inputs`);
+      }
+      throw e;
+    }
     // Every value is computed before any variable changes, so a failed call changes nothing.
     spec.updates.forEach(([variable], k) => {
       const v = results[nOut + k]!;

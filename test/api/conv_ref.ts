@@ -28,7 +28,7 @@ export function rand(shape: number[], seed: number): NDArray {
 
 /** Runs `f` on TensorFlow.js tensors made from the arrays and returns the result as float64. */
 export function viaTf(f: (...ts: tf.Tensor[]) => tf.Tensor, ...xs: NDArray[]): NDArray {
-  const ts = xs.map((x) => tf.tensor(Array.from(x.data), x.shape, 'float32'));
+  const ts = xs.map((x) => tf.tensor(Array.from(x.data), [...x.shape], 'float32'));
   const r = tf.tidy(() => f(...ts));
   const out = new NDArray(Array.from(r.dataSync()), r.shape, 'float64');
   tf.dispose([...ts, r]);

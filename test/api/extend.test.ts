@@ -153,3 +153,21 @@ describe('defineOp', () => {
     expect(() => rowsum(K.placeholder([2, 3]))).to.throw(/rowsum_tmpl_test: an op with a cpu or gpu template is elementwise: its result shape must be its inputs' broadcast shape \(2, 3\), but infer gave \(2,\)/);
   });
 });
+
+// Issue 14 item 8: attrs a template would see under a JavaScript reserved word gave a raw SyntaxError.
+describe('defineOp: attrs named by reserved words', () => {
+  const kw = defineOp<Record<string, number>>({
+    name: 'kw_attr_test', arity: 1, cpu: 'x0 * 2', gpu: 'x0 * 2.0',
+    infer: ([t]) => ({ dtype: t!.dtype, shape: t!.shape }), reference: ([t]) => new NDArray(Array.from(t!.data, (v) => v * 2), t!.shape, t!.dtype),
+  });
+  for (const k of ['if', 'let', 'class']) {
+    it(`attr "${k}" is refused when the node is built, naming the op, the attr and the fix`, () => {
+      const x = K.placeholder([2]);
+      expect(() => kw(x, { attrs: { [k]: 1 } })).to.throw(ValueError, new RegExp(`^kw_attr_test: attr "${k}" is a JavaScript reserved word, so the op's cpu template could not name it; rename the attr \\(for example "${k}_"\\)`));
+    });
+  }
+  it('other attrs still reach the template', () => {
+    const x = K.placeholder([2]);
+    expect(Array.from(K.function([x], [kw(x, { attrs: { if_: 1 } })])([[1, 2]])[0]!.data)).to.deep.equal([2, 4]);
+  });
+});

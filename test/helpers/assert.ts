@@ -9,7 +9,7 @@ export interface Tol {
 
 function flat(x: NDArray | NestedArray): { data: number[]; shape: number[] } {
   const nd = x instanceof NDArray ? x : NDArray.from(x, 'float64');
-  return { data: Array.from(nd.data, Number), shape: nd.shape };
+  return { data: Array.from(nd.data, Number), shape: [...nd.shape] };
 }
 
 /** |a - b| <= atol + rtol * |b| elementwise, same shape; NaN matches NaN, equal infinities match. */

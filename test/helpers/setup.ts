@@ -20,12 +20,14 @@ process.on('exit', () => fs.rmSync(home, { recursive: true, force: true }));
 // printed after the reporter's output instead of between its dots.
 const warnings: string[] = [];
 setWarningSink((m) => { warnings.push(m); });
+// Libraries' console.warn too (TensorFlow.js' banner on its first cpu-backend tensor).
+console.warn = (...args: unknown[]) => { warnings.push(args.map(String).join(' ').trim().replace(/\s*\n\s*/g, ' ')); };
 
 /** After every test: what the named target rules left out, what was skipped and why, and what the gpu device ran. */
 export const mochaHooks = {
   afterAll(): void {
     for (const [rule, cases] of excluded) console.log(`\n${cases.length} cases excluded by rule "${rule}"`);
-    if (warnings.length > 0) console.log(`\n${warnings.length} warnings (expected fallbacks, each printed once per process):\n${warnings.map((w) => `  ${w}`).join('\n')}`);
+    if (warnings.length > 0) console.log(`\n${warnings.length} warnings (expected fallbacks and libraries' notices, each printed once per process):\n${warnings.map((w) => `  ${w}`).join('\n')}`);
     for (const line of skipReport()) console.log(`\n${line}`);
     if (stats.kernelRuns > 0) {
       const host = [...stats.hostNodes].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n}`).join(', ');

@@ -11,7 +11,7 @@ export { tf };
 
 /** The NDArray as a tf tensor (int32 for integer dtypes and bool, float32 otherwise). */
 export function tfT(a: NDArray): tf.Tensor {
-  return tf.tensor(Array.from(a.data), a.shape, isInt(a.dtype) || a.dtype === 'bool' ? 'int32' : 'float32');
+  return tf.tensor(Array.from(a.data), [...a.shape], isInt(a.dtype) || a.dtype === 'bool' ? 'int32' : 'float32');
 }
 
 /** Runs `f` on the inputs as tf tensors and returns its result as nested arrays. */

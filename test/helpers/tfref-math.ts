@@ -9,8 +9,8 @@ await tf.setBackend('cpu');
 export { tf };
 
 export function toTf(x: NDArray): tf.Tensor {
-  if (x.dtype === 'bool') return tf.tensor(Array.from(x.data), x.shape, 'bool');
-  return tf.tensor(Array.from(x.data), x.shape, isFloat(x.dtype) ? 'float32' : 'int32');
+  if (x.dtype === 'bool') return tf.tensor(Array.from(x.data), [...x.shape], 'bool');
+  return tf.tensor(Array.from(x.data), [...x.shape], isFloat(x.dtype) ? 'float32' : 'int32');
 }
 
 export function fromTf(t: tf.Tensor): NDArray {

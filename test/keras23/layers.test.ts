@@ -10,7 +10,7 @@ import { expectClose } from '../helpers/assert.js';
 type T = Tensor;
 before(() => tf.setBackend('cpu'));
 
-const toTf = (a: NDArray) => tf.tensor(Array.from(a.data), a.shape, 'float32');
+const toTf = (a: NDArray) => tf.tensor(Array.from(a.data), [...a.shape], 'float32');
 const fromTf = (t: tf.Tensor) => new NDArray(Array.from(t.dataSync()), t.shape, 'float64');
 
 /** Keras 2.3.1 BatchNormalization (center, scale), its call() as written, updates collected as add_update does. */

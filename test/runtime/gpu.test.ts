@@ -154,6 +154,20 @@ if (loaded instanceof Error) {
       expect(s!.toArray()).to.deep.equal([0, 0, 0]);
     });
 
+    it('runs gather as a kernel-IR kernel on the device (rows read from data), its gradient on the host', () => {
+      const ref = K.placeholder([5, 3]);
+      const ind = K.placeholder([2, 3], null, 'int32');
+      const rows = K.gather(ref, ind);
+      const [g] = K.gradients(K.sum(K.square(rows)), [ref]);
+      const rv = NDArray.from(Array.from({ length: 15 }, (_, i) => i - 4), 'float32').reshape([5, 3]);
+      const iv = new NDArray(Int32Array.from([0, 4, -1, 2, 2, -5]), [2, 3], 'int32');
+      const before = stats.hostNodes.get('step:kernel gather') ?? 0;
+      const want = K.function([ref, ind], [rows, g!])([rv, iv]);
+      K.function([ref, ind], [rows, g!], [], GPU)([rv, iv]).forEach((o, k) => expectClose(o, want[k]!, { atol: 1e-6 }, `output ${k}`));
+      expect(stats.hostNodes.get('step:kernel gather') ?? 0).to.equal(before);
+      expect(stats.hostNodes.get('step:kernel scatter_add_rows') ?? 0).to.be.greaterThan(0); // an accumulating store: one thread per element cannot
+    });
+
     it('reduces more elements per output than software GL loops in one shader (65535)', () => {
       const v = NDArray.from(Array.from({ length: 200000 }, (_, i) => Math.sin(i) + 0.5), 'float32').reshape([2, 100000]);
       const x = K.placeholder([2, 100000]);

@@ -7,7 +7,7 @@ import { ExprBuilder, children, exprOrder } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
 import { REDUCE_INIT } from '../expr.js';
 import { schedule, type Schedule, type Scope } from '../schedule.js';
-import { castCode, commentText, foldCode, literal, opCode, storeRounds } from './js.js';
+import { castCode, commentText, foldCode, jsString, literal, opCode, storeRounds } from './js.js';
 
 export interface RenderEnv {
   bufName(id: number): string;
@@ -96,6 +96,7 @@ export class ExprWriter {
       case 'cast': return castCode(e.dtype, this.code(e.x));
       case 'reduce': return `a${e.id}`;
       case 'acc': return this.accName;
+      case 'row': return `rt.row(${this.code(e.x)}, ${e.rows}, ${jsString(e.op)}, ${jsString(e.shape)})`;
     }
   }
 }
@@ -105,7 +106,7 @@ const isComputed = (e: Expr) => e.t !== 'const' && e.t !== 'var';
 function kidsOf(e: Expr, s: Schedule): Expr[] {
   if (e.t === 'load' || e.t === 'index') return [s.loadIndex.get(e)!];
   if (e.t === 'op' || e.t === 'call') return [...e.args];
-  if (e.t === 'cast') return [e.x];
+  if (e.t === 'cast' || e.t === 'row') return [e.x];
   if (e.t === 'reduce') return [e.body];
   return [];
 }
@@ -138,7 +139,10 @@ export function renderLoopKernel(k: LoopKernel, name: string, env: RenderEnv): K
       if (w.needsLine(e)) lines.push(ind + w.line(e));
     }
     if (scope === s.inner) {
-      for (const st of s.stores) lines.push(`${ind}${env.bufName(st.store.buf)}[${w.code(st.index)}] = ${w.code(storedValue(st.value, st.store.dtype))};`);
+      for (const st of s.stores) {
+        const op = st.store.accumulate === true ? '+=' : '=';
+        lines.push(`${ind}${env.bufName(st.store.buf)}[${w.code(st.index)}] ${op} ${w.code(storedValue(st.value, st.store.dtype))};`);
+      }
     }
     if (scope.reduce !== undefined && s.reduceLoops.get(scope.reduce)!.last === scope) {
       const r = scope.reduce;

@@ -13,6 +13,7 @@ import { accSize, packing, renderMatmulCompute } from './matmul.js';
 import { allocateSlots, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
 import { renderScan } from './scan.js';
 import { wasmTileModule } from './wasm-kernel.js';
+import { planElementwise, renderElementwise } from '../wasm/elementwise.js';
 
 export { runtimeHelpers, type RunFn };
 
@@ -26,6 +27,8 @@ export interface ModuleOptions {
 export interface CpuModule {
   readonly source: string;
   readonly run: RunFn;
+  /** Bytes of planned buffers one call holds (Scan bodies included): what the compile cache counts. */
+  readonly bytes: number;
   /** With `profile`: milliseconds spent in each step so far, and what each step is. */
   readonly profile?: { readonly ms: Float64Array; readonly labels: readonly string[] };
 }
@@ -72,8 +75,11 @@ export function clearKernelCaches(): void {
 
 export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): CpuModule {
   const consts: TypedArray[] = [];
+  let subBytes = 0;
   /** Which consts are written per call (the learning phase): each instance gets its own. */
   const phaseConsts: number[] = [];
+  /** The epoch's one-element arrays: written per call, so per instance too. */
+  const epochConsts: number[] = [];
   const subs: RunFn[] = [];
   const subSources: string[] = [];
   const externs: Extern[] = [];
@@ -121,7 +127,11 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   const useWasm = wasmTileModule() !== null;
   for (const s of p.steps) {
     const mark = body.length;
-    if (s.kind === 'loop') call(render((env) => renderLoopKernel(s, 'k', env)));
+    if (s.kind === 'loop') {
+      // The WebAssembly SIMD tier where it applies (../wasm/elementwise.ts), else JavaScript.
+      const simd = planElementwise(s, (id) => p.buffers[id]!.dtype);
+      call(render((env) => (simd !== undefined ? renderElementwise(simd, env.bufName) : renderLoopKernel(s, 'k', env))));
+    }
     else if (s.kind === 'matmul') {
       // The packing buffers and the tile sums: views of the process-wide arena, for this step only.
       const nA = p.buffers[s.packA]!.size, nB = p.buffers[s.packB]!.size;
@@ -138,6 +148,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     } else if (s.kind === 'scan') {
       renderScan(s, subs.length, view, body, views);
       const sub = buildModule(s.body, planBuffers(s.body), { targetsOut: true });
+      subBytes += sub.bytes;
       subs.push(sub.run);
       subSources.push(`// scan body s${subs.length - 1}:\n${sub.source}`);
     } else {
@@ -160,6 +171,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
       case 'input': prologue.push(`  const ${name} = ins[${b.slot!}];`); break;
       case 'variable': prologue.push(`  const ${name} = cells[${b.slot!}].value.data;`); break;
       case 'phase': phaseConsts.push(consts.length); consts.push(new Uint8Array(1)); prologue.push(`  const ${name} = consts[${consts.length - 1}]; ${name}[0] = phase;`); break;
+      case 'epoch': epochConsts.push(consts.length); consts.push(new Float64Array(1)); prologue.push(`  const ${name} = consts[${consts.length - 1}]; ${name}[0] = ctx.epoch;`); break;
       case 'constant': consts.push(b.value!.data); prologue.push(`  const ${name} = consts[${consts.length - 1}];`); break;
       case 'temp': case 'scratch': {
         const sl = plan.slotOf.get(b.id);
@@ -205,10 +217,13 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   const make = (): RunFn => {
     const own = consts.slice();
     for (const i of phaseConsts) own[i] = new Uint8Array(1);
+    for (const i of epochConsts) own[i] = new Float64Array(1);
     return factory(runtimeHelpers, own, allocateSlots(plan), externs, kernelList, subs, prof);
   };
+  const CLS_BYTES: Record<string, number> = { f32: 4, f64: 8, i32: 4, i16: 2, i8: 1, u8: 1 };
+  const bytes = plan.slots.reduce((a, sl) => a + sl.size * CLS_BYTES[sl.cls]!, 0) + subBytes;
   return {
-    source: [...kernels, source, ...subSources].join('\n'), run: pooled(make),
+    source: [...kernels, source, ...subSources].join('\n'), run: pooled(make), bytes,
     ...(opts.profile === true ? { profile: { ms: prof.ms, labels } } : {}),
   };
 }
@@ -223,7 +238,8 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
 const POOL_KEEP = 2;
 
 function pooled(make: () => RunFn): RunFn {
-  const free: RunFn[] = [make()];
+  // Made at the first call: a specialisation compiled but never run holds no buffers.
+  const free: RunFn[] = [];
   return (ins, cells, phase, ctx, outs) => {
     const inst = free.pop() ?? make();
     try {

@@ -3,6 +3,7 @@
 // op's reference implementation called from generated code).
 import { roundHalf, coerce, type TypedArray } from '../../ir/dtype.js';
 import { rethrow } from '../../ir/build.js';
+import { ValueError } from '../../ir/errors.js';
 import { NDArray, formatShape } from '../../ir/ndarray.js';
 import type { EvalContext } from '../../ir/op.js';
 import type { VariableCell } from '../../ir/node.js';
@@ -11,6 +12,7 @@ import type { ExternStep } from '../kernel.js';
 import type { Plan, StorageClass } from '../plan.js';
 import { packStrided, rowPanel4x4, tile4x4 } from './microkernel.js';
 import { packArena } from './wasm-kernel.js';
+import { ewKernel } from '../wasm/elementwise.js';
 
 /** Helpers generated code calls (the reference's own functions, so results match it). */
 export const runtimeHelpers = {
@@ -24,7 +26,19 @@ export const runtimeHelpers = {
   rowPanel4x4,
   /** Where matmul operands are packed and summed (wasm-kernel.ts). */
   arena: packArena,
+  /** A kernel of the WebAssembly SIMD elementwise tier (../wasm/elementwise.ts). */
+  ew: ewKernel,
   packStrided,
+  /**
+   * A row number read from data (gather, scatter_add_rows): negative counts from the end; outside
+   * [-rows, rows) throws the reference's error, naming the op, before the step stores anything
+   * more (a failed call updates no variable). exportModule writes its own copy (RangeError).
+   */
+  row(x: number, rows: number, op: string, shape: string): number {
+    if (x >= 0 && x < rows) return x;
+    if (x < 0 && x >= -rows) return x + rows;
+    throw new ValueError(`${op}: index ${x} is out of range for reference of shape ${shape} (allowed: ${-rows}..${rows - 1})`);
+  },
   /** dst[dOff .. dOff + n) = src[sOff .. sOff + n), without making a view (Scan steps copy slices with it). */
   copy(dst: TypedArray, dOff: number, src: TypedArray, sOff: number, n: number): void {
     for (let i = 0; i < n; i++) dst[dOff + i] = src[sOff + i]!;

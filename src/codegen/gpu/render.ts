@@ -132,6 +132,8 @@ class Writer {
         if (f === undefined) throw new Unsupported(`op ${e.op}`);
         return f(a);
       }
+      // Negative rows count from the end; the range is checked on the host before the kernel runs (rowChecks).
+      case 'row': { const x = this.code(e.x, true); return `(${x} < 0.0 ? ${x} + ${e.rows}.0 : ${x})`; }
       default: throw new Error(`internal: ${e.t} has no line`);
     }
   }
@@ -272,6 +274,10 @@ function storedResult(w: Writer, value: Expr, dtype: DType): string {
 /** One store of a loop kernel as a gpu.js kernel. */
 export function renderLoopStore(k: LoopKernel, st: Store, bufs: BufferInfo, maxLoop: number): GpuKernel {
   if (!STORED.has(st.dtype)) throw new Unsupported(`stores ${st.dtype}`);
+  // One thread per output element cannot add into rows chosen by data (scatter_add_rows).
+  if (st.accumulate === true || st.dyn !== undefined) throw new Unsupported('scatters into rows chosen by data');
+  // A scan (cumsum): each element reads the one stored before it, so its elements are not independent.
+  if (loadedBuffers([st.value]).some((buf) => k.stores.some((o) => o.buf === buf))) throw new Unsupported('a running value along an axis');
   const b = new ExprBuilder(() => 'float64');
   const s = schedule(k.vars, [st], b);
   const indexNodes = new Set<Expr>();
@@ -340,3 +346,26 @@ export function renderMatmul(k: MatmulKernel, bufs: BufferInfo, maxLoop: number)
   return finish(k.label, lines, result, w, loadedBuffers([k.a, k.b, st.value]), st.buf, bufs.size(st.buf), maxLoop);
 }
 
+
+/** A row index the host checks before a kernel runs (gpu kernels cannot throw). */
+export interface RowCheck {
+  readonly buf: number;
+  /** Elements [lo, hi] of the buffer are row numbers. */
+  readonly lo: number;
+  readonly hi: number;
+  readonly rows: number;
+  readonly op: string;
+  readonly shape: string;
+}
+
+/** The data-chosen rows a loop kernel reads ('row' expressions over plain loads). */
+export function rowChecks(k: LoopKernel): RowCheck[] {
+  const out: RowCheck[] = [];
+  for (const e of exprOrder(k.stores.map((st) => st.value))) {
+    if (e.t !== 'row') continue;
+    if (e.x.t !== 'load' || e.x.dyn !== undefined) throw new Unsupported('a row number that is not a plain read');
+    const [lo, hi] = range(e.x.index);
+    out.push({ buf: e.x.buf, lo, hi, rows: e.rows, op: e.op, shape: e.shape });
+  }
+  return out;
+}

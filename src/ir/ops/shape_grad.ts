@@ -78,7 +78,7 @@ export const scatterAddRowsOp = defineOp<Record<string, never>>({
     for (let j = 0; j < ind!.size; j++) {
       const raw = ind!.data[j]!;
       const k = raw < 0 ? raw + n : raw;
-      if (k < 0 || k >= n) throw new InferError(`index ${raw} is out of range for reference of shape ${formatShape(ref!.shape)}`, 'value');
+      if (k < 0 || k >= n) throw new InferError(`index ${raw} is out of range for reference of shape ${formatShape(ref!.shape)} (allowed: ${-n}..${n - 1})`, 'value');
       for (let t = 0; t < row; t++) out[k * row + t] = out[k * row + t]! + g!.data[j * row + t]!;
     }
     return new NDArray(out, ref!.shape, g!.dtype);

@@ -10,7 +10,7 @@ import { Buffer } from 'node:buffer';
 import { basename, dirname, join } from 'node:path';
 import type { DType, TypedArray } from '../../ir/dtype.js';
 import { ValueError } from '../../ir/errors.js';
-import { formatShape, type NDArray } from '../../ir/ndarray.js';
+import { describe, formatShape, type NDArray } from '../../ir/ndarray.js';
 import type { Node } from '../../ir/node.js';
 import type { Program } from '../../codegen/kernel.js';
 import { arrayType, commentText, jsString, literal } from '../../codegen/cpu/js.js';
@@ -61,13 +61,28 @@ const RESERVED = new Set(('break case catch class const continue debugger defaul
   + 'in instanceof new null return super switch this throw true try typeof var void while with yield let static implements interface package private '
   + 'protected public await arguments eval undefined NaN Infinity Math Number Object Array').split(' '));
 const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+const suggestion = (name: unknown) => (typeof name === 'string' && IDENT.test(name.replace(/^_+/, '')) && name.replace(/^_+/, '') !== '' ? `${name.replace(/^_+/, '')}Fn` : 'model');
 /** Names the driver declares; inputs are renamed away from them. */
 const DRIVER_NAME = /^([a-z]\d+|[cn]s\d+_\d+|k|t|w|rt|learningPhase)$/;
 
+/** Names the module itself declares or imports besides the runtime helpers. */
+const MODULE_NAMES = new Set(['readFileSync', 'TypedArray', 'learningPhase']);
+
+/**
+ * The exported function's name must be usable as a declaration in the module (issue 14 item 8):
+ * each reason said on its own, with the fix. A name that shadows a global the module uses
+ * (Float32Array, RangeError) or a name it imports (readFileSync) made the module fail to
+ * type-check, reported as a bug in theanine.
+ */
 function checkName(name: unknown): string {
-  if (typeof name !== 'string' || !IDENT.test(name) || RESERVED.has(name) || name.startsWith('_') || name === 'rt' || helperNames().includes(name)) {
-    throw new ValueError(`exportModule: name ${JSON.stringify(name)} must be an identifier that is not a reserved word, does not start with '_' and is not 'rt' or a runtime helper's name (${helperNames().join(', ')})`);
+  const bad = (why: string) => new ValueError(`exportModule: option name ${JSON.stringify(name)} ${why}; pick another name (for example ${JSON.stringify(suggestion(name))})`);
+  if (typeof name !== 'string') throw new TypeError(`exportModule: option name must be a string (the exported function's name), got ${describe(name)}`);
+  if (!IDENT.test(name)) throw bad('is not a JavaScript identifier (letters, digits, _ and $, not starting with a digit)');
+  if (RESERVED.has(name)) throw bad('is a reserved word or a built-in name');
+  if (name.startsWith('_') || name === 'rt' || helperNames().includes(name) || MODULE_NAMES.has(name)) {
+    throw bad(`is a name the generated module uses itself (names starting with '_', rt, ${[...MODULE_NAMES].join(', ')}, and the runtime helpers ${helperNames().join(', ')})`);
   }
+  if (name in globalThis) throw bad('would shadow the global of that name, which the generated module may use');
   return name;
 }
 
@@ -146,7 +161,7 @@ export function exportFunction(src: ExportSource, opts: ExportOptions): Exported
   const threshold = opts.binThreshold ?? DEFAULT_BIN_THRESHOLD;
   if (typeof threshold !== 'number' || !(threshold >= 0)) throw new ValueError(`exportModule: binThreshold must be a number of bytes >= 0, got ${JSON.stringify(opts.binThreshold)}`);
   const binFile = opts.binFile ?? `${name}.bin`;
-  if (typeof binFile !== 'string' || binFile === '' || basename(binFile) !== binFile || binFile.startsWith('.')) {
+  if (typeof binFile !== 'string' || binFile === '' || basename(binFile) !== binFile || binFile === '.' || binFile === '..') {
     throw new ValueError(`exportModule: binFile must be a plain file name (no folders), got ${JSON.stringify(opts.binFile)}`);
   }
   const shapes = inputShapes(src, opts);

@@ -21,6 +21,7 @@ const SIGNATURES: Record<string, string> = {
   sign: '(a: number) => number',
   tile4x4: '(pa: Float64Array, p: number, pb: Float64Array, q: number, K: number, acc: Float64Array, o: number) => void',
   packStrided: '(dst: Float64Array, src: ArrayLike<number>, base: number, sb: number, sr: number, st: number, batch: number, rows: number, K: number, p: number) => void',
+  row: '(x: number, rows: number, op: string, shape: string) => number',
   copy: '(dst: TypedArray, dOff: number, src: TypedArray, sOff: number, n: number) => void',
 };
 
@@ -31,6 +32,9 @@ const CALLS: Record<string, readonly string[]> = { rowPanel4x4: ['tile4x4'] };
 const WRITTEN: Record<string, string> = {
   // coerce('int64', x): truncation toward zero, + 0 so no -0; non-finite values become 0.
   i64: '(x) => (Number.isFinite(x) ? Math.trunc(x) + 0 : 0)',
+  // The library's row check throws its ValueError; the module has no such class, so a RangeError with the same words.
+  row: '(x, rows, op, shape) => { if (x >= 0 && x < rows) return x; if (x < 0 && x >= -rows) return x + rows; '
+    + 'throw new RangeError(`${op}: index ${x} is out of range for reference of shape ${shape} (allowed: ${-rows}..${rows - 1})`); }',
 };
 
 /** A function's source as an expression (method shorthand and natives handled), or undefined if it has none. */

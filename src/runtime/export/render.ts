@@ -149,7 +149,7 @@ export function renderProgram(m: ModuleBuilder, p: Program, env: ProgramEnv): { 
         `op ${op} has no code template: compiled functions run it through its reference implementation, `
         + 'which an exported module cannot contain (the module does not import theanine). '
         + (isBuiltin(s.def.name)
-          ? `The built-in op ${op} has no cpu template yet: export a function without it (random draws, for example, can be fed in as an input)`
+          ? `The built-in op ${op} has no cpu template yet: export a function without it (its result can be fed in as an input)`
           : `Give the user op ${op} a cpu template (defineOp({ cpu: '...' })), or export a function without it`),
       );
     }
@@ -174,6 +174,12 @@ export function renderProgram(m: ModuleBuilder, p: Program, env: ProgramEnv): { 
       case 'phase':
         if (env.phase === undefined) throw new Error('internal: a Scan body reads the learning phase');
         prologue.push(`const ${name} = new Uint8Array(1);`, `${name}[0] = ${env.phase};`);
+        break;
+      case 'epoch':
+        // Unseeded random draws are keyed by a counter of the module's calls (a Scan body reads its caller's).
+        if (!m.statics.some(([n]) => n === '_epoch')) m.statics.push(['_epoch', 'new Float64Array(1)']);
+        if (env.variable !== undefined) prologue.push('_epoch[0] += 1;');
+        prologue.push(`const ${name} = _epoch;`);
         break;
       case 'constant': prologue.push(`const ${name} = ${m.constantName(b.value!)};`); break;
       case 'temp': case 'scratch': {

@@ -15,7 +15,8 @@ import type { BufferDecl, ExternStep, Program, ScanStep, Step, ValueRef } from '
 import { stepBuffers } from '../../codegen/kernel.js';
 import { planBuffers } from '../../codegen/plan.js';
 import { buildModule, type RunFn } from '../../codegen/cpu/module.js';
-import { Unsupported, renderLoopStore, renderMatmul, type BufferInfo, type GpuKernel } from '../../codegen/gpu/render.js';
+import { Unsupported, renderLoopStore, renderMatmul, rowChecks, type BufferInfo, type GpuKernel, type RowCheck } from '../../codegen/gpu/render.js';
+import { runtimeHelpers } from '../../codegen/cpu/runtime.js';
 import { lowerNode, userElementwise, type KernelLowered } from '../../codegen/gpu/lower.js';
 import { userGpuHelper, userTemplates } from '../../codegen/user.js';
 import type { Node } from '../../ir/node.js';
@@ -29,7 +30,7 @@ import { stats } from './stats.js';
 import { scanLoop } from './scan.js';
 
 export type PreparedStep =
-  | { readonly kind: 'kernels'; readonly kernels: readonly GpuKernel[] }
+  | { readonly kind: 'kernels'; readonly kernels: readonly GpuKernel[]; readonly checks?: readonly RowCheck[] }
   | { readonly kind: 'op'; readonly step: ExternStep; readonly lowered: KernelLowered }
   | { readonly kind: 'scan'; readonly step: ScanStep; readonly body: Prepared }
   | { readonly kind: 'host'; readonly step: Step; readonly why: string; readonly run: RunFn | undefined };
@@ -49,7 +50,10 @@ export function prepare(p: Program, device: GpuDevice): Prepared {
   const steps = p.steps.map((s): PreparedStep => {
     try {
       switch (s.kind) {
-        case 'loop': return { kind: 'kernels', kernels: s.stores.map((st) => renderLoopStore(s, st, info, device.maxLoop)) };
+        case 'loop': {
+          const checks = rowChecks(s);
+          return { kind: 'kernels', kernels: s.stores.map((st) => renderLoopStore(s, st, info, device.maxLoop)), ...(checks.length > 0 ? { checks } : {}) };
+        }
         case 'matmul': return { kind: 'kernels', kernels: [renderMatmul(s, info, device.maxLoop)] };
         case 'scan': return { kind: 'scan', step: s, body: prepare(s.body, device) };
         case 'extern': {
@@ -139,6 +143,7 @@ export function runPrepared(r: Runner, pp: Prepared, inputs: readonly Val[], cel
         break;
       }
       case 'phase': bufs.set(b.id, hostVal(new NDArray([phase], [1], 'uint8'))); break;
+      case 'epoch': bufs.set(b.id, hostVal(new NDArray([r.ctx.epoch], [1], 'float64'))); break;
       default: break;
     }
   }
@@ -159,6 +164,7 @@ export function runPrepared(r: Runner, pp: Prepared, inputs: readonly Val[], cel
   for (const s of pp.steps) {
     switch (s.kind) {
       case 'kernels':
+        for (const c of s.checks ?? []) checkRows(c, hostValue(bufs.get(c.buf)!).data);
         for (const k of s.kernels) {
           const dev = r.run(k.kernel, k.args.map((a) => (a.kind === 'inf' ? Infinity : arg(a.buf))));
           bufs.set(k.out, { shape: [k.kernel.size], dtype: p.buffers[k.out]!.dtype, host: undefined, dev });
@@ -166,7 +172,6 @@ export function runPrepared(r: Runner, pp: Prepared, inputs: readonly Val[], cel
         break;
       case 'op': {
         const ins = s.step.inputs.map((v) => valueOf(r, bufs, v));
-        checkIndices(s.step, ins);
         const out = s.step.outs[0]!;
         const run = (l: KernelLowered): DeviceBuffer => {
           const prev = l.prev === undefined ? undefined : run(l.prev);
@@ -189,7 +194,9 @@ export function runPrepared(r: Runner, pp: Prepared, inputs: readonly Val[], cel
         if (s.step.kind === 'extern') runExtern(r, s.step, bufs);
         else {
           const io = stepBuffers(s.step);
-          const outs = s.run!(io.reads.map((b) => hostValue(bufs.get(b)!).data), [], phase, r.ctx);
+          // A buffer the step reads before any step wrote it is its own (a scan reading the element it stored before).
+          const ins = io.reads.map((b) => (bufs.has(b) ? hostValue(bufs.get(b)!).data : NDArray.zeros([p.buffers[b]!.size], p.buffers[b]!.dtype).data));
+          const outs = s.run!(ins, [], phase, r.ctx);
           io.writes.forEach((w, k) => bufs.set(w, hostVal(new NDArray(outs[k]!, [p.buffers[w]!.size], p.buffers[w]!.dtype))));
         }
         break;
@@ -215,19 +222,8 @@ function runExtern(r: Runner, s: ExternStep, bufs: Map<number, Val>): void {
   });
 }
 
-/** Kernels cannot throw: gather and scatter indices are checked on the host, with the reference's words. */
-function checkIndices(s: ExternStep, ins: readonly Val[]): void {
-  const pos = s.def.name === 'gather' ? [0, 1] : s.def.name === 'scatter_add_rows' ? [2, 1] : undefined;
-  if (pos === undefined) return;
-  const ref = ins[pos[0]!]!;
-  const rows = ref.shape[0]!;
-  for (const raw of hostValue(ins[pos[1]!]!).data) {
-    if (raw < -rows || raw >= rows) {
-      try {
-        s.def.impl(ins.map(hostValue), s.attrs as never, { learningPhase: 0, epoch: 0, print: () => undefined });
-      } catch (e) {
-        throw rethrow(e, s.def.name);
-      }
-    }
-  }
+
+/** The row numbers a kernel will read, checked with the cpu kernels' words (runtimeHelpers.row throws the reference's error). */
+function checkRows(c: RowCheck, data: ArrayLike<number>): void {
+  for (let i = c.lo; i <= c.hi; i++) runtimeHelpers.row(data[i]!, c.rows, c.op, c.shape);
 }

@@ -16,6 +16,7 @@ import { pipelineKey, resolvePipeline, type PassSelection } from '../../passes/u
 import type { FusionTarget } from '../../passes/fusion.js';
 import { rebuild } from '../../passes/rewrite.js';
 import { structuralKey } from '../compile.js';
+import { DynamicShapeError, specializeShapes } from '../../codegen/lower.js';
 import { OnnxExportError } from './builder.js';
 import { fromHalfBits, onnxData } from './dtypes.js';
 import { OrtSession, type WireTensor } from './session.js';
@@ -79,6 +80,21 @@ function specialize(inputs: readonly Node[], targets: readonly Node[], shapes: r
   return { inputs: ins, targets: targets.map((t) => memo.get(t)!) };
 }
 
+/**
+ * Sized ops (sizes from tensors, src/ir/ops/sized.ts) replaced by their static ops, now that every
+ * input shape is known (the compiler's specialisation, src/codegen/lower.ts). A size that depends
+ * on values stays: the translation then names the op.
+ */
+function resolveSizes(outs: readonly Node[]): readonly Node[] {
+  try {
+    const { subst } = specializeShapes(outs, () => undefined);
+    return outs.map(subst);
+  } catch (e) {
+    if (e instanceof DynamicShapeError) return outs;
+    throw e;
+  }
+}
+
 export function onnxExecutor(
   inputs: readonly Node[], targets: readonly Node[], optimizer: Optimizer = 'fast_run', selection?: PassSelection,
 ): OnnxExecutor {
@@ -116,7 +132,7 @@ export function onnxExecutor(
     const sp = specialize(inputs, graph, shapes);
     // the passes again: with every input dim known, shape arithmetic folds to constants
     const outs = passes.length === 0 ? sp.targets : runPasses(passes, { outputs: sp.targets }).outputs;
-    return build(sp.inputs, outs, sk);
+    return build(sp.inputs, resolveSizes(outs), sk);
   };
 
   return {

@@ -48,6 +48,17 @@ function extremumInput(tf: TF, x: Tensor, axis: number, name: string): Tensor {
   return x.dtype === 'bool' ? tf.cast(x, 'int32') : x;
 }
 
+/**
+ * NumPy's (and the reference's) argmax and argmin pick the first NaN along the axis; tfjs skips
+ * NaN (issue 14 item 8). Where a row has a NaN, its index is the first NaN's (argMax of the
+ * NaN mask picks the first true).
+ */
+function firstNaNWins(tf: TF, x: Tensor, axis: number, idx: Tensor): Tensor {
+  if (x.dtype !== 'float32') return idx;
+  const nan = tf.isNaN(x);
+  return tf.where(tf.any(nan, axis), tf.argMax(tf.cast(nan, 'int32'), axis), idx);
+}
+
 export const reduceKernels: TfTableFor<keyof typeof reduceOps | keyof typeof argOps> = {
   sum: reduction(0, (tf, x, axes, keep) => tf.sum(x, axes, keep)),
   prod: reduction(1, (tf, x, axes, keep) => tf.prod(x, axes, keep)),
@@ -57,6 +68,6 @@ export const reduceKernels: TfTableFor<keyof typeof reduceOps | keyof typeof arg
   any: logical(0, (tf, x, axes, keep) => tf.any(x, axes, keep)),
   all: logical(1, (tf, x, axes, keep) => tf.all(x, axes, keep)),
   // first index of the extremum (int64 in the IR, int32 here)
-  argmax: ([x], a, { tf }) => tf.argMax(extremumInput(tf, x!, a.axis, 'argmax'), a.axis),
-  argmin: ([x], a, { tf }) => tf.argMin(extremumInput(tf, x!, a.axis, 'argmin'), a.axis),
+  argmax: ([x], a, { tf }) => firstNaNWins(tf, extremumInput(tf, x!, a.axis, 'argmax'), a.axis, tf.argMax(extremumInput(tf, x!, a.axis, 'argmax'), a.axis)),
+  argmin: ([x], a, { tf }) => firstNaNWins(tf, extremumInput(tf, x!, a.axis, 'argmin'), a.axis, tf.argMin(extremumInput(tf, x!, a.axis, 'argmin'), a.axis)),
 };

@@ -1,0 +1,335 @@
+// The WebAssembly SIMD tier for fused elementwise loops, rendered from the kernel IR: a loop
+// kernel that is one contiguous pass over float32 buffers (after collapse.ts) becomes a small
+// WebAssembly module whose loop evaluates the kernel's expression tree two elements at a time
+// (f64x2). Every node is computed as the JavaScript kernel computes it (float64, rounded to
+// float32 exactly where the reference rounds: f32x4.demote then f64x2.promote is Math.fround),
+// so arithmetic, comparisons, selects, max/min, abs, sqrt are bit-identical to the reference.
+// The exceptions are tanh, exp and sigmoid, which have no WebAssembly instruction: vector
+// approximations (approx() below) accurate to about 3e-15 relative in float64, used only where
+// their result is rounded to float32 at once, so the float32 value is within 1 ulp of the
+// reference's (Math.fround(Math.tanh(x)), ...) and equal to it except within 3e-15 of a rounding
+// midpoint (test/codegen/simd-elementwise.test.ts).
+//
+// The loop runs over chunks: the JavaScript wrapper copies CHUNK elements of each input into the
+// tier's memory (TypedArray.set, a memcpy), calls the module, and copies the results out; the
+// chunks stay in L1/L2 and the tier's memory is a fixed 512 KiB. TensorFlow.js' WebAssembly
+// backend (XNNPACK) is the anchor: per-op SIMD loops with polynomial transcendentals; here the
+// loop is the whole fused kernel.
+import type { IExpr, Var } from '../index-expr.js';
+import type { Expr, ScalarOp } from '../expr.js';
+import { exprOrder } from '../expr.js';
+import type { LoopKernel } from '../kernel.js';
+import type { DType } from '../../ir/dtype.js';
+import { elementwiseOps } from '../../ir/ops/elementwise.js';
+
+const SIGMOID = elementwiseOps.sigmoid.scalar;
+import { Body, I32, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
+
+/** Elements per chunk (even: the loop takes two at a time). */
+export const CHUNK = 4096;
+const PAGES = 8;
+const MAX_REGIONS = (PAGES * 65536) / (CHUNK * 4);
+/** Loops shorter than this stay JavaScript (copying in and out costs more than it saves). */
+export const MIN_ELEMENTS = 8192;
+
+// SIMD opcodes used here (after the 0xfd prefix).
+const S = {
+  load64Zero: 0x5d, store64Lane: 0x5b, demote: 0x5e, promote: 0x5f, v128Const: 0x0c, splat: 0x14,
+  abs: 0xec, neg: 0xed, sqrt: 0xef, add: 0xf0, sub: 0xf1, mul: 0xf2, div: 0xf3, min: 0xf4, max: 0xf5,
+  eq: 0x47, ne: 0x48, lt: 0x49, gt: 0x4a, le: 0x4b, ge: 0x4c,
+  and: 0x4e, or: 0x50, not: 0x4d, bitselect: 0x52,
+  nearest: 0x94, truncSatZero: 0xfc, extendLowS: 0xc7, i64Add: 0xce, i64Shl: 0xcb,
+} as const;
+
+const BINARY: Partial<Record<ScalarOp, number>> = { add: S.add, sub: S.sub, mul: S.mul, div: S.div, min: S.min, max: S.max };
+const UNARY: Partial<Record<ScalarOp, number>> = { neg: S.neg, abs: S.abs, sqrt: S.sqrt };
+const COMPARE: Partial<Record<ScalarOp, number>> = { eq: S.eq, ne: S.ne, lt: S.lt, gt: S.gt, le: S.le, ge: S.ge };
+
+/** What the tier needs of a kernel: its input regions (buffer, offset from the loop index) and output regions. */
+export interface EwPlan {
+  readonly n: number;
+  readonly loads: readonly { buf: number; off: number }[];
+  readonly stores: readonly { buf: number; off: number }[];
+  readonly bytes: Uint8Array;
+  readonly label: string;
+}
+
+/** `index` = v + c (unit stride over the kernel's one loop): c, else undefined. */
+function unitOffset(x: IExpr, v: Var): number | undefined {
+  if (x.terms.length !== 1) return undefined;
+  const [a, k] = x.terms[0]!;
+  return a.kind === 'var' && a.v.id === v.id && k === 1 ? x.c : undefined;
+}
+
+/**
+ * The tier's plan for a loop kernel, or undefined where it does not apply (then the kernel is
+ * rendered as JavaScript): one loop of at least MIN_ELEMENTS, float32 loads and stores at unit
+ * stride, and only the ops above; at least one tanh, exp or sigmoid (where the tier pays:
+ * arithmetic alone is about as fast in JavaScript once the copies are counted).
+ */
+export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType): EwPlan | undefined {
+  if (!tierOn() || k.vars.length !== 1) return undefined;
+  const v = k.vars[0]!;
+  if (v.size < MIN_ELEMENTS) return undefined;
+  const loads: { buf: number; off: number }[] = [];
+  const stores: { buf: number; off: number }[] = [];
+  const order = exprOrder(k.stores.map((s) => s.value));
+  // Nodes whose value is rounded to float32 at once (a cast's argument, a float32 store's value).
+  const roundedParent = new Set<Expr>();
+  const approximated: Expr[] = [];
+  for (const e of order) {
+    switch (e.t) {
+      case 'const': break;
+      case 'load': {
+        const off = unitOffset(e.index, v);
+        if (off === undefined || bufDType(e.buf) !== 'float32') return undefined;
+        if (!loads.some((l) => l.buf === e.buf && l.off === off)) loads.push({ buf: e.buf, off });
+        break;
+      }
+      case 'cast':
+        if (e.dtype !== 'float32' && e.dtype !== 'float64') return undefined;
+        if (e.dtype === 'float32') roundedParent.add(e.x);
+        break;
+      case 'op':
+        if (e.op === 'tanh' || e.op === 'exp') { if (e.args[0]!.t === 'const') return undefined; approximated.push(e); break; }
+        if (e.op === 'select' || e.op in BINARY || e.op in UNARY || e.op in COMPARE) break;
+        return undefined;
+      case 'call':
+        if (approxOf(e) !== 'sigmoid' || e.args[0]!.t === 'const') return undefined;
+        approximated.push(e);
+        break;
+      default: return undefined;
+    }
+  }
+  for (const s of k.stores) {
+    if (s.accumulate === true || s.dyn !== undefined) return undefined; // scatters: rows chosen by data
+    const off = unitOffset(s.index, v);
+    if (off === undefined || s.dtype !== 'float32' || bufDType(s.buf) !== 'float32') return undefined;
+    stores.push({ buf: s.buf, off });
+    roundedParent.add(s.value);
+  }
+  // The approximations are within 1 ulp only once rounded to float32.
+  if (approximated.length === 0 || approximated.some((e) => !roundedParent.has(e))) return undefined;
+  if (loads.length + stores.length > MAX_REGIONS) return undefined;
+  const bytes = moduleBytes([{ name: 'run', params: 1, body: loopBody(k, v, loads, order) }]);
+  return { n: v.size, loads, stores, bytes, label: k.label };
+}
+
+/** Float64 constants as v128 locals, splatted once before the loop (not once per element pair). */
+class Consts {
+  private readonly at = new Map<string, number>();
+  constructor(private readonly b: Body, private next: number) {}
+  /** Pushes the constant (allocating its local on first use: call prepare() first for every constant). */
+  get(x: number): Body {
+    const key = Object.is(x, -0) ? '-0' : String(x);
+    let l = this.at.get(key);
+    if (l === undefined) {
+      l = this.next++;
+      this.at.set(key, l);
+      this.b.ops(0x44, ...new Uint8Array(new Float64Array([x]).buffer)).v(S.splat).set(l);
+    }
+    return this.b.get(l);
+  }
+  get count(): number { return this.at.size; }
+}
+
+// biome-ignore lint/correctness/noPrecisionLoss: fdlibm's digits, which round to the intended double
+const LN2_HI = 6.93147180369123816490e-01;
+// biome-ignore lint/correctness/noPrecisionLoss: as above
+const LN2_LO = 1.90821492927058770002e-10;
+/** 1/n!, n = 1..12: expm1's Taylor coefficients. */
+const EXPM1: number[] = [];
+for (let n = 1, f = 1; n <= 12; n++) { f *= n; EXPM1.push(1 / f); }
+const APPROX_CONSTS = [20, 2, 1, 0, -110, 110, 100, Math.LOG2E, LN2_HI, LN2_LO, ...EXPM1];
+
+/**
+ * From y (local Y, |y| <= 160, or NaN): K2 := 2^k and P := e^r - 1 with y = k ln2 + r,
+ * |r| <= ln2/2 (Cody-Waite: k ln2_hi is exact), e^r - 1 by its Taylor series to r^12/12!
+ * (truncation below 2e-16 relative), 2^k exactly from its bits ((k + 1023) << 52).
+ * Then e^y = 2^k P + 2^k and e^y - 1 = 2^k P + (2^k - 1), both without cancellation.
+ */
+function expParts(b: Body, c: Consts, Y: number, K2: number, P: number): void {
+  b.get(Y); c.get(Math.LOG2E).v(S.mul).v(S.nearest).set(K2); // k (as f64)
+  b.get(Y).get(K2); c.get(LN2_HI).v(S.mul).v(S.sub);
+  b.get(K2); c.get(LN2_LO).v(S.mul).v(S.sub).set(P); // P := r
+  c.get(EXPM1[11]!);
+  for (let n = 10; n >= 0; n--) { b.get(P).v(S.mul); c.get(EXPM1[n]!).v(S.add); }
+  b.get(P).v(S.mul).set(P);
+  b.get(K2).v(S.truncSatZero).v(S.extendLowS).v(S.v128Const, ...i64x2(1023)).v(S.i64Add).i32(52).v(S.i64Shl).set(K2);
+}
+
+/**
+ * The vector approximations, two lanes, each about 3e-15 relative in float64 (so within 1 ulp
+ * once rounded to float32, where the tier uses them): the value of `fn` at local x is pushed.
+ * tanh: a = min(|x|, 20) (tanh(20) is 1 in float64), em1 = e^(2a) - 1, em1 / (em1 + 2) with x's
+ * sign (tanh(-0) = -0). exp: e^clamp(x, -110, 100) (beyond, float32 rounds to 0 or Infinity as
+ * Math.exp's value would). sigmoid: e = e^-min(|x|, 110), 1 / (1 + e) for x >= 0, e / (1 + e)
+ * otherwise, the reference's two branches. NaN stays NaN in all three.
+ */
+function approx(fn: 'tanh' | 'exp' | 'sigmoid', b: Body, c: Consts, x: number, t: number): void {
+  const [Y, K2, P] = [t, t + 1, t + 2]; // v128 scratch locals
+  if (fn === 'tanh') {
+    b.get(x).v(S.abs); c.get(20).v(S.min); c.get(2).v(S.mul).set(Y);
+    expParts(b, c, Y, K2, P);
+    b.get(K2).get(P).v(S.mul).get(K2); c.get(1).v(S.sub).v(S.add).set(P); // em1
+    b.get(P).get(P); c.get(2).v(S.add).v(S.div);
+    b.get(x).v(S.v128Const, ...i64x2(-1, 0x7fffffff)).v(S.bitselect); // x's sign bit
+  } else if (fn === 'exp') {
+    b.get(x); c.get(-110).v(S.max); c.get(100).v(S.min).set(Y);
+    expParts(b, c, Y, K2, P);
+    b.get(K2).get(P).v(S.mul).get(K2).v(S.add);
+  } else {
+    b.get(x).v(S.abs); c.get(110).v(S.min).v(S.neg).set(Y);
+    expParts(b, c, Y, K2, P);
+    b.get(K2).get(P).v(S.mul).get(K2).v(S.add).set(P); // e
+    b.get(P); c.get(1).v(S.add).set(Y); // d = 1 + e
+    c.get(1).get(Y).v(S.div); b.get(P).get(Y).v(S.div); // 1/d, e/d
+    b.get(x); c.get(0).v(S.ge).v(S.bitselect); // where x >= 0: 1/d
+    void K2;
+  }
+}
+
+/** An i64x2 constant's bytes (both lanes: low word lo, high word hi). */
+function i64x2(lo: number, hi = 0): number[] {
+  const w = new Int32Array([lo, hi, lo, hi]);
+  return Array.from(new Uint8Array(w.buffer));
+}
+
+/** The approximated function a node computes, if it is one of the tier's approximations. */
+function approxOf(e: Expr): 'tanh' | 'exp' | 'sigmoid' | undefined {
+  if (e.t === 'op' && (e.op === 'tanh' || e.op === 'exp')) return e.op;
+  // the reference's sigmoid scalar (ops.sigmoid.scalar), called by name from its template
+  return e.t === 'call' && e.name === 'sigmoid' && e.fn === SIGMOID ? 'sigmoid' : undefined;
+}
+
+/** Independent element pairs per loop iteration: the tanh polynomial is a long dependency chain, so the out-of-order core needs several in flight. */
+const STREAMS = 4;
+
+function loopBody(k: LoopKernel, v: Var, loads: readonly { buf: number; off: number }[], order: readonly Expr[]): Body {
+  // param n; i32 locals: i (byte offset), end; v128 locals: per stream, one per node and 3 scratch; then constants
+  const nodes = order.filter((e) => e.t !== 'const');
+  const perStream = nodes.length + 3;
+  const consts = new Set<number>(order.flatMap((e) => (e.t === 'const' ? [e.v] : [])));
+  if (order.some((e) => approxOf(e) !== undefined)) for (const x of APPROX_CONSTS) consts.add(x);
+  consts.add(0).add(1);
+  const [N, I, END] = [0, 1, 2];
+  const base = 3;
+  const b = new Body(1, [[2, I32], [STREAMS * perStream + consts.size, V128]]);
+  const c = new Consts(b, base + STREAMS * perStream);
+  for (const x of consts) c.get(x).ops(0x1a); // splat each constant once, before the loop (then drop)
+  const region = (buf: number, off: number) => loads.findIndex((l) => l.buf === buf && l.off === off);
+  b.get(N).i32(4).ops(op.i32Mul).set(END);
+  b.ops(op.block, 0x40).get(END).ops(op.i32Eqz, op.brIf, 0, op.loop, 0x40);
+  for (let st = 0; st < STREAMS; st++) {
+    const local = new Map<Expr, number>(nodes.map((e, i) => [e, base + st * perStream + i]));
+    const scratch = base + st * perStream + nodes.length;
+    const push = (e: Expr) => (e.t === 'const' ? c.get(e.v) : b.get(local.get(e)!));
+    for (const e of nodes) {
+      switch (e.t) {
+        case 'load': b.get(I).v(S.load64Zero, ...memarg(3, region(e.buf, unitOffset(e.index, v)!) * CHUNK * 4 + 8 * st)).v(S.promote); break;
+        case 'cast': push(e.x); if (e.dtype === 'float32') b.v(S.demote).v(S.promote); break;
+        case 'op': {
+          if (e.op === 'tanh' || e.op === 'exp') { approx(e.op, b, c, local.get(e.args[0]!)!, scratch); break; }
+          if (e.op === 'select') {
+            // select(q, x, y): x where q is nonzero (NaN is nonzero, as in JavaScript's q !== 0)
+            push(e.args[1]!); push(e.args[2]!);
+            const q = e.args[0]!;
+            if (q.t === 'op' && q.op in COMPARE) { push(q.args[0]!); push(q.args[1]!); b.v(COMPARE[q.op]!); }
+            else { push(q); c.get(0).v(S.ne); }
+            b.v(S.bitselect);
+            break;
+          }
+          if (e.op in COMPARE) { c.get(1); c.get(0); push(e.args[0]!); push(e.args[1]!); b.v(COMPARE[e.op]!).v(S.bitselect); break; }
+          for (const x of e.args) push(x);
+          b.v((BINARY[e.op] ?? UNARY[e.op])!);
+          break;
+        }
+        case 'call': approx('sigmoid', b, c, local.get(e.args[0]!)!, scratch); break;
+        default: throw new Error(`internal: the SIMD tier cannot render a ${e.t} node`);
+      }
+      b.set(local.get(e)!);
+    }
+    k.stores.forEach((s, j) => {
+      b.get(I); push(s.value); b.v(S.demote).v(S.store64Lane, ...memarg(3, (loads.length + j) * CHUNK * 4 + 8 * st), 0);
+    });
+  }
+  b.addTo(I, 8 * STREAMS);
+  b.get(I).get(END).ops(op.i32LtU, op.brIf, 0, op.end, op.end);
+  return b;
+}
+
+// --- runtime: the tier's memory and its compiled kernels ---
+
+let enabled = true;
+let memory: WasmMemory | undefined;
+let view: Float32Array | undefined;
+
+/** Turns the tier off or on (tests compare both). Kernels compiled meanwhile keep their form. */
+export function setSimdTier(on: boolean): void {
+  enabled = on;
+}
+
+let supported: boolean | undefined;
+function tierOn(): boolean {
+  if (!enabled || WA === undefined) return false;
+  if (supported === undefined) {
+    try {
+      const b = new Body(0, [[1, V128]]);
+      b.v(S.v128Const, ...new Array<number>(16).fill(0)).v(S.promote).set(0);
+      supported = WA.validate(moduleBytes([{ name: 'f', params: 0, body: b }], false));
+    } catch {
+      supported = false;
+    }
+  }
+  return supported;
+}
+
+export interface EwKernel {
+  run(n: number): void;
+  /** The tier's memory as float32 (region j at j * CHUNK). */
+  readonly mem: Float32Array;
+}
+
+const modules = new Map<string, number>();
+const kernels: EwKernel[] = [];
+
+/** The id of the kernel compiled from `bytes` (compiled once per process; generated code calls rt.ew(id)). */
+export function ewKernelId(bytes: Uint8Array): number {
+  const key = Array.from(bytes, (x) => String.fromCharCode(x)).join('');
+  let id = modules.get(key);
+  if (id === undefined) {
+    memory ??= new WA!.Memory({ initial: PAGES, maximum: PAGES });
+    view ??= new Float32Array(memory.buffer);
+    const inst = new WA!.Instance(new WA!.Module(bytes) as WasmModule, { env: { mem: memory } });
+    id = kernels.length;
+    kernels.push({ run: inst.exports['run'] as (n: number) => void, mem: view });
+    modules.set(key, id);
+  }
+  return id;
+}
+
+/** The kernel with this id (runtime helper `rt.ew`). */
+export function ewKernel(id: number): EwKernel {
+  return kernels[id]!;
+}
+
+/**
+ * The JavaScript side of a tier kernel: chunks of the loop [lo, hi), each copied into the tier's
+ * memory, computed, and copied out. Same parameters as renderLoopKernel's function.
+ */
+export function renderElementwise(p: EwPlan, bufName: (id: number) => string): { source: string; buffers: number[]; rows: number } {
+  const id = ewKernelId(p.bytes);
+  const buffers = [...new Set([...p.loads.map((l) => l.buf), ...p.stores.map((s) => s.buf)])].sort((a, c) => a - c);
+  const at = (x: string, off: number) => (off === 0 ? x : `${x} + ${off}`);
+  const lines = [
+    `  const w = rt.ew(${id}), m = w.mem;`,
+    `  for (let s = lo; s < hi; s += ${CHUNK}) {`,
+    `    const e = hi < s + ${CHUNK} ? hi : s + ${CHUNK};`,
+    ...p.loads.map((l, j) => `    m.set(${bufName(l.buf)}.subarray(${at('s', l.off)}, ${at('e', l.off)}), ${j * CHUNK});`),
+    '    w.run(e - s);',
+    ...p.stores.map((s, j) => `    ${bufName(s.buf)}.set(m.subarray(${(p.loads.length + j) * CHUNK}, ${(p.loads.length + j) * CHUNK} + e - s), ${at('s', s.off)});`),
+    '  }',
+  ];
+  const source = `function k(${[...buffers.map(bufName), 'lo', 'hi'].join(', ')}) { // WebAssembly SIMD: ${p.label.replace(/[^\w,. -]/g, '')}\n${lines.join('\n')}\n}`;
+  return { source, buffers, rows: p.n };
+}

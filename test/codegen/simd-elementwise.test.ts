@@ -1,0 +1,112 @@
+// The WebAssembly SIMD tier for fused elementwise loops (src/codegen/wasm/elementwise.ts):
+// arithmetic, comparisons, selects, max/min, abs, sqrt and float32 rounding are bit-identical to
+// the JavaScript kernels (and so to the reference); tanh, exp and sigmoid, the vector
+// approximations, are within 1 ulp of the reference's value in float32 (the bound stated in the tier's header).
+import { expect } from 'chai';
+import { backend as K, NDArray } from '../../src/index.js';
+import { CHUNK, MIN_ELEMENTS, setSimdTier } from '../../src/codegen/wasm/elementwise.js';
+import { clearCompileCache } from '../../src/runtime/compile.js';
+import type { Node } from '../../src/ir/node.js';
+
+/** Not a multiple of the chunk nor of the 8 elements one loop iteration takes: edge chunks are exercised. */
+const N = 3 * CHUNK + 13;
+const EDGES = [0, -0, NaN, Infinity, -Infinity, 1e-30, -1e-40, 1e-8, -1e-8, 0.5, -0.5, 9.01, -9.01, 19.9, 20.1, -25, 88, -100, 3.4e38];
+
+function values(seed: number, scale: number): Float32Array {
+  const out = new Float32Array(N);
+  let s = seed;
+  for (let i = 0; i < N; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    const u = s / 4294967296 - 0.5;
+    // a spread of magnitudes: tiny, small, moderate, saturating
+    out[i] = i < EDGES.length ? EDGES[i]! : u * scale * 10 ** ((i % 9) - 6);
+  }
+  return out;
+}
+
+interface Built { out: NDArray; source: string }
+function build(simd: boolean, f: (x: Node, y: Node) => Node, xs: Float32Array, ys: Float32Array): Built {
+  setSimdTier(simd);
+  clearCompileCache();
+  try {
+    const x = K.placeholder([N], null, 'float32');
+    const y = K.placeholder([N], null, 'float32');
+    const fn = K.function([x, y], [f(x, y)]);
+    const out = fn([new NDArray(xs, [N]), new NDArray(ys, [N])])[0]!;
+    return { out, source: (fn as unknown as { source(): string }).source() };
+  } finally {
+    setSimdTier(true);
+    clearCompileCache();
+  }
+}
+
+/** Distance in float32 ulps (NaN only matches NaN; -0 and 0 are 0 ulps apart). */
+function ulps(a: number, b: number): number {
+  if (Number.isNaN(a) || Number.isNaN(b)) return Number.isNaN(a) && Number.isNaN(b) ? 0 : Infinity;
+  const ord = (v: number) => { const i = new Int32Array(new Float32Array([v]).buffer)[0]!; return i < 0 ? -(i & 0x7fffffff) : i; };
+  return Math.abs(ord(a) - ord(b));
+}
+
+describe('codegen/wasm SIMD elementwise tier', () => {
+  const sigmoidRef = (x: number) => (x >= 0 ? 1 / (1 + Math.exp(-x)) : Math.exp(x) / (1 + Math.exp(x)));
+  const approximated: [string, (x: Node) => Node, (x: number) => number, number][] = [
+    ['tanh', (x) => K.tanh(x), Math.tanh, 60],
+    ['exp', (x) => K.exp(x), Math.exp, 300],
+    ['sigmoid', (x) => K.sigmoid(x), sigmoidRef, 300],
+  ];
+  for (const [name, op, ref, scale] of approximated) {
+    it(`${name} is within 1 ulp (float32) of the reference's value, and rarely off at all`, () => {
+      const xs = values(7, scale);
+      const got = build(true, (x) => op(x), xs, xs);
+      expect(got.source).to.contain('WebAssembly SIMD');
+      let worst = 0;
+      let off = 0;
+      got.out.data.forEach((v, i) => {
+        const want = Math.fround(ref(xs[i]!));
+        const d = ulps(v, want);
+        if (d > 0) off++;
+        worst = Math.max(worst, d);
+        if (want === 0) expect(Object.is(v, want), `${name}(${xs[i]}) keeps its zero's sign`).to.equal(true);
+      });
+      expect(worst, `${name}: worst ulp distance`).to.be.at.most(1);
+      expect(off, `${name}: elements not equal to the reference's`).to.be.below(N / 1000);
+    });
+  }
+
+  it('a fused chain of arithmetic, comparisons, selects, max, abs, sqrt is bit-identical to the JavaScript kernel', () => {
+    const xs = values(11, 8);
+    const ys = values(12, 8);
+    // tanh(x*0 + 30) is exactly 1 (or NaN where x is not finite) on both tiers: it makes the kernel eligible without blurring the comparison
+    const chain = (x: Node, y: Node) => K.switch(K.greater(x, 0), K.sqrt(K.abs(x)).div(y.sub(3)), K.maximum(x, y).mul(2).sub(K.minimum(x, 1)))
+      .mul(K.tanh(x.mul(0).add(30))).add(K.relu(y.neg()));
+    const js = build(false, chain, xs, ys);
+    const simd = build(true, chain, xs, ys);
+    expect(js.source).to.not.contain('WebAssembly SIMD');
+    expect(simd.source).to.contain('WebAssembly SIMD');
+    expect(Array.from(simd.out.data)).to.deep.equal(Array.from(js.out.data));
+  });
+
+  it('the benchmark chain tanh(x*y + 1)*x - y stays within a few ulps of the JavaScript kernel', () => {
+    const xs = values(3, 2);
+    const ys = values(4, 2);
+    const chain = (x: Node, y: Node) => K.tanh(x.mul(y).add(1)).mul(x).sub(y);
+    const js = build(false, chain, xs, ys);
+    const simd = build(true, chain, xs, ys);
+    expect(simd.source).to.contain('WebAssembly SIMD');
+    // one ulp of tanh, scaled by x (|x| < 1 here or an edge value) and then an exact-rounded subtraction
+    simd.out.data.forEach((v, i) => {
+      const w = js.out.data[i]!;
+      if (Number.isNaN(w)) { expect(Number.isNaN(v)).to.equal(true); return; }
+      expect(Math.abs(v - w)).to.be.at.most(Math.max(Math.abs(w), Math.abs(xs[i]!)) * 2 ** -22, `element ${i}`);
+    });
+  });
+
+  it(`loops shorter than ${MIN_ELEMENTS} elements stay JavaScript (and equal Math.tanh bit for bit)`, () => {
+    const x = K.placeholder([100], null, 'float32');
+    const fn = K.function([x], [K.tanh(x)]);
+    const xs = Float32Array.from({ length: 100 }, (_, i) => (i - 50) / 7);
+    const out = fn([new NDArray(xs, [100])])[0]!;
+    expect((fn as unknown as { source(): string }).source()).to.not.contain('WebAssembly SIMD');
+    out.data.forEach((v, i) => expect(v).to.equal(Math.fround(Math.tanh(xs[i]!))));
+  });
+});
