@@ -1,5 +1,5 @@
 // Creating and inspecting tensors: placeholders, variables, constants and their values.
-import { apply, leaf } from '../ir/build.js';
+import { MAX_ELEMENTS, apply, leaf } from '../ir/build.js';
 import { coerce, type DType } from '../ir/dtype.js';
 import { ValueError, ShapeError } from '../ir/errors.js';
 import { NDArray, describe, formatShape, type NestedArray } from '../ir/ndarray.js';
@@ -104,7 +104,10 @@ export function constant(value: unknown, dtype?: DType | null | object, shape?: 
 function filled(fn: string, shape: unknown, dtype: DType | null | undefined, v: number): NDArray {
   const dims = checkShape(fn, shape, false) as number[];
   const dt = dtype === undefined || dtype === null ? floatx() : checkDType(fn, dtype);
-  return new NDArray(new Float64Array(dims.reduce((p, d) => p * d, 1)).fill(v), dims, dt);
+  const n = dims.reduce((p, d) => p * d, 1);
+  // issue 14 item 8: a huge shape failed with "Invalid typed array length", naming nothing
+  if (n > MAX_ELEMENTS) throw new ValueError(`${fn}: shape ${formatShape(dims)} has ${n} elements; a typed array holds at most ${MAX_ELEMENTS} (2^32 - 1). Reduce the shape`);
+  return new NDArray(new Float64Array(n).fill(v), dims, dt);
 }
 
 type DTypeName = { dtype?: DType | null; name?: string | null };

@@ -5,6 +5,7 @@
 //   scatter_add_rows  acc[row(ind[j]), t] += g[j, t]           (an accumulating store), in float64
 //                     as the reference sums, then rounded into the result
 //   random_*          out[i] = philoxDraw(kind, i, key...)     (the reference's numbers, per element)
+//   cumsum, cumprod   acc[k] = acc[k - 1] (op) x[k]              (a scan: each element reads the one before)
 // Row numbers are checked in the kernel ('row' expressions): an index out of range is an error
 // naming the op, as the reference's. These kernels are never fused (classify: 'opaque'), which
 // keeps data-dependent loads out of matmul packing and in-place planning.
@@ -13,7 +14,7 @@ import type { Node } from '../ir/node.js';
 import { formatShape } from '../ir/ndarray.js';
 import type { NormalAttrs, RandomAttrs, UniformAttrs, BinomialAttrs } from '../ir/ops/random.js';
 import { ExprBuilder, type Expr } from './expr.js';
-import { iadd, iconst, ivar, newVar, ravel, type IExpr } from './index-expr.js';
+import { iadd, iconst, imod, ivar, newVar, ravel, type IExpr } from './index-expr.js';
 import type { BufferDecl, BufferRole, LoopKernel, Step, ValueRef } from './kernel.js';
 import { collapseLoopKernel } from './collapse.js';
 import { DRAW, philoxDraw } from './random-fn.js';
@@ -93,9 +94,35 @@ export function lowerDataOp(
       });
       return { steps: [k], value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
     }
+    case 'cumsum': case 'cumprod': {
+      // A scan along the axis: acc[o, k, i] = (k == 0 ? init : acc[o, k - 1, i]) (op) x[o, k, i] in
+      // float64 as the reference accumulates, each element also rounded into the result. The loops
+      // run in row-major order, so acc[o, k - 1, i] is stored before acc[o, k, i] reads it.
+      const [x] = ins as [ValueRef];
+      const rank = x.shape.length;
+      const axis = (n.attrs['axis'] as number) < 0 ? (n.attrs['axis'] as number) + rank : (n.attrs['axis'] as number);
+      const size = sizeOf(outShape);
+      const acc = env.addBuf('float64', size, 'temp');
+      const out = env.addBuf(outDType, size, outRole);
+      const vars = outShape.map((d) => newVar(d));
+      const co = vars.map(ivar);
+      const k = co[axis]!;
+      // (k - 1) mod n: in range at k = 0 too (the select ignores it there), and never simplified to a
+      // constant, so the read stays inside the k loop (a read hoisted above it would see the element unwritten).
+      const nAxis = outShape[axis]!;
+      const prev = co.map((c, d) => (d === axis ? imod(iadd(c, iconst(nAxis - 1)), Math.max(nAxis, 1)) : c));
+      const before = b.op('select', b.op('eq', b.index(k), b.const(0)), b.const(n.op === 'cumsum' ? 0 : 1), b.load(acc, ravel(prev, outShape)));
+      const value = b.op(n.op === 'cumsum' ? 'add' : 'mul', before, load(x, co));
+      const index = ravel(co, outShape);
+      const kern: LoopKernel = {
+        kind: 'loop', label: n.op, vars,
+        stores: [{ buf: acc, index, value, dtype: 'float64' }, { buf: out, index, value: b.cast(outDType, value), dtype: outDType }],
+      };
+      return { steps: [collapseLoopKernel(kern, b)], value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
+    }
     default: return undefined;
   }
 }
 
 /** Ops lowered here (for docs and tests). */
-export const DATA_OPS = ['gather', 'scatter_add_rows', 'random_uniform', 'random_normal', 'random_binomial', 'truncated_normal'] as const;
+export const DATA_OPS = ['gather', 'scatter_add_rows', 'random_uniform', 'random_normal', 'random_binomial', 'truncated_normal', 'cumsum', 'cumprod'] as const;

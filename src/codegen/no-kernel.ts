@@ -8,8 +8,6 @@
  * and no others, and it shrinks as kernels land (issue 13 item 3).
  */
 export const NO_KERNEL_YET: Readonly<Record<string, string>> = {
-  cumsum: 'no kernel yet (issue 13 item 3)',
-  cumprod: 'no kernel yet (issue 13 item 3)',
   pool_grad: 'no kernel yet (issue 13 item 3)',
   pool_select: 'no kernel yet (issue 13 item 3)',
   conv: 'no kernel yet for grouped and depthwise convolutions (issue 13 item 3)',

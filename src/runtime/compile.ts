@@ -21,7 +21,8 @@ import { classify, matmulPrologue, shapeOnly } from '../codegen/templates.js';
 import { DynamicShapeError, lower } from '../codegen/lower.js';
 import { planBuffers } from '../codegen/plan.js';
 import type { Program } from '../codegen/kernel.js';
-import { buildModule, type RunFn } from '../codegen/cpu/module.js';
+import { buildModule, clearKernelCaches, type RunFn } from '../codegen/cpu/module.js';
+import { packArena } from '../codegen/cpu/wasm-kernel.js';
 import type { Executor } from './function.js';
 import type { ScanBody } from '../ir/scanbody.js';
 import { checkFallbacks, externFallbacks, fallbackPolicy, type Fallback, type FallbackPolicy } from './fallback.js';
@@ -55,6 +56,8 @@ interface Specialization {
   readonly source: string;
   readonly shapes: readonly (readonly number[])[];
   readonly dtypes: readonly DType[];
+  /** Bytes of buffers it holds once run (0 when interpreted). */
+  readonly bytes: number;
 }
 
 /** What one graph structure compiles to, independent of shapes and of which leaves it was built from. */
@@ -76,8 +79,56 @@ export const compileStats = { programs: 0, specializations: 0 };
 /** Milliseconds spent in each compile phase by the latest compile (the bench reports them). */
 export const compileTimes = { passes: 0, lower: 0, plan: 0, render: 0 };
 
+/**
+ * Specialisations of every program, least recently used first, bounded in bytes of the buffers
+ * they hold (issue 14 item 4: a bound on entries let 300 dropped small functions keep 86.8 MB).
+ * An evicted specialisation is compiled again if its shapes come back; functions holding it
+ * (their latest call's) keep it alive only as long as they live.
+ */
+export const SPEC_BUDGET_BYTES = 64 * 2 ** 20;
+const specLru = new Map<Specialization, { program: CompiledProgram; key: string }>();
+let specBytes = 0;
+
+function touchSpec(p: CompiledProgram, key: string, s: Specialization): void {
+  if (specLru.delete(s)) specLru.set(s, { program: p, key });
+  else { specLru.set(s, { program: p, key }); specBytes += s.bytes; }
+  for (const [old, at] of specLru) {
+    if (specBytes <= SPEC_BUDGET_BYTES || old === s) break;
+    dropSpec(old, at.program, at.key);
+  }
+}
+
+function dropSpec(s: Specialization, p: CompiledProgram, key: string): void {
+  if (!specLru.delete(s)) return;
+  specBytes -= s.bytes;
+  if (p.specs.get(key) === s) p.specs.delete(key);
+}
+
+/** Bytes held by cached specialisations (the leak tests read it). */
+export function compileCacheBytes(): number {
+  return specBytes;
+}
+
+/**
+ * Functions nobody holds release their program's specialisations once no live function uses
+ * that program (a FinalizationRegistry; the optimized graph stays cached by count).
+ */
+const liveFunctions = new Map<CompiledProgram, number>();
+const collected = new FinalizationRegistry<CompiledProgram>((p) => {
+  const n = (liveFunctions.get(p) ?? 1) - 1;
+  if (n > 0) { liveFunctions.set(p, n); return; }
+  liveFunctions.delete(p);
+  for (const [key, s] of [...p.specs]) dropSpec(s, p, key);
+});
+
 export function clearCompileCache(): void {
   programs.clear();
+  specLru.clear();
+  specBytes = 0;
+  liveFunctions.clear();
+  // clear_session returns the process to its baseline: compiled kernels and drivers, and the matmul arena, go too.
+  clearKernelCaches();
+  packArena.release();
 }
 
 /**
@@ -160,12 +211,12 @@ function specialize(p: CompiledProgram, shapes: readonly (readonly number[])[]):
       debugSink(prof.labels.map((l, i) => `[theanine kernels] ${prof.ms[i]!.toFixed(3).padStart(9)} ms  ${l}`).join('\n') + '\n');
       return out;
     };
-    return { run, fallbacks: externFallbacks(prog), invalid: false, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes };
+    return { run, fallbacks: externFallbacks(prog), invalid: false, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes, bytes: mod.bytes };
   } catch (e) {
     if (!(e instanceof DynamicShapeError)) throw e;
     const reason = e.message.slice(e.op.length + 2).replace(/\n/g, ' ');
     return {
-      run: undefined, fallbacks: [{ op: e.op, reason, whole: true }], invalid: e.invalid, shapes: [], dtypes,
+      run: undefined, fallbacks: [{ op: e.op, reason, whole: true }], invalid: e.invalid, shapes: [], dtypes, bytes: 0,
       source: `// not compiled: ${e.message.replace(/\n/g, ' ')}; this function runs the reference interpreter on its optimized graph`,
     };
   }
@@ -222,13 +273,21 @@ export function compiledExecutor(req: CompileRequest): Executor & { source(): st
     if (s === undefined) {
       s = specialize(prog, shapes);
       // Each specialisation holds its buffers: keep the most recent few shape sets per program.
-      if (prog.specs.size >= MAX_SPECIALIZATIONS) prog.specs.delete(prog.specs.keys().next().value!);
+      if (prog.specs.size >= MAX_SPECIALIZATIONS) {
+        const [oldKey, old] = prog.specs.entries().next().value!;
+        dropSpec(old, prog, oldKey);
+        prog.specs.delete(oldKey);
+      }
+      prog.specs.set(sk, s);
+    } else {
+      prog.specs.delete(sk); // most recently used last
       prog.specs.set(sk, s);
     }
+    touchSpec(prog, sk, s);
     return s;
   };
 
-  return {
+  const executor = {
     /** The optimized graph over this function's own placeholders and variables (the program may come from a twin). */
     get graph(): readonly Node[] {
       return ownGraph ??= withLeaves(prog, req.inputs, variables);
@@ -263,4 +322,7 @@ export function compiledExecutor(req: CompileRequest): Executor & { source(): st
       return `// not specialised yet: input shapes ${shapes.map((s) => formatShape(s)).join(', ')} have unknown dims; call the function once, then ask again`;
     },
   };
+  liveFunctions.set(prog, (liveFunctions.get(prog) ?? 0) + 1);
+  collected.register(executor, prog);
+  return executor;
 }

@@ -1,4 +1,4 @@
-// gather, scatter_add_rows (Embedding's gradient) and the random ops as loop kernels: compiled
+// gather, scatter_add_rows (Embedding's gradient), the random ops and the scans (cumsum, cumprod) as loop kernels: compiled
 // code with no extern step, the reference interpreter's numbers bit for bit, index checks with
 // the reference's error, and exportModule accepting them (same numbers in the standalone module).
 import { expect } from 'chai';
@@ -27,6 +27,9 @@ function graph(): { inputs: Tensor[]; outputs: Tensor[]; feed: NDArray[] } {
       K.random_uniform([4, 3], -1, 3, 'float32', 5), K.random_uniform([4, 3], 0, 1, 'float64', 5), K.random_uniform([9], 0, 1, 'float16', 5),
       K.random_binomial([4, 4], 0.3, 'float32', 9), K.truncated_normal([2, 8], 1, 0.5, 'float32', 13),
       K.dropout(x, 0.4, null, 21), K.dropout(x, 0.5, [1, 6], 22),
+      // scans: along the first, a middle and the last axis; float32 and float64; and their gradients
+      K.cumsum(x, 0), K.cumprod(x.mul(0.5).add(1), 1), K.cumsum(K.reshape(x, [2, 3, 4]), 1), K.cumprod(K.reshape(rows, [10, 3]), 0),
+      K.cumsum(ref, -1), K.cumsum(K.reshape(x, [12, 2]), 1), K.cumprod(K.reshape(x, [24, 1]), 1), K.cumsum(K.reshape(x, [3, 2, 2, 2]), 2), ...K.gradients(K.sum(K.cumprod(x.add(2), 1).mul(x)), [x]),
     ],
     feed: [
       arr([7, 3], (i) => Math.sin(i) * 3),

@@ -150,4 +150,51 @@ describe('Keras 2.3.1 layers, call() ported', () => {
     expectClose(s!, sm, { atol: 1e-6 });
     expect(K.int_shape(K.softmax(K.reshape(x, [-1, 5, 1]), 1))).to.deep.equal([null, 5, 1]);
   });
+
+  /** Keras 2.3.1 Dropout.call with _get_noise_shape (entries from K.shape(inputs)), and SpatialDropout1D/2D's. */
+  const dropoutCall = (inputs: T, rate: number, noise_shape: (number | null)[] | null, spatial: 0 | 1 | 2, seed: number): T => {
+    let ns: (number | T)[] | null = null;
+    const symbolic_shape = K.shape(inputs);
+    if (spatial === 1) ns = [symbolic_shape.get(0), 1, symbolic_shape.get(2)];
+    else if (spatial === 2) ns = [symbolic_shape.get(0), 1, 1, symbolic_shape.get(3)];
+    else if (noise_shape !== null) ns = noise_shape.map((d, axis) => (d === null ? symbolic_shape.get(axis) : d));
+    const dropped_inputs = () => K.dropout(inputs, rate, ns, seed);
+    return K.in_train_phase(dropped_inputs, inputs, 1);
+  };
+
+  it('Dropout(0.5, noise_shape=(None, 1, None)): one draw per (sample, channel), shared along time; survivors scaled by 2', () => {
+    const x = K.placeholder([null, null, 4]);
+    const y = dropoutCall(x, 0.5, [null, 1, null], 0, 7);
+    const xv = new NDArray(Array.from({ length: 5 * 6 * 4 }, (_, i) => 1 + (i % 7)), [5, 6, 4], 'float32');
+    const out = K.function([x], [y])([xv])[0]!;
+    let kept = 0;
+    for (let n = 0; n < 5; n++) for (let c = 0; c < 4; c++) {
+      const ratios = Array.from({ length: 6 }, (_, t) => Number(out.data[(n * 6 + t) * 4 + c]) / Number(xv.data[(n * 6 + t) * 4 + c]));
+      expect(new Set(ratios).size, `sample ${n} channel ${c}`).to.equal(1);
+      expect([0, 2]).to.include(ratios[0]);
+      if (ratios[0] === 2) kept++;
+    }
+    expect(kept).to.be.within(1, 19); // 20 draws at p = 0.5: neither none nor all kept
+  });
+
+  it('SpatialDropout2D (channels_last): whole feature maps dropped; with the batch and size unknown', () => {
+    const x = K.placeholder([null, null, null, 3]);
+    const y = dropoutCall(x, 0.3, null, 2, 11);
+    expect(K.int_shape(y)).to.deep.equal([null, null, null, 3]);
+    const xv = new NDArray(Array.from({ length: 4 * 3 * 2 * 3 }, (_, i) => 0.5 + i), [4, 3, 2, 3], 'float32');
+    const out = K.function([x], [y])([xv])[0]!;
+    for (let n = 0; n < 4; n++) for (let c = 0; c < 3; c++) {
+      const r = new Set<number>();
+      for (let s = 0; s < 6; s++) r.add(Math.round(Number(out.data[(n * 6 + s) * 3 + c]) / Number(xv.data[(n * 6 + s) * 3 + c]) * 1e5) / 1e5);
+      expect(r.size).to.equal(1);
+      expect([0, Math.round(1e5 / 0.7) / 1e5]).to.include([...r][0]);
+    }
+  });
+
+  it('SpatialDropout1D in the test phase is the identity', () => {
+    const x = K.placeholder([null, null, 2]);
+    const sd = K.in_train_phase(() => K.dropout(x, 0.5, [K.shape(x).get(0), 1, K.shape(x).get(2)]), x);
+    expectClose(K.function([x, K.learning_phase()], [sd])([[[[1, 2], [3, 4]]], 0])[0]!, [[[1, 2], [3, 4]]]);
+  });
 });
+

@@ -27,6 +27,8 @@ export interface ModuleOptions {
 export interface CpuModule {
   readonly source: string;
   readonly run: RunFn;
+  /** Bytes of planned buffers one call holds (Scan bodies included): what the compile cache counts. */
+  readonly bytes: number;
   /** With `profile`: milliseconds spent in each step so far, and what each step is. */
   readonly profile?: { readonly ms: Float64Array; readonly labels: readonly string[] };
 }
@@ -73,6 +75,7 @@ export function clearKernelCaches(): void {
 
 export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): CpuModule {
   const consts: TypedArray[] = [];
+  let subBytes = 0;
   /** Which consts are written per call (the learning phase): each instance gets its own. */
   const phaseConsts: number[] = [];
   /** The epoch's one-element arrays: written per call, so per instance too. */
@@ -145,6 +148,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     } else if (s.kind === 'scan') {
       renderScan(s, subs.length, view, body, views);
       const sub = buildModule(s.body, planBuffers(s.body), { targetsOut: true });
+      subBytes += sub.bytes;
       subs.push(sub.run);
       subSources.push(`// scan body s${subs.length - 1}:\n${sub.source}`);
     } else {
@@ -216,8 +220,10 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     for (const i of epochConsts) own[i] = new Float64Array(1);
     return factory(runtimeHelpers, own, allocateSlots(plan), externs, kernelList, subs, prof);
   };
+  const CLS_BYTES: Record<string, number> = { f32: 4, f64: 8, i32: 4, i16: 2, i8: 1, u8: 1 };
+  const bytes = plan.slots.reduce((a, sl) => a + sl.size * CLS_BYTES[sl.cls]!, 0) + subBytes;
   return {
-    source: [...kernels, source, ...subSources].join('\n'), run: pooled(make),
+    source: [...kernels, source, ...subSources].join('\n'), run: pooled(make), bytes,
     ...(opts.profile === true ? { profile: { ms: prof.ms, labels } } : {}),
   };
 }
@@ -232,7 +238,8 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
 const POOL_KEEP = 2;
 
 function pooled(make: () => RunFn): RunFn {
-  const free: RunFn[] = [make()];
+  // Made at the first call: a specialisation compiled but never run holds no buffers.
+  const free: RunFn[] = [];
   return (ins, cells, phase, ctx, outs) => {
     const inst = free.pop() ?? make();
     try {

@@ -44,6 +44,21 @@ export class PackArena {
   private view = new Float64Array(0);
   /** The kernel over this arena's memory (undefined: use the JavaScript kernel). */
   tile: WasmTile | undefined;
+  /** Bytes it holds now. */
+  get bytes(): number {
+    return this.memory?.buffer.byteLength ?? this.view.byteLength;
+  }
+
+  /**
+   * Lets the memory go (clear_session; issue 14 item 4: one 1200x1200 matmul kept 27.6 MB). A
+   * WebAssembly memory cannot shrink, so the next matmul makes a new one of the size it needs.
+   */
+  release(): void {
+    this.memory = undefined;
+    this.tile = undefined;
+    this.view = new Float64Array(0);
+  }
+
   f64(n: number): Float64Array {
     const m = wasmTileModule();
     if (n <= this.view.length && (m !== null) === (this.tile !== undefined)) return this.view;

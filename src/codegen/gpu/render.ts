@@ -276,6 +276,8 @@ export function renderLoopStore(k: LoopKernel, st: Store, bufs: BufferInfo, maxL
   if (!STORED.has(st.dtype)) throw new Unsupported(`stores ${st.dtype}`);
   // One thread per output element cannot add into rows chosen by data (scatter_add_rows).
   if (st.accumulate === true || st.dyn !== undefined) throw new Unsupported('scatters into rows chosen by data');
+  // A scan (cumsum): each element reads the one stored before it, so its elements are not independent.
+  if (loadedBuffers([st.value]).some((buf) => k.stores.some((o) => o.buf === buf))) throw new Unsupported('a running value along an axis');
   const b = new ExprBuilder(() => 'float64');
   const s = schedule(k.vars, [st], b);
   const indexNodes = new Set<Expr>();

@@ -2,6 +2,7 @@
 // the cpu (src/runtime/compile.ts), rendered as gpu.js kernels (src/codegen/gpu/render.ts) and
 // run by program.ts. Cached like the cpu: optimized graphs by structural key, prepared programs
 // by input shapes. Optimizer `none` lowers the graph as built (one kernel per node).
+import { clearGpuKernels } from './kernels.js';
 import type { Node, VariableCell } from '../../ir/node.js';
 import type { NDArray } from '../../ir/ndarray.js';
 import { nextEpoch } from '../../ir/interpret.js';
@@ -36,6 +37,7 @@ const MAX_PROGRAMS = 256;
 
 export function clearGpuCompileCache(): void {
   programs.clear();
+  clearGpuKernels();
 }
 
 /** Scan bodies through the same passes as the graph around them (none for optimizer `none`). */

@@ -194,7 +194,9 @@ export function runPrepared(r: Runner, pp: Prepared, inputs: readonly Val[], cel
         if (s.step.kind === 'extern') runExtern(r, s.step, bufs);
         else {
           const io = stepBuffers(s.step);
-          const outs = s.run!(io.reads.map((b) => hostValue(bufs.get(b)!).data), [], phase, r.ctx);
+          // A buffer the step reads before any step wrote it is its own (a scan reading the element it stored before).
+          const ins = io.reads.map((b) => (bufs.has(b) ? hostValue(bufs.get(b)!).data : NDArray.zeros([p.buffers[b]!.size], p.buffers[b]!.dtype).data));
+          const outs = s.run!(ins, [], phase, r.ctx);
           io.writes.forEach((w, k) => bufs.set(w, hostVal(new NDArray(outs[k]!, [p.buffers[w]!.size], p.buffers[w]!.dtype))));
         }
         break;
