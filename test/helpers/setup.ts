@@ -21,7 +21,14 @@ process.on('exit', () => fs.rmSync(home, { recursive: true, force: true }));
 const warnings: string[] = [];
 setWarningSink((m) => { warnings.push(m); });
 // Libraries' console.warn too (TensorFlow.js' banner on its first cpu-backend tensor).
-console.warn = (...args: unknown[]) => { warnings.push(args.map(String).join(' ').trim().replace(/\s*\n\s*/g, ' ')); };
+// XNNPack's statuses go on to stderr as without this hook: a wasm backend that TensorFlow.js started
+// itself (before theanine's loader) binds console.warn at start-up, and theanine takes those lines
+// from stderr while a function runs (src/runtime/tfjs/load.ts watchBackendErrors).
+console.warn = (...args: unknown[]) => {
+  const m = args.map(String).join(' ').trim();
+  if (/\bXNN\b/.test(m)) process.stderr.write(`${m}\n`);
+  else warnings.push(m.replace(/\s*\n\s*/g, ' '));
+};
 
 /** After every test: what the named target rules left out, what was skipped and why, and what the gpu device ran. */
 export const mochaHooks = {

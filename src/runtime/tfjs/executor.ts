@@ -16,7 +16,7 @@ import type { FusionTarget } from '../../passes/fusion.js';
 import { download, upload } from './convert.js';
 import { tfKernels } from './kernels/index.js';
 import { fit } from './kernels/util.js';
-import { takeBackendErrors, tfjsRuntime, type TF, type TfRuntime } from './load.js';
+import { takeBackendErrors, tfjsRuntime, watchBackendErrors, type TF, type TfRuntime } from './load.js';
 import type { KernelContext, Tensor, TfEntry } from './types.js';
 import { adoptUpdate, readVariable } from './variables.js';
 import { warn } from '../warn.js';
@@ -113,7 +113,7 @@ function runOnce(
   const epoch = nextEpoch();
   const print = (m: string) => console.log(m);
   takeBackendErrors(); // what earlier code (not this call) left there is not this call's
-  const results = tf.tidy(() => {
+  const results = watchBackendErrors(() => tf.tidy(() => {
     const env = new Map<Node, Tensor>();
     inputs.forEach((n, i) => env.set(n, upload(tf, values[i]!)));
     // Variables are read at the start of the call (SPEC §3): a clone keeps the value it had even if
@@ -128,7 +128,7 @@ function runOnce(
     // Results get handles of their own (a clone shares the data): a variable's tensor changes when
     // an update is assigned to it, and cached constants outlive the call.
     return out.map((v) => tf.clone(v));
-  });
+  }));
   try {
     const nds = targets.map((t, i) => download(results[i]!, t.dtype));
     afterDownload(results, nds);

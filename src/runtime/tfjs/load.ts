@@ -148,6 +148,32 @@ interface WasmModuleObject {
  * it were a result (issue 14 item 2): the executor turns any such line into an error naming the op.
  */
 let backendErrors: string[] = [];
+/** The wasm backends this module built (their statuses reach `printErr` above). */
+const ownWasm = new WeakSet<object>();
+let foreignWasm = false;
+
+/**
+ * Runs `fn` (one call of a function on the tensorflow backend) with the statuses of a wasm
+ * backend that TensorFlow.js initialised itself collected like ours: that module writes them
+ * to stderr through console.error, so XNNPack's lines written to stderr during the call are
+ * taken as statuses (every other write passes through).
+ */
+export function watchBackendErrors<T>(fn: () => T): T {
+  const stderr = typeof process === 'undefined' ? undefined : process.stderr;
+  if (!foreignWasm || stderr === undefined) return fn();
+  const write = stderr.write;
+  stderr.write = ((chunk: string | Uint8Array) => {
+    const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+    if (!/\bXNN\b/.test(text)) return write.call(stderr, chunk);
+    for (const line of text.split('\n')) if (line.trim() !== '') backendErrors.push(line);
+    return true;
+  }) as typeof stderr.write;
+  try {
+    return fn();
+  } finally {
+    stderr.write = write;
+  }
+}
 export function takeBackendErrors(): readonly string[] {
   if (backendErrors.length === 0) return backendErrors;
   const r = backendErrors;
@@ -165,7 +191,13 @@ export function takeBackendErrors(): readonly string[] {
  */
 function initWasmSync(tf: TF, loader: ModuleLoader): void {
   const wasmPkg = loader.require(TFJS_WASM) as typeof TfjsWasm;
-  if (tf.engine().registry['wasm'] !== undefined) return; // already initialised (by us, or the user's await)
+  if (tf.engine().registry['wasm'] !== undefined) {
+    // Already initialised: by us, or by TensorFlow.js' own asynchronous factory (the user's
+    // `await tf.setBackend('wasm')`, or tfjs picking its best backend). The latter's module prints
+    // XNNPack's statuses to stderr, where watchBackendErrors picks them up instead.
+    if (!ownWasm.has(tf.engine().registry['wasm'] as object)) foreignWasm = true;
+    return;
+  }
   const dir = path.join(path.dirname(loader.resolve(`${TFJS_WASM}/package.json`)), 'wasm-out');
   const factory = loader.require(path.join(dir, 'tfjs-backend-wasm.js')) as (m: WasmModuleObject) => Promise<unknown>;
   const simd = fs.readFileSync(path.join(dir, 'tfjs-backend-wasm-simd.wasm'));
@@ -199,6 +231,7 @@ function initWasmSync(tf: TF, loader: ModuleLoader): void {
   const backend = new wasmPkg.BackendWasm(mod as ConstructorParameters<typeof wasmPkg.BackendWasm>[0]);
   const priority = 2; // tfjs-backend-wasm's own
   if (tf.engine().registryFactory['wasm'] !== undefined) tf.removeBackend('wasm');
+  ownWasm.add(backend);
   tf.registerBackend('wasm', () => backend, priority);
 }
 

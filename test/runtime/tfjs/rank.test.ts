@@ -1,10 +1,13 @@
 // Issue 14 item 2: tfjs-backend-wasm's XNNPack takes at most 6 dims and, beyond that, printed a
 // status line and returned an unwritten buffer as the result. Ops are lowered so tfjs never sees
 // such a rank, and any status the backend reports is an error naming the op.
+import { execFileSync } from 'node:child_process';
+import * as path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../../src/index.js';
 import type { Node } from '../../../src/ir/node.js';
-import { takeBackendErrors, tfjsRuntime } from '../../../src/runtime/tfjs/load.js';
+import { takeBackendErrors, tfjsRuntime, watchBackendErrors } from '../../../src/runtime/tfjs/load.js';
 import { expectClose } from '../../helpers/assert.js';
 import { needs } from '../../helpers/needs.js';
 import { tfKernels } from '../../../src/runtime/tfjs/kernels/index.js';
@@ -57,7 +60,7 @@ describe('runtime/tfjs: ranks the wasm backend cannot take (issue 14 item 2)', (
     needs(this, 'the wasm backend\'s status lines', rt.flavour === 'wasm' ? undefined : `TensorFlow.js runs the ${rt.flavour} backend here, not wasm`);
     const tf = rt.tf;
     // a real XNNPack failure: a broadcasting add of rank 7, called directly (theanine never does)
-    const raw = rt.withBackend(() => tf.tidy(() => tf.add(tf.ones([2, 1, 2, 1, 2, 1, 2]), tf.ones([1, 2, 1, 2, 1, 2, 1])).dataSync()));
+    const raw = watchBackendErrors(() => rt.withBackend(() => tf.tidy(() => tf.add(tf.ones([2, 1, 2, 1, 2, 1, 2]), tf.ones([1, 2, 1, 2, 1, 2, 1])).dataSync())));
     expect(raw.length).to.equal(128);
     expect(takeBackendErrors().join('\n')).to.match(/XNN status/);
     // the same failure from inside an op's kernel makes the call fail
@@ -75,5 +78,16 @@ describe('runtime/tfjs: ranks the wasm backend cannot take (issue 14 item 2)', (
       table['exp'] = exp;
     }
     expect(Array.from(f([ramp([3])])[0]!.data)).to.have.length(3);
+  });
+
+  it('a wasm backend TensorFlow.js started itself (before theanine) reports its statuses as errors too', function () {
+    this.timeout(120000);
+    const rt = tfjsRuntime();
+    needs(this, 'the wasm backend\'s status lines', rt.flavour === 'wasm' ? undefined : `TensorFlow.js runs the ${rt.flavour} backend here, not wasm`);
+    // A fresh process: which module built the wasm backend is decided once per process.
+    const out = execFileSync(process.execPath, ['--import', 'tsx', 'fixtures/foreign-wasm.ts'], {
+      cwd: path.dirname(fileURLToPath(import.meta.url)), encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    expect(out).to.match(/^flavour wasm: exp: TensorFlow.js reported an error while computing it \(XNN status.*not a result/m);
   });
 });
