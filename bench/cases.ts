@@ -321,6 +321,77 @@ async function lstmTf(): Promise<Impl> {
   };
 }
 
+// --- LSTM as Keras writes it (issue 13): batch and initial state unknown until the call, one Scan
+// (Keras' unroll=False), fwd + bwd + SGD update; batch 64, 28 steps of 28 features, 128 units.
+// The same graph with unroll=true is the Scan-vs-unroll row.
+const KB = 64, KT = 28, KI = 28, KU = 128;
+function kerasLstmGraph(unroll: boolean) {
+  const x = K.placeholder([null, KT, KI], null, 'float32', false, 'x');
+  const y = K.placeholder([null, KU], null, 'float32', false, 'y');
+  const Wx = K.variable(nd([KI, 4 * KU], 31, -0.1, 0.1), 'float32', 'Wx');
+  const Wh = K.variable(nd([KU, 4 * KU], 32, -0.1, 0.1), 'float32', 'Wh');
+  const b = K.variable(new NDArray(new Float32Array(4 * KU), [4 * KU]), 'float32', 'b');
+  const gate = (z: Node, g: number) => K.slice(z, [0, g * KU], [-1, KU]);
+  const step = (xt: Node, states: Node[]): [Node, Node[]] => {
+    const [h, c] = states as [Node, Node];
+    const z = K.dot(xt, Wx).add(K.dot(h, Wh)).add(b);
+    const c2 = K.sigmoid(gate(z, 1)).mul(c).add(K.sigmoid(gate(z, 0)).mul(K.tanh(gate(z, 2))));
+    const h2 = K.sigmoid(gate(z, 3)).mul(K.tanh(c2));
+    return [h2, [h2, c2]];
+  };
+  // Keras' RNN.get_initial_state: zeros of (samples, units) built from the input's shape.
+  const h0 = K.tile(K.expand_dims(K.sum(K.zeros_like(x), [1, 2]), 1), [1, KU]);
+  const [last] = K.rnn(step, x, [h0, h0], { unroll });
+  const loss = K.mean(K.square(last.sub(y)));
+  const params = [Wx, Wh, b];
+  const gs = K.gradients(loss, params);
+  return { x, y, loss, updates: params.map((v, i) => K.update(v, v.sub(gs[i]!.mul(LR)))) };
+}
+function kerasLstmCase(unroll: boolean): Case {
+  const build = () => {
+    const { x, y, loss, updates } = kerasLstmGraph(unroll);
+    const f = K.function([x, y], [loss], updates);
+    return { f, xs: [nd([KB, KT, KI], 33), nd([KB, KU], 34, -0.5, 0.5)] };
+  };
+  return {
+    name: `LSTM Keras-style ${unroll ? 'unrolled' : 'Scan'}, batch unknown, fwd+bwd b64 T28 28->128`,
+    note: unroll ? 'K.rnn(..., unroll=true): 28 copies of the step; the Scan row over this one is the Scan-vs-unroll ratio'
+      : "K.rnn as Keras calls it (unroll=False): one Scan, its reverse Scan for the gradients; initial state from K.shape",
+    impls: {
+      theanine: async () => { const { f, xs } = build(); return { run: () => { f(xs); } }; },
+      ...(unroll ? {} : { 'tfjs-cpu': () => lstmTfSized(KB, KT, KI, KU, 33, 34), 'tfjs-wasm': () => lstmTfSized(KB, KT, KI, KU, 33, 34) }),
+    },
+    compile: () => {
+      const { x, y, loss, updates } = kerasLstmGraph(unroll);
+      const f = K.function([x, y], [loss], updates);
+      const xs = [nd([KB, KT, KI], 33), nd([KB, KU], 34, -0.5, 0.5)];
+      return { firstCall: () => { f(xs); }, recompile: () => { K.function([x, y], [loss], updates); } };
+    },
+  };
+}
+async function lstmTfSized(B: number, T: number, I: number, U: number, sx: number, sy: number): Promise<Impl> {
+  const x = tf.tensor3d(data(B * T * I, sx), [B, T, I]);
+  const xsT = tf.unstack(x, 1);
+  const y = tf.tensor2d(data(B * U, sy, -0.5, 0.5), [B, U]);
+  const W = tf.variable(tf.concat([tf.tensor2d(data(I * 4 * U, 31, -0.1, 0.1), [I, 4 * U]), tf.tensor2d(data(U * 4 * U, 32, -0.1, 0.1), [U, 4 * U])], 0));
+  const bias = tf.variable(tf.zeros([4 * U]));
+  const opt = tf.train.sgd(LR);
+  const forget = tf.scalar(0);
+  return {
+    run: () => {
+      const l = opt.minimize(() => {
+        let c = tf.zeros([B, U]) as tf.Tensor2D;
+        let h = tf.zeros([B, U]) as tf.Tensor2D;
+        for (const xt of xsT) [c, h] = tf.basicLSTMCell(forget, W as unknown as tf.Tensor2D, bias as unknown as tf.Tensor1D, xt as tf.Tensor2D, c, h);
+        return tf.mean(tf.square(tf.sub(h, y))) as tf.Scalar;
+      }, true);
+      l!.dataSync();
+      l!.dispose();
+    },
+    dispose: () => [x, y, W, bias, forget, ...xsT].forEach((t) => t.dispose()),
+  };
+}
+
 // --- Embedding: gather 32x20 rows of a 1000x32 table, its gradient (scatter_add_rows) and an SGD update ---
 // Small because tfjs-cpu's gather gradient (unsortedSegmentSum) compares every id with every row, and
 // tfjs-wasm has no unsortedSegmentSum kernel (no wasm column).
@@ -383,5 +454,5 @@ async function dropoutTf(): Promise<Impl> {
 }
 
 export function cases(): Case[] {
-  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, lstmCase, embeddingCase, dropoutCase];
+  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, dropoutCase];
 }

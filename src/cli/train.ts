@@ -56,7 +56,7 @@ export function trainCommand(io: Io): Command {
     .option('--seed <n>', 'seed for initial weights and batch order', nonNegativeInt, 1)
     .addOption(new Option('--device <name>', 'device for the compiled functions (default: THEANINE_DEVICE, else "device" in keras.json, else cpu)').choices(['cpu', 'gpu']))
     .addOption(new Option('--backend <name>', 'Keras backend (default: KERAS_BACKEND, else "backend" in keras.json, else theanine)').choices(['theanine', 'tensorflow', 'onnx']))
-    .option('--no-unroll', 'lstm: keep K.rnn as one Scan node instead of 28 unrolled steps (slower today)')
+    .option('--unroll', "lstm: unroll K.rnn's 28 steps (Keras' unroll=True) instead of one Scan node (Keras' default)", false)
     .option('--limit <n>', 'train on the first n training digits only (quick runs)', positiveInt)
     .option('--data <dir>', 'folder with 0.json ... 9.json in the mnist package format (default: the mnist package)')
     .option('--export <file>', 'after training, write the classifier as a standalone TypeScript module (exportModule)')

@@ -71,8 +71,7 @@ export function cnn(rng: Rng, filters: readonly [number, number] = [8, 16]): Mod
 /**
  * An LSTM reading each digit row by row (28 steps of 28 pixels) through K.rnn, then a dense layer
  * on its last output. `unroll` is K.rnn's own flag: 28 copies of the step instead of one Scan node
- * (the same numbers; today the compiler generates code for the unrolled graph, while a Scan's
- * step runs through the reference interpreter).
+ * (the same numbers; both compile, and the Scan, Keras' default, compiles and trains faster).
  */
 export function lstm(rng: Rng, units = 64, unroll = false): Model {
   // One input, recurrent and bias weight per gate (Keras 1's W_i, U_i, b_i ...); forget bias starts at 1.

@@ -147,10 +147,14 @@ interface WasmModuleObject {
  * XNNPack call (an unsupported rank, for one) only there, and returns the unwritten output as if
  * it were a result (issue 14 item 2): the executor turns any such line into an error naming the op.
  */
-let backendErrors: string[] = [];
-/** The wasm backends this module built (their statuses reach `printErr` above). */
-const ownWasm = new WeakSet<object>();
-let foreignWasm = false;
+// Kept on globalThis: TensorFlow.js' backends are process-wide, while this module can be loaded
+// twice in one process (as an ES module and through a CommonJS hook, as mocha with tsx does); each
+// copy must see the statuses of the wasm module whichever copy built it.
+interface WasmStatusState { errors: string[]; readonly own: WeakSet<object>; foreign: boolean }
+const STATE = Symbol.for('theanine.tfjs.wasmStatus');
+const shared = globalThis as { [STATE]?: WasmStatusState };
+/** `own`: the wasm backends this module built (their statuses reach `printErr` below). */
+const status: WasmStatusState = (shared[STATE] ??= { errors: [], own: new WeakSet<object>(), foreign: false });
 
 /**
  * Runs `fn` (one call of a function on the tensorflow backend) with the statuses of a wasm
@@ -160,12 +164,12 @@ let foreignWasm = false;
  */
 export function watchBackendErrors<T>(fn: () => T): T {
   const stderr = typeof process === 'undefined' ? undefined : process.stderr;
-  if (!foreignWasm || stderr === undefined) return fn();
+  if (!status.foreign || stderr === undefined) return fn();
   const write = stderr.write;
   stderr.write = ((chunk: string | Uint8Array) => {
     const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
     if (!/\bXNN\b/.test(text)) return write.call(stderr, chunk);
-    for (const line of text.split('\n')) if (line.trim() !== '') backendErrors.push(line);
+    for (const line of text.split('\n')) if (line.trim() !== '') status.errors.push(line);
     return true;
   }) as typeof stderr.write;
   try {
@@ -175,9 +179,9 @@ export function watchBackendErrors<T>(fn: () => T): T {
   }
 }
 export function takeBackendErrors(): readonly string[] {
-  if (backendErrors.length === 0) return backendErrors;
-  const r = backendErrors;
-  backendErrors = [];
+  if (status.errors.length === 0) return status.errors;
+  const r = status.errors;
+  status.errors = [];
   return r;
 }
 
@@ -195,7 +199,7 @@ function initWasmSync(tf: TF, loader: ModuleLoader): void {
     // Already initialised: by us, or by TensorFlow.js' own asynchronous factory (the user's
     // `await tf.setBackend('wasm')`, or tfjs picking its best backend). The latter's module prints
     // XNNPack's statuses to stderr, where watchBackendErrors picks them up instead.
-    if (!ownWasm.has(tf.engine().registry['wasm'] as object)) foreignWasm = true;
+    if (!status.own.has(tf.engine().registry['wasm'] as object)) status.foreign = true;
     return;
   }
   const dir = path.join(path.dirname(loader.resolve(`${TFJS_WASM}/package.json`)), 'wasm-out');
@@ -206,7 +210,7 @@ function initWasmSync(tf: TF, loader: ModuleLoader): void {
   const events = ['uncaughtException', 'unhandledRejection'] as const;
   const before = events.map((ev) => process.listeners(ev as 'uncaughtException') as unknown[]);
   const mod: WasmModuleObject = {
-    printErr: (text) => { backendErrors.push(text); },
+    printErr: (text) => { status.errors.push(text); },
     instantiateWasm(imports, receive) {
       const instance = new WA.Instance(compiled, imports);
       receive(instance, compiled);
@@ -231,7 +235,7 @@ function initWasmSync(tf: TF, loader: ModuleLoader): void {
   const backend = new wasmPkg.BackendWasm(mod as ConstructorParameters<typeof wasmPkg.BackendWasm>[0]);
   const priority = 2; // tfjs-backend-wasm's own
   if (tf.engine().registryFactory['wasm'] !== undefined) tf.removeBackend('wasm');
-  ownWasm.add(backend);
+  status.own.add(backend);
   tf.registerBackend('wasm', () => backend, priority);
 }
 
