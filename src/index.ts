@@ -24,3 +24,4 @@ export { importOnnx, OnnxImportError, ONNX_IMPORTABLE } from './api/onnx.js';
 export type { ImportedOnnx } from './api/onnx.js';
 export { OnnxExportError } from './runtime/onnx/builder.js';
 export type { OnnxExportOptions } from './runtime/onnx/export.js';
+export { provideModule } from './platform/types.js';

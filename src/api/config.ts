@@ -3,9 +3,8 @@
  * in-memory settings behind K.floatx(), K.epsilon(), K.image_data_format()...
  */
 import { ValueError } from '../ir/errors.js';
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
+import { platform } from '#platform';
+import type { ConfigRead } from '../platform/types.js';
 
 export type BackendName = 'theanine' | 'tensorflow' | 'onnx';
 export type Floatx = 'float16' | 'float32' | 'float64';
@@ -77,61 +76,29 @@ function messageOf(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
-function errorCode(e: unknown): string | undefined {
-  return typeof e === 'object' && e !== null && 'code' in e && typeof e.code === 'string' ? e.code : undefined;
-}
-
-/** The keras.json path: `$KERAS_HOME/keras.json`, else `<home>/.keras/keras.json`. */
-export function configPath(opts: LoadConfigOptions = {}): string {
-  const env = opts.env ?? process.env;
-  const kerasHome = env['KERAS_HOME'];
-  const dir = kerasHome !== undefined && kerasHome !== '' ? kerasHome : path.join(opts.home ?? os.homedir(), '.keras');
-  return path.join(dir, 'keras.json');
-}
-
-function writeDefaults(file: string): void {
-  try {
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    // 'wx': never clobber a file another process wrote in the meantime.
-    fs.writeFileSync(file, JSON.stringify(DEFAULT_CONFIG, null, 4) + '\n', { flag: 'wx' });
-  } catch {
-    // As in Keras: an unwritable config folder is not an error; defaults apply.
-  }
-}
-
-/**
- * The text of `file` if it is a regular file (issue 14 item 6). A FIFO made the first K call hang
- * in readFileSync, and a device would be read forever: it is opened without blocking, and
- * anything but a regular file is a ConfigError naming the path, before a byte is read.
- */
-function readRegularFile(file: string, where: string): string {
-  const fd = fs.openSync(file, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
-  try {
-    const st = fs.fstatSync(fd);
-    if (!st.isFile()) {
-      const kind = st.isFIFO() ? 'a FIFO' : st.isDirectory() ? 'a directory' : st.isSocket() ? 'a socket' : st.isCharacterDevice() || st.isBlockDevice() ? 'a device' : 'not a regular file';
-      throw new ConfigError(`${where}: is ${kind}; only a regular file is read as the Keras config (remove it or point KERAS_HOME elsewhere)`);
-    }
-    return fs.readFileSync(fd, 'utf8');
-  } finally {
-    fs.closeSync(fd);
-  }
+/** The keras.json path: `$KERAS_HOME/keras.json`, else `<home>/.keras/keras.json` (undefined in a browser). */
+export function configPath(opts: LoadConfigOptions = {}): string | undefined {
+  return platform.kerasConfigPath(opts.env ?? platform.environment(), opts.home);
 }
 
 /** The parsed file, or undefined when it does not exist (after writing the defaults). */
 function readConfigFile(file: string, where: string): Record<string, unknown> | undefined {
-  let text: string;
+  // A FIFO once made the first K call hang: anything but a regular file is a ConfigError naming
+  // the path, before a byte is read.
+  let read: ConfigRead;
   try {
-    text = readRegularFile(file, where);
+    read = platform.readConfig(file);
   } catch (e) {
-    if (e instanceof ConfigError) throw e;
-    const code = errorCode(e);
-    if (code !== 'ENOENT' && code !== 'ENOTDIR') {
-      throw new ConfigError(`${where}: cannot be read (${messageOf(e)})`);
-    }
-    writeDefaults(file);
+    throw new ConfigError(`${where}: cannot be read (${messageOf(e)})`);
+  }
+  if (read.kind === 'special') {
+    throw new ConfigError(`${where}: is ${read.what}; only a regular file is read as the Keras config (remove it or point KERAS_HOME elsewhere)`);
+  }
+  if (read.kind === 'missing') {
+    platform.writeConfigDefaults(file, JSON.stringify(DEFAULT_CONFIG, null, 4) + '\n');
     return undefined;
   }
+  const text = read.text;
   const objectAllowed = `a JSON object with fields ${allowed(Object.keys(DEFAULT_CONFIG))}`;
   let parsed: unknown;
   try {
@@ -147,10 +114,10 @@ function readConfigFile(file: string, where: string): Record<string, unknown> | 
 
 /** Reads keras.json (writing the defaults when it is missing) and applies the environment overrides. */
 export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
-  const env = opts.env ?? process.env;
+  const env = opts.env ?? platform.environment();
   const file = configPath(opts);
   const where = `keras.json (${file})`;
-  const raw = readConfigFile(file, where);
+  const raw = file === undefined ? undefined : readConfigFile(file, where);
   const cfg: KerasConfig = { ...DEFAULT_CONFIG };
 
   if (raw !== undefined) {

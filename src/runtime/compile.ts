@@ -26,6 +26,7 @@ import { packArena } from '../codegen/cpu/wasm-kernel.js';
 import type { Executor } from './function.js';
 import type { ScanBody } from '../ir/scanbody.js';
 import { checkFallbacks, externFallbacks, fallbackPolicy, type Fallback, type FallbackPolicy } from './fallback.js';
+import { platform } from '#platform';
 
 /** Register tile of the cpu matmul micro-kernel (measured: see bench/README.md). */
 export const CPU_TILE = { mr: 4, nr: 4 } as const;
@@ -33,9 +34,9 @@ export const CPU_TILE = { mr: 4, nr: 4 } as const;
 export const cpuTarget = { classify, shapeOnly, matmulPrologue };
 
 /** Where THEANINE_DEBUG output goes (tests replace it). */
-let debugSink: (text: string) => void = (t) => process.stderr.write(t);
+let debugSink: (text: string) => void = (t) => platform.writeStderr(t);
 export function setDebugSink(sink: ((text: string) => void) | undefined): void {
-  debugSink = sink ?? ((t) => process.stderr.write(t));
+  debugSink = sink ?? ((t) => platform.writeStderr(t));
 }
 /** THEANINE_DEBUG=passes: each pass's report and graph, to the debug sink. */
 function passPrinter(what?: string): ((r: PassReport, g: Graph) => void) | undefined {
@@ -44,7 +45,7 @@ function passPrinter(what?: string): ((r: PassReport, g: Graph) => void) | undef
 }
 
 function debugFlags(): Set<string> {
-  return new Set((process.env['THEANINE_DEBUG'] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''));
+  return new Set((platform.env('THEANINE_DEBUG') ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''));
 }
 
 interface Specialization {

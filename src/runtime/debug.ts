@@ -1,7 +1,8 @@
 // THEANINE_DEBUG: a comma-separated list of topics (`passes`, `gpu`, ...; `all` or `1` for every
+import { platform } from '#platform';
 // one). Read on each check, so a test or a REPL can switch it on and off.
 function topics(): string[] {
-  const v = process.env['THEANINE_DEBUG'];
+  const v = platform.env('THEANINE_DEBUG');
   return v === undefined || v === '' ? [] : v.split(',').map((t) => t.trim());
 }
 
@@ -17,5 +18,5 @@ export function debugAny(): boolean {
 }
 
 export function debugLog(line: string): void {
-  process.stderr.write(`[theanine] ${line}\n`);
+  platform.writeStderr(`[theanine] ${line}\n`);
 }

@@ -7,6 +7,7 @@
 import { ValueError } from '../ir/errors.js';
 import type { Program } from '../codegen/kernel.js';
 import { warn } from './warn.js';
+import { platform } from '#platform';
 
 export { NO_KERNEL_YET } from '../codegen/no-kernel.js';
 
@@ -37,7 +38,7 @@ export function externFallbacks(p: Program): Fallback[] {
 
 /** THEANINE_FALLBACK, checked: unset or empty is `warn`. */
 export function envFallbackMode(): FallbackMode {
-  const v = process.env['THEANINE_FALLBACK'];
+  const v = platform.env('THEANINE_FALLBACK');
   if (v === undefined || v === '') return 'warn';
   if (!(FALLBACK_MODES as readonly string[]).includes(v)) {
     throw new ValueError(`THEANINE_FALLBACK: unknown mode ${JSON.stringify(v)} (allowed: ${FALLBACK_MODES.map((m) => JSON.stringify(m)).join(', ')})`);

@@ -1,4 +1,5 @@
 // Warnings (a step that falls back to the host or the reference interpreter, a missing GL
+import { platform } from '#platform';
 // context): written to stderr at once, so they come before the results that follow them.
 // Node's process.emitWarning prints on a later tick (after a CLI's `test accuracy:` line) and
 // adds its --trace-warnings hint; stderr writes are synchronous for files, pipes and terminals.
@@ -6,7 +7,7 @@
 
 export type WarningSink = (message: string) => void;
 
-const writeStderr: WarningSink = (m) => { process.stderr.write(`${m}\n`); };
+const writeStderr: WarningSink = (m) => { platform.writeStderr(`${m}\n`); };
 
 // On globalThis: a loader that gives this module two instances (tsx's CommonJS and ESM paths
 // under mocha) must still send every warning to one sink.

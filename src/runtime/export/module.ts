@@ -5,9 +5,6 @@
 // the shapes. It imports nothing from theanine. It is built with ts-morph and type-checked by
 // the TypeScript compiler before it is returned: an export that does not type-check is a bug,
 // never written.
-import { writeFileSync } from 'node:fs';
-import { Buffer } from 'node:buffer';
-import { basename, dirname, join } from 'node:path';
 import type { DType, TypedArray } from '../../ir/dtype.js';
 import { ValueError } from '../../ir/errors.js';
 import { describe, formatShape, type NDArray } from '../../ir/ndarray.js';
@@ -18,6 +15,7 @@ import { BASE64_DECODER, TYPED_ARRAY, helperNames, helperPrelude, scalarSource }
 import { ExportError, ModuleBuilder, renderProgram, type TsParam } from './render.js';
 import type * as TsMorph from 'ts-morph';
 import { buildAndCheck, loadTsMorph, reprint } from './typescript.js';
+import { platform } from '#platform';
 
 export { ExportError };
 
@@ -148,7 +146,7 @@ function dataStatements(blobs: readonly Blob[], threshold: number, binFile: stri
     lines.push(`/** ${commentText(b.what)} */`);
     if (b.data.length <= LITERAL_MAX) lines.push(`const ${b.name} = new ${T}([${Array.from(b.data, (v) => literal(v)).join(', ')}]);`);
     else if (toBin) lines.push(`const ${b.name} = new ${T}(_bin, ${offsets.get(b.name)!}, ${b.data.length});`);
-    else lines.push(`const ${b.name} = new ${T}(_b64(${JSON.stringify(Buffer.from(bytesOf(b.data)).toString('base64'))}).buffer);`);
+    else lines.push(`const ${b.name} = new ${T}(_b64(${JSON.stringify(platform.base64(bytesOf(b.data)))}).buffer);`);
   }
   return { lines, bin, decoder: !toBin && big.length > 0 };
 }
@@ -161,7 +159,7 @@ export function exportFunction(src: ExportSource, opts: ExportOptions): Exported
   const threshold = opts.binThreshold ?? DEFAULT_BIN_THRESHOLD;
   if (typeof threshold !== 'number' || !(threshold >= 0)) throw new ValueError(`exportModule: binThreshold must be a number of bytes >= 0, got ${JSON.stringify(opts.binThreshold)}`);
   const binFile = opts.binFile ?? `${name}.bin`;
-  if (typeof binFile !== 'string' || binFile === '' || basename(binFile) !== binFile || binFile === '.' || binFile === '..') {
+  if (typeof binFile !== 'string' || binFile === '' || platform.basename(binFile) !== binFile || binFile === '.' || binFile === '..') {
     throw new ValueError(`exportModule: binFile must be a plain file name (no folders), got ${JSON.stringify(opts.binFile)}`);
   }
   const shapes = inputShapes(src, opts);
@@ -271,10 +269,10 @@ export function exportFunction(src: ExportSource, opts: ExportOptions): Exported
   return {
     name, source, binary,
     write(path: string): string[] {
-      writeFileSync(path, source);
+      platform.writeFile(path, source);
       if (binary === undefined) return [path];
-      const bp = join(dirname(path), binary.fileName);
-      writeFileSync(bp, binary.bytes);
+      const bp = platform.join(platform.dirname(path), binary.fileName);
+      platform.writeFile(bp, binary.bytes);
       return [path, bp];
     },
   };

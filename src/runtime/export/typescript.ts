@@ -2,8 +2,8 @@
 // TypeScript compiler) builds and formats the module, the compiler's parser marks element
 // reads non-null (so the module type-checks under noUncheckedIndexedAccess too), and the
 // compiler's checker must find no error before anything is written.
-import { createRequire } from 'node:module';
 import type * as TsMorph from 'ts-morph';
+import { platform } from '#platform';
 
 let tsMorph: typeof TsMorph | undefined;
 
@@ -11,7 +11,7 @@ let tsMorph: typeof TsMorph | undefined;
 export function loadTsMorph(): typeof TsMorph {
   if (tsMorph === undefined) {
     try {
-      tsMorph = createRequire(import.meta.url)('ts-morph') as typeof TsMorph;
+      tsMorph = platform.requireModule('ts-morph') as typeof TsMorph;
     } catch (e) {
       // An optional peer dependency (only export needs it); one line, without Node's require stack.
       throw new Error(`exportModule needs the optional package ts-morph; install it with \`npm install ts-morph\` (${(e as Error).message.split('\n')[0]})`);

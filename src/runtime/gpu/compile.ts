@@ -22,6 +22,7 @@ import { prepare, runPrepared, type Prepared } from './program.js';
 import { Runner, hostVal, hostValue, type Val } from './runner.js';
 import { withScan } from './scan.js';
 import { checkFallbacks, describeFallbacks, fallbackPolicy, type Fallback, type FallbackPolicy } from '../fallback.js';
+import { platform } from '#platform';
 
 interface GpuProgram {
   readonly graph: readonly Node[];
@@ -53,7 +54,7 @@ function bodyOptimizer(passes: readonly Pass[]): (b: ScanBody) => readonly Node[
 
 function compileGraph(inputs: readonly Node[], targets: readonly Node[], passes: readonly Pass[], variables: readonly Node[]): GpuProgram {
   const onPass = debugEnabled('passes')
-    ? (r: Parameters<typeof formatPassReport>[0], g: Parameters<typeof formatPassReport>[1]) => process.stderr.write(formatPassReport(r, g, { label: fusedLabel }))
+    ? (r: Parameters<typeof formatPassReport>[0], g: Parameters<typeof formatPassReport>[1]) => platform.writeStderr(formatPassReport(r, g, { label: fusedLabel }))
     : undefined;
   const graph = passes.length === 0 ? targets : runPasses(passes, { outputs: targets }, onPass === undefined ? {} : { onPass }).outputs;
   return {
@@ -125,7 +126,7 @@ export interface GpuCompileRequest {
 /** K.function's executor for device "gpu". */
 export function gpuCompiledExecutor(req: GpuCompileRequest): GpuExecutor {
   const device = gpuDevice();
-  if (debugEnabled('gpu') || process.env['THEANINE_DEBUG'] !== undefined) debugLog(`function on ${device.name} (${device.description})`);
+  if (debugEnabled('gpu') || platform.env('THEANINE_DEBUG') !== undefined) debugLog(`function on ${device.name} (${device.description})`);
   // The same passes as the cpu (fusion asks the same templates); the list is part of the key.
   const passes = req.level === 'none' ? [] : resolvePipeline(req.level as OptimizerLevel, cpuTarget, req.passes);
   const { key, variables } = structuralKey(req.inputs, req.targets, `${req.level}[${pipelineKey(passes)}]`, 'gpu');

@@ -6,6 +6,7 @@ import { ValueError } from '../../ir/errors.js';
 import { debugAny, debugLog } from '../debug.js';
 import { loadGpuJs, type GpuInstance } from './gpujs.js';
 import { warn } from '../warn.js';
+import { platform } from '#platform';
 
 /** Modes theanine accepts in THEANINE_GPU_MODE (gpu.js' internal mode names). */
 export const GPU_MODES = ['headlessgl', 'webgl2', 'webgl', 'webasm'] as const;
@@ -40,7 +41,7 @@ export function warnOnce(key: string, message: string): void {
 }
 
 function requestedMode(): GpuMode | undefined {
-  const v = process.env['THEANINE_GPU_MODE'];
+  const v = platform.env('THEANINE_GPU_MODE');
   if (v === undefined || v === '') return undefined;
   if (!(GPU_MODES as readonly string[]).includes(v)) {
     throw new ValueError(`THEANINE_GPU_MODE: unknown gpu.js mode ${JSON.stringify(v)} (allowed: ${GPU_MODES.map((m) => JSON.stringify(m)).join(', ')})`);

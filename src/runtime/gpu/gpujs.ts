@@ -1,6 +1,6 @@
 // The slice of gpu.js (an optional dependency, CommonJS) that the gpu device uses, typed here so
+import { platform } from '#platform';
 // nothing else sees `any`. Loaded lazily: device `cpu` never loads it.
-import { createRequire } from 'node:module';
 
 /** What a pipeline kernel returns: a GL texture, or (webasm) a fresh Float32Array. */
 export interface GpuTexture {
@@ -60,17 +60,26 @@ export interface Loaded {
 
 let cached: Loaded | Error | undefined;
 
+/** gpu.js' version from its package.json; a page that provided the module alone: 'provided'. */
+function gpuJsVersion(): string {
+  try {
+    return (platform.requireModule('gpu.js/package.json') as { version: string }).version;
+  } catch {
+    return 'provided';
+  }
+}
+
 /** gpu.js, or an Error saying why it cannot be loaded (not installed). */
 export function loadGpuJs(): Loaded | Error {
   if (cached !== undefined) return cached;
-  const require = createRequire(import.meta.url);
   try {
-    const module = require('gpu.js') as GpuModule;
-    const version = (require('gpu.js/package.json') as { version: string }).version;
+    const module = platform.requireModule('gpu.js') as GpuModule;
+    const version = gpuJsVersion();
     // gpu.js swallows a failed `require('gl')`; load it from gpu.js' own folder to learn why.
     let glError: string | undefined;
     try {
-      createRequire(require.resolve('gpu.js'))('gl');
+      if (platform.name === 'node') platform.requireModule('gl', platform.resolveModule('gpu.js'));
+      else glError = 'headless-gl is for Node; a browser runs gpu.js on its own WebGL';
     } catch (e) {
       glError = (e as Error).message.split('\n')[0];
     }

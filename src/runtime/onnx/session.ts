@@ -2,9 +2,13 @@
 // promises, and K is synchronous, so sessions live in a worker thread: the caller posts a
 // request, blocks in Atomics.wait on a shared flag, and reads the worker's answer with
 // receiveMessageOnPort (synckit's technique, in a few lines of our own). onnxruntime-node is an
-// optional peer dependency, found with createRequire at the first onnx-backend compile.
-import { createRequire } from 'node:module';
-import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
+// optional peer dependency, found at the first onnx-backend compile. Node only (the platform module
+// gives worker_threads; a browser build throws saying so).
+import type { MessagePort, Worker } from 'node:worker_threads';
+import { platform } from '#platform';
+
+type WorkerThreads = typeof import('node:worker_threads');
+const threads = (): WorkerThreads => platform.nodeBuiltin('worker_threads', 'the onnx backend (onnxruntime-node)') as WorkerThreads;
 
 export const ORT_PACKAGE = 'onnxruntime-node';
 
@@ -76,9 +80,9 @@ class SyncWorker {
   constructor(ortPath: string) {
     const sab = new SharedArrayBuffer(4);
     this.flag = new Int32Array(sab);
-    const { port1, port2 } = new MessageChannel();
+    const { port1, port2 } = new (threads().MessageChannel)();
     this.port = port1;
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { ortPath, flag: sab, port: port2 }, transferList: [port2] });
+    this.worker = new (threads().Worker)(WORKER_SOURCE, { eval: true, workerData: { ortPath, flag: sab, port: port2 }, transferList: [port2] });
     // the worker must not keep the process alive once the user's work is done
     this.worker.unref();
     this.port.unref();
@@ -99,7 +103,7 @@ class SyncWorker {
     const deadline = performance.now() + 600_000;
     for (;;) {
       // answers to other requests (none are waited for but releases) are read and dropped
-      for (let m = receiveMessageOnPort(this.port); m !== undefined; m = receiveMessageOnPort(this.port)) {
+      for (let m = threads().receiveMessageOnPort(this.port); m !== undefined; m = threads().receiveMessageOnPort(this.port)) {
         const reply = m.message as Reply & { id: number };
         if (reply.id === id) return reply;
       }
@@ -114,12 +118,11 @@ class SyncWorker {
 let worker: SyncWorker | undefined;
 let runtimeInfo: { version: string; provider: string } | undefined;
 
-const nodeRequire = createRequire(import.meta.url);
 
 /** Whether onnxruntime-node can be found (tests name the reason when it cannot). */
 export function ortAvailable(): string | undefined {
   try {
-    nodeRequire.resolve(ORT_PACKAGE);
+    platform.resolveModule(ORT_PACKAGE);
     return undefined;
   } catch {
     return `backend "onnx" needs ONNX Runtime: install it with \`npm install ${ORT_PACKAGE}\` (it is an optional peer dependency of theanine)`;
@@ -130,7 +133,7 @@ function theWorker(): SyncWorker {
   if (worker !== undefined) return worker;
   const missing = ortAvailable();
   if (missing !== undefined) throw new Error(missing);
-  worker = new SyncWorker(nodeRequire.resolve(ORT_PACKAGE));
+  worker = new SyncWorker(platform.resolveModule(ORT_PACKAGE));
   const r = worker.call({ kind: 'ping' });
   if (!r.ok) throw new Error(`backend "onnx": loading ${ORT_PACKAGE} failed: ${r.error}`);
   return worker;
@@ -141,7 +144,7 @@ function theWorker(): SyncWorker {
  * the provider onnxruntime-node ships in its npm package.
  */
 export function requestedProvider(): string {
-  return process.env['THEANINE_ONNX_PROVIDER'] ?? 'cpu';
+  return platform.env('THEANINE_ONNX_PROVIDER') ?? 'cpu';
 }
 
 let nextKey = 1;

@@ -20,6 +20,7 @@ import { takeBackendErrors, tfjsRuntime, watchBackendErrors, type TF, type TfRun
 import type { KernelContext, Tensor, TfEntry } from './types.js';
 import { adoptUpdate, readVariable } from './variables.js';
 import { warn } from '../warn.js';
+import { platform } from '#platform';
 
 export interface TfjsExecutor extends Executor {
   readonly runtime: TfRuntime;
@@ -97,8 +98,8 @@ function optimized(targets: readonly Node[], passes: readonly Pass[]): readonly 
   let g = optimizedCache.get(key);
   if (g === undefined) {
     // THEANINE_DEBUG=passes prints each pass and the graph after it, as the compiler does
-    const debug = (process.env['THEANINE_DEBUG'] ?? '').split(',').map((f) => f.trim()).includes('passes');
-    const onPass = (r: PassReport, after: { outputs: readonly Node[] }) => process.stderr.write(formatPassReport(r, after));
+    const debug = (platform.env('THEANINE_DEBUG') ?? '').split(',').map((f) => f.trim()).includes('passes');
+    const onPass = (r: PassReport, after: { outputs: readonly Node[] }) => platform.writeStderr(formatPassReport(r, after));
     g = runPasses(passes, { outputs: targets }, debug ? { onPass } : {}).outputs;
     if (optimizedCache.size >= 256) optimizedCache.delete(optimizedCache.keys().next().value!);
     optimizedCache.set(key, g);

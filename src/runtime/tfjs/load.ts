@@ -5,11 +5,9 @@
 // Order: @tensorflow/tfjs-node (native TensorFlow), else @tensorflow/tfjs with
 // @tensorflow/tfjs-backend-wasm, else @tensorflow/tfjs's pure-JS cpu backend.
 // THEANINE_TFJS_BACKEND=node|wasm|cpu asks for one of them only.
-import { createRequire } from 'node:module';
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import type * as Tfjs from '@tensorflow/tfjs';
 import type * as TfjsWasm from '@tensorflow/tfjs-backend-wasm';
+import { platform } from '#platform';
 
 export type TF = typeof Tfjs;
 export type Flavour = 'node' | 'wasm' | 'cpu';
@@ -32,8 +30,7 @@ export interface TfRuntime {
   withBackend<T>(fn: () => T): T;
 }
 
-const nodeRequire = createRequire(import.meta.url);
-export const defaultLoader: ModuleLoader = { require: (id) => nodeRequire(id), resolve: (id) => nodeRequire.resolve(id) };
+export const defaultLoader: ModuleLoader = { require: (id) => platform.requireModule(id), resolve: (id) => platform.resolveModule(id) };
 
 const TFJS = '@tensorflow/tfjs';
 const TFJS_NODE = '@tensorflow/tfjs-node';
@@ -163,20 +160,12 @@ const status: WasmStatusState = (shared[STATE] ??= { errors: [], own: new WeakSe
  * taken as statuses (every other write passes through).
  */
 export function watchBackendErrors<T>(fn: () => T): T {
-  const stderr = typeof process === 'undefined' ? undefined : process.stderr;
-  if (!status.foreign || stderr === undefined) return fn();
-  const write = stderr.write;
-  stderr.write = ((chunk: string | Uint8Array) => {
-    const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
-    if (!/\bXNN\b/.test(text)) return write.call(stderr, chunk);
+  if (!status.foreign) return fn();
+  return platform.divertStderr((text) => {
+    if (!/\bXNN\b/.test(text)) return false;
     for (const line of text.split('\n')) if (line.trim() !== '') status.errors.push(line);
     return true;
-  }) as typeof stderr.write;
-  try {
-    return fn();
-  } finally {
-    stderr.write = write;
-  }
+  }, fn);
 }
 export function takeBackendErrors(): readonly string[] {
   if (status.errors.length === 0) return status.errors;
@@ -202,13 +191,11 @@ function initWasmSync(tf: TF, loader: ModuleLoader): void {
     if (!status.own.has(tf.engine().registry['wasm'] as object)) status.foreign = true;
     return;
   }
-  const dir = path.join(path.dirname(loader.resolve(`${TFJS_WASM}/package.json`)), 'wasm-out');
-  const factory = loader.require(path.join(dir, 'tfjs-backend-wasm.js')) as (m: WasmModuleObject) => Promise<unknown>;
-  const simd = fs.readFileSync(path.join(dir, 'tfjs-backend-wasm-simd.wasm'));
-  const bytes = WA.validate(simd) ? simd : fs.readFileSync(path.join(dir, 'tfjs-backend-wasm.wasm'));
+  const dir = platform.join(platform.dirname(loader.resolve(`${TFJS_WASM}/package.json`)), 'wasm-out');
+  const factory = loader.require(platform.join(dir, 'tfjs-backend-wasm.js')) as (m: WasmModuleObject) => Promise<unknown>;
+  const simd = platform.readFile(platform.join(dir, 'tfjs-backend-wasm-simd.wasm')) as Uint8Array<ArrayBuffer>;
+  const bytes = WA.validate(simd) ? simd : platform.readFile(platform.join(dir, 'tfjs-backend-wasm.wasm')) as Uint8Array<ArrayBuffer>;
   const compiled = new WA.Module(bytes);
-  const events = ['uncaughtException', 'unhandledRejection'] as const;
-  const before = events.map((ev) => process.listeners(ev as 'uncaughtException') as unknown[]);
   const mod: WasmModuleObject = {
     printErr: (text) => { status.errors.push(text); },
     instantiateWasm(imports, receive) {
@@ -217,11 +204,8 @@ function initWasmSync(tf: TF, loader: ModuleLoader): void {
       return instance.exports;
     },
   };
-  factory(mod).catch(() => undefined);
   // Emscripten's Node glue installs process handlers that rethrow; theanine leaves process-wide behaviour alone.
-  events.forEach((ev, i) => {
-    for (const l of process.listeners(ev as 'uncaughtException')) if (!before[i]!.includes(l)) process.removeListener(ev, l);
-  });
+  platform.withoutNewProcessHandlers(() => factory(mod).catch(() => undefined));
   const cwrap = mod.cwrap;
   if (mod.calledRun !== true || cwrap === undefined) throw new Error('the WebAssembly module did not start synchronously');
   mod.tfjs = {
@@ -243,7 +227,7 @@ let cached: TfRuntime | undefined;
 let override: ModuleLoader | undefined;
 
 function flavourFromEnv(): Flavour | undefined {
-  const v = process.env['THEANINE_TFJS_BACKEND'];
+  const v = platform.env('THEANINE_TFJS_BACKEND');
   if (v === undefined || v === '') return undefined;
   if (!(FLAVOURS as readonly string[]).includes(v)) {
     throw new Error(`environment variable THEANINE_TFJS_BACKEND is ${JSON.stringify(v)}; allowed: ${FLAVOURS.map((f) => JSON.stringify(f)).join(', ')}`);

@@ -1,0 +1,96 @@
+// The Node host (see types.ts): files, environment variables, stderr and require.
+import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { type ConfigRead, type Platform, providedModules } from './types.js';
+
+const nodeRequire = createRequire(import.meta.url);
+
+function specialKind(st: fs.Stats): string {
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isDirectory()) return 'a directory';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  return 'not a regular file';
+}
+
+function errorCode(e: unknown): string | undefined {
+  return typeof e === 'object' && e !== null && 'code' in e && typeof e.code === 'string' ? e.code : undefined;
+}
+
+export const platform: Platform = {
+  name: 'node',
+  env: (name) => process.env[name],
+  environment: () => process.env,
+  kerasConfigPath(env, home) {
+    const kerasHome = env['KERAS_HOME'];
+    const dir = kerasHome !== undefined && kerasHome !== '' ? kerasHome : path.join(home ?? os.homedir(), '.keras');
+    return path.join(dir, 'keras.json');
+  },
+  readConfig(file): ConfigRead {
+    let fd: number;
+    try {
+      // Opened without blocking: a FIFO must not hang the first K call, nor a device be read forever.
+      fd = fs.openSync(file, fs.constants.O_RDONLY | (fs.constants.O_NONBLOCK ?? 0));
+    } catch (e) {
+      const code = errorCode(e);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'missing' };
+      throw e;
+    }
+    try {
+      const st = fs.fstatSync(fd);
+      if (!st.isFile()) return { kind: 'special', what: specialKind(st) };
+      return { kind: 'text', text: fs.readFileSync(fd, 'utf8') };
+    } finally {
+      fs.closeSync(fd);
+    }
+  },
+  writeConfigDefaults(file, text) {
+    try {
+      fs.mkdirSync(path.dirname(file), { recursive: true });
+      // 'wx': never clobber a file another process wrote in the meantime.
+      fs.writeFileSync(file, text, { flag: 'wx' });
+    } catch {
+      // As in Keras: an unwritable config folder is not an error; defaults apply.
+    }
+  },
+  writeStderr: (text) => { process.stderr.write(text); },
+  requireModule(id, from) {
+    if (providedModules.has(id)) return providedModules.get(id);
+    return (from === undefined ? nodeRequire : createRequire(from))(id);
+  },
+  resolveModule: (id) => nodeRequire.resolve(id),
+  nodeBuiltin: (name) => nodeRequire(`node:${name}`),
+  readFile: (p) => fs.readFileSync(p),
+  writeFile: (p, data) => { fs.writeFileSync(p, data); },
+  join: (...parts) => path.join(...parts),
+  dirname: (p) => path.dirname(p),
+  basename: (p) => path.basename(p),
+  base64: (bytes) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64'),
+  withoutNewProcessHandlers(fn) {
+    const events = ['uncaughtException', 'unhandledRejection'] as const;
+    const before = events.map((ev) => process.listeners(ev as 'uncaughtException') as unknown[]);
+    try {
+      return fn();
+    } finally {
+      events.forEach((ev, i) => {
+        for (const l of process.listeners(ev as 'uncaughtException')) if (!before[i]!.includes(l)) process.removeListener(ev, l);
+      });
+    }
+  },
+  divertStderr(take, fn) {
+    const stderr = process.stderr;
+    const write = stderr.write;
+    stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+      const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+      if (take(text)) return true;
+      return (write as (...a: unknown[]) => boolean).call(stderr, chunk, ...rest);
+    }) as typeof stderr.write;
+    try {
+      return fn();
+    } finally {
+      stderr.write = write;
+    }
+  },
+};

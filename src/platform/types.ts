@@ -1,0 +1,85 @@
+// What theanine needs from its host that differs between Node and a browser. Two modules
+// implement it (node.ts, browser.ts); package.json's "imports" map `#platform` to one of them by
+// the "browser"/"node" conditions, as bundlers and Node resolve them. Everything else in src/
+// reaches Node only through here, so a browser bundle carries no `node:*` import and no `process`.
+
+/** The text of a configuration file, or why there is none. */
+export type ConfigRead =
+  | { readonly kind: 'text'; readonly text: string }
+  | { readonly kind: 'missing' }
+  /** Not a regular file (`what`: 'a FIFO', 'a directory', ...); nothing was read from it. */
+  | { readonly kind: 'special'; readonly what: string };
+
+export interface Platform {
+  /** Which host this module serves. */
+  readonly name: 'node' | 'browser';
+  /** An environment variable (a browser has none: undefined). */
+  env(name: string): string | undefined;
+  /** The whole environment, for the configuration loader (a browser: empty). */
+  environment(): Readonly<Record<string, string | undefined>>;
+  /** The keras.json path from KERAS_HOME or the home folder; undefined where there is no file system. */
+  kerasConfigPath(env: Readonly<Record<string, string | undefined>>, home: string | undefined): string | undefined;
+  /** Reads a configuration file without blocking on FIFOs or devices; other errors are thrown. */
+  readConfig(file: string): ConfigRead;
+  /** Writes `text` as a new file (never over an existing one), making its folder; failures are ignored. */
+  writeConfigDefaults(file: string, text: string): void;
+  /** Diagnostics (debug lines, warnings, pass reports): stderr in Node, the console in a browser. */
+  writeStderr(text: string): void;
+  /**
+   * A package loaded synchronously on first use (the optional peers: gpu.js, TensorFlow.js,
+   * ts-morph). Node: require from theanine's folder. A browser: only modules handed to
+   * `provideModule` (a page imports them itself); otherwise an error naming the package.
+   * Errors carry code 'MODULE_NOT_FOUND' when the package is absent, as Node's do.
+   */
+  requireModule(id: string, from?: string): unknown;
+  /** The file a package id resolves to (Node only; a browser throws). */
+  resolveModule(id: string): string;
+  /** A Node built-in module (`worker_threads`, ...); a browser throws naming `why`. */
+  nodeBuiltin(name: string, why: string): unknown;
+  /** A file's bytes (Node only). */
+  readFile(path: string): Uint8Array;
+  /** Writes a file (Node only; in a browser export returns the text and bytes instead). */
+  writeFile(path: string, data: string | Uint8Array): void;
+  /** Path helpers (POSIX-style in a browser). */
+  join(...parts: string[]): string;
+  dirname(path: string): string;
+  basename(path: string): string;
+  /** Standard base64 of bytes. */
+  base64(bytes: Uint8Array): string;
+  /** Runs `fn`, removing any process-wide error handlers it installed (a browser has none). */
+  withoutNewProcessHandlers<T>(fn: () => T): T;
+  /** Runs `fn` with stderr writes that `take` accepts (returns true for) diverted to it (a browser: console.error). */
+  divertStderr<T>(take: (text: string) => boolean, fn: () => T): T;
+}
+
+// Modules handed over by a page (a browser cannot require synchronously). On globalThis, so that
+// two copies of theanine in one bundle share them.
+const KEY = Symbol.for('theanine.modules');
+const shared = globalThis as { [KEY]?: Map<string, unknown> };
+export const providedModules: Map<string, unknown> = (shared[KEY] ??= new Map());
+
+/** An Error like Node's for an absent package. */
+export function moduleNotFound(id: string, detail: string): Error {
+  const e = new Error(`Cannot find module '${id}' (${detail})`) as Error & { code: string };
+  e.code = 'MODULE_NOT_FOUND';
+  return e;
+}
+
+/** The optional packages a page can hand over (the ids theanine loads). */
+export const PROVIDABLE = ['gpu.js', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-wasm', 'ts-morph'] as const;
+
+/**
+ * Hands theanine an optional package that it would otherwise `require` (a browser cannot load
+ * one synchronously): `import { GPU } from 'gpu.js'; provideModule('gpu.js', { GPU })`, or
+ * `import * as tf from '@tensorflow/tfjs'; provideModule('@tensorflow/tfjs', tf)`. In Node it
+ * overrides the installed package. Call it before the first function that needs the package.
+ */
+export function provideModule(id: (typeof PROVIDABLE)[number], module: object): void {
+  if (!(PROVIDABLE as readonly string[]).includes(id)) {
+    throw new TypeError(`provideModule: argument id is ${JSON.stringify(id)}; allowed: ${PROVIDABLE.map((p) => JSON.stringify(p)).join(', ')}`);
+  }
+  if (typeof module !== 'object' || module === null) {
+    throw new TypeError(`provideModule: argument module for ${JSON.stringify(id)} is ${module === null ? 'null' : typeof module}; allowed: the package's module object`);
+  }
+  providedModules.set(id, module);
+}
