@@ -5,30 +5,12 @@
 // through package.json's own "exports"/"imports" with the "theanine-source" condition, which
 // maps each entry to its TypeScript source (the published package maps the same conditions to dist/).
 import { expect } from 'chai';
-import * as esbuild from 'esbuild';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { bundleForBrowser } from '../helpers/bundle.js';
 import { needs } from '../helpers/needs.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-
-/** Bundles `entry` for the browser; `tsconfigRaw: {}` keeps tsconfig's Node-side `paths` out of it. */
-export async function bundleForBrowser(entry: string, { minify = false, source = true } = {}): Promise<{ text: string; inputs: string[] }> {
-  const r = await esbuild.build({
-    stdin: { contents: entry, resolveDir: root, loader: 'ts', sourcefile: 'entry.ts' },
-    bundle: true,
-    platform: 'browser',
-    format: 'esm',
-    target: 'es2022',
-    write: false,
-    logLevel: 'silent',
-    conditions: source ? ['theanine-source'] : [],
-    tsconfigRaw: {},
-    metafile: true,
-    minify,
-  });
-  return { text: r.outputFiles[0]!.text, inputs: Object.keys(r.metafile.inputs) };
-}
 
 describe('browser bundle (esbuild, platform "browser")', function () {
   this.timeout(120000);

@@ -1,0 +1,89 @@
+// The browser bundle in a real browser: Debian's Chromium driven by playwright-core loads the
+// esbuild bundle of `import { backend as K } from 'theanine'` (plus gpu.js' browser build, handed
+// over with provideModule) and runs K.function, K.gradients and updates on the cpu device and on
+// the gpu device over WebGL2 (SwiftShader, Chromium's software GPU, here), then compares every
+// number with the same program run in Node. Skips visibly without Chromium (CI: a failure).
+import { expect } from 'chai';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { backend as K } from '../../src/index.js';
+import { findChromium, CHROMIUM_MISSING } from '../../scripts/chromium.js';
+import { needs } from '../helpers/needs.js';
+import { bundleForBrowser } from '../helpers/bundle.js';
+import { runProgram, type ProgramResult } from './fixtures/program.js';
+
+const ENTRY = `
+import { backend as K, provideModule } from 'theanine';
+import { GPU } from 'gpu.js';
+import { runProgram } from './test/browser/fixtures/program.ts';
+provideModule('gpu.js', { GPU });
+globalThis.theanineRun = (device) => {
+  try { return runProgram(K, device); } catch (e) { return { error: String(e && e.stack || e) }; }
+};
+`;
+
+/** Same values within `tol` (relative to the larger magnitude, absolute near zero). */
+function expectClose(got: readonly number[], want: readonly number[], tol: number, what: string): void {
+  expect(got.length, what).to.equal(want.length);
+  got.forEach((g, i) => {
+    const w = want[i]!;
+    expect(Math.abs(g - w), `${what}[${i}]: ${g} against ${w}`).to.be.at.most(tol * Math.max(1, Math.abs(w)));
+  });
+}
+
+describe('in Chromium: the browser bundle runs K.function, K.gradients and updates', function () {
+  this.timeout(120000);
+  let browser: Browser | undefined;
+  let page: Page;
+  const console: string[] = [];
+
+  before(async function () {
+    const bin = findChromium();
+    needs(this, 'running the browser bundle in Chromium', bin === undefined ? CHROMIUM_MISSING : undefined);
+    const { text } = await bundleForBrowser(ENTRY);
+    // SwiftShader gives WebGL2 without a GPU; no sandbox (root in CI), no network.
+    browser = await chromium.launch({
+      executablePath: bin!,
+      args: ['--no-sandbox', '--use-gl=angle', '--use-angle=swiftshader', '--enable-unsafe-swiftshader', '--ignore-gpu-blocklist', '--disable-background-networking'],
+    });
+    page = await browser.newPage();
+    page.on('console', (m) => console.push(`${m.type()}: ${m.text()}`));
+    page.on('pageerror', (e) => console.push(`pageerror: ${e.message}`));
+    await page.setContent('<!doctype html><title>theanine</title>');
+    await page.addScriptTag({ content: text, type: 'module' });
+    await page.waitForFunction(() => 'theanineRun' in globalThis);
+  });
+
+  after(async () => {
+    if (process.env['THEANINE_BROWSER_CONSOLE'] === '1') process.stdout.write(`${console.join('\n')}\n`);
+    await browser?.close();
+  });
+
+  async function inPage(device: 'cpu' | 'gpu'): Promise<ProgramResult> {
+    const r = await page.evaluate((d) => (globalThis as unknown as { theanineRun(d: string): unknown }).theanineRun(d), device) as ProgramResult | { error: string };
+    if ('error' in r) throw new Error(`in Chromium, device ${device}: ${r.error}\nconsole:\n${console.join('\n')}`);
+    return r;
+  }
+
+  it('cpu: the same numbers as Node (generated kernels under new Function)', async () => {
+    const want = runProgram(K, 'cpu');
+    const got = await inPage('cpu');
+    expect(got.device).to.equal('cpu');
+    // The same generated code on the same float32 inputs: equal up to the engines' Math functions.
+    expectClose(got.losses, want.losses, 1e-6, 'losses');
+    expectClose(got.grad, want.grad, 1e-6, 'gradient');
+    expectClose(got.weights, want.weights, 1e-6, 'weights after 3 updates');
+    expectClose(got.probs, want.probs, 1e-6, 'softmax');
+    expect(got.losses[2]!).to.be.lessThan(got.losses[0]!);
+  });
+
+  it('gpu: gpu.js on WebGL2 (gpu:webgl2), Node\'s numbers within float32 GPU tolerance', async () => {
+    const want = runProgram(K, 'cpu');
+    const got = await inPage('gpu');
+    expect(got.device).to.equal('gpu:webgl2');
+    // GLSL's tanh/exp/log are not bit-identical to V8's; float32 throughout.
+    expectClose(got.losses, want.losses, 1e-4, 'losses');
+    expectClose(got.grad, want.grad, 1e-4, 'gradient');
+    expectClose(got.weights, want.weights, 1e-4, 'weights after 3 updates');
+    expectClose(got.probs, want.probs, 1e-4, 'softmax');
+  });
+});
