@@ -1,8 +1,9 @@
 // The browser bundle in a real browser: Debian's Chromium driven by playwright-core loads the
-// esbuild bundle of `import { backend as K } from 'theanine'` (plus gpu.js' browser build, handed
-// over with provideModule) and runs K.function, K.gradients and updates on the cpu device and on
-// the gpu device over WebGL2 (SwiftShader, Chromium's software GPU, here), then compares every
-// number with the same program run in Node. Skips visibly without Chromium (CI: a failure).
+// esbuild bundle of `import { backend as K } from 'theanine'` (plus gpu.js' browser build and
+// TensorFlow.js, handed over with provideModule) and runs K.function, K.gradients and updates on
+// the cpu device, on the gpu device over WebGL2 (SwiftShader, Chromium's software GPU, here) and
+// on the tensorflow backend over tfjs' webgl backend, then compares every number with the same
+// program run in Node. Skips visibly without Chromium (CI: a failure).
 import { expect } from 'chai';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { backend as K } from '../../src/index.js';
@@ -14,10 +15,15 @@ import { runProgram, type ProgramResult } from './fixtures/program.js';
 const ENTRY = `
 import { backend as K, provideModule } from 'theanine';
 import { GPU } from 'gpu.js';
+import * as tf from '@tensorflow/tfjs';
 import { runProgram } from './test/browser/fixtures/program.ts';
 provideModule('gpu.js', { GPU });
-globalThis.theanineRun = (device) => {
-  try { return runProgram(K, device); } catch (e) { return { error: String(e && e.stack || e) }; }
+provideModule('@tensorflow/tfjs', tf);
+globalThis.theanineRun = (device, backend) => {
+  try {
+    const r = runProgram(K, device, backend);
+    return { ...r, tfjsBackend: backend === 'tensorflow' ? tf.getBackend() : undefined };
+  } catch (e) { return { error: String(e && e.stack || e) }; }
 };
 `;
 
@@ -58,8 +64,8 @@ describe('in Chromium: the browser bundle runs K.function, K.gradients and updat
     await browser?.close();
   });
 
-  async function inPage(device: 'cpu' | 'gpu'): Promise<ProgramResult> {
-    const r = await page.evaluate((d) => (globalThis as unknown as { theanineRun(d: string): unknown }).theanineRun(d), device) as ProgramResult | { error: string };
+  async function inPage(device: 'cpu' | 'gpu', backend: 'theanine' | 'tensorflow' = 'theanine'): Promise<ProgramResult & { tfjsBackend?: string }> {
+    const r = await page.evaluate(([d, b]) => (globalThis as unknown as { theanineRun(d: string, b: string): unknown }).theanineRun(d, b), [device, backend] as const) as ProgramResult | { error: string };
     if ('error' in r) throw new Error(`in Chromium, device ${device}: ${r.error}\nconsole:\n${console.join('\n')}`);
     return r;
   }
@@ -80,7 +86,19 @@ describe('in Chromium: the browser bundle runs K.function, K.gradients and updat
     const want = runProgram(K, 'cpu');
     const got = await inPage('gpu');
     expect(got.device).to.equal('gpu:webgl2');
-    // GLSL's tanh/exp/log are not bit-identical to V8's; float32 throughout.
+    // GLSL's tanh/exp/log are not bit-identical to V8's; float32 throughout. SwiftShader agrees
+    // within 1e-6; the bound leaves room for a real GPU's float32 functions.
+    expectClose(got.losses, want.losses, 1e-5, 'losses');
+    expectClose(got.grad, want.grad, 1e-5, 'gradient');
+    expectClose(got.weights, want.weights, 1e-5, 'weights after 3 updates');
+    expectClose(got.probs, want.probs, 1e-5, 'softmax');
+  });
+
+  it('tensorflow backend: TensorFlow.js on its webgl backend, Node\'s numbers within float32 GPU tolerance', async () => {
+    const want = runProgram(K, 'cpu');
+    const got = await inPage('cpu', 'tensorflow');
+    // tfjs' webgl kernels are its own (not theanine's): within 1e-5 on SwiftShader; room for real GPUs.
+    expect(got.tfjsBackend).to.equal('webgl');
     expectClose(got.losses, want.losses, 1e-4, 'losses');
     expectClose(got.grad, want.grad, 1e-4, 'gradient');
     expectClose(got.weights, want.weights, 1e-4, 'weights after 3 updates');

@@ -5,12 +5,16 @@
 // Order: @tensorflow/tfjs-node (native TensorFlow), else @tensorflow/tfjs with
 // @tensorflow/tfjs-backend-wasm, else @tensorflow/tfjs's pure-JS cpu backend.
 // THEANINE_TFJS_BACKEND=node|wasm|cpu asks for one of them only.
+// In a browser (the page hands @tensorflow/tfjs over with provideModule): the TensorFlow.js
+// backend the page made active ('webgl', 'wasm' after its own `await tf.setBackend('wasm')`,
+// 'cpu'), else webgl, else cpu; as TensorFlow.js itself ranks them (webgl before cpu).
 import type * as Tfjs from '@tensorflow/tfjs';
 import type * as TfjsWasm from '@tensorflow/tfjs-backend-wasm';
 import { platform } from '#platform';
 
 export type TF = typeof Tfjs;
-export type Flavour = 'node' | 'wasm' | 'cpu';
+export type Flavour = 'node' | 'wasm' | 'cpu' | 'webgl';
+/** The flavours THEANINE_TFJS_BACKEND may ask for (Node's; 'webgl' is a browser's). */
 export const FLAVOURS: readonly Flavour[] = ['node', 'wasm', 'cpu'];
 
 /** How packages are found: Node's require, or a stand-in in tests. */
@@ -48,6 +52,7 @@ function messageOf(e: unknown): string {
 
 /** Loads the first flavour that works (or exactly `only`); throws naming the package to install. */
 export function loadTfjs(loader: ModuleLoader = defaultLoader, only?: Flavour): TfRuntime {
+  if (platform.name === 'browser' && loader === defaultLoader) return loadTfjsInBrowser(loader);
   const notes: string[] = [];
   const want = (f: Flavour) => only === undefined || only === f;
   if (want('node')) {
@@ -86,6 +91,25 @@ export function loadTfjs(loader: ModuleLoader = defaultLoader, only?: Flavour): 
       }
       notes.push(isMissing(e, TFJS_WASM) ? `${TFJS_WASM} is not installed` : `the wasm backend failed to start: ${messageOf(e)}`);
     }
+  }
+  return activate(tf, 'cpu', 'cpu', notes);
+}
+
+/** The browser's order: the page's active backend, else webgl, else cpu (see the top of this file). */
+function loadTfjsInBrowser(loader: ModuleLoader): TfRuntime {
+  let tf: TF;
+  try {
+    tf = loader.require(TFJS) as TF;
+  } catch (e) {
+    throw new Error(`backend "tensorflow" in a browser needs TensorFlow.js handed over: \`import * as tf from '${TFJS}'; provideModule('${TFJS}', tf)\` (${messageOf(e)})`);
+  }
+  const notes: string[] = [];
+  const active = tf.engine().backendName as string | null;
+  if (active === 'webgl' || active === 'wasm' || active === 'cpu') return activate(tf, active, active, notes);
+  try {
+    return activate(tf, 'webgl', 'webgl', notes);
+  } catch (e) {
+    notes.push(`the webgl backend could not start: ${messageOf(e)}`);
   }
   return activate(tf, 'cpu', 'cpu', notes);
 }
