@@ -1,10 +1,13 @@
 // The browser bundle in a real browser: Debian's Chromium driven by playwright-core loads the
 // esbuild bundle of `import { backend as K } from 'theanine'` (plus gpu.js' browser build and
 // TensorFlow.js, handed over with provideModule) and runs K.function, K.gradients and updates on
-// the cpu device, on the gpu device over WebGL2 (SwiftShader, Chromium's software GPU, here) and
-// on the tensorflow backend over tfjs' webgl backend, then compares every number with the same
-// program run in Node. Skips visibly without Chromium (CI: a failure).
+// the cpu device, on the gpu device over WebGL2 (SwiftShader, Chromium's software GPU, here),
+// and on the tensorflow backend over tfjs' webgl backend and over a page's own tfjs wasm
+// backend, then compares every number with the same program run in Node. Skips visibly without Chromium (CI: a failure).
 import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { backend as K } from '../../src/index.js';
 import { findChromium, CHROMIUM_MISSING } from '../../scripts/chromium.js';
@@ -16,9 +19,14 @@ const ENTRY = `
 import { backend as K, provideModule } from 'theanine';
 import { GPU } from 'gpu.js';
 import * as tf from '@tensorflow/tfjs';
+import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
 import { runProgram } from './test/browser/fixtures/program.ts';
 provideModule('gpu.js', { GPU });
 provideModule('@tensorflow/tfjs', tf);
+globalThis.theanineUseWasm = async () => {
+  setWasmPaths(location.origin + '/wasm/');
+  if (!(await tf.setBackend('wasm'))) throw new Error('tfjs could not start its wasm backend');
+};
 globalThis.theanineRun = (device, backend) => {
   try {
     const r = runProgram(K, device, backend);
@@ -26,6 +34,8 @@ globalThis.theanineRun = (device, backend) => {
   } catch (e) { return { error: String(e && e.stack || e) }; }
 };
 `;
+
+const ORIGIN = 'http://theanine.test';
 
 /** Same values within `tol` (relative to the larger magnitude, absolute near zero). */
 function expectClose(got: readonly number[], want: readonly number[], tol: number, what: string): void {
@@ -40,32 +50,49 @@ describe('in Chromium: the browser bundle runs K.function, K.gradients and updat
   this.timeout(120000);
   let browser: Browser | undefined;
   let page: Page;
+  let bundleText: string;
   const console: string[] = [];
 
   before(async function () {
     const bin = findChromium();
     needs(this, 'running the browser bundle in Chromium', bin === undefined ? CHROMIUM_MISSING : undefined);
-    const { text } = await bundleForBrowser(ENTRY);
+    bundleText = (await bundleForBrowser(ENTRY)).text;
     // SwiftShader gives WebGL2 without a GPU; no sandbox (root in CI), no network.
     browser = await chromium.launch({
       executablePath: bin!,
       args: ['--no-sandbox', '--use-gl=angle', '--use-angle=swiftshader', '--enable-unsafe-swiftshader', '--ignore-gpu-blocklist', '--disable-background-networking'],
     });
-    page = await browser.newPage();
-    page.on('console', (m) => console.push(`${m.type()}: ${m.text()}`));
-    page.on('pageerror', (e) => console.push(`pageerror: ${e.message}`));
-    await page.setContent('<!doctype html><title>theanine</title>');
-    await page.addScriptTag({ content: text, type: 'module' });
-    await page.waitForFunction(() => 'theanineRun' in globalThis);
+    page = await openPage(browser);
   });
+
+  /**
+   * A page at a made-up origin whose requests playwright answers (no server, no network): the
+   * page, the bundle, and tfjs-backend-wasm's .wasm files from node_modules.
+   */
+  async function openPage(b: Browser): Promise<Page> {
+    const p = await b.newPage();
+    p.on('console', (m) => console.push(`${m.type()}: ${m.text()}`));
+    p.on('pageerror', (e) => console.push(`pageerror: ${e.message}`));
+    const wasmDir = join(dirname(createRequire(import.meta.url).resolve('@tensorflow/tfjs-backend-wasm/package.json')), 'wasm-out');
+    await p.route(`${ORIGIN}/**`, (route) => {
+      const path = new URL(route.request().url()).pathname;
+      if (path === '/') return route.fulfill({ contentType: 'text/html', body: '<!doctype html><title>theanine</title><script type="module" src="/bundle.js"></script>' });
+      if (path === '/bundle.js') return route.fulfill({ contentType: 'text/javascript', body: bundleText });
+      if (path.startsWith('/wasm/') && path.endsWith('.wasm')) return route.fulfill({ contentType: 'application/wasm', body: readFileSync(join(wasmDir, path.slice('/wasm/'.length))) });
+      return route.fulfill({ status: 404, body: 'not found' });
+    });
+    await p.goto(`${ORIGIN}/`);
+    await p.waitForFunction(() => 'theanineRun' in globalThis);
+    return p;
+  }
 
   after(async () => {
     if (process.env['THEANINE_BROWSER_CONSOLE'] === '1') process.stdout.write(`${console.join('\n')}\n`);
     await browser?.close();
   });
 
-  async function inPage(device: 'cpu' | 'gpu', backend: 'theanine' | 'tensorflow' = 'theanine'): Promise<ProgramResult & { tfjsBackend?: string }> {
-    const r = await page.evaluate(([d, b]) => (globalThis as unknown as { theanineRun(d: string, b: string): unknown }).theanineRun(d, b), [device, backend] as const) as ProgramResult | { error: string };
+  async function inPage(device: 'cpu' | 'gpu', backend: 'theanine' | 'tensorflow' = 'theanine', on: Page = page): Promise<ProgramResult & { tfjsBackend?: string }> {
+    const r = await on.evaluate(([d, b]) => (globalThis as unknown as { theanineRun(d: string, b: string): unknown }).theanineRun(d, b), [device, backend] as const) as ProgramResult | { error: string };
     if ('error' in r) throw new Error(`in Chromium, device ${device}: ${r.error}\nconsole:\n${console.join('\n')}`);
     return r;
   }
@@ -103,5 +130,22 @@ describe('in Chromium: the browser bundle runs K.function, K.gradients and updat
     expectClose(got.grad, want.grad, 1e-4, 'gradient');
     expectClose(got.weights, want.weights, 1e-4, 'weights after 3 updates');
     expectClose(got.probs, want.probs, 1e-4, 'softmax');
+  });
+
+  it('tensorflow backend: the page\'s own tfjs wasm backend (await tf.setBackend(\'wasm\')), Node\'s numbers', async () => {
+    // A fresh page: theanine keeps one TensorFlow.js runtime per page, chosen at the first compile.
+    const wasmPage = await openPage(browser!);
+    try {
+      await wasmPage.evaluate(() => (globalThis as unknown as { theanineUseWasm(): Promise<void> }).theanineUseWasm());
+      const want = runProgram(K, 'cpu');
+      const got = await inPage('cpu', 'tensorflow', wasmPage);
+      expect(got.tfjsBackend).to.equal('wasm');
+      expectClose(got.losses, want.losses, 1e-4, 'losses');
+      expectClose(got.grad, want.grad, 1e-4, 'gradient');
+      expectClose(got.weights, want.weights, 1e-4, 'weights after 3 updates');
+      expectClose(got.probs, want.probs, 1e-4, 'softmax');
+    } finally {
+      await wasmPage.close();
+    }
   });
 });
