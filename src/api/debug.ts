@@ -1,6 +1,7 @@
 // Seeing inside (SPEC §6): debugprint of a tensor, a list of tensors, a compiled function or an
 // optimized graph, and pictures of the same graphs as DOT text or SVG.
 import { describe } from '../ir/ndarray.js';
+import { platform } from '#platform';
 import { Node } from '../ir/node.js';
 import { debugprintNodes } from '../ir/printer.js';
 import { checkDotOptions, toDot, type DotOptions } from '../ir/dot.js';
@@ -40,10 +41,10 @@ export async function svg(x: Seeable | string, opts: DotOptions = {}): Promise<s
   const text = typeof x === 'string' ? x : toDot(rootsOf('svg', x), checkDotOptions('svg', opts));
   let viz: typeof import('@viz-js/viz');
   try {
-    viz = await import('@viz-js/viz');
+    viz = await platform.importModule('@viz-js/viz') as typeof import('@viz-js/viz');
   } catch (e) {
     // An optional peer dependency: a library install does not bring it (README, Dependencies).
-    throw new Error(`svg needs the optional package @viz-js/viz; install it with \`npm install @viz-js/viz\` (${firstLine(e)})`);
+    throw new Error(`svg needs the optional package @viz-js/viz; ${platform.installHint('@viz-js/viz')} (${firstLine(e)})`);
   }
   return (await viz.instance()).renderString(text, { format: 'svg' });
 }

@@ -23,6 +23,11 @@ export const platform: Platform = {
     if (providedModules.has(id)) return providedModules.get(id);
     throw moduleNotFound(id, `a browser page imports it itself and hands it over: provideModule(${JSON.stringify(id)}, module)`);
   },
+  async importModule(id) {
+    if (providedModules.has(id)) return providedModules.get(id);
+    throw moduleNotFound(id, `a browser page imports it itself and hands it over: provideModule(${JSON.stringify(id)}, module)`);
+  },
+  installHint: (id) => `import it in the page and hand it over: \`provideModule(${JSON.stringify(id)}, module)\``,
   resolveModule: (id) => { throw nodeOnly(`resolving the package ${JSON.stringify(id)}`); },
   nodeBuiltin: (name, why) => { throw nodeOnly(`${why} (node:${name})`); },
   readFile: (p) => { throw nodeOnly(`reading ${JSON.stringify(p)}`); },

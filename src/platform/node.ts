@@ -60,6 +60,12 @@ export const platform: Platform = {
     if (providedModules.has(id)) return providedModules.get(id);
     return (from === undefined ? nodeRequire : createRequire(from))(id);
   },
+  async importModule(id) {
+    if (providedModules.has(id)) return providedModules.get(id);
+    const specifier: string = id;
+    return import(specifier);
+  },
+  installHint: (id) => `install it with \`npm install ${id}\``,
   resolveModule: (id) => nodeRequire.resolve(id),
   nodeBuiltin: (name) => nodeRequire(`node:${name}`),
   readFile: (p) => fs.readFileSync(p),

@@ -32,6 +32,13 @@ export interface Platform {
    * Errors carry code 'MODULE_NOT_FOUND' when the package is absent, as Node's do.
    */
   requireModule(id: string, from?: string): unknown;
+  /**
+   * A package loaded asynchronously (@viz-js/viz for svg()). Node: a dynamic import of a computed
+   * specifier, so that bundlers do not pull the optional package in; a browser: only provided modules.
+   */
+  importModule(id: string): Promise<unknown>;
+  /** How to get an optional package here: `npm install` in Node, provideModule in a page. */
+  installHint(id: string): string;
   /** The file a package id resolves to (Node only; a browser throws). */
   resolveModule(id: string): string;
   /** A Node built-in module (`worker_threads`, ...); a browser throws naming `why`. */
@@ -66,7 +73,7 @@ export function moduleNotFound(id: string, detail: string): Error {
 }
 
 /** The optional packages a page can hand over (the ids theanine loads). */
-export const PROVIDABLE = ['gpu.js', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-wasm', 'ts-morph'] as const;
+export const PROVIDABLE = ['gpu.js', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-wasm', 'ts-morph', '@viz-js/viz'] as const;
 
 /**
  * Hands theanine an optional package that it would otherwise `require` (a browser cannot load

@@ -25,6 +25,11 @@ describe('browser bundle (esbuild, platform "browser")', function () {
     expect(bundle.inputs.filter((f) => f.startsWith('node:'))).to.deep.equal([]);
   });
 
+  it('pulls in no optional peer (a user who did not install them can bundle it)', () => {
+    const peers = ['@viz-js/viz', 'gpu.js', '@tensorflow/', 'ts-morph', 'onnxruntime', 'gl/'];
+    expect(bundle.inputs.filter((f) => peers.some((p) => f.includes(`node_modules/${p}`)))).to.deep.equal([]);
+  });
+
   it('takes the browser platform module, never the Node one', () => {
     expect(bundle.inputs).to.include('src/platform/browser.ts');
     expect(bundle.inputs).not.to.include('src/platform/node.ts');

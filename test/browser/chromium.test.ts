@@ -3,7 +3,8 @@
 // TensorFlow.js, handed over with provideModule) and runs K.function, K.gradients and updates on
 // the cpu device, on the gpu device over WebGL2 (SwiftShader, Chromium's software GPU, here),
 // and on the tensorflow backend over tfjs' webgl backend and over a page's own tfjs wasm
-// backend, then compares every number with the same program run in Node. Skips visibly without Chromium (CI: a failure).
+// backend, then compares every number with the same program run in Node. Skips visibly
+// without Chromium (CI: a failure).
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

@@ -14,7 +14,7 @@ export function loadTsMorph(): typeof TsMorph {
       tsMorph = platform.requireModule('ts-morph') as typeof TsMorph;
     } catch (e) {
       // An optional peer dependency (only export needs it); one line, without Node's require stack.
-      throw new Error(`exportModule needs the optional package ts-morph; install it with \`npm install ts-morph\` (${(e as Error).message.split('\n')[0]})`);
+      throw new Error(`exportModule needs the optional package ts-morph; ${platform.installHint('ts-morph')} (${(e as Error).message.split('\n')[0]})`);
     }
   }
   return tsMorph;
