@@ -5,11 +5,12 @@
 import type { TypedArray } from '../../ir/dtype.js';
 import { ExprBuilder, type ScalarFn } from '../expr.js';
 import { collapseLoopKernel } from '../collapse.js';
-import type { Program } from '../kernel.js';
+import type { MatmulKernel, Program } from '../kernel.js';
 import { planBuffers, type Plan } from '../plan.js';
 import { arrayType, commentText } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
-import { accSize, packing, renderMatmulCompute } from './matmul.js';
+import { accSize, packing, renderAllTiles, renderMatmulCompute, splitsOverThreads } from './matmul.js';
+import { threadCount } from './threads.js';
 import { allocateSlots, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
 import { renderScan } from './scan.js';
 import { wasmTileModule } from './wasm-kernel.js';
@@ -131,7 +132,8 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
 
   const labels: string[] = [];
   const useWasm = wasmTileModule() !== null;
-  const arenaUse = hoistedPacks(p, opts.invariantFrom);
+  const threads = threadCount();
+  const arenaUse = hoistedPacks(p, opts.invariantFrom, (s) => useWasm && splitsOverThreads(s, threads));
   for (const s of p.steps) {
     const mark = body.length;
     if (s.kind === 'loop') {
@@ -143,7 +145,9 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
       // The packing buffers and the tile sums: views of the process-wide arena, for this step only.
       // Packs of step-invariant operands (Scan bodies) sit past every step's own use, packed at step 0.
       const nA = p.buffers[s.packA]!.size, nB = p.buffers[s.packB]!.size;
-      const nAcc = accSize(s);
+      // Large products on more than one thread: every tile sum first (split over the workers), then the epilogue.
+      const all = useWasm && splitsOverThreads(s, threads);
+      const nAcc = accSize(s, all);
       const kept = (id: number) => arenaUse.at.get(id);
       const views: string[] = [];
       let o = 0;
@@ -159,7 +163,8 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
         body.push(`  ${kept(c.dst) !== undefined ? 'if (step === 0) ' : ''}rt.packStrided(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ${st}, ${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
       }
       for (const kern of pk.kernels) call(render((env) => renderLoopKernel(collapseLoopKernel(kern, new ExprBuilder(() => 'float64')), 'k', env)));
-      call(render((env) => renderMatmulCompute(s, 'k', env, useWasm)));
+      if (all) body.push(`  ${renderAllTiles(s, `b${s.packA}`, `b${s.packB}`)}`);
+      call(render((env) => renderMatmulCompute(s, 'k', env, useWasm, all)));
       body.push('  }');
     } else if (s.kind === 'scan') {
       renderScan(s, subs.length, view, body, views);
@@ -251,7 +256,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
  * first one, before anything is kept in it). None when the body runs other steps that may use
  * the arena in between (nested Scans, extern steps that may call compiled functions).
  */
-function hoistedPacks(p: Program, invariantFrom: number | undefined): { at: Map<number, number>; total?: number } {
+function hoistedPacks(p: Program, invariantFrom: number | undefined, allTiles: (s: MatmulKernel) => boolean): { at: Map<number, number>; total?: number } {
   const at = new Map<number, number>();
   if (invariantFrom === undefined || p.steps.some((s) => s.kind === 'scan' || s.kind === 'extern')) return { at };
   const invariant = (id: number) => {
@@ -263,7 +268,7 @@ function hoistedPacks(p: Program, invariantFrom: number | undefined): { at: Map<
   for (const s of p.steps) {
     if (s.kind !== 'matmul') continue;
     const hoisted = new Set(packing(s).calls.filter((c) => invariant(c.buf)).map((c) => c.dst));
-    let own = accSize(s);
+    let own = accSize(s, allTiles(s));
     for (const id of [s.packA, s.packB]) {
       if (hoisted.has(id)) kept.push([id, p.buffers[id]!.size]);
       else own += p.buffers[id]!.size;
