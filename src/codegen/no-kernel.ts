@@ -13,8 +13,6 @@ export const NO_KERNEL_YET: Readonly<Record<string, string>> = {
   conv: 'no kernel yet for grouped and depthwise convolutions (issue 13 item 3)',
   conv_kernel_grad: 'no kernel yet for grouped and depthwise convolutions (issue 13 item 3)',
   conv_transpose: 'no kernel yet for grouped transposed convolutions (issue 13 item 3)',
-  ctc_loss: 'no kernel yet (issue 13 item 3)',
-  ctc_loss_grad: 'no kernel yet (issue 13 item 3)',
   ctc_interleave_blanks: 'no kernel yet (issue 13 item 3)',
   ctc_create_skip_idxs: 'no kernel yet (issue 13 item 3)',
   ctc_update_log_p: 'no kernel yet (issue 13 item 3)',
