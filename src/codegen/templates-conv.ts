@@ -11,6 +11,8 @@
 // columns is a strided slice of the output rows.
 import type { WindowAttrs } from '../ir/ops/window.js';
 import { padsFor } from '../ir/ops/window.js';
+import type { PoolAttrs } from '../ir/ops/pool.js';
+import { firstMaxTap, poolGeom, windowTaps } from './lower-pool.js';
 import type { Expr } from './expr.js';
 import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, range, unravel, type IExpr } from './index-expr.js';
 import type { LoopTemplate, MatmulTemplate, TemplateCtx } from './templates.js';
@@ -174,9 +176,32 @@ export const poolT: LoopTemplate = {
   },
 };
 
+/**
+ * pool_select (max pooling): g at the window's first maximal cell of x, as three reductions over
+ * the taps (src/codegen/lower-pool.ts): the flat tap of the first maximum, then the maximum over
+ * the taps of g where the tap is that one (-inf elsewhere: one term, so g's value exactly, its
+ * sign and NaN kept).
+ */
+export const poolSelectT: LoopTemplate = {
+  kind: 'reduction',
+  expr(at, out, c) {
+    const a = c.attrs as unknown as PoolAttrs;
+    const d = a.window.length;
+    const b = c.b;
+    const g = poolGeom(a, c.inShapes[0]!, c.outShape);
+    const o = out.slice(1, d + 1);
+    const arg = firstMaxTap(b, g, o, (pos) => b.cast(c.inDTypes[0]!, at(0, [out[0]!, ...pos, out[d + 1]!])));
+    const t = windowTaps(b, g, o);
+    const hit = b.op('eq', t.flat, arg);
+    const v = b.cast(c.inDTypes[1]!, at(1, [out[0]!, ...t.pos, out[d + 1]!]));
+    return b.reduce('max', t.vars, b.op('select', t.valid === undefined ? hit : b.op('and', t.valid, hit), v, b.const(-Infinity)));
+  },
+};
+
 export const convTemplates = {
   conv: convT,
   conv_transpose: convTransposeT,
   conv_kernel_grad: convKernelGradT,
   pool: poolT,
+  pool_select: poolSelectT,
 } as const;
