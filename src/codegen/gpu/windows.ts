@@ -7,8 +7,14 @@ import type { OpName } from '../../ir/registry.js';
 import { padsFor, type WindowAttrs } from '../../ir/ops/window.js';
 import type { PoolAttrs } from '../../ir/ops/pool.js';
 import { KernelBuilder, affine } from './source.js';
-import type { LowerNode } from './emit.js';
-import type { Body } from './structural.js';
+import type { ExternNode } from './extern.js';
+
+/** What a window rule builds: the kernel body's result and the inputs it loaded, in order. */
+export interface Body {
+  readonly b: KernelBuilder;
+  readonly result: string;
+  readonly args: readonly number[];
+}
 
 interface Dims {
   readonly n: number;
@@ -81,7 +87,7 @@ function windowsReading(c: Code, g: Dims, x: readonly string[], fresh: (p: strin
 
 const windowOffset = (t: readonly string[], k: readonly number[]) => t.reduce((acc, ti, i) => (i === 0 ? ti : `(${acc} * ${k[i]} + ${ti})`), '0');
 
-type Rule = (n: LowerNode, b: KernelBuilder, load: (k: number, off: string) => string) => string;
+type Rule = (n: ExternNode, b: KernelBuilder, load: (k: number, off: string) => string) => string;
 
 const conv: Rule = (n, b, load) => {
   const [x, w] = n.inputs;
@@ -265,7 +271,7 @@ const rules: Partial<Record<OpName, Rule>> = {
 };
 
 /** Renders a window op, or undefined when it has no rule here. */
-export function windowed(n: LowerNode): Body | undefined {
+export function windowed(n: ExternNode): Body | undefined {
   const rule = rules[n.op as OpName];
   if (rule === undefined) return undefined;
   const b = new KernelBuilder(n.shape);
