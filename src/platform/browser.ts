@@ -30,6 +30,8 @@ export const platform: Platform = {
   installHint: (id) => `import it in the page and hand it over: \`provideModule(${JSON.stringify(id)}, module)\``,
   resolveModule: (id) => { throw nodeOnly(`resolving the package ${JSON.stringify(id)}`); },
   nodeBuiltin: (name, why) => { throw nodeOnly(`${why} (node:${name})`); },
+  cores: () => 1,
+  startWorker: () => undefined,
   readFile: (p) => { throw nodeOnly(`reading ${JSON.stringify(p)}`); },
   writeFile: (p) => { throw nodeOnly(`writing ${JSON.stringify(p)}`); },
   join: (...parts) => parts.filter((p) => p !== '').join('/').replace(/\/+/g, '/'),

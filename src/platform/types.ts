@@ -43,6 +43,14 @@ export interface Platform {
   resolveModule(id: string): string;
   /** A Node built-in module (`worker_threads`, ...); a browser throws naming `why`. */
   nodeBuiltin(name: string, why: string): unknown;
+  /** Cores this process may use (Node: os.availableParallelism; a browser: 1, as its kernels run on the page's thread). */
+  cores(): number;
+  /**
+   * Starts a worker thread running `source` (a CommonJS script; `workerData` is what the
+   * script's require('node:worker_threads').workerData holds), not keeping the process alive.
+   * A browser returns undefined: compiled kernels there run on the calling thread.
+   */
+  startWorker(source: string, workerData: unknown): PlatformWorker | undefined;
   /** A file's bytes (Node only). */
   readFile(path: string): Uint8Array;
   /** Writes a file (Node only; in a browser export returns the text and bytes instead). */
@@ -57,6 +65,12 @@ export interface Platform {
   withoutNewProcessHandlers<T>(fn: () => T): T;
   /** Runs `fn` with stderr writes that `take` accepts (returns true for) diverted to it (a browser: console.error). */
   divertStderr<T>(take: (text: string) => boolean, fn: () => T): T;
+}
+
+/** A worker thread as theanine uses it: messages in, and an 'error' event when it dies. */
+export interface PlatformWorker {
+  postMessage(message: unknown): void;
+  onError(listener: (e: unknown) => void): void;
 }
 
 // Modules handed over by a page (a browser cannot require synchronously). On globalThis, so that

@@ -1,6 +1,5 @@
 // Golden sources of gpu kernels as production renders them (the kernel IR through
-// src/codegen/gpu/render.ts; extern steps with a gpu kernel of their own through extern.ts), and
-// what the renderer leaves to the host. The kernels' numbers are tested by the op tables on the
+// src/codegen/gpu/render.ts), and what the renderer leaves to the host. The kernels' numbers are tested by the op tables on the
 // gpu. Regenerate the golden files with UPDATE_GOLDEN=1 (then read the diff).
 import { expect } from 'chai';
 import * as fs from 'node:fs';
@@ -14,7 +13,6 @@ import { lower } from '../../src/codegen/lower.js';
 import type { Program } from '../../src/codegen/kernel.js';
 import { CPU_TILE, cpuTarget } from '../../src/runtime/compile.js';
 import { Unsupported, renderLoopStore, renderMatmul } from '../../src/codegen/gpu/render.js';
-import { externKernel } from '../../src/codegen/gpu/extern.js';
 
 const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'golden');
 
@@ -93,18 +91,14 @@ describe('gpu kernel sources (golden, src/codegen/gpu/render.ts)', () => {
     expect(gpuSources([x], [K.sum(x)], 200000)).to.have.length(1);
   });
 
-  it('extern steps: grouped convolutions and pooling adjoints have kernels of their own, other externs none', () => {
-    const f = (...shape: number[]) => ({ shape, dtype: 'float32' as const });
-    const grouped = externKernel({
-      op: 'conv', attrs: { strides: [1], dilation: [1], padding: 'valid', groups: 2 }, dtype: 'float32', shape: [1, 3, 4], inputs: [f(1, 5, 4), f(3, 2, 4)],
-    });
-    expect(grouped?.kind).to.equal('kernel');
-    expect(grouped?.kind === 'kernel' && grouped.args).to.deep.equal([0, 1]);
-    expect(grouped?.kind === 'kernel' && grouped.kernel.source).to.include('for (let t_');
-    expect(externKernel({ op: 'in_top_k', attrs: { k: 1 }, dtype: 'bool', shape: [2], inputs: [f(2, 3), { shape: [2], dtype: 'int32' }] })).to.equal(undefined);
-    const long = externKernel({
-      op: 'conv', attrs: { strides: [1], dilation: [1], padding: 'valid', groups: 2 }, dtype: 'float32', shape: [1, 1, 4], inputs: [f(1, 70000, 4), f(70000, 2, 4)],
-    }, 65535);
-    expect(long?.kind).to.equal('too-long');
+  it('grouped convolutions and pooling adjoints are kernel-IR kernels, not extern steps', () => {
+    const img = f32(1, 4, 4, 2);
+    const dw = f32(2, 2, 2, 1);
+    expect(gpuSources([img, dw], [K.depthwise_conv2d(img, dw)]).join('\n')).to.not.include('// extern');
+    const pooled = K.pool2d(img, [2, 2], [2, 2], 'valid', null, 'max');
+    const [g] = K.gradients(K.sum(pooled), [img]);
+    expect(gpuSources([img], [g!]).join('\n')).to.not.include('// extern');
+    const v = f32(3);
+    expect(gpuSources([v], [K.print_tensor(v, 'v')]), 'print stays an extern step (the host prints)').to.include('// extern print');
   });
 });

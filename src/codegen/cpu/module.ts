@@ -9,7 +9,8 @@ import type { Program } from '../kernel.js';
 import { planBuffers, type Plan } from '../plan.js';
 import { arrayType, commentText } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
-import { accSize, packing, renderMatmulCompute } from './matmul.js';
+import { accSize, packing, renderAllTiles, renderMatmulCompute, splitsOverThreads } from './matmul.js';
+import { threadCount } from './threads.js';
 import { allocateSlots, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
 import { renderScan } from './scan.js';
 import { wasmTileModule } from './wasm-kernel.js';
@@ -125,6 +126,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
 
   const labels: string[] = [];
   const useWasm = wasmTileModule() !== null;
+  const threads = threadCount();
   for (const s of p.steps) {
     const mark = body.length;
     if (s.kind === 'loop') {
@@ -135,7 +137,9 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     else if (s.kind === 'matmul') {
       // The packing buffers and the tile sums: views of the process-wide arena, for this step only.
       const nA = p.buffers[s.packA]!.size, nB = p.buffers[s.packB]!.size;
-      const nAcc = accSize(s);
+      // Large products on more than one thread: every tile sum first (split over the workers), then the epilogue.
+      const all = useWasm && splitsOverThreads(s, threads);
+      const nAcc = accSize(s, all);
       body.push(`  { const ar = rt.arena.f64(${nA + nB + nAcc}), b${s.packA} = ar.subarray(0, ${nA}), b${s.packB} = ar.subarray(${nA}, ${nA + nB}), acc = ar.subarray(${nA + nB}, ${nA + nB + nAcc});`);
       const pk = packing(s);
       for (const c of pk.calls) {
@@ -143,7 +147,8 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
         body.push(`  rt.packStrided(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ${st}, ${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
       }
       for (const kern of pk.kernels) call(render((env) => renderLoopKernel(collapseLoopKernel(kern, new ExprBuilder(() => 'float64')), 'k', env)));
-      call(render((env) => renderMatmulCompute(s, 'k', env, useWasm)));
+      if (all) body.push(`  ${renderAllTiles(s, `b${s.packA}`, `b${s.packB}`)}`);
+      call(render((env) => renderMatmulCompute(s, 'k', env, useWasm, all)));
       body.push('  }');
     } else if (s.kind === 'scan') {
       renderScan(s, subs.length, view, body, views);

@@ -2,8 +2,9 @@
 // assembled in ../wasm/matmul.ts; packing buffers live in the instance's memory, so the kernel
 // reads them in place; where WebAssembly SIMD is missing, compiled functions use the JavaScript
 // kernel (microkernel.ts).
-import { WA, type WasmMemory, type WasmModule } from '../wasm/encode.js';
+import { SHARED_MAX_PAGES, WA, type WasmMemory, type WasmModule } from '../wasm/encode.js';
 import { matmulModuleBytes } from '../wasm/matmul.js';
+import { ThreadPool, threadCount } from './threads.js';
 
 export type { WasmMemory };
 
@@ -29,6 +30,22 @@ export function wasmTileModule(): WasmModule | null {
   return compiled;
 }
 
+let sharedCompiled: WasmModule | null | undefined;
+/** The module over a shared memory (threads.ts), or null where the runtime has no shared WebAssembly memory. */
+function sharedTileModule(): WasmModule | null {
+  if (wasmTileModule() === null) return null;
+  if (sharedCompiled === undefined) {
+    try {
+      sharedCompiled = typeof SharedArrayBuffer === 'function' ? new WA!.Module(matmulModuleBytes(true)) : null;
+    } catch {
+      sharedCompiled = null;
+    }
+  }
+  return sharedCompiled;
+}
+
+let pool: ThreadPool | undefined;
+
 /** One A panel against n consecutive B panels; tile q's sums at acc + 128 q (../wasm/matmul.ts). */
 export type WasmTile = (pa: number, pb: number, K: number, acc: number, n: number) => void;
 
@@ -42,6 +59,8 @@ export type WasmTile = (pa: number, pb: number, K: number, acc: number, n: numbe
 export class PackArena {
   private memory: WasmMemory | undefined;
   private view = new Float64Array(0);
+  /** Whether the memory is shared with the thread pool (made so when more than one thread is configured). */
+  private shared = false;
   /** The kernel over this arena's memory (undefined: use the JavaScript kernel). */
   tile: WasmTile | undefined;
   /** Bytes it holds now. */
@@ -54,6 +73,8 @@ export class PackArena {
    * WebAssembly memory cannot shrink, so the next matmul makes a new one of the size it needs.
    */
   release(): void {
+    if (this.shared) pool?.setMemory(undefined);
+    this.shared = false;
     this.memory = undefined;
     this.tile = undefined;
     this.view = new Float64Array(0);
@@ -61,23 +82,51 @@ export class PackArena {
 
   f64(n: number): Float64Array {
     const m = wasmTileModule();
-    if (n <= this.view.length && (m !== null) === (this.tile !== undefined)) return this.view;
+    // Shared (for the worker threads) where more than one thread is configured and n fits a shared memory.
+    // A shared arena stays shared while n fits (one thread then sums in it alone), so that changing
+    // the thread count does not make a new memory per call.
+    const sm = m !== null && (this.shared || threadCount() > 1) && n * 8 <= SHARED_MAX_PAGES * 65536 ? sharedTileModule() : null;
+    const shared = sm !== null;
+    if (n <= this.view.length && (m !== null) === (this.tile !== undefined) && shared === this.shared) return this.view;
     if (m === null) {
       this.memory = undefined;
       this.tile = undefined;
       this.view = new Float64Array(Math.max(n, 2 * this.view.length));
       return this.view;
     }
-    const bytes = Math.max(n * 8, 2 * this.view.length * 8);
-    if (this.memory === undefined || this.tile === undefined || this.memory.buffer.byteLength === 0) {
-      this.memory = new WA!.Memory({ initial: Math.ceil(bytes / 65536) });
-      this.tile = new WA!.Instance(m, { env: { mem: this.memory } }).exports['rowPanel'] as WasmTile;
+    const pages = Math.min(Math.ceil(Math.max(n * 8, 2 * this.view.length * 8) / 65536), shared ? SHARED_MAX_PAGES : Infinity);
+    if (this.memory === undefined || this.tile === undefined || this.memory.buffer.byteLength === 0 || shared !== this.shared) {
+      if (this.shared) pool?.setMemory(undefined);
+      this.shared = shared;
+      this.memory = shared ? new WA!.Memory({ initial: pages, maximum: SHARED_MAX_PAGES, shared: true }) : new WA!.Memory({ initial: pages });
+      this.tile = new WA!.Instance(shared ? sm : m, { env: { mem: this.memory } }).exports['rowPanel'] as WasmTile;
+      if (shared) (pool ??= new ThreadPool(sm)).setMemory(this.memory);
     } else {
-      this.memory.grow(Math.ceil((bytes - this.memory.buffer.byteLength) / 65536));
+      this.memory.grow(pages - this.memory.buffer.byteLength / 65536);
     }
     this.view = new Float64Array(this.memory.buffer);
     return this.view;
   }
+
+  /**
+   * The tile sums of a whole product, split over the thread pool where the memory is shared:
+   * `total` A panels, panel g at pa0 + g*strideA against the B panels of its batch
+   * (pb0 + floor(g/MP)*strideB), K long, its NP tiles' sums at acc0 + g*NP*128 (byte offsets).
+   */
+  tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, total: number): void {
+    const tile = this.tile!;
+    const threads = this.shared ? threadCount() : 1;
+    if (threads > 1 && total > 1 && pool !== undefined) {
+      pool.run(threads, tile, [total, MP, pa0, strideA, pb0, strideB, K, acc0, NP]);
+      return;
+    }
+    for (let g = 0; g < total; g++) tile(pa0 + g * strideA, pb0 + Math.floor(g / MP) * strideB, K, acc0 + g * NP * 128, NP);
+  }
+}
+
+/** The thread pool, once started (tests). */
+export function threadPool(): ThreadPool | undefined {
+  return pool;
 }
 
 export const packArena = new PackArena();

@@ -44,7 +44,7 @@ function rowPanelBody(): Body {
   return b;
 }
 
-/** The kernel module's bytes: imports env.mem, exports rowPanel. */
-export function matmulModuleBytes(): Uint8Array {
-  return moduleBytes([{ name: 'rowPanel', params: 5, body: rowPanelBody() }]);
+/** The kernel module's bytes: imports env.mem (shared: the memory worker threads sum in together), exports rowPanel. */
+export function matmulModuleBytes(shared = false): Uint8Array {
+  return moduleBytes([{ name: 'rowPanel', params: 5, body: rowPanelBody() }], shared ? 'shared' : true);
 }

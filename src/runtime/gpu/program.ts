@@ -1,8 +1,7 @@
 // Running a lowered Program (src/codegen/kernel.ts) on the gpu device. Each step is prepared
 // once per shape specialisation as one of:
 //   kernel  a loop or matmul kernel rendered by src/codegen/gpu/render.ts (one per store);
-//   op      an extern step whose op has a gpu kernel of its own (src/codegen/gpu/extern.ts:
-//           grouped convolutions, pooling and their adjoints; user ops with a gpu template);
+//   op      an extern step of a user op with only a gpu template (src/codegen/gpu/extern.ts);
 //   scan    a Scan: a host loop over its body's own prepared program, states on the device;
 //   host    anything else: the step as the cpu renders it (a one-step cpu program), or an
 //           extern's reference implementation, with its inputs read back.
@@ -17,9 +16,8 @@ import { planBuffers } from '../../codegen/plan.js';
 import { buildModule, type RunFn } from '../../codegen/cpu/module.js';
 import { Unsupported, renderLoopStore, renderMatmul, rowChecks, type BufferInfo, type GpuKernel, type RowCheck } from '../../codegen/gpu/render.js';
 import { runtimeHelpers } from '../../codegen/cpu/runtime.js';
-import { externKernel, userElementwise, type ExternKernel } from '../../codegen/gpu/extern.js';
+import { userElementwise, type ExternKernel } from '../../codegen/gpu/extern.js';
 import { userGpuHelper, userTemplates } from '../../codegen/user.js';
-import type { Node } from '../../ir/node.js';
 import type { DeviceBuffer } from './buffer.js';
 import { warnOnce, type GpuDevice } from './device.js';
 import { uploadKernelRun } from './kernels.js';
@@ -60,12 +58,11 @@ export function prepare(p: Program, device: GpuDevice): Prepared {
           if (s.tuple || !DEVICE_DTYPES.has(out.dtype) || sizeOf(out.shape) === 0 || s.inputs.some((v) => sizeOf(v.shape) === 0)) {
             throw new Unsupported(`op ${s.def.name} runs its reference implementation`);
           }
-          const ln = { op: s.def.name, attrs: s.attrs, dtype: out.dtype, shape: out.shape, inputs: s.inputs.map((v) => ({ shape: v.shape, dtype: v.dtype })) };
           // A user op with only a gpu template: its helper per element.
-          const l = userTemplates(s.def.name)?.gpu !== undefined
-            ? userElementwise(ln, userGpuHelper({ op: s.def.name, attrs: s.attrs, inputs: Array.from({ length: s.inputs.length }) as Node[] }))
-            : externKernel(ln, device.maxLoop);
-          if (l?.kind !== 'kernel') throw new Unsupported(`op ${s.def.name} runs its reference implementation`);
+          const l = userTemplates(s.def.name)?.gpu === undefined
+            ? undefined
+            : userElementwise({ dtype: out.dtype, shape: out.shape, inputs: s.inputs }, userGpuHelper({ op: s.def.name, attrs: s.attrs, inputs: s.inputs }));
+          if (l === undefined) throw new Unsupported(`op ${s.def.name} runs its reference implementation`);
           return { kind: 'op', step: s, lowered: l };
         }
       }

@@ -1,7 +1,7 @@
 function (b0, b1) {
   const i = this.thread.x;
   const i0 = 0;
-  const i1 = Math.floor(i / 2) % 3;
+  const i1 = Math.floor(i / 2);
   const i2 = i % 2;
   let acc = 0.0;
   for (let i3 = 0; i3 < 9; i3++) {

@@ -1,7 +1,7 @@
 function (b0, b1) {
   const i = this.thread.x;
   const i0 = 0;
-  const i1 = Math.floor(i / 4) % 2;
+  const i1 = Math.floor(i / 4);
   const i2 = i % 4;
   let acc = 0.0;
   for (let i3 = 0; i3 < 3; i3++) {
