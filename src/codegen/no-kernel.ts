@@ -8,8 +8,6 @@
  * and no others, and it shrinks as kernels land (issue 13 item 3).
  */
 export const NO_KERNEL_YET: Readonly<Record<string, string>> = {
-  ctc_loss: 'no kernel yet (issue 13 item 3)',
-  ctc_loss_grad: 'no kernel yet (issue 13 item 3)',
   ctc_interleave_blanks: 'no kernel yet (issue 13 item 3)',
   ctc_create_skip_idxs: 'no kernel yet (issue 13 item 3)',
   ctc_update_log_p: 'no kernel yet (issue 13 item 3)',
