@@ -6,8 +6,8 @@
 // The graphs: an LSTM with batch and time unknown and masked (one Scan, initial state from the
 // input's shape); Embedding and its gradient; random ops and dropout with shapes from K.shape;
 // cumsum / cumprod; max and average pooling's gradients; depthwise convolution; TimeDistributed's
-// reshape K.reshape(y, [-1, K.shape(x)[1], units]); Conv2DTranspose with output_shape from K.shape.
-// Pending: CTC loss and its gradient, whose ops have no kernel yet (they are in NO_KERNEL_YET).
+// reshape K.reshape(y, [-1, K.shape(x)[1], units]); Conv2DTranspose with output_shape from K.shape;
+// CTC loss (K.ctc_batch_cost, batch unknown) and its gradient.
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import type { Tensor } from '../../src/index.js';
@@ -33,7 +33,7 @@ interface Built {
 
 interface Graph { readonly name: string; build(dt: Float): Built }
 
-const ph = (shape: (number | null)[], dt: string, name: string) => K.placeholder(shape, null, dt, false, name);
+const ph = (shape: (number | null)[], dt: Float | 'bool' | 'int32', name: string) => K.placeholder(shape, null, dt, false, name);
 
 /** outputs, then d loss / d inputs[wrt]. */
 function withGrads(inputs: Tensor[], feed: NDArray[], outputs: Tensor[], loss: Tensor, wrt: number[]): Built {
@@ -137,6 +137,20 @@ const graphs: Graph[] = [
       const y = K.conv2d_transpose(x, k, [K.shape(x).get(0), 6, 6, 1], [2, 2], 'same');
       const loss = K.sum(K.square(y));
       return withGrads([x, k], [wave([2, 3, 3, 2], 13, dt), wave([3, 3, 1, 2], 14, dt)], [y], loss, [0, 1]);
+    },
+  },
+  {
+    name: 'CTC loss and its gradient (K.ctc_batch_cost, batch unknown)',
+    build(dt) {
+      const [T, C, L] = [6, 4, 3];
+      const yp = ph([null, T, C], dt, 'y_pred');
+      const yt = ph([null, L], 'int32', 'y_true');
+      const il = ph([null, 1], 'int32', 'input_length');
+      const ll = ph([null, 1], 'int32', 'label_length');
+      const loss = K.sum(K.ctc_batch_cost(yt, K.softmax(yp), il, ll));
+      const labels = new NDArray(Int32Array.from([0, 1, 1, 2, 0, -1, 1, -1, -1]), [3, L], 'int32');
+      const ints = (xs: number[]) => new NDArray(Int32Array.from(xs), [3, 1], 'int32');
+      return withGrads([yp, yt, il, ll], [wave([3, T, C], 15, dt), labels, ints([6, 5, 4]), ints([3, 2, 1])], [], loss, [0]);
     },
   },
 ];
