@@ -332,7 +332,8 @@ export function stepThrough(a: Analysis, opts: { readonly verify?: boolean } = {
   const eps = 1e-3;
   const lossAt = (vs: readonly NDArray[]) => {
     const f = new Map(a.placeholders.map((p, i) => [p, vs[i]!] as const));
-    return Number(evaluate([a.loss], { feeds: f })[0]!.item());
+    // A loss that is not a scalar is summed first, as K.gradients does.
+    return Array.from(evaluate([a.loss], { feeds: f })[0]!.data as ArrayLike<number>, Number).reduce((p, x) => p + x, 0);
   };
   const table = a.wrt.map((i) => {
     const base = a.values[i]!;

@@ -11,7 +11,7 @@ import { GPU } from 'gpu.js';
 import { provideModule } from '../src/index.js';
 import type { Node } from '../src/ir/node.js';
 import type { CompiledFunction } from '../src/runtime/function.js';
-import { VIEWER_EXAMPLES, VIEWER_EXAMPLE_NAMES, type ViewerExample } from './examples.js';
+import { VIEWER_EXAMPLES, VIEWER_EXAMPLE_NAMES, type ViewerExample } from '../src/examples/viewer-programs.js';
 import {
   analyze, brief, compile, describeNode, kernelsOf, numbers, programLineOf, referenceNumbers, runProgram, stepThrough,
   type Analysis, type KernelView, type StepThrough,
@@ -322,9 +322,20 @@ const api = {
   step: (k: number) => { if (state === undefined) throw new Error('viewer: run a program first'); return showStep(state, k); },
   check: () => state?.steps.check,
   kernels: () => state?.kernels.map((k) => ({ name: k.name, label: k.label, node: k.node === undefined ? undefined : describeNode(k.node) })),
+  /** How many elements of the page match `selector` (tests count highlighted nodes with it). */
+  count: (selector: string) => document.querySelectorAll(selector).length,
   passes: () => state?.analysis.passes.map((p) => ({ name: p.name, nodesBefore: p.nodesBefore, nodesAfter: p.nodesAfter, changed: p.added.length })),
 };
 (globalThis as unknown as { theanineViewer: typeof api }).theanineViewer = api;
+
+// An address naming an example (#lstm) opens it, also when only the part after # changes.
+window.addEventListener('hashchange', () => {
+  const name = decodeURIComponent(location.hash.slice(1));
+  if ((VIEWER_EXAMPLE_NAMES as readonly string[]).includes(name)) {
+    load(name as ViewerExample);
+    void run(($('device') as HTMLSelectElement).value as 'cpu' | 'gpu').catch(() => undefined);
+  }
+});
 
 // Start: the file `theanine viz <file>` serves, else the example named in the address (#lstm), else the first.
 async function start(): Promise<void> {

@@ -7,7 +7,8 @@ import { existsSync, readFileSync, readdirSync, mkdirSync, writeFileSync } from 
 import { createServer, type Server } from 'node:http';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { VIEWER_EXAMPLE_NAMES } from '../examples/viewer-programs.js';
 import { CliError, type Io } from './io.js';
 
 /** The package root (this file is src/cli/viz.ts or dist/cli/viz.js). */
@@ -135,11 +136,13 @@ export function vizCommand(io: Io): Command {
     .description('serve the viewer: write K code (or load an example) and see its graph, gradient graph, passes, kernels and reverse mode, computed in the page')
     .argument('[file]', 'a program to open in the editor (JavaScript with K and rand in scope returning { inputs, loss, wrt? }; see the examples in the page)')
     .option('--port <n>', 'the port to listen on (0: any free port)', portNumber, 8080)
-    .action(async (file: string | undefined, f: { port: number }) => {
+    .addOption(new Option('--example <name>', 'the example the printed address opens').choices(VIEWER_EXAMPLE_NAMES))
+    .action(async (file: string | undefined, f: { port: number; example?: string }) => {
       const program = file === undefined ? undefined : resolve(file);
       if (program !== undefined && !existsSync(program)) throw new CliError(`cannot read ${file}: no such file`);
       const files = await viewerFiles();
       const s = await serveViewer(files, f.port, program);
-      io.out(`theanine viz: serving the viewer at ${s.url}${program !== undefined ? ` with ${file}` : ''} (Ctrl-C stops it)\n`);
+      const url = f.example !== undefined ? `${s.url}#${f.example}` : s.url;
+      io.out(`theanine viz: serving the viewer at ${url}${program !== undefined ? ` with ${file}` : ''} (Ctrl-C stops it)\n`);
     });
 }

@@ -4,7 +4,7 @@
 // compiled gradient and finite differences.
 import { expect } from 'chai';
 import { backend as K, optimize } from '../../src/index.js';
-import { VIEWER_EXAMPLES, VIEWER_EXAMPLE_NAMES } from '../../viewer/examples.js';
+import { VIEWER_EXAMPLES, VIEWER_EXAMPLE_NAMES } from '../../src/examples/viewer-programs.js';
 import {
   analyze, compile, kernelsOf, numbers, opsOf, programLineOf, PROGRAM_URL, rand, referenceNumbers, runProgram, stepThrough,
 } from '../../viewer/model.js';
@@ -48,7 +48,8 @@ describe('viewer model', function () {
         expect(a.passes.map((p) => p.nodesAfter)).to.deep.equal(ref.passes.map((p) => p.nodesAfter));
         for (let k = 1; k < a.passes.length; k++) expect(a.passes[k]!.nodesBefore).to.equal(a.passes[k - 1]!.nodesAfter);
         const fusion = a.passes.find((p) => p.name === 'fusion')!;
-        expect(fusion.added.some((n) => n.op === 'fused'), 'fusion makes fused nodes').to.equal(true);
+        // Fusion makes fused nodes wherever it merged ops (pass-canonicalize leaves one sum: nothing to fuse).
+        if (fusion.nodesAfter < fusion.nodesBefore) expect(fusion.added.some((n) => n.op === 'fused'), 'fusion makes fused nodes').to.equal(true);
         expect(fusion.added.every((n) => fusion.ids.has(n)), 'every changed node is drawn').to.equal(true);
         // A pass that changed nothing marks nothing (merge only reorders commutative operands here).
         for (const p of a.passes) if (p.nodesBefore === p.nodesAfter && p.added.length === 0) expect(p.removed).to.deep.equal([]);
@@ -75,7 +76,8 @@ describe('viewer model', function () {
         const s = stepThrough(a);
         expect(s.forward.length).to.be.above(3);
         expect(s.backward[0]!.node).to.equal(a.loss);
-        expect(Array.from(s.backward[0]!.adjoint.data as ArrayLike<number>)).to.deep.equal([1]);
+        // A loss that is not a scalar is summed first: every element's adjoint is 1.
+        expect(Array.from(s.backward[0]!.adjoint.data as ArrayLike<number>).every((x) => x === 1)).to.equal(true);
         // Each node appears after all its consumers (reverse topological order).
         const at = new Map(s.backward.map((b, i) => [b.node, i] as const));
         for (const b of s.backward) for (const c of b.from) expect(at.get(c)!, `${c.op} before ${b.node.op}`).to.be.below(at.get(b.node)!);

@@ -1,7 +1,8 @@
-// The viewer's examples as program text (viewer/model.ts says what a program returns): small
+// The viewer's examples as program text (viewer/model.ts in the repository says what a program returns): small
 // versions of the graphs `theanine graph` draws (src/examples/graphs.ts) — the perceptron's
 // crossentropy and its gradients, an LSTM through K.rnn, and the softmax-crossentropy pattern
-// the stabilize pass rewrites — with concrete inputs small enough to read node by node.
+// the stabilize pass rewrites — with concrete inputs small enough to read node by node; then the
+// worked examples of docs/autodiff.md and docs/passes.md, which link here.
 
 export const VIEWER_EXAMPLES = {
   'mlp-gradient': `// A 2-layer perceptron: mean crossentropy of its logits against one-hot labels,
@@ -60,6 +61,42 @@ return {
   },
   wrt: ['logits'],
   loss: (logits, y) => K.mean(K.categorical_crossentropy(K.softmax(logits), y)),
+};
+`,
+  'autodiff-linear': `// docs/autodiff.md's worked example: a linear model's mean squared error and d loss / d W.
+return {
+  inputs: {
+    x: [[1, 2, 3], [0.5, -1, 2], [-1, 0, 1], [2, 1, 0]],
+    t: [[1], [0], [0.5], [1.5]],
+    W: [[0.1], [0.2], [0.3]],
+  },
+  wrt: ['W'],
+  loss: (x, t, W) => K.mean(K.square(K.subtract(K.dot(x, W), t))),
+};
+`,
+  'pass-merge': `// docs/passes.md, merge: x*y and y*x become one node once their operands are in one order.
+// (A loss that is not a scalar is summed before differentiating, as Keras does.)
+return {
+  inputs: { x: rand([2, 4], 1), y: rand([2, 4], 2) },
+  loss: (x, y) => K.add(K.multiply(x, y), K.multiply(y, x)),
+};
+`,
+  'pass-canonicalize': `// docs/passes.md, canonicalize: x*1, +0 and neg(neg(.)) disappear.
+return {
+  inputs: { x: rand([2, 4], 1) },
+  loss: (x) => K.sum(K.negative(K.negative(K.add(K.multiply(x, 1), 0)))),
+};
+`,
+  'pass-specialize': `// docs/passes.md, specialize: pow(x, 2) becomes x*x and pow(y, 0.5) sqrt(y).
+return {
+  inputs: { x: rand([2, 4], 1), y: [[0.5, 1, 1.5, 2], [0.25, 0.75, 1.25, 3]] },
+  loss: (x, y) => K.add(K.pow(x, 2), K.pow(y, 0.5)),
+};
+`,
+  'pass-fusion': `// docs/passes.md, fusion: the max-shifted exponentials and their sum as fused kernels.
+return {
+  inputs: { x: rand([2, 4], 1) },
+  loss: (x) => K.sum(K.exp(K.subtract(x, K.max(x, 1, true))), 1),
 };
 `,
 } as const;
