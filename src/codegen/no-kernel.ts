@@ -15,7 +15,6 @@ export const NO_KERNEL_YET: Readonly<Record<string, string>> = {
   // Searches whose output sizes depend on the data; TensorFlow runs its decoders on the CPU too.
   ctc_decode: 'a sequential search on the host (greedy or beam), as TensorFlow decodes on the CPU',
   ctc_label_dense_to_sparse: 'its output size depends on the label lengths (computed on the host)',
-  print: 'prints from the host (no kernel yet, issue 13 item 3)',
 };
 
 /** Why an op runs as an extern step (the lowering's words for it). */

@@ -106,6 +106,7 @@ export function describe(pp: Prepared, indent = ''): string {
         return `${indent}// op ${s.step.def.name} (a gpu kernel of its own)\n${srcs.join('\n').replace(/^/gm, indent)}`;
       }
       case 'scan': return `${indent}// scan ${s.step.steps} steps, a host loop over its body:\n${describe(s.body, `${indent}  `)}`;
+      case 'print': return `${indent}// print: a host callback (the value read back and written through the print hook)`;
       case 'host': return `${indent}// on the host: ${s.step.kind === 'extern' ? `op ${s.step.def.name}, not compiled: ${s.step.reason}` : `${s.step.kind} kernel`} (${s.why})`;
     }
   }).join('\n\n');
