@@ -52,10 +52,23 @@ export function ctcCheckLive(op: number, j: number, b: number, x: number, T: num
 }
 exportAs(ctcCheckLive, ctcCheck);
 
-/** Kernels for ctc_loss or ctc_loss_grad, or undefined for other ops. */
+/** Kernels for ctc_loss, ctc_loss_grad or ctc_interleave_blanks, or undefined for other ops. */
 export function lowerCtc(
   n: Node, outShape: readonly number[], outDType: DType, ins: readonly ValueRef[], b: ExprBuilder, addBuf: AddBuf, outRole: BufferRole,
 ): { steps: Step[]; value: ValueRef } | undefined {
+  if (n.op === 'ctc_interleave_blanks') {
+    // Theano's helper: [-1, y0, -1, y1, ..., -1], y[floor(s / 2)] at odd s.
+    const [y] = ins as [ValueRef];
+    const len = y.shape[0]!;
+    const out = addBuf(outDType, outShape[0]!, outRole);
+    const vs = newVar(outShape[0]!);
+    const is = ivar(vs);
+    const blankV = b.const(-1);
+    const value = len === 0 ? blankV
+      : b.op('select', b.op('eq', b.op('imod', b.index(is), b.const(2)), b.const(1)), b.load(y.buf, iadd(iclamp(idiv(is, 2), 0, len - 1), iconst(y.offset))), blankV);
+    const k: LoopKernel = { kind: 'loop', label: n.op, vars: [vs], stores: [{ buf: out, index: is, value: b.cast(outDType, value), dtype: outDType }] };
+    return { steps: [k], value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
+  }
   if (n.op !== 'ctc_loss' && n.op !== 'ctc_loss_grad') return undefined;
   const grad = n.op === 'ctc_loss_grad';
   const [lp, labels, il, ll] = ins as [ValueRef, ValueRef, ValueRef, ValueRef];
@@ -204,4 +217,4 @@ export function lowerCtc(
   return { steps, value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
 }
 
-export const CTC_OPS = ['ctc_loss', 'ctc_loss_grad'] as const;
+export const CTC_OPS = ['ctc_loss', 'ctc_loss_grad', 'ctc_interleave_blanks'] as const;

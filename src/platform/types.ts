@@ -63,7 +63,7 @@ export interface Platform {
   base64(bytes: Uint8Array): string;
   /** Runs `fn`, removing any process-wide error handlers it installed (a browser has none). */
   withoutNewProcessHandlers<T>(fn: () => T): T;
-  /** Runs `fn` with stderr writes that `take` accepts (returns true for) diverted to it (a browser: console.error). */
+  /** Runs `fn` with stderr writes that `take` accepts (returns true for) diverted to it (a browser: console.warn and console.error lines). */
   divertStderr<T>(take: (text: string) => boolean, fn: () => T): T;
 }
 
@@ -78,6 +78,11 @@ export interface PlatformWorker {
 const KEY = Symbol.for('theanine.modules');
 const shared = globalThis as { [KEY]?: Map<string, unknown> };
 export const providedModules: Map<string, unknown> = (shared[KEY] ??= new Map());
+
+const HOOKS = Symbol.for('theanine.provideHooks');
+const sharedHooks = globalThis as { [HOOKS]?: Set<(id: string) => void> };
+/** Called by provideModule with each id handed over (the browser host watches the console once TensorFlow.js arrives). */
+export const provideHooks: Set<(id: string) => void> = (sharedHooks[HOOKS] ??= new Set());
 
 /** An Error like Node's for an absent package. */
 export function moduleNotFound(id: string, detail: string): Error {
@@ -103,4 +108,5 @@ export function provideModule(id: (typeof PROVIDABLE)[number], module: object): 
     throw new TypeError(`provideModule: argument module for ${JSON.stringify(id)} is ${module === null ? 'null' : typeof module}; allowed: the package's module object`);
   }
   providedModules.set(id, module);
+  for (const hook of provideHooks) hook(id);
 }

@@ -173,6 +173,22 @@ describe('ctc_loss and ctc_loss_grad as kernels', () => {
     }
   });
 
+  it('ctc_interleave_blanks is a kernel: [-1, y0, -1, y1, ..., -1] for int8, int32 and int64 labels, and for an empty one', () => {
+    for (const [dtype, ys] of [['int32', [4, 0, 4]], ['int8', [-3, 7]], ['int64', [2 ** 40, 5]], ['int32', []]] as const) {
+      const y = K.placeholder([ys.length], null, dtype, false, 'y');
+      const feed = [NDArray.from([...ys], dtype)];
+      const want = K.function([y], [K.ctc_interleave_blanks(y)], [], { optimizer: 'none' })(feed)[0]!;
+      expect(want.toArray()).to.deep.equal([-1, ...ys.flatMap((v) => [v, -1])]);
+      for (const o of COMPILED) {
+        const f = K.function([y], [K.ctc_interleave_blanks(y).mul(1)], [], { ...o, ...NO_FALLBACK });
+        expect(f.source(), `${dtype} ${o.optimizer}`).not.to.match(/extern|not compiled/);
+        const got = f(feed)[0]!;
+        expect(got.dtype).to.equal(dtype);
+        expect(got.toArray(), `${dtype} ${o.optimizer}`).to.deep.equal(want.toArray());
+      }
+    }
+  });
+
   it('runs on the gpu device within float32 tolerances (atol 1e-5, rtol 1e-4)', function () {
     const loaded = loadGpuJs();
     needs(this, 'ctc on the gpu device', loaded instanceof Error ? loaded.message : undefined);

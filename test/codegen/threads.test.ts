@@ -1,9 +1,10 @@
 // Worker threads for large matrix products (src/codegen/cpu/threads.ts): the same numbers, bit
-// for bit, with one thread and with several, and the workers really take part.
+// for bit, with one thread and with several (and as the JavaScript kernel, which sums as the
+// reference does), and the workers really take part.
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setThreads, threadCount, PARALLEL_MIN_MACS } from '../../src/codegen/cpu/threads.js';
-import { threadPool } from '../../src/codegen/cpu/wasm-kernel.js';
+import { setWasmKernel, threadPool } from '../../src/codegen/cpu/wasm-kernel.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
 
 const fill = (shape: number[], k: number) => new NDArray(Float32Array.from({ length: shape.reduce((p, d) => p * d, 1) }, (_, i) => Math.sin(i * 0.37 + k) * (1 + (i % 7))), shape);
@@ -35,6 +36,20 @@ describe('codegen/cpu worker threads', function () {
     expect(threadCount()).to.equal(3);
     expect(() => setThreads(0)).to.throw(RangeError, 'setThreads: argument n is 0; allowed: an integer from 1 to 256, or undefined');
     expect(() => setThreads(1.5)).to.throw(RangeError, 'argument n is 1.5');
+  });
+
+  it('sums whole products (cache blocks) as the JavaScript kernel does, bit for bit', () => {
+    setThreads(1);
+    setWasmKernel(false);
+    clearCompileCache();
+    let js: number[][];
+    try {
+      js = build()();
+    } finally {
+      setWasmKernel(true);
+    }
+    clearCompileCache();
+    build()().forEach((g, i) => expect(g, `output ${i}`).to.deep.equal(js[i]));
   });
 
   it('gives the same numbers, bit for bit, with 1, 2 and 3 threads, with the workers summing panels', async () => {

@@ -82,9 +82,13 @@ export function accSize(k: MatmulKernel, all = false): number {
   return k.mr * k.nr * Math.ceil(k.n.size / k.nr) * (all ? k.batch.size * Math.ceil(k.m.size / k.mr) : 1);
 }
 
-/** Whether a product is large enough to split over threads (then its tile sums are computed for the whole product first). */
-export function splitsOverThreads(k: MatmulKernel, threads: number): boolean {
-  return threads > 1 && k.batch.size * k.m.size * k.n.size * k.k.size >= PARALLEL_MIN_MACS && k.batch.size * Math.ceil(k.m.size / k.mr) > 1;
+/**
+ * Whether a product is computed whole (every tile sum first, by cache blocks of A panels split
+ * over the worker threads, then the epilogue) rather than one row of tiles at a time: products
+ * of at least PARALLEL_MIN_MACS multiply-adds with more than one A panel.
+ */
+export function sumsWhole(k: MatmulKernel): boolean {
+  return k.batch.size * k.m.size * k.n.size * k.k.size >= PARALLEL_MIN_MACS && k.batch.size * Math.ceil(k.m.size / k.mr) > 1;
 }
 
 /**
@@ -94,7 +98,7 @@ export function splitsOverThreads(k: MatmulKernel, threads: number): boolean {
 export function renderAllTiles(k: MatmulKernel, pa: string, pb: string): string {
   const { mr, nr } = k;
   const MP = Math.ceil(k.m.size / mr), NP = Math.ceil(k.n.size / nr), K = k.k.size;
-  return `rt.arena.tiles(${pa}.byteOffset, ${K * mr * 8}, ${pb}.byteOffset, ${NP * K * nr * 8}, ${MP}, ${K}, acc.byteOffset, ${NP}, ${k.batch.size * MP});`;
+  return `rt.arena.tiles(${pa}.byteOffset, ${K * mr * 8}, ${pb}.byteOffset, ${NP * K * nr * 8}, ${MP}, ${K}, acc.byteOffset, ${NP}, ${k.batch.size});`;
 }
 
 /** JavaScript for an index expression whose variables are spelled by `name`. */

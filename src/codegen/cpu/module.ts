@@ -9,8 +9,7 @@ import type { MatmulKernel, Program } from '../kernel.js';
 import { planBuffers, type Plan } from '../plan.js';
 import { arrayType, commentText } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
-import { accSize, packing, renderAllTiles, renderMatmulCompute, splitsOverThreads } from './matmul.js';
-import { threadCount } from './threads.js';
+import { accSize, packing, renderAllTiles, renderMatmulCompute, sumsWhole } from './matmul.js';
 import { allocateSlots, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
 import { renderScan } from './scan.js';
 import { wasmTileModule } from './wasm-kernel.js';
@@ -132,8 +131,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
 
   const labels: string[] = [];
   const useWasm = wasmTileModule() !== null;
-  const threads = threadCount();
-  const arenaUse = hoistedPacks(p, opts.invariantFrom, (s) => useWasm && splitsOverThreads(s, threads));
+  const arenaUse = hoistedPacks(p, opts.invariantFrom, (s) => useWasm && sumsWhole(s));
   for (const s of p.steps) {
     const mark = body.length;
     if (s.kind === 'loop') {
@@ -145,8 +143,8 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
       // The packing buffers and the tile sums: views of the process-wide arena, for this step only.
       // Packs of step-invariant operands (Scan bodies) sit past every step's own use, packed at step 0.
       const nA = p.buffers[s.packA]!.size, nB = p.buffers[s.packB]!.size;
-      // Large products on more than one thread: every tile sum first (split over the workers), then the epilogue.
-      const all = useWasm && splitsOverThreads(s, threads);
+      // Large products: every tile sum first (cache blocks, split over the worker threads), then the epilogue.
+      const all = useWasm && sumsWhole(s);
       const nAcc = accSize(s, all);
       const kept = (id: number) => arenaUse.at.get(id);
       const views: string[] = [];

@@ -33,8 +33,8 @@ export function threadCount(): number {
 /** Multiply-adds below which a product stays on the calling thread (handing work over costs tens of microseconds). */
 export const PARALLEL_MIN_MACS = 1 << 21;
 
-/** One A panel against n consecutive B panels (the kernel's rowPanel, byte offsets). */
-type RowPanel = (pa: number, pb: number, K: number, acc: number, n: number) => void;
+/** G A panels against n consecutive B panels (the kernel's panelBlock, ../wasm/matmul.ts; byte offsets). */
+export type PanelBlock = (pa: number, sa: number, G: number, pb: number, K: number, acc: number, sacc: number, n: number) => void;
 
 // The control words (an Int32Array over a SharedArrayBuffer).
 const MAX_WORKERS = 255;
@@ -42,23 +42,28 @@ const PENDING = 0; // workers still at the current job
 const NEXT = 1; // next panel to hand out
 const FAILED = 2; // set by a worker whose kernel threw
 const TAKEN = 15; // panels workers have summed (since the pool started; tests read it)
-const JOB = 3; // total, MP, pa0, strideA, pb0, strideB, K, acc0, NP
+const JOB = 3; // claims, MP, G, pa0, strideA, pb0, strideB, K, acc0, NP
 const GO = 16; // per worker: bumped to start a job (the worker waits on it)
 const CMD = GO + MAX_WORKERS; // per worker: 1 = leave the loop and take the next message
 const READY = CMD + MAX_WORKERS; // per worker: the memory generation it is waiting with (0: not waiting)
 const WORDS = READY + MAX_WORKERS;
 
 /**
- * The panels of one job: panel g sums A panel g (at pa0 + g*strideA) against the B panels of
- * its batch (pb0 + floor(g/MP)*strideB) into acc0 + g*NP*128. Shared by both sides as source.
+ * The panels of one job, handed out in blocks of up to G A panels of one batch (claim c: batch
+ * floor(c/GB), A panels (c mod GB)*G ..): A panel (b, i) at pa0 + (b*MP + i)*sa, against the
+ * NP B panels of batch b (pb0 + b*sb), K long, the sums of tile (b, i, q) at
+ * acc0 + (b*MP + i)*NP*128 + 128q. Shared by both sides as source.
  */
-const WORK = `function work(ctrl, run, counted) {
-  const total = ctrl[${JOB}], MP = ctrl[${JOB + 1}], pa0 = ctrl[${JOB + 2}], sa = ctrl[${JOB + 3}], pb0 = ctrl[${JOB + 4}], sb = ctrl[${JOB + 5}], K = ctrl[${JOB + 6}], acc0 = ctrl[${JOB + 7}], NP = ctrl[${JOB + 8}];
+const WORK = `function work(ctrl, block, counted) {
+  const total = ctrl[${JOB}], MP = ctrl[${JOB + 1}], G = ctrl[${JOB + 2}], pa0 = ctrl[${JOB + 3}], sa = ctrl[${JOB + 4}], pb0 = ctrl[${JOB + 5}], sb = ctrl[${JOB + 6}], K = ctrl[${JOB + 7}], acc0 = ctrl[${JOB + 8}], NP = ctrl[${JOB + 9}];
+  const GB = Math.ceil(MP / G);
   for (;;) {
-    const g = Atomics.add(ctrl, ${NEXT}, 1);
-    if (g >= total) return;
-    run(pa0 + g * sa, pb0 + Math.floor(g / MP) * sb, K, acc0 + g * NP * 128, NP);
-    if (counted) Atomics.add(ctrl, ${TAKEN}, 1);
+    const c = Atomics.add(ctrl, ${NEXT}, 1);
+    if (c >= total) return;
+    const b = Math.floor(c / GB), i = (c - b * GB) * G, p = b * MP + i;
+    const n = MP - i < G ? MP - i : G;
+    block(pa0 + p * sa, sa, n, pb0 + b * sb, K, acc0 + p * NP * 128, NP * 128, NP);
+    if (counted) Atomics.add(ctrl, ${TAKEN}, n);
   }
 }`;
 
@@ -80,13 +85,23 @@ function serve(run, gen) {
 }
 parentPort.on('message', (m) => {
   if (m.memory === undefined) return; // the arena let its memory go: keep none
-  const run = new WebAssembly.Instance(module, { env: { mem: m.memory } }).exports.rowPanel;
+  const run = new WebAssembly.Instance(module, { env: { mem: m.memory } }).exports.panelBlock;
   serve(run, m.gen);
 });
 `;
 
 // The same job loop as the workers', compiled once here.
-const workHere = new Function(`${WORK}\nreturn work;`)() as (ctrl: Int32Array, run: RowPanel, counted: boolean) => void;
+const workHere = new Function(`${WORK}\nreturn work;`)() as (ctrl: Int32Array, run: PanelBlock, counted: boolean) => void;
+
+/** claims (batches x blocks), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP: see WORK. */
+export type Job = readonly [claims: number, MP: number, G: number, pa0: number, strideA: number, pb0: number, strideB: number, K: number, acc0: number, NP: number];
+
+/** Runs a job on the calling thread alone. */
+export function runHere(block: PanelBlock, job: Job): void {
+  const c = new Int32Array(JOB + job.length);
+  for (let j = 0; j < job.length; j++) c[JOB + j] = job[j]!;
+  workHere(c, block, false);
+}
 
 interface Worker { readonly port: PlatformWorker; dead: boolean }
 
@@ -133,10 +148,10 @@ export class ThreadPool {
   }
 
   /**
-   * Runs `total` panels (see WORK) on this thread and up to threads - 1 workers. Workers still
+   * Runs a job's blocks of panels (see WORK) on this thread and up to threads - 1 workers. Workers still
    * starting (or taking a new memory) sit this job out; the calling thread then does more.
    */
-  run(threads: number, run: RowPanel, job: readonly [total: number, MP: number, pa0: number, strideA: number, pb0: number, strideB: number, K: number, acc0: number, NP: number]): void {
+  run(threads: number, run: PanelBlock, job: Job): void {
     const c = this.ctrl;
     this.grow(threads - 1);
     const helpers: number[] = [];

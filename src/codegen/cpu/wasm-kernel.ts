@@ -4,7 +4,7 @@
 // kernel (microkernel.ts).
 import { SHARED_MAX_PAGES, WA, type WasmMemory, type WasmModule } from '../wasm/encode.js';
 import { matmulModuleBytes } from '../wasm/matmul.js';
-import { ThreadPool, threadCount } from './threads.js';
+import { type PanelBlock, ThreadPool, runHere, threadCount } from './threads.js';
 
 export type { WasmMemory };
 
@@ -63,6 +63,8 @@ export class PackArena {
   private shared = false;
   /** The kernel over this arena's memory (undefined: use the JavaScript kernel). */
   tile: WasmTile | undefined;
+  /** Its blocked form (panelBlock), for whole products (tiles()). */
+  private block: PanelBlock | undefined;
   /** Bytes it holds now. */
   get bytes(): number {
     return this.memory?.buffer.byteLength ?? this.view.byteLength;
@@ -99,7 +101,9 @@ export class PackArena {
       if (this.shared) pool?.setMemory(undefined);
       this.shared = shared;
       this.memory = shared ? new WA!.Memory({ initial: pages, maximum: SHARED_MAX_PAGES, shared: true }) : new WA!.Memory({ initial: pages });
-      this.tile = new WA!.Instance(shared ? sm : m, { env: { mem: this.memory } }).exports['rowPanel'] as WasmTile;
+      const ex = new WA!.Instance(shared ? sm : m, { env: { mem: this.memory } }).exports;
+      this.tile = ex['rowPanel'] as WasmTile;
+      this.block = ex['panelBlock'] as PanelBlock;
       if (shared) (pool ??= new ThreadPool(sm)).setMemory(this.memory);
     } else {
       this.memory.grow(pages - this.memory.buffer.byteLength / 65536);
@@ -110,19 +114,21 @@ export class PackArena {
 
   /**
    * The tile sums of a whole product, split over the thread pool where the memory is shared:
-   * `total` A panels, panel g at pa0 + g*strideA against the B panels of its batch
-   * (pb0 + floor(g/MP)*strideB), K long, its NP tiles' sums at acc0 + g*NP*128 (byte offsets).
+   * B batches of MP A panels, A panel (b, i) at pa0 + (b*MP + i)*strideA, against the NP B panels
+   * of its batch (pb0 + b*strideB), K long; tile (b, i, q)'s sums at acc0 + ((b*MP + i)*NP + q)*128
+   * (byte offsets). Blocks of A panels that fit L2 together go to one thread at a time.
    */
-  tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, total: number): void {
-    const tile = this.tile!;
+  tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, B: number): void {
+    const G = Math.max(1, Math.min(16, Math.floor(BLOCK_BYTES / strideA)));
+    const job = [B * Math.ceil(MP / G), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP] as const;
     const threads = this.shared ? threadCount() : 1;
-    if (threads > 1 && total > 1 && pool !== undefined) {
-      pool.run(threads, tile, [total, MP, pa0, strideA, pb0, strideB, K, acc0, NP]);
-      return;
-    }
-    for (let g = 0; g < total; g++) tile(pa0 + g * strideA, pb0 + Math.floor(g / MP) * strideB, K, acc0 + g * NP * 128, NP);
+    if (threads > 1 && job[0] > 1 && pool !== undefined) pool.run(threads, this.block!, job);
+    else runHere(this.block!, job);
   }
 }
+
+/** Bytes of a block of A panels (summed against each B panel in turn while it is in L1): a share of L2. */
+const BLOCK_BYTES = 256 * 1024;
 
 /** The thread pool, once started (tests). */
 export function threadPool(): ThreadPool | undefined {

@@ -4,8 +4,8 @@
 // (f64x2). Every node is computed as the JavaScript kernel computes it (float64, rounded to
 // float32 exactly where the reference rounds: f32x4.demote then f64x2.promote is Math.fround),
 // so arithmetic, comparisons, selects, max/min, abs, sqrt are bit-identical to the reference.
-// The exceptions are tanh, exp and sigmoid, which have no WebAssembly instruction: vector
-// approximations (approx() below) accurate to about 3e-15 relative in float64, used only where
+// The exceptions are tanh, exp, sigmoid and log, which have no WebAssembly instruction: vector
+// approximations (approx() and logApprox() below) accurate to about 3e-15 relative in float64, used only where
 // their result is rounded to float32 at once, so the float32 value is within 1 ulp of the
 // reference's (Math.fround(Math.tanh(x)), ...) and equal to it except within 3e-15 of a rounding
 // midpoint (test/codegen/simd-elementwise.test.ts).
@@ -38,7 +38,7 @@ const S = {
   abs: 0xec, neg: 0xed, sqrt: 0xef, add: 0xf0, sub: 0xf1, mul: 0xf2, div: 0xf3, min: 0xf4, max: 0xf5,
   eq: 0x47, ne: 0x48, lt: 0x49, gt: 0x4a, le: 0x4b, ge: 0x4c,
   and: 0x4e, or: 0x50, not: 0x4d, bitselect: 0x52,
-  nearest: 0x94, truncSatZero: 0xfc, extendLowS: 0xc7, i64Add: 0xce, i64Shl: 0xcb,
+  nearest: 0x94, truncSatZero: 0xfc, extendLowS: 0xc7, i64Add: 0xce, i64Shl: 0xcb, i64ShrU: 0xcd,
 } as const;
 
 const BINARY: Partial<Record<ScalarOp, number>> = { add: S.add, sub: S.sub, mul: S.mul, div: S.div, min: S.min, max: S.max };
@@ -91,7 +91,7 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
         if (e.dtype === 'float32') roundedParent.add(e.x);
         break;
       case 'op':
-        if (e.op === 'tanh' || e.op === 'exp') { if (e.args[0]!.t === 'const') return undefined; approximated.push(e); break; }
+        if (e.op === 'tanh' || e.op === 'exp' || e.op === 'log') { if (e.args[0]!.t === 'const') return undefined; approximated.push(e); break; }
         if (e.op === 'select' || e.op in BINARY || e.op in UNARY || e.op in COMPARE) break;
         return undefined;
       case 'call':
@@ -140,7 +140,10 @@ const LN2_LO = 1.90821492927058770002e-10;
 /** 1/n!, n = 1..12: expm1's Taylor coefficients. */
 const EXPM1: number[] = [];
 for (let n = 1, f = 1; n <= 12; n++) { f *= n; EXPM1.push(1 / f); }
+/** 1/(2j + 1), j = 0..10: log(1+f) = 2s (1 + s^2/3 + s^4/5 + ...), s = f/(2+f). */
+const ATANH: number[] = Array.from({ length: 11 }, (_, j) => 1 / (2 * j + 1));
 const APPROX_CONSTS = [20, 2, 1, 0, -110, 110, 100, Math.LOG2E, LN2_HI, LN2_LO, ...EXPM1];
+const LOG_CONSTS = [0, 0.5, 1, 2, 54, 2 ** -1022, 2 ** 54, 2 ** 52 + 1023, Math.SQRT2, LN2_HI, LN2_LO, -Infinity, Infinity, NaN, ...ATANH];
 
 /**
  * From y (local Y, |y| <= 160, or NaN): K2 := 2^k and P := e^r - 1 with y = k ln2 + r,
@@ -189,6 +192,36 @@ function approx(fn: 'tanh' | 'exp' | 'sigmoid', b: Body, c: Consts, x: number, t
   }
 }
 
+/**
+ * log at local x, two lanes, about 4e-16 relative in float64 (fdlibm's reduction, a longer
+ * series): x = 2^k m with m in [sqrt(1/2), sqrt(2)) from x's bits (float64 subnormals scaled by
+ * 2^54 first), f = m - 1 (exact), s = f/(2+f), log(1+f) = 2s(1 + s^2/3 + ... + s^20/21) (|s| <=
+ * 0.172: truncation below 3e-17), log x = k ln2_hi + (k ln2_lo + log(1+f)). Zeros give -Infinity,
+ * negatives and NaN give NaN, Infinity gives Infinity, as Math.log does. Scratch locals t..t+3.
+ */
+function logApprox(b: Body, c: Consts, x: number, t: number): void {
+  const [Y, K2, P, Z] = [t, t + 1, t + 2, t + 3];
+  b.get(x); c.get(2 ** -1022).v(S.lt).set(Z); // small: subnormal (or not positive: replaced below)
+  b.get(x); c.get(2 ** 54).v(S.mul); b.get(x).get(Z).v(S.bitselect).set(Y);
+  c.get(54); c.get(0); b.get(Z).v(S.bitselect).set(K2);
+  // k = biased exponent - 1023 - scaling, as float64: (2^52 + e) - (2^52 + 1023)
+  b.get(Y).i32(52).v(S.i64ShrU).v(S.v128Const, ...i64x2(0, 0x43300000)).v(S.or); c.get(2 ** 52 + 1023).v(S.sub); b.get(K2).v(S.sub).set(K2);
+  b.get(Y).v(S.v128Const, ...i64x2(-1, 0x000fffff)).v(S.and).v(S.v128Const, ...i64x2(0, 0x3ff00000)).v(S.or).set(P); // m in [1, 2)
+  b.get(P); c.get(Math.SQRT2).v(S.gt).set(Z);
+  b.get(P); c.get(0.5).v(S.mul); b.get(P).get(Z).v(S.bitselect); c.get(1).v(S.sub).set(P); // f
+  b.get(K2); c.get(1); c.get(0); b.get(Z).v(S.bitselect).v(S.add).set(K2);
+  b.get(P).get(P); c.get(2).v(S.add).v(S.div).set(Y); // s
+  b.get(Y).get(Y).v(S.mul).set(Z); // s^2
+  c.get(ATANH[10]!);
+  for (let j = 9; j >= 0; j--) { b.get(Z).v(S.mul); c.get(ATANH[j]!).v(S.add); }
+  b.get(Y).v(S.mul); c.get(2).v(S.mul).set(P); // log(1+f)
+  b.get(K2); c.get(LN2_HI).v(S.mul); b.get(K2); c.get(LN2_LO).v(S.mul); b.get(P).v(S.add).v(S.add).set(Y);
+  // special values: -Infinity for zeros, NaN below zero, x itself for NaN and Infinity
+  c.get(-Infinity); b.get(x).get(x); c.get(0).v(S.eq).v(S.bitselect).set(Z);
+  c.get(NaN); b.get(Z).get(x); c.get(0).v(S.lt).v(S.bitselect).set(Z);
+  b.get(Y).get(Z).get(x); c.get(0).v(S.gt); b.get(x); c.get(Infinity).v(S.lt).v(S.and).v(S.bitselect);
+}
+
 /** An i64x2 constant's bytes (both lanes: low word lo, high word hi). */
 function i64x2(lo: number, hi = 0): number[] {
   const w = new Int32Array([lo, hi, lo, hi]);
@@ -196,8 +229,8 @@ function i64x2(lo: number, hi = 0): number[] {
 }
 
 /** The approximated function a node computes, if it is one of the tier's approximations. */
-function approxOf(e: Expr): 'tanh' | 'exp' | 'sigmoid' | undefined {
-  if (e.t === 'op' && (e.op === 'tanh' || e.op === 'exp')) return e.op;
+function approxOf(e: Expr): 'tanh' | 'exp' | 'sigmoid' | 'log' | undefined {
+  if (e.t === 'op' && (e.op === 'tanh' || e.op === 'exp' || e.op === 'log')) return e.op;
   // the reference's sigmoid scalar (ops.sigmoid.scalar), called by name from its template
   return e.t === 'call' && e.name === 'sigmoid' && e.fn === SIGMOID ? 'sigmoid' : undefined;
 }
@@ -206,11 +239,12 @@ function approxOf(e: Expr): 'tanh' | 'exp' | 'sigmoid' | undefined {
 const STREAMS = 4;
 
 function loopBody(k: LoopKernel, v: Var, loads: readonly { buf: number; off: number }[], order: readonly Expr[]): Body {
-  // param n; i32 locals: i (byte offset), end; v128 locals: per stream, one per node and 3 scratch; then constants
+  // param n; i32 locals: i (byte offset), end; v128 locals: per stream, one per node and 4 scratch; then constants
   const nodes = order.filter((e) => e.t !== 'const');
-  const perStream = nodes.length + 3;
+  const perStream = nodes.length + 4;
   const consts = new Set<number>(order.flatMap((e) => (e.t === 'const' ? [e.v] : [])));
-  if (order.some((e) => approxOf(e) !== undefined)) for (const x of APPROX_CONSTS) consts.add(x);
+  if (order.some((e) => approxOf(e) !== undefined && approxOf(e) !== 'log')) for (const x of APPROX_CONSTS) consts.add(x);
+  if (order.some((e) => approxOf(e) === 'log')) for (const x of LOG_CONSTS) consts.add(x);
   consts.add(0).add(1);
   const [N, I, END] = [0, 1, 2];
   const base = 3;
@@ -230,6 +264,7 @@ function loopBody(k: LoopKernel, v: Var, loads: readonly { buf: number; off: num
         case 'cast': push(e.x); if (e.dtype === 'float32') b.v(S.demote).v(S.promote); break;
         case 'op': {
           if (e.op === 'tanh' || e.op === 'exp') { approx(e.op, b, c, local.get(e.args[0]!)!, scratch); break; }
+          if (e.op === 'log') { logApprox(b, c, local.get(e.args[0]!)!, scratch); break; }
           if (e.op === 'select') {
             // select(q, x, y): x where q is nonzero (NaN is nonzero, as in JavaScript's q !== 0)
             push(e.args[1]!); push(e.args[2]!);
