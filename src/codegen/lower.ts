@@ -19,6 +19,7 @@ import type { KeepMode, ScanAttrs } from '../ir/ops/control.js';
 import { lowerScan } from './lower-scan.js';
 import { lowerDataOp, type DataLowerEnv } from './lower-data.js';
 import { externReason } from './no-kernel.js';
+import { lowerCtcTuple } from './lower-ctc.js';
 import { collapseLoopKernel } from './collapse.js';
 import { templateOf, type LoopTemplate, type MatmulTemplate, type TemplateCtx } from './templates.js';
 
@@ -98,8 +99,16 @@ export function lower(spec: LowerSpec): Program {
       }
       why = lowered.reason;
     }
+    if (t.items !== undefined && n.op !== 'scan') {
+      const lt = lowerCtcTuple(n, t.items, n.inputs.map((i) => values.get(i)!), new ExprBuilder((buf) => buffers[buf]!.dtype), (dtype, size, role) => addBuf(dtype, size, role));
+      if (lt !== undefined) {
+        steps.push(...lt.steps);
+        tupleItems.set(n, lt.items);
+        continue;
+      }
+    }
     if (t.items !== undefined) {
-      // A tuple-valued op (a Scan): its implTuple, one buffer per item.
+      // A tuple-valued op (a Scan, ctc_decode): its implTuple, one buffer per item.
       const outs = t.items.map((it) => ({ buf: addBuf(it.dtype, sizeOf(it.shape), 'extern'), shape: it.shape, dtype: it.dtype }));
       steps.push({ kind: 'extern', label: n.op, reason: why, def: getOp(n.op), attrs: n.attrs, inputs: n.inputs.map((i) => values.get(i)!), tuple: true, outs });
       tupleItems.set(n, outs.map((o) => ({ ...o, offset: 0 })));

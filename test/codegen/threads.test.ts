@@ -6,6 +6,7 @@ import { backend as K, NDArray } from '../../src/index.js';
 import { setThreads, threadCount, PARALLEL_MIN_MACS } from '../../src/codegen/cpu/threads.js';
 import { setWasmKernel, threadPool } from '../../src/codegen/cpu/wasm-kernel.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
+import { threadPool as pool } from '../../src/codegen/cpu/threads.js';
 
 const fill = (shape: number[], k: number) => new NDArray(Float32Array.from({ length: shape.reduce((p, d) => p * d, 1) }, (_, i) => Math.sin(i * 0.37 + k) * (1 + (i % 7))), shape);
 
@@ -90,6 +91,37 @@ describe('codegen/cpu worker threads', function () {
       }
       expect(threadPool()!.workerPanels, `round ${round}: panels summed by workers`).to.be.greaterThan(before);
       got.forEach((g, i) => expect(g, `round ${round}, output ${i}`).to.deep.equal(one[i]));
+    }
+  });
+
+  it('splits long elementwise loops of the SIMD tier over the threads, with the same numbers bit for bit', async () => {
+    const n = 64 * 4096 + 5 * 4096 + 7; // two passes of the shared memory, an edge chunk
+    const xs = fill([n], 5), ys = fill([n], 6);
+    const build = () => {
+      const x = K.placeholder([n], null, 'float32');
+      const y = K.placeholder([n], null, 'float32');
+      const f = K.function([x, y], [K.tanh(x.mul(y).add(1)).mul(x).sub(y), K.log(K.exp(y.mul(0.25)).add(x.mul(x)))]);
+      return { run: () => f([xs, ys]).map((r) => Array.from(r.data)), source: (f as unknown as { source(): string }).source() };
+    };
+    setThreads(1);
+    clearCompileCache();
+    const one = build();
+    expect(one.source).to.contain('WebAssembly SIMD');
+    expect(one.source).to.not.contain('w.par(');
+    const want = one.run();
+    for (const t of [2, 3]) {
+      setThreads(t);
+      clearCompileCache();
+      const many = build();
+      expect(many.source).to.contain('w.par(');
+      const before = pool()?.workerChunks ?? 0;
+      let got = many.run();
+      for (let i = 0; i < 200 && (pool()?.workerChunks ?? 0) === before; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        got = many.run();
+      }
+      expect(pool()!.workerChunks, `${t} threads: chunks computed by workers`).to.be.greaterThan(before);
+      got.forEach((g, i) => expect(g, `output ${i}, ${t} threads`).to.deep.equal(want[i]));
     }
   });
 });

@@ -36,26 +36,42 @@ export const PARALLEL_MIN_MACS = 1 << 21;
 /** G A panels against n consecutive B panels (the kernel's panelBlock, ../wasm/matmul.ts; byte offsets). */
 export type PanelBlock = (pa: number, sa: number, G: number, pb: number, K: number, acc: number, sacc: number, n: number) => void;
 
+/** An elementwise tier kernel (../wasm/elementwise.ts): n elements of the chunk block at byte offset base. */
+export type EwRun = (n: number, base: number) => void;
+
 // The control words (an Int32Array over a SharedArrayBuffer).
 const MAX_WORKERS = 255;
 const PENDING = 0; // workers still at the current job
-const NEXT = 1; // next panel to hand out
+const NEXT = 1; // next claim to hand out
 const FAILED = 2; // set by a worker whose kernel threw
-const TAKEN = 15; // panels workers have summed (since the pool started; tests read it)
-const JOB = 3; // claims, MP, G, pa0, strideA, pb0, strideB, K, acc0, NP
+const JOB = 3; // kind (0: matmul, 1: elementwise), then the kind's parameters (see WORK)
+const TAKEN = 14; // matmul A panels workers have summed (since the pool started; tests read it)
+const TAKEN_EW = 15; // elementwise chunks workers have computed (tests)
 const GO = 16; // per worker: bumped to start a job (the worker waits on it)
-const CMD = GO + MAX_WORKERS; // per worker: 1 = leave the loop and take the next message
-const READY = CMD + MAX_WORKERS; // per worker: the memory generation it is waiting with (0: not waiting)
-const WORDS = READY + MAX_WORKERS;
+const CMD = GO + MAX_WORKERS; // per worker: 1 = leave the loop and take the messages waiting
+const WAITING = CMD + MAX_WORKERS; // per worker: 1 while it waits for jobs
+const GEN = WAITING + MAX_WORKERS; // per worker: the generation of the matmul memory it holds
+const EW_KNOWN = GEN + MAX_WORKERS; // per worker: elementwise kernels it has instantiated (ids 0..n-1)
+const WORDS = EW_KNOWN + MAX_WORKERS;
 
 /**
- * The panels of one job, handed out in blocks of up to G A panels of one batch (claim c: batch
- * floor(c/GB), A panels (c mod GB)*G ..): A panel (b, i) at pa0 + (b*MP + i)*sa, against the
- * NP B panels of batch b (pb0 + b*sb), K long, the sums of tile (b, i, q) at
- * acc0 + (b*MP + i)*NP*128 + 128q. Shared by both sides as source.
+ * One job's work, claim by claim from the NEXT counter. Matmul (kind 0): blocks of up to G A
+ * panels of one batch (claim c: batch floor(c/GB), A panels (c mod GB)*G ..): A panel (b, i) at
+ * pa0 + (b*MP + i)*sa, against the NP B panels of batch b (pb0 + b*sb), K long, the sums of tile
+ * (b, i, q) at acc0 + (b*MP + i)*NP*128 + 128q. Elementwise (kind 1): kernel id over chunk
+ * block c (byte offset c*blockBytes), CHUNK elements, the last one `last`. Shared by both sides as source.
  */
-const WORK = `function work(ctrl, block, counted) {
-  const total = ctrl[${JOB}], MP = ctrl[${JOB + 1}], G = ctrl[${JOB + 2}], pa0 = ctrl[${JOB + 3}], sa = ctrl[${JOB + 4}], pb0 = ctrl[${JOB + 5}], sb = ctrl[${JOB + 6}], K = ctrl[${JOB + 7}], acc0 = ctrl[${JOB + 8}], NP = ctrl[${JOB + 9}];
+const WORK = `function work(ctrl, block, ew, counted) {
+  if (ctrl[${JOB}] === 1) {
+    const run = ew[ctrl[${JOB + 1}]], total = ctrl[${JOB + 2}], bb = ctrl[${JOB + 3}], chunk = ctrl[${JOB + 4}], last = ctrl[${JOB + 5}];
+    for (;;) {
+      const c = Atomics.add(ctrl, ${NEXT}, 1);
+      if (c >= total) return;
+      run(c === total - 1 ? last : chunk, c * bb);
+      if (counted) Atomics.add(ctrl, ${TAKEN_EW}, 1);
+    }
+  }
+  const total = ctrl[${JOB + 1}], MP = ctrl[${JOB + 2}], G = ctrl[${JOB + 3}], pa0 = ctrl[${JOB + 4}], sa = ctrl[${JOB + 5}], pb0 = ctrl[${JOB + 6}], sb = ctrl[${JOB + 7}], K = ctrl[${JOB + 8}], acc0 = ctrl[${JOB + 9}], NP = ctrl[${JOB + 10}];
   const GB = Math.ceil(MP / G);
   for (;;) {
     const c = Atomics.add(ctrl, ${NEXT}, 1);
@@ -67,69 +83,99 @@ const WORK = `function work(ctrl, block, counted) {
   }
 }`;
 
+// A worker: takes its messages (the matmul memory and module, the elementwise memory, each
+// elementwise kernel's module), then waits for jobs until told to take messages again.
 const WORKER_SOURCE = `'use strict';
 const { workerData, parentPort } = require('node:worker_threads');
-const { ctrlBuffer, index, module } = workerData;
+const { ctrlBuffer, index } = workerData;
 const ctrl = new Int32Array(ctrlBuffer);
 ${WORK}
-function serve(run, gen) {
+let block, gen = 0, ewMemory;
+const ew = [];
+function serve() {
   let seen = Atomics.load(ctrl, ${GO} + index);
-  Atomics.store(ctrl, ${READY} + index, gen);
+  Atomics.store(ctrl, ${GEN} + index, gen);
+  Atomics.store(ctrl, ${EW_KNOWN} + index, ew.length);
+  Atomics.store(ctrl, ${WAITING} + index, 1);
   for (;;) {
     Atomics.wait(ctrl, ${GO} + index, seen);
     seen = Atomics.load(ctrl, ${GO} + index);
     if (Atomics.load(ctrl, ${CMD} + index) !== 0) { Atomics.store(ctrl, ${CMD} + index, 0); return; }
-    try { work(ctrl, run, true); } catch (e) { Atomics.store(ctrl, ${FAILED}, 1); }
+    try { work(ctrl, block, ew, true); } catch (e) { Atomics.store(ctrl, ${FAILED}, 1); }
     if (Atomics.sub(ctrl, ${PENDING}, 1) === 1) Atomics.notify(ctrl, ${PENDING});
   }
 }
+let scheduled = false;
 parentPort.on('message', (m) => {
-  if (m.memory === undefined) return; // the arena let its memory go: keep none
-  const run = new WebAssembly.Instance(module, { env: { mem: m.memory } }).exports.panelBlock;
-  serve(run, m.gen);
+  if (m.kind === 'matmul') {
+    gen = m.gen;
+    block = m.memory === undefined ? undefined : new WebAssembly.Instance(m.module, { env: { mem: m.memory } }).exports.panelBlock;
+  } else if (m.kind === 'ewMemory') {
+    ewMemory = m.memory;
+  } else if (m.kind === 'ew') {
+    ew[m.id] = new WebAssembly.Instance(m.module, { env: { mem: ewMemory } }).exports.run;
+  }
+  // back to waiting for jobs once every message now queued is taken
+  if (!scheduled) { scheduled = true; setImmediate(() => { scheduled = false; serve(); }); }
 });
 `;
 
 // The same job loop as the workers', compiled once here.
-const workHere = new Function(`${WORK}\nreturn work;`)() as (ctrl: Int32Array, run: PanelBlock, counted: boolean) => void;
+const workHere = new Function(`${WORK}\nreturn work;`)() as (ctrl: Int32Array, block: PanelBlock | undefined, ew: readonly EwRun[], counted: boolean) => void;
 
-/** claims (batches x blocks), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP: see WORK. */
-export type Job = readonly [claims: number, MP: number, G: number, pa0: number, strideA: number, pb0: number, strideB: number, K: number, acc0: number, NP: number];
+/** kind 0, claims (batches x blocks), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP: see WORK. */
+export type MatmulJob = readonly [kind: 0, claims: number, MP: number, G: number, pa0: number, strideA: number, pb0: number, strideB: number, K: number, acc0: number, NP: number];
+/** kind 1, kernel id, claims (chunk blocks), block bytes, CHUNK, elements of the last block: see WORK. */
+export type EwJob = readonly [kind: 1, id: number, claims: number, blockBytes: number, chunk: number, last: number];
 
-/** Runs a job on the calling thread alone. */
-export function runHere(block: PanelBlock, job: Job): void {
+/** Runs a matmul job on the calling thread alone. */
+export function runHere(block: PanelBlock, job: MatmulJob): void {
   const c = new Int32Array(JOB + job.length);
   for (let j = 0; j < job.length; j++) c[JOB + j] = job[j]!;
-  workHere(c, block, false);
+  workHere(c, block, [], false);
 }
 
 interface Worker { readonly port: PlatformWorker; dead: boolean }
 
-/** The pool: workers started on demand, each holding an instance over the arena's current memory. */
+/**
+ * The pool: workers started on demand, each holding an instance of the matmul kernel over the
+ * packing arena's current memory and of every elementwise tier kernel over the tier's memory.
+ */
 export class ThreadPool {
   private readonly ctrl = new Int32Array(new SharedArrayBuffer(WORDS * 4));
   private readonly workers: Worker[] = [];
   private gen = 1;
-  private memory: WasmMemory | undefined;
+  private matmul: { memory: WasmMemory | undefined; module: WasmModule | undefined } = { memory: undefined, module: undefined };
+  private ewMemory: WasmMemory | undefined;
+  private readonly ewModules: WasmModule[] = [];
 
-  constructor(private readonly module: WasmModule) {}
-
-  /** The memory the kernels sum in from now on (undefined: none; workers drop theirs). */
-  setMemory(memory: WasmMemory | undefined): void {
+  /** The memory (and its kernel module) matmul jobs sum in from now on (undefined: none; workers drop theirs). */
+  setMemory(memory: WasmMemory | undefined, module?: WasmModule): void {
     this.gen++;
-    this.memory = memory;
+    this.matmul = { memory, module };
     for (let i = 0; i < this.workers.length; i++) {
-      this.workers[i]!.port.postMessage({ gen: this.gen, memory });
-      this.kickIfStale(i);
+      this.workers[i]!.port.postMessage({ kind: 'matmul', gen: this.gen, memory, module });
+      if (Atomics.load(this.ctrl, WAITING + i) === 1) this.kick(i);
     }
   }
 
-  /** Sends a worker waiting with an older memory back to its messages (the newest is among them). */
-  private kickIfStale(i: number): void {
+  /** The elementwise tier's shared memory (set once, before any elementwise kernel). */
+  setEwMemory(memory: WasmMemory): void {
+    this.ewMemory = memory;
+    for (const w of this.workers) w.port.postMessage({ kind: 'ewMemory', memory });
+  }
+
+  /** An elementwise kernel's module (ids in order from 0): workers instantiate it at their next messages. */
+  addEwModule(id: number, module: WasmModule): void {
+    if (id !== this.ewModules.length) throw new Error(`internal: elementwise kernel ${id} added out of order`);
+    this.ewModules.push(module);
+    for (const w of this.workers) w.port.postMessage({ kind: 'ew', id, module });
+  }
+
+  /** Sends a waiting worker back to its messages (it sits out jobs until it waits again). */
+  private kick(i: number): void {
     const c = this.ctrl;
-    const r = Atomics.load(c, READY + i);
-    if (r === 0 || r === this.gen) return;
-    Atomics.store(c, READY + i, 0);
+    Atomics.store(c, WAITING + i, 0);
     Atomics.store(c, CMD + i, 1);
     Atomics.add(c, GO + i, 1);
     Atomics.notify(c, GO + i);
@@ -138,36 +184,40 @@ export class ThreadPool {
   private grow(n: number): void {
     while (this.workers.length < Math.min(n, MAX_WORKERS)) {
       const index = this.workers.length;
-      const port = platform.startWorker(WORKER_SOURCE, { ctrlBuffer: this.ctrl.buffer, index, module: this.module });
+      const port = platform.startWorker(WORKER_SOURCE, { ctrlBuffer: this.ctrl.buffer, index });
       if (port === undefined) return;
       const w: Worker = { port, dead: false };
       port.onError(() => { w.dead = true; });
       this.workers.push(w);
-      if (this.memory !== undefined) port.postMessage({ gen: this.gen, memory: this.memory });
+      if (this.matmul.memory !== undefined) port.postMessage({ kind: 'matmul', gen: this.gen, ...this.matmul });
+      if (this.ewMemory !== undefined) port.postMessage({ kind: 'ewMemory', memory: this.ewMemory });
+      this.ewModules.forEach((module, id) => port.postMessage({ kind: 'ew', id, module }));
     }
   }
 
   /**
-   * Runs a job's blocks of panels (see WORK) on this thread and up to threads - 1 workers. Workers still
-   * starting (or taking a new memory) sit this job out; the calling thread then does more.
+   * Runs a job's claims on this thread and up to threads - 1 workers. Workers still starting (or
+   * taking new kernels or a new memory) sit this job out; the calling thread then does more.
    */
-  run(threads: number, run: PanelBlock, job: Job): void {
+  run(threads: number, block: PanelBlock | undefined, ew: readonly EwRun[], job: MatmulJob | EwJob): void {
     const c = this.ctrl;
     this.grow(threads - 1);
+    const claims = job[0] === 0 ? job[1] : job[2];
     const helpers: number[] = [];
-    for (let i = 0; i < this.workers.length && helpers.length < threads - 1 && helpers.length < job[0] - 1; i++) {
-      if (this.workers[i]!.dead) continue;
-      this.kickIfStale(i);
-      if (Atomics.load(c, READY + i) === this.gen) helpers.push(i);
+    for (let i = 0; i < this.workers.length && helpers.length < threads - 1 && helpers.length < claims - 1; i++) {
+      if (this.workers[i]!.dead || Atomics.load(c, WAITING + i) !== 1) continue;
+      const current = job[0] === 0 ? Atomics.load(c, GEN + i) === this.gen : Atomics.load(c, EW_KNOWN + i) > job[1];
+      if (current) helpers.push(i);
+      else this.kick(i);
     }
     for (let j = 0; j < job.length; j++) c[JOB + j] = job[j]!;
     Atomics.store(c, NEXT, 0);
     Atomics.store(c, FAILED, 0);
     Atomics.store(c, PENDING, helpers.length);
     for (const i of helpers) { Atomics.add(c, GO + i, 1); Atomics.notify(c, GO + i); }
-    workHere(c, run, false);
+    workHere(c, block, ew, false);
     for (let p = Atomics.load(c, PENDING); p !== 0; p = Atomics.load(c, PENDING)) Atomics.wait(c, PENDING, p);
-    if (Atomics.load(c, FAILED) !== 0) throw new Error('internal: a matmul worker thread failed (its kernel threw)');
+    if (Atomics.load(c, FAILED) !== 0) throw new Error('internal: a worker thread failed (its kernel threw)');
   }
 
   /** Workers started so far (tests). */
@@ -175,8 +225,21 @@ export class ThreadPool {
     return this.workers.length;
   }
 
-  /** Panels the workers (not the calling thread) have summed so far (tests). */
+  /** Matmul A panels the workers (not the calling thread) have summed so far (tests). */
   get workerPanels(): number {
     return Atomics.load(this.ctrl, TAKEN);
   }
+
+  /** Elementwise chunks the workers have computed so far (tests). */
+  get workerChunks(): number {
+    return Atomics.load(this.ctrl, TAKEN_EW);
+  }
+}
+
+let pool: ThreadPool | undefined;
+
+/** The process's pool (made on first use; undefined where SharedArrayBuffer is missing). */
+export function threadPool(create = false): ThreadPool | undefined {
+  if (pool === undefined && create && typeof SharedArrayBuffer === 'function') pool = new ThreadPool();
+  return pool;
 }

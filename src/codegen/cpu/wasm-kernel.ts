@@ -4,7 +4,7 @@
 // kernel (microkernel.ts).
 import { SHARED_MAX_PAGES, WA, type WasmMemory, type WasmModule } from '../wasm/encode.js';
 import { matmulModuleBytes } from '../wasm/matmul.js';
-import { type PanelBlock, ThreadPool, runHere, threadCount } from './threads.js';
+import { type PanelBlock, runHere, threadCount, threadPool } from './threads.js';
 
 export type { WasmMemory };
 
@@ -44,8 +44,6 @@ function sharedTileModule(): WasmModule | null {
   return sharedCompiled;
 }
 
-let pool: ThreadPool | undefined;
-
 /** One A panel against n consecutive B panels; tile q's sums at acc + 128 q (../wasm/matmul.ts). */
 export type WasmTile = (pa: number, pb: number, K: number, acc: number, n: number) => void;
 
@@ -75,7 +73,7 @@ export class PackArena {
    * WebAssembly memory cannot shrink, so the next matmul makes a new one of the size it needs.
    */
   release(): void {
-    if (this.shared) pool?.setMemory(undefined);
+    if (this.shared) threadPool()?.setMemory(undefined);
     this.shared = false;
     this.memory = undefined;
     this.tile = undefined;
@@ -98,13 +96,13 @@ export class PackArena {
     }
     const pages = Math.min(Math.ceil(Math.max(n * 8, 2 * this.view.length * 8) / 65536), shared ? SHARED_MAX_PAGES : Infinity);
     if (this.memory === undefined || this.tile === undefined || this.memory.buffer.byteLength === 0 || shared !== this.shared) {
-      if (this.shared) pool?.setMemory(undefined);
+      if (this.shared) threadPool()?.setMemory(undefined);
       this.shared = shared;
       this.memory = shared ? new WA!.Memory({ initial: pages, maximum: SHARED_MAX_PAGES, shared: true }) : new WA!.Memory({ initial: pages });
       const ex = new WA!.Instance(shared ? sm : m, { env: { mem: this.memory } }).exports;
       this.tile = ex['rowPanel'] as WasmTile;
       this.block = ex['panelBlock'] as PanelBlock;
-      if (shared) (pool ??= new ThreadPool(sm)).setMemory(this.memory);
+      if (shared) threadPool(true)?.setMemory(this.memory, sm);
     } else {
       this.memory.grow(pages - this.memory.buffer.byteLength / 65536);
     }
@@ -120,9 +118,10 @@ export class PackArena {
    */
   tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, B: number): void {
     const G = Math.max(1, Math.min(16, Math.floor(BLOCK_BYTES / strideA)));
-    const job = [B * Math.ceil(MP / G), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP] as const;
+    const job = [0, B * Math.ceil(MP / G), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP] as const;
     const threads = this.shared ? threadCount() : 1;
-    if (threads > 1 && job[0] > 1 && pool !== undefined) pool.run(threads, this.block!, job);
+    const pool = threadPool();
+    if (threads > 1 && job[1] > 1 && pool !== undefined) pool.run(threads, this.block!, [], job);
     else runHere(this.block!, job);
   }
 }
@@ -131,8 +130,6 @@ export class PackArena {
 const BLOCK_BYTES = 256 * 1024;
 
 /** The thread pool, once started (tests). */
-export function threadPool(): ThreadPool | undefined {
-  return pool;
-}
+export { threadPool };
 
 export const packArena = new PackArena();

@@ -15,6 +15,11 @@
 // chunks stay in L1/L2 and the tier's memory is a fixed 512 KiB. TensorFlow.js' WebAssembly
 // backend (XNNPACK) is the anchor: per-op SIMD loops with polynomial transcendentals; here the
 // loop is the whole fused kernel.
+//
+// With more than one thread configured (../cpu/threads.ts), kernels are compiled over a shared
+// memory instead, and loops of at least PARALLEL_MIN_ELEMENTS are split: each chunk's inputs are
+// copied into a block of their own, and the blocks are computed by the calling thread and the
+// worker pool (each worker holds an instance of every kernel over the same memory).
 import type { IExpr, Var } from '../index-expr.js';
 import type { Expr, ScalarOp } from '../expr.js';
 import { exprOrder } from '../expr.js';
@@ -23,7 +28,8 @@ import type { DType } from '../../ir/dtype.js';
 import { elementwiseOps } from '../../ir/ops/elementwise.js';
 
 const SIGMOID = elementwiseOps.sigmoid.scalar;
-import { Body, I32, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
+import { Body, I32, SHARED_MAX_PAGES, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
+import { type EwRun, threadCount, threadPool } from '../cpu/threads.js';
 
 /** Elements per chunk (even: the loop takes two at a time). */
 export const CHUNK = 4096;
@@ -51,6 +57,8 @@ export interface EwPlan {
   readonly loads: readonly { buf: number; off: number }[];
   readonly stores: readonly { buf: number; off: number }[];
   readonly bytes: Uint8Array;
+  /** Whether the module imports the tier's shared memory (then long loops are split over threads). */
+  readonly shared: boolean;
   readonly label: string;
 }
 
@@ -111,8 +119,10 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
   // The approximations are within 1 ulp only once rounded to float32.
   if (approximated.length === 0 || approximated.some((e) => !roundedParent.has(e))) return undefined;
   if (loads.length + stores.length > MAX_REGIONS) return undefined;
-  const bytes = moduleBytes([{ name: 'run', params: 1, body: loopBody(k, v, loads, order) }]);
-  return { n: v.size, loads, stores, bytes, label: k.label };
+  // Over a shared memory where more than one thread is configured: long loops are then split over the worker threads.
+  const shared = sharedTier();
+  const bytes = moduleBytes([{ name: 'run', params: 2, body: loopBody(k, v, loads, order) }], shared ? 'shared' : true);
+  return { n: v.size, loads, stores, bytes, shared, label: k.label };
 }
 
 /** Float64 constants as v128 locals, splatted once before the loop (not once per element pair). */
@@ -239,21 +249,23 @@ function approxOf(e: Expr): 'tanh' | 'exp' | 'sigmoid' | 'log' | undefined {
 const STREAMS = 4;
 
 function loopBody(k: LoopKernel, v: Var, loads: readonly { buf: number; off: number }[], order: readonly Expr[]): Body {
-  // param n; i32 locals: i (byte offset), end; v128 locals: per stream, one per node and 4 scratch; then constants
+  // params n, base (the byte offset of the chunk block); i32 locals: i (byte offset), end; v128 locals: per stream, one per node and 4 scratch; then constants
   const nodes = order.filter((e) => e.t !== 'const');
   const perStream = nodes.length + 4;
   const consts = new Set<number>(order.flatMap((e) => (e.t === 'const' ? [e.v] : [])));
   if (order.some((e) => approxOf(e) !== undefined && approxOf(e) !== 'log')) for (const x of APPROX_CONSTS) consts.add(x);
   if (order.some((e) => approxOf(e) === 'log')) for (const x of LOG_CONSTS) consts.add(x);
   consts.add(0).add(1);
-  const [N, I, END] = [0, 1, 2];
-  const base = 3;
-  const b = new Body(1, [[2, I32], [STREAMS * perStream + consts.size, V128]]);
+  const [N, BASE, I, END] = [0, 1, 2, 3];
+  const base = 4;
+  const b = new Body(2, [[2, I32], [STREAMS * perStream + consts.size, V128]]);
   const c = new Consts(b, base + STREAMS * perStream);
   for (const x of consts) c.get(x).ops(0x1a); // splat each constant once, before the loop (then drop)
   const region = (buf: number, off: number) => loads.findIndex((l) => l.buf === buf && l.off === off);
-  b.get(N).i32(4).ops(op.i32Mul).set(END);
-  b.ops(op.block, 0x40).get(END).ops(op.i32Eqz, op.brIf, 0, op.loop, 0x40);
+  b.get(BASE).set(I);
+  b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0);
+  b.get(N).i32(4).ops(op.i32Mul).get(BASE).ops(op.i32Add).set(END);
+  b.ops(op.loop, 0x40);
   for (let st = 0; st < STREAMS; st++) {
     const local = new Map<Expr, number>(nodes.map((e, i) => [e, base + st * perStream + i]));
     const scratch = base + st * perStream + nodes.length;
@@ -320,24 +332,97 @@ function tierOn(): boolean {
 }
 
 export interface EwKernel {
-  run(n: number): void;
-  /** The tier's memory as float32 (region j at j * CHUNK). */
+  /** n elements of the chunk block at byte offset base (region j of a block at j * CHUNK floats). */
+  run(n: number, base: number): void;
+  /** The tier's memory as float32 (block 0: region j at j * CHUNK). */
   readonly mem: Float32Array;
+  /** Where the kernel is over the shared memory: the loop [lo, hi) split over the threads (see parallelRun). */
+  readonly par?: (lo: number, hi: number, loads: readonly Float32Array[], stores: readonly Float32Array[], offs: readonly number[]) => void;
 }
 
 const modules = new Map<string, number>();
 const kernels: EwKernel[] = [];
 
+// The shared form: one memory, grown to hold a whole long loop (a block of regions per chunk),
+// and the kernels over it, numbered for the thread pool in the order they are compiled.
+let sharedMemory: WasmMemory | undefined;
+let sharedView = new Float32Array(0);
+const sharedRuns: EwRun[] = [];
+
+/** Whether kernels compiled now use the shared memory (more than one thread configured, shared memory available). */
+function sharedTier(): boolean {
+  return threadCount() > 1 && threadPool(true) !== undefined;
+}
+
+/** Loops at least this long are split over the threads (a chunk per claim). */
+export const PARALLEL_MIN_ELEMENTS = 1 << 16;
+
+function sharedMem(bytes: number): Float32Array {
+  if (sharedMemory === undefined) {
+    sharedMemory = new WA!.Memory({ initial: Math.max(PAGES, Math.ceil(bytes / 65536)), maximum: SHARED_MAX_PAGES, shared: true });
+    threadPool(true)!.setEwMemory(sharedMemory);
+  } else if (sharedMemory.buffer.byteLength < bytes) {
+    sharedMemory.grow(Math.ceil((bytes - sharedMemory.buffer.byteLength) / 65536));
+  }
+  if (sharedView.buffer !== sharedMemory.buffer) sharedView = new Float32Array(sharedMemory.buffer);
+  return sharedView;
+}
+
+/** Chunk blocks of one parallel pass: the shared memory holds at most this many blocks (R regions: R * 1 MiB). */
+const PASS_BLOCKS = 64;
+
+/**
+ * A shared kernel over [lo, hi), in passes of up to PASS_BLOCKS chunks: every chunk's inputs
+ * copied into its own block of the shared memory, the blocks computed by this thread and the
+ * workers (claimed one at a time), the outputs copied out. loads[j] is read at offset offs[j],
+ * stores[j] written at offs[loads + j].
+ */
+function parallelRun(sid: number, regions: number, lo: number, hi: number, loads: readonly Float32Array[], stores: readonly Float32Array[], offs: readonly number[]): void {
+  const blockFloats = regions * CHUNK;
+  const m = sharedMem(Math.min(PASS_BLOCKS, Math.ceil((hi - lo) / CHUNK)) * blockFloats * 4);
+  const threads = threadCount();
+  const pool = threadPool();
+  for (let p0 = lo; p0 < hi; p0 += PASS_BLOCKS * CHUNK) {
+    const p1 = Math.min(hi, p0 + PASS_BLOCKS * CHUNK);
+    const blocks = Math.ceil((p1 - p0) / CHUNK);
+    for (let b = 0; b < blocks; b++) {
+      const s = p0 + b * CHUNK, e = Math.min(p1, s + CHUNK);
+      loads.forEach((a, j) => m.set(a.subarray(s + offs[j]!, e + offs[j]!), b * blockFloats + j * CHUNK));
+    }
+    const job = [1, sid, blocks, blockFloats * 4, CHUNK, p1 - p0 - (blocks - 1) * CHUNK] as const;
+    if (threads > 1 && blocks > 1 && pool !== undefined) pool.run(threads, undefined, sharedRuns, job);
+    else for (let b = 0; b < blocks; b++) sharedRuns[sid]!(b === blocks - 1 ? job[5] : CHUNK, b * job[3]);
+    for (let b = 0; b < blocks; b++) {
+      const s = p0 + b * CHUNK, e = Math.min(p1, s + CHUNK);
+      stores.forEach((a, j) => { const r = b * blockFloats + (loads.length + j) * CHUNK; a.set(m.subarray(r, r + e - s), s + offs[loads.length + j]!); });
+    }
+  }
+}
+
 /** The id of the kernel compiled from `bytes` (compiled once per process; generated code calls rt.ew(id)). */
-export function ewKernelId(bytes: Uint8Array): number {
+export function ewKernelId(bytes: Uint8Array, shared = false, regions = 0): number {
   const key = Array.from(bytes, (x) => String.fromCharCode(x)).join('');
   let id = modules.get(key);
   if (id === undefined) {
-    memory ??= new WA!.Memory({ initial: PAGES, maximum: PAGES });
-    view ??= new Float32Array(memory.buffer);
-    const inst = new WA!.Instance(new WA!.Module(bytes) as WasmModule, { env: { mem: memory } });
+    const module = new WA!.Module(bytes) as WasmModule;
     id = kernels.length;
-    kernels.push({ run: inst.exports['run'] as (n: number) => void, mem: view });
+    if (shared) {
+      sharedMem(PAGES * 65536);
+      const run = new WA!.Instance(module, { env: { mem: sharedMemory } }).exports['run'] as EwRun;
+      const sid = sharedRuns.length;
+      sharedRuns.push(run);
+      threadPool(true)!.addEwModule(sid, module);
+      kernels.push({
+        run,
+        get mem() { return sharedMem(0); },
+        par: (lo, hi, loads, stores, offs) => parallelRun(sid, regions, lo, hi, loads, stores, offs),
+      });
+    } else {
+      memory ??= new WA!.Memory({ initial: PAGES, maximum: PAGES });
+      view ??= new Float32Array(memory.buffer);
+      const inst = new WA!.Instance(module, { env: { mem: memory } });
+      kernels.push({ run: inst.exports['run'] as EwRun, mem: view });
+    }
     modules.set(key, id);
   }
   return id;
@@ -353,15 +438,19 @@ export function ewKernel(id: number): EwKernel {
  * memory, computed, and copied out. Same parameters as renderLoopKernel's function.
  */
 export function renderElementwise(p: EwPlan, bufName: (id: number) => string): { source: string; buffers: number[]; rows: number } {
-  const id = ewKernelId(p.bytes);
+  const id = ewKernelId(p.bytes, p.shared, p.loads.length + p.stores.length);
   const buffers = [...new Set([...p.loads.map((l) => l.buf), ...p.stores.map((s) => s.buf)])].sort((a, c) => a - c);
   const at = (x: string, off: number) => (off === 0 ? x : `${x} + ${off}`);
   const lines = [
-    `  const w = rt.ew(${id}), m = w.mem;`,
+    `  const w = rt.ew(${id});`,
+    ...(p.shared ? [
+      `  if (hi - lo >= ${PARALLEL_MIN_ELEMENTS}) { w.par(lo, hi, [${p.loads.map((l) => bufName(l.buf)).join(', ')}], [${p.stores.map((x) => bufName(x.buf)).join(', ')}], [${[...p.loads, ...p.stores].map((x) => x.off).join(', ')}]); return; }`,
+    ] : []),
+    '  const m = w.mem;',
     `  for (let s = lo; s < hi; s += ${CHUNK}) {`,
     `    const e = hi < s + ${CHUNK} ? hi : s + ${CHUNK};`,
     ...p.loads.map((l, j) => `    m.set(${bufName(l.buf)}.subarray(${at('s', l.off)}, ${at('e', l.off)}), ${j * CHUNK});`),
-    '    w.run(e - s);',
+    '    w.run(e - s, 0);',
     ...p.stores.map((s, j) => `    ${bufName(s.buf)}.set(m.subarray(${(p.loads.length + j) * CHUNK}, ${(p.loads.length + j) * CHUNK} + e - s), ${at('s', s.off)});`),
     '  }',
   ];

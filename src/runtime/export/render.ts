@@ -209,9 +209,10 @@ function renderScan(m: ModuleBuilder, s: ScanStep, prefix: string, view: (v: Val
   const nState = s.inits.length;
   const argRefs: { dtype: DType }[] = [...s.seqs, ...s.inits, ...s.consts];
   const outShapes = s.body.targets.slice(0, s.outStep.length);
-  const read = new Set(s.body.buffers.filter((b) => b.role === 'input').map((b) => b.slot!));
+  const sub = renderProgram(m, s.body, { prefix: `${prefix}_`, input: (i) => `in${i}`, out: (k) => `out${k}` });
+  // Args the step's code never names (read for their shape only, or not at all) are marked unused.
+  const read = new Set([...sub.lines.join('\n').matchAll(/\bin(\d+)\b/g)].map((x) => Number(x[1])));
   const inName = (i: number) => (read.has(i) ? `in${i}` : `_in${i}`);
-  const sub = renderProgram(m, s.body, { prefix: `${prefix}_`, input: inName, out: (k) => `out${k}` });
   const name = `_${prefix}`;
   m.functions.push({
     name,
