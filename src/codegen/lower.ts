@@ -81,6 +81,13 @@ export function lower(spec: LowerSpec): Program {
     if (n.op === 'constant') { values.set(n, constant(n.attrs['value'] as NDArray)); continue; }
     const kv = known.get(n);
     if (kv !== undefined && n.inputs.length > 0) { values.set(n, constant(kv)); continue; }
+    if (n.op === 'print') {
+      // A host callback in the generated code; the value passes through.
+      const v = values.get(n.inputs[0]!)!;
+      steps.push({ kind: 'print', label: 'print', message: n.attrs['message'] as string, input: v });
+      values.set(n, v);
+      continue;
+    }
     if (n.op === 'tuple_get') { values.set(n, tupleItems.get(n.inputs[0]!)![n.attrs['index'] as number]!); continue; }
     let why = externReason(n.op);
     if (n.op === 'scan') {
