@@ -4,8 +4,9 @@
 // equal nodes merge (hash-consing).
 import { apply } from '../ir/build.js';
 import type { Graph } from '../ir/graph.js';
-import { topoSort } from '../ir/graph.js';
-import type { Node } from '../ir/node.js';
+import { topoSort, useCounts } from '../ir/graph.js';
+import { nodeIdMark, type Node } from '../ir/node.js';
+import { inherit, inheritReplaced } from '../ir/provenance.js';
 import { sameType } from '../ir/types.js';
 
 /** A local rewrite: a replacement for `n`, or undefined when it does not apply. */
@@ -17,10 +18,12 @@ export interface Rewrite {
 /** Replacements must keep the node's type exactly: same dtype, same static shape (nulls included), same items. */
 export { sameType };
 
-/** Rebuilds `n` on new inputs (the same node when nothing changed). */
+/** Rebuilds `n` on new inputs (the same node when nothing changed); the new node inherits `n`'s provenance. */
 export function rebuild(n: Node, inputs: readonly Node[]): Node {
   if (inputs.length === n.inputs.length && inputs.every((x, i) => x === n.inputs[i])) return n;
-  return apply(n.op, inputs, n.attrs);
+  const m = apply(n.op, inputs, n.attrs);
+  inherit(m, [n]);
+  return m;
 }
 
 /** Rules fired on one node before the engine gives up on reaching a fixed point there. */
@@ -37,6 +40,9 @@ export interface RewriteStats {
  */
 export function rewriteGraph(g: Graph, rules: readonly Rewrite[], stats?: RewriteStats): Graph {
   const done = new Map<Node, Node>();
+  const passMark = nodeIdMark();
+  const order = topoSort(g.outputs);
+  let uses: Map<Node, number> | undefined;
   // New nodes made by rules are visited recursively; their inputs are already final, so depth stays small.
   const visit = (n: Node, budget: number): Node => {
     const hit = done.get(n);
@@ -49,6 +55,7 @@ export function rewriteGraph(g: Graph, rules: readonly Rewrite[], stats?: Rewrit
     }
     for (const r of rules) {
       let out: Node | undefined;
+      const mark = nodeIdMark();
       try {
         out = r.apply(cur);
       } catch {
@@ -56,6 +63,8 @@ export function rewriteGraph(g: Graph, rules: readonly Rewrite[], stats?: Rewrit
       }
       if (out === undefined || out === cur || !sameType(out.type, cur.type)) continue;
       if (stats !== undefined) stats.fired.set(r.name, (stats.fired.get(r.name) ?? 0) + 1);
+      // The replacement (and what the rule built for it) inherits the provenance of what it replaces.
+      inheritReplaced(cur, out, mark, (uses ??= useCounts(order)), cur === n ? [] : [n], passMark);
       if (budget <= 0) break;
       const fin = visit(out, budget - 1);
       done.set(n, fin);
@@ -66,6 +75,6 @@ export function rewriteGraph(g: Graph, rules: readonly Rewrite[], stats?: Rewrit
     if (cur !== n) done.set(cur, cur);
     return cur;
   };
-  for (const n of topoSort(g.outputs)) visit(n, MAX_REWRITES_PER_NODE);
+  for (const n of order) visit(n, MAX_REWRITES_PER_NODE);
   return { outputs: g.outputs.map((o) => done.get(o)!) };
 }

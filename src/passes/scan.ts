@@ -10,7 +10,8 @@
 import { apply } from '../ir/build.js';
 import { getOp } from '../ir/registry.js';
 import { topoSort } from '../ir/graph.js';
-import type { Node } from '../ir/node.js';
+import { nodeIdMark, type Node } from '../ir/node.js';
+import { addProvenance, inherit } from '../ir/provenance.js';
 import { ScanBody } from '../ir/scanbody.js';
 import { scanArg, stackNodes } from '../ir/scan.js';
 import type { KeepMode, ScanAttrs } from '../ir/ops/control.js';
@@ -46,9 +47,13 @@ export function lowerScan(outputs: readonly Node[], opts: LowerScanOptions = {})
       const body = hoistInvariants(lowerBody(a.body, opts), n.inputs.map(get));
       const bodySize = topoSort(body.body.results).length;
       if (steps !== null && steps >= 1 && steps <= maxSteps && steps * bodySize <= maxNodes) {
-        unrolledItems.set(n, unroll(body.body, body.inputs, a.go_backwards, steps, keep));
+        const mark = nodeIdMark();
+        const items = unroll(body.body, body.inputs, a.go_backwards, steps, keep);
+        // The step's slices and the stacks that replace the Scan node stand for it.
+        for (const m of topoSort(items.filter((x): x is Node => x !== undefined))) if (m.id >= mark) addProvenance(m, n.provenance);
+        unrolledItems.set(n, items);
       } else {
-        done.set(n, apply('scan', body.inputs, { ...a, body: body.body, keep }, FN));
+        done.set(n, withRecordsOf(apply('scan', body.inputs, { ...a, body: body.body, keep }, FN), [n]));
       }
       continue;
     }
@@ -64,9 +69,19 @@ export function lowerScan(outputs: readonly Node[], opts: LowerScanOptions = {})
     }
     if (n.inputs.length === 0) continue;
     const ins = n.inputs.map(get);
-    if (ins.some((x, i) => x !== n.inputs[i])) done.set(n, apply(n.op, ins, n.attrs, FN));
+    if (ins.some((x, i) => x !== n.inputs[i])) done.set(n, again(n, ins));
   }
   return outputs.map(get);
+}
+
+/** `n`'s op on new inputs; the new node inherits `n`'s provenance (src/ir/provenance.ts). */
+function again(n: Node, inputs: readonly Node[]): Node {
+  return withRecordsOf(apply(n.op, inputs, n.attrs, FN), [n]);
+}
+
+function withRecordsOf(m: Node, sources: readonly Node[]): Node {
+  inherit(m, sources);
+  return m;
 }
 
 /** What item `i` of scan `s` must keep, given who reads it. Records tuple_gets narrowed to 'last'. */
@@ -108,7 +123,7 @@ function hoistInvariants(b: ScanBody, inputs: readonly Node[]): { body: ScanBody
   const outer = (n: Node): Node => {
     let o = outside.get(n);
     if (o === undefined) {
-      o = n.inputs.length === 0 ? n : apply(n.op, n.inputs.map(outer), n.attrs, FN);
+      o = n.inputs.length === 0 ? n : again(n, n.inputs.map(outer));
       outside.set(n, o);
     }
     return o;
@@ -130,7 +145,7 @@ function hoistInvariants(b: ScanBody, inputs: readonly Node[]): { body: ScanBody
   for (const n of order) {
     if (!variant.has(n) || n.inputs.length === 0) continue;
     const ins = n.inputs.map(get);
-    if (ins.some((x, i) => x !== n.inputs[i])) rebuilt.set(n, apply(n.op, ins, n.attrs, FN));
+    if (ins.some((x, i) => x !== n.inputs[i])) rebuilt.set(n, again(n, ins));
   }
   const results = b.results.map(get);
   const read = new Set(topoSort(results));
@@ -159,7 +174,7 @@ function unroll(b: ScanBody, inputs: readonly Node[], back: boolean, steps: numb
     b.constants.forEach((arg, c) => value.set(arg, inputs[nSeq + nState + c]!));
     for (const n of order) {
       if (value.has(n) || n.inputs.length === 0) continue;
-      value.set(n, apply(n.op, n.inputs.map((i) => value.get(i) ?? i), n.attrs, FN));
+      value.set(n, again(n, n.inputs.map((i) => value.get(i) ?? i)));
     }
     const at = (n: Node) => value.get(n) ?? n;
     b.outputs.forEach((o, i) => outs[i]!.push(at(o)));
