@@ -18,6 +18,11 @@ export interface KerasConfig {
   epsilon: number;
   image_data_format: DataFormat;
   device: DeviceName;
+  /**
+   * Threads the cpu device's large kernels are split over (theanine's addition; keras.json
+   * "threads" or THEANINE_THREADS, a positive integer). Absent: the cores the process may use.
+   */
+  threads?: number;
 }
 
 export interface LoadConfigOptions {
@@ -70,6 +75,11 @@ function isOneOf<T extends string>(list: readonly T[], v: unknown): v is T {
 
 function isEpsilon(v: unknown): v is number {
   return typeof v === 'number' && Number.isFinite(v) && v > 0;
+}
+
+const THREADS_ALLOWED = 'a positive integer (at most 256)';
+function isThreads(v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 256;
 }
 
 function messageOf(e: unknown): string {
@@ -135,6 +145,11 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
       if (!isEpsilon(v)) throw new ConfigError(`${where}: "epsilon" is ${show(v)}; allowed: ${EPSILON_ALLOWED}`);
       cfg.epsilon = v;
     }
+    if (Object.hasOwn(raw, 'threads')) {
+      const v = raw['threads'];
+      if (!isThreads(v)) throw new ConfigError(`${where}: "threads" is ${show(v)}; allowed: ${THREADS_ALLOWED}`);
+      cfg.threads = v;
+    }
     const format = pick('image_data_format', DATA_FORMATS);
     // Keras 1 files carry image_dim_ordering instead; it counts only when the new field is absent.
     const legacy = Object.hasOwn(raw, 'image_data_format') ? undefined : pick('image_dim_ordering', DIM_ORDERINGS);
@@ -151,6 +166,12 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
   };
   cfg.backend = fromEnv('KERAS_BACKEND', BACKENDS) ?? cfg.backend;
   cfg.device = fromEnv('THEANINE_DEVICE', DEVICES) ?? cfg.device;
+  const threads = env['THEANINE_THREADS'];
+  if (threads !== undefined && threads !== '') {
+    const n = /^[0-9]+$/.test(threads) ? Number(threads) : NaN;
+    if (!isThreads(n)) throw new ConfigError(`environment variable THEANINE_THREADS is ${show(threads)}; allowed: ${THREADS_ALLOWED}`);
+    cfg.threads = n;
+  }
   return cfg;
 }
 

@@ -1,4 +1,4 @@
-// The theanine command line: train, graph, passes, export, bench. Every error is one line on stderr
+// The theanine command line: train, graph, passes, export, viz, bench. Every error is one line on stderr
 // (`theanine: ...`) and exit code 2; set THEANINE_DEBUG=cli to see the stack as well.
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
@@ -7,6 +7,7 @@ import { exportCli } from './export-command.js';
 import { graphCommand, passesCommand } from './graph.js';
 import { OutputClosed, processIo, type Io } from './io.js';
 import { trainCommand } from './train.js';
+import { vizCommand } from './viz.js';
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -39,7 +40,7 @@ Environment:
       // One line: commander's suggestion ('Did you mean --epochs?') joins the message.
       outputError: (s, write) => write(`theanine: ${s.replace(/^error: /, '').trimEnd().replace(/\s*\n\s*/g, ' ')}\n`),
     });
-  for (const c of [trainCommand(io), graphCommand(io), passesCommand(io), exportCli(io), benchCommand(...(opts.benchRoot === undefined ? [] : [opts.benchRoot]))]) {
+  for (const c of [trainCommand(io), graphCommand(io), passesCommand(io), exportCli(io), vizCommand(io), benchCommand(...(opts.benchRoot === undefined ? [] : [opts.benchRoot]))]) {
     program.addCommand(c.configureOutput(program.configureOutput()));
   }
   program.exitOverride();

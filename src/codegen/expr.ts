@@ -19,6 +19,20 @@ export type ReduceOp = 'sum' | 'prod' | 'max' | 'min' | 'any' | 'all';
 
 export type ScalarFn = (...xs: number[]) => number;
 
+const exported = new WeakMap<ScalarFn, ScalarFn>();
+/**
+ * Gives a scalar function the self-contained function exportModule copies in its place (by source
+ * text): a library function that throws the library's error classes exports as one that throws a
+ * built-in class with the same words, as the row check does.
+ */
+export function exportAs(fn: ScalarFn, standalone: ScalarFn): void {
+  exported.set(fn, standalone);
+}
+/** The function exportModule copies for `fn`. */
+export function exportedFn(fn: ScalarFn): ScalarFn {
+  return exported.get(fn) ?? fn;
+}
+
 interface Base { readonly id: number }
 export type Expr = Base & (
   | { readonly t: 'const'; readonly v: number }

@@ -6,6 +6,9 @@
 //                     as the reference sums, then rounded into the result
 //   random_*          out[i] = philoxDraw(kind, i, key...)     (the reference's numbers, per element)
 //   cumsum, cumprod   acc[k] = acc[k - 1] (op) x[k]              (a scan: each element reads the one before)
+//   ctc_loss(_grad)   alpha/beta recursions over time              (lower-ctc.ts)
+//   pool_grad         dx[s] = sum over the windows reaching s      (lower-pool.ts: a first kernel finds each
+//                     window's first maximum, or its count of cells, then a gather over the taps)
 // Row numbers are checked in the kernel ('row' expressions): an index out of range is an error
 // naming the op, as the reference's. These kernels are never fused (classify: 'opaque'), which
 // keeps data-dependent loads out of matmul packing and in-place planning.
@@ -18,6 +21,8 @@ import { iadd, iconst, imod, ivar, newVar, ravel, type IExpr } from './index-exp
 import type { BufferDecl, BufferRole, LoopKernel, Step, ValueRef } from './kernel.js';
 import { collapseLoopKernel } from './collapse.js';
 import { DRAW, philoxDraw } from './random-fn.js';
+import { CTC_OPS, lowerCtc } from './lower-ctc.js';
+import { lowerPoolGrad } from './lower-pool.js';
 
 type AddBuf = (dtype: DType, size: number, role: BufferRole) => number;
 
@@ -120,9 +125,10 @@ export function lowerDataOp(
       };
       return { steps: [collapseLoopKernel(kern, b)], value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
     }
-    default: return undefined;
+    case 'pool_grad': return lowerPoolGrad(n, b, ins, outShape, outDType, env.addBuf, outRole);
+    default: return lowerCtc(n, outShape, outDType, ins, b, env.addBuf, outRole);
   }
 }
 
 /** Ops lowered here (for docs and tests). */
-export const DATA_OPS = ['gather', 'scatter_add_rows', 'random_uniform', 'random_normal', 'random_binomial', 'truncated_normal', 'cumsum', 'cumprod'] as const;
+export const DATA_OPS = ['gather', 'scatter_add_rows', 'random_uniform', 'random_normal', 'random_binomial', 'truncated_normal', 'cumsum', 'cumprod', 'pool_grad', ...CTC_OPS] as const;

@@ -8,21 +8,16 @@
  * and no others, and it shrinks as kernels land (issue 13 item 3).
  */
 export const NO_KERNEL_YET: Readonly<Record<string, string>> = {
-  pool_grad: 'no kernel yet (issue 13 item 3)',
-  pool_select: 'no kernel yet (issue 13 item 3)',
-  conv: 'no kernel yet for grouped and depthwise convolutions (issue 13 item 3)',
-  conv_kernel_grad: 'no kernel yet for grouped and depthwise convolutions (issue 13 item 3)',
-  conv_transpose: 'no kernel yet for grouped transposed convolutions (issue 13 item 3)',
-  ctc_loss: 'no kernel yet (issue 13 item 3)',
-  ctc_loss_grad: 'no kernel yet (issue 13 item 3)',
-  ctc_interleave_blanks: 'no kernel yet (issue 13 item 3)',
-  ctc_create_skip_idxs: 'no kernel yet (issue 13 item 3)',
+  ctc_create_skip_idxs: 'its result lists the positions where the label changes, so its size depends on the label values, not shapes '
+    + '(a function applying it to a placeholder runs the reference interpreter; to constants, it is folded)',
   ctc_update_log_p: 'no kernel yet (issue 13 item 3)',
   ctc_path_probs: 'no kernel yet (issue 13 item 3)',
-  in_top_k: 'no kernel yet (issue 13 item 3)',
-  // Searches whose output sizes depend on the data; TensorFlow runs its decoders on the CPU too.
-  ctc_decode: 'a sequential search on the host (greedy or beam), as TensorFlow decodes on the CPU',
-  ctc_label_dense_to_sparse: 'its output size depends on the label lengths (computed on the host)',
+  // Searches and data-dependent sizes; TensorFlow runs its CTC decoders on the CPU too.
+  ctc_decode: 'a search on the host, as TensorFlow runs its CTC decoders on the CPU: beam search keeps up to beam_width label '
+    + 'prefixes per step, merged by prefix and ranked by probability (a data structure, not a loop nest), and where each decoded '
+    + 'label lands in the -1-padded result depends on how many labels were decoded before it',
+  ctc_label_dense_to_sparse: 'its results have one row per label before each label_length, so their sizes are sums of input values, not shapes '
+    + '(a function applying it to a placeholder runs the reference interpreter; to constants, it is folded)',
   print: 'prints from the host (no kernel yet, issue 13 item 3)',
 };
 

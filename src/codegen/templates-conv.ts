@@ -1,19 +1,27 @@
-// Convolutions as matmul templates (groups = 1): the im2col matrix is never stored, its panels
-// are packed straight from the input by index arithmetic (padding as a mask), and the kernel is
-// the other operand. conv, and its two adjoints conv_transpose and conv_kernel_grad, are each
-// out[i, j] = sum_t A[i, t] B[t, j] over (output cell, feature) x (tap, channel) index spaces:
-//   conv             i = (n, o...), t = (tap..., c), j = f:  x[n, o*s + tap*dil - pad, c] * w[tap, c, f]
-//   conv_transpose   i = (n, s...), t = (tap..., f), j = c:  dy[n, (s + pad - tap*dil)/s, f] * w[tap, c, f]
-//   conv_kernel_grad i = (tap..., c), t = (n, o...), j = f:  x[n, o*s + tap*dil - pad, c] * dy[n, o, f]
+// Convolutions as matmul templates: the im2col matrix is never stored, its panels are packed
+// straight from the input by index arithmetic (padding as a mask), and the kernel is the other
+// operand. conv, and its two adjoints conv_transpose and conv_kernel_grad, are each
+// out[g, i, j] = sum_t A[g, i, t] B[g, t, j] over (output cell, feature) x (tap, channel) index
+// spaces, batched over the G groups (each group's Cg = C/G channels and Fg = F/G features; a
+// depthwise convolution is G = C, Cg = 1), as cuDNN and XLA run grouped convolutions:
+//   conv             i = (n, o...), t = (tap..., c), j = f:  x[n, o*s + tap*dil - pad, g*Cg + c] * w[tap, c, g*Fg + f]
+//   conv_transpose   i = (n, s...), t = (tap..., f), j = c:  dy[n, (s + pad - tap*dil)/s, g*Fg + f] * w[tap, c, g*Fg + f]
+//   conv_kernel_grad i = (tap..., c), t = (n, o...), j = f:  x[n, o*s + tap*dil - pad, g*Cg + c] * dy[n, o, g*Fg + f]
+// The output's channel is g*Fg + j (g*Cg + j for conv_transpose), so each group's block of
+// columns is a strided slice of the output rows.
 import type { WindowAttrs } from '../ir/ops/window.js';
 import { padsFor } from '../ir/ops/window.js';
+import type { PoolAttrs } from '../ir/ops/pool.js';
+import { firstMaxTap, poolGeom, windowTaps } from './lower-pool.js';
 import type { Expr } from './expr.js';
 import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, range, unravel, type IExpr } from './index-expr.js';
 import type { LoopTemplate, MatmulTemplate, TemplateCtx } from './templates.js';
 
 type ConvCtx = TemplateCtx & { readonly attrs: WindowAttrs & { readonly groups: number } };
 
-const groupsOne = (a: { readonly [k: string]: unknown }) => a['groups'] === 1;
+const groupsOf = (c: TemplateCtx) => (c as ConvCtx).attrs.groups;
+/** Channel `x` of group `g` (blocks of `size`): g*size + x (x alone when there is one group). */
+const inGroup = (c: TemplateCtx, g: IExpr, size: number, x: IExpr) => (groupsOf(c) === 1 ? x : iadd(iscale(g, size), x));
 const prod = (xs: readonly number[]) => xs.reduce((p, d) => p * d, 1);
 
 /** lo <= x < hi as a 0/1 expression; undefined when the index range implies it. */
@@ -44,47 +52,47 @@ function tapRead(c: ConvCtx, o: readonly IExpr[], tap: readonly IExpr[], inSize:
 
 export const convT: MatmulTemplate = {
   kind: 'matmul',
-  supports: groupsOne,
   prologue: false,
   dims(c) {
     const [x, w] = c.inShapes as [number[], number[]];
     const d = x.length - 2;
-    return { batch: 1, m: prod(c.outShape.slice(0, d + 1)), n: w[d + 1]!, k: prod(w.slice(0, d + 1)) };
+    return { batch: groupsOf(c), m: prod(c.outShape.slice(0, d + 1)), n: w[d + 1]! / groupsOf(c), k: prod(w.slice(0, d + 1)) };
   },
-  aValue(at, _b, i, t, c) {
+  aValue(at, g, i, t, c) {
     const [x, w] = c.inShapes as [number[], number[]];
     const d = x.length - 2;
     const oc = unravel(i, c.outShape.slice(0, d + 1));
     const tc = unravel(t, w.slice(0, d + 1));
     const { pos, conds } = tapRead(c as ConvCtx, oc.slice(1), tc.slice(0, d), x.slice(1, d + 1), w.slice(0, d));
-    return masked(c, conds, at(0, [oc[0]!, ...pos, tc[d]!]));
+    return masked(c, conds, at(0, [oc[0]!, ...pos, inGroup(c, g, w[d]!, tc[d]!)]));
   },
   a: () => { throw new Error('internal: conv packs through aValue'); },
-  b(_b, t, j, c) {
+  b(g, t, j, c) {
     const w = c.inShapes[1]!;
-    return [...unravel(t, w.slice(0, w.length - 1)), j];
+    return [...unravel(t, w.slice(0, w.length - 1)), inGroup(c, g, w[w.length - 1]! / groupsOf(c), j)];
   },
-  out(_b, i, j, c) {
-    return [...unravel(i, c.outShape.slice(0, c.outShape.length - 1)), j];
+  out(g, i, j, c) {
+    const f = c.outShape[c.outShape.length - 1]!;
+    return [...unravel(i, c.outShape.slice(0, c.outShape.length - 1)), inGroup(c, g, f / groupsOf(c), j)];
   },
 };
 
 export const convTransposeT: MatmulTemplate = {
   kind: 'matmul',
-  supports: groupsOne,
   prologue: false,
   shapeOnly: (input) => input === 2,
   dims(c) {
     const [dy, w] = c.inShapes as [number[], number[]];
     const d = dy.length - 2;
-    return { batch: 1, m: prod(c.outShape.slice(0, d + 1)), n: w[d]!, k: prod(w.slice(0, d)) * w[d + 1]! };
+    return { batch: groupsOf(c), m: prod(c.outShape.slice(0, d + 1)), n: w[d]!, k: prod(w.slice(0, d)) * (w[d + 1]! / groupsOf(c)) };
   },
-  aValue(at, _b, i, t, c) {
+  aValue(at, g, i, t, c) {
     const cc = c as ConvCtx;
     const [dy, w] = c.inShapes as [number[], number[]];
     const d = dy.length - 2;
+    const fg = w[d + 1]! / groupsOf(c);
     const sc = unravel(i, c.outShape.slice(0, d + 1));
-    const tc = unravel(t, [...w.slice(0, d), w[d + 1]!]);
+    const tc = unravel(t, [...w.slice(0, d), fg]);
     const conds: (Expr | undefined)[] = [];
     const pos = sc.slice(1).map((s, k) => {
       const stride = cc.attrs.strides[k]!;
@@ -96,45 +104,47 @@ export const convTransposeT: MatmulTemplate = {
       conds.push(within(c, o, 0, dy[k + 1]!));
       return iclamp(o, 0, dy[k + 1]! - 1);
     });
-    return masked(c, conds, at(0, [sc[0]!, ...pos, tc[d]!]));
+    return masked(c, conds, at(0, [sc[0]!, ...pos, inGroup(c, g, fg, tc[d]!)]));
   },
   a: () => { throw new Error('internal: conv_transpose packs through aValue'); },
-  b(_b, t, j, c) {
+  b(g, t, j, c) {
     const w = c.inShapes[1]!;
     const d = w.length - 2;
-    const tc = unravel(t, [...w.slice(0, d), w[d + 1]!]);
-    return [...tc.slice(0, d), j, tc[d]!];
+    const fg = w[d + 1]! / groupsOf(c);
+    const tc = unravel(t, [...w.slice(0, d), fg]);
+    return [...tc.slice(0, d), j, inGroup(c, g, fg, tc[d]!)];
   },
-  out(_b, i, j, c) {
-    return [...unravel(i, c.outShape.slice(0, c.outShape.length - 1)), j];
+  out(g, i, j, c) {
+    const w = c.inShapes[1]!;
+    return [...unravel(i, c.outShape.slice(0, c.outShape.length - 1)), inGroup(c, g, w[w.length - 2]!, j)];
   },
 };
 
 export const convKernelGradT: MatmulTemplate = {
   kind: 'matmul',
-  supports: groupsOne,
   prologue: false,
   shapeOnly: (input) => input === 2,
   dims(c) {
     const [x, dy] = c.inShapes as [number[], number[]];
     const d = x.length - 2;
-    return { batch: 1, m: prod(c.outShape.slice(0, d + 1)), n: dy[d + 1]!, k: prod(dy.slice(0, d + 1)) };
+    return { batch: groupsOf(c), m: prod(c.outShape.slice(0, d + 1)), n: dy[d + 1]! / groupsOf(c), k: prod(dy.slice(0, d + 1)) };
   },
-  aValue(at, _b, i, t, c) {
+  aValue(at, g, i, t, c) {
     const [x, dy] = c.inShapes as [number[], number[]];
     const d = x.length - 2;
     const tapC = unravel(i, c.outShape.slice(0, d + 1));
     const no = unravel(t, dy.slice(0, d + 1));
     const { pos, conds } = tapRead(c as ConvCtx, no.slice(1), tapC.slice(0, d), x.slice(1, d + 1), c.outShape.slice(0, d));
-    return masked(c, conds, at(0, [no[0]!, ...pos, tapC[d]!]));
+    return masked(c, conds, at(0, [no[0]!, ...pos, inGroup(c, g, c.outShape[d]!, tapC[d]!)]));
   },
   a: () => { throw new Error('internal: conv_kernel_grad packs through aValue'); },
-  b(_b, t, j, c) {
+  b(g, t, j, c) {
     const dy = c.inShapes[1]!;
-    return [...unravel(t, dy.slice(0, dy.length - 1)), j];
+    return [...unravel(t, dy.slice(0, dy.length - 1)), inGroup(c, g, dy[dy.length - 1]! / groupsOf(c), j)];
   },
-  out(_b, i, j, c) {
-    return [...unravel(i, c.outShape.slice(0, c.outShape.length - 1)), j];
+  out(g, i, j, c) {
+    const f = c.outShape[c.outShape.length - 1]!;
+    return [...unravel(i, c.outShape.slice(0, c.outShape.length - 1)), inGroup(c, g, f / groupsOf(c), j)];
   },
 };
 
@@ -166,9 +176,32 @@ export const poolT: LoopTemplate = {
   },
 };
 
+/**
+ * pool_select (max pooling): g at the window's first maximal cell of x, as three reductions over
+ * the taps (src/codegen/lower-pool.ts): the flat tap of the first maximum, then the maximum over
+ * the taps of g where the tap is that one (-inf elsewhere: one term, so g's value exactly, its
+ * sign and NaN kept).
+ */
+export const poolSelectT: LoopTemplate = {
+  kind: 'reduction',
+  expr(at, out, c) {
+    const a = c.attrs as unknown as PoolAttrs;
+    const d = a.window.length;
+    const b = c.b;
+    const g = poolGeom(a, c.inShapes[0]!, c.outShape);
+    const o = out.slice(1, d + 1);
+    const arg = firstMaxTap(b, g, o, (pos) => b.cast(c.inDTypes[0]!, at(0, [out[0]!, ...pos, out[d + 1]!])));
+    const t = windowTaps(b, g, o);
+    const hit = b.op('eq', t.flat, arg);
+    const v = b.cast(c.inDTypes[1]!, at(1, [out[0]!, ...t.pos, out[d + 1]!]));
+    return b.reduce('max', t.vars, b.op('select', t.valid === undefined ? hit : b.op('and', t.valid, hit), v, b.const(-Infinity)));
+  },
+};
+
 export const convTemplates = {
   conv: convT,
   conv_transpose: convTransposeT,
   conv_kernel_grad: convKernelGradT,
   pool: poolT,
+  pool_select: poolSelectT,
 } as const;

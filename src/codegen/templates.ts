@@ -179,6 +179,30 @@ const softmaxXent: LoopTemplate = {
   },
 };
 
+/**
+ * in_top_k per row i: the target's score v = max_j (j == t[i] ? p[i, j] : -inf) (a NaN there
+ * stays NaN; a target outside [0, classes) gives -inf and no match), then the count of classes
+ * scoring strictly higher; true when the target is in range, v is not NaN and fewer than k are
+ * higher (the reference's rule: ties at the boundary are in the top k).
+ */
+const inTopK: LoopTemplate = {
+  kind: 'reduction',
+  expr(at, [i], c) {
+    const b = c.b;
+    const k = c.attrs['k'] as number;
+    const classes = c.inShapes[0]![1]!;
+    if (k < 1 || classes === 0) return b.const(0);
+    const target = at(1, [i!]);
+    const score = (j: IExpr) => b.cast(c.inDTypes[0]!, at(0, [i!, j]));
+    const j1 = newVar(classes);
+    const v = b.reduce('max', [j1], b.op('select', b.op('eq', b.index(ivar(j1)), target), score(ivar(j1)), b.const(-Infinity)));
+    const j2 = newVar(classes);
+    const higher = b.reduce('sum', [j2], b.op('gt', score(ivar(j2)), v));
+    const inRange = b.op('and', b.op('ge', target, b.const(0)), b.op('lt', target, b.const(classes)));
+    return b.op('and', b.op('and', inRange, b.op('not', b.op('isnan', v))), b.op('lt', higher, b.const(k)));
+  },
+};
+
 const ops = elementwiseOps;
 
 export const templates: Partial<Record<OpName, OpTemplate>> = {
@@ -212,6 +236,7 @@ export const templates: Partial<Record<OpName, OpTemplate>> = {
   argmax: argExtreme('max'), argmin: argExtreme('min'),
   dot: dotTemplate,
   softmax_cross_entropy: softmaxXent,
+  in_top_k: inTopK,
   ...shapeTemplates,
   ...convTemplates,
 };

@@ -141,7 +141,7 @@ export function requireGpuTemplates(outputs: readonly Node[], fn = 'function'): 
  * the node's attrs as constants inside. For the gpu renderer (src/codegen/gpu): call it with
  * the inputs' broadcast elements and add `source` to the kernel's functions.
  */
-export function userGpuHelper(n: Pick<Node, 'op' | 'attrs' | 'inputs'>): { name: string; source: string } {
+export function userGpuHelper(n: { readonly op: string; readonly attrs: Node['attrs']; readonly inputs: readonly unknown[] }): { name: string; source: string } {
   const src = sources.get(n.op)?.gpu;
   if (src === undefined) throw new ValueError(`op ${JSON.stringify(n.op)} has no gpu template`);
   const consts = scalarAttrs(n.attrs).map(([k, v]) => `const ${k} = ${numberSource(v, true)}; `).join('');

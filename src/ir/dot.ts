@@ -137,7 +137,17 @@ interface Emitted {
 
 /** DOT text for the graph computing `outputs`. */
 export function toDot(outputs: readonly Node[], options: DotOptions = {}): string {
+  return toDotWithIds(outputs, options).text;
+}
+
+/**
+ * DOT text and, for every node drawn, its DOT id: a node's own `n<k>`, or for a fused node drawn
+ * as a box of its ops, the box's `cluster_inner<k>` (Graphviz writes these as the `<title>` of the
+ * SVG group, so a page can find a node's shape in the picture). Nodes of inner graphs are included.
+ */
+export function toDotWithIds(outputs: readonly Node[], options: DotOptions = {}): { text: string; ids: Map<Node, string> } {
   const opts = checkDotOptions('dot', options);
+  const allIds = new Map<Node, string>();
   const emitted: Emitted[] = [];
   const edges: string[] = [];
   const clusters = new Map<string, DotCluster>();
@@ -170,10 +180,12 @@ export function toDot(outputs: readonly Node[], options: DotOptions = {}): strin
         const args = new Map((inline.args ?? []).map((a, i) => [a, local.get(n.inputs[i]!)!] as const));
         const ids = draw(inline.outputs, c, args);
         local.set(n, ids.get(inline.outputs[0]!)!);
+        if (!allIds.has(n)) allIds.set(n, `cluster_${c.id}`);
         continue;
       }
       const id = `n${counter++}`;
       local.set(n, id);
+      if (!allIds.has(n)) allIds.set(n, id);
       useCluster(cluster);
       const head = opts.label?.(n) ?? nodeLabel(n);
       const text = `${head}\n${n.dtype} ${formatShape(n.shape)}`;
@@ -232,7 +244,7 @@ export function toDot(outputs: readonly Node[], options: DotOptions = {}): strin
   });
   for (const e of edges) lines.push(`  ${e}`);
   lines.push('}');
-  return lines.join('\n') + '\n';
+  return { text: lines.join('\n') + '\n', ids: allIds };
 }
 
 /** Ops whose input order does not matter, so their edges carry no position label. */

@@ -37,24 +37,47 @@ export function lowerScan(outputs: readonly Node[], opts: LowerScanOptions = {})
   // Per rewritten scan: its new node, or its unrolled items; and the tuple_gets now holding a last step.
   const unrolledItems = new Map<Node, (Node | undefined)[]>();
   const lastened = new Set<Node>();
+  // Per scan that lost outputs: each old item's new index (-1: dropped).
+  const itemIndex = new Map<Node, number[]>();
 
   for (const n of order) {
     if (n.op === 'scan') {
       const a = n.attrs as unknown as ScanAttrs;
       const seqLengths = n.inputs.slice(0, a.body.sequences.length).map((x) => x.shape[0]!);
       const steps = a.n_steps ?? seqLengths.find((d) => d !== null) ?? null;
-      const keep = a.keep.map((k, i) => narrowKeep(n, i, k, steps, readers, isOutput, lastened));
-      const body = hoistInvariants(lowerBody(a.body, opts), n.inputs.map(get));
+      let keep = a.keep.map((k, i) => narrowKeep(n, i, k, steps, readers, isOutput, lastened));
+      let lowered = lowerBody(a.body, opts);
+      // Outputs nobody reads leave the body (a reverse Scan's cotangents of inputs that are not
+      // differentiated, for one): their work is no longer done at every step.
+      const nOut = lowered.outputs.length;
+      const live = lowered.outputs.map((_, k) => keep[k] !== 'none');
+      if (live.some((l) => !l)) {
+        // items: outputs, final states, state sequences
+        const pos: number[] = [];
+        let next = 0;
+        for (let i = 0; i < nOut + 2 * lowered.states.length; i++) pos.push(i < nOut && !live[i]! ? -1 : next++);
+        itemIndex.set(n, pos);
+        keep = keep.filter((_, i) => i >= nOut || live[i]!);
+        lowered = new ScanBody(lowered.sequences, lowered.states, lowered.constants, lowered.outputs.filter((_, k) => live[k]!), lowered.newStates);
+      }
+      const body = hoistInvariants(lowered, n.inputs.map(get));
       const bodySize = topoSort(body.body.results).length;
       if (steps !== null && steps >= 1 && steps <= maxSteps && steps * bodySize <= maxNodes) {
         const mark = nodeIdMark();
         const items = unroll(body.body, body.inputs, a.go_backwards, steps, keep);
         // The step's slices and the stacks that replace the Scan node stand for it.
         for (const m of topoSort(items.filter((x): x is Node => x !== undefined))) if (m.id >= mark) addProvenance(m, n.provenance);
-        unrolledItems.set(n, items);
+        const pos = itemIndex.get(n);
+        unrolledItems.set(n, pos === undefined ? items : pos.map((p) => (p < 0 ? undefined : items[p])));
       } else {
         done.set(n, withRecordsOf(apply('scan', body.inputs, { ...a, body: body.body, keep }, FN), [n]));
       }
+      continue;
+    }
+    if (n.op === 'tuple_get' && itemIndex.has(n.inputs[0]!) && !unrolledItems.has(n.inputs[0]!)) {
+      const index = itemIndex.get(n.inputs[0]!)![n.attrs['index'] as number]!;
+      if (index < 0) throw new Error(`internal: ${FN} dropped an item that ${n.name} reads`);
+      done.set(n, withRecordsOf(apply('tuple_get', [get(n.inputs[0]!)], { ...n.attrs, index }, FN), [n]));
       continue;
     }
     if (n.op === 'tuple_get' && unrolledItems.has(n.inputs[0]!)) {

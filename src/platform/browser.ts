@@ -1,7 +1,7 @@
 // The browser host (see types.ts): no files and no environment. Configuration comes from
 // K.set_* calls, diagnostics go to the console, optional packages are the modules a page hands
 // to provideModule, and export returns its text and bytes instead of writing them.
-import { moduleNotFound, type Platform, providedModules } from './types.js';
+import { moduleNotFound, type Platform, provideHooks, providedModules } from './types.js';
 
 function nodeOnly(what: string): Error {
   return new Error(`${what} needs Node.js; this is theanine's browser build (package.json condition "browser")`);
@@ -30,6 +30,8 @@ export const platform: Platform = {
   installHint: (id) => `import it in the page and hand it over: \`provideModule(${JSON.stringify(id)}, module)\``,
   resolveModule: (id) => { throw nodeOnly(`resolving the package ${JSON.stringify(id)}`); },
   nodeBuiltin: (name, why) => { throw nodeOnly(`${why} (node:${name})`); },
+  cores: () => 1,
+  startWorker: () => undefined,
   readFile: (p) => { throw nodeOnly(`reading ${JSON.stringify(p)}`); },
   writeFile: (p) => { throw nodeOnly(`writing ${JSON.stringify(p)}`); },
   join: (...parts) => parts.filter((p) => p !== '').join('/').replace(/\/+/g, '/'),
@@ -42,5 +44,46 @@ export const platform: Platform = {
     return btoa(s);
   },
   withoutNewProcessHandlers: (fn) => fn(),
-  divertStderr: (_take, fn) => fn(),
+  // A page has no stderr: what a module would write there goes to the console (an Emscripten
+  // module's printErr, TensorFlow.js' wasm backend among them). While `fn` runs, console lines
+  // that `take` accepts are its; every other line passes through.
+  divertStderr(take, fn) {
+    const w = watchConsole();
+    w.takers.push(take);
+    try {
+      return fn();
+    } finally {
+      w.takers.pop();
+    }
+  },
 };
+
+/**
+ * console.warn and console.error wrapped once, passing every line through unless a divertStderr
+ * call in progress takes it. Installed when TensorFlow.js is handed over (provideModule), so
+ * before the page starts tfjs' wasm backend, whose Emscripten module binds console.warn when it
+ * starts (a module started earlier keeps the unwrapped one: its statuses stay console lines).
+ * On globalThis: two copies of theanine in one page share one wrapper.
+ */
+interface ConsoleWatch { readonly takers: ((text: string) => boolean)[] }
+const WATCH = Symbol.for('theanine.consoleWatch');
+function watchConsole(): ConsoleWatch {
+  const g = globalThis as { [WATCH]?: ConsoleWatch };
+  if (g[WATCH] !== undefined) return g[WATCH];
+  const w: ConsoleWatch = { takers: [] };
+  g[WATCH] = w;
+  const c = console as unknown as Record<'warn' | 'error', (...args: unknown[]) => void>;
+  for (const k of ['warn', 'error'] as const) {
+    const original = c[k];
+    c[k] = (...args: unknown[]) => {
+      const take = w.takers.at(-1);
+      if (take?.(`${args.map(String).join(' ')}\n`) === true) return;
+      original.apply(console, args);
+    };
+  }
+  return w;
+}
+
+provideHooks.add((id) => {
+  if (id.startsWith('@tensorflow/')) watchConsole();
+});

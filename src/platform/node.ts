@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { type ConfigRead, type Platform, providedModules } from './types.js';
 
 const nodeRequire = createRequire(import.meta.url);
@@ -68,6 +69,12 @@ export const platform: Platform = {
   installHint: (id) => `install it with \`npm install ${id}\``,
   resolveModule: (id) => nodeRequire.resolve(id),
   nodeBuiltin: (name) => nodeRequire(`node:${name}`),
+  cores: () => (typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length),
+  startWorker(source, workerData) {
+    const w = new Worker(source, { eval: true, workerData });
+    w.unref(); // an idle pool never keeps the process alive
+    return { postMessage: (m) => w.postMessage(m), onError: (l) => { w.on('error', l); } };
+  },
   readFile: (p) => fs.readFileSync(p),
   writeFile: (p, data) => { fs.writeFileSync(p, data); },
   join: (...parts) => path.join(...parts),

@@ -43,6 +43,14 @@ export interface Platform {
   resolveModule(id: string): string;
   /** A Node built-in module (`worker_threads`, ...); a browser throws naming `why`. */
   nodeBuiltin(name: string, why: string): unknown;
+  /** Cores this process may use (Node: os.availableParallelism; a browser: 1, as its kernels run on the page's thread). */
+  cores(): number;
+  /**
+   * Starts a worker thread running `source` (a CommonJS script; `workerData` is what the
+   * script's require('node:worker_threads').workerData holds), not keeping the process alive.
+   * A browser returns undefined: compiled kernels there run on the calling thread.
+   */
+  startWorker(source: string, workerData: unknown): PlatformWorker | undefined;
   /** A file's bytes (Node only). */
   readFile(path: string): Uint8Array;
   /** Writes a file (Node only; in a browser export returns the text and bytes instead). */
@@ -55,8 +63,14 @@ export interface Platform {
   base64(bytes: Uint8Array): string;
   /** Runs `fn`, removing any process-wide error handlers it installed (a browser has none). */
   withoutNewProcessHandlers<T>(fn: () => T): T;
-  /** Runs `fn` with stderr writes that `take` accepts (returns true for) diverted to it (a browser: console.error). */
+  /** Runs `fn` with stderr writes that `take` accepts (returns true for) diverted to it (a browser: console.warn and console.error lines). */
   divertStderr<T>(take: (text: string) => boolean, fn: () => T): T;
+}
+
+/** A worker thread as theanine uses it: messages in, and an 'error' event when it dies. */
+export interface PlatformWorker {
+  postMessage(message: unknown): void;
+  onError(listener: (e: unknown) => void): void;
 }
 
 // Modules handed over by a page (a browser cannot require synchronously). On globalThis, so that
@@ -64,6 +78,11 @@ export interface Platform {
 const KEY = Symbol.for('theanine.modules');
 const shared = globalThis as { [KEY]?: Map<string, unknown> };
 export const providedModules: Map<string, unknown> = (shared[KEY] ??= new Map());
+
+const HOOKS = Symbol.for('theanine.provideHooks');
+const sharedHooks = globalThis as { [HOOKS]?: Set<(id: string) => void> };
+/** Called by provideModule with each id handed over (the browser host watches the console once TensorFlow.js arrives). */
+export const provideHooks: Set<(id: string) => void> = (sharedHooks[HOOKS] ??= new Set());
 
 /** An Error like Node's for an absent package. */
 export function moduleNotFound(id: string, detail: string): Error {
@@ -89,4 +108,5 @@ export function provideModule(id: (typeof PROVIDABLE)[number], module: object): 
     throw new TypeError(`provideModule: argument module for ${JSON.stringify(id)} is ${module === null ? 'null' : typeof module}; allowed: the package's module object`);
   }
   providedModules.set(id, module);
+  for (const hook of provideHooks) hook(id);
 }

@@ -199,6 +199,27 @@ describe('api/config', () => {
       expect(loadConfig({ env: { KERAS_HOME: dir, KERAS_BACKEND: 'theanine' } }).backend).to.equal('theanine');
     });
 
+    it('reads "threads" from keras.json and THEANINE_THREADS (the environment wins); absent by default', () => {
+      const dir = tmpHome();
+      expect(loadConfig({ env: { KERAS_HOME: dir } }).threads).to.equal(undefined);
+      writeJson(dir, { threads: 3 });
+      expect(loadConfig({ env: { KERAS_HOME: dir } }).threads).to.equal(3);
+      expect(loadConfig({ env: { KERAS_HOME: dir, THEANINE_THREADS: '1' } }).threads).to.equal(1);
+      expect(loadConfig({ env: { KERAS_HOME: dir, THEANINE_THREADS: '' } }).threads).to.equal(3);
+      for (const bad of [0, 1.5, -2, '4', 257]) {
+        writeJson(dir, { threads: bad });
+        expect(() => loadConfig({ env: { KERAS_HOME: dir } })).to.throw(ConfigError, `"threads" is ${JSON.stringify(bad)}; allowed: a positive integer (at most 256)`);
+      }
+    });
+
+    for (const bad of ['0', 'two', '1.5', '-1', ' 2', '300']) {
+      it(`rejects THEANINE_THREADS=${JSON.stringify(bad)}`, () => {
+        const dir = tmpHome();
+        expect(() => loadConfig({ env: { KERAS_HOME: dir, THEANINE_THREADS: bad } })).to.throw(
+          ConfigError, `environment variable THEANINE_THREADS is ${JSON.stringify(bad)}; allowed: a positive integer (at most 256)`);
+      });
+    }
+
     const badEnv: Array<[string, string, string]> = [
       ['KERAS_BACKEND', 'theano', '"theanine", "tensorflow"'],
       ['KERAS_BACKEND', '', '"theanine", "tensorflow"'],

@@ -3,7 +3,8 @@
 // TensorFlow.js, handed over with provideModule) and runs K.function, K.gradients and updates on
 // the cpu device, on the gpu device over WebGL2 (SwiftShader, Chromium's software GPU, here),
 // and on the tensorflow backend over tfjs' webgl backend and over a page's own tfjs wasm
-// backend, then compares every number with the same program run in Node. Skips visibly
+// backend, then compares every number with the same program run in Node; on the page's wasm
+// backend, an XNNPack status (a console line there) fails the call. Skips visibly
 // without Chromium (CI: a failure).
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
@@ -27,6 +28,18 @@ provideModule('@tensorflow/tfjs', tf);
 globalThis.theanineUseWasm = async () => {
   setWasmPaths(location.origin + '/wasm/');
   if (!(await tf.setBackend('wasm'))) throw new Error('tfjs could not start its wasm backend');
+};
+import { tfKernels } from './src/runtime/tfjs/kernels/index.ts';
+// An op whose tfjs kernel also runs a rank-7 add, which XNNPack refuses (it prints a status and
+// leaves the output unwritten): on the page's wasm backend the call must fail, not return garbage.
+globalThis.theanineXnnStatus = () => {
+  const exp = tfKernels.exp;
+  tfKernels.exp = (ins, attrs, ctx) => { tf.add(tf.ones([2, 1, 2, 1, 2, 1, 2]), tf.ones([1, 2, 1, 2, 1, 2, 1])); return exp(ins, attrs, ctx); };
+  try {
+    const x = K.placeholder([3]);
+    K.function([x], [K.exp(x)], [], { backend: 'tensorflow' })([[0, 1, 2]]);
+    return 'no error';
+  } catch (e) { return String(e && e.message || e); } finally { tfKernels.exp = exp; }
 };
 globalThis.theanineRun = (device, backend) => {
   try {
@@ -145,6 +158,9 @@ describe('in Chromium: the browser bundle runs K.function, K.gradients and updat
       expectClose(got.grad, want.grad, 1e-4, 'gradient');
       expectClose(got.weights, want.weights, 1e-4, 'weights after 3 updates');
       expectClose(got.probs, want.probs, 1e-4, 'softmax');
+      // XNNPack's status, printed by the page's own wasm module to the console, fails the call.
+      const xnn = await wasmPage.evaluate(() => (globalThis as unknown as { theanineXnnStatus(): string }).theanineXnnStatus());
+      expect(xnn).to.match(/^exp: TensorFlow\.js reported an error while computing it \(XNN status.*not a result/);
     } finally {
       await wasmPage.close();
     }

@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setWasmKernel, wasmTileModule } from '../../src/codegen/cpu/wasm-kernel.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
+import { expectClose } from '../helpers/assert.js';
 
 function run(optimizer: 'fast_run' | 'none', wasm: boolean): NDArray[] {
   setWasmKernel(wasm);
@@ -56,4 +57,37 @@ describe('codegen/cpu packing arena', () => {
     expect(g([new NDArray(new Float64Array(90000).fill(1), [300, 300])])[0]!.item()).to.equal(300 * 300 * 300);
     expect(Array.from(f([eye])[0]!.data)).to.deep.equal(Array.from(eye.data)); // the small function after growth
   });
+});
+
+describe('codegen/cpu matmul in a Scan body', () => {
+  /** A tanh RNN (batch unknown, 12 steps) with its gradients and SGD updates: two calls, the weights changing in between. */
+  function rnnSteps(optimizer: 'fast_run' | 'none', wasm: boolean): { outs: NDArray[][]; source: string } {
+    setWasmKernel(wasm);
+    clearCompileCache();
+    try {
+      const vals = (s: number[], k: number) => new NDArray(Float32Array.from({ length: s.reduce((p, d) => p * d, 1) }, (_, i) => 0.5 * Math.sin(i * 0.37 + k)), s);
+      const x = K.placeholder([null, 12, 5], null, 'float32');
+      const W = K.variable(vals([5, 7], 1), 'float32');
+      const U = K.variable(vals([7, 7], 2), 'float32');
+      const h0 = K.tile(K.expand_dims(K.sum(K.zeros_like(x), [1, 2]), 1), [1, 7]);
+      const [last] = K.rnn((xt, [h]) => { const hn = K.tanh(K.dot(xt, W).add(K.dot(h!, U))); return [hn, [hn]]; }, x, [h0]);
+      const loss = K.mean(K.square(last));
+      const gs = K.gradients(loss, [W, U]);
+      const f = K.function([x], [loss, ...gs], [W, U].map((v, i) => K.update(v, v.sub(gs[i]!.mul(0.5)))), { optimizer });
+      const xs = [vals([9, 12, 5], 3)];
+      return { outs: [f(xs), f(xs), [K.get_value(W), K.get_value(U)]], source: f.source() };
+    } finally {
+      setWasmKernel(true);
+    }
+  }
+  for (const wasm of [true, false]) {
+    it(`${wasm ? 'WebAssembly' : 'JavaScript'} kernel: operands that are the same at every step are packed once per loop, and repacked at the next call`, () => {
+      const want = rnnSteps('none', false);
+      const got = rnnSteps('fast_run', wasm);
+      // U's pack (forward), U's and W's packs in the reverse Scan: at step 0 only
+      expect(got.source.match(/if \(step === 0\) rt\.packStrided/g)?.length ?? 0).to.be.greaterThanOrEqual(2);
+      got.outs.forEach((call, c) => call.forEach((g, i) => expectClose(g, want.outs[c]![i]!, { atol: 1e-6, rtol: 1e-5 }, `call ${c} output ${i}`)));
+      expect(Array.from(got.outs[1]![0]!.data)).to.not.deep.equal(Array.from(got.outs[0]![0]!.data)); // the update changed the loss
+    });
+  }
 });

@@ -1,6 +1,6 @@
 // The WebAssembly SIMD tier for fused elementwise loops (src/codegen/wasm/elementwise.ts):
 // arithmetic, comparisons, selects, max/min, abs, sqrt and float32 rounding are bit-identical to
-// the JavaScript kernels (and so to the reference); tanh, exp and sigmoid, the vector
+// the JavaScript kernels (and so to the reference); tanh, exp, sigmoid and log, the vector
 // approximations, are within 1 ulp of the reference's value in float32 (the bound stated in the tier's header).
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
@@ -53,6 +53,8 @@ describe('codegen/wasm SIMD elementwise tier', () => {
     ['tanh', (x) => K.tanh(x), Math.tanh, 60],
     ['exp', (x) => K.exp(x), Math.exp, 300],
     ['sigmoid', (x) => K.sigmoid(x), sigmoidRef, 300],
+    // negative inputs (NaN), zeros of both signs (-Infinity), Infinity and the float32 subnormal edge values included
+    ['log', (x) => K.log(x), Math.log, 1e6],
   ];
   for (const [name, op, ref, scale] of approximated) {
     it(`${name} is within 1 ulp (float32) of the reference's value, and rarely off at all`, () => {
@@ -72,6 +74,31 @@ describe('codegen/wasm SIMD elementwise tier', () => {
       expect(off, `${name}: elements not equal to the reference's`).to.be.below(N / 1000);
     });
   }
+
+  it('log over positive float32 values of every magnitude (subnormals to 3.4e38, and around 1) is within 1 ulp', () => {
+    const xs = new Float32Array(N);
+    const bits = new Uint32Array(xs.buffer);
+    let s = 5;
+    for (let i = 0; i < N; i++) {
+      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+      // a third: random bit patterns of positive floats; a third: close to 1; a third: random in (0, 4)
+      if (i % 3 === 0) bits[i] = s % 0x7f800000;
+      else xs[i] = i % 3 === 1 ? 1 + (s / 4294967296 - 0.5) * 2 ** -(s % 24) : (s / 4294967296) * 4;
+    }
+    xs[0] = 1; xs[1] = 2 ** -149; xs[2] = 3.4028234663852886e38; xs[3] = Math.fround(Math.SQRT2); xs[4] = Math.fround(Math.SQRT1_2);
+    const got = build(true, (x) => K.log(x), xs, xs);
+    expect(got.source).to.contain('WebAssembly SIMD');
+    let worst = 0;
+    let off = 0;
+    got.out.data.forEach((v, i) => {
+      const d = ulps(v, Math.fround(Math.log(xs[i]!)));
+      if (d > 0) off++;
+      worst = Math.max(worst, d);
+    });
+    expect(got.out.data[0]).to.equal(0);
+    expect(worst, 'worst ulp distance').to.be.at.most(1);
+    expect(off, 'elements not equal to the reference\'s').to.be.below(N / 1000);
+  });
 
   it('a fused chain of arithmetic, comparisons, selects, max, abs, sqrt is bit-identical to the JavaScript kernel', () => {
     const xs = values(11, 8);

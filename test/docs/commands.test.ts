@@ -2,9 +2,10 @@
 // clone: its input files exist (examples/), and it exits 0. Training lines run with
 // `--epochs 1 --data <20 digits per class>` added (flags override: the same code path, less
 // data); files the commands write go to a temporary folder. `bench` is left out (the suite takes minutes;
-// test/cli covers the command).
+// test/cli covers the command). `viz` lines start the server on a free port, load the address it
+// prints and stop it.
 import { expect } from 'chai';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { PIXELS, defaultDataDir } from '../../src/examples/mnist.js';
 import { tmpdir } from 'node:os';
@@ -47,6 +48,35 @@ describe('docs: the shell commands run as written', function () {
     for (const line of commands(file)) {
       const args = line.split(/\s+/).slice(2);
       if (args[0] === 'bench') continue;
+      if (args[0] === 'viz') {
+        // The server runs until stopped: start it on a free port, load the address it prints, stop it.
+        it(`${file}: ${line}`, async () => {
+          const run = args.map((a, i) => (args[i - 1] === '--port' ? '0' : a));
+          const child = spawn(process.execPath, ['bin/theanine.js', ...run], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+          try {
+            const url = await new Promise<string>((ok, fail) => {
+              let out = '';
+              let err = '';
+              child.stdout.on('data', (d: Buffer) => {
+                out += d.toString();
+                const m = /at (http:\/\/\S+)/.exec(out);
+                if (m !== null) ok(m[1]!);
+              });
+              child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+              child.on('exit', (code) => fail(new Error(`exited with ${code} before serving:\n${out}\n${err}`)));
+            });
+            const page = await fetch(url);
+            expect(page.status).to.equal(200);
+            expect(await page.text()).to.contain('theanine viewer');
+            const hash = /#(.+)$/.exec(url)?.[1];
+            const example = args[args.indexOf('--example') + 1];
+            if (args.includes('--example')) expect(hash).to.equal(example);
+          } finally {
+            child.kill();
+          }
+        });
+        continue;
+      }
       it(`${file}: ${line}`, () => {
         const run = args.map((a, i) => (OUTPUT_FLAGS.has(args[i - 1] ?? '') ? join(out, a) : a));
         // Inputs the line names (a --require module, export's builder file) are in the repository.

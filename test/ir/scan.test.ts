@@ -206,6 +206,27 @@ describe('ir/scan', () => {
       expect(s1.inputs.map((i) => i.op)).to.deep.equal(['transpose', 'placeholder', 'exp']); // c itself is no longer an input
     });
 
+    it('drops body outputs nobody reads, with their work, and renumbers the items read', () => {
+      // Two outputs per step; only the second's stack and the final state are read.
+      const x = ph([4, 20, 3], 'x');
+      const W = K.variable(nd(arr(3, 2)), 'float64', 'W');
+      const V = K.variable(nd(arr(2, 5)), 'float64', 'V');
+      const [, outs, states] = K.rnn((xt, st) => {
+        const h = apply('tanh', [K.add(K.dot(xt, W), st[0]!)]);
+        return [K.dot(h, V), [h]];
+      }, x, [ph([4, 2], 'h0')]);
+      const feeds = new Map<Node, NDArray>([[x, nd(arr(4, 20, 3))], [scans([outs])[0]!.inputs[1]!, nd(arr(4, 2))]]);
+      const both = lowerAndCompare([outs, states[0]!], feeds);
+      expect(bodyOps(scans(both)[0]!)).to.include('dot');
+      // only the state read: the body's output (dot with V) is no longer computed
+      const stateOnly = lowerAndCompare([states[0]!, K.sum(states[0]!)], feeds);
+      const s = scans(stateOnly)[0]!;
+      expect((s.attrs as unknown as ScanAttrs).body.outputs).to.have.length(0);
+      expect(bodyOps(s).filter((o) => o === 'dot')).to.have.length(1);
+      expect((s.attrs as unknown as ScanAttrs).keep).to.deep.equal(['none']);
+      expect(s.inputs.some((i) => i === V)).to.equal(false);
+    });
+
     it('lowers scans inside bodies too', () => {
       const x = ph([40, 3], 'x');
       const y = K.map_fn((r) => K.sum(K.map_fn((v) => K.square(v), r)), x);

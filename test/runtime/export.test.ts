@@ -188,9 +188,19 @@ describe('exportModule', function () {
     const plain = defineOp({ name: 'no_template_export_test', arity: 1, infer: ([t]) => ({ dtype: t!.dtype, shape: t!.shape }), reference: ([t]) => t! });
     const withExtern = K.function([x], [plain(x).mul(2)]);
     expect(() => withExtern.exportModule({ name: 'm' })).to.throw(ExportError, /exportModule\(m\): op "no_template_export_test" has no code template: .*reference implementation.*Give the user op "no_template_export_test" a cpu template/);
-    const p = K.placeholder([2, 3], null, 'float32', false, 'p');
-    const topk = K.function([p], [K.in_top_k(p, K.constant([0, 2], 'int32'), 1)]);
-    expect(() => topk.exportModule({ name: 'm' })).to.throw(ExportError, /op "in_top_k" has no code template: .*The built-in op "in_top_k" has no cpu template yet/);
+    // Built-in ops that still run on the host, saying why: ctc_decode's searches (greedy and beam)...
+    const yp = K.placeholder([1, 4, 3], null, 'float32', false, 'yp');
+    for (const greedy of [true, false]) {
+      const decode = K.function([yp], [K.ctc_decode(yp, K.constant([4], 'int32'), greedy)[0][0]!]);
+      expect(() => decode.exportModule({ name: 'm' })).to.throw(ExportError, /op "ctc_decode" has no code template: .*The built-in op "ctc_decode" has no kernel \(a search on the host, as TensorFlow runs its CTC decoders on the CPU: beam search keeps .*\): export a function without it/);
+    }
+    // ...and ops whose result sizes depend on input values
+    const lab = K.placeholder([2, 3], null, 'int32', false, 'lab');
+    const sparse = K.function([lab], [K.ctc_label_dense_to_sparse(lab, K.constant([2, 3], 'int32')).indices]);
+    expect(() => sparse.exportModule({ name: 'm' })).to.throw(ExportError, /^exportModule\(m\): ctc_label_dense_to_sparse: shape \(None, 2\) is not known from the input shapes.*; an exported module is compiled for fixed input shapes, so every size must follow from them: export a function without ctc_label_dense_to_sparse/);
+    const y = K.placeholder([3], null, 'int32', false, 'y');
+    const skips = K.function([y], [K.ctc_create_skip_idxs(K.ctc_interleave_blanks(y))]);
+    expect(() => skips.exportModule({ name: 'm' })).to.throw(ExportError, /^exportModule\(m\): ctc_create_skip_idxs: shape \(None,\) is not known from the input shapes \(it depends on the values of placeholder y, not only on shapes\)/);
     // A template that reads a global the module would not have: it runs live, but its module would not type-check.
     const leaky = defineOp({ name: 'leaky_export_test', arity: 1, cpu: 'x0 * process.pid', infer: ([t]) => ({ dtype: t!.dtype, shape: t!.shape }), reference: ([t]) => t! });
     const fl = K.function([x], [leaky(x)]);

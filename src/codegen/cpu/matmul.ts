@@ -11,6 +11,7 @@ import type { LoopKernel, MatmulKernel } from '../kernel.js';
 import { mapIndices } from '../collapse.js';
 import { ExprWriter, type KernelSource, type RenderEnv } from './loop.js';
 import { commentText, storeRounds } from './js.js';
+import { PARALLEL_MIN_MACS } from './threads.js';
 
 /** An operand that is a plain strided view of one buffer: (b, row, t) -> base + b*sb + row*sr + t*st. */
 export interface StridedOperand { readonly buf: number; readonly base: number; readonly sb: number; readonly sr: number; readonly st: number }
@@ -73,9 +74,31 @@ export function packKernels(k: MatmulKernel, packA = true, packB = true): LoopKe
   return out;
 }
 
-/** Doubles of the tile sums of one compute call (one A panel against every B panel). */
-export function accSize(k: MatmulKernel): number {
-  return k.mr * k.nr * Math.ceil(k.n.size / k.nr);
+/**
+ * Doubles of the tile sums: of one A panel against every B panel, or with `all` of the whole
+ * product (every A panel of every batch: the form whose sums threads.ts computes at once).
+ */
+export function accSize(k: MatmulKernel, all = false): number {
+  return k.mr * k.nr * Math.ceil(k.n.size / k.nr) * (all ? k.batch.size * Math.ceil(k.m.size / k.mr) : 1);
+}
+
+/**
+ * Whether a product is computed whole (every tile sum first, by cache blocks of A panels split
+ * over the worker threads, then the epilogue) rather than one row of tiles at a time: products
+ * of at least PARALLEL_MIN_MACS multiply-adds with more than one A panel.
+ */
+export function sumsWhole(k: MatmulKernel): boolean {
+  return k.batch.size * k.m.size * k.n.size * k.k.size >= PARALLEL_MIN_MACS && k.batch.size * Math.ceil(k.m.size / k.mr) > 1;
+}
+
+/**
+ * The runtime call that computes every tile sum of the product (rt.arena.tiles, split over the
+ * worker threads), before the compute function applies the epilogue (renderMatmulCompute's `all`).
+ */
+export function renderAllTiles(k: MatmulKernel, pa: string, pb: string): string {
+  const { mr, nr } = k;
+  const MP = Math.ceil(k.m.size / mr), NP = Math.ceil(k.n.size / nr), K = k.k.size;
+  return `rt.arena.tiles(${pa}.byteOffset, ${K * mr * 8}, ${pb}.byteOffset, ${NP * K * nr * 8}, ${MP}, ${K}, acc.byteOffset, ${NP}, ${k.batch.size});`;
 }
 
 /** JavaScript for an index expression whose variables are spelled by `name`. */
@@ -97,8 +120,10 @@ function indexCode(x: IExpr, name: (v: Var) => string): string {
  * epilogue per element, row by row (contiguous stores). With `wasm`, tiles are summed by the
  * WebAssembly kernel over the packing arena (byte offsets into its memory, where the packing
  * buffers and `acc` live); otherwise by the JavaScript rowPanel4x4. `lo`/`hi` are A panels.
+ * With `all`, the sums are already in `acc` for the whole product (renderAllTiles): the
+ * function applies the epilogue only.
  */
-export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEnv, wasm = false): KernelSource {
+export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEnv, wasm = false, all = false): KernelSource {
   const { mr, nr } = k;
   const M = k.m.size, N = k.n.size, K = k.k.size, B = k.batch.size;
   const MP = Math.ceil(M / mr), NP = Math.ceil(N / nr);
@@ -115,19 +140,19 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
   const [value] = mapIndices(b, [k.out.value], sub, (vs) => vs);
   const w = new ExprWriter(undefined, {
     bufName: (id) => { bufs.add(id); return env.bufName(id); }, fnName: env.fnName,
-  }, `acc[jp * ${mr * nr} + c * ${mr} + r]`, (x) => indexCode(x, nm));
+  }, `acc[${all ? 'ao + ' : ''}jp * ${mr * nr} + c * ${mr} + r]`, (x) => indexCode(x, nm));
   let v = value!;
   if (v.t === 'cast' && v.dtype === k.out.dtype && storeRounds(v.dtype)) v = v.x;
   const temps = w.sharedLines([v]);
   const store = `${out}[${indexCode(sub(k.out.index), nm)}] = ${w.code(v)};`;
   if (mr !== 4 || nr !== 4) throw new Error('the cpu matmul micro-kernel is 4 x 4');
-  if (wasm) lines.push(`  const wt = rt.arena.tile, oa = ${pa}.byteOffset, ob = ${pb}.byteOffset, oc = acc.byteOffset;`);
+  if (wasm && !all) lines.push(`  const wt = rt.arena.tile, oa = ${pa}.byteOffset, ob = ${pb}.byteOffset, oc = acc.byteOffset;`);
   lines.push(`  for (let ib = 0; ib < ${B}; ib++) {`);
   lines.push('    for (let ip = lo; ip < hi; ip++) {');
-  lines.push(`      const pa0 = (ib * ${MP} + ip) * ${K * mr};`);
+  if (!all) lines.push(`      const pa0 = (ib * ${MP} + ip) * ${K * mr};`);
   lines.push(MF === MP ? `      const re = ${mr};` : `      const re = ip < ${MF} ? ${mr} : ${M - MF * mr};`);
-  lines.push(wasm
-    ? `      wt(oa + pa0 * 8, ob + ib * ${NP * K * nr * 8}, ${K}, oc, ${NP});`
+  lines.push(all ? `      const ao = (ib * ${MP} + ip) * ${NP * mr * nr};`
+    : wasm ? `      wt(oa + pa0 * 8, ob + ib * ${NP * K * nr * 8}, ${K}, oc, ${NP});`
     : `      rt.rowPanel4x4(${pa}, pa0, ${pb}, ib * ${NP * K * nr}, ${K}, acc, ${NP});`);
   lines.push('      for (let r = 0; r < re; r++) {');
   lines.push(`        for (let jp = 0; jp < ${NP}; jp++) {`);

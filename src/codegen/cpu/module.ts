@@ -5,11 +5,11 @@
 import type { TypedArray } from '../../ir/dtype.js';
 import { ExprBuilder, type ScalarFn } from '../expr.js';
 import { collapseLoopKernel } from '../collapse.js';
-import type { Program } from '../kernel.js';
+import type { MatmulKernel, Program } from '../kernel.js';
 import { planBuffers, type Plan } from '../plan.js';
 import { arrayType, commentText } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
-import { accSize, packing, renderMatmulCompute } from './matmul.js';
+import { accSize, packing, renderAllTiles, renderMatmulCompute, sumsWhole } from './matmul.js';
 import { allocateSlots, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
 import { renderScan } from './scan.js';
 import { wasmTileModule } from './wasm-kernel.js';
@@ -22,6 +22,12 @@ export interface ModuleOptions {
   readonly targetsOut?: boolean;
   /** Time every step (THEANINE_DEBUG=kernels). */
   readonly profile?: boolean;
+  /**
+   * A Scan body: inputs from this slot on are the same at every step (the scan's constants). A
+   * matmul operand that is a strided view of one of them is packed at step 0 only, into a part
+   * of the packing arena kept for it while the loop runs (the body's `step` argument).
+   */
+  readonly invariantFrom?: number;
 }
 
 export interface CpuModule {
@@ -125,6 +131,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
 
   const labels: string[] = [];
   const useWasm = wasmTileModule() !== null;
+  const arenaUse = hoistedPacks(p, opts.invariantFrom, (s) => useWasm && sumsWhole(s));
   for (const s of p.steps) {
     const mark = body.length;
     if (s.kind === 'loop') {
@@ -134,20 +141,32 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     }
     else if (s.kind === 'matmul') {
       // The packing buffers and the tile sums: views of the process-wide arena, for this step only.
+      // Packs of step-invariant operands (Scan bodies) sit past every step's own use, packed at step 0.
       const nA = p.buffers[s.packA]!.size, nB = p.buffers[s.packB]!.size;
-      const nAcc = accSize(s);
-      body.push(`  { const ar = rt.arena.f64(${nA + nB + nAcc}), b${s.packA} = ar.subarray(0, ${nA}), b${s.packB} = ar.subarray(${nA}, ${nA + nB}), acc = ar.subarray(${nA + nB}, ${nA + nB + nAcc});`);
+      // Large products: every tile sum first (cache blocks, split over the worker threads), then the epilogue.
+      const all = useWasm && sumsWhole(s);
+      const nAcc = accSize(s, all);
+      const kept = (id: number) => arenaUse.at.get(id);
+      const views: string[] = [];
+      let o = 0;
+      for (const [id, n] of [[s.packA, nA], [s.packB, nB]] as const) {
+        const at = kept(id);
+        if (at !== undefined) views.push(`b${id} = ar.subarray(${at}, ${at + n})`);
+        else { views.push(`b${id} = ar.subarray(${o}, ${o + n})`); o += n; }
+      }
+      body.push(`  { const ar = rt.arena.f64(${arenaUse.total ?? o + nAcc}), ${views.join(', ')}, acc = ar.subarray(${o}, ${o + nAcc});`);
       const pk = packing(s);
       for (const c of pk.calls) {
         const { base, sb, sr, st } = c.op;
-        body.push(`  rt.packStrided(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ${st}, ${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
+        body.push(`  ${kept(c.dst) !== undefined ? 'if (step === 0) ' : ''}rt.packStrided(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ${st}, ${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
       }
       for (const kern of pk.kernels) call(render((env) => renderLoopKernel(collapseLoopKernel(kern, new ExprBuilder(() => 'float64')), 'k', env)));
-      call(render((env) => renderMatmulCompute(s, 'k', env, useWasm)));
+      if (all) body.push(`  ${renderAllTiles(s, `b${s.packA}`, `b${s.packB}`)}`);
+      call(render((env) => renderMatmulCompute(s, 'k', env, useWasm, all)));
       body.push('  }');
     } else if (s.kind === 'scan') {
       renderScan(s, subs.length, view, body, views);
-      const sub = buildModule(s.body, planBuffers(s.body), { targetsOut: true });
+      const sub = buildModule(s.body, planBuffers(s.body), { targetsOut: true, invariantFrom: s.seqs.length + s.inits.length });
       subBytes += sub.bytes;
       subs.push(sub.run);
       subSources.push(`// scan body s${subs.length - 1}:\n${sub.source}`);
@@ -201,7 +220,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     ...Array.from({ length: kernelList.length }, (_, i) => `const k${i} = kern[${i}];`),
     ...Array.from({ length: subs.length }, (_, i) => `const s${i} = subs[${i}];`),
     ...views,
-    'return function run(ins, cells, phase, ctx, outs) {',
+    `return function run(ins, cells, phase, ctx, outs${arenaUse.total !== undefined ? ', step' : ''}) {`,
     ...prologue,
     ...body,
     ...epilogue,
@@ -229,6 +248,38 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
 }
 
 /**
+ * Where a Scan body's step-invariant packs live in the packing arena: `at` the offset of each
+ * hoisted packing buffer, past `total - (their sizes)`, the most any matmul of the body uses per
+ * step; `total` the arena size every matmul of the body asks for (so the arena grows at the
+ * first one, before anything is kept in it). None when the body runs other steps that may use
+ * the arena in between (nested Scans, extern steps that may call compiled functions).
+ */
+function hoistedPacks(p: Program, invariantFrom: number | undefined, allTiles: (s: MatmulKernel) => boolean): { at: Map<number, number>; total?: number } {
+  const at = new Map<number, number>();
+  if (invariantFrom === undefined || p.steps.some((s) => s.kind === 'scan' || s.kind === 'extern')) return { at };
+  const invariant = (id: number) => {
+    const b = p.buffers[id]!;
+    return b.role === 'input' && b.slot! >= invariantFrom;
+  };
+  let perStep = 0;
+  const kept: [number, number][] = [];
+  for (const s of p.steps) {
+    if (s.kind !== 'matmul') continue;
+    const hoisted = new Set(packing(s).calls.filter((c) => invariant(c.buf)).map((c) => c.dst));
+    let own = accSize(s, allTiles(s));
+    for (const id of [s.packA, s.packB]) {
+      if (hoisted.has(id)) kept.push([id, p.buffers[id]!.size]);
+      else own += p.buffers[id]!.size;
+    }
+    perStep = Math.max(perStep, own);
+  }
+  if (kept.length === 0) return { at };
+  let o = perStep;
+  for (const [id, n] of kept) { at.set(id, o); o += n; }
+  return { at, total: o };
+}
+
+/**
  * Intermediate buffers belong to one call at a time (issue 14 item 1). An instance of the driver
  * owns its planned arrays (and the views made of them); a call takes a free instance, or makes one
  * when every instance is in use by a call further up the stack (a user op's reference, a
@@ -240,10 +291,10 @@ const POOL_KEEP = 2;
 function pooled(make: () => RunFn): RunFn {
   // Made at the first call: a specialisation compiled but never run holds no buffers.
   const free: RunFn[] = [];
-  return (ins, cells, phase, ctx, outs) => {
+  return (ins, cells, phase, ctx, outs, step) => {
     const inst = free.pop() ?? make();
     try {
-      return inst(ins, cells, phase, ctx, outs);
+      return inst(ins, cells, phase, ctx, outs, step);
     } finally {
       if (free.length < POOL_KEEP) free.push(inst);
     }

@@ -45,7 +45,8 @@ export const runtimeHelpers = {
   },
 };
 
-export type RunFn = (ins: readonly TypedArray[], cells: readonly VariableCell[], phase: number, ctx: EvalContext, outs?: readonly TypedArray[]) => TypedArray[];
+/** `step`: a Scan body's step number (0 first; step-invariant packs are made then). */
+export type RunFn = (ins: readonly TypedArray[], cells: readonly VariableCell[], phase: number, ctx: EvalContext, outs?: readonly TypedArray[], step?: number) => TypedArray[];
 /** A kernel function (buffers and loop bounds in, stores into buffers). */
 export type KernelFn = (...args: unknown[]) => void;
 

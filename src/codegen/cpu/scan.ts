@@ -31,7 +31,7 @@ export function renderScan(s: ScanStep, k: number, view: (v: ValueRef) => string
   L.push(`      const t = ${s.backwards ? `${T - 1} - k` : 'k'};`);
   s.seqs.forEach((v, i) => L.push(`      rt.copy(${seqStep[i]}, 0, b${v.buf}, ${v.offset} + t * ${size(v) / T}, ${size(v) / T});`));
   for (let j = 0; j < nState; j++) L.push(`      ${si}[${nSeq + j}] = c${k}_${j}; ${so}[${s.outStep.length + j}] = n${k}_${j};`);
-  L.push(`      s${k}(${si}, cells, phase, ctx, ${so});`);
+  L.push(`      s${k}(${si}, cells, phase, ctx, ${so}, k);`);
   s.outItems.forEach((it, o) => {
     const n = size(outShapes[o]!);
     if (it.keep === 'all') L.push(`      rt.copy(b${it.buf}, k * ${n}, ${outStep[o]}, 0, ${n});`);

@@ -210,19 +210,23 @@ function foldCode(op: ReduceOp, acc: string, v: string): string {
 
 /**
  * `const` lines giving the output loop variables their values at output element `i`, when the
- * store writes the whole buffer in row-major order of `vars` (the output of lowering); else
- * Unsupported.
+ * store writes the whole buffer in row-major order of its variables taken in some order (the
+ * output of lowering; a grouped convolution's group variable sits between its rows and columns);
+ * else Unsupported.
  */
 function coordLines(vars: readonly Var[], index: IExpr, bufSize: number): string[] {
-  const sizes = vars.map((v) => v.size);
-  const st = rowMajorStrides(sizes);
-  const total = sizes.reduce((p, d) => p * d, 1);
-  const ok = index.c === 0 && total === bufSize && index.terms.every(([a, k]) => a.kind === 'var' && vars.some((v, p) => v.id === a.v.id && st[p] === k))
-    && vars.every((v, p) => v.size === 1 || index.coef(v) === st[p]);
+  const total = vars.reduce((p, v) => p * v.size, 1);
+  // The variables by falling stride; size-1 variables are 0 wherever they stand.
+  const used = vars.filter((v) => v.size > 1).sort((p, q) => index.coef(q) - index.coef(p));
+  const st = rowMajorStrides(used.map((v) => v.size));
+  const ok = index.c === 0 && total === bufSize && index.terms.every(([a]) => a.kind === 'var' && vars.some((v) => v.id === a.v.id))
+    && used.every((v, p) => index.coef(v) === st[p]);
   if (!ok) throw new Unsupported('a store that does not write its whole buffer in order');
-  return vars.map((v, p) => {
+  return vars.map((v) => {
+    if (v.size === 1) return `const i${v.id} = 0;`;
+    const p = used.indexOf(v);
     const q = st[p] === 1 ? 'i' : `Math.floor(i / ${st[p]})`;
-    return `const i${v.id} = ${v.size === 1 ? '0' : p === 0 ? q : `${q} % ${v.size}`};`;
+    return `const i${v.id} = ${p === 0 ? q : `${q} % ${v.size}`};`;
   });
 }
 

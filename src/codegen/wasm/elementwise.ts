@@ -4,8 +4,8 @@
 // (f64x2). Every node is computed as the JavaScript kernel computes it (float64, rounded to
 // float32 exactly where the reference rounds: f32x4.demote then f64x2.promote is Math.fround),
 // so arithmetic, comparisons, selects, max/min, abs, sqrt are bit-identical to the reference.
-// The exceptions are tanh, exp and sigmoid, which have no WebAssembly instruction: vector
-// approximations (approx() below) accurate to about 3e-15 relative in float64, used only where
+// The exceptions are tanh, exp, sigmoid and log, which have no WebAssembly instruction: vector
+// approximations (approx() and logApprox() below) accurate to about 3e-15 relative in float64, used only where
 // their result is rounded to float32 at once, so the float32 value is within 1 ulp of the
 // reference's (Math.fround(Math.tanh(x)), ...) and equal to it except within 3e-15 of a rounding
 // midpoint (test/codegen/simd-elementwise.test.ts).
@@ -15,6 +15,11 @@
 // chunks stay in L1/L2 and the tier's memory is a fixed 512 KiB. TensorFlow.js' WebAssembly
 // backend (XNNPACK) is the anchor: per-op SIMD loops with polynomial transcendentals; here the
 // loop is the whole fused kernel.
+//
+// With more than one thread configured (../cpu/threads.ts), kernels are compiled over a shared
+// memory instead, and loops of at least PARALLEL_MIN_ELEMENTS are split: each chunk's inputs are
+// copied into a block of their own, and the blocks are computed by the calling thread and the
+// worker pool (each worker holds an instance of every kernel over the same memory).
 import type { IExpr, Var } from '../index-expr.js';
 import type { Expr, ScalarOp } from '../expr.js';
 import { exprOrder } from '../expr.js';
@@ -23,7 +28,8 @@ import type { DType } from '../../ir/dtype.js';
 import { elementwiseOps } from '../../ir/ops/elementwise.js';
 
 const SIGMOID = elementwiseOps.sigmoid.scalar;
-import { Body, I32, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
+import { Body, I32, SHARED_MAX_PAGES, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
+import { type EwRun, threadCount, threadPool } from '../cpu/threads.js';
 
 /** Elements per chunk (even: the loop takes two at a time). */
 export const CHUNK = 4096;
@@ -38,7 +44,7 @@ const S = {
   abs: 0xec, neg: 0xed, sqrt: 0xef, add: 0xf0, sub: 0xf1, mul: 0xf2, div: 0xf3, min: 0xf4, max: 0xf5,
   eq: 0x47, ne: 0x48, lt: 0x49, gt: 0x4a, le: 0x4b, ge: 0x4c,
   and: 0x4e, or: 0x50, not: 0x4d, bitselect: 0x52,
-  nearest: 0x94, truncSatZero: 0xfc, extendLowS: 0xc7, i64Add: 0xce, i64Shl: 0xcb,
+  nearest: 0x94, truncSatZero: 0xfc, extendLowS: 0xc7, i64Add: 0xce, i64Shl: 0xcb, i64ShrU: 0xcd,
 } as const;
 
 const BINARY: Partial<Record<ScalarOp, number>> = { add: S.add, sub: S.sub, mul: S.mul, div: S.div, min: S.min, max: S.max };
@@ -51,6 +57,8 @@ export interface EwPlan {
   readonly loads: readonly { buf: number; off: number }[];
   readonly stores: readonly { buf: number; off: number }[];
   readonly bytes: Uint8Array;
+  /** Whether the module imports the tier's shared memory (then long loops are split over threads). */
+  readonly shared: boolean;
   readonly label: string;
 }
 
@@ -91,7 +99,7 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
         if (e.dtype === 'float32') roundedParent.add(e.x);
         break;
       case 'op':
-        if (e.op === 'tanh' || e.op === 'exp') { if (e.args[0]!.t === 'const') return undefined; approximated.push(e); break; }
+        if (e.op === 'tanh' || e.op === 'exp' || e.op === 'log') { if (e.args[0]!.t === 'const') return undefined; approximated.push(e); break; }
         if (e.op === 'select' || e.op in BINARY || e.op in UNARY || e.op in COMPARE) break;
         return undefined;
       case 'call':
@@ -111,8 +119,10 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
   // The approximations are within 1 ulp only once rounded to float32.
   if (approximated.length === 0 || approximated.some((e) => !roundedParent.has(e))) return undefined;
   if (loads.length + stores.length > MAX_REGIONS) return undefined;
-  const bytes = moduleBytes([{ name: 'run', params: 1, body: loopBody(k, v, loads, order) }]);
-  return { n: v.size, loads, stores, bytes, label: k.label };
+  // Over a shared memory where more than one thread is configured: long loops are then split over the worker threads.
+  const shared = sharedTier();
+  const bytes = moduleBytes([{ name: 'run', params: 2, body: loopBody(k, v, loads, order) }], shared ? 'shared' : true);
+  return { n: v.size, loads, stores, bytes, shared, label: k.label };
 }
 
 /** Float64 constants as v128 locals, splatted once before the loop (not once per element pair). */
@@ -140,7 +150,10 @@ const LN2_LO = 1.90821492927058770002e-10;
 /** 1/n!, n = 1..12: expm1's Taylor coefficients. */
 const EXPM1: number[] = [];
 for (let n = 1, f = 1; n <= 12; n++) { f *= n; EXPM1.push(1 / f); }
+/** 1/(2j + 1), j = 0..10: log(1+f) = 2s (1 + s^2/3 + s^4/5 + ...), s = f/(2+f). */
+const ATANH: number[] = Array.from({ length: 11 }, (_, j) => 1 / (2 * j + 1));
 const APPROX_CONSTS = [20, 2, 1, 0, -110, 110, 100, Math.LOG2E, LN2_HI, LN2_LO, ...EXPM1];
+const LOG_CONSTS = [0, 0.5, 1, 2, 54, 2 ** -1022, 2 ** 54, 2 ** 52 + 1023, Math.SQRT2, LN2_HI, LN2_LO, -Infinity, Infinity, NaN, ...ATANH];
 
 /**
  * From y (local Y, |y| <= 160, or NaN): K2 := 2^k and P := e^r - 1 with y = k ln2 + r,
@@ -189,6 +202,36 @@ function approx(fn: 'tanh' | 'exp' | 'sigmoid', b: Body, c: Consts, x: number, t
   }
 }
 
+/**
+ * log at local x, two lanes, about 4e-16 relative in float64 (fdlibm's reduction, a longer
+ * series): x = 2^k m with m in [sqrt(1/2), sqrt(2)) from x's bits (float64 subnormals scaled by
+ * 2^54 first), f = m - 1 (exact), s = f/(2+f), log(1+f) = 2s(1 + s^2/3 + ... + s^20/21) (|s| <=
+ * 0.172: truncation below 3e-17), log x = k ln2_hi + (k ln2_lo + log(1+f)). Zeros give -Infinity,
+ * negatives and NaN give NaN, Infinity gives Infinity, as Math.log does. Scratch locals t..t+3.
+ */
+function logApprox(b: Body, c: Consts, x: number, t: number): void {
+  const [Y, K2, P, Z] = [t, t + 1, t + 2, t + 3];
+  b.get(x); c.get(2 ** -1022).v(S.lt).set(Z); // small: subnormal (or not positive: replaced below)
+  b.get(x); c.get(2 ** 54).v(S.mul); b.get(x).get(Z).v(S.bitselect).set(Y);
+  c.get(54); c.get(0); b.get(Z).v(S.bitselect).set(K2);
+  // k = biased exponent - 1023 - scaling, as float64: (2^52 + e) - (2^52 + 1023)
+  b.get(Y).i32(52).v(S.i64ShrU).v(S.v128Const, ...i64x2(0, 0x43300000)).v(S.or); c.get(2 ** 52 + 1023).v(S.sub); b.get(K2).v(S.sub).set(K2);
+  b.get(Y).v(S.v128Const, ...i64x2(-1, 0x000fffff)).v(S.and).v(S.v128Const, ...i64x2(0, 0x3ff00000)).v(S.or).set(P); // m in [1, 2)
+  b.get(P); c.get(Math.SQRT2).v(S.gt).set(Z);
+  b.get(P); c.get(0.5).v(S.mul); b.get(P).get(Z).v(S.bitselect); c.get(1).v(S.sub).set(P); // f
+  b.get(K2); c.get(1); c.get(0); b.get(Z).v(S.bitselect).v(S.add).set(K2);
+  b.get(P).get(P); c.get(2).v(S.add).v(S.div).set(Y); // s
+  b.get(Y).get(Y).v(S.mul).set(Z); // s^2
+  c.get(ATANH[10]!);
+  for (let j = 9; j >= 0; j--) { b.get(Z).v(S.mul); c.get(ATANH[j]!).v(S.add); }
+  b.get(Y).v(S.mul); c.get(2).v(S.mul).set(P); // log(1+f)
+  b.get(K2); c.get(LN2_HI).v(S.mul); b.get(K2); c.get(LN2_LO).v(S.mul); b.get(P).v(S.add).v(S.add).set(Y);
+  // special values: -Infinity for zeros, NaN below zero, x itself for NaN and Infinity
+  c.get(-Infinity); b.get(x).get(x); c.get(0).v(S.eq).v(S.bitselect).set(Z);
+  c.get(NaN); b.get(Z).get(x); c.get(0).v(S.lt).v(S.bitselect).set(Z);
+  b.get(Y).get(Z).get(x); c.get(0).v(S.gt); b.get(x); c.get(Infinity).v(S.lt).v(S.and).v(S.bitselect);
+}
+
 /** An i64x2 constant's bytes (both lanes: low word lo, high word hi). */
 function i64x2(lo: number, hi = 0): number[] {
   const w = new Int32Array([lo, hi, lo, hi]);
@@ -196,8 +239,8 @@ function i64x2(lo: number, hi = 0): number[] {
 }
 
 /** The approximated function a node computes, if it is one of the tier's approximations. */
-function approxOf(e: Expr): 'tanh' | 'exp' | 'sigmoid' | undefined {
-  if (e.t === 'op' && (e.op === 'tanh' || e.op === 'exp')) return e.op;
+function approxOf(e: Expr): 'tanh' | 'exp' | 'sigmoid' | 'log' | undefined {
+  if (e.t === 'op' && (e.op === 'tanh' || e.op === 'exp' || e.op === 'log')) return e.op;
   // the reference's sigmoid scalar (ops.sigmoid.scalar), called by name from its template
   return e.t === 'call' && e.name === 'sigmoid' && e.fn === SIGMOID ? 'sigmoid' : undefined;
 }
@@ -206,20 +249,23 @@ function approxOf(e: Expr): 'tanh' | 'exp' | 'sigmoid' | undefined {
 const STREAMS = 4;
 
 function loopBody(k: LoopKernel, v: Var, loads: readonly { buf: number; off: number }[], order: readonly Expr[]): Body {
-  // param n; i32 locals: i (byte offset), end; v128 locals: per stream, one per node and 3 scratch; then constants
+  // params n, base (the byte offset of the chunk block); i32 locals: i (byte offset), end; v128 locals: per stream, one per node and 4 scratch; then constants
   const nodes = order.filter((e) => e.t !== 'const');
-  const perStream = nodes.length + 3;
+  const perStream = nodes.length + 4;
   const consts = new Set<number>(order.flatMap((e) => (e.t === 'const' ? [e.v] : [])));
-  if (order.some((e) => approxOf(e) !== undefined)) for (const x of APPROX_CONSTS) consts.add(x);
+  if (order.some((e) => approxOf(e) !== undefined && approxOf(e) !== 'log')) for (const x of APPROX_CONSTS) consts.add(x);
+  if (order.some((e) => approxOf(e) === 'log')) for (const x of LOG_CONSTS) consts.add(x);
   consts.add(0).add(1);
-  const [N, I, END] = [0, 1, 2];
-  const base = 3;
-  const b = new Body(1, [[2, I32], [STREAMS * perStream + consts.size, V128]]);
+  const [N, BASE, I, END] = [0, 1, 2, 3];
+  const base = 4;
+  const b = new Body(2, [[2, I32], [STREAMS * perStream + consts.size, V128]]);
   const c = new Consts(b, base + STREAMS * perStream);
   for (const x of consts) c.get(x).ops(0x1a); // splat each constant once, before the loop (then drop)
   const region = (buf: number, off: number) => loads.findIndex((l) => l.buf === buf && l.off === off);
-  b.get(N).i32(4).ops(op.i32Mul).set(END);
-  b.ops(op.block, 0x40).get(END).ops(op.i32Eqz, op.brIf, 0, op.loop, 0x40);
+  b.get(BASE).set(I);
+  b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0);
+  b.get(N).i32(4).ops(op.i32Mul).get(BASE).ops(op.i32Add).set(END);
+  b.ops(op.loop, 0x40);
   for (let st = 0; st < STREAMS; st++) {
     const local = new Map<Expr, number>(nodes.map((e, i) => [e, base + st * perStream + i]));
     const scratch = base + st * perStream + nodes.length;
@@ -230,6 +276,7 @@ function loopBody(k: LoopKernel, v: Var, loads: readonly { buf: number; off: num
         case 'cast': push(e.x); if (e.dtype === 'float32') b.v(S.demote).v(S.promote); break;
         case 'op': {
           if (e.op === 'tanh' || e.op === 'exp') { approx(e.op, b, c, local.get(e.args[0]!)!, scratch); break; }
+          if (e.op === 'log') { logApprox(b, c, local.get(e.args[0]!)!, scratch); break; }
           if (e.op === 'select') {
             // select(q, x, y): x where q is nonzero (NaN is nonzero, as in JavaScript's q !== 0)
             push(e.args[1]!); push(e.args[2]!);
@@ -285,24 +332,97 @@ function tierOn(): boolean {
 }
 
 export interface EwKernel {
-  run(n: number): void;
-  /** The tier's memory as float32 (region j at j * CHUNK). */
+  /** n elements of the chunk block at byte offset base (region j of a block at j * CHUNK floats). */
+  run(n: number, base: number): void;
+  /** The tier's memory as float32 (block 0: region j at j * CHUNK). */
   readonly mem: Float32Array;
+  /** Where the kernel is over the shared memory: the loop [lo, hi) split over the threads (see parallelRun). */
+  readonly par?: (lo: number, hi: number, loads: readonly Float32Array[], stores: readonly Float32Array[], offs: readonly number[]) => void;
 }
 
 const modules = new Map<string, number>();
 const kernels: EwKernel[] = [];
 
+// The shared form: one memory, grown to hold a whole long loop (a block of regions per chunk),
+// and the kernels over it, numbered for the thread pool in the order they are compiled.
+let sharedMemory: WasmMemory | undefined;
+let sharedView = new Float32Array(0);
+const sharedRuns: EwRun[] = [];
+
+/** Whether kernels compiled now use the shared memory (more than one thread configured, shared memory available). */
+function sharedTier(): boolean {
+  return threadCount() > 1 && threadPool(true) !== undefined;
+}
+
+/** Loops at least this long are split over the threads (a chunk per claim). */
+export const PARALLEL_MIN_ELEMENTS = 1 << 16;
+
+function sharedMem(bytes: number): Float32Array {
+  if (sharedMemory === undefined) {
+    sharedMemory = new WA!.Memory({ initial: Math.max(PAGES, Math.ceil(bytes / 65536)), maximum: SHARED_MAX_PAGES, shared: true });
+    threadPool(true)!.setEwMemory(sharedMemory);
+  } else if (sharedMemory.buffer.byteLength < bytes) {
+    sharedMemory.grow(Math.ceil((bytes - sharedMemory.buffer.byteLength) / 65536));
+  }
+  if (sharedView.buffer !== sharedMemory.buffer) sharedView = new Float32Array(sharedMemory.buffer);
+  return sharedView;
+}
+
+/** Chunk blocks of one parallel pass: the shared memory holds at most this many blocks (R regions: R * 1 MiB). */
+const PASS_BLOCKS = 64;
+
+/**
+ * A shared kernel over [lo, hi), in passes of up to PASS_BLOCKS chunks: every chunk's inputs
+ * copied into its own block of the shared memory, the blocks computed by this thread and the
+ * workers (claimed one at a time), the outputs copied out. loads[j] is read at offset offs[j],
+ * stores[j] written at offs[loads + j].
+ */
+function parallelRun(sid: number, regions: number, lo: number, hi: number, loads: readonly Float32Array[], stores: readonly Float32Array[], offs: readonly number[]): void {
+  const blockFloats = regions * CHUNK;
+  const m = sharedMem(Math.min(PASS_BLOCKS, Math.ceil((hi - lo) / CHUNK)) * blockFloats * 4);
+  const threads = threadCount();
+  const pool = threadPool();
+  for (let p0 = lo; p0 < hi; p0 += PASS_BLOCKS * CHUNK) {
+    const p1 = Math.min(hi, p0 + PASS_BLOCKS * CHUNK);
+    const blocks = Math.ceil((p1 - p0) / CHUNK);
+    for (let b = 0; b < blocks; b++) {
+      const s = p0 + b * CHUNK, e = Math.min(p1, s + CHUNK);
+      loads.forEach((a, j) => m.set(a.subarray(s + offs[j]!, e + offs[j]!), b * blockFloats + j * CHUNK));
+    }
+    const job = [1, sid, blocks, blockFloats * 4, CHUNK, p1 - p0 - (blocks - 1) * CHUNK] as const;
+    if (threads > 1 && blocks > 1 && pool !== undefined) pool.run(threads, undefined, sharedRuns, job);
+    else for (let b = 0; b < blocks; b++) sharedRuns[sid]!(b === blocks - 1 ? job[5] : CHUNK, b * job[3]);
+    for (let b = 0; b < blocks; b++) {
+      const s = p0 + b * CHUNK, e = Math.min(p1, s + CHUNK);
+      stores.forEach((a, j) => { const r = b * blockFloats + (loads.length + j) * CHUNK; a.set(m.subarray(r, r + e - s), s + offs[loads.length + j]!); });
+    }
+  }
+}
+
 /** The id of the kernel compiled from `bytes` (compiled once per process; generated code calls rt.ew(id)). */
-export function ewKernelId(bytes: Uint8Array): number {
+export function ewKernelId(bytes: Uint8Array, shared = false, regions = 0): number {
   const key = Array.from(bytes, (x) => String.fromCharCode(x)).join('');
   let id = modules.get(key);
   if (id === undefined) {
-    memory ??= new WA!.Memory({ initial: PAGES, maximum: PAGES });
-    view ??= new Float32Array(memory.buffer);
-    const inst = new WA!.Instance(new WA!.Module(bytes) as WasmModule, { env: { mem: memory } });
+    const module = new WA!.Module(bytes) as WasmModule;
     id = kernels.length;
-    kernels.push({ run: inst.exports['run'] as (n: number) => void, mem: view });
+    if (shared) {
+      sharedMem(PAGES * 65536);
+      const run = new WA!.Instance(module, { env: { mem: sharedMemory } }).exports['run'] as EwRun;
+      const sid = sharedRuns.length;
+      sharedRuns.push(run);
+      threadPool(true)!.addEwModule(sid, module);
+      kernels.push({
+        run,
+        get mem() { return sharedMem(0); },
+        par: (lo, hi, loads, stores, offs) => parallelRun(sid, regions, lo, hi, loads, stores, offs),
+      });
+    } else {
+      memory ??= new WA!.Memory({ initial: PAGES, maximum: PAGES });
+      view ??= new Float32Array(memory.buffer);
+      const inst = new WA!.Instance(module, { env: { mem: memory } });
+      kernels.push({ run: inst.exports['run'] as EwRun, mem: view });
+    }
     modules.set(key, id);
   }
   return id;
@@ -318,15 +438,19 @@ export function ewKernel(id: number): EwKernel {
  * memory, computed, and copied out. Same parameters as renderLoopKernel's function.
  */
 export function renderElementwise(p: EwPlan, bufName: (id: number) => string): { source: string; buffers: number[]; rows: number } {
-  const id = ewKernelId(p.bytes);
+  const id = ewKernelId(p.bytes, p.shared, p.loads.length + p.stores.length);
   const buffers = [...new Set([...p.loads.map((l) => l.buf), ...p.stores.map((s) => s.buf)])].sort((a, c) => a - c);
   const at = (x: string, off: number) => (off === 0 ? x : `${x} + ${off}`);
   const lines = [
-    `  const w = rt.ew(${id}), m = w.mem;`,
+    `  const w = rt.ew(${id});`,
+    ...(p.shared ? [
+      `  if (hi - lo >= ${PARALLEL_MIN_ELEMENTS}) { w.par(lo, hi, [${p.loads.map((l) => bufName(l.buf)).join(', ')}], [${p.stores.map((x) => bufName(x.buf)).join(', ')}], [${[...p.loads, ...p.stores].map((x) => x.off).join(', ')}]); return; }`,
+    ] : []),
+    '  const m = w.mem;',
     `  for (let s = lo; s < hi; s += ${CHUNK}) {`,
     `    const e = hi < s + ${CHUNK} ? hi : s + ${CHUNK};`,
     ...p.loads.map((l, j) => `    m.set(${bufName(l.buf)}.subarray(${at('s', l.off)}, ${at('e', l.off)}), ${j * CHUNK});`),
-    '    w.run(e - s);',
+    '    w.run(e - s, 0);',
     ...p.stores.map((s, j) => `    ${bufName(s.buf)}.set(m.subarray(${(p.loads.length + j) * CHUNK}, ${(p.loads.length + j) * CHUNK} + e - s), ${at('s', s.off)});`),
     '  }',
   ];

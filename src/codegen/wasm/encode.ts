@@ -64,13 +64,21 @@ export class Body {
   }
 }
 
-/** A module importing one memory (env.mem) and exporting functions of the given i32 signatures. */
-export function moduleBytes(funcs: readonly { name: string; params: number; results?: number[]; body: Body }[], memory = true): Uint8Array {
+/** Pages (64 KiB) a shared memory may grow to: byte offsets stay below 2^31, so they fit the i32 words threads exchange. */
+export const SHARED_MAX_PAGES = 32767;
+
+/**
+ * A module importing one memory (env.mem) and exporting functions of the given i32 signatures.
+ * `memory`: false for none, 'shared' for a shared memory of at most SHARED_MAX_PAGES pages (the
+ * one worker threads use together), true for a plain one.
+ */
+export function moduleBytes(funcs: readonly { name: string; params: number; results?: number[]; body: Body }[], memory: boolean | 'shared' = true): Uint8Array {
+  const limits = memory === 'shared' ? [0x03, 0x00, ...uleb(SHARED_MAX_PAGES)] : [0x00, 0x00];
   const types = funcs.map((f) => [0x60, ...uleb(f.params), ...new Array<number>(f.params).fill(I32), ...uleb(f.results?.length ?? 0), ...(f.results ?? [])]);
   return new Uint8Array([
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
     ...section(1, [...uleb(types.length), ...types.flat()]),
-    ...(memory ? section(2, [1, ...name('env'), ...name('mem'), 0x02, 0x00, 0x00]) : []),
+    ...(memory !== false ? section(2, [1, ...name('env'), ...name('mem'), 0x02, ...limits]) : []),
     ...section(3, [...uleb(funcs.length), ...funcs.map((_, i) => i)]),
     ...section(7, [...uleb(funcs.length), ...funcs.flatMap((f, i) => [...name(f.name), 0x00, ...uleb(i)])]),
     ...section(10, [...uleb(funcs.length), ...funcs.flatMap((f) => f.body.bytes())]),

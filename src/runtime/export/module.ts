@@ -10,6 +10,7 @@ import { ValueError } from '../../ir/errors.js';
 import { describe, formatShape, type NDArray } from '../../ir/ndarray.js';
 import type { Node } from '../../ir/node.js';
 import type { Program } from '../../codegen/kernel.js';
+import { DynamicShapeError } from '../../codegen/lower.js';
 import { arrayType, commentText, jsString, literal } from '../../codegen/cpu/js.js';
 import { BASE64_DECODER, TYPED_ARRAY, helperNames, helperPrelude, scalarSource } from './prelude.js';
 import { ExportError, ModuleBuilder, renderProgram, type TsParam } from './render.js';
@@ -163,7 +164,17 @@ export function exportFunction(src: ExportSource, opts: ExportOptions): Exported
     throw new ValueError(`exportModule: binFile must be a plain file name (no folders), got ${JSON.stringify(opts.binFile)}`);
   }
   const shapes = inputShapes(src, opts);
-  const { program, variables } = src.lowered(shapes);
+  let lowered: ReturnType<ExportSource['lowered']>;
+  try {
+    lowered = src.lowered(shapes);
+  } catch (e) {
+    // A result whose size depends on input values (not shapes): a module has one fixed layout per export.
+    if (e instanceof DynamicShapeError && !e.invalid) {
+      throw new ExportError(`exportModule(${name}): ${e.message}; an exported module is compiled for fixed input shapes, so every size must follow from them: export a function without ${e.op}`);
+    }
+    throw e;
+  }
+  const { program, variables } = lowered;
 
   const m = new ModuleBuilder();
   const params = paramNames(src.inputs);

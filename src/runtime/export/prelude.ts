@@ -4,7 +4,7 @@
 // drift from the compiled code: the text is given a TypeScript signature (a typed `const`
 // contextually types the parameters) and the type check of the whole module catches any
 // function that is not self-contained.
-import type { ScalarFn } from '../../codegen/expr.js';
+import { exportedFn, type ScalarFn } from '../../codegen/expr.js';
 import { runtimeHelpers } from '../../codegen/cpu/module.js';
 
 /** Typed-array union of the module (declared once when a helper needs it). */
@@ -92,7 +92,7 @@ export function helperPrelude(used: ReadonlySet<string>): Prelude {
 
 /** A scalar function as a typed const initializer (a rest signature types every parameter); undefined when it has no source. */
 export function scalarSource(fn: ScalarFn): { type: string; init: string } | undefined {
-  const init = functionExpression(fn);
+  const init = functionExpression(exportedFn(fn));
   return init === undefined ? undefined : { type: '(...xs: number[]) => number', init };
 }
 

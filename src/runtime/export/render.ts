@@ -149,7 +149,7 @@ export function renderProgram(m: ModuleBuilder, p: Program, env: ProgramEnv): { 
         `op ${op} has no code template: compiled functions run it through its reference implementation, `
         + 'which an exported module cannot contain (the module does not import theanine). '
         + (isBuiltin(s.def.name)
-          ? `The built-in op ${op} has no cpu template yet: export a function without it (its result can be fed in as an input)`
+          ? `The built-in op ${op} has no kernel (${s.reason}): export a function without it (its result can be fed in as an input)`
           : `Give the user op ${op} a cpu template (defineOp({ cpu: '...' })), or export a function without it`),
       );
     }

@@ -1,11 +1,12 @@
 // The compiler behind K.function on the gpu device: the same passes and the same kernel IR as
 // the cpu (src/runtime/compile.ts), rendered as gpu.js kernels (src/codegen/gpu/render.ts) and
 // run by program.ts. Cached like the cpu: optimized graphs by structural key, prepared programs
-// by input shapes. Optimizer `none` lowers the graph as built (one kernel per node).
+// by input shapes. Optimizer `none` lowers the graph as built (one kernel per node). Shapes known
+// only from values (an op whose output size depends on them) are interpreted, as on the cpu.
 import { clearGpuKernels } from './kernels.js';
 import type { Node, VariableCell } from '../../ir/node.js';
 import type { NDArray } from '../../ir/ndarray.js';
-import { nextEpoch } from '../../ir/interpret.js';
+import { evaluate, nextEpoch } from '../../ir/interpret.js';
 import type { EvalContext } from '../../ir/op.js';
 import { formatPassReport, runPasses, type Pass } from '../../passes/pass.js';
 import type { OptimizerLevel } from '../../passes/pipeline.js';
@@ -13,14 +14,14 @@ import { pipelineKey, resolvePipeline, type PassSelection } from '../../passes/u
 import { fusedLabel } from '../../passes/fusion.js';
 import type { ScanBody } from '../../ir/scanbody.js';
 import { DynamicShapeError, lower } from '../../codegen/lower.js';
-import type { Optimizer, DeviceResult } from '../function.js';
+import type { Executor, Optimizer, DeviceResult } from '../function.js';
 import { CPU_TILE, cpuTarget, structuralKey } from '../compile.js';
 import { debugEnabled, debugLog } from '../debug.js';
 import { gpuDevice, type GpuDevice } from './device.js';
-import { gpuExecutor, deviceResult, type GpuExecutor } from './executor.js';
+import type { DeviceBuffer } from './buffer.js';
 import { prepare, runPrepared, type Prepared } from './program.js';
 import { Runner, hostVal, hostValue, type Val } from './runner.js';
-import { withScan } from './scan.js';
+import { storeOnDevice } from './resident.js';
 import { checkFallbacks, describeFallbacks, fallbackPolicy, type Fallback, type FallbackPolicy } from '../fallback.js';
 import { platform } from '#platform';
 
@@ -100,11 +101,7 @@ export function describe(pp: Prepared, indent = ''): string {
   return pp.steps.map((s) => {
     switch (s.kind) {
       case 'kernels': return s.kernels.map((k) => `${indent}// ${k.label.replace(/[^A-Za-z0-9_,. ]/g, '_')}: ${k.kernel.size} elements\n${[...k.kernel.functions, k.kernel.source].join('\n').replace(/^/gm, indent)}`).join('\n');
-      case 'op': {
-        const srcs: string[] = [];
-        for (let l: typeof s.lowered | undefined = s.lowered; l !== undefined; l = l.prev) srcs.unshift([...l.kernel.functions, l.kernel.source].join('\n'));
-        return `${indent}// op ${s.step.def.name} (a gpu kernel of its own)\n${srcs.join('\n').replace(/^/gm, indent)}`;
-      }
+      case 'op': return `${indent}// op ${s.step.def.name} (a gpu kernel of its own)\n${[...s.lowered.kernel.functions, s.lowered.kernel.source].join('\n').replace(/^/gm, indent)}`;
       case 'scan': return `${indent}// scan ${s.step.steps} steps, a host loop over its body:\n${describe(s.body, `${indent}  `)}`;
       case 'host': return `${indent}// on the host: ${s.step.kind === 'extern' ? `op ${s.step.def.name}, not compiled: ${s.step.reason}` : `${s.step.kind} kernel`} (${s.why})`;
     }
@@ -123,6 +120,24 @@ export interface GpuCompileRequest {
   readonly fallback?: FallbackPolicy;
 }
 
+export interface GpuExecutor extends Executor {
+  /** `gpu:<mode>`. */
+  readonly device: string;
+}
+
+/** An update value left on the device: each variable it is stored into takes a reference of its own. */
+function deviceResult(v: Val, buf: DeviceBuffer): DeviceResult {
+  let first = true;
+  return {
+    shape: v.shape,
+    dtype: v.dtype,
+    storeInto(cell) {
+      storeOnDevice(cell, first ? buf : buf.share(), v.shape, v.dtype);
+      first = false;
+    },
+  };
+}
+
 /** K.function's executor for device "gpu". */
 export function gpuCompiledExecutor(req: GpuCompileRequest): GpuExecutor {
   const device = gpuDevice();
@@ -138,8 +153,6 @@ export function gpuCompiledExecutor(req: GpuCompileRequest): GpuExecutor {
   programs.set(key, p);
   const prog = p;
   const cells: VariableCell[] = variables.map((v) => v.cell!);
-  // Shapes known only from values (an op whose output size depends on them): node by node instead.
-  let perNode: GpuExecutor | undefined;
   let last: Prepared | undefined;
   let notCompiled: readonly Fallback[] | undefined;
   const specFor = (shapes: readonly (readonly number[])[]): GpuSpec => {
@@ -154,15 +167,15 @@ export function gpuCompiledExecutor(req: GpuCompileRequest): GpuExecutor {
     graph: prog.graph,
     device: device.name,
     source: () => (notCompiled !== undefined
-      ? `// not compiled: ${describeFallbacks(notCompiled)}; this function runs node by node (gpu.js kernels where an op has one, else the reference implementation)`
+      ? `// not compiled: ${describeFallbacks(notCompiled)}; this function runs in the reference interpreter on the host`
       : last === undefined ? '// not run yet: call the function once, then ask again' : describe(last)),
     run(values: readonly NDArray[], learningPhase: number): (NDArray | DeviceResult)[] {
       const spec = specFor(values.map((v) => v.shape));
       if (!spec.invalid) checkFallbacks(name, spec.fallbacks, policy, warned);
       const pp = spec.prepared;
       if (pp === undefined) {
-        perNode ??= gpuExecutor(req.inputs, req.targets, req.nOut);
-        const r = perNode.run(values, learningPhase);
+        const feeds = new Map<Node, NDArray>(req.inputs.map((n, i) => [n, values[i]!]));
+        const r = evaluate(req.targets, { feeds, learningPhase });
         if (spec.invalid) checkFallbacks(name, spec.fallbacks, policy, warned);
         notCompiled = spec.fallbacks;
         return r;
@@ -170,7 +183,7 @@ export function gpuCompiledExecutor(req: GpuCompileRequest): GpuExecutor {
       notCompiled = undefined;
       last = pp;
       const ctx: EvalContext = { learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) };
-      const r = withScan(new Runner(device, ctx, new Set()));
+      const r = new Runner(device, ctx);
       try {
         const vals = runPrepared(r, pp, values.map((v): Val => hostVal(v)), cells, learningPhase);
         return vals.map((v, k) => {

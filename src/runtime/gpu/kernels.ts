@@ -10,7 +10,6 @@ import type { GpuKernel, KernelArg } from './gpujs.js';
 import { stats } from './stats.js';
 
 const cache = new Map<string, GpuKernel>();
-const bySource = new Map<string, KernelSource>();
 /**
  * At most this many compiled kernels (issue 14 item 4: one function called with 200 batch sizes
  * kept 200 sets of kernels, RSS 163 -> 483 MB). Least recently used first out; an evicted kernel
@@ -32,7 +31,6 @@ export function gpuKernelCount(): number {
 export function clearGpuKernels(): void {
   for (const k of cache.values()) destroyKernel(k);
   cache.clear();
-  bySource.clear();
 }
 
 function destroyKernel(k: GpuKernel): void {
@@ -68,8 +66,6 @@ function kernelFor(device: GpuDevice, k: KernelSource, kinds: string): GpuKernel
       functions: [...k.functions],
     });
     cache.set(key, kernel);
-    if (bySource.size >= 4 * MAX_GPU_KERNELS) bySource.delete(bySource.keys().next().value!);
-    bySource.set(k.source, k);
     stats.kernelsCompiled++;
     if (debugEnabled('gpu')) debugLog(`gpu kernel (${device.name}, ${k.size} elements):\n${k.source}`);
   }
@@ -91,10 +87,3 @@ export function uploadKernelRun(device: GpuDevice, data: Float32Array): DeviceBu
   return runKernel(device, { source: UPLOAD, functions: [], size: data.length }, [data]);
 }
 
-/** The sources of the given kernels with their helpers, for `f.source()`. */
-export function kernelSources(sources: ReadonlySet<string>): string {
-  return [...sources].map((s) => {
-    const k = bySource.get(s);
-    return k === undefined ? `// (kernel evicted from the cache)\n${s}` : [`// ${k.size} elements`, ...k.functions, s].join('\n');
-  }).join('\n\n');
-}

@@ -1,8 +1,7 @@
 // Running a lowered Program (src/codegen/kernel.ts) on the gpu device. Each step is prepared
 // once per shape specialisation as one of:
 //   kernel  a loop or matmul kernel rendered by src/codegen/gpu/render.ts (one per store);
-//   op      an extern step whose op has a gpu kernel of its own (src/codegen/gpu/lower.ts:
-//           gathers, running sums, grouped convolutions, pooling adjoints...);
+//   op      an extern step of a user op with only a gpu template (src/codegen/gpu/extern.ts);
 //   scan    a Scan: a host loop over its body's own prepared program, states on the device;
 //   host    anything else: the step as the cpu renders it (a one-step cpu program), or an
 //           extern's reference implementation, with its inputs read back.
@@ -17,21 +16,19 @@ import { planBuffers } from '../../codegen/plan.js';
 import { buildModule, type RunFn } from '../../codegen/cpu/module.js';
 import { Unsupported, renderLoopStore, renderMatmul, rowChecks, type BufferInfo, type GpuKernel, type RowCheck } from '../../codegen/gpu/render.js';
 import { runtimeHelpers } from '../../codegen/cpu/runtime.js';
-import { lowerNode, userElementwise, type KernelLowered } from '../../codegen/gpu/lower.js';
+import { userElementwise, type ExternKernel } from '../../codegen/gpu/extern.js';
 import { userGpuHelper, userTemplates } from '../../codegen/user.js';
-import type { Node } from '../../ir/node.js';
-import type { KernelSource } from '../../codegen/gpu/source.js';
 import type { DeviceBuffer } from './buffer.js';
 import { warnOnce, type GpuDevice } from './device.js';
 import { uploadKernelRun } from './kernels.js';
 import { deviceCopy, rememberUpload } from './resident.js';
-import { Runner, hostVal, hostValue, sizeOf, type Val } from './runner.js';
+import { type Runner, hostVal, hostValue, sizeOf, type Val } from './runner.js';
 import { stats } from './stats.js';
-import { scanLoop } from './scan.js';
+import { offsetKernel, scanLoop } from './scan.js';
 
 export type PreparedStep =
   | { readonly kind: 'kernels'; readonly kernels: readonly GpuKernel[]; readonly checks?: readonly RowCheck[] }
-  | { readonly kind: 'op'; readonly step: ExternStep; readonly lowered: KernelLowered }
+  | { readonly kind: 'op'; readonly step: ExternStep; readonly lowered: ExternKernel }
   | { readonly kind: 'scan'; readonly step: ScanStep; readonly body: Prepared }
   | { readonly kind: 'host'; readonly step: Step; readonly why: string; readonly run: RunFn | undefined };
 
@@ -61,12 +58,11 @@ export function prepare(p: Program, device: GpuDevice): Prepared {
           if (s.tuple || !DEVICE_DTYPES.has(out.dtype) || sizeOf(out.shape) === 0 || s.inputs.some((v) => sizeOf(v.shape) === 0)) {
             throw new Unsupported(`op ${s.def.name} runs its reference implementation`);
           }
-          const ln = { op: s.def.name, attrs: s.attrs, dtype: out.dtype, shape: out.shape, inputs: s.inputs.map((v) => ({ shape: v.shape, dtype: v.dtype })) };
           // A user op with only a gpu template: its helper per element.
-          const l = userTemplates(s.def.name)?.gpu !== undefined
-            ? userElementwise(ln, userGpuHelper({ op: s.def.name, attrs: s.attrs, inputs: Array.from({ length: s.inputs.length }) as Node[] }))
-            : lowerNode(ln, device.maxLoop);
-          if (l?.kind !== 'kernel') throw new Unsupported(`op ${s.def.name} runs its reference implementation`);
+          const l = userTemplates(s.def.name)?.gpu === undefined
+            ? undefined
+            : userElementwise({ dtype: out.dtype, shape: out.shape, inputs: s.inputs }, userGpuHelper({ op: s.def.name, attrs: s.attrs, inputs: s.inputs }));
+          if (l === undefined) throw new Unsupported(`op ${s.def.name} runs its reference implementation`);
           return { kind: 'op', step: s, lowered: l };
         }
       }
@@ -105,8 +101,6 @@ function valueOf(r: Runner, bufs: Map<number, Val>, v: ValueRef): Val {
   const h = hostValue(whole);
   return hostVal(new NDArray(h.data.slice(v.offset, v.offset + n), v.shape, v.dtype));
 }
-
-export const offsetKernel = (n: number): KernelSource => ({ source: 'function (a0, a1) {\n  return a0[this.thread.x + a1];\n}', functions: [], size: n });
 
 function note(why: string, label: string): void {
   const key = `step:${label}`;
@@ -173,11 +167,8 @@ export function runPrepared(r: Runner, pp: Prepared, inputs: readonly Val[], cel
       case 'op': {
         const ins = s.step.inputs.map((v) => valueOf(r, bufs, v));
         const out = s.step.outs[0]!;
-        const run = (l: KernelLowered): DeviceBuffer => {
-          const prev = l.prev === undefined ? undefined : run(l.prev);
-          return r.run(l.kernel, l.args.map((k) => (k === 'prev' ? prev! : argOf(ins[k]!))));
-        };
-        bufs.set(out.buf, { shape: [sizeOf(out.shape)], dtype: out.dtype, host: undefined, dev: run(s.lowered) });
+        const dev = r.run(s.lowered.kernel, s.lowered.args.map((k) => argOf(ins[k]!)));
+        bufs.set(out.buf, { shape: [sizeOf(out.shape)], dtype: out.dtype, host: undefined, dev });
         break;
       }
       case 'scan': {

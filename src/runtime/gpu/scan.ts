@@ -2,23 +2,18 @@
 // step, each step's slice of a sequence is a kernel reading at an offset (an argument, so all
 // steps share one kernel), and stacked results are written slot by slot into a device buffer.
 // Each step's other buffers are released when the step ends, so memory does not grow with the
-// number of steps. Anything the reference would reject (a sequence of the wrong length, a state
-// changing shape, zero steps with a last step asked for) goes to the reference implementation,
-// which reports it.
+// number of steps. Shapes are fixed when the Scan is lowered (src/codegen/lower.ts): shapes the
+// reference would reject make the whole function interpreted, so the reference reports them.
 import { NDArray } from '../../ir/ndarray.js';
-import type { Node } from '../../ir/node.js';
-import { topoSort } from '../../ir/graph.js';
-import type { ScanAttrs } from '../../ir/ops/control.js';
 import type { ScanStep, ValueRef } from '../../codegen/kernel.js';
 import type { TensorType } from '../../ir/types.js';
 import type { KernelSource } from '../../codegen/gpu/source.js';
 import type { DeviceBuffer } from './buffer.js';
-import { Runner, fits, hostVal, hostValue, sizeOf, type Val } from './runner.js';
+import { type Runner, hostVal, hostValue, sizeOf, type Val } from './runner.js';
 
-class Rejected extends Error {}
-
-const sliceKernel = (inner: number): KernelSource => ({
-  source: 'function (a0, a1) {\n  return a0[this.thread.x + a1];\n}', functions: [], size: inner,
+/** `n` elements of a0 from offset a1 (a sequence's step, a slice of a buffer). */
+export const offsetKernel = (n: number): KernelSource => ({
+  source: 'function (a0, a1) {\n  return a0[this.thread.x + a1];\n}', functions: [], size: n,
 });
 
 /** Slot a2 of a (T, inner) buffer a0 replaced by a1; without a0 (the first slot), zeros elsewhere. */
@@ -37,7 +32,7 @@ class Stack {
 
   constructor(readonly steps: number, readonly t: TensorType) {}
 
-  put(r: Runner, k: number, node: Node | undefined, v: Val): void {
+  put(r: Runner, k: number, v: Val): void {
     if (v.dev === undefined) { this.host.push(hostValue(v)); return; }
     const inner = sizeOf(v.shape);
     const prev = this.acc;
@@ -68,64 +63,6 @@ function carryOver(r: Runner, carried: ReadonlySet<DeviceBuffer>, live: readonly
   return new Set([...keep].filter((buf) => r.owned.includes(buf) || carried.has(buf)));
 }
 
-function deviceScan(r: Runner, n: Node, ins: readonly Val[]): Val[] {
-  const a = n.attrs as unknown as ScanAttrs;
-  const b = a.body;
-  const nSeq = b.sequences.length;
-  const nState = b.states.length;
-  const nOut = b.outputs.length;
-  const seqs = ins.slice(0, nSeq);
-  const consts = ins.slice(nSeq + nState);
-  let states = ins.slice(nSeq, nSeq + nState);
-  const steps = a.n_steps ?? seqs[0]!.shape[0]!;
-  if (steps === 0 || seqs.some((s) => s.shape[0] !== steps)) throw new Rejected();
-  if (states.some((s, j) => !fits(s, b.states[j]!.type)) || consts.some((c, k) => !fits(c, b.constants[k]!.type))) throw new Rejected();
-  const order = topoSort(b.results);
-  const stacks = a.keep.map((keep, i) => (keep === 'all' ? new Stack(steps, (i < nOut ? b.outputs[i]! : b.states[i - nOut]!).type) : undefined));
-  const outer = r.owned;
-  let carried = new Set<DeviceBuffer>();
-  let lastOuts: Val[] = [];
-  try {
-    for (let k = 0; k < steps; k++) {
-      const t = a.go_backwards ? steps - 1 - k : k;
-      r.owned = [];
-      const vals = new Map<Node, Val>();
-      b.sequences.forEach((arg, i) => vals.set(arg, slice(r, seqs[i]!, t)));
-      b.states.forEach((arg, j) => vals.set(arg, states[j]!));
-      b.constants.forEach((arg, c) => vals.set(arg, consts[c]!));
-      r.evalGraph(order, vals, () => undefined);
-      const outs = b.outputs.map((o) => vals.get(o)!);
-      const news = b.newStates.map((s) => vals.get(s)!);
-      news.forEach((s, j) => {
-        if (!fits(s, b.states[j]!.type) || s.shape.some((d, i) => d !== states[j]!.shape[i])) throw new Rejected();
-      });
-      [...outs, ...news].forEach((v, i) => stacks[i]?.put(r, k, i < nOut ? b.outputs[i]! : b.newStates[i - nOut]!, v));
-      carried = carryOver(r, carried, [...news, ...outs.filter((_, i) => a.keep[i] === 'last')]);
-      states = news;
-      lastOuts = outs;
-    }
-  } catch (e) {
-    for (const buf of [...r.owned, ...carried]) buf.release();
-    r.owned = outer;
-    throw e;
-  }
-  r.owned = outer;
-  outer.push(...carried);
-  const item = (i: number, last: Val | undefined, t: TensorType): Val => {
-    const keep = a.keep[i]!;
-    if (keep === 'none') return hostVal(NDArray.zeros([0, ...t.shape.map((d) => d ?? 0)], t.dtype));
-    if (keep === 'last') return last!;
-    const { val, buf } = stacks[i]!.result(last!.shape);
-    if (buf !== undefined) outer.push(buf);
-    return val;
-  };
-  return [
-    ...b.outputs.map((o, i) => item(i, lastOuts[i], o.type)),
-    ...states,
-    ...b.states.map((s, j) => item(nOut + j, states[j], s.type)),
-  ];
-}
-
 /** Step t of a sequence: a kernel reading at offset t * inner, or a host slice of a host value. */
 function slice(r: Runner, seq: Val, t: number): Val {
   const shape = seq.shape.slice(1);
@@ -134,26 +71,13 @@ function slice(r: Runner, seq: Val, t: number): Val {
     const h = hostValue(seq);
     return hostVal(new NDArray(h.data.slice(t * inner, (t + 1) * inner), shape, h.dtype));
   }
-  return { shape, dtype: seq.dtype, host: undefined, dev: r.run(sliceKernel(inner), [seq.dev, t * inner]) };
-}
-
-/** Installs the device loop on a runner; a rejected scan runs in the reference implementation. */
-export function withScan(r: Runner): Runner {
-  r.scan = (n, ins) => {
-    try {
-      return deviceScan(r, n, ins);
-    } catch (e) {
-      if (e instanceof Rejected) return r.onHostTuple(n, ins);
-      throw e;
-    }
-  };
-  return r;
+  return { shape, dtype: seq.dtype, host: undefined, dev: r.run(offsetKernel(inner), [seq.dev, t * inner]) };
 }
 
 /**
  * A lowered Scan step (the compiled path): per step, the body's prepared program runs on the
  * step's inputs by slot (sequences' slices, states, constants); its targets are the step's
- * outputs, then the new states. Same buffer discipline as `deviceScan` above.
+ * outputs, then the new states.
  */
 export function scanLoop(r: Runner, s: ScanStep, runBody: (inputs: readonly Val[]) => Val[], valueOf: (v: ValueRef) => Val): Val[] {
   const T = s.steps;
@@ -175,7 +99,7 @@ export function scanLoop(r: Runner, s: ScanStep, runBody: (inputs: readonly Val[
       const results = runBody([...seqs.map((q) => slice(r, q, t)), ...states, ...consts]);
       const outs = results.slice(0, nOut);
       const news = results.slice(nOut);
-      [...outs, ...news].forEach((v, i) => stacks[i]?.put(r, k, undefined, v));
+      [...outs, ...news].forEach((v, i) => stacks[i]?.put(r, k, v));
       carried = carryOver(r, carried, [...news, ...outs.filter((_, i) => s.outItems[i]!.keep === 'last')]);
       states = news;
       lastOuts = outs;

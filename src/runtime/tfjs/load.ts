@@ -105,6 +105,10 @@ function loadTfjsInBrowser(loader: ModuleLoader): TfRuntime {
   }
   const notes: string[] = [];
   const active = tf.engine().backendName as string | null;
+  // The page started the wasm backend itself: its module prints XNNPack's statuses to the
+  // console, where watchBackendErrors takes them (the console is watched once TensorFlow.js is
+  // handed over, see platform/browser.ts).
+  if (active === 'wasm') status.foreign = true;
   if (active === 'webgl' || active === 'wasm' || active === 'cpu') return activate(tf, active, active, notes);
   try {
     return activate(tf, 'webgl', 'webgl', notes);

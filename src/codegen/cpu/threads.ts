@@ -1,0 +1,245 @@
+// Worker threads for the cpu device's large matrix products. A pool of workers shares the packing
+// arena's memory (a shared WebAssembly memory, wasm-kernel.ts) with the calling thread; each has
+// its own instance of the same kernel module over it. A product's A panels are handed out one at
+// a time from an atomic counter, so a thread that the machine slows down takes fewer of them; the
+// calling thread takes its share too and then blocks (Atomics.wait) until every worker has
+// finished, so a compiled function stays synchronous. Every panel is summed by the same kernel
+// whichever thread takes it, so results are identical, bit for bit, with 1 or N threads.
+// TensorFlow.js' WebAssembly backend (XNNPACK's pthreadpool) is the anchor: a fixed pool, work
+// split along the output's rows, the caller working beside the pool.
+//
+// The number of threads is THEANINE_THREADS or keras.json's "threads", else the cores the process
+// may use (platform.cores()). In a browser the platform starts no workers: one thread.
+import { platform } from '#platform';
+import type { PlatformWorker } from '../../platform/types.js';
+import { getConfig } from '../../api/config.js';
+import type { WasmMemory, WasmModule } from '../wasm/encode.js';
+
+let override: number | undefined;
+
+/** Sets the thread count for this process (undefined: back to the configured one). Tests compare 1 and N. */
+export function setThreads(n: number | undefined): void {
+  if (n !== undefined && !(Number.isInteger(n) && n >= 1 && n <= 256)) {
+    throw new RangeError(`setThreads: argument n is ${n}; allowed: an integer from 1 to 256, or undefined`);
+  }
+  override = n;
+}
+
+/** Threads large kernels are split over: setThreads', else the configuration's, else the cores. */
+export function threadCount(): number {
+  return override ?? getConfig().threads ?? Math.max(1, platform.cores());
+}
+
+/** Multiply-adds below which a product stays on the calling thread (handing work over costs tens of microseconds). */
+export const PARALLEL_MIN_MACS = 1 << 21;
+
+/** G A panels against n consecutive B panels (the kernel's panelBlock, ../wasm/matmul.ts; byte offsets). */
+export type PanelBlock = (pa: number, sa: number, G: number, pb: number, K: number, acc: number, sacc: number, n: number) => void;
+
+/** An elementwise tier kernel (../wasm/elementwise.ts): n elements of the chunk block at byte offset base. */
+export type EwRun = (n: number, base: number) => void;
+
+// The control words (an Int32Array over a SharedArrayBuffer).
+const MAX_WORKERS = 255;
+const PENDING = 0; // workers still at the current job
+const NEXT = 1; // next claim to hand out
+const FAILED = 2; // set by a worker whose kernel threw
+const JOB = 3; // kind (0: matmul, 1: elementwise), then the kind's parameters (see WORK)
+const TAKEN = 14; // matmul A panels workers have summed (since the pool started; tests read it)
+const TAKEN_EW = 15; // elementwise chunks workers have computed (tests)
+const GO = 16; // per worker: bumped to start a job (the worker waits on it)
+const CMD = GO + MAX_WORKERS; // per worker: 1 = leave the loop and take the messages waiting
+const WAITING = CMD + MAX_WORKERS; // per worker: 1 while it waits for jobs
+const GEN = WAITING + MAX_WORKERS; // per worker: the generation of the matmul memory it holds
+const EW_KNOWN = GEN + MAX_WORKERS; // per worker: elementwise kernels it has instantiated (ids 0..n-1)
+const WORDS = EW_KNOWN + MAX_WORKERS;
+
+/**
+ * One job's work, claim by claim from the NEXT counter. Matmul (kind 0): blocks of up to G A
+ * panels of one batch (claim c: batch floor(c/GB), A panels (c mod GB)*G ..): A panel (b, i) at
+ * pa0 + (b*MP + i)*sa, against the NP B panels of batch b (pb0 + b*sb), K long, the sums of tile
+ * (b, i, q) at acc0 + (b*MP + i)*NP*128 + 128q. Elementwise (kind 1): kernel id over chunk
+ * block c (byte offset c*blockBytes), CHUNK elements, the last one `last`. Shared by both sides as source.
+ */
+const WORK = `function work(ctrl, block, ew, counted) {
+  if (ctrl[${JOB}] === 1) {
+    const run = ew[ctrl[${JOB + 1}]], total = ctrl[${JOB + 2}], bb = ctrl[${JOB + 3}], chunk = ctrl[${JOB + 4}], last = ctrl[${JOB + 5}];
+    for (;;) {
+      const c = Atomics.add(ctrl, ${NEXT}, 1);
+      if (c >= total) return;
+      run(c === total - 1 ? last : chunk, c * bb);
+      if (counted) Atomics.add(ctrl, ${TAKEN_EW}, 1);
+    }
+  }
+  const total = ctrl[${JOB + 1}], MP = ctrl[${JOB + 2}], G = ctrl[${JOB + 3}], pa0 = ctrl[${JOB + 4}], sa = ctrl[${JOB + 5}], pb0 = ctrl[${JOB + 6}], sb = ctrl[${JOB + 7}], K = ctrl[${JOB + 8}], acc0 = ctrl[${JOB + 9}], NP = ctrl[${JOB + 10}];
+  const GB = Math.ceil(MP / G);
+  for (;;) {
+    const c = Atomics.add(ctrl, ${NEXT}, 1);
+    if (c >= total) return;
+    const b = Math.floor(c / GB), i = (c - b * GB) * G, p = b * MP + i;
+    const n = MP - i < G ? MP - i : G;
+    block(pa0 + p * sa, sa, n, pb0 + b * sb, K, acc0 + p * NP * 128, NP * 128, NP);
+    if (counted) Atomics.add(ctrl, ${TAKEN}, n);
+  }
+}`;
+
+// A worker: takes its messages (the matmul memory and module, the elementwise memory, each
+// elementwise kernel's module), then waits for jobs until told to take messages again.
+const WORKER_SOURCE = `'use strict';
+const { workerData, parentPort } = require('node:worker_threads');
+const { ctrlBuffer, index } = workerData;
+const ctrl = new Int32Array(ctrlBuffer);
+${WORK}
+let block, gen = 0, ewMemory;
+const ew = [];
+function serve() {
+  let seen = Atomics.load(ctrl, ${GO} + index);
+  Atomics.store(ctrl, ${GEN} + index, gen);
+  Atomics.store(ctrl, ${EW_KNOWN} + index, ew.length);
+  Atomics.store(ctrl, ${WAITING} + index, 1);
+  for (;;) {
+    Atomics.wait(ctrl, ${GO} + index, seen);
+    seen = Atomics.load(ctrl, ${GO} + index);
+    if (Atomics.load(ctrl, ${CMD} + index) !== 0) { Atomics.store(ctrl, ${CMD} + index, 0); return; }
+    try { work(ctrl, block, ew, true); } catch (e) { Atomics.store(ctrl, ${FAILED}, 1); }
+    if (Atomics.sub(ctrl, ${PENDING}, 1) === 1) Atomics.notify(ctrl, ${PENDING});
+  }
+}
+let scheduled = false;
+parentPort.on('message', (m) => {
+  if (m.kind === 'matmul') {
+    gen = m.gen;
+    block = m.memory === undefined ? undefined : new WebAssembly.Instance(m.module, { env: { mem: m.memory } }).exports.panelBlock;
+  } else if (m.kind === 'ewMemory') {
+    ewMemory = m.memory;
+  } else if (m.kind === 'ew') {
+    ew[m.id] = new WebAssembly.Instance(m.module, { env: { mem: ewMemory } }).exports.run;
+  }
+  // back to waiting for jobs once every message now queued is taken
+  if (!scheduled) { scheduled = true; setImmediate(() => { scheduled = false; serve(); }); }
+});
+`;
+
+// The same job loop as the workers', compiled once here.
+const workHere = new Function(`${WORK}\nreturn work;`)() as (ctrl: Int32Array, block: PanelBlock | undefined, ew: readonly EwRun[], counted: boolean) => void;
+
+/** kind 0, claims (batches x blocks), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP: see WORK. */
+export type MatmulJob = readonly [kind: 0, claims: number, MP: number, G: number, pa0: number, strideA: number, pb0: number, strideB: number, K: number, acc0: number, NP: number];
+/** kind 1, kernel id, claims (chunk blocks), block bytes, CHUNK, elements of the last block: see WORK. */
+export type EwJob = readonly [kind: 1, id: number, claims: number, blockBytes: number, chunk: number, last: number];
+
+/** Runs a matmul job on the calling thread alone. */
+export function runHere(block: PanelBlock, job: MatmulJob): void {
+  const c = new Int32Array(JOB + job.length);
+  for (let j = 0; j < job.length; j++) c[JOB + j] = job[j]!;
+  workHere(c, block, [], false);
+}
+
+interface Worker { readonly port: PlatformWorker; dead: boolean }
+
+/**
+ * The pool: workers started on demand, each holding an instance of the matmul kernel over the
+ * packing arena's current memory and of every elementwise tier kernel over the tier's memory.
+ */
+export class ThreadPool {
+  private readonly ctrl = new Int32Array(new SharedArrayBuffer(WORDS * 4));
+  private readonly workers: Worker[] = [];
+  private gen = 1;
+  private matmul: { memory: WasmMemory | undefined; module: WasmModule | undefined } = { memory: undefined, module: undefined };
+  private ewMemory: WasmMemory | undefined;
+  private readonly ewModules: WasmModule[] = [];
+
+  /** The memory (and its kernel module) matmul jobs sum in from now on (undefined: none; workers drop theirs). */
+  setMemory(memory: WasmMemory | undefined, module?: WasmModule): void {
+    this.gen++;
+    this.matmul = { memory, module };
+    for (let i = 0; i < this.workers.length; i++) {
+      this.workers[i]!.port.postMessage({ kind: 'matmul', gen: this.gen, memory, module });
+      if (Atomics.load(this.ctrl, WAITING + i) === 1) this.kick(i);
+    }
+  }
+
+  /** The elementwise tier's shared memory (set once, before any elementwise kernel). */
+  setEwMemory(memory: WasmMemory): void {
+    this.ewMemory = memory;
+    for (const w of this.workers) w.port.postMessage({ kind: 'ewMemory', memory });
+  }
+
+  /** An elementwise kernel's module (ids in order from 0): workers instantiate it at their next messages. */
+  addEwModule(id: number, module: WasmModule): void {
+    if (id !== this.ewModules.length) throw new Error(`internal: elementwise kernel ${id} added out of order`);
+    this.ewModules.push(module);
+    for (const w of this.workers) w.port.postMessage({ kind: 'ew', id, module });
+  }
+
+  /** Sends a waiting worker back to its messages (it sits out jobs until it waits again). */
+  private kick(i: number): void {
+    const c = this.ctrl;
+    Atomics.store(c, WAITING + i, 0);
+    Atomics.store(c, CMD + i, 1);
+    Atomics.add(c, GO + i, 1);
+    Atomics.notify(c, GO + i);
+  }
+
+  private grow(n: number): void {
+    while (this.workers.length < Math.min(n, MAX_WORKERS)) {
+      const index = this.workers.length;
+      const port = platform.startWorker(WORKER_SOURCE, { ctrlBuffer: this.ctrl.buffer, index });
+      if (port === undefined) return;
+      const w: Worker = { port, dead: false };
+      port.onError(() => { w.dead = true; });
+      this.workers.push(w);
+      if (this.matmul.memory !== undefined) port.postMessage({ kind: 'matmul', gen: this.gen, ...this.matmul });
+      if (this.ewMemory !== undefined) port.postMessage({ kind: 'ewMemory', memory: this.ewMemory });
+      this.ewModules.forEach((module, id) => port.postMessage({ kind: 'ew', id, module }));
+    }
+  }
+
+  /**
+   * Runs a job's claims on this thread and up to threads - 1 workers. Workers still starting (or
+   * taking new kernels or a new memory) sit this job out; the calling thread then does more.
+   */
+  run(threads: number, block: PanelBlock | undefined, ew: readonly EwRun[], job: MatmulJob | EwJob): void {
+    const c = this.ctrl;
+    this.grow(threads - 1);
+    const claims = job[0] === 0 ? job[1] : job[2];
+    const helpers: number[] = [];
+    for (let i = 0; i < this.workers.length && helpers.length < threads - 1 && helpers.length < claims - 1; i++) {
+      if (this.workers[i]!.dead || Atomics.load(c, WAITING + i) !== 1) continue;
+      const current = job[0] === 0 ? Atomics.load(c, GEN + i) === this.gen : Atomics.load(c, EW_KNOWN + i) > job[1];
+      if (current) helpers.push(i);
+      else this.kick(i);
+    }
+    for (let j = 0; j < job.length; j++) c[JOB + j] = job[j]!;
+    Atomics.store(c, NEXT, 0);
+    Atomics.store(c, FAILED, 0);
+    Atomics.store(c, PENDING, helpers.length);
+    for (const i of helpers) { Atomics.add(c, GO + i, 1); Atomics.notify(c, GO + i); }
+    workHere(c, block, ew, false);
+    for (let p = Atomics.load(c, PENDING); p !== 0; p = Atomics.load(c, PENDING)) Atomics.wait(c, PENDING, p);
+    if (Atomics.load(c, FAILED) !== 0) throw new Error('internal: a worker thread failed (its kernel threw)');
+  }
+
+  /** Workers started so far (tests). */
+  get size(): number {
+    return this.workers.length;
+  }
+
+  /** Matmul A panels the workers (not the calling thread) have summed so far (tests). */
+  get workerPanels(): number {
+    return Atomics.load(this.ctrl, TAKEN);
+  }
+
+  /** Elementwise chunks the workers have computed so far (tests). */
+  get workerChunks(): number {
+    return Atomics.load(this.ctrl, TAKEN_EW);
+  }
+}
+
+let pool: ThreadPool | undefined;
+
+/** The process's pool (made on first use; undefined where SharedArrayBuffer is missing). */
+export function threadPool(create = false): ThreadPool | undefined {
+  if (pool === undefined && create && typeof SharedArrayBuffer === 'function') pool = new ThreadPool();
+  return pool;
+}

@@ -1,0 +1,143 @@
+// Kernels of max and average pooling's adjoints (src/ir/ops/pool.ts), channels-last data
+// (N, S..., C) pooled to (N, O..., C). An output cell's window reads input s = o*stride + t*dil - pad
+// at tap t; the adjoint reads the other way: input cell s receives from every (o, t) with
+// o = (s + pad - t*dil) / stride an integer in [0, O). Each is a gather (one loop per result
+// element, a reduction over taps), never a scatter, so the gpu renders them as it renders any
+// loop kernel:
+//   pool_select (max)  out[n,o,c] = g at the window's first maximal cell (a template: three
+//                      reductions over the taps: the maximum, the first tap holding it, the
+//                      value of g there)
+//   pool_grad, max     arg[n,o,c] = first maximal tap (an int32 kernel over the pooled shape);
+//                      dx[n,s,c] = sum over (o, t) reaching s with arg[n,o,c] == t of dy[n,o,c]
+//   pool_grad, avg     cnt[o] = the window's cells inside the input (a kernel over O...);
+//                      dx[n,s,c] = sum over (o, t) reaching s of dy[n,o,c] / cnt[o]
+// The sums run over the taps from last to first, so the (o, t) pairs come in row-major order of
+// o: the order the reference adds them in (float64, rounded once), so results match it exactly.
+// The first maximal cell follows the reference: a NaN counts as the maximum, the first one wins.
+import type { DType } from '../ir/dtype.js';
+import type { Node } from '../ir/node.js';
+import { padsFor } from '../ir/ops/window.js';
+import type { PoolAttrs } from '../ir/ops/pool.js';
+import type { ExprBuilder, Expr } from './expr.js';
+import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, range, ravel, type IExpr, type Var } from './index-expr.js';
+import type { LoopKernel, Step, ValueRef, BufferRole } from './kernel.js';
+import { collapseLoopKernel } from './collapse.js';
+
+const sizeOf = (s: readonly number[]) => s.reduce((p, d) => p * d, 1);
+
+/** lo <= x < hi as a 0/1 expression, or undefined when the index range implies it. */
+function within(b: ExprBuilder, x: IExpr, lo: number, hi: number): Expr | undefined {
+  const [xlo, xhi] = range(x);
+  const parts: Expr[] = [];
+  if (xlo < lo) parts.push(b.op('ge', b.index(x), b.const(lo)));
+  if (xhi >= hi) parts.push(b.op('lt', b.index(x), b.const(hi)));
+  return parts.length === 0 ? undefined : parts.reduce((p, q) => b.op('and', p, q));
+}
+
+const all = (b: ExprBuilder, cs: readonly (Expr | undefined)[]): Expr | undefined => {
+  const xs = cs.filter((c): c is Expr => c !== undefined);
+  return xs.length === 0 ? undefined : xs.reduce((p, q) => b.op('and', p, q));
+};
+const masked = (b: ExprBuilder, cond: Expr | undefined, v: Expr, other: number): Expr => (cond === undefined ? v : b.op('select', cond, v, b.const(other)));
+
+/** Geometry of one pooling: the input's spatial sizes, the window, and each axis' padding before. */
+export interface PoolGeom { readonly a: PoolAttrs; readonly inSize: readonly number[]; readonly outSize: readonly number[]; readonly pads: readonly number[] }
+
+export function poolGeom(a: PoolAttrs, xShape: readonly number[], outShape: readonly number[]): PoolGeom {
+  const d = a.window.length;
+  const inSize = xShape.slice(1, d + 1);
+  return { a, inSize, outSize: outShape.slice(1, d + 1), pads: inSize.map((s, i) => padsFor(s, a.window[i]!, a.strides[i]!, a.dilation[i]!, a.padding)[0]) };
+}
+
+/** A fresh loop over the window's taps at output cell `o`: input positions (clamped) and whether all are inside the input. */
+export function windowTaps(b: ExprBuilder, g: PoolGeom, o: readonly IExpr[]): { vars: Var[]; pos: IExpr[]; flat: Expr; valid: Expr | undefined } {
+  const vars = g.a.window.map((k) => newVar(k));
+  const conds: (Expr | undefined)[] = [];
+  const pos = o.map((od, i) => {
+    const p = iadd(iscale(od, g.a.strides[i]!), iscale(ivar(vars[i]!), g.a.dilation[i]!), iconst(-g.pads[i]!));
+    conds.push(within(b, p, 0, g.inSize[i]!));
+    return iclamp(p, 0, g.inSize[i]! - 1);
+  });
+  return { vars, pos, flat: b.index(ravel(vars.map(ivar), g.a.window)), valid: all(b, conds) };
+}
+
+/**
+ * The flat tap of the first maximal cell of the window at (n, o, c) (NaN the maximum, the first
+ * one winning); Infinity when no tap is inside the input. `x(pos)` reads the input's spatial cell.
+ */
+export function firstMaxTap(b: ExprBuilder, g: PoolGeom, o: readonly IExpr[], x: (pos: readonly IExpr[]) => Expr): Expr {
+  const t1 = windowTaps(b, g, o);
+  const m = b.reduce('max', t1.vars, masked(b, t1.valid, x(t1.pos), -Infinity));
+  const t2 = windowTaps(b, g, o);
+  const v = x(t2.pos);
+  const hit = b.op('or', b.op('eq', v, m), b.op('and', b.op('isnan', m), b.op('isnan', v)));
+  return b.reduce('min', t2.vars, b.op('select', t2.valid === undefined ? hit : b.op('and', t2.valid, hit), t2.flat, b.const(Infinity)));
+}
+
+/**
+ * Loops over the (o, t) pairs that reach input cell `s`: taps from last to first (so o rises in
+ * row-major order), the output cell o (clamped) and whether the pair exists.
+ */
+function reachingTaps(b: ExprBuilder, g: PoolGeom, s: readonly IExpr[]): { vars: Var[]; o: IExpr[]; flat: Expr; valid: Expr | undefined } {
+  const vars = g.a.window.map((k) => newVar(k));
+  const conds: (Expr | undefined)[] = [];
+  const taps = vars.map((v, i) => iadd(iconst(g.a.window[i]! - 1), iscale(ivar(v), -1)));
+  const o = s.map((si, i) => {
+    const stride = g.a.strides[i]!;
+    const q = iadd(si, iconst(g.pads[i]!), iscale(taps[i]!, -g.a.dilation[i]!));
+    conds.push(within(b, q, 0, Infinity));
+    if (stride > 1) conds.push(b.op('eq', b.index(imod(q, stride)), b.const(0)));
+    const oi = idiv(iclamp(q, 0, g.outSize[i]! * stride), stride);
+    conds.push(within(b, oi, 0, g.outSize[i]!));
+    return iclamp(oi, 0, g.outSize[i]! - 1);
+  });
+  return { vars, o, flat: b.index(ravel(taps, g.a.window)), valid: all(b, conds) };
+}
+
+type AddBuf = (dtype: DType, size: number, role: BufferRole) => number;
+
+/** pool_grad's kernels (x, dy -> dx of dy's dtype). */
+export function lowerPoolGrad(n: Node, b: ExprBuilder, ins: readonly ValueRef[], outShape: readonly number[], outDType: DType, addBuf: AddBuf, outRole: BufferRole): { steps: Step[]; value: ValueRef } {
+  const a = n.attrs as unknown as PoolAttrs;
+  const [x, dy] = ins as [ValueRef, ValueRef];
+  const d = a.window.length;
+  const g = poolGeom(a, x.shape, dy.shape);
+  const load = (v: ValueRef, co: readonly IExpr[]) => b.load(v.buf, iadd(ravel(co, v.shape), iconst(v.offset)));
+  const steps: Step[] = [];
+  const loop = (label: string, shape: readonly number[], body: (co: IExpr[]) => { buf: number; value: Expr; dtype: DType }): void => {
+    const vars = shape.map((k) => newVar(k));
+    const co = vars.map(ivar);
+    const st = body(co);
+    const k: LoopKernel = { kind: 'loop', label, vars, stores: [{ ...st, index: ravel(co, shape) }] };
+    steps.push(collapseLoopKernel(k, b));
+  };
+  let term: (co: readonly IExpr[], r: ReturnType<typeof reachingTaps>) => Expr;
+  if (a.mode === 'max') {
+    const arg = addBuf('int32', sizeOf(dy.shape), 'temp');
+    loop('pool_grad:argmax', dy.shape, (co) => ({
+      buf: arg, dtype: 'int32',
+      value: b.cast('int32', firstMaxTap(b, g, co.slice(1, d + 1), (pos) => b.cast(x.dtype, load(x, [co[0]!, ...pos, co[d + 1]!])))),
+    }));
+    term = (co, r) => {
+      const oc = [co[0]!, ...r.o, co[d + 1]!];
+      const hit = b.op('eq', b.load(arg, ravel(oc, dy.shape)), r.flat);
+      return b.op('select', r.valid === undefined ? hit : b.op('and', r.valid, hit), b.cast(dy.dtype, load(dy, oc)), b.const(0));
+    };
+  } else {
+    const cnt = addBuf('int32', sizeOf(g.outSize), 'temp');
+    loop('pool_grad:count', g.outSize, (co) => {
+      const t = windowTaps(b, g, co);
+      return { buf: cnt, dtype: 'int32', value: b.reduce('sum', t.vars, t.valid ?? b.const(1)) };
+    });
+    term = (co, r) => {
+      const v = b.op('div', b.cast(dy.dtype, load(dy, [co[0]!, ...r.o, co[d + 1]!])), b.load(cnt, ravel(r.o, g.outSize)));
+      return masked(b, r.valid, v, 0);
+    };
+  }
+  const out = addBuf(outDType, sizeOf(outShape), outRole);
+  loop('pool_grad', outShape, (co) => {
+    const r = reachingTaps(b, g, co.slice(1, d + 1));
+    return { buf: out, dtype: outDType, value: b.cast(outDType, b.reduce('sum', r.vars, term(co, r))) };
+  });
+  return { steps, value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
+}

@@ -1,0 +1,166 @@
+// The viewer in a real browser: `theanine viz --port 0` (the command, in a child process) serves
+// the page; Debian's Chromium (playwright-core) loads it, runs each example on the cpu device and
+// on the gpu device over WebGL2 (SwiftShader here) and compares the loss and gradients with the
+// same program compiled in Node; steps through reverse mode; and takes the README's picture into
+// a temporary folder (sizes compared with docs/pictures/viewer.png; `npm run docs:viewer-picture`
+// refreshes that one). Skips visibly without Chromium (CI: a failure).
+import { expect } from 'chai';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { findChromium, CHROMIUM_MISSING } from '../../scripts/chromium.js';
+import { decodePng } from '../../scripts/png.js';
+import { CHROMIUM_ARGS, VIEWPORT, viewerScreenshot } from '../../scripts/viewer-picture.js';
+import { VIEWER_EXAMPLES, VIEWER_EXAMPLE_NAMES } from '../../src/examples/viewer-programs.js';
+import { analyze, compile, kernelsOf, numbers, runProgram } from '../../viewer/model.js';
+import { needs } from '../helpers/needs.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+interface RunResult { device: string; numbers: number[][]; cpu: number[][]; reference: number[][] }
+interface StepResult { index: number; phase: string; node?: string; value?: string; adjoint?: string; from?: string[] }
+
+/** Same values within `tol`, relative to the larger magnitude (absolute near zero). */
+function expectClose(got: readonly number[][], want: readonly number[][], tol: number, what: string): void {
+  expect(got.length, what).to.equal(want.length);
+  got.forEach((g, i) => {
+    expect(g.length, `${what}[${i}]`).to.equal(want[i]!.length);
+    g.forEach((x, j) => expect(Math.abs(x - want[i]![j]!), `${what} output ${i}[${j}]: ${x} against ${want[i]![j]}`).to.be.at.most(tol * Math.max(1, Math.abs(want[i]![j]!))));
+  });
+}
+
+/** Starts `theanine viz --port 0` through the CLI's main (tsx: the sources, no build needed); resolves with its URL. */
+function startViz(): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', '-e', "import('./src/cli/main.ts').then(async (m) => { const c = await m.main(['node', 'theanine', 'viz', '--port', '0']); if (c !== 0) process.exit(c); })"], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  return new Promise((ok, fail) => {
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => { child.kill(); fail(new Error(`theanine viz printed no address in 90 s:\n${out}\n${err}`)); }, 90000);
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /serving the viewer at (http:\/\/127\.0\.0\.1:\d+\/)/.exec(out);
+      if (m !== null) { clearTimeout(timer); ok({ url: m[1]!, child }); }
+    });
+    child.stderr!.on('data', (d: Buffer) => { err += d.toString(); });
+    child.on('exit', (code) => { clearTimeout(timer); fail(new Error(`theanine viz exited with ${code}:\n${out}\n${err}`)); });
+  });
+}
+
+describe('in Chromium: the viewer served by theanine viz', function () {
+  this.timeout(240000);
+  let browser: Browser | undefined;
+  let viz: { url: string; child: ChildProcess } | undefined;
+  let page: Page;
+  const log: string[] = [];
+
+  before(async function () {
+    const bin = findChromium();
+    needs(this, 'the viewer in Chromium', bin === undefined ? CHROMIUM_MISSING : undefined);
+    viz = await startViz();
+    browser = await chromium.launch({ executablePath: bin!, args: CHROMIUM_ARGS });
+    page = await browser.newPage({ viewport: VIEWPORT });
+    page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
+    page.on('console', (m) => log.push(`${m.type()}: ${m.text()}`));
+    await page.goto(viz.url);
+    await page.waitForFunction('document.body.dataset.ready !== undefined || document.getElementById("status").classList.contains("error")', undefined, { timeout: 90000 });
+    const status = await page.textContent('#status');
+    expect(await page.evaluate('document.body.dataset.ready'), `the page ran its first example: ${status}\n${log.join('\n')}`).to.equal('1');
+  });
+
+  after(async () => {
+    await browser?.close();
+    viz?.child.kill();
+  });
+
+  async function runInPage(name: string, device: 'cpu' | 'gpu'): Promise<RunResult> {
+    return page.evaluate(async ([n, d]) => {
+      const v = (globalThis as unknown as { theanineViewer: { load(n: string): void; run(d: string): Promise<RunResult> } }).theanineViewer;
+      v.load(n);
+      return v.run(d);
+    }, [name, device] as const);
+  }
+
+  const inNode = new Map<string, number[][]>();
+  const want = (name: (typeof VIEWER_EXAMPLE_NAMES)[number]) => {
+    if (!inNode.has(name)) {
+      const a = analyze(runProgram(VIEWER_EXAMPLES[name]));
+      inNode.set(name, numbers(compile(a, 'cpu'), a));
+    }
+    return inNode.get(name)!;
+  };
+
+  for (const name of VIEWER_EXAMPLE_NAMES) {
+    it(`${name} on cpu: the page's loss and gradients are Node's`, async () => {
+      const r = await runInPage(name, 'cpu');
+      expect(r.device).to.equal('cpu');
+      // The same generated code on the same float32 inputs: equal up to the engines' Math functions.
+      expectClose(r.numbers, want(name), 1e-6, name);
+      expectClose(r.numbers, r.reference, 1e-5, `${name} against the page's reference interpreter`);
+    });
+
+    it(`${name} on WebGL2 (gpu:webgl2): Node's numbers within float32 GPU tolerance`, async () => {
+      const r = await runInPage(name, 'gpu');
+      expect(r.device).to.equal('gpu:webgl2');
+      // GLSL's exp/tanh/log are not bit-identical to V8's; float32 throughout (as chromium.test.ts).
+      expectClose(r.numbers, want(name), 1e-5, name);
+    });
+  }
+
+  it('passes and kernels: the pipeline\'s passes with changes, and the kernels Node\'s f.source() has', async () => {
+    await runInPage('mlp-gradient', 'cpu');
+    const got = await page.evaluate(() => {
+      const v = (globalThis as unknown as { theanineViewer: { passes(): { name: string; changed: number }[]; kernels(): { name: string; label: string; node?: string }[]; count(s: string): number } }).theanineViewer;
+      return { passes: v.passes(), kernels: v.kernels(), highlighted: v.count('#pass-graph g.changed') };
+    });
+    const a = analyze(runProgram(VIEWER_EXAMPLES['mlp-gradient']));
+    const f = compile(a, 'cpu');
+    numbers(f, a);
+    expect(got.passes.map((p) => p.name)).to.deep.equal(a.passes.map((p) => p.name));
+    expect(got.passes.find((p) => p.name === 'fusion')!.changed).to.be.above(0);
+    expect(got.highlighted, 'the first pass that changed something is shown with its changes highlighted').to.be.above(0);
+    expect(got.kernels.map((k) => k.label)).to.deep.equal(kernelsOf(f.source(), f.graph).map((k) => k.label));
+  });
+
+  it('steps through reverse mode: values forward, then adjoints from the loss (1) back, and verify_grad passes', async () => {
+    await runInPage('softmax-crossentropy', 'cpu');
+    const r = await page.evaluate(() => {
+      const v = (globalThis as unknown as { theanineViewer: { tab(n: string): void; steps(): number; step(k: number): StepResult; check(): { ok: boolean }; count(s: string): number } }).theanineViewer;
+      v.tab('reverse');
+      const total = v.steps();
+      const seen: StepResult[] = [];
+      for (let k = 1; k <= total; k++) seen.push(v.step(k));
+      return { total, seen, check: v.check(), red: v.count('#step-graph g.node.has-grad'), green: v.count('#step-graph g.node.has-value') };
+    });
+    const forward = r.seen.filter((s) => s.phase === 'forward');
+    const backward = r.seen.filter((s) => s.phase === 'backward');
+    expect(forward.length + backward.length).to.equal(r.total);
+    expect(r.seen.findIndex((s) => s.phase === 'backward')).to.equal(forward.length);
+    expect(backward[0]!.node).to.match(/^mean/);
+    expect(backward[0]!.adjoint).to.equal('1');
+    expect(backward.at(-1)!.node).to.match(/^placeholder/);
+    expect(r.check).to.deep.equal({ ok: true });
+    expect(r.red).to.equal(backward.length);
+    expect(r.green).to.equal(forward.length);
+  });
+
+  it('takes the README\'s picture (same size as docs/pictures/viewer.png)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'theanine-viewer-'));
+    try {
+      const file = join(dir, 'viewer.png');
+      await viewerScreenshot(browser!, viz!.url, file);
+      const shot = decodePng(readFileSync(file));
+      const committed = decodePng(readFileSync(join(root, 'docs', 'pictures', 'viewer.png')));
+      expect([shot.width, shot.height]).to.deep.equal([VIEWPORT.width, VIEWPORT.height]);
+      expect([committed.width, committed.height]).to.deep.equal([shot.width, shot.height]);
+      // Not blank: the header's blue and the graph's colours are there.
+      const colours = new Set<number>();
+      for (let i = 0; i < shot.rgba.length; i += 4 * 97) colours.add((shot.rgba[i]! << 16) | (shot.rgba[i + 1]! << 8) | shot.rgba[i + 2]!);
+      expect(colours.size).to.be.above(20);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

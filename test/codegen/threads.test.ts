@@ -1,0 +1,127 @@
+// Worker threads for large matrix products (src/codegen/cpu/threads.ts): the same numbers, bit
+// for bit, with one thread and with several (and as the JavaScript kernel, which sums as the
+// reference does), and the workers really take part.
+import { expect } from 'chai';
+import { backend as K, NDArray } from '../../src/index.js';
+import { setThreads, threadCount, PARALLEL_MIN_MACS } from '../../src/codegen/cpu/threads.js';
+import { setWasmKernel, threadPool } from '../../src/codegen/cpu/wasm-kernel.js';
+import { clearCompileCache } from '../../src/runtime/compile.js';
+import { threadPool as pool } from '../../src/codegen/cpu/threads.js';
+
+const fill = (shape: number[], k: number) => new NDArray(Float32Array.from({ length: shape.reduce((p, d) => p * d, 1) }, (_, i) => Math.sin(i * 0.37 + k) * (1 + (i % 7))), shape);
+
+/** A dense layer with bias and relu (edge tiles: 130 x 129 x 131), a transposed product, and a batched one. */
+function build() {
+  const x = K.placeholder([130, 129], null, 'float32');
+  const w = K.placeholder([129, 131], null, 'float32');
+  const b = K.placeholder([131], null, 'float32');
+  const p = K.placeholder([4, 70, 90], null, 'float32');
+  const q = K.placeholder([4, 90, 110], null, 'float32');
+  const f = K.function([x, w, b, p, q], [K.relu(K.dot(x, w).add(b)), K.dot(K.transpose(w), K.transpose(x)), K.batch_dot(p, q)]);
+  const vals = [fill([130, 129], 0), fill([129, 131], 1), fill([131], 2), fill([4, 70, 90], 3), fill([4, 90, 110], 4)];
+  return () => f(vals).map((r) => Array.from(r.data));
+}
+
+describe('codegen/cpu worker threads', function () {
+  this.timeout(120000);
+  afterEach(() => { setThreads(undefined); clearCompileCache(); });
+
+  it('the products of the test are large enough to be split', () => {
+    expect(130 * 129 * 131).to.be.greaterThan(PARALLEL_MIN_MACS);
+    expect(4 * 70 * 90 * 110).to.be.greaterThan(PARALLEL_MIN_MACS);
+  });
+
+  it('defaults to the configured or available cores; setThreads checks its argument', () => {
+    expect(threadCount()).to.be.at.least(1);
+    setThreads(3);
+    expect(threadCount()).to.equal(3);
+    expect(() => setThreads(0)).to.throw(RangeError, 'setThreads: argument n is 0; allowed: an integer from 1 to 256, or undefined');
+    expect(() => setThreads(1.5)).to.throw(RangeError, 'argument n is 1.5');
+  });
+
+  it('sums whole products (cache blocks) as the JavaScript kernel does, bit for bit', () => {
+    setThreads(1);
+    setWasmKernel(false);
+    clearCompileCache();
+    let js: number[][];
+    try {
+      js = build()();
+    } finally {
+      setWasmKernel(true);
+    }
+    clearCompileCache();
+    build()().forEach((g, i) => expect(g, `output ${i}`).to.deep.equal(js[i]));
+  });
+
+  it('gives the same numbers, bit for bit, with 1, 2 and 3 threads, with the workers summing panels', async () => {
+    setThreads(1);
+    clearCompileCache();
+    const one = build()();
+    for (const n of [2, 3]) {
+      setThreads(n);
+      clearCompileCache();
+      const run = build();
+      // Workers start asynchronously: until one is ready the calling thread sums every panel.
+      // Call until workers have taken panels (they run on their own threads; waiting lets them start).
+      const before = threadPool()?.workerPanels ?? 0;
+      let got = run();
+      for (let i = 0; i < 200 && (threadPool()?.workerPanels ?? 0) === before; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        got = run();
+      }
+      expect(threadPool()!.size, 'workers started').to.equal(n - 1);
+      expect(threadPool()!.workerPanels, 'panels summed by workers').to.be.greaterThan(before);
+      got.forEach((g, i) => expect(g, `output ${i}, ${n} threads`).to.deep.equal(one[i]));
+    }
+  });
+
+  it('stays correct after clear_session hands the workers a new memory', async () => {
+    setThreads(1);
+    clearCompileCache();
+    const one = build()();
+    setThreads(2);
+    for (let round = 0; round < 3; round++) {
+      clearCompileCache();
+      const run = build();
+      const before = threadPool()?.workerPanels ?? 0;
+      let got = run();
+      for (let i = 0; i < 200 && (threadPool()?.workerPanels ?? 0) === before; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        got = run();
+      }
+      expect(threadPool()!.workerPanels, `round ${round}: panels summed by workers`).to.be.greaterThan(before);
+      got.forEach((g, i) => expect(g, `round ${round}, output ${i}`).to.deep.equal(one[i]));
+    }
+  });
+
+  it('splits long elementwise loops of the SIMD tier over the threads, with the same numbers bit for bit', async () => {
+    const n = 64 * 4096 + 5 * 4096 + 7; // two passes of the shared memory, an edge chunk
+    const xs = fill([n], 5), ys = fill([n], 6);
+    const build = () => {
+      const x = K.placeholder([n], null, 'float32');
+      const y = K.placeholder([n], null, 'float32');
+      const f = K.function([x, y], [K.tanh(x.mul(y).add(1)).mul(x).sub(y), K.log(K.exp(y.mul(0.25)).add(x.mul(x)))]);
+      return { run: () => f([xs, ys]).map((r) => Array.from(r.data)), source: (f as unknown as { source(): string }).source() };
+    };
+    setThreads(1);
+    clearCompileCache();
+    const one = build();
+    expect(one.source).to.contain('WebAssembly SIMD');
+    expect(one.source).to.not.contain('w.par(');
+    const want = one.run();
+    for (const t of [2, 3]) {
+      setThreads(t);
+      clearCompileCache();
+      const many = build();
+      expect(many.source).to.contain('w.par(');
+      const before = pool()?.workerChunks ?? 0;
+      let got = many.run();
+      for (let i = 0; i < 200 && (pool()?.workerChunks ?? 0) === before; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        got = many.run();
+      }
+      expect(pool()!.workerChunks, `${t} threads: chunks computed by workers`).to.be.greaterThan(before);
+      got.forEach((g, i) => expect(g, `output ${i}, ${t} threads`).to.deep.equal(want[i]));
+    }
+  });
+});

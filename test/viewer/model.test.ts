@@ -1,0 +1,117 @@
+// What the viewer page computes, checked in Node (the page runs the same module): the graph and
+// gradient graph of each example, the pass-by-pass record against optimize(), the kernels of
+// f.source() linked to the nodes they compute, and reverse mode step by step against the
+// compiled gradient and finite differences.
+import { expect } from 'chai';
+import { backend as K, optimize } from '../../src/index.js';
+import { VIEWER_EXAMPLES, VIEWER_EXAMPLE_NAMES } from '../../src/examples/viewer-programs.js';
+import {
+  analyze, compile, kernelsOf, numbers, opsOf, programLineOf, PROGRAM_URL, rand, referenceNumbers, runProgram, stepThrough,
+} from '../../viewer/model.js';
+import { topoSort } from '../../src/ir/graph.js';
+
+describe('viewer model', function () {
+  this.timeout(120000);
+
+  it('runProgram: clear errors for programs that do not return { inputs, loss, wrt? }', () => {
+    expect(() => runProgram('return 3;')).to.throw(/must return \{ inputs, loss, wrt\? \}, got number/);
+    expect(() => runProgram('return { inputs: {}, loss: () => 0 };')).to.throw(/at least one input/);
+    expect(() => runProgram('return { inputs: { x: [1] }, loss: 2 };')).to.throw(/loss: \(x\) => tensor/);
+    expect(() => runProgram('return { inputs: { x: [1] }, loss: (x) => x, wrt: ["y"] };')).to.throw(/wrt must list names of its inputs \(x\), got \["y"\]/);
+    expect(() => analyze(runProgram('return { inputs: { x: [1] }, loss: (x) => 7 };'))).to.throw(/loss\(x\) must return a tensor, got number/);
+  });
+
+  it('rand: the same numbers every time, in [-1, 1), of the asked shape', () => {
+    const a = rand([2, 3], 4) as number[][];
+    expect(a).to.deep.equal(rand([2, 3], 4));
+    expect(a.length).to.equal(2);
+    expect(a[0]!.length).to.equal(3);
+    expect(a.flat().every((x) => x >= -1 && x < 1)).to.equal(true);
+    expect(rand([2, 3], 5)).to.not.deep.equal(a);
+  });
+
+  for (const name of VIEWER_EXAMPLE_NAMES) {
+    describe(name, () => {
+      const a = analyze(runProgram(VIEWER_EXAMPLES[name]));
+
+      it('the graph as built: loss and one gradient per wrt input, drawn with op, dtype and shape, gradient nodes boxed', () => {
+        expect(a.grads.length).to.equal(a.wrt.length);
+        expect(a.built.dot).to.contain('cluster_gradients');
+        expect(a.built.dot).to.contain('K.gradients: reverse mode');
+        for (const n of topoSort([a.loss, ...a.grads])) expect(a.built.ids.has(n), `node ${n.op} has a DOT id`).to.equal(true);
+        expect(a.built.dot).to.match(/float32 \(\d/);
+      });
+
+      it('the passes: the pipeline optimize() runs, same node counts, chained, and what changed', () => {
+        const ref = optimize([a.loss, ...a.grads]);
+        expect(a.passes.map((p) => p.name)).to.deep.equal(ref.passes.map((p) => p.name));
+        expect(a.passes.map((p) => p.nodesAfter)).to.deep.equal(ref.passes.map((p) => p.nodesAfter));
+        for (let k = 1; k < a.passes.length; k++) expect(a.passes[k]!.nodesBefore).to.equal(a.passes[k - 1]!.nodesAfter);
+        const fusion = a.passes.find((p) => p.name === 'fusion')!;
+        // Fusion makes fused nodes wherever it merged ops (pass-canonicalize leaves one sum: nothing to fuse).
+        if (fusion.nodesAfter < fusion.nodesBefore) expect(fusion.added.some((n) => n.op === 'fused'), 'fusion makes fused nodes').to.equal(true);
+        expect(fusion.added.every((n) => fusion.ids.has(n)), 'every changed node is drawn').to.equal(true);
+        // A pass that changed nothing marks nothing (merge only reorders commutative operands here).
+        for (const p of a.passes) if (p.nodesBefore === p.nodesAfter && p.added.length === 0) expect(p.removed).to.deep.equal([]);
+      });
+
+      it('the kernels: f.source() split per kernel, each fused kernel linked to a node with its ops', () => {
+        const f = compile(a, 'cpu');
+        numbers(f, a);
+        const ks = kernelsOf(f.source(), f.graph);
+        expect(ks.length).to.be.above(1);
+        const graph = new Set(topoSort(f.graph));
+        const linked = ks.filter((k) => k.node !== undefined);
+        expect(linked.length / ks.length, 'most kernels are linked').to.be.above(0.6);
+        for (const k of linked) {
+          expect(graph.has(k.node!)).to.equal(true);
+          const ops = (/\[([^\]]+)\]/.exec(k.label)?.[1] ?? k.label.split(' ')[0]!).split(',');
+          expect([...opsOf(k.node!)].sort(), `${k.name} ${k.label}`).to.deep.equal([...ops].sort());
+          expect(k.source.startsWith(`function ${k.name}(`)).to.equal(true);
+        }
+        expect(new Set(linked.map((k) => k.node)).size, 'one kernel per node').to.equal(linked.length);
+      });
+
+      it('reverse mode step by step: the loss starts at 1, input adjoints are the compiled gradients, verify_grad passes', () => {
+        const s = stepThrough(a);
+        expect(s.forward.length).to.be.above(3);
+        expect(s.backward[0]!.node).to.equal(a.loss);
+        // A loss that is not a scalar is summed first: every element's adjoint is 1.
+        expect(Array.from(s.backward[0]!.adjoint.data as ArrayLike<number>).every((x) => x === 1)).to.equal(true);
+        // Each node appears after all its consumers (reverse topological order).
+        const at = new Map(s.backward.map((b, i) => [b.node, i] as const));
+        for (const b of s.backward) for (const c of b.from) expect(at.get(c)!, `${c.op} before ${b.node.op}`).to.be.below(at.get(b.node)!);
+        const compiled = numbers(compile(a, 'cpu'), a);
+        a.wrt.forEach((i, k) => {
+          const step = s.backward.find((b) => b.node === a.placeholders[i])!;
+          const adj = Array.from(step.adjoint.data as ArrayLike<number>);
+          adj.forEach((x, j) => expect(Math.abs(x - compiled[k + 1]![j]!), `d loss / d ${a.names[i]}[${j}]`).to.be.at.most(1e-5));
+        });
+        expect(s.check).to.deep.equal({ ok: true });
+        for (const t of s.table) t.analytic.forEach((x, j) => expect(Math.abs(x - t.numeric[j]!), `${t.name}[${j}]`).to.be.at.most(2e-3 + 1e-2 * Math.abs(x)));
+      });
+
+      it('compiled numbers agree with the reference interpreter', () => {
+        const got = numbers(compile(a, 'cpu'), a);
+        const ref = referenceNumbers(a);
+        got.forEach((xs, i) => xs.forEach((x, j) => expect(Math.abs(x - ref[i]![j]!)).to.be.at.most(1e-5 * Math.max(1, Math.abs(ref[i]![j]!)))));
+      });
+    });
+  }
+
+  it('verify_grad\'s failure is reported with its message (|x| at its kink: symbolic 0, finite difference 1)', () => {
+    const a = analyze(runProgram('return { inputs: { x: [0, 0.5] }, loss: (x) => K.sum(K.abs(x)) };'));
+    const s = stepThrough(a);
+    expect(s.check.ok).to.equal(false);
+    expect(s.check.ok ? '' : s.check.message).to.match(/verify_grad: input 0, element 0: analytic gradient 0 vs finite difference 1/);
+    expect(Array.from(s.backward.find((b) => b.node === a.placeholders[0])!.adjoint.data as ArrayLike<number>)).to.deep.equal([0, 1]);
+  });
+
+  it('programLineOf: the editor line from a provenance record naming the program, else undefined', () => {
+    const x = K.placeholder([2], null, 'float32', false, 'x');
+    const y = K.exp(x);
+    expect(programLineOf(y)).to.equal(undefined);
+    Object.defineProperty(y, 'provenance', { value: { call: 'K.exp', at: `at loss (${PROGRAM_URL}:9:14)` }, configurable: true });
+    expect(programLineOf(y)).to.equal(7);
+  });
+});

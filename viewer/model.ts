@@ -1,0 +1,380 @@
+// What the viewer shows, computed by theanine itself and free of the DOM, so that Node (tests,
+// `theanine viz`) and the page compute the same thing: the graph a program builds and its
+// gradient graph, the optimizer pass by pass with what each pass changed, the kernels a compiled
+// function became and the nodes they came from, and reverse mode step by step on concrete inputs.
+//
+// A program is JavaScript with `K` (theanine's backend) and `rand` in scope that returns
+// `{ inputs, loss, wrt? }`: `inputs` maps names to concrete values, `loss(...tensors)` builds the
+// graph from one placeholder per input (in the order of `inputs`), `wrt` names the inputs to
+// differentiate (default: all). It is verify_grad's shape of a problem (Theano's too): a function
+// and the point to check it at.
+import { backend as K, verify_grad, GradientError } from '../src/index.js';
+import { gradients as reverseMode } from '../src/autodiff/grad.js';
+import { toDotWithIds, type DotCluster } from '../src/ir/dot.js';
+import type { FusedBody } from '../src/ir/fused.js';
+import { topoSort } from '../src/ir/graph.js';
+import { evaluate } from '../src/ir/interpret.js';
+import { NDArray, formatShape, type NestedArray } from '../src/ir/ndarray.js';
+import { Node, attrsKey } from '../src/ir/node.js';
+import { nodeLabel } from '../src/ir/printer.js';
+import { fusedLabel } from '../src/passes/fusion.js';
+import { runPasses } from '../src/passes/pass.js';
+import { resolvePipeline } from '../src/passes/user.js';
+import { cpuTarget } from '../src/runtime/compile.js';
+import type { CompiledFunction } from '../src/runtime/function.js';
+
+export type Backend = typeof K;
+
+export interface Program {
+  readonly inputs: Readonly<Record<string, NestedArray>>;
+  readonly loss: (...xs: Node[]) => Node;
+  readonly wrt?: readonly string[];
+}
+
+/** The file name the program's code runs under (stack traces and provenance name it). */
+export const PROGRAM_URL = 'viewer-program.js';
+
+/** Lines `new Function` puts before the body (`function anonymous(K,rand\n) {`). */
+export const PROGRAM_LINE_OFFSET = 2;
+
+/** Deterministic values in [-1, 1) of `shape` (a small LCG: the same numbers in Node and every browser). */
+export function rand(shape: readonly number[], seed = 1): NestedArray {
+  let s = (seed * 2654435761) >>> 0 || 1;
+  const next = () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return Math.round(((s / 2 ** 32) * 2 - 1) * 1000) / 1000;
+  };
+  const build = (d: number): NestedArray => (d === shape.length ? next() : Array.from({ length: shape[d]! }, () => build(d + 1)));
+  return build(0);
+}
+
+/** Runs a program's code (see the top of this file) and checks what it returns. */
+export function runProgram(code: string, k: Backend = K): Program {
+  if (typeof code !== 'string') throw new TypeError(`runProgram: code must be a string, got ${typeof code}`);
+  // The code is the user's own, run in the user's own page or process (as a REPL would).
+  // eslint-disable-next-line no-new-func
+  const fn = new Function('K', 'rand', `${code}\n//# sourceURL=${PROGRAM_URL}`) as (k: Backend, r: typeof rand) => unknown;
+  const p = fn(k, rand);
+  if (p === null || typeof p !== 'object') throw new TypeError(`the program must return { inputs, loss, wrt? }, got ${p === null ? 'null' : typeof p}`);
+  const { inputs, loss, wrt } = p as Partial<Program>;
+  if (inputs === null || typeof inputs !== 'object' || Object.keys(inputs).length === 0) throw new TypeError('the program must return { inputs: { name: value, ... } } with at least one input');
+  if (typeof loss !== 'function') throw new TypeError(`the program must return { loss: (${Object.keys(inputs).join(', ')}) => tensor }, got loss of type ${typeof loss}`);
+  if (wrt !== undefined) {
+    if (!Array.isArray(wrt) || wrt.some((w) => typeof w !== 'string' || !(w in inputs))) {
+      throw new TypeError(`the program's wrt must list names of its inputs (${Object.keys(inputs).join(', ')}), got ${JSON.stringify(wrt)}`);
+    }
+  }
+  return { inputs, loss, ...(wrt !== undefined ? { wrt } : {}) };
+}
+
+/** One pass of the optimizer as the viewer shows it. */
+export interface PassStep {
+  readonly name: string;
+  readonly doc: string;
+  readonly ms: number;
+  readonly nodesBefore: number;
+  readonly nodesAfter: number;
+  /** The graph after the pass (DOT) and each node's id in it. */
+  readonly dot: string;
+  readonly ids: Map<Node, string>;
+  /** Nodes the pass made (not in the graph before it): what it changed. */
+  readonly added: readonly Node[];
+  /** Ops of the nodes it dropped, with counts (`mul ×2`). */
+  readonly removed: readonly string[];
+}
+
+/** A kernel of the generated source and the node of the optimized graph it computes. */
+export interface KernelView {
+  readonly name: string;
+  readonly label: string;
+  readonly source: string;
+  readonly node: Node | undefined;
+}
+
+export interface Analysis {
+  readonly program: Program;
+  readonly names: readonly string[];
+  readonly placeholders: readonly Node[];
+  readonly values: readonly NDArray[];
+  readonly wrt: readonly number[];
+  readonly loss: Node;
+  readonly grads: readonly Node[];
+  /** The graph as built: loss and gradients, gradient nodes in their own box. */
+  readonly built: { readonly dot: string; readonly ids: Map<Node, string> };
+  readonly passes: readonly PassStep[];
+  readonly optimized: readonly Node[];
+}
+
+/**
+ * Structural classes of the nodes of a graph: two nodes are in one class when they have the same
+ * op, attrs, type and inputs of the same classes (leaves: only themselves). A pass that merges
+ * two equal constants rebuilds every node above them as new objects; by class, only what the
+ * pass really rewrote differs from the graph before it.
+ */
+const COMMUTATIVE = new Set(['add', 'mul', 'maximum', 'minimum', 'equal', 'not_equal']);
+
+class Classes {
+  private readonly ids = new Map<string, number>();
+  private readonly of = new Map<Node, number>();
+  classOf(n: Node): number {
+    const known = this.of.get(n);
+    if (known !== undefined) return known;
+    let key: string;
+    if (n.inputs.length === 0 && n.op !== 'constant') key = `leaf#${n.id}`;
+    else {
+      // Inputs first, without recursion (graphs can be deep).
+      for (const m of topoSort(n.inputs)) if (!this.of.has(m)) this.classOf(m);
+      const ins = n.inputs.map((i) => this.of.get(i)!);
+      // Input order of a commutative op is no change (merge puts it in a canonical order).
+      if (COMMUTATIVE.has(n.op)) ins.sort((x, y) => x - y);
+      key = `${n.op}${attrsKey(n.attrs)}:${n.dtype}${formatShape(n.shape)}(${ins.join(',')})`;
+    }
+    let id = this.ids.get(key);
+    if (id === undefined) this.ids.set(key, (id = this.ids.size));
+    this.of.set(n, id);
+    return id;
+  }
+}
+
+const GRADIENT: DotCluster = { id: 'gradients', label: 'K.gradients: reverse mode', kind: 'gradient' };
+
+function reachable(outputs: readonly Node[]): Set<Node> {
+  return new Set(topoSort(outputs));
+}
+
+/** Output names: `loss`, then `d loss / d W` per wrt input. */
+export function outputNames(a: Pick<Analysis, 'names' | 'wrt'>): string[] {
+  return ['loss', ...a.wrt.map((i) => `d loss / d ${a.names[i]}`)];
+}
+
+/** Builds the program's graph on placeholders, its gradients, and runs the optimizer pass by pass (the cpu pipeline, as optimize()). */
+export function analyze(program: Program, k: Backend = K): Analysis {
+  const names = Object.keys(program.inputs);
+  const values = names.map((n) => NDArray.from(program.inputs[n], 'float32', `input ${n}`));
+  const placeholders = names.map((n, i) => k.placeholder(values[i]!.shape, null, 'float32', false, n));
+  const loss = program.loss(...placeholders);
+  if (!(loss instanceof Node)) throw new TypeError(`loss(${names.join(', ')}) must return a tensor, got ${loss === null ? 'null' : typeof loss}`);
+  const wrt = (program.wrt ?? names).map((w) => names.indexOf(w));
+  const grads = k.gradients(loss, wrt.map((i) => placeholders[i]!));
+  const outputs = [loss, ...grads];
+  const forward = reachable([loss]);
+  const drawn = toDotWithIds(outputs, {
+    outputNames: outputNames({ names, wrt }),
+    cluster: (n) => (forward.has(n) ? undefined : GRADIENT),
+  });
+  const built = { dot: drawn.text, ids: drawn.ids };
+
+  const passes: PassStep[] = [];
+  const classes = new Classes();
+  let before = reachable(outputs);
+  const docs = new Map<string, string>();
+  const pipeline = resolvePipeline('fast_run', cpuTarget);
+  for (const p of pipeline) docs.set(p.name, p.doc);
+  const g = runPasses(pipeline, { outputs }, {
+    onPass: (r, after) => {
+      const now = reachable(after.outputs);
+      const had = new Set([...before].map((n) => classes.classOf(n)));
+      const has = new Set([...now].map((n) => classes.classOf(n)));
+      const added = [...now].filter((n) => !had.has(classes.classOf(n)));
+      const gone = new Map<string, number>();
+      for (const n of before) if (!has.has(classes.classOf(n))) gone.set(n.op, (gone.get(n.op) ?? 0) + 1);
+      const { text, ids } = toDotWithIds(after.outputs, { outputNames: outputNames({ names, wrt }), label: fusedLabel });
+      passes.push({
+        name: r.name, doc: docs.get(r.name) ?? '', ms: r.ms, nodesBefore: r.nodesBefore, nodesAfter: r.nodesAfter,
+        dot: text, ids, added, removed: [...gone].map(([op, c]) => (c > 1 ? `${op} ×${c}` : op)),
+      });
+      before = now;
+    },
+  });
+  return { program, names, placeholders, values, wrt, loss, grads, built, passes, optimized: g.outputs };
+}
+
+/** A compiled function of the analysis (loss and gradients) on `device`. */
+export function compile(a: Analysis, device: 'cpu' | 'gpu', k: Backend = K): CompiledFunction {
+  return k.function([...a.placeholders], [a.loss, ...a.grads], [], { device });
+}
+
+/** Runs a compiled function on the analysis' inputs: loss then gradients, flattened. */
+export function numbers(f: CompiledFunction, a: Analysis): number[][] {
+  return f(a.values).map((v) => Array.from(v.data as ArrayLike<number>, Number));
+}
+
+/** The same numbers from the reference interpreter (the definition of meaning). */
+export function referenceNumbers(a: Analysis): number[][] {
+  const feeds = new Map(a.placeholders.map((p, i) => [p, a.values[i]!] as const));
+  return evaluate([a.loss, ...a.grads], { feeds }).map((v) => Array.from(v.data as ArrayLike<number>, Number));
+}
+
+/** The op list of a fused node (as a kernel's label lists it), else the op alone. */
+export function opsOf(n: Node): string[] {
+  return n.op === 'fused' ? (n.attrs['body'] as FusedBody).ops() : [n.op];
+}
+
+/**
+ * The generated source split into kernels, each linked to the node of `graph` it computes: the
+ * cpu target's `function kN(...) { // <kind> [ops]` and the gpu target's kernels name the ops
+ * they fuse in a comment; a kernel is linked to the first node of the optimized graph (in
+ * topological order) with that op list that no earlier kernel took.
+ */
+export function kernelsOf(source: string, graph: readonly Node[]): KernelView[] {
+  const order = topoSort(graph);
+  const taken = new Set<Node>();
+  const out: KernelView[] = [];
+  const lines = source.split('\n');
+  const sorted = (xs: readonly string[]) => [...xs].sort().join(',');
+  let cur: { name: string; label: string; lines: string[] } | undefined;
+  const flush = () => {
+    if (cur === undefined) return;
+    const ops = (/\[([^\]]+)\]/.exec(cur.label)?.[1] ?? cur.label.split(' ')[0]!).split(',');
+    const free = order.filter((n) => !taken.has(n) && n.inputs.length > 0);
+    const node = free.find((n) => opsOf(n).join(',') === ops.join(',')) ?? free.find((n) => sorted(opsOf(n)) === sorted(ops));
+    if (node !== undefined) taken.add(node);
+    out.push({ name: cur.name, label: cur.label, source: cur.lines.join('\n'), node });
+    cur = undefined;
+  };
+  let gpuCount = 0;
+  for (const line of lines) {
+    // cpu: `function k3(...) { // matmul 3x2x4 [transpose,dot]`; gpu: `// max,sub: 12 elements` over a kernel.
+    const m = /^function (\w+)\(.*\)\s*\{\s*\/\/\s*(.*)$/.exec(line);
+    const g = /^\/\/ (.+): \d+ elements?/.exec(line);
+    if (m !== null || g !== null) {
+      flush();
+      cur = m !== null ? { name: m[1]!, label: m[2]!.trim(), lines: [line] } : { name: `kernel ${gpuCount++}`, label: g![1]!.trim(), lines: [line] };
+    } else if (cur?.name.startsWith('kernel ')) {
+      if (line.trim() === '') flush();
+      else cur.lines.push(line);
+    } else if (cur !== undefined && /^(function |"use strict"|return function|const k\d)/.test(line)) {
+      flush();
+    } else if (cur !== undefined) {
+      cur.lines.push(line);
+    }
+  }
+  flush();
+  return out;
+}
+
+/** One step of reverse mode: a node, its forward value, and (from the loss back) its adjoint. */
+export interface AdjointStep {
+  readonly node: Node;
+  readonly label: string;
+  readonly value: NDArray;
+  /** d loss / d node: the sum over the node's consumers of what each one's rule sends back. */
+  readonly adjoint: NDArray;
+  /** The nodes whose rules sent it something (its consumers on a path to the loss). */
+  readonly from: readonly Node[];
+}
+
+export interface StepThrough {
+  /** Forward values in topological order (the first half of the picture). */
+  readonly forward: readonly { readonly node: Node; readonly label: string; readonly value: NDArray }[];
+  /** Adjoints from the loss back, in reverse topological order. */
+  readonly backward: readonly AdjointStep[];
+  /** The DOT of the forward graph (values and adjoints are drawn on it step by step) and node ids. */
+  readonly dot: string;
+  readonly ids: Map<Node, string>;
+  /** verify_grad's finite-difference check: passed, or its message. */
+  readonly check: { readonly ok: true } | { readonly ok: false; readonly message: string };
+  /** Per wrt input: the symbolic gradient and central finite differences of the loss. */
+  readonly table: readonly { readonly name: string; readonly analytic: readonly number[]; readonly numeric: readonly number[] }[];
+}
+
+function isFloatNode(n: Node): boolean {
+  return n.type.items === undefined && (n.dtype === 'float32' || n.dtype === 'float64' || n.dtype === 'float16');
+}
+
+/** A short text of an array's values (the first few, then the count). */
+export function brief(v: NDArray, max = 4): string {
+  const d = Array.from(v.data as ArrayLike<number>, Number);
+  const f = (x: number) => (Number.isInteger(x) ? String(x) : Math.abs(x) >= 1e4 || (Math.abs(x) < 1e-3 && x !== 0) ? x.toExponential(2) : x.toFixed(4));
+  if (v.shape.length === 0) return f(d[0]!);
+  return `[${d.slice(0, max).map(f).join(', ')}${d.length > max ? `, … ${d.length} values` : ''}]`;
+}
+
+/**
+ * Reverse mode on the analysis' inputs, node by node: the forward values of the loss' graph,
+ * then each float node's adjoint (the gradient of the loss with respect to that node, built by
+ * K.gradients' own reverse mode and run by the reference interpreter), from the loss back to the
+ * inputs; then verify_grad on the same function and point.
+ */
+export function stepThrough(a: Analysis, opts: { readonly verify?: boolean } = {}): StepThrough {
+  const order = topoSort([a.loss]).filter((n) => n.type.items === undefined);
+  const feeds = new Map(a.placeholders.map((p, i) => [p, a.values[i]!] as const));
+  const values = evaluate(order, { feeds });
+  const floats = order.filter(isFloatNode);
+  const adjointGraphs = reverseMode(a.loss, floats, 'viewer');
+  const adjoints = evaluate(adjointGraphs, { feeds });
+  const adj = new Map(floats.map((n, i) => [n, adjoints[i]!] as const));
+  const val = new Map(order.map((n, i) => [n, values[i]!] as const));
+  const consumers = new Map<Node, Node[]>();
+  for (const n of order) for (const i of n.inputs) if (!(consumers.get(i) ?? []).includes(n)) consumers.set(i, [...(consumers.get(i) ?? []), n]);
+  const label = (n: Node) => nodeLabel(n);
+  const forward = order.map((n) => ({ node: n, label: label(n), value: val.get(n)! }));
+  const backward = [...floats].reverse().map((n) => ({
+    node: n, label: label(n), value: val.get(n)!, adjoint: adj.get(n)!,
+    from: (consumers.get(n) ?? []).filter((c) => adj.has(c)),
+  }));
+  const { text, ids } = toDotWithIds([a.loss], {
+    outputNames: ['loss'],
+    label: (n) => `${nodeLabel(n)}${val.has(n) ? `\nvalue ${brief(val.get(n)!, 3)}` : ''}${adj.has(n) ? `\ngrad ${brief(adj.get(n)!, 3)}` : ''}`,
+  });
+
+  let check: StepThrough['check'] = { ok: true };
+  if (opts.verify !== false) {
+    try {
+      verify_grad((...xs: Node[]) => a.program.loss(...xs), a.values);
+    } catch (e) {
+      if (!(e instanceof GradientError)) throw e;
+      check = { ok: false, message: e.message };
+    }
+  }
+  // The table: the symbolic gradient at the point and central differences of the loss (float32
+  // inputs: eps 1e-3 keeps rounding, about 1e-7 / eps, and the O(eps^2) error both near 1e-4).
+  const eps = 1e-3;
+  const lossAt = (vs: readonly NDArray[]) => {
+    const f = new Map(a.placeholders.map((p, i) => [p, vs[i]!] as const));
+    // A loss that is not a scalar is summed first, as K.gradients does.
+    return Array.from(evaluate([a.loss], { feeds: f })[0]!.data as ArrayLike<number>, Number).reduce((p, x) => p + x, 0);
+  };
+  const table = a.wrt.map((i) => {
+    const base = a.values[i]!;
+    const analytic = Array.from(adj.get(a.placeholders[i]!)?.data as ArrayLike<number> ?? new Float32Array(base.size), Number);
+    const numeric: number[] = [];
+    for (let j = 0; j < base.size; j++) {
+      const up = base.clone();
+      const down = base.clone();
+      up.data[j] = up.data[j]! + eps;
+      down.data[j] = down.data[j]! - eps;
+      const at = (b: NDArray) => lossAt(a.values.map((v, k) => (k === i ? b : v)));
+      numeric.push((at(up) - at(down)) / (2 * eps));
+    }
+    return { name: a.names[i]!, analytic, numeric };
+  });
+  return { forward, backward, dot: text, ids, check, table };
+}
+
+/** One line per node of a graph: `op dtype (shape)` (for tests and the page's tooltips). */
+export function describeNode(n: Node): string {
+  return `${fusedLabel(n) ?? nodeLabel(n)} ${n.dtype} ${formatShape(n.shape)}`;
+}
+
+/**
+ * Where the user's code built a node, if the node records it: a line of the program (1-based, as
+ * the editor counts) found in the node's provenance. The hook the page calls when a node or a
+ * kernel is clicked; nodes without a provenance record give undefined.
+ */
+export function programLineOf(n: Node): number | undefined {
+  const rec = (n as unknown as { provenance?: unknown }).provenance;
+  const texts: string[] = [];
+  const collect = (x: unknown, depth: number): void => {
+    if (depth > 3 || x === null || x === undefined) return;
+    if (typeof x === 'string') texts.push(x);
+    else if (Array.isArray(x)) for (const e of x) collect(e, depth + 1);
+    else if (typeof x === 'object') for (const v of Object.values(x as Record<string, unknown>)) collect(v, depth + 1);
+  };
+  collect(rec, 0);
+  for (const t of texts) {
+    const m = new RegExp(`${PROGRAM_URL.replace('.', '\\.')}:(\\d+)`).exec(t);
+    if (m !== null) return Number(m[1]) - PROGRAM_LINE_OFFSET;
+  }
+  return undefined;
+}
