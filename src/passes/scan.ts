@@ -25,9 +25,10 @@ export interface LowerScanOptions {
 
 const FN = 'lowerScan';
 
-export function lowerScan(outputs: readonly Node[], opts: LowerScanOptions = {}): Node[] {
+export function lowerScan(given: readonly Node[], opts: LowerScanOptions = {}): Node[] {
   const maxSteps = opts.maxUnrollSteps ?? 8;
   const maxNodes = opts.maxUnrolledNodes ?? 256;
+  const outputs = mergeScans(given);
   const order = topoSort(outputs);
   const readers = new Map<Node, Node[]>();
   for (const n of order) for (const i of n.inputs) readers.set(i, [...(readers.get(i) ?? []), n]);
@@ -107,6 +108,66 @@ function withRecordsOf(m: Node, sources: readonly Node[]): Node {
   return m;
 }
 
+/**
+ * One loop where two scans walk the same inputs with the same body and one body's outputs
+ * start with the other's (a gradient's forward scan, which also stacks the residuals its reverse
+ * scan reads, and the scan the loss reads): the shorter one's items are read from the longer one.
+ */
+function mergeScans(outputs: readonly Node[]): readonly Node[] {
+  const order = topoSort(outputs);
+  const scans = order.filter((n) => n.op === 'scan');
+  if (scans.length < 2) return outputs;
+  const into = new Map<Node, { to: Node; index: (i: number) => number }>();
+  const same = (x: readonly Node[], y: readonly Node[]) => x.length === y.length && x.every((v, i) => v === y[i]);
+  for (const s of scans) {
+    const a = s.attrs as unknown as ScanAttrs;
+    let best: Node | undefined;
+    for (const t of scans) {
+      const b = t.attrs as unknown as ScanAttrs;
+      if (t === s || into.has(t) || b.go_backwards !== a.go_backwards || b.n_steps !== a.n_steps || !same(t.inputs, s.inputs)) continue;
+      const [p, q] = [a.body, b.body];
+      if (!same(p.sequences, q.sequences) || !same(p.states, q.states) || !same(p.constants, q.constants) || !same(p.newStates, q.newStates)) continue;
+      if (q.outputs.length < p.outputs.length || !p.outputs.every((o, i) => o === q.outputs[i])) continue;
+      if (q.outputs.length === p.outputs.length && scans.indexOf(t) > scans.indexOf(s)) continue; // equal bodies: the first one stays
+      if (best === undefined || (best.attrs as unknown as ScanAttrs).body.outputs.length < q.outputs.length) best = t;
+    }
+    if (best === undefined) continue;
+    const nOut = a.body.outputs.length;
+    const extra = (best.attrs as unknown as ScanAttrs).body.outputs.length - nOut;
+    into.set(s, { to: best, index: (i) => (i < nOut ? i : i + extra) });
+  }
+  if (into.size === 0) return outputs;
+  // Chains (s into t into u) end at a scan that stays.
+  const target = (s: Node): { to: Node; index: (i: number) => number } => {
+    const m = into.get(s)!;
+    if (!into.has(m.to)) return m;
+    const next = target(m.to);
+    return { to: next.to, index: (i) => next.index(m.index(i)) };
+  };
+  const done = new Map<Node, Node>();
+  const get = (n: Node) => done.get(n) ?? n;
+  // A merged scan's inputs are those of the scan it joins, all before either in topological order.
+  const rebuilt = (n: Node): Node => {
+    let r = done.get(n);
+    if (r === undefined) {
+      const ins = n.inputs.map(get);
+      r = ins.some((x, i) => x !== n.inputs[i]) ? again(n, ins) : n;
+      done.set(n, r);
+    }
+    return r;
+  };
+  for (const n of order) {
+    if (n.inputs.length === 0 || into.has(n) || done.has(n)) continue;
+    if (n.op === 'tuple_get' && into.has(n.inputs[0]!)) {
+      const m = target(n.inputs[0]!);
+      done.set(n, withRecordsOf(apply('tuple_get', [rebuilt(m.to)], { ...n.attrs, index: m.index(n.attrs['index'] as number) }, FN), [n, n.inputs[0]!]));
+      continue;
+    }
+    rebuilt(n);
+  }
+  return outputs.map(get);
+}
+
 /** What item `i` of scan `s` must keep, given who reads it. Records tuple_gets narrowed to 'last'. */
 function narrowKeep(
   s: Node, i: number, keep: KeepMode, steps: number | null,
@@ -175,10 +236,17 @@ function hoistInvariants(b: ScanBody, inputs: readonly Node[]): { body: ScanBody
   const consts = [...b.constants, ...newArgs];
   const constInputs = [...inputs.slice(nLoop), ...hoisted];
   const keepK = consts.map((c) => read.has(c));
-  if (hoisted.length === 0 && keepK.every((k) => k)) return { body: b, inputs: [...inputs] };
+  // Sequences the step no longer reads go too (one stays: it gives the number of steps).
+  const nSeq = b.sequences.length;
+  const keepS = b.sequences.map((x) => read.has(x));
+  if (!keepS.some((k) => k) && nSeq > 0) keepS[0] = true;
+  if (hoisted.length === 0 && keepK.every((k) => k) && keepS.every((k) => k)) return { body: b, inputs: [...inputs] };
   const nOut = b.outputs.length;
-  const body = new ScanBody(b.sequences, b.states, consts.filter((_, k) => keepK[k]), results.slice(0, nOut), results.slice(nOut));
-  return { body, inputs: [...inputs.slice(0, nLoop), ...constInputs.filter((_, k) => keepK[k])] };
+  const body = new ScanBody(b.sequences.filter((_, i) => keepS[i]), b.states, consts.filter((_, k) => keepK[k]), results.slice(0, nOut), results.slice(nOut));
+  return {
+    body,
+    inputs: [...inputs.slice(0, nSeq).filter((_, i) => keepS[i]), ...inputs.slice(nSeq, nLoop), ...constInputs.filter((_, k) => keepK[k])],
+  };
 }
 
 /** The scan's items computed by `steps` copies of the body; undefined for items kept 'none'. */

@@ -59,6 +59,15 @@ interface Specialization {
   readonly dtypes: readonly DType[];
   /** Bytes of buffers it holds once run (0 when interpreted). */
   readonly bytes: number;
+  /** Whether it has run once (its first run is timed: compileTimes.firstRun). */
+  ran?: boolean;
+}
+
+/** The THEANINE_DEBUG=passes line of a new specialisation's phases (compileTimes). */
+function formatCompileTimes(shapes: readonly (readonly number[])[]): string {
+  const t = compileTimes;
+  const ms = (x: number) => `${x.toFixed(1)} ms`;
+  return `[theanine compile] specialisation for ${shapes.map((sh) => formatShape(sh)).join(', ')}: scan bodies' passes ${ms(t.bodyPasses)}, lowering ${ms(t.lower)}, buffer plan ${ms(t.plan)}, code generation ${ms(t.render)}, first run ${ms(t.firstRun)}`;
 }
 
 /** What one graph structure compiles to, independent of shapes and of which leaves it was built from. */
@@ -77,8 +86,14 @@ const programs = new Map<string, CompiledProgram>();
 const MAX_PROGRAMS = 256;
 const MAX_SPECIALIZATIONS = 16;
 export const compileStats = { programs: 0, specializations: 0 };
-/** Milliseconds spent in each compile phase by the latest compile (the bench reports them). */
-export const compileTimes = { passes: 0, lower: 0, plan: 0, render: 0 };
+/**
+ * Milliseconds spent in each compile phase by the latest compile (the bench reports them;
+ * THEANINE_DEBUG=passes prints them): the graph's passes (at K.function), then per shape
+ * specialisation the Scan bodies' passes, lowering to kernels (bodies' passes excluded), buffer
+ * planning, code generation (JavaScript source, `new Function`) and the first run of the new code
+ * (where V8 compiles it).
+ */
+export const compileTimes = { passes: 0, bodyPasses: 0, lower: 0, plan: 0, render: 0, firstRun: 0 };
 
 /**
  * Specialisations of every program, least recently used first, bounded in bytes of the buffers
@@ -179,7 +194,9 @@ function bodyOptimizer(passes: readonly Pass[]): (b: ScanBody) => readonly Node[
     let r = byPasses.get(key);
     if (r === undefined) {
       const onPass = passPrinter('scan body');
+      const t0 = performance.now();
       r = runPasses(passes, { outputs: b.results }, onPass === undefined ? {} : { onPass }).outputs;
+      compileTimes.bodyPasses += performance.now() - t0;
       byPasses.set(key, r);
     }
     return r;
@@ -196,6 +213,7 @@ function specialize(p: CompiledProgram, shapes: readonly (readonly number[])[]):
   compileStats.specializations++;
   const dtypes = p.graph.map((n) => n.dtype);
   try {
+    compileTimes.bodyPasses = 0;
     const t0 = performance.now();
     const prog = lowerProgram(p, shapes);
     const t1 = performance.now();
@@ -203,7 +221,7 @@ function specialize(p: CompiledProgram, shapes: readonly (readonly number[])[]):
     const plan = planBuffers(prog);
     const t2 = performance.now();
     const mod = buildModule(prog, plan, { profile: flags.has('kernels') });
-    Object.assign(compileTimes, { lower: t1 - t0, plan: t2 - t1, render: performance.now() - t2 });
+    Object.assign(compileTimes, { lower: t1 - t0 - compileTimes.bodyPasses, plan: t2 - t1, render: performance.now() - t2, firstRun: 0 });
     if (flags.has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
     const prof = mod.profile;
     const run: RunFn = prof === undefined ? mod.run : (ins, cells, phase, ctx) => {
@@ -308,7 +326,14 @@ export function compiledExecutor(req: CompileRequest): Executor & { source(): st
         if (s.invalid) checkFallbacks(req.name ?? 'function', s.fallbacks, policy, warned);
         return r;
       }
+      const first = !s.ran;
+      const t0 = first ? performance.now() : 0;
       const out = s.run(values.map((v) => v.data), cells, learningPhase, { learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) });
+      if (first) {
+        s.ran = true;
+        compileTimes.firstRun = performance.now() - t0;
+        if (debugFlags().has('passes')) debugSink(`${formatCompileTimes(values.map((v) => v.shape))}\n`);
+      }
       return out.map((a: TypedArray, i) => new ND(a, s.shapes[i]!, s.dtypes[i]!));
     },
     /** The program for these input shapes, over this function's variables (what f.exportModule renders). */

@@ -103,6 +103,7 @@ export function describe(pp: Prepared, indent = ''): string {
       case 'kernels': return s.kernels.map((k) => `${indent}// ${k.label.replace(/[^A-Za-z0-9_,. ]/g, '_')}: ${k.kernel.size} elements\n${[...k.kernel.functions, k.kernel.source].join('\n').replace(/^/gm, indent)}`).join('\n');
       case 'op': return `${indent}// op ${s.step.def.name} (a gpu kernel of its own)\n${[...s.lowered.kernel.functions, s.lowered.kernel.source].join('\n').replace(/^/gm, indent)}`;
       case 'scan': return `${indent}// scan ${s.step.steps} steps, a host loop over its body:\n${describe(s.body, `${indent}  `)}`;
+      case 'print': return `${indent}// print: a host callback (the value read back and written through the print hook)`;
       case 'host': return `${indent}// on the host: ${s.step.kind === 'extern' ? `op ${s.step.def.name}, not compiled: ${s.step.reason}` : `${s.step.kind} kernel`} (${s.why})`;
     }
   }).join('\n\n');
