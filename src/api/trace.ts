@@ -4,19 +4,13 @@
 // THEANINE_TRACE=0 (read through the platform module) or setTrace(false) turns recording off.
 import { platform } from '#platform';
 import { recordCall, recording, setTracing, tracingEnabled, userCode } from '../ir/provenance.js';
-import { ConfigError } from './config.js';
+import { traceSwitch } from './config.js';
 
 type Callable = (this: unknown, ...args: unknown[]) => unknown;
 
-const ON = ['1', 'true', ''];
-const OFF = ['0', 'false'];
-
-/** THEANINE_TRACE: unset, empty, 1 or true records; 0 or false does not; anything else is an error. */
+/** THEANINE_TRACE, read through the platform module (setEnvironment sets it in a page). */
 export function traceFromEnv(env: (name: string) => string | undefined = (n) => platform.env(n)): boolean {
-  const v = env('THEANINE_TRACE');
-  if (v === undefined || ON.includes(v.trim().toLowerCase())) return true;
-  if (OFF.includes(v.trim().toLowerCase())) return false;
-  throw new ConfigError(`environment variable THEANINE_TRACE is ${JSON.stringify(v)}; allowed: ${[...ON, ...OFF].map((s) => JSON.stringify(s)).join(', ')}`);
+  return traceSwitch(env('THEANINE_TRACE'));
 }
 
 let configured = false;

@@ -1,6 +1,6 @@
 // Provenance: the public call and the user's line recorded on each node, kept by every pass.
 import { expect } from 'chai';
-import { backend as K, debugprint, definePass, optimize, setTrace, traceEnabled } from '../../src/index.js';
+import { backend as K, debugprint, definePass, optimize, setEnvironment, setTrace, traceEnabled } from '../../src/index.js';
 import { ConfigError } from '../../src/api/config.js';
 import { traceFromEnv } from '../../src/api/trace.js';
 import type { Node } from '../../src/ir/node.js';
@@ -106,6 +106,17 @@ describe('provenance: recording', () => {
     expect(traceFromEnv(() => '1')).to.equal(true);
     expect(() => traceFromEnv(() => 'maybe')).to.throw(ConfigError, /THEANINE_TRACE is "maybe"; allowed: "1", "true", "", "0", "false"/);
     expect(() => setTrace('no' as never)).to.throw(TypeError, /setTrace: argument on must be true or false/);
+  });
+
+  it('setEnvironment({ THEANINE_TRACE: "0" }) turns recording off, as the variable does (a page has no environment)', () => {
+    try {
+      setEnvironment({ THEANINE_TRACE: '0' });
+      expect(K.exp(ph([2])).provenance).to.deep.equal([]);
+      expect(() => setEnvironment({ THEANINE_TRACE: 'off' })).to.throw(ConfigError, /THEANINE_TRACE is "off"/);
+    } finally {
+      setEnvironment({ THEANINE_TRACE: undefined });
+    }
+    expect(K.exp(ph([2])).provenance).to.have.length(1);
   });
 });
 
