@@ -5,7 +5,8 @@
 // columns of their own, and on the onnx backend (ONNX Runtime's CPU provider in a worker thread,
 // src/runtime/onnx; left out when onnxruntime-node is not installed). Rounds alternate between the implementations (so machine noise hits all of them),
 // and each figure is the median of the rounds. Writes bench/results.json; bench/README.md keeps the
-// latest figures. `npm run bench -- <filter>` runs only the cases whose name contains <filter>.
+// latest figures. `npm run bench -- <filter>` runs only the cases whose name contains <filter> (or any of
+// several alternatives separated by `|`); BENCH_COMPILE_ONLY=1 measures only their compile times.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { createRequire } from 'node:module';
@@ -25,7 +26,11 @@ import { measurePeak } from '../src/codegen/wasm/peak.js';
 import { hasRelaxedSimd } from '../src/codegen/wasm/encode.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 9);
-const filter = process.argv[2] ?? '';
+/** `npm run bench -- 'MLP|LSTM Keras-style Scan'`: cases whose name contains any of the alternatives. */
+const filters = (process.argv[2] ?? '').split('|');
+const picked = (name: string) => filters.some((f) => name.includes(f));
+/** BENCH_COMPILE_ONLY=1: only the compile times (and their phases) of the picked cases. */
+const COMPILE_ONLY = process.env['BENCH_COMPILE_ONLY'] === '1';
 
 /** The gpu column: theanine's own impl, its K.function built with the gpu device. */
 const GPU = process.env['BENCH_GPU'] !== '0' && !(loadGpuJs() instanceof Error);
@@ -96,7 +101,7 @@ async function main(): Promise<void> {
   print(`${'case'.padEnd(34)} ${'theanine'.padStart(12)} ${'tensorflow'.padStart(12)} ${'onnx'.padStart(12)} ${'gpu'.padStart(12)} ${'tfjs-cpu'.padStart(12)} ${'tfjs-wasm'.padStart(12)} ${'vs tf'.padStart(8)} ${'vs onnx'.padStart(8)} ${'vs cpu'.padStart(8)} ${'vs wasm'.padStart(8)}`);
 
   for (const c of cases()) {
-    if (!c.name.includes(filter)) continue;
+    if (!picked(c.name) || COMPILE_ONLY) continue;
     if (c.skip !== undefined) {
       print(`${c.name.padEnd(34)} ${'skipped: ' + c.skip}`);
       results.push({ name: c.name, skipped: c.skip });
@@ -110,7 +115,7 @@ async function main(): Promise<void> {
         set_backend('tensorflow');
         try { return await theanine(); } finally { set_backend('theanine'); }
       },
-      ...(ONNX ? {
+      ...(ONNX && c.noOnnx === undefined ? {
         onnx: async () => {
           set_backend('onnx');
           try { return await theanine(); } finally { set_backend('theanine'); }
@@ -165,16 +170,16 @@ async function main(): Promise<void> {
   // clearing only the program cache (kernel functions already compiled by V8: a rebuilt model);
   // hit = K.function again on the graph just compiled (the structural cache).
   print('');
-  print(`${'compile: build + K.function + first call'.padEnd(44)} ${'cold'.padStart(10)} ${'(cpu)'.padStart(9)} ${'warm kern.'.padStart(11)} ${'cache hit'.padStart(11)}  phases of the cold compile (ms)`);
+  print(`${'compile: build + K.function + first call'.padEnd(44)} ${'cold'.padStart(10)} ${'(cpu)'.padStart(9)} ${'warm kern.'.padStart(11)} ${'cache hit'.padStart(11)}  phases of the cold compile (ms; medians)`);
   const cpuMs = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
   const compile: Record<string, unknown>[] = [];
   for (const c of cases()) {
-    if (c.compile === undefined || !c.name.includes(filter) || c.skip !== undefined) continue;
+    if (c.compile === undefined || !picked(c.name) || c.skip !== undefined) continue;
     const colds: number[] = [];
     const coldCpu: number[] = [];
     const warms: number[] = [];
     const hits: number[] = [];
-    const phases: (typeof compileTimes)[] = [];
+    const phases: (typeof compileTimes & { graph: number })[] = [];
     for (let r = 0; r < 5; r++) {
       K.clear_session();
       clearCompileCache();
@@ -182,10 +187,12 @@ async function main(): Promise<void> {
       let t0 = performance.now();
       const c0 = cpuMs();
       const g = c.compile();
+      const built = performance.now();
       g.firstCall();
       colds.push(performance.now() - t0);
       coldCpu.push(cpuMs() - c0);
-      phases.push({ ...compileTimes });
+      // graph: building it (gradients included) and K.function's own work besides the passes
+      phases.push({ ...compileTimes, graph: built - t0 - compileTimes.passes });
       clearCompileCache();
       t0 = performance.now();
       const g2 = c.compile();
@@ -195,20 +202,21 @@ async function main(): Promise<void> {
       g2.recompile();
       hits.push(performance.now() - t0);
     }
-    const ph = (k: keyof typeof compileTimes) => median(phases.map((p) => p[k]));
-    const row = {
-      name: c.name, coldMs: median(colds), coldCpuMs: median(coldCpu), warmKernelsMs: median(warms), cacheHitMs: median(hits),
-      phasesMs: { passes: ph('passes'), lower: ph('lower'), plan: ph('plan'), render: ph('render') },
+    const ph = (k: keyof (typeof phases)[number]) => median(phases.map((p) => p[k]));
+    const phasesMs = {
+      graph: ph('graph'), passes: ph('passes'), bodyPasses: ph('bodyPasses'), lower: ph('lower'), plan: ph('plan'), render: ph('render'), firstRun: ph('firstRun'),
     };
+    const row = { name: c.name, coldMs: median(colds), coldCpuMs: median(coldCpu), warmKernelsMs: median(warms), cacheHitMs: median(hits), phasesMs };
     compile.push(row);
-    print(`${c.name.padEnd(44)} ${`${row.coldMs.toFixed(1)} ms`.padStart(10)} ${`${row.coldCpuMs.toFixed(1)}`.padStart(9)} ${`${row.warmKernelsMs.toFixed(1)} ms`.padStart(11)} ${`${row.cacheHitMs.toFixed(3)} ms`.padStart(11)}  passes ${row.phasesMs.passes.toFixed(1)}, lower ${row.phasesMs.lower.toFixed(1)}, plan ${row.phasesMs.plan.toFixed(1)}, render ${row.phasesMs.render.toFixed(1)}`);
+    const f = (x: number) => x.toFixed(1);
+    print(`${c.name.padEnd(44)} ${`${row.coldMs.toFixed(1)} ms`.padStart(10)} ${`${row.coldCpuMs.toFixed(1)}`.padStart(9)} ${`${row.warmKernelsMs.toFixed(1)} ms`.padStart(11)} ${`${row.cacheHitMs.toFixed(3)} ms`.padStart(11)}  graph ${f(phasesMs.graph)}, passes ${f(phasesMs.passes)}, scan bodies' passes ${f(phasesMs.bodyPasses)}, lower ${f(phasesMs.lower)}, plan ${f(phasesMs.plan)}, render ${f(phasesMs.render)}, first run ${f(phasesMs.firstRun)}`);
   }
 
   // Heap growth over 1000 calls of the training step.
   let heap: Record<string, unknown> | undefined;
   const gc = (globalThis as { gc?: () => void }).gc;
   const train = cases().find((c) => c.heap !== undefined && c.skip === undefined);
-  if (train !== undefined && train.name.includes(filter)) {
+  if (train !== undefined && picked(train.name) && !COMPILE_ONLY) {
     const step = train.heap!();
     for (let i = 0; i < 50; i++) step();
     gc?.();

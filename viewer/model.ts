@@ -359,11 +359,22 @@ export function describeNode(n: Node): string {
 
 /**
  * Where the user's code built a node, if the node records it: a line of the program (1-based, as
- * the editor counts) found in the node's provenance. The hook the page calls when a node or a
- * kernel is clicked; nodes without a provenance record give undefined.
+ * the editor counts). The hook the page calls when a node or a kernel is clicked. It reads a
+ * `provenance` list on the node: records with a `site` ({ file, line }) naming the program's file,
+ * else any text in a record (a captured stack) naming it. Nodes without one give undefined.
  */
 export function programLineOf(n: Node): number | undefined {
   const rec = (n as unknown as { provenance?: unknown }).provenance;
+  if (rec === undefined || rec === null) return undefined;
+  const records = Array.isArray(rec) ? rec : [rec];
+  const fromSite = (r: unknown): number | undefined => {
+    const site = (r as { site?: { file?: unknown; line?: unknown } } | null)?.site;
+    return typeof site?.file === 'string' && site.file.endsWith(PROGRAM_URL) && typeof site.line === 'number' ? site.line - PROGRAM_LINE_OFFSET : undefined;
+  };
+  for (const r of records) {
+    const line = fromSite(r);
+    if (line !== undefined) return line;
+  }
   const texts: string[] = [];
   const collect = (x: unknown, depth: number): void => {
     if (depth > 3 || x === null || x === undefined) return;
@@ -371,9 +382,10 @@ export function programLineOf(n: Node): number | undefined {
     else if (Array.isArray(x)) for (const e of x) collect(e, depth + 1);
     else if (typeof x === 'object') for (const v of Object.values(x as Record<string, unknown>)) collect(v, depth + 1);
   };
-  collect(rec, 0);
+  collect(records, 0);
+  const at = new RegExp(`${PROGRAM_URL.replace('.', '\\.')}:(\\d+)`);
   for (const t of texts) {
-    const m = new RegExp(`${PROGRAM_URL.replace('.', '\\.')}:(\\d+)`).exec(t);
+    const m = at.exec(t);
     if (m !== null) return Number(m[1]) - PROGRAM_LINE_OFFSET;
   }
   return undefined;

@@ -4,7 +4,8 @@
  */
 import { ValueError } from '../ir/errors.js';
 import { platform } from '#platform';
-import type { ConfigRead } from '../platform/types.js';
+import { environmentOverrides, type ConfigRead } from '../platform/types.js';
+import { setTracing } from '../ir/provenance.js';
 
 export type BackendName = 'theanine' | 'tensorflow' | 'onnx';
 export type Floatx = 'float16' | 'float32' | 'float64';
@@ -264,4 +265,72 @@ export function get_uid(prefix = ''): number {
 
 export function reset_uids(): void {
   uids.clear();
+}
+
+const TRACE_ON = ['1', 'true', ''];
+const TRACE_OFF = ['0', 'false'];
+
+/** THEANINE_TRACE's value: unset, empty, 1 or true record provenance; 0 or false do not; anything else is a ConfigError. */
+export function traceSwitch(v: string | undefined): boolean {
+  if (v === undefined || TRACE_ON.includes(v.trim().toLowerCase())) return true;
+  if (TRACE_OFF.includes(v.trim().toLowerCase())) return false;
+  throw new ConfigError(`environment variable THEANINE_TRACE is ${JSON.stringify(v)}; allowed: ${allowed([...TRACE_ON, ...TRACE_OFF])}`);
+}
+
+/**
+ * The environment switches theanine reads, and what each sets. In a browser (no environment
+ * variables) setEnvironment is how to set them; K.set_* covers the configuration ones too.
+ */
+export const ENVIRONMENT_SWITCHES = {
+  KERAS_BACKEND: 'the default backend (also set_backend)',
+  KERAS_HOME: 'the folder of keras.json (Node only: a browser reads no files)',
+  THEANINE_DEVICE: 'the default device (also K.set_device)',
+  THEANINE_THREADS: 'worker threads for large matrix products (Node only: a page uses one thread)',
+  THEANINE_DEBUG: 'debug topics: passes, gpu, source, cli, all (output: stderr, a browser\'s console)',
+  THEANINE_FALLBACK: 'warn or error when a function runs the reference interpreter (also K.function\'s fallback option)',
+  THEANINE_TRACE: '0 or false: nodes record no provenance (the K call and user line that built them; also setTrace)',
+  THEANINE_TFJS_BACKEND: 'the TensorFlow.js flavour of the tensorflow backend in Node (a page uses its active tfjs backend)',
+  THEANINE_GPU_MODE: 'force gpu.js\' mode on the gpu device',
+  THEANINE_ONNX_PROVIDER: 'the ONNX Runtime execution provider (Node only: the onnx backend)',
+} as const;
+export type EnvironmentSwitch = keyof typeof ENVIRONMENT_SWITCHES;
+
+/** Config fields the environment sets (re-read when setEnvironment changes them). */
+const CONFIG_SWITCHES: Partial<Record<EnvironmentSwitch, keyof KerasConfig | 'all'>> = {
+  KERAS_BACKEND: 'backend', THEANINE_DEVICE: 'device', THEANINE_THREADS: 'threads', KERAS_HOME: 'all',
+};
+
+/**
+ * Sets environment switches from code: `setEnvironment({ THEANINE_DEBUG: 'passes' })`. A browser
+ * has no environment variables, so this is how a page sets them; in Node an entry set here wins
+ * over the process environment. `undefined` removes an entry. Names are checked (the list is
+ * ENVIRONMENT_SWITCHES); the configuration switches (KERAS_BACKEND, THEANINE_DEVICE,
+ * THEANINE_THREADS, KERAS_HOME) are checked and applied at once, the others where they are read,
+ * as their environment variables are.
+ */
+export function setEnvironment(vars: Readonly<Record<string, string | undefined>>): void {
+  if (typeof vars !== 'object' || vars === null || Array.isArray(vars)) throw new TypeError(`setEnvironment: argument vars must be an object of switch names to strings, got ${show(vars)}`);
+  const names = Object.keys(ENVIRONMENT_SWITCHES);
+  for (const [k, v] of Object.entries(vars)) {
+    if (!names.includes(k)) throw new ValueError(`setEnvironment: unknown switch ${JSON.stringify(k)} (allowed: ${names.join(', ')})`);
+    if (v !== undefined && typeof v !== 'string') throw new TypeError(`setEnvironment: ${k} must be a string or undefined, got ${show(v)}`);
+  }
+  if (Object.hasOwn(vars, 'THEANINE_TRACE')) setTracing(traceSwitch(vars['THEANINE_TRACE']));
+  const before = new Map(environmentOverrides);
+  for (const [k, v] of Object.entries(vars)) {
+    if (v === undefined) environmentOverrides.delete(k);
+    else environmentOverrides.set(k, v);
+  }
+  const fields = Object.keys(vars).map((k) => CONFIG_SWITCHES[k as EnvironmentSwitch]).filter((f) => f !== undefined);
+  if (fields.length === 0) return;
+  try {
+    const fresh = loadConfig();
+    if (current === undefined || fields.includes('all')) current = Object.freeze(fresh);
+    else update(Object.fromEntries(fields.map((f) => [f, fresh[f as keyof KerasConfig]])) as Partial<KerasConfig>);
+  } catch (e) {
+    // A bad value changes nothing.
+    environmentOverrides.clear();
+    for (const [k, v] of before) environmentOverrides.set(k, v);
+    throw e;
+  }
 }

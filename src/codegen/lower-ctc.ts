@@ -31,6 +31,11 @@ type AddBuf = (dtype: DType, size: number, role: BufferRole) => number;
  */
 export function ctcCheck(op: number, j: number, b: number, x: number, T: number, L: number, n: number, blank: number): number {
   let msg = '';
+  // op 2 (ctc_path_probs): x is Y[j], T the number of classes
+  if (op === 2) {
+    if (!(x >= -T && x < T)) throw new RangeError(`ctc_path_probs: Y[${j}] = ${x} is not a class index for ${T} classes (-1 is the blank)`);
+    return x;
+  }
   if (j === 0) {
     if (!(x >= 0 && x <= T)) msg = `sample ${b}: input_length ${x} is outside 0..${T} (the time steps of y_pred)`;
   } else if (j === 1) {
@@ -217,4 +222,162 @@ export function lowerCtc(
   return { steps, value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
 }
 
-export const CTC_OPS = ['ctc_loss', 'ctc_loss_grad', 'ctc_interleave_blanks'] as const;
+export const CTC_OPS = ['ctc_loss', 'ctc_loss_grad', 'ctc_interleave_blanks', 'ctc_update_log_p', 'ctc_path_probs'] as const;
+
+interface Item { readonly shape: readonly number[]; readonly dtype: DType }
+
+/**
+ * Kernels for Keras 1's tuple-valued Theano helpers (src/ir/ops/ctc-theano.ts), or undefined for
+ * other ops. ctc_update_log_p: one kernel for the scalars (the reachable count after the step, the
+ * rescaling max), one for the row. ctc_path_probs: the reachable counts of every step (a recursion
+ * over time), the forward and the reversed recursion (rows over time, each reading the row before),
+ * then log_probs and the mask. Same operations as the reference, in its order.
+ */
+export function lowerCtcTuple(n: Node, items: readonly Item[], ins: readonly ValueRef[], b: ExprBuilder, addBuf: AddBuf): { steps: Step[]; items: ValueRef[] } | undefined {
+  if (n.op !== 'ctc_update_log_p' && n.op !== 'ctc_path_probs') return undefined;
+  const op = b.op.bind(b);
+  const NEG = b.const(-Infinity);
+  const steps: Step[] = [];
+  const kernel = (label: string, vars: Var[], stores: Store[]) => steps.push({ kind: 'loop', label, vars, stores } satisfies LoopKernel);
+  const at = (v: ValueRef, ix: IExpr) => b.load(v.buf, iadd(ix, iconst(v.offset)));
+  const ref = (buf: number, it: Item): ValueRef => ({ buf, offset: 0, shape: it.shape, dtype: it.dtype });
+
+  if (n.op === 'ctc_update_log_p') {
+    const [skip, zeros, active, curr, prev] = ins as [ValueRef, ValueRef, ValueRef, ValueRef, ValueRef];
+    const N = zeros.shape[0]!;
+    const K = skip.shape[0]!;
+    const [nextItem, rowItem] = items as [Item, Item];
+    // hdr = [act, next, common]: act = max(0, min(active, n)); next = min(max(active + 1, max(-1, skips below active) + 3), n)
+    const hdr = addBuf('float64', 3, 'temp');
+    const nextOut = addBuf('int32', 1, 'temp');
+    {
+      const v0 = newVar(1);
+      const a = at(active, iconst(0));
+      const act = op('max', b.const(0), op('min', a, b.const(N)));
+      let top: Expr = b.const(-1);
+      if (K > 0) {
+        const vk = newVar(K);
+        const sk = at(skip, ivar(vk));
+        top = op('max', top, b.reduce('max', [vk], op('select', op('lt', sk, a), sk, b.const(-Infinity))));
+      }
+      const next = op('min', op('max', op('add', a, b.const(1)), op('add', top, b.const(3))), b.const(N));
+      let common: Expr = NEG;
+      if (N > 0) {
+        const vs = newVar(N);
+        common = b.reduce('max', [vs], op('select', op('lt', b.index(ivar(vs)), act), at(prev, ivar(vs)), NEG));
+      }
+      kernel('ctc_update_log_p:count', [v0], [
+        { buf: hdr, index: iconst(0), value: act, dtype: 'float64' },
+        { buf: hdr, index: iconst(1), value: next, dtype: 'float64' },
+        { buf: hdr, index: iconst(2), value: common, dtype: 'float64' },
+        { buf: nextOut, index: iconst(0), value: b.cast('int32', next), dtype: 'int32' },
+      ]);
+    }
+    const row = addBuf(rowItem.dtype, N, 'temp');
+    if (N > 0) {
+      const vs = newVar(N);
+      const is = ivar(vs);
+      const s = b.index(is);
+      const [act, next, common] = [b.load(hdr, iconst(0)), b.load(hdr, iconst(1)), b.load(hdr, iconst(2))];
+      const a = at(active, iconst(0));
+      const pAt = (ix: IExpr) => op('exp', op('sub', at(prev, ix), common));
+      const q = (ix: IExpr, j: Expr) => op('select', op('lt', j, act), pAt(ix), at(zeros, ix));
+      const before = iclamp(iadd(is, iconst(-1)), 0, N - 1);
+      const base = op('select', op('eq', s, b.const(0)), q(is, s), op('add', q(is, s), q(before, op('sub', s, b.const(1)))));
+      let moved = base;
+      if (K > 0) {
+        // the skip from i = s - 2 (p[i], or NaN where the reference's p[i] is undefined), once per listed i, in list order
+        const vk = newVar(K);
+        const sk = at(skip, ivar(vk));
+        const j = op('sub', s, b.const(2));
+        const two = iclamp(iadd(is, iconst(-2)), 0, N - 1);
+        const p = op('select', op('and', op('ge', j, b.const(0)), op('lt', j, act)), pAt(two), b.const(Number.NaN));
+        moved = op('add', base, b.reduce('sum', [vk], op('select', op('and', op('lt', sk, a), op('eq', sk, j)), p, b.const(0))));
+      }
+      const value = op('select', op('lt', s, next), op('add', op('add', at(curr, is), op('log', moved)), common), at(zeros, is));
+      kernel('ctc_update_log_p', [vs], [{ buf: row, index: is, value: b.cast(rowItem.dtype, value), dtype: rowItem.dtype }]);
+    }
+    return { steps, items: [ref(nextOut, nextItem), ref(row, rowItem)] };
+  }
+
+  // ctc_path_probs(predict (T, C), Y (n,)) with the reference's alpha
+  const [pred, y] = ins as [ValueRef, ValueRef];
+  const [T, C] = pred.shape as [number, number];
+  const N = y.shape[0]!;
+  const alpha = n.attrs['alpha'] as number;
+  const [probsItem, maskItem] = items as [Item, Item];
+  const probs = addBuf(probsItem.dtype, T * N, 'temp');
+  const mask = addBuf('bool', T * N, 'temp');
+  if (T * N === 0) return { steps, items: [ref(probs, probsItem), ref(mask, maskItem)] };
+  // cls[s]: Y[s] checked as the reference checks it, -1 counted from the end
+  const cls = addBuf('float64', N, 'temp');
+  {
+    const vs = newVar(N);
+    const is = ivar(vs);
+    const x = b.call(ctcCheckLive, 'ctc_check', [b.const(2), b.index(is), b.const(0), at(y, is), b.const(C), b.const(0), b.const(0), b.const(0)]);
+    kernel('ctc_path_probs:classes', [vs], [{ buf: cls, index: is, value: op('select', op('lt', x, b.const(0)), op('add', x, b.const(C)), x), dtype: 'float64' }]);
+  }
+  /** L[t, s] = log((1 - alpha) predict[t, cls[s]] + alpha / n), for position s of the label, or of the reversed one. */
+  const Lt = (it: IExpr, is: IExpr) => op('log', op('add', op('mul', b.const(1 - alpha), b.load(pred.buf, iadd(iconst(pred.offset), iscale(it, C)), { row: b.load(cls, is), stride: 1 })), b.const(alpha / N)));
+  // Theano's skip indices: odd i < 2 K + 1 with K = floor((n - 3) / 2) and Y[i] != Y[i + 2] (of Y, or of Y reversed)
+  const K = Math.max(0, Math.floor((N - 3) / 2));
+  const isSkip = (reversed: boolean, is: IExpr): Expr => {
+    if (K === 0) return b.const(0);
+    const s = b.index(is);
+    const yAt = (k: number) => at(y, reversed ? iclamp(iadd(iconst(N - 1 - k), iscale(is, -1)), 0, N - 1) : iclamp(iadd(is, iconst(k)), 0, N - 1));
+    return op('and', op('and', op('eq', op('imod', s, b.const(2)), b.const(1)), op('lt', s, b.const(2 * K + 1))), op('ne', yAt(0), yAt(2)));
+  };
+  /** The forward recursion (or the reversed one): reachable counts A[0..T], rows F[t, s]. */
+  const recursion = (reversed: boolean): { A: number; F: number } => {
+    const tag = reversed ? 'backward' : 'forward';
+    const A = addBuf('float64', T + 1, 'temp');
+    {
+      const vu = newVar(T + 1);
+      const iu = ivar(vu);
+      const prevA = b.load(A, imod(iadd(iu, iconst(T)), T + 1)); // A[u - 1], in range at u = 0 (where it is not used)
+      const vi = newVar(N);
+      const top = op('max', b.const(-1), b.reduce('max', [vi], op('select', op('and', isSkip(reversed, ivar(vi)), op('lt', b.index(ivar(vi)), prevA)), b.index(ivar(vi)), b.const(-Infinity))));
+      const next = op('min', op('max', op('add', prevA, b.const(1)), op('add', top, b.const(3))), b.const(N));
+      kernel(`ctc_path_probs:${tag} counts`, [vu], [{ buf: A, index: iu, value: op('select', op('eq', b.index(iu), b.const(0)), b.const(1), next), dtype: 'float64' }]);
+    }
+    const F = addBuf('float64', T * N, 'temp');
+    const [vt, vs] = [newVar(T), newVar(N)];
+    const [it, is] = [ivar(vt), ivar(vs)];
+    const [t, s] = [b.index(it), b.index(is)];
+    const before = b.load(A, it); // the reachable count before the step
+    const after = b.load(A, iadd(it, iconst(1)));
+    const act = op('max', b.const(0), op('min', before, b.const(N)));
+    const prevT = imod(iadd(it, iconst(T - 1)), T); // row t - 1 (zeros at t = 0)
+    const prevAt = (ix: IExpr) => op('select', op('eq', t, b.const(0)), b.const(0), b.load(F, ravel([prevT, ix], [T, N])));
+    const vc = newVar(N);
+    const common = b.reduce('max', [vc], op('select', op('lt', b.index(ivar(vc)), act), prevAt(ivar(vc)), NEG));
+    const pAt = (ix: IExpr) => op('exp', op('sub', prevAt(ix), common));
+    const q = (ix: IExpr, j: Expr) => op('select', op('lt', j, act), pAt(ix), b.const(0));
+    const s1 = iclamp(iadd(is, iconst(-1)), 0, N - 1);
+    const s2 = iclamp(iadd(is, iconst(-2)), 0, N - 1);
+    const base = op('select', op('eq', s, b.const(0)), q(is, s), op('add', q(is, s), q(s1, op('sub', s, b.const(1)))));
+    const j = op('sub', s, b.const(2));
+    const moved = op('select', op('and', op('ge', j, b.const(0)), op('and', isSkip(reversed, s2), op('lt', j, before))), op('add', base, pAt(s2)), base);
+    // row u of the reversed problem is step T - 1 - u at position n - 1 - s
+    const curr = reversed ? Lt(iadd(iconst(T - 1), iscale(it, -1)), iadd(iconst(N - 1), iscale(is, -1))) : Lt(it, is);
+    const value = op('select', op('lt', s, after), op('add', op('add', curr, op('log', moved)), common), b.const(0));
+    kernel(`ctc_path_probs:${tag}`, [vt, vs], [{ buf: F, index: ravel([it, is], [T, N]), value, dtype: 'float64' }]);
+    return { A, F };
+  };
+  const f = recursion(false);
+  const r = recursion(true);
+  {
+    const [vt, vs] = [newVar(T), newVar(N)];
+    const [it, is] = [ivar(vt), ivar(vs)];
+    const ru = iadd(iconst(T - 1), iscale(it, -1));
+    const rs = iadd(iconst(N - 1), iscale(is, -1));
+    const index = ravel([it, is], [T, N]);
+    const lp = op('sub', op('add', b.load(f.F, index), b.load(r.F, ravel([ru, rs], [T, N]))), Lt(it, is));
+    const m = op('and', op('lt', b.index(is), b.load(f.A, iadd(it, iconst(1)))), op('lt', b.index(rs), b.load(r.A, iadd(ru, iconst(1)))));
+    kernel('ctc_path_probs', [vt, vs], [
+      { buf: probs, index, value: b.cast(probsItem.dtype, lp), dtype: probsItem.dtype },
+      { buf: mask, index, value: m, dtype: 'bool' },
+    ]);
+  }
+  return { steps, items: [ref(probs, probsItem), ref(mask, maskItem)] };
+}

@@ -19,6 +19,7 @@ import type { KeepMode, ScanAttrs } from '../ir/ops/control.js';
 import { lowerScan } from './lower-scan.js';
 import { lowerDataOp, type DataLowerEnv } from './lower-data.js';
 import { externReason } from './no-kernel.js';
+import { lowerCtcTuple } from './lower-ctc.js';
 import { collapseLoopKernel } from './collapse.js';
 import { templateOf, type LoopTemplate, type MatmulTemplate, type TemplateCtx } from './templates.js';
 
@@ -80,6 +81,13 @@ export function lower(spec: LowerSpec): Program {
     if (n.op === 'constant') { values.set(n, constant(n.attrs['value'] as NDArray)); continue; }
     const kv = known.get(n);
     if (kv !== undefined && n.inputs.length > 0) { values.set(n, constant(kv)); continue; }
+    if (n.op === 'print') {
+      // A host callback in the generated code; the value passes through.
+      const v = values.get(n.inputs[0]!)!;
+      steps.push({ kind: 'print', label: 'print', message: n.attrs['message'] as string, input: v });
+      values.set(n, v);
+      continue;
+    }
     if (n.op === 'tuple_get') { values.set(n, tupleItems.get(n.inputs[0]!)![n.attrs['index'] as number]!); continue; }
     let why = externReason(n.op);
     if (n.op === 'scan') {
@@ -91,8 +99,16 @@ export function lower(spec: LowerSpec): Program {
       }
       why = lowered.reason;
     }
+    if (t.items !== undefined && n.op !== 'scan') {
+      const lt = lowerCtcTuple(n, t.items, n.inputs.map((i) => values.get(i)!), new ExprBuilder((buf) => buffers[buf]!.dtype), (dtype, size, role) => addBuf(dtype, size, role));
+      if (lt !== undefined) {
+        steps.push(...lt.steps);
+        tupleItems.set(n, lt.items);
+        continue;
+      }
+    }
     if (t.items !== undefined) {
-      // A tuple-valued op (a Scan): its implTuple, one buffer per item.
+      // A tuple-valued op (a Scan, ctc_decode): its implTuple, one buffer per item.
       const outs = t.items.map((it) => ({ buf: addBuf(it.dtype, sizeOf(it.shape), 'extern'), shape: it.shape, dtype: it.dtype }));
       steps.push({ kind: 'extern', label: n.op, reason: why, def: getOp(n.op), attrs: n.attrs, inputs: n.inputs.map((i) => values.get(i)!), tuple: true, outs });
       tupleItems.set(n, outs.map((o) => ({ ...o, offset: 0 })));

@@ -17,7 +17,7 @@ export function apply(op: string, inputs: readonly Node[], attrs: Attrs = {}, fn
   try {
     type = def.infer(inputs.map((n) => n.type), attrs as never);
   } catch (e) {
-    throw rethrow(e, fn);
+    throw e instanceof InferError ? inferenceFailure(rethrow(e, fn)) : e;
   }
   for (const t of type.items ?? [type]) checkSize(fn, op, t);
   return intern(op, inputs, attrs, type);
@@ -35,7 +35,7 @@ function checkSize(fn: string, op: string, t: TensorType): void {
   let n = 1;
   for (const d of t.shape) if (d !== null) n *= d;
   if (n > MAX_ELEMENTS) {
-    throw new ValueError(`${fn}: the result of ${op} would have shape ${formatShape(t.shape)}, ${n} elements; a typed array holds at most ${MAX_ELEMENTS} (2^32 - 1), so no backend can hold it. Split the computation or reduce the shape`);
+    throw inferenceFailure(new ValueError(`${fn}: the result of ${op} would have shape ${formatShape(t.shape)}, ${n} elements; a typed array holds at most ${MAX_ELEMENTS} (2^32 - 1), so no backend can hold it. Split the computation or reduce the shape`));
   }
 }
 
@@ -44,6 +44,22 @@ export function leaf(op: string, attrs: Attrs, cell?: VariableCell): Node {
   const def = getOp(op);
   const type = def.infer([], attrs as never);
   return fresh(op, attrs, type, cell);
+}
+
+const inferenceFailures = new WeakSet<Error>();
+
+function inferenceFailure(e: Error): Error {
+  inferenceFailures.add(e);
+  return e;
+}
+
+/**
+ * Whether `e` says that a node could not be built because its operands' types do not fit the
+ * op (its inference refused them, or the result is too large): the rewrite engine's sign that a
+ * rule's replacement does not exist here, as opposed to a bug in the rule.
+ */
+export function isInferenceFailure(e: unknown): boolean {
+  return e instanceof Error && inferenceFailures.has(e);
 }
 
 /** Turns an InferError into the user-facing error class, prefixed with the function name. */

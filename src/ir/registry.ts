@@ -1,6 +1,7 @@
 // Every built-in op, by name. `OpName` is the key set, so tables keyed by op name elsewhere
 // (gradient rules, codegen templates) are typed `Record<OpName, ...>` and a missing entry is a type error.
 import type { OpDef } from './op.js';
+import type { Node } from './node.js';
 import { elementwiseOps, whereOp } from './ops/elementwise.js';
 import { argOps, reduceOps } from './ops/reduce.js';
 import { convOps } from './ops/conv.js';
@@ -77,4 +78,20 @@ export function getOp(name: string): OpDef<never> {
   const d = isBuiltin(name) ? (builtinOps[name] as OpDef<never>) : userOps.get(name);
   if (d === undefined) throw new Error(`unknown op ${JSON.stringify(name)}`);
   return d;
+}
+
+/** Whether an op of that name exists now (built-in, or a user op defined so far). */
+export function hasOp(name: string): boolean {
+  return isBuiltin(name) || userOps.has(name);
+}
+
+/** The attrs record of built-in op `K`, as its definition types them. */
+export type AttrsOf<K extends OpName> = (typeof builtinOps)[K] extends OpDef<infer A> ? A : never;
+
+/** A node of built-in op `K`, its attrs typed. */
+export type OpNode<K extends OpName> = Node & { readonly op: K; readonly attrs: AttrsOf<K> };
+
+/** Whether `n` is a node of one of `ops` (and so has their attrs). */
+export function isOp<K extends OpName>(n: Node, ...ops: readonly K[]): n is OpNode<K> {
+  return (ops as readonly string[]).includes(n.op);
 }

@@ -3,14 +3,16 @@
 // engine checks), so `x * 1` stays when the 1 broadcasts x to a larger shape or a wider dtype.
 import { apply } from '../ir/build.js';
 import { NDArray } from '../ir/ndarray.js';
-import type { Node } from '../ir/node.js';
-import { getOp } from '../ir/registry.js';
+import { isOp } from '../ir/registry.js';
 import { isFullyKnown } from '../ir/types.js';
 import { foldRule } from './constant-fold.js';
 import { commuteRule } from './merge.js';
 import { definePass } from './pass.js';
 import { rule } from './pattern.js';
-import { rewriteGraph, type Rewrite } from './rewrite.js';
+import { rewrite, rewriteGraph, type Rewrite } from './rewrite.js';
+
+/** The reduction ops (each with `axes`). */
+const REDUCTIONS = ['sum', 'prod', 'mean', 'max', 'min', 'any', 'all'] as const;
 
 /** Identities written as data. */
 export const algebraicRules: readonly Rewrite[] = [
@@ -32,61 +34,39 @@ export const algebraicRules: readonly Rewrite[] = [
   rule({ name: 'where_same', from: '(where ?c ?x ?x)', to: '?x' }),
 ];
 
-const castSame: Rewrite = {
-  name: 'cast_same',
-  apply: (n) => (n.op === 'cast' && n.inputs[0]!.dtype === n.attrs['dtype'] ? n.inputs[0] : undefined),
-};
+const castSame = rewrite('cast_same', ['cast'], (n) => (n.inputs[0]!.dtype === n.attrs.dtype ? n.inputs[0] : undefined));
 
 /** transpose(transpose(x, p), q) = transpose(x, p∘q); the identity permutation disappears. */
-const transposeRule: Rewrite = {
-  name: 'transpose_transpose',
-  apply(n) {
-    if (n.op !== 'transpose') return undefined;
-    const q = n.attrs['perm'] as readonly number[];
-    const x = n.inputs[0]!;
-    if (q.every((p, i) => p === i)) return x;
-    if (x.op !== 'transpose') return undefined;
-    const p = x.attrs['perm'] as readonly number[];
-    const perm = q.map((i) => p[i]!);
-    const inner = x.inputs[0]!;
-    return perm.every((v, i) => v === i) ? inner : apply('transpose', [inner], { perm });
-  },
-};
+const transposeRule = rewrite('transpose_transpose', ['transpose'], (n) => {
+  const q = n.attrs.perm;
+  const x = n.inputs[0]!;
+  if (q.every((p, i) => p === i)) return x;
+  if (!isOp(x, 'transpose')) return undefined;
+  const p = x.attrs.perm;
+  const perm = q.map((i) => p[i]!);
+  const inner = x.inputs[0]!;
+  return perm.every((v, i) => v === i) ? inner : apply('transpose', [inner], { perm });
+});
 
 /** reshape(reshape(x)) = reshape(x); a reshape to the shape x already has is x. */
-const reshapeRule: Rewrite = {
-  name: 'reshape_chain',
-  apply(n) {
-    if (n.op !== 'reshape') return undefined;
-    const target = n.attrs['shape'] as readonly number[];
-    const x = n.inputs[0]!;
-    const holes = target.filter((d) => d === -1).length;
-    // Every other dim equal (and sizes equal): the -1 dim, if any, equals x's dim too.
-    if (x.ndim === target.length && holes <= 1 && target.every((d, i) => d === x.shape[i] || d === -1)) return x;
-    if (x.op === 'reshape') return apply('reshape', [x.inputs[0]!], n.attrs);
-    return undefined;
-  },
-};
+const reshapeRule = rewrite('reshape_chain', ['reshape'], (n) => {
+  const target = n.attrs.shape;
+  const x = n.inputs[0]!;
+  const holes = target.filter((d) => d === -1).length;
+  // Every other dim equal (and sizes equal): the -1 dim, if any, equals x's dim too.
+  if (x.ndim === target.length && holes <= 1 && target.every((d, i) => d === x.shape[i] || d === -1)) return x;
+  if (x.op === 'reshape') return apply('reshape', [x.inputs[0]!], n.attrs);
+  return undefined;
+});
 
 /** The shape of a tensor whose static shape is fully known is a constant. */
-const shapeOfRule: Rewrite = {
-  name: 'shape_of_static',
-  apply(n) {
-    if (n.op !== 'shape_of') return undefined;
-    const s = n.inputs[0]!.shape;
-    return isFullyKnown(s) ? apply('constant', [], { value: new NDArray([...s], [s.length], 'int32') }) : undefined;
-  },
-};
+const shapeOfRule = rewrite('shape_of_static', ['shape_of'], (n) => {
+  const s = n.inputs[0]!.shape;
+  return isFullyKnown(s) ? apply('constant', [], { value: new NDArray([...s], [s.length], 'int32') }) : undefined;
+});
 
 /** A reduction over no axes is the identity (when it keeps the dtype; the engine checks). */
-const emptyReduceRule: Rewrite = {
-  name: 'reduce_no_axes',
-  apply(n: Node) {
-    if (getOp(n.op).kind !== 'reduction') return undefined;
-    const axes = n.attrs['axes'];
-    return Array.isArray(axes) && axes.length === 0 ? n.inputs[0] : undefined;
-  },
-};
+const emptyReduceRule = rewrite('reduce_no_axes', REDUCTIONS, (n) => (n.attrs.axes.length === 0 ? n.inputs[0] : undefined));
 
 export const canonicalRules: readonly Rewrite[] = [
   foldRule, commuteRule, ...algebraicRules, castSame, transposeRule, reshapeRule, shapeOfRule, emptyReduceRule,

@@ -2,9 +2,10 @@
 // time, with its reference implementation, and replaced by a constant. Impure ops (random
 // draws, print_tensor) and leaves are never folded.
 import { apply } from '../ir/build.js';
-import { NDArray } from '../ir/ndarray.js';
+import type { NDArray } from '../ir/ndarray.js';
 import type { EvalContext } from '../ir/op.js';
-import { getOp } from '../ir/registry.js';
+import type { Node } from '../ir/node.js';
+import { getOp, isOp } from '../ir/registry.js';
 import { staticSize } from '../ir/types.js';
 import { definePass } from './pass.js';
 import { rewriteGraph, type Rewrite } from './rewrite.js';
@@ -18,15 +19,32 @@ const foldCtx: EvalContext = {
   print: () => { throw new Error('constant folding evaluated an impure op'); },
 };
 
+/** Constant inputs' values, or undefined when an input is not a constant. */
+function constantValues(n: Node): NDArray[] | undefined {
+  const vs: NDArray[] = [];
+  for (const i of n.inputs) {
+    if (!isOp(i, 'constant')) return undefined;
+    vs.push(i.attrs.value);
+  }
+  return vs;
+}
+
 export const foldRule: Rewrite = {
   name: 'constant_fold',
+  on: '*',
   apply(n) {
     const def = getOp(n.op);
     if (def.kind === 'leaf' || def.impure === true) return undefined;
-    if (!n.inputs.every((i) => i.op === 'constant')) return undefined;
+    const ins = constantValues(n);
     const size = staticSize(n.shape);
-    if (size === null || size > MAX_FOLDED_ELEMENTS) return undefined;
-    const value = def.impl(n.inputs.map((i) => i.attrs['value'] as NDArray), n.attrs as never, foldCtx);
+    if (ins === undefined || size === null || size > MAX_FOLDED_ELEMENTS) return undefined;
+    let value: NDArray;
+    try {
+      value = def.impl(ins, n.attrs as never, foldCtx);
+    } catch {
+      // Values the op refuses (an index out of range...): left to run time, where the error names the call.
+      return undefined;
+    }
     return apply('constant', [], { value });
   },
 };

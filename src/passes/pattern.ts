@@ -5,6 +5,7 @@
 import { apply } from '../ir/build.js';
 import { NDArray } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
+import { isBuiltin, isOp, type OpName } from '../ir/registry.js';
 import type { Rewrite } from './rewrite.js';
 
 export type Pattern =
@@ -15,9 +16,7 @@ export type Pattern =
 export type Bindings = ReadonlyMap<string, Node>;
 
 /** Ops whose two operands may be swapped without changing the result (IEEE add/mul are commutative). */
-export const COMMUTATIVE: ReadonlySet<string> = new Set([
-  'add', 'mul', 'maximum', 'minimum', 'equal', 'not_equal', 'logical_and', 'logical_or',
-]);
+export const COMMUTATIVE: readonly OpName[] = ['add', 'mul', 'maximum', 'minimum', 'equal', 'not_equal', 'logical_and', 'logical_or'];
 
 export function parsePattern(src: string): Pattern {
   const toks = src.replace(/\(/g, ' ( ').replace(/\)/g, ' ) ').trim().split(/\s+/);
@@ -49,10 +48,10 @@ export function parsePattern(src: string): Pattern {
 
 /** The value every element of `n` has, when `n` is a constant (or fill_like) of one repeated value. */
 export function uniformValue(n: Node): number | undefined {
-  if (n.op === 'fill_like') return n.attrs['value'] as number;
-  if (n.op !== 'constant') return undefined;
-  const v = n.attrs['value'];
-  if (!(v instanceof NDArray) || v.size === 0) return undefined;
+  if (isOp(n, 'fill_like')) return n.attrs.value;
+  if (!isOp(n, 'constant')) return undefined;
+  const v = n.attrs.value;
+  if (v.size === 0) return undefined;
   const x = v.data[0]!;
   for (let i = 1; i < v.size; i++) if (!Object.is(v.data[i]!, x)) return undefined;
   return x;
@@ -80,7 +79,7 @@ export function match(p: Pattern, n: Node, b: Map<string, Node>): boolean {
         return false;
       };
       if (tryOrder(p.args.map((_, i) => i))) return true;
-      return COMMUTATIVE.has(p.op) && p.args.length === 2 && tryOrder([1, 0]);
+      return (COMMUTATIVE as readonly string[]).includes(p.op) && p.args.length === 2 && tryOrder([1, 0]);
     }
   }
 }
@@ -109,17 +108,29 @@ export interface RuleSpec {
   readonly when?: (b: Bindings, n: Node) => boolean;
 }
 
-/** A data rule as a local rewrite. Patterns are parsed once, here. */
+/** The op names a pattern mentions. */
+function opsIn(p: Pattern): string[] {
+  return p.kind === 'op' ? [p.op, ...p.args.flatMap(opsIn)] : [];
+}
+
+/**
+ * A data rule as a local rewrite, indexed under its pattern's root op. Patterns are parsed once,
+ * here, and every op they name must be a built-in op (a misspelt name is an error, not a rule
+ * that never fires).
+ */
 export function rule(spec: RuleSpec): Rewrite & { readonly from: Pattern; readonly spec: RuleSpec } {
   const from = parsePattern(spec.from);
   const to = typeof spec.to === 'string' ? parsePattern(spec.to) : spec.to;
-  const root = from.kind === 'op' ? from.op : undefined;
+  for (const op of [...opsIn(from), ...(typeof to === 'function' ? [] : opsIn(to))]) {
+    if (!isBuiltin(op)) throw new Error(`rule ${JSON.stringify(spec.name)}: pattern names op ${JSON.stringify(op)}, which is not a built-in op`);
+  }
+  if (from.kind !== 'op') throw new Error(`rule ${JSON.stringify(spec.name)}: pattern ${JSON.stringify(spec.from)} must start with an op, (op ...)`);
   return {
     name: spec.name,
+    on: [from.op as OpName],
     from,
     spec,
     apply(n: Node): Node | undefined {
-      if (root !== undefined && n.op !== root) return undefined;
       const b = new Map<string, Node>();
       if (!match(from, n, b)) return undefined;
       if (spec.when !== undefined && !spec.when(b, n)) return undefined;

@@ -10,7 +10,8 @@
 import { apply } from '../ir/build.js';
 import { getOp } from '../ir/registry.js';
 import { topoSort } from '../ir/graph.js';
-import type { Node } from '../ir/node.js';
+import { nodeIdMark, type Node } from '../ir/node.js';
+import { addProvenance, inherit } from '../ir/provenance.js';
 import { ScanBody } from '../ir/scanbody.js';
 import { scanArg, stackNodes } from '../ir/scan.js';
 import type { KeepMode, ScanAttrs } from '../ir/ops/control.js';
@@ -24,9 +25,10 @@ export interface LowerScanOptions {
 
 const FN = 'lowerScan';
 
-export function lowerScan(outputs: readonly Node[], opts: LowerScanOptions = {}): Node[] {
+export function lowerScan(given: readonly Node[], opts: LowerScanOptions = {}): Node[] {
   const maxSteps = opts.maxUnrollSteps ?? 8;
   const maxNodes = opts.maxUnrolledNodes ?? 256;
+  const outputs = mergeScans(given);
   const order = topoSort(outputs);
   const readers = new Map<Node, Node[]>();
   for (const n of order) for (const i of n.inputs) readers.set(i, [...(readers.get(i) ?? []), n]);
@@ -62,18 +64,21 @@ export function lowerScan(outputs: readonly Node[], opts: LowerScanOptions = {})
       const body = hoistInvariants(lowered, n.inputs.map(get));
       const bodySize = topoSort(body.body.results).length;
       if (steps !== null && steps >= 1 && steps <= maxSteps && steps * bodySize <= maxNodes) {
+        const mark = nodeIdMark();
         const items = unroll(body.body, body.inputs, a.go_backwards, steps, keep);
+        // The step's slices and the stacks that replace the Scan node stand for it.
+        for (const m of topoSort(items.filter((x): x is Node => x !== undefined))) if (m.id >= mark) addProvenance(m, n.provenance);
         const pos = itemIndex.get(n);
         unrolledItems.set(n, pos === undefined ? items : pos.map((p) => (p < 0 ? undefined : items[p])));
       } else {
-        done.set(n, apply('scan', body.inputs, { ...a, body: body.body, keep }, FN));
+        done.set(n, withRecordsOf(apply('scan', body.inputs, { ...a, body: body.body, keep }, FN), [n]));
       }
       continue;
     }
     if (n.op === 'tuple_get' && itemIndex.has(n.inputs[0]!) && !unrolledItems.has(n.inputs[0]!)) {
       const index = itemIndex.get(n.inputs[0]!)![n.attrs['index'] as number]!;
       if (index < 0) throw new Error(`internal: ${FN} dropped an item that ${n.name} reads`);
-      done.set(n, apply('tuple_get', [get(n.inputs[0]!)], { ...n.attrs, index }, FN));
+      done.set(n, withRecordsOf(apply('tuple_get', [get(n.inputs[0]!)], { ...n.attrs, index }, FN), [n]));
       continue;
     }
     if (n.op === 'tuple_get' && unrolledItems.has(n.inputs[0]!)) {
@@ -88,7 +93,77 @@ export function lowerScan(outputs: readonly Node[], opts: LowerScanOptions = {})
     }
     if (n.inputs.length === 0) continue;
     const ins = n.inputs.map(get);
-    if (ins.some((x, i) => x !== n.inputs[i])) done.set(n, apply(n.op, ins, n.attrs, FN));
+    if (ins.some((x, i) => x !== n.inputs[i])) done.set(n, again(n, ins));
+  }
+  return outputs.map(get);
+}
+
+/** `n`'s op on new inputs; the new node inherits `n`'s provenance (src/ir/provenance.ts). */
+function again(n: Node, inputs: readonly Node[]): Node {
+  return withRecordsOf(apply(n.op, inputs, n.attrs, FN), [n]);
+}
+
+function withRecordsOf(m: Node, sources: readonly Node[]): Node {
+  inherit(m, sources);
+  return m;
+}
+
+/**
+ * One loop where two scans walk the same inputs with the same body and one body's outputs
+ * start with the other's (a gradient's forward scan, which also stacks the residuals its reverse
+ * scan reads, and the scan the loss reads): the shorter one's items are read from the longer one.
+ */
+function mergeScans(outputs: readonly Node[]): readonly Node[] {
+  const order = topoSort(outputs);
+  const scans = order.filter((n) => n.op === 'scan');
+  if (scans.length < 2) return outputs;
+  const into = new Map<Node, { to: Node; index: (i: number) => number }>();
+  const same = (x: readonly Node[], y: readonly Node[]) => x.length === y.length && x.every((v, i) => v === y[i]);
+  for (const s of scans) {
+    const a = s.attrs as unknown as ScanAttrs;
+    let best: Node | undefined;
+    for (const t of scans) {
+      const b = t.attrs as unknown as ScanAttrs;
+      if (t === s || into.has(t) || b.go_backwards !== a.go_backwards || b.n_steps !== a.n_steps || !same(t.inputs, s.inputs)) continue;
+      const [p, q] = [a.body, b.body];
+      if (!same(p.sequences, q.sequences) || !same(p.states, q.states) || !same(p.constants, q.constants) || !same(p.newStates, q.newStates)) continue;
+      if (q.outputs.length < p.outputs.length || !p.outputs.every((o, i) => o === q.outputs[i])) continue;
+      if (q.outputs.length === p.outputs.length && scans.indexOf(t) > scans.indexOf(s)) continue; // equal bodies: the first one stays
+      if (best === undefined || (best.attrs as unknown as ScanAttrs).body.outputs.length < q.outputs.length) best = t;
+    }
+    if (best === undefined) continue;
+    const nOut = a.body.outputs.length;
+    const extra = (best.attrs as unknown as ScanAttrs).body.outputs.length - nOut;
+    into.set(s, { to: best, index: (i) => (i < nOut ? i : i + extra) });
+  }
+  if (into.size === 0) return outputs;
+  // Chains (s into t into u) end at a scan that stays.
+  const target = (s: Node): { to: Node; index: (i: number) => number } => {
+    const m = into.get(s)!;
+    if (!into.has(m.to)) return m;
+    const next = target(m.to);
+    return { to: next.to, index: (i) => next.index(m.index(i)) };
+  };
+  const done = new Map<Node, Node>();
+  const get = (n: Node) => done.get(n) ?? n;
+  // A merged scan's inputs are those of the scan it joins, all before either in topological order.
+  const rebuilt = (n: Node): Node => {
+    let r = done.get(n);
+    if (r === undefined) {
+      const ins = n.inputs.map(get);
+      r = ins.some((x, i) => x !== n.inputs[i]) ? again(n, ins) : n;
+      done.set(n, r);
+    }
+    return r;
+  };
+  for (const n of order) {
+    if (n.inputs.length === 0 || into.has(n) || done.has(n)) continue;
+    if (n.op === 'tuple_get' && into.has(n.inputs[0]!)) {
+      const m = target(n.inputs[0]!);
+      done.set(n, withRecordsOf(apply('tuple_get', [rebuilt(m.to)], { ...n.attrs, index: m.index(n.attrs['index'] as number) }, FN), [n, n.inputs[0]!]));
+      continue;
+    }
+    rebuilt(n);
   }
   return outputs.map(get);
 }
@@ -132,7 +207,7 @@ function hoistInvariants(b: ScanBody, inputs: readonly Node[]): { body: ScanBody
   const outer = (n: Node): Node => {
     let o = outside.get(n);
     if (o === undefined) {
-      o = n.inputs.length === 0 ? n : apply(n.op, n.inputs.map(outer), n.attrs, FN);
+      o = n.inputs.length === 0 ? n : again(n, n.inputs.map(outer));
       outside.set(n, o);
     }
     return o;
@@ -154,17 +229,24 @@ function hoistInvariants(b: ScanBody, inputs: readonly Node[]): { body: ScanBody
   for (const n of order) {
     if (!variant.has(n) || n.inputs.length === 0) continue;
     const ins = n.inputs.map(get);
-    if (ins.some((x, i) => x !== n.inputs[i])) rebuilt.set(n, apply(n.op, ins, n.attrs, FN));
+    if (ins.some((x, i) => x !== n.inputs[i])) rebuilt.set(n, again(n, ins));
   }
   const results = b.results.map(get);
   const read = new Set(topoSort(results));
   const consts = [...b.constants, ...newArgs];
   const constInputs = [...inputs.slice(nLoop), ...hoisted];
   const keepK = consts.map((c) => read.has(c));
-  if (hoisted.length === 0 && keepK.every((k) => k)) return { body: b, inputs: [...inputs] };
+  // Sequences the step no longer reads go too (one stays: it gives the number of steps).
+  const nSeq = b.sequences.length;
+  const keepS = b.sequences.map((x) => read.has(x));
+  if (!keepS.some((k) => k) && nSeq > 0) keepS[0] = true;
+  if (hoisted.length === 0 && keepK.every((k) => k) && keepS.every((k) => k)) return { body: b, inputs: [...inputs] };
   const nOut = b.outputs.length;
-  const body = new ScanBody(b.sequences, b.states, consts.filter((_, k) => keepK[k]), results.slice(0, nOut), results.slice(nOut));
-  return { body, inputs: [...inputs.slice(0, nLoop), ...constInputs.filter((_, k) => keepK[k])] };
+  const body = new ScanBody(b.sequences.filter((_, i) => keepS[i]), b.states, consts.filter((_, k) => keepK[k]), results.slice(0, nOut), results.slice(nOut));
+  return {
+    body,
+    inputs: [...inputs.slice(0, nSeq).filter((_, i) => keepS[i]), ...inputs.slice(nSeq, nLoop), ...constInputs.filter((_, k) => keepK[k])],
+  };
 }
 
 /** The scan's items computed by `steps` copies of the body; undefined for items kept 'none'. */
@@ -183,7 +265,7 @@ function unroll(b: ScanBody, inputs: readonly Node[], back: boolean, steps: numb
     b.constants.forEach((arg, c) => value.set(arg, inputs[nSeq + nState + c]!));
     for (const n of order) {
       if (value.has(n) || n.inputs.length === 0) continue;
-      value.set(n, apply(n.op, n.inputs.map((i) => value.get(i) ?? i), n.attrs, FN));
+      value.set(n, again(n, n.inputs.map((i) => value.get(i) ?? i)));
     }
     const at = (n: Node) => value.get(n) ?? n;
     b.outputs.forEach((o, i) => outs[i]!.push(at(o)));

@@ -7,7 +7,7 @@ import { isFloat } from '../ir/dtype.js';
 import type { Node } from '../ir/node.js';
 import { definePass } from './pass.js';
 import { rule } from './pattern.js';
-import { rewriteGraph, type Rewrite } from './rewrite.js';
+import { rewrite, rewriteGraph, type Rewrite } from './rewrite.js';
 
 const scalar = (v: number, like: Node) => apply('constant', [], { value: new NDArray([v], [], like.dtype) });
 const axesOf = (n: Node) => n.attrs['axes'] as readonly number[];
@@ -50,14 +50,10 @@ export function logSoftmax(y: Node, axes: readonly number[]): Node {
   return apply('sub', [ys, apply('log', [s])]);
 }
 
-const logSoftmaxRule: Rewrite = {
-  name: 'log_softmax',
-  apply(n) {
-    if (n.op !== 'log') return undefined;
-    const sm = matchSoftmax(n.inputs[0]!);
-    return sm === undefined ? undefined : logSoftmax(sm.y, axesOf(sm.sum));
-  },
-};
+const logSoftmaxRule = rewrite('log_softmax', ['log'], (n) => {
+  const sm = matchSoftmax(n.inputs[0]!);
+  return sm === undefined ? undefined : logSoftmax(sm.y, axesOf(sm.sum));
+});
 
 /**
  * Keras' crossentropy without from_logits rescales the softmax by its row sum and clips it to
@@ -77,18 +73,14 @@ function unclip(c: Node): Node | undefined {
   return undefined;
 }
 
-const clippedLogSoftmaxRule: Rewrite = {
-  name: 'log_clipped_softmax',
-  apply(n) {
-    if (n.op !== 'log') return undefined;
-    const r = unclip(n.inputs[0]!);
-    if (r === undefined || r.op !== 'div') return undefined;
-    const [p, s] = r.inputs as [Node, Node];
-    const sm = matchSoftmax(p);
-    if (sm === undefined || s.op !== 'sum' || s.inputs[0] !== p || !keeps(s) || !sameAxes(s, sm.sum)) return undefined;
-    return logSoftmax(sm.y, axesOf(sm.sum));
-  },
-};
+const clippedLogSoftmaxRule = rewrite('log_clipped_softmax', ['log'], (n) => {
+  const r = unclip(n.inputs[0]!);
+  if (r === undefined || r.op !== 'div') return undefined;
+  const [p, s] = r.inputs as [Node, Node];
+  const sm = matchSoftmax(p);
+  if (sm === undefined || s.op !== 'sum' || s.inputs[0] !== p || !keeps(s) || !sameAxes(s, sm.sum)) return undefined;
+  return logSoftmax(sm.y, axesOf(sm.sum));
+});
 
 /** log(sum(exp(y), axes, keepdims)) with the sum over `axes` kept: returns y. */
 function logSumExpOf(lg: Node, axes: Node): Node | undefined {
@@ -115,39 +107,31 @@ function logSoftmaxLogits(l: Node, axes: Node): Node | undefined {
 }
 
 /** -sum(t * log_softmax(x), axis) over one axis becomes the single op softmax_cross_entropy(x, t). */
-const softmaxXentRule: Rewrite = {
-  name: 'softmax_cross_entropy',
-  apply(n) {
-    if (n.op !== 'neg') return undefined;
-    const s = n.inputs[0]!;
-    if (s.op !== 'sum' || keeps(s) || axesOf(s).length !== 1) return undefined;
-    const m = s.inputs[0]!;
-    if (m.op !== 'mul') return undefined;
-    for (const [t, l] of [[m.inputs[0]!, m.inputs[1]!], [m.inputs[1]!, m.inputs[0]!]] as const) {
-      const x = logSoftmaxLogits(l, s);
-      if (x === undefined || t.ndim !== x.ndim) continue;
-      return apply('softmax_cross_entropy', [x, t], { axis: axesOf(s)[0]! });
-    }
-    return undefined;
-  },
-};
+const softmaxXentRule = rewrite('softmax_cross_entropy', ['neg'], (n) => {
+  const s = n.inputs[0]!;
+  if (s.op !== 'sum' || keeps(s) || axesOf(s).length !== 1) return undefined;
+  const m = s.inputs[0]!;
+  if (m.op !== 'mul') return undefined;
+  for (const [t, l] of [[m.inputs[0]!, m.inputs[1]!], [m.inputs[1]!, m.inputs[0]!]] as const) {
+    const x = logSoftmaxLogits(l, s);
+    if (x === undefined || t.ndim !== x.ndim) continue;
+    return apply('softmax_cross_entropy', [x, t], { axis: axesOf(s)[0]! });
+  }
+  return undefined;
+});
 
 /** log(sum(exp(x))) = m + log(sum(exp(x - m))), m = max(x) (0 where the max is not finite). */
-const logSumExpRule: Rewrite = {
-  name: 'logsumexp',
-  apply(n) {
-    if (n.op !== 'log') return undefined;
-    const s = n.inputs[0]!;
-    if (s.op !== 'sum' || s.inputs[0]!.op !== 'exp') return undefined;
-    const x = s.inputs[0]!.inputs[0]!;
-    if (isShifted(x)) return undefined;
-    const axes = axesOf(s);
-    const m = safeMax(x, axes);
-    const inner = apply('sum', [apply('exp', [apply('sub', [x, m])])], s.attrs);
-    const mOut = keeps(s) ? m : apply('sum', [m], { axes, keepdims: false }); // drops the kept size-1 axes exactly
-    return apply('add', [mOut, apply('log', [inner])]);
-  },
-};
+const logSumExpRule = rewrite('logsumexp', ['log'], (n) => {
+  const s = n.inputs[0]!;
+  if (s.op !== 'sum' || s.inputs[0]!.op !== 'exp') return undefined;
+  const x = s.inputs[0]!.inputs[0]!;
+  if (isShifted(x)) return undefined;
+  const axes = axesOf(s);
+  const m = safeMax(x, axes);
+  const inner = apply('sum', [apply('exp', [apply('sub', [x, m])])], s.attrs);
+  const mOut = keeps(s) ? m : apply('sum', [m], { axes, keepdims: false }); // drops the kept size-1 axes exactly
+  return apply('add', [mOut, apply('log', [inner])]);
+});
 
 export const stabilizeRules: readonly Rewrite[] = [
   // Integer 1 + x wraps on overflow (the reference's meaning): only float x are rewritten.

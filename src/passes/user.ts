@@ -1,8 +1,8 @@
-// User passes (issue 10): rewrites written outside the library take part in the pipeline like
-// the built-in ones (THEANINE_DEBUG=passes, debugprint of the optimized graph, the compile
-// cache). Two forms: a local rewrite `(node) => replacement | null`, run by the same engine as
-// canonicalize (bottom-up, each replacement rewritten again, whole graph repeated to a fixed
-// point, bounded), or a whole-graph function `Graph -> Graph`. A pass runs in a function's
+// User passes: rewrites written outside the library take part in the pipeline like the built-in
+// ones (THEANINE_DEBUG=passes, debugprint of the optimized graph, the compile cache). Two forms:
+// a local rewrite `(node) => replacement | null`, run by the same engine as canonicalize
+// (bottom-up, each replacement rewritten again to a fixed point, bounded), or a whole-graph
+// function `Graph -> Graph`. A pass runs in a function's
 // pipeline when it is registered `global` (Theano's register_canonicalize) or listed in the
 // function's `passes.add`; `passes.remove` takes any pass out by name.
 import type { Graph } from '../ir/graph.js';
@@ -13,7 +13,7 @@ import { verify } from '../ir/verify.js';
 import type { Pass } from './pass.js';
 import { pipeline, type OptimizerLevel } from './pipeline.js';
 import type { FusionTarget } from './fusion.js';
-import { rewriteGraph } from './rewrite.js';
+import { RewriteError, rewriteGraph, type Rewrite } from './rewrite.js';
 
 /** A local rewrite: the node's replacement (same dtype and static shape), or null/undefined to leave it. */
 export type LocalRewrite = (node: Node) => Node | null | undefined;
@@ -53,8 +53,6 @@ export interface PassSelection {
 const registry = new Map<string, UserPass>();
 let uids = 0;
 const NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
-/** Whole-graph rounds of a local rewrite before giving up on a fixed point. */
-const MAX_ROUNDS = 16;
 
 export function isUserPass(p: unknown): p is UserPass {
   return typeof p === 'object' && p !== null && typeof (p as UserPass).uid === 'number' && typeof (p as UserPass).run === 'function';
@@ -62,20 +60,22 @@ export function isUserPass(p: unknown): p is UserPass {
 
 const describeNode = (n: Node) => `${n.name} (${n.op}, ${typeToString(n.type)})`;
 
+/**
+ * A local user pass runs through the built-ins' engine with their semantics: offered every node
+ * bottom-up, each replacement rewritten again to a fixed point; a replacement that cannot be
+ * built (its operands do not fit) does not apply. What only users can get wrong is reported with
+ * the pass's name: anything else the rewrite throws, a result that is not a tensor, a
+ * replacement of another dtype or static shape.
+ */
 function localPass(name: string, fn: LocalRewrite): (g: Graph) => Graph {
   return (g) => {
     let failure: Error | undefined;
-    const rule = {
+    const rule: Rewrite = {
       name,
+      on: '*',
       apply(n: Node): Node | undefined {
         if (failure !== undefined) return undefined;
-        let r: unknown;
-        try {
-          r = fn(n);
-        } catch (e) {
-          failure = new Error(`pass ${JSON.stringify(name)} threw on node ${describeNode(n)}: ${e instanceof Error ? e.message : String(e)}`);
-          return undefined;
-        }
+        const r: unknown = fn(n);
         if (r === null || r === undefined || r === n) return undefined;
         if (!(r instanceof Node)) {
           failure = new TypeError(`pass ${JSON.stringify(name)} returned ${typeof r === 'object' ? 'an object' : typeof r} for node ${describeNode(n)}; expected a tensor, or null to leave the node`);
@@ -88,14 +88,16 @@ function localPass(name: string, fn: LocalRewrite): (g: Graph) => Graph {
         return r;
       },
     };
-    let cur = g;
-    for (let round = 0; round < MAX_ROUNDS; round++) {
-      const next = rewriteGraph(cur, [rule]);
-      if (failure !== undefined) throw failure;
-      if (next.outputs.every((o, i) => o === cur.outputs[i])) return next;
-      cur = next;
+    let out: Graph;
+    try {
+      out = rewriteGraph(g, [rule]);
+    } catch (e) {
+      if (!(e instanceof RewriteError)) throw e;
+      const why = e.cause instanceof Error ? e.cause.message : String(e.cause);
+      throw new Error(`pass ${JSON.stringify(name)} threw on node ${describeNode(e.node)}: ${why}`, { cause: e.cause });
     }
-    return cur;
+    if (failure !== undefined) throw failure;
+    return out;
   };
 }
 

@@ -1,7 +1,7 @@
 // The browser host (see types.ts): no files and no environment. Configuration comes from
-// K.set_* calls, diagnostics go to the console, optional packages are the modules a page hands
+// K.set_* calls and setEnvironment, diagnostics go to the console, optional packages are the modules a page hands
 // to provideModule, and export returns its text and bytes instead of writing them.
-import { moduleNotFound, type Platform, provideHooks, providedModules } from './types.js';
+import { environmentOverrides, moduleNotFound, type Platform, provideHooks, providedModules } from './types.js';
 
 function nodeOnly(what: string): Error {
   return new Error(`${what} needs Node.js; this is theanine's browser build (package.json condition "browser")`);
@@ -13,8 +13,9 @@ function trimNewline(text: string): string {
 
 export const platform: Platform = {
   name: 'browser',
-  env: () => undefined,
-  environment: () => ({}),
+  // No environment variables: only the switches a page sets with setEnvironment.
+  env: (name) => environmentOverrides.get(name),
+  environment: () => Object.fromEntries(environmentOverrides),
   kerasConfigPath: () => undefined,
   readConfig: () => ({ kind: 'missing' }),
   writeConfigDefaults: () => undefined,

@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { type ConfigRead, type Platform, providedModules } from './types.js';
+import { type ConfigRead, type Platform, environmentOverrides, providedModules } from './types.js';
 
 const nodeRequire = createRequire(import.meta.url);
 
@@ -22,8 +22,8 @@ function errorCode(e: unknown): string | undefined {
 
 export const platform: Platform = {
   name: 'node',
-  env: (name) => process.env[name],
-  environment: () => process.env,
+  env: (name) => (environmentOverrides.has(name) ? environmentOverrides.get(name) : process.env[name]),
+  environment: () => (environmentOverrides.size === 0 ? process.env : { ...process.env, ...Object.fromEntries(environmentOverrides) }),
   kerasConfigPath(env, home) {
     const kerasHome = env['KERAS_HOME'];
     const dir = kerasHome !== undefined && kerasHome !== '' ? kerasHome : path.join(home ?? os.homedir(), '.keras');

@@ -79,6 +79,12 @@ const KEY = Symbol.for('theanine.modules');
 const shared = globalThis as { [KEY]?: Map<string, unknown> };
 export const providedModules: Map<string, unknown> = (shared[KEY] ??= new Map());
 
+// The environment switches set from code (setEnvironment): a browser's only environment, and in
+// Node entries that win over the process environment. On globalThis, as the modules above.
+const ENV = Symbol.for('theanine.environment');
+const sharedEnv = globalThis as { [ENV]?: Map<string, string> };
+export const environmentOverrides: Map<string, string> = (sharedEnv[ENV] ??= new Map());
+
 const HOOKS = Symbol.for('theanine.provideHooks');
 const sharedHooks = globalThis as { [HOOKS]?: Set<(id: string) => void> };
 /** Called by provideModule with each id handed over (the browser host watches the console once TensorFlow.js arrives). */

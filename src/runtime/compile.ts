@@ -24,6 +24,7 @@ import type { Program } from '../codegen/kernel.js';
 import { buildModule, clearKernelCaches, type RunFn } from '../codegen/cpu/module.js';
 import { packArena } from '../codegen/cpu/wasm-kernel.js';
 import type { Executor } from './function.js';
+import { ProgramCache, shapesKey } from './program-cache.js';
 import type { ScanBody } from '../ir/scanbody.js';
 import { checkFallbacks, externFallbacks, fallbackPolicy, type Fallback, type FallbackPolicy } from './fallback.js';
 import { platform } from '#platform';
@@ -59,6 +60,15 @@ interface Specialization {
   readonly dtypes: readonly DType[];
   /** Bytes of buffers it holds once run (0 when interpreted). */
   readonly bytes: number;
+  /** Whether it has run once (its first run is timed: compileTimes.firstRun). */
+  ran?: boolean;
+}
+
+/** The THEANINE_DEBUG=passes line of a new specialisation's phases (compileTimes). */
+function formatCompileTimes(shapes: readonly (readonly number[])[]): string {
+  const t = compileTimes;
+  const ms = (x: number) => `${x.toFixed(1)} ms`;
+  return `[theanine compile] specialisation for ${shapes.map((sh) => formatShape(sh)).join(', ')}: scan bodies' passes ${ms(t.bodyPasses)}, lowering ${ms(t.lower)}, buffer plan ${ms(t.plan)}, code generation ${ms(t.render)}, first run ${ms(t.firstRun)}`;
 }
 
 /** What one graph structure compiles to, independent of shapes and of which leaves it was built from. */
@@ -73,12 +83,17 @@ interface CompiledProgram {
   readonly specs: Map<string, Specialization>;
 }
 
-const programs = new Map<string, CompiledProgram>();
-const MAX_PROGRAMS = 256;
-const MAX_SPECIALIZATIONS = 16;
+/** Programs by structural key, specialisations by shapes (each dropped one leaves the byte budget below). */
+const programs = new ProgramCache<CompiledProgram, Specialization>((p, key, s) => dropSpec(s, p, key));
 export const compileStats = { programs: 0, specializations: 0 };
-/** Milliseconds spent in each compile phase by the latest compile (the bench reports them). */
-export const compileTimes = { passes: 0, lower: 0, plan: 0, render: 0 };
+/**
+ * Milliseconds spent in each compile phase by the latest compile (the bench reports them;
+ * THEANINE_DEBUG=passes prints them): the graph's passes (at K.function), then per shape
+ * specialisation the Scan bodies' passes, lowering to kernels (bodies' passes excluded), buffer
+ * planning, code generation (JavaScript source, `new Function`) and the first run of the new code
+ * (where V8 compiles it).
+ */
+export const compileTimes = { passes: 0, bodyPasses: 0, lower: 0, plan: 0, render: 0, firstRun: 0 };
 
 /**
  * Specialisations of every program, least recently used first, bounded in bytes of the buffers
@@ -169,9 +184,9 @@ function compileProgram(inputs: readonly Node[], targets: readonly Node[], passe
   return { passes, graph: g.outputs, inputSlot, variableSlot, variables, specs: new Map() };
 }
 
-/** Scan bodies through the same passes as the graph around them (cached per body and pass list). */
+/** Scan bodies through the same passes as the graph around them (cached per body and pass list; every device's compiler). */
 const optimizedBodies = new WeakMap<ScanBody, Map<string, readonly Node[]>>();
-function bodyOptimizer(passes: readonly Pass[]): (b: ScanBody) => readonly Node[] {
+export function bodyOptimizer(passes: readonly Pass[]): (b: ScanBody) => readonly Node[] {
   const key = pipelineKey(passes);
   return (b) => {
     let byPasses = optimizedBodies.get(b);
@@ -179,7 +194,9 @@ function bodyOptimizer(passes: readonly Pass[]): (b: ScanBody) => readonly Node[
     let r = byPasses.get(key);
     if (r === undefined) {
       const onPass = passPrinter('scan body');
+      const t0 = performance.now();
       r = runPasses(passes, { outputs: b.results }, onPass === undefined ? {} : { onPass }).outputs;
+      compileTimes.bodyPasses += performance.now() - t0;
       byPasses.set(key, r);
     }
     return r;
@@ -196,6 +213,7 @@ function specialize(p: CompiledProgram, shapes: readonly (readonly number[])[]):
   compileStats.specializations++;
   const dtypes = p.graph.map((n) => n.dtype);
   try {
+    compileTimes.bodyPasses = 0;
     const t0 = performance.now();
     const prog = lowerProgram(p, shapes);
     const t1 = performance.now();
@@ -203,7 +221,7 @@ function specialize(p: CompiledProgram, shapes: readonly (readonly number[])[]):
     const plan = planBuffers(prog);
     const t2 = performance.now();
     const mod = buildModule(prog, plan, { profile: flags.has('kernels') });
-    Object.assign(compileTimes, { lower: t1 - t0, plan: t2 - t1, render: performance.now() - t2 });
+    Object.assign(compileTimes, { lower: t1 - t0 - compileTimes.bodyPasses, plan: t2 - t1, render: performance.now() - t2, firstRun: 0 });
     if (flags.has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
     const prof = mod.profile;
     const run: RunFn = prof === undefined ? mod.run : (ins, cells, phase, ctx) => {
@@ -254,13 +272,7 @@ export function compiledExecutor(req: CompileRequest): Executor & { source(): st
   // The pass list is part of the key: a function compiled with other passes never shares its code.
   const passes = resolvePipeline(req.level, cpuTarget, req.passes);
   const { key, variables } = structuralKey(req.inputs, req.targets, `${req.level}[${pipelineKey(passes)}]`, req.device);
-  let p = programs.get(key);
-  if (p === undefined) {
-    p = compileProgram(req.inputs, req.targets, passes, variables);
-    if (programs.size >= MAX_PROGRAMS) programs.delete(programs.keys().next().value!);
-  } else programs.delete(key); // re-insert: most recently used last
-  programs.set(key, p);
-  const prog = p;
+  const prog = programs.program(key, () => compileProgram(req.inputs, req.targets, passes, variables));
   const cells: VariableCell[] = variables.map((v) => v.cell!);
   let last: Specialization | undefined;
   let lastShapes: (readonly number[])[] | undefined;
@@ -269,21 +281,9 @@ export function compiledExecutor(req: CompileRequest): Executor & { source(): st
   const warned = { warned: false };
 
   const specFor = (shapes: readonly (readonly number[])[]): Specialization => {
-    const sk = shapes.map((s) => s.join('x')).join('|');
-    let s = prog.specs.get(sk);
-    if (s === undefined) {
-      s = specialize(prog, shapes);
-      // Each specialisation holds its buffers: keep the most recent few shape sets per program.
-      if (prog.specs.size >= MAX_SPECIALIZATIONS) {
-        const [oldKey, old] = prog.specs.entries().next().value!;
-        dropSpec(old, prog, oldKey);
-        prog.specs.delete(oldKey);
-      }
-      prog.specs.set(sk, s);
-    } else {
-      prog.specs.delete(sk); // most recently used last
-      prog.specs.set(sk, s);
-    }
+    const sk = shapesKey(shapes);
+    // Each specialisation holds its buffers: the cache keeps the most recent few shape sets per program.
+    const s = programs.spec(prog, sk, () => specialize(prog, shapes));
     touchSpec(prog, sk, s);
     return s;
   };
@@ -308,7 +308,14 @@ export function compiledExecutor(req: CompileRequest): Executor & { source(): st
         if (s.invalid) checkFallbacks(req.name ?? 'function', s.fallbacks, policy, warned);
         return r;
       }
+      const first = !s.ran;
+      const t0 = first ? performance.now() : 0;
       const out = s.run(values.map((v) => v.data), cells, learningPhase, { learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) });
+      if (first) {
+        s.ran = true;
+        compileTimes.firstRun = performance.now() - t0;
+        if (debugFlags().has('passes')) debugSink(`${formatCompileTimes(values.map((v) => v.shape))}\n`);
+      }
       return out.map((a: TypedArray, i) => new ND(a, s.shapes[i]!, s.dtypes[i]!));
     },
     /** The program for these input shapes, over this function's variables (what f.exportModule renders). */

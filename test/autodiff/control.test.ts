@@ -95,10 +95,18 @@ describe('gradients: Scan structure', () => {
     const ph = (a: NDArray, name: string) => K.placeholder(a.shape, null, 'float64', false, name);
     const [xs, w, u, h] = [ph(x, 'x'), ph(W, 'w'), ph(U, 'u'), ph(H0, 'h0')];
     const grads = K.gradients(K.sum(build(xs, w, u, h)), [w, u, h, xs]);
-    const scans = topoSort(grads).filter((n) => n.op === 'scan');
+    // The forward scan the loss reads, the same scan also stacking the residuals (the step's two
+    // matrix products) for the reverse scan, and the reverse scan; the scan pass merges the first two.
+    expect(topoSort(grads).filter((n) => n.op === 'scan')).to.have.length(3);
+    const scans = topoSort(lowerScan(grads)).filter((n) => n.op === 'scan');
     const reverse = scans.filter((n) => (n.attrs as unknown as ScanAttrs).go_backwards);
     expect(scans).to.have.length(2); // the forward scan and its reverse
     expect(reverse).to.have.length(1);
+    const forward = scans.find((n) => !(n.attrs as unknown as ScanAttrs).go_backwards)!;
+    expect((forward.attrs as unknown as ScanAttrs).body.outputs.map((o) => o.op)).to.deep.equal(['tanh', 'dot', 'dot']);
+    // the reverse step reads them: its products are the pullback's (g u^T, x^T g, h^T g; g w^T for xs), none recomputes the forward's
+    const revOps = topoSort((reverse[0]!.attrs as unknown as ScanAttrs).body.results);
+    expect(revOps.filter((n) => n.op === 'dot')).to.have.length(4);
     expect(topoSort(grads).filter((n) => n.op === 'tanh').length).to.be.lessThan(5); // no unrolled copies
     expect(debugprint(grads)).to.match(/scan\{go_backwards=true/);
   });

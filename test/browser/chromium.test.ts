@@ -18,7 +18,7 @@ import { bundleForBrowser } from '../helpers/bundle.js';
 import { runProgram, type ProgramResult } from './fixtures/program.js';
 
 const ENTRY = `
-import { backend as K, provideModule } from 'theanine';
+import { backend as K, provideModule, setEnvironment } from 'theanine';
 import { GPU } from 'gpu.js';
 import * as tf from '@tensorflow/tfjs';
 import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
@@ -40,6 +40,21 @@ globalThis.theanineXnnStatus = () => {
     K.function([x], [K.exp(x)], [], { backend: 'tensorflow' })([[0, 1, 2]]);
     return 'no error';
   } catch (e) { return String(e && e.message || e); } finally { tfKernels.exp = exp; }
+};
+// No environment variables in a page: setEnvironment sets the switches; THEANINE_DEBUG's lines go to the console.
+globalThis.theanineDebugPasses = () => {
+  const lines = [];
+  const warn = console.warn;
+  console.warn = (...a) => { lines.push(a.join(' ')); };
+  try {
+    setEnvironment({ THEANINE_DEBUG: 'passes' });
+    const x = K.placeholder([2, 3]);
+    K.function([x], [K.sum(K.exp(K.multiply(x, 1)))])([[[1, 2, 3], [4, 5, 6]]]);
+  } finally {
+    setEnvironment({ THEANINE_DEBUG: undefined });
+    console.warn = warn;
+  }
+  return lines;
 };
 globalThis.theanineRun = (device, backend) => {
   try {
@@ -121,6 +136,12 @@ describe('in Chromium: the browser bundle runs K.function, K.gradients and updat
     expectClose(got.weights, want.weights, 1e-6, 'weights after 3 updates');
     expectClose(got.probs, want.probs, 1e-6, 'softmax');
     expect(got.losses[2]!).to.be.lessThan(got.losses[0]!);
+  });
+
+  it('configuration without environment variables: setEnvironment({ THEANINE_DEBUG: \'passes\' }) prints each pass to the console', async () => {
+    const lines = await page.evaluate(() => (globalThis as unknown as { theanineDebugPasses(): string[] }).theanineDebugPasses());
+    const passes = lines.filter((l) => l.startsWith('[theanine passes] '));
+    expect(passes.map((l) => /^\[theanine passes\] (\w+):/.exec(l)?.[1])).to.include.members(['merge', 'canonicalize', 'fusion']);
   });
 
   it('gpu: gpu.js on WebGL2 (gpu:webgl2), Node\'s numbers within float32 GPU tolerance', async () => {

@@ -66,6 +66,20 @@ const KERAS: Case = {
   ll: [5, 4],
 };
 
+/** Keras 1's Theano CTC helpers: ctc_path_probs of an interleaved label (and its mask), ctc_cost, one ctc_update_log_p step. */
+function theano(): { inputs: Tensor[]; outputs: Tensor[]; feed: NDArray[] } {
+  const pr = K.placeholder([5, 4], null, 'float32', false, 'pr');
+  const y = K.placeholder([3], null, 'int32', false, 'y');
+  const [lp, mask] = K.ctc_path_probs(pr, K.ctc_interleave_blanks(y));
+  const zeros = K.zeros([7], 'float32');
+  const [a1, p1] = K.ctc_update_log_p(K.constant([1, 3], 'int64'), zeros, 2, K.log(K.slice(K.reshape(pr, [-1]), [0], [7])), K.log(K.slice(K.reshape(pr, [-1]), [7], [7])));
+  return {
+    inputs: [pr, y],
+    outputs: [lp!, mask!, K.ctc_cost(pr, y), a1!, p1!],
+    feed: [new NDArray(Float32Array.from({ length: 20 }, (_, i) => 0.1 + Math.abs(Math.cos(i * 0.9))), [5, 4]), new NDArray(Int32Array.from([2, 2, 0]), [3], 'int32')],
+  };
+}
+
 const bits = (a: NDArray) => Array.from(a.data, (v) => (Object.is(v, -0) ? '-0' : String(v)));
 
 describe('ctc_loss and ctc_loss_grad as kernels', () => {
@@ -189,6 +203,46 @@ describe('ctc_loss and ctc_loss_grad as kernels', () => {
     }
   });
 
+  it('the Theano helpers ctc_path_probs (so K.ctc_cost) and ctc_update_log_p are kernels with the reference\'s numbers bit for bit', () => {
+    const pr = K.placeholder([6, 5], null, 'float64', false, 'pr');
+    const y = K.placeholder([4], null, 'int32', false, 'y');
+    const [lp, mask] = K.ctc_path_probs(pr, K.ctc_interleave_blanks(y), 1e-3);
+    const [lp32] = K.ctc_path_probs(K.cast(pr, 'float32'), K.ctc_interleave_blanks(y));
+    const outs = [lp, mask, lp32!, K.ctc_cost(pr, y)];
+    const probs = new NDArray(Float64Array.from({ length: 30 }, (_, i) => 0.05 + Math.abs(Math.sin(i * 1.3))), [6, 5], 'float64');
+    // repeats (no skip between them), a label using every class, and one too long for the steps
+    for (const label of [[0, 0, 3, 1], [3, 2, 1, 0], [1, 1, 1, 1]]) {
+      const feed = [probs, new NDArray(Int32Array.from(label), [4], 'int32')];
+      const want = K.function([pr, y], outs, [], { optimizer: 'none' })(feed);
+      for (const o of COMPILED) {
+        const f = K.function([pr, y], outs, [], { ...o, ...NO_FALLBACK });
+        expect(f.source(), `${label} ${o.optimizer}`).not.to.match(/extern|not compiled/);
+        f(feed).forEach((r, k) => expect(bits(r), `${label} ${o.optimizer} output ${k}`).to.deep.equal(bits(want[k]!)));
+      }
+    }
+    const bad = [probs, new NDArray(Int32Array.from([0, 5, 1, 1]), [4], 'int32')];
+    for (const o of [{ optimizer: 'none' }, ...COMPILED] as const) {
+      expect(() => K.function([pr, y], outs, [], o)(bad), o.optimizer).to.throw(ValueError, /ctc_path_probs: Y\[3\] = 5 is not a class index for 5 classes \(-1 is the blank\)/);
+    }
+    // one step of the recursion: duplicate, negative and out-of-reach skip indices, active 0 and past the end
+    const zeros = K.constant(new Array(5).fill(0), 'float64');
+    const skip = K.placeholder([2], null, 'int64', false, 'skip');
+    const act = K.placeholder([], null, 'int32', false, 'act');
+    const curr = K.placeholder([5], null, 'float64', false, 'curr');
+    const prev = K.placeholder([5], null, 'float32', false, 'prev');
+    const step = K.ctc_update_log_p(skip, zeros, act, curr, prev);
+    for (const [sk, a] of [[[1, 1], 2], [[1, 3], 4], [[-1, 1], 3], [[3, 1], 0], [[1, 2], 9]] as const) {
+      const feed = [new NDArray(Float64Array.from(sk), [2], 'int64'), new NDArray(Int32Array.from([a]), [], 'int32'),
+        new NDArray(Float64Array.from([-1, -2, -3, -4, -5]), [5], 'float64'), new NDArray(Float32Array.from([-0.5, -1.5, -0.25, -2, -1]), [5], 'float32')];
+      const want = K.function([skip, act, curr, prev], step, [], { optimizer: 'none' })(feed);
+      for (const o of COMPILED) {
+        const f = K.function([skip, act, curr, prev], step, [], { ...o, ...NO_FALLBACK });
+        expect(f.source(), `${sk} ${a}`).not.to.match(/extern|not compiled/);
+        f(feed).forEach((r, k) => expect(bits(r), `skip ${sk}, active ${a}, ${o.optimizer} output ${k}`).to.deep.equal(bits(want[k]!)));
+      }
+    }
+  });
+
   it('runs on the gpu device within float32 tolerances (atol 1e-5, rtol 1e-4)', function () {
     const loaded = loadGpuJs();
     needs(this, 'ctc on the gpu device', loaded instanceof Error ? loaded.message : undefined);
@@ -199,6 +253,10 @@ describe('ctc_loss and ctc_loss_grad as kernels', () => {
       expect(f.device).to.match(/^gpu:/);
       f(g.feed).forEach((r, k) => expectClose(r, want[k]!, { atol: 1e-5, rtol: 1e-4 }, `gpu output ${k}`));
     }
+    const t = theano();
+    const want = K.function(t.inputs, t.outputs, [], { optimizer: 'none' })(t.feed);
+    const f = K.function(t.inputs, t.outputs, [], { device: 'gpu', ...NO_FALLBACK });
+    f(t.feed).forEach((r, k) => expectClose(r, want[k]!, { atol: 1e-5, rtol: 1e-4 }, `gpu Theano helper output ${k}`));
   });
 
   it('exportModule accepts them: same numbers in the standalone module, a RangeError with the reference\'s words for bad lengths', function () {
@@ -207,9 +265,15 @@ describe('ctc_loss and ctc_loss_grad as kernels', () => {
     const f = K.function(g.inputs, g.outputs);
     const live = f(g.feed);
     const mod = f.exportModule({ name: 'ctck' });
+    const t = theano();
+    const ft = K.function(t.inputs, t.outputs);
+    const liveT = ft(t.feed);
+    const modT = ft.exportModule({ name: 'ctct' });
     const dir = emptyFolder();
-    writeModules(dir, [mod]);
-    typecheck(dir, [mod]);
+    writeModules(dir, [mod, modT]);
+    typecheck(dir, [mod, modT]);
+    const [outT] = runCalls(dir, [{ module: 'ctct', inputs: t.feed }]);
+    liveT.forEach((r, k) => expect(outT![k], `Theano helper output ${k}`).to.deep.equal(Array.from(r.data, (v) => Number(v) + 0)));
     const badFeed = [g.feed[0]!, g.feed[1]!, new NDArray(Int32Array.from([5, 6]), [2, 1], 'int32'), g.feed[3]!];
     const [out] = runCalls(dir, [{ module: 'ctck', inputs: g.feed }]);
     live.forEach((r, k) => expect(out![k], `output ${k}`).to.deep.equal(Array.from(r.data, (v) => Number(v) + 0)));

@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { backend as K, debugprint, NDArray } from '../../src/index.js';
 import { defineOp } from '../../src/api/extend.js';
 import { apply } from '../../src/ir/build.js';
-import { clearCompileCache, compileStats, setDebugSink } from '../../src/runtime/compile.js';
+import { clearCompileCache, compileStats, compileTimes, setDebugSink } from '../../src/runtime/compile.js';
 import { expectClose } from '../helpers/assert.js';
 
 const arr = (shape: number[], f: (i: number) => number = (i) => i * 0.25 - 1) =>
@@ -169,6 +169,30 @@ describe('runtime/compile', () => {
     const text = out.join('');
     for (const p of ['merge', 'canonicalize', 'stabilize', 'specialize', 'scan', 'fusion']) expect(text).to.match(new RegExp(`\\[theanine passes\\] ${p}: [0-9.]+ ms, \\d+ -> \\d+ nodes`));
     expect(text).to.include('log1p');
+  });
+
+  it('THEANINE_DEBUG=passes prints each new specialisation\'s compile phases after its first run (compileTimes has them)', () => {
+    const out: string[] = [];
+    setDebugSink((t) => out.push(t));
+    const saved = process.env['THEANINE_DEBUG'];
+    process.env['THEANINE_DEBUG'] = 'passes';
+    try {
+      const x = K.placeholder([null, 12, 3], null, 'float32');
+      const [, outs] = K.rnn((xt, [h]) => { const hn = K.tanh(xt.add(h!)); return [hn, [hn]]; }, x, [K.sum(K.zeros_like(x), 1)]);
+      const f = K.function([x], [K.sum(outs)]);
+      f([arr([2, 12, 3], (i) => i / 100)]);
+      f([arr([2, 12, 3], (i) => i / 50)]); // same shapes: no new line
+      f([arr([4, 12, 3], (i) => i / 50)]); // another batch: another specialisation
+    } finally {
+      if (saved === undefined) delete process.env['THEANINE_DEBUG']; else process.env['THEANINE_DEBUG'] = saved;
+      setDebugSink(undefined);
+    }
+    const lines = out.join('').split('\n').filter((l) => l.startsWith('[theanine compile]'));
+    expect(lines).to.have.length(2);
+    expect(lines[0]).to.match(/^\[theanine compile\] specialisation for \(2, 12, 3\): scan bodies' passes [0-9.]+ ms, lowering [0-9.]+ ms, buffer plan [0-9.]+ ms, code generation [0-9.]+ ms, first run [0-9.]+ ms$/);
+    expect(lines[1]).to.include('(4, 12, 3)');
+    for (const k of ['passes', 'bodyPasses', 'lower', 'plan', 'render', 'firstRun'] as const) expect(compileTimes[k]).to.be.a('number').and.to.be.at.least(0);
+    expect(compileTimes.firstRun).to.be.greaterThan(0);
   });
 
   it('reads the learning phase at call time', () => {

@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { backend as K, optimize } from '../../src/index.js';
 import { VIEWER_EXAMPLES, VIEWER_EXAMPLE_NAMES } from '../../src/examples/viewer-programs.js';
 import {
-  analyze, compile, kernelsOf, numbers, opsOf, programLineOf, PROGRAM_URL, rand, referenceNumbers, runProgram, stepThrough,
+  analyze, compile, kernelsOf, numbers, opsOf, programLineOf, PROGRAM_LINE_OFFSET, PROGRAM_URL, rand, referenceNumbers, runProgram, stepThrough,
 } from '../../viewer/model.js';
 import { topoSort } from '../../src/ir/graph.js';
 
@@ -113,5 +113,22 @@ describe('viewer model', function () {
     expect(programLineOf(y)).to.equal(undefined);
     Object.defineProperty(y, 'provenance', { value: { call: 'K.exp', at: `at loss (${PROGRAM_URL}:9:14)` }, configurable: true });
     expect(programLineOf(y)).to.equal(7);
+    // Records with a parsed site (file, 1-based line) win over stack text.
+    Object.defineProperty(y, 'provenance', { value: [{ call: 'K.exp', site: { file: `https://x.test/${PROGRAM_URL}`, line: 12, column: 3 } }], configurable: true });
+    expect(programLineOf(y)).to.equal(10);
+    Object.defineProperty(y, 'provenance', { value: [{ call: 'K.exp', site: { file: 'model.ts', line: 12, column: 3 } }], configurable: true });
+    expect(programLineOf(y)).to.equal(undefined);
+  });
+
+  it('the program\'s lines: a stack frame of its code names PROGRAM_URL at the editor line plus the offset', () => {
+    let stack = '';
+    try {
+      runProgram('const a = 1;\nthrow new Error("here");');
+    } catch (e) {
+      stack = (e as Error).stack ?? '';
+    }
+    const m = new RegExp(`${PROGRAM_URL.replace('.', '\\.')}:(\\d+)`).exec(stack);
+    expect(m, stack).to.not.equal(null);
+    expect(Number(m![1]) - PROGRAM_LINE_OFFSET).to.equal(2);
   });
 });

@@ -7,6 +7,7 @@ import { ValueError } from '../../ir/errors.js';
 import { topoSort } from '../../ir/graph.js';
 import type { Node } from '../../ir/node.js';
 import { buildScan, scanArg } from '../../ir/scan.js';
+import { ScanBody } from '../../ir/scanbody.js';
 import { scanItems, type KeepMode, type ScanAttrs } from '../../ir/ops/control.js';
 import type { SliceAxis } from '../../ir/ops/shape.js';
 import { gradients } from '../grad.js';
@@ -28,15 +29,33 @@ function statesBefore(s0: Node, after: Node): Node {
   return axis0(joined, { start: null, stop: -1, step: 1 });
 }
 
-/** The body's results recomputed on other args (same types), node by node. */
-function recompute(results: readonly Node[], subst: Map<Node, Node>): Node[] {
+/** The body's results recomputed on other args (same types), node by node; and each node's twin. */
+function recompute(results: readonly Node[], subst: Map<Node, Node>): { results: Node[]; twin: Map<Node, Node> } {
   const value = new Map(subst);
   for (const n of topoSort(results)) {
     if (value.has(n) || n.inputs.length === 0) continue;
     value.set(n, apply(n.op, n.inputs.map((i) => value.get(i) ?? i), n.attrs, FN));
   }
-  return results.map((r) => value.get(r) ?? r);
+  return { results: results.map((r) => value.get(r) ?? r), twin: value };
 }
+
+/** `nodes` with every node of `subst` replaced by its value, their graph rebuilt where it changed. */
+function substitute(nodes: readonly Node[], subst: ReadonlyMap<Node, Node>): Node[] {
+  const value = new Map(subst);
+  for (const n of topoSort(nodes)) {
+    if (value.has(n) || n.inputs.length === 0) continue;
+    const ins = n.inputs.map((i) => value.get(i) ?? i);
+    if (ins.some((x, i) => x !== n.inputs[i])) value.set(n, apply(n.op, ins, n.attrs, FN));
+  }
+  return nodes.map((r) => value.get(r) ?? r);
+}
+
+/**
+ * Ops whose per-step values the forward Scan stacks for its reverse Scan instead of the reverse
+ * Scan computing them again (JAX's scan keeps its residuals; Theano's scan gradient recomputes):
+ * matrix products, the work that dominates a recurrent step. Elementwise work is recomputed.
+ */
+const SAVED_OPS = new Set(['dot', 'batch_dot', 'conv', 'conv_transpose']);
 
 /**
  * Cotangents of the scan's inputs from those of its items. Outputs and state sequences kept
@@ -55,18 +74,15 @@ function scanVjp(n: Node, gs: readonly (Node | null)[]): (Node | null)[] {
   const keepOut = (k: number): KeepMode => a.keep[k]!;
   const keepSeq = (j: number): KeepMode => a.keep[nOut + j]!;
 
-  // The states before each step need the forward state sequences kept whole.
-  const full = a.keep.every((k) => k === 'all') ? n : apply('scan', n.inputs, { ...a, keep: a.keep.map(() => 'all') }, FN);
-  const before = b.states.map((_, j) => statesBefore(inits[j]!, apply('tuple_get', [full], { index: layout.stateSequences[j]! }, FN)));
   // Walk order: the reverse scan reads every sequence in the forward walking order, backwards.
   const walk = (x: Node) => (a.go_backwards ? reverse0(x) : x);
 
   const bx = b.sequences.map((s, i) => scanArg(s.type, `seq${i}`));
   const bs = b.states.map((s, j) => scanArg(s.type, `seq${nSeq + j}`));
   const bc = b.constants.map((c, k) => scanArg(c.type, `const${k}`));
-  const fwd = recompute(b.results, new Map<Node, Node>([...b.args].map((arg, i) => [arg, [...bx, ...bs, ...bc][i]!])));
+  const { results: fwd, twin } = recompute(b.results, new Map<Node, Node>([...b.args].map((arg, i) => [arg, [...bx, ...bs, ...bc][i]!])));
 
-  const seqIn: Node[] = [...seqs.map(walk), ...before];
+  const seqIn: Node[] = [];
   const seqArgs: Node[] = [...bx, ...bs];
   const stateIn: Node[] = [];
   const stateArgs: Node[] = [];
@@ -123,9 +139,31 @@ function scanVjp(n: Node, gs: readonly (Node | null)[]): (Node | null)[] {
   const gradOf = (arg: Node) => grads.get(arg)!;
 
   const dxs = bx.filter(differentiable);
+  let results = [...dxs.map(gradOf), ...newStates.map((f) => f())];
+  // Residuals: matrix products of the step that depend on the step's args and that the pullback
+  // reads are stacked by the forward scan (as extra outputs) and read back here, not recomputed.
+  const variant = new Set<Node>([...b.sequences, ...b.states]);
+  for (const x of topoSort(b.results)) if (x.inputs.some((i) => variant.has(i))) variant.add(x);
+  const read = new Set(topoSort(results));
+  const saved = topoSort(b.results).filter((x) => SAVED_OPS.has(x.op) && variant.has(x) && read.has(twin.get(x)!));
+  const savedArgs = saved.map((x, i) => scanArg(x.type, `saved${i}`));
+  if (saved.length > 0) results = substitute(results, new Map(saved.map((x, i) => [twin.get(x)!, savedArgs[i]!])));
+  // The forward scan with every item kept whole (the states before each step are read from its
+  // state sequences) and the residuals as extra outputs; the scan pass merges it with the scan
+  // the loss reads, as both have the same inputs and body.
+  const fullBody = saved.length === 0 ? b : new ScanBody(b.sequences, b.states, b.constants, [...b.outputs, ...saved], b.newStates);
+  const full = fullBody === b && a.keep.every((k) => k === 'all') ? n
+    : apply('scan', n.inputs, { ...a, body: fullBody, keep: new Array<KeepMode>(nOut + saved.length + nState).fill('all') }, FN);
+  const fullItems = scanItems(fullBody);
+  const before = b.states.map((_, j) => statesBefore(inits[j]!, apply('tuple_get', [full], { index: fullItems.stateSequences[j]! }, FN)));
+  seqIn.unshift(...seqs.map(walk), ...before);
+  for (let i = 0; i < saved.length; i++) {
+    seqIn.push(apply('tuple_get', [full], { index: nOut + i }, FN)); // stacked in walking order, as the state sequences
+    seqArgs.push(savedArgs[i]!);
+  }
   const r = buildScan({
     fn: FN, sequences: seqIn, initialStates: stateIn, constants: consts,
-    seqArgs, stateArgs, constArgs: bc, outputs: dxs.map(gradOf), newStates: newStates.map((f) => f()),
+    seqArgs, stateArgs, constArgs: bc, outputs: results.slice(0, dxs.length), newStates: results.slice(dxs.length),
     goBackwards: true, nSteps: a.n_steps,
   });
   // The reverse scan stacks in its own walking order (last forward step first).

@@ -1,10 +1,10 @@
-// A Scan step in the driver: copy each step's slices in, run the body's compiled program on
-// them, the current states and the constants, copy the step's outputs into the stacked items,
-// swap the state buffers.
+// A Scan step in the driver: run the body's compiled program on views of each sequence's slice,
+// the current states and the constants, writing its outputs into their slots of the stacked
+// items; states swap two buffers (or, when stacked whole, live in the stack).
 import type { ScanStep, ValueRef } from '../kernel.js';
 import { commentText } from './js.js';
 
-/** The loop of a Scan step in the driver: copies in, the body, copies out, state buffers swapped. */
+/** The loop of a Scan step in the driver: no copies per step (views in, views out, state buffers swapped). */
 export function renderScan(s: ScanStep, k: number, view: (v: ValueRef) => string, body: string[], views: string[]): void {
   const size = (v: { shape: readonly number[] }) => v.shape.reduce((a, d) => a * d, 1);
   const whole = (buf: number, like: ValueRef) => view({ buf, offset: 0, shape: like.shape, dtype: like.dtype });
@@ -23,26 +23,39 @@ export function renderScan(s: ScanStep, k: number, view: (v: ValueRef) => string
   const L: string[] = [`  { // ${commentText(s.label)}`];
   [...seqStep, ...stA, ...consts].forEach((v, i) => L.push(`    ${si}[${i}] = ${v};`));
   [...outStep, ...stB].forEach((v, i) => L.push(`    ${so}[${i}] = ${v};`));
+  // A state stacked whole is written by the step straight into its slot of the stack, and read
+  // from there at the next step; other states swap two buffers.
+  const stacked = (j: number) => s.stateItems[j]!.keep === 'all';
   s.inits.forEach((v, j) => {
     L.push(`    rt.copy(${stA[j]}, 0, b${v.buf}, ${v.offset}, ${size(v)});`);
-    L.push(`    let c${k}_${j} = ${stA[j]}, n${k}_${j} = ${stB[j]};`);
+    L.push(stacked(j) ? `    let c${k}_${j} = ${stA[j]};` : `    let c${k}_${j} = ${stA[j]}, n${k}_${j} = ${stB[j]};`);
   });
   L.push(`    for (let k = 0; k < ${T}; k++) {`);
   L.push(`      const t = ${s.backwards ? `${T - 1} - k` : 'k'};`);
-  s.seqs.forEach((v, i) => L.push(`      rt.copy(${seqStep[i]}, 0, b${v.buf}, ${v.offset} + t * ${size(v) / T}, ${size(v) / T});`));
-  for (let j = 0; j < nState; j++) L.push(`      ${si}[${nSeq + j}] = c${k}_${j}; ${so}[${s.outStep.length + j}] = n${k}_${j};`);
-  L.push(`      s${k}(${si}, cells, phase, ctx, ${so}, k);`);
+  // The step reads its slice of each sequence in place, and writes each output stacked whole
+  // into its slot of the stack (the last step's, for an output kept 'last').
+  s.seqs.forEach((v, i) => {
+    const n = size(v) / T;
+    L.push(`      ${si}[${i}] = b${v.buf}.subarray(${v.offset} + t * ${n}, ${v.offset + n} + t * ${n});`);
+  });
   s.outItems.forEach((it, o) => {
     const n = size(outShapes[o]!);
-    if (it.keep === 'all') L.push(`      rt.copy(b${it.buf}, k * ${n}, ${outStep[o]}, 0, ${n});`);
-    else if (it.keep === 'last') L.push(`      if (k === ${T - 1}) rt.copy(b${it.buf}, 0, ${outStep[o]}, 0, ${n});`);
+    if (it.keep === 'all') L.push(`      ${so}[${o}] = b${it.buf}.subarray(k * ${n}, k * ${n} + ${n});`);
+    else if (it.keep === 'last') L.push(`      ${so}[${o}] = k === ${T - 1} ? b${it.buf} : ${outStep[o]};`);
   });
-  s.stateItems.forEach((it, j) => {
+  for (let j = 0; j < nState; j++) {
     const n = size(s.inits[j]!);
-    if (it.keep === 'all') L.push(`      rt.copy(b${it.buf}, k * ${n}, n${k}_${j}, 0, ${n});`);
-    else if (it.keep === 'last') L.push(`      if (k === ${T - 1}) rt.copy(b${it.buf}, 0, n${k}_${j}, 0, ${n});`);
+    L.push(stacked(j)
+      ? `      ${si}[${nSeq + j}] = c${k}_${j}; ${so}[${s.outStep.length + j}] = b${s.stateItems[j]!.buf}.subarray(k * ${n}, k * ${n} + ${n});`
+      : `      ${si}[${nSeq + j}] = c${k}_${j}; ${so}[${s.outStep.length + j}] = n${k}_${j};`);
+  }
+  L.push(`      s${k}(${si}, cells, phase, ctx, ${so}, k);`);
+  s.stateItems.forEach((it, j) => {
+    if (it.keep === 'last') L.push(`      if (k === ${T - 1}) rt.copy(b${it.buf}, 0, n${k}_${j}, 0, ${size(s.inits[j]!)});`);
   });
-  for (let j = 0; j < nState; j++) L.push(`      { const w = c${k}_${j}; c${k}_${j} = n${k}_${j}; n${k}_${j} = w; }`);
+  for (let j = 0; j < nState; j++) {
+    L.push(stacked(j) ? `      c${k}_${j} = ${so}[${s.outStep.length + j}];` : `      { const w = c${k}_${j}; c${k}_${j} = n${k}_${j}; n${k}_${j} = w; }`);
+  }
   L.push('    }');
   s.finalItems.forEach((b, j) => L.push(`    rt.copy(b${b}, 0, c${k}_${j}, 0, ${size(s.inits[j]!)});`));
   L.push('  }');

@@ -11,7 +11,7 @@ import { ExprBuilder, type ScalarFn } from '../../codegen/expr.js';
 import { collapseLoopKernel } from '../../codegen/collapse.js';
 import type { Program, ScanStep, ValueRef } from '../../codegen/kernel.js';
 import { planBuffers, type StorageClass } from '../../codegen/plan.js';
-import { arrayType, commentText } from '../../codegen/cpu/js.js';
+import { arrayType, commentText, jsString } from '../../codegen/cpu/js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from '../../codegen/cpu/loop.js';
 import { accSize, packing, renderMatmulCompute } from '../../codegen/cpu/matmul.js';
 
@@ -143,6 +143,12 @@ export function renderProgram(m: ModuleBuilder, p: Program, env: ProgramEnv): { 
       body.push('}');
     } else if (s.kind === 'scan') {
       body.push(...renderScan(m, s, `${env.prefix}s${sn++}`, view));
+    } else if (s.kind === 'print') {
+      // print_tensor writes to the console, as the library's default print hook does (the module has no other hook).
+      if (!m.statics.some(([n]) => n === '_print')) {
+        m.statics.push(['_print', '(line: string): void => { (globalThis as unknown as { console?: { log(s: string): void } }).console?.log(line); }']);
+      }
+      body.push(`_print(${jsString(s.message)} + rt.fmt(${view(s.input)}, ${JSON.stringify(s.input.shape)}, ${s.input.dtype === 'bool'}));`);
     } else {
       const op = JSON.stringify(s.def.name);
       throw new ExportError(
@@ -203,9 +209,10 @@ function renderScan(m: ModuleBuilder, s: ScanStep, prefix: string, view: (v: Val
   const nState = s.inits.length;
   const argRefs: { dtype: DType }[] = [...s.seqs, ...s.inits, ...s.consts];
   const outShapes = s.body.targets.slice(0, s.outStep.length);
-  const read = new Set(s.body.buffers.filter((b) => b.role === 'input').map((b) => b.slot!));
+  const sub = renderProgram(m, s.body, { prefix: `${prefix}_`, input: (i) => `in${i}`, out: (k) => `out${k}` });
+  // Args the step's code never names (read for their shape only, or not at all) are marked unused.
+  const read = new Set([...sub.lines.join('\n').matchAll(/\bin(\d+)\b/g)].map((x) => Number(x[1])));
   const inName = (i: number) => (read.has(i) ? `in${i}` : `_in${i}`);
-  const sub = renderProgram(m, s.body, { prefix: `${prefix}_`, input: inName, out: (k) => `out${k}` });
   const name = `_${prefix}`;
   m.functions.push({
     name,
