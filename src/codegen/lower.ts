@@ -69,7 +69,7 @@ export function lower(spec: LowerSpec): Program {
   const tupleItems = new Map<Node, ValueRef[]>();
 
   let epochBuf: number | undefined;
-  const dataEnv: DataLowerEnv = { buffers, addBuf: (dtype, size, role) => addBuf(dtype, size, role), epochBuf: () => (epochBuf ??= addBuf('float64', 1, 'epoch')) };
+  const dataEnv: DataLowerEnv = { buffers, addBuf: (dtype, size, role) => addBuf(dtype, size, role), epochBuf: () => (epochBuf ??= addBuf('float64', 1, 'epoch')), shared: new Map() };
   const constant = (nd: NDArray): ValueRef => ({ buf: addBuf(nd.dtype, nd.size, 'constant', { value: nd }), offset: 0, shape: nd.shape, dtype: nd.dtype });
 
   for (const n of order) {
