@@ -269,6 +269,7 @@ function toND(xs: readonly number[]) {
 /** Runs the editor's program: analysis, compiled function on `device`, kernels, step-through. */
 async function run(device: 'cpu' | 'gpu'): Promise<State['result']> {
   setStatus('running…');
+  ($('device') as HTMLSelectElement).value = device;
   editor.dispatch({ effects: setLine.of(undefined) });
   try {
     const t0 = performance.now();

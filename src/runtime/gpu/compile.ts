@@ -12,10 +12,10 @@ import { formatPassReport, runPasses, type Pass } from '../../passes/pass.js';
 import type { OptimizerLevel } from '../../passes/pipeline.js';
 import { pipelineKey, resolvePipeline, type PassSelection } from '../../passes/user.js';
 import { fusedLabel } from '../../passes/fusion.js';
-import type { ScanBody } from '../../ir/scanbody.js';
 import { DynamicShapeError, lower } from '../../codegen/lower.js';
 import type { Executor, Optimizer, DeviceResult } from '../function.js';
-import { CPU_TILE, cpuTarget, structuralKey } from '../compile.js';
+import { CPU_TILE, bodyOptimizer, cpuTarget, structuralKey } from '../compile.js';
+import { ProgramCache, shapesKey } from '../program-cache.js';
 import { debugEnabled, debugLog } from '../debug.js';
 import { gpuDevice, type GpuDevice } from './device.js';
 import type { DeviceBuffer } from './buffer.js';
@@ -34,23 +34,15 @@ interface GpuProgram {
   readonly specs: Map<string, GpuSpec>;
 }
 
-const programs = new Map<string, GpuProgram>();
-const MAX_PROGRAMS = 256;
+/** Programs by structural key and their prepared programs by shapes, bounded as on the cpu. */
+const programs = new ProgramCache<GpuProgram, GpuSpec>((_p, _key, spec) => {
+  // Its constants' uploads go with it (a function calling those shapes again prepares anew).
+  for (const buf of spec.prepared?.uploads.values() ?? []) buf.release();
+});
 
 export function clearGpuCompileCache(): void {
   programs.clear();
   clearGpuKernels();
-}
-
-/** Scan bodies through the same passes as the graph around them (none for optimizer `none`). */
-function bodyOptimizer(passes: readonly Pass[]): (b: ScanBody) => readonly Node[] {
-  const cache = new WeakMap<ScanBody, readonly Node[]>();
-  return (b) => {
-    if (passes.length === 0) return b.results;
-    let r = cache.get(b);
-    if (r === undefined) { r = runPasses(passes, { outputs: b.results }).outputs; cache.set(b, r); }
-    return r;
-  };
 }
 
 function compileGraph(inputs: readonly Node[], targets: readonly Node[], passes: readonly Pass[], variables: readonly Node[]): GpuProgram {
@@ -146,21 +138,11 @@ export function gpuCompiledExecutor(req: GpuCompileRequest): GpuExecutor {
   // The same passes as the cpu (fusion asks the same templates); the list is part of the key.
   const passes = req.level === 'none' ? [] : resolvePipeline(req.level as OptimizerLevel, cpuTarget, req.passes);
   const { key, variables } = structuralKey(req.inputs, req.targets, `${req.level}[${pipelineKey(passes)}]`, 'gpu');
-  let p = programs.get(key);
-  if (p === undefined) {
-    p = compileGraph(req.inputs, req.targets, passes, variables);
-    if (programs.size >= MAX_PROGRAMS) programs.delete(programs.keys().next().value!);
-  } else programs.delete(key);
-  programs.set(key, p);
-  const prog = p;
+  const prog = programs.program(key, () => compileGraph(req.inputs, req.targets, passes, variables));
   const cells: VariableCell[] = variables.map((v) => v.cell!);
   let last: Prepared | undefined;
   let notCompiled: readonly Fallback[] | undefined;
-  const specFor = (shapes: readonly (readonly number[])[]): GpuSpec => {
-    const sk = shapes.map((s) => s.join('x')).join('|');
-    if (!prog.specs.has(sk)) prog.specs.set(sk, specialize(prog, shapes, device));
-    return prog.specs.get(sk)!;
-  };
+  const specFor = (shapes: readonly (readonly number[])[]): GpuSpec => programs.spec(prog, shapesKey(shapes), () => specialize(prog, shapes, device));
   const policy = req.fallback ?? fallbackPolicy('function', undefined);
   const warned = { warned: false };
   const name = req.name ?? 'function';
