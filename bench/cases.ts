@@ -15,6 +15,8 @@ export interface Case {
   readonly note?: string;
   /** Why the case cannot run in this build (an op not on main yet). */
   readonly skip?: string;
+  /** Why the onnx column leaves the case out (an op with no ONNX translation). */
+  readonly noOnnx?: string;
   readonly impls: Partial<Record<ImplName, () => Promise<Impl>>>;
   /** Builds the theanine graph and its function (for compile times). */
   readonly compile?: () => { firstCall(): void; recompile(): void };
@@ -453,6 +455,132 @@ async function dropoutTf(): Promise<Impl> {
   };
 }
 
+// --- CNN training step: 28x28x1 -> conv 5x5x16 (valid) + relu -> max pool 2x2 -> dense 10, batch 32, SGD ---
+// TensorFlow.js' wasm backend has no Conv2DBackpropFilter kernel, so only its cpu backend runs it.
+const NB = 32;
+function cnnGraph() {
+  const x = K.placeholder([NB, 28, 28, 1], null, 'float32', false, 'x');
+  const t = K.placeholder([NB, 10], null, 'float32', false, 't');
+  const Wc = K.variable(nd([5, 5, 1, 16], 21, -0.2, 0.2), 'float32', 'Wc');
+  const bc = K.variable(new NDArray(new Float32Array(16), [16]), 'float32', 'bc');
+  const Wd = K.variable(nd([12 * 12 * 16, 10], 22, -0.05, 0.05), 'float32', 'Wd');
+  const bd = K.variable(new NDArray(new Float32Array(10), [10]), 'float32', 'bd');
+  const h = K.relu(K.bias_add(K.conv2d(x, Wc, [1, 1], 'valid'), bc));
+  const p = K.pool2d(h, [2, 2], [2, 2], 'valid', null, 'max');
+  const logits = K.dot(K.batch_flatten(p), Wd).add(bd);
+  const loss = K.mean(K.categorical_crossentropy(t, logits, true));
+  const params = [Wc, bc, Wd, bd];
+  const gs = (K as unknown as { gradients: (l: Node, v: Node[]) => Node[] }).gradients(loss, params);
+  return { x, t, loss, updates: params.map((v, i) => K.update(v, v.sub(gs[i]!.mul(LR)))) };
+}
+function cnnOneHot(): NDArray {
+  const out = new Float32Array(NB * 10);
+  for (let i = 0; i < NB; i++) out[i * 10 + ((i * 3) % 10)] = 1;
+  return new NDArray(out, [NB, 10], 'float32');
+}
+const cnnCase: Case = {
+  name: 'CNN train step conv 5x5x16 + pool + dense, b32',
+  note: 'tfjs-wasm: no Conv2DBackpropFilter kernel',
+  impls: {
+    theanine: async () => {
+      const { x, t, loss, updates } = cnnGraph();
+      const f = K.function([x, t], [loss], updates);
+      const xs = [nd([NB, 28, 28, 1], 23, 0, 1), cnnOneHot()];
+      return { run: () => { f(xs); } };
+    },
+    'tfjs-cpu': async () => {
+      const x = tf.tensor4d(data(NB * 28 * 28, 23, 0, 1), [NB, 28, 28, 1]);
+      const t = tf.tensor2d(cnnOneHot().data as Float32Array, [NB, 10]);
+      const Wc = tf.variable(tf.tensor4d(data(5 * 5 * 16, 21, -0.2, 0.2), [5, 5, 1, 16]));
+      const bc = tf.variable(tf.zeros([16]));
+      const Wd = tf.variable(tf.tensor2d(data(12 * 12 * 16 * 10, 22, -0.05, 0.05), [12 * 12 * 16, 10]));
+      const bd = tf.variable(tf.zeros([10]));
+      const opt = tf.train.sgd(LR);
+      return {
+        run: () => {
+          const l = opt.minimize(() => {
+            const h = tf.relu(tf.add(tf.conv2d(x, Wc, 1, 'valid'), bc));
+            const p = tf.maxPool(h as tf.Tensor4D, 2, 2, 'valid');
+            const logits = tf.add(tf.matMul(tf.reshape(p, [NB, 12 * 12 * 16]), Wd), bd);
+            return tf.losses.softmaxCrossEntropy(t, logits) as tf.Scalar;
+          }, true);
+          l!.dataSync();
+          l!.dispose();
+        },
+        dispose: () => [x, t, Wc, bc, Wd, bd].forEach((v) => v.dispose()),
+      };
+    },
+  },
+};
+
+// --- CTC: K.ctc_batch_cost and its gradient, 16 samples of 50 steps over 20 classes, labels of up to 10 ---
+// TensorFlow.js has no CTC op: its columns run the same forward recursion in log space written
+// with tf ops (a loop over time of shifts, logSumExp and masks, -1e30 standing for -inf), and
+// tf.grad differentiates it, as a user of TensorFlow.js would have to.
+const CB = 16, CT = 50, CC = 20, CL = 10, CS = 2 * CL + 1;
+const ctcLabels = () => Array.from({ length: CB }, (_, b) => Array.from({ length: CL }, (_, j) => (j < CL - (b % 4) ? (b * 7 + j * 3 + (j % 3 === 0 ? 0 : 1)) % (CC - 1) : -1)));
+const ctcLengths = () => ({ il: Array.from({ length: CB }, (_, b) => CT - (b % 5) * 3), ll: Array.from({ length: CB }, (_, b) => CL - (b % 4)) });
+const ctcCase: Case = {
+  name: 'CTC loss + gradient b16 T50 C20 L10',
+  note: 'K.ctc_batch_cost and its gradient with respect to y_pred; TensorFlow.js has no CTC op, so its columns are the recursion written in tf ops, differentiated by tf.grad',
+  noOnnx: 'ctc_loss has no ONNX translation',
+  impls: {
+    theanine: async () => {
+      const yp = K.placeholder([CB, CT, CC], null, 'float32', false, 'yp');
+      const { il, ll } = ctcLengths();
+      const loss = K.ctc_batch_cost(K.constant(ctcLabels(), 'int32'), yp, K.constant(il.map((v) => [v]), 'int32'), K.constant(ll.map((v) => [v]), 'int32'));
+      const [g] = K.gradients(K.sum(loss), [yp]);
+      const f = K.function([yp], [loss, g!]);
+      const xs = [nd([CB, CT, CC], 31, 0.01, 1)];
+      return { run: () => { f(xs); } };
+    },
+    'tfjs-cpu': ctcTf,
+    'tfjs-wasm': ctcTf,
+  },
+};
+async function ctcTf(): Promise<Impl> {
+  const NEG = -1e30;
+  const labels = ctcLabels();
+  const { il, ll } = ctcLengths();
+  const blank = CC - 1;
+  const ext = labels.map((row, b) => Array.from({ length: CS }, (_, s) => (s % 2 === 1 && (s - 1) / 2 < ll[b]! ? row[(s - 1) / 2]! : blank)));
+  // one-hot of the extended labels (B, C, S): emissions E = logp x onehot
+  const onehot = tf.tensor3d(ext.flatMap((row) => Array.from({ length: CC }, (_, c) => row.map((v) => (v === c ? 1 : 0)))).flat(), [CB, CC, CS]);
+  const add = (f: (b: number, s: number) => boolean) => tf.tensor2d(ext.map((row, b) => row.map((_, s) => (f(b, s) ? 0 : NEG))), [CB, CS]);
+  const skipMask = add((b, s) => s >= 2 && ext[b]![s] !== blank && ext[b]![s] !== ext[b]![s - 2]);
+  const validMask = add((b, s) => s < 2 * ll[b]! + 1);
+  const initMask = add((_, s) => s <= 1);
+  const endMask = tf.tensor3d(Array.from({ length: CT }, (_, t) => ext.map((_, b) => Array.from({ length: CS }, (_, s) => (t === il[b]! - 1 && s >= 2 * ll[b]! - 1 && s <= 2 * ll[b]! ? 0 : NEG)))), [CT, CB, CS]);
+  const y = tf.tensor3d(data(CB * CT * CC, 31, 0.01, 1), [CB, CT, CC]);
+  const shift = (a: tf.Tensor2D, k: number) => tf.concat([tf.fill([CB, k], NEG), a.slice([0, 0], [CB, CS - k])], 1) as tf.Tensor2D;
+  const lossOf = (yp: tf.Tensor3D): tf.Scalar => {
+    const z = tf.add(yp, 1e-7);
+    const logp = tf.sub(tf.log(z), tf.log(tf.sum(z, 2, true))) as tf.Tensor3D;
+    const E = tf.matMul(logp, onehot); // (B, T, S)
+    const alphas: tf.Tensor2D[] = [];
+    let a = tf.add(tf.add(initMask, validMask), E.slice([0, 0, 0], [CB, 1, CS]).reshape([CB, CS])) as tf.Tensor2D;
+    alphas.push(a);
+    for (let t = 1; t < CT; t++) {
+      const prev = tf.stack([a, shift(a, 1), tf.add(shift(a, 2), skipMask)]);
+      a = tf.add(tf.add(tf.logSumExp(prev, 0), validMask), E.slice([0, t, 0], [CB, 1, CS]).reshape([CB, CS])) as tf.Tensor2D;
+      alphas.push(a);
+    }
+    const all = tf.add(tf.stack(alphas), endMask); // (T, B, S)
+    return tf.neg(tf.sum(tf.logSumExp(tf.transpose(all, [1, 0, 2]).reshape([CB, CT * CS]), 1))) as tf.Scalar;
+  };
+  const grad = tf.valueAndGrad(lossOf);
+  return {
+    run: () => {
+      const { value, grad: g } = tf.tidy(() => grad(y));
+      value.dataSync();
+      g.dataSync();
+      value.dispose();
+      g.dispose();
+    },
+    dispose: () => [onehot, skipMask, validMask, initMask, endMask, y].forEach((t) => t.dispose()),
+  };
+}
+
 export function cases(): Case[] {
-  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, dropoutCase];
+  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, dropoutCase, ctcCase];
 }

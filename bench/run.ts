@@ -115,7 +115,7 @@ async function main(): Promise<void> {
         set_backend('tensorflow');
         try { return await theanine(); } finally { set_backend('theanine'); }
       },
-      ...(ONNX ? {
+      ...(ONNX && c.noOnnx === undefined ? {
         onnx: async () => {
           set_backend('onnx');
           try { return await theanine(); } finally { set_backend('theanine'); }

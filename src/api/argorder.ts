@@ -6,6 +6,7 @@
 // second (target) was computed by softmax or sigmoid.
 import type { Node } from '../ir/node.js';
 import { warn } from '../runtime/warn.js';
+import { userSite } from '../ir/provenance.js';
 
 /** Results of K.softmax (composed from primitives, so they are recognised by identity). */
 const softmaxResults = new WeakSet<Node>();
@@ -25,11 +26,10 @@ const LEAVES: Readonly<Record<string, string>> = { placeholder: 'a placeholder',
 
 const warnedSites = new Set<string>();
 
-/** The first stack frame outside theanine's own API (the user's call site), or '' if none is found. */
+/** The first stack frame outside theanine (the user's call site, as provenance finds it), or '' if none is found. */
 function callSite(): string {
-  const frames = (new Error().stack ?? '').split('\n').slice(1).map((l) => l.trim());
-  const own = /[\\/](src|dist)[\\/]api[\\/](argorder|losses)\.[jt]s/;
-  return frames.find((f) => !own.test(f))?.replace(/^at\s+/, '') ?? '';
+  const s = userSite(new Error().stack);
+  return s === undefined ? '' : `${s.file}:${s.line}:${s.column}`;
 }
 
 /**

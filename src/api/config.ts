@@ -5,6 +5,7 @@
 import { ValueError } from '../ir/errors.js';
 import { platform } from '#platform';
 import { environmentOverrides, type ConfigRead } from '../platform/types.js';
+import { setTracing } from '../ir/provenance.js';
 
 export type BackendName = 'theanine' | 'tensorflow' | 'onnx';
 export type Floatx = 'float16' | 'float32' | 'float64';
@@ -266,6 +267,16 @@ export function reset_uids(): void {
   uids.clear();
 }
 
+const TRACE_ON = ['1', 'true', ''];
+const TRACE_OFF = ['0', 'false'];
+
+/** THEANINE_TRACE's value: unset, empty, 1 or true record provenance; 0 or false do not; anything else is a ConfigError. */
+export function traceSwitch(v: string | undefined): boolean {
+  if (v === undefined || TRACE_ON.includes(v.trim().toLowerCase())) return true;
+  if (TRACE_OFF.includes(v.trim().toLowerCase())) return false;
+  throw new ConfigError(`environment variable THEANINE_TRACE is ${JSON.stringify(v)}; allowed: ${allowed([...TRACE_ON, ...TRACE_OFF])}`);
+}
+
 /**
  * The environment switches theanine reads, and what each sets. In a browser (no environment
  * variables) setEnvironment is how to set them; K.set_* covers the configuration ones too.
@@ -277,6 +288,7 @@ export const ENVIRONMENT_SWITCHES = {
   THEANINE_THREADS: 'worker threads for large matrix products (Node only: a page uses one thread)',
   THEANINE_DEBUG: 'debug topics: passes, gpu, source, cli, all (output: stderr, a browser\'s console)',
   THEANINE_FALLBACK: 'warn or error when a function runs the reference interpreter (also K.function\'s fallback option)',
+  THEANINE_TRACE: '0 or false: nodes record no provenance (the K call and user line that built them; also setTrace)',
   THEANINE_TFJS_BACKEND: 'the TensorFlow.js flavour of the tensorflow backend in Node (a page uses its active tfjs backend)',
   THEANINE_GPU_MODE: 'force gpu.js\' mode on the gpu device',
   THEANINE_ONNX_PROVIDER: 'the ONNX Runtime execution provider (Node only: the onnx backend)',
@@ -303,6 +315,7 @@ export function setEnvironment(vars: Readonly<Record<string, string | undefined>
     if (!names.includes(k)) throw new ValueError(`setEnvironment: unknown switch ${JSON.stringify(k)} (allowed: ${names.join(', ')})`);
     if (v !== undefined && typeof v !== 'string') throw new TypeError(`setEnvironment: ${k} must be a string or undefined, got ${show(v)}`);
   }
+  if (Object.hasOwn(vars, 'THEANINE_TRACE')) setTracing(traceSwitch(vars['THEANINE_TRACE']));
   const before = new Map(environmentOverrides);
   for (const [k, v] of Object.entries(vars)) {
     if (v === undefined) environmentOverrides.delete(k);

@@ -3,6 +3,7 @@
 import { describe } from '../ir/ndarray.js';
 import { platform } from '#platform';
 import { Node } from '../ir/node.js';
+import { ValueError } from '../ir/errors.js';
 import { debugprintNodes } from '../ir/printer.js';
 import { checkDotOptions, toDot, type DotOptions } from '../ir/dot.js';
 import { fusedLabel } from '../passes/fusion.js';
@@ -22,12 +23,30 @@ function rootsOf(fn: string, x: Seeable): readonly Node[] {
   throw new TypeError(`${fn}: expected a tensor, an array of tensors or a compiled function, got ${describe(x)}`);
 }
 
-export function debugprint(x: Node | readonly Node[] | CompiledFunction | { debugprint(): string }): string {
+export interface DebugprintOptions {
+  /** Append each node's provenance: the public call that built it and the user's line (`← K.relu at model.ts:12`). */
+  readonly trace?: boolean;
+}
+
+function checkPrintOptions(opts: unknown): DebugprintOptions {
+  if (opts === undefined) return {};
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw new TypeError(`debugprint: options must be an object, got ${describe(opts)}`);
+  for (const k of Object.keys(opts)) {
+    if (k !== 'trace') throw new ValueError(`debugprint: unknown option ${JSON.stringify(k)} (allowed: trace)`);
+  }
+  const t = (opts as DebugprintOptions).trace;
+  if (t !== undefined && typeof t !== 'boolean') throw new TypeError(`debugprint: option trace must be true or false, got ${describe(t)}`);
+  return opts as DebugprintOptions;
+}
+
+export function debugprint(x: Node | readonly Node[] | CompiledFunction | { debugprint(opts?: DebugprintOptions): string }, options?: DebugprintOptions): string {
+  const opts = checkPrintOptions(options);
+  const trace = opts.trace === true;
   // Fused kernels (in graphs from optimize) list their ops.
-  if (x instanceof Node) return debugprintNodes([x], { label: fusedLabel });
-  if (Array.isArray(x) && x.every((n) => n instanceof Node)) return debugprintNodes(x, { label: fusedLabel });
+  if (x instanceof Node) return debugprintNodes([x], { label: fusedLabel, trace });
+  if (Array.isArray(x) && x.every((n) => n instanceof Node)) return debugprintNodes(x, { label: fusedLabel, trace });
   // A compiled function, or optimize()'s result: each prints its optimized graph.
-  if ((typeof x === 'function' || (typeof x === 'object' && x !== null)) && typeof (x as CompiledFunction).debugprint === 'function') return (x as CompiledFunction).debugprint();
+  if ((typeof x === 'function' || (typeof x === 'object' && x !== null)) && typeof (x as CompiledFunction).debugprint === 'function') return (x as CompiledFunction).debugprint({ trace });
   throw new TypeError(`debugprint: expected a tensor, an array of tensors, a compiled function or an optimized graph, got ${describe(x)}`);
 }
 

@@ -6,6 +6,7 @@ import { ValueError } from '../ir/errors.js';
 import { add, divide, dot, multiply, negative, pow, subtract } from './math.js';
 import type { TensorLike } from './args.js';
 import { constraintOf, type Constraint } from './tensors.js';
+import { traced } from './trace.js';
 
 declare module '../ir/node.js' {
   interface Node {
@@ -26,23 +27,23 @@ declare module '../ir/node.js' {
 }
 
 const proto = Node.prototype as unknown as Record<string, unknown>;
-proto['add'] = function (this: Node, y: TensorLike) { return add(this, y); };
-proto['sub'] = function (this: Node, y: TensorLike) { return subtract(this, y); };
-proto['mul'] = function (this: Node, y: TensorLike) { return multiply(this, y); };
-proto['div'] = function (this: Node, y: TensorLike) { return divide(this, y); };
-proto['neg'] = function (this: Node) { return negative(this); };
-proto['pow'] = function (this: Node, a: TensorLike) { return pow(this, a); };
-proto['dot'] = function (this: Node, y: TensorLike) { return dot(this, y); };
-proto['get'] = function (this: Node, i: number) {
+proto['add'] = traced('Tensor.add', function (this: Node, y: TensorLike) { return add(this, y); });
+proto['sub'] = traced('Tensor.sub', function (this: Node, y: TensorLike) { return subtract(this, y); });
+proto['mul'] = traced('Tensor.mul', function (this: Node, y: TensorLike) { return multiply(this, y); });
+proto['div'] = traced('Tensor.div', function (this: Node, y: TensorLike) { return divide(this, y); });
+proto['neg'] = traced('Tensor.neg', function (this: Node) { return negative(this); });
+proto['pow'] = traced('Tensor.pow', function (this: Node, a: TensorLike) { return pow(this, a); });
+proto['dot'] = traced('Tensor.dot', function (this: Node, y: TensorLike) { return dot(this, y); });
+proto['get'] = traced('Tensor.get', function (this: Node, i: number) {
   if (this.ndim === 0) throw new ValueError(`get: cannot index the scalar tensor ${this.name}`);
   if (!Number.isInteger(i)) throw new ValueError(`get: index must be an integer, got ${String(i)}`);
   return apply('index', [this], { index: i }, 'get');
-};
+});
 Object.defineProperty(Node.prototype, 'T', {
-  get(this: Node) {
+  get: traced('Tensor.T', function (this: Node) {
     const perm = Array.from({ length: this.ndim }, (_, k) => this.ndim - 1 - k);
     return apply('transpose', [this], { perm }, 'T');
-  },
+  }),
 });
 Object.defineProperty(Node.prototype, 'constraint', {
   get(this: Node) {

@@ -41,7 +41,7 @@ export interface OptimizedGraph {
   /** Each pass that ran, in order, with its time and node counts. */
   readonly passes: readonly PassReport[];
   /** The graph in debugprint form, fused kernels listing their ops (`debugprint(g)` gives the same). */
-  debugprint(): string;
+  debugprint(opts?: { readonly trace?: boolean }): string;
 }
 
 function options(fn: string, o: unknown): { level: 'fast_run' | 'fast_compile'; passes: PassSelection | undefined } {
@@ -61,7 +61,7 @@ export function optimize(outputs: Node | readonly Node[], opts?: OptimizeOptions
   const { level, passes } = options('optimize', opts);
   const reports: PassReport[] = [];
   const g = runPasses(resolvePipeline(level, cpuTarget, passes), { outputs: outs }, { onPass: (r) => reports.push(r) });
-  return { outputs: g.outputs, passes: reports, debugprint: () => debugprintNodes(g.outputs, { label: fusedLabel }) };
+  return { outputs: g.outputs, passes: reports, debugprint: (opts?: { readonly trace?: boolean }) => debugprintNodes(g.outputs, { label: fusedLabel, trace: opts?.trace === true }) };
 }
 
 export interface PassInfo {

@@ -8,6 +8,7 @@ import type { Node } from '../ir/node.js';
 import { isBuiltin } from '../ir/registry.js';
 import { NDArray, formatShape } from '../ir/ndarray.js';
 import { gradRules } from './rules/index.js';
+import { enterGradientOf, exitGradientOf } from '../ir/provenance.js';
 import type { GradRule, RuleEntry, TupleGradRule, UnsupportedRule } from './rules/types.js';
 import { add, cast, differentiable, reduce } from './ops.js';
 
@@ -74,22 +75,28 @@ export function gradients(loss: Node, wrt: readonly Node[], fn = 'K.gradients'):
     if (rule === undefined) throw new ValueError(`${fn}: op ${JSON.stringify(n.op)} has no gradient rule`);
     if (rule === 'leaf' || rule === 'none') continue;
     if (isUnsupported(rule)) throw new ValueError(`${fn}: cannot differentiate through ${n.op}: ${rule.unsupported}`);
-    let ins: readonly (Node | null)[];
-    if (isTupleRule(rule)) {
-      const items = tupleCt.get(n);
-      if (items === undefined) continue;
-      ins = rule.tuple(n, items);
-    } else {
-      const g = ct.get(n);
-      if (g === undefined) continue;
-      ins = (rule as GradRule)(n, g);
+    // The nodes a rule builds record which forward node they differentiate (src/ir/provenance.ts).
+    const saved = enterGradientOf(n);
+    try {
+      let ins: readonly (Node | null)[];
+      if (isTupleRule(rule)) {
+        const items = tupleCt.get(n);
+        if (items === undefined) continue;
+        ins = rule.tuple(n, items);
+      } else {
+        const g = ct.get(n);
+        if (g === undefined) continue;
+        ins = (rule as GradRule)(n, g);
+      }
+      n.inputs.forEach((inp, i) => {
+        const gi = ins[i];
+        if (gi === null || gi === undefined || !reaches.has(inp) || !differentiable(inp)) return;
+        checkCotangent(fn, n, i, inp, gi);
+        accumulate(inp, gi.dtype === inp.dtype ? gi : cast(gi, inp.dtype));
+      });
+    } finally {
+      exitGradientOf(saved);
     }
-    n.inputs.forEach((inp, i) => {
-      const gi = ins[i];
-      if (gi === null || gi === undefined || !reaches.has(inp) || !differentiable(inp)) return;
-      checkCotangent(fn, n, i, inp, gi);
-      accumulate(inp, gi.dtype === inp.dtype ? gi : cast(gi, inp.dtype));
-    });
   }
 
   return wrt.map((w) => {

@@ -117,7 +117,20 @@ export interface ScanStep {
   readonly stateItems: readonly { readonly buf: number; readonly keep: 'all' | 'last' | 'none' }[];
 }
 
-export type Step = LoopKernel | MatmulKernel | ExternStep | ScanStep;
+/**
+ * print_tensor: the message and its input's value written through the evaluation's print hook
+ * (`ctx.print`) when the step runs; the value passes through unchanged (the node's value is its
+ * input's). A host callback inside generated code, as Theano's Print op is a host op with no
+ * device code.
+ */
+export interface PrintStep {
+  readonly kind: 'print';
+  readonly label: string;
+  readonly message: string;
+  readonly input: ValueRef;
+}
+
+export type Step = LoopKernel | MatmulKernel | ExternStep | ScanStep | PrintStep;
 
 /** A result handed to the caller: copied out of its buffer unless the step wrote a fresh target buffer. */
 export interface TargetRef extends ValueRef {
@@ -134,6 +147,7 @@ export interface Program {
 export function stepBuffers(s: Step): { reads: number[]; writes: number[]; scratch: number[] } {
   switch (s.kind) {
     case 'extern': return { reads: s.inputs.map((v) => v.buf), writes: s.outs.map((o) => o.buf), scratch: [] };
+    case 'print': return { reads: [s.input.buf], writes: [], scratch: [] };
     case 'loop': {
       const reads = new Set<number>();
       for (const st of s.stores) {

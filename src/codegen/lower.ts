@@ -43,6 +43,12 @@ export interface LowerSpec {
   readonly tile: { readonly mr: number; readonly nr: number };
   /** Optimizes a Scan body's results (the pass pipeline); without it Scans run as externs. */
   readonly optimizeBody?: (body: ScanBody) => readonly Node[];
+  /**
+   * For a device that runs one thread per output element (the gpu): loops of at most this many
+   * iterations per element may replace a scan or a scatter by a gather (lower-data.ts), so each
+   * element is computed on its own.
+   */
+  readonly gatherLoops?: number;
 }
 
 export interface Concrete { readonly shape: readonly number[]; readonly dtype: DType; readonly items?: readonly Concrete[] }
@@ -69,7 +75,10 @@ export function lower(spec: LowerSpec): Program {
   const tupleItems = new Map<Node, ValueRef[]>();
 
   let epochBuf: number | undefined;
-  const dataEnv: DataLowerEnv = { buffers, addBuf: (dtype, size, role) => addBuf(dtype, size, role), epochBuf: () => (epochBuf ??= addBuf('float64', 1, 'epoch')) };
+  const dataEnv: DataLowerEnv = {
+    buffers, addBuf: (dtype, size, role) => addBuf(dtype, size, role), epochBuf: () => (epochBuf ??= addBuf('float64', 1, 'epoch')), shared: new Map(),
+    ...(spec.gatherLoops !== undefined ? { gatherLoops: spec.gatherLoops } : {}),
+  };
   const constant = (nd: NDArray): ValueRef => ({ buf: addBuf(nd.dtype, nd.size, 'constant', { value: nd }), offset: 0, shape: nd.shape, dtype: nd.dtype });
 
   for (const n of order) {
@@ -81,6 +90,13 @@ export function lower(spec: LowerSpec): Program {
     if (n.op === 'constant') { values.set(n, constant(n.attrs['value'] as NDArray)); continue; }
     const kv = known.get(n);
     if (kv !== undefined && n.inputs.length > 0) { values.set(n, constant(kv)); continue; }
+    if (n.op === 'print') {
+      // A host callback in the generated code; the value passes through.
+      const v = values.get(n.inputs[0]!)!;
+      steps.push({ kind: 'print', label: 'print', message: n.attrs['message'] as string, input: v });
+      values.set(n, v);
+      continue;
+    }
     if (n.op === 'tuple_get') { values.set(n, tupleItems.get(n.inputs[0]!)![n.attrs['index'] as number]!); continue; }
     let why = externReason(n.op);
     if (n.op === 'scan') {

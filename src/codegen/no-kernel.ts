@@ -16,7 +16,6 @@ export const NO_KERNEL_YET: Readonly<Record<string, string>> = {
     + 'label lands in the -1-padded result depends on how many labels were decoded before it',
   ctc_label_dense_to_sparse: 'its results have one row per label before each label_length, so their sizes are sums of input values, not shapes '
     + '(a function applying it to a placeholder runs the reference interpreter; to constants, it is folded)',
-  print: 'prints from the host (no kernel yet, issue 13 item 3)',
 };
 
 /** Why an op runs as an extern step (the lowering's words for it). */

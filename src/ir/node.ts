@@ -5,6 +5,7 @@ import { NDArray, formatShape } from './ndarray.js';
 import type { AttrValue, Attrs, Keyed } from './op.js';
 import type { StaticShape, TensorType } from './types.js';
 import type { DType } from './dtype.js';
+import { EMPTY, currentProvenance, type Provenance } from './provenance.js';
 
 /** The mutable value behind a `variable` leaf; nodes stay immutable. */
 export interface VariableCell {
@@ -13,10 +14,21 @@ export interface VariableCell {
 
 let nextId = 1;
 
+/** The id the next node will get: nodes with an id at or above a mark were created after it. */
+export function nodeIdMark(): number {
+  return nextId;
+}
+
 export class Node {
   readonly id: number;
   /** Structural identity: op, attrs and input ids. */
   readonly key: string;
+  /**
+   * Which public calls built this node, and where (src/ir/provenance.ts): set when a `K.*` call
+   * creates it, grown by passes whose replacements stand for other nodes. Not part of the key:
+   * equal nodes are one node, with the records of the first call that built it.
+   */
+  provenance: readonly Provenance[];
 
   constructor(
     readonly op: string,
@@ -29,6 +41,7 @@ export class Node {
   ) {
     this.id = nextId++;
     this.key = key;
+    this.provenance = currentProvenance() ?? EMPTY;
     Object.freeze(this.inputs);
     deepFreeze(this.attrs);
   }

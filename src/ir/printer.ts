@@ -6,12 +6,15 @@ import { topoSort, type Graph } from './graph.js';
 import type { Node } from './node.js';
 import { ScanBody } from './scanbody.js';
 import { typeToString } from './types.js';
+import { formatProvenance } from './provenance.js';
 
 export interface PrintOptions {
   /** Show attributes (default true). */
   readonly attrs?: boolean;
   /** Render a node's label; lets callers mark fused kernels or gradient nodes. */
   readonly label?: (n: Node) => string | undefined;
+  /** Append each node's provenance: `← K.relu at model.ts:12` (src/ir/provenance.ts). */
+  readonly trace?: boolean;
 }
 
 /** Short id letters as Theano uses: A..Z, BA.., in first-visit order. */
@@ -88,7 +91,8 @@ export function debugprintNodes(outputs: readonly Node[], opts: PrintOptions = {
       const { node: n, prefix } = e;
       const label = opts.label?.(n) ?? nodeLabel(n, opts.attrs !== false);
       const seen = printed.has(n);
-      lines.push(`${prefix}${e.role ?? ''}${label} [id ${idOf(n)}] ${typeToString(n.type)}${seen && n.inputs.length > 0 ? ' (printed above)' : ''}`);
+      const trace = opts.trace === true && n.provenance.length > 0 ? ` ← ${formatProvenance(n.provenance)}` : '';
+      lines.push(`${prefix}${e.role ?? ''}${label} [id ${idOf(n)}] ${typeToString(n.type)}${seen && n.inputs.length > 0 ? ' (printed above)' : ''}${trace}`);
       if (seen) continue;
       printed.add(n);
       const childPrefix = prefix + ' |';

@@ -6,7 +6,8 @@
 import { apply, leaf } from './build.js';
 import { ShapeError, ValueError } from './errors.js';
 import { topoSort } from './graph.js';
-import { intern, type Node } from './node.js';
+import { intern, nodeIdMark, type Node } from './node.js';
+import { copyProvenance } from './provenance.js';
 import { ScanBody } from './scanbody.js';
 import { scanItems, type KeepMode, type ScanAttrs } from './ops/control.js';
 import { compatibleTypes, type TensorType } from './types.js';
@@ -132,7 +133,12 @@ export function closeBody(args: readonly Node[], results: readonly Node[], first
     if (!dependent.has(n) || n.inputs.length === 0) continue;
     const ins = n.inputs.map(get);
     // Args keep their types, so the rebuilt node's type is the old one.
-    if (ins.some((x, i) => x !== n.inputs[i])) rebuilt.set(n, intern(n.op, ins, n.attrs, n.type));
+    if (ins.some((x, i) => x !== n.inputs[i])) {
+      const mark = nodeIdMark();
+      const m = intern(n.op, ins, n.attrs, n.type);
+      copyProvenance(m, n, mark); // the step's nodes keep the user's calls, not K.rnn's
+      rebuilt.set(n, m);
+    }
   }
   return { results: results.map(get), captured, capturedArgs };
 }

@@ -17,6 +17,7 @@ import type { Node } from '../ir/node.js';
 import { staticSize, tensorType, type StaticShape } from '../ir/types.js';
 import { definePass, type Pass } from './pass.js';
 import { rebuild } from './rewrite.js';
+import { inherit } from '../ir/provenance.js';
 
 export type FuseKind =
   | 'elementwise' // a scalar function of its inputs at the same index (broadcasting)
@@ -199,6 +200,7 @@ function buildFused(grp: Group, outer: (n: Node) => Node): Node {
     let out: Node;
     if (grp.members.has(n)) {
       out = n.inputs.length === 0 ? n : apply(n.op, n.inputs.map(visit), n.attrs);
+      inherit(out, [n]);
     } else {
       const k = sources.length;
       sources.push(n);
@@ -210,7 +212,10 @@ function buildFused(grp: Group, outer: (n: Node) => Node): Node {
   };
   const root = visit(grp.root);
   const body = new FusedBody(sources.map((s) => inner.get(s)!), root);
-  return apply('fused', sources.map(outer), { body });
+  const fused = apply('fused', sources.map(outer), { body });
+  // The kernel carries the records of all its members (scalar constants shared between groups excepted).
+  inherit(fused, [...grp.members].filter((m) => !grp.shared.has(m)));
+  return fused;
 }
 
 /** Debugprint label of a fused node: `fused{sub,exp,sum}`. */

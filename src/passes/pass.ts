@@ -3,6 +3,7 @@
 import type { Graph } from '../ir/graph.js';
 import { topoSort } from '../ir/graph.js';
 import { verify } from '../ir/verify.js';
+import { untraced } from '../ir/provenance.js';
 import { debugprintNodes, type PrintOptions } from '../ir/printer.js';
 
 export interface Pass {
@@ -30,8 +31,16 @@ export interface RunOptions {
   readonly onPass?: (report: PassReport, after: Graph) => void;
 }
 
-/** Runs `passes` in order. Node counts are only computed when someone listens. */
+/**
+ * Runs `passes` in order. Node counts are only computed when someone listens. Nodes the passes
+ * build record no public call of their own (a K.eval that compiles): they inherit the records
+ * of the nodes they replace (src/ir/provenance.ts).
+ */
 export function runPasses(passes: readonly Pass[], g: Graph, opts: RunOptions = {}): Graph {
+  return untraced(() => runAll(passes, g, opts));
+}
+
+function runAll(passes: readonly Pass[], g: Graph, opts: RunOptions): Graph {
   let cur = g;
   const count = opts.onPass !== undefined;
   let before = count ? topoSort(cur.outputs).length : 0;

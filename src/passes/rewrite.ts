@@ -6,8 +6,9 @@
 // rule body never tests the op itself.
 import { apply, isInferenceFailure } from '../ir/build.js';
 import type { Graph } from '../ir/graph.js';
-import { topoSort } from '../ir/graph.js';
-import type { Node } from '../ir/node.js';
+import { topoSort, useCounts } from '../ir/graph.js';
+import { nodeIdMark, type Node } from '../ir/node.js';
+import { inherit, inheritReplaced } from '../ir/provenance.js';
 import type { OpName, OpNode } from '../ir/registry.js';
 import { sameType, typeToString } from '../ir/types.js';
 
@@ -34,10 +35,12 @@ export class RewriteError extends Error {
 /** Replacements must keep the node's type exactly: same dtype, same static shape (nulls included), same items. */
 export { sameType };
 
-/** Rebuilds `n` on new inputs (the same node when nothing changed). */
+/** Rebuilds `n` on new inputs (the same node when nothing changed); the new node inherits `n`'s provenance. */
 export function rebuild(n: Node, inputs: readonly Node[]): Node {
   if (inputs.length === n.inputs.length && inputs.every((x, i) => x === n.inputs[i])) return n;
-  return apply(n.op, inputs, n.attrs);
+  const m = apply(n.op, inputs, n.attrs);
+  inherit(m, [n]);
+  return m;
 }
 
 /** Rules fired on one node before the engine gives up on reaching a fixed point there. */
@@ -90,6 +93,9 @@ function replacement(cur: Node, index: RuleIndex, stats: RewriteStats | undefine
 export function rewriteGraph(g: Graph, rules: readonly Rewrite[], stats?: RewriteStats): Graph {
   const index = new RuleIndex(rules);
   const done = new Map<Node, Node>();
+  const passMark = nodeIdMark();
+  const order = topoSort(g.outputs);
+  let uses: Map<Node, number> | undefined;
   // New nodes made by rules are visited recursively; their inputs are already final, so depth stays small.
   const visit = (n: Node, budget: number): Node => {
     const hit = done.get(n);
@@ -100,8 +106,12 @@ export function rewriteGraph(g: Graph, rules: readonly Rewrite[], stats?: Rewrit
       const again = done.get(cur);
       if (again !== undefined) { done.set(n, again); return again; }
     }
+    const mark = nodeIdMark();
     const out = budget > 0 ? replacement(cur, index, stats) : undefined;
     if (out !== undefined) {
+      // The replacement (and what the rule built for it) inherits the provenance of what it
+      // replaces, for every rule alike (src/ir/provenance.ts).
+      inheritReplaced(cur, out, mark, (uses ??= useCounts(order)), cur === n ? [] : [n], passMark);
       const fin = visit(out, budget - 1);
       done.set(n, fin);
       done.set(cur, fin);
@@ -111,6 +121,6 @@ export function rewriteGraph(g: Graph, rules: readonly Rewrite[], stats?: Rewrit
     if (cur !== n) done.set(cur, cur);
     return cur;
   };
-  for (const n of topoSort(g.outputs)) visit(n, MAX_REWRITES_PER_NODE);
+  for (const n of order) visit(n, MAX_REWRITES_PER_NODE);
   return { outputs: g.outputs.map((o) => done.get(o)!) };
 }

@@ -10,7 +10,8 @@
 import { apply } from '../ir/build.js';
 import { getOp } from '../ir/registry.js';
 import { topoSort } from '../ir/graph.js';
-import type { Node } from '../ir/node.js';
+import { nodeIdMark, type Node } from '../ir/node.js';
+import { addProvenance, inherit } from '../ir/provenance.js';
 import { ScanBody } from '../ir/scanbody.js';
 import { scanArg, stackNodes } from '../ir/scan.js';
 import type { KeepMode, ScanAttrs } from '../ir/ops/control.js';
@@ -63,18 +64,21 @@ export function lowerScan(given: readonly Node[], opts: LowerScanOptions = {}): 
       const body = hoistInvariants(lowered, n.inputs.map(get));
       const bodySize = topoSort(body.body.results).length;
       if (steps !== null && steps >= 1 && steps <= maxSteps && steps * bodySize <= maxNodes) {
+        const mark = nodeIdMark();
         const items = unroll(body.body, body.inputs, a.go_backwards, steps, keep);
+        // The step's slices and the stacks that replace the Scan node stand for it.
+        for (const m of topoSort(items.filter((x): x is Node => x !== undefined))) if (m.id >= mark) addProvenance(m, n.provenance);
         const pos = itemIndex.get(n);
         unrolledItems.set(n, pos === undefined ? items : pos.map((p) => (p < 0 ? undefined : items[p])));
       } else {
-        done.set(n, apply('scan', body.inputs, { ...a, body: body.body, keep }, FN));
+        done.set(n, withRecordsOf(apply('scan', body.inputs, { ...a, body: body.body, keep }, FN), [n]));
       }
       continue;
     }
     if (n.op === 'tuple_get' && itemIndex.has(n.inputs[0]!) && !unrolledItems.has(n.inputs[0]!)) {
       const index = itemIndex.get(n.inputs[0]!)![n.attrs['index'] as number]!;
       if (index < 0) throw new Error(`internal: ${FN} dropped an item that ${n.name} reads`);
-      done.set(n, apply('tuple_get', [get(n.inputs[0]!)], { ...n.attrs, index }, FN));
+      done.set(n, withRecordsOf(apply('tuple_get', [get(n.inputs[0]!)], { ...n.attrs, index }, FN), [n]));
       continue;
     }
     if (n.op === 'tuple_get' && unrolledItems.has(n.inputs[0]!)) {
@@ -89,9 +93,19 @@ export function lowerScan(given: readonly Node[], opts: LowerScanOptions = {}): 
     }
     if (n.inputs.length === 0) continue;
     const ins = n.inputs.map(get);
-    if (ins.some((x, i) => x !== n.inputs[i])) done.set(n, apply(n.op, ins, n.attrs, FN));
+    if (ins.some((x, i) => x !== n.inputs[i])) done.set(n, again(n, ins));
   }
   return outputs.map(get);
+}
+
+/** `n`'s op on new inputs; the new node inherits `n`'s provenance (src/ir/provenance.ts). */
+function again(n: Node, inputs: readonly Node[]): Node {
+  return withRecordsOf(apply(n.op, inputs, n.attrs, FN), [n]);
+}
+
+function withRecordsOf(m: Node, sources: readonly Node[]): Node {
+  inherit(m, sources);
+  return m;
 }
 
 /**
@@ -137,7 +151,7 @@ function mergeScans(outputs: readonly Node[]): readonly Node[] {
     let r = done.get(n);
     if (r === undefined) {
       const ins = n.inputs.map(get);
-      r = ins.some((x, i) => x !== n.inputs[i]) ? apply(n.op, ins, n.attrs, FN) : n;
+      r = ins.some((x, i) => x !== n.inputs[i]) ? again(n, ins) : n;
       done.set(n, r);
     }
     return r;
@@ -146,7 +160,7 @@ function mergeScans(outputs: readonly Node[]): readonly Node[] {
     if (n.inputs.length === 0 || into.has(n) || done.has(n)) continue;
     if (n.op === 'tuple_get' && into.has(n.inputs[0]!)) {
       const m = target(n.inputs[0]!);
-      done.set(n, apply('tuple_get', [rebuilt(m.to)], { ...n.attrs, index: m.index(n.attrs['index'] as number) }, FN));
+      done.set(n, withRecordsOf(apply('tuple_get', [rebuilt(m.to)], { ...n.attrs, index: m.index(n.attrs['index'] as number) }, FN), [n, n.inputs[0]!]));
       continue;
     }
     rebuilt(n);
@@ -193,7 +207,7 @@ function hoistInvariants(b: ScanBody, inputs: readonly Node[]): { body: ScanBody
   const outer = (n: Node): Node => {
     let o = outside.get(n);
     if (o === undefined) {
-      o = n.inputs.length === 0 ? n : apply(n.op, n.inputs.map(outer), n.attrs, FN);
+      o = n.inputs.length === 0 ? n : again(n, n.inputs.map(outer));
       outside.set(n, o);
     }
     return o;
@@ -215,7 +229,7 @@ function hoistInvariants(b: ScanBody, inputs: readonly Node[]): { body: ScanBody
   for (const n of order) {
     if (!variant.has(n) || n.inputs.length === 0) continue;
     const ins = n.inputs.map(get);
-    if (ins.some((x, i) => x !== n.inputs[i])) rebuilt.set(n, apply(n.op, ins, n.attrs, FN));
+    if (ins.some((x, i) => x !== n.inputs[i])) rebuilt.set(n, again(n, ins));
   }
   const results = b.results.map(get);
   const read = new Set(topoSort(results));
@@ -251,7 +265,7 @@ function unroll(b: ScanBody, inputs: readonly Node[], back: boolean, steps: numb
     b.constants.forEach((arg, c) => value.set(arg, inputs[nSeq + nState + c]!));
     for (const n of order) {
       if (value.has(n) || n.inputs.length === 0) continue;
-      value.set(n, apply(n.op, n.inputs.map((i) => value.get(i) ?? i), n.attrs, FN));
+      value.set(n, again(n, n.inputs.map((i) => value.get(i) ?? i)));
     }
     const at = (n: Node) => value.get(n) ?? n;
     b.outputs.forEach((o, i) => outs[i]!.push(at(o)));

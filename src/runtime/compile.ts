@@ -24,6 +24,7 @@ import type { Program } from '../codegen/kernel.js';
 import { buildModule, clearKernelCaches, type RunFn } from '../codegen/cpu/module.js';
 import { packArena } from '../codegen/cpu/wasm-kernel.js';
 import type { Executor } from './function.js';
+import { ProgramCache, shapesKey } from './program-cache.js';
 import type { ScanBody } from '../ir/scanbody.js';
 import { checkFallbacks, externFallbacks, fallbackPolicy, type Fallback, type FallbackPolicy } from './fallback.js';
 import { platform } from '#platform';
@@ -82,9 +83,8 @@ interface CompiledProgram {
   readonly specs: Map<string, Specialization>;
 }
 
-const programs = new Map<string, CompiledProgram>();
-const MAX_PROGRAMS = 256;
-const MAX_SPECIALIZATIONS = 16;
+/** Programs by structural key, specialisations by shapes (each dropped one leaves the byte budget below). */
+const programs = new ProgramCache<CompiledProgram, Specialization>((p, key, s) => dropSpec(s, p, key));
 export const compileStats = { programs: 0, specializations: 0 };
 /**
  * Milliseconds spent in each compile phase by the latest compile (the bench reports them;
@@ -184,9 +184,9 @@ function compileProgram(inputs: readonly Node[], targets: readonly Node[], passe
   return { passes, graph: g.outputs, inputSlot, variableSlot, variables, specs: new Map() };
 }
 
-/** Scan bodies through the same passes as the graph around them (cached per body and pass list). */
+/** Scan bodies through the same passes as the graph around them (cached per body and pass list; every device's compiler). */
 const optimizedBodies = new WeakMap<ScanBody, Map<string, readonly Node[]>>();
-function bodyOptimizer(passes: readonly Pass[]): (b: ScanBody) => readonly Node[] {
+export function bodyOptimizer(passes: readonly Pass[]): (b: ScanBody) => readonly Node[] {
   const key = pipelineKey(passes);
   return (b) => {
     let byPasses = optimizedBodies.get(b);
@@ -272,13 +272,7 @@ export function compiledExecutor(req: CompileRequest): Executor & { source(): st
   // The pass list is part of the key: a function compiled with other passes never shares its code.
   const passes = resolvePipeline(req.level, cpuTarget, req.passes);
   const { key, variables } = structuralKey(req.inputs, req.targets, `${req.level}[${pipelineKey(passes)}]`, req.device);
-  let p = programs.get(key);
-  if (p === undefined) {
-    p = compileProgram(req.inputs, req.targets, passes, variables);
-    if (programs.size >= MAX_PROGRAMS) programs.delete(programs.keys().next().value!);
-  } else programs.delete(key); // re-insert: most recently used last
-  programs.set(key, p);
-  const prog = p;
+  const prog = programs.program(key, () => compileProgram(req.inputs, req.targets, passes, variables));
   const cells: VariableCell[] = variables.map((v) => v.cell!);
   let last: Specialization | undefined;
   let lastShapes: (readonly number[])[] | undefined;
@@ -287,21 +281,9 @@ export function compiledExecutor(req: CompileRequest): Executor & { source(): st
   const warned = { warned: false };
 
   const specFor = (shapes: readonly (readonly number[])[]): Specialization => {
-    const sk = shapes.map((s) => s.join('x')).join('|');
-    let s = prog.specs.get(sk);
-    if (s === undefined) {
-      s = specialize(prog, shapes);
-      // Each specialisation holds its buffers: keep the most recent few shape sets per program.
-      if (prog.specs.size >= MAX_SPECIALIZATIONS) {
-        const [oldKey, old] = prog.specs.entries().next().value!;
-        dropSpec(old, prog, oldKey);
-        prog.specs.delete(oldKey);
-      }
-      prog.specs.set(sk, s);
-    } else {
-      prog.specs.delete(sk); // most recently used last
-      prog.specs.set(sk, s);
-    }
+    const sk = shapesKey(shapes);
+    // Each specialisation holds its buffers: the cache keeps the most recent few shape sets per program.
+    const s = programs.spec(prog, sk, () => specialize(prog, shapes));
     touchSpec(prog, sk, s);
     return s;
   };

@@ -80,7 +80,7 @@ export interface CompiledFunction {
   readonly backend: string;
   readonly optimizer: Optimizer;
   /** The graph this function runs, in debugprint form (after the optimizer; fused kernels as one node each). */
-  debugprint(): string;
+  debugprint(opts?: { readonly trace?: boolean }): string;
   /** The generated JavaScript (for the input shapes of the latest call). */
   source(): string;
   /** The output nodes of the graph this function runs (outputs, then update values). */
@@ -219,7 +219,7 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
     device: spec.device,
     backend: spec.backend,
     optimizer: spec.optimizer,
-    debugprint: () => debugprintNodes(executor.graph, { label: fusedLabel }),
+    debugprint: (opts?: { readonly trace?: boolean }) => debugprintNodes(executor.graph, { label: fusedLabel, trace: opts?.trace === true }),
     exportModule: (options: ExportOptions) => {
       const lowered = executor.lowered;
       if (lowered === undefined) {

@@ -104,6 +104,10 @@ describe('in Chromium: the viewer served by theanine viz', function () {
     it(`${name} on WebGL2 (gpu:webgl2): Node's numbers within float32 GPU tolerance`, async () => {
       const r = await runInPage(name, 'gpu');
       expect(r.device).to.equal('gpu:webgl2');
+      // The gpu.js kernels of f.source(), linked to the nodes they compute.
+      const kernels = await page.evaluate(() => (globalThis as unknown as { theanineViewer: { kernels(): { label: string; node?: string }[] } }).theanineViewer.kernels());
+      expect(kernels.length).to.be.above(1);
+      expect(kernels.filter((k) => k.node !== undefined).length / kernels.length).to.be.above(0.6);
       // GLSL's exp/tanh/log are not bit-identical to V8's; float32 throughout (as chromium.test.ts).
       expectClose(r.numbers, want(name), 1e-5, name);
     });

@@ -76,6 +76,21 @@ describe('theanine viz', function () {
     expect(missing.err).to.match(/^theanine: cannot read .*nope\.js: no such file\n$/);
   });
 
+  it('an installed package (no viewer/ sources) serves the page the build put in dist/viewer', async () => {
+    const pkg = join(dir, 'installed');
+    writeSite(files, join(pkg, 'dist', 'viewer'));
+    const served = await viewerFiles(pkg);
+    expect([...served.keys()].sort()).to.deep.equal([...files.keys()].sort());
+    expect(served.get('viewer.js')).to.equal(files.get('viewer.js'));
+    let err: unknown;
+    try {
+      await viewerFiles(join(dir, 'empty'));
+    } catch (e) {
+      err = e;
+    }
+    expect(String(err)).to.match(/the viewer is not built: neither .*viewer\/page\.ts nor .*dist\/viewer\/index\.html exists/);
+  });
+
   it('npm run site\'s writer puts the same files in a folder', () => {
     const out = join(dir, 'site');
     const written = writeSite(files, out);

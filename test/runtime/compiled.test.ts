@@ -218,3 +218,47 @@ describe('compiled means compiled: Keras graphs with no fallback and no extern s
     });
   }
 });
+
+/** console.log's lines while `f` runs (print_tensor's default hook writes there). */
+function captured(f: () => void): string[] {
+  const lines: string[] = [];
+  const orig = console.log;
+  console.log = (m: string) => { lines.push(String(m)); };
+  try { f(); } finally { console.log = orig; }
+  return lines;
+}
+
+describe('print_tensor: a host callback in compiled code, not an extern step', () => {
+  const graph = () => {
+    const x = ph([null, 3], 'float32', 'x');
+    const y = K.print_tensor(K.tanh(x), 'tanh: ');
+    const z = K.print_tensor(K.greater(y, 0), 'positive: ');
+    return { x, outs: [K.sum(y.mul(2)), K.cast(z, 'float32')], feed: [wave([2, 3], 16, 'float32')] };
+  };
+
+  it('cpu and gpu print what the reference interpreter prints, with no extern step; export prints to the console', function () {
+    const g = graph();
+    let want: NDArray[] = [];
+    const wantLines = captured(() => { want = K.function([g.x], g.outs, [], { optimizer: 'none' })(g.feed); });
+    expect(wantLines).to.have.length(2);
+    expect(wantLines[1]).to.match(/^positive: \[\[(True|False), /);
+    const devices: ('cpu' | 'gpu')[] = ['cpu'];
+    if (!(loadGpuJs() instanceof Error)) devices.push('gpu');
+    for (const device of devices) {
+      const f = K.function([g.x], g.outs, [], { ...NO_FALLBACK, device });
+      let got: NDArray[] = [];
+      const lines = captured(() => { got = f(g.feed); });
+      if (device === 'cpu') expect(lines, device).to.deep.equal(wantLines);
+      else {
+        // float32 on the device: the same lines, numbers within 1e-5
+        const nums = (l: string) => (l.match(/-?\d[\d.e-]*/g) ?? []).map(Number);
+        expect(lines.map((l) => l.replace(/-?\d[\d.e-]*/g, '#')), device).to.deep.equal(wantLines.map((l) => l.replace(/-?\d[\d.e-]*/g, '#')));
+        lines.forEach((l, k) => expectClose(nums(l), nums(wantLines[k]!), { atol: 1e-5, rtol: 1e-5 }, `gpu line ${k}`));
+      }
+      expect(f.source(), device).to.match(/print: a host callback/).and.not.match(/extern|not compiled/);
+      got.forEach((v, k) => expectClose(v, want[k]!, { atol: 1e-5, rtol: 1e-5 }, `${device} output ${k}`));
+    }
+    const m = K.function([g.x], g.outs, [], NO_FALLBACK).exportModule({ name: 'printing', shapes: [[2, 3]] });
+    expect(m.source).to.match(/_print\("tanh: " \+ rt\.fmt\(/);
+  });
+});

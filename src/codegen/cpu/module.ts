@@ -170,6 +170,12 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
       subBytes += sub.bytes;
       subs.push(sub.run);
       subSources.push(`// scan body s${subs.length - 1}:\n${sub.source}`);
+    } else if (s.kind === 'print') {
+      // The message stays out of the source (user strings never reach it): a closure holds it.
+      const { message, input } = s;
+      const bool = input.dtype === 'bool';
+      externs.push((ctx, [v]) => { ctx.print(`${message}${runtimeHelpers.fmt(v!, input.shape, bool)}`); return []; });
+      body.push(`  x${externs.length - 1}(ctx, [${view(s.input)}]); // print: a host callback (the print hook)`);
     } else {
       externs.push(externFn(s));
       body.push(`  const [${s.outs.map((o) => `b${o.buf}`).join(', ')}] = x${externs.length - 1}(ctx, [${s.inputs.map(view).join(', ')}]); // extern ${commentText(s.label)}: not compiled, runs its reference implementation (${commentText(s.reason)})`);

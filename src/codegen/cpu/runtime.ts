@@ -39,6 +39,23 @@ export const runtimeHelpers = {
     if (x < 0 && x >= -rows) return x + rows;
     throw new ValueError(`${op}: index ${x} is out of range for reference of shape ${shape} (allowed: ${-rows}..${rows - 1})`);
   },
+  /**
+   * A value as print_tensor writes it (the reference's formatValue: NumPy-like nested brackets,
+   * bools as True/False). Self-contained, so exportModule copies it as it is.
+   */
+  fmt(data: ArrayLike<number>, shape: readonly number[], bool: boolean): string {
+    const one = (v: number): string => (bool ? (v !== 0 ? 'True' : 'False') : String(v));
+    if (shape.length === 0) return one(data[0]!);
+    const strides: number[] = [];
+    let acc = 1;
+    for (let d = shape.length - 1; d >= 0; d--) { strides[d] = acc; acc *= shape[d]!; }
+    const rec = (d: number, off: number): string => {
+      const parts: string[] = [];
+      for (let i = 0; i < shape[d]!; i++) parts.push(d === shape.length - 1 ? one(data[off + i]!) : rec(d + 1, off + i * strides[d]!));
+      return `[${parts.join(', ')}]`;
+    };
+    return rec(0, 0);
+  },
   /** dst[dOff .. dOff + n) = src[sOff .. sOff + n), without making a view (Scan steps copy slices with it). */
   copy(dst: TypedArray, dOff: number, src: TypedArray, sOff: number, n: number): void {
     for (let i = 0; i < n; i++) dst[dOff + i] = src[sOff + i]!;

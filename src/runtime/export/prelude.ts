@@ -23,6 +23,7 @@ const SIGNATURES: Record<string, string> = {
   packStrided: '(dst: Float64Array, src: ArrayLike<number>, base: number, sb: number, sr: number, st: number, batch: number, rows: number, K: number, p: number) => void',
   row: '(x: number, rows: number, op: string, shape: string) => number',
   copy: '(dst: TypedArray, dOff: number, src: TypedArray, sOff: number, n: number) => void',
+  fmt: '(data: ArrayLike<number>, shape: readonly number[], bool: boolean) => string',
 };
 
 /** Helpers that call other helpers (by their function names, which the module's consts take). */
@@ -35,6 +36,13 @@ const WRITTEN: Record<string, string> = {
   // The library's row check throws its ValueError; the module has no such class, so a RangeError with the same words.
   row: '(x, rows, op, shape) => { if (x >= 0 && x < rows) return x; if (x < 0 && x >= -rows) return x + rows; '
     + 'throw new RangeError(`${op}: index ${x} is out of range for reference of shape ${shape} (allowed: ${-rows}..${rows - 1})`); }',
+  // The library's print_tensor formatting with its types written out (the compiled form's inner closures carry no types).
+  fmt: '(data, shape, bool) => { const one = (v: number): string => (bool ? (v !== 0 ? "True" : "False") : String(v)); '
+    + 'if (shape.length === 0) return one(data[0]!); const strides: number[] = []; let acc = 1; '
+    + 'for (let d = shape.length - 1; d >= 0; d--) { strides[d] = acc; acc *= shape[d]!; } '
+    + 'const rec = (d: number, off: number): string => { const parts: string[] = []; '
+    + 'for (let i = 0; i < shape[d]!; i++) parts.push(d === shape.length - 1 ? one(data[off + i]!) : rec(d + 1, off + i * strides[d]!)); '
+    + 'return `[${parts.join(", ")}]`; }; return rec(0, 0); }',
 };
 
 /** A function's source as an expression (method shorthand and natives handled), or undefined if it has none. */

@@ -11,7 +11,7 @@ import { ExprBuilder, type ScalarFn } from '../../codegen/expr.js';
 import { collapseLoopKernel } from '../../codegen/collapse.js';
 import type { Program, ScanStep, ValueRef } from '../../codegen/kernel.js';
 import { planBuffers, type StorageClass } from '../../codegen/plan.js';
-import { arrayType, commentText } from '../../codegen/cpu/js.js';
+import { arrayType, commentText, jsString } from '../../codegen/cpu/js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from '../../codegen/cpu/loop.js';
 import { accSize, packing, renderMatmulCompute } from '../../codegen/cpu/matmul.js';
 
@@ -143,6 +143,12 @@ export function renderProgram(m: ModuleBuilder, p: Program, env: ProgramEnv): { 
       body.push('}');
     } else if (s.kind === 'scan') {
       body.push(...renderScan(m, s, `${env.prefix}s${sn++}`, view));
+    } else if (s.kind === 'print') {
+      // print_tensor writes to the console, as the library's default print hook does (the module has no other hook).
+      if (!m.statics.some(([n]) => n === '_print')) {
+        m.statics.push(['_print', '(line: string): void => { (globalThis as unknown as { console?: { log(s: string): void } }).console?.log(line); }']);
+      }
+      body.push(`_print(${jsString(s.message)} + rt.fmt(${view(s.input)}, ${JSON.stringify(s.input.shape)}, ${s.input.dtype === 'bool'}));`);
     } else {
       const op = JSON.stringify(s.def.name);
       throw new ExportError(

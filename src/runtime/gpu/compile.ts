@@ -12,10 +12,10 @@ import { formatPassReport, runPasses, type Pass } from '../../passes/pass.js';
 import type { OptimizerLevel } from '../../passes/pipeline.js';
 import { pipelineKey, resolvePipeline, type PassSelection } from '../../passes/user.js';
 import { fusedLabel } from '../../passes/fusion.js';
-import type { ScanBody } from '../../ir/scanbody.js';
 import { DynamicShapeError, lower } from '../../codegen/lower.js';
 import type { Executor, Optimizer, DeviceResult } from '../function.js';
-import { CPU_TILE, cpuTarget, structuralKey } from '../compile.js';
+import { CPU_TILE, bodyOptimizer, cpuTarget, structuralKey } from '../compile.js';
+import { ProgramCache, shapesKey } from '../program-cache.js';
 import { debugEnabled, debugLog } from '../debug.js';
 import { gpuDevice, type GpuDevice } from './device.js';
 import type { DeviceBuffer } from './buffer.js';
@@ -34,23 +34,15 @@ interface GpuProgram {
   readonly specs: Map<string, GpuSpec>;
 }
 
-const programs = new Map<string, GpuProgram>();
-const MAX_PROGRAMS = 256;
+/** Programs by structural key and their prepared programs by shapes, bounded as on the cpu. */
+const programs = new ProgramCache<GpuProgram, GpuSpec>((_p, _key, spec) => {
+  // Its constants' uploads go with it (a function calling those shapes again prepares anew).
+  for (const buf of spec.prepared?.uploads.values() ?? []) buf.release();
+});
 
 export function clearGpuCompileCache(): void {
   programs.clear();
   clearGpuKernels();
-}
-
-/** Scan bodies through the same passes as the graph around them (none for optimizer `none`). */
-function bodyOptimizer(passes: readonly Pass[]): (b: ScanBody) => readonly Node[] {
-  const cache = new WeakMap<ScanBody, readonly Node[]>();
-  return (b) => {
-    if (passes.length === 0) return b.results;
-    let r = cache.get(b);
-    if (r === undefined) { r = runPasses(passes, { outputs: b.results }).outputs; cache.set(b, r); }
-    return r;
-  };
 }
 
 function compileGraph(inputs: readonly Node[], targets: readonly Node[], passes: readonly Pass[], variables: readonly Node[]): GpuProgram {
@@ -86,6 +78,8 @@ function specialize(p: GpuProgram, shapes: readonly (readonly number[])[], devic
   try {
     const prog = lower({
       targets: p.graph, inputSlot: p.inputSlot, variableSlot: p.variableSlot, inputShapes: shapes, tile: CPU_TILE, optimizeBody: bodyOptimizer(p.passes),
+      // Scans and scatters as gathers where their loops fit the device's limit (a margin for the kernel's other loops).
+      gatherLoops: Number.isFinite(device.maxLoop) ? Math.floor(device.maxLoop / 2) : 65535,
     });
     const prepared = prepare(prog, device);
     if (debugEnabled('gpu')) debugLog(`gpu program for shapes ${shapes.map((s) => `(${s.join(', ')})`).join(' ')}:\n${describe(prepared)}`);
@@ -103,6 +97,7 @@ export function describe(pp: Prepared, indent = ''): string {
       case 'kernels': return s.kernels.map((k) => `${indent}// ${k.label.replace(/[^A-Za-z0-9_,. ]/g, '_')}: ${k.kernel.size} elements\n${[...k.kernel.functions, k.kernel.source].join('\n').replace(/^/gm, indent)}`).join('\n');
       case 'op': return `${indent}// op ${s.step.def.name} (a gpu kernel of its own)\n${[...s.lowered.kernel.functions, s.lowered.kernel.source].join('\n').replace(/^/gm, indent)}`;
       case 'scan': return `${indent}// scan ${s.step.steps} steps, a host loop over its body:\n${describe(s.body, `${indent}  `)}`;
+      case 'print': return `${indent}// print: a host callback (the value read back and written through the print hook)`;
       case 'host': return `${indent}// on the host: ${s.step.kind === 'extern' ? `op ${s.step.def.name}, not compiled: ${s.step.reason}` : `${s.step.kind} kernel`} (${s.why})`;
     }
   }).join('\n\n');
@@ -145,21 +140,11 @@ export function gpuCompiledExecutor(req: GpuCompileRequest): GpuExecutor {
   // The same passes as the cpu (fusion asks the same templates); the list is part of the key.
   const passes = req.level === 'none' ? [] : resolvePipeline(req.level as OptimizerLevel, cpuTarget, req.passes);
   const { key, variables } = structuralKey(req.inputs, req.targets, `${req.level}[${pipelineKey(passes)}]`, 'gpu');
-  let p = programs.get(key);
-  if (p === undefined) {
-    p = compileGraph(req.inputs, req.targets, passes, variables);
-    if (programs.size >= MAX_PROGRAMS) programs.delete(programs.keys().next().value!);
-  } else programs.delete(key);
-  programs.set(key, p);
-  const prog = p;
+  const prog = programs.program(key, () => compileGraph(req.inputs, req.targets, passes, variables));
   const cells: VariableCell[] = variables.map((v) => v.cell!);
   let last: Prepared | undefined;
   let notCompiled: readonly Fallback[] | undefined;
-  const specFor = (shapes: readonly (readonly number[])[]): GpuSpec => {
-    const sk = shapes.map((s) => s.join('x')).join('|');
-    if (!prog.specs.has(sk)) prog.specs.set(sk, specialize(prog, shapes, device));
-    return prog.specs.get(sk)!;
-  };
+  const specFor = (shapes: readonly (readonly number[])[]): GpuSpec => programs.spec(prog, shapesKey(shapes), () => specialize(prog, shapes, device));
   const policy = req.fallback ?? fallbackPolicy('function', undefined);
   const warned = { warned: false };
   const name = req.name ?? 'function';

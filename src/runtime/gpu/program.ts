@@ -10,7 +10,8 @@ import type { DType } from '../../ir/dtype.js';
 import { rethrow } from '../../ir/build.js';
 import { NDArray, formatShape } from '../../ir/ndarray.js';
 import type { VariableCell } from '../../ir/node.js';
-import type { BufferDecl, ExternStep, Program, ScanStep, Step, ValueRef } from '../../codegen/kernel.js';
+import type { BufferDecl, ExternStep, PrintStep, Program, ScanStep, Step, ValueRef } from '../../codegen/kernel.js';
+import { formatValue } from '../../ir/ops/misc.js';
 import { stepBuffers } from '../../codegen/kernel.js';
 import { planBuffers } from '../../codegen/plan.js';
 import { buildModule, type RunFn } from '../../codegen/cpu/module.js';
@@ -30,6 +31,7 @@ export type PreparedStep =
   | { readonly kind: 'kernels'; readonly kernels: readonly GpuKernel[]; readonly checks?: readonly RowCheck[] }
   | { readonly kind: 'op'; readonly step: ExternStep; readonly lowered: ExternKernel }
   | { readonly kind: 'scan'; readonly step: ScanStep; readonly body: Prepared }
+  | { readonly kind: 'print'; readonly step: PrintStep }
   | { readonly kind: 'host'; readonly step: Step; readonly why: string; readonly run: RunFn | undefined };
 
 export interface Prepared {
@@ -53,6 +55,8 @@ export function prepare(p: Program, device: GpuDevice): Prepared {
         }
         case 'matmul': return { kind: 'kernels', kernels: [renderMatmul(s, info, device.maxLoop)] };
         case 'scan': return { kind: 'scan', step: s, body: prepare(s.body, device) };
+        // print_tensor's host callback: the value read back and written through the print hook.
+        case 'print': return { kind: 'print', step: s };
         case 'extern': {
           const out = s.outs[0]!;
           if (s.tuple || !DEVICE_DTYPES.has(out.dtype) || sizeOf(out.shape) === 0 || s.inputs.some((v) => sizeOf(v.shape) === 0)) {
@@ -178,6 +182,11 @@ export function runPrepared(r: Runner, pp: Prepared, inputs: readonly Val[], cel
           const v = items[i]!;
           bufs.set(id, { shape: [sizeOf(v.shape)], dtype: v.dtype, host: v.host?.reshape([sizeOf(v.shape)]), dev: v.dev });
         });
+        break;
+      }
+      case 'print': {
+        const v = hostValue(valueOf(r, bufs, s.step.input));
+        r.ctx.print(`${s.step.message}${formatValue(v)}`);
         break;
       }
       case 'host':

@@ -1,0 +1,37 @@
+// The program cache every device's compiler uses: least recently used programs and shape
+// specialisations go first, and a dropped specialisation is reported (the cpu's byte budget,
+// the gpu's uploads).
+import { expect } from 'chai';
+import { ProgramCache, shapesKey } from '../../src/runtime/program-cache.js';
+
+interface P { readonly name: string; readonly specs: Map<string, string> }
+
+describe('runtime/program-cache', () => {
+  it('keeps the most recently used programs, making each once', () => {
+    const cache = new ProgramCache<P, string>(undefined, 2, 4);
+    let made = 0;
+    const get = (k: string) => cache.program(k, () => { made++; return { name: k, specs: new Map() }; });
+    const a = get('a');
+    get('b');
+    expect(get('a')).to.equal(a);
+    get('c'); // evicts b, the least recently used
+    expect(made).to.equal(3);
+    expect(get('a')).to.equal(a);
+    get('b');
+    expect(made).to.equal(4);
+  });
+
+  it('bounds the specialisations per program and reports each one it drops', () => {
+    const dropped: string[] = [];
+    const cache = new ProgramCache<P, string>((p, key, s) => dropped.push(`${p.name}:${key}=${s}`), 4, 3);
+    const p = cache.program('p', () => ({ name: 'p', specs: new Map() }));
+    const spec = (shapes: number[][]) => cache.spec(p, shapesKey(shapes), () => `spec${shapesKey(shapes)}`);
+    for (let b = 1; b <= 3; b++) spec([[b, 4]]);
+    spec([[1, 4]]); // used again: now the most recent
+    spec([[9, 4]]);
+    expect(dropped).to.deep.equal(['p:2x4=spec2x4']);
+    expect([...p.specs.keys()]).to.deep.equal(['3x4', '1x4', '9x4']);
+    for (let b = 10; b < 30; b++) spec([[b, 4]]);
+    expect(p.specs.size).to.equal(3);
+  });
+});
