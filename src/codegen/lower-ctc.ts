@@ -60,6 +60,7 @@ exportAs(ctcCheckLive, ctcCheck);
 /** Kernels for ctc_loss, ctc_loss_grad or ctc_interleave_blanks, or undefined for other ops. */
 export function lowerCtc(
   n: Node, outShape: readonly number[], outDType: DType, ins: readonly ValueRef[], b: ExprBuilder, addBuf: AddBuf, outRole: BufferRole,
+  shared: Map<string, unknown> = new Map(),
 ): { steps: Step[]; value: ValueRef } | undefined {
   if (n.op === 'ctc_interleave_blanks') {
     // Theano's helper: [-1, y0, -1, y1, ..., -1], y[floor(s / 2)] at odd s.
@@ -92,8 +93,11 @@ export function lowerCtc(
     op('add', op('max', x, y), op('log1p', op('exp', op('neg', op('abs', op('sub', x, y))))))));
 
   // check: lengths and labels, in the reference's order (sample by sample: input_length, label_length, labels).
-  const chk = addBuf('float64', B * (L + 2), 'temp');
-  {
+  // check, extend and alpha are the same for ctc_loss and ctc_loss_grad of the same inputs (a training step has both): computed once
+  const key = `ctc:${ins.map((v) => `${v.buf}+${v.offset}`).join(',')}`;
+  const done = shared.get(key) as { chk: number; ext: number; alpha: number } | undefined;
+  const chk = done?.chk ?? addBuf('float64', B * (L + 2), 'temp');
+  if (done === undefined) {
     const [vb, vj] = [newVar(B), newVar(L + 2)];
     const [ib, ij] = [ivar(vb), ivar(vj)];
     const j = num(ij);
@@ -108,8 +112,8 @@ export function lowerCtc(
   const extLen = (ib: IExpr) => op('add', op('mul', lenOf(ib), b.const(2)), b.const(1));
 
   // extend: ext[b, s] = labels[b, (s - 1) / 2] at odd s below S_b, else the blank.
-  const ext = addBuf('float64', B * S, 'temp');
-  {
+  const ext = done?.ext ?? addBuf('float64', B * S, 'temp');
+  if (done === undefined) {
     const [vb, vs] = [newVar(B), newVar(S)];
     const [ib, is] = [ivar(vb), ivar(vs)];
     const s = num(is);
@@ -129,8 +133,8 @@ export function lowerCtc(
     op('and', op('ne', extAt(ib, is), b.const(blank)), op('ne', extAt(ib, is), extAt(ib, iclamp(iadd(is, iconst(-2)), 0, S - 1)))));
 
   // alpha[t, b, s], t outermost: each step reads the step before, already stored.
-  const alpha = addBuf('float64', T * B * S, 'temp');
-  {
+  const alpha = done?.alpha ?? addBuf('float64', T * B * S, 'temp');
+  if (done === undefined) {
     const [vt, vb, vs] = [newVar(T), newVar(B), newVar(S)];
     const [it, ib, is] = [ivar(vt), ivar(vb), ivar(vs)];
     const [t, s] = [num(it), num(is)];
@@ -144,6 +148,8 @@ export function lowerCtc(
     const value = op('select', op('lt', s, extLen(ib)), op('select', op('eq', v, NEG), NEG, op('add', v, emit(ib, it, is))), NEG);
     kernel(`${n.op}:alpha`, [vt, vb, vs], [{ buf: alpha, index: ravel([it, ib, is], [T, B, S]), value, dtype: 'float64' }]);
   }
+
+  shared.set(key, { chk, ext, alpha });
 
   // log P(label | sample b): the paths ending on the last symbol or on the blank after it.
   const logLik = (ib: IExpr): Expr => {

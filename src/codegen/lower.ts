@@ -76,7 +76,7 @@ export function lower(spec: LowerSpec): Program {
 
   let epochBuf: number | undefined;
   const dataEnv: DataLowerEnv = {
-    buffers, addBuf: (dtype, size, role) => addBuf(dtype, size, role), epochBuf: () => (epochBuf ??= addBuf('float64', 1, 'epoch')),
+    buffers, addBuf: (dtype, size, role) => addBuf(dtype, size, role), epochBuf: () => (epochBuf ??= addBuf('float64', 1, 'epoch')), shared: new Map(),
     ...(spec.gatherLoops !== undefined ? { gatherLoops: spec.gatherLoops } : {}),
   };
   const constant = (nd: NDArray): ValueRef => ({ buf: addBuf(nd.dtype, nd.size, 'constant', { value: nd }), offset: 0, shape: nd.shape, dtype: nd.dtype });
