@@ -16,7 +16,7 @@ import type { FuseKind } from '../passes/fusion.js';
 import { ExprBuilder, type Expr, type ReduceOp, type ScalarFn, type ScalarOp } from './expr.js';
 import { iconst, ivar, newVar, ravel, unravel, type IExpr } from './index-expr.js';
 import { shapeTemplates } from './templates-shape.js';
-import { convTemplates } from './templates-conv.js';
+import { convAlternates, convTemplates } from './templates-conv.js';
 
 export interface TemplateCtx {
   readonly b: ExprBuilder;
@@ -255,7 +255,11 @@ export function registerTemplate(op: string, t: OpTemplate): void {
  */
 export function templateOf(n: Pick<Node, 'op' | 'attrs'>): OpTemplate | undefined {
   const t = (templates as Partial<Record<string, OpTemplate>>)[n.op] ?? registered.get(n.op);
-  if (t !== undefined) return t.supports !== undefined && !t.supports(n.attrs) ? undefined : t;
+  if (t !== undefined) {
+    if (t.supports === undefined || t.supports(n.attrs)) return t;
+    const alt = (convAlternates as Partial<Record<string, OpTemplate>>)[n.op];
+    return alt !== undefined && (alt.supports === undefined || alt.supports(n.attrs)) ? alt : undefined;
+  }
   const def = getOp(n.op) as { kind: string; scalar?: unknown; impure?: boolean };
   if (def.kind === 'elementwise' && typeof def.scalar === 'function' && def.impure !== true) {
     let c = scalarCalls.get(n.op);
