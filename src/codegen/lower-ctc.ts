@@ -13,7 +13,11 @@
 //           reference's order (s ascending), then rounded into the result
 // Every sum of two log-probabilities is the reference's logAdd, written as the same operations, so
 // the results are the reference's bit for bit. As in TensorFlow (ctc_loss_op), the batch and the
-// label positions are independent within a step and the time loop carries the recursion.
+// label positions are independent within a step and the time loop carries the recursion. When a
+// program has both the loss and its gradient of the same inputs, check, extend and alpha run once.
+// Also here: Keras 1's Theano helpers (ctc_interleave_blanks; the tuple-valued ctc_update_log_p
+// and ctc_path_probs, one buffer per item) and greedy ctc_decode. Beam search, and the ops whose
+// result sizes depend on values, have no kernel (no-kernel.ts says why).
 import type { DType } from '../ir/dtype.js';
 import { ValueError } from '../ir/errors.js';
 import type { Node } from '../ir/node.js';

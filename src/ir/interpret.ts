@@ -1,7 +1,7 @@
 // The reference interpreter: the definition of what a graph means. Node by node, in
 // topological order, with each op's reference implementation. Passes and devices are
 // tested against it, so it stays simple.
-import { NDArray, formatShape } from './ndarray.js';
+import { type NDArray, formatShape } from './ndarray.js';
 import type { EvalContext } from './op.js';
 import { topoSort } from './graph.js';
 import type { Node } from './node.js';

@@ -85,8 +85,8 @@ export function hasOp(name: string): boolean {
   return isBuiltin(name) || userOps.has(name);
 }
 
-/** The attrs record of built-in op `K`, as its definition types them. */
-export type AttrsOf<K extends OpName> = (typeof builtinOps)[K] extends OpDef<infer A> ? A : never;
+/** The attrs record of built-in op `K`, as its definition types them (for a union of ops, the union of theirs). */
+export type AttrsOf<K extends OpName> = K extends OpName ? ((typeof builtinOps)[K] extends OpDef<infer A> ? A : never) : never;
 
 /** A node of built-in op `K`, its attrs typed. */
 export type OpNode<K extends OpName> = Node & { readonly op: K; readonly attrs: AttrsOf<K> };

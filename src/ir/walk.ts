@@ -5,6 +5,7 @@
 // between evaluators is the value type and how a node is computed (`Evaluation`).
 import { rethrow } from './build.js';
 import type { Node } from './node.js';
+import { isOp } from './registry.js';
 import type { TensorType } from './types.js';
 
 export interface Evaluation<V> {
@@ -43,8 +44,8 @@ export function walkGraph<V>(order: readonly Node[], targets: readonly Node[], v
     }
     let out = ev.given(n);
     if (out === undefined) {
-      if (n.op === 'tuple_get') {
-        const k = n.attrs['index'] as number;
+      if (isOp(n, 'tuple_get')) {
+        const k = n.attrs.index;
         const got = tuples.get(n.inputs[0]!)?.[k];
         if (got === undefined) throw new Error(`internal: tuple_get{index=${k}} of ${n.inputs[0]!.name}, which has no such item`);
         out = got;
