@@ -81,7 +81,7 @@ export interface MatmulKernel {
 export interface ExternStep {
   readonly kind: 'extern';
   readonly label: string;
-  readonly def: OpDef<never>;
+  readonly def: OpDef;
   readonly attrs: Attrs;
   readonly inputs: readonly ValueRef[];
   /** Why it is not a kernel (for the fallback warning and f.source()). */
