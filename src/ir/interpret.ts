@@ -7,6 +7,7 @@ import { topoSort } from './graph.js';
 import type { Node } from './node.js';
 import { getOp } from './registry.js';
 import { rethrow } from './build.js';
+import { withBuiltBy } from './provenance.js';
 import type { TensorType } from './types.js';
 
 export interface EvalOptions {
@@ -41,8 +42,12 @@ export function evaluate(outputs: readonly Node[], opts: EvalOptions = {}): NDAr
   for (const n of order) if (n.op === 'variable' && feeds?.get(n) === undefined) values.set(n, n.cell!.value);
   for (const n of order) {
     if (values.has(n)) continue;
-    if (n.type.items !== undefined) tuples.set(n, evalTuple(n, values, ctx));
-    else values.set(n, evalNode(n, values, tuples, feeds, ctx));
+    try {
+      if (n.type.items !== undefined) tuples.set(n, evalTuple(n, values, ctx));
+      else values.set(n, evalNode(n, values, tuples, feeds, ctx));
+    } catch (e) {
+      throw withBuiltBy(e, n.provenance); // the error ends with the user's call that built the node
+    }
   }
   return outputs.map((o) => {
     const v = values.get(o);

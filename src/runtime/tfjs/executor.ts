@@ -2,6 +2,7 @@
 // (one tfjs call or a few per node, no generated code; user ops through their reference). Each call runs inside tf.tidy, so every
 // intermediate tensor is freed when the call returns; only the tf.Variables behind theanine
 // variables (variables.ts) live between calls.
+import { withBuiltBy } from '../../ir/provenance.js';
 import { rethrow } from '../../ir/build.js';
 import { topoSort } from '../../ir/graph.js';
 import { checkAgainstType, nextEpoch } from '../../ir/interpret.js';
@@ -152,8 +153,12 @@ class Graph {
   run(order: readonly Node[], targets: readonly Node[]): Tensor[] {
     for (const n of order) {
       if (this.env.has(n) || this.tuples.has(n)) continue;
-      if (n.type.items !== undefined) this.tuples.set(n, this.evalTuple(n));
-      else this.env.set(n, this.evalNode(n));
+      try {
+        if (n.type.items !== undefined) this.tuples.set(n, this.evalTuple(n));
+        else this.env.set(n, this.evalNode(n));
+      } catch (e) {
+        throw withBuiltBy(e, n.provenance); // the user's call that built the failing node
+      }
     }
     return targets.map((t) => {
       const v = this.env.get(t);
