@@ -433,6 +433,34 @@ async function embTf(): Promise<Impl> {
   };
 }
 
+// --- depthwise conv + max pool, forward and gradients: batch 8, 32x32x16, 3x3 depthwise, 2x2 pool ---
+const DN = 8, DS = 32, DC = 16;
+const depthwiseCase: Case = {
+  name: 'depthwise conv 3x3 + max pool 2x2 fwd+bwd b8 32x32x16',
+  note: 'depthwise conv and its two adjoints as reductions per output element, the max pool gradient as a gather over taps; tfjs-wasm has no depthwise conv gradient',
+  impls: {
+    theanine: async () => {
+      const x = K.placeholder([DN, DS, DS, DC], null, 'float32', false, 'x');
+      const w = K.variable(nd([3, 3, DC, 1], 31, -0.3, 0.3), 'float32', 'w');
+      const loss = K.sum(K.square(K.pool2d(K.depthwise_conv2d(x, w, 1, 'same'), 2, 2)));
+      const grads = K.gradients(loss, [x, w]);
+      const f = K.function([x], [loss, ...grads]);
+      const xs = [nd([DN, DS, DS, DC], 32)];
+      return { run: () => { f(xs); } };
+    },
+    'tfjs-cpu': depthwiseTf,
+  },
+};
+async function depthwiseTf(): Promise<Impl> {
+  const x = tf.tensor4d(data(DN * DS * DS * DC, 32), [DN, DS, DS, DC]);
+  const w = tf.tensor4d(data(9 * DC, 31, -0.3, 0.3), [3, 3, DC, 1]);
+  const g = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.square(tf.maxPool(tf.depthwiseConv2d(a as tf.Tensor4D, b as tf.Tensor4D, 1, 'same'), 2, 2, 'valid'))));
+  return {
+    run: () => { const [gx, gw] = g([x, w]); gx!.dataSync(); gw!.dataSync(); gx!.dispose(); gw!.dispose(); },
+    dispose: () => [x, w].forEach((t) => t.dispose()),
+  };
+}
+
 // --- dropout of 1M float32 (seeded: the same mask every call; Philox per element) ---
 const dropoutCase: Case = {
   name: 'dropout 0.5 of 1M f32',
@@ -454,6 +482,64 @@ async function dropoutTf(): Promise<Impl> {
     dispose: () => x.dispose(),
   };
 }
+
+// --- CNN training step: 28x28x1 -> conv 5x5x16 (valid) + relu -> max pool 2x2 -> dense 10, batch 32, SGD ---
+// TensorFlow.js' wasm backend has no Conv2DBackpropFilter kernel, so only its cpu backend runs it.
+const NB = 32;
+function cnnGraph() {
+  const x = K.placeholder([NB, 28, 28, 1], null, 'float32', false, 'x');
+  const t = K.placeholder([NB, 10], null, 'float32', false, 't');
+  const Wc = K.variable(nd([5, 5, 1, 16], 21, -0.2, 0.2), 'float32', 'Wc');
+  const bc = K.variable(new NDArray(new Float32Array(16), [16]), 'float32', 'bc');
+  const Wd = K.variable(nd([12 * 12 * 16, 10], 22, -0.05, 0.05), 'float32', 'Wd');
+  const bd = K.variable(new NDArray(new Float32Array(10), [10]), 'float32', 'bd');
+  const h = K.relu(K.bias_add(K.conv2d(x, Wc, [1, 1], 'valid'), bc));
+  const p = K.pool2d(h, [2, 2], [2, 2], 'valid', null, 'max');
+  const logits = K.dot(K.batch_flatten(p), Wd).add(bd);
+  const loss = K.mean(K.categorical_crossentropy(t, logits, true));
+  const params = [Wc, bc, Wd, bd];
+  const gs = (K as unknown as { gradients: (l: Node, v: Node[]) => Node[] }).gradients(loss, params);
+  return { x, t, loss, updates: params.map((v, i) => K.update(v, v.sub(gs[i]!.mul(LR)))) };
+}
+function cnnOneHot(): NDArray {
+  const out = new Float32Array(NB * 10);
+  for (let i = 0; i < NB; i++) out[i * 10 + ((i * 3) % 10)] = 1;
+  return new NDArray(out, [NB, 10], 'float32');
+}
+const cnnCase: Case = {
+  name: 'CNN train step conv 5x5x16 + pool + dense, b32',
+  note: 'tfjs-wasm: no Conv2DBackpropFilter kernel',
+  impls: {
+    theanine: async () => {
+      const { x, t, loss, updates } = cnnGraph();
+      const f = K.function([x, t], [loss], updates);
+      const xs = [nd([NB, 28, 28, 1], 23, 0, 1), cnnOneHot()];
+      return { run: () => { f(xs); } };
+    },
+    'tfjs-cpu': async () => {
+      const x = tf.tensor4d(data(NB * 28 * 28, 23, 0, 1), [NB, 28, 28, 1]);
+      const t = tf.tensor2d(cnnOneHot().data as Float32Array, [NB, 10]);
+      const Wc = tf.variable(tf.tensor4d(data(5 * 5 * 16, 21, -0.2, 0.2), [5, 5, 1, 16]));
+      const bc = tf.variable(tf.zeros([16]));
+      const Wd = tf.variable(tf.tensor2d(data(12 * 12 * 16 * 10, 22, -0.05, 0.05), [12 * 12 * 16, 10]));
+      const bd = tf.variable(tf.zeros([10]));
+      const opt = tf.train.sgd(LR);
+      return {
+        run: () => {
+          const l = opt.minimize(() => {
+            const h = tf.relu(tf.add(tf.conv2d(x, Wc, 1, 'valid'), bc));
+            const p = tf.maxPool(h as tf.Tensor4D, 2, 2, 'valid');
+            const logits = tf.add(tf.matMul(tf.reshape(p, [NB, 12 * 12 * 16]), Wd), bd);
+            return tf.losses.softmaxCrossEntropy(t, logits) as tf.Scalar;
+          }, true);
+          l!.dataSync();
+          l!.dispose();
+        },
+        dispose: () => [x, t, Wc, bc, Wd, bd].forEach((v) => v.dispose()),
+      };
+    },
+  },
+};
 
 // --- CTC: K.ctc_batch_cost and its gradient, 16 samples of 50 steps over 20 classes, labels of up to 10 ---
 // TensorFlow.js has no CTC op: its columns run the same forward recursion in log space written
@@ -524,5 +610,5 @@ async function ctcTf(): Promise<Impl> {
 }
 
 export function cases(): Case[] {
-  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, dropoutCase, ctcCase];
+  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, depthwiseCase, dropoutCase, ctcCase];
 }

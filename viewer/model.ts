@@ -3,8 +3,8 @@
 // gradient graph, the optimizer pass by pass with what each pass changed, the kernels a compiled
 // function became and the nodes they came from, and reverse mode step by step on concrete inputs.
 //
-// A program is JavaScript with `K` (theanine's backend) and `rand` in scope that returns
-// `{ inputs, loss, wrt? }`: `inputs` maps names to concrete values, `loss(...tensors)` builds the
+// A program is JavaScript with `K` (theanine's backend) and `rand` in scope that returns (or, in
+// a file, `export default`s) `{ inputs, loss, wrt? }`: `inputs` maps names to concrete values, `loss(...tensors)` builds the
 // graph from one placeholder per input (in the order of `inputs`), `wrt` names the inputs to
 // differentiate (default: all). It is verify_grad's shape of a problem (Theano's too): a function
 // and the point to check it at.
@@ -53,7 +53,10 @@ export function runProgram(code: string, k: Backend = K): Program {
   if (typeof code !== 'string') throw new TypeError(`runProgram: code must be a string, got ${typeof code}`);
   // The code is the user's own, run in the user's own page or process (as a REPL would).
   // eslint-disable-next-line no-new-func
-  const fn = new Function('K', 'rand', `${code}\n//# sourceURL=${PROGRAM_URL}`) as (k: Backend, r: typeof rand) => unknown;
+  // A file may say `export default { ... }` (valid module syntax for editors and linters) where
+  // the editor says `return { ... }`: the same program. Same length, so columns stay right.
+  const body = code.replace(/^(\s*)export default /m, (_m, pad: string) => `${pad}return${' '.repeat('export default '.length - 'return'.length)}`);
+  const fn = new Function('K', 'rand', `${body}\n//# sourceURL=${PROGRAM_URL}`) as (k: Backend, r: typeof rand) => unknown;
   const p = fn(k, rand);
   if (p === null || typeof p !== 'object') throw new TypeError(`the program must return { inputs, loss, wrt? }, got ${p === null ? 'null' : typeof p}`);
   const { inputs, loss, wrt } = p as Partial<Program>;

@@ -4,7 +4,7 @@
 // layout is Graphviz (@viz-js/viz); the editor is CodeMirror 6; the rest is plain DOM.
 import { javascript } from '@codemirror/lang-javascript';
 import { EditorSelection, StateEffect, StateField } from '@codemirror/state';
-import { Decoration, type DecorationSet } from '@codemirror/view';
+import { Decoration, type DecorationSet, keymap } from '@codemirror/view';
 import { instance as vizInstance } from '@viz-js/viz';
 import { basicSetup, EditorView } from 'codemirror';
 import { GPU } from 'gpu.js';
@@ -43,7 +43,10 @@ const lineField = StateField.define<DecorationSet>({
 });
 const editor = new EditorView({
   doc: '',
-  extensions: [basicSetup, javascript(), lineField, EditorView.theme({ '.cm-built-here': { backgroundColor: '#fff3b0' } })],
+  extensions: [
+    // Ctrl-Enter (Cmd-Enter) runs the program, ahead of basicSetup's own bindings.
+    keymap.of([{ key: 'Mod-Enter', run: () => { void run(($('device') as HTMLSelectElement).value as 'cpu' | 'gpu').catch(() => undefined); return true; } }]),
+    basicSetup, javascript(), lineField, EditorView.theme({ '.cm-built-here': { backgroundColor: '#fff3b0' } })],
   parent: $('editor'),
 });
 

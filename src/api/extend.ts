@@ -84,7 +84,7 @@ export function defineOp<A extends Attrs = Attrs>(spec: UserOpSpec<A>): UserOp<A
       return out;
     },
   };
-  registerOp(def as unknown as OpDef<never>);
+  registerOp(def as OpDef);
   registerUserTemplates(spec.name, templates);
   if (spec.grad !== undefined) {
     const grad = spec.grad;

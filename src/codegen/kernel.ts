@@ -88,7 +88,7 @@ export interface ExternStep {
   /** The provenance of the node it computes (set by lowering; src/ir/provenance.ts). */
   readonly origin?: readonly Provenance[];
   readonly label: string;
-  readonly def: OpDef<never>;
+  readonly def: OpDef;
   readonly attrs: Attrs;
   readonly inputs: readonly ValueRef[];
   /** Why it is not a kernel (for the fallback warning and f.source()). */
@@ -99,9 +99,10 @@ export interface ExternStep {
 }
 
 /**
- * A Scan as a loop in the generated function: per step, copy the sequences' slice t into step
- * buffers, run the body's own program on them, the current states and the constants, then copy
- * the step's outputs into the stacked items and swap the state buffers.
+ * A Scan as a loop in the generated function: per step, run the body's own program on the
+ * sequences' slice t, the current states and the constants, and store the step's outputs in
+ * the stacked items; the state buffers are swapped (the cpu's loop, cpu/scan.ts, passes views
+ * instead of copying into the step buffers, and updates some states in place).
  */
 export interface ScanStep {
   readonly kind: 'scan';

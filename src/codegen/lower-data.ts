@@ -9,6 +9,9 @@
 //   ctc_loss(_grad)   alpha/beta recursions over time              (lower-ctc.ts)
 //   pool_grad         dx[s] = sum over the windows reaching s      (lower-pool.ts: a first kernel finds each
 //                     window's first maximum, or its count of cells, then a gather over the taps)
+// For the gpu (LowerSpec.gatherLoops), where one thread computes each output element, the scatter
+// and the scans become gathers: out[r, t] = sum over j of (row(ind[j]) == r ? g[j, t] : 0), and
+// out[k] = the fold of x[k'] over k' <= k (float32 on the device; O(n) work per element).
 // Row numbers are checked in the kernel ('row' expressions): an index out of range is an error
 // naming the op, as the reference's. These kernels are never fused (classify: 'opaque'), which
 // keeps data-dependent loads out of matmul packing and in-place planning.
@@ -17,7 +20,7 @@ import type { Node } from '../ir/node.js';
 import { formatShape } from '../ir/ndarray.js';
 import type { NormalAttrs, RandomAttrs, UniformAttrs, BinomialAttrs } from '../ir/ops/random.js';
 import { ExprBuilder, type Expr } from './expr.js';
-import { iadd, iconst, imod, ivar, newVar, ravel, type IExpr } from './index-expr.js';
+import { iadd, iconst, imod, ivar, newVar, ravel, unravel, type IExpr } from './index-expr.js';
 import type { BufferDecl, BufferRole, LoopKernel, Step, ValueRef } from './kernel.js';
 import { collapseLoopKernel } from './collapse.js';
 import { DRAW, philoxDraw } from './random-fn.js';
@@ -31,6 +34,10 @@ export interface DataLowerEnv {
   readonly addBuf: AddBuf;
   /** The buffer holding the evaluation's epoch (unseeded random keys), made on first use. */
   readonly epochBuf: () => number;
+  /** Intermediates one op's kernels computed that another op of the same program reuses (the CTC recursions). */
+  readonly shared: Map<string, unknown>;
+  /** LowerSpec.gatherLoops: scans and scatters as gathers of at most this many terms per element (the gpu). */
+  readonly gatherLoops?: number;
 }
 
 const sizeOf = (s: readonly number[]) => s.reduce((p, d) => p * d, 1);
@@ -65,6 +72,19 @@ export function lowerDataOp(
       const rows = outShape[0]!;
       const rowShape = outShape.slice(1);
       const size = sizeOf(outShape);
+      const nInd = sizeOf(ind.shape);
+      if (env.gatherLoops !== undefined && nInd <= env.gatherLoops && outDType !== 'float64') {
+        // One thread per output element: out[r, t] = sum over the indices j (in order) of g[j, t] where row(ind[j]) == r.
+        const out = env.addBuf(outDType, size, outRole);
+        const k = loop('scatter_add_rows', outShape, (co) => {
+          const j = newVar(nInd);
+          const jc = ravel([ivar(j)], [nInd]);
+          const row = b.row(b.load(ind.buf, plus(jc, ind.offset)), rows, 'scatter_add_rows', formatShape(outShape));
+          const term = b.op('select', b.op('eq', row, b.index(co[0]!)), load(g, [...unravel(ivar(j), ind.shape), ...co.slice(1)]), b.const(0));
+          return { buf: out, index: ravel(co, outShape), value: b.cast(outDType, b.reduce('sum', [j], term)), dtype: outDType };
+        });
+        return { steps: [k], value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
+      }
       // Sums in float64 in the reference's order (indices in row-major order), rounded once at the end.
       const wide = outDType === 'float64';
       const acc = wide ? env.addBuf('float64', size, outRole) : env.addBuf('float64', size, 'temp');
@@ -107,6 +127,18 @@ export function lowerDataOp(
       const rank = x.shape.length;
       const axis = (n.attrs['axis'] as number) < 0 ? (n.attrs['axis'] as number) + rank : (n.attrs['axis'] as number);
       const size = sizeOf(outShape);
+      if (env.gatherLoops !== undefined && outShape[axis]! <= env.gatherLoops && outDType !== 'float64') {
+        // One thread per output element: out[o, k, i] = the fold of x[o, k', i] over k' <= k (k' > k adds the identity).
+        const out = env.addBuf(outDType, size, outRole);
+        const id = n.op === 'cumsum' ? 0 : 1;
+        const k = loop(n.op, outShape, (co) => {
+          const kv = newVar(outShape[axis]!);
+          const xs = co.map((c, d) => (d === axis ? ivar(kv) : c));
+          const term = b.op('select', b.op('le', b.index(ivar(kv)), b.index(co[axis]!)), load(x, xs), b.const(id));
+          return { buf: out, index: ravel(co, outShape), value: b.cast(outDType, b.reduce(n.op === 'cumsum' ? 'sum' : 'prod', [kv], term)), dtype: outDType };
+        });
+        return { steps: [k], value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
+      }
       const acc = env.addBuf('float64', size, 'temp');
       const out = env.addBuf(outDType, size, outRole);
       const vars = outShape.map((d) => newVar(d));
@@ -126,7 +158,7 @@ export function lowerDataOp(
       return { steps: [collapseLoopKernel(kern, b)], value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
     }
     case 'pool_grad': return lowerPoolGrad(n, b, ins, outShape, outDType, env.addBuf, outRole);
-    default: return lowerCtc(n, outShape, outDType, ins, b, env.addBuf, outRole);
+    default: return lowerCtc(n, outShape, outDType, ins, b, env.addBuf, outRole, env.shared);
   }
 }
 

@@ -29,6 +29,7 @@ export function lowerScan(
     prog = lower({
       targets: spec.optimizeBody!(body), inputSlot: new Map(args.map((x, i) => [x, i])), variableSlot: new Map(),
       inputShapes: argShapes, tile: spec.tile, optimizeBody: spec.optimizeBody,
+      ...(spec.gatherLoops !== undefined ? { gatherLoops: spec.gatherLoops } : {}),
     });
   } catch (e) {
     if (e instanceof DynamicShapeError) return { reason: `its body does not compile: ${e.message}` };

@@ -44,6 +44,12 @@ export interface LowerSpec {
   readonly tile: { readonly mr: number; readonly nr: number };
   /** Optimizes a Scan body's results (the pass pipeline); without it Scans run as externs. */
   readonly optimizeBody?: (body: ScanBody) => readonly Node[];
+  /**
+   * For a device that runs one thread per output element (the gpu): loops of at most this many
+   * iterations per element may replace a scan or a scatter by a gather (lower-data.ts), so each
+   * element is computed on its own.
+   */
+  readonly gatherLoops?: number;
 }
 
 export interface Concrete { readonly shape: readonly number[]; readonly dtype: DType; readonly items?: readonly Concrete[] }
@@ -70,7 +76,10 @@ export function lower(spec: LowerSpec): Program {
   const tupleItems = new Map<Node, ValueRef[]>();
 
   let epochBuf: number | undefined;
-  const dataEnv: DataLowerEnv = { buffers, addBuf: (dtype, size, role) => addBuf(dtype, size, role), epochBuf: () => (epochBuf ??= addBuf('float64', 1, 'epoch')) };
+  const dataEnv: DataLowerEnv = {
+    buffers, addBuf: (dtype, size, role) => addBuf(dtype, size, role), epochBuf: () => (epochBuf ??= addBuf('float64', 1, 'epoch')), shared: new Map(),
+    ...(spec.gatherLoops !== undefined ? { gatherLoops: spec.gatherLoops } : {}),
+  };
   const constant = (nd: NDArray): ValueRef => ({ buf: addBuf(nd.dtype, nd.size, 'constant', { value: nd }), offset: 0, shape: nd.shape, dtype: nd.dtype });
 
   // Each step records the provenance of the node it computes (comments in generated source, errors at call time).

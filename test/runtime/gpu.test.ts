@@ -154,18 +154,22 @@ if (loaded instanceof Error) {
       expect(s!.toArray()).to.deep.equal([0, 0, 0]);
     });
 
-    it('runs gather as a kernel-IR kernel on the device (rows read from data), its gradient on the host', () => {
+    it('runs gather and its gradient (scatter_add_rows as a gather over the indices) and cumsum/cumprod (a fold over k\' <= k) on the device', () => {
       const ref = K.placeholder([5, 3]);
       const ind = K.placeholder([2, 3], null, 'int32');
       const rows = K.gather(ref, ind);
       const [g] = K.gradients(K.sum(K.square(rows)), [ref]);
       const rv = NDArray.from(Array.from({ length: 15 }, (_, i) => i - 4), 'float32').reshape([5, 3]);
       const iv = new NDArray(Int32Array.from([0, 4, -1, 2, 2, -5]), [2, 3], 'int32');
-      const before = stats.hostNodes.get('step:kernel gather') ?? 0;
-      const want = K.function([ref, ind], [rows, g!])([rv, iv]);
-      K.function([ref, ind], [rows, g!], [], GPU)([rv, iv]).forEach((o, k) => expectClose(o, want[k]!, { atol: 1e-6 }, `output ${k}`));
-      expect(stats.hostNodes.get('step:kernel gather') ?? 0).to.equal(before);
-      expect(stats.hostNodes.get('step:kernel scatter_add_rows') ?? 0).to.be.greaterThan(0); // an accumulating store: one thread per element cannot
+      const outs = [rows, g!, K.cumsum(ref, 0), K.cumprod(ref.mul(0.1), 1)];
+      const host = () => [...stats.hostNodes.entries()].filter(([k]) => /gather|scatter|cumsum|cumprod/.test(k)).reduce((p, [, v]) => p + v, 0);
+      const before = host();
+      const want = K.function([ref, ind], outs)([rv, iv]);
+      const f = K.function([ref, ind], outs, [], GPU);
+      f([rv, iv]).forEach((o, k) => expectClose(o, want[k]!, { atol: 1e-5, rtol: 1e-6 }, `output ${k}`));
+      expect(host(), 'kernels run on the host').to.equal(before);
+      // the scatter's rows are checked on the host first, with the reference's error
+      expect(() => f([rv, new NDArray(Int32Array.from([0, 5, 1, 1, 1, 1]), [2, 3], 'int32')])).to.throw(ValueError, /index 5 is out of range for reference of shape \(5, 3\)/);
     });
 
     it('reduces more elements per output than software GL loops in one shader (65535)', () => {

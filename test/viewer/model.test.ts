@@ -3,6 +3,7 @@
 // f.source() linked to the nodes they compute, and reverse mode step by step against the
 // compiled gradient and finite differences.
 import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
 import { backend as K, optimize } from '../../src/index.js';
 import { VIEWER_EXAMPLES, VIEWER_EXAMPLE_NAMES } from '../../src/examples/viewer-programs.js';
 import {
@@ -19,6 +20,15 @@ describe('viewer model', function () {
     expect(() => runProgram('return { inputs: { x: [1] }, loss: 2 };')).to.throw(/loss: \(x\) => tensor/);
     expect(() => runProgram('return { inputs: { x: [1] }, loss: (x) => x, wrt: ["y"] };')).to.throw(/wrt must list names of its inputs \(x\), got \["y"\]/);
     expect(() => analyze(runProgram('return { inputs: { x: [1] }, loss: (x) => 7 };'))).to.throw(/loss\(x\) must return a tensor, got number/);
+  });
+
+  it('a program file may export default what the editor returns (examples/viewer-program.js)', () => {
+    const text = readFileSync(new URL('../../examples/viewer-program.js', import.meta.url), 'utf8');
+    expect(text).to.match(/^export default \{/m);
+    const a = analyze(runProgram(text));
+    expect(a.names).to.deep.equal(['x', 'y', 'w', 'b']);
+    expect(a.wrt).to.deep.equal([2, 3]);
+    expect(stepThrough(a).check).to.deep.equal({ ok: true });
   });
 
   it('rand: the same numbers every time, in [-1, 1), of the asked shape', () => {

@@ -99,8 +99,8 @@ export function externFn(s: ExternStep): Extern {
   return (ctx, args) => {
     const nds = args.map((a, i) => new NDArray(a, shapes[i]!, dtypes[i]!));
     try {
-      if (s.tuple) return s.def.implTuple!(nds, s.attrs as never, ctx).map((r, i) => check(r, s.outs[i]!, args));
-      return [check(s.def.impl(nds, s.attrs as never, ctx), s.outs[0]!, args)];
+      if (s.tuple) return s.def.implTuple!(nds, s.attrs, ctx).map((r, i) => check(r, s.outs[i]!, args));
+      return [check(s.def.impl(nds, s.attrs, ctx), s.outs[0]!, args)];
     } catch (e) {
       throw rethrow(e, s.def.name);
     }

@@ -79,6 +79,8 @@ function specialize(p: GpuProgram, shapes: readonly (readonly number[])[], devic
   try {
     const prog = lower({
       targets: p.graph, inputSlot: p.inputSlot, variableSlot: p.variableSlot, inputShapes: shapes, tile: CPU_TILE, optimizeBody: bodyOptimizer(p.passes),
+      // Scans and scatters as gathers where their loops fit the device's limit (a margin for the kernel's other loops).
+      gatherLoops: Number.isFinite(device.maxLoop) ? Math.floor(device.maxLoop / 2) : 65535,
     });
     const prepared = prepare(prog, device);
     if (debugEnabled('gpu')) debugLog(`gpu program for shapes ${shapes.map((s) => `(${s.join(', ')})`).join(' ')}:\n${describe(prepared)}`);

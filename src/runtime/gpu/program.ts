@@ -218,7 +218,7 @@ function runExtern(r: Runner, s: ExternStep, bufs: Map<number, Val>): void {
   const ins = s.inputs.map((v) => hostValue(valueOf(r, bufs, v)));
   let outs: NDArray[];
   try {
-    outs = s.tuple ? s.def.implTuple!(ins, s.attrs as never, r.ctx) : [s.def.impl(ins, s.attrs as never, r.ctx)];
+    outs = s.tuple ? s.def.implTuple!(ins, s.attrs, r.ctx) : [s.def.impl(ins, s.attrs, r.ctx)];
   } catch (e) {
     throw rethrow(e, s.def.name);
   }
