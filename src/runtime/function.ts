@@ -72,14 +72,8 @@ export function interpreterExecutor(inputs: readonly Node[], targets: readonly N
   };
 }
 
-export interface CompiledFunction {
+export interface CompiledFunction extends Pick<FunctionSpec, 'inputs' | 'outputs' | 'updates' | 'device' | 'backend' | 'optimizer'> {
   (values: readonly unknown[]): NDArray[];
-  readonly inputs: readonly Node[];
-  readonly outputs: readonly Node[];
-  readonly updates: readonly (readonly [Node, Node])[];
-  readonly device: string;
-  readonly backend: string;
-  readonly optimizer: Optimizer;
   /** The graph this function runs, in debugprint form (after the optimizer; fused kernels as one node each). */
   debugprint(opts?: { readonly trace?: boolean }): string;
   /** The generated JavaScript (for the input shapes of the latest call). */
