@@ -71,6 +71,8 @@ export type Extern = (ctx: EvalContext, args: readonly TypedArray[]) => TypedArr
 export type Factory = (
   rt: typeof runtimeHelpers, consts: readonly TypedArray[], slots: readonly TypedArray[], ext: readonly Extern[], kern: readonly KernelFn[], subs: readonly RunFn[],
   prof: { t: number; ms: Float64Array },
+  /** The error a step raised, ending with the provenance of step `at` (src/ir/provenance.ts). */
+  where: (e: unknown, at: number) => unknown,
 ) => RunFn;
 
 /** Allocates the planned arrays of a specialisation. */
