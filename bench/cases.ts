@@ -433,6 +433,34 @@ async function embTf(): Promise<Impl> {
   };
 }
 
+// --- depthwise conv + max pool, forward and gradients: batch 8, 32x32x16, 3x3 depthwise, 2x2 pool ---
+const DN = 8, DS = 32, DC = 16;
+const depthwiseCase: Case = {
+  name: 'depthwise conv 3x3 + max pool 2x2 fwd+bwd b8 32x32x16',
+  note: 'depthwise conv and its two adjoints as reductions per output element, the max pool gradient as a gather over taps; tfjs-wasm has no depthwise conv gradient',
+  impls: {
+    theanine: async () => {
+      const x = K.placeholder([DN, DS, DS, DC], null, 'float32', false, 'x');
+      const w = K.variable(nd([3, 3, DC, 1], 31, -0.3, 0.3), 'float32', 'w');
+      const loss = K.sum(K.square(K.pool2d(K.depthwise_conv2d(x, w, 1, 'same'), 2, 2)));
+      const grads = K.gradients(loss, [x, w]);
+      const f = K.function([x], [loss, ...grads]);
+      const xs = [nd([DN, DS, DS, DC], 32)];
+      return { run: () => { f(xs); } };
+    },
+    'tfjs-cpu': depthwiseTf,
+  },
+};
+async function depthwiseTf(): Promise<Impl> {
+  const x = tf.tensor4d(data(DN * DS * DS * DC, 32), [DN, DS, DS, DC]);
+  const w = tf.tensor4d(data(9 * DC, 31, -0.3, 0.3), [3, 3, DC, 1]);
+  const g = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.square(tf.maxPool(tf.depthwiseConv2d(a as tf.Tensor4D, b as tf.Tensor4D, 1, 'same'), 2, 2, 'valid'))));
+  return {
+    run: () => { const [gx, gw] = g([x, w]); gx!.dataSync(); gw!.dataSync(); gx!.dispose(); gw!.dispose(); },
+    dispose: () => [x, w].forEach((t) => t.dispose()),
+  };
+}
+
 // --- dropout of 1M float32 (seeded: the same mask every call; Philox per element) ---
 const dropoutCase: Case = {
   name: 'dropout 0.5 of 1M f32',
@@ -582,5 +610,5 @@ async function ctcTf(): Promise<Impl> {
 }
 
 export function cases(): Case[] {
-  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, dropoutCase, ctcCase];
+  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, depthwiseCase, dropoutCase, ctcCase];
 }

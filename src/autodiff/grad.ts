@@ -5,7 +5,7 @@ import { apply } from '../ir/build.js';
 import { ValueError } from '../ir/errors.js';
 import { topoSort } from '../ir/graph.js';
 import type { Node } from '../ir/node.js';
-import { isBuiltin } from '../ir/registry.js';
+import { isBuiltin, isOp } from '../ir/registry.js';
 import { NDArray, formatShape } from '../ir/ndarray.js';
 import { gradRules } from './rules/index.js';
 import { enterGradientOf, exitGradientOf } from '../ir/provenance.js';
@@ -20,7 +20,8 @@ export function registerGradRule(op: string, rule: RuleEntry): void {
 }
 
 function ruleOf(n: Node): RuleEntry | undefined {
-  return isBuiltin(n.op) ? gradRules[n.op] : userRules.get(n.op);
+  // Each built-in rule takes its own op's node, which `n` is.
+  return isBuiltin(n.op) ? (gradRules[n.op] as RuleEntry) : userRules.get(n.op);
 }
 
 function isUnsupported(r: RuleEntry): r is UnsupportedRule {
@@ -60,12 +61,12 @@ export function gradients(loss: Node, wrt: readonly Node[], fn = 'K.gradients'):
   for (let k = order.length - 1; k >= 0; k--) {
     const n = order[k]!;
     if (!reaches.has(n) || n.inputs.length === 0) continue;
-    if (n.op === 'tuple_get') {
+    if (isOp(n, 'tuple_get')) {
       const g = ct.get(n);
       if (g === undefined) continue;
       const t = n.inputs[0]!;
       const items = tupleCt.get(t) ?? [];
-      const idx = n.attrs['index'] as number;
+      const idx = n.attrs.index;
       const prev = items[idx];
       items[idx] = prev === undefined || prev === null ? g : add(prev, g);
       tupleCt.set(t, items);

@@ -13,7 +13,11 @@
 //           reference's order (s ascending), then rounded into the result
 // Every sum of two log-probabilities is the reference's logAdd, written as the same operations, so
 // the results are the reference's bit for bit. As in TensorFlow (ctc_loss_op), the batch and the
-// label positions are independent within a step and the time loop carries the recursion.
+// label positions are independent within a step and the time loop carries the recursion. When a
+// program has both the loss and its gradient of the same inputs, check, extend and alpha run once.
+// Also here: Keras 1's Theano helpers (ctc_interleave_blanks; the tuple-valued ctc_update_log_p
+// and ctc_path_probs, one buffer per item) and greedy ctc_decode. Beam search, and the ops whose
+// result sizes depend on values, have no kernel (no-kernel.ts says why).
 import type { DType } from '../ir/dtype.js';
 import { ValueError } from '../ir/errors.js';
 import type { Node } from '../ir/node.js';
@@ -31,6 +35,11 @@ type AddBuf = (dtype: DType, size: number, role: BufferRole) => number;
  */
 export function ctcCheck(op: number, j: number, b: number, x: number, T: number, L: number, n: number, blank: number): number {
   let msg = '';
+  // op 3 (ctc_decode): x is input_length[b], T the time steps
+  if (op === 3) {
+    if (!(x >= 0 && x <= T)) throw new RangeError(`ctc_decode: input_length[${b}] = ${x} is outside [0, ${T}] (the time axis of y_pred)`);
+    return x;
+  }
   // op 2 (ctc_path_probs): x is Y[j], T the number of classes
   if (op === 2) {
     if (!(x >= -T && x < T)) throw new RangeError(`ctc_path_probs: Y[${j}] = ${x} is not a class index for ${T} classes (-1 is the blank)`);
@@ -60,6 +69,7 @@ exportAs(ctcCheckLive, ctcCheck);
 /** Kernels for ctc_loss, ctc_loss_grad or ctc_interleave_blanks, or undefined for other ops. */
 export function lowerCtc(
   n: Node, outShape: readonly number[], outDType: DType, ins: readonly ValueRef[], b: ExprBuilder, addBuf: AddBuf, outRole: BufferRole,
+  shared: Map<string, unknown> = new Map(),
 ): { steps: Step[]; value: ValueRef } | undefined {
   if (n.op === 'ctc_interleave_blanks') {
     // Theano's helper: [-1, y0, -1, y1, ..., -1], y[floor(s / 2)] at odd s.
@@ -92,8 +102,11 @@ export function lowerCtc(
     op('add', op('max', x, y), op('log1p', op('exp', op('neg', op('abs', op('sub', x, y))))))));
 
   // check: lengths and labels, in the reference's order (sample by sample: input_length, label_length, labels).
-  const chk = addBuf('float64', B * (L + 2), 'temp');
-  {
+  // check, extend and alpha are the same for ctc_loss and ctc_loss_grad of the same inputs (a training step has both): computed once
+  const key = `ctc:${ins.map((v) => `${v.buf}+${v.offset}`).join(',')}`;
+  const done = shared.get(key) as { chk: number; ext: number; alpha: number } | undefined;
+  const chk = done?.chk ?? addBuf('float64', B * (L + 2), 'temp');
+  if (done === undefined) {
     const [vb, vj] = [newVar(B), newVar(L + 2)];
     const [ib, ij] = [ivar(vb), ivar(vj)];
     const j = num(ij);
@@ -108,8 +121,8 @@ export function lowerCtc(
   const extLen = (ib: IExpr) => op('add', op('mul', lenOf(ib), b.const(2)), b.const(1));
 
   // extend: ext[b, s] = labels[b, (s - 1) / 2] at odd s below S_b, else the blank.
-  const ext = addBuf('float64', B * S, 'temp');
-  {
+  const ext = done?.ext ?? addBuf('float64', B * S, 'temp');
+  if (done === undefined) {
     const [vb, vs] = [newVar(B), newVar(S)];
     const [ib, is] = [ivar(vb), ivar(vs)];
     const s = num(is);
@@ -129,8 +142,8 @@ export function lowerCtc(
     op('and', op('ne', extAt(ib, is), b.const(blank)), op('ne', extAt(ib, is), extAt(ib, iclamp(iadd(is, iconst(-2)), 0, S - 1)))));
 
   // alpha[t, b, s], t outermost: each step reads the step before, already stored.
-  const alpha = addBuf('float64', T * B * S, 'temp');
-  {
+  const alpha = done?.alpha ?? addBuf('float64', T * B * S, 'temp');
+  if (done === undefined) {
     const [vt, vb, vs] = [newVar(T), newVar(B), newVar(S)];
     const [it, ib, is] = [ivar(vt), ivar(vb), ivar(vs)];
     const [t, s] = [num(it), num(is)];
@@ -144,6 +157,8 @@ export function lowerCtc(
     const value = op('select', op('lt', s, extLen(ib)), op('select', op('eq', v, NEG), NEG, op('add', v, emit(ib, it, is))), NEG);
     kernel(`${n.op}:alpha`, [vt, vb, vs], [{ buf: alpha, index: ravel([it, ib, is], [T, B, S]), value, dtype: 'float64' }]);
   }
+
+  shared.set(key, { chk, ext, alpha });
 
   // log P(label | sample b): the paths ending on the last symbol or on the blank after it.
   const logLik = (ib: IExpr): Expr => {
@@ -234,6 +249,7 @@ interface Item { readonly shape: readonly number[]; readonly dtype: DType }
  * then log_probs and the mask. Same operations as the reference, in its order.
  */
 export function lowerCtcTuple(n: Node, items: readonly Item[], ins: readonly ValueRef[], b: ExprBuilder, addBuf: AddBuf): { steps: Step[]; items: ValueRef[] } | undefined {
+  if (n.op === 'ctc_decode') return n.attrs['greedy'] === true ? greedyDecode(items, ins, b, addBuf) : undefined;
   if (n.op !== 'ctc_update_log_p' && n.op !== 'ctc_path_probs') return undefined;
   const op = b.op.bind(b);
   const NEG = b.const(-Infinity);
@@ -380,4 +396,88 @@ export function lowerCtcTuple(n: Node, items: readonly Item[], ins: readonly Val
     ]);
   }
   return { steps, items: [ref(probs, probsItem), ref(mask, maskItem)] };
+}
+
+/**
+ * TensorFlow's greedy CTC decoder (ctc_decode with greedy: src/ir/ops/ctc-decode.ts' greedyDecode):
+ * per step the first largest class; a label is emitted where it is not the blank and differs from
+ * the step before; emitted labels are packed to the left of a -1-padded row (a running count over
+ * time gives each its place); the score is minus the sum of each step's largest input.
+ */
+function greedyDecode(items: readonly Item[], ins: readonly ValueRef[], b: ExprBuilder, addBuf: AddBuf): { steps: Step[]; items: ValueRef[] } | undefined {
+  const [y, len] = ins as [ValueRef, ValueRef];
+  const [B, T, C] = y.shape as [number, number, number];
+  if (len.shape[0] !== B || items.length !== 2) return undefined; // the reference reports it
+  const [pathItem, scoreItem] = items as [Item, Item];
+  const op = b.op.bind(b);
+  const steps: Step[] = [];
+  const kernel = (label: string, vars: Var[], stores: Store[]) => steps.push({ kind: 'loop', label, vars, stores } satisfies LoopKernel);
+  const at = (v: ValueRef, ix: IExpr) => b.load(v.buf, iadd(ix, iconst(v.offset)));
+  const path = addBuf('int32', B * T, 'temp');
+  const score = addBuf(scoreItem.dtype, B, 'temp');
+  const steps_ = addBuf('float64', B, 'temp');
+  {
+    const vb = newVar(B);
+    const ib = ivar(vb);
+    const args = [b.const(3), b.const(0), b.index(ib), at(len, ib), b.const(T), b.const(0), b.const(0), b.const(0)];
+    kernel('ctc_decode:check', [vb], [{ buf: steps_, index: ib, value: b.call(ctcCheckLive, 'ctc_check', args), dtype: 'float64' }]);
+  }
+  if (B * T === 0) {
+    if (B > 0) {
+      const vb = newVar(B);
+      kernel('ctc_decode:score', [vb], [{ buf: score, index: ivar(vb), value: b.const(0), dtype: scoreItem.dtype }]);
+    }
+    return { steps, items: [{ buf: path, offset: 0, shape: pathItem.shape, dtype: pathItem.dtype }, { buf: score, offset: 0, shape: scoreItem.shape, dtype: scoreItem.dtype }] };
+  }
+  // best[b, t]: the first class with the largest input; top[b, t]: that input
+  const best = addBuf('float64', B * T, 'temp');
+  const top = addBuf('float64', B * T, 'temp');
+  {
+    const [vb, vt] = [newVar(B), newVar(T)];
+    const [ib, it] = [ivar(vb), ivar(vt)];
+    const row = (ic: IExpr) => at(y, iadd(iscale(ib, T * C), iscale(it, C), ic));
+    const vc = newVar(C);
+    const m = b.reduce('max', [vc], row(ivar(vc)));
+    const vk = newVar(C);
+    const first = b.reduce('min', [vk], op('select', op('eq', row(ivar(vk)), m), b.index(ivar(vk)), b.const(C)));
+    const index = iadd(iscale(ib, T), it);
+    kernel('ctc_decode:best', [vb, vt], [
+      { buf: best, index, value: op('select', op('lt', first, b.const(C)), first, b.const(0)), dtype: 'float64' },
+      { buf: top, index, value: m, dtype: 'float64' },
+    ]);
+  }
+  // count[b, t]: labels emitted up to and including step t (each step reads the one before)
+  const count = addBuf('float64', B * T, 'temp');
+  const emitted = (ib: IExpr, it: IExpr, t: Expr) => {
+    const cur = b.load(best, iadd(iscale(ib, T), it));
+    const before = b.load(best, iadd(iscale(ib, T), imod(iadd(it, iconst(T - 1)), Math.max(T, 1))));
+    return op('and', op('lt', t, b.load(steps_, ib)), op('and', op('ne', cur, b.const(C - 1)), op('or', op('eq', t, b.const(0)), op('ne', cur, before))));
+  };
+  {
+    const [vb, vt] = [newVar(B), newVar(T)];
+    const [ib, it] = [ivar(vb), ivar(vt)];
+    const t = b.index(it);
+    const prev = b.load(count, iadd(iscale(ib, T), imod(iadd(it, iconst(T - 1)), Math.max(T, 1))));
+    const value = op('add', op('select', op('eq', t, b.const(0)), b.const(0), prev), emitted(ib, it, t));
+    kernel('ctc_decode:count', [vb, vt], [{ buf: count, index: iadd(iscale(ib, T), it), value, dtype: 'float64' }]);
+  }
+  // path[b, i]: the label of the step whose emission is the (i + 1)-th, else -1 (a gather over the steps)
+  {
+    const [vb, vi] = [newVar(B), newVar(T)];
+    const [ib, ii] = [ivar(vb), ivar(vi)];
+    const vt = newVar(T);
+    const it = ivar(vt);
+    const hit = op('and', emitted(ib, it, b.index(it)), op('eq', b.load(count, iadd(iscale(ib, T), it)), op('add', b.index(ii), b.const(1))));
+    const value = b.reduce('max', [vt], op('select', hit, b.load(best, iadd(iscale(ib, T), it)), b.const(-1)));
+    kernel('ctc_decode:path', [vb, vi], [{ buf: path, index: iadd(iscale(ib, T), ii), value: b.cast('int32', value), dtype: 'int32' }]);
+  }
+  // score[b] = 0 - top[b, 0] - top[b, 1] - ... over the first input_length steps, as the reference subtracts
+  {
+    const vb = newVar(B);
+    const ib = ivar(vb);
+    const vt = newVar(T);
+    const sum = b.reduce('sum', [vt], op('select', op('lt', b.index(ivar(vt)), b.load(steps_, ib)), b.load(top, iadd(iscale(ib, T), ivar(vt))), b.const(0)));
+    kernel('ctc_decode:score', [vb], [{ buf: score, index: ib, value: b.cast(scoreItem.dtype, op('sub', b.const(0), sum)), dtype: scoreItem.dtype }]);
+  }
+  return { steps, items: [{ buf: path, offset: 0, shape: pathItem.shape, dtype: pathItem.dtype }, { buf: score, offset: 0, shape: scoreItem.shape, dtype: scoreItem.dtype }] };
 }

@@ -34,6 +34,8 @@ export interface DataLowerEnv {
   readonly addBuf: AddBuf;
   /** The buffer holding the evaluation's epoch (unseeded random keys), made on first use. */
   readonly epochBuf: () => number;
+  /** Intermediates one op's kernels computed that another op of the same program reuses (the CTC recursions). */
+  readonly shared: Map<string, unknown>;
   /** LowerSpec.gatherLoops: scans and scatters as gathers of at most this many terms per element (the gpu). */
   readonly gatherLoops?: number;
 }
@@ -156,7 +158,7 @@ export function lowerDataOp(
       return { steps: [collapseLoopKernel(kern, b)], value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
     }
     case 'pool_grad': return lowerPoolGrad(n, b, ins, outShape, outDType, env.addBuf, outRole);
-    default: return lowerCtc(n, outShape, outDType, ins, b, env.addBuf, outRole);
+    default: return lowerCtc(n, outShape, outDType, ins, b, env.addBuf, outRole, env.shared);
   }
 }
 

@@ -11,9 +11,9 @@ export const NO_KERNEL_YET: Readonly<Record<string, string>> = {
   ctc_create_skip_idxs: 'its result lists the positions where the label changes, so its size depends on the label values, not shapes '
     + '(a function applying it to a placeholder runs the reference interpreter; to constants, it is folded)',
   // Searches and data-dependent sizes; TensorFlow runs its CTC decoders on the CPU too.
-  ctc_decode: 'a search on the host, as TensorFlow runs its CTC decoders on the CPU: beam search keeps up to beam_width label '
-    + 'prefixes per step, merged by prefix and ranked by probability (a data structure, not a loop nest), and where each decoded '
-    + 'label lands in the -1-padded result depends on how many labels were decoded before it',
+  ctc_decode: 'beam search (greedy: false) is a search on the host, as TensorFlow runs its CTC decoders on the CPU: it keeps up to '
+    + 'beam_width label prefixes per step, merged by prefix and ranked by probability (a data structure, not a loop nest over an index '
+    + 'space); greedy decoding is a kernel',
   ctc_label_dense_to_sparse: 'its results have one row per label before each label_length, so their sizes are sums of input values, not shapes '
     + '(a function applying it to a placeholder runs the reference interpreter; to constants, it is folded)',
 };

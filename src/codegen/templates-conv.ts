@@ -8,24 +8,28 @@
 //   conv_transpose   i = (n, s...), t = (tap..., f), j = c:  dy[n, (s + pad - tap*dil)/s, g*Fg + f] * w[tap, c, g*Fg + f]
 //   conv_kernel_grad i = (tap..., c), t = (n, o...), j = f:  x[n, o*s + tap*dil - pad, g*Cg + c] * dy[n, o, g*Fg + f]
 // The output's channel is g*Fg + j (g*Cg + j for conv_transpose), so each group's block of
-// columns is a strided slice of the output rows.
+// columns is a strided slice of the output rows. The matmul templates take groups = 1; grouped
+// convolutions take the reduction templates below (groupedConvT...), whose per-group products are
+// too narrow for packed panels to pay (bench/README.md: a depthwise step 176 ms as matmuls, 64 ms
+// as reductions); the matmul forms stay general in the group (batch) index.
 import type { WindowAttrs } from '../ir/ops/window.js';
 import { padsFor } from '../ir/ops/window.js';
-import type { PoolAttrs } from '../ir/ops/pool.js';
+import type { AttrsOf } from '../ir/registry.js';
 import { firstMaxTap, poolGeom, windowTaps } from './lower-pool.js';
 import type { Expr } from './expr.js';
-import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, range, unravel, type IExpr } from './index-expr.js';
+import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, range, unravel, type IExpr, type Var } from './index-expr.js';
 import type { LoopTemplate, MatmulTemplate, TemplateCtx } from './templates.js';
 
 type ConvCtx = TemplateCtx & { readonly attrs: WindowAttrs & { readonly groups: number } };
 
+const groupsOne = (a: { readonly [k: string]: unknown }) => a['groups'] === 1;
 const groupsOf = (c: TemplateCtx) => (c as ConvCtx).attrs.groups;
 /** Channel `x` of group `g` (blocks of `size`): g*size + x (x alone when there is one group). */
 const inGroup = (c: TemplateCtx, g: IExpr, size: number, x: IExpr) => (groupsOf(c) === 1 ? x : iadd(iscale(g, size), x));
 const prod = (xs: readonly number[]) => xs.reduce((p, d) => p * d, 1);
 
 /** lo <= x < hi as a 0/1 expression; undefined when the index range implies it. */
-function within(c: TemplateCtx, x: IExpr, lo: number, hi: number): Expr | undefined {
+function within(c: TemplateCtx<unknown>, x: IExpr, lo: number, hi: number): Expr | undefined {
   const [xlo, xhi] = range(x);
   const parts: Expr[] = [];
   if (xlo < lo) parts.push(c.b.op('ge', c.b.index(x), c.b.const(lo)));
@@ -33,13 +37,13 @@ function within(c: TemplateCtx, x: IExpr, lo: number, hi: number): Expr | undefi
   return parts.length === 0 ? undefined : parts.reduce((p, q) => c.b.op('and', p, q));
 }
 
-function masked(c: TemplateCtx, conds: readonly (Expr | undefined)[], v: Expr): Expr {
+function masked(c: TemplateCtx<unknown>, conds: readonly (Expr | undefined)[], v: Expr): Expr {
   const cs = conds.filter((x): x is Expr => x !== undefined);
   return cs.length === 0 ? v : c.b.op('select', cs.reduce((p, q) => c.b.op('and', p, q)), v, c.b.const(0));
 }
 
 /** Input position o*stride + tap*dil - pad on each spatial axis, clamped, with its in-range conditions. */
-function tapRead(c: ConvCtx, o: readonly IExpr[], tap: readonly IExpr[], inSize: readonly number[], window: readonly number[]) {
+function tapRead(c: TemplateCtx<WindowAttrs>, o: readonly IExpr[], tap: readonly IExpr[], inSize: readonly number[], window: readonly number[]) {
   const conds: (Expr | undefined)[] = [];
   const pos = o.map((od, i) => {
     const pb = padsFor(inSize[i]!, window[i]!, c.attrs.strides[i]!, c.attrs.dilation[i]!, c.attrs.padding)[0];
@@ -52,6 +56,7 @@ function tapRead(c: ConvCtx, o: readonly IExpr[], tap: readonly IExpr[], inSize:
 
 export const convT: MatmulTemplate = {
   kind: 'matmul',
+  supports: groupsOne,
   prologue: false,
   dims(c) {
     const [x, w] = c.inShapes as [number[], number[]];
@@ -79,6 +84,7 @@ export const convT: MatmulTemplate = {
 
 export const convTransposeT: MatmulTemplate = {
   kind: 'matmul',
+  supports: groupsOne,
   prologue: false,
   shapeOnly: (input) => input === 2,
   dims(c) {
@@ -122,6 +128,7 @@ export const convTransposeT: MatmulTemplate = {
 
 export const convKernelGradT: MatmulTemplate = {
   kind: 'matmul',
+  supports: groupsOne,
   prologue: false,
   shapeOnly: (input) => input === 2,
   dims(c) {
@@ -153,16 +160,16 @@ export const convKernelGradT: MatmulTemplate = {
  * pool: a reduction over the window's taps, out-of-input cells masked (-inf for max; for avg
  * they add nothing and are not counted: the count is a second reduction, hoisted per cell).
  */
-export const poolT: LoopTemplate = {
+export const poolT: LoopTemplate<AttrsOf<'pool'>> = {
   kind: 'reduction',
   expr(at, out, c) {
-    const a = c.attrs as unknown as WindowAttrs & { readonly window: readonly number[]; readonly mode: 'max' | 'avg' };
+    const a = c.attrs;
     const x = c.inShapes[0]!;
     const d = a.window.length;
     const b = c.b;
     const taps = () => {
       const vars = a.window.map((k) => newVar(k));
-      const { pos, conds } = tapRead(c as ConvCtx, out.slice(1, d + 1), vars.map(ivar), x.slice(1, d + 1), a.window);
+      const { pos, conds } = tapRead(c, out.slice(1, d + 1), vars.map(ivar), x.slice(1, d + 1), a.window);
       const valid = conds.filter((e): e is Expr => e !== undefined);
       return { vars, pos, valid: valid.length === 0 ? undefined : valid.reduce((p, q) => b.op('and', p, q)) };
     };
@@ -177,15 +184,97 @@ export const poolT: LoopTemplate = {
 };
 
 /**
+ * Grouped convolutions (groups > 1) as reductions per output element: each group's matmul is
+ * narrow (a depthwise convolution's has one column per group and as many terms as taps), where
+ * packing panels costs more than the products, so the sum over (tap, channel) of the group is
+ * taken directly, as TensorFlow's and XNNPack's depthwise kernels do.
+ */
+const sumOver = (c: TemplateCtx, vars: readonly Var[], term: Expr): Expr => c.b.reduce('sum', vars, term);
+const mul = (c: TemplateCtx, a: Expr, b: Expr): Expr => c.b.op('mul', a, b);
+
+export const groupedConvT: LoopTemplate = {
+  kind: 'reduction',
+  supports: (a) => (a['groups'] as number) > 1,
+  expr(at, out, c) {
+    const [x, w] = c.inShapes as [number[], number[]];
+    const d = x.length - 2;
+    const cg = w[d]!;
+    const fg = w[d + 1]! / groupsOf(c);
+    const f = out[d + 1]!;
+    const taps = w.slice(0, d).map((k) => newVar(k));
+    const ch = newVar(cg);
+    const { pos, conds } = tapRead(c as ConvCtx, out.slice(1, d + 1), taps.map(ivar), x.slice(1, d + 1), w.slice(0, d));
+    const xv = masked(c, conds, c.b.cast(c.inDTypes[0]!, at(0, [out[0]!, ...pos, iadd(iscale(idiv(f, fg), cg), ivar(ch))])));
+    return sumOver(c, [...taps, ch], mul(c, xv, c.b.cast(c.inDTypes[1]!, at(1, [...taps.map(ivar), ivar(ch), f]))));
+  },
+};
+
+export const groupedConvTransposeT: LoopTemplate = {
+  kind: 'reduction',
+  supports: (a) => (a['groups'] as number) > 1,
+  shapeOnly: (input) => input === 2,
+  expr(at, out, c) {
+    const cc = c as ConvCtx;
+    const [dy, w] = c.inShapes as [number[], number[]];
+    const d = dy.length - 2;
+    const cg = w[d]!;
+    const fg = w[d + 1]! / groupsOf(c);
+    const chOut = out[d + 1]!;
+    const g = idiv(chOut, cg);
+    const taps = w.slice(0, d).map((k) => newVar(k));
+    const fv = newVar(fg);
+    const conds: (Expr | undefined)[] = [];
+    const pos = out.slice(1, d + 1).map((s, k) => {
+      const stride = cc.attrs.strides[k]!;
+      const pb = padsFor(c.outShape[k + 1]!, w[k]!, stride, cc.attrs.dilation[k]!, cc.attrs.padding)[0];
+      const q = iadd(s, iconst(pb), iscale(ivar(taps[k]!), -cc.attrs.dilation[k]!));
+      conds.push(within(c, q, 0, Infinity));
+      if (stride > 1) conds.push(c.b.op('eq', c.b.index(imod(q, stride)), c.b.const(0)));
+      const o = idiv(iclamp(q, 0, dy[k + 1]! * stride), stride);
+      conds.push(within(c, o, 0, dy[k + 1]!));
+      return iclamp(o, 0, dy[k + 1]! - 1);
+    });
+    const fAbs = iadd(iscale(g, fg), ivar(fv));
+    const dv = masked(c, conds, c.b.cast(c.inDTypes[0]!, at(0, [out[0]!, ...pos, fAbs])));
+    return sumOver(c, [...taps, fv], mul(c, dv, c.b.cast(c.inDTypes[1]!, at(1, [...taps.map(ivar), imod(chOut, cg), fAbs]))));
+  },
+};
+
+export const groupedConvKernelGradT: LoopTemplate = {
+  kind: 'reduction',
+  supports: (a) => (a['groups'] as number) > 1,
+  shapeOnly: (input) => input === 2,
+  expr(at, out, c) {
+    const [x, dy] = c.inShapes as [number[], number[]];
+    const d = x.length - 2;
+    const cg = c.outShape[d]!;
+    const fg = dy[d + 1]! / groupsOf(c);
+    const f = out[d + 1]!;
+    const nv = newVar(dy[0]!);
+    const ov = dy.slice(1, d + 1).map((k) => newVar(k));
+    const { pos, conds } = tapRead(c as ConvCtx, ov.map(ivar), out.slice(0, d), x.slice(1, d + 1), c.outShape.slice(0, d));
+    const xv = masked(c, conds, c.b.cast(c.inDTypes[0]!, at(0, [ivar(nv), ...pos, iadd(iscale(idiv(f, fg), cg), out[d]!)])));
+    return sumOver(c, [nv, ...ov], mul(c, xv, c.b.cast(c.inDTypes[1]!, at(1, [ivar(nv), ...ov.map(ivar), f]))));
+  },
+};
+
+/** Templates taking over where an op's own does not support the attrs (grouped convolutions). */
+export const convAlternates = {
+  conv: groupedConvT,
+  conv_transpose: groupedConvTransposeT,
+  conv_kernel_grad: groupedConvKernelGradT,
+} as const;
+
+/**
  * pool_select (max pooling): g at the window's first maximal cell of x, as three reductions over
  * the taps (src/codegen/lower-pool.ts): the flat tap of the first maximum, then the maximum over
  * the taps of g where the tap is that one (-inf elsewhere: one term, so g's value exactly, its
  * sign and NaN kept).
  */
-export const poolSelectT: LoopTemplate = {
+export const poolSelectT: LoopTemplate<AttrsOf<'pool_select'>> = {
   kind: 'reduction',
   expr(at, out, c) {
-    const a = c.attrs as unknown as PoolAttrs;
+    const a = c.attrs;
     const d = a.window.length;
     const b = c.b;
     const g = poolGeom(a, c.inShapes[0]!, c.outShape);

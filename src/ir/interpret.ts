@@ -1,12 +1,12 @@
 // The reference interpreter: the definition of what a graph means. Node by node, in
 // topological order, with each op's reference implementation. Passes and devices are
 // tested against it, so it stays simple.
-import { NDArray, formatShape } from './ndarray.js';
+import { type NDArray, formatShape } from './ndarray.js';
 import type { EvalContext } from './op.js';
 import { topoSort } from './graph.js';
 import type { Node } from './node.js';
 import { getOp } from './registry.js';
-import { rethrow } from './build.js';
+import { walkGraph } from './walk.js';
 import type { TensorType } from './types.js';
 
 export interface EvalOptions {
@@ -32,69 +32,21 @@ export function evaluate(outputs: readonly Node[], opts: EvalOptions = {}): NDAr
   };
   const values = new Map<Node, NDArray>();
   const feeds = opts.feeds;
-  // Tuple-valued nodes (a Scan) keep their items here; `tuple_get` reads one out.
-  const tuples = new Map<Node, NDArray[]>();
   const order = topoSort(outputs);
   // Every variable is read at the start of the call (SPEC §3): a call made from inside this one
   // (a user op's reference calling a compiled function) that updates a variable does not change
   // what this call computes, as on the compiled targets, which bind variables before any step.
   for (const n of order) if (n.op === 'variable' && feeds?.get(n) === undefined) values.set(n, n.cell!.value);
-  for (const n of order) {
-    if (values.has(n)) continue;
-    if (n.type.items !== undefined) tuples.set(n, evalTuple(n, values, ctx));
-    else values.set(n, evalNode(n, values, tuples, feeds, ctx));
-  }
-  return outputs.map((o) => {
-    const v = values.get(o);
-    if (v === undefined) throw new Error(`internal: output ${o.name} is a tuple; extract its items with tuple_get`);
-    return v;
+  return walkGraph(order, outputs, values, {
+    given: (n) => feeds?.get(n),
+    compute: (n, ins) => getOp(n.op).impl(ins, n.attrs, ctx),
+    computeTuple: (n, ins) => {
+      const def = getOp(n.op);
+      if (def.implTuple === undefined) throw new Error(`internal: op ${n.op} has a tuple type but no implTuple`);
+      return def.implTuple(ins, n.attrs, ctx);
+    },
+    check: checkAgainstType,
   });
-}
-
-function inputValues(n: Node, values: Map<Node, NDArray>): NDArray[] {
-  return n.inputs.map((i) => {
-    const v = values.get(i);
-    if (v === undefined) throw new Error(`internal: ${n.op} takes the tuple ${i.name} as an input; only tuple_get may`);
-    return v;
-  });
-}
-
-function evalNode(
-  n: Node, values: Map<Node, NDArray>, tuples: Map<Node, NDArray[]>, feeds: ReadonlyMap<Node, NDArray> | undefined, ctx: EvalContext,
-): NDArray {
-  const fed = feeds?.get(n);
-  if (fed !== undefined) return fed;
-  if (n.op === 'variable') return n.cell!.value;
-  let out: NDArray;
-  if (n.op === 'tuple_get') {
-    const items = tuples.get(n.inputs[0]!);
-    const k = n.attrs['index'] as number;
-    if (items === undefined || items[k] === undefined) throw new Error(`internal: tuple_get{index=${k}} of ${n.inputs[0]!.name}, which has no such item`);
-    out = items[k]!;
-  } else {
-    try {
-      out = getOp(n.op).impl(inputValues(n, values), n.attrs as never, ctx);
-    } catch (e) {
-      throw rethrow(e, n.op);
-    }
-  }
-  checkAgainstType(n, n.type, out);
-  return out;
-}
-
-function evalTuple(n: Node, values: Map<Node, NDArray>, ctx: EvalContext): NDArray[] {
-  const def = getOp(n.op);
-  if (def.implTuple === undefined) throw new Error(`internal: op ${n.op} has a tuple type but no implTuple`);
-  let out: NDArray[];
-  try {
-    out = def.implTuple(inputValues(n, values), n.attrs as never, ctx);
-  } catch (e) {
-    throw rethrow(e, n.op);
-  }
-  const items = n.type.items!;
-  if (out.length !== items.length) throw new Error(`internal: op ${n.op} produced ${out.length} items but its type has ${items.length}`);
-  out.forEach((v, i) => checkAgainstType(n, items[i]!, v, ` (item ${i})`));
-  return out;
 }
 
 /** The value must have the type's dtype and agree with every known static dim. */

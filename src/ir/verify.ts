@@ -3,7 +3,7 @@
 import { isDType } from './dtype.js';
 import { topoSort } from './graph.js';
 import type { Node } from './node.js';
-import { getOp } from './registry.js';
+import { getOp, isOp } from './registry.js';
 import { sameType, typeToString } from './types.js';
 import type { ScanBody } from './scanbody.js';
 
@@ -22,10 +22,10 @@ export function verify(outputs: readonly Node[]): void {
     if (n.type.shape.some((d) => d !== null && (!Number.isInteger(d) || d < 0))) {
       throw new VerifyError(`node ${n.name}: bad static shape ${JSON.stringify(n.type.shape)}`);
     }
-    if (n.op === 'scan') verifyBody(n, n.attrs['body'] as unknown as ScanBody);
+    if (isOp(n, 'scan')) verifyBody(n, n.attrs.body);
     if (n.op === 'variable' && n.cell === undefined) throw new VerifyError(`node ${n.name}: variable without a value cell`);
     let t;
-    try { t = def.infer(n.inputs.map((i) => i.type), n.attrs as never); } catch (e) {
+    try { t = def.infer(n.inputs.map((i) => i.type), n.attrs); } catch (e) {
       throw new VerifyError(`node ${n.name} (${n.op}): its op rejects its inputs: ${(e as Error).message}`);
     }
     if (!sameType(t, n.type)) throw new VerifyError(`node ${n.name} (${n.op}): stored type ${typeToString(n.type)} but its op infers ${typeToString(t)}`);

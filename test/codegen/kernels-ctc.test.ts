@@ -66,7 +66,7 @@ const KERAS: Case = {
   ll: [5, 4],
 };
 
-/** Keras 1's Theano CTC helpers: ctc_path_probs of an interleaved label (and its mask), ctc_cost, one ctc_update_log_p step. */
+/** Keras 1's Theano CTC helpers (ctc_path_probs of an interleaved label and its mask, ctc_cost, one ctc_update_log_p step) and a greedy ctc_decode. */
 function theano(): { inputs: Tensor[]; outputs: Tensor[]; feed: NDArray[] } {
   const pr = K.placeholder([5, 4], null, 'float32', false, 'pr');
   const y = K.placeholder([3], null, 'int32', false, 'y');
@@ -75,7 +75,7 @@ function theano(): { inputs: Tensor[]; outputs: Tensor[]; feed: NDArray[] } {
   const [a1, p1] = K.ctc_update_log_p(K.constant([1, 3], 'int64'), zeros, 2, K.log(K.slice(K.reshape(pr, [-1]), [0], [7])), K.log(K.slice(K.reshape(pr, [-1]), [7], [7])));
   return {
     inputs: [pr, y],
-    outputs: [lp!, mask!, K.ctc_cost(pr, y), a1!, p1!],
+    outputs: [lp!, mask!, K.ctc_cost(pr, y), a1!, p1!, ...((([[d], s]) => [d!, s])(K.ctc_decode(K.reshape(pr, [1, 5, 4]), K.constant([4], 'int32'), true)))],
     feed: [new NDArray(Float32Array.from({ length: 20 }, (_, i) => 0.1 + Math.abs(Math.cos(i * 0.9))), [5, 4]), new NDArray(Int32Array.from([2, 2, 0]), [3], 'int32')],
   };
 }
@@ -93,6 +93,8 @@ describe('ctc_loss and ctc_loss_grad as kernels', () => {
         expect(src, o.optimizer).not.to.match(/extern|not compiled/);
         expect(src, o.optimizer).to.match(/ctc_loss:alpha/);
         expect(src, o.optimizer).to.match(/ctc_loss_grad:beta/);
+        // the loss and its gradient share the check, extend and alpha kernels
+        expect(src.match(/\/\/ ctc_loss(_grad)?:alpha/g), o.optimizer).to.have.length(1);
         f(g.feed).forEach((r, k) => {
           expect(r.dtype, `${dtype} ${o.optimizer} output ${k}`).to.equal(want[k]!.dtype);
           expect(bits(r), `${dtype} ${o.optimizer} output ${k}`).to.deep.equal(bits(want[k]!));
@@ -240,6 +242,32 @@ describe('ctc_loss and ctc_loss_grad as kernels', () => {
         expect(f.source(), `${sk} ${a}`).not.to.match(/extern|not compiled/);
         f(feed).forEach((r, k) => expect(bits(r), `skip ${sk}, active ${a}, ${o.optimizer} output ${k}`).to.deep.equal(bits(want[k]!)));
       }
+    }
+  });
+
+  it('greedy ctc_decode is a kernel: TensorFlow\'s greedy decoder bit for bit with the reference (repeats merged, blanks dropped, lengths 0 and T)', () => {
+    const yp = K.placeholder([3, 6, 4], null, 'float32', false, 'yp');
+    const il = K.placeholder([3], null, 'int32', false, 'il');
+    const [[dec], score] = K.ctc_decode(yp, il, true);
+    // sample 0 by hand: the largest class per step is 1 1 blank 1 0 0 -> [1, 1, 0]
+    const hand = [1, 1, 3, 1, 0, 0].map((c) => [0, 1, 2, 3].map((k) => (k === c ? 0.7 : 0.1)));
+    const probs = [hand, ...[1, 2].map((b) => Array.from({ length: 6 }, (_, t) => Array.from({ length: 4 }, (_, c) => 0.05 + Math.abs(Math.sin(b * 31 + t * 4 + c)))))];
+    for (const lens of [[6, 0, 3], [4, 6, 1]]) {
+      const feed = [NDArray.from(probs, 'float32'), new NDArray(Int32Array.from(lens), [3], 'int32')];
+      const want = K.function([yp, il], [dec!, score], [], { optimizer: 'none' })(feed);
+      if (lens[0] === 6) {
+        expect((want[0]!.toArray() as number[][])[0]).to.deep.equal([1, 1, 0, -1, -1, -1]);
+        expect((want[0]!.toArray() as number[][])[1]).to.deep.equal([-1, -1, -1, -1, -1, -1]);
+      }
+      for (const o of COMPILED) {
+        const f = K.function([yp, il], [dec!, score], [], { ...o, ...NO_FALLBACK });
+        expect(f.source(), o.optimizer).not.to.match(/extern|not compiled/);
+        f(feed).forEach((r, k) => expect(bits(r), `${lens} ${o.optimizer} output ${k}`).to.deep.equal(bits(want[k]!)));
+      }
+    }
+    const bad = [NDArray.from(probs, 'float32'), new NDArray(Int32Array.from([1, 7, 1]), [3], 'int32')];
+    for (const o of [{ optimizer: 'none' }, ...COMPILED] as const) {
+      expect(() => K.function([yp, il], [dec!, score], [], o)(bad), o.optimizer).to.throw(ValueError, /ctc_decode: input_length\[1\] = 7 is outside \[0, 6\] \(the time axis of y_pred\)/);
     }
   });
 

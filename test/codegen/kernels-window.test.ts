@@ -1,7 +1,7 @@
 // pool_grad and pool_select (max and average pooling's adjoints), grouped and depthwise
 // convolutions with their adjoints, and in_top_k as kernels: compiled code with no extern step,
 // checked against the reference interpreter (pooling adjoints bit for bit: they add the same
-// float64 terms in the same order; convolutions within 1e-12 in float64, as the matmul sums over
+// float64 terms in the same order; convolutions within 1e-12 in float64, as the kernels sum over
 // taps and channels in one pass where the reference sums each tap's channels first), on the gpu
 // device within float32 tolerances, and exportModule accepting them.
 import { expect } from 'chai';

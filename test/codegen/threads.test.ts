@@ -124,4 +124,25 @@ describe('codegen/cpu worker threads', function () {
       got.forEach((g, i) => expect(g, `output ${i}, ${t} threads`).to.deep.equal(want[i]));
     }
   });
+
+  it('a product of more claims than the claim word holds (5000 small batches) runs on the calling thread, as the JavaScript kernel sums', () => {
+    const build = () => {
+      const p = K.placeholder([5000, 8, 64], null, 'float32');
+      const q = K.placeholder([5000, 64, 8], null, 'float32');
+      const f = K.function([p, q], [K.batch_dot(p, q)]);
+      const vals = [fill([5000, 8, 64], 7), fill([5000, 64, 8], 8)];
+      return () => Array.from(f(vals)[0]!.data);
+    };
+    setThreads(2);
+    setWasmKernel(false);
+    clearCompileCache();
+    let js: number[];
+    try {
+      js = build()();
+    } finally {
+      setWasmKernel(true);
+    }
+    clearCompileCache();
+    expect(build()()).to.deep.equal(js);
+  });
 });

@@ -3,16 +3,16 @@
 // inputs and the state before it (read from the forward scan's state sequences), and pulls the
 // cotangents of the step's outputs and new state back through the body's own gradient graph.
 import { apply } from '../../ir/build.js';
-import { ValueError } from '../../ir/errors.js';
 import { topoSort } from '../../ir/graph.js';
 import type { Node } from '../../ir/node.js';
 import { buildScan, scanArg } from '../../ir/scan.js';
 import { ScanBody } from '../../ir/scanbody.js';
-import { scanItems, type KeepMode, type ScanAttrs } from '../../ir/ops/control.js';
+import { scanItems, type KeepMode } from '../../ir/ops/control.js';
 import type { SliceAxis } from '../../ir/ops/shape.js';
 import { gradients } from '../grad.js';
 import { add, differentiable, mul, reduce } from '../ops.js';
-import type { GradRule, RuleEntry, TupleGradRule } from './types.js';
+import type { OpNode } from '../../ir/registry.js';
+import type { GradRule, GradTableFor, TupleGradRule } from './types.js';
 
 const FN = 'K.gradients';
 const FULL: SliceAxis = { start: null, stop: null, step: 1 };
@@ -63,8 +63,8 @@ const SAVED_OPS = new Set(['dot', 'batch_dot', 'conv', 'conv_transpose']);
  * one cotangent for the last step (carried as a state that is spent at the first reverse step);
  * final states and state sequences kept 'last' seed the state cotangent.
  */
-function scanVjp(n: Node, gs: readonly (Node | null)[]): (Node | null)[] {
-  const a = n.attrs as unknown as ScanAttrs;
+function scanVjp(n: OpNode<'scan'>, gs: readonly (Node | null)[]): (Node | null)[] {
+  const a = n.attrs;
   const b = a.body;
   const [nSeq, nState, nOut] = [b.sequences.length, b.states.length, b.outputs.length];
   const layout = scanItems(b);
@@ -176,7 +176,7 @@ function scanVjp(n: Node, gs: readonly (Node | null)[]): (Node | null)[] {
   ];
 }
 
-const scanGrad: TupleGradRule = { tuple: scanVjp };
+const scanGrad: TupleGradRule<OpNode<'scan'>> = { tuple: scanVjp };
 
 /** d loss[b] / d logp = g[b] * ctc_loss_grad: the alpha/beta occupancies, zero past input_length. */
 const ctcLossGrad: GradRule = (n, g) => {
@@ -185,7 +185,7 @@ const ctcLossGrad: GradRule = (n, g) => {
 };
 
 
-export const controlGrads: Record<'scan_arg' | 'scan' | 'tuple_get' | 'ctc_loss' | 'ctc_loss_grad' | 'ctc_interleave_blanks' | 'ctc_create_skip_idxs' | 'ctc_update_log_p' | 'ctc_path_probs', RuleEntry> = {
+export const controlGrads: GradTableFor<'scan_arg' | 'scan' | 'tuple_get' | 'ctc_loss' | 'ctc_loss_grad' | 'ctc_interleave_blanks' | 'ctc_create_skip_idxs' | 'ctc_update_log_p' | 'ctc_path_probs'> = {
   scan_arg: 'leaf',
   scan: scanGrad,
   // The walker itself routes a tuple_get's cotangent to its tuple's item.

@@ -12,16 +12,16 @@
 import { apply } from '../../ir/build.js';
 import type { Node } from '../../ir/node.js';
 import type { ConvAttrs, ConvSizedAttrs } from '../../ir/ops/conv.js';
-import type { PoolAttrs } from '../../ir/ops/pool.js';
 import { isFullyKnown } from '../../ir/types.js';
 import { differentiable } from '../ops.js';
+import type { OpNode } from '../../ir/registry.js';
 import type { GradRule } from './types.js';
 
 const FN = 'K.gradients';
 
 /** The attrs every conv op shares (a sized op's `size` dropped), so rebuilt nodes hash equal. */
-function convAttrs(n: Node): ConvAttrs {
-  const a = n.attrs as unknown as ConvAttrs;
+function convAttrs(n: OpNode<'conv' | 'conv_transpose' | 'conv_kernel_grad'>): ConvAttrs {
+  const a = n.attrs;
   return { strides: a.strides, dilation: a.dilation, padding: a.padding, groups: a.groups };
 }
 
@@ -38,7 +38,7 @@ function sized(op: 'conv_transpose' | 'conv_kernel_grad', a: ConvAttrs, ins: [No
 
 const when = (x: Node, f: () => Node): Node | null => (differentiable(x) ? f() : null);
 
-export const convGrad: GradRule = (n, g) => {
+export const convGrad: GradRule<OpNode<'conv'>> = (n, g) => {
   const [x, w] = n.inputs as [Node, Node];
   const a = convAttrs(n);
   return [
@@ -47,7 +47,7 @@ export const convGrad: GradRule = (n, g) => {
   ];
 };
 
-export const convTransposeGrad: GradRule = (n, g) => {
+export const convTransposeGrad: GradRule<OpNode<'conv_transpose'>> = (n, g) => {
   const [dy, w] = n.inputs as [Node, Node];
   const a = convAttrs(n);
   const grads = [
@@ -57,7 +57,7 @@ export const convTransposeGrad: GradRule = (n, g) => {
   return n.inputs.length === 3 ? [...grads, null] : grads;
 };
 
-export const convKernelGradGrad: GradRule = (n, g) => {
+export const convKernelGradGrad: GradRule<OpNode<'conv_kernel_grad'>> = (n, g) => {
   const [x, dy] = n.inputs as [Node, Node];
   const a = convAttrs(n);
   const grads = [
@@ -69,8 +69,8 @@ export const convKernelGradGrad: GradRule = (n, g) => {
 
 export const poolGrad: GradRule = (n, g) => [apply('pool_grad', [n.inputs[0]!, g], n.attrs, FN)];
 
-export const poolGradGrad: GradRule = (n, g) => {
-  const a = n.attrs as unknown as PoolAttrs;
+export const poolGradGrad: GradRule<OpNode<'pool_grad'>> = (n, g) => {
+  const a = n.attrs;
   const x = n.inputs[0]!;
   return [null, a.mode === 'max' ? apply('pool_select', [x, g], n.attrs, FN) : apply('pool', [g], n.attrs, FN)];
 };

@@ -1,13 +1,14 @@
 // Gradient rules of the structural primitives: reshapes, transposes, dot, indexing.
 import type { Node } from '../../ir/node.js';
-import { dotAxisOfY, type PermuteAttrs } from '../../ir/ops/core.js';
+import { dotAxisOfY } from '../../ir/ops/core.js';
 import { isFullyKnown } from '../../ir/types.js';
 import { apply } from '../../ir/build.js';
 import { dot, reshape, reshapeTo, sumTo, transpose } from '../ops.js';
+import type { OpNode } from '../../ir/registry.js';
 import type { GradRule } from './types.js';
 
-export const transposeGrad: GradRule = (n, g) => {
-  const perm = (n.attrs as unknown as PermuteAttrs).perm;
+export const transposeGrad: GradRule<OpNode<'transpose'>> = (n, g) => {
+  const perm = n.attrs.perm;
   const inv = new Array<number>(perm.length);
   perm.forEach((p, i) => { inv[p] = i; });
   return [transpose(g, inv)];
@@ -45,7 +46,7 @@ export const dotGrad: GradRule = (n, g) => {
   return [dX, transpose(dYmoved, inv)];
 };
 
-export const indexGrad: GradRule = (n, g) => [apply('scatter_index', [g, n.inputs[0]!], { index: n.attrs['index'] as number }, 'K.gradients')];
+export const indexGrad: GradRule<OpNode<'index'>> = (n, g) => [apply('scatter_index', [g, n.inputs[0]!], { index: n.attrs.index }, 'K.gradients')];
 
 export const identityGrad: GradRule = (_, g) => [g];
 export const sumToLikeGrad: GradRule = (n, g) => [apply('broadcast_like', [g, n.inputs[0]!], {}, 'K.gradients'), null];
@@ -53,4 +54,4 @@ export const broadcastLikeGrad: GradRule = (n, g) => [sumTo(g, n.inputs[0]!), nu
 export const reshapeLikeGrad: GradRule = (n, g) => [reshapeTo(g, n.inputs[0]!), null];
 export const unsqueezeGrad: GradRule = (n, g) => [reshapeTo(g, n.inputs[0]!)];
 /** scatter_index(g, x) places g at x[index]; its gradient wrt g reads that slice back. */
-export const scatterIndexGrad: GradRule = (n, g) => [apply('index', [g], { index: n.attrs['index'] as number }, 'K.gradients'), null];
+export const scatterIndexGrad: GradRule<OpNode<'scatter_index'>> = (n, g) => [apply('index', [g], { index: n.attrs.index }, 'K.gradients'), null];

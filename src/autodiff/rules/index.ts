@@ -1,6 +1,5 @@
-// The gradient rule of every built-in op, keyed by op name. Typed Record<OpName, RuleEntry>, so an
+// The gradient rule of every built-in op, keyed by op name. Typed GradTable (one entry per OpName), so an
 // op added to the registry without a rule here is a type error (DESIGN.md; JAX's per-primitive tables).
-import type { OpName } from '../../ir/registry.js';
 import { castGrad, elementwiseGrads, whereGrad } from './elementwise.js';
 import { reduceGrads } from './reduce.js';
 import { convGrads } from './conv.js';
@@ -12,10 +11,10 @@ import { cumulativeGrads, miscGrads, randomGrads } from './misc.js';
 import { shapeGrads } from './shape.js';
 import { controlGrads } from './control.js';
 import { optimizerGrads } from './optimizer.js';
-import type { RuleEntry } from './types.js';
+import type { GradTable } from './types.js';
 import { sizedGrads } from './sized.js';
 
-export const gradRules: Record<OpName, RuleEntry> = {
+export const gradRules: GradTable = {
   placeholder: 'leaf',
   variable: 'leaf',
   constant: 'leaf',

@@ -1,10 +1,10 @@
 // Gradient rules of the cumulative ops, in_top_k, print and the random draws.
 import type { Node } from '../../ir/node.js';
-import type { AxisAttrs, cumulativeOps } from '../../ir/ops/misc.js';
+import type { cumulativeOps } from '../../ir/ops/misc.js';
 import type { randomOps } from '../../ir/ops/random.js';
 import { apply } from '../../ir/build.js';
 import { add, div, mul, sub } from '../ops.js';
-import type { GradRule } from './types.js';
+import type { GradRule, GradTableFor } from './types.js';
 
 const FN = 'K.gradients';
 
@@ -18,14 +18,14 @@ function suffixSum(g: Node, axis: number): Node {
   return add(sub(total, apply('cumsum', [g], { axis }, FN)), g);
 }
 
-export const cumulativeGrads: Record<keyof typeof cumulativeOps, GradRule> = {
+export const cumulativeGrads: GradTableFor<keyof typeof cumulativeOps> = {
   /** out_j = sum_{i <= j} x_i, so dx_i = sum_{j >= i} g_j. */
-  cumsum: (n, g) => [suffixSum(g, (n.attrs as unknown as AxisAttrs).axis)],
+  cumsum: (n, g) => [suffixSum(g, n.attrs.axis)],
   /**
    * out_j = prod_{i <= j} x_i, so dx_i = sum_{j >= i} g_j out_j / x_i (TensorFlow's formula).
    * Like TensorFlow's, it divides by x: a zero in x gives a non-finite gradient.
    */
-  cumprod: (n, g) => [div(suffixSum(mul(g, n), (n.attrs as unknown as AxisAttrs).axis), n.inputs[0]!)],
+  cumprod: (n, g) => [div(suffixSum(mul(g, n), n.attrs.axis), n.inputs[0]!)],
 };
 
 export const miscGrads: { in_top_k: 'none'; print: GradRule } = {

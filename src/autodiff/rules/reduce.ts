@@ -1,30 +1,32 @@
 // Gradient rules of reductions: the cotangent is re-expanded over the reduced axes.
 import type { Node } from '../../ir/node.js';
-import type { ReduceAttrs, reduceOps } from '../../ir/ops/reduce.js';
+import type { OpNode } from '../../ir/registry.js';
+import type { reduceOps } from '../../ir/ops/reduce.js';
 import { isFullyKnown } from '../../ir/types.js';
 import { broadcastTo, div, mul, op, reduce, scalar, sub, unsqueeze, where, cast } from '../ops.js';
 import { apply } from '../../ir/build.js';
-import type { GradRule } from './types.js';
+import type { GradRule, GradTableFor } from './types.js';
 
 type Name = keyof typeof reduceOps;
+type Reduction = OpNode<Name>;
 
 /** g of a reduction, with its reduced axes back (size 1) and then broadcast to x's shape. */
-function expand(n: Node, g: Node): Node {
-  const a = n.attrs as unknown as ReduceAttrs;
+function expand(n: Reduction, g: Node): Node {
+  const a = n.attrs;
   const kept = a.keepdims ? g : unsqueeze(g, a.axes);
   return broadcastTo(kept, n.inputs[0]!);
 }
 
 /** The output with its reduced axes back, for comparisons with x. */
-function expandOut(n: Node): Node {
-  const a = n.attrs as unknown as ReduceAttrs;
+function expandOut(n: Reduction): Node {
+  const a = n.attrs;
   return a.keepdims ? n : unsqueeze(n, a.axes);
 }
 
 /** Number of reduced elements: a constant when static shapes know it. */
-function count(n: Node): Node {
+function count(n: Reduction): Node {
   const x = n.inputs[0]!;
-  const a = n.attrs as unknown as ReduceAttrs;
+  const a = n.attrs;
   const dims = a.axes.map((i) => x.shape[i]!);
   if (isFullyKnown(dims)) return scalar(dims.reduce((p, d) => p * d, 1), n.dtype);
   const ones = apply('fill_like', [x], { value: 1, dtype: n.dtype }, 'K.gradients');
@@ -35,15 +37,15 @@ function count(n: Node): Node {
  * max/min: the cotangent goes to the elements equal to the extremum, split equally between ties
  * (a subgradient; Theano gives each tie the whole gradient, TensorFlow picks one).
  */
-const extremum: GradRule = (n, g) => {
+const extremum: GradRule<Reduction> = (n, g) => {
   const x = n.inputs[0]!;
-  const a = n.attrs as unknown as ReduceAttrs;
+  const a = n.attrs;
   const hit = cast(op('equal', x, expandOut(n)), x.dtype);
   const ties = reduce('sum', hit, a.axes, true);
   return [mul(expand(n, g), div(hit, ties))];
 };
 
-export const reduceGrads: Record<Name, GradRule | 'none'> = {
+export const reduceGrads: GradTableFor<Name> = {
   sum: (n, g) => [expand(n, g)],
   mean: (n, g) => [div(expand(n, g), count(n))],
   max: extremum,
@@ -54,7 +56,7 @@ export const reduceGrads: Record<Name, GradRule | 'none'> = {
    */
   prod: (n, g) => {
     const x = n.inputs[0]!;
-    const a = n.attrs as unknown as ReduceAttrs;
+    const a = n.attrs;
     const isZero = op('equal', x, 0);
     const zeros = reduce('sum', cast(isZero, x.dtype), a.axes, true);
     const nonzero = where(isZero, 1, x);

@@ -4,14 +4,11 @@
 // forward ops again, so gradients of gradients work.
 import { apply } from '../../ir/build.js';
 import type { Node } from '../../ir/node.js';
-import type { BatchDotAttrs } from '../../ir/ops/linalg.js';
-import type { ConcatPartAttrs } from '../../ir/ops/shape_grad.js';
-import type { PadAttrs, RepeatAttrs } from '../../ir/ops/shape.js';
+import type { OpNode } from '../../ir/registry.js';
 import { reshapeTo, transpose } from '../ops.js';
-import type { GradRule } from './types.js';
+import type { GradRule, GradTableFor } from './types.js';
 
 const FN = 'K.gradients';
-const attrsOf = <A>(n: Node): A => n.attrs as unknown as A;
 
 const zerosLike = (x: Node, like: Node): Node => apply('fill_like', [x], { value: 0, dtype: like.dtype }, FN);
 
@@ -20,20 +17,20 @@ const sliceGrad: GradRule = (n, g) => [apply('unslice', [g, n.inputs[0]!], n.att
 const unsliceGrad: GradRule = (n, g) => [apply('slice', [g], n.attrs, FN), null];
 
 /** pad: the cotangent without its padding, g[before : -after] on each axis. */
-const padGrad: GradRule = (n, g) => {
-  const { pads } = attrsOf<PadAttrs>(n);
+const padGrad: GradRule<OpNode<'pad'>> = (n, g) => {
+  const { pads } = n.attrs;
   const axes = pads.map(([b, a]) => ({ start: b, stop: a > 0 ? -a : null, step: 1 }));
   return [apply('slice', [g], { axes }, FN)];
 };
 
 /** concat: each input gets its own stretch of g along the axis. */
-const concatGrad: GradRule = (n, g) => {
-  const axis = attrsOf<{ axis: number }>(n).axis;
+const concatGrad: GradRule<OpNode<'concat'>> = (n, g) => {
+  const axis = n.attrs.axis;
   return n.inputs.map((_, index) => apply('concat_part', [g, ...n.inputs], { axis, index }, FN));
 };
 /** concat_part's adjoint: g placed among zeros standing for the other parts. */
-const concatPartGrad: GradRule = (n, g) => {
-  const { axis, index } = attrsOf<ConcatPartAttrs>(n);
+const concatPartGrad: GradRule<OpNode<'concat_part'>> = (n, g) => {
+  const { axis, index } = n.attrs;
   const parts = n.inputs.slice(1);
   const full = apply('concat', parts.map((x, i) => (i === index ? g : zerosLike(x, g))), { axis }, FN);
   return [full, ...parts.map(() => null)];
@@ -44,15 +41,15 @@ const gatherGrad: GradRule = (n, g) => [apply('scatter_add_rows', [g, n.inputs[1
 const scatterAddRowsGrad: GradRule = (n, g) => [apply('gather', [g, n.inputs[1]!], {}, FN), null, null];
 
 /** tile: every tile's cotangent added into x; zero reps read nothing. */
-const tileGrad: GradRule = (n, g) => {
-  const { reps } = attrsOf<{ reps: readonly number[] }>(n);
+const tileGrad: GradRule<OpNode<'tile'>> = (n, g) => {
+  const { reps } = n.attrs;
   if (reps.includes(0)) return [zerosLike(n.inputs[0]!, g)];
   return [apply('untile', [g], { reps: [...reps] }, FN)];
 };
 const untileGrad: GradRule = (n, g) => [apply('tile', [g], n.attrs, FN)];
 
-const repeatGrad: GradRule = (n, g) => {
-  const a = attrsOf<RepeatAttrs>(n);
+const repeatGrad: GradRule<OpNode<'repeat_elements'>> = (n, g) => {
+  const a = n.attrs;
   if (a.rep === 0) return [zerosLike(n.inputs[0]!, g)];
   return [apply('unrepeat', [g], { axis: a.axis, rep: a.rep }, FN)];
 };
@@ -98,9 +95,9 @@ function restore(from: Node, axis: number, r: number, kAt: 'last' | 1): Node {
  * axis P (and X's into Q), each gradient is one more batch_dot:
  * dx = g (b, X..., P) . y (b, P, k) over P;  dy = x (b, Q, k) . g (b, Q, Y...) over Q.
  */
-const batchDotGrad: GradRule = (n, g) => {
+const batchDotGrad: GradRule<OpNode<'batch_dot'>> = (n, g) => {
   const [x, y] = n.inputs as [Node, Node];
-  const [ax, ay] = attrsOf<BatchDotAttrs>(n).axes;
+  const [ax, ay] = n.attrs.axes;
   const nx = x.ndim - 2;
   const ny = y.ndim - 2;
   const yP = mergeRun(moveToEnd(y, ay), 1, 1 + ny); // (b, P, k)
@@ -129,4 +126,4 @@ export const shapeGrads = {
   merge_axes: mergeAxesGrad,
   specify_shape: specifyShapeGrad,
   batch_dot: batchDotGrad,
-} satisfies Record<string, GradRule>;
+} satisfies GradTableFor<'slice' | 'unslice' | 'pad' | 'concat' | 'concat_part' | 'gather' | 'scatter_add_rows' | 'tile' | 'untile' | 'repeat_elements' | 'unrepeat' | 'expand_dims' | 'squeeze' | 'merge_axes' | 'specify_shape' | 'batch_dot'>;

@@ -49,6 +49,17 @@ export function packStrided(
       let o = (b * panels + q) * K * p;
       const r0 = q * p;
       const n = Math.min(p, rows - r0);
+      if (n === 4 && p === 4) {
+        // The common case (full panels of the 4 x 4 kernel), unrolled.
+        let s = base + b * sb + r0 * sr;
+        for (let t = 0; t < K; t++, s += st, o += 4) {
+          dst[o] = src[s]!;
+          dst[o + 1] = src[s + sr]!;
+          dst[o + 2] = src[s + 2 * sr]!;
+          dst[o + 3] = src[s + 3 * sr]!;
+        }
+        continue;
+      }
       for (let t = 0; t < K; t++) {
         let s = base + b * sb + r0 * sr + t * st;
         let r = 0;

@@ -12,10 +12,16 @@
 // may use (platform.cores()). In a browser the platform starts no workers: one thread.
 import { platform } from '#platform';
 import type { PlatformWorker } from '../../platform/types.js';
-import { getConfig } from '../../api/config.js';
 import type { WasmMemory, WasmModule } from '../wasm/encode.js';
 
 let override: number | undefined;
+/** The configured count (keras.json "threads", THEANINE_THREADS): the configuration registers its reader here. */
+let configured: () => number | undefined = () => undefined;
+
+/** Where the configured thread count comes from (src/api/config.ts; codegen does not import the API). */
+export function setConfiguredThreads(read: () => number | undefined): void {
+  configured = read;
+}
 
 /** Sets the thread count for this process (undefined: back to the configured one). Tests compare 1 and N. */
 export function setThreads(n: number | undefined): void {
@@ -27,7 +33,7 @@ export function setThreads(n: number | undefined): void {
 
 /** Threads large kernels are split over: setThreads', else the configuration's, else the cores. */
 export function threadCount(): number {
-  return override ?? getConfig().threads ?? Math.max(1, platform.cores());
+  return override ?? configured() ?? Math.max(1, platform.cores());
 }
 
 /** Multiply-adds below which a product stays on the calling thread (handing work over costs tens of microseconds). */
@@ -41,45 +47,59 @@ export type EwRun = (n: number, base: number) => void;
 
 // The control words (an Int32Array over a SharedArrayBuffer).
 const MAX_WORKERS = 255;
-const PENDING = 0; // workers still at the current job
-const NEXT = 1; // next claim to hand out
+const DONE = 0; // claims of the current job finished
+const NEXT = 1; // the current job's claim word: tag (8 bits) | next claim (12 bits) | claims (12 bits)
 const FAILED = 2; // set by a worker whose kernel threw
 const JOB = 3; // kind (0: matmul, 1: elementwise), then the kind's parameters (see WORK)
-const TAKEN = 14; // matmul A panels workers have summed (since the pool started; tests read it)
-const TAKEN_EW = 15; // elementwise chunks workers have computed (tests)
-const GO = 16; // per worker: bumped to start a job (the worker waits on it)
+const TAKEN = 15; // matmul A panels workers have summed (since the pool started; tests read it)
+const TAKEN_EW = 16; // elementwise chunks workers have computed (tests)
+const GO = 17; // per worker: bumped to wake it for a job (it waits on it)
 const CMD = GO + MAX_WORKERS; // per worker: 1 = leave the loop and take the messages waiting
 const WAITING = CMD + MAX_WORKERS; // per worker: 1 while it waits for jobs
 const GEN = WAITING + MAX_WORKERS; // per worker: the generation of the matmul memory it holds
 const EW_KNOWN = GEN + MAX_WORKERS; // per worker: elementwise kernels it has instantiated (ids 0..n-1)
 const WORDS = EW_KNOWN + MAX_WORKERS;
+/** Claims one job may have (12 bits of the claim word); a larger job runs on the calling thread. */
+export const MAX_CLAIMS = 4095;
 
 /**
- * One job's work, claim by claim from the NEXT counter. Matmul (kind 0): blocks of up to G A
- * panels of one batch (claim c: batch floor(c/GB), A panels (c mod GB)*G ..): A panel (b, i) at
- * pa0 + (b*MP + i)*sa, against the NP B panels of batch b (pb0 + b*sb), K long, the sums of tile
- * (b, i, q) at acc0 + (b*MP + i)*NP*128 + 128q. Elementwise (kind 1): kernel id over chunk
- * block c (byte offset c*blockBytes), CHUNK elements, the last one `last`. Shared by both sides as source.
+ * One job's work, claim by claim. A thread reads the claim word; while claims are left it checks
+ * that it can run this kind of job (the matmul memory's generation, the elementwise kernel),
+ * reads the parameters (stable: the job cannot finish while a claim is unclaimed) and takes the
+ * claim with a compare-exchange (the word's tag makes a word of an earlier job fail it). So a
+ * worker that wakes late takes no claim of a finished job, and the calling thread waits only for
+ * claims in progress (DONE), never for workers that have not woken.
+ * Matmul (kind 0; gen at JOB+11): blocks of up to G A panels of one batch (claim c: batch
+ * floor(c/GB), A panels (c mod GB)*G ..): A panel (b, i) at pa0 + (b*MP + i)*sa, against the NP
+ * B panels of batch b (pb0 + b*sb), K long, the sums of tile (b, i, q) at
+ * acc0 + (b*MP + i)*NP*128 + 128q. Elementwise (kind 1): kernel id over chunk block c (byte
+ * offset c*blockBytes), CHUNK elements, the last one `last`. Shared by both sides as source.
  */
-const WORK = `function work(ctrl, block, ew, counted) {
-  if (ctrl[${JOB}] === 1) {
-    const run = ew[ctrl[${JOB + 1}]], total = ctrl[${JOB + 2}], bb = ctrl[${JOB + 3}], chunk = ctrl[${JOB + 4}], last = ctrl[${JOB + 5}];
-    for (;;) {
-      const c = Atomics.add(ctrl, ${NEXT}, 1);
-      if (c >= total) return;
-      run(c === total - 1 ? last : chunk, c * bb);
-      if (counted) Atomics.add(ctrl, ${TAKEN_EW}, 1);
-    }
-  }
-  const total = ctrl[${JOB + 1}], MP = ctrl[${JOB + 2}], G = ctrl[${JOB + 3}], pa0 = ctrl[${JOB + 4}], sa = ctrl[${JOB + 5}], pb0 = ctrl[${JOB + 6}], sb = ctrl[${JOB + 7}], K = ctrl[${JOB + 8}], acc0 = ctrl[${JOB + 9}], NP = ctrl[${JOB + 10}];
-  const GB = Math.ceil(MP / G);
+const WORK = `function work(ctrl, block, gen, ew, counted) {
   for (;;) {
-    const c = Atomics.add(ctrl, ${NEXT}, 1);
+    const w = Atomics.load(ctrl, ${NEXT});
+    const c = (w >>> 12) & 4095, total = w & 4095;
     if (c >= total) return;
-    const b = Math.floor(c / GB), i = (c - b * GB) * G, p = b * MP + i;
-    const n = MP - i < G ? MP - i : G;
-    block(pa0 + p * sa, sa, n, pb0 + b * sb, K, acc0 + p * NP * 128, NP * 128, NP);
-    if (counted) Atomics.add(ctrl, ${TAKEN}, n);
+    const kind = ctrl[${JOB}];
+    if (kind === 1 ? ew[ctrl[${JOB + 1}]] === undefined : block === undefined || ctrl[${JOB + 11}] !== gen) return;
+    if (Atomics.compareExchange(ctrl, ${NEXT}, w, (w + 4096) | 0) !== w) continue;
+    try {
+      if (kind === 1) {
+        const bb = ctrl[${JOB + 3}], chunk = ctrl[${JOB + 4}], last = ctrl[${JOB + 5}];
+        ew[ctrl[${JOB + 1}]](c === total - 1 ? last : chunk, c * bb);
+        if (counted) Atomics.add(ctrl, ${TAKEN_EW}, 1);
+      } else {
+        const MP = ctrl[${JOB + 2}], G = ctrl[${JOB + 3}], pa0 = ctrl[${JOB + 4}], sa = ctrl[${JOB + 5}], pb0 = ctrl[${JOB + 6}], sb = ctrl[${JOB + 7}], K = ctrl[${JOB + 8}], acc0 = ctrl[${JOB + 9}], NP = ctrl[${JOB + 10}];
+        const GB = Math.ceil(MP / G);
+        const b = Math.floor(c / GB), i = (c - b * GB) * G, p = b * MP + i;
+        const n = MP - i < G ? MP - i : G;
+        block(pa0 + p * sa, sa, n, pb0 + b * sb, K, acc0 + p * NP * 128, NP * 128, NP);
+        if (counted) Atomics.add(ctrl, ${TAKEN}, n);
+      }
+    } catch (e) {
+      Atomics.store(ctrl, ${FAILED}, 1);
+    }
+    if (Atomics.add(ctrl, ${DONE}, 1) + 1 === total) Atomics.notify(ctrl, ${DONE});
   }
 }`;
 
@@ -101,8 +121,7 @@ function serve() {
     Atomics.wait(ctrl, ${GO} + index, seen);
     seen = Atomics.load(ctrl, ${GO} + index);
     if (Atomics.load(ctrl, ${CMD} + index) !== 0) { Atomics.store(ctrl, ${CMD} + index, 0); return; }
-    try { work(ctrl, block, ew, true); } catch (e) { Atomics.store(ctrl, ${FAILED}, 1); }
-    if (Atomics.sub(ctrl, ${PENDING}, 1) === 1) Atomics.notify(ctrl, ${PENDING});
+    work(ctrl, block, gen, ew, true);
   }
 }
 let scheduled = false;
@@ -121,18 +140,40 @@ parentPort.on('message', (m) => {
 `;
 
 // The same job loop as the workers', compiled once here.
-const workHere = new Function(`${WORK}\nreturn work;`)() as (ctrl: Int32Array, block: PanelBlock | undefined, ew: readonly EwRun[], counted: boolean) => void;
+const workHere = new Function(`${WORK}\nreturn work;`)() as (ctrl: Int32Array, block: PanelBlock | undefined, gen: number, ew: readonly EwRun[], counted: boolean) => void;
 
-/** kind 0, claims (batches x blocks), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP: see WORK. */
+/** kind 0, claims (batches x blocks), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP: see WORK (the pool adds the generation). */
 export type MatmulJob = readonly [kind: 0, claims: number, MP: number, G: number, pa0: number, strideA: number, pb0: number, strideB: number, K: number, acc0: number, NP: number];
 /** kind 1, kernel id, claims (chunk blocks), block bytes, CHUNK, elements of the last block: see WORK. */
 export type EwJob = readonly [kind: 1, id: number, claims: number, blockBytes: number, chunk: number, last: number];
 
-/** Runs a matmul job on the calling thread alone. */
-export function runHere(block: PanelBlock, job: MatmulJob): void {
-  const c = new Int32Array(JOB + job.length);
+/** Runs a job on the calling thread alone. */
+export function runHere(block: PanelBlock | undefined, ew: readonly EwRun[], job: MatmulJob | EwJob): void {
+  const claims = job[0] === 0 ? job[1] : job[2];
+  const c = new Int32Array(JOB + 12);
   for (let j = 0; j < job.length; j++) c[JOB + j] = job[j]!;
-  workHere(c, block, [], false);
+  for (let from = 0; from < claims; from += MAX_CLAIMS) {
+    // more claims than the claim word holds: in runs of MAX_CLAIMS, renumbered from `from`
+    const n = Math.min(MAX_CLAIMS, claims - from);
+    if (from === 0 && n === claims) {
+      c[NEXT] = n;
+      workHere(c, block, 0, ew, false);
+      continue;
+    }
+    for (let k = from; k < from + n; k++) runClaim(block, ew, job, k, claims);
+  }
+}
+
+/** One claim of a job, outside the claim word (jobs of more than MAX_CLAIMS claims). */
+function runClaim(block: PanelBlock | undefined, ew: readonly EwRun[], job: MatmulJob | EwJob, c: number, total: number): void {
+  if (job[0] === 1) {
+    ew[job[1]]!(c === total - 1 ? job[5] : job[4], c * job[3]);
+    return;
+  }
+  const [, , MP, G, pa0, sa, pb0, sb, K, acc0, NP] = job;
+  const GB = Math.ceil(MP / G);
+  const b = Math.floor(c / GB), i = (c - b * GB) * G, p = b * MP + i;
+  block!(pa0 + p * sa, sa, Math.min(G, MP - i), pb0 + b * sb, K, acc0 + p * NP * 128, NP * 128, NP);
 }
 
 interface Worker { readonly port: PlatformWorker; dead: boolean }
@@ -145,6 +186,7 @@ export class ThreadPool {
   private readonly ctrl = new Int32Array(new SharedArrayBuffer(WORDS * 4));
   private readonly workers: Worker[] = [];
   private gen = 1;
+  private tag = 0;
   private matmul: { memory: WasmMemory | undefined; module: WasmModule | undefined } = { memory: undefined, module: undefined };
   private ewMemory: WasmMemory | undefined;
   private readonly ewModules: WasmModule[] = [];
@@ -201,8 +243,9 @@ export class ThreadPool {
    */
   run(threads: number, block: PanelBlock | undefined, ew: readonly EwRun[], job: MatmulJob | EwJob): void {
     const c = this.ctrl;
-    this.grow(threads - 1);
     const claims = job[0] === 0 ? job[1] : job[2];
+    if (claims > MAX_CLAIMS || claims < 2) { runHere(block, ew, job); return; }
+    this.grow(threads - 1);
     const helpers: number[] = [];
     for (let i = 0; i < this.workers.length && helpers.length < threads - 1 && helpers.length < claims - 1; i++) {
       if (this.workers[i]!.dead || Atomics.load(c, WAITING + i) !== 1) continue;
@@ -211,12 +254,14 @@ export class ThreadPool {
       else this.kick(i);
     }
     for (let j = 0; j < job.length; j++) c[JOB + j] = job[j]!;
-    Atomics.store(c, NEXT, 0);
+    c[JOB + 11] = this.gen;
+    Atomics.store(c, DONE, 0);
     Atomics.store(c, FAILED, 0);
-    Atomics.store(c, PENDING, helpers.length);
+    this.tag = (this.tag + 1) & 255;
+    Atomics.store(c, NEXT, ((this.tag << 24) | claims) | 0);
     for (const i of helpers) { Atomics.add(c, GO + i, 1); Atomics.notify(c, GO + i); }
-    workHere(c, block, ew, false);
-    for (let p = Atomics.load(c, PENDING); p !== 0; p = Atomics.load(c, PENDING)) Atomics.wait(c, PENDING, p);
+    workHere(c, block, this.gen, ew, false);
+    for (let d = Atomics.load(c, DONE); d < claims; d = Atomics.load(c, DONE)) Atomics.wait(c, DONE, d);
     if (Atomics.load(c, FAILED) !== 0) throw new Error('internal: a worker thread failed (its kernel threw)');
   }
 

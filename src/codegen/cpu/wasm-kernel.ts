@@ -122,7 +122,7 @@ export class PackArena {
     const threads = this.shared ? threadCount() : 1;
     const pool = threadPool();
     if (threads > 1 && job[1] > 1 && pool !== undefined) pool.run(threads, this.block!, [], job);
-    else runHere(this.block!, job);
+    else runHere(this.block!, [], job);
   }
 }
 

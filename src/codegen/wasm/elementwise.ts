@@ -29,7 +29,7 @@ import { elementwiseOps } from '../../ir/ops/elementwise.js';
 
 const SIGMOID = elementwiseOps.sigmoid.scalar;
 import { Body, I32, SHARED_MAX_PAGES, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
-import { type EwRun, threadCount, threadPool } from '../cpu/threads.js';
+import { type EwRun, runHere, threadCount, threadPool } from '../cpu/threads.js';
 
 /** Elements per chunk (even: the loop takes two at a time). */
 export const CHUNK = 4096;
@@ -391,7 +391,7 @@ function parallelRun(sid: number, regions: number, lo: number, hi: number, loads
     }
     const job = [1, sid, blocks, blockFloats * 4, CHUNK, p1 - p0 - (blocks - 1) * CHUNK] as const;
     if (threads > 1 && blocks > 1 && pool !== undefined) pool.run(threads, undefined, sharedRuns, job);
-    else for (let b = 0; b < blocks; b++) sharedRuns[sid]!(b === blocks - 1 ? job[5] : CHUNK, b * job[3]);
+    else runHere(undefined, sharedRuns, job);
     for (let b = 0; b < blocks; b++) {
       const s = p0 + b * CHUNK, e = Math.min(p1, s + CHUNK);
       stores.forEach((a, j) => { const r = b * blockFloats + (loads.length + j) * CHUNK; a.set(m.subarray(r, r + e - s), s + offs[loads.length + j]!); });

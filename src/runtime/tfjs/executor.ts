@@ -2,8 +2,8 @@
 // (one tfjs call or a few per node, no generated code; user ops through their reference). Each call runs inside tf.tidy, so every
 // intermediate tensor is freed when the call returns; only the tf.Variables behind theanine
 // variables (variables.ts) live between calls.
-import { rethrow } from '../../ir/build.js';
 import { topoSort } from '../../ir/graph.js';
+import { walkGraph } from '../../ir/walk.js';
 import { checkAgainstType, nextEpoch } from '../../ir/interpret.js';
 import { formatShape, type NDArray } from '../../ir/ndarray.js';
 import type { Node } from '../../ir/node.js';
@@ -141,8 +141,6 @@ function runOnce(
 
 /** One evaluation of a graph (the function's, or a Scan body's step): values by node. */
 class Graph {
-  private readonly tuples = new Map<Node, Tensor[]>();
-
   constructor(
     private readonly tf: TF,
     private readonly env: Map<Node, Tensor>,
@@ -150,83 +148,40 @@ class Graph {
   ) {}
 
   run(order: readonly Node[], targets: readonly Node[]): Tensor[] {
-    for (const n of order) {
-      if (this.env.has(n) || this.tuples.has(n)) continue;
-      if (n.type.items !== undefined) this.tuples.set(n, this.evalTuple(n));
-      else this.env.set(n, this.evalNode(n));
-    }
-    return targets.map((t) => {
-      const v = this.env.get(t);
-      if (v === undefined) throw new Error(`internal: output ${t.name} is a tuple; extract its items with tuple_get`);
-      return v;
+    return walkGraph(order, targets, this.env, {
+      given: (n) => (n.op === 'variable' ? readVariable(this.tf, n.cell!) : undefined),
+      compute: (n, ins) => (isBuiltin(n.op) ? this.compute(n, ins) : this.computeExtern(n, ins)),
+      computeTuple: (n, ins) => {
+        const entry = tfKernels[n.op as keyof typeof tfKernels] as TfEntry<unknown>;
+        if (typeof entry !== 'object') throw new Error(`internal: op ${n.op} has a tuple type but no tuple kernel`);
+        const items = n.type.items!;
+        const out = entry.tuple(ins, n.attrs, this.ctxFor(n)).map((t, i) => fit(this.tf, t, items[i]!.dtype));
+        checkBackendStatus(n.op);
+        return out;
+      },
+      check: (n, t, v, where) => checkShape(n, t.shape, v, where),
     });
-  }
-
-  private inputs(n: Node): Tensor[] {
-    return n.inputs.map((i) => {
-      const v = this.env.get(i);
-      if (v === undefined) throw new Error(`internal: ${n.op} takes the tuple ${i.name} as an input; only tuple_get may`);
-      return v;
-    });
-  }
-
-  private evalTuple(n: Node): Tensor[] {
-    const entry = tfKernels[n.op as keyof typeof tfKernels] as TfEntry<unknown>;
-    if (typeof entry !== 'object') throw new Error(`internal: op ${n.op} has a tuple type but no tuple kernel`);
-    const items = n.type.items!;
-    let out: Tensor[];
-    try {
-      out = entry.tuple(this.inputs(n), n.attrs, this.ctxFor(n)).map((t, i) => fit(this.tf, t, items[i]!.dtype));
-      checkBackendStatus(n.op);
-    } catch (e) {
-      throw rethrow(e, n.op);
-    }
-    if (out.length !== items.length) throw new Error(`internal: op ${n.op} produced ${out.length} items but its type has ${items.length}`);
-    out.forEach((v, i) => checkShape(n, items[i]!.shape, v, ` (item ${i})`));
-    return out;
   }
 
   /**
    * A user op (K's defineOp) has only its reference implementation: it runs on the host, its
    * inputs downloaded and its result uploaded (as the compiler's extern path does).
    */
-  private evalExtern(n: Node): Tensor {
-    const ins = this.inputs(n).map((t, i) => download(t, n.inputs[i]!.dtype));
-    let out: NDArray;
-    try {
-      out = getOp(n.op).impl(ins, n.attrs as never, this.ctxFor(n) as EvalContext);
-    } catch (e) {
-      throw rethrow(e, n.op);
-    }
+  private computeExtern(n: Node, inputs: readonly Tensor[]): Tensor {
+    const out = getOp(n.op).impl(inputs.map((t, i) => download(t, n.inputs[i]!.dtype)), n.attrs, this.ctxFor(n) as EvalContext);
     checkAgainstType(n, n.type, out);
     return upload(this.tf, out);
   }
 
-  private evalNode(n: Node): Tensor {
-    const tf = this.tf;
-    if (n.op === 'variable') return readVariable(tf, n.cell!);
-    if (!isBuiltin(n.op)) return this.evalExtern(n);
+  private compute(n: Node, inputs: Tensor[]): Tensor {
     const entry = tfKernels[n.op as keyof typeof tfKernels] as TfEntry<unknown>;
-    let out: Tensor;
-    if (n.op === 'tuple_get') {
-      const items = this.tuples.get(n.inputs[0]!);
-      const k = n.attrs['index'] as number;
-      if (items === undefined || items[k] === undefined) throw new Error(`internal: tuple_get{index=${k}} of ${n.inputs[0]!.name}, which has no such item`);
-      out = items[k]!;
-    } else {
-      try {
-        if (entry === 'executor' || typeof entry === 'object') {
-          // an unfed leaf: the reference's own error
-          getOp(n.op).impl([], n.attrs as never, this.ctxFor(n) as EvalContext);
-          throw new Error(`internal: ${n.op} has no value`);
-        }
-        out = fit(tf, entry(this.inputs(n), n.attrs, this.ctxFor(n)), n.dtype);
-        checkBackendStatus(n.op);
-      } catch (e) {
-        throw rethrow(e, n.op);
-      }
+    if (entry === 'executor' || typeof entry === 'object') {
+      // an unfed leaf: the reference's own error
+      getOp(n.op).impl([], n.attrs, this.ctxFor(n) as EvalContext);
+      throw new Error(`internal: ${n.op} has no value`);
     }
-    checkShape(n, n.shape, out);
+    const out = fit(this.tf, entry(inputs, n.attrs, this.ctxFor(n)), n.dtype);
+    checkBackendStatus(n.op);
     return out;
   }
 }

@@ -3,8 +3,7 @@
 import type * as Tfjs from '@tensorflow/tfjs';
 import type { DType } from '../../ir/dtype.js';
 import type { Node } from '../../ir/node.js';
-import type { OpDef } from '../../ir/op.js';
-import type { builtinOps, OpName } from '../../ir/registry.js';
+import type { AttrsOf, OpName } from '../../ir/registry.js';
 import type { TF } from './load.js';
 
 export type Tensor = Tfjs.Tensor;
@@ -30,7 +29,6 @@ export interface TfTupleKernel<A> {
   readonly tuple: (inputs: Tensor[], attrs: A, ctx: KernelContext) => Tensor[];
 }
 
-export type AttrsOf<K extends OpName> = (typeof builtinOps)[K] extends OpDef<infer A> ? A : never;
 
 /**
  * A kernel, a tuple kernel, or 'executor' for nodes whose value the executor supplies itself

@@ -3,8 +3,7 @@
 // is a type error, as for the tfjs kernels.
 import type { DType } from '../../../ir/dtype.js';
 import type { Node } from '../../../ir/node.js';
-import type { OpDef } from '../../../ir/op.js';
-import type { builtinOps, OpName } from '../../../ir/registry.js';
+import type { AttrsOf, OpName } from '../../../ir/registry.js';
 import type { ScanBody } from '../../../ir/scanbody.js';
 import type { GraphBuilder, Val } from '../builder.js';
 import type { GraphJson } from '../schema.js';
@@ -39,7 +38,7 @@ export interface TupleEmit<A> {
 /** 'leaf': the translator supplies the value (placeholders, variables, scan args, tuple items). */
 export type OnnxEntry<A> = Emit<A> | TupleEmit<A> | 'leaf' | { readonly unsupported: string };
 
-export type AttrsOf<K extends OpName> = (typeof builtinOps)[K] extends OpDef<infer A> ? A : never;
+export type { AttrsOf };
 export type OnnxTable = { readonly [K in OpName]: OnnxEntry<AttrsOf<K>> };
 export type OnnxTableFor<K extends OpName> = { readonly [P in K]: OnnxEntry<AttrsOf<P>> };
 
