@@ -24,6 +24,7 @@ import { gpuDevice } from '../src/runtime/gpu/device.js';
 import { cases, type Impl, type ImplName } from './cases.js';
 import { measurePeak } from '../src/codegen/wasm/peak.js';
 import { hasRelaxedSimd } from '../src/codegen/wasm/encode.js';
+import { threadCount } from '../src/codegen/cpu/threads.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 9);
 /** `npm run bench -- 'MLP|LSTM Keras-style Scan'`: cases whose name contains any of the alternatives. */
@@ -67,7 +68,7 @@ async function main(): Promise<void> {
   const wasmSimd = tf.env().getBool('WASM_HAS_SIMD_SUPPORT');
   const results: Record<string, unknown>[] = [];
   const print = (s: string) => process.stdout.write(s + '\n');
-  print(`theanine bench: ${os.cpus()[0]?.model ?? 'cpu'} x${os.cpus().length}, node ${process.version}, ${ROUNDS} rounds, tfjs-wasm simd=${wasmSimd}`);
+  print(`theanine bench: ${os.cpus()[0]?.model ?? 'cpu'} x${os.cpus().length}, node ${process.version}, ${ROUNDS} rounds, tfjs-wasm simd=${wasmSimd}, theanine threads ${threadCount()} (THEANINE_THREADS), load average ${os.loadavg()[0]!.toFixed(1)}`);
   // The limit: one core's WebAssembly SIMD multiply-add rate (src/codegen/wasm/peak.ts). theanine's
   // matmul sums in float64 (f64x2, results equal the reference's); XNNPACK in float32 (f32x4).
   const peak = measurePeak(hasRelaxedSimd());
@@ -230,7 +231,7 @@ async function main(): Promise<void> {
   }
 
   const out = {
-    machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, node: process.version, platform: `${os.platform()} ${os.arch()}`, wasmSimd, gpu: gpuName, peakGflops: peak, loadAverage: os.loadavg() },
+    machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, node: process.version, platform: `${os.platform()} ${os.arch()}`, wasmSimd, gpu: gpuName, peakGflops: peak, threads: threadCount(), loadAverage: os.loadavg() },
     date: new Date().toISOString(), rounds: ROUNDS, cases: results, compile, heap, onnxOverhead: overhead,
   };
   fs.writeFileSync(new URL('./results.json', import.meta.url), JSON.stringify(out, null, 2) + '\n');

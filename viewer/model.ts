@@ -378,6 +378,16 @@ export function programLineOf(n: Node): number | undefined {
     const line = fromSite(r);
     if (line !== undefined) return line;
   }
+  // Gradient nodes: K.gradients was called by the viewer; the forward node they differentiate
+  // (`of`, src/ir/provenance.ts) was built by the program.
+  for (const r of records) {
+    const of = (r as { of?: { provenance?: unknown } } | null)?.of?.provenance;
+    if (!Array.isArray(of)) continue;
+    for (const q of of) {
+      const line = fromSite(q);
+      if (line !== undefined) return line;
+    }
+  }
   const texts: string[] = [];
   const collect = (x: unknown, depth: number): void => {
     if (depth > 3 || x === null || x === undefined) return;

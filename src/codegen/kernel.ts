@@ -8,6 +8,7 @@ import type { NDArray } from '../ir/ndarray.js';
 import type { Attrs, OpDef } from '../ir/op.js';
 import type { Dyn, Expr } from './expr.js';
 import type { IExpr, Var } from './index-expr.js';
+import type { Provenance } from '../ir/provenance.js';
 
 export type BufferRole =
   | 'input' // a function input, read from the call's arguments
@@ -52,6 +53,8 @@ export interface Store {
 
 export interface LoopKernel {
   readonly kind: 'loop';
+  /** The provenance of the node it computes (set by lowering; src/ir/provenance.ts). */
+  readonly origin?: readonly Provenance[];
   /** What it computes, for comments in generated code (op names only: never user strings). */
   readonly label: string;
   /** Output loops, outermost first. */
@@ -62,6 +65,8 @@ export interface LoopKernel {
 /** out[b, i, j] = epilogue(sum_t a(b, i, t) * b(b, t, j)); `a`, `b` are expressions in the kernel's vars. */
 export interface MatmulKernel {
   readonly kind: 'matmul';
+  /** The provenance of the node it computes (set by lowering; src/ir/provenance.ts). */
+  readonly origin?: readonly Provenance[];
   readonly label: string;
   readonly batch: Var;
   readonly m: Var;
@@ -80,8 +85,10 @@ export interface MatmulKernel {
 /** An op's reference implementation inside a compiled function (one result, or a tuple's items). */
 export interface ExternStep {
   readonly kind: 'extern';
+  /** The provenance of the node it computes (set by lowering; src/ir/provenance.ts). */
+  readonly origin?: readonly Provenance[];
   readonly label: string;
-  readonly def: OpDef<never>;
+  readonly def: OpDef;
   readonly attrs: Attrs;
   readonly inputs: readonly ValueRef[];
   /** Why it is not a kernel (for the fallback warning and f.source()). */
@@ -92,12 +99,15 @@ export interface ExternStep {
 }
 
 /**
- * A Scan as a loop in the generated function: per step, copy the sequences' slice t into step
- * buffers, run the body's own program on them, the current states and the constants, then copy
- * the step's outputs into the stacked items and swap the state buffers.
+ * A Scan as a loop in the generated function: per step, run the body's own program on the
+ * sequences' slice t, the current states and the constants, and store the step's outputs in
+ * the stacked items; the state buffers are swapped (the cpu's loop, cpu/scan.ts, passes views
+ * instead of copying into the step buffers, and updates some states in place).
  */
 export interface ScanStep {
   readonly kind: 'scan';
+  /** The provenance of the node it computes (set by lowering; src/ir/provenance.ts). */
+  readonly origin?: readonly Provenance[];
   readonly label: string;
   readonly steps: number;
   readonly backwards: boolean;
@@ -125,6 +135,8 @@ export interface ScanStep {
  */
 export interface PrintStep {
   readonly kind: 'print';
+  /** The provenance of the node it computes (set by lowering; src/ir/provenance.ts). */
+  readonly origin?: readonly Provenance[];
   readonly label: string;
   readonly message: string;
   readonly input: ValueRef;
@@ -141,6 +153,11 @@ export interface Program {
   readonly buffers: readonly BufferDecl[];
   readonly steps: readonly Step[];
   readonly targets: readonly TargetRef[];
+}
+
+/** Records which user calls a step computes (lowering sets it once, after building the step). */
+export function setOrigin(s: Step, records: readonly Provenance[]): void {
+  (s as { origin?: readonly Provenance[] }).origin = records;
 }
 
 /** Buffers a step reads and writes (for planning). */

@@ -35,7 +35,7 @@ export interface Plan {
 }
 
 /** Whether step `s` reads buffer `x` only at exactly the index it stores to `out` (so it may overwrite x). */
-function readsOnlyAtStore(s: Step, x: number, out: number): boolean {
+export function readsOnlyAtStore(s: Step, x: number, out: number): boolean {
   if (s.kind !== 'loop' || s.stores.length !== 1) return false;
   const st = s.stores[0]!;
   if (st.buf !== out || st.dyn !== undefined || st.accumulate === true) return false;

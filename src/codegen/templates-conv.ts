@@ -13,7 +13,7 @@
 // their per-group products are too narrow for packed panels to pay.
 import type { WindowAttrs } from '../ir/ops/window.js';
 import { padsFor } from '../ir/ops/window.js';
-import type { PoolAttrs } from '../ir/ops/pool.js';
+import type { AttrsOf } from '../ir/registry.js';
 import { firstMaxTap, poolGeom, windowTaps } from './lower-pool.js';
 import type { Expr } from './expr.js';
 import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, range, unravel, type IExpr, type Var } from './index-expr.js';
@@ -27,7 +27,7 @@ const inGroup = (c: TemplateCtx, g: IExpr, size: number, x: IExpr) => (groupsOf(
 const prod = (xs: readonly number[]) => xs.reduce((p, d) => p * d, 1);
 
 /** lo <= x < hi as a 0/1 expression; undefined when the index range implies it. */
-function within(c: TemplateCtx, x: IExpr, lo: number, hi: number): Expr | undefined {
+function within(c: TemplateCtx<unknown>, x: IExpr, lo: number, hi: number): Expr | undefined {
   const [xlo, xhi] = range(x);
   const parts: Expr[] = [];
   if (xlo < lo) parts.push(c.b.op('ge', c.b.index(x), c.b.const(lo)));
@@ -35,13 +35,13 @@ function within(c: TemplateCtx, x: IExpr, lo: number, hi: number): Expr | undefi
   return parts.length === 0 ? undefined : parts.reduce((p, q) => c.b.op('and', p, q));
 }
 
-function masked(c: TemplateCtx, conds: readonly (Expr | undefined)[], v: Expr): Expr {
+function masked(c: TemplateCtx<unknown>, conds: readonly (Expr | undefined)[], v: Expr): Expr {
   const cs = conds.filter((x): x is Expr => x !== undefined);
   return cs.length === 0 ? v : c.b.op('select', cs.reduce((p, q) => c.b.op('and', p, q)), v, c.b.const(0));
 }
 
 /** Input position o*stride + tap*dil - pad on each spatial axis, clamped, with its in-range conditions. */
-function tapRead(c: ConvCtx, o: readonly IExpr[], tap: readonly IExpr[], inSize: readonly number[], window: readonly number[]) {
+function tapRead(c: TemplateCtx<WindowAttrs>, o: readonly IExpr[], tap: readonly IExpr[], inSize: readonly number[], window: readonly number[]) {
   const conds: (Expr | undefined)[] = [];
   const pos = o.map((od, i) => {
     const pb = padsFor(inSize[i]!, window[i]!, c.attrs.strides[i]!, c.attrs.dilation[i]!, c.attrs.padding)[0];
@@ -155,16 +155,16 @@ export const convKernelGradT: MatmulTemplate = {
  * pool: a reduction over the window's taps, out-of-input cells masked (-inf for max; for avg
  * they add nothing and are not counted: the count is a second reduction, hoisted per cell).
  */
-export const poolT: LoopTemplate = {
+export const poolT: LoopTemplate<AttrsOf<'pool'>> = {
   kind: 'reduction',
   expr(at, out, c) {
-    const a = c.attrs as unknown as WindowAttrs & { readonly window: readonly number[]; readonly mode: 'max' | 'avg' };
+    const a = c.attrs;
     const x = c.inShapes[0]!;
     const d = a.window.length;
     const b = c.b;
     const taps = () => {
       const vars = a.window.map((k) => newVar(k));
-      const { pos, conds } = tapRead(c as ConvCtx, out.slice(1, d + 1), vars.map(ivar), x.slice(1, d + 1), a.window);
+      const { pos, conds } = tapRead(c, out.slice(1, d + 1), vars.map(ivar), x.slice(1, d + 1), a.window);
       const valid = conds.filter((e): e is Expr => e !== undefined);
       return { vars, pos, valid: valid.length === 0 ? undefined : valid.reduce((p, q) => b.op('and', p, q)) };
     };
@@ -286,10 +286,10 @@ export const convAlternates = {
  * the taps of g where the tap is that one (-inf elsewhere: one term, so g's value exactly, its
  * sign and NaN kept).
  */
-export const poolSelectT: LoopTemplate = {
+export const poolSelectT: LoopTemplate<AttrsOf<'pool_select'>> = {
   kind: 'reduction',
   expr(at, out, c) {
-    const a = c.attrs as unknown as PoolAttrs;
+    const a = c.attrs;
     const d = a.window.length;
     const b = c.b;
     const g = poolGeom(a, c.inShapes[0]!, c.outShape);

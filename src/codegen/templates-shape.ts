@@ -1,14 +1,15 @@
 // Templates of the structural ops (src/ir/ops/shape.ts, dims.ts, grad.ts, shape_grad.ts) and
 // batch_dot: each output element is an input element picked by index arithmetic, a zero where
 // a mask says so (padding, the adjoints), or a sum over the elements that map to it.
-import { sliceRange, type SliceAxis } from '../ir/ops/shape.js';
+import { sliceRange } from '../ir/ops/shape.js';
+import type { AttrsOf } from '../ir/registry.js';
 import type { Expr } from './expr.js';
 import {
   iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, range, ravel, unravel, type IExpr, type Var,
 } from './index-expr.js';
 import { broadcastCoords, type At, type LoopTemplate, type MatmulTemplate, type TemplateCtx } from './templates.js';
 
-const view = (coords: (out: readonly IExpr[], c: TemplateCtx) => IExpr[], shapeOnly?: (input: number) => boolean): LoopTemplate => ({
+const view = <A>(coords: (out: readonly IExpr[], c: TemplateCtx<A>) => IExpr[], shapeOnly?: (input: number) => boolean): LoopTemplate<A> => ({
   kind: 'view',
   expr: (at, out, c) => at(0, coords(out, c)),
   ...(shapeOnly !== undefined ? { shapeOnly } : {}),
@@ -16,7 +17,7 @@ const view = (coords: (out: readonly IExpr[], c: TemplateCtx) => IExpr[], shapeO
 const notFirst = (i: number) => i > 0;
 
 /** lo <= x < hi as a 0/1 expression; undefined when the index range implies it. */
-function within(c: TemplateCtx, x: IExpr, lo: number, hi: number): Expr | undefined {
+function within(c: TemplateCtx<unknown>, x: IExpr, lo: number, hi: number): Expr | undefined {
   const b = c.b;
   const [xlo, xhi] = range(x);
   const parts: Expr[] = [];
@@ -25,29 +26,29 @@ function within(c: TemplateCtx, x: IExpr, lo: number, hi: number): Expr | undefi
   return parts.length === 0 ? undefined : parts.reduce((p, q) => b.op('and', p, q));
 }
 
-function andAll(c: TemplateCtx, conds: readonly (Expr | undefined)[]): Expr | undefined {
+function andAll(c: TemplateCtx<unknown>, conds: readonly (Expr | undefined)[]): Expr | undefined {
   const cs = conds.filter((x): x is Expr => x !== undefined);
   return cs.length === 0 ? undefined : cs.reduce((p, q) => c.b.op('and', p, q));
 }
 
 /** `value` where `cond`, else 0 (the load inside stays in bounds through clamped indices). */
-const masked = (c: TemplateCtx, cond: Expr | undefined, value: Expr) => (cond === undefined ? value : c.b.op('select', cond, value, c.b.const(0)));
+const masked = (c: TemplateCtx<unknown>, cond: Expr | undefined, value: Expr) => (cond === undefined ? value : c.b.op('select', cond, value, c.b.const(0)));
 
 /** A sum over the input elements that map to each output element. */
-function sumOver(at: At, c: TemplateCtx, vars: readonly Var[], inCoords: IExpr[]): Expr {
+function sumOver(at: At, c: TemplateCtx<unknown>, vars: readonly Var[], inCoords: IExpr[]): Expr {
   const body = c.b.cast(c.inDTypes[0]!, at(0, inCoords));
   return vars.length === 0 ? body : c.b.reduce('sum', vars, body);
 }
 
-const sliceT: LoopTemplate = view((out, c) => (c.attrs['axes'] as unknown as readonly SliceAxis[]).map((s, i) => {
+const sliceT = view<AttrsOf<'slice'>>((out, c) => c.attrs.axes.map((s, i) => {
   const { first } = sliceRange(s, c.inShapes[0]![i]!);
   return iadd(iconst(first), iscale(out[i]!, s.step));
 }));
 
-const padT: LoopTemplate = {
+const padT: LoopTemplate<AttrsOf<'pad'>> = {
   kind: 'view',
   expr(at, out, c) {
-    const pads = c.attrs['pads'] as readonly (readonly [number, number])[];
+    const pads = c.attrs.pads;
     const shape = c.inShapes[0]!;
     const conds: (Expr | undefined)[] = [];
     const inC = out.map((o, i) => {
@@ -62,10 +63,10 @@ const padT: LoopTemplate = {
   },
 };
 
-const concatT: LoopTemplate = {
+const concatT: LoopTemplate<AttrsOf<'concat'>> = {
   kind: 'view',
   expr(at, out, c) {
-    const axis = (c.attrs['axis'] as number) < 0 ? (c.attrs['axis'] as number) + c.outShape.length : (c.attrs['axis'] as number);
+    const axis = axisOf(c, c.outShape.length);
     const offs: number[] = [];
     let acc = 0;
     for (const s of c.inShapes) { offs.push(acc); acc += s[axis]!; }
@@ -81,35 +82,34 @@ const concatT: LoopTemplate = {
 
 const tileT = view((out, c) => c.inShapes[0]!.map((d, i) => (d === 1 ? iconst(0) : imod(out[i]!, d))));
 
-const axisOf = (c: TemplateCtx, rank: number) => {
-  const a = c.attrs['axis'] as number;
+const axisOf = (c: TemplateCtx<{ readonly axis: number }>, rank: number) => {
+  const a = c.attrs.axis;
   return a < 0 ? a + rank : a;
 };
 
-const repeatT = view((out, c) => {
+const repeatT = view<AttrsOf<'repeat_elements'>>((out, c) => {
   const axis = axisOf(c, c.outShape.length);
-  return out.map((o, i) => (i === axis ? idiv(o, c.attrs['rep'] as number) : o));
+  return out.map((o, i) => (i === axis ? idiv(o, c.attrs.rep) : o));
 });
 
-const expandDimsT = view((out, c) => {
+const expandDimsT = view<AttrsOf<'expand_dims'>>((out, c) => {
   const axis = axisOf(c, c.outShape.length);
   return out.filter((_, i) => i !== axis);
 });
 
-const squeezeT = view((out, c) => {
+const squeezeT = view<AttrsOf<'squeeze'>>((out, c) => {
   const axis = axisOf(c, c.inShapes[0]!.length);
   return [...out.slice(0, axis), iconst(0), ...out.slice(axis)];
 });
 
-const mergeAxesT = view((out, c) => {
-  const start = c.attrs['start'] as number;
-  const stop = c.attrs['stop'] as number;
+const mergeAxesT = view<AttrsOf<'merge_axes'>>((out, c) => {
+  const { start, stop } = c.attrs;
   const shape = c.inShapes[0]!;
   return [...out.slice(0, start), ...unravel(out[start]!, shape.slice(start, stop)), ...out.slice(start + 1)];
 });
 
-const unsqueezeT = view((out, c) => {
-  const axes = c.attrs['axes'] as readonly number[];
+const unsqueezeT = view<AttrsOf<'unsqueeze'>>((out, c) => {
+  const axes = c.attrs.axes;
   return out.filter((_, i) => !axes.includes(i));
 });
 
@@ -138,11 +138,11 @@ const sumToLikeT: LoopTemplate = {
  * unslice: output element o is g[k / |step|] where k = o - first (step > 0) or first - o (step < 0)
  * lies in [0, count * |step|) and is a multiple of |step|; otherwise 0.
  */
-const unsliceT: LoopTemplate = {
+const unsliceT: LoopTemplate<AttrsOf<'unslice'>> = {
   kind: 'view',
   shapeOnly: notFirst,
   expr(at, out, c) {
-    const axes = c.attrs['axes'] as unknown as readonly SliceAxis[];
+    const axes = c.attrs.axes;
     const conds: (Expr | undefined)[] = [];
     const inC = axes.map((s, i) => {
       const { first, count } = sliceRange(s, c.outShape[i]!);
@@ -160,32 +160,32 @@ const unsliceT: LoopTemplate = {
   },
 };
 
-const concatPartT: LoopTemplate = {
+const concatPartT: LoopTemplate<AttrsOf<'concat_part'>> = {
   kind: 'view',
   shapeOnly: notFirst,
   expr(at, out, c) {
     const axis = axisOf(c, c.outShape.length);
-    const index = c.attrs['index'] as number;
+    const index = c.attrs.index;
     const before = c.inShapes.slice(1, 1 + index).reduce((s, t) => s + t[axis]!, 0);
     return at(0, out.map((o, i) => (i === axis ? iadd(o, iconst(before)) : o)));
   },
 };
 
-const scatterIndexT: LoopTemplate = {
+const scatterIndexT: LoopTemplate<AttrsOf<'scatter_index'>> = {
   kind: 'view',
   shapeOnly: notFirst,
   expr(at, out, c) {
     const d = c.outShape[0]!;
-    const raw = c.attrs['index'] as number;
+    const raw = c.attrs.index;
     const i = raw < 0 ? raw + d : raw;
     return masked(c, c.b.op('eq', c.b.index(out[0]!), c.b.const(i)), at(0, out.slice(1)));
   },
 };
 
-const untileT: LoopTemplate = {
+const untileT: LoopTemplate<AttrsOf<'untile'>> = {
   kind: 'reduction',
   expr(at, out, c) {
-    const reps = c.attrs['reps'] as readonly number[];
+    const reps = c.attrs.reps;
     const vars: Var[] = [];
     const inC = out.map((o, i) => {
       if (reps[i] === 1) return o;
@@ -197,45 +197,52 @@ const untileT: LoopTemplate = {
   },
 };
 
-const unrepeatT: LoopTemplate = {
+const unrepeatT: LoopTemplate<AttrsOf<'unrepeat'>> = {
   kind: 'reduction',
   expr(at, out, c) {
     const axis = axisOf(c, c.outShape.length);
-    const rep = c.attrs['rep'] as number;
+    const rep = c.attrs.rep;
     const v = newVar(rep);
     return sumOver(at, c, rep === 1 ? [] : [v], out.map((o, i) => (i === axis && rep > 1 ? iadd(iscale(o, rep), ivar(v)) : o)));
   },
 };
 
 /** out[b, i..., j...] = sum_k x[b, i... with k at axes[0]] * y[b, j... with k at axes[1]]. */
-const batchDotT: MatmulTemplate = {
+const batchDotT: MatmulTemplate<AttrsOf<'batch_dot'>> = {
   kind: 'matmul',
   dims(c) {
     const [xs, ys] = c.inShapes as [number[], number[]];
-    const [ax, ay] = c.attrs['axes'] as readonly [number, number];
+    const [ax, ay] = c.attrs.axes;
     const rest = (s: readonly number[], k: number) => s.filter((_, i) => i !== 0 && i !== k).reduce((p, d) => p * d, 1);
     return { batch: xs[0]!, m: rest(xs, ax), n: rest(ys, ay), k: xs[ax]! };
   },
   a(bb, i, t, c) {
     const xs = c.inShapes[0]!;
-    const ax = (c.attrs['axes'] as readonly number[])[0]!;
+    const ax = c.attrs.axes[0];
     const ic = unravel(i, xs.filter((_, k) => k !== 0 && k !== ax));
     let j = 0;
     return xs.map((_, k) => (k === 0 ? bb : k === ax ? t : ic[j++]!));
   },
   b(bb, t, jj, c) {
     const ys = c.inShapes[1]!;
-    const ay = (c.attrs['axes'] as readonly number[])[1]!;
+    const ay = c.attrs.axes[1];
     const jc = unravel(jj, ys.filter((_, k) => k !== 0 && k !== ay));
     let j = 0;
     return ys.map((_, k) => (k === 0 ? bb : k === ay ? t : jc[j++]!));
   },
   out(bb, i, jj, c) {
     const [xs, ys] = c.inShapes as [number[], number[]];
-    const [ax, ay] = c.attrs['axes'] as readonly [number, number];
+    const [ax, ay] = c.attrs.axes;
     return [bb, ...unravel(i, xs.filter((_, k) => k !== 0 && k !== ax)), ...unravel(jj, ys.filter((_, k) => k !== 0 && k !== ay))];
   },
 };
+
+const broadcastLikeT: LoopTemplate = {
+  kind: 'elementwise',
+  shapeOnly: notFirst,
+  expr: (at, out, c) => at(0, broadcastCoords(out, c.inShapes[0]!, c.outShape)),
+};
+const stopGradientT: LoopTemplate = { kind: 'elementwise', expr: (at, out) => at(0, out) };
 
 export const shapeTemplates = {
   slice: sliceT,
@@ -249,11 +256,8 @@ export const shapeTemplates = {
   specify_shape: view((out) => [...out]),
   unsqueeze: unsqueezeT,
   reshape_like: reshapeLikeT,
-  broadcast_like: {
-    kind: 'elementwise', shapeOnly: notFirst,
-    expr: (at: At, out: readonly IExpr[], c: TemplateCtx) => at(0, broadcastCoords(out, c.inShapes[0]!, c.outShape)),
-  } as LoopTemplate,
-  stop_gradient: { kind: 'elementwise', expr: (at: At, out: readonly IExpr[]) => at(0, out) } as LoopTemplate,
+  broadcast_like: broadcastLikeT,
+  stop_gradient: stopGradientT,
   sum_to_like: sumToLikeT,
   unslice: unsliceT,
   concat_part: concatPartT,

@@ -8,19 +8,21 @@
 // re-raveled indices, reductions inside a loop of their own. Fusion is then just composition.
 import type { DType } from '../ir/dtype.js';
 import type { Attrs } from '../ir/op.js';
-import { getOp, type OpName } from '../ir/registry.js';
+import { getOp, type AttrsOf, type OpName } from '../ir/registry.js';
+import type { ArgAttrs, ReduceAttrs } from '../ir/ops/reduce.js';
 import type { Node } from '../ir/node.js';
 import { elementwiseOps } from '../ir/ops/elementwise.js';
 import { dotAxisOfY } from '../ir/ops/core.js';
 import type { FuseKind } from '../passes/fusion.js';
-import { ExprBuilder, type Expr, type ReduceOp, type ScalarFn, type ScalarOp } from './expr.js';
+import type { ExprBuilder, Expr, ReduceOp, ScalarFn, ScalarOp } from './expr.js';
 import { iconst, ivar, newVar, ravel, unravel, type IExpr } from './index-expr.js';
 import { shapeTemplates } from './templates-shape.js';
 import { convAlternates, convTemplates, narrowGroups } from './templates-conv.js';
 
-export interface TemplateCtx {
+/** What a template sees of a node: its attrs (typed by its op in the tables), concrete shapes and dtypes. */
+export interface TemplateCtx<A = Attrs> {
   readonly b: ExprBuilder;
-  readonly attrs: Attrs;
+  readonly attrs: A;
   readonly inShapes: readonly (readonly number[])[];
   readonly inDTypes: readonly DType[];
   readonly outShape: readonly number[];
@@ -30,35 +32,38 @@ export interface TemplateCtx {
 /** Value of input `input` at `coords` (in that input's own shape). */
 export type At = (input: number, coords: readonly IExpr[]) => Expr;
 
-export interface LoopTemplate {
+export interface LoopTemplate<A = Attrs> {
   readonly kind: 'elementwise' | 'view' | 'reduction';
-  expr(at: At, coords: readonly IExpr[], c: TemplateCtx): Expr;
+  expr(at: At, coords: readonly IExpr[], c: TemplateCtx<A>): Expr;
   /** Inputs read only for their shape (never loaded). */
   readonly shapeOnly?: (input: number) => boolean;
   /** Attrs this template handles (others run as an extern). */
-  readonly supports?: (attrs: Attrs) => boolean;
+  supports?(attrs: A): boolean;
 }
 
 export interface MatmulDims { readonly batch: number; readonly m: number; readonly n: number; readonly k: number }
 
 /** A matmul: out[b, i, j] = sum_t A[b, i, t] * B[b, t, j], each given as coordinates of the op's inputs/output. */
-export interface MatmulTemplate {
+export interface MatmulTemplate<A = Attrs> {
   readonly kind: 'matmul';
   /** Attrs this template handles (others run as an extern). */
-  readonly supports?: (attrs: Attrs) => boolean;
+  supports?(attrs: A): boolean;
   /** Inputs read only for their shape. */
   readonly shapeOnly?: (input: number) => boolean;
   /** Whether elementwise producers of the operands may be computed while packing (false: each element is read many times). */
   readonly prologue?: boolean;
   /** A's element when it is not a plain read of input 0 (a convolution's masked window). */
-  aValue?(at: At, b: IExpr, i: IExpr, t: IExpr, c: TemplateCtx): Expr;
-  dims(c: TemplateCtx): MatmulDims;
-  a(b: IExpr, i: IExpr, t: IExpr, c: TemplateCtx): IExpr[];
-  b(b: IExpr, t: IExpr, j: IExpr, c: TemplateCtx): IExpr[];
-  out(b: IExpr, i: IExpr, j: IExpr, c: TemplateCtx): IExpr[];
+  aValue?(at: At, b: IExpr, i: IExpr, t: IExpr, c: TemplateCtx<A>): Expr;
+  dims(c: TemplateCtx<A>): MatmulDims;
+  a(b: IExpr, i: IExpr, t: IExpr, c: TemplateCtx<A>): IExpr[];
+  b(b: IExpr, t: IExpr, j: IExpr, c: TemplateCtx<A>): IExpr[];
+  out(b: IExpr, i: IExpr, j: IExpr, c: TemplateCtx<A>): IExpr[];
 }
 
-export type OpTemplate = LoopTemplate | MatmulTemplate;
+export type OpTemplate<A = Attrs> = LoopTemplate<A> | MatmulTemplate<A>;
+
+/** Templates for some built-in ops, each typed by its op's attrs (as TfTableFor and GradTableFor are). */
+export type TemplateTableFor<K extends OpName> = { readonly [P in K]?: OpTemplate<AttrsOf<P>> };
 
 /** Right-aligned broadcast: coordinates of an input of shape `inShape` inside `outShape`. */
 export function broadcastCoords(coords: readonly IExpr[], inShape: readonly number[], outShape: readonly number[]): IExpr[] {
@@ -78,12 +83,12 @@ const binary = (op: ScalarOp) => ew(([a, x], c) => c.b.op(op, a!, x!));
 /** Same numbers as the reference: the op's own scalar function, called per element. */
 const scalarCall = (name: string, fn: ScalarFn) => ew((args, c) => c.b.call(fn, name, args));
 
-function reduction(op: ReduceOp, mean = false): LoopTemplate {
+function reduction(op: ReduceOp, mean = false): LoopTemplate<ReduceAttrs> {
   return {
     kind: 'reduction',
     expr(at, coords, c) {
-      const axes = c.attrs['axes'] as readonly number[];
-      const keep = c.attrs['keepdims'] === true;
+      const axes = c.attrs.axes;
+      const keep = c.attrs.keepdims;
       const shape = c.inShapes[0]!;
       const vars = axes.map((a) => newVar(shape[a]!));
       const inCoords: IExpr[] = [];
@@ -105,11 +110,11 @@ function reduction(op: ReduceOp, mean = false): LoopTemplate {
  * extremum (the reference's rule), as two reductions: m = max (or min), then the least index k
  * with x[k] == m, or with x[k] NaN when m is NaN.
  */
-function argExtreme(op: 'max' | 'min'): LoopTemplate {
+function argExtreme(op: 'max' | 'min'): LoopTemplate<ArgAttrs> {
   return {
     kind: 'reduction',
     expr(at, coords, c) {
-      const axis = c.attrs['axis'] as number;
+      const axis = c.attrs.axis;
       const shape = c.inShapes[0]!;
       const b = c.b;
       const read = () => {
@@ -125,7 +130,7 @@ function argExtreme(op: 'max' | 'min'): LoopTemplate {
   };
 }
 
-const view = (coords: (out: readonly IExpr[], c: TemplateCtx) => IExpr[]): LoopTemplate => ({
+const view = <A>(coords: (out: readonly IExpr[], c: TemplateCtx<A>) => IExpr[]): LoopTemplate<A> => ({
   kind: 'view',
   expr: (at, out, c) => at(0, coords(out, c)),
 });
@@ -157,10 +162,10 @@ const dotTemplate: MatmulTemplate = {
 };
 
 /** The row kernel of softmax_cross_entropy: three reductions over the axis, the max hoisted by the renderer. */
-const softmaxXent: LoopTemplate = {
+const softmaxXent: LoopTemplate<AttrsOf<'softmax_cross_entropy'>> = {
   kind: 'reduction',
   expr(at, coords, c) {
-    const ax = c.attrs['axis'] as number;
+    const ax = c.attrs.axis;
     const shape = c.inShapes[0]!;
     const b = c.b;
     const mk = () => {
@@ -185,11 +190,11 @@ const softmaxXent: LoopTemplate = {
  * scoring strictly higher; true when the target is in range, v is not NaN and fewer than k are
  * higher (the reference's rule: ties at the boundary are in the top k).
  */
-const inTopK: LoopTemplate = {
+const inTopK: LoopTemplate<AttrsOf<'in_top_k'>> = {
   kind: 'reduction',
   expr(at, [i], c) {
     const b = c.b;
-    const k = c.attrs['k'] as number;
+    const k = c.attrs.k;
     const classes = c.inShapes[0]![1]!;
     if (k < 1 || classes === 0) return b.const(0);
     const target = at(1, [i!]);
@@ -205,7 +210,7 @@ const inTopK: LoopTemplate = {
 
 const ops = elementwiseOps;
 
-export const templates: Partial<Record<OpName, OpTemplate>> = {
+export const templates: TemplateTableFor<OpName> = {
   add: binary('add'), sub: binary('sub'), mul: binary('mul'), div: binary('div'), pow: binary('pow'), mod: binary('mod'),
   maximum: binary('max'), minimum: binary('min'),
   neg: unary('neg'), abs: unary('abs'), sign: unary('sign'), floor: unary('floor'), ceil: unary('ceil'), round: unary('round'),
@@ -218,9 +223,9 @@ export const templates: Partial<Record<OpName, OpTemplate>> = {
   where: ew(([cond, a, x], c) => c.b.op('select', cond!, a!, x!)),
   cast: ew(([a]) => a!), // the cast itself is the store-rounding every node gets
   identity: ew(([a]) => a!),
-  fill_like: { kind: 'elementwise', expr: (_at, _co, c) => c.b.const(c.attrs['value'] as number), shapeOnly: () => true },
+  fill_like: { kind: 'elementwise', expr: (_at, _co, c) => c.b.const(c.attrs.value), shapeOnly: () => true },
   transpose: view((out, c) => {
-    const perm = c.attrs['perm'] as readonly number[];
+    const perm = c.attrs.perm;
     const inC = new Array<IExpr>(perm.length);
     perm.forEach((p, k) => { inC[p] = out[k]!; });
     return inC;
@@ -228,7 +233,7 @@ export const templates: Partial<Record<OpName, OpTemplate>> = {
   reshape: view((out, c) => unravel(ravel(out, c.outShape), c.inShapes[0]!)),
   index: view((out, c) => {
     const d = c.inShapes[0]![0]!;
-    const i = c.attrs['index'] as number;
+    const i = c.attrs.index;
     return [iconst(i < 0 ? i + d : i), ...out];
   }),
   sum: reduction('sum'), prod: reduction('prod'), mean: reduction('sum', true),

@@ -130,6 +130,15 @@ describe('viewer model', function () {
     expect(programLineOf(y)).to.equal(undefined);
   });
 
+  it('programLineOf with recorded provenance: forward nodes and gradient kernels name the program line that built them', () => {
+    const a = analyze(runProgram('return {\n  inputs: { x: rand([2, 3]) },\n  loss: (x) => K.sum(K.softmax(x)),\n};'));
+    expect(programLineOf(a.loss)).to.equal(3);
+    // The viewer calls K.gradients itself; a gradient node's line is that of the forward node it differentiates.
+    const grad = a.optimized.find((n) => n.provenance.some((p) => p.of !== undefined))!;
+    expect(grad).not.to.equal(undefined);
+    expect(programLineOf(grad)).to.equal(3);
+  });
+
   it('the program\'s lines: a stack frame of its code names PROGRAM_URL at the editor line plus the offset', () => {
     let stack = '';
     try {

@@ -1,8 +1,48 @@
 // A Scan step in the driver: run the body's compiled program on views of each sequence's slice,
 // the current states and the constants, writing its outputs into their slots of the stacked
-// items; states swap two buffers (or, when stacked whole, live in the stack).
-import type { ScanStep, ValueRef } from '../kernel.js';
+// items; states swap two buffers (or, when stacked whole, live in the stack; or, when the step
+// updates them in place, stay in one).
+import { exprOrder } from '../expr.js';
+import { stepBuffers, type ScanStep, type ValueRef } from '../kernel.js';
+import { readsOnlyAtStore } from '../plan.js';
 import { commentText } from './js.js';
+
+/**
+ * States the step updates in place (a gradient's accumulator, s + x_t^T g_t): its new value is
+ * stored by one kernel that reads the state only at the element it stores, and no other kernel
+ * of the step reads the state; then the step's input and output for it are one buffer.
+ */
+export function inPlaceStates(s: ScanStep): boolean[] {
+  const p = s.body;
+  const nOut = s.outStep.length;
+  return s.inits.map((_, j) => {
+    if (s.stateItems[j]!.keep === 'all') return false;
+    const input = p.buffers.find((b) => b.role === 'input' && b.slot === s.seqs.length + j);
+    const t = p.targets[nOut + j]!;
+    if (input === undefined || t.copy || t.offset !== 0 || p.buffers[t.buf]!.role !== 'target') return false;
+    if (p.targets.some((u, k) => k !== nOut + j && u.buf === t.buf)) return false;
+    let writers = 0;
+    for (const st of p.steps) {
+      const io = stepBuffers(st);
+      const reads = io.reads.includes(input.id);
+      if (io.writes.includes(t.buf)) {
+        writers++;
+        if (!reads) continue;
+        if (st.kind === 'loop' && readsOnlyAtStore(st, input.id, t.buf)) continue;
+        if (st.kind === 'matmul' && st.out.buf === t.buf && st.out.dyn === undefined && st.out.accumulate !== true) {
+          const inOperands = new Set<number>();
+          for (const e of exprOrder([st.a, st.b])) if (e.t === 'load') inOperands.add(e.buf);
+          const epilogue = exprOrder([st.out.value]);
+          if (!inOperands.has(input.id) && !epilogue.some((e) => e.t === 'reduce')
+            && epilogue.every((e) => e.t !== 'load' || e.buf !== input.id || (e.index.key === st.out.index.key && e.dyn === undefined))) continue;
+        }
+        return false;
+      }
+      if (reads) return false;
+    }
+    return writers === 1;
+  });
+}
 
 /** The loop of a Scan step in the driver: no copies per step (views in, views out, state buffers swapped). */
 export function renderScan(s: ScanStep, k: number, view: (v: ValueRef) => string, body: string[], views: string[]): void {
@@ -24,11 +64,14 @@ export function renderScan(s: ScanStep, k: number, view: (v: ValueRef) => string
   [...seqStep, ...stA, ...consts].forEach((v, i) => L.push(`    ${si}[${i}] = ${v};`));
   [...outStep, ...stB].forEach((v, i) => L.push(`    ${so}[${i}] = ${v};`));
   // A state stacked whole is written by the step straight into its slot of the stack, and read
-  // from there at the next step; other states swap two buffers.
+  // from there at the next step; a state updated in place (inPlaceStates) stays in one buffer;
+  // other states swap two buffers.
   const stacked = (j: number) => s.stateItems[j]!.keep === 'all';
+  const inPlace = inPlaceStates(s);
+  const next = (j: number) => (stacked(j) ? `${so}[${s.outStep.length + j}]` : inPlace[j] ? `c${k}_${j}` : `n${k}_${j}`);
   s.inits.forEach((v, j) => {
     L.push(`    rt.copy(${stA[j]}, 0, b${v.buf}, ${v.offset}, ${size(v)});`);
-    L.push(stacked(j) ? `    let c${k}_${j} = ${stA[j]};` : `    let c${k}_${j} = ${stA[j]}, n${k}_${j} = ${stB[j]};`);
+    L.push(stacked(j) || inPlace[j] ? `    let c${k}_${j} = ${stA[j]};` : `    let c${k}_${j} = ${stA[j]}, n${k}_${j} = ${stB[j]};`);
   });
   L.push(`    for (let k = 0; k < ${T}; k++) {`);
   L.push(`      const t = ${s.backwards ? `${T - 1} - k` : 'k'};`);
@@ -45,16 +88,16 @@ export function renderScan(s: ScanStep, k: number, view: (v: ValueRef) => string
   });
   for (let j = 0; j < nState; j++) {
     const n = size(s.inits[j]!);
-    L.push(stacked(j)
-      ? `      ${si}[${nSeq + j}] = c${k}_${j}; ${so}[${s.outStep.length + j}] = b${s.stateItems[j]!.buf}.subarray(k * ${n}, k * ${n} + ${n});`
-      : `      ${si}[${nSeq + j}] = c${k}_${j}; ${so}[${s.outStep.length + j}] = n${k}_${j};`);
+    const out = stacked(j) ? `b${s.stateItems[j]!.buf}.subarray(k * ${n}, k * ${n} + ${n})` : next(j);
+    L.push(`      ${si}[${nSeq + j}] = c${k}_${j}; ${so}[${s.outStep.length + j}] = ${out};`);
   }
   L.push(`      s${k}(${si}, cells, phase, ctx, ${so}, k);`);
   s.stateItems.forEach((it, j) => {
-    if (it.keep === 'last') L.push(`      if (k === ${T - 1}) rt.copy(b${it.buf}, 0, n${k}_${j}, 0, ${size(s.inits[j]!)});`);
+    if (it.keep === 'last') L.push(`      if (k === ${T - 1}) rt.copy(b${it.buf}, 0, ${next(j)}, 0, ${size(s.inits[j]!)});`);
   });
   for (let j = 0; j < nState; j++) {
-    L.push(stacked(j) ? `      c${k}_${j} = ${so}[${s.outStep.length + j}];` : `      { const w = c${k}_${j}; c${k}_${j} = n${k}_${j}; n${k}_${j} = w; }`);
+    if (stacked(j)) L.push(`      c${k}_${j} = ${next(j)};`);
+    else if (!inPlace[j]) L.push(`      { const w = c${k}_${j}; c${k}_${j} = n${k}_${j}; n${k}_${j} = w; }`);
   }
   L.push('    }');
   s.finalItems.forEach((b, j) => L.push(`    rt.copy(b${b}, 0, c${k}_${j}, 0, ${size(s.inits[j]!)});`));
