@@ -13,7 +13,7 @@ import type { ArgAttrs, ReduceAttrs } from '../ir/ops/reduce.js';
 import type { Node } from '../ir/node.js';
 import { elementwiseOps } from '../ir/ops/elementwise.js';
 import { dotAxisOfY } from '../ir/ops/core.js';
-import type { FuseKind } from '../passes/fusion.js';
+import type { FuseKind } from '../ir/fused.js';
 import type { ExprBuilder, Expr, ReduceOp, ScalarFn, ScalarOp } from './expr.js';
 import { iconst, ivar, newVar, ravel, unravel, type IExpr } from './index-expr.js';
 import { shapeTemplates } from './templates-shape.js';
