@@ -3,7 +3,7 @@
 // (logits, softmax crossentropy, K.gradients, SGD updates) again and again, alternating tracing on
 // and off (setTrace, as THEANINE_TRACE=0 does) so that machine noise hits both, and prints the
 // median build time (CPU time of the process) of each and their ratio. Graph building only: no K.function, no compile.
-// `npx tsx bench/trace.ts <filter>` runs the cases whose name contains <filter>.
+// `npm run bench:trace -- <filter>` runs the cases whose name contains <filter>.
 import { backend as K, setTrace, type Tensor } from '../src/index.js';
 import { lstm, mlp, type Model } from '../src/examples/models.js';
 import { Rng } from '../src/examples/random.js';
@@ -32,6 +32,8 @@ function median(xs: number[]): number {
 /** CPU time of this process per build (user + system): on a shared machine, wall time mostly measures the neighbours. */
 function measure(m: Model, on: boolean, builds: number): number {
   setTrace(on);
+  // Each sample starts from a collected heap (node --expose-gc), so neither setting pays for the other's garbage.
+  (globalThis as { gc?: () => void }).gc?.();
   const t0 = process.cpuUsage();
   for (let i = 0; i < builds; i++) buildStep(m);
   const d = process.cpuUsage(t0);

@@ -6,6 +6,7 @@ import { ValueError } from '../ir/errors.js';
 import { platform } from '#platform';
 import { environmentOverrides, type ConfigRead } from '../platform/types.js';
 import { setTracing } from '../ir/provenance.js';
+import { setConfiguredThreads } from '../codegen/cpu/threads.js';
 
 export type BackendName = 'theanine' | 'tensorflow' | 'onnx';
 export type Floatx = 'float16' | 'float32' | 'float64';
@@ -183,6 +184,8 @@ export function getConfig(): Readonly<KerasConfig> {
   current ??= Object.freeze(loadConfig());
   return current;
 }
+
+setConfiguredThreads(() => getConfig().threads);
 
 /** Re-reads keras.json and the environment; on error the current config stays. */
 export function reloadConfig(opts?: LoadConfigOptions): Readonly<KerasConfig> {

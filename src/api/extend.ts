@@ -3,6 +3,7 @@
 // K.gradients, verify_grad, the printer, the verifier and the compile cache like built-in ops;
 // codegen runs them through their reference implementation (the compiler's extern path) unless
 // a `cpu` template is given, which makes them elementwise kernels that fuse (src/codegen/user.ts).
+import { traced } from './trace.js';
 import { apply } from '../ir/build.js';
 import { isDType, type DType } from '../ir/dtype.js';
 import { InferError, ValueError } from '../ir/errors.js';
@@ -83,7 +84,7 @@ export function defineOp<A extends Attrs = Attrs>(spec: UserOpSpec<A>): UserOp<A
       return out;
     },
   };
-  registerOp(def as unknown as OpDef<never>);
+  registerOp(def as OpDef);
   registerUserTemplates(spec.name, templates);
   if (spec.grad !== undefined) {
     const grad = spec.grad;
@@ -109,7 +110,8 @@ export function defineOp<A extends Attrs = Attrs>(spec: UserOpSpec<A>): UserOp<A
     }
     return apply(spec.name, inputs, attrs, fn);
   };
-  return Object.assign(builder, { opName: spec.name });
+  // A user op is a public call of its own: its nodes record its name and the user's line.
+  return Object.assign(traced(spec.name, builder), { opName: spec.name });
 }
 
 /** A templated op is elementwise: its result has its inputs' broadcast shape (unknown dims may stay unknown). */

@@ -8,6 +8,7 @@ import type { NDArray } from '../ir/ndarray.js';
 import type { Attrs, OpDef } from '../ir/op.js';
 import type { Dyn, Expr } from './expr.js';
 import type { IExpr, Var } from './index-expr.js';
+import type { Provenance } from '../ir/provenance.js';
 
 export type BufferRole =
   | 'input' // a function input, read from the call's arguments
@@ -52,6 +53,8 @@ export interface Store {
 
 export interface LoopKernel {
   readonly kind: 'loop';
+  /** The provenance of the node it computes (set by lowering; src/ir/provenance.ts). */
+  readonly origin?: readonly Provenance[];
   /** What it computes, for comments in generated code (op names only: never user strings). */
   readonly label: string;
   /** Output loops, outermost first. */
@@ -62,6 +65,8 @@ export interface LoopKernel {
 /** out[b, i, j] = epilogue(sum_t a(b, i, t) * b(b, t, j)); `a`, `b` are expressions in the kernel's vars. */
 export interface MatmulKernel {
   readonly kind: 'matmul';
+  /** The provenance of the node it computes (set by lowering; src/ir/provenance.ts). */
+  readonly origin?: readonly Provenance[];
   readonly label: string;
   readonly batch: Var;
   readonly m: Var;
@@ -80,8 +85,10 @@ export interface MatmulKernel {
 /** An op's reference implementation inside a compiled function (one result, or a tuple's items). */
 export interface ExternStep {
   readonly kind: 'extern';
+  /** The provenance of the node it computes (set by lowering; src/ir/provenance.ts). */
+  readonly origin?: readonly Provenance[];
   readonly label: string;
-  readonly def: OpDef<never>;
+  readonly def: OpDef;
   readonly attrs: Attrs;
   readonly inputs: readonly ValueRef[];
   /** Why it is not a kernel (for the fallback warning and f.source()). */
@@ -99,6 +106,8 @@ export interface ExternStep {
  */
 export interface ScanStep {
   readonly kind: 'scan';
+  /** The provenance of the node it computes (set by lowering; src/ir/provenance.ts). */
+  readonly origin?: readonly Provenance[];
   readonly label: string;
   readonly steps: number;
   readonly backwards: boolean;
@@ -126,6 +135,8 @@ export interface ScanStep {
  */
 export interface PrintStep {
   readonly kind: 'print';
+  /** The provenance of the node it computes (set by lowering; src/ir/provenance.ts). */
+  readonly origin?: readonly Provenance[];
   readonly label: string;
   readonly message: string;
   readonly input: ValueRef;
@@ -142,6 +153,11 @@ export interface Program {
   readonly buffers: readonly BufferDecl[];
   readonly steps: readonly Step[];
   readonly targets: readonly TargetRef[];
+}
+
+/** Records which user calls a step computes (lowering sets it once, after building the step). */
+export function setOrigin(s: Step, records: readonly Provenance[]): void {
+  (s as { origin?: readonly Provenance[] }).origin = records;
 }
 
 /** Buffers a step reads and writes (for planning). */

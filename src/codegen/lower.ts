@@ -13,7 +13,8 @@ import { getOp } from '../ir/registry.js';
 import { tensorType, tupleType, type TensorType } from '../ir/types.js';
 import { ExprBuilder, type Expr } from './expr.js';
 import { iadd, iconst, ivar, newVar, ravel, type IExpr, type Var } from './index-expr.js';
-import type { BufferDecl, BufferRole, Program, Step, TargetRef, ValueRef } from './kernel.js';
+import { setOrigin, type BufferDecl, type BufferRole, type Program, type Step, type TargetRef, type ValueRef } from './kernel.js';
+import { inherit } from '../ir/provenance.js';
 import type { ScanBody } from '../ir/scanbody.js';
 import type { KeepMode, ScanAttrs } from '../ir/ops/control.js';
 import { lowerScan } from './lower-scan.js';
@@ -81,7 +82,16 @@ export function lower(spec: LowerSpec): Program {
   };
   const constant = (nd: NDArray): ValueRef => ({ buf: addBuf(nd.dtype, nd.size, 'constant', { value: nd }), offset: 0, shape: nd.shape, dtype: nd.dtype });
 
+  // Each step records the provenance of the node it computes (comments in generated source, errors at call time).
+  let tagFrom = 0;
+  let tagNode: Node | undefined;
+  const tag = () => {
+    if (tagNode !== undefined && tagNode.provenance.length > 0) for (let k = tagFrom; k < steps.length; k++) setOrigin(steps[k]!, tagNode.provenance);
+  };
   for (const n of order) {
+    tag();
+    tagFrom = steps.length;
+    tagNode = n;
     const t = types.get(n)!;
     const slot = spec.inputSlot.get(n);
     if (slot !== undefined) { values.set(n, { buf: addBuf(t.dtype, sizeOf(t.shape), 'input', { slot }), offset: 0, ...t }); continue; }
@@ -146,6 +156,7 @@ export function lower(spec: LowerSpec): Program {
     values.set(n, { buf: out, offset: 0, ...t });
   }
 
+  tag();
   const claimed = new Set<number>();
   const targets: TargetRef[] = targetNodes.map((n) => {
     const v = values.get(n)!;
@@ -206,6 +217,7 @@ export function specializeShapes(
         if (ins.some((x, k) => x !== n.inputs[k])) m = apply(n.op, ins, n.attrs);
         const r = getOp(m.op).resolve?.(ins.map((i) => known.get(i)), ins.map((i) => types.get(i)!), m.attrs as never);
         if (r !== undefined) m = apply(r.op, r.inputs.map((k) => ins[k]!), r.attrs);
+        if (m !== n) inherit(m, [n]); // the specialised node is still the user's call
       } catch (e) {
         // Sizes that do not fit: the reference interpreter reports it, in its words.
         throw new DynamicShapeError(n.op, rethrow(e, n.op).message, true);

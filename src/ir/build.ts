@@ -15,7 +15,7 @@ export function apply(op: string, inputs: readonly Node[], attrs: Attrs = {}, fn
   }
   let type: TensorType;
   try {
-    type = def.infer(inputs.map((n) => n.type), attrs as never);
+    type = def.infer(inputs.map((n) => n.type), attrs);
   } catch (e) {
     throw e instanceof InferError ? inferenceFailure(rethrow(e, fn)) : e;
   }
@@ -42,7 +42,7 @@ function checkSize(fn: string, op: string, t: TensorType): void {
 /** A leaf with a fresh identity (placeholders, variables, unseeded random draws). */
 export function leaf(op: string, attrs: Attrs, cell?: VariableCell): Node {
   const def = getOp(op);
-  const type = def.infer([], attrs as never);
+  const type = def.infer([], attrs);
   return fresh(op, attrs, type, cell);
 }
 

@@ -8,6 +8,7 @@ import { Node } from './node.js';
 import type { AttrValue } from './op.js';
 import { nodeLabel } from './printer.js';
 import { ValueError } from './errors.js';
+import { formatProvenance, type Provenance } from './provenance.js';
 import { describe } from './ndarray.js';
 
 const RANKDIRS = ['TB', 'BT', 'LR', 'RL'] as const;
@@ -21,7 +22,7 @@ export function checkDotOptions(fn: string, opts: unknown): DotOptions {
   if (opts === undefined) return {};
   if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw new TypeError(`${fn}: options must be an object, got ${describe(opts)}`);
   const o = opts as Record<string, unknown>;
-  const known = ['title', 'rankdir', 'label', 'cluster', 'inner', 'outputNames'];
+  const known = ['title', 'rankdir', 'label', 'cluster', 'inner', 'outputNames', 'calls'];
   for (const k of Object.keys(o)) {
     if (!known.includes(k)) throw new ValueError(`${fn}: unknown option ${JSON.stringify(k)} (allowed: ${known.join(', ')})`);
   }
@@ -32,6 +33,7 @@ export function checkDotOptions(fn: string, opts: unknown): DotOptions {
   for (const k of ['label', 'cluster', 'inner']) {
     if (o[k] !== undefined && typeof o[k] !== 'function') throw new TypeError(`${fn}: option ${k} must be a function of a node, got ${describe(o[k])}`);
   }
+  if (o['calls'] !== undefined && typeof o['calls'] !== 'boolean') throw new TypeError(`${fn}: option calls must be true or false, got ${describe(o['calls'])}`);
   const names = o['outputNames'];
   if (names !== undefined && (!Array.isArray(names) || names.some((n) => typeof n !== 'string'))) {
     throw new TypeError(`${fn}: option outputNames must be an array of strings, got ${describe(names)}`);
@@ -45,7 +47,7 @@ export interface DotCluster {
   readonly id: string;
   readonly label: string;
   /** Picks the box style; unknown kinds are drawn plain. */
-  readonly kind?: 'gradient' | 'fused' | 'scan' | 'forward' | 'updates' | string;
+  readonly kind?: 'gradient' | 'fused' | 'scan' | 'forward' | 'updates' | 'call' | string;
   readonly parent?: DotCluster;
 }
 
@@ -72,6 +74,12 @@ export interface DotOptions {
   readonly inner?: (n: Node) => readonly InnerGraph[];
   /** Names shown on the graph's outputs (e.g. 'loss', 'dW1'). */
   readonly outputNames?: readonly string[];
+  /**
+   * Group the primitives of each composite public call (`K.softmax`, `K.categorical_crossentropy`:
+   * one call that built several nodes) in a box named after it (default true). Gradient nodes are
+   * not grouped by call: the gradient box holds them.
+   */
+  readonly calls?: boolean;
 }
 
 const CLUSTER_STYLE: Readonly<Record<string, string>> = {
@@ -80,6 +88,7 @@ const CLUSTER_STYLE: Readonly<Record<string, string>> = {
   scan: 'style="rounded,filled,dashed"; fillcolor="#eafaf1"; color="#1e8449"',
   forward: 'style="rounded"; color="#7f8c8d"',
   updates: 'style="rounded,filled"; fillcolor="#fef9e7"; color="#b7950b"',
+  call: 'style="rounded,dotted"; color="#6c3483"; fontcolor="#6c3483"',
 };
 
 /**
@@ -167,11 +176,40 @@ export function toDotWithIds(outputs: readonly Node[], options: DotOptions = {})
    * inner graph (all its nodes go inside); `bound` maps an inlined body's params to the ids of
    * the fused node's inputs, so edges run straight from outside into the kernel's box.
    */
+  // Composite calls: a record (one public call) that built two or more nodes of this graph gets a box.
+  const callBoxes = new Map<string, DotCluster>();
+  const callCount = new Map<Provenance, number>();
+  if (opts.calls !== false) {
+    const seen = new Set<Node>();
+    const count = (ns: readonly Node[]) => {
+      for (const n of ns) {
+        if (seen.has(n)) continue;
+        seen.add(n);
+        const p = callOf(n);
+        if (p !== undefined) callCount.set(p, (callCount.get(p) ?? 0) + 1);
+        for (const g of innerOf(n)) count(topoSort(g.outputs));
+      }
+    };
+    count(topoSort(outputs));
+  }
+  const callCluster = (n: Node, parent: DotCluster | undefined): DotCluster | undefined => {
+    const p = callOf(n);
+    if (p === undefined || (callCount.get(p) ?? 0) < 2) return parent;
+    const key = `${parent?.id ?? ''}/${callIds.get(p) ?? callIds.set(p, callIds.size).get(p)}`;
+    let c = callBoxes.get(key);
+    if (c === undefined) {
+      c = { id: `call${callBoxes.size}`, label: p.toString(), kind: 'call', ...(parent !== undefined ? { parent } : {}) };
+      callBoxes.set(key, c);
+    }
+    return c;
+  };
+  const callIds = new Map<Provenance, number>();
+
   const draw = (outs: readonly Node[], within: DotCluster | undefined, bound: ReadonlyMap<Node, string>): Map<Node, string> => {
     const local = new Map<Node, string>(bound);
     for (const n of topoSort(outs)) {
       if (local.has(n)) continue;
-      const cluster = within ?? opts.cluster?.(n);
+      const cluster = callCluster(n, within ?? opts.cluster?.(n));
       const inners = innerOf(n);
       const inline = inners.length === 1 && inners[0]!.inline === true ? inners[0]! : undefined;
       if (inline !== undefined) {
@@ -189,7 +227,9 @@ export function toDotWithIds(outputs: readonly Node[], options: DotOptions = {})
       useCluster(cluster);
       const head = opts.label?.(n) ?? nodeLabel(n);
       const text = `${head}\n${n.dtype} ${formatShape(n.shape)}`;
-      emitted.push({ id, cluster, line: `${id} [label=${dotString(text, `the label of node ${JSON.stringify(n.name)}`)}, ${nodeStyle(n)}];` });
+      // The tooltip (an SVG <title>) names the calls that built the node and the user's lines.
+      const tip = n.provenance.length > 0 ? `, tooltip=${dotString(formatProvenance(n.provenance, 6), `the tooltip of node ${JSON.stringify(n.name)}`)}` : '';
+      emitted.push({ id, cluster, line: `${id} [label=${dotString(text, `the label of node ${JSON.stringify(n.name)}`)}, ${nodeStyle(n)}${tip}];` });
       n.inputs.forEach((input, k) => edge(local.get(input)!, id, n, k));
       for (const g of inners) {
         const c: DotCluster = { id: `inner${innerCount++}`, label: g.label, kind: g.kind, ...(cluster !== undefined ? { parent: cluster } : {}) };
@@ -245,6 +285,12 @@ export function toDotWithIds(outputs: readonly Node[], options: DotOptions = {})
   for (const e of edges) lines.push(`  ${e}`);
   lines.push('}');
   return { text: lines.join('\n') + '\n', ids: allIds };
+}
+
+/** The composite call a node belongs to in a picture: its first record, unless that is a gradient's (or the node a leaf). */
+function callOf(n: Node): Provenance | undefined {
+  const p = n.provenance[0];
+  return p === undefined || p.of !== undefined || n.inputs.length === 0 ? undefined : p;
 }
 
 /** Ops whose input order does not matter, so their edges carry no position label. */

@@ -39,11 +39,11 @@ export function evaluate(outputs: readonly Node[], opts: EvalOptions = {}): NDAr
   for (const n of order) if (n.op === 'variable' && feeds?.get(n) === undefined) values.set(n, n.cell!.value);
   return walkGraph(order, outputs, values, {
     given: (n) => feeds?.get(n),
-    compute: (n, ins) => getOp(n.op).impl(ins, n.attrs as never, ctx),
+    compute: (n, ins) => getOp(n.op).impl(ins, n.attrs, ctx),
     computeTuple: (n, ins) => {
       const def = getOp(n.op);
       if (def.implTuple === undefined) throw new Error(`internal: op ${n.op} has a tuple type but no implTuple`);
-      return def.implTuple(ins, n.attrs as never, ctx);
+      return def.implTuple(ins, n.attrs, ctx);
     },
     check: checkAgainstType,
   });

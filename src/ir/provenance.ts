@@ -55,6 +55,16 @@ export class Provenance {
     return this.parsed ?? undefined;
   }
 
+  private keyText: string | undefined;
+  /** `call@file:line:column`: what a compile cache keys on, so that a program compiled for other lines is not reused (its comments and errors would name them). */
+  get key(): string {
+    if (this.keyText === undefined) {
+      const s = this.site;
+      this.keyText = `${this.call}@${s === undefined ? '' : `${s.file}:${s.line}:${s.column}`}`;
+    }
+    return this.keyText;
+  }
+
   /** A record for the nodes a gradient rule builds while differentiating `fwd` (same call, same site). */
   gradientOf(fwd: Node): Provenance {
     return new Provenance(this.call, this.holder, fwd);
@@ -89,9 +99,50 @@ export function formatProvenance(ps: readonly Provenance[], max = 3): string {
   return shown.join('; ') + (ps.length > max ? ` (+${ps.length - max} more)` : '');
 }
 
+/**
+ * A node's provenance as a compile-cache key part ('' without records): its first record, the
+ * call that built it. Records passes added later (a node that became a replacement) come after it
+ * and are left out, so compiling a graph does not change its own key.
+ */
+export function provenanceKey(ps: readonly Provenance[]): string {
+  return ps.length === 0 ? '' : ps[0]!.key;
+}
+
 /** The one line an error ends with: `built by K.gather at train.ts:41`. */
 export function builtBy(ps: readonly Provenance[]): string | undefined {
   return ps.length === 0 ? undefined : `built by ${formatProvenance(ps, 2)}`;
+}
+
+/**
+ * Text that is safe inside a comment of generated source (JavaScript, GLSL, WebAssembly text):
+ * one line, no comment terminator. User strings (file paths, URLs) only reach source through it.
+ */
+export function commentSafe(s: string, max = 400): string {
+  const one = s.replace(/[\r\n\u2028\u2029]/g, ' ').replace(/\*\//g, '* /').replace(/\/\*/g, '/ *');
+  return one.length > max ? `${one.slice(0, max)}...` : one;
+}
+
+/** The comment line generated source puts on a kernel: `built by K.relu at model.ts:12; ...`. */
+export function provenanceComment(ps: readonly Provenance[] | undefined): string | undefined {
+  return ps === undefined || ps.length === 0 ? undefined : commentSafe(`built by ${formatProvenance(ps, 4)}`);
+}
+
+const ANNOTATED = Symbol.for('theanine.builtBy');
+
+/**
+ * An error raised while a compiled function builds or runs a step ends with the step's
+ * provenance, one line (Theano's "Backtrace when the node is created", shortened):
+ * `...\nbuilt by K.gather at train.ts:41`. Only the innermost step annotates an error.
+ */
+export function withBuiltBy<E>(e: E, ps: readonly Provenance[] | undefined): E {
+  if (!(e instanceof Error) || ps === undefined || ps.length === 0 || (e as unknown as Record<symbol, unknown>)[ANNOTATED] === true) return e;
+  const line = builtBy(ps)!.replace(/[\r\n\u2028\u2029]/g, ' ');
+  const old = e.message;
+  const stack = e.stack; // formatted on first read: read it before the message changes
+  e.message = `${old}\n${line}`;
+  if (typeof stack === 'string' && stack.includes(old)) e.stack = stack.replace(old, e.message);
+  Object.defineProperty(e, ANNOTATED, { value: true });
+  return e;
 }
 
 // ---- recording ------------------------------------------------------------------------------
@@ -314,7 +365,7 @@ function frameSite(line: string): Site | undefined {
     const at = s.indexOf('@');
     if (at >= 0) s = s.slice(at + 1);
   }
-  const m = /^(.*):(\d+):(\d+)$/.exec(s);
+  const m = /^([\s\S]*):(\d+):(\d+)$/.exec(s);
   if (m === null || m[1] === '' || m[1]!.includes('<anonymous>')) return undefined;
   return { file: m[1]!, line: Number(m[2]), column: Number(m[3]) };
 }

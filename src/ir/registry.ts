@@ -63,9 +63,9 @@ export const builtinOps = {
 export type OpName = keyof typeof builtinOps;
 
 /** Ops defined at run time (user ops); they live beside the built-ins under names of their own. */
-const userOps = new Map<string, OpDef<never>>();
+const userOps = new Map<string, OpDef>();
 
-export function registerOp(def: OpDef<never>): void {
+export function registerOp(def: OpDef): void {
   if (def.name in builtinOps || userOps.has(def.name)) throw new Error(`defineOp: an op named ${JSON.stringify(def.name)} already exists`);
   userOps.set(def.name, def);
 }
@@ -74,8 +74,11 @@ export function isBuiltin(name: string): name is OpName {
   return Object.prototype.hasOwnProperty.call(builtinOps, name);
 }
 
-export function getOp(name: string): OpDef<never> {
-  const d = isBuiltin(name) ? (builtinOps[name] as OpDef<never>) : userOps.get(name);
+/** An op by name, as the graph sees it: attrs are the node's (each op's own record type is in AttrsOf). */
+export function getOp(name: string): OpDef {
+  // The one place an op's own attrs type is widened to the node's: inference and implementations
+  // receive the node's attrs, which the op built with its own record.
+  const d = isBuiltin(name) ? (builtinOps[name] as OpDef) : userOps.get(name);
   if (d === undefined) throw new Error(`unknown op ${JSON.stringify(name)}`);
   return d;
 }

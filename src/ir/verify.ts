@@ -25,7 +25,7 @@ export function verify(outputs: readonly Node[]): void {
     if (isOp(n, 'scan')) verifyBody(n, n.attrs.body);
     if (n.op === 'variable' && n.cell === undefined) throw new VerifyError(`node ${n.name}: variable without a value cell`);
     let t;
-    try { t = def.infer(n.inputs.map((i) => i.type), n.attrs as never); } catch (e) {
+    try { t = def.infer(n.inputs.map((i) => i.type), n.attrs); } catch (e) {
       throw new VerifyError(`node ${n.name} (${n.op}): its op rejects its inputs: ${(e as Error).message}`);
     }
     if (!sameType(t, n.type)) throw new VerifyError(`node ${n.name} (${n.op}): stored type ${typeToString(n.type)} but its op infers ${typeToString(t)}`);

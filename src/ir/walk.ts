@@ -1,9 +1,11 @@
 // One walk over a graph for the evaluators that run it node by node (the reference interpreter,
 // the tensorflow backend's executor): topological order, tuple-valued nodes (a Scan) kept apart
 // with `tuple_get` reading one item out, a tuple given where a tensor is needed refused, each
-// op's errors rethrown with its name, each result checked against the node's type. What differs
+// op's errors rethrown with its name and ending with the user's call that built the node
+// (src/ir/provenance.ts), each result checked against the node's type. What differs
 // between evaluators is the value type and how a node is computed (`Evaluation`).
 import { rethrow } from './build.js';
+import { withBuiltBy } from './provenance.js';
 import type { Node } from './node.js';
 import { isOp } from './registry.js';
 import type { TensorType } from './types.js';
@@ -35,7 +37,7 @@ export function walkGraph<V>(order: readonly Node[], targets: readonly Node[], v
       try {
         out = ev.computeTuple(n, inputsOf(n));
       } catch (e) {
-        throw rethrow(e, n.op);
+        throw withBuiltBy(rethrow(e, n.op), n.provenance);
       }
       if (out.length !== items.length) throw new Error(`internal: op ${n.op} produced ${out.length} items but its type has ${items.length}`);
       out.forEach((v, i) => ev.check(n, items[i]!, v, ` (item ${i})`));
@@ -53,7 +55,7 @@ export function walkGraph<V>(order: readonly Node[], targets: readonly Node[], v
         try {
           out = ev.compute(n, inputsOf(n));
         } catch (e) {
-          throw rethrow(e, n.op);
+          throw withBuiltBy(rethrow(e, n.op), n.provenance);
         }
       }
       ev.check(n, n.type, out, '');

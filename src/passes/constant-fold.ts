@@ -40,7 +40,7 @@ export const foldRule: Rewrite = {
     if (ins === undefined || size === null || size > MAX_FOLDED_ELEMENTS) return undefined;
     let value: NDArray;
     try {
-      value = def.impl(ins, n.attrs as never, foldCtx);
+      value = def.impl(ins, n.attrs, foldCtx);
     } catch {
       // Values the op refuses (an index out of range...): left to run time, where the error names the call.
       return undefined;

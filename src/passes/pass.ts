@@ -3,7 +3,8 @@
 import type { Graph } from '../ir/graph.js';
 import { topoSort } from '../ir/graph.js';
 import { verify } from '../ir/verify.js';
-import { untraced } from '../ir/provenance.js';
+import { formatProvenance, unionProvenance, untraced, type Provenance } from '../ir/provenance.js';
+import type { Node } from '../ir/node.js';
 import { debugprintNodes, type PrintOptions } from '../ir/printer.js';
 
 export interface Pass {
@@ -22,6 +23,8 @@ export interface PassReport {
   readonly ms: number;
   readonly nodesBefore: number;
   readonly nodesAfter: number;
+  /** The user's calls behind the nodes the pass made (src/ir/provenance.ts): which lines it touched. */
+  readonly touched?: readonly Provenance[];
 }
 
 export interface RunOptions {
@@ -43,16 +46,18 @@ export function runPasses(passes: readonly Pass[], g: Graph, opts: RunOptions = 
 function runAll(passes: readonly Pass[], g: Graph, opts: RunOptions): Graph {
   let cur = g;
   const count = opts.onPass !== undefined;
-  let before = count ? topoSort(cur.outputs).length : 0;
+  let beforeNodes = count ? new Set(topoSort(cur.outputs)) : new Set<Node>();
   for (const p of passes) {
     const t0 = performance.now();
     const next = p.run(cur);
     const ms = performance.now() - t0;
     if (opts.verify === true) verify(next.outputs);
     if (count) {
-      const after = topoSort(next.outputs).length;
-      opts.onPass!({ name: p.name, ms, nodesBefore: before, nodesAfter: after }, next);
-      before = after;
+      const afterNodes = topoSort(next.outputs);
+      const made = afterNodes.filter((n) => !beforeNodes.has(n));
+      const touched = unionProvenance(made.map((n) => n.provenance));
+      opts.onPass!({ name: p.name, ms, nodesBefore: beforeNodes.size, nodesAfter: afterNodes.length, ...(touched.length > 0 ? { touched } : {}) }, next);
+      beforeNodes = new Set(afterNodes);
     }
     cur = next;
   }
@@ -62,5 +67,6 @@ function runAll(passes: readonly Pass[], g: Graph, opts: RunOptions): Graph {
 /** The THEANINE_DEBUG=passes line for one pass, followed by the graph after it. */
 export function formatPassReport(r: PassReport, after: Graph, print: PrintOptions = {}): string {
   const head = `[theanine passes] ${r.name}: ${r.ms.toFixed(3)} ms, ${r.nodesBefore} -> ${r.nodesAfter} nodes`;
-  return `${head}\n${debugprintNodes(after.outputs, print)}\n`;
+  const touched = r.touched === undefined ? '' : `\n[theanine passes] ${r.name} touched: ${formatProvenance(r.touched, 8)}`;
+  return `${head}${touched}\n${debugprintNodes(after.outputs, print)}\n`;
 }

@@ -4,6 +4,7 @@
 // placeholders and variables), and inside each program, specialisations by input shapes. A
 // rebuilt graph (new placeholders, new variables, same structure) reuses everything; a new
 // batch size reuses the optimized graph and redoes only the shape-specialised source.
+import { provenanceKey } from '../ir/provenance.js';
 import { attrsKey, type Node, type VariableCell } from '../ir/node.js';
 import type { NDArray } from '../ir/ndarray.js';
 import { NDArray as ND, formatShape } from '../ir/ndarray.js';
@@ -165,7 +166,8 @@ export function structuralKey(inputs: readonly Node[], targets: readonly Node[],
     if (ip !== undefined) s = `in${ip}`;
     else if (n.op === 'variable') { s = `var${variables.length}`; variables.push(n); }
     else s = `${n.op}(${n.inputs.map((i) => local.get(i)).join(',')})${attrsKey(n.attrs)}`;
-    parts.push(`${s}:${n.dtype}${formatShape(n.shape)}`);
+    // Provenance is part of the key: the program's kernel comments and errors name the user's lines.
+    parts.push(`${s}:${n.dtype}${formatShape(n.shape)}${n.provenance.length > 0 ? `@${provenanceKey(n.provenance)}` : ''}`);
   }
   parts.push(targets.map((t) => local.get(t)).join(','));
   return { key: parts.join(';'), variables };

@@ -6,6 +6,7 @@
 // same in its comments.
 import { ValueError } from '../ir/errors.js';
 import type { Program } from '../codegen/kernel.js';
+import { withBuiltBy, type Provenance } from '../ir/provenance.js';
 import { warn } from './warn.js';
 import { platform } from '#platform';
 
@@ -24,13 +25,15 @@ export interface Fallback {
   readonly reason: string;
   /** The whole function runs the reference interpreter (rather than one extern step). */
   readonly whole: boolean;
+  /** The provenance of the extern step's node (src/ir/provenance.ts). */
+  readonly origin?: readonly Provenance[];
 }
 
 /** Every extern step of a program, Scan bodies included. */
 export function externFallbacks(p: Program): Fallback[] {
   const out: Fallback[] = [];
   for (const s of p.steps) {
-    if (s.kind === 'extern') out.push({ op: s.def.name, reason: s.reason, whole: false });
+    if (s.kind === 'extern') out.push({ op: s.def.name, reason: s.reason, whole: false, ...(s.origin !== undefined ? { origin: s.origin } : {}) });
     else if (s.kind === 'scan') out.push(...externFallbacks(s.body));
   }
   return out;
@@ -90,7 +93,8 @@ export function checkFallbacks(
   if (policy.mode === 'error') {
     const refused = fs.filter((f) => f.whole || !policy.allow.has(f.op));
     if (refused.length > 0) {
-      throw new FallbackError(`K.function: function ${JSON.stringify(fnName)} would run the reference interpreter instead of generated code for ${describeFallbacks(refused)}; fallback is "error" (the K.function option or THEANINE_FALLBACK=error)`);
+      const e = new FallbackError(`K.function: function ${JSON.stringify(fnName)} would run the reference interpreter instead of generated code for ${describeFallbacks(refused)}; fallback is "error" (the K.function option or THEANINE_FALLBACK=error)`);
+      throw withBuiltBy(e, refused.find((f) => f.origin !== undefined)?.origin); // the user's call behind the first refused step
     }
     return; // the rest was accepted by name
   }

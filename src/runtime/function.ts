@@ -6,6 +6,7 @@ import { isInt, type DType } from '../ir/dtype.js';
 import { ValueError, ShapeError } from '../ir/errors.js';
 import { evaluate } from '../ir/interpret.js';
 import { debugprintNodes } from '../ir/printer.js';
+import { withBuiltBy } from '../ir/provenance.js';
 import { densify, isSparseValue } from './values.js';
 import { fusedLabel } from '../passes/fusion.js';
 import type { Program } from '../codegen/kernel.js';
@@ -71,14 +72,8 @@ export function interpreterExecutor(inputs: readonly Node[], targets: readonly N
   };
 }
 
-export interface CompiledFunction {
+export interface CompiledFunction extends Pick<FunctionSpec, 'inputs' | 'outputs' | 'updates' | 'device' | 'backend' | 'optimizer'> {
   (values: readonly unknown[]): NDArray[];
-  readonly inputs: readonly Node[];
-  readonly outputs: readonly Node[];
-  readonly updates: readonly (readonly [Node, Node])[];
-  readonly device: string;
-  readonly backend: string;
-  readonly optimizer: Optimizer;
   /** The graph this function runs, in debugprint form (after the optimizer; fused kernels as one node each). */
   debugprint(opts?: { readonly trace?: boolean }): string;
   /** The generated JavaScript (for the input shapes of the latest call). */
@@ -179,7 +174,13 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
     if (values.length !== spec.inputs.length) {
       throw new ValueError(`${spec.name}: expected ${spec.inputs.length} input values (${spec.inputs.map((n) => n.name).join(', ')}), got ${values.length}`);
     }
-    const converted = values.map((v, i) => convertInput(spec.name, spec.inputs[i]!, i, v));
+    const converted = values.map((v, i) => {
+      try {
+        return convertInput(spec.name, spec.inputs[i]!, i, v);
+      } catch (e) {
+        throw withBuiltBy(e, spec.inputs[i]!.provenance); // the placeholder the value does not fit, and where it was made
+      }
+    });
     let results: (NDArray | DeviceResult)[];
     try {
       results = executor.run(converted, spec.learningPhase());
@@ -195,7 +196,7 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
       const v = results[nOut + k]!;
       const want = variable.shape as number[];
       if (v.shape.length !== want.length || v.shape.some((d, j) => d !== want[j])) {
-        throw new ShapeError(`${spec.name}: the update of variable ${JSON.stringify(variable.name)} has shape ${formatShape(v.shape)}, not the variable's ${formatShape(want)}`);
+        throw withBuiltBy(new ShapeError(`${spec.name}: the update of variable ${JSON.stringify(variable.name)} has shape ${formatShape(v.shape)}, not the variable's ${formatShape(want)}`), spec.updates[k]![1].provenance);
       }
     });
     // Values that share storage with the caller's inputs are copied before a variable keeps them,

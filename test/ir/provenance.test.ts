@@ -1,6 +1,7 @@
 // Provenance: the public call and the user's line recorded on each node, kept by every pass.
 import { expect } from 'chai';
-import { backend as K, debugprint, definePass, optimize, setEnvironment, setTrace, traceEnabled } from '../../src/index.js';
+import { backend as K, debugprint, definePass, dot, optimize, setEnvironment, setTrace, traceEnabled } from '../../src/index.js';
+import { formatPassReport } from '../../src/passes/pass.js';
 import { ConfigError } from '../../src/api/config.js';
 import { traceFromEnv } from '../../src/api/trace.js';
 import type { Node } from '../../src/ir/node.js';
@@ -224,5 +225,46 @@ describe('provenance: every pass keeps it', () => {
     const abs = g.outputs[0]!;
     expect(abs.op).to.equal('abs');
     expect(sites(abs)).to.include.members([`K.abs@provenance.test.ts:${line}`, `K.exp@provenance.test.ts:${line}`, `K.log@provenance.test.ts:${line}`]);
+  });
+});
+
+describe('provenance: pictures and pass reports', () => {
+  it('DOT: each node has a tooltip naming its calls; a composite call is a named box around its primitives', () => {
+    const x = ph([2, 4]);
+    const t = ph([2, 4], 't');
+    const line = lineHere(); const loss = K.mean(K.categorical_crossentropy(K.softmax(x), t));
+    const text = dot(loss);
+    expect(text).to.include(`tooltip="K.placeholder at provenance.test.ts:`);
+    const box = (call: string) => {
+      const start = text.indexOf(`label="${call} at provenance.test.ts:${line}"; fontname="Helvetica"; style="rounded,dotted"`);
+      expect(start, `${call} box in\n${text}`).to.be.greaterThan(0);
+      return text.slice(start, text.indexOf('\n  }', start));
+    };
+    const softmax = box('K.softmax');
+    expect(softmax).to.include('exp\\n').and.to.include('sum{axes=[1], keepdims=true}');
+    expect(softmax).not.to.include('log\\n');
+    const cce = box('K.categorical_crossentropy');
+    expect(cce).to.include('log\\n');
+    // K.mean built one node: no box of its own.
+    expect(text).not.to.include('label="K.mean at');
+    expect(dot(loss, { calls: false })).not.to.include('style="rounded,dotted"');
+    expect(() => dot(loss, { calls: 'yes' } as never)).to.throw(TypeError, /option calls must be true or false/);
+  });
+
+  it('DOT: gradient nodes are not boxed per call (the gradient box holds them)', () => {
+    const x = ph([2, 3]);
+    const [g] = K.gradients(K.sum(K.softmax(x)), [x]);
+    const text = dot(g!);
+    expect(text).not.to.match(/label="K\.gradients of [^"]*"; fontname="Helvetica"; style="rounded,dotted"/);
+  });
+
+  it('THEANINE_DEBUG=passes: a pass\'s report names the user lines of the nodes it made', () => {
+    const x = ph([2, 4]);
+    const line = lineHere(); const y = K.pow(K.exp(x), 2);
+    const g = optimize(y, { passes: { remove: ['fusion'] } });
+    const spec = g.passes.find((p) => p.name === 'specialize')!;
+    expect(spec.touched!.map((p) => p.toString())).to.deep.equal([`K.pow at provenance.test.ts:${line}`]);
+    expect(formatPassReport(spec, { outputs: g.outputs })).to.include(`[theanine passes] specialize touched: K.pow at provenance.test.ts:${line}`);
+    expect(g.passes.find((p) => p.name === 'merge')!.touched).to.equal(undefined); // nothing to reorder
   });
 });

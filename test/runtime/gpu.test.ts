@@ -202,10 +202,12 @@ if (loaded instanceof Error) {
 
     it('f.source() shows the gpu.js kernels it ran', () => {
       const x = K.placeholder([4]);
+      const line = Number(/:(\d+):\d+\)?$/.exec(new Error().stack!.split('\n')[1]!)![1]) + 1;
       const f = K.function([x], [K.sigmoid(x)], [], GPU);
       f([[0, 1, 2, 3]]);
       expect(f.source()).to.equal([
         '// sigmoid: 4 elements',
+        `// built by K.sigmoid at gpu.test.ts:${line}`,
         'function t_sigmoid(x) { if (x >= 0.0) { return 1.0 / (1.0 + Math.exp(-x)); } const e = Math.exp(x); return e / (1.0 + e); }',
         'function (b0) {\n  const i = this.thread.x;\n  const i0 = i;\n  const t0 = b0[i0];\n  const t1 = t_sigmoid(t0);\n  const t2 = t1;\n  return t1;\n}',
       ].join('\n'));

@@ -3,6 +3,7 @@
 // planned intermediates, fresh result arrays) and runs the steps in order. Generated once per
 // shape specialisation; the source is cached, so the same program never compiles twice.
 import type { TypedArray } from '../../ir/dtype.js';
+import { provenanceComment, withBuiltBy, type Provenance } from '../../ir/provenance.js';
 import { ExprBuilder, type ScalarFn } from '../expr.js';
 import { collapseLoopKernel } from '../collapse.js';
 import type { MatmulKernel, Program } from '../kernel.js';
@@ -106,7 +107,11 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     const src = f(env);
     const name = `k${kernelList.length}`;
     kernelList.push(kernelFn(src.source.replace(/^function \w+/, 'function k'), fns));
-    kernels.push(src.source.replace(/^function \w+/, `function ${name}`));
+    // The shown source names the user's calls the kernel computes (the compiled kernel is shared by source, so it has no such line).
+    const shown = src.source.replace(/^function \w+/, `function ${name}`);
+    const note = provenanceComment(origin);
+    const nl = shown.indexOf('\n');
+    kernels.push(note === undefined || nl < 0 ? shown : `${shown.slice(0, nl)}\n  // ${note}${shown.slice(nl)}`);
     return { ...src, source: name };
   };
   const call = (src: KernelSource) => {
@@ -132,7 +137,13 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   const labels: string[] = [];
   const useWasm = wasmTileModule() !== null;
   const arenaUse = hoistedPacks(p, opts.invariantFrom, (s) => useWasm && sumsWhole(s));
+  // Which step runs (`at`), so that an error a step raises names the user's calls it computes.
+  const origins: (readonly Provenance[] | undefined)[] = [];
+  let origin: readonly Provenance[] | undefined;
   for (const s of p.steps) {
+    origin = s.origin;
+    body.push(`  at = ${origins.length};`);
+    origins.push(s.origin);
     const mark = body.length;
     if (s.kind === 'loop') {
       // The WebAssembly SIMD tier where it applies (../wasm/elementwise.ts), else JavaScript.
@@ -228,22 +239,26 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     ...views,
     `return function run(ins, cells, phase, ctx, outs${arenaUse.total !== undefined ? ', step' : ''}) {`,
     ...prologue,
+    '  let at = -1;',
+    '  try {',
     ...body,
     ...epilogue,
+    '  } catch (e) { throw where(e, at); }',
     '};',
   ].join('\n');
   let factory = factories.get(source);
   if (factory === undefined) {
-    factory = new Function('rt', 'consts', 'slots', 'ext', 'kern', 'subs', 'prof', source) as Factory;
+    factory = new Function('rt', 'consts', 'slots', 'ext', 'kern', 'subs', 'prof', 'where', source) as Factory;
     if (factories.size >= MAX_FACTORIES) factories.delete(factories.keys().next().value!);
     factories.set(source, factory);
   }
   const prof = { t: 0, ms: new Float64Array(labels.length) };
+  const where = (e: unknown, at: number): unknown => withBuiltBy(e, origins[at]);
   const make = (): RunFn => {
     const own = consts.slice();
     for (const i of phaseConsts) own[i] = new Uint8Array(1);
     for (const i of epochConsts) own[i] = new Float64Array(1);
-    return factory(runtimeHelpers, own, allocateSlots(plan), externs, kernelList, subs, prof);
+    return factory(runtimeHelpers, own, allocateSlots(plan), externs, kernelList, subs, prof, where);
   };
   const CLS_BYTES: Record<string, number> = { f32: 4, f64: 8, i32: 4, i16: 2, i8: 1, u8: 1 };
   const bytes = plan.slots.reduce((a, sl) => a + sl.size * CLS_BYTES[sl.cls]!, 0) + subBytes;

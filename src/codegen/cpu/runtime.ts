@@ -71,6 +71,8 @@ export type Extern = (ctx: EvalContext, args: readonly TypedArray[]) => TypedArr
 export type Factory = (
   rt: typeof runtimeHelpers, consts: readonly TypedArray[], slots: readonly TypedArray[], ext: readonly Extern[], kern: readonly KernelFn[], subs: readonly RunFn[],
   prof: { t: number; ms: Float64Array },
+  /** The error a step raised, ending with the provenance of step `at` (src/ir/provenance.ts). */
+  where: (e: unknown, at: number) => unknown,
 ) => RunFn;
 
 /** Allocates the planned arrays of a specialisation. */
@@ -97,8 +99,8 @@ export function externFn(s: ExternStep): Extern {
   return (ctx, args) => {
     const nds = args.map((a, i) => new NDArray(a, shapes[i]!, dtypes[i]!));
     try {
-      if (s.tuple) return s.def.implTuple!(nds, s.attrs as never, ctx).map((r, i) => check(r, s.outs[i]!, args));
-      return [check(s.def.impl(nds, s.attrs as never, ctx), s.outs[0]!, args)];
+      if (s.tuple) return s.def.implTuple!(nds, s.attrs, ctx).map((r, i) => check(r, s.outs[i]!, args));
+      return [check(s.def.impl(nds, s.attrs, ctx), s.outs[0]!, args)];
     } catch (e) {
       throw rethrow(e, s.def.name);
     }

@@ -17,6 +17,11 @@ export interface Helper {
 // gpu.js built-in of the same name (its `tanh`, `expm1`, `log1p` lose precision near 0).
 // gpu.js types a literal by its value (2.0 is an integer), and a function by what it returns,
 // so whole-number results are written Math.fround(k) to keep every helper a float function.
+/** A comparison as 0/1, `nan` when either side is NaN (an explicit x != x test Mesa keeps). */
+function compare(name: string, op: string, nan: 0 | 1): Helper {
+  return { name, source: `function ${name}(a, b) { if (a != a || b != b) { return Math.fround(${nan}.0); } if (a ${op} b) { return Math.fround(1.0); } return Math.fround(0.0); }` };
+}
+
 const HELPERS: readonly Helper[] = [
   // Goldberg's log1p: log(u) * x / (u - 1) cancels the rounding of u = 1 + x.
   { name: 't_log1p', source: 'function t_log1p(x) { const u = 1.0 + x; if (u == 1.0) { return x; } return Math.log(u) * x / (u - 1.0); }' },
@@ -57,12 +62,8 @@ const HELPERS: readonly Helper[] = [
   // (so NaN <= 0 comes out true); the explicit x != x test in a function of its own survives.
   { name: 't_isnan', source: 'function t_isnan(x) { if (x != x) { return Math.fround(1.0); } return Math.fround(0.0); }' },
   { name: 't_ne0', source: 'function t_ne0(x) { if (x != x) { return Math.fround(1.0); } if (x != 0.0) { return Math.fround(1.0); } return Math.fround(0.0); }' },
-  { name: 't_eq', source: 'function t_eq(a, b) { if (a != a || b != b) { return Math.fround(0.0); } if (a == b) { return Math.fround(1.0); } return Math.fround(0.0); }' },
-  { name: 't_ne', source: 'function t_ne(a, b) { if (a != a || b != b) { return Math.fround(1.0); } if (a != b) { return Math.fround(1.0); } return Math.fround(0.0); }' },
-  { name: 't_lt', source: 'function t_lt(a, b) { if (a != a || b != b) { return Math.fround(0.0); } if (a < b) { return Math.fround(1.0); } return Math.fround(0.0); }' },
-  { name: 't_le', source: 'function t_le(a, b) { if (a != a || b != b) { return Math.fround(0.0); } if (a <= b) { return Math.fround(1.0); } return Math.fround(0.0); }' },
-  { name: 't_gt', source: 'function t_gt(a, b) { if (a != a || b != b) { return Math.fround(0.0); } if (a > b) { return Math.fround(1.0); } return Math.fround(0.0); }' },
-  { name: 't_ge', source: 'function t_ge(a, b) { if (a != a || b != b) { return Math.fround(0.0); } if (a >= b) { return Math.fround(1.0); } return Math.fround(0.0); }' },
+  compare('t_eq', '==', 0), compare('t_ne', '!=', 1),
+  compare('t_lt', '<', 0), compare('t_le', '<=', 0), compare('t_gt', '>', 0), compare('t_ge', '>=', 0),
   { name: 't_sign', source: 'function t_sign(x) { if (x > 0.0) { return Math.fround(1.0); } if (x < 0.0) { return -Math.fround(1.0); } return x; }' },
   // Truncation toward zero (casts to integer dtypes).
   { name: 't_trunc', source: 'function t_trunc(x) { if (x < 0.0) { return Math.ceil(x); } return Math.floor(x); }' },

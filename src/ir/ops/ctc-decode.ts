@@ -144,6 +144,32 @@ function checkDecodeInputs(y: TensorType, len: TensorType, a: CtcDecodeAttrs): v
  * label matrices (samples, time) int32 padded with -1, then the scores (samples, top_paths):
  * greedy, minus the sum of each step's largest input; beam search, the shifted log-probability.
  */
+/**
+ * Every sample of a (B, T, C) batch of log-probabilities decoded (greedy or beam): `top_paths`
+ * label rows of length T per sample (-1 past the path) and their scores. Shared by the reference
+ * and the tensorflow backend (which decodes on the host, as TensorFlow does).
+ */
+export function decodeBatch(
+  data: ArrayLike<number>, lens: ArrayLike<number>, [B, T, C]: readonly [number, number, number], a: CtcDecodeAttrs,
+): { paths: Float64Array[]; scores: Float64Array } {
+  if (lens.length !== B) throw new InferError(`input_length has ${lens.length} entries for ${B} samples`, 'value');
+  const paths = Array.from({ length: a.top_paths }, () => new Float64Array(B * T).fill(-1));
+  const scores = new Float64Array(B * a.top_paths);
+  for (let b = 0; b < B; b++) {
+    const L = lens[b]!;
+    if (!(L >= 0 && L <= T)) throw new InferError(`input_length[${b}] = ${L} is outside [0, ${T}] (the time axis of y_pred)`, 'value');
+    const row = (t: number, c: number): number => data[(b * T + t) * C + c]!;
+    const found = a.greedy
+      ? [((r) => ({ path: r.path, logp: r.score }))(greedyDecode(row, L, C, true))]
+      : beamDecode(row, L, C, a.beam_width, a.top_paths, a.merge_repeated);
+    found.forEach((f, p) => {
+      f.path.forEach((lab, i) => { paths[p]![b * T + i] = lab; });
+      scores[b * a.top_paths + p] = f.logp;
+    });
+  }
+  return { paths, scores };
+}
+
 export const ctcDecodeOp = defineOp<CtcDecodeAttrs>({
   name: 'ctc_decode',
   kind: 'other',
@@ -159,21 +185,7 @@ export const ctcDecodeOp = defineOp<CtcDecodeAttrs>({
   },
   implTuple: ([y, len], a) => {
     const [B, T, C] = y!.shape as [number, number, number];
-    if (len!.size !== B) throw new InferError(`input_length has ${len!.size} entries for ${B} samples`, 'value');
-    const paths = Array.from({ length: a.top_paths }, () => new Float64Array(B * T).fill(-1));
-    const scores = new Float64Array(B * a.top_paths);
-    for (let b = 0; b < B; b++) {
-      const L = len!.data[b]!;
-      if (!(L >= 0 && L <= T)) throw new InferError(`input_length[${b}] = ${L} is outside [0, ${T}] (the time axis of y_pred)`, 'value');
-      const row = (t: number, c: number): number => y!.data[(b * T + t) * C + c]!;
-      const found = a.greedy
-        ? [((r) => ({ path: r.path, logp: r.score }))(greedyDecode(row, L, C, true))]
-        : beamDecode(row, L, C, a.beam_width, a.top_paths, a.merge_repeated);
-      found.forEach((f, p) => {
-        f.path.forEach((lab, i) => { paths[p]![b * T + i] = lab; });
-        scores[b * a.top_paths + p] = f.logp;
-      });
-    }
+    const { paths, scores } = decodeBatch(y!.data, len!.data, [B, T, C], a);
     const dt = y!.dtype === 'float64' ? 'float64' : 'float32';
     return [...paths.map((p) => new NDArray(p, [B, T], 'int32')), new NDArray(scores, [B, a.top_paths], dt)];
   },

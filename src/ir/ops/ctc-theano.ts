@@ -28,7 +28,7 @@ export const ctcInterleaveBlanksOp = defineOp<Record<string, never>>({
 });
 
 /** Theano's skip indices: the odd positions i < n - 2 of an interleaved label with Y[i] != Y[i + 2]. */
-function skipIdxs(y: readonly number[]): number[] {
+export function skipIdxs(y: readonly number[]): number[] {
   const out: number[] = [];
   for (let k = 0; k < Math.floor((y.length - 3) / 2); k++) {
     const i = 2 * k + 1;

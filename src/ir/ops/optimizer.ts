@@ -27,7 +27,7 @@ function inferBody(body: FusedBody, ins: readonly TensorType[]): TensorType {
   });
   for (const n of topoSort([body.root])) {
     if (types.has(n)) continue;
-    types.set(n, n.inputs.length === 0 ? n.type : getOp(n.op).infer(n.inputs.map((i) => types.get(i)!), n.attrs as never));
+    types.set(n, n.inputs.length === 0 ? n.type : getOp(n.op).infer(n.inputs.map((i) => types.get(i)!), n.attrs));
   }
   return types.get(body.root)!;
 }

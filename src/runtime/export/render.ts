@@ -12,6 +12,7 @@ import { collapseLoopKernel } from '../../codegen/collapse.js';
 import type { Program, ScanStep, ValueRef } from '../../codegen/kernel.js';
 import { planBuffers, type StorageClass } from '../../codegen/plan.js';
 import { arrayType, commentText, jsString } from '../../codegen/cpu/js.js';
+import { provenanceComment } from '../../ir/provenance.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from '../../codegen/cpu/loop.js';
 import { accSize, packing, renderMatmulCompute } from '../../codegen/cpu/matmul.js';
 
@@ -127,6 +128,9 @@ export function renderProgram(m: ModuleBuilder, p: Program, env: ProgramEnv): { 
 
   let sn = 0;
   for (const s of p.steps) {
+    // Each step names the user's calls it computes (escaped: file names are user strings).
+    const note = provenanceComment(s.origin);
+    if (note !== undefined) body.push(`// ${note}`);
     if (s.kind === 'loop') call(renderLoopKernel(s, 'k', renderEnv));
     else if (s.kind === 'matmul') {
       const pack = `_${env.prefix}mm${mn++}`;

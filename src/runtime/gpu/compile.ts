@@ -3,6 +3,7 @@
 // run by program.ts. Cached like the cpu: optimized graphs by structural key, prepared programs
 // by input shapes. Optimizer `none` lowers the graph as built (one kernel per node). Shapes known
 // only from values (an op whose output size depends on them) are interpreted, as on the cpu.
+import { provenanceComment } from '../../ir/provenance.js';
 import { clearGpuKernels } from './kernels.js';
 import type { Node, VariableCell } from '../../ir/node.js';
 import type { NDArray } from '../../ir/ndarray.js';
@@ -94,7 +95,10 @@ function specialize(p: GpuProgram, shapes: readonly (readonly number[])[], devic
 export function describe(pp: Prepared, indent = ''): string {
   return pp.steps.map((s) => {
     switch (s.kind) {
-      case 'kernels': return s.kernels.map((k) => `${indent}// ${k.label.replace(/[^A-Za-z0-9_,. ]/g, '_')}: ${k.kernel.size} elements\n${[...k.kernel.functions, k.kernel.source].join('\n').replace(/^/gm, indent)}`).join('\n');
+      case 'kernels': {
+        const note = provenanceComment(s.origin);
+        return s.kernels.map((k) => `${indent}// ${k.label.replace(/[^A-Za-z0-9_,. ]/g, '_')}: ${k.kernel.size} elements\n${note === undefined ? '' : `${indent}// ${note}\n`}${[...k.kernel.functions, k.kernel.source].join('\n').replace(/^/gm, indent)}`).join('\n');
+      }
       case 'op': return `${indent}// op ${s.step.def.name} (a gpu kernel of its own)\n${[...s.lowered.kernel.functions, s.lowered.kernel.source].join('\n').replace(/^/gm, indent)}`;
       case 'scan': return `${indent}// scan ${s.step.steps} steps, a host loop over its body:\n${describe(s.body, `${indent}  `)}`;
       case 'print': return `${indent}// print: a host callback (the value read back and written through the print hook)`;

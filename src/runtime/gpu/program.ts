@@ -6,6 +6,7 @@
 //   host    anything else: the step as the cpu renders it (a one-step cpu program), or an
 //           extern's reference implementation, with its inputs read back.
 // Values stay on the device between kernels; only what a host step reads is read back.
+import { withBuiltBy, type Provenance } from '../../ir/provenance.js';
 import type { DType } from '../../ir/dtype.js';
 import { rethrow } from '../../ir/build.js';
 import { NDArray, formatShape } from '../../ir/ndarray.js';
@@ -28,7 +29,7 @@ import { stats } from './stats.js';
 import { offsetKernel, scanLoop } from './scan.js';
 
 export type PreparedStep =
-  | { readonly kind: 'kernels'; readonly kernels: readonly GpuKernel[]; readonly checks?: readonly RowCheck[] }
+  | { readonly kind: 'kernels'; readonly kernels: readonly GpuKernel[]; readonly checks?: readonly RowCheck[]; readonly origin?: readonly Provenance[] }
   | { readonly kind: 'op'; readonly step: ExternStep; readonly lowered: ExternKernel }
   | { readonly kind: 'scan'; readonly step: ScanStep; readonly body: Prepared }
   | { readonly kind: 'print'; readonly step: PrintStep }
@@ -51,9 +52,9 @@ export function prepare(p: Program, device: GpuDevice): Prepared {
       switch (s.kind) {
         case 'loop': {
           const checks = rowChecks(s);
-          return { kind: 'kernels', kernels: s.stores.map((st) => renderLoopStore(s, st, info, device.maxLoop)), ...(checks.length > 0 ? { checks } : {}) };
+          return { kind: 'kernels', kernels: s.stores.map((st) => renderLoopStore(s, st, info, device.maxLoop)), ...(checks.length > 0 ? { checks } : {}), ...(s.origin !== undefined ? { origin: s.origin } : {}) };
         }
-        case 'matmul': return { kind: 'kernels', kernels: [renderMatmul(s, info, device.maxLoop)] };
+        case 'matmul': return { kind: 'kernels', kernels: [renderMatmul(s, info, device.maxLoop)], ...(s.origin !== undefined ? { origin: s.origin } : {}) };
         case 'scan': return { kind: 'scan', step: s, body: prepare(s.body, device) };
         // print_tensor's host callback: the value read back and written through the print hook.
         case 'print': return { kind: 'print', step: s };
@@ -160,6 +161,15 @@ export function runPrepared(r: Runner, pp: Prepared, inputs: readonly Val[], cel
     return argOf(v);
   };
   for (const s of pp.steps) {
+    try {
+      runStep(s);
+    } catch (e) {
+      throw withBuiltBy(e, s.kind === 'kernels' ? s.origin : s.step.origin); // the user's calls the step computes
+    }
+  }
+  return p.targets.map((t) => valueOf(r, bufs, t));
+
+  function runStep(s: PreparedStep): void {
     switch (s.kind) {
       case 'kernels':
         for (const c of s.checks ?? []) checkRows(c, hostValue(bufs.get(c.buf)!).data);
@@ -202,14 +212,13 @@ export function runPrepared(r: Runner, pp: Prepared, inputs: readonly Val[], cel
         break;
     }
   }
-  return p.targets.map((t) => valueOf(r, bufs, t));
 }
 
 function runExtern(r: Runner, s: ExternStep, bufs: Map<number, Val>): void {
   const ins = s.inputs.map((v) => hostValue(valueOf(r, bufs, v)));
   let outs: NDArray[];
   try {
-    outs = s.tuple ? s.def.implTuple!(ins, s.attrs as never, r.ctx) : [s.def.impl(ins, s.attrs as never, r.ctx)];
+    outs = s.tuple ? s.def.implTuple!(ins, s.attrs, r.ctx) : [s.def.impl(ins, s.attrs, r.ctx)];
   } catch (e) {
     throw rethrow(e, s.def.name);
   }

@@ -168,7 +168,7 @@ class Graph {
    * inputs downloaded and its result uploaded (as the compiler's extern path does).
    */
   private computeExtern(n: Node, inputs: readonly Tensor[]): Tensor {
-    const out = getOp(n.op).impl(inputs.map((t, i) => download(t, n.inputs[i]!.dtype)), n.attrs as never, this.ctxFor(n) as EvalContext);
+    const out = getOp(n.op).impl(inputs.map((t, i) => download(t, n.inputs[i]!.dtype)), n.attrs, this.ctxFor(n) as EvalContext);
     checkAgainstType(n, n.type, out);
     return upload(this.tf, out);
   }
@@ -177,7 +177,7 @@ class Graph {
     const entry = tfKernels[n.op as keyof typeof tfKernels] as TfEntry<unknown>;
     if (entry === 'executor' || typeof entry === 'object') {
       // an unfed leaf: the reference's own error
-      getOp(n.op).impl([], n.attrs as never, this.ctxFor(n) as EvalContext);
+      getOp(n.op).impl([], n.attrs, this.ctxFor(n) as EvalContext);
       throw new Error(`internal: ${n.op} has no value`);
     }
     const out = fit(this.tf, entry(inputs, n.attrs, this.ctxFor(n)), n.dtype);

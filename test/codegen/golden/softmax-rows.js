@@ -1,4 +1,5 @@
 function k0(b0, b1, lo, hi) { // max,sub,exp
+  // built by K.softmax at golden.test.ts:42
   for (let i0 = lo; i0 < hi; i0++) {
     const t0 = (i0 * 10);
     let a0 = (-Infinity);
@@ -13,6 +14,7 @@ function k0(b0, b1, lo, hi) { // max,sub,exp
   }
 }
 function k1(b1, b2, lo, hi) { // sum,div
+  // built by K.softmax at golden.test.ts:42
   for (let i3 = lo; i3 < hi; i3++) {
     const t3 = (i3 * 10);
     let a1 = 0;
@@ -34,7 +36,12 @@ return function run(ins, cells, phase, ctx, outs) {
   const b0 = ins[0];
   const b1 = slots[0];
   const b2 = new Float32Array(160);
+  let at = -1;
+  try {
+  at = 0;
   k0(b0, b1, 0, 1); k0(b0, b1, 1, 16);
+  at = 1;
   k1(b1, b2, 0, 1); k1(b1, b2, 1, 16);
   return [b2];
+  } catch (e) { throw where(e, at); }
 };

@@ -86,7 +86,7 @@ function random<A extends AttrsOf<'random_normal'> | AttrsOf<'random_uniform'> |
       return src?.op === 'constant' ? (src.attrs['value'] as NDArray).data[0]! : null;
     });
     if (c.mode === 'run' && a.seed !== null && dims.every((d) => d !== null)) {
-      const v = getOp(op).impl([] as never, { ...a, shape: dims } as never, { learningPhase: 0, epoch: 0, print: () => {} });
+      const v = getOp(op).impl([], { ...a, shape: dims }, { learningPhase: 0, epoch: 0, print: () => {} });
       return c.b.constant(v);
     }
     // the backend promises theanine's numbers for a seeded draw: with unknown dims, ask for a model per input shape

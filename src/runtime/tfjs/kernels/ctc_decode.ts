@@ -2,31 +2,15 @@
 // the CPU whatever the device, and TensorFlow.js has none: the inputs are read back to the host
 // and the same greedy and beam searches (pure functions of numbers, not NDArray code) run there.
 import { InferError } from '../../../ir/errors.js';
-import { beamDecode, greedyDecode, type ctcDecodeOps } from '../../../ir/ops/ctc-decode.js';
+import { decodeBatch, type ctcDecodeOps } from '../../../ir/ops/ctc-decode.js';
 import type { TfTableFor } from '../types.js';
 
 export const ctcDecodeKernels: TfTableFor<keyof typeof ctcDecodeOps> = {
   ctc_decode: {
     tuple: ([y, len], a, { tf }) => {
       const [B, T, C] = y!.shape as [number, number, number];
-      const data = y!.dataSync();
-      const lens = len!.dataSync();
-      if (lens.length !== B) throw new InferError(`input_length has ${lens.length} entries for ${B} samples`, 'value');
-      const paths = Array.from({ length: a.top_paths }, () => new Int32Array(B * T).fill(-1));
-      const scores = new Float32Array(B * a.top_paths);
-      for (let b = 0; b < B; b++) {
-        const L = lens[b]!;
-        if (!(L >= 0 && L <= T)) throw new InferError(`input_length[${b}] = ${L} is outside [0, ${T}] (the time axis of y_pred)`, 'value');
-        const row = (t: number, c: number): number => data[(b * T + t) * C + c]!;
-        const found = a.greedy
-          ? [((r) => ({ path: r.path, logp: r.score }))(greedyDecode(row, L, C, true))]
-          : beamDecode(row, L, C, a.beam_width, a.top_paths, a.merge_repeated);
-        found.forEach((f, p) => {
-          f.path.forEach((lab, i) => { paths[p]![b * T + i] = lab; });
-          scores[b * a.top_paths + p] = f.logp;
-        });
-      }
-      return [...paths.map((p) => tf.tensor(p, [B, T], 'int32')), tf.tensor(scores, [B, a.top_paths], 'float32')];
+      const { paths, scores } = decodeBatch(y!.dataSync(), len!.dataSync(), [B, T, C], a);
+      return [...paths.map((p) => tf.tensor(Int32Array.from(p), [B, T], 'int32')), tf.tensor(Float32Array.from(scores), [B, a.top_paths], 'float32')];
     },
   },
   ctc_label_dense_to_sparse: {

@@ -3,20 +3,10 @@
 // label values, as TensorFlow.js does for its own data-dependent shapes; the float recursion
 // is tfjs ops.
 import { InferError } from '../../../ir/errors.js';
-import type { ctcTheanoOps } from '../../../ir/ops/ctc-theano.js';
+import { skipIdxs, type ctcTheanoOps } from '../../../ir/ops/ctc-theano.js';
 import type { TF } from '../load.js';
 import type { Tensor, TfTableFor, TfTupleKernel } from '../types.js';
 import { castTo } from './util.js';
-
-/** Theano's skip indices: odd positions i < n - 2 of an interleaved label with Y[i] != Y[i + 2]. */
-function skipIdxs(y: readonly number[]): number[] {
-  const out: number[] = [];
-  for (let k = 0; k < Math.floor((y.length - 3) / 2); k++) {
-    const i = 2 * k + 1;
-    if (y[i] !== y[i + 2]) out.push(i);
-  }
-  return out;
-}
 
 /**
  * One step of the Theano forward recursion (updateLogP in the op record): the first `active`
