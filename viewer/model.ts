@@ -361,45 +361,41 @@ export function describeNode(n: Node): string {
 }
 
 /**
- * Where the user's code built a node, if the node records it: a line of the program (1-based, as
- * the editor counts). The hook the page calls when a node or a kernel is clicked. It reads a
- * `provenance` list on the node: records with a `site` ({ file, line }) naming the program's file,
- * else any text in a record (a captured stack) naming it. Nodes without one give undefined.
+ * Where the user's code built a node: a line of the program (1-based, as the editor counts),
+ * from the node's provenance (src/ir/provenance.ts: the public calls that built it and the
+ * user's line). A gradient node's record names the forward node whose rule made it: its line is
+ * that node's. The page calls this when a node or a kernel is clicked; undefined where no record
+ * names the program (placeholders the viewer made, constants shared by every graph).
  */
-export function programLineOf(n: Node): number | undefined {
-  const rec = (n as unknown as { provenance?: unknown }).provenance;
-  if (rec === undefined || rec === null) return undefined;
-  const records = Array.isArray(rec) ? rec : [rec];
-  const fromSite = (r: unknown): number | undefined => {
+export function programLineOf(n: Node, depth = 0): number | undefined {
+  const records = (n as unknown as { provenance?: readonly unknown[] }).provenance ?? [];
+  for (const r of records) {
     const site = (r as { site?: { file?: unknown; line?: unknown } } | null)?.site;
-    return typeof site?.file === 'string' && site.file.endsWith(PROGRAM_URL) && typeof site.line === 'number' ? site.line - PROGRAM_LINE_OFFSET : undefined;
-  };
-  for (const r of records) {
-    const line = fromSite(r);
-    if (line !== undefined) return line;
+    if (typeof site?.file === 'string' && site.file.endsWith(PROGRAM_URL) && typeof site.line === 'number') return site.line - PROGRAM_LINE_OFFSET;
   }
-  // Gradient nodes: K.gradients was called by the viewer; the forward node they differentiate
-  // (`of`, src/ir/provenance.ts) was built by the program.
-  for (const r of records) {
-    const of = (r as { of?: { provenance?: unknown } } | null)?.of?.provenance;
-    if (!Array.isArray(of)) continue;
-    for (const q of of) {
-      const line = fromSite(q);
-      if (line !== undefined) return line;
+  if (depth < 4) {
+    for (const r of records) {
+      const of = (r as { of?: unknown } | null)?.of;
+      if (of instanceof Node) {
+        const line = programLineOf(of, depth + 1);
+        if (line !== undefined) return line;
+      }
     }
   }
-  const texts: string[] = [];
-  const collect = (x: unknown, depth: number): void => {
-    if (depth > 3 || x === null || x === undefined) return;
-    if (typeof x === 'string') texts.push(x);
-    else if (Array.isArray(x)) for (const e of x) collect(e, depth + 1);
-    else if (typeof x === 'object') for (const v of Object.values(x as Record<string, unknown>)) collect(v, depth + 1);
-  };
-  collect(records, 0);
-  const at = new RegExp(`${PROGRAM_URL.replace('.', '\\.')}:(\\d+)`);
-  for (const t of texts) {
-    const m = at.exec(t);
-    if (m !== null) return Number(m[1]) - PROGRAM_LINE_OFFSET;
-  }
   return undefined;
+}
+
+/** The public calls that built a node (`K.relu`, `K.gradients of K.dot`), deduplicated, for the page's node line. */
+export function callsOf(n: Node): string[] {
+  const records = (n as unknown as { provenance?: readonly unknown[] }).provenance ?? [];
+  const calls: string[] = [];
+  for (const r of records) {
+    const call = (r as { call?: unknown } | null)?.call;
+    if (typeof call !== 'string') continue;
+    const of = (r as { of?: unknown }).of;
+    const ofCalls = of instanceof Node ? callsOf(of) : [];
+    const text = ofCalls.length > 0 ? `${call} of ${ofCalls[0]}` : call;
+    if (!calls.includes(text)) calls.push(text);
+  }
+  return calls;
 }

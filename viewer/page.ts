@@ -13,7 +13,7 @@ import type { Node } from '../src/ir/node.js';
 import type { CompiledFunction } from '../src/runtime/function.js';
 import { VIEWER_EXAMPLES, VIEWER_EXAMPLE_NAMES, type ViewerExample } from '../src/examples/viewer-programs.js';
 import {
-  analyze, brief, compile, describeNode, kernelsOf, numbers, programLineOf, referenceNumbers, runProgram, stepThrough,
+  analyze, brief, callsOf, compile, describeNode, kernelsOf, numbers, programLineOf, referenceNumbers, runProgram, stepThrough,
   type Analysis, type KernelView, type StepThrough,
 } from './model.js';
 import { toDotWithIds } from '../src/ir/dot.js';
@@ -60,7 +60,8 @@ function showSource(n: Node): void {
     const pos = editor.state.doc.line(line).from;
     editor.dispatch({ selection: EditorSelection.cursor(pos), scrollIntoView: true });
   }
-  $('selected').textContent = `${describeNode(n)}${line !== undefined ? ` — built at line ${line}` : ' — (this node records no source line)'}`;
+  const calls = callsOf(n);
+  $('selected').textContent = `${describeNode(n)}${calls.length > 0 ? ` — ${calls.slice(0, 3).join('; ')}` : ''}${line !== undefined ? ` at line ${line}` : ' (no line of the program)'}`;
 }
 
 const vizReady = vizInstance();
@@ -326,6 +327,12 @@ const api = {
   step: (k: number) => { if (state === undefined) throw new Error('viewer: run a program first'); return showStep(state, k); },
   check: () => state?.steps.check,
   kernels: () => state?.kernels.map((k) => ({ name: k.name, label: k.label, node: k.node === undefined ? undefined : describeNode(k.node) })),
+  /** Clicks the k-th kernel of the list (as a user would) and returns the highlighted program line's text. */
+  pickKernel: (k: number) => {
+    tab('kernels');
+    document.querySelectorAll<HTMLElement>('#kernel-list li')[k]?.click();
+    return { line: document.querySelector('.cm-built-here')?.textContent ?? undefined, selected: $('selected').textContent };
+  },
   /** How many elements of the page match `selector` (tests count highlighted nodes with it). */
   count: (selector: string) => document.querySelectorAll(selector).length,
   passes: () => state?.analysis.passes.map((p) => ({ name: p.name, nodesBefore: p.nodesBefore, nodesAfter: p.nodesAfter, changed: p.added.length })),
