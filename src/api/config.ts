@@ -295,6 +295,7 @@ export const ENVIRONMENT_SWITCHES = {
   THEANINE_TFJS_BACKEND: 'the TensorFlow.js flavour of the tensorflow backend in Node (a page uses its active tfjs backend)',
   THEANINE_GPU_MODE: 'force gpu.js\' mode on the gpu device',
   THEANINE_ONNX_PROVIDER: 'the ONNX Runtime execution provider (Node only: the onnx backend)',
+  THEANINE_VERIFY_PASSES: '1: run the graph verifier after every optimizer pass (the test suite does; a cost per compile)',
 } as const;
 export type EnvironmentSwitch = keyof typeof ENVIRONMENT_SWITCHES;
 
