@@ -34,8 +34,12 @@ export interface Program {
 /** The file name the program's code runs under (stack traces and provenance name it). */
 export const PROGRAM_URL = 'viewer-program.js';
 
-/** Lines `new Function` puts before the body (`function anonymous(K,rand\n) {`). */
-export const PROGRAM_LINE_OFFSET = 2;
+/**
+ * Lines before the program's first line in the code that runs it: none (the function's head
+ * shares the program's first line), so stack frames, provenance and the DOT groups that name
+ * viewer-program.js give the editor's line numbers.
+ */
+export const PROGRAM_LINE_OFFSET = 0;
 
 /** Deterministic values in [-1, 1) of `shape` (a small LCG: the same numbers in Node and every browser). */
 export function rand(shape: readonly number[], seed = 1): NestedArray {
@@ -51,12 +55,13 @@ export function rand(shape: readonly number[], seed = 1): NestedArray {
 /** Runs a program's code (see the top of this file) and checks what it returns. */
 export function runProgram(code: string, k: Backend = K): Program {
   if (typeof code !== 'string') throw new TypeError(`runProgram: code must be a string, got ${typeof code}`);
-  // The code is the user's own, run in the user's own page or process (as a REPL would).
-  // eslint-disable-next-line no-new-func
   // A file may say `export default { ... }` (valid module syntax for editors and linters) where
   // the editor says `return { ... }`: the same program. Same length, so columns stay right.
   const body = code.replace(/^(\s*)export default /m, (_m, pad: string) => `${pad}return${' '.repeat('export default '.length - 'return'.length)}`);
-  const fn = new Function('K', 'rand', `${body}\n//# sourceURL=${PROGRAM_URL}`) as (k: Backend, r: typeof rand) => unknown;
+  // Indirect eval of a function expression (global scope, like new Function, which would put two
+  // lines of its own before the body). The code is the user's own, run in their own page or process.
+  // biome-ignore lint/security/noGlobalEval: a REPL for the user's own program; the page's CSP needs 'unsafe-eval' for theanine's kernels anyway
+  const fn = (0, eval)(`(function (K, rand) {${body}\n})\n//# sourceURL=${PROGRAM_URL}`) as (k: Backend, r: typeof rand) => unknown;
   const p = fn(k, rand);
   if (p === null || typeof p !== 'object') throw new TypeError(`the program must return { inputs, loss, wrt? }, got ${p === null ? 'null' : typeof p}`);
   const { inputs, loss, wrt } = p as Partial<Program>;
@@ -361,45 +366,41 @@ export function describeNode(n: Node): string {
 }
 
 /**
- * Where the user's code built a node, if the node records it: a line of the program (1-based, as
- * the editor counts). The hook the page calls when a node or a kernel is clicked. It reads a
- * `provenance` list on the node: records with a `site` ({ file, line }) naming the program's file,
- * else any text in a record (a captured stack) naming it. Nodes without one give undefined.
+ * Where the user's code built a node: a line of the program (1-based, as the editor counts),
+ * from the node's provenance (src/ir/provenance.ts: the public calls that built it and the
+ * user's line). A gradient node's record names the forward node whose rule made it: its line is
+ * that node's. The page calls this when a node or a kernel is clicked; undefined where no record
+ * names the program (placeholders the viewer made, constants shared by every graph).
  */
-export function programLineOf(n: Node): number | undefined {
-  const rec = (n as unknown as { provenance?: unknown }).provenance;
-  if (rec === undefined || rec === null) return undefined;
-  const records = Array.isArray(rec) ? rec : [rec];
-  const fromSite = (r: unknown): number | undefined => {
+export function programLineOf(n: Node, depth = 0): number | undefined {
+  const records = (n as unknown as { provenance?: readonly unknown[] }).provenance ?? [];
+  for (const r of records) {
     const site = (r as { site?: { file?: unknown; line?: unknown } } | null)?.site;
-    return typeof site?.file === 'string' && site.file.endsWith(PROGRAM_URL) && typeof site.line === 'number' ? site.line - PROGRAM_LINE_OFFSET : undefined;
-  };
-  for (const r of records) {
-    const line = fromSite(r);
-    if (line !== undefined) return line;
+    if (typeof site?.file === 'string' && site.file.endsWith(PROGRAM_URL) && typeof site.line === 'number') return site.line - PROGRAM_LINE_OFFSET;
   }
-  // Gradient nodes: K.gradients was called by the viewer; the forward node they differentiate
-  // (`of`, src/ir/provenance.ts) was built by the program.
-  for (const r of records) {
-    const of = (r as { of?: { provenance?: unknown } } | null)?.of?.provenance;
-    if (!Array.isArray(of)) continue;
-    for (const q of of) {
-      const line = fromSite(q);
-      if (line !== undefined) return line;
+  if (depth < 4) {
+    for (const r of records) {
+      const of = (r as { of?: unknown } | null)?.of;
+      if (of instanceof Node) {
+        const line = programLineOf(of, depth + 1);
+        if (line !== undefined) return line;
+      }
     }
   }
-  const texts: string[] = [];
-  const collect = (x: unknown, depth: number): void => {
-    if (depth > 3 || x === null || x === undefined) return;
-    if (typeof x === 'string') texts.push(x);
-    else if (Array.isArray(x)) for (const e of x) collect(e, depth + 1);
-    else if (typeof x === 'object') for (const v of Object.values(x as Record<string, unknown>)) collect(v, depth + 1);
-  };
-  collect(records, 0);
-  const at = new RegExp(`${PROGRAM_URL.replace('.', '\\.')}:(\\d+)`);
-  for (const t of texts) {
-    const m = at.exec(t);
-    if (m !== null) return Number(m[1]) - PROGRAM_LINE_OFFSET;
-  }
   return undefined;
+}
+
+/** The public calls that built a node (`K.relu`, `K.gradients of K.dot`), deduplicated, for the page's node line. */
+export function callsOf(n: Node): string[] {
+  const records = (n as unknown as { provenance?: readonly unknown[] }).provenance ?? [];
+  const calls: string[] = [];
+  for (const r of records) {
+    const call = (r as { call?: unknown } | null)?.call;
+    if (typeof call !== 'string') continue;
+    const of = (r as { of?: unknown }).of;
+    const ofCalls = of instanceof Node ? callsOf(of) : [];
+    const text = ofCalls.length > 0 ? `${call} of ${ofCalls[0]}` : call;
+    if (!calls.includes(text)) calls.push(text);
+  }
+  return calls;
 }

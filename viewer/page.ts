@@ -13,7 +13,7 @@ import type { Node } from '../src/ir/node.js';
 import type { CompiledFunction } from '../src/runtime/function.js';
 import { VIEWER_EXAMPLES, VIEWER_EXAMPLE_NAMES, type ViewerExample } from '../src/examples/viewer-programs.js';
 import {
-  analyze, brief, compile, describeNode, kernelsOf, numbers, programLineOf, referenceNumbers, runProgram, stepThrough,
+  analyze, brief, callsOf, compile, describeNode, kernelsOf, numbers, programLineOf, referenceNumbers, runProgram, stepThrough,
   type Analysis, type KernelView, type StepThrough,
 } from './model.js';
 import { toDotWithIds } from '../src/ir/dot.js';
@@ -60,7 +60,8 @@ function showSource(n: Node): void {
     const pos = editor.state.doc.line(line).from;
     editor.dispatch({ selection: EditorSelection.cursor(pos), scrollIntoView: true });
   }
-  $('selected').textContent = `${describeNode(n)}${line !== undefined ? ` — built at line ${line}` : ' — (this node records no source line)'}`;
+  const calls = callsOf(n);
+  $('selected').textContent = `${describeNode(n)}${calls.length > 0 ? ` — ${calls.slice(0, 3).join('; ')}` : ''}${line !== undefined ? ` at line ${line}` : ' (no line of the program)'}`;
 }
 
 const vizReady = vizInstance();
@@ -69,8 +70,14 @@ const vizReady = vizInstance();
 async function draw(host: HTMLElement, dot: string): Promise<Map<string, SVGGElement>> {
   const viz = await vizReady;
   const svg = viz.renderSVGElement(dot);
-  svg.removeAttribute('width');
+  // Graphviz gives the natural size in pt. A graph up to 1.6 times wider than its panel is scaled
+  // to fit; a wider one (an unrolled Scan) keeps its size and the panel scrolls, so it stays legible.
+  const natural = Number.parseFloat(svg.getAttribute('width') ?? '0') * 4 / 3;
+  const panel = host.clientWidth > 0 ? host.clientWidth : 900;
   svg.removeAttribute('height');
+  if (natural > 1.6 * panel) svg.setAttribute('width', `${Math.round(natural / 1.6)}px`);
+  else svg.removeAttribute('width');
+  svg.classList.toggle('wide', natural > 1.6 * panel);
   svg.classList.add('graph');
   host.replaceChildren(svg);
   const groups = new Map<string, SVGGElement>();
@@ -161,7 +168,9 @@ async function showKernels(s: State): Promise<void> {
     $('kernel-source').textContent = kv.source;
     for (const g of groups.values()) mark(g, 'linked', false);
     if (kv.node !== undefined) {
-      mark(groups.get(ids.get(kv.node) ?? ''), 'linked');
+      const g = groups.get(ids.get(kv.node) ?? '');
+      mark(g, 'linked');
+      g?.scrollIntoView({ block: 'nearest', inline: 'center' });
       showSource(kv.node);
     } else $('selected').textContent = `${kv.name}: ${kv.label} (a helper step, not one node of the graph)`;
   };
@@ -326,6 +335,12 @@ const api = {
   step: (k: number) => { if (state === undefined) throw new Error('viewer: run a program first'); return showStep(state, k); },
   check: () => state?.steps.check,
   kernels: () => state?.kernels.map((k) => ({ name: k.name, label: k.label, node: k.node === undefined ? undefined : describeNode(k.node) })),
+  /** Clicks the k-th kernel of the list (as a user would) and returns the highlighted program line's text. */
+  pickKernel: (k: number) => {
+    tab('kernels');
+    document.querySelectorAll<HTMLElement>('#kernel-list li')[k]?.click();
+    return { line: document.querySelector('.cm-built-here')?.textContent ?? undefined, selected: $('selected').textContent };
+  },
   /** How many elements of the page match `selector` (tests count highlighted nodes with it). */
   count: (selector: string) => document.querySelectorAll(selector).length,
   passes: () => state?.analysis.passes.map((p) => ({ name: p.name, nodesBefore: p.nodesBefore, nodesAfter: p.nodesAfter, changed: p.added.length })),

@@ -6,6 +6,7 @@ import { ValueError } from '../ir/errors.js';
 import { platform } from '#platform';
 import { environmentOverrides, type ConfigRead } from '../platform/types.js';
 import { setTracing } from '../ir/provenance.js';
+import { setConfiguredThreads } from '../codegen/cpu/threads.js';
 
 export type BackendName = 'theanine' | 'tensorflow' | 'onnx';
 export type Floatx = 'float16' | 'float32' | 'float64';
@@ -184,6 +185,8 @@ export function getConfig(): Readonly<KerasConfig> {
   return current;
 }
 
+setConfiguredThreads(() => getConfig().threads);
+
 /** Re-reads keras.json and the environment; on error the current config stays. */
 export function reloadConfig(opts?: LoadConfigOptions): Readonly<KerasConfig> {
   current = Object.freeze(loadConfig(opts));
@@ -292,6 +295,7 @@ export const ENVIRONMENT_SWITCHES = {
   THEANINE_TFJS_BACKEND: 'the TensorFlow.js flavour of the tensorflow backend in Node (a page uses its active tfjs backend)',
   THEANINE_GPU_MODE: 'force gpu.js\' mode on the gpu device',
   THEANINE_ONNX_PROVIDER: 'the ONNX Runtime execution provider (Node only: the onnx backend)',
+  THEANINE_VERIFY_PASSES: '1: run the graph verifier after every optimizer pass (the test suite does; a cost per compile)',
 } as const;
 export type EnvironmentSwitch = keyof typeof ENVIRONMENT_SWITCHES;
 

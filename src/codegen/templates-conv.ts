@@ -8,10 +8,9 @@
 //   conv_transpose   i = (n, s...), t = (tap..., f), j = c:  dy[n, (s + pad - tap*dil)/s, g*Fg + f] * w[tap, c, g*Fg + f]
 //   conv_kernel_grad i = (tap..., c), t = (n, o...), j = f:  x[n, o*s + tap*dil - pad, g*Cg + c] * dy[n, o, g*Fg + f]
 // The output's channel is g*Fg + j (g*Cg + j for conv_transpose), so each group's block of
-// columns is a strided slice of the output rows. The matmul templates take groups = 1; grouped
-// convolutions take the reduction templates below (groupedConvT...), whose per-group products are
-// too narrow for packed panels to pay (bench/README.md: a depthwise step 176 ms as matmuls, 64 ms
-// as reductions); the matmul forms stay general in the group (batch) index.
+// columns is a strided slice of the output rows. Groups narrower than 4 channels in or out (a
+// depthwise convolution: 1 in) take the reduction templates below instead (narrowGroups), as
+// their per-group products are too narrow for packed panels to pay.
 import type { WindowAttrs } from '../ir/ops/window.js';
 import { padsFor } from '../ir/ops/window.js';
 import type { AttrsOf } from '../ir/registry.js';
@@ -22,7 +21,6 @@ import type { LoopTemplate, MatmulTemplate, TemplateCtx } from './templates.js';
 
 type ConvCtx = TemplateCtx & { readonly attrs: WindowAttrs & { readonly groups: number } };
 
-const groupsOne = (a: { readonly [k: string]: unknown }) => a['groups'] === 1;
 const groupsOf = (c: TemplateCtx) => (c as ConvCtx).attrs.groups;
 /** Channel `x` of group `g` (blocks of `size`): g*size + x (x alone when there is one group). */
 const inGroup = (c: TemplateCtx, g: IExpr, size: number, x: IExpr) => (groupsOf(c) === 1 ? x : iadd(iscale(g, size), x));
@@ -56,7 +54,6 @@ function tapRead(c: TemplateCtx<WindowAttrs>, o: readonly IExpr[], tap: readonly
 
 export const convT: MatmulTemplate = {
   kind: 'matmul',
-  supports: groupsOne,
   prologue: false,
   dims(c) {
     const [x, w] = c.inShapes as [number[], number[]];
@@ -84,7 +81,6 @@ export const convT: MatmulTemplate = {
 
 export const convTransposeT: MatmulTemplate = {
   kind: 'matmul',
-  supports: groupsOne,
   prologue: false,
   shapeOnly: (input) => input === 2,
   dims(c) {
@@ -128,7 +124,6 @@ export const convTransposeT: MatmulTemplate = {
 
 export const convKernelGradT: MatmulTemplate = {
   kind: 'matmul',
-  supports: groupsOne,
   prologue: false,
   shapeOnly: (input) => input === 2,
   dims(c) {
@@ -258,7 +253,27 @@ export const groupedConvKernelGradT: LoopTemplate = {
   },
 };
 
-/** Templates taking over where an op's own does not support the attrs (grouped convolutions). */
+/**
+ * Whether a grouped convolution's groups are too narrow for the batched matmul: fewer than 4
+ * channels in (Cg) or out (Fg) per group. Measured on fwd+bwd steps, batch 8 of 16x16, 3x3:
+ * Cg = Fg = 16 (64 channels, 4 groups) 38 ms as matmuls against 331 ms as reductions; Cg = Fg = 4
+ * 9 against 44 ms; Cg = Fg = 2 22 against 14 ms; depthwise (Cg = Fg = 1) 17 against 13 ms, and a
+ * depthwise step with max pooling 176 against 64 ms (bench/README.md).
+ */
+export function narrowGroups(n: { readonly op: string; readonly attrs: { readonly [k: string]: unknown }; readonly inputs?: readonly { readonly shape: readonly (number | null)[] }[] }): boolean {
+  const g = n.attrs['groups'] as number;
+  if (!(g > 1) || n.inputs === undefined || n.inputs.length < 2) return false;
+  const [a, b] = [n.inputs[0]!.shape, n.inputs[1]!.shape];
+  // conv, conv_transpose: the kernel (K..., Cg, F) is input 1; conv_kernel_grad: x (.., C) and dy (.., F).
+  const kernel = n.op === 'conv' || n.op === 'conv_transpose';
+  const cIn = kernel ? b[b.length - 2] : a[a.length - 1];
+  const f = b[b.length - 1];
+  if (cIn === null || cIn === undefined || f === null || f === undefined) return false;
+  const cg = kernel ? cIn : cIn / g;
+  return cg < 4 || f / g < 4;
+}
+
+/** Reduction templates of grouped convolutions whose groups are narrow (narrowGroups). */
 export const convAlternates = {
   conv: groupedConvT,
   conv_transpose: groupedConvTransposeT,

@@ -13,11 +13,11 @@ import type { ArgAttrs, ReduceAttrs } from '../ir/ops/reduce.js';
 import type { Node } from '../ir/node.js';
 import { elementwiseOps } from '../ir/ops/elementwise.js';
 import { dotAxisOfY } from '../ir/ops/core.js';
-import type { FuseKind } from '../passes/fusion.js';
+import type { FuseKind } from '../ir/fused.js';
 import type { ExprBuilder, Expr, ReduceOp, ScalarFn, ScalarOp } from './expr.js';
 import { iconst, ivar, newVar, ravel, unravel, type IExpr } from './index-expr.js';
 import { shapeTemplates } from './templates-shape.js';
-import { convAlternates, convTemplates } from './templates-conv.js';
+import { convAlternates, convTemplates, narrowGroups } from './templates-conv.js';
 
 /** What a template sees of a node: its attrs (typed by its op in the tables), concrete shapes and dtypes. */
 export interface TemplateCtx<A = Attrs> {
@@ -258,12 +258,12 @@ export function registerTemplate(op: string, t: OpTemplate): void {
  * A node's template: its op's entry (when it supports the node's attrs), or for elementwise ops
  * defined with a scalar function (src/ir/ops/elementwise.ts' `ew`), a call of that function.
  */
-export function templateOf(n: Pick<Node, 'op' | 'attrs'>): OpTemplate | undefined {
+export function templateOf(n: Pick<Node, 'op' | 'attrs'> & { readonly inputs?: Node['inputs'] }): OpTemplate | undefined {
   const t = (templates as Partial<Record<string, OpTemplate>>)[n.op] ?? registered.get(n.op);
   if (t !== undefined) {
-    if (t.supports === undefined || t.supports(n.attrs)) return t;
     const alt = (convAlternates as Partial<Record<string, OpTemplate>>)[n.op];
-    return alt !== undefined && (alt.supports === undefined || alt.supports(n.attrs)) ? alt : undefined;
+    if (alt !== undefined && narrowGroups(n)) return alt;
+    return t.supports !== undefined && !t.supports(n.attrs) ? undefined : t;
   }
   const def = getOp(n.op) as { kind: string; scalar?: unknown; impure?: boolean };
   if (def.kind === 'elementwise' && typeof def.scalar === 'function' && def.impure !== true) {

@@ -4,6 +4,14 @@ import type { Keyed } from './op.js';
 import type { Node } from './node.js';
 import { topoSort } from './graph.js';
 
+/** How the fusion pass may group a node (each target's templates say, src/codegen/templates.ts). */
+export type FuseKind =
+  | 'elementwise' // a scalar function of its inputs at the same index (broadcasting)
+  | 'view' // index arithmetic on its input: transpose, reshape, index, slices...
+  | 'reduction' // folds axes of its input
+  | 'matmul' // a template kernel that takes an epilogue
+  | 'opaque'; // anything else: a boundary (runs on its own, or as an extern)
+
 /**
  * The inner graph of a fused node: `root` computed from `params` (placeholder leaves made by
  * the fusion pass, one per input of the fused node). Params are interned by position and type,

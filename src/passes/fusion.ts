@@ -19,12 +19,9 @@ import { definePass, type Pass } from './pass.js';
 import { rebuild } from './rewrite.js';
 import { inherit } from '../ir/provenance.js';
 
-export type FuseKind =
-  | 'elementwise' // a scalar function of its inputs at the same index (broadcasting)
-  | 'view' // index arithmetic on its input: transpose, reshape, index, slices...
-  | 'reduction' // folds axes of its input
-  | 'matmul' // a template kernel that takes an epilogue
-  | 'opaque'; // anything else: a boundary (runs on its own, or as an extern)
+import type { FuseKind } from '../ir/fused.js';
+
+export type { FuseKind };
 
 export interface FusionTarget {
   classify(n: Node): FuseKind;

@@ -5,6 +5,7 @@ import { topoSort } from '../ir/graph.js';
 import { verify } from '../ir/verify.js';
 import { formatProvenance, unionProvenance, untraced, type Provenance } from '../ir/provenance.js';
 import type { Node } from '../ir/node.js';
+import { platform } from '#platform';
 import { debugprintNodes, type PrintOptions } from '../ir/printer.js';
 
 export interface Pass {
@@ -28,7 +29,10 @@ export interface PassReport {
 }
 
 export interface RunOptions {
-  /** Run the verifier after every pass (tests do; compiling does not, it is a cost per compile). */
+  /**
+   * Run the verifier after every pass (compiling does not by default: it is a cost per compile).
+   * THEANINE_VERIFY_PASSES=1 turns it on for every pipeline (the test setup sets it).
+   */
   readonly verify?: boolean;
   /** Called after each pass with its report and the graph it produced. */
   readonly onPass?: (report: PassReport, after: Graph) => void;
@@ -47,11 +51,18 @@ function runAll(passes: readonly Pass[], g: Graph, opts: RunOptions): Graph {
   let cur = g;
   const count = opts.onPass !== undefined;
   let beforeNodes = count ? new Set(topoSort(cur.outputs)) : new Set<Node>();
+  const check = opts.verify ?? platform.env('THEANINE_VERIFY_PASSES') === '1';
   for (const p of passes) {
     const t0 = performance.now();
     const next = p.run(cur);
     const ms = performance.now() - t0;
-    if (opts.verify === true) verify(next.outputs);
+    if (check) {
+      try {
+        verify(next.outputs);
+      } catch (e) {
+        throw new Error(`pass ${JSON.stringify(p.name)} produced a graph the verifier rejects: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      }
+    }
     if (count) {
       const afterNodes = topoSort(next.outputs);
       const made = afterNodes.filter((n) => !beforeNodes.has(n));

@@ -45,6 +45,7 @@ gradTable('gradients: pooling', [
 const cA = { ...win([2, 1], 'same'), groups: 1 };
 const gA = { ...win([1, 2], 'valid', [2, 1]), groups: 2 };
 gradTable('gradients: the adjoint ops themselves (second-order building blocks)', [
+  { name: 'conv with 2 groups of 4 channels (a batched matmul)', inputs: [rand([1, 2, 4, 8], 56), rand([1, 2, 4, 8], 57)], build: (x, w) => apply('conv', [x, w], { ...win([1, 2], 'same'), groups: 2 }) },
   { name: 'conv with 2 groups', inputs: [rand([1, 5, 6, 4], 28), rand([2, 2, 2, 4], 29)], build: (x, w) => apply('conv', [x, w], gA) },
   { name: 'conv_transpose (size in attrs)', inputs: [rand([1, 3, 4, 2], 30), rand([3, 2, 3, 2], 31)], build: (d, w) => apply('conv_transpose', [d, w], { ...cA, size: [5, 4] }) },
   { name: 'conv_transpose (size from a third input)', inputs: [rand([1, 3, 4, 2], 32), rand([3, 2, 3, 2], 33), rand([1, 5, 4, 3], 34)], build: (d, w, x) => apply('conv_transpose', [d, w, x], { ...cA, size: null }) },

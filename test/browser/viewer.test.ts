@@ -3,7 +3,8 @@
 // on the gpu device over WebGL2 (SwiftShader here) and compares the loss and gradients with the
 // same program compiled in Node; steps through reverse mode; and takes the README's picture into
 // a temporary folder (sizes compared with docs/pictures/viewer.png; `npm run docs:viewer-picture`
-// refreshes that one). Skips visibly without Chromium (CI: a failure).
+// refreshes that one); clicking a kernel highlights the program line that built it. Skips
+// visibly without Chromium (CI: a failure).
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -126,6 +127,10 @@ describe('in Chromium: the viewer served by theanine viz', function () {
     expect(got.passes.find((p) => p.name === 'fusion')!.changed).to.be.above(0);
     expect(got.highlighted, 'the first pass that changed something is shown with its changes highlighted').to.be.above(0);
     expect(got.kernels.map((k) => k.label)).to.deep.equal(kernelsOf(f.source(), f.graph).map((k) => k.label));
+    // Clicking a kernel highlights the line of the program that built its node (provenance, in the page).
+    const picked = await page.evaluate(() => (globalThis as unknown as { theanineViewer: { pickKernel(k: number): { line?: string; selected: string } } }).theanineViewer.pickKernel(0));
+    expect(picked.line).to.contain('K.relu(K.add(K.dot(x, W1), b1))');
+    expect(picked.selected).to.match(/^fused\{dot,add\} float32 \(4, 5\) — (K\.dot; K\.add|K\.add; K\.dot) at line 14$/);
   });
 
   it('steps through reverse mode: values forward, then adjoints from the loss (1) back, and verify_grad passes', async () => {

@@ -62,6 +62,14 @@ const cases: Case[] = [
     build: (x, w) => apply('conv', [x, w], { ...win([2, 2], 'same'), groups: 3 }) as unknown as Tensor,
   },
   {
+    name: 'conv with 2 groups of 4 channels (a batched matmul) and its gradients', feed: [smooth([2, 5, 6, 8], 11), smooth([3, 2, 4, 8], 12)], exact: false,
+    build: (x, w) => {
+      const y = apply('conv', [x, w], { ...win([2, 1], 'same'), groups: 2 }) as unknown as Tensor;
+      const [gx, gw] = K.gradients(K.sum(K.square(y)), [x, w]);
+      return K.concatenate([K.flatten(y), K.flatten(gx!), K.flatten(gw!)], 0);
+    },
+  },
+  {
     name: 'depthwise_conv2d (multiplier 2), dilation 2', feed: [smooth([2, 6, 7, 3], 7), smooth([3, 2, 3, 2], 8)], exact: false,
     build: (x, k) => K.depthwise_conv2d(x, k, 1, 'same', null, 2),
   },
@@ -89,6 +97,9 @@ describe('pooling adjoints, grouped convolutions and in_top_k as kernels', () =>
         const f = K.function(inputs, [out], [], { ...o, fallback: 'error' });
         const got = f(c.feed)[0]!;
         expect(f.source(), o.optimizer).not.to.match(/extern|not compiled/);
+        // Groups of 4 channels or more are batched matmuls; narrower ones (depthwise) reductions per element.
+        if (c.name.includes('batched matmul')) expect(f.source(), o.optimizer).to.match(/matmul[^\n]*conv_transpose/).and.match(/matmul[^\n]*conv_kernel_grad/);
+        if (c.name.startsWith('depthwise')) expect(f.source(), o.optimizer).not.to.match(/matmul/);
         expect(got.dtype).to.equal(want.dtype);
         if (c.exact) expect(Array.from(got.data), o.optimizer).to.deep.equal(Array.from(want.data));
         else expectClose(Array.from(got.data), Array.from(want.data), { atol: 1e-12, rtol: 1e-12 }, o.optimizer);

@@ -6,6 +6,7 @@ import { backend as K, NDArray } from '../../src/index.js';
 import { setThreads, threadCount, PARALLEL_MIN_MACS } from '../../src/codegen/cpu/threads.js';
 import { setWasmKernel, threadPool } from '../../src/codegen/cpu/wasm-kernel.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
+import { reloadConfig } from '../../src/api/config.js';
 import { threadPool as pool } from '../../src/codegen/cpu/threads.js';
 
 const fill = (shape: number[], k: number) => new NDArray(Float32Array.from({ length: shape.reduce((p, d) => p * d, 1) }, (_, i) => Math.sin(i * 0.37 + k) * (1 + (i % 7))), shape);
@@ -33,6 +34,17 @@ describe('codegen/cpu worker threads', function () {
 
   it('defaults to the configured or available cores; setThreads checks its argument', () => {
     expect(threadCount()).to.be.at.least(1);
+    const home = process.env['KERAS_HOME'];
+    try {
+      reloadConfig({ env: { KERAS_HOME: home, THEANINE_THREADS: '3' } });
+      expect(threadCount(), 'THEANINE_THREADS').to.equal(3);
+      setThreads(1);
+      expect(threadCount(), 'setThreads over the configuration').to.equal(1);
+      setThreads(undefined);
+      expect(threadCount()).to.equal(3);
+    } finally {
+      reloadConfig({ env: { KERAS_HOME: home } });
+    }
     setThreads(3);
     expect(threadCount()).to.equal(3);
     expect(() => setThreads(0)).to.throw(RangeError, 'setThreads: argument n is 0; allowed: an integer from 1 to 256, or undefined');

@@ -13,6 +13,8 @@ const home = fs.mkdtempSync(path.join(os.tmpdir(), 'theanine-test-'));
 process.env['KERAS_HOME'] = home;
 delete process.env['KERAS_BACKEND'];
 delete process.env['THEANINE_DEVICE'];
+// Every pipeline the tests compile is verified after each pass (src/passes/pass.ts).
+process.env['THEANINE_VERIFY_PASSES'] = '1';
 reloadConfig({ env: { KERAS_HOME: home } });
 process.on('exit', () => fs.rmSync(home, { recursive: true, force: true }));
 

@@ -3,7 +3,8 @@
 import { expect } from 'chai';
 import { backend as K } from '../../src/index.js';
 import { apply } from '../../src/ir/build.js';
-import type { Node } from '../../src/ir/node.js';
+import { Node } from '../../src/ir/node.js';
+import { definePass, runPasses } from '../../src/passes/pass.js';
 import { rule } from '../../src/passes/pattern.js';
 import { RewriteError, rewrite, rewriteGraph, type RewriteStats } from '../../src/passes/rewrite.js';
 
@@ -53,5 +54,18 @@ describe('passes/rewrite (the engine)', () => {
     const y = apply('mul', [s, K.ones([3], 'float32')]);
     const mulOne = rule({ name: 'mul_one', from: '(mul ?x 1)', to: '?x' });
     expect(rewriteGraph({ outputs: [y] }, [mulOne]).outputs[0]).to.equal(y);
+  });
+});
+
+describe('passes/pass: the verifier after every pass', () => {
+  it('runs in the tests (THEANINE_VERIFY_PASSES=1, set by the test setup) and names the pass whose graph it rejects', () => {
+    expect(process.env['THEANINE_VERIFY_PASSES']).to.equal('1');
+    const x = K.placeholder([3], null, 'float32');
+    const y = K.exp(x);
+    // A node whose stored type is not what its op infers (a pass that built it by hand).
+    const broken = new Node('exp', [x], {}, { dtype: 'float64', shape: [3] }, 'broken-exp');
+    const bad = definePass('hand_built', 'builds a node without apply', () => ({ outputs: [broken] }));
+    expect(() => runPasses([bad], { outputs: [y] })).to.throw(/pass "hand_built" produced a graph the verifier rejects: node exp_\d+ \(exp\): stored type float64 \(3,\) but its op infers float32 \(3,\)/);
+    expect(runPasses([bad], { outputs: [y] }, { verify: false }).outputs[0]).to.equal(broken);
   });
 });

@@ -7,9 +7,10 @@ import { readFileSync } from 'node:fs';
 import { backend as K, optimize } from '../../src/index.js';
 import { VIEWER_EXAMPLES, VIEWER_EXAMPLE_NAMES } from '../../src/examples/viewer-programs.js';
 import {
-  analyze, compile, kernelsOf, numbers, opsOf, programLineOf, PROGRAM_LINE_OFFSET, PROGRAM_URL, rand, referenceNumbers, runProgram, stepThrough,
+  analyze, callsOf, compile, kernelsOf, numbers, opsOf, programLineOf, PROGRAM_LINE_OFFSET, PROGRAM_URL, rand, referenceNumbers, runProgram, stepThrough,
 } from '../../viewer/model.js';
 import { topoSort } from '../../src/ir/graph.js';
+import type { Node as Tensor } from '../../src/ir/node.js';
 
 describe('viewer model', function () {
   this.timeout(120000);
@@ -117,17 +118,25 @@ describe('viewer model', function () {
     expect(Array.from(s.backward.find((b) => b.node === a.placeholders[0])!.adjoint.data as ArrayLike<number>)).to.deep.equal([0, 1]);
   });
 
-  it('programLineOf: the editor line from a provenance record naming the program, else undefined', () => {
-    const x = K.placeholder([2], null, 'float32', false, 'x');
-    const y = K.exp(x);
-    expect(programLineOf(y)).to.equal(undefined);
-    Object.defineProperty(y, 'provenance', { value: { call: 'K.exp', at: `at loss (${PROGRAM_URL}:9:14)` }, configurable: true });
-    expect(programLineOf(y)).to.equal(7);
-    // Records with a parsed site (file, 1-based line) win over stack text.
-    Object.defineProperty(y, 'provenance', { value: [{ call: 'K.exp', site: { file: `https://x.test/${PROGRAM_URL}`, line: 12, column: 3 } }], configurable: true });
-    expect(programLineOf(y)).to.equal(10);
-    Object.defineProperty(y, 'provenance', { value: [{ call: 'K.exp', site: { file: 'model.ts', line: 12, column: 3 } }], configurable: true });
-    expect(programLineOf(y)).to.equal(undefined);
+  it('programLineOf: nodes record the program line of the K call that built them; gradient nodes that of their forward node', () => {
+    const a = analyze(runProgram(VIEWER_EXAMPLES['mlp-gradient']));
+    const lines = VIEWER_EXAMPLES['mlp-gradient'].split('\n');
+    const lineOf = (n: Tensor) => { const l = programLineOf(n); return l === undefined ? undefined : lines[l - 1]; };
+    const order = topoSort([a.loss, ...a.grads]);
+    const dot = order.find((n) => n.op === 'dot' && n.inputs.some((i) => i.name === 'W1'))!;
+    expect(lineOf(dot)).to.contain('K.relu(K.add(K.dot(x, W1), b1))');
+    expect(callsOf(dot)).to.deep.equal(['K.dot']);
+    expect(lineOf(a.loss)).to.contain('K.mean(K.categorical_crossentropy(logits, y, true))');
+    // d loss / d W1 ends in the dot that differentiates K.dot(x, W1): that line.
+    expect(lineOf(a.grads[0]!)).to.contain('K.dot(x, W1)');
+    expect(callsOf(a.grads[0]!)[0]).to.match(/^K\.gradients of K\.dot/);
+    expect(programLineOf(a.placeholders[0]!), 'the viewer made the placeholders').to.equal(undefined);
+    // Through the optimizer: the fused kernel of dot and add keeps the line.
+    const f = compile(a, 'cpu');
+    numbers(f, a);
+    const k0 = kernelsOf(f.source(), f.graph)[0]!;
+    expect(k0.label).to.match(/\[dot,add\]/);
+    expect(lineOf(k0.node!)).to.contain('K.dot(x, W1)');
   });
 
   it('programLineOf with recorded provenance: forward nodes and gradient kernels name the program line that built them', () => {
@@ -149,5 +158,6 @@ describe('viewer model', function () {
     const m = new RegExp(`${PROGRAM_URL.replace('.', '\\.')}:(\\d+)`).exec(stack);
     expect(m, stack).to.not.equal(null);
     expect(Number(m![1]) - PROGRAM_LINE_OFFSET).to.equal(2);
+    expect(PROGRAM_LINE_OFFSET, 'stack lines are editor lines').to.equal(0);
   });
 });

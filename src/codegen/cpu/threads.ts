@@ -12,10 +12,16 @@
 // may use (platform.cores()). In a browser the platform starts no workers: one thread.
 import { platform } from '#platform';
 import type { PlatformWorker } from '../../platform/types.js';
-import { getConfig } from '../../api/config.js';
 import type { WasmMemory, WasmModule } from '../wasm/encode.js';
 
 let override: number | undefined;
+/** The configured count (keras.json "threads", THEANINE_THREADS): the configuration registers its reader here. */
+let configured: () => number | undefined = () => undefined;
+
+/** Where the configured thread count comes from (src/api/config.ts; codegen does not import the API). */
+export function setConfiguredThreads(read: () => number | undefined): void {
+  configured = read;
+}
 
 /** Sets the thread count for this process (undefined: back to the configured one). Tests compare 1 and N. */
 export function setThreads(n: number | undefined): void {
@@ -27,7 +33,7 @@ export function setThreads(n: number | undefined): void {
 
 /** Threads large kernels are split over: setThreads', else the configuration's, else the cores. */
 export function threadCount(): number {
-  return override ?? getConfig().threads ?? Math.max(1, platform.cores());
+  return override ?? configured() ?? Math.max(1, platform.cores());
 }
 
 /** Multiply-adds below which a product stays on the calling thread (handing work over costs tens of microseconds). */
