@@ -34,8 +34,12 @@ export interface Program {
 /** The file name the program's code runs under (stack traces and provenance name it). */
 export const PROGRAM_URL = 'viewer-program.js';
 
-/** Lines `new Function` puts before the body (`function anonymous(K,rand\n) {`). */
-export const PROGRAM_LINE_OFFSET = 2;
+/**
+ * Lines before the program's first line in the code that runs it: none (the function's head
+ * shares the program's first line), so stack frames, provenance and the DOT groups that name
+ * viewer-program.js give the editor's line numbers.
+ */
+export const PROGRAM_LINE_OFFSET = 0;
 
 /** Deterministic values in [-1, 1) of `shape` (a small LCG: the same numbers in Node and every browser). */
 export function rand(shape: readonly number[], seed = 1): NestedArray {
@@ -51,12 +55,13 @@ export function rand(shape: readonly number[], seed = 1): NestedArray {
 /** Runs a program's code (see the top of this file) and checks what it returns. */
 export function runProgram(code: string, k: Backend = K): Program {
   if (typeof code !== 'string') throw new TypeError(`runProgram: code must be a string, got ${typeof code}`);
-  // The code is the user's own, run in the user's own page or process (as a REPL would).
-  // eslint-disable-next-line no-new-func
   // A file may say `export default { ... }` (valid module syntax for editors and linters) where
   // the editor says `return { ... }`: the same program. Same length, so columns stay right.
   const body = code.replace(/^(\s*)export default /m, (_m, pad: string) => `${pad}return${' '.repeat('export default '.length - 'return'.length)}`);
-  const fn = new Function('K', 'rand', `${body}\n//# sourceURL=${PROGRAM_URL}`) as (k: Backend, r: typeof rand) => unknown;
+  // Indirect eval of a function expression (global scope, like new Function, which would put two
+  // lines of its own before the body). The code is the user's own, run in their own page or process.
+  // biome-ignore lint/security/noGlobalEval: a REPL for the user's own program; the page's CSP needs 'unsafe-eval' for theanine's kernels anyway
+  const fn = (0, eval)(`(function (K, rand) {${body}\n})\n//# sourceURL=${PROGRAM_URL}`) as (k: Backend, r: typeof rand) => unknown;
   const p = fn(k, rand);
   if (p === null || typeof p !== 'object') throw new TypeError(`the program must return { inputs, loss, wrt? }, got ${p === null ? 'null' : typeof p}`);
   const { inputs, loss, wrt } = p as Partial<Program>;

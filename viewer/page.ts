@@ -70,8 +70,14 @@ const vizReady = vizInstance();
 async function draw(host: HTMLElement, dot: string): Promise<Map<string, SVGGElement>> {
   const viz = await vizReady;
   const svg = viz.renderSVGElement(dot);
-  svg.removeAttribute('width');
+  // Graphviz gives the natural size in pt. A graph up to 1.6 times wider than its panel is scaled
+  // to fit; a wider one (an unrolled Scan) keeps its size and the panel scrolls, so it stays legible.
+  const natural = Number.parseFloat(svg.getAttribute('width') ?? '0') * 4 / 3;
+  const panel = host.clientWidth > 0 ? host.clientWidth : 900;
   svg.removeAttribute('height');
+  if (natural > 1.6 * panel) svg.setAttribute('width', `${Math.round(natural / 1.6)}px`);
+  else svg.removeAttribute('width');
+  svg.classList.toggle('wide', natural > 1.6 * panel);
   svg.classList.add('graph');
   host.replaceChildren(svg);
   const groups = new Map<string, SVGGElement>();
@@ -162,7 +168,9 @@ async function showKernels(s: State): Promise<void> {
     $('kernel-source').textContent = kv.source;
     for (const g of groups.values()) mark(g, 'linked', false);
     if (kv.node !== undefined) {
-      mark(groups.get(ids.get(kv.node) ?? ''), 'linked');
+      const g = groups.get(ids.get(kv.node) ?? '');
+      mark(g, 'linked');
+      g?.scrollIntoView({ block: 'nearest', inline: 'center' });
       showSource(kv.node);
     } else $('selected').textContent = `${kv.name}: ${kv.label} (a helper step, not one node of the graph)`;
   };

@@ -158,5 +158,6 @@ describe('viewer model', function () {
     const m = new RegExp(`${PROGRAM_URL.replace('.', '\\.')}:(\\d+)`).exec(stack);
     expect(m, stack).to.not.equal(null);
     expect(Number(m![1]) - PROGRAM_LINE_OFFSET).to.equal(2);
+    expect(PROGRAM_LINE_OFFSET, 'stack lines are editor lines').to.equal(0);
   });
 });
