@@ -8,13 +8,13 @@
 //   the body no longer reads are dropped.
 // Bodies are lowered first, recursively. The pass is a pure function of the graph.
 import { apply } from '../ir/build.js';
-import { getOp } from '../ir/registry.js';
+import { getOp, isOp, type OpNode } from '../ir/registry.js';
 import { topoSort } from '../ir/graph.js';
 import { nodeIdMark, type Node } from '../ir/node.js';
 import { addProvenance, inherit } from '../ir/provenance.js';
 import { ScanBody } from '../ir/scanbody.js';
 import { scanArg, stackNodes } from '../ir/scan.js';
-import type { KeepMode, ScanAttrs } from '../ir/ops/control.js';
+import type { KeepMode } from '../ir/ops/control.js';
 
 export interface LowerScanOptions {
   /** Unroll scans of at most this many steps... */
@@ -42,8 +42,8 @@ export function lowerScan(given: readonly Node[], opts: LowerScanOptions = {}): 
   const itemIndex = new Map<Node, number[]>();
 
   for (const n of order) {
-    if (n.op === 'scan') {
-      const a = n.attrs as unknown as ScanAttrs;
+    if (isOp(n, 'scan')) {
+      const a = n.attrs;
       const seqLengths = n.inputs.slice(0, a.body.sequences.length).map((x) => x.shape[0]!);
       const steps = a.n_steps ?? seqLengths.find((d) => d !== null) ?? null;
       let keep = a.keep.map((k, i) => narrowKeep(n, i, k, steps, readers, isOutput, lastened));
@@ -75,14 +75,14 @@ export function lowerScan(given: readonly Node[], opts: LowerScanOptions = {}): 
       }
       continue;
     }
-    if (n.op === 'tuple_get' && itemIndex.has(n.inputs[0]!) && !unrolledItems.has(n.inputs[0]!)) {
-      const index = itemIndex.get(n.inputs[0]!)![n.attrs['index'] as number]!;
+    if (isOp(n, 'tuple_get') && itemIndex.has(n.inputs[0]!) && !unrolledItems.has(n.inputs[0]!)) {
+      const index = itemIndex.get(n.inputs[0]!)![n.attrs.index]!;
       if (index < 0) throw new Error(`internal: ${FN} dropped an item that ${n.name} reads`);
       done.set(n, withRecordsOf(apply('tuple_get', [get(n.inputs[0]!)], { ...n.attrs, index }, FN), [n]));
       continue;
     }
-    if (n.op === 'tuple_get' && unrolledItems.has(n.inputs[0]!)) {
-      const item = unrolledItems.get(n.inputs[0]!)![n.attrs['index'] as number];
+    if (isOp(n, 'tuple_get') && unrolledItems.has(n.inputs[0]!)) {
+      const item = unrolledItems.get(n.inputs[0]!)![n.attrs.index];
       if (item === undefined) throw new Error(`internal: ${FN} dropped an item that ${n.name} reads`);
       done.set(n, item);
       continue;
@@ -115,25 +115,25 @@ function withRecordsOf(m: Node, sources: readonly Node[]): Node {
  */
 function mergeScans(outputs: readonly Node[]): readonly Node[] {
   const order = topoSort(outputs);
-  const scans = order.filter((n) => n.op === 'scan');
+  const scans = order.filter((n): n is OpNode<'scan'> => isOp(n, 'scan'));
   if (scans.length < 2) return outputs;
   const into = new Map<Node, { to: Node; index: (i: number) => number }>();
   const same = (x: readonly Node[], y: readonly Node[]) => x.length === y.length && x.every((v, i) => v === y[i]);
   for (const s of scans) {
-    const a = s.attrs as unknown as ScanAttrs;
-    let best: Node | undefined;
+    const a = s.attrs;
+    let best: OpNode<'scan'> | undefined;
     for (const t of scans) {
-      const b = t.attrs as unknown as ScanAttrs;
+      const b = t.attrs;
       if (t === s || into.has(t) || b.go_backwards !== a.go_backwards || b.n_steps !== a.n_steps || !same(t.inputs, s.inputs)) continue;
       const [p, q] = [a.body, b.body];
       if (!same(p.sequences, q.sequences) || !same(p.states, q.states) || !same(p.constants, q.constants) || !same(p.newStates, q.newStates)) continue;
       if (q.outputs.length < p.outputs.length || !p.outputs.every((o, i) => o === q.outputs[i])) continue;
       if (q.outputs.length === p.outputs.length && scans.indexOf(t) > scans.indexOf(s)) continue; // equal bodies: the first one stays
-      if (best === undefined || (best.attrs as unknown as ScanAttrs).body.outputs.length < q.outputs.length) best = t;
+      if (best === undefined || best.attrs.body.outputs.length < q.outputs.length) best = t;
     }
     if (best === undefined) continue;
     const nOut = a.body.outputs.length;
-    const extra = (best.attrs as unknown as ScanAttrs).body.outputs.length - nOut;
+    const extra = best.attrs.body.outputs.length - nOut;
     into.set(s, { to: best, index: (i) => (i < nOut ? i : i + extra) });
   }
   if (into.size === 0) return outputs;
@@ -158,9 +158,9 @@ function mergeScans(outputs: readonly Node[]): readonly Node[] {
   };
   for (const n of order) {
     if (n.inputs.length === 0 || into.has(n) || done.has(n)) continue;
-    if (n.op === 'tuple_get' && into.has(n.inputs[0]!)) {
+    if (isOp(n, 'tuple_get') && into.has(n.inputs[0]!)) {
       const m = target(n.inputs[0]!);
-      done.set(n, withRecordsOf(apply('tuple_get', [rebuilt(m.to)], { ...n.attrs, index: m.index(n.attrs['index'] as number) }, FN), [n, n.inputs[0]!]));
+      done.set(n, withRecordsOf(apply('tuple_get', [rebuilt(m.to)], { ...n.attrs, index: m.index(n.attrs.index) }, FN), [n, n.inputs[0]!]));
       continue;
     }
     rebuilt(n);
@@ -170,16 +170,16 @@ function mergeScans(outputs: readonly Node[]): readonly Node[] {
 
 /** What item `i` of scan `s` must keep, given who reads it. Records tuple_gets narrowed to 'last'. */
 function narrowKeep(
-  s: Node, i: number, keep: KeepMode, steps: number | null,
+  s: OpNode<'scan'>, i: number, keep: KeepMode, steps: number | null,
   readers: Map<Node, Node[]>, isOutput: Set<Node>, lastened: Set<Node>,
 ): KeepMode {
   if (keep !== 'all') return keep;
-  const nOut = (s.attrs as unknown as ScanAttrs).body.outputs.length;
-  const nState = (s.attrs as unknown as ScanAttrs).body.states.length;
+  const nOut = s.attrs.body.outputs.length;
+  const nState = s.attrs.body.states.length;
   const index = i < nOut ? i : i + nState; // stacked items: outputs, then state sequences
-  const gets = (readers.get(s) ?? []).filter((r) => r.op === 'tuple_get' && r.attrs['index'] === index);
+  const gets = (readers.get(s) ?? []).filter((r) => isOp(r, 'tuple_get') && r.attrs.index === index);
   if (gets.length === 0) return 'none';
-  const isLast = (r: Node) => r.op === 'index' && (r.attrs['index'] === -1 || (steps !== null && r.attrs['index'] === steps - 1));
+  const isLast = (r: Node) => isOp(r, 'index') && (r.attrs.index === -1 || (steps !== null && r.attrs.index === steps - 1));
   if (gets.some((g) => isOutput.has(g) || !(readers.get(g) ?? []).every(isLast))) return 'all';
   gets.forEach((g) => lastened.add(g));
   return 'last';
