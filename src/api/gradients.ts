@@ -2,7 +2,7 @@
 import { apply } from '../ir/build.js';
 import { gradients as reverseMode } from '../autodiff/grad.js';
 import { isFloat, type DType } from '../ir/dtype.js';
-import { NDArray, describe, type NestedArray } from '../ir/ndarray.js';
+import { NDArray, describe, type NestedArray, sizeOf } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
 import { isTensor, toTensor, type TensorLike } from './args.js';
 import { compileFunction, type FunctionOptions } from './function.js';
@@ -75,7 +75,7 @@ export function verify_grad(fn: (...xs: Node[]) => Node, inputs: readonly (NDArr
   const floatIdx = values.map((v, i) => (isFloat(v.dtype) ? i : -1)).filter((i) => i >= 0);
 
   for (let t = 0; t < (options.nTests ?? 2); t++) {
-    const w = new NDArray(Array.from({ length: outShape.reduce((p, d) => p * d, 1) }, () => 0.5 + random()), outShape, out.dtype as DType);
+    const w = new NDArray(Array.from({ length: sizeOf(outShape) }, () => 0.5 + random()), outShape, out.dtype as DType);
     const cost = apply('sum', [apply('mul', [out, apply('constant', [], { value: w })])], { axes: outShape.map((_, i) => i), keepdims: false }, 'verify_grad');
     const grads = reverseMode(cost, floatIdx.map((i) => phs[i]!), 'verify_grad');
     const fCost = compileFunction(phs, [cost], [], fopts);

@@ -8,7 +8,7 @@
 import { apply } from '../ir/build.js';
 import type { DType } from '../ir/dtype.js';
 import { isFloat } from '../ir/dtype.js';
-import { NDArray } from '../ir/ndarray.js';
+import { NDArray, sizeOf } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
 import { sliceRange, type SliceAxis } from '../ir/ops/shape.js';
 import type { AttrValue } from '../ir/op.js';
@@ -270,7 +270,7 @@ const handlers: Record<string, Handler> = {
   ConstantOfShape: ([s], m) => {
     const shape = intsOf(s, 'shape', 'ConstantOfShape');
     const v = m.has('value') ? fromTensorProto(m.get('value')!.t!, 'ConstantOfShape value') : new NDArray([0], [1], 'float32');
-    return constantNode(new NDArray(new Float64Array(shape.reduce((p, q) => p * q, 1)).fill(v.data[0]!), shape, v.dtype));
+    return constantNode(new NDArray(new Float64Array(sizeOf(shape)).fill(v.data[0]!), shape, v.dtype));
   },
   Slice: ([x, st, en, ax, sp]) => {
     const starts = intsOf(st, 'starts', 'Slice');
@@ -292,7 +292,7 @@ const handlers: Record<string, Handler> = {
   Tile: ([x, rep]) => apply('tile', [x!], { reps: intsOf(rep, 'repeats', 'Tile') }),
   Expand: ([x, s]) => {
     const shape = intsOf(s, 'shape', 'Expand');
-    const ones = constantNode(new NDArray(new Float64Array(shape.reduce((p, q) => p * q, 1)).fill(1), shape, x!.dtype === 'bool' ? 'uint8' : x!.dtype));
+    const ones = constantNode(new NDArray(new Float64Array(sizeOf(shape)).fill(1), shape, x!.dtype === 'bool' ? 'uint8' : x!.dtype));
     const y = apply('mul', [x!.dtype === 'bool' ? apply('cast', [x!], { dtype: 'uint8' }) : x!, ones]);
     return x!.dtype === 'bool' ? apply('cast', [y], { dtype: 'bool' }) : y;
   },

@@ -2,7 +2,7 @@
 import { MAX_ELEMENTS, apply, leaf } from '../ir/build.js';
 import { coerce, type DType } from '../ir/dtype.js';
 import { ValueError, ShapeError } from '../ir/errors.js';
-import { NDArray, describe, formatShape, type NestedArray } from '../ir/ndarray.js';
+import { NDArray, describe, formatShape, type NestedArray, sizeOf } from '../ir/ndarray.js';
 import { Node } from '../ir/node.js';
 import { leavesOf } from '../ir/graph.js';
 import { evaluate } from '../ir/interpret.js';
@@ -94,8 +94,8 @@ export function constant(value: unknown, dtype?: DType | null | object, shape?: 
   let nd = isTensor(value) ? evalTensor('constant', value) : NDArray.from(value, value instanceof NDArray ? undefined : dt, 'constant: value');
   if (o.shape !== undefined && o.shape !== null) {
     const dims = checkShape('constant', o.shape, false) as number[];
-    if (nd.size === 1) nd = new NDArray(new Float64Array(dims.reduce((p, d) => p * d, 1)).fill(nd.data[0]!), dims, dt);
-    else if (nd.size === dims.reduce((p, d) => p * d, 1)) nd = nd.reshape(dims);
+    if (nd.size === 1) nd = new NDArray(new Float64Array(sizeOf(dims)).fill(nd.data[0]!), dims, dt);
+    else if (nd.size === sizeOf(dims)) nd = nd.reshape(dims);
     else throw new ShapeError(`constant: value of shape ${formatShape(nd.shape)} does not fit shape ${formatShape(dims)}`);
   }
   return constantNode(nd.astype(dt));
@@ -104,7 +104,7 @@ export function constant(value: unknown, dtype?: DType | null | object, shape?: 
 function filled(fn: string, shape: unknown, dtype: DType | null | undefined, v: number): NDArray {
   const dims = checkShape(fn, shape, false) as number[];
   const dt = dtype === undefined || dtype === null ? floatx() : checkDType(fn, dtype);
-  const n = dims.reduce((p, d) => p * d, 1);
+  const n = sizeOf(dims);
   // issue 14 item 8: a huge shape failed with "Invalid typed array length", naming nothing
   if (n > MAX_ELEMENTS) throw new ValueError(`${fn}: shape ${formatShape(dims)} has ${n} elements; a typed array holds at most ${MAX_ELEMENTS} (2^32 - 1). Reduce the shape`);
   return new NDArray(new Float64Array(n).fill(v), dims, dt);

@@ -58,7 +58,8 @@ export async function main(argv: readonly string[], io: Io = processIo, opts: Pr
     if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
     // `theanine ... | head -1`: the reader has what it wanted; end quietly, as cat and ls do.
     if (e instanceof OutputClosed) return 0;
-    io.err(`theanine: ${e instanceof Error ? e.message : String(e)}\n`);
+    // One line: an error's provenance line (`built by K.gather at train.ts:41`) joins it.
+    io.err(`theanine: ${(e instanceof Error ? e.message : String(e)).replace(/\n(built by [^\n]*)$/, ' ($1)')}\n`);
     if (process.env['THEANINE_DEBUG']?.split(',').includes('cli') === true && e instanceof Error) io.err(`${e.stack ?? ''}\n`);
     return 2;
   }

@@ -17,7 +17,7 @@
 // keeps data-dependent loads out of matmul packing and in-place planning.
 import type { DType } from '../ir/dtype.js';
 import type { Node } from '../ir/node.js';
-import { formatShape } from '../ir/ndarray.js';
+import { formatShape, sizeOf } from '../ir/ndarray.js';
 import type { NormalAttrs, RandomAttrs, UniformAttrs, BinomialAttrs } from '../ir/ops/random.js';
 import { ExprBuilder, type Expr } from './expr.js';
 import { iadd, iconst, imod, ivar, newVar, ravel, unravel, type IExpr } from './index-expr.js';
@@ -40,7 +40,6 @@ export interface DataLowerEnv {
   readonly gatherLoops?: number;
 }
 
-const sizeOf = (s: readonly number[]) => s.reduce((p, d) => p * d, 1);
 const plus = (x: IExpr, k: number): IExpr => iadd(x, iconst(k));
 
 /** Kernels for node `n` (output `out` of `outRole`), or undefined when it is not one of these ops. */

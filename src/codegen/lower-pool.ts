@@ -22,8 +22,8 @@ import type { ExprBuilder, Expr } from './expr.js';
 import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, range, ravel, type IExpr, type Var } from './index-expr.js';
 import type { LoopKernel, Step, ValueRef, BufferRole } from './kernel.js';
 import { collapseLoopKernel } from './collapse.js';
+import { sizeOf } from '../ir/ndarray.js';
 
-const sizeOf = (s: readonly number[]) => s.reduce((p, d) => p * d, 1);
 
 /** lo <= x < hi as a 0/1 expression, or undefined when the index range implies it. */
 function within(b: ExprBuilder, x: IExpr, lo: number, hi: number): Expr | undefined {

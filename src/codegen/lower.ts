@@ -6,7 +6,7 @@ import { apply, rethrow } from '../ir/build.js';
 import type { DType } from '../ir/dtype.js';
 import type { FusedBody } from '../ir/fused.js';
 import { topoSort } from '../ir/graph.js';
-import { NDArray, formatShape } from '../ir/ndarray.js';
+import { NDArray, formatShape, sizeOf } from '../ir/ndarray.js';
 import type { EvalContext } from '../ir/op.js';
 import type { Node } from '../ir/node.js';
 import { getOp } from '../ir/registry.js';
@@ -54,7 +54,8 @@ export interface LowerSpec {
 
 export interface Concrete { readonly shape: readonly number[]; readonly dtype: DType; readonly items?: readonly Concrete[] }
 
-export const sizeOf = (s: readonly number[]) => s.reduce((p, d) => p * d, 1);
+/** The product of a concrete shape (ir/ndarray.ts), re-exported for the lowering's modules. */
+export { sizeOf };
 const sameShape = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
 
 export function lower(spec: LowerSpec): Program {

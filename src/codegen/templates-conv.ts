@@ -18,13 +18,14 @@ import { firstMaxTap, poolGeom, windowTaps } from './lower-pool.js';
 import type { Expr } from './expr.js';
 import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, range, unravel, type IExpr, type Var } from './index-expr.js';
 import type { LoopTemplate, MatmulTemplate, TemplateCtx } from './templates.js';
+import { sizeOf } from '../ir/ndarray.js';
 
 type ConvCtx = TemplateCtx & { readonly attrs: WindowAttrs & { readonly groups: number } };
 
 const groupsOf = (c: TemplateCtx) => (c as ConvCtx).attrs.groups;
 /** Channel `x` of group `g` (blocks of `size`): g*size + x (x alone when there is one group). */
 const inGroup = (c: TemplateCtx, g: IExpr, size: number, x: IExpr) => (groupsOf(c) === 1 ? x : iadd(iscale(g, size), x));
-const prod = (xs: readonly number[]) => xs.reduce((p, d) => p * d, 1);
+const prod = (xs: readonly number[]) => sizeOf(xs);
 
 /** lo <= x < hi as a 0/1 expression; undefined when the index range implies it. */
 function within(c: TemplateCtx<unknown>, x: IExpr, lo: number, hi: number): Expr | undefined {

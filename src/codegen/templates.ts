@@ -18,6 +18,7 @@ import type { ExprBuilder, Expr, ReduceOp, ScalarFn, ScalarOp } from './expr.js'
 import { iconst, ivar, newVar, ravel, unravel, type IExpr } from './index-expr.js';
 import { shapeTemplates } from './templates-shape.js';
 import { convAlternates, convTemplates, narrowGroups } from './templates-conv.js';
+import { sizeOf } from '../ir/ndarray.js';
 
 /** What a template sees of a node: its attrs (typed by its op in the tables), concrete shapes and dtypes. */
 export interface TemplateCtx<A = Attrs> {
@@ -140,7 +141,7 @@ const dotTemplate: MatmulTemplate = {
   dims(c) {
     const [xs, ys] = c.inShapes as [number[], number[]];
     const k = xs[xs.length - 1]!;
-    const m = xs.slice(0, -1).reduce((p, d) => p * d, 1);
+    const m = sizeOf(xs.slice(0, -1));
     const n = ys.filter((_, i) => i !== dotAxisOfY(ys.length)).reduce((p, d) => p * d, 1);
     return { batch: 1, m, n, k };
   },

@@ -3,6 +3,7 @@
 import { NDArray, backend as K, type Tensor } from '../index.js';
 import { CLASSES, IMAGE_SIZE, PIXELS } from './mnist.js';
 import type { Rng } from './random.js';
+import { sizeOf } from '../ir/ndarray.js';
 
 export const MODELS = ['mlp', 'cnn', 'lstm'] as const;
 export type ModelName = (typeof MODELS)[number];
@@ -19,7 +20,7 @@ export interface Model {
 }
 
 function glorot(rng: Rng, shape: number[], fanIn: number, fanOut: number, name: string): Tensor {
-  const size = shape.reduce((a, b) => a * b, 1);
+  const size = sizeOf(shape);
   return K.variable(new NDArray(rng.uniform(size, Math.sqrt(6 / (fanIn + fanOut))), shape, 'float32'), 'float32', name);
 }
 

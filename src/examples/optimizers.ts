@@ -7,6 +7,7 @@
 //   p_t   = p - lr_t * m_t / (sqrt(v_t) + epsilon)
 // Every assignment is a K.update; K.function applies them together after computing the loss.
 import { NDArray, backend as K, type Tensor } from '../index.js';
+import { sizeOf } from '../ir/ndarray.js';
 
 export interface AdamOptions {
   readonly lr?: number;
@@ -28,7 +29,7 @@ export interface Adam {
 
 function zerosLike(p: Tensor, name: string): Tensor {
   const shape = p.shape.map((d) => d ?? 0);
-  return K.variable(new NDArray(new Float32Array(shape.reduce((a, b) => a * b, 1)), shape, p.dtype), p.dtype, name);
+  return K.variable(new NDArray(new Float32Array(sizeOf(shape)), shape, p.dtype), p.dtype, name);
 }
 
 export function adam(params: readonly Tensor[], grads: readonly Tensor[], opts: AdamOptions = {}): Adam {

@@ -1,6 +1,6 @@
 // Compiled functions: the callable K.function returns. Outputs and update values are computed
 // from the variables' values before the call; then every update is written at once (Theano).
-import { NDArray, describe, formatShape } from '../ir/ndarray.js';
+import { NDArray, describe, formatShape, sizeOf } from '../ir/ndarray.js';
 import type { Node, VariableCell } from '../ir/node.js';
 import { isInt, type DType } from '../ir/dtype.js';
 import { ValueError, ShapeError } from '../ir/errors.js';
@@ -124,7 +124,7 @@ function checkIntact(what: string, nd: NDArray): void {
   const shape: unknown = nd.shape;
   const ok = Array.isArray(shape) && shape.every((d) => Number.isInteger(d) && d >= 0);
   if (!ok) throw new ShapeError(`${what}: NDArray shape ${Array.isArray(shape) ? `[${shape.map(String).join(', ')}]` : describe(shape)} is not a list of non-negative integers`);
-  const n = (shape as number[]).reduce((a, d) => a * d, 1);
+  const n = sizeOf((shape as number[]));
   const len = ArrayBuffer.isView(nd.data) ? (nd.data as { length: number }).length : -1;
   if (len !== n) throw new ShapeError(`${what}: NDArray of shape ${formatShape(shape as number[])} (${n} elements) holds ${len < 0 ? describe(nd.data) : `${len} values`}; shape and data must agree`);
 }

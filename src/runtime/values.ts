@@ -1,7 +1,7 @@
 // Converting user values at the runtime boundary: inputs fed to compiled functions.
 import { coerce, type DType } from '../ir/dtype.js';
 import { ValueError } from '../ir/errors.js';
-import { NDArray, formatShape } from '../ir/ndarray.js';
+import { NDArray, formatShape, sizeOf } from '../ir/ndarray.js';
 
 function concreteShape(fn: string, shape: unknown): number[] {
   if (!Array.isArray(shape) || shape.some((d) => typeof d !== 'number' || !Number.isInteger(d) || d < 0)) {
@@ -24,7 +24,7 @@ export function isSparseValue(v: unknown): v is SparseValue {
 export function densify(fn: string, v: SparseValue, dtype: DType): NDArray {
   const shape = concreteShape(fn, v.shape);
   const out = NDArray.zeros(shape, dtype);
-  const strides = shape.map((_, i) => shape.slice(i + 1).reduce((p, d) => p * d, 1));
+  const strides = shape.map((_, i) => sizeOf(shape.slice(i + 1)));
   if (v.indices.length !== v.values.length) throw new ValueError(`${fn}: sparse value has ${v.indices.length} indices but ${v.values.length} values`);
   v.indices.forEach((ix, k) => {
     if (ix.length !== shape.length || ix.some((c, d) => !Number.isInteger(c) || c < 0 || c >= shape[d]!)) {

@@ -6,6 +6,7 @@ import { apply } from '../../ir/build.js';
 import { dot, reshape, reshapeTo, sumTo, transpose } from '../ops.js';
 import type { OpNode } from '../../ir/registry.js';
 import type { GradRule } from './types.js';
+import { sizeOf } from '../../ir/ndarray.js';
 
 export const transposeGrad: GradRule<OpNode<'transpose'>> = (n, g) => {
   const perm = n.attrs.perm;
@@ -32,7 +33,7 @@ export const dotGrad: GradRule = (n, g) => {
     throw new Error(`K.gradients: dot of ${x.ndim}-D by ${y.ndim}-D needs the contracted axis and y's other axes known statically`);
   }
   const yOther = yOtherDims as number[];
-  const bc = yOther.reduce((p, d) => p * d, 1);
+  const bc = sizeOf(yOther);
   // y moved to (k, B..., C) then flattened to (k, bc)
   const yPerm = [ya, ...y.shape.map((_, i) => i).filter((i) => i !== ya)];
   const Y = reshape(transpose(y, yPerm), [k, bc]);

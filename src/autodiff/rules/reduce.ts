@@ -6,6 +6,7 @@ import { isFullyKnown } from '../../ir/types.js';
 import { broadcastTo, div, mul, op, reduce, scalar, sub, unsqueeze, where, cast } from '../ops.js';
 import { apply } from '../../ir/build.js';
 import type { GradRule, GradTableFor } from './types.js';
+import { sizeOf } from '../../ir/ndarray.js';
 
 type Name = keyof typeof reduceOps;
 type Reduction = OpNode<Name>;
@@ -28,7 +29,7 @@ function count(n: Reduction): Node {
   const x = n.inputs[0]!;
   const a = n.attrs;
   const dims = a.axes.map((i) => x.shape[i]!);
-  if (isFullyKnown(dims)) return scalar(dims.reduce((p, d) => p * d, 1), n.dtype);
+  if (isFullyKnown(dims)) return scalar(sizeOf(dims), n.dtype);
   const ones = apply('fill_like', [x], { value: 1, dtype: n.dtype }, 'K.gradients');
   return reduce('sum', ones, a.axes, true);
 }

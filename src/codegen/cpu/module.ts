@@ -15,6 +15,7 @@ import { allocateSlots, externFn, runtimeHelpers, type Extern, type Factory, typ
 import { renderScan } from './scan.js';
 import { wasmTileModule } from './wasm-kernel.js';
 import { planElementwise, renderElementwise } from '../wasm/elementwise.js';
+import { sizeOf } from '../../ir/ndarray.js';
 
 export { runtimeHelpers, type RunFn };
 
@@ -125,7 +126,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   // Exact-length arrays for extern arguments: views of planned arrays are made once, others per call if needed.
   const views: string[] = [];
   const view = (v: { buf: number; offset: number; shape: readonly number[] }) => {
-    const n = v.shape.reduce((a, d) => a * d, 1);
+    const n = sizeOf(v.shape);
     const slot = plan.slotOf.get(v.buf);
     if (slot !== undefined) {
       views.push(`const v${views.length} = slots[${slot}].subarray(${v.offset}, ${v.offset + n});`);
@@ -224,11 +225,11 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     declared.add(b.id);
   }
   const results = p.targets.map((t) => {
-    const n = t.shape.reduce((a, d) => a * d, 1);
+    const n = sizeOf(t.shape);
     return t.copy ? `b${t.buf}.slice(${t.offset}, ${t.offset + n})` : `b${t.buf}`;
   });
   const epilogue = opts.targetsOut !== true ? [`  return [${results.join(', ')}];`] : p.targets.flatMap((t, k) => {
-    const n = t.shape.reduce((a, d) => a * d, 1);
+    const n = sizeOf(t.shape);
     return !t.copy && p.buffers[t.buf]!.role === 'target' ? [] : [`  rt.copy(outs[${k}], 0, b${t.buf}, ${t.offset}, ${n});`];
   }).concat(['  return outs;']);
   const source = [

@@ -6,6 +6,7 @@ import { exprOrder } from '../expr.js';
 import { stepBuffers, type ScanStep, type ValueRef } from '../kernel.js';
 import { readsOnlyAtStore } from '../plan.js';
 import { commentText } from './js.js';
+import { sizeOf } from '../../ir/ndarray.js';
 
 /**
  * States the step updates in place (a gradient's accumulator, s + x_t^T g_t): its new value is
@@ -46,7 +47,7 @@ export function inPlaceStates(s: ScanStep): boolean[] {
 
 /** The loop of a Scan step in the driver: no copies per step (views in, views out, state buffers swapped). */
 export function renderScan(s: ScanStep, k: number, view: (v: ValueRef) => string, body: string[], views: string[]): void {
-  const size = (v: { shape: readonly number[] }) => v.shape.reduce((a, d) => a * d, 1);
+  const size = (v: { shape: readonly number[] }) => sizeOf(v.shape);
   const whole = (buf: number, like: ValueRef) => view({ buf, offset: 0, shape: like.shape, dtype: like.dtype });
   const nSeq = s.seqs.length;
   const nState = s.inits.length;

@@ -5,6 +5,7 @@
 import type { DType } from '../../ir/dtype.js';
 import { KernelBuilder, MAX_ELEMENTS, rowMajorStrides, type KernelSource } from './source.js';
 import { storeAs } from './scalar.js';
+import { sizeOf } from '../../ir/ndarray.js';
 
 /** An extern step as the kernel sees it: concrete types. */
 export interface ExternNode {
@@ -19,7 +20,7 @@ export interface ExternKernel {
   readonly args: readonly number[];
 }
 
-const size = (s: readonly number[]): number => s.reduce((p, d) => p * d, 1);
+const size = (s: readonly number[]): number => sizeOf(s);
 
 /** The user op's helper per element, inputs broadcast (right-aligned); undefined beyond exact float32 indices. */
 export function userElementwise(n: ExternNode, helper: { readonly name: string; readonly source: string }): ExternKernel | undefined {

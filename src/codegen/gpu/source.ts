@@ -6,6 +6,7 @@
 // computes it in float32 with an exactness correction on division, so every index must stay
 // below 2^24 (kernels larger than that are not rendered; see MAX_ELEMENTS).
 import { helperSources, helpersIn } from './scalar.js';
+import { sizeOf } from '../../ir/ndarray.js';
 
 /** Float32 holds every integer up to 2^24 exactly; indices beyond it would round. */
 export const MAX_ELEMENTS = 2 ** 24;
@@ -105,7 +106,7 @@ export class KernelBuilder {
     const params = Array.from({ length: nargs }, (_, k) => this.arg(k));
     const body = ['const i = this.thread.x;', ...this.coordLines, ...this.lines, `return ${result};`];
     const source = `function (${params.join(', ')}) {\n${body.map((l) => `  ${l}`).join('\n')}\n}`;
-    const size = this.shape.reduce((p, d) => p * d, 1);
+    const size = sizeOf(this.shape);
     return { source, functions: helperSources(helpersIn(source)), size };
   }
 }

@@ -1,6 +1,6 @@
 // Reductions over a set of axes, with keepdims. `axes` in attrs are normalised and sorted.
 import { promote, isFloat, type DType } from '../dtype.js';
-import { NDArray, formatShape, stridesOf, type Shape } from '../ndarray.js';
+import { NDArray, formatShape, stridesOf, type Shape, sizeOf } from '../ndarray.js';
 import { defineOp, type OpDef } from '../op.js';
 import { normAxis, tensorType, type Dim, type TensorType } from '../types.js';
 import { InferError } from '../errors.js';
@@ -37,7 +37,7 @@ function reduceImpl(
   const outStrides = stridesOf(outShape);
   let count = 1;
   for (const a of attrs.axes) count *= x.shape[a]!;
-  const acc = new Float64Array(outShape.reduce((p, d) => p * d, 1)).fill(init);
+  const acc = new Float64Array(sizeOf(outShape)).fill(init);
   const keep = x.shape.map((_, i) => !attrs.axes.includes(i));
   forEachIndex(x.shape, (idx, flat) => {
     let o = 0;

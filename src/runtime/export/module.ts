@@ -7,7 +7,7 @@
 // never written.
 import type { DType, TypedArray } from '../../ir/dtype.js';
 import { ValueError } from '../../ir/errors.js';
-import { describe, formatShape, type NDArray } from '../../ir/ndarray.js';
+import { describe, formatShape, type NDArray, sizeOf } from '../../ir/ndarray.js';
 import type { Node } from '../../ir/node.js';
 import type { Program } from '../../codegen/kernel.js';
 import { DynamicShapeError } from '../../codegen/lower.js';
@@ -210,7 +210,7 @@ export function exportFunction(src: ExportSource, opts: ExportOptions): Exported
 
   // The exported function: checks, the driver, updates, results.
   const nOut = src.nOutputs;
-  const inSizes = shapes.map((s) => s.reduce((a, d) => a * d, 1));
+  const inSizes = shapes.map((s) => sizeOf(s));
   const checks = src.inputs.map((ph, i) => `if (${params[i]}.length !== ${inSizes[i]}) throw new RangeError(${jsString(`${name}: input ${params[i]} must have ${inSizes[i]} elements (${ph.dtype}, shape ${formatShape(shapes[i]!)}), got `)} + ${params[i]}.length);`);
   const results = driver.results.map((r, k) => `const r${k} = ${r};`);
   const updates = src.updates.map(([v], k) => `${varName(varSlots.get(v)!)}.set(r${nOut + k});`);

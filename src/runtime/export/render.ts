@@ -15,6 +15,7 @@ import { arrayType, commentText, jsString } from '../../codegen/cpu/js.js';
 import { provenanceComment } from '../../ir/provenance.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from '../../codegen/cpu/loop.js';
 import { accSize, packing, renderMatmulCompute } from '../../codegen/cpu/matmul.js';
+import { sizeOf } from '../../ir/ndarray.js';
 
 /** An op an exported module cannot contain (it has no code template). */
 export class ExportError extends Error {
@@ -34,7 +35,7 @@ const CLASS_ARRAY: Record<StorageClass, string> = {
   f32: 'Float32Array', f64: 'Float64Array', i32: 'Int32Array', i16: 'Int16Array', i8: 'Int8Array', u8: 'Uint8Array',
 };
 
-const size = (v: { shape: readonly number[] }) => v.shape.reduce((a, d) => a * d, 1);
+const size = (v: { shape: readonly number[] }) => sizeOf(v.shape);
 
 /** What the JavaScript matmul kernels take first: the sums of a column of tiles. */
 export const MATMUL_TYPE = 'Float64Array';

@@ -9,6 +9,7 @@ import type { DeviceBuffer } from './buffer.js';
 import type { GpuDevice } from './device.js';
 import { runKernel } from './kernels.js';
 import { stats } from './stats.js';
+import { sizeOf } from '../../ir/ndarray.js';
 
 /** A value during a call: on the host, on the device, or both (a read-back copy). */
 export interface Val {
@@ -18,7 +19,7 @@ export interface Val {
   dev: DeviceBuffer | undefined;
 }
 
-export const sizeOf = (s: readonly number[]): number => s.reduce((p, d) => p * d, 1);
+export { sizeOf };
 
 export function hostValue(v: Val): NDArray {
   v.host ??= v.dev!.toNDArray(v.shape, v.dtype);

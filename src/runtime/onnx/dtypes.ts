@@ -1,7 +1,7 @@
 // theanine dtypes <-> ONNX TensorProto.DataType, and NDArray <-> TensorProto (raw_data,
 // little-endian, as ONNX stores initializers).
 import type { DType } from '../../ir/dtype.js';
-import { NDArray } from '../../ir/ndarray.js';
+import { NDArray, sizeOf } from '../../ir/ndarray.js';
 import type { TensorJson } from './schema.js';
 
 export const ONNX_DTYPE: Readonly<Record<DType, number>> = {
@@ -75,7 +75,7 @@ export function tensorProto(name: string, a: NDArray): TensorJson {
 export function fromTensorProto(t: TensorJson, what: string): NDArray {
   const dtype = fromOnnxDType(t.dataType, what);
   const shape = t.dims.map(Number);
-  const n = shape.reduce((p, q) => p * q, 1);
+  const n = sizeOf(shape);
   const raw = t.rawData;
   if (raw !== undefined && raw.length > 0) {
     const buf = raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength);

@@ -22,7 +22,7 @@ const maxArith = (d: DType): DType => (d === 'float64' ? 'float64' : 'float32');
 const exact = (c: Ctx): boolean => c.out.dtype === 'float64';
 import { fit } from './util.js';
 import { avgPoolByPatches, avgPoolGradByPatches, convByPatches, convTransposeByPatches, geometryOf, kernelGradByPatches } from './patches.js';
-import { NDArray } from '../../../ir/ndarray.js';
+import { NDArray, sizeOf } from '../../../ir/ndarray.js';
 
 const toFirst = (r: number) => [0, r - 1, ...Array.from({ length: r - 2 }, (_, i) => i + 1)];
 const toLast = (r: number) => [0, ...Array.from({ length: r - 2 }, (_, i) => i + 2), 1];
@@ -214,8 +214,8 @@ export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof 
     const sp = knownSpatial('pool_grad', xsF.slice(2));
     const ch = xsF[1];
     if (ch === null || ch === undefined) throw new OnnxExportError('pool_grad needs a known channel count');
-    const ones = b.constant(new NDArray(new Float64Array(sp.reduce((p, q) => p * q, 1)).fill(1), [1, 1, ...sp], d));
-    const kOnes = b.constant(new NDArray(new Float64Array(a.window.reduce((p, q) => p * q, 1)).fill(1), [1, 1, ...a.window], d));
+    const ones = b.constant(new NDArray(new Float64Array(sizeOf(sp)).fill(1), [1, 1, ...sp], d));
+    const kOnes = b.constant(new NDArray(new Float64Array(sizeOf(a.window)).fill(1), [1, 1, ...a.window], d));
     const p = sp.map((s, i) => padsFor(s, a.window[i]!, a.strides[i]!, a.dilation[i]!, a.padding));
     const pads = [...p.map((q) => q[0]), ...p.map((q) => q[1])];
     const count = b.op('Conv', [ones, kOnes], { strides: a.strides, dilations: a.dilation, kernel_shape: a.window, pads }, { dtype: d, shape: [1, 1, ...b.val(dyf).shape.slice(2)] });

@@ -6,7 +6,7 @@ import { unsqueezeShape } from '../../../ir/ops/grad.js';
 import type { argOps, reduceOps } from '../../../ir/ops/reduce.js';
 import { ONNX_DTYPE } from '../dtypes.js';
 import { OnnxExportError } from '../builder.js';
-import { NDArray } from '../../../ir/ndarray.js';
+import { NDArray, sizeOf } from '../../../ir/ndarray.js';
 import { arith, type Ctx, type Emit, type OnnxTableFor, type AttrsOf } from './types.js';
 import { fit, toDType } from './util.js';
 
@@ -27,7 +27,7 @@ const dot: Emit<Record<string, never>> = (c, [x, y]) => {
   const perm = [r - 2, ...Array.from({ length: r }, (_, i) => i).filter((i) => i !== r - 2)];
   const yt = b.op('Transpose', [yc], { perm }, { dtype: d, shape: perm.map((p) => ys[p]!) });
   const rest: (number | null)[] = perm.slice(1).map((p) => ys[p] ?? null);
-  const restSize: number | null = rest.includes(null) ? null : (rest as number[]).reduce((p, q) => p * q, 1);
+  const restSize: number | null = rest.includes(null) ? null : sizeOf((rest as number[]));
   const y2Shape: (number | null)[] = [ys[r - 2] ?? null, restSize];
   const y2 = b.reshape(yt, y2Shape, b.vec([ys[r - 2] ?? b.dim(yc, r - 2), restSize ?? -1]));
   const xs = b.val(xc).shape;

@@ -2,7 +2,7 @@
 // ONNX Runtime's CPU provider has Conv, ConvTranspose and AveragePool for float32 only; these
 // forms use Gather, MatMul and ScatterElements, which it has for double, so float64 stays float64.
 // They need the spatial sizes (the index table is a constant).
-import { NDArray } from '../../../ir/ndarray.js';
+import { NDArray, sizeOf } from '../../../ir/ndarray.js';
 import { padsFor, type WindowAttrs } from '../../../ir/ops/window.js';
 import type { StaticShape } from '../../../ir/types.js';
 import { OnnxExportError, type GraphBuilder } from '../builder.js';
@@ -26,8 +26,8 @@ export function geometryOf(spatial: StaticShape, window: readonly number[], a: W
   const eff = window.map((k, i) => a.dilation[i]! * (k - 1) + 1);
   const out = s.map((ss, i) => Math.floor((ss + p[i]![0] + p[i]![1] - eff[i]!) / a.strides[i]!) + 1);
   const padded = s.map((ss, i) => Math.max(ss + p[i]![0] + p[i]![1], (out[i]! - 1) * a.strides[i]! + eff[i]!));
-  const oN = out.reduce((x, y) => x * y, 1);
-  const kN = window.reduce((x, y) => x * y, 1);
+  const oN = sizeOf(out);
+  const kN = sizeOf(window);
   const idx = new Float64Array(oN * kN);
   const cnt = new Float64Array(oN);
   const unflat = (f: number, dims: readonly number[]): number[] => {
@@ -57,7 +57,7 @@ export function geometryOf(spatial: StaticShape, window: readonly number[], a: W
   };
 }
 
-const prod = (s: readonly number[]) => s.reduce((x, y) => x * y, 1);
+const prod = (s: readonly number[]) => sizeOf(s);
 
 /** x (N, S..., C) -> patches (N, Oflat, Kflat, C), zeros where a tap lands in the padding. */
 export function patches(b: GraphBuilder, x: string, g: PatchGeometry): string {

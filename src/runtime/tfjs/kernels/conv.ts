@@ -14,6 +14,7 @@ import type { Tensor, TfDType, TfTableFor } from '../types.js';
 import { castTo } from './util.js';
 import { blocks, crop, geo, isTiling, padSpatial, sumAll, tap, unblocks, untap, type Geo } from './window.js';
 import { nativeConv, nativeConvKernelGrad, nativeConvTranspose, nativePool, nativePoolGrad } from './conv_native.js';
+import { sizeOf } from '../../../ir/ndarray.js';
 
 /**
  * Per-group matrix product of a (rows, G * Cin) operand with w's tap (G * ... ) slices:
@@ -30,7 +31,7 @@ function groupedMatMul(tf: TF, a: Tensor, b: Tensor, groups: number): Tensor {
 
 /** w (K..., Cg, F) as per-tap (G, Cg, Fg) blocks, index by flat tap. */
 function kernelBlocks(tf: TF, w: Tensor, d: number, groups: number): Tensor {
-  const k = w.shape.slice(0, d).reduce((p, q) => p * q, 1);
+  const k = sizeOf(w.shape.slice(0, d));
   const cg = w.shape[d]!;
   const f = w.shape[d + 1]!;
   // w[t, c, g * Fg + j] -> blocks[t, g, c, j]
@@ -129,7 +130,7 @@ function pool(tf: TF, x: Tensor, a: PoolAttrs): Tensor {
 /** Each window's first maximal cell as a one-hot (N, O..., C, K) mask, for tiling windows. */
 function firstMaxMask(tf: TF, x: Tensor, g: Geo, window: readonly number[]): Tensor {
   const xv = x.dtype === 'bool' ? tf.cast(x, 'int32') : x;
-  const k = window.reduce((p, q) => p * q, 1);
+  const k = sizeOf(window);
   return tf.oneHot(tf.argMax(blocks(tf, xv, g, window, lowest(xv)), -1), k);
 }
 
@@ -142,7 +143,7 @@ function poolGrad(tf: TF, x: Tensor, dy: Tensor, a: PoolAttrs): Tensor {
   if (isTiling(g, a.window)) {
     const share = a.mode === 'max'
       ? tf.mul(firstMaxMask(tf, x, g, a.window).cast(dyf.dtype), tf.expandDims(dyf, -1))
-      : tf.mul(tf.ones([...dyf.shape, a.window.reduce((p, q) => p * q, 1)], dyf.dtype), tf.expandDims(tf.div(dyf, counts(tf, g, a.window)), -1));
+      : tf.mul(tf.ones([...dyf.shape, sizeOf(a.window)], dyf.dtype), tf.expandDims(tf.div(dyf, counts(tf, g, a.window)), -1));
     return unblocks(tf, share, g, a.window);
   }
   if (a.mode === 'max') {

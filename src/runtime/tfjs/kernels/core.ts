@@ -2,7 +2,7 @@
 // supplies their values (fed inputs, and the tf.Variable cache).
 import { isFloat, isInt } from '../../../ir/dtype.js';
 import { InferError } from '../../../ir/errors.js';
-import { formatShape } from '../../../ir/ndarray.js';
+import { formatShape, sizeOf } from '../../../ir/ndarray.js';
 import { dotAxisOfY, resolveReshape } from '../../../ir/ops/core.js';
 import type { Node } from '../../../ir/node.js';
 import type { Tensor, TfTableFor } from '../types.js';
@@ -54,8 +54,8 @@ export const coreKernels: TfTableFor<CoreOps> = {
     if (ys[ya] !== k) throw new InferError(`shapes ${formatShape(xs)} and ${formatShape(ys)} are not aligned`);
     const perm = [ya, ...ys.map((_, i) => i).filter((i) => i !== ya)];
     const rest = ys.filter((_, i) => i !== ya);
-    const m = xs.slice(0, -1).reduce((p, d) => p * d, 1);
-    const n = rest.reduce((p, d) => p * d, 1);
+    const m = sizeOf(xs.slice(0, -1));
+    const n = sizeOf(rest);
     // an empty contraction sums nothing: zeros (tfjs' wasm matMul would read uninitialised memory)
     if (k === 0) return tf.zeros([...xs.slice(0, -1), ...rest], 'float32');
     const x2 = tf.reshape(castTo(tf, x!, 'float32'), [m, k]);

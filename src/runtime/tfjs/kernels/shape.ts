@@ -2,7 +2,7 @@
 // batch_dot) and their adjoints. Bool values move as int32 where a tfjs kernel may not take
 // bool; the executor casts results back to the node's dtype.
 import { InferError } from '../../../ir/errors.js';
-import { formatShape } from '../../../ir/ndarray.js';
+import { formatShape, sizeOf } from '../../../ir/ndarray.js';
 import { mergedShape, type dimsOps } from '../../../ir/ops/dims.js';
 import type { linalgOps } from '../../../ir/ops/linalg.js';
 import { sliceRange, type SliceAxis, type shapeOps } from '../../../ir/ops/shape.js';
@@ -92,7 +92,7 @@ function rowIndices(tf: TF, ind: Tensor, n: number, ref: readonly number[]): Ten
  * (XNNPack takes at most 6), and broadcasting is cheaper than tfjs' Tile kernel on wasm.
  */
 function repeatAlong(tf: TF, x: Tensor, axis: number, rep: number): Tensor {
-  const prod = (s: readonly number[]) => s.reduce((p, d) => p * d, 1);
+  const prod = (s: readonly number[]) => sizeOf(s);
   const pre = prod(x.shape.slice(0, axis)), d = x.shape[axis]!, post = prod(x.shape.slice(axis + 1));
   const out = [...x.shape];
   out[axis] = d * rep;

@@ -6,6 +6,7 @@ import { outSizeFor, padsFor, type WindowAttrs } from '../../../ir/ops/window.js
 import type { TF } from '../load.js';
 import type { Tensor } from '../types.js';
 import { spread } from './shape.js';
+import { sizeOf } from '../../../ir/ndarray.js';
 
 /** Concrete geometry of one evaluation: pads, padded sizes, output sizes, and the taps. */
 export interface Geo {
@@ -91,7 +92,7 @@ export function blocks(tf: TF, x: Tensor, g: Geo, window: readonly number[], fil
   const split = [n, ...g.out.flatMap((o, i) => [o, window[i]!]), c];
   // (N, O1, k1, ..., Od, kd, C) -> (N, O1..Od, C, k1..kd)
   const perm = [0, ...g.out.map((_, i) => 1 + 2 * i), 1 + 2 * d, ...g.out.map((_, i) => 2 + 2 * i)];
-  const k = window.reduce((p, q) => p * q, 1);
+  const k = sizeOf(window);
   return tf.reshape(tf.transpose(tf.reshape(v, split), perm), [n, ...g.out, c, k]);
 }
 
