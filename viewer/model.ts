@@ -10,6 +10,9 @@
 // and the point to check it at.
 import { backend as K, verify_grad, GradientError } from '../src/index.js';
 import { gradients as reverseMode } from '../src/autodiff/grad.js';
+import { gradRules } from '../src/autodiff/rules/index.js';
+import { apply } from '../src/ir/build.js';
+import { isBuiltin } from '../src/ir/registry.js';
 import { toDotWithIds, type DotCluster } from '../src/ir/dot.js';
 import type { FusedBody } from '../src/ir/fused.js';
 import { topoSort } from '../src/ir/graph.js';
@@ -270,6 +273,11 @@ export interface AdjointStep {
   readonly adjoint: NDArray;
   /** The nodes whose rules sent it something (its consumers on a path to the loss). */
   readonly from: readonly Node[];
+  /**
+   * What each consumer's gradient rule sent back, evaluated (they add up to `adjoint`); absent
+   * where a consumer's rule is not a plain function of its cotangent (a Scan's items, a user op).
+   */
+  readonly contributions?: readonly { readonly from: Node; readonly value: NDArray }[];
 }
 
 export interface StepThrough {
@@ -317,10 +325,37 @@ export function stepThrough(a: Analysis, opts: { readonly verify?: boolean } = {
   for (const n of order) for (const i of n.inputs) if (!(consumers.get(i) ?? []).includes(n)) consumers.set(i, [...(consumers.get(i) ?? []), n]);
   const label = (n: Node) => nodeLabel(n);
   const forward = order.map((n) => ({ node: n, label: label(n), value: val.get(n)! }));
-  const backward = [...floats].reverse().map((n) => ({
-    node: n, label: label(n), value: val.get(n)!, adjoint: adj.get(n)!,
-    from: (consumers.get(n) ?? []).filter((c) => adj.has(c)),
-  }));
+  // Each consumer's share: its own rule applied to its adjoint (a constant here), at the input
+  // positions that are this node, as K.gradients' walk adds them up.
+  const contributionsOf = (n: Node, from: readonly Node[]): AdjointStep['contributions'] => {
+    const parts: Node[] = [];
+    for (const c of from) {
+      const rule = isBuiltin(c.op) ? gradRules[c.op] : undefined;
+      if (typeof rule !== 'function') return undefined;
+      const ins = (rule as (node: Node, g: Node) => readonly (Node | null)[])(c, apply('constant', [], { value: adj.get(c)! }, 'viewer'));
+      let sum: Node | undefined;
+      c.inputs.forEach((inp, k) => {
+        const g = ins[k];
+        if (inp !== n || g === null || g === undefined) return;
+        const cast = g.dtype === n.dtype ? g : apply('cast', [g], { dtype: n.dtype }, 'viewer');
+        sum = sum === undefined ? cast : apply('add', [sum, cast], {}, 'viewer');
+      });
+      if (sum === undefined) return undefined;
+      parts.push(sum);
+    }
+    const vals = evaluate(parts, { feeds });
+    return from.map((c, i) => ({ from: c, value: vals[i]! }));
+  };
+  const backward = [...floats].reverse().map((n) => {
+    const from = (consumers.get(n) ?? []).filter((c) => adj.has(c));
+    let contributions: AdjointStep['contributions'];
+    try {
+      contributions = contributionsOf(n, from);
+    } catch {
+      contributions = undefined; // a rule that needs more than its node and cotangent: the sum alone is shown
+    }
+    return { node: n, label: label(n), value: val.get(n)!, adjoint: adj.get(n)!, from, ...(contributions !== undefined ? { contributions } : {}) };
+  });
   const { text, ids } = toDotWithIds([a.loss], {
     outputNames: ['loss'],
     label: (n) => `${nodeLabel(n)}${val.has(n) ? `\nvalue ${brief(val.get(n)!, 3)}` : ''}${adj.has(n) ? `\ngrad ${brief(adj.get(n)!, 3)}` : ''}`,

@@ -228,8 +228,9 @@ function showStep(s: State, k: number): { index: number; phase: 'start' | 'forwa
   const b = st.backward[s.step - F - 1]!;
   mark(s.stepGroups.get(st.ids.get(b.node) ?? ''), 'current');
   const from = b.from.map((c) => c.op);
+  const parts = b.contributions?.map((c) => `\n  from ${c.from.op}: ${brief(c.value, 6)}`).join('') ?? '';
   info.textContent = `backward ${s.step - F}/${st.backward.length}: ${describeNode(b.node)}\nvalue   = ${brief(b.value, 8)}\nadjoint = ${brief(b.adjoint, 8)}\n` +
-    (from.length === 0 ? 'the loss itself: its adjoint is 1' : `the sum of what its consumers' gradient rules send back: ${from.join(', ')}`);
+    (from.length === 0 ? 'the loss itself: its adjoint is 1' : `the sum of what its consumers' gradient rules send back: ${from.join(', ')}${parts}`);
   return { index: s.step, phase: 'backward', node: b.label, value: brief(b.value, 8), adjoint: brief(b.adjoint, 8), from };
 }
 

@@ -98,6 +98,21 @@ describe('viewer model', function () {
           const adj = Array.from(step.adjoint.data as ArrayLike<number>);
           adj.forEach((x, j) => expect(Math.abs(x - compiled[k + 1]![j]!), `d loss / d ${a.names[i]}[${j}]`).to.be.at.most(1e-5));
         });
+        // Each consumer's share, where shown, adds up to the node's adjoint.
+        const shown = s.backward.filter((b) => b.contributions !== undefined && b.from.length > 0);
+        if (name !== 'lstm') expect(shown.length, 'contributions shown for most nodes').to.be.above(s.backward.length / 2);
+        for (const b of shown) {
+          const total = Array.from(b.adjoint.data as ArrayLike<number>, () => 0);
+          for (const c of b.contributions!) {
+            const v = Array.from(c.value.data as ArrayLike<number>);
+            total.forEach((_, j) => { total[j]! += v.length === 1 ? v[0]! : v[j]!; });
+          }
+          // (NaN where both are: d x^2 / d exponent is x^2 log x, NaN for x < 0.)
+          Array.from(b.adjoint.data as ArrayLike<number>).forEach((x, j) => {
+            if (Number.isNaN(x) && Number.isNaN(total[j]!)) return;
+            expect(Math.abs(total[j]! - x), `${b.label}[${j}]`).to.be.at.most(1e-5 * Math.max(1, Math.abs(x)));
+          });
+        }
         expect(s.check).to.deep.equal({ ok: true });
         for (const t of s.table) t.analytic.forEach((x, j) => expect(Math.abs(x - t.numeric[j]!), `${t.name}[${j}]`).to.be.at.most(2e-3 + 1e-2 * Math.abs(x)));
       });
