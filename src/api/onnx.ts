@@ -18,6 +18,7 @@ import { decodeModel, type AttributeJson, type NodeJson } from '../runtime/onnx/
 import { constantNode } from './args.js';
 import { placeholder, variable } from './tensors.js';
 import { rnn } from './rnn.js';
+import { isOp } from '../ir/registry.js';
 
 export class OnnxImportError extends Error {
   override name = 'OnnxImportError';
@@ -45,8 +46,8 @@ const float = (m: Map<string, Attr>, k: string, d: number): number => (m.has(k) 
 const str = (m: Map<string, Attr>, k: string, d: string): string => (m.has(k) ? new TextDecoder().decode(m.get(k)!.s) : d);
 
 function constOf(n: Node | undefined, what: string, op: string): NDArray {
-  if (n === undefined || n.op !== 'constant') throw new OnnxImportError(`importOnnx: ${op}'s ${what} must be a constant (theanine takes it as an attribute), got a computed tensor`);
-  return n.attrs['value'] as NDArray;
+  if (n === undefined || !isOp(n, 'constant')) throw new OnnxImportError(`importOnnx: ${op}'s ${what} must be a constant (theanine takes it as an attribute), got a computed tensor`);
+  return n.attrs.value;
 }
 const intsOf = (n: Node | undefined, what: string, op: string): number[] => Array.from(constOf(n, what, op).data, Number);
 
@@ -95,20 +96,20 @@ const transpose = (x: Node, perm: readonly number[]) => apply('transpose', [x], 
  */
 function dimsOf(n: Node | undefined): (number | null)[] | undefined {
   if (n === undefined) return undefined;
+  if (isOp(n, 'constant')) return Array.from(n.attrs.value.data, Number);
+  if (isOp(n, 'slice')) {
+    const v = dimsOf(n.inputs[0]);
+    const ax = n.attrs.axes[0]!;
+    if (v === undefined) return undefined;
+    const { first, count } = sliceRange(ax, v.length);
+    return Array.from({ length: count }, (_, i) => v[first + i * ax.step]!);
+  }
   switch (n.op) {
-    case 'constant': return Array.from((n.attrs['value'] as NDArray).data, Number);
     case 'cast': case 'identity': case 'reshape': case 'expand_dims': case 'squeeze': return dimsOf(n.inputs[0]);
     case 'shape_of': return [...n.inputs[0]!.shape];
     case 'concat': {
       const parts = n.inputs.map(dimsOf);
       return parts.some((p) => p === undefined) ? undefined : parts.flat() as (number | null)[];
-    }
-    case 'slice': {
-      const v = dimsOf(n.inputs[0]);
-      const ax = (n.attrs['axes'] as unknown as SliceAxis[])[0]!;
-      if (v === undefined) return undefined;
-      const { first, count } = sliceRange(ax, v.length);
-      return Array.from({ length: count }, (_, i) => v[first + i * ax.step]!);
     }
     case 'gather': {
       const v = dimsOf(n.inputs[0]);

@@ -10,6 +10,7 @@ import { NDArray, describe, formatShape } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
 import type { Dim } from '../ir/types.js';
 import { checkInt, constantNode, isTensor } from './args.js';
+import { isOp } from '../ir/registry.js';
 
 /** One size: a number or a scalar integer tensor. */
 export type Size = number | Node;
@@ -32,7 +33,7 @@ const ARITH: Readonly<Record<string, (a: number, b: number) => number>> = {
 /** Entries of a rank-0 or rank-1 int tensor that the static shapes fix (null entries elsewhere), or null. */
 export function staticEntries(n: Node): Dim[] | null {
   if (n.op === 'shape_of') return [...n.inputs[0]!.shape];
-  if (n.op === 'constant') return Array.from((n.attrs['value'] as NDArray).data, Number);
+  if (isOp(n, 'constant')) return Array.from(n.attrs.value.data, Number);
   if (n.op === 'cast' && isInt(n.dtype)) return staticEntries(n.inputs[0]!);
   if (n.ndim === 0) {
     const one = scalarOf(n);
@@ -68,7 +69,7 @@ function staticInts(n: Node): number[] | null {
 }
 
 function scalarOf(n: Node): Dim {
-  if (n.op === 'constant') return Number((n.attrs['value'] as NDArray).data[0]);
+  if (isOp(n, 'constant')) return Number(n.attrs.value.data[0]);
   if (n.op === 'cast' && isInt(n.dtype)) return scalarOf(n.inputs[0]!);
   const pick = (vec: Node, i: number): Dim => {
     const e = staticEntries(vec);
@@ -76,8 +77,9 @@ function scalarOf(n: Node): Dim {
     const k = i < 0 ? i + e.length : i;
     return e[k] ?? null;
   };
-  if (n.op === 'index') return pick(n.inputs[0]!, n.attrs['index'] as number);
-  if (n.op === 'gather' && n.inputs[1]!.op === 'constant' && n.inputs[1]!.ndim === 0) return pick(n.inputs[0]!, Number((n.inputs[1]!.attrs['value'] as NDArray).data[0]));
+  if (isOp(n, 'index')) return pick(n.inputs[0]!, n.attrs.index);
+  const row = n.inputs[1];
+  if (n.op === 'gather' && row !== undefined && isOp(row, 'constant') && row.ndim === 0) return pick(n.inputs[0]!, Number(row.attrs.value.data[0]));
   const f = ARITH[n.op];
   if (f !== undefined && n.inputs.length === 2) {
     const [a, b] = n.inputs.map(scalarOf);

@@ -9,8 +9,7 @@ import { ValueError } from '../ir/errors.js';
 import { topoSort } from '../ir/graph.js';
 import { attrsKey, type Node } from '../ir/node.js';
 import type { Attrs } from '../ir/op.js';
-import { isBuiltin } from '../ir/registry.js';
-import type { ScanBody } from '../ir/scanbody.js';
+import { isBuiltin, isOp } from '../ir/registry.js';
 import type { ScalarFn } from './expr.js';
 import { broadcastCoords, registerTemplate, type LoopTemplate } from './templates.js';
 
@@ -117,7 +116,7 @@ function everyNode(outputs: readonly Node[]): Node[] {
   const out: Node[] = [];
   for (const n of topoSort(outputs)) {
     out.push(n);
-    if (n.op === 'scan') out.push(...everyNode((n.attrs['body'] as unknown as ScanBody).results));
+    if (isOp(n, 'scan')) out.push(...everyNode(n.attrs.body.results));
   }
   return out;
 }

@@ -20,6 +20,7 @@ import { rebuild } from './rewrite.js';
 import { inherit } from '../ir/provenance.js';
 
 import type { FuseKind } from '../ir/fused.js';
+import { isOp } from '../ir/registry.js';
 
 export type { FuseKind };
 
@@ -217,8 +218,8 @@ function buildFused(grp: Group, outer: (n: Node) => Node): Node {
 
 /** Debugprint label of a fused node: `fused{sub,exp,sum}`. */
 export function fusedLabel(n: Node): string | undefined {
-  if (n.op !== 'fused') return undefined;
-  return `fused{${(n.attrs['body'] as FusedBody).ops().join(',')}}`;
+  if (!isOp(n, 'fused')) return undefined;
+  return `fused{${n.attrs.body.ops().join(',')}}`;
 }
 
 export function fusionPass(target: FusionTarget): Pass {

@@ -5,7 +5,7 @@
 import type { DType } from '../../ir/dtype.js';
 import { topoSort } from '../../ir/graph.js';
 import type { Node } from '../../ir/node.js';
-import { isBuiltin, type OpName } from '../../ir/registry.js';
+import { isBuiltin, type OpName, isOp } from '../../ir/registry.js';
 import type { ScanBody } from '../../ir/scanbody.js';
 import { tensorType } from '../../ir/types.js';
 import { GraphBuilder, ModelState, OnnxExportError, valueInfo, type Val } from './builder.js';
@@ -113,9 +113,9 @@ class Translator {
       if (env.has(n) || tuples.has(n)) continue;
       if (!isBuiltin(n.op)) throw new OnnxExportError(`${this.req.caller}: the user op ${JSON.stringify(n.op)} has no ONNX form (it has only a JavaScript reference implementation)`);
       const entry = onnxTranslations[n.op as OpName] as OnnxEntry<unknown>;
-      if (n.op === 'tuple_get') {
+      if (isOp(n, 'tuple_get')) {
         const items = tuples.get(n.inputs[0]!);
-        const v = items?.[n.attrs['index'] as number];
+        const v = items?.[n.attrs.index];
         if (v === undefined) throw new Error(`internal: tuple_get of ${n.inputs[0]!.name}, which has no such item`);
         env.set(n, v);
         continue;

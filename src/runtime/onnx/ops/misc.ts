@@ -7,7 +7,7 @@ import type { randomOps } from '../../../ir/ops/random.js';
 import type { ctcOps } from '../../../ir/ops/ctc.js';
 import type { ctcTheanoOps } from '../../../ir/ops/ctc-theano.js';
 import { scanItems, type ScanAttrs } from '../../../ir/ops/control.js';
-import { getOp } from '../../../ir/registry.js';
+import { getOp, isOp } from '../../../ir/registry.js';
 import { F, OnnxExportError, G, type GraphBuilder } from '../builder.js';
 import { ONNX_DTYPE } from '../dtypes.js';
 import { arith, type Ctx, type OnnxTableFor, type TupleEmit, type AttrsOf } from './types.js';
@@ -83,7 +83,7 @@ function random<A extends AttrsOf<'random_normal'> | AttrsOf<'random_uniform'> |
     const dims = a.shape.map((d) => {
       if (d !== null) return d;
       const src = c.node.inputs[k++];
-      return src?.op === 'constant' ? (src.attrs['value'] as NDArray).data[0]! : null;
+      return src !== undefined && isOp(src, 'constant') ? src.attrs.value.data[0]! : null;
     });
     if (c.mode === 'run' && a.seed !== null && dims.every((d) => d !== null)) {
       const v = getOp(op).impl([], { ...a, shape: dims }, { learningPhase: 0, epoch: 0, print: () => {} });
