@@ -4,12 +4,11 @@
 // arithmetic on loop variables.
 import { apply, rethrow } from '../ir/build.js';
 import type { DType } from '../ir/dtype.js';
-import type { FusedBody } from '../ir/fused.js';
 import { topoSort } from '../ir/graph.js';
 import { NDArray, formatShape, sizeOf } from '../ir/ndarray.js';
 import type { EvalContext } from '../ir/op.js';
 import type { Node } from '../ir/node.js';
-import { getOp } from '../ir/registry.js';
+import { getOp, isOp, type OpNode } from '../ir/registry.js';
 import { tensorType, tupleType, type TensorType } from '../ir/types.js';
 import { ExprBuilder, type Expr } from './expr.js';
 import { iadd, iconst, ivar, newVar, ravel, type IExpr, type Var } from './index-expr.js';
@@ -98,17 +97,17 @@ export function lower(spec: LowerSpec): Program {
     if (slot !== undefined) { values.set(n, { buf: addBuf(t.dtype, sizeOf(t.shape), 'input', { slot }), offset: 0, ...t }); continue; }
     if (n.op === 'variable') { values.set(n, { buf: addBuf(t.dtype, sizeOf(t.shape), 'variable', { slot: spec.variableSlot.get(n)! }), offset: 0, ...t }); continue; }
     if (n.op === 'learning_phase') { values.set(n, { buf: addBuf('uint8', 1, 'phase'), offset: 0, ...t }); continue; }
-    if (n.op === 'constant') { values.set(n, constant(n.attrs['value'] as NDArray)); continue; }
+    if (isOp(n, 'constant')) { values.set(n, constant(n.attrs.value)); continue; }
     const kv = known.get(n);
     if (kv !== undefined && n.inputs.length > 0) { values.set(n, constant(kv)); continue; }
-    if (n.op === 'print') {
+    if (isOp(n, 'print')) {
       // A host callback in the generated code; the value passes through.
       const v = values.get(n.inputs[0]!)!;
-      steps.push({ kind: 'print', label: 'print', message: n.attrs['message'] as string, input: v });
+      steps.push({ kind: 'print', label: 'print', message: n.attrs.message, input: v });
       values.set(n, v);
       continue;
     }
-    if (n.op === 'tuple_get') { values.set(n, tupleItems.get(n.inputs[0]!)![n.attrs['index'] as number]!); continue; }
+    if (isOp(n, 'tuple_get')) { values.set(n, tupleItems.get(n.inputs[0]!)![n.attrs.index]!); continue; }
     let why = externReason(n.op);
     if (n.op === 'scan') {
       const lowered = spec.optimizeBody === undefined ? { reason: 'Scan bodies are not compiled here' } : lowerScan(n, t, spec, values, addBuf, lower);
@@ -150,7 +149,7 @@ export function lower(spec: LowerSpec): Program {
     }
     const out = addBuf(t.dtype, sizeOf(t.shape), 'extern');
     steps.push({
-      kind: 'extern', label: n.op, reason: n.op === 'fused' ? `a fused kernel of ${fusedOps(n)} that the lowering cannot render` : why,
+      kind: 'extern', label: n.op, reason: isOp(n, 'fused') ? `a fused kernel of ${fusedOps(n)} that the lowering cannot render` : why,
       def: getOp(n.op), attrs: n.attrs, inputs: n.inputs.map((i) => values.get(i)!), tuple: false,
       outs: [{ buf: out, shape: t.shape, dtype: t.dtype }],
     });
@@ -177,7 +176,7 @@ const KNOWN_MAX = 4096;
 const shapeCtx: EvalContext = { learningPhase: 0, epoch: 0, print: () => undefined };
 
 function knownValue(n: Node, types: ReadonlyMap<Node, Concrete>, known: ReadonlyMap<Node, NDArray>): NDArray | undefined {
-  if (n.op === 'constant') return n.attrs['value'] as NDArray;
+  if (isOp(n, 'constant')) return n.attrs.value;
   if (n.op === 'shape_of') return new NDArray(types.get(n.inputs[0]!)!.shape, [n.inputs[0]!.ndim], 'int32');
   const t = types.get(n)!;
   if (n.inputs.length === 0 || t.items !== undefined || sizeOf(t.shape) > KNOWN_MAX) return undefined;
@@ -190,8 +189,8 @@ function knownValue(n: Node, types: ReadonlyMap<Node, Concrete>, known: Readonly
   }
 }
 
-function fusedOps(n: Node): string {
-  const ops = new Set(topoSort([(n.attrs['body'] as FusedBody).root]).filter((m) => m.inputs.length > 0).map((m) => m.op));
+function fusedOps(n: OpNode<'fused'>): string {
+  const ops = new Set(topoSort([n.attrs.body.root]).filter((m) => m.inputs.length > 0).map((m) => m.op));
   return [...ops].join(', ');
 }
 
@@ -326,8 +325,8 @@ function lowerNode(
   let root: Node;
   const params = new Map<Node, ValueRef>();
   let bodyTypes: ReadonlyMap<Node, Concrete>;
-  if (n.op === 'fused') {
-    const body = n.attrs['body'] as FusedBody;
+  if (isOp(n, 'fused')) {
+    const body = n.attrs.body;
     root = body.root;
     body.params.forEach((p, i) => params.set(p, values.get(n.inputs[i]!)!));
     const bt = new Map<Node, Concrete>();
@@ -370,8 +369,8 @@ function lowerNode(
     if (p !== undefined) {
       const data = buffers[p.buf]!.value;
       e = data !== undefined && data.size === 1 ? b.const(data.data[0]!) : b.load(p.buf, iadd(iconst(p.offset), ravel(coords, p.shape)));
-    } else if (m.op === 'constant') {
-      e = b.const((m.attrs['value'] as NDArray).data[0]!);
+    } else if (isOp(m, 'constant')) {
+      e = b.const(m.attrs.value.data[0]!);
     } else {
       const t = templateOf(m) as LoopTemplate;
       e = b.cast(bodyTypes.get(m)!.dtype, t.expr((i, co) => at(m.inputs[i]!, co), coords, ctxOf(m)));
