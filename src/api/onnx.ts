@@ -11,7 +11,6 @@ import { isFloat } from '../ir/dtype.js';
 import { NDArray, sizeOf } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
 import { sliceRange, type SliceAxis } from '../ir/ops/shape.js';
-import type { AttrValue } from '../ir/op.js';
 import type { Dim } from '../ir/types.js';
 import { fromOnnxDType, fromTensorProto } from '../runtime/onnx/dtypes.js';
 import { decodeModel, type AttributeJson, type NodeJson } from '../runtime/onnx/schema.js';
@@ -280,7 +279,7 @@ const handlers: Record<string, Handler> = {
     const steps = sp !== undefined ? intsOf(sp, 'steps', 'Slice') : starts.map(() => 1);
     const all: SliceAxis[] = x!.shape.map(() => ({ start: null, stop: null, step: 1 }));
     axes.forEach((a, i) => { all[a] = { start: starts[i]!, stop: ends[i]!, step: steps[i]! }; });
-    return apply('slice', [x!], { axes: all as unknown as AttrValue });
+    return apply('slice', [x!], { axes: all });
   },
   Pad: ([x, p, v], m) => {
     if (str(m, 'mode', 'constant') !== 'constant') throw new OnnxImportError(`importOnnx: Pad mode ${str(m, 'mode', '')} has no theanine op (constant zeros only)`);
@@ -359,7 +358,7 @@ const handlers: Record<string, Handler> = {
 /** Columns [k * h, (k + 1) * h) of a (.., n * h) tensor: one gate's block. */
 function gate(x: Node, k: number, h: number): Node {
   const axes: SliceAxis[] = x.shape.map((_, i) => (i === x.ndim - 1 ? { start: k * h, stop: (k + 1) * h, step: 1 } : { start: null, stop: null, step: 1 }));
-  return apply('slice', [x], { axes: axes as unknown as AttrValue });
+  return apply('slice', [x], { axes: axes });
 }
 /** Row `d` of a per-direction parameter (num_directions, ...). */
 const dirRow = (p: Node, d = 0): Node => apply('index', [p], { index: d });
@@ -415,7 +414,7 @@ function recurrent(kind: 'LSTM' | 'GRU', ins: (Node | undefined)[], m: Map<strin
     const xh = withBias(gate(xw, 2, H), wb, 2);
     const hh = int(m, 'linear_before_reset', 0) === 1
       ? apply('mul', [rr, withBias(gate(hr, 2, H), rb, 2)])
-      : withBias(matT(apply('mul', [rr, h]), apply('slice', [r], { axes: [{ start: 2 * H, stop: 3 * H, step: 1 }, { start: null, stop: null, step: 1 }] as unknown as AttrValue })), rb, 2);
+      : withBias(matT(apply('mul', [rr, h]), apply('slice', [r], { axes: [{ start: 2 * H, stop: 3 * H, step: 1 }, { start: null, stop: null, step: 1 }] })), rb, 2);
     const ht = tanh(apply('add', [xh, hh]));
     const one = scalar(1, z.dtype);
     const hNew = apply('add', [apply('mul', [apply('sub', [one, z]), ht]), apply('mul', [z, h])]);
@@ -425,7 +424,7 @@ function recurrent(kind: 'LSTM' | 'GRU', ins: (Node | undefined)[], m: Map<strin
   const [last, outs, finals] = rnn(step, xs, states, { go_backwards: dir === 'reverse' });
   // K.rnn stacks a backward walk in walking order; ONNX keeps each output at its time position
   let y = transpose(outs, [1, 0, 2]); // (T, N, H)
-  if (dir === 'reverse') y = apply('slice', [y], { axes: [{ start: null, stop: null, step: -1 }, { start: null, stop: null, step: 1 }, { start: null, stop: null, step: 1 }] as unknown as AttrValue });
+  if (dir === 'reverse') y = apply('slice', [y], { axes: [{ start: null, stop: null, step: -1 }, { start: null, stop: null, step: 1 }, { start: null, stop: null, step: 1 }] });
   const one = (v: Node) => apply('expand_dims', [v], { axis: 0 });
   return [apply('expand_dims', [y], { axis: 1 }), one(last), ...(kind === 'LSTM' ? [one(finals[1]!)] : [])];
 }

@@ -2,16 +2,16 @@
 // per-step shapes), with step buffers for the slices and double buffers for the states.
 import type { DType } from '../ir/dtype.js';
 import type { Node } from '../ir/node.js';
-import type { ScanAttrs } from '../ir/ops/control.js';
+import type { OpNode } from '../ir/registry.js';
 import type { BufferRole, Program, ScanStep, ValueRef } from './kernel.js';
 import { DynamicShapeError, sizeOf, type Concrete, type LowerSpec } from './lower.js';
 
 /** A Scan as a loop over its compiled body, or why it must run as an extern (no steps, a body that does not compile). */
 export function lowerScan(
-  n: Node, t: Concrete, spec: LowerSpec, values: ReadonlyMap<Node, ValueRef>, addBuf: (dtype: DType, size: number, role: BufferRole) => number,
+  n: OpNode<'scan'>, t: Concrete, spec: LowerSpec, values: ReadonlyMap<Node, ValueRef>, addBuf: (dtype: DType, size: number, role: BufferRole) => number,
   lower: (spec: LowerSpec) => Program,
 ): { step: ScanStep; items: ValueRef[] } | { reason: string } {
-  const a = n.attrs as unknown as ScanAttrs;
+  const a = n.attrs;
   const body = a.body;
   const nSeq = body.sequences.length;
   const nState = body.states.length;

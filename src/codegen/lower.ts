@@ -15,7 +15,7 @@ import { iadd, iconst, ivar, newVar, ravel, type IExpr, type Var } from './index
 import { setOrigin, type BufferDecl, type BufferRole, type Program, type Step, type TargetRef, type ValueRef } from './kernel.js';
 import { inherit } from '../ir/provenance.js';
 import type { ScanBody } from '../ir/scanbody.js';
-import type { KeepMode, ScanAttrs } from '../ir/ops/control.js';
+import type { KeepMode } from '../ir/ops/control.js';
 import { lowerScan } from './lower-scan.js';
 import { lowerDataOp, type DataLowerEnv } from './lower-data.js';
 import { externReason } from './no-kernel.js';
@@ -109,7 +109,7 @@ export function lower(spec: LowerSpec): Program {
     }
     if (isOp(n, 'tuple_get')) { values.set(n, tupleItems.get(n.inputs[0]!)![n.attrs.index]!); continue; }
     let why = externReason(n.op);
-    if (n.op === 'scan') {
+    if (isOp(n, 'scan')) {
       const lowered = spec.optimizeBody === undefined ? { reason: 'Scan bodies are not compiled here' } : lowerScan(n, t, spec, values, addBuf, lower);
       if ('step' in lowered) {
         steps.push(lowered.step);
@@ -234,7 +234,7 @@ export function specializeShapes(
 
 function concreteType(n: Node, types: ReadonlyMap<Node, Concrete>, known: ReadonlyMap<Node, NDArray>): Concrete {
   if (n.inputs.length === 0) return concrete(n, n.type);
-  if (n.op === 'scan') return scanType(n, n.inputs.map((i) => types.get(i)!));
+  if (isOp(n, 'scan')) return scanType(n, n.inputs.map((i) => types.get(i)!));
   let t: TensorType;
   try {
     t = getOp(n.op).infer(n.inputs.map((i) => typeOf(types.get(i)!)), n.attrs as never);
@@ -269,8 +269,8 @@ const isFloatish = (n: Node) => n.dtype.startsWith('float');
  * sequences, the initial states and the constants (the body's static types may have unknown
  * dims, a batch axis most often), then stacked over the steps as `scanItems` lays them out.
  */
-function scanType(n: Node, ins: readonly Concrete[]): Concrete {
-  const a = n.attrs as unknown as ScanAttrs;
+function scanType(n: OpNode<'scan'>, ins: readonly Concrete[]): Concrete {
+  const a = n.attrs;
   const b = a.body;
   const nSeq = b.sequences.length;
   const nState = b.states.length;

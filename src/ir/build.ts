@@ -3,12 +3,19 @@
 import { ShapeError, ValueError, InferError } from './errors.js';
 import { fresh, intern, type Node, type VariableCell } from './node.js';
 import type { Attrs } from './op.js';
-import { getOp } from './registry.js';
+import { getOp, type AttrsOf, type OpName } from './registry.js';
 import type { TensorType } from './types.js';
 import { formatShape } from './ndarray.js';
 
-/** Applies op `op` to `inputs`; `fn` is the user-facing name used in error messages (e.g. 'K.dot'). */
-export function apply(op: string, inputs: readonly Node[], attrs: Attrs = {}, fn: string = op): Node {
+/**
+ * Applies op `op` to `inputs`; `fn` is the user-facing name used in error messages (e.g. 'K.dot').
+ * `attrs` may be the op's own attrs record (a slice's `SliceAxis[]`, ...) as well as node attrs.
+ */
+export function apply<K extends OpName>(op: K, inputs: readonly Node[], attrs?: AttrsOf<K>, fn?: string): Node;
+export function apply(op: string, inputs: readonly Node[], attrs?: Attrs, fn?: string): Node;
+export function apply(op: string, inputs: readonly Node[], given: unknown = {}, fn: string = op): Node {
+  // Every op's attrs record is made of attribute values: the node keeps it as such.
+  const attrs = given as Attrs;
   const def = getOp(op);
   if (def.arity !== 'variadic' && def.arity !== inputs.length) {
     throw new ValueError(`${fn}: op ${op} takes ${def.arity} inputs, got ${inputs.length}`);
