@@ -5,6 +5,7 @@ import { isFloat, type DType } from '../ir/dtype.js';
 import { NDArray } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
 import { isFullyKnown } from '../ir/types.js';
+import type { OpName } from '../ir/registry.js';
 
 const FN = 'K.gradients';
 
@@ -12,7 +13,7 @@ export function scalar(v: number, dtype: DType): Node {
   return apply('constant', [], { value: new NDArray([v], [], dtype) }, FN);
 }
 /** Builds op `op` on the inputs, with numbers turned into scalars of the first tensor's dtype. */
-export function op(name: string, ...xs: (Node | number)[]): Node {
+export function op(name: OpName, ...xs: (Node | number)[]): Node {
   const like = xs.find((x): x is Node => typeof x !== 'number');
   const dt = like?.dtype ?? 'float32';
   return apply(name, xs.map((x) => (typeof x === 'number' ? scalar(x, dt) : x)), {}, FN);
