@@ -121,6 +121,13 @@ export function checkFits(what: string, v: Shaped, t: TensorType, dtype: string 
   }
 }
 
+/** A scan's outer inputs (of any kind: values, tensors, names) split into sequences, initial states and constants. */
+export function splitScanInputs<T>(ins: readonly T[], body: ScanBody): { seqs: T[]; initial: T[]; consts: T[] } {
+  const nSeq = body.sequences.length;
+  const nState = body.states.length;
+  return { seqs: ins.slice(0, nSeq), initial: ins.slice(nSeq, nSeq + nState), consts: ins.slice(nSeq + nState) };
+}
+
 /**
  * A scan's outer inputs split into sequences, initial states and constants, each checked against
  * the type the body was traced with, and the number of steps. Every executor starts a scan here.
@@ -129,11 +136,7 @@ export function scanInputs<T extends Shaped>(ins: readonly T[], a: ScanAttrs, dt
   seqs: T[]; initial: T[]; consts: T[]; steps: number;
 } {
   const b = a.body;
-  const nSeq = b.sequences.length;
-  const nState = b.states.length;
-  const seqs = ins.slice(0, nSeq);
-  const initial = ins.slice(nSeq, nSeq + nState);
-  const consts = ins.slice(nSeq + nState);
+  const { seqs, initial, consts } = splitScanInputs(ins, b);
   const steps = a.n_steps ?? seqs[0]!.shape[0]!;
   seqs.forEach((s, i) => {
     if (s.shape[0] !== steps) throw new InferError(`sequence ${i} of shape ${formatShape(s.shape)} has ${s.shape[0]} steps but the scan runs ${steps}`, 'value');

@@ -6,7 +6,7 @@ import type { cumulativeOps } from '../../../ir/ops/misc.js';
 import type { randomOps } from '../../../ir/ops/random.js';
 import type { ctcOps } from '../../../ir/ops/ctc.js';
 import type { ctcTheanoOps } from '../../../ir/ops/ctc-theano.js';
-import { scanItems, type ScanAttrs } from '../../../ir/ops/control.js';
+import { scanItems, splitScanInputs, type ScanAttrs } from '../../../ir/ops/control.js';
 import { getOp, isOp } from '../../../ir/registry.js';
 import { F, OnnxExportError, G, type GraphBuilder } from '../builder.js';
 import { ONNX_DTYPE } from '../dtypes.js';
@@ -104,11 +104,8 @@ const scan: TupleEmit<ScanAttrs> = {
   tuple: (c, ins, a) => {
     const b = c.b;
     const body = a.body;
-    const nSeq = body.sequences.length;
-    const nState = body.states.length;
-    const seqs = ins.slice(0, nSeq);
-    const initial = ins.slice(nSeq, nSeq + nState);
-    const consts = ins.slice(nSeq + nState);
+    const { seqs, initial, consts } = splitScanInputs(ins, body);
+    const nState = initial.length;
     const steps = a.n_steps !== null ? b.i64([a.n_steps]) : b.dim(seqs[0]!, 0);
     const stepsScalar = b.reshape(steps, [], b.i64([]));
     const index = (inner: GraphBuilder, iter: string): string => {
