@@ -209,18 +209,33 @@ const inTopK: LoopTemplate<AttrsOf<'in_top_k'>> = {
   },
 };
 
+/**
+ * The elementwise ops that are one kernel-IR scalar op, by op: their templates apply it to the
+ * broadcast inputs, and renderers spell the scalar op as they spell this op (src/codegen/gpu/render.ts).
+ */
+export const SCALAR_OP_OF = {
+  add: 'add', sub: 'sub', mul: 'mul', div: 'div', pow: 'pow', mod: 'mod', maximum: 'max', minimum: 'min',
+  neg: 'neg', abs: 'abs', sign: 'sign', floor: 'floor', ceil: 'ceil', round: 'round', sqrt: 'sqrt', exp: 'exp', log: 'log',
+  log1p: 'log1p', expm1: 'expm1', sin: 'sin', cos: 'cos', tanh: 'tanh', reciprocal: 'recip',
+  equal: 'eq', not_equal: 'ne', greater: 'gt', greater_equal: 'ge', less: 'lt', less_equal: 'le',
+  logical_and: 'and', logical_or: 'or', logical_not: 'not', isnan: 'isnan', where: 'select',
+} as const satisfies Partial<Record<OpName, ScalarOp>>;
+
+function scalarOpTemplates(): { -readonly [K in keyof typeof SCALAR_OP_OF]?: LoopTemplate } {
+  const out: { -readonly [K in keyof typeof SCALAR_OP_OF]?: LoopTemplate } = {};
+  for (const [op, s] of Object.entries(SCALAR_OP_OF) as [keyof typeof SCALAR_OP_OF, ScalarOp][]) {
+    if (op === 'where') continue; // select's operands are in another order (the condition first): below
+    out[op] = getOp(op).arity === 1 ? unary(s) : binary(s);
+  }
+  return out;
+}
+
 const ops = elementwiseOps;
 
 export const templates: TemplateTableFor<OpName> = {
-  add: binary('add'), sub: binary('sub'), mul: binary('mul'), div: binary('div'), pow: binary('pow'), mod: binary('mod'),
-  maximum: binary('max'), minimum: binary('min'),
-  neg: unary('neg'), abs: unary('abs'), sign: unary('sign'), floor: unary('floor'), ceil: unary('ceil'), round: unary('round'),
+  ...scalarOpTemplates(),
   square: ew(([a], c) => c.b.op('mul', a!, a!)),
-  sqrt: unary('sqrt'), exp: unary('exp'), log: unary('log'), log1p: unary('log1p'), expm1: unary('expm1'),
-  sin: unary('sin'), cos: unary('cos'), tanh: unary('tanh'), reciprocal: unary('recip'),
   sigmoid: scalarCall('sigmoid', ops.sigmoid.scalar), softplus: scalarCall('softplus', ops.softplus.scalar), erf: scalarCall('erf', ops.erf.scalar),
-  equal: binary('eq'), not_equal: binary('ne'), greater: binary('gt'), greater_equal: binary('ge'), less: binary('lt'), less_equal: binary('le'),
-  logical_and: binary('and'), logical_or: binary('or'), logical_not: unary('not'), isnan: unary('isnan'),
   where: ew(([cond, a, x], c) => c.b.op('select', cond!, a!, x!)),
   cast: ew(([a]) => a!), // the cast itself is the store-rounding every node gets
   identity: ew(([a]) => a!),

@@ -18,6 +18,7 @@ import { userCallOf, userGpuHelper, userTemplates } from '../user.js';
 import type { Node } from '../../ir/node.js';
 import { floatLiteral, helperSources, helpersIn, scalarOps, storeAs } from './scalar.js';
 import { MAX_ELEMENTS, loopIterations, rowMajorStrides, type KernelSource } from './source.js';
+import { SCALAR_OP_OF } from '../templates.js';
 
 export class Unsupported extends Error {}
 
@@ -41,12 +42,8 @@ export interface BufferInfo {
   size(buf: number): number;
 }
 
-const VALUE_OPS: Partial<Record<ScalarOp, OpName>> = {
-  add: 'add', sub: 'sub', mul: 'mul', div: 'div', pow: 'pow', mod: 'mod', max: 'maximum', min: 'minimum', neg: 'neg', abs: 'abs',
-  sign: 'sign', floor: 'floor', ceil: 'ceil', round: 'round', sqrt: 'sqrt', exp: 'exp', log: 'log', log1p: 'log1p', expm1: 'expm1',
-  sin: 'sin', cos: 'cos', tanh: 'tanh', recip: 'reciprocal', eq: 'equal', ne: 'not_equal', gt: 'greater', ge: 'greater_equal',
-  lt: 'less', le: 'less_equal', and: 'logical_and', or: 'logical_or', not: 'logical_not', isnan: 'isnan', select: 'where',
-};
+/** The op whose gpu spelling a scalar op takes (the inverse of the templates' SCALAR_OP_OF). */
+const VALUE_OPS = new Map<ScalarOp, OpName>(Object.entries(SCALAR_OP_OF).map(([op, s]) => [s, op as OpName]));
 
 /** Spells expressions: a `const` per computed expression, index arithmetic in integers. */
 class Writer {
@@ -128,7 +125,8 @@ class Writer {
         if (idx) return indexOp(e.op, a);
         if (e.op === 'idiv') return `Math.floor(${a[0]} / ${a[1]})`;
         if (e.op === 'imod') return `t_mod(${a[0]}, ${a[1]})`;
-        const f = scalarOps[VALUE_OPS[e.op]!];
+        const name = VALUE_OPS.get(e.op);
+        const f = name === undefined ? undefined : scalarOps[name];
         if (f === undefined) throw new Unsupported(`op ${e.op}`);
         return f(a);
       }
