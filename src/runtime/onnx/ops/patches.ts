@@ -104,15 +104,17 @@ function groupedPatches(b: GraphBuilder, pt: string, G: number, cg: number): str
   return b.reshape(tr(b, five, [2, 0, 1, 3]), [G, nO, kN * cg], b.i64([G, -1, kN * cg]));
 }
 
+/** A (window..., Cg, F) kernel's sizes: F features in G groups of fg, Cg channels per group, kN taps. */
+function kernelDims(b: GraphBuilder, w: string, g: PatchGeometry, groups: number): { F: number; cg: number; kN: number; G: number; fg: number } {
+  const ws = b.val(w).shape as number[];
+  const F = ws[ws.length - 1]!;
+  return { F, cg: ws[ws.length - 2]!, kN: prod(g.window), G: groups, fg: F / groups };
+}
+
 /** conv in float64: y (N, O..., F). */
 export function convByPatches(b: GraphBuilder, x: string, w: string, g: PatchGeometry, groups: number, outShape: StaticShape): string {
   const xs = b.val(x).shape;
-  const ws = b.val(w).shape as number[];
-  const F = ws[ws.length - 1]!;
-  const cg = ws[ws.length - 2]!;
-  const kN = prod(g.window);
-  const G = groups;
-  const fg = F / G;
+  const { F, cg, kN, G, fg } = kernelDims(b, w, g, groups);
   const pt = groupedPatches(b, patches(b, x, g), G, cg);
   const wg = tr(b, b.reshape(w, [kN * cg, G, fg]), [1, 0, 2]);
   const m = b.op('MatMul', [pt, wg], {}, { dtype: b.val(x).dtype, shape: [G, null, fg] });
@@ -122,12 +124,7 @@ export function convByPatches(b: GraphBuilder, x: string, w: string, g: PatchGeo
 
 /** conv_transpose in float64: the adjoint of convByPatches in x. */
 export function convTransposeByPatches(b: GraphBuilder, dy: string, w: string, g: PatchGeometry, groups: number, like: string): string {
-  const ws = b.val(w).shape as number[];
-  const F = ws[ws.length - 1]!;
-  const cg = ws[ws.length - 2]!;
-  const kN = prod(g.window);
-  const G = groups;
-  const fg = F / G;
+  const { F, cg, kN, G, fg } = kernelDims(b, w, g, groups);
   const oN = prod(g.out);
   const d = b.val(dy).dtype;
   const dyg = tr(b, b.reshape(dy, [null, G, fg], b.i64([-1, G, fg])), [1, 0, 2]); // (G, N*O, Fg)
