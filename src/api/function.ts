@@ -12,7 +12,7 @@ import { clearGpuCompileCache, gpuCompiledExecutor } from '../runtime/gpu/compil
 import { clearCompileCache, compiledExecutor } from '../runtime/compile.js';
 import type { PassSelection } from '../passes/user.js';
 import { requireGpuTemplates } from '../codegen/user.js';
-import { fallbackPolicy, type FallbackOption } from '../runtime/fallback.js';
+import { fallbackPolicy, type FallbackOption, type FallbackPolicy } from '../runtime/fallback.js';
 import { allOptions, constantNode, isTensor, need, operands, options, toTensor, type TensorLike } from './args.js';
 import { backend as configuredBackend, device as configuredDevice, BACKENDS, type BackendName, type DeviceName } from './config.js';
 import { clearTfjsCache, tfjsExecutor } from '../runtime/tfjs/executor.js';
@@ -172,23 +172,40 @@ export function compileFunction(
   const fallback = fallbackPolicy('function', opts.fallback);
   const named = { name: spec.name, fallback };
   if (opts.passes !== undefined && optimizer === 'none') throw new ValueError('function: passes were given but optimizer "none" runs no passes; use "fast_run" or "fast_compile"');
-  let executor: Executor;
-  if (backend === 'onnx') {
-    // ONNX Runtime picks the kernels; the execution provider is THEANINE_ONNX_PROVIDER's (cpu by default)
-    executor = onnxExecutor(inputs, targets, optimizer, opts.passes);
-  } else if (backend === 'tensorflow') {
-    // TensorFlow.js picks its own device (native TensorFlow, WebAssembly or JavaScript).
-    executor = tfjsExecutor(inputs, targets, ups, optimizer, opts.passes);
-  } else {
-    if (device === 'gpu') {
-      requireGpuTemplates(targets); // user ops need a gpu template (src/codegen/user.ts)
-      // The device name says which gpu.js mode runs it: gpu:headlessgl, gpu:webasm...
-      const exec = gpuCompiledExecutor({ inputs, targets, nOut: outs.length, level: optimizer, ...named, ...(opts.passes !== undefined ? { passes: opts.passes } : {}) });
-      return makeFunction({ ...spec, device: exec.device }, exec);
-    }
-    executor = optimizer === 'none'
-      ? interpreterExecutor(inputs, targets)
-      : compiledExecutor({ inputs, targets, level: optimizer, device, ...named, ...(opts.passes !== undefined ? { passes: opts.passes } : {}) });
-  }
-  return makeFunction(spec, executor);
+  const pick = backend === 'theanine' ? device : backend;
+  const { executor, device: runs } = TARGETS[pick]({ inputs, targets, updates: ups, nOut: outs.length, optimizer, named, ...(opts.passes !== undefined ? { passes: opts.passes } : {}) });
+  return makeFunction(runs === undefined ? spec : { ...spec, device: runs }, executor);
 }
+
+interface TargetRequest {
+  readonly inputs: readonly Node[];
+  /** The outputs, then the update values. */
+  readonly targets: readonly Node[];
+  readonly updates: readonly (readonly [Node, Node])[];
+  readonly nOut: number;
+  readonly optimizer: Optimizer;
+  readonly passes?: PassSelection;
+  readonly named: { readonly name: string; readonly fallback: FallbackPolicy };
+}
+
+/**
+ * The executor of each target: the theanine backend's devices, and the other backends (PyTensor's
+ * Mode: one linker per target). `device` is the name a target reports when it says more than the
+ * device asked for (the gpu's gpu.js mode: gpu:headlessgl, gpu:webasm...).
+ */
+const TARGETS: Record<'cpu' | 'gpu' | 'tensorflow' | 'onnx', (r: TargetRequest) => { executor: Executor; device?: string }> = {
+  cpu: (r) => ({
+    executor: r.optimizer === 'none'
+      ? interpreterExecutor(r.inputs, r.targets)
+      : compiledExecutor({ inputs: r.inputs, targets: r.targets, level: r.optimizer, device: 'cpu', ...r.named, ...(r.passes !== undefined ? { passes: r.passes } : {}) }),
+  }),
+  gpu: (r) => {
+    requireGpuTemplates(r.targets); // user ops need a gpu template (src/codegen/user.ts)
+    const executor = gpuCompiledExecutor({ inputs: r.inputs, targets: r.targets, nOut: r.nOut, level: r.optimizer, ...r.named, ...(r.passes !== undefined ? { passes: r.passes } : {}) });
+    return { executor, device: executor.device };
+  },
+  // TensorFlow.js picks its own device (native TensorFlow, WebAssembly or JavaScript).
+  tensorflow: (r) => ({ executor: tfjsExecutor(r.inputs, r.targets, r.updates, r.optimizer, r.passes) }),
+  // ONNX Runtime picks the kernels; the execution provider is THEANINE_ONNX_PROVIDER's (cpu by default).
+  onnx: (r) => ({ executor: onnxExecutor(r.inputs, r.targets, r.optimizer, r.passes) }),
+};
