@@ -1,8 +1,7 @@
 // Window geometry on tfjs for the convolution and pooling kernels: the padded input, and
 // the strided view a window offset ("tap") reads, with its adjoint. Shapes are channels-last:
 // (N, S..., C).
-import { InferError } from '../../../ir/errors.js';
-import { outSizeFor, padsFor, type WindowAttrs } from '../../../ir/ops/window.js';
+import { geometry, padsFor, type WindowAttrs } from '../../../ir/ops/window.js';
 import type { TF } from '../load.js';
 import type { Tensor } from '../types.js';
 import { spread } from './shape.js';
@@ -21,11 +20,7 @@ export interface Geo {
 export function geo(inSize: readonly number[], window: readonly number[], a: WindowAttrs): Geo {
   const d = inSize.length;
   const pads = inSize.map((s, i) => padsFor(s, window[i]!, a.strides[i]!, a.dilation[i]!, a.padding));
-  const out = inSize.map((s, i) => {
-    const o = outSizeFor(s, window[i]!, a.strides[i]!, a.dilation[i]!, a.padding);
-    if (o === null) throw new InferError(`input size ${s} on spatial axis ${i} is smaller than the window (${window[i]}, dilation ${a.dilation[i]})`);
-    return o;
-  });
+  const out = [...geometry(1, inSize, window, a).outSize];
   const taps: number[][] = [[]];
   for (const k of window) {
     const next: number[][] = [];
