@@ -5,21 +5,13 @@ import { apply } from '../ir/build.js';
 import { ValueError } from '../ir/errors.js';
 import { describe, formatShape } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
-import { checkAxes, options, toTensor, type TensorLike } from './args.js';
+import { checkAxes, lit, options, toTensor, unary, type TensorLike } from './args.js';
 import { clip } from './numeric.js';
 import { markSoftmax } from './argorder.js';
-
-function lit(fn: string, v: number, like: Node): Node {
-  return toTensor(fn, v, 'constant', like.dtype);
-}
 
 function num(fn: string, v: unknown, what: string): number {
   if (typeof v !== 'number' || Number.isNaN(v)) throw new ValueError(`${fn}: ${what} must be a number, got ${describe(v)}`);
   return v;
-}
-
-function unary(op: string, fn: string) {
-  return (x: TensorLike): Node => apply(op, [toTensor(fn, x)], {}, `K.${fn}`);
 }
 
 /** 1 / (1 + e^-x), evaluated without overflow for either sign. */

@@ -2,6 +2,7 @@
 import { NDArray, describe, formatShape } from '../ir/ndarray.js';
 import { Node } from '../ir/node.js';
 import { apply } from '../ir/build.js';
+import type { OpName } from '../ir/registry.js';
 import { coerce, isDType, isFloat, isInt, type DType } from '../ir/dtype.js';
 import { ValueError } from '../ir/errors.js';
 import { floatx } from './config.js';
@@ -9,7 +10,8 @@ import { floatx } from './config.js';
 /** Anything the API accepts where a tensor is expected. */
 export type TensorLike = Node | NDArray | number | boolean | readonly unknown[];
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
+/** An object literal (not an array, a Map, a tensor...): Keras' keyword arguments. */
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
   if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
   const p = Object.getPrototypeOf(v);
   return p === Object.prototype || p === null;
@@ -171,3 +173,13 @@ export function checkAxes(fn: string, axis: unknown, ndim: number): number[] {
 }
 
 export { isInt, isFloat };
+
+/** A number as a constant of `like`'s dtype. */
+export function lit(fn: string, v: number, like: Node): Node {
+  return toTensor(fn, v, 'constant', like.dtype);
+}
+
+/** K.<fn>(x): op `op` of one tensor-like argument. */
+export function unary(op: OpName, fn: string): (x: TensorLike) => Node {
+  return (x) => apply(op, [toTensor(fn, x)], {}, `K.${fn}`);
+}

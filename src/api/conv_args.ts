@@ -5,12 +5,7 @@ import { ValueError } from '../ir/errors.js';
 import { describe } from '../ir/ndarray.js';
 import type { PaddingMode } from '../ir/ops/window.js';
 import { image_data_format, type DataFormat } from './config.js';
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
-  const p = Object.getPrototypeOf(v);
-  return p === Object.prototype || p === null;
-}
+import { isPlainObject } from './args.js';
 
 /** Keras 1 names and the Keras 2 names they stand for. */
 const ALIASES: Readonly<Record<string, string>> = {

@@ -1,16 +1,12 @@
 // Arithmetic, elementwise math, comparisons, reductions and dot: thin builders over IR ops.
 import { apply } from '../ir/build.js';
 import type { Node } from '../ir/node.js';
-import { checkAxes, operands, options, toTensor, type TensorLike } from './args.js';
+import { checkAxes, operands, options, toTensor, unary, type TensorLike } from './args.js';
 
 type Binary = (x: TensorLike, y: TensorLike) => Node;
-type Unary = (x: TensorLike) => Node;
 
 function binary(op: string, fn: string): Binary {
   return (x, y) => apply(op, operands(fn, x, y), {}, `K.${fn}`);
-}
-function unary(op: string, fn: string): Unary {
-  return (x) => apply(op, [toTensor(fn, x)], {}, `K.${fn}`);
 }
 
 // SPEC §1: functions standing in for Python's operators.

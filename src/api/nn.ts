@@ -5,13 +5,9 @@ import { ShapeError, ValueError } from '../ir/errors.js';
 import { NDArray, describe, formatShape } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
 import type { Dim } from '../ir/types.js';
-import { checkAxes, checkInt, constantNode, operands, options, toTensor, type TensorLike } from './args.js';
+import { checkAxes, checkInt, constantNode, lit, operands, options, toTensor, type TensorLike } from './args.js';
 import { image_data_format } from './config.js';
 import { varianceOf } from './numeric.js';
-
-function lit(fn: string, v: number, like: Node): Node {
-  return toTensor(fn, v, 'constant', like.dtype);
-}
 
 /** A static target shape for `reshape`: unknown dims become -1, at most one of them. */
 export function reshapeTarget(fn: string, dims: readonly Dim[], what: string, original: readonly Dim[]): number[] {

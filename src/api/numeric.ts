@@ -4,7 +4,7 @@ import { apply } from '../ir/build.js';
 import { ValueError } from '../ir/errors.js';
 import { describe } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
-import { checkAxes, checkInt, operands, options, toTensor, type TensorLike } from './args.js';
+import { checkAxes, checkInt, lit, operands, options, toTensor, type TensorLike } from './args.js';
 
 type AxisArg = number | readonly number[] | null;
 type ReduceOpts = { axis?: AxisArg; keepdims?: boolean };
@@ -14,10 +14,6 @@ function reduceArgs(fn: string, x: TensorLike, axis: AxisArg | ReduceOpts | unde
   const o = options<{ axis: AxisArg; keepdims: boolean }>(fn, [axis, keepdims], ['axis', 'keepdims']);
   if (o.keepdims !== undefined && typeof o.keepdims !== 'boolean') throw new ValueError(`${fn}: keepdims must be a boolean, got ${describe(o.keepdims)}`);
   return { t, axes: checkAxes(fn, o.axis, t.ndim), keepdims: o.keepdims === true };
-}
-
-function lit(fn: string, v: number, like: Node): Node {
-  return toTensor(fn, v, 'constant', like.dtype);
 }
 
 /**

@@ -4,7 +4,7 @@ import { ValueError } from '../ir/errors.js';
 import { NDArray, describe } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
 import { leavesOf } from '../ir/graph.js';
-import { isTensor } from './args.js';
+import { isPlainObject, isTensor } from './args.js';
 import { compileFunction, Update, type FunctionOptions } from './function.js';
 import { onClearSession } from './state.js';
 
@@ -13,12 +13,6 @@ type FetchResult<F> = F extends Node ? NDArray : F extends Update ? null : F ext
 
 /** What `feed_dict` may be: a Map from placeholders to values, or a list of [placeholder, value] pairs. */
 export type FeedDict = ReadonlyMap<Node, unknown> | readonly (readonly [Node, unknown])[];
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
-  const p = Object.getPrototypeOf(v);
-  return p === Object.prototype || p === null;
-}
 
 /**
  * The object `K.get_session()` returns. `run(fetches, feed_dict)` evaluates tensors as
