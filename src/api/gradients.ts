@@ -7,6 +7,7 @@ import type { Node } from '../ir/node.js';
 import { isTensor, toTensor, type TensorLike } from './args.js';
 import { compileFunction, type FunctionOptions } from './function.js';
 import { placeholder } from './tensors.js';
+import { mulberry32 } from '../ir/random.js';
 
 /** Symbolic gradients of `loss` (summed if not scalar) with respect to each of `variables`. */
 export function gradients(loss: Node, variables: readonly Node[] | Node): Node[] {
@@ -42,17 +43,8 @@ export class GradientError extends Error {
   override name = 'GradientError';
 }
 
-/** mulberry32: a tiny seeded generator for projection weights (not for model randomness). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The projection weights' generator (a seeded stream, not model randomness). */
+const rng = mulberry32;
 
 /**
  * Theano's verify_grad: builds fn on placeholders for `inputs`, projects its output on random

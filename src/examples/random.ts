@@ -1,17 +1,11 @@
-// A small seeded generator (mulberry32) for weight initialisation and batch order, so a run
-// with the same --seed draws the same numbers everywhere; the library's own random ops are not needed.
-export class Rng {
-  private s: number;
-  constructor(seed: number) { this.s = seed >>> 0; }
+// A seeded generator (ir/random.ts mulberry32) for weight initialisation and batch order, so a
+// run with the same --seed draws the same numbers everywhere; the library's own random ops are not needed.
+import { mulberry32 } from '../ir/random.js';
 
+export class Rng {
   /** Uniform in [0, 1). */
-  next(): number {
-    this.s = (this.s + 0x6d2b79f5) >>> 0;
-    let t = this.s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  }
+  readonly next: () => number;
+  constructor(seed: number) { this.next = mulberry32(seed); }
 
   /** Uniform in [-limit, limit). */
   uniform(n: number, limit: number): Float32Array {

@@ -119,3 +119,19 @@ export function truncatedNormal(key: RandomKey, index: number, scratch: Uint32Ar
   }
   return 0;
 }
+
+/**
+ * A small sequential generator (mulberry32) for host-side draws that need no counter: verify_grad's
+ * projection weights, the examples' initial weights and batch order. Uniform in [0, 1).
+ * The random ops draw with Philox above, which any element can be computed from independently.
+ */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
