@@ -1,4 +1,4 @@
-// The crossentropy argument order (issue 15 item 3). The seed pages (Keras 2.0's backend docs)
+// The crossentropy argument order. The seed pages (Keras 2.0's backend docs)
 // write categorical_crossentropy(output, target); Keras 2.0.7 and later write (target, output),
 // so a literal port of Keras 2.2/2.3 losses.py runs with the arguments swapped and gives wrong
 // numbers without any error. theanine keeps the seed's order and warns, once per call site, when

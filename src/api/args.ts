@@ -19,7 +19,7 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
 
 /**
  * Keras' trailing optional parameters, given positionally or as one trailing plain object
- * keyed by Keras' names (SPEC §1). `given` are the arguments from position `first` on;
+ * keyed by Keras' names. `given` are the arguments from position `first` on;
  * `names` are the parameter names from that position. Unknown keys are an error.
  */
 export function options<T extends Record<string, unknown>>(fn: string, given: readonly unknown[], names: readonly (keyof T & string)[]): Partial<T> {

@@ -1,4 +1,4 @@
-// The convolution family (SPEC §5): conv1d/2d/3d, conv2d_transpose (and Keras 1's deconv2d),
+// The convolution family: conv1d/2d/3d, conv2d_transpose (and Keras 1's deconv2d),
 // separable_conv2d, pool2d/pool3d. Cross-correlation, kernels (spatial..., in, out) whatever the
 // data format; the IR ops are channels-last, so channels_first is a transpose in and out here.
 import { apply } from '../ir/build.js';
@@ -230,7 +230,7 @@ export function conv2d_transpose(x: TensorLike, kernel: TensorLike, output_shape
  * filter_shape). Its kernel is (kh, kw, in_channels, out_channels), the layout of the Keras 1
  * TensorFlow backend, which swapped the last two axes before calling TensorFlow's
  * conv2d_transpose; the result is conv2d_transpose with that swapped kernel (no flip, as
- * TensorFlow: SPEC §5). dim_ordering 'th'/'tf' picks the layout of x and output_shape only;
+ * TensorFlow). dim_ordering 'th'/'tf' picks the layout of x and output_shape only;
  * image_shape and filter_shape are accepted and unused (Theano's optimisation hints).
  */
 export function deconv2d(x: TensorLike, kernel: TensorLike, output_shape?: Opt<OutputShape>, strides?: Opt<IntOrTuple>, border_mode?: Opt<string>, dim_ordering?: Opt<string>, image_shape?: Opt<Hint>, filter_shape?: Opt<Hint>): Node {

@@ -1,4 +1,4 @@
-// The CTC family (SPEC §5). ctc_batch_cost is TensorFlow's loss: the negative log-likelihood of
+// The CTC family. ctc_batch_cost is TensorFlow's loss: the negative log-likelihood of
 // each label given log(y_pred + epsilon), renormalised over the classes as TensorFlow's softmax
 // of its logits does. The other five are Keras 1's Theano helpers, with their Theano meaning.
 import { apply } from '../ir/build.js';

@@ -1,4 +1,4 @@
-// Seeing inside (SPEC §6): debugprint of a tensor, a list of tensors, a compiled function or an
+// Seeing inside: debugprint of a tensor, a list of tensors, a compiled function or an
 // optimized graph, and pictures of the same graphs as DOT text or SVG.
 import { describe } from '../ir/ndarray.js';
 import { platform } from '#platform';

@@ -101,7 +101,7 @@ export function defineOp<A extends Attrs = Attrs>(spec: UserOpSpec<A>): UserOp<A
     }
     const inputs = (args as TensorLike[]).map((a, i) => toTensor(fn, a, `input ${i}`));
     if (elementwise && attrs !== null && typeof attrs === 'object') {
-      // Templates see number and boolean attrs as constants by name (issue 14 item 8: `if` gave a raw SyntaxError).
+      // Templates see number and boolean attrs as constants by name (`if` gave a raw SyntaxError).
       for (const [k, v] of Object.entries(attrs)) {
         if ((typeof v === 'number' || typeof v === 'boolean') && JS_RESERVED.has(k)) {
           throw new ValueError(`${fn}: attr ${JSON.stringify(k)} is a JavaScript reserved word, so the op's ${spec.cpu !== undefined ? 'cpu' : 'gpu'} template could not name it; rename the attr (for example ${JSON.stringify(`${k}_`)})`);

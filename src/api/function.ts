@@ -1,4 +1,4 @@
-// K.function and the update records it takes (SPEC §3).
+// K.function and the update records it takes.
 import { apply } from '../ir/build.js';
 import { ValueError, ShapeError } from '../ir/errors.js';
 import { NDArray, describe, formatShape } from '../ir/ndarray.js';

@@ -1,4 +1,4 @@
-// K.gradients, K.stop_gradient, and verify_grad (Theano's finite-difference check, SPEC §4).
+// K.gradients, K.stop_gradient, and verify_grad (Theano's finite-difference check).
 import { apply } from '../ir/build.js';
 import { gradients as reverseMode } from '../autodiff/grad.js';
 import { isFloat, type DType } from '../ir/dtype.js';

@@ -1,4 +1,4 @@
-// batch_dot with Keras' axes rules (SPEC §5); `dot` is in math.ts.
+// batch_dot with Keras' axes rules; `dot` is in math.ts.
 import { apply } from '../ir/build.js';
 import { ShapeError, ValueError } from '../ir/errors.js';
 import { describe, formatShape } from '../ir/ndarray.js';

@@ -1,4 +1,4 @@
-// The crossentropies (SPEC §5). Arguments are (output, target, from_logits) in the order the
+// The crossentropies. Arguments are (output, target, from_logits) in the order the
 // seed pages (Keras 2.0's backend docs) give them; Keras 2.0.7 and later write (target, output).
 // theanine keeps the seed's order and warns when the arguments look swapped (argorder.ts).
 import { apply } from '../ir/build.js';

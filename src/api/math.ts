@@ -9,7 +9,7 @@ function binary(op: string, fn: string): Binary {
   return (x, y) => apply(op, operands(fn, x, y), {}, `K.${fn}`);
 }
 
-// SPEC §1: functions standing in for Python's operators.
+// Functions standing in for Python's operators.
 export const add = binary('add', 'add');
 export const subtract = binary('sub', 'subtract');
 export const multiply = binary('mul', 'multiply');

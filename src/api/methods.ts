@@ -1,4 +1,4 @@
-// Tensor methods for chaining (SPEC §1): x.add(y).mul(2).T. They build the same nodes as the
+// Tensor methods for chaining: x.add(y).mul(2).T. They build the same nodes as the
 // K.* functions. Declared on the IR's Node class from here, so `ir` stays free of the API.
 import { apply } from '../ir/build.js';
 import { Node } from '../ir/node.js';

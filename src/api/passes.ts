@@ -1,4 +1,4 @@
-// The optimizer as a research tool (issue 10): user passes, the pass list, and the optimized
+// The optimizer as a research tool: user passes, the pass list, and the optimized
 // graph of any outputs for inspection, without compiling a function.
 import { describe } from '../ir/ndarray.js';
 import { Node } from '../ir/node.js';

@@ -1,4 +1,4 @@
-// Random tensors, random variables and dropout (SPEC §5): with a seed the same numbers on every
+// Random tensors, random variables and dropout: with a seed the same numbers on every
 // run and device; without one, a fresh draw on each evaluation.
 import { apply } from '../ir/build.js';
 import { isFloat, isInt, type DType } from '../ir/dtype.js';

@@ -1,4 +1,4 @@
-// K.rnn (SPEC §5): one Scan node over the time axis, or T copies of the step with `unroll`.
+// K.rnn: one Scan node over the time axis, or T copies of the step with `unroll`.
 import { apply } from '../ir/build.js';
 import { ShapeError, ValueError } from '../ir/errors.js';
 import { NDArray, describe, formatShape } from '../ir/ndarray.js';
@@ -60,7 +60,7 @@ export function rnn(
     if (steps === 0) throw new ValueError(`${FN}: cannot unroll over 0 time steps`);
     return unrolled(step_function, xs, ms, states, consts, steps, back);
   }
-  // rnn returns the last step's output, which 0 steps do not have (issue 14 item 8: this was
+  // rnn returns the last step's output, which 0 steps do not have (this was
   // "index -1 is out of range" from inside the graph). TensorFlow's K.rnn refuses 0 steps too.
   if (steps === 0) throw new ValueError(`${FN}: inputs of shape ${formatShape(x.shape)} have 0 time steps; rnn needs at least one (it returns the last step's output). Give inputs with a time axis of length 1 or more`);
   return scanned(step_function, xs, ms, states, consts, back);

@@ -1,4 +1,4 @@
-// Sizes as Keras takes them (issue 13 item 2): numbers, scalar integer tensors (`K.shape(x)[1]`,
+// Sizes as Keras takes them: numbers, scalar integer tensors (`K.shape(x)[1]`,
 // spelled `K.gather(K.shape(x), 1)` or `K.shape(x).get(1)`, and their arithmetic), or a 1-D
 // integer tensor of known length (`K.shape(x)`). A size list of numbers, or of tensors whose
 // values the static shapes already fix, is static; anything else becomes one int32 vector that

@@ -105,7 +105,7 @@ function filled(fn: string, shape: unknown, dtype: DType | null | undefined, v: 
   const dims = checkShape(fn, shape, false) as number[];
   const dt = dtype === undefined || dtype === null ? floatx() : checkDType(fn, dtype);
   const n = sizeOf(dims);
-  // issue 14 item 8: a huge shape failed with "Invalid typed array length", naming nothing
+  // a huge shape failed with "Invalid typed array length", naming nothing
   if (n > MAX_ELEMENTS) throw new ValueError(`${fn}: shape ${formatShape(dims)} has ${n} elements; a typed array holds at most ${MAX_ELEMENTS} (2^32 - 1). Reduce the shape`);
   return new NDArray(new Float64Array(n).fill(v), dims, dt);
 }

@@ -1,4 +1,4 @@
-// `theanine bench`: runs the benchmark suite in bench/ (issue 6) when this checkout has it.
+// `theanine bench`: runs the benchmark suite in bench/ when this checkout has it.
 import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';

@@ -5,7 +5,7 @@
 /**
  * Built-in ops that still run as extern steps (their reference implementation) because they have no
  * kernel-IR lowering yet. This is the one list: the test tables accept extern steps of these ops
- * and no others, and it shrinks as kernels land (issue 13 item 3).
+ * and no others, and it shrinks as kernels land.
  */
 export const NO_KERNEL_YET: Readonly<Record<string, string>> = {
   ctc_create_skip_idxs: 'its result lists the positions where the label changes, so its size depends on the label values, not shapes '

@@ -7,7 +7,7 @@ import type { DType } from '../ir/dtype.js';
 import { exprOrder } from './expr.js';
 import { stepBuffers, type Program, type Step } from './kernel.js';
 
-/** Typed-array kind a dtype is stored in (SPEC §1): pooled arrays are shared within a class only. */
+/** Typed-array kind a dtype is stored in: pooled arrays are shared within a class only. */
 export type StorageClass = 'f32' | 'f64' | 'i32' | 'i16' | 'i8' | 'u8';
 
 export function storageClass(d: DType): StorageClass {

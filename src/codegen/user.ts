@@ -1,4 +1,4 @@
-// Code templates of user ops (defineOp's `cpu` and `gpu`, issue 10). A template is a JavaScript
+// Code templates of user ops (defineOp's `cpu` and `gpu`). A template is a JavaScript
 // expression of one output element: `x0`, `x1`, ... are the inputs' elements at that position
 // (inputs broadcast to the output, NumPy style), the op's number and boolean attrs are in scope
 // by name, and `Math` is available. On the cpu it becomes a scalar function that kernels call

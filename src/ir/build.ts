@@ -35,7 +35,7 @@ export const MAX_ELEMENTS = 2 ** 32 - 1;
 
 /**
  * A result too large for any typed array is refused when the node is built, naming the function
- * and the shape (issue 14 item 8: a 2^40-element result failed at run time with "Invalid typed
+ * and the shape (a 2^40-element result failed at run time with "Invalid typed
  * array length", naming nothing). Unknown dims are checked when the value is allocated.
  */
 function checkSize(fn: string, op: string, t: TensorType): void {

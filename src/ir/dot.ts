@@ -1,4 +1,4 @@
-// Graphviz DOT text of a graph (SPEC §6 pictures). Generic over the IR: what a picture groups
+// Graphviz DOT text of a graph (the pictures of debugging and docs). Generic over the IR: what a picture groups
 // (gradient nodes, fused kernels, Scan bodies) comes from callbacks, so the compiler and autodiff
 // can mark their nodes without this file knowing about them. Inner graphs held in attrs (a Scan's
 // step function, a fused kernel's expression) are found structurally and drawn as nested clusters.
@@ -14,7 +14,7 @@ import { describe } from './ndarray.js';
 const RANKDIRS = ['TB', 'BT', 'LR', 'RL'] as const;
 
 /**
- * Every option that reaches DOT text is checked before any is written (issue 14 item 5): an
+ * Every option that reaches DOT text is checked before any is written: an
  * unchecked `rankdir` went into the text as is, so `'TB; node [URL="javascript:..."]'` put a
  * link into the SVG. Strings are escaped by dotString; the rest must be of the documented kinds.
  */

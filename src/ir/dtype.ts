@@ -1,4 +1,4 @@
-// Element types of SPEC §1 and how they are stored and promoted.
+// Element types (Keras' dtype names) and how they are stored and promoted.
 
 export const DTYPES = ['float16', 'float32', 'float64', 'int8', 'int16', 'int32', 'int64', 'uint8', 'bool'] as const;
 export type DType = (typeof DTYPES)[number];

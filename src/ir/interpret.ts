@@ -33,7 +33,7 @@ export function evaluate(outputs: readonly Node[], opts: EvalOptions = {}): NDAr
   const values = new Map<Node, NDArray>();
   const feeds = opts.feeds;
   const order = topoSort(outputs);
-  // Every variable is read at the start of the call (SPEC §3): a call made from inside this one
+  // Every variable is read at the start of the call: a call made from inside this one
   // (a user op's reference calling a compiled function) that updates a variable does not change
   // what this call computes, as on the compiled targets, which bind variables before any step.
   for (const n of order) if (n.op === 'variable' && feeds?.get(n) === undefined) values.set(n, n.cell!.value);

@@ -1,5 +1,5 @@
 // NDArray: a row-major typed array with a shape and a dtype. The value type of every
-// interpreter, device and API boundary (SPEC §1).
+// interpreter, device and API boundary.
 import { allocate, coerce, isDType, storeCoerces, type DType, type TypedArray } from './dtype.js';
 
 export type Shape = readonly number[];
@@ -50,7 +50,7 @@ export class NDArray {
       for (let i = 0; i < n; i++) out[i] = coerce(dt, Number(data[i]!));
       this.data = out;
     }
-    // Frozen (issue 14 item 7): a shape changed after the data was checked against it would let
+    // Frozen: a shape changed after the data was checked against it would let
     // compiled code read outside the data; NDArrays are immutable values.
     this.shape = Object.freeze([...shape]);
     this.dtype = dt;

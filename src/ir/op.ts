@@ -1,6 +1,6 @@
 // What an op is: a name, type inference, and a reference implementation on NDArrays.
 // Gradient rules live in src/autodiff and code templates in src/codegen, each in a table
-// keyed by op name (DESIGN.md), so the op record itself stays small.
+// keyed by op name, so the op record itself stays small.
 import type { NDArray } from './ndarray.js';
 import type { TensorType } from './types.js';
 import type { DType } from './dtype.js';

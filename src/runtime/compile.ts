@@ -98,7 +98,7 @@ export const compileTimes = { passes: 0, bodyPasses: 0, lower: 0, plan: 0, rende
 
 /**
  * Specialisations of every program, least recently used first, bounded in bytes of the buffers
- * they hold (issue 14 item 4: a bound on entries let 300 dropped small functions keep 86.8 MB).
+ * they hold (a bound on entries let 300 dropped small functions keep 86.8 MB).
  * An evicted specialisation is compiled again if its shapes come back; functions holding it
  * (their latest call's) keep it alive only as long as they live.
  */

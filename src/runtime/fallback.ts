@@ -1,4 +1,4 @@
-// The fallback rule (issue 13 item 4): compiled means compiled. A compiled function that runs the
+// The fallback rule: compiled means compiled. A compiled function that runs the
 // reference interpreter, whole (a shape the input shapes do not fix) or for one step (an extern
 // step: an op without a kernel), says so: a warning once per function naming each op and why, or,
 // with `fallback: 'error'` (K.function's option, or THEANINE_FALLBACK=error for every function),

@@ -117,8 +117,8 @@ export function convertInput(fnName: string, ph: Node, i: number, v: unknown): N
 
 /**
  * An NDArray's shape is frozen, but a value built around the constructor (or with its data
- * replaced) could still claim more elements than it has, which compiled code would read past
- * (issue 14 item 7): checked on every call, on every target.
+ * replaced) could still claim more elements than it has, which compiled code would read past:
+ * checked on every call, on every target.
  */
 function checkIntact(what: string, nd: NDArray): void {
   const shape: unknown = nd.shape;
@@ -140,7 +140,7 @@ const INT_RANGE: Readonly<Record<string, readonly [number, number]>> = {
 };
 
 /**
- * Values fed to an integer placeholder must be integers it can hold (issue 14 item 7). Theano
+ * Values fed to an integer placeholder must be integers it can hold. Theano
  * refuses such downcasts too; silent truncation turned 1.5, 3e10 and NaN into 2, -129542144
  * and 0. K.cast is the explicit way to convert.
  */

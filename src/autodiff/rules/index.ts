@@ -1,5 +1,5 @@
 // The gradient rule of every built-in op, keyed by op name. Typed GradTable (one entry per OpName), so an
-// op added to the registry without a rule here is a type error (DESIGN.md; JAX's per-primitive tables).
+// op added to the registry without a rule here is a type error (JAX's per-primitive tables).
 import { castGrad, elementwiseGrads, whereGrad } from './elementwise.js';
 import { reduceGrads } from './reduce.js';
 import { convGrads } from './conv.js';

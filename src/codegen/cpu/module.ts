@@ -302,7 +302,7 @@ function hoistedPacks(p: Program, invariantFrom: number | undefined, allTiles: (
 }
 
 /**
- * Intermediate buffers belong to one call at a time (issue 14 item 1). An instance of the driver
+ * Intermediate buffers belong to one call at a time. An instance of the driver
  * owns its planned arrays (and the views made of them); a call takes a free instance, or makes one
  * when every instance is in use by a call further up the stack (a user op's reference, a
  * print_tensor sink or an extern that calls a compiled function), and gives it back when it returns.

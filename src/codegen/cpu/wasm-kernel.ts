@@ -69,7 +69,7 @@ export class PackArena {
   }
 
   /**
-   * Lets the memory go (clear_session; issue 14 item 4: one 1200x1200 matmul kept 27.6 MB). A
+   * Lets the memory go (clear_session; one 1200x1200 matmul kept 27.6 MB). A
    * WebAssembly memory cannot shrink, so the next matmul makes a new one of the size it needs.
    */
   release(): void {

@@ -1,4 +1,4 @@
-// Ops whose sizes come from tensors (issue 13 item 2): Keras takes `K.shape(x)`, `K.shape(x)[i]`,
+// Ops whose sizes come from tensors: Keras takes `K.shape(x)`, `K.shape(x)[i]`,
 // their arithmetic, and lists mixing numbers and scalar int tensors wherever a shape or a size
 // goes. Each op here is the sized twin of a static op: the same inputs, then int vectors with the
 // sizes. Static inference keeps what it can (`attrs.known`, null where unknown). A compiled

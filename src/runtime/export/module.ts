@@ -1,4 +1,4 @@
-// Ahead-of-time export (issue 10, Theano's answer to tfcompile): a compiled function as a
+// Ahead-of-time export (Theano's answer to tfcompile): a compiled function as a
 // standalone TypeScript module. The module holds the generated kernels as typed functions, the
 // variables' values at export time (base64 in the source, or a `.bin` file beside it above a
 // size threshold), and one exported function with typed inputs and outputs whose JSDoc gives
@@ -68,7 +68,7 @@ const DRIVER_NAME = /^([a-z]\d+|[cn]s\d+_\d+|k|t|w|rt|learningPhase)$/;
 const MODULE_NAMES = new Set(['readFileSync', 'TypedArray', 'learningPhase']);
 
 /**
- * The exported function's name must be usable as a declaration in the module (issue 14 item 8):
+ * The exported function's name must be usable as a declaration in the module:
  * each reason said on its own, with the fix. A name that shadows a global the module uses
  * (Float32Array, RangeError) or a name it imports (readFileSync) made the module fail to
  * type-check, reported as a bug in theanine.

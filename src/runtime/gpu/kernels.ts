@@ -11,7 +11,7 @@ import { stats } from './stats.js';
 
 const cache = new Map<string, GpuKernel>();
 /**
- * At most this many compiled kernels (issue 14 item 4: one function called with 200 batch sizes
+ * At most this many compiled kernels (one function called with 200 batch sizes
  * kept 200 sets of kernels, RSS 163 -> 483 MB). Least recently used first out; an evicted kernel
  * is destroyed (its program and its own textures; results already returned hold their own
  * references), and compiles again if needed.

@@ -57,8 +57,8 @@ export function tfjsExecutor(
 }
 
 /**
- * TensorFlow.js has no float64 and no int64: such values are computed in float32 and int32 here
- * (issue 14 item 3), which loses digits and wraps large integers. Said once per process and dtype,
+ * TensorFlow.js has no float64 and no int64: such values are computed in float32 and int32 here,
+ * which loses digits and wraps large integers. Said once per process and dtype,
  * when the first function using one is compiled, since results keep the dtype's label.
  */
 const NARROWED: Readonly<Record<string, string>> = {
@@ -117,7 +117,7 @@ function runOnce(
   const results = watchBackendErrors(() => tf.tidy(() => {
     const env = new Map<Node, Tensor>();
     inputs.forEach((n, i) => env.set(n, upload(tf, values[i]!)));
-    // Variables are read at the start of the call (SPEC §3): a clone keeps the value it had even if
+    // Variables are read at the start of the call: a clone keeps the value it had even if
     // a call made from inside this one (a user op's reference) assigns an update to the tf.Variable.
     for (const n of order) if (n.op === 'variable' && !env.has(n)) env.set(n, tf.clone(readVariable(tf, n.cell!)));
     const evaluate = (res: readonly Node[], feeds: ReadonlyMap<Node, Tensor>): Tensor[] => {

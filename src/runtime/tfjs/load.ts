@@ -170,7 +170,7 @@ interface WasmModuleObject {
 /**
  * What the wasm backend wrote to stderr since the last look. tfjs-backend-wasm reports a failed
  * XNNPack call (an unsupported rank, for one) only there, and returns the unwritten output as if
- * it were a result (issue 14 item 2): the executor turns any such line into an error naming the op.
+ * it were a result: the executor turns any such line into an error naming the op.
  */
 // Kept on globalThis: TensorFlow.js' backends are process-wide, while this module can be loaded
 // twice in one process (as an ES module and through a CommonJS hook, as mocha with tsx does); each

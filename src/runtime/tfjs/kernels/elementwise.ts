@@ -53,7 +53,7 @@ export const elementwiseKernels: TfTableFor<keyof typeof elementwiseOps | 'where
   pow: arith((tf, a, b) => tf.pow(a, b)),
   // tf.mod is floor modulo: the result takes the divisor's sign, as Python's %
   // Integer modulo by 0 is 0 in the reference (NaN stored as an integer); tfjs-wasm traps with
-  // "remainder by zero" (issue 14 item 8), so zero divisors are replaced and their results set to 0.
+  // "remainder by zero", so zero divisors are replaced and their results set to 0.
   mod: arith((tf, a, b) => {
     if (b.dtype !== 'int32') return tf.mod(a, b);
     const zero = tf.equal(b, tf.scalar(0, 'int32'));

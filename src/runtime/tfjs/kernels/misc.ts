@@ -13,7 +13,7 @@ import { arithDType, castTo, fit } from './util.js';
 /**
  * The draws are made on the host and uploaded, as TensorFlow.js does for its own random ops:
  * element i is the same pure function of (key, i) as in src/ir/ops/random.ts (Philox from
- * src/ir/random.ts), so a seed gives the same numbers on both backends (SPEC §5).
+ * src/ir/random.ts), so a seed gives the same numbers on both backends.
  */
 function random<A extends RandomAttrs>(draw: (key: ReturnType<typeof seededKey>, i: number, a: A, w: Uint32Array) => number): TfKernel<A> {
   return (dims, a, ctx: KernelContext) => {

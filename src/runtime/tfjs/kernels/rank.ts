@@ -1,6 +1,6 @@
 // TensorFlow.js' wasm backend hands broadcasting binary ops to XNNPack, which takes at most 6
-// dimensions; beyond that it reports an error status on stderr and leaves the output unwritten
-// (issue 14 item 2). Elementwise ops do not care how axes are grouped, so adjacent axes that
+// dimensions; beyond that it reports an error status on stderr and leaves the output unwritten.
+// Elementwise ops do not care how axes are grouped, so adjacent axes that
 // every operand broadcasts the same way are merged first (the trick TensorFlow's own
 // BCast helper uses), and tfjs sees at most MAX_RANK dims whatever the rank of the graph.
 import { broadcastConcrete } from '../../../ir/ops/util.js';

@@ -50,7 +50,7 @@ function extremumInput(tf: TF, x: Tensor, axis: number, name: string): Tensor {
 
 /**
  * NumPy's (and the reference's) argmax and argmin pick the first NaN along the axis; tfjs skips
- * NaN (issue 14 item 8). Where a row has a NaN, its index is the first NaN's (argMax of the
+ * NaN. Where a row has a NaN, its index is the first NaN's (argMax of the
  * NaN mask picks the first true).
  */
 function firstNaNWins(tf: TF, x: Tensor, axis: number, idx: Tensor): Tensor {
