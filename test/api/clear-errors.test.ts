@@ -6,7 +6,7 @@ import { expect } from 'chai';
 import { backend as K, NDArray, ValueError } from '../../src/index.js';
 import { targets } from '../helpers/targets.js';
 
-describe('clear errors and agreeing edge cases (issue 14 item 8)', () => {
+describe('clear errors and agreeing edge cases', () => {
   it('a result of 2^40 elements is refused when the node is built, naming the function and the shape', () => {
     const a = K.placeholder([2 ** 20, 1]);
     const b = K.placeholder([1, 2 ** 20]);

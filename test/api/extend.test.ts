@@ -1,4 +1,4 @@
-// User ops (issue 10): a swish op with its gradient, checked like a built-in one.
+// User ops: a swish op with its gradient, checked like a built-in one.
 import { expect } from 'chai';
 import { backend as K, defineOp, verify_grad, NDArray, debugprint, ValueError } from '../../src/index.js';
 import { expectClose } from '../helpers/assert.js';

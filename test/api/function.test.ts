@@ -247,7 +247,7 @@ describe('api/function (SPEC §3)', () => {
       const f = K.function([i, b], [i, b]);
       const [ri, rb] = f([[1, -1.0, 3], [0, 5]]);
       expect([ri!.dtype, ri!.toArray(), rb!.dtype, rb!.toArray()]).to.deep.equal(['int32', [1, -1, 3], 'bool', [false, true]]);
-      // an int placeholder never truncates (issue 14 item 7; test/runtime/inputs.test.ts)
+      // an int placeholder never truncates (test/runtime/inputs.test.ts)
       expect(() => f([[1.9, -1.9, 3], [0, 5]])).to.throw(TypeError, /element 0 is 1.9, not an integer/);
     });
 

@@ -1,6 +1,6 @@
 // Keras 2.3.1's smaller names (sessions, predicates, size, normalize_data_format,
 // control_dependencies, manual_variable_initialization), the 2.1-2.3 signatures, both spellings of
-// renamed arguments, and the call forms Keras' own modules use (issue 15 items 1, 2, 4, 5).
+// renamed arguments, and the call forms Keras' own modules use.
 import { expect } from 'chai';
 import { backend as K, NDArray, ShapeError, ValueError } from '../../src/index.js';
 import { expectClose } from '../helpers/assert.js';
@@ -82,7 +82,7 @@ opTable('K.size', [
   { name: 'unknown batch: the product of the run-time shape', inputs: [[[1, 2, 3], [4, 5, 6]]], shapes: [[null, 3]], build: (x) => K.size(x, { name: 'n' }), expected: 6, staticShape: [], expectedDType: 'int32' },
 ]);
 
-describe('Keras 2.2/2.3 call forms (issue 15 item 4)', () => {
+describe('Keras 2.2/2.3 call forms', () => {
   it('K.zeros(1), K.ones(3): an int is a 1-d shape; so in random_* and random_*_variable', () => {
     expect(K.int_shape(K.zeros(1))).to.deep.equal([1]);
     expect(K.get_value(K.ones(3)).toArray()).to.deep.equal([1, 1, 1]);
@@ -119,7 +119,7 @@ describe('Keras 2.2/2.3 call forms (issue 15 item 4)', () => {
   });
 });
 
-describe('Keras 2.1-2.3 signatures (issue 15 item 2) and both spellings (item 5)', () => {
+describe('Keras 2.1-2.3 signatures and both spellings (item 5)', () => {
   it('variable(value, dtype, name, constraint): the constraint is kept on the variable', () => {
     const nonNeg = (w: K.TensorLike) => K.multiply(w, K.cast(K.greater_equal(w, 0), 'float32'));
     const v = K.variable([1, -2], 'float32', 'w', nonNeg);

@@ -1,4 +1,4 @@
-// User passes (issue 10): local and whole-graph rewrites in the pipeline, per-function pass
+// User passes: local and whole-graph rewrites in the pipeline, per-function pass
 // lists, the optimized graph for inspection, and the compile cache keyed by the pass list.
 import { expect } from 'chai';
 import {

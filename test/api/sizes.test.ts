@@ -1,4 +1,4 @@
-// Symbolic sizes (issue 13 item 2): K.shape(x), K.shape(x)[i] (K.gather(K.shape(x), i) or
+// Symbolic sizes: K.shape(x), K.shape(x)[i] (K.gather(K.shape(x), i) or
 // K.shape(x).get(i)), their arithmetic, and lists mixing numbers and scalar int tensors, accepted
 // wherever Keras takes a shape or a size. Each case is built over placeholders with unknown dims and
 // compared, on every target, with the same computation written with the sizes as numbers (static

@@ -1,4 +1,4 @@
-// Every op with a gradient rule has a verify_grad row (issue 5): COVERED names, for each such op, a
+// Every op with a gradient rule has a verify_grad row: COVERED names, for each such op, a
 // gradTable case whose forward graph contains it, and this test checks both directions, so a new
 // op with a rule but no gradient test, or a row that no longer reaches its op, fails CI.
 import { expect } from 'chai';

@@ -47,7 +47,7 @@ describe('theanine export', function () {
     const big = await exportCommand('test/cli/fixtures/export-model.ts', join(dir, 'big.ts'), { binThreshold: 0 });
     expect(big.written).to.deep.equal([join(dir, 'big.ts'), join(dir, 'big.bin')]);
     expect(existsSync(join(dir, 'big.bin'))).to.equal(true);
-    // issue 14 item 8: a hidden output file was refused for a binFile the user never gave
+    // a hidden output file was refused for a binFile the user never gave
     const hidden = await exportCommand('test/cli/fixtures/export-model.ts', join(dir, '.hidden.ts'), { binThreshold: 0 });
     expect(hidden.name).to.equal('hidden');
     expect(hidden.written).to.deep.equal([join(dir, '.hidden.ts'), join(dir, '.hidden.bin')]);

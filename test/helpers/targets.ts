@@ -11,7 +11,7 @@ import { ortAvailable } from '../../src/runtime/onnx/session.js';
 import { NO_KERNEL_YET, type FallbackOption } from '../../src/runtime/fallback.js';
 
 /**
- * Tables run compiled targets with fallback "error" (issue 13 item 4): a case that runs the reference
+ * Tables run compiled targets with fallback "error": a case that runs the reference
  * interpreter fails, except extern steps of the ops that have no kernel yet (NO_KERNEL_YET, the one list).
  */
 export const TABLE_FALLBACK: FallbackOption = { mode: 'error', allow: Object.keys(NO_KERNEL_YET) };

@@ -14,7 +14,7 @@ async function rejection(p: Promise<unknown>): Promise<Error> {
   throw new Error('expected a rejection');
 }
 
-describe('ir/dot: options are checked before any DOT is written (issue 14 item 5)', () => {
+describe('ir/dot: options are checked before any DOT is written', () => {
   const x = K.placeholder({ shape: [2], name: 'x' });
   const y = K.exp(x);
   const hostile = 'TB; node [URL="javascript:alert(1)"]';

@@ -109,7 +109,7 @@ describe('Keras 2.3.1 metrics.py, ported', () => {
   });
 });
 
-describe('the crossentropy argument order (issue 15 item 3)', () => {
+describe('the crossentropy argument order', () => {
   // Keras 2.2/2.3 losses.py as written: K.categorical_crossentropy(y_true, y_pred).
   const literal = (y_true: T, y_pred: T): T => K.categorical_crossentropy(y_true, y_pred);
   it('a literal port of Keras 2.3 warns once per call site, naming both orders, and its numbers are those of the swapped call', () => {

@@ -1,6 +1,6 @@
 // The package as a library user gets it: `npm pack`, then `npm install <tarball>` into a fresh
 // project (from npm's cache when it has the two dependencies, else the registry). Checks what
-// issue 16 asks of a default install: no native build, a small node_modules, and `import`,
+// a default install must give: no native build, a small node_modules, and `import`,
 // `require` and the TypeScript types all working; and the installed CLI's messages for what an
 // installed package lacks (the demo data, the benchmark suite, optional peers).
 import { expect } from 'chai';

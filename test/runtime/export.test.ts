@@ -1,4 +1,4 @@
-// Ahead-of-time export (issue 10): compiled functions as standalone TypeScript modules. Each
+// Ahead-of-time export: compiled functions as standalone TypeScript modules. Each
 // module is type-checked by `tsc --strict --noEmit`, run from an empty folder (no theanine to
 // import), and compared with the live function.
 import { expect } from 'chai';
@@ -209,7 +209,7 @@ describe('exportModule', function () {
     expect(() => f.exportModule({ name: 'class' })).to.throw(ValueError, /^exportModule: option name "class" is a reserved word or a built-in name; pick another name \(for example "classFn"\)/);
     expect(() => f.exportModule({ name: '_hidden' })).to.throw(ValueError, /name "_hidden" is a name the generated module uses itself \(names starting with '_'.*"hiddenFn"/);
     expect(() => f.exportModule({ name: 'tile4x4' })).to.throw(ValueError, /name "tile4x4" is a name the generated module uses itself \(.*the runtime helpers .*tile4x4/);
-    // issue 14 item 8: globals and imports the module uses were "does not type-check ... a bug in theanine"
+    // globals and imports the module uses were "does not type-check ... a bug in theanine"
     for (const g of ['Float32Array', 'RangeError', 'readFileSync']) {
       expect(() => f.exportModule({ name: g }), g).to.throw(ValueError, new RegExp(`^exportModule: option name "${g}" (would shadow the global|is a name the generated module uses itself).*pick another name \\(for example "${g}Fn"\\)`));
     }

@@ -1,4 +1,4 @@
-// The fallback rule (issue 13 item 4): a compiled function that runs the reference interpreter,
+// The fallback rule: a compiled function that runs the reference interpreter,
 // whole or for one step, warns once per function naming the op and the reason; fallback "error"
 // (K.function's option or THEANINE_FALLBACK=error) makes it an error at the first call, before any
 // variable changes; f.source() says what was not compiled.

@@ -5,7 +5,7 @@ import { expect } from 'chai';
 import { backend as K, NDArray, ShapeError } from '../../src/index.js';
 import { targets } from '../helpers/targets.js';
 
-describe('tampered and odd inputs (issue 14 item 7)', () => {
+describe('tampered and odd inputs', () => {
   it('an NDArray\'s shape is frozen: assigning a dim throws and changes nothing', () => {
     const nd = new NDArray(Float32Array.of(1, 2, 3), [3]);
     expect(() => { (nd.shape as number[])[0] = 4; }).to.throw(TypeError);

@@ -32,7 +32,7 @@ async function settled(): Promise<number> {
 }
 const MB = 2 ** 20;
 
-describe('bounded memory (issue 14 item 4)', function () {
+describe('bounded memory', function () {
   this.timeout(120000);
 
   it('index expressions keep no loop variable alive once nothing uses it (the atom map was never emptied)', async () => {

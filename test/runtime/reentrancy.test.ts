@@ -22,7 +22,7 @@ const tap = defineOp({
 
 const seq = (n: number, f: (i: number) => number) => Float32Array.from({ length: n }, (_, i) => f(i));
 
-describe('re-entrant calls (issue 14 item 1)', () => {
+describe('re-entrant calls', () => {
   for (const t of targets) {
     // The user op is an extern step on compiled targets: allowed here, it is what reaches back in.
     const options = { ...t.options, fallback: 'warn' as const };

@@ -1,4 +1,4 @@
-// Shapes at specialisation time (issue 13 item 1): a function compiled for concrete input shapes
+// Shapes at specialisation time: a function compiled for concrete input shapes
 // knows every shape in its graph, through Scan items, tuple_get, tile, reshape with -1 and values
 // computed from K.shape, so Keras' own graphs with the batch (and the time axis) unknown compile
 // with no interpreter fallback. Numbers are checked against the reference interpreter.

@@ -5,7 +5,7 @@ import { backend as K, NDArray } from '../../../src/index.js';
 import { setWarningSink } from '../../../src/runtime/warn.js';
 import { _resetNarrowedWarnings } from '../../../src/runtime/tfjs/executor.js';
 
-describe('runtime/tfjs: float64 and int64 narrowing is said, once (issue 14 item 3)', () => {
+describe('runtime/tfjs: float64 and int64 narrowing is said, once', () => {
   it('the first float64 function warns, naming the dtype and the backend; later ones do not', () => {
     _resetNarrowedWarnings();
     const said: string[] = [];

@@ -22,7 +22,7 @@ function agrees(inputs: Node[], outputs: Node[], feed: NDArray[]): void {
   got.forEach((g, i) => expectClose(g, want[i]!, { atol: 1e-5, rtol: 1e-5 }));
 }
 
-describe('runtime/tfjs: ranks the wasm backend cannot take (issue 14 item 2)', () => {
+describe('runtime/tfjs: ranks the wasm backend cannot take', () => {
   it('K.tile on a rank-4 (NHWC) tensor and on a rank-7 one', () => {
     const y = K.placeholder([2, 3, 4, 1]);
     agrees([y], [K.tile(y, [2, 2, 2, 2])], [ramp([2, 3, 4, 1])]);
