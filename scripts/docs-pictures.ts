@@ -9,7 +9,7 @@ import { backend as K, debugprint, svg, type Tensor } from '../src/index.js';
 import { runPasses } from '../src/passes/pass.js';
 import { pipeline } from '../src/passes/pipeline.js';
 import { cpuTarget } from '../src/runtime/compile.js';
-import { lowerScan } from '../src/passes/scan.js';
+import { optimizeScans } from '../src/passes/scan.js';
 import { main } from '../src/cli/main.js';
 import { EXAMPLES, gradientCluster } from '../src/examples/graphs.js';
 import { screenshotSvg } from './chromium.js';
@@ -59,7 +59,7 @@ function scanExample(): { before: string; unrolled: string; lastOnly: string } {
     return K.rnn(step, x, [K.sum(x, 1)])[0];
   };
   const short = lastOf(3);
-  return { before: debugprint(short), unrolled: debugprint(lowerScan([short])), lastOnly: debugprint(lowerScan([lastOf(28)])) };
+  return { before: debugprint(short), unrolled: debugprint(optimizeScans([short])), lastOnly: debugprint(optimizeScans([lastOf(28)])) };
 }
 
 /**

@@ -24,8 +24,8 @@ import { random_normal as random_normal_, random_uniform as random_uniform_, ran
 import { print_tensor as print_tensor_, symbolic as symbolic_, eager as eager_ } from './misc.js';
 import { get_session as get_session_, set_session as set_session_, Session as Session_, control_dependencies as control_dependencies_, manual_variable_initialization as manual_variable_initialization_ } from './session.js';
 import { is_tensor as is_tensor_, is_variable as is_variable_, is_placeholder as is_placeholder_, size as size_, normalize_data_format as normalize_data_format_ } from './inspect.js';
-import { depthwise_conv2d as depthwise_conv2d_, separable_conv1d as separable_conv1d_, conv3d_transpose as conv3d_transpose_, local_conv1d as local_conv1d_, local_conv2d as local_conv2d_ } from './conv_more.js';
-import { ctc_decode as ctc_decode_, ctc_label_dense_to_sparse as ctc_label_dense_to_sparse_ } from './ctc_decode.js';
+import { depthwise_conv2d as depthwise_conv2d_, separable_conv1d as separable_conv1d_, conv3d_transpose as conv3d_transpose_, local_conv1d as local_conv1d_, local_conv2d as local_conv2d_ } from './conv-more.js';
+import { ctc_decode as ctc_decode_, ctc_label_dense_to_sparse as ctc_label_dense_to_sparse_ } from './ctc-decode.js';
 
 // Every function that builds nodes is a traced public call (./trace.ts): its nodes record
 // `K.<name>` and the user's line. Configuration and inspection functions are exported as they are.
@@ -218,4 +218,4 @@ export type { FunctionOptions } from './function.js';
 export type { StepFunction, RnnOptions } from './rnn.js';
 export type { TensorLike } from './args.js';
 export type { FeedDict } from './session.js';
-export type { SparseTensor } from './ctc_decode.js';
+export type { SparseTensor } from './ctc-decode.js';

@@ -15,7 +15,7 @@ import type { ConvSizedAttrs } from '../ir/ops/conv.js';
 import { floatx, type DataFormat } from './config.js';
 import {
   convOptions, dataFormatOf, isDimOrdering, paddingOf, toChannelsFirst, toChannelsLast, tupleOf, type Signature,
-} from './conv_args.js';
+} from './conv-args.js';
 
 export type IntOrTuple = number | readonly number[];
 export interface ConvOptions {

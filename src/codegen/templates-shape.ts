@@ -1,4 +1,4 @@
-// Templates of the structural ops (src/ir/ops/shape.ts, dims.ts, grad.ts, shape_grad.ts) and
+// Templates of the structural ops (src/ir/ops/shape.ts, dims.ts, grad.ts, shape-adjoint.ts) and
 // batch_dot: each output element is an input element picked by index arithmetic, a zero where
 // a mask says so (padding, the adjoints), or a sum over the elements that map to it.
 import { sliceRange } from '../ir/ops/shape.js';

@@ -5,7 +5,7 @@ import type { Node } from './node.js';
 import { elementwiseOps, whereOp } from './ops/elementwise.js';
 import { argOps, reduceOps } from './ops/reduce.js';
 import { convOps } from './ops/conv.js';
-import { gradOps } from './ops/grad.js';
+import { gradOps } from './ops/adjoint.js';
 import {
   castOp, constantOp, fillLikeOp, indexOp, dotOp, identityOp, learningPhaseOp, placeholderOp, reshapeOp, shapeOfOp, transposeOp, variableOp,
 } from './ops/core.js';
@@ -15,7 +15,7 @@ import { shapeOps } from './ops/shape.js';
 import { dimsOps } from './ops/dims.js';
 import { sizedOps } from './ops/sized.js';
 import { linalgOps } from './ops/linalg.js';
-import { shapeGradOps } from './ops/shape_grad.js';
+import { shapeGradOps } from './ops/shape-adjoint.js';
 import { scanArgOp, scanOp, tupleGetOp } from './ops/control.js';
 import { ctcOps } from './ops/ctc.js';
 import { ctcTheanoOps } from './ops/ctc-theano.js';

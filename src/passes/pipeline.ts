@@ -9,7 +9,7 @@ import { constantFoldPass } from './constant-fold.js';
 import { canonicalizePass } from './canonicalize.js';
 import { stabilizePass } from './stabilize.js';
 import { specializePass } from './specialize.js';
-import { lowerScan } from './scan.js';
+import { optimizeScans } from './scan.js';
 import { definePass } from './pass.js';
 import { fusionPass, type FusionTarget } from './fusion.js';
 
@@ -21,7 +21,7 @@ export type OptimizerLevel = 'fast_run' | 'fast_compile';
  * (Theano's scan dead-code and "save memory" rewrites), short scans are unrolled. Dead code
  * elsewhere needs no pass: a graph here is the closure of its outputs.
  */
-export const scanPass = definePass('scan', 'hoist loop-invariant work out of Scan steps, drop unread outputs, unroll short scans', (g) => ({ outputs: lowerScan(g.outputs) }));
+export const scanPass = definePass('scan', 'hoist loop-invariant work out of Scan steps, drop unread outputs, unroll short scans', (g) => ({ outputs: optimizeScans(g.outputs) }));
 
 export function pipeline(level: OptimizerLevel, target: FusionTarget): readonly Pass[] {
   if (level === 'fast_compile') {

@@ -16,16 +16,16 @@ import { ScanBody } from '../ir/scanbody.js';
 import { scanArg, stackNodes } from '../ir/scan.js';
 import type { KeepMode } from '../ir/ops/control.js';
 
-export interface LowerScanOptions {
+export interface OptimizeScansOptions {
   /** Unroll scans of at most this many steps... */
   readonly maxUnrollSteps?: number;
   /** ...when steps x body nodes stays within this. */
   readonly maxUnrolledNodes?: number;
 }
 
-const FN = 'lowerScan';
+const FN = 'optimizeScans';
 
-export function lowerScan(given: readonly Node[], opts: LowerScanOptions = {}): Node[] {
+export function optimizeScans(given: readonly Node[], opts: OptimizeScansOptions = {}): Node[] {
   const maxSteps = opts.maxUnrollSteps ?? 8;
   const maxNodes = opts.maxUnrolledNodes ?? 256;
   const outputs = mergeScans(given);
@@ -185,8 +185,8 @@ function narrowKeep(
   return 'last';
 }
 
-function lowerBody(b: ScanBody, opts: LowerScanOptions): ScanBody {
-  const results = lowerScan(b.results, opts);
+function lowerBody(b: ScanBody, opts: OptimizeScansOptions): ScanBody {
+  const results = optimizeScans(b.results, opts);
   if (results.every((r, i) => r === b.results[i])) return b;
   const nOut = b.outputs.length;
   return new ScanBody(b.sequences, b.states, b.constants, results.slice(0, nOut), results.slice(nOut));

@@ -5,7 +5,7 @@ import { backend as K } from '../../src/index.js';
 import { NDArray } from '../../src/ir/ndarray.js';
 import { expectClose } from '../helpers/assert.js';
 import { opTable } from '../helpers/table.js';
-import { TOL, dilateKernel, rand, tf, tfReady, tfRow, toFirst, toLast, viaTf, type Dims } from './conv_ref.js';
+import { TOL, dilateKernel, rand, tf, tfReady, tfRow, toFirst, toLast, viaTf, type Dims } from './conv-ref.js';
 
 before(() => tfReady());
 

@@ -3,7 +3,7 @@
 import { backend as K } from '../../src/index.js';
 import { NDArray } from '../../src/ir/ndarray.js';
 import { opTable } from '../helpers/table.js';
-import { rand, tf, tfReady, tfRow, toFirst, toLast, viaTf, type Dims } from './conv_ref.js';
+import { rand, tf, tfReady, tfRow, toFirst, toLast, viaTf, type Dims } from './conv-ref.js';
 
 before(() => tfReady());
 

@@ -7,7 +7,7 @@ import type { Node } from '../../src/ir/node.js';
 import { topoSort } from '../../src/ir/graph.js';
 import { evaluate } from '../../src/ir/interpret.js';
 import type { ScanAttrs } from '../../src/ir/ops/control.js';
-import { lowerScan } from '../../src/passes/scan.js';
+import { optimizeScans } from '../../src/passes/scan.js';
 import { expectClose } from '../helpers/assert.js';
 import { gradTable } from '../helpers/gradtable.js';
 import { grid } from '../helpers/values.js';
@@ -98,7 +98,7 @@ describe('gradients: Scan structure', () => {
     // The forward scan the loss reads, the same scan also stacking the residuals (the step's two
     // matrix products) for the reverse scan, and the reverse scan; the scan pass merges the first two.
     expect(topoSort(grads).filter((n) => n.op === 'scan')).to.have.length(3);
-    const scans = topoSort(lowerScan(grads)).filter((n) => n.op === 'scan');
+    const scans = topoSort(optimizeScans(grads)).filter((n) => n.op === 'scan');
     const reverse = scans.filter((n) => (n.attrs as unknown as ScanAttrs).go_backwards);
     expect(scans).to.have.length(2); // the forward scan and its reverse
     expect(reverse).to.have.length(1);
@@ -116,7 +116,7 @@ describe('gradients: Scan structure', () => {
     const x = small(grid([2, 20, 3], 21), 8);
     const [xs, w, u, h] = [ph(x, 'x'), ph(W, 'w'), ph(U, 'u'), ph(H0, 'h0')];
     const loss = K.sum(K.rnn(tanhStep(w, u), xs, [h], false, K.constant(new Array(2).fill(0).map((_, s) => Array.from({ length: 20 }, (_, t) => ((s + t) % 4 === 0 ? 0 : 1)))))[0]);
-    const [lowered] = lowerScan([loss]);
+    const [lowered] = optimizeScans([loss]);
     const keep = (topoSort([lowered!]).find((n) => n.op === 'scan')!.attrs as unknown as ScanAttrs).keep;
     expect(keep).to.include('last');
     const feeds = new Map<Node, NDArray>([[xs, x], [w, W], [u, U], [h, H0]]);

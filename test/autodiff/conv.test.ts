@@ -8,7 +8,7 @@ import type { Node } from '../../src/ir/node.js';
 import { topoSort } from '../../src/ir/graph.js';
 import { gradTable } from '../helpers/gradtable.js';
 import { expectClose } from '../helpers/assert.js';
-import { rand } from '../api/conv_ref.js';
+import { rand } from '../api/conv-ref.js';
 
 /** Distinct values (a shuffled multiple of 0.07), so max pooling has no ties near the finite-difference step. */
 function distinct(shape: number[], seed: number): NDArray {

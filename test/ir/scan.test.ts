@@ -13,7 +13,7 @@ import { ScanBody } from '../../src/ir/scanbody.js';
 import type { ScanAttrs } from '../../src/ir/ops/control.js';
 import { tensorType } from '../../src/ir/types.js';
 import { verify } from '../../src/ir/verify.js';
-import { lowerScan } from '../../src/passes/scan.js';
+import { optimizeScans } from '../../src/passes/scan.js';
 import { expectClose } from '../helpers/assert.js';
 
 const ph = (shape: (number | null)[], name: string) => K.placeholder(shape, null, 'float64', false, name);
@@ -54,7 +54,7 @@ function tanhRnn(T: number | null, opts: { mask?: boolean; back?: boolean } = {}
 
 /** Lowers, verifies, and checks every output against the unlowered graph on the interpreter. */
 function lowerAndCompare(outputs: Node[], feeds: Map<Node, NDArray>, opts = {}): Node[] {
-  const lowered = lowerScan(outputs, opts);
+  const lowered = optimizeScans(outputs, opts);
   verify(lowered);
   const before = evaluate(outputs, { feeds });
   const after = evaluate(lowered, { feeds });
@@ -151,7 +151,7 @@ describe('ir/scan', () => {
     });
   });
 
-  describe('lowerScan', () => {
+  describe('optimizeScans', () => {
     it('unrolls a short scan of known length into copies of the body', () => {
       for (const opts of [{}, { mask: true }, { back: true }, { mask: true, back: true }]) {
         const g = tanhRnn(5, opts);
@@ -184,7 +184,7 @@ describe('ir/scan', () => {
       const g = tanhRnn(null);
       const once = lowerAndCompare([g.last, g.state], g.feeds);
       expect(scans(once)).to.have.length(1);
-      const twice = lowerScan(once);
+      const twice = optimizeScans(once);
       expect(twice[0]).to.equal(once[0]);
       expect(twice[1]).to.equal(once[1]);
     });
@@ -238,9 +238,9 @@ describe('ir/scan', () => {
 
     it('respects its thresholds', () => {
       const g = tanhRnn(5);
-      expect(scans(lowerScan([g.outs], { maxUnrollSteps: 4 }))).to.have.length(1);
-      expect(scans(lowerScan([g.outs], { maxUnrolledNodes: 10 }))).to.have.length(1);
-      expect(scans(lowerScan([g.outs]))).to.have.length(0);
+      expect(scans(optimizeScans([g.outs], { maxUnrollSteps: 4 }))).to.have.length(1);
+      expect(scans(optimizeScans([g.outs], { maxUnrolledNodes: 10 }))).to.have.length(1);
+      expect(scans(optimizeScans([g.outs]))).to.have.length(0);
     });
   });
 });

@@ -1,4 +1,4 @@
-// Gradient rules of the structural ops (src/ir/ops/shape.ts), their adjoints (shape_grad.ts) and
+// Gradient rules of the structural ops (src/ir/ops/shape.ts), their adjoints (shape-adjoint.ts) and
 // batch_dot. A structural op reads each output element from one input element, so its gradient
 // sends each cotangent element back there: the adjoint op. The adjoints' own rules are the
 // forward ops again, so gradients of gradients work.

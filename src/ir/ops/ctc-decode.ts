@@ -1,7 +1,7 @@
 // CTC decoding and TensorFlow's dense-to-sparse label conversion, as Keras 2.3's ctc_decode and
 // ctc_label_dense_to_sparse use them. The results' sizes depend on the data (decoded lengths, the
 // number of labels), so these are host-side ops: the reference implementation is the meaning,
-// and the tfjs kernels run the same search on the host (src/runtime/tfjs/kernels/ctc_decode.ts),
+// and the tfjs kernels run the same search on the host (src/runtime/tfjs/kernels/ctc-decode.ts),
 // as TensorFlow runs its own decoders on the CPU.
 import { isInt } from '../dtype.js';
 import { NDArray, formatShape } from '../ndarray.js';

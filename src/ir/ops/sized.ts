@@ -14,7 +14,7 @@ import { InferError } from '../errors.js';
 import { tensorType, type Dim, type TensorType } from '../types.js';
 import { resolveReshape } from './core.js';
 import { sliceOp, tileOp, type SliceAxis } from './shape.js';
-import { unsliceOp, untileOp } from './shape_grad.js';
+import { unsliceOp, untileOp } from './shape-adjoint.js';
 
 /** A sized op: an OpDef with `resolve`. */
 export type SizedOpDef<A> = OpDef<A> & Required<Pick<OpDef<A>, 'resolve'>>;

@@ -1,8 +1,8 @@
 // Leaves, casts, reshapes, dot, reductions and the gradient helper ops as ONNX operators.
 import { InferError } from '../../../ir/errors.js';
 import { resolveReshape } from '../../../ir/ops/core.js';
-import type { gradOps } from '../../../ir/ops/grad.js';
-import { unsqueezeShape } from '../../../ir/ops/grad.js';
+import type { gradOps } from '../../../ir/ops/adjoint.js';
+import { unsqueezeShape } from '../../../ir/ops/adjoint.js';
 import type { argOps, reduceOps } from '../../../ir/ops/reduce.js';
 import { ONNX_DTYPE } from '../dtypes.js';
 import { OnnxExportError } from '../builder.js';

@@ -6,7 +6,7 @@ import { formatShape } from '../../../ir/ndarray.js';
 import { mergedShape, type dimsOps } from '../../../ir/ops/dims.js';
 import type { linalgOps } from '../../../ir/ops/linalg.js';
 import { sliceRange, type shapeOps } from '../../../ir/ops/shape.js';
-import type { shapeGradOps } from '../../../ir/ops/shape_grad.js';
+import type { shapeGradOps } from '../../../ir/ops/shape-adjoint.js';
 import type { Dim, StaticShape } from '../../../ir/types.js';
 import { BIG, OnnxExportError, type GraphBuilder } from '../builder.js';
 import { arith, type Ctx, type OnnxTableFor } from './types.js';

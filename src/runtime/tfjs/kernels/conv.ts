@@ -13,7 +13,7 @@ import type { TF } from '../load.js';
 import type { Tensor, TfDType, TfTableFor } from '../types.js';
 import { castTo } from './util.js';
 import { blocks, crop, geo, isTiling, padSpatial, sumAll, tap, unblocks, untap, type Geo } from './window.js';
-import { nativeConv, nativeConvKernelGrad, nativeConvTranspose, nativePool, nativePoolGrad } from './conv_native.js';
+import { nativeConv, nativeConvKernelGrad, nativeConvTranspose, nativePool, nativePoolGrad } from './conv-native.js';
 import { sizeOf } from '../../../ir/ndarray.js';
 
 /**

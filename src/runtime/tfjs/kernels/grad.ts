@@ -1,7 +1,7 @@
 // The gradient helper ops on tfjs: each matches a reference tensor's runtime shape.
 import { InferError } from '../../../ir/errors.js';
 import { formatShape } from '../../../ir/ndarray.js';
-import { unsqueezeShape, type gradOps } from '../../../ir/ops/grad.js';
+import { unsqueezeShape, type gradOps } from '../../../ir/ops/adjoint.js';
 import type { TfTableFor } from '../types.js';
 import { arithDType, castTo, expandTo } from './util.js';
 

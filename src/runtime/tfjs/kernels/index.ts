@@ -11,8 +11,8 @@ import { shapeKernels } from './shape.js';
 import { convKernels } from './conv.js';
 import { controlKernels } from './control.js';
 import { ctcKernels } from './ctc.js';
-import { ctcTheanoKernels } from './ctc_theano.js';
-import { ctcDecodeKernels } from './ctc_decode.js';
+import { ctcTheanoKernels } from './ctc-theano.js';
+import { ctcDecodeKernels } from './ctc-decode.js';
 import { optimizerKernels } from './optimizer.js';
 import { sizedKernels } from './sized.js';
 

@@ -6,7 +6,7 @@ import { formatShape, sizeOf } from '../../../ir/ndarray.js';
 import { mergedShape, type dimsOps } from '../../../ir/ops/dims.js';
 import type { linalgOps } from '../../../ir/ops/linalg.js';
 import { sliceRange, type SliceAxis, type shapeOps } from '../../../ir/ops/shape.js';
-import type { shapeGradOps } from '../../../ir/ops/shape_grad.js';
+import type { shapeGradOps } from '../../../ir/ops/shape-adjoint.js';
 import type { TF } from '../load.js';
 import type { Tensor, TfTableFor } from '../types.js';
 import { arithDType, castTo, expandTo, scalarLike } from './util.js';

@@ -6,7 +6,7 @@ import { backend as K, ShapeError, ValueError } from '../../src/index.js';
 import { NDArray } from '../../src/ir/ndarray.js';
 import { opTable } from '../helpers/table.js';
 import { gradTable } from '../helpers/gradtable.js';
-import { rand, tf, tfReady, tfRow, toFirst, toLast, viaTf, type Dims } from './conv_ref.js';
+import { rand, tf, tfReady, tfRow, toFirst, toLast, viaTf, type Dims } from './conv-ref.js';
 
 before(() => tfReady());
 

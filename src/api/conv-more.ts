@@ -11,7 +11,7 @@ import {
   CONV_PADDINGS, K2, TRANSPOSE_K2, channelAxis, checkDim, checkFits, checkRank, dataLayout, fromLast, required, separable_conv2d,
   spatialAxes, toLast, transposeConv, window, type IntOrTuple, type OutputShape,
 } from './conv.js';
-import { convOptions, dataFormatOf, tupleOf } from './conv_args.js';
+import { convOptions, dataFormatOf, tupleOf } from './conv-args.js';
 import { batch_dot } from './linalg.js';
 import { concatenate, slice_along } from './indexing.js';
 import { permute_dimensions, reshape } from './shape.js';

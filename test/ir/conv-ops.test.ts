@@ -9,7 +9,7 @@ import { NDArray } from '../../src/ir/ndarray.js';
 import type { Node } from '../../src/ir/node.js';
 import type { Attrs } from '../../src/ir/op.js';
 import { opTable } from '../helpers/table.js';
-import { rand, tf, tfReady, tfRow, viaTf } from '../api/conv_ref.js';
+import { rand, tf, tfReady, tfRow, viaTf } from '../api/conv-ref.js';
 
 before(() => tfReady());
 

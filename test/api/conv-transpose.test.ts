@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { backend as K } from '../../src/index.js';
 import { NDArray } from '../../src/ir/ndarray.js';
 import { opTable } from '../helpers/table.js';
-import { dilateKernel, permute, rand, tf, tfReady, tfRow, toFirst, toLast, viaTf, type Dims } from './conv_ref.js';
+import { dilateKernel, permute, rand, tf, tfReady, tfRow, toFirst, toLast, viaTf, type Dims } from './conv-ref.js';
 
 before(() => tfReady());
 
