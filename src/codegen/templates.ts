@@ -17,6 +17,8 @@ import type { FuseKind } from '../ir/fused.js';
 import type { ExprBuilder, Expr, ReduceOp, ScalarFn, ScalarOp } from './expr.js';
 import { iconst, ivar, newVar, ravel, unravel, type IExpr } from './index-expr.js';
 import { shapeTemplates } from './templates-shape.js';
+import { adjointTemplates } from './templates-adjoint.js';
+import { linalgTemplates } from './templates-linalg.js';
 import { convAlternates, convTemplates, narrowGroups } from './templates-conv.js';
 import { sizeOf } from '../ir/ndarray.js';
 
@@ -259,6 +261,8 @@ export const templates: TemplateTableFor<OpName> = {
   softmax_cross_entropy: softmaxXent,
   in_top_k: inTopK,
   ...shapeTemplates,
+  ...adjointTemplates,
+  ...linalgTemplates,
   ...convTemplates,
 };
 
