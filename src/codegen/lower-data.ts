@@ -26,6 +26,7 @@ import { collapseLoopKernel } from './collapse.js';
 import { DRAW, philoxDraw } from './random-fn.js';
 import { CTC_OPS, lowerCtc } from './lower-ctc.js';
 import { lowerPoolGrad } from './lower-pool.js';
+import { isOp } from '../ir/registry.js';
 
 type AddBuf = (dtype: DType, size: number, role: BufferRole) => number;
 
@@ -156,7 +157,7 @@ export function lowerDataOp(
       };
       return { steps: [collapseLoopKernel(kern, b)], value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
     }
-    case 'pool_grad': return lowerPoolGrad(n, b, ins, outShape, outDType, env.addBuf, outRole);
+    case 'pool_grad': return isOp(n, 'pool_grad') ? lowerPoolGrad(n, b, ins, outShape, outDType, env.addBuf, outRole) : undefined;
     default: return lowerCtc(n, outShape, outDType, ins, b, env.addBuf, outRole, env.shared);
   }
 }

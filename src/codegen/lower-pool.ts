@@ -15,7 +15,6 @@
 // o: the order the reference adds them in (float64, rounded once), so results match it exactly.
 // The first maximal cell follows the reference: a NaN counts as the maximum, the first one wins.
 import type { DType } from '../ir/dtype.js';
-import type { Node } from '../ir/node.js';
 import { padsFor } from '../ir/ops/window.js';
 import type { PoolAttrs } from '../ir/ops/pool.js';
 import type { ExprBuilder, Expr } from './expr.js';
@@ -23,6 +22,7 @@ import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, range, ravel, t
 import type { LoopKernel, Step, ValueRef, BufferRole } from './kernel.js';
 import { collapseLoopKernel } from './collapse.js';
 import { sizeOf } from '../ir/ndarray.js';
+import type { OpNode } from '../ir/registry.js';
 
 
 /** lo <= x < hi as a 0/1 expression, or undefined when the index range implies it. */
@@ -97,8 +97,8 @@ function reachingTaps(b: ExprBuilder, g: PoolGeom, s: readonly IExpr[]): { vars:
 type AddBuf = (dtype: DType, size: number, role: BufferRole) => number;
 
 /** pool_grad's kernels (x, dy -> dx of dy's dtype). */
-export function lowerPoolGrad(n: Node, b: ExprBuilder, ins: readonly ValueRef[], outShape: readonly number[], outDType: DType, addBuf: AddBuf, outRole: BufferRole): { steps: Step[]; value: ValueRef } {
-  const a = n.attrs as unknown as PoolAttrs;
+export function lowerPoolGrad(n: OpNode<'pool_grad'>, b: ExprBuilder, ins: readonly ValueRef[], outShape: readonly number[], outDType: DType, addBuf: AddBuf, outRole: BufferRole): { steps: Step[]; value: ValueRef } {
+  const a = n.attrs;
   const [x, dy] = ins as [ValueRef, ValueRef];
   const d = a.window.length;
   const g = poolGeom(a, x.shape, dy.shape);
