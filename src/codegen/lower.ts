@@ -183,7 +183,7 @@ function knownValue(n: Node, types: ReadonlyMap<Node, Concrete>, known: Readonly
   const def = getOp(n.op);
   if (def.impure === true || !n.inputs.every((i) => known.has(i))) return undefined;
   try {
-    return def.impl(n.inputs.map((i) => known.get(i)!), n.attrs as never, shapeCtx);
+    return def.impl(n.inputs.map((i) => known.get(i)!), n.attrs, shapeCtx);
   } catch {
     return undefined; // the run-time call reports it
   }
@@ -215,7 +215,7 @@ export function specializeShapes(
       const ins = n.inputs.map((i) => subst.get(i) ?? i);
       try {
         if (ins.some((x, k) => x !== n.inputs[k])) m = apply(n.op, ins, n.attrs);
-        const r = getOp(m.op).resolve?.(ins.map((i) => known.get(i)), ins.map((i) => types.get(i)!), m.attrs as never);
+        const r = getOp(m.op).resolve?.(ins.map((i) => known.get(i)), ins.map((i) => types.get(i)!), m.attrs);
         if (r !== undefined) m = apply(r.op, r.inputs.map((k) => ins[k]!), r.attrs);
         if (m !== n) inherit(m, [n]); // the specialised node is still the user's call
       } catch (e) {
@@ -237,7 +237,7 @@ function concreteType(n: Node, types: ReadonlyMap<Node, Concrete>, known: Readon
   if (isOp(n, 'scan')) return scanType(n, n.inputs.map((i) => types.get(i)!));
   let t: TensorType;
   try {
-    t = getOp(n.op).infer(n.inputs.map((i) => typeOf(types.get(i)!)), n.attrs as never);
+    t = getOp(n.op).infer(n.inputs.map((i) => typeOf(types.get(i)!)), n.attrs);
   } catch (e) {
     // Shapes that do not fit at run time: the reference interpreter reports it, in its words.
     throw new DynamicShapeError(n.op, rethrow(e, n.op).message, true);
@@ -245,7 +245,7 @@ function concreteType(n: Node, types: ReadonlyMap<Node, Concrete>, known: Readon
   // A shape read from input values (random_normal(K.shape(x))): when those values are known, run the op once to learn it.
   if (t.items === undefined && t.shape.some((d) => d === null) && n.inputs.every((i) => known.has(i))) {
     try {
-      const v = getOp(n.op).impl(n.inputs.map((i) => known.get(i)!), n.attrs as never, shapeCtx);
+      const v = getOp(n.op).impl(n.inputs.map((i) => known.get(i)!), n.attrs, shapeCtx);
       t = tensorType(v.dtype, v.shape);
     } catch {
       // leave it unknown: the interpreter reports the error
@@ -334,7 +334,7 @@ function lowerNode(
     for (const m of topoSort([root])) {
       if (bt.has(m)) continue;
       if (m.inputs.length === 0) { bt.set(m, { shape: m.shape as number[], dtype: m.dtype }); continue; }
-      const t = getOp(m.op).infer(m.inputs.map((i) => tensorType(bt.get(i)!.dtype, bt.get(i)!.shape)), m.attrs as never);
+      const t = getOp(m.op).infer(m.inputs.map((i) => tensorType(bt.get(i)!.dtype, bt.get(i)!.shape)), m.attrs);
       bt.set(m, { shape: t.shape as number[], dtype: t.dtype });
     }
     bodyTypes = bt;
