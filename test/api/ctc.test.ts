@@ -6,6 +6,7 @@ import { apply } from '../../src/ir/build.js';
 import { evaluate } from '../../src/ir/interpret.js';
 
 import { expectClose } from '../helpers/assert.js';
+import { mulberry32 as rng } from '../../src/ir/random.js';
 
 // Keras' backend test: 2 samples, 5 steps, 6 classes (the last is the blank).
 const kerasLabels = [[0, 1, 2, 1, 0], [0, 1, 1, 0, -1]];
@@ -70,16 +71,6 @@ const normalise = (rows: number[][], eps = 1e-7) => rows.map((r) => {
   return r.map((v) => (v + eps) / z);
 });
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const randomProbs = (rand: () => number, T: number, C: number) => Array.from({ length: T }, () => {
   const r = Array.from({ length: C }, () => rand() + 0.05);
   const z = r.reduce((p, v) => p + v, 0);

@@ -5,19 +5,9 @@ import { backend as K, debugprint, NDArray, ShapeError, ValueError } from '../..
 import type { Node } from '../../src/ir/node.js';
 import { apply } from '../../src/ir/build.js';
 import { expectClose } from '../helpers/assert.js';
+import { mulberry32 as rng } from '../../src/ir/random.js';
 
 type M = number[][];
-/** Seeded uniform [0, 1) (mulberry32), so cases are reproducible. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rand = rng(1234);
 const mat = (r: number, c: number): M => Array.from({ length: r }, () => Array.from({ length: c }, () => rand()));
 const matmul = (a: M, b: M): M => a.map((row) => b[0]!.map((_, j) => row.reduce((s, v, k) => s + v * b[k]![j]!, 0)));

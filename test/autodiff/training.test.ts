@@ -24,22 +24,11 @@ import { backend as K, NDArray } from '../../src/index.js';
 import type { FunctionOptions } from '../../src/api/function.js';
 import type { Node } from '../../src/ir/node.js';
 import { targets } from '../helpers/targets.js';
+import { mulberry32 as rng } from '../../src/ir/random.js';
 
 const STEPS = 200;
 const RTOL = 1e-3;
 const EPS = 1e-7;
-
-/** mulberry32: a small seeded generator, so weights and data are the same on every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Arr { data: Float32Array; shape: number[] }
 

@@ -15,22 +15,13 @@ import { tensorType } from '../../src/ir/types.js';
 import { verify } from '../../src/ir/verify.js';
 import { optimizeScans } from '../../src/passes/scan.js';
 import { expectClose } from '../helpers/assert.js';
+import { mulberry32 as rng } from '../../src/ir/random.js';
 
 const ph = (shape: (number | null)[], name: string) => K.placeholder(shape, null, 'float64', false, name);
 const nd = (v: unknown) => NDArray.from(v, 'float64');
 const scans = (outs: readonly Node[]) => topoSort(outs).filter((n) => n.op === 'scan');
 const bodyOps = (s: Node) => topoSort((s.attrs as unknown as ScanAttrs).body.results).map((n) => n.op);
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rand = rng(99);
 const arr = (...shape: number[]): unknown => (shape.length === 0 ? rand() - 0.5 : Array.from({ length: shape[0]! }, () => arr(...shape.slice(1))));
 

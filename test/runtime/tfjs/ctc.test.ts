@@ -4,6 +4,7 @@ import { expect } from 'chai';
 import { backend as K, NDArray, ValueError } from '../../../src/index.js';
 import type { Node } from '../../../src/ir/node.js';
 import { expectClose } from '../../helpers/assert.js';
+import { mulberry32 } from '../../../src/ir/random.js';
 
 const TF = { backend: 'tensorflow' } as const;
 const REF = { backend: 'theanine' } as const;
@@ -20,14 +21,7 @@ function sameOnBoth(inputs: Node[], outputs: Node[], feed: unknown[], tol = { at
 
 /** Seeded rows of probabilities (mulberry32), each summing to 1. */
 function probs(seed: number, B: number, T: number, C: number): number[][][] {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   return Array.from({ length: B }, () => Array.from({ length: T }, () => {
     const r = Array.from({ length: C }, () => next() + 0.05);
     const z = r.reduce((p, v) => p + v, 0);

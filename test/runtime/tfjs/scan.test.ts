@@ -7,17 +7,11 @@ import * as tf from '@tensorflow/tfjs';
 import { backend as K, NDArray } from '../../../src/index.js';
 import type { Node } from '../../../src/ir/node.js';
 import { expectClose } from '../../helpers/assert.js';
+import { mulberry32 } from '../../../src/ir/random.js';
 
 /** Seeded uniform values in [-1, 1) (mulberry32). */
 function values(seed: number, shape: number[]): NDArray {
-  let a = seed >>> 0;
-  const next = () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const next = mulberry32(seed);
   const n = shape.reduce((p, d) => p * d, 1);
   return new NDArray(Array.from({ length: n }, () => next() * 2 - 1), shape, 'float32');
 }
