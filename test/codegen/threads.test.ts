@@ -6,6 +6,7 @@ import { backend as K, NDArray } from '../../src/index.js';
 import { setThreads, threadCount, PARALLEL_MIN_MACS } from '../../src/codegen/cpu/threads.js';
 import { setWasmKernel, threadPool } from '../../src/codegen/cpu/wasm-kernel.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
+import { PARALLEL_MIN_ELEMENTS } from '../../src/codegen/wasm/elementwise.js';
 import { reloadConfig } from '../../src/api/config.js';
 import { threadPool as pool } from '../../src/codegen/cpu/threads.js';
 
@@ -107,7 +108,7 @@ describe('codegen/cpu worker threads', function () {
   });
 
   it('splits long elementwise loops of the SIMD tier over the threads, with the same numbers bit for bit', async () => {
-    const n = 64 * 4096 + 5 * 4096 + 7; // two passes of the shared memory, an edge chunk
+    const n = PARALLEL_MIN_ELEMENTS + 5 * 4096 + 7; // past the split threshold, an edge chunk
     const xs = fill([n], 5), ys = fill([n], 6);
     const build = () => {
       const x = K.placeholder([n], null, 'float32');

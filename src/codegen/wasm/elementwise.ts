@@ -16,8 +16,8 @@
 // backend (XNNPACK) is the anchor: per-op SIMD loops with polynomial transcendentals; here the
 // loop is the whole fused kernel.
 //
-// With more than one thread configured (../cpu/threads.ts), kernels are compiled over a shared
-// memory instead, and loops of at least PARALLEL_MIN_ELEMENTS are split: each chunk's inputs are
+// With more than one thread configured (../cpu/threads.ts), loops of at least PARALLEL_MIN_ELEMENTS
+// are compiled over a shared memory instead and split: each chunk's inputs are
 // copied into a block of their own, and the blocks are computed by the calling thread and the
 // worker pool (each worker holds an instance of every kernel over the same memory).
 import type { IExpr, Var } from '../index-expr.js';
@@ -119,8 +119,9 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
   // The approximations are within 1 ulp only once rounded to float32.
   if (approximated.length === 0 || approximated.some((e) => !roundedParent.has(e))) return undefined;
   if (loads.length + stores.length > MAX_REGIONS) return undefined;
-  // Over a shared memory where more than one thread is configured: long loops are then split over the worker threads.
-  const shared = sharedTier();
+  // Over a shared memory where more than one thread is configured and the loop is long enough to be
+  // split over the worker threads; shorter loops keep the private memory, which measured faster.
+  const shared = sharedTier() && v.size >= PARALLEL_MIN_ELEMENTS;
   const bytes = moduleBytes([{ name: 'run', params: 2, body: loopBody(k, v, loads, order) }], shared ? 'shared' : true);
   return { n: v.size, loads, stores, bytes, shared, label: k.label };
 }
@@ -354,8 +355,13 @@ function sharedTier(): boolean {
   return threadCount() > 1 && threadPool(true) !== undefined;
 }
 
-/** Loops at least this long are split over the threads (a chunk per claim). */
-export const PARALLEL_MIN_ELEMENTS = 1 << 16;
+/**
+ * Loops at least this long are compiled over the shared memory and split over the threads (a chunk
+ * per claim). Measured on 2 cores, the 1M-element tanh chain of bench/ took 15-18 ms over the shared
+ * memory (split or not) against 12-13 ms over the private one (the calling thread copies every
+ * chunk in and out either way), so only loops four times that long take the shared form.
+ */
+export const PARALLEL_MIN_ELEMENTS = 1 << 22;
 
 function sharedMem(bytes: number): Float32Array {
   if (sharedMemory === undefined) {
