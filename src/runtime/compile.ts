@@ -22,7 +22,7 @@ import { classify, matmulPrologue, shapeOnly } from '../codegen/templates.js';
 import { DynamicShapeError, lower } from '../codegen/lower.js';
 import { planBuffers } from '../codegen/plan.js';
 import type { Program } from '../codegen/kernel.js';
-import { buildModule, clearKernelCaches, type RunFn } from '../codegen/cpu/module.js';
+import { buildModule, clearKernelCaches, profileRows, type RunFn } from '../codegen/cpu/module.js';
 import { packArena } from '../codegen/cpu/wasm-kernel.js';
 import type { Executor } from './function.js';
 import { ProgramCache, shapesKey } from './program-cache.js';
@@ -227,9 +227,9 @@ function specialize(p: CompiledProgram, shapes: readonly (readonly number[])[]):
     if (flags.has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
     const prof = mod.profile;
     const run: RunFn = prof === undefined ? mod.run : (ins, cells, phase, ctx) => {
-      prof.ms.fill(0);
+      profileRows(prof, '', true);
       const out = mod.run(ins, cells, phase, ctx);
-      debugSink(prof.labels.map((l, i) => `[theanine kernels] ${prof.ms[i]!.toFixed(3).padStart(9)} ms  ${l}`).join('\n') + '\n');
+      debugSink(profileRows(prof).map(([l, ms]) => `[theanine kernels] ${ms.toFixed(3).padStart(9)} ms  ${l}`).join('\n') + '\n');
       return out;
     };
     return { run, fallbacks: externFallbacks(prog), invalid: false, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes, bytes: mod.bytes };

@@ -37,8 +37,26 @@ export interface CpuModule {
   readonly run: RunFn;
   /** Bytes of planned buffers one call holds (Scan bodies included): what the compile cache counts. */
   readonly bytes: number;
-  /** With `profile`: milliseconds spent in each step so far, and what each step is. */
-  readonly profile?: { readonly ms: Float64Array; readonly labels: readonly string[] };
+  /** With `profile`: milliseconds spent in each step so far, what each step is, and the same for each Scan body (per step of the loop, summed). */
+  readonly profile?: StepProfile;
+}
+
+export interface StepProfile {
+  readonly ms: Float64Array;
+  readonly labels: readonly string[];
+  readonly subs?: readonly StepProfile[];
+}
+
+/** A profile's rows (Scan bodies' steps after their loop's row, labelled `scan body sN:`), and resets it when `reset`. */
+export function profileRows(p: StepProfile, prefix = '', reset = false): [string, number][] {
+  const rows: [string, number][] = [];
+  p.labels.forEach((l, i) => {
+    rows.push([prefix + l, p.ms[i]!]);
+    const m = /^scan body s(\d+)/.exec(l);
+    if (m !== null && p.subs?.[Number(m[1])] !== undefined) rows.push(...profileRows(p.subs[Number(m[1])]!, `${prefix}  s${m[1]}: `, reset));
+  });
+  if (reset) p.ms.fill(0);
+  return rows;
 }
 
 /** Compiled factories by source text: equal programs (another graph, same kernels) share one. */
@@ -89,6 +107,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   /** The epoch's one-element arrays: written per call, so per instance too. */
   const epochConsts: number[] = [];
   const subs: RunFn[] = [];
+  const subProfiles: StepProfile[] = [];
   const subSources: string[] = [];
   const externs: Extern[] = [];
   const kernelList: KernelFn[] = [];
@@ -178,8 +197,9 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
       body.push('  }');
     } else if (s.kind === 'scan') {
       renderScan(s, subs.length, view, body, views);
-      const sub = buildModule(s.body, planBuffers(s.body), { targetsOut: true, invariantFrom: s.seqs.length + s.inits.length });
+      const sub = buildModule(s.body, planBuffers(s.body), { targetsOut: true, invariantFrom: s.seqs.length + s.inits.length, profile: opts.profile === true });
       subBytes += sub.bytes;
+      if (sub.profile !== undefined) subProfiles[subs.length] = sub.profile;
       subs.push(sub.run);
       subSources.push(`// scan body s${subs.length - 1}:\n${sub.source}`);
     } else if (s.kind === 'print') {
@@ -196,7 +216,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
       // declarations (an extern's results) must stay at the function's top level: time around them with plain statements
       body.splice(mark, 0, `  prof.t = performance.now();`);
       body.push(`  prof.ms[${labels.length}] += performance.now() - prof.t;`);
-      labels.push(s.kind === 'matmul' ? `matmul ${s.m.size}x${s.k.size}x${s.n.size} [${s.label}]` : s.label);
+      labels.push(s.kind === 'matmul' ? `matmul ${s.m.size}x${s.k.size}x${s.n.size} [${s.label}]` : s.kind === 'scan' ? `scan body s${subs.length - 1}: ${s.label}` : s.label);
     }
   }
 
@@ -265,7 +285,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   const bytes = plan.slots.reduce((a, sl) => a + sl.size * CLS_BYTES[sl.cls]!, 0) + subBytes;
   return {
     source: [...kernels, source, ...subSources].join('\n'), run: pooled(make), bytes,
-    ...(opts.profile === true ? { profile: { ms: prof.ms, labels } } : {}),
+    ...(opts.profile === true ? { profile: { ms: prof.ms, labels, subs: subProfiles } } : {}),
   };
 }
 
