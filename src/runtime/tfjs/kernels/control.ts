@@ -40,7 +40,6 @@ const scan: TfTupleKernel<ScanAttrs> = {
     let states = initial;
     const outs: Tensor[][] = b.outputs.map(() => []);
     const stateSeqs: Tensor[][] = b.states.map(() => []);
-    const results = b.results;
     for (let k = 0; k < steps; k++) {
       const t = a.go_backwards ? steps - 1 - k : k;
       const vals = tf.tidy(() => {
@@ -52,7 +51,7 @@ const scan: TfTupleKernel<ScanAttrs> = {
         b.states.forEach((arg, j) => feeds.set(arg, states[j]!));
         b.constants.forEach((arg, c) => feeds.set(arg, consts[c]!));
         // a result that is a fed tensor itself (a state passed through) gets its own handle
-        return ctx.evaluate(results, feeds).map((v) => tf.clone(v));
+        return ctx.evaluateBody(b, feeds).map((v) => tf.clone(v));
       });
       b.outputs.forEach((_, o) => outs[o]!.push(vals[o]!));
       const next = vals.slice(b.outputs.length);
