@@ -2,6 +2,7 @@
 // the one way a string from outside ever reaches generated source (an escaped literal).
 import type { DType } from '../../ir/dtype.js';
 import type { ScalarOp, ReduceOp } from '../expr.js';
+import { CLASS_ARRAY, storageClass } from '../plan.js';
 
 /** A JS string literal that survives any content: quotes, backslashes, newlines, U+2028, `*\/`. */
 export function jsString(s: string): string {
@@ -29,15 +30,9 @@ export function literal(v: number): string {
   return v < 0 ? `(${s})` : s;
 }
 
+/** The typed array values of `d` are stored in. */
 export function arrayType(d: DType): string {
-  switch (d) {
-    case 'float16': case 'float32': return 'Float32Array';
-    case 'float64': case 'int64': return 'Float64Array';
-    case 'int32': return 'Int32Array';
-    case 'int16': return 'Int16Array';
-    case 'int8': return 'Int8Array';
-    case 'uint8': case 'bool': return 'Uint8Array';
-  }
+  return CLASS_ARRAY[storageClass(d)];
 }
 
 /** Rounding to what a store of `d` keeps (the reference's `coerce`), around an expression. */
