@@ -3,7 +3,7 @@ import { apply } from '../ir/build.js';
 import { ValueError, ShapeError } from '../ir/errors.js';
 import { NDArray, describe, formatShape } from '../ir/ndarray.js';
 import { coerce, isFloat } from '../ir/dtype.js';
-import { Node } from '../ir/node.js';
+import type { Node } from '../ir/node.js';
 import { leavesOf } from '../ir/graph.js';
 import { OPTIMIZERS, makeFunction, type CompiledFunction, type Optimizer } from '../runtime/function.js';
 import type { Target } from '../runtime/target.js';
