@@ -15,8 +15,9 @@ import { classify, matmulPrologue, shapeOnly } from '../codegen/templates.js';
 import { DynamicShapeError, lower } from '../codegen/lower.js';
 import { planBuffers } from '../codegen/plan.js';
 import type { Program } from '../codegen/kernel.js';
-import { buildModule, clearKernelCaches, type RunFn } from '../codegen/cpu/module.js';
-import { packArena } from '../codegen/cpu/wasm-kernel.js';
+import { buildModule, clearKernelCaches, profileRows, type RunFn } from '../codegen/cpu/module.js';
+import { matmulPrecision, packArena, tile32 } from '../codegen/cpu/wasm-kernel.js';
+import type { LowerSpec } from '../codegen/lower.js';
 import { interpreterExecutor, type Executor } from './function.js';
 import { ProgramCache } from './program-cache.js';
 import { externFallbacks } from './fallback.js';
@@ -28,8 +29,17 @@ import { platform } from '#platform';
 
 export { compileStats, compileTimes, setDebugSink } from './target.js';
 
-/** Register tile of the cpu matmul micro-kernel (measured: see bench/README.md). */
+/** Register tile of the cpu matmul micro-kernel summing in float64 (measured: see bench/README.md). */
 export const CPU_TILE = { mr: 4, nr: 4 } as const;
+
+/**
+ * The matmul tiles of a cpu program, named by its variant (cpuTarget.variant, part of the cache
+ * key): "f64" sums every product in float64; under matmul precision "float32" float32 products sum
+ * in float32 with the float32 tile (wasm-kernel.ts' tile32).
+ */
+function tileOf(variant: string): LowerSpec['tile'] {
+  return variant === 'f64' ? CPU_TILE : { ...CPU_TILE, f32: tile32() };
+}
 
 /** What the cpu's kernels fuse (src/codegen/templates.ts); the gpu renders the same kernel IR. */
 export const cpuFusion = { classify, shapeOnly, matmulPrologue } satisfies FusionTarget;
@@ -80,7 +90,7 @@ export function clearCompileCache(): void {
 
 function lowerProgram(p: CompiledProgram, shapes: Shapes): Program {
   return lower({
-    targets: p.graph, inputSlot: p.inputSlot, variableSlot: p.variableSlot, inputShapes: shapes, tile: CPU_TILE, optimizeBody: bodyOptimizer(p.passes),
+    targets: p.graph, inputSlot: p.inputSlot, variableSlot: p.variableSlot, inputShapes: shapes, tile: tileOf(p.variant), optimizeBody: bodyOptimizer(p.passes),
   });
 }
 
@@ -99,9 +109,9 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
     if (flags.has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
     const prof = mod.profile;
     const run: RunFn = prof === undefined ? mod.run : (ins, cells, phase, ctx) => {
-      prof.ms.fill(0);
+      profileRows(prof, '', true);
       const out = mod.run(ins, cells, phase, ctx);
-      debugSink(prof.labels.map((l, i) => `[theanine kernels] ${prof.ms[i]!.toFixed(3).padStart(9)} ms  ${l}`).join('\n') + '\n');
+      debugSink(profileRows(prof).map(([l, ms]) => `[theanine kernels] ${ms.toFixed(3).padStart(9)} ms  ${l}`).join('\n') + '\n');
       return out;
     };
     return { run, fallbacks: externFallbacks(prog), invalid: false, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes, bytes: mod.bytes };
@@ -158,6 +168,13 @@ function compiledExecutor(req: TargetRequest): Executor & { source(): string; lo
 /** The cpu: the optimizer's passes with the cpu's fusion, JavaScript (and WebAssembly) kernels per input shapes; `none` interprets. */
 export const cpuTarget: Target<Specialization> = {
   passes: passesFor(cpuFusion),
+  // The matmul precision configured when a function is made (JAX's default_matmul_precision is
+  // likewise read when a function is traced): a function made under another one never shares code.
+  variant: () => {
+    if (matmulPrecision() !== 'float32') return 'f64';
+    const t = tile32();
+    return `f32:${t.mr}x${t.nr}`;
+  },
   specialize,
   executor: (req) => (req.optimizer === 'none' ? interpreterExecutor(req.inputs, req.targets) : compiledExecutor(req)),
   clear: clearCompileCache,

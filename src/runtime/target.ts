@@ -51,11 +51,18 @@ export interface OptimizedProgram<S> extends CachedProgram<S> {
   readonly variableSlot: ReadonlyMap<Node, number>;
   /** Variables of the graph it was optimized from, by slot. */
   readonly variables: readonly Node[];
+  /** The target's variant when it was made ('' where the target has none). */
+  readonly variant: string;
 }
 
 export interface Target<S = unknown> {
   /** The passes of an optimizer level (none for `none`), with the user's selection. */
   passes(level: Optimizer, selection?: PassSelection): readonly Pass[];
+  /**
+   * What besides the graph and the passes decides the code, read when a function is made (the
+   * cpu's matmul precision): part of the cache key, and the program's `variant`.
+   */
+  variant?(): string;
   /** The optimized program made concrete for one set of input shapes. */
   specialize(program: OptimizedProgram<S>, shapes: Shapes): S;
   /** K.function's executor. */
@@ -187,14 +194,15 @@ export function link<S extends Specialised, E extends Executor>(
   executor: (linked: LinkedProgram<S>) => E,
 ): E {
   const passes = target.passes(req.optimizer, req.passes);
-  const { key, variables } = structuralKey(req.inputs, req.targets, `${req.optimizer}[${pipelineKey(passes)}]`, device);
+  const variant = target.variant?.() ?? '';
+  const { key, variables } = structuralKey(req.inputs, req.targets, `${req.optimizer}[${pipelineKey(passes)}]{${variant}}`, device);
   const program = cache.program(key, () => {
     const t0 = performance.now();
     const graph = optimize(passes, req.targets);
     compileTimes.passes = performance.now() - t0;
     compileStats.programs++;
     return {
-      passes, graph, variables, specs: new Map(),
+      passes, graph, variables, variant, specs: new Map(),
       inputSlot: new Map(req.inputs.map((n, i) => [n, i])),
       variableSlot: new Map(variables.map((v, i) => [v, i])),
     };
