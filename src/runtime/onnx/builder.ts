@@ -7,7 +7,7 @@ import type { StaticShape } from '../../ir/types.js';
 import { ONNX_DTYPE, tensorProto } from './dtypes.js';
 import { ATTR, type AttributeJson, type GraphJson, type NodeJson, type TensorJson, type ValueInfoJson } from './schema.js';
 
-/** An op or a graph that ONNX cannot express (or theanine cannot yet translate): names the op. */
+/** An op or a graph that ONNX cannot express (or theanine does not translate): names the op. */
 export class OnnxExportError extends Error {
   override name = 'OnnxExportError';
 }
