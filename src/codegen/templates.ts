@@ -11,7 +11,7 @@ import type { Attrs } from '../ir/op.js';
 import { getOp, type AttrsOf, type OpName } from '../ir/registry.js';
 import type { ArgAttrs, ReduceAttrs } from '../ir/ops/reduce.js';
 import type { Node } from '../ir/node.js';
-import { elementwiseOps } from '../ir/ops/elementwise.js';
+import { elementwiseOps, rowsSpelledIn, type KernelOp, type SpelledIn } from '../ir/ops/elementwise.js';
 import { dotAxisOfY } from '../ir/ops/core.js';
 import type { FuseKind } from '../ir/fused.js';
 import type { ExprBuilder, Expr, ReduceOp, ScalarFn, ScalarOp } from './expr.js';
@@ -214,23 +214,12 @@ const inTopK: LoopTemplate<AttrsOf<'in_top_k'>> = {
 };
 
 /**
- * The elementwise ops that are one kernel-IR scalar op, by op: their templates apply it to the
- * broadcast inputs, and renderers spell the scalar op as they spell this op (src/codegen/gpu/render.ts).
+ * The elementwise ops whose row names a kernel-IR scalar op (src/ir/ops/elementwise.ts): their
+ * templates apply it to the broadcast inputs.
  */
-export const SCALAR_OP_OF = {
-  add: 'add', sub: 'sub', mul: 'mul', div: 'div', pow: 'pow', mod: 'mod', maximum: 'max', minimum: 'min',
-  neg: 'neg', abs: 'abs', sign: 'sign', floor: 'floor', ceil: 'ceil', round: 'round', sqrt: 'sqrt', exp: 'exp', log: 'log',
-  log1p: 'log1p', expm1: 'expm1', sin: 'sin', cos: 'cos', tanh: 'tanh', reciprocal: 'recip',
-  equal: 'eq', not_equal: 'ne', greater: 'gt', greater_equal: 'ge', less: 'lt', less_equal: 'le',
-  logical_and: 'and', logical_or: 'or', logical_not: 'not', isnan: 'isnan', where: 'select',
-} as const satisfies Partial<Record<OpName, ScalarOp>>;
-
-function scalarOpTemplates(): { -readonly [K in keyof typeof SCALAR_OP_OF]?: LoopTemplate } {
-  const out: { -readonly [K in keyof typeof SCALAR_OP_OF]?: LoopTemplate } = {};
-  for (const [op, s] of Object.entries(SCALAR_OP_OF) as [keyof typeof SCALAR_OP_OF, ScalarOp][]) {
-    if (op === 'where') continue; // select's operands are in another order (the condition first): below
-    out[op] = getOp(op).arity === 1 ? unary(s) : binary(s);
-  }
+function scalarOpTemplates(): { -readonly [K in SpelledIn<'kernel'>]?: LoopTemplate } {
+  const out: { -readonly [K in SpelledIn<'kernel'>]?: LoopTemplate } = {};
+  for (const { op, name, row } of rowsSpelledIn('kernel')) out[op] = row.arity === 1 ? unary(name as KernelOp) : binary(name as KernelOp);
   return out;
 }
 

@@ -173,19 +173,23 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     else if (s.kind === 'matmul') {
       // The packing buffers and the tile sums: views of the process-wide arena, for this step only.
       // Packs of step-invariant operands (Scan bodies) sit past every step's own use, packed at step 0.
+      // Offsets in the arena count doubles; a float32 product's packs and sums are float32 views
+      // of the same memory (its element n at float32 index 2*offset + n).
       const nA = p.buffers[s.packA]!.size, nB = p.buffers[s.packB]!.size;
       // Large products: every tile sum first (cache blocks, split over the worker threads), then the epilogue.
       const all = useWasm && sumsWhole(s);
       const nAcc = accSize(s, all);
+      const f32 = s.sum === 'float32';
+      const sub = (o: number, n: number) => (f32 ? `a32.subarray(${2 * o}, ${2 * o + n})` : `ar.subarray(${o}, ${o + n})`);
       const kept = (id: number) => arenaUse.at.get(id);
       const views: string[] = [];
       let o = 0;
       for (const [id, n] of [[s.packA, nA], [s.packB, nB]] as const) {
         const at = kept(id);
-        if (at !== undefined) views.push(`b${id} = ar.subarray(${at}, ${at + n})`);
-        else { views.push(`b${id} = ar.subarray(${o}, ${o + n})`); o += n; }
+        if (at !== undefined) views.push(`b${id} = ${sub(at, n)}`);
+        else { views.push(`b${id} = ${sub(o, n)}`); o += doubles(s, n); }
       }
-      body.push(`  { const ar = rt.arena.f64(${arenaUse.total ?? o + nAcc}), ${views.join(', ')}, acc = ar.subarray(${o}, ${o + nAcc});`);
+      body.push(`  { const ar = rt.arena.f64(${arenaUse.total ?? o + doubles(s, nAcc)})${f32 ? ', a32 = rt.arena.f32()' : ''}, ${views.join(', ')}, acc = ${sub(o, nAcc)};`);
       const pk = packing(s);
       for (const c of pk.calls) {
         const { base, sb, sr, st } = c.op;
@@ -289,6 +293,9 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   };
 }
 
+/** Doubles of the packing arena that n elements of a product's `sum` dtype take. */
+const doubles = (s: MatmulKernel, n: number): number => (s.sum === 'float32' ? Math.ceil(n / 2) : n);
+
 /**
  * Where a Scan body's step-invariant packs live in the packing arena: `at` the offset of each
  * hoisted packing buffer, past `total - (their sizes)`, the most any matmul of the body uses per
@@ -308,10 +315,10 @@ function hoistedPacks(p: Program, invariantFrom: number | undefined, allTiles: (
   for (const s of p.steps) {
     if (s.kind !== 'matmul') continue;
     const hoisted = new Set(packing(s).calls.filter((c) => invariant(c.buf)).map((c) => c.dst));
-    let own = accSize(s, allTiles(s));
+    let own = doubles(s, accSize(s, allTiles(s)));
     for (const id of [s.packA, s.packB]) {
-      if (hoisted.has(id)) kept.push([id, p.buffers[id]!.size]);
-      else own += p.buffers[id]!.size;
+      if (hoisted.has(id)) kept.push([id, doubles(s, p.buffers[id]!.size)]);
+      else own += doubles(s, p.buffers[id]!.size);
     }
     perStep = Math.max(perStep, own);
   }

@@ -12,6 +12,45 @@
 // B streams through.
 import { Body, I32, V128, memarg, moduleBytes, op, simd } from './encode.js';
 
+/**
+ * The locals of one float64 4 x 4 tile: the A panel's start `a` (walked in `ai`), the B panel
+ * (walked in `bi` itself), the step count `k` (counted down in `ki`), where the sums go (`acc`),
+ * the sums (column c, rows 0-1 in half 0, rows 2-3 in half 1), A's two vectors and B's splat.
+ */
+interface Tile64 {
+  readonly a: number;
+  readonly ai: number;
+  readonly bi: number;
+  readonly k: number;
+  readonly ki: number;
+  readonly acc: number;
+  readonly accv: (col: number, half: number) => number;
+  readonly va: readonly [number, number];
+  readonly vb: number;
+}
+
+/** One tile's sums, s += a*b for t = 0..K-1 from zero, stored column-major at acc (rowPanel and panelBlock). */
+function tile64(b: Body, t: Tile64): void {
+  for (let col = 0; col < 4; col++) for (let half = 0; half < 2; half++) b.vzero().set(t.accv(col, half));
+  b.get(t.a).set(t.ai).get(t.k).set(t.ki);
+  b.ops(op.block, 0x40).get(t.ki).ops(op.i32Eqz, op.brIf, 0);
+  b.ops(op.loop, 0x40);
+  b.get(t.ai).v(simd.v128Load, ...memarg(3, 0)).set(t.va[0]);
+  b.get(t.ai).v(simd.v128Load, ...memarg(3, 16)).set(t.va[1]);
+  for (let col = 0; col < 4; col++) {
+    b.get(t.bi).v(simd.v128Load64Splat, ...memarg(3, 8 * col)).set(t.vb);
+    for (let half = 0; half < 2; half++) {
+      b.get(t.accv(col, half)).get(t.va[half]!).get(t.vb).v(simd.f64x2Mul).v(simd.f64x2Add).set(t.accv(col, half));
+    }
+  }
+  b.addTo(t.ai, 32).addTo(t.bi, 32);
+  b.get(t.ki).i32(1).ops(op.i32Sub).tee(t.ki).ops(op.brIf, 0);
+  b.ops(op.end, op.end);
+  for (let col = 0; col < 4; col++) {
+    for (let half = 0; half < 2; half++) b.get(t.acc).get(t.accv(col, half)).v(simd.v128Store, ...memarg(3, 16 * (2 * col + half)));
+  }
+}
+
 function rowPanelBody(): Body {
   const [PA, PB, K, ACC, N] = [0, 1, 2, 3, 4];
   const [PAI, KI] = [5, 6];
@@ -20,24 +59,7 @@ function rowPanelBody(): Body {
   const b = new Body(5, [[2, I32], [11, V128]]);
   b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0);
   b.ops(op.loop, 0x40); // one tile per B panel; B panels are consecutive, so pb runs on
-  for (let col = 0; col < 4; col++) for (let half = 0; half < 2; half++) b.vzero().set(accv(col, half));
-  b.get(PA).set(PAI).get(K).set(KI);
-  b.ops(op.block, 0x40).get(KI).ops(op.i32Eqz, op.brIf, 0);
-  b.ops(op.loop, 0x40);
-  b.get(PAI).v(simd.v128Load, ...memarg(3, 0)).set(VA0);
-  b.get(PAI).v(simd.v128Load, ...memarg(3, 16)).set(VA1);
-  for (let col = 0; col < 4; col++) {
-    b.get(PB).v(simd.v128Load64Splat, ...memarg(3, 8 * col)).set(VB);
-    for (let half = 0; half < 2; half++) {
-      b.get(accv(col, half)).get(half === 0 ? VA0 : VA1).get(VB).v(simd.f64x2Mul).v(simd.f64x2Add).set(accv(col, half));
-    }
-  }
-  b.addTo(PAI, 32).addTo(PB, 32);
-  b.get(KI).i32(1).ops(op.i32Sub).tee(KI).ops(op.brIf, 0);
-  b.ops(op.end, op.end);
-  for (let col = 0; col < 4; col++) {
-    for (let half = 0; half < 2; half++) b.get(ACC).get(accv(col, half)).v(simd.v128Store, ...memarg(3, 16 * (2 * col + half)));
-  }
+  tile64(b, { a: PA, ai: PAI, bi: PB, k: K, ki: KI, acc: ACC, accv, va: [VA0, VA1], vb: VB });
   b.addTo(ACC, 128);
   b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
   b.ops(op.end, op.end);
@@ -62,24 +84,8 @@ function panelBlockBody(): Body {
   b.ops(op.loop, 0x40); // B panels
   b.get(PA).set(PAG).get(ACCQ).set(ACCG).get(G).set(GI);
   b.ops(op.loop, 0x40); // A panels of the block
-  for (let col = 0; col < 4; col++) for (let half = 0; half < 2; half++) b.vzero().set(accv(col, half));
-  b.get(PAG).set(PAI).get(PB).set(PBI).get(K).set(KI);
-  b.ops(op.block, 0x40).get(KI).ops(op.i32Eqz, op.brIf, 0);
-  b.ops(op.loop, 0x40);
-  b.get(PAI).v(simd.v128Load, ...memarg(3, 0)).set(VA0);
-  b.get(PAI).v(simd.v128Load, ...memarg(3, 16)).set(VA1);
-  for (let col = 0; col < 4; col++) {
-    b.get(PBI).v(simd.v128Load64Splat, ...memarg(3, 8 * col)).set(VB);
-    for (let half = 0; half < 2; half++) {
-      b.get(accv(col, half)).get(half === 0 ? VA0 : VA1).get(VB).v(simd.f64x2Mul).v(simd.f64x2Add).set(accv(col, half));
-    }
-  }
-  b.addTo(PAI, 32).addTo(PBI, 32);
-  b.get(KI).i32(1).ops(op.i32Sub).tee(KI).ops(op.brIf, 0);
-  b.ops(op.end, op.end);
-  for (let col = 0; col < 4; col++) {
-    for (let half = 0; half < 2; half++) b.get(ACCG).get(accv(col, half)).v(simd.v128Store, ...memarg(3, 16 * (2 * col + half)));
-  }
+  b.get(PB).set(PBI);
+  tile64(b, { a: PAG, ai: PAI, bi: PBI, k: K, ki: KI, acc: ACCG, accv, va: [VA0, VA1], vb: VB });
   b.get(PAG).get(SA).ops(op.i32Add).set(PAG);
   b.get(ACCG).get(SACC).ops(op.i32Add).set(ACCG);
   b.get(GI).i32(1).ops(op.i32Sub).tee(GI).ops(op.brIf, 0);
@@ -91,7 +97,86 @@ function panelBlockBody(): Body {
   return b;
 }
 
-/** The kernel module's bytes: imports env.mem (shared: the memory worker threads sum in together), exports rowPanel. */
-export function matmulModuleBytes(shared = false): Uint8Array {
-  return moduleBytes([{ name: 'rowPanel', params: 5, body: rowPanelBody() }, { name: 'panelBlock', params: 8, body: panelBlockBody() }], shared ? 'shared' : true);
+/**
+ * The float32 register tile: 8 rows (two f32x4 vectors of A) by 4 columns (each a splat of one B
+ * element), 8 accumulators. Wider tiles spill on x64, where V8 keeps one of the 16 vector
+ * registers as scratch: 8 x 4 holds 8 sums, 2 A vectors, a splat and the product (XNNPACK's
+ * x86 WebAssembly SIMD kernels use the same count of accumulators, 4 x 8 with B as vectors).
+ */
+export const TILE32 = { mr: 8, nr: 4 } as const;
+/** The float32 tile with fused multiply-adds (relaxed SIMD): 12 x 4, 12 sums, 3 A vectors and a splat (no product to hold). */
+export const TILE32_WIDE = { mr: 12, nr: 4 } as const;
+
+/**
+ * panelBlock32(pa, sa, G, pb, K, acc, sacc, n): panelBlock in float32 (f32x4, four lanes): G A
+ * panels of mr rows (panel g at pa + g*sa, row r of step t at + 4(mr t + r)) against n
+ * consecutive B panels of nr columns (column c of step t at pb + 4(nr t + c)); tile (g, q)'s
+ * float32 sums column-major at acc + g*sacc + 4 mr nr q + 4(mr c + r). Each sum is s += a*b
+ * for t = 0..K-1 in float32 (rounded after the product and after the sum), or with `fused` a
+ * relaxed-SIMD multiply-add (one rounding where the runtime fuses it). Two steps of t per pass
+ * of the loop (the loop's counter and pointers move once per two).
+ */
+function panelBlock32Body(mr: number, nr: number, fused: boolean): Body {
+  const [PA, SA, G, PB, K, ACC, SACC, N] = [0, 1, 2, 3, 4, 5, 6, 7];
+  const [PAI, PBI, KI, GI, PAG, ACCG, ACCQ] = [8, 9, 10, 11, 12, 13, 14];
+  const V = mr / 4;
+  const accv = (c: number, v: number) => 15 + c * V + v;
+  const VA = (v: number) => 15 + nr * V + v;
+  const VB = 15 + nr * V + V;
+  const b = new Body(8, [[7, I32], [nr * V + V + 1, V128]]);
+  const step = (u: number) => {
+    for (let v = 0; v < V; v++) b.get(PAI).v(simd.v128Load, ...memarg(2, 4 * (u * mr + 4 * v))).set(VA(v));
+    for (let c = 0; c < nr; c++) {
+      b.get(PBI).v(simd.v128Load32Splat, ...memarg(2, 4 * (u * nr + c))).set(VB);
+      for (let v = 0; v < V; v++) {
+        if (fused) b.get(VA(v)).get(VB).get(accv(c, v)).v(simd.f32x4RelaxedMadd).set(accv(c, v));
+        else b.get(accv(c, v)).get(VA(v)).get(VB).v(simd.f32x4Mul).v(simd.f32x4Add).set(accv(c, v));
+      }
+    }
+  };
+  b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0);
+  b.get(ACC).set(ACCQ);
+  b.ops(op.loop, 0x40); // B panels
+  b.get(PA).set(PAG).get(ACCQ).set(ACCG).get(G).set(GI);
+  b.ops(op.loop, 0x40); // A panels of the block
+  for (let c = 0; c < nr; c++) for (let v = 0; v < V; v++) b.vzero().set(accv(c, v));
+  b.get(PAG).set(PAI).get(PB).set(PBI).get(K).i32(1).ops(op.i32ShrU).set(KI);
+  b.ops(op.block, 0x40).get(KI).ops(op.i32Eqz, op.brIf, 0);
+  b.ops(op.loop, 0x40); // pairs of steps
+  step(0);
+  step(1);
+  b.addTo(PAI, 8 * mr).addTo(PBI, 8 * nr);
+  b.get(KI).i32(1).ops(op.i32Sub).tee(KI).ops(op.brIf, 0);
+  b.ops(op.end, op.end);
+  b.ops(op.block, 0x40).get(K).i32(1).ops(op.i32And, op.i32Eqz, op.brIf, 0); // the last step of an odd K
+  step(0);
+  b.addTo(PBI, 4 * nr);
+  b.ops(op.end);
+  for (let c = 0; c < nr; c++) {
+    for (let v = 0; v < V; v++) b.get(ACCG).get(accv(c, v)).v(simd.v128Store, ...memarg(2, 4 * (c * mr + 4 * v)));
+  }
+  b.get(PAG).get(SA).ops(op.i32Add).set(PAG);
+  b.get(ACCG).get(SACC).ops(op.i32Add).set(ACCG);
+  b.get(GI).i32(1).ops(op.i32Sub).tee(GI).ops(op.brIf, 0);
+  b.ops(op.end);
+  b.get(PBI).set(PB); // the next B panel follows this one
+  b.addTo(ACCQ, 4 * mr * nr);
+  b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
+  b.ops(op.end, op.end);
+  return b;
+}
+
+/**
+ * The kernel module's bytes: imports env.mem (shared: the memory worker threads sum in
+ * together), exports rowPanel, panelBlock (float64), panelBlock32 and panelBlock32w (float32,
+ * the TILE32 and TILE32_WIDE tiles; with `fused`, relaxed-SIMD multiply-adds, valid only where the
+ * runtime has relaxed SIMD). `tile32` replaces panelBlock32's tile (measurements of other tiles).
+ */
+export function matmulModuleBytes(shared = false, fused = false, tile32: { mr: number; nr: number } = TILE32): Uint8Array {
+  return moduleBytes([
+    { name: 'rowPanel', params: 5, body: rowPanelBody() },
+    { name: 'panelBlock', params: 8, body: panelBlockBody() },
+    { name: 'panelBlock32', params: 8, body: panelBlock32Body(tile32.mr, tile32.nr, fused) },
+    { name: 'panelBlock32w', params: 8, body: panelBlock32Body(TILE32_WIDE.mr, TILE32_WIDE.nr, fused) },
+  ], shared ? 'shared' : true);
 }
