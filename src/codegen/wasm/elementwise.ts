@@ -51,6 +51,12 @@ const BINARY: Partial<Record<ScalarOp, number>> = { add: S.add, sub: S.sub, mul:
 const UNARY: Partial<Record<ScalarOp, number>> = { neg: S.neg, abs: S.abs, sqrt: S.sqrt };
 const COMPARE: Partial<Record<ScalarOp, number>> = { eq: S.eq, ne: S.ne, lt: S.lt, gt: S.gt, le: S.le, ge: S.ge };
 
+/**
+ * Buffers the tier loads: float32, and small integers and flags, whose values float32 holds
+ * exactly (copied in with a conversion, TypedArray.set).
+ */
+const LOADED: ReadonlySet<DType> = new Set(['float32', 'bool', 'uint8', 'int8', 'int16']);
+
 /** What the tier needs of a kernel: its input regions (buffer, offset from the loop index) and output regions. */
 export interface EwPlan {
   readonly n: number;
@@ -71,9 +77,11 @@ function unitOffset(x: IExpr, v: Var): number | undefined {
 
 /**
  * The tier's plan for a loop kernel, or undefined where it does not apply (then the kernel is
- * rendered as JavaScript): one loop of at least MIN_ELEMENTS, float32 loads and stores at unit
- * stride, and only the ops above; at least one tanh, exp or sigmoid (where the tier pays:
- * arithmetic alone is about as fast in JavaScript once the copies are counted).
+ * rendered as JavaScript): one loop of at least MIN_ELEMENTS, loads (LOADED) and float32 or
+ * flag stores at unit stride, and only the ops above; at least one tanh, exp, sigmoid or log, or
+ * a select or comparison (where the tier pays: JavaScript branches on each element's data, and
+ * mispredicts about half of them on mixed signs, as relu's do, where the tier's bitselect does
+ * not branch; arithmetic alone is about as fast in JavaScript once the copies are counted).
  */
 export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType): EwPlan | undefined {
   if (!tierOn() || k.vars.length !== 1) return undefined;
@@ -85,12 +93,13 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
   // Nodes whose value is rounded to float32 at once (a cast's argument, a float32 store's value).
   const roundedParent = new Set<Expr>();
   const approximated: Expr[] = [];
+  let branches = false;
   for (const e of order) {
     switch (e.t) {
       case 'const': break;
       case 'load': {
         const off = unitOffset(e.index, v);
-        if (off === undefined || bufDType(e.buf) !== 'float32') return undefined;
+        if (off === undefined || !LOADED.has(bufDType(e.buf))) return undefined;
         if (!loads.some((l) => l.buf === e.buf && l.off === off)) loads.push({ buf: e.buf, off });
         break;
       }
@@ -100,7 +109,8 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
         break;
       case 'op':
         if (e.op === 'tanh' || e.op === 'exp' || e.op === 'log') { if (e.args[0]!.t === 'const') return undefined; approximated.push(e); break; }
-        if (e.op === 'select' || e.op in BINARY || e.op in UNARY || e.op in COMPARE) break;
+        if (e.op === 'select' || e.op in COMPARE) { branches = true; break; }
+        if (e.op in BINARY || e.op in UNARY) break;
         return undefined;
       case 'call':
         if (approxOf(e) !== 'sigmoid' || e.args[0]!.t === 'const') return undefined;
@@ -112,12 +122,14 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
   for (const s of k.stores) {
     if (s.accumulate === true || s.dyn !== undefined) return undefined; // scatters: rows chosen by data
     const off = unitOffset(s.index, v);
-    if (off === undefined || s.dtype !== 'float32' || bufDType(s.buf) !== 'float32') return undefined;
+    // float32 stores, or bool ones of a comparison (0 or 1, converted as the results are copied out)
+    const flag = s.dtype === 'bool' && bufDType(s.buf) === 'bool' && s.value.t === 'op' && s.value.op in COMPARE;
+    if (off === undefined || !((s.dtype === 'float32' && bufDType(s.buf) === 'float32') || flag)) return undefined;
     stores.push({ buf: s.buf, off });
     roundedParent.add(s.value);
   }
   // The approximations are within 1 ulp only once rounded to float32.
-  if (approximated.length === 0 || approximated.some((e) => !roundedParent.has(e))) return undefined;
+  if ((approximated.length === 0 && !branches) || approximated.some((e) => !roundedParent.has(e))) return undefined;
   if (loads.length + stores.length > MAX_REGIONS) return undefined;
   // Over a shared memory where more than one thread is configured and the loop is long enough to be
   // split over the worker threads; shorter loops keep the private memory, which measured faster.
