@@ -1,6 +1,6 @@
-// Activations. sigmoid, tanh and softplus are elementwise primitives (each has a stable scalar
-// form); the rest are compositions, so the passes see their structure (relu's maximum,
-// softmax's max-shift) and fuse them.
+// Activations. sigmoid and softplus are elementwise primitives (each has a stable scalar form);
+// the rest are compositions, so the passes see their structure (relu's maximum, softmax's
+// max-shift) and fuse them.
 import { apply } from '../ir/build.js';
 import { ValueError } from '../ir/errors.js';
 import { describe, formatShape } from '../ir/ndarray.js';
@@ -16,7 +16,6 @@ function num(fn: string, v: unknown, what: string): number {
 
 /** 1 / (1 + e^-x), evaluated without overflow for either sign. */
 export const sigmoid = unary('sigmoid', 'sigmoid');
-export const tanh = unary('tanh', 'tanh');
 /** log(1 + e^x), as max(x, 0) + log1p(e^-|x|). */
 export const softplus = unary('softplus', 'softplus');
 

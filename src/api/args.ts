@@ -17,32 +17,48 @@ export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return p === Object.prototype || p === null;
 }
 
+/** The arguments without the trailing `undefined`s (parameters left out). */
+function dropTrailingUndefined(given: readonly unknown[]): unknown[] {
+  const args = [...given];
+  while (args.length > 0 && args[args.length - 1] === undefined) args.pop();
+  return args;
+}
+
+/**
+ * Trailing optional parameters, given positionally or as one trailing plain object whose keys
+ * must be among `allowed`. The positional ones are named by `namesFor(positional)` (a function
+ * whose positional order depends on the arguments picks it there). Giving one parameter both
+ * ways is an error.
+ */
+export function trailingOptions(fn: string, given: readonly unknown[], allowed: readonly string[], namesFor: (positional: readonly unknown[]) => readonly string[]): Record<string, unknown> {
+  let args = dropTrailingUndefined(given);
+  const out: Record<string, unknown> = {};
+  const last = args[args.length - 1];
+  if (args.length > 0 && isPlainObject(last)) {
+    args = args.slice(0, -1);
+    for (const [k, v] of Object.entries(last)) {
+      if (!allowed.includes(k)) throw new ValueError(`${fn}: unknown option ${JSON.stringify(k)} (allowed: ${allowed.map((n) => JSON.stringify(n)).join(', ')})`);
+      out[k] = v;
+    }
+  }
+  const names = namesFor(args);
+  if (args.length > names.length) throw new ValueError(`${fn}: too many arguments (${args.length} optional given, at most ${names.length})`);
+  args.forEach((v, i) => {
+    const k = names[i]!;
+    if (v === undefined) return;
+    if (k in out) throw new ValueError(`${fn}: ${k} given both positionally and in the options object`);
+    out[k] = v;
+  });
+  return out;
+}
+
 /**
  * Keras' trailing optional parameters, given positionally or as one trailing plain object
  * keyed by Keras' names. `given` are the arguments from position `first` on;
  * `names` are the parameter names from that position. Unknown keys are an error.
  */
 export function options<T extends Record<string, unknown>>(fn: string, given: readonly unknown[], names: readonly (keyof T & string)[]): Partial<T> {
-  let args = [...given];
-  while (args.length > 0 && args[args.length - 1] === undefined) args.pop();
-  const out: Record<string, unknown> = {};
-  const last = args[args.length - 1];
-  if (args.length > 0 && isPlainObject(last)) {
-    args = args.slice(0, -1);
-    for (const [k, v] of Object.entries(last)) {
-      if (!names.includes(k)) throw new ValueError(`${fn}: unknown option ${JSON.stringify(k)} (allowed: ${names.map((n) => JSON.stringify(n)).join(', ')})`);
-      out[k] = v;
-    }
-  }
-  if (args.length > names.length) throw new ValueError(`${fn}: too many arguments (${args.length} optional given, at most ${names.length})`);
-  args.forEach((v, i) => {
-    const k = names[i]!;
-    if (v !== undefined) {
-      if (k in out) throw new ValueError(`${fn}: ${k} given both positionally and in the options object`);
-      out[k] = v;
-    }
-  });
-  return out as Partial<T>;
+  return trailingOptions(fn, given, names, () => names) as Partial<T>;
 }
 
 /**
@@ -53,8 +69,7 @@ export function options<T extends Record<string, unknown>>(fn: string, given: re
  * to the name here). Otherwise the arguments are positional as usual (`options`).
  */
 export function allOptions(fn: string, given: readonly unknown[], names: readonly string[], aliases: Readonly<Record<string, string>> = {}): Record<string, unknown> {
-  const args = [...given];
-  while (args.length > 0 && args[args.length - 1] === undefined) args.pop();
+  const args = dropTrailingUndefined(given);
   const first = args[0];
   const keyOf = (k: string): string => aliases[k] ?? k;
   if (args.length === 1 && isPlainObject(first) && Object.keys(first).some((k) => keyOf(k) === names[0])) {

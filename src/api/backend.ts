@@ -2,6 +2,7 @@
 // Names are Keras' own; reserved words are exported under their Keras names all the same.
 import './methods.js';
 import { traced } from './trace.js';
+import { unary } from './args.js';
 import { backend as backend_, epsilon as epsilon_, set_epsilon as set_epsilon_, floatx as floatx_, set_floatx as set_floatx_, image_data_format as image_data_format_, set_image_data_format as set_image_data_format_, image_dim_ordering as image_dim_ordering_, set_image_dim_ordering as set_image_dim_ordering_, get_uid as get_uid_, reset_uids as reset_uids_ } from './config.js';
 import { learning_phase as learning_phase_, set_learning_phase as set_learning_phase_, clear_session as clear_session_, name_scope as name_scope_ } from './state.js';
 import { placeholder as placeholder_, variable as variable_, constant as constant_, zeros as zeros_, ones as ones_, eye as eye_, zeros_like as zeros_like_, ones_like as ones_like_, identity as identity_, cast as cast_, cast_to_floatx as cast_to_floatx_, int_shape as int_shape_, ndim as ndim_, dtype as dtype_, shape as shape_, count_params as count_params_, get_variable_shape as get_variable_shape_, is_keras_tensor as is_keras_tensor_, is_sparse as is_sparse_, to_dense as to_dense_, get_value as get_value_, batch_get_value as batch_get_value_, set_value as set_value_, batch_set_value as batch_set_value_, evaluateTensor as evaluateTensor_ } from './tensors.js';
@@ -17,7 +18,7 @@ import { rnn as rnn_ } from './rnn.js';
 import { ctc_batch_cost as ctc_batch_cost_, ctc_interleave_blanks as ctc_interleave_blanks_, ctc_create_skip_idxs as ctc_create_skip_idxs_, ctc_update_log_p as ctc_update_log_p_, ctc_path_probs as ctc_path_probs_, ctc_cost as ctc_cost_ } from './ctc.js';
 import { map_fn as map_fn_, foldl as foldl_, foldr as foldr_, switchFn as switchFn_, in_train_phase as in_train_phase_, in_test_phase as in_test_phase_ } from './control.js';
 import { logsumexp as logsumexp_, variance as variance_, std as std_, cumsum as cumsum_, cumprod as cumprod_, clip as clip_ } from './numeric.js';
-import { relu as relu_, elu as elu_, softmax as softmax_, softplus as softplus_, softsign as softsign_, sigmoid as sigmoid_, hard_sigmoid as hard_sigmoid_, tanh as tanh_ } from './activations.js';
+import { relu as relu_, elu as elu_, softmax as softmax_, softplus as softplus_, softsign as softsign_, sigmoid as sigmoid_, hard_sigmoid as hard_sigmoid_ } from './activations.js';
 import { l2_normalize as l2_normalize_, bias_add as bias_add_, batch_normalization as batch_normalization_, normalize_batch_in_training as normalize_batch_in_training_, in_top_k as in_top_k_ } from './nn.js';
 import { categorical_crossentropy as categorical_crossentropy_, sparse_categorical_crossentropy as sparse_categorical_crossentropy_, binary_crossentropy as binary_crossentropy_ } from './losses.js';
 import { random_normal as random_normal_, random_uniform as random_uniform_, random_binomial as random_binomial_, truncated_normal as truncated_normal_, random_uniform_variable as random_uniform_variable_, random_normal_variable as random_normal_variable_, dropout as dropout_ } from './random.js';
@@ -177,7 +178,7 @@ export const softplus = traced('K.softplus', softplus_);
 export const softsign = traced('K.softsign', softsign_);
 export const sigmoid = traced('K.sigmoid', sigmoid_);
 export const hard_sigmoid = traced('K.hard_sigmoid', hard_sigmoid_);
-export const tanh = traced('K.tanh', tanh_);
+export const tanh = traced('K.tanh', unary('tanh', 'tanh')); // one elementwise op: no builder of its own
 export const l2_normalize = traced('K.l2_normalize', l2_normalize_);
 export const bias_add = traced('K.bias_add', bias_add_);
 export const batch_normalization = traced('K.batch_normalization', batch_normalization_);

@@ -7,6 +7,7 @@ import { platform } from '#platform';
 import { environmentOverrides, type ConfigRead } from '../platform/types.js';
 import { setTracing } from '../ir/provenance.js';
 import { setConfiguredThreads } from '../codegen/cpu/threads.js';
+import { MATMUL_PRECISIONS, setConfiguredMatmulPrecision, type MatmulPrecision } from '../codegen/cpu/wasm-kernel.js';
 
 export type BackendName = 'theanine' | 'tensorflow' | 'onnx';
 export type Floatx = 'float16' | 'float32' | 'float64';
@@ -25,6 +26,14 @@ export interface KerasConfig {
    * "threads" or THEANINE_THREADS, a positive integer). Absent: the cores the process may use.
    */
   threads?: number;
+  /**
+   * The dtype the cpu device sums float32 matrix products in (theanine's addition; keras.json
+   * "matmul_precision" or THEANINE_MATMUL_PRECISION): "float32" (four-lane SIMD, within the
+   * bound of docs/architecture.md) or "float64" (equal to the reference interpreter bit for
+   * bit). Absent: codegen/cpu/wasm-kernel.ts' DEFAULT_MATMUL_PRECISION. Read when K.function
+   * makes a function.
+   */
+  matmul_precision?: MatmulPrecision;
 }
 
 export interface LoadConfigOptions {
@@ -142,6 +151,8 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
     cfg.backend = pick('backend', BACKENDS) ?? cfg.backend;
     cfg.floatx = pick('floatx', FLOATXS) ?? cfg.floatx;
     cfg.device = pick('device', DEVICES) ?? cfg.device;
+    const precision = pick('matmul_precision', MATMUL_PRECISIONS);
+    if (precision !== undefined) cfg.matmul_precision = precision;
     if (Object.hasOwn(raw, 'epsilon')) {
       const v = raw['epsilon'];
       if (!isEpsilon(v)) throw new ConfigError(`${where}: "epsilon" is ${show(v)}; allowed: ${EPSILON_ALLOWED}`);
@@ -168,6 +179,8 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
   };
   cfg.backend = fromEnv('KERAS_BACKEND', BACKENDS) ?? cfg.backend;
   cfg.device = fromEnv('THEANINE_DEVICE', DEVICES) ?? cfg.device;
+  const precision = env['THEANINE_MATMUL_PRECISION'] === '' ? undefined : fromEnv('THEANINE_MATMUL_PRECISION', MATMUL_PRECISIONS);
+  if (precision !== undefined) cfg.matmul_precision = precision;
   const threads = env['THEANINE_THREADS'];
   if (threads !== undefined && threads !== '') {
     const n = /^[0-9]+$/.test(threads) ? Number(threads) : NaN;
@@ -186,6 +199,7 @@ export function getConfig(): Readonly<KerasConfig> {
 }
 
 setConfiguredThreads(() => getConfig().threads);
+setConfiguredMatmulPrecision(() => getConfig().matmul_precision);
 
 /** Re-reads keras.json and the environment; on error the current config stays. */
 export function reloadConfig(opts?: LoadConfigOptions): Readonly<KerasConfig> {
@@ -289,6 +303,7 @@ export const ENVIRONMENT_SWITCHES = {
   KERAS_HOME: 'the folder of keras.json (Node only: a browser reads no files)',
   THEANINE_DEVICE: 'the default device (also K.set_device)',
   THEANINE_THREADS: 'worker threads for large matrix products (Node only: a page uses one thread)',
+  THEANINE_MATMUL_PRECISION: 'float32 or float64: the dtype the cpu device sums float32 matrix products in (for functions made from then on)',
   THEANINE_DEBUG: 'debug topics: passes, gpu, source, cli, all (output: stderr, a browser\'s console)',
   THEANINE_FALLBACK: 'warn or error when a function runs the reference interpreter (also K.function\'s fallback option)',
   THEANINE_TRACE: '0 or false: nodes record no provenance (the K call and user line that built them; also setTrace)',
@@ -301,7 +316,7 @@ export type EnvironmentSwitch = keyof typeof ENVIRONMENT_SWITCHES;
 
 /** Config fields the environment sets (re-read when setEnvironment changes them). */
 const CONFIG_SWITCHES: Partial<Record<EnvironmentSwitch, keyof KerasConfig | 'all'>> = {
-  KERAS_BACKEND: 'backend', THEANINE_DEVICE: 'device', THEANINE_THREADS: 'threads', KERAS_HOME: 'all',
+  KERAS_BACKEND: 'backend', THEANINE_DEVICE: 'device', THEANINE_THREADS: 'threads', THEANINE_MATMUL_PRECISION: 'matmul_precision', KERAS_HOME: 'all',
 };
 
 /**
@@ -309,7 +324,7 @@ const CONFIG_SWITCHES: Partial<Record<EnvironmentSwitch, keyof KerasConfig | 'al
  * has no environment variables, so this is how a page sets them; in Node an entry set here wins
  * over the process environment. `undefined` removes an entry. Names are checked (the list is
  * ENVIRONMENT_SWITCHES); the configuration switches (KERAS_BACKEND, THEANINE_DEVICE,
- * THEANINE_THREADS, KERAS_HOME) are checked and applied at once, the others where they are read,
+ * THEANINE_THREADS, THEANINE_MATMUL_PRECISION, KERAS_HOME) are checked and applied at once, the others where they are read,
  * as their environment variables are.
  */
 export function setEnvironment(vars: Readonly<Record<string, string | undefined>>): void {

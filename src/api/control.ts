@@ -35,8 +35,10 @@ export function map_fn(fn: (x: Node) => TensorLike, elems: TensorLike, name?: st
     if (out.dtype !== dt) out = apply('cast', [out], { dtype: dt }, 'K.map_fn');
   }
   const r = buildScan({
-    fn: 'K.map_fn', sequences: [e], initialStates: [], constants: [],
-    seqArgs: [x], stateArgs: [], constArgs: [], outputs: [out], newStates: [],
+    fn: 'K.map_fn',
+    outer: { sequences: [e], states: [], constants: [] },
+    args: { sequences: [x], states: [], constants: [] },
+    outputs: [out], newStates: [],
   });
   return r.outputs[0]!;
 }
@@ -58,8 +60,10 @@ function fold(name: 'foldl' | 'foldr', fn: FoldFn, elems: TensorLike, initialize
     const acc = scanArg(init.type, 'state0');
     const next = toTensor(name, fn(acc, x), 'the result of fn', init.dtype);
     const r = buildScan({
-      fn: fname, sequences: [e], initialStates: [init], constants: [],
-      seqArgs: [x], stateArgs: [acc], constArgs: [], outputs: [], newStates: [next], goBackwards: back,
+      fn: fname,
+      outer: { sequences: [e], states: [init], constants: [] },
+      args: { sequences: [x], states: [acc], constants: [] },
+      outputs: [], newStates: [next], goBackwards: back,
     });
     return r.finalStates[0]!;
   }

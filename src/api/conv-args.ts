@@ -5,7 +5,7 @@ import { ValueError } from '../ir/errors.js';
 import { describe } from '../ir/ndarray.js';
 import type { PaddingMode } from '../ir/ops/window.js';
 import { image_data_format, type DataFormat } from './config.js';
-import { isPlainObject } from './args.js';
+import { trailingOptions } from './args.js';
 
 /** Keras 1 names and the Keras 2 names they stand for. */
 const ALIASES: Readonly<Record<string, string>> = {
@@ -33,26 +33,8 @@ export interface Signature {
  * to Keras 2's, giving both spellings of one parameter is an error.
  */
 export function convOptions(fn: string, given: readonly unknown[], sig: Signature): Record<string, unknown> {
-  let args = [...given];
-  while (args.length > 0 && args[args.length - 1] === undefined) args.pop();
-  const raw: Record<string, unknown> = {};
   const allowed = [...new Set([...sig.k2, ...(sig.k1 ?? [])])];
-  const last = args[args.length - 1];
-  if (args.length > 0 && isPlainObject(last)) {
-    args = args.slice(0, -1);
-    for (const [k, v] of Object.entries(last)) {
-      if (!allowed.includes(k)) throw new ValueError(`${fn}: unknown option ${JSON.stringify(k)} (allowed: ${allowed.map((n) => JSON.stringify(n)).join(', ')})`);
-      raw[k] = v;
-    }
-  }
-  const names = sig.k1 !== undefined && sig.isK1?.(args) === true ? sig.k1 : sig.k2;
-  if (args.length > names.length) throw new ValueError(`${fn}: too many arguments (${args.length} optional given, at most ${names.length})`);
-  args.forEach((v, i) => {
-    const k = names[i]!;
-    if (v === undefined) return;
-    if (k in raw) throw new ValueError(`${fn}: ${k} given both positionally and in the options object`);
-    raw[k] = v;
-  });
+  const raw = trailingOptions(fn, given, allowed, (positional) => (sig.k1 !== undefined && sig.isK1?.(positional) === true ? sig.k1 : sig.k2));
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(raw)) {
     if (HINTS.includes(k)) {

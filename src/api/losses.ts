@@ -6,6 +6,7 @@ import { isFloat, isInt } from '../ir/dtype.js';
 import { ShapeError, ValueError } from '../ir/errors.js';
 import { NDArray, describe, formatShape } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
+import { compatibleShapes, staticSize } from '../ir/types.js';
 import { checkAxes, constantNode, options, toTensor, type TensorLike } from './args.js';
 import { epsilon } from './config.js';
 import { clip, logsumexp } from './numeric.js';
@@ -72,13 +73,12 @@ function flattenTarget(fn: string, tgt: Node, out: Node, axis: number): Node {
   const want = out.shape.filter((_, i) => i !== axis);
   const same = tgt.ndim === want.length && tgt.shape.every((d, i) => d !== null && d === want[i]);
   if (same) return tgt;
-  const known = (s: readonly (number | null)[]) => (s.every((d) => d !== null) ? s.reduce((p, d) => p! * d!, 1) : null);
-  const [nt, nw] = [known(tgt.shape), known(want)];
+  const [nt, nw] = [staticSize(tgt.shape), staticSize(want)];
   if (nt !== null && nw !== null) {
     if (nt !== nw || tgt.ndim === want.length) return tgt; // the shape error names both
     return apply('reshape', [tgt], { shape: want as number[] }, `K.${fn}`);
   }
-  if (tgt.ndim === want.length && tgt.shape.every((d, i) => d === null || want[i] === null || d === want[i])) return tgt;
+  if (compatibleShapes(tgt.shape, want)) return tgt;
   // The output's shape without the class axis, at run time: argmax drops exactly that axis.
   const like = apply('argmax', [out], { axis }, `K.${fn}`);
   return apply('reshape_like', [tgt, like], {}, `K.${fn}`);

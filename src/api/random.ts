@@ -124,28 +124,27 @@ function concreteShape(fn: string, shape: unknown): number[] {
 
 type VarOpts = { dtype?: DType | null; name?: string | null; seed?: number | null };
 
+/**
+ * A variable holding one draw of `op` (the same numbers again for a seed). `given` are the
+ * arguments from `shape` on; `params` are the two distribution parameters in Keras' order, each
+ * with the attribute of `op` it sets.
+ */
+function randomVariable(fn: string, op: string, given: readonly unknown[], params: readonly (readonly [keras: string, attr: string])[]): Node {
+  const o = allOptions(fn, given, ['shape', ...params.map(([k]) => k), 'dtype', 'name', 'seed']) as VarOpts & Record<string, unknown>;
+  const dims = concreteShape(fn, need(fn, o, 'shape'));
+  const attrs = Object.fromEntries(params.map(([k, attr]) => [attr, checkNumber(fn, need(fn, o, k), k)]));
+  const dt = o.dtype ?? floatx();
+  return variable(evaluateTensor(draw(op, fn, dims, dt, o.seed, attrs)), dt, o.name ?? null);
+}
+
 /** A variable initialised with uniform draws in [low, high). */
 export function random_uniform_variable(shape: readonly number[] | number | ({ shape: readonly number[] | number; low: number; high: number } & VarOpts), low?: number, high?: number, dtype?: DType | null | VarOpts, name?: string | null, seed?: number | null): Node {
-  const fn = 'random_uniform_variable';
-  const o = allOptions(fn, [shape, low, high, dtype, name, seed], ['shape', 'low', 'high', 'dtype', 'name', 'seed']) as VarOpts & { shape?: unknown; low?: unknown; high?: unknown };
-  const dims = concreteShape(fn, need(fn, o, 'shape'));
-  low = need(fn, o, 'low') as number;
-  high = need(fn, o, 'high') as number;
-  const dt = o.dtype ?? floatx();
-  const value = evaluateTensor(draw('random_uniform', fn, dims, dt, o.seed, { low: checkNumber(fn, low, 'low'), high: checkNumber(fn, high, 'high') }));
-  return variable(value, dt, o.name ?? null);
+  return randomVariable('random_uniform_variable', 'random_uniform', [shape, low, high, dtype, name, seed], [['low', 'low'], ['high', 'high']]);
 }
 
 /** A variable initialised with normal draws (mean, standard deviation `scale`). */
 export function random_normal_variable(shape: readonly number[] | number | ({ shape: readonly number[] | number; mean: number; scale: number } & VarOpts), mean?: number, scale?: number, dtype?: DType | null | VarOpts, name?: string | null, seed?: number | null): Node {
-  const fn = 'random_normal_variable';
-  const o = allOptions(fn, [shape, mean, scale, dtype, name, seed], ['shape', 'mean', 'scale', 'dtype', 'name', 'seed']) as VarOpts & { shape?: unknown; mean?: unknown; scale?: unknown };
-  const dims = concreteShape(fn, need(fn, o, 'shape'));
-  mean = need(fn, o, 'mean') as number;
-  scale = need(fn, o, 'scale') as number;
-  const dt = o.dtype ?? floatx();
-  const value = evaluateTensor(draw('random_normal', fn, dims, dt, o.seed, { mean: checkNumber(fn, mean, 'mean'), stddev: checkNumber(fn, scale, 'scale') }));
-  return variable(value, dt, o.name ?? null);
+  return randomVariable('random_normal_variable', 'random_normal', [shape, mean, scale, dtype, name, seed], [['mean', 'mean'], ['scale', 'stddev']]);
 }
 
 type NoiseShape = readonly (number | null | Node)[];

@@ -137,8 +137,10 @@ function scanned(step: StepFunction, xs: Node, ms: Node | null, states: Node[], 
     initial.push(zeros);
   }
   const r = buildScan({
-    fn: FN, sequences, initialStates: initial, constants: consts,
-    seqArgs, stateArgs, constArgs, outputs: [out], newStates, goBackwards: back,
+    fn: FN,
+    outer: { sequences, states: initial, constants: consts },
+    args: { sequences: seqArgs, states: stateArgs, constants: constArgs },
+    outputs: [out], newStates, goBackwards: back,
   });
   const outs = r.outputs[0]!;
   const last = apply('index', [outs], { index: -1 }, FN);

@@ -2,17 +2,19 @@
 // through index expressions, constants, scalar ops, opaque scalar functions, dtype casts and
 // reductions (an expression that folds its body over loop variables of its own). Expressions
 // are interned per kernel, so a subexpression used twice is one object and renderers give it
-// one temporary. The op names are target-neutral; src/codegen/cpu spells them in JavaScript.
+// one temporary. The op names are target-neutral: the elementwise rows (src/ir/ops/elementwise.ts)
+// name theirs with their JavaScript, which src/codegen/cpu spells and the gpu overrides.
 import { coerce, type DType } from '../ir/dtype.js';
+import { rowsSpelledIn, type ElementwiseOp, type KernelOp } from '../ir/ops/elementwise.js';
 import type { IExpr, Var } from './index-expr.js';
 
 export type ScalarOp =
-  | 'add' | 'sub' | 'mul' | 'div' | 'pow' | 'mod' | 'max' | 'min'
-  | 'neg' | 'abs' | 'sign' | 'floor' | 'ceil' | 'round' | 'sqrt' | 'exp' | 'log' | 'log1p' | 'expm1'
-  | 'sin' | 'cos' | 'tanh' | 'recip'
-  | 'eq' | 'ne' | 'gt' | 'ge' | 'lt' | 'le' | 'and' | 'or' | 'not' | 'isnan'
+  | KernelOp // an elementwise op's scalar op, named by its row
   | 'select' // select(c, a, b): a where c is nonzero
   | 'idiv' | 'imod'; // floor division / modulo of non-negative integers (index arithmetic)
+
+/** The elementwise row whose scalar op each kernel op is. */
+export const KERNEL_ROWS: ReadonlyMap<ScalarOp, ElementwiseOp> = new Map(rowsSpelledIn('kernel').map((r) => [r.name as KernelOp, r.row]));
 
 /** Folds of a reduction: sum, product, NaN-propagating max/min, logical any/all. */
 export type ReduceOp = 'sum' | 'prod' | 'max' | 'min' | 'any' | 'all';

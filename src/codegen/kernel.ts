@@ -75,11 +75,17 @@ export interface MatmulKernel {
   readonly a: Expr;
   readonly b: Expr;
   readonly out: Store; // index in (batch, m, n); value: the epilogue, with `acc` for the dot product
-  /** Packing buffers (float64), sized by lowering. */
+  /** Packing buffers (of the `sum` dtype), sized by lowering. */
   readonly packA: number;
   readonly packB: number;
   readonly mr: number;
   readonly nr: number;
+  /**
+   * The dtype the products' sums are taken in: float64 (every dtype; equal to the reference's
+   * sums) or float32 (float32 operands and result under matmul precision "default": four-lane
+   * SIMD, within the error bound of docs/architecture.md).
+   */
+  readonly sum: 'float32' | 'float64';
 }
 
 /** An op's reference implementation inside a compiled function (one result, or a tuple's items). */

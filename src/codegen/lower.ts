@@ -39,8 +39,12 @@ export interface LowerSpec {
   readonly inputSlot: ReadonlyMap<Node, number>;
   readonly variableSlot: ReadonlyMap<Node, number>;
   readonly inputShapes: readonly (readonly number[])[];
-  /** Register tile of the matmul micro-kernel (the cpu renderer's choice). */
-  readonly tile: { readonly mr: number; readonly nr: number };
+  /**
+   * Register tile of the matmul micro-kernel (the cpu renderer's choice). With `f32`, products of
+   * float32 operands to a float32 result sum in float32 (matmul precision "default"), packed
+   * into float32 panels of that tile; without it every product sums in float64.
+   */
+  readonly tile: { readonly mr: number; readonly nr: number; readonly f32?: { readonly mr: number; readonly nr: number } };
   /** Optimizes a Scan body's results (the pass pipeline); without it Scans run as externs. */
   readonly optimizeBody?: (body: ScanBody) => readonly Node[];
   /**
@@ -395,12 +399,13 @@ function lowerNode(
     // The epilogue runs at the matmul's output coordinates; the root has the matmul's shape (fusion guarantees it).
     const value = at(root, outCoords);
     const out = addBuf(outT.dtype, size, outRole);
-    const { mr, nr } = tile;
-    const packA = addBuf('float64', d.batch * Math.ceil(d.m / mr) * mr * d.k, 'arena');
-    const packB = addBuf('float64', d.batch * Math.ceil(d.n / nr) * nr * d.k, 'arena');
+    const sum = tile.f32 !== undefined && c.inDTypes[0] === 'float32' && c.inDTypes[1] === 'float32' && bodyTypes.get(mm)!.dtype === 'float32' ? 'float32' : 'float64';
+    const { mr, nr } = sum === 'float32' ? tile.f32! : tile;
+    const packA = addBuf(sum, d.batch * Math.ceil(d.m / mr) * mr * d.k, 'arena');
+    const packB = addBuf(sum, d.batch * Math.ceil(d.n / nr) * nr * d.k, 'arena');
     return {
       step: {
-        kind: 'matmul', label, batch: bv, m: iv, n: jv, k: kv, a: aE, b: bE, packA, packB, mr, nr,
+        kind: 'matmul', label, batch: bv, m: iv, n: jv, k: kv, a: aE, b: bE, packA, packB, mr, nr, sum,
         out: { buf: out, index: ravel(outCoords, outT.shape), value, dtype: outT.dtype },
       },
       value: { buf: out, offset: 0, ...outT },

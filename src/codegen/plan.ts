@@ -21,6 +21,11 @@ export function storageClass(d: DType): StorageClass {
   }
 }
 
+/** The typed array each storage class is held in, as generated code names it. */
+export const CLASS_ARRAY: Record<StorageClass, string> = {
+  f32: 'Float32Array', f64: 'Float64Array', i32: 'Int32Array', i16: 'Int16Array', i8: 'Int8Array', u8: 'Uint8Array',
+};
+
 export interface Slot {
   readonly cls: StorageClass;
   size: number;

@@ -11,11 +11,11 @@ import type { Attrs } from '../ir/op.js';
 import { getOp, type AttrsOf, type OpName } from '../ir/registry.js';
 import type { ArgAttrs, ReduceAttrs } from '../ir/ops/reduce.js';
 import type { Node } from '../ir/node.js';
-import { elementwiseOps } from '../ir/ops/elementwise.js';
+import { elementwiseOps, rowsSpelledIn, type KernelOp, type SpelledIn } from '../ir/ops/elementwise.js';
 import { dotAxisOfY } from '../ir/ops/core.js';
 import type { FuseKind } from '../ir/fused.js';
 import type { ExprBuilder, Expr, ReduceOp, ScalarFn, ScalarOp } from './expr.js';
-import { iconst, ivar, newVar, ravel, unravel, type IExpr } from './index-expr.js';
+import { iconst, ivar, newVar, ravel, unravel, type IExpr, type Var } from './index-expr.js';
 import { shapeTemplates } from './templates-shape.js';
 import { adjointTemplates } from './templates-adjoint.js';
 import { linalgTemplates } from './templates-linalg.js';
@@ -109,6 +109,15 @@ function reduction(op: ReduceOp, mean = false): LoopTemplate<ReduceAttrs> {
 }
 
 /**
+ * A fresh reduction variable over axis `axis` of `shape` (a reduced axis the output does not
+ * keep), and the input coordinates it reads: `coords` with the variable put in at `axis`.
+ */
+function alongAxis(coords: readonly IExpr[], shape: readonly number[], axis: number): { v: Var; co: IExpr[] } {
+  const v = newVar(shape[axis]!);
+  return { v, co: [...coords.slice(0, axis), ivar(v), ...coords.slice(axis)] };
+}
+
+/**
  * argmax/argmin along one axis: the first index holding the extremum, NaN counting as the
  * extremum (the reference's rule), as two reductions: m = max (or min), then the least index k
  * with x[k] == m, or with x[k] NaN when m is NaN.
@@ -117,12 +126,10 @@ function argExtreme(op: 'max' | 'min'): LoopTemplate<ArgAttrs> {
   return {
     kind: 'reduction',
     expr(at, coords, c) {
-      const axis = c.attrs.axis;
-      const shape = c.inShapes[0]!;
       const b = c.b;
       const read = () => {
-        const v = newVar(shape[axis]!);
-        return { v, x: b.cast(c.inDTypes[0]!, at(0, [...coords.slice(0, axis), ivar(v), ...coords.slice(axis)])) };
+        const { v, co } = alongAxis(coords, c.inShapes[0]!, c.attrs.axis);
+        return { v, x: b.cast(c.inDTypes[0]!, at(0, co)) };
       };
       const r1 = read();
       const m = b.reduce(op, [r1.v], r1.x);
@@ -168,13 +175,8 @@ const dotTemplate: MatmulTemplate = {
 const softmaxXent: LoopTemplate<AttrsOf<'softmax_cross_entropy'>> = {
   kind: 'reduction',
   expr(at, coords, c) {
-    const ax = c.attrs.axis;
-    const shape = c.inShapes[0]!;
     const b = c.b;
-    const mk = () => {
-      const v = newVar(shape[ax]!);
-      return { v, co: [...coords.slice(0, ax), ivar(v), ...coords.slice(ax)] };
-    };
+    const mk = () => alongAxis(coords, c.inShapes[0]!, c.attrs.axis);
     const x = (co: IExpr[]) => b.cast(c.inDTypes[0]!, at(0, co));
     const t = (co: IExpr[]) => b.cast(c.inDTypes[1]!, at(1, co));
     const r1 = mk();
@@ -212,23 +214,12 @@ const inTopK: LoopTemplate<AttrsOf<'in_top_k'>> = {
 };
 
 /**
- * The elementwise ops that are one kernel-IR scalar op, by op: their templates apply it to the
- * broadcast inputs, and renderers spell the scalar op as they spell this op (src/codegen/gpu/render.ts).
+ * The elementwise ops whose row names a kernel-IR scalar op (src/ir/ops/elementwise.ts): their
+ * templates apply it to the broadcast inputs.
  */
-export const SCALAR_OP_OF = {
-  add: 'add', sub: 'sub', mul: 'mul', div: 'div', pow: 'pow', mod: 'mod', maximum: 'max', minimum: 'min',
-  neg: 'neg', abs: 'abs', sign: 'sign', floor: 'floor', ceil: 'ceil', round: 'round', sqrt: 'sqrt', exp: 'exp', log: 'log',
-  log1p: 'log1p', expm1: 'expm1', sin: 'sin', cos: 'cos', tanh: 'tanh', reciprocal: 'recip',
-  equal: 'eq', not_equal: 'ne', greater: 'gt', greater_equal: 'ge', less: 'lt', less_equal: 'le',
-  logical_and: 'and', logical_or: 'or', logical_not: 'not', isnan: 'isnan', where: 'select',
-} as const satisfies Partial<Record<OpName, ScalarOp>>;
-
-function scalarOpTemplates(): { -readonly [K in keyof typeof SCALAR_OP_OF]?: LoopTemplate } {
-  const out: { -readonly [K in keyof typeof SCALAR_OP_OF]?: LoopTemplate } = {};
-  for (const [op, s] of Object.entries(SCALAR_OP_OF) as [keyof typeof SCALAR_OP_OF, ScalarOp][]) {
-    if (op === 'where') continue; // select's operands are in another order (the condition first): below
-    out[op] = getOp(op).arity === 1 ? unary(s) : binary(s);
-  }
+function scalarOpTemplates(): { -readonly [K in SpelledIn<'kernel'>]?: LoopTemplate } {
+  const out: { -readonly [K in SpelledIn<'kernel'>]?: LoopTemplate } = {};
+  for (const { op, name, row } of rowsSpelledIn('kernel')) out[op] = row.arity === 1 ? unary(name as KernelOp) : binary(name as KernelOp);
   return out;
 }
 

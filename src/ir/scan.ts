@@ -20,17 +20,20 @@ export function scanArg(t: TensorType, name: string): Node {
   return leaf('scan_arg', { uid: ++argUid, name, dtype: t.dtype, shape: t.shape });
 }
 
+/** A Scan's inputs by role, named as in its body: sequences (walked along axis 0), states, constants. */
+export interface ScanInputs<T> {
+  readonly sequences: readonly T[];
+  readonly states: readonly T[];
+  readonly constants: readonly T[];
+}
+
 export interface ScanParts {
   /** The user-facing function, for error messages ('K.rnn'). */
   readonly fn: string;
-  /** Outer inputs: sequences (walked along axis 0), initial states, constants. */
-  readonly sequences: readonly Node[];
-  readonly initialStates: readonly Node[];
-  readonly constants: readonly Node[];
-  /** The body's args, one per outer input above, and what the traced step computed. */
-  readonly seqArgs: readonly Node[];
-  readonly stateArgs: readonly Node[];
-  readonly constArgs: readonly Node[];
+  /** The Scan's inputs (the states' initial values), and the body's args, one per input. */
+  readonly outer: ScanInputs<Node>;
+  readonly args: ScanInputs<Node>;
+  /** What the traced step computed. */
   readonly outputs: readonly Node[];
   readonly newStates: readonly Node[];
   readonly goBackwards?: boolean;
@@ -50,24 +53,24 @@ export interface ScanResult {
 
 /** Checks the step's results, closes the body over its free tensors, and builds the scan node. */
 export function buildScan(p: ScanParts): ScanResult {
-  if (p.seqArgs.length !== p.sequences.length || p.stateArgs.length !== p.initialStates.length || p.constArgs.length !== p.constants.length) {
+  const { outer, args } = p;
+  if (args.sequences.length !== outer.sequences.length || args.states.length !== outer.states.length || args.constants.length !== outer.constants.length) {
     throw new Error('internal: buildScan needs one arg per outer input');
   }
-  checkNewStates(p.fn, p.stateArgs.map((a) => a.type), p.newStates);
-  const args = [...p.seqArgs, ...p.stateArgs, ...p.constArgs];
-  const closed = closeBody(args, [...p.outputs, ...p.newStates], p.constArgs.length);
+  checkNewStates(p.fn, args.states.map((a) => a.type), p.newStates);
+  const closed = closeBody([...args.sequences, ...args.states, ...args.constants], [...p.outputs, ...p.newStates], args.constants.length);
   const nOut = p.outputs.length;
   const body = new ScanBody(
-    p.seqArgs, p.stateArgs, [...p.constArgs, ...closed.capturedArgs],
+    args.sequences, args.states, [...args.constants, ...closed.capturedArgs],
     closed.results.slice(0, nOut), closed.results.slice(nOut),
   );
   const attrs: ScanAttrs = {
     body,
     go_backwards: p.goBackwards === true,
     n_steps: p.nSteps ?? null,
-    keep: new Array<KeepMode>(nOut + p.stateArgs.length).fill('all'),
+    keep: new Array<KeepMode>(nOut + args.states.length).fill('all'),
   };
-  const node = apply('scan', [...p.sequences, ...p.initialStates, ...p.constants, ...closed.captured], attrs, p.fn);
+  const node = apply('scan', [...outer.sequences, ...outer.states, ...outer.constants, ...closed.captured], attrs, p.fn);
   return scanResult(node, body);
 }
 

@@ -49,10 +49,14 @@ export function sameType(a: TensorType, b: TensorType): boolean {
   return a.dtype === b.dtype && a.shape.length === b.shape.length && a.shape.every((d, i) => d === b.shape[i]);
 }
 
+/** Same rank, and dims equal where both are known. */
+export function compatibleShapes(a: StaticShape, b: StaticShape): boolean {
+  return a.length === b.length && a.every((d, i) => d === null || b[i] === null || d === b[i]);
+}
+
 /** A value of type `b` may flow where `a` is expected: same dtype and rank, dims equal where both are known. */
 export function compatibleTypes(a: TensorType, b: TensorType): boolean {
-  return a.items === undefined && b.items === undefined && a.dtype === b.dtype &&
-    a.shape.length === b.shape.length && a.shape.every((d, i) => d === null || b.shape[i] === null || d === b.shape[i]);
+  return a.items === undefined && b.items === undefined && a.dtype === b.dtype && compatibleShapes(a.shape, b.shape);
 }
 
 /** Known size, or null when any dim is unknown. */

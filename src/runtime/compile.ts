@@ -22,16 +22,26 @@ import { classify, matmulPrologue, shapeOnly } from '../codegen/templates.js';
 import { DynamicShapeError, lower } from '../codegen/lower.js';
 import { planBuffers } from '../codegen/plan.js';
 import type { Program } from '../codegen/kernel.js';
-import { buildModule, clearKernelCaches, type RunFn } from '../codegen/cpu/module.js';
-import { packArena } from '../codegen/cpu/wasm-kernel.js';
+import { buildModule, clearKernelCaches, profileRows, type RunFn } from '../codegen/cpu/module.js';
+import { matmulPrecision, packArena, tile32 } from '../codegen/cpu/wasm-kernel.js';
+import type { LowerSpec } from '../codegen/lower.js';
 import type { Executor } from './function.js';
 import { ProgramCache, shapesKey } from './program-cache.js';
 import type { ScanBody } from '../ir/scanbody.js';
 import { checkFallbacks, externFallbacks, fallbackPolicy, type Fallback, type FallbackPolicy } from './fallback.js';
 import { platform } from '#platform';
 
-/** Register tile of the cpu matmul micro-kernel (measured: see bench/README.md). */
+/** Register tile of the cpu matmul micro-kernel summing in float64 (measured: see bench/README.md). */
 export const CPU_TILE = { mr: 4, nr: 4 } as const;
+
+/**
+ * The tiles a cpu function is lowered with, under the matmul precision configured when it is
+ * made (JAX's default_matmul_precision is likewise read when a function is traced): "float32"
+ * adds the float32 tile, so float32 products sum in float32 (wasm-kernel.ts' tile32).
+ */
+function cpuTile(): LowerSpec['tile'] {
+  return matmulPrecision() === 'float32' ? { ...CPU_TILE, f32: tile32() } : CPU_TILE;
+}
 
 export const cpuTarget = { classify, shapeOnly, matmulPrologue };
 
@@ -82,6 +92,8 @@ interface CompiledProgram {
   /** Variables of the graph it was compiled from, by slot (for the interpreted fallback). */
   readonly variables: readonly Node[];
   readonly specs: Map<string, Specialization>;
+  /** The matmul tiles it is lowered with (cpuTile when it was compiled). */
+  readonly tile: LowerSpec['tile'];
 }
 
 /** Programs by structural key, specialisations by shapes (each dropped one leaves the byte budget below). */
@@ -173,7 +185,7 @@ export function structuralKey(inputs: readonly Node[], targets: readonly Node[],
   return { key: parts.join(';'), variables };
 }
 
-function compileProgram(inputs: readonly Node[], targets: readonly Node[], passes: readonly Pass[], variables: readonly Node[]): CompiledProgram {
+function compileProgram(inputs: readonly Node[], targets: readonly Node[], passes: readonly Pass[], variables: readonly Node[], tile: LowerSpec['tile']): CompiledProgram {
   const onPass = passPrinter();
   const t0 = performance.now();
   const g = runPasses(passes, { outputs: targets }, onPass === undefined ? {} : { onPass });
@@ -183,7 +195,7 @@ function compileProgram(inputs: readonly Node[], targets: readonly Node[], passe
   const variableSlot = new Map<Node, number>();
   variables.forEach((v, i) => variableSlot.set(v, i));
   compileStats.programs++;
-  return { passes, graph: g.outputs, inputSlot, variableSlot, variables, specs: new Map() };
+  return { passes, graph: g.outputs, inputSlot, variableSlot, variables, specs: new Map(), tile };
 }
 
 /** Scan bodies through the same passes as the graph around them (cached per body and pass list; every device's compiler). */
@@ -207,7 +219,7 @@ export function bodyOptimizer(passes: readonly Pass[]): (b: ScanBody) => readonl
 
 function lowerProgram(p: CompiledProgram, shapes: readonly (readonly number[])[]): Program {
   return lower({
-    targets: p.graph, inputSlot: p.inputSlot, variableSlot: p.variableSlot, inputShapes: shapes, tile: CPU_TILE, optimizeBody: bodyOptimizer(p.passes),
+    targets: p.graph, inputSlot: p.inputSlot, variableSlot: p.variableSlot, inputShapes: shapes, tile: p.tile, optimizeBody: bodyOptimizer(p.passes),
   });
 }
 
@@ -227,9 +239,9 @@ function specialize(p: CompiledProgram, shapes: readonly (readonly number[])[]):
     if (flags.has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
     const prof = mod.profile;
     const run: RunFn = prof === undefined ? mod.run : (ins, cells, phase, ctx) => {
-      prof.ms.fill(0);
+      profileRows(prof, '', true);
       const out = mod.run(ins, cells, phase, ctx);
-      debugSink(prof.labels.map((l, i) => `[theanine kernels] ${prof.ms[i]!.toFixed(3).padStart(9)} ms  ${l}`).join('\n') + '\n');
+      debugSink(profileRows(prof).map(([l, ms]) => `[theanine kernels] ${ms.toFixed(3).padStart(9)} ms  ${l}`).join('\n') + '\n');
       return out;
     };
     return { run, fallbacks: externFallbacks(prog), invalid: false, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes, bytes: mod.bytes };
@@ -273,8 +285,11 @@ export interface CompileRequest {
 export function compiledExecutor(req: CompileRequest): Executor & { source(): string; lowered: NonNullable<Executor['lowered']> } {
   // The pass list is part of the key: a function compiled with other passes never shares its code.
   const passes = resolvePipeline(req.level, cpuTarget, req.passes);
-  const { key, variables } = structuralKey(req.inputs, req.targets, `${req.level}[${pipelineKey(passes)}]`, req.device);
-  const prog = programs.program(key, () => compileProgram(req.inputs, req.targets, passes, variables));
+  // The matmul tiles are part of the key: a function made under another matmul precision never shares its code.
+  const tile = cpuTile();
+  const tiles = tile.f32 === undefined ? 'f64' : `f32:${tile.f32.mr}x${tile.f32.nr}`;
+  const { key, variables } = structuralKey(req.inputs, req.targets, `${req.level}[${pipelineKey(passes)}]{${tiles}}`, req.device);
+  const prog = programs.program(key, () => compileProgram(req.inputs, req.targets, passes, variables, tile));
   const cells: VariableCell[] = variables.map((v) => v.cell!);
   let last: Specialization | undefined;
   let lastShapes: (readonly number[])[] | undefined;

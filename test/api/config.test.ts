@@ -212,6 +212,19 @@ describe('api/config', () => {
       }
     });
 
+    it('reads "matmul_precision" from keras.json and THEANINE_MATMUL_PRECISION (the environment wins); absent by default', () => {
+      const dir = tmpHome();
+      expect(loadConfig({ env: { KERAS_HOME: dir } }).matmul_precision).to.equal(undefined);
+      writeJson(dir, { matmul_precision: 'float64' });
+      expect(loadConfig({ env: { KERAS_HOME: dir } }).matmul_precision).to.equal('float64');
+      expect(loadConfig({ env: { KERAS_HOME: dir, THEANINE_MATMUL_PRECISION: 'float32' } }).matmul_precision).to.equal('float32');
+      expect(loadConfig({ env: { KERAS_HOME: dir, THEANINE_MATMUL_PRECISION: '' } }).matmul_precision).to.equal('float64');
+      expect(() => loadConfig({ env: { KERAS_HOME: dir, THEANINE_MATMUL_PRECISION: 'highest' } })).to.throw(
+        ConfigError, 'environment variable THEANINE_MATMUL_PRECISION is "highest"; allowed: "float32", "float64"');
+      writeJson(dir, { matmul_precision: 'bfloat16' });
+      expect(() => loadConfig({ env: { KERAS_HOME: dir } })).to.throw(ConfigError, '"matmul_precision" is "bfloat16"; allowed: "float32", "float64"');
+    });
+
     for (const bad of ['0', 'two', '1.5', '-1', ' 2', '300']) {
       it(`rejects THEANINE_THREADS=${JSON.stringify(bad)}`, () => {
         const dir = tmpHome();

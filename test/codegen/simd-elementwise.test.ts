@@ -156,6 +156,60 @@ describe('codegen/wasm SIMD elementwise tier', () => {
     });
   });
 
+  describe('kernels of two loops (rows at a stride, such as slices of a matrix)', () => {
+    // 70 rows of 130: not a whole number of rows per chunk (31), and the last chunk is short.
+    const R = 70, U = 130;
+    const gates = (seed: number) => {
+      const out = new Float32Array(R * 4 * U);
+      let s = seed;
+      for (let i = 0; i < out.length; i++) {
+        s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+        out[i] = i < EDGES.length ? EDGES[i]! : (s / 4294967296 - 0.5) * 12;
+      }
+      return out;
+    };
+    const z = gates(21);
+    const c = gates(22).subarray(0, R * U);
+    const bias = gates(23).subarray(0, U);
+    const run = (simd: boolean, f: (z: Node, c: Node, b: Node) => Node) => {
+      setSimdTier(simd);
+      clearCompileCache();
+      try {
+        const zs = K.placeholder([R, 4 * U], null, 'float32');
+        const cs = K.placeholder([R, U], null, 'float32');
+        const bs = K.placeholder([U], null, 'float32');
+        const fn = K.function([zs, cs, bs], [f(zs, cs, bs)]);
+        const out = fn([new NDArray(z, [R, 4 * U]), new NDArray(Float32Array.from(c), [R, U]), new NDArray(Float32Array.from(bias), [U])])[0]!;
+        return { out, source: (fn as unknown as { source(): string }).source() };
+      } finally {
+        setSimdTier(true);
+        clearCompileCache();
+      }
+    };
+    const gate = (x: Node, g: number) => K.slice(x, [0, g * U], [R, U]);
+    it('an LSTM cell update over gate slices (row stride 4 x units), a contiguous state and a broadcast row, each element within the bound', () => {
+      const cell = (zs: Node, cs: Node, bs: Node) => K.sigmoid(gate(zs, 1)).mul(cs).add(K.sigmoid(gate(zs, 0)).mul(K.tanh(gate(zs, 2).add(bs))));
+      const js = run(false, cell);
+      const simd = run(true, cell);
+      expect(js.source).to.not.contain('WebAssembly SIMD');
+      expect(simd.source).to.contain(`WebAssembly SIMD, ${R} rows of ${U}`);
+      // each of the three approximations is within 1 ulp once rounded; the products and the sum round exactly as in JavaScript
+      simd.out.data.forEach((v, i) => {
+        const w = js.out.data[i]!;
+        if (!Number.isFinite(w)) { expect(Object.is(v, w), `element ${i}: ${v} against ${w}`).to.equal(true); return; }
+        expect(Math.abs(v - w)).to.be.at.most((Math.abs(w) + Math.abs(c[i]!) + 1) * 2 ** -21, `element ${i}`);
+      });
+    });
+    it('reads and writes the same elements as the JavaScript kernel: arithmetic over slices is bit-identical', () => {
+      // tanh(x*0 + 30) is exactly 1 (NaN where x is not finite) on both tiers: it makes the kernel eligible without blurring the comparison
+      const f = (zs: Node, cs: Node, bs: Node) => gate(zs, 3).mul(cs).sub(K.maximum(gate(zs, 1), bs)).mul(K.tanh(gate(zs, 2).mul(0).add(30)));
+      const js = run(false, f);
+      const simd = run(true, f);
+      expect(simd.source).to.contain('WebAssembly SIMD');
+      expect(Array.from(simd.out.data)).to.deep.equal(Array.from(js.out.data));
+    });
+  });
+
   it(`loops shorter than ${MIN_ELEMENTS} elements stay JavaScript (and equal Math.tanh bit for bit)`, () => {
     const x = K.placeholder([100], null, 'float32');
     const fn = K.function([x], [K.tanh(x)]);

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setThreads, threadCount, PARALLEL_MIN_MACS } from '../../src/codegen/cpu/threads.js';
-import { setWasmKernel, threadPool } from '../../src/codegen/cpu/wasm-kernel.js';
+import { setMatmulFma, setWasmKernel, threadPool } from '../../src/codegen/cpu/wasm-kernel.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
 import { PARALLEL_MIN_ELEMENTS } from '../../src/codegen/wasm/elementwise.js';
 import { reloadConfig } from '../../src/api/config.js';
@@ -26,7 +26,9 @@ function build() {
 
 describe('codegen/cpu worker threads', function () {
   this.timeout(120000);
-  afterEach(() => { setThreads(undefined); clearCompileCache(); });
+  // The JavaScript kernels sum as the WebAssembly ones do without fused multiply-adds (a runtime with relaxed SIMD fuses float32 sums).
+  beforeEach(() => setMatmulFma(false));
+  afterEach(() => { setThreads(undefined); setMatmulFma(undefined); clearCompileCache(); });
 
   it('the products of the test are large enough to be split', () => {
     expect(130 * 129 * 131).to.be.greaterThan(PARALLEL_MIN_MACS);

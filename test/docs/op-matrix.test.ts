@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { builtinOps, getOp, type OpName } from '../../src/ir/registry.js';
 import { gradRules } from '../../src/autodiff/rules/index.js';
 import { NO_KERNEL_YET } from '../../src/codegen/no-kernel.js';
-import { scalarOps } from '../../src/codegen/gpu/scalar.js';
+import { GPU_CALLS } from '../../src/codegen/gpu/scalar.js';
 import { templates } from '../../src/codegen/templates.js';
 import { tfKernels } from '../../src/runtime/tfjs/kernels/index.js';
 import { onnxTranslations } from '../../src/runtime/onnx/ops/index.js';
@@ -30,7 +30,7 @@ function row(op: OpName): string {
   const extern = NO_KERNEL_YET[op] !== undefined;
   const cpu = leaf ? '-' : extern ? 'extern' : 'kernel';
   // An elementwise op without a template is a call of its scalar function, which the gpu needs spelled.
-  const noGpuSpelling = getOp(op).kind === 'elementwise' && templates[op] === undefined && scalarOps[op] === undefined;
+  const noGpuSpelling = getOp(op).kind === 'elementwise' && templates[op] === undefined && GPU_CALLS[op] === undefined;
   const gpu = leaf ? '-' : extern || noGpuSpelling ? 'host' : 'kernel';
   const tf = tfKernels[op] === 'executor' ? 'executor' : 'kernel';
   const o = onnxTranslations[op];

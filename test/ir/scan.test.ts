@@ -90,12 +90,13 @@ describe('ir/scan', () => {
       const b = ph([5, 2], 'b');
       const s0 = scanArg(tensorType('float64', [2]), 'seq0');
       const s1 = scanArg(tensorType('float64', [2]), 'seq1');
-      const parts = { fn: 'test', initialStates: [], constants: [], seqArgs: [s0, s1], stateArgs: [], constArgs: [], outputs: [K.add(s0, s1)], newStates: [] };
-      expect(() => buildScan({ ...parts, sequences: [a, b] })).to.throw(ShapeError, /test: sequence 1 of shape \(5, 2\) has 5 steps but the scan runs 4/);
-      const r = buildScan({ ...parts, sequences: [a, ph([null, 2], 'c')] });
+      const none = { states: [], constants: [] };
+      const parts = { fn: 'test', args: { sequences: [s0, s1], ...none }, outputs: [K.add(s0, s1)], newStates: [] };
+      expect(() => buildScan({ ...parts, outer: { sequences: [a, b], ...none } })).to.throw(ShapeError, /test: sequence 1 of shape \(5, 2\) has 5 steps but the scan runs 4/);
+      const r = buildScan({ ...parts, outer: { sequences: [a, ph([null, 2], 'c')], ...none } });
       expect(r.outputs[0]!.shape).to.deep.equal([4, 2]);
       // ...and at run time
-      const u = buildScan({ ...parts, sequences: [ph([null, 2], 'u'), ph([null, 2], 'v')] });
+      const u = buildScan({ ...parts, outer: { sequences: [ph([null, 2], 'u'), ph([null, 2], 'v')], ...none } });
       const [pu, pv] = u.node.inputs;
       expect(() => evaluate(u.outputs, { feeds: new Map([[pu!, nd(arr(3, 2))], [pv!, nd(arr(2, 2))]]) })).to.throw(ValueError, /scan: sequence 1 of shape \(2, 2\) has 2 steps but the scan runs 3/);
     });
@@ -103,15 +104,18 @@ describe('ir/scan', () => {
     it('a scan without sequences runs n_steps; final states and state sequences are items', () => {
       const acc = scanArg(tensorType('float64', [2]), 'state0');
       const r = buildScan({
-        fn: 'test', sequences: [], initialStates: [K.constant([1, 2], 'float64')], constants: [],
-        seqArgs: [], stateArgs: [acc], constArgs: [], outputs: [K.multiply(acc, 10)], newStates: [K.multiply(acc, 2)], nSteps: 3,
+        fn: 'test',
+        outer: { sequences: [], states: [K.constant([1, 2], 'float64')], constants: [] },
+        args: { sequences: [], states: [acc], constants: [] },
+        outputs: [K.multiply(acc, 10)], newStates: [K.multiply(acc, 2)], nSteps: 3,
       });
       expect(r.stateSequences[0]!.shape).to.deep.equal([3, 2]);
       const [outs, fin, seq] = evaluate([r.outputs[0]!, r.finalStates[0]!, r.stateSequences[0]!]);
       expect(outs!.toArray()).to.deep.equal([[10, 20], [20, 40], [40, 80]]);
       expect(fin!.toArray()).to.deep.equal([8, 16]);
       expect(seq!.toArray()).to.deep.equal([[2, 4], [4, 8], [8, 16]]); // states after each step
-      expect(() => buildScan({ fn: 'test', sequences: [], initialStates: [], constants: [], seqArgs: [], stateArgs: [], constArgs: [], outputs: [K.constant(1)], newStates: [] }))
+      const empty = { sequences: [], states: [], constants: [] };
+      expect(() => buildScan({ fn: 'test', outer: empty, args: empty, outputs: [K.constant(1)], newStates: [] }))
         .to.throw(ValueError, /test: a scan without sequences needs n_steps/);
     });
 
@@ -120,8 +124,10 @@ describe('ir/scan', () => {
       const acc = scanArg(tensorType('float64', [null]), 'state0');
       const seq = scanArg(tensorType('float64', [null]), 'seq0');
       const r = buildScan({
-        fn: 'test', sequences: [x], initialStates: [ph([null], 'a0')], constants: [],
-        seqArgs: [seq], stateArgs: [acc], constArgs: [], outputs: [], newStates: [K.add(acc, seq)],
+        fn: 'test',
+        outer: { sequences: [x], states: [ph([null], 'a0')], constants: [] },
+        args: { sequences: [seq], states: [acc], constants: [] },
+        outputs: [], newStates: [K.add(acc, seq)],
       });
       const [px, pa] = r.node.inputs;
       expect(() => evaluate(r.finalStates, { feeds: new Map([[px!, nd(arr(3, 2))], [pa!, nd([1])]]) })).to.throw(ValueError, /new state 0 at step 0 has shape \(2,\) but the state had \(1,\); states keep their shape/);

@@ -195,6 +195,30 @@ describe('runtime/compile', () => {
     expect(compileTimes.firstRun).to.be.greaterThan(0);
   });
 
+  it('THEANINE_DEBUG=kernels times every step of a call, a Scan body\'s steps under its loop (summed over the loop)', () => {
+    const out: string[] = [];
+    setDebugSink((t) => out.push(t));
+    const saved = process.env['THEANINE_DEBUG'];
+    process.env['THEANINE_DEBUG'] = 'kernels';
+    try {
+      clearCompileCache();
+      const x = K.placeholder([2, 12, 3], null, 'float32');
+      const [, outs] = K.rnn((xt, [h]) => { const hn = K.tanh(xt.mul(h!).add(1)); return [hn, [hn]]; }, x, [K.sum(K.zeros_like(x), 1)]);
+      const f = K.function([x], [K.sum(K.exp(outs))]);
+      f([arr([2, 12, 3], (i) => i / 100)]);
+    } finally {
+      if (saved === undefined) delete process.env['THEANINE_DEBUG']; else process.env['THEANINE_DEBUG'] = saved;
+      setDebugSink(undefined);
+      clearCompileCache();
+    }
+    const lines = out.join('').split('\n').filter((l) => l.startsWith('[theanine kernels]'));
+    const scan = lines.findIndex((l) => /^\[theanine kernels\] +[0-9.]+ ms {2}scan body s0: /.test(l));
+    expect(scan, lines.join('\n')).to.be.at.least(0);
+    // the body's own steps follow their loop's row, indented and named by the body
+    expect(lines[scan + 1], lines.join('\n')).to.match(/^\[theanine kernels\] +[0-9.]+ ms {4}s0: .*tanh/);
+    expect(lines.some((l) => /ms {2}[a-z_,]*exp/.test(l)), lines.join('\n')).to.equal(true);
+  });
+
   it('reads the learning phase at call time', () => {
     const x = K.placeholder([2], null, 'float32');
     const f = K.function([x], [K.in_train_phase(x.mul(2), x)]);

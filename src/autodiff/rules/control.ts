@@ -162,8 +162,10 @@ function scanVjp(n: OpNode<'scan'>, gs: readonly (Node | null)[]): (Node | null)
     seqArgs.push(savedArgs[i]!);
   }
   const r = buildScan({
-    fn: FN, sequences: seqIn, initialStates: stateIn, constants: consts,
-    seqArgs, stateArgs, constArgs: bc, outputs: results.slice(0, dxs.length), newStates: results.slice(dxs.length),
+    fn: FN,
+    outer: { sequences: seqIn, states: stateIn, constants: consts },
+    args: { sequences: seqArgs, states: stateArgs, constants: bc },
+    outputs: results.slice(0, dxs.length), newStates: results.slice(dxs.length),
     goBackwards: true, nSteps: a.n_steps,
   });
   // The reverse scan stacks in its own walking order (last forward step first).

@@ -1,7 +1,9 @@
-// JavaScript spellings for the kernel IR: scalar ops, dtype casts, literals, typed arrays, and
-// the one way a string from outside ever reaches generated source (an escaped literal).
+// JavaScript spellings for the kernel IR: scalar ops (the elementwise rows' own), dtype casts,
+// literals, typed arrays, and the one way a string from outside ever reaches generated source
+// (an escaped literal).
 import type { DType } from '../../ir/dtype.js';
-import type { ScalarOp, ReduceOp } from '../expr.js';
+import { KERNEL_ROWS, type ScalarOp, type ReduceOp } from '../expr.js';
+import { CLASS_ARRAY, storageClass } from '../plan.js';
 
 /** A JS string literal that survives any content: quotes, backslashes, newlines, U+2028, `*\/`. */
 export function jsString(s: string): string {
@@ -29,15 +31,9 @@ export function literal(v: number): string {
   return v < 0 ? `(${s})` : s;
 }
 
+/** The typed array values of `d` are stored in. */
 export function arrayType(d: DType): string {
-  switch (d) {
-    case 'float16': case 'float32': return 'Float32Array';
-    case 'float64': case 'int64': return 'Float64Array';
-    case 'int32': return 'Int32Array';
-    case 'int16': return 'Int16Array';
-    case 'int8': return 'Int8Array';
-    case 'uint8': case 'bool': return 'Uint8Array';
-  }
+  return CLASS_ARRAY[storageClass(d)];
 }
 
 /** Rounding to what a store of `d` keeps (the reference's `coerce`), around an expression. */
@@ -60,46 +56,25 @@ export function storeRounds(d: DType): boolean {
   return d !== 'float16' && d !== 'bool' && d !== 'int64';
 }
 
+/**
+ * A JavaScript spelling applied to operand expressions: an expression over $0, $1, $2, or else a
+ * function called with the operands (the elementwise rows' `js`; src/ir/ops/elementwise.ts).
+ */
+export function spell(js: string, a: readonly string[]): string {
+  return js.includes('$') ? js.replace(/\$(\d)/g, (_, i: string) => a[Number(i)]!) : `${js}(${a.join(', ')})`;
+}
+
+/** A scalar op as JavaScript: the elementwise rows' spellings, and the ops the kernel IR adds. */
 export function opCode(op: ScalarOp, a: readonly string[]): string {
   const [x, y, z] = a;
   switch (op) {
-    case 'add': return `(${x} + ${y})`;
-    case 'sub': return `(${x} - ${y})`;
-    case 'mul': return `(${x} * ${y})`;
-    case 'div': return `(${x} / ${y})`;
-    case 'pow': return `(${x} ** ${y})`;
-    case 'mod': return `rt.mod(${x}, ${y})`;
-    case 'max': return `Math.max(${x}, ${y})`;
-    case 'min': return `Math.min(${x}, ${y})`;
-    case 'neg': return `(-${x})`;
-    case 'abs': return `Math.abs(${x})`;
-    case 'sign': return `rt.sign(${x})`;
-    case 'floor': return `Math.floor(${x})`;
-    case 'ceil': return `Math.ceil(${x})`;
-    case 'round': return `rt.round(${x})`;
-    case 'sqrt': return `Math.sqrt(${x})`;
-    case 'exp': return `Math.exp(${x})`;
-    case 'log': return `Math.log(${x})`;
-    case 'log1p': return `Math.log1p(${x})`;
-    case 'expm1': return `Math.expm1(${x})`;
-    case 'sin': return `Math.sin(${x})`;
-    case 'cos': return `Math.cos(${x})`;
-    case 'tanh': return `Math.tanh(${x})`;
-    case 'recip': return `(1 / ${x})`;
-    case 'eq': return `(${x} === ${y} ? 1 : 0)`;
-    case 'ne': return `(${x} !== ${y} ? 1 : 0)`;
-    case 'gt': return `(${x} > ${y} ? 1 : 0)`;
-    case 'ge': return `(${x} >= ${y} ? 1 : 0)`;
-    case 'lt': return `(${x} < ${y} ? 1 : 0)`;
-    case 'le': return `(${x} <= ${y} ? 1 : 0)`;
-    case 'and': return `(${x} !== 0 && ${y} !== 0 ? 1 : 0)`;
-    case 'or': return `(${x} !== 0 || ${y} !== 0 ? 1 : 0)`;
-    case 'not': return `(${x} === 0 ? 1 : 0)`;
-    case 'isnan': return `(${x} !== ${x} ? 1 : 0)`;
     case 'select': return `(${x} !== 0 ? ${y} : ${z})`;
     case 'idiv': return `((${x} / ${y}) | 0)`;
     case 'imod': return `(${x} % ${y})`;
   }
+  const js = KERNEL_ROWS.get(op)?.spelling.js;
+  if (js === undefined) throw new Error(`internal: no JavaScript spelling of the scalar op ${op}`);
+  return spell(js, a);
 }
 
 /** acc := acc (op) v, matching the reference folds (max/min propagate NaN as Math.max/min do). */

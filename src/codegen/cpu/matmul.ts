@@ -1,10 +1,13 @@
 // The matmul template: out[b, i, j] = epilogue(sum_t A[b, i, t] * B[b, t, j]).
-// Both operands are packed first into float64 panels (A in panels of mr rows, B in panels of
-// nr columns, each laid out along t), by loop kernels that evaluate the operand expressions,
-// so transposed or strided operands (and any elementwise prologue) cost one pass. The shared
-// micro-kernel (microkernel.ts, ../wasm/matmul.ts) sums an mr x nr tile over t once, in float64 and in the
-// reference's order (s += a*b for t = 0..K-1), so results match it exactly. The generated
-// part applies the epilogue (bias, activation...) to each sum as it is stored.
+// Both operands are packed first into panels of the kernel's `sum` dtype (A in panels of mr
+// rows, B in panels of nr columns, each laid out along t), by loop kernels that evaluate the
+// operand expressions, so transposed or strided operands (and any elementwise prologue) cost one
+// pass. The shared micro-kernel (microkernel.ts, ../wasm/matmul.ts) sums an mr x nr tile over t
+// once in the reference's order (s += a*b for t = 0..K-1): in float64 (4 x 4 tiles, f64x2),
+// results match the reference exactly; in float32 (matmul precision "default": 8 x 4 or 12 x 4
+// tiles, f32x4, as XNNPACK and BLAS sum float32 products) they are within the bound stated in
+// docs/architecture.md. The generated part applies the epilogue (bias, activation...) to each
+// sum as it is stored.
 import { ExprBuilder, exprOrder, type Expr } from '../expr.js';
 import { iadd, iconst, iscale, ivar, newVar, substitute, type IExpr, type Var } from '../index-expr.js';
 import type { LoopKernel, MatmulKernel } from '../kernel.js';
@@ -12,6 +15,10 @@ import { mapIndices } from '../collapse.js';
 import { ExprWriter, type KernelSource, type RenderEnv } from './loop.js';
 import { commentText, storeRounds } from './js.js';
 import { PARALLEL_MIN_MACS } from './threads.js';
+import { blockVariant } from './wasm-kernel.js';
+
+/** Bytes of one packed element or sum. */
+export const sumBytes = (k: MatmulKernel): number => (k.sum === 'float32' ? 4 : 8);
 
 /** An operand that is a plain strided view of one buffer: (b, row, t) -> base + b*sb + row*sr + t*st. */
 export interface StridedOperand { readonly buf: number; readonly base: number; readonly sb: number; readonly sr: number; readonly st: number }
@@ -106,7 +113,7 @@ export function tLoops(e: Expr, t: Var): [Var, number][] {
 }
 
 /**
- * Doubles of the tile sums: of one A panel against every B panel, or with `all` of the whole
+ * Elements (of the `sum` dtype) of the tile sums: of one A panel against every B panel, or with `all` of the whole
  * product (every A panel of every batch: the form whose sums threads.ts computes at once).
  */
 export function accSize(k: MatmulKernel, all = false): number {
@@ -129,7 +136,8 @@ export function sumsWhole(k: MatmulKernel): boolean {
 export function renderAllTiles(k: MatmulKernel, pa: string, pb: string): string {
   const { mr, nr } = k;
   const MP = Math.ceil(k.m.size / mr), NP = Math.ceil(k.n.size / nr), K = k.k.size;
-  return `rt.arena.tiles(${pa}.byteOffset, ${K * mr * 8}, ${pb}.byteOffset, ${NP * K * nr * 8}, ${MP}, ${K}, acc.byteOffset, ${NP}, ${k.batch.size});`;
+  const e = sumBytes(k);
+  return `rt.arena.tiles(${pa}.byteOffset, ${K * mr * e}, ${pb}.byteOffset, ${NP * K * nr * e}, ${MP}, ${K}, acc.byteOffset, ${NP}, ${k.batch.size}, ${mr * nr * e}, ${blockVariant(mr, k.sum === 'float32')});`;
 }
 
 /** JavaScript for an index expression whose variables are spelled by `name`. */
@@ -147,10 +155,10 @@ function indexCode(x: IExpr, name: (v: Var) => string): string {
 }
 
 /**
- * The compute function: for each A panel (4 rows), the tiles against every B panel, then the
+ * The compute function: for each A panel (mr rows), the tiles against every B panel, then the
  * epilogue per element, row by row (contiguous stores). With `wasm`, tiles are summed by the
  * WebAssembly kernel over the packing arena (byte offsets into its memory, where the packing
- * buffers and `acc` live); otherwise by the JavaScript rowPanel4x4. `lo`/`hi` are A panels.
+ * buffers and `acc` live); otherwise by the JavaScript rowPanel4x4 (float64) or rowPanel32. `lo`/`hi` are A panels.
  * With `all`, the sums are already in `acc` for the whole product (renderAllTiles): the
  * function applies the epilogue only.
  */
@@ -176,14 +184,17 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
   if (v.t === 'cast' && v.dtype === k.out.dtype && storeRounds(v.dtype)) v = v.x;
   const temps = w.sharedLines([v]);
   const store = `${out}[${indexCode(sub(k.out.index), nm)}] = ${w.code(v)};`;
-  if (mr !== 4 || nr !== 4) throw new Error('the cpu matmul micro-kernel is 4 x 4');
-  if (wasm && !all) lines.push(`  const wt = rt.arena.tile, oa = ${pa}.byteOffset, ob = ${pb}.byteOffset, oc = acc.byteOffset;`);
+  const f32 = k.sum === 'float32';
+  if (!f32 && (mr !== 4 || nr !== 4)) throw new Error('internal: the cpu float64 matmul micro-kernel is 4 x 4');
+  if (wasm && !all) lines.push(`  const wt = ${f32 ? `rt.arena.blocks[${blockVariant(mr, true)}]` : 'rt.arena.tile'}, oa = ${pa}.byteOffset, ob = ${pb}.byteOffset, oc = acc.byteOffset;`);
   lines.push(`  for (let ib = 0; ib < ${B}; ib++) {`);
   lines.push('    for (let ip = lo; ip < hi; ip++) {');
   if (!all) lines.push(`      const pa0 = (ib * ${MP} + ip) * ${K * mr};`);
   lines.push(MF === MP ? `      const re = ${mr};` : `      const re = ip < ${MF} ? ${mr} : ${M - MF * mr};`);
   lines.push(all ? `      const ao = (ib * ${MP} + ip) * ${NP * mr * nr};`
+    : wasm && f32 ? `      wt(oa + pa0 * 4, 0, 1, ob + ib * ${NP * K * nr * 4}, ${K}, oc, 0, ${NP});`
     : wasm ? `      wt(oa + pa0 * 8, ob + ib * ${NP * K * nr * 8}, ${K}, oc, ${NP});`
+    : f32 ? `      rt.rowPanel32(${pa}, pa0, ${pb}, ib * ${NP * K * nr}, ${K}, acc, ${NP}, ${mr}, ${nr});`
     : `      rt.rowPanel4x4(${pa}, pa0, ${pb}, ib * ${NP * K * nr}, ${K}, acc, ${NP});`);
   lines.push('      for (let r = 0; r < re; r++) {');
   lines.push(`        for (let jp = 0; jp < ${NP}; jp++) {`);

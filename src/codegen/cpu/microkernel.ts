@@ -35,12 +35,34 @@ export function rowPanel4x4(pa: Float64Array, p: number, pb: Float64Array, q: nu
 }
 
 /**
+ * The float32 kernel in JavaScript, for runtimes without WebAssembly SIMD: one A panel of mr
+ * rows (pa[p + mr t + r]) against n consecutive B panels of nr columns (pb[q + nr(Kj + t) + c]),
+ * tile j's sums column-major at acc[mr nr j + mr c + r]. Each sum is s += a*b in float32, the
+ * product and the sum each rounded (Math.fround of a float64 product or sum of two float32 values
+ * is the correctly rounded float32 result), so it equals the WebAssembly kernel's unfused
+ * f32x4 sums bit for bit.
+ */
+export function rowPanel32(pa: Float32Array, p: number, pb: Float32Array, q: number, K: number, acc: Float32Array, n: number, mr: number, nr: number): void {
+  const f = Math.fround;
+  for (let j = 0; j < n; j++) {
+    const o = mr * nr * j, qj = q + nr * K * j;
+    for (let c = 0; c < nr; c++) {
+      for (let r = 0; r < mr; r++) {
+        let s = 0;
+        for (let t = 0; t < K; t++) s = f(s + f(pa[p + mr * t + r]! * pb[qj + nr * t + c]!));
+        acc[o + mr * c + r] = s;
+      }
+    }
+  }
+}
+
+/**
  * Packs a strided operand, shared like tile4x4 (warm after its first use): element (b, r, t) of
  * the operand is src[base + b*sb + r*sr + t*st]; panel q of batch b holds rows q*p .. q*p + p - 1
  * as dst[((b * panels + q) * K + t) * p + (r - q*p)], rows past `rows` are zeros.
  */
 export function packStrided(
-  dst: Float64Array, src: ArrayLike<number>, base: number, sb: number, sr: number, st: number,
+  dst: Float64Array | Float32Array, src: ArrayLike<number>, base: number, sb: number, sr: number, st: number,
   batch: number, rows: number, K: number, p: number,
 ): void {
   const panels = Math.ceil(rows / p);

@@ -37,8 +37,26 @@ export interface CpuModule {
   readonly run: RunFn;
   /** Bytes of planned buffers one call holds (Scan bodies included): what the compile cache counts. */
   readonly bytes: number;
-  /** With `profile`: milliseconds spent in each step so far, and what each step is. */
-  readonly profile?: { readonly ms: Float64Array; readonly labels: readonly string[] };
+  /** With `profile`: milliseconds spent in each step so far, what each step is, and the same for each Scan body (per step of the loop, summed). */
+  readonly profile?: StepProfile;
+}
+
+export interface StepProfile {
+  readonly ms: Float64Array;
+  readonly labels: readonly string[];
+  readonly subs?: readonly StepProfile[];
+}
+
+/** A profile's rows (Scan bodies' steps after their loop's row, labelled `scan body sN:`), and resets it when `reset`. */
+export function profileRows(p: StepProfile, prefix = '', reset = false): [string, number][] {
+  const rows: [string, number][] = [];
+  p.labels.forEach((l, i) => {
+    rows.push([prefix + l, p.ms[i]!]);
+    const m = /^scan body s(\d+)/.exec(l);
+    if (m !== null && p.subs?.[Number(m[1])] !== undefined) rows.push(...profileRows(p.subs[Number(m[1])]!, `${prefix}  s${m[1]}: `, reset));
+  });
+  if (reset) p.ms.fill(0);
+  return rows;
 }
 
 /** Compiled factories by source text: equal programs (another graph, same kernels) share one. */
@@ -89,6 +107,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   /** The epoch's one-element arrays: written per call, so per instance too. */
   const epochConsts: number[] = [];
   const subs: RunFn[] = [];
+  const subProfiles: StepProfile[] = [];
   const subSources: string[] = [];
   const externs: Extern[] = [];
   const kernelList: KernelFn[] = [];
@@ -154,19 +173,23 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     else if (s.kind === 'matmul') {
       // The packing buffers and the tile sums: views of the process-wide arena, for this step only.
       // Packs of step-invariant operands (Scan bodies) sit past every step's own use, packed at step 0.
+      // Offsets in the arena count doubles; a float32 product's packs and sums are float32 views
+      // of the same memory (its element n at float32 index 2*offset + n).
       const nA = p.buffers[s.packA]!.size, nB = p.buffers[s.packB]!.size;
       // Large products: every tile sum first (cache blocks, split over the worker threads), then the epilogue.
       const all = useWasm && sumsWhole(s);
       const nAcc = accSize(s, all);
+      const f32 = s.sum === 'float32';
+      const sub = (o: number, n: number) => (f32 ? `a32.subarray(${2 * o}, ${2 * o + n})` : `ar.subarray(${o}, ${o + n})`);
       const kept = (id: number) => arenaUse.at.get(id);
       const views: string[] = [];
       let o = 0;
       for (const [id, n] of [[s.packA, nA], [s.packB, nB]] as const) {
         const at = kept(id);
-        if (at !== undefined) views.push(`b${id} = ar.subarray(${at}, ${at + n})`);
-        else { views.push(`b${id} = ar.subarray(${o}, ${o + n})`); o += n; }
+        if (at !== undefined) views.push(`b${id} = ${sub(at, n)}`);
+        else { views.push(`b${id} = ${sub(o, n)}`); o += doubles(s, n); }
       }
-      body.push(`  { const ar = rt.arena.f64(${arenaUse.total ?? o + nAcc}), ${views.join(', ')}, acc = ar.subarray(${o}, ${o + nAcc});`);
+      body.push(`  { const ar = rt.arena.f64(${arenaUse.total ?? o + doubles(s, nAcc)})${f32 ? ', a32 = rt.arena.f32()' : ''}, ${views.join(', ')}, acc = ${sub(o, nAcc)};`);
       const pk = packing(s);
       for (const c of pk.calls) {
         const { base, sb, sr, st } = c.op;
@@ -178,8 +201,9 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
       body.push('  }');
     } else if (s.kind === 'scan') {
       renderScan(s, subs.length, view, body, views);
-      const sub = buildModule(s.body, planBuffers(s.body), { targetsOut: true, invariantFrom: s.seqs.length + s.inits.length });
+      const sub = buildModule(s.body, planBuffers(s.body), { targetsOut: true, invariantFrom: s.seqs.length + s.inits.length, profile: opts.profile === true });
       subBytes += sub.bytes;
+      if (sub.profile !== undefined) subProfiles[subs.length] = sub.profile;
       subs.push(sub.run);
       subSources.push(`// scan body s${subs.length - 1}:\n${sub.source}`);
     } else if (s.kind === 'print') {
@@ -196,7 +220,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
       // declarations (an extern's results) must stay at the function's top level: time around them with plain statements
       body.splice(mark, 0, `  prof.t = performance.now();`);
       body.push(`  prof.ms[${labels.length}] += performance.now() - prof.t;`);
-      labels.push(s.kind === 'matmul' ? `matmul ${s.m.size}x${s.k.size}x${s.n.size} [${s.label}]` : s.label);
+      labels.push(s.kind === 'matmul' ? `matmul ${s.m.size}x${s.k.size}x${s.n.size} [${s.label}]` : s.kind === 'scan' ? `scan body s${subs.length - 1}: ${s.label}` : s.label);
     }
   }
 
@@ -265,9 +289,12 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   const bytes = plan.slots.reduce((a, sl) => a + sl.size * CLS_BYTES[sl.cls]!, 0) + subBytes;
   return {
     source: [...kernels, source, ...subSources].join('\n'), run: pooled(make), bytes,
-    ...(opts.profile === true ? { profile: { ms: prof.ms, labels } } : {}),
+    ...(opts.profile === true ? { profile: { ms: prof.ms, labels, subs: subProfiles } } : {}),
   };
 }
+
+/** Doubles of the packing arena that n elements of a product's `sum` dtype take. */
+const doubles = (s: MatmulKernel, n: number): number => (s.sum === 'float32' ? Math.ceil(n / 2) : n);
 
 /**
  * Where a Scan body's step-invariant packs live in the packing arena: `at` the offset of each
@@ -288,10 +315,10 @@ function hoistedPacks(p: Program, invariantFrom: number | undefined, allTiles: (
   for (const s of p.steps) {
     if (s.kind !== 'matmul') continue;
     const hoisted = new Set(packing(s).calls.filter((c) => invariant(c.buf)).map((c) => c.dst));
-    let own = accSize(s, allTiles(s));
+    let own = doubles(s, accSize(s, allTiles(s)));
     for (const id of [s.packA, s.packB]) {
-      if (hoisted.has(id)) kept.push([id, p.buffers[id]!.size]);
-      else own += p.buffers[id]!.size;
+      if (hoisted.has(id)) kept.push([id, doubles(s, p.buffers[id]!.size)]);
+      else own += doubles(s, p.buffers[id]!.size);
     }
     perStep = Math.max(perStep, own);
   }

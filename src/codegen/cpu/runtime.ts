@@ -10,7 +10,7 @@ import type { VariableCell } from '../../ir/node.js';
 import { pyMod, roundHalfEven } from '../../ir/ops/elementwise.js';
 import type { ExternStep } from '../kernel.js';
 import type { Plan, StorageClass } from '../plan.js';
-import { packStrided, rowPanel4x4, tile4x4 } from './microkernel.js';
+import { packStrided, rowPanel32, rowPanel4x4, tile4x4 } from './microkernel.js';
 import { packArena } from './wasm-kernel.js';
 import { ewKernel } from '../wasm/elementwise.js';
 
@@ -24,6 +24,7 @@ export const runtimeHelpers = {
   sign: (a: number) => (a > 0 ? 1 : a < 0 ? -1 : a === 0 ? 0 : NaN),
   tile4x4,
   rowPanel4x4,
+  rowPanel32,
   /** Where matmul operands are packed and summed (wasm-kernel.ts). */
   arena: packArena,
   /** A kernel of the WebAssembly SIMD elementwise tier (../wasm/elementwise.ts). */

@@ -42,6 +42,12 @@ export const PARALLEL_MIN_MACS = 1 << 21;
 /** G A panels against n consecutive B panels (the kernel's panelBlock, ../wasm/matmul.ts; byte offsets). */
 export type PanelBlock = (pa: number, sa: number, G: number, pb: number, K: number, acc: number, sacc: number, n: number) => void;
 
+/**
+ * The kernel module's blocked kernels, by the variant number a matmul job names: 0 panelBlock
+ * (float64 sums), 1 and 2 panelBlock32 and panelBlock32w (float32 sums, the two float32 tiles).
+ */
+export const BLOCK_EXPORTS = ['panelBlock', 'panelBlock32', 'panelBlock32w'] as const;
+
 /** An elementwise tier kernel (../wasm/elementwise.ts): n elements of the chunk block at byte offset base. */
 export type EwRun = (n: number, base: number) => void;
 
@@ -50,10 +56,10 @@ const MAX_WORKERS = 255;
 const DONE = 0; // claims of the current job finished
 const NEXT = 1; // the current job's claim word: tag (8 bits) | next claim (12 bits) | claims (12 bits)
 const FAILED = 2; // set by a worker whose kernel threw
-const JOB = 3; // kind (0: matmul, 1: elementwise), then the kind's parameters (see WORK)
-const TAKEN = 15; // matmul A panels workers have summed (since the pool started; tests read it)
-const TAKEN_EW = 16; // elementwise chunks workers have computed (tests)
-const GO = 17; // per worker: bumped to wake it for a job (it waits on it)
+const JOB = 3; // kind (0: matmul, 1: elementwise), then the kind's parameters (see WORK); the matmul memory's generation at JOB+13
+const TAKEN = 17; // matmul A panels workers have summed (since the pool started; tests read it)
+const TAKEN_EW = 18; // elementwise chunks workers have computed (tests)
+const GO = 19; // per worker: bumped to wake it for a job (it waits on it)
 const CMD = GO + MAX_WORKERS; // per worker: 1 = leave the loop and take the messages waiting
 const WAITING = CMD + MAX_WORKERS; // per worker: 1 while it waits for jobs
 const GEN = WAITING + MAX_WORKERS; // per worker: the generation of the matmul memory it holds
@@ -69,10 +75,10 @@ export const MAX_CLAIMS = 4095;
  * claim with a compare-exchange (the word's tag makes a word of an earlier job fail it). So a
  * worker that wakes late takes no claim of a finished job, and the calling thread waits only for
  * claims in progress (DONE), never for workers that have not woken.
- * Matmul (kind 0; gen at JOB+11): blocks of up to G A panels of one batch (claim c: batch
+ * Matmul (kind 0; gen at JOB+13): blocks of up to G A panels of one batch (claim c: batch
  * floor(c/GB), A panels (c mod GB)*G ..): A panel (b, i) at pa0 + (b*MP + i)*sa, against the NP
  * B panels of batch b (pb0 + b*sb), K long, the sums of tile (b, i, q) at
- * acc0 + (b*MP + i)*NP*128 + 128q. Elementwise (kind 1): kernel id over chunk block c (byte
+ * acc0 + (b*MP + i)*NP*T + Tq (T: the tile's bytes), by the blocked kernel `variant` (BLOCK_EXPORTS). Elementwise (kind 1): kernel id over chunk block c (byte
  * offset c*blockBytes), CHUNK elements, the last one `last`. Shared by both sides as source.
  */
 const WORK = `function work(ctrl, block, gen, ew, counted) {
@@ -81,7 +87,7 @@ const WORK = `function work(ctrl, block, gen, ew, counted) {
     const c = (w >>> 12) & 4095, total = w & 4095;
     if (c >= total) return;
     const kind = ctrl[${JOB}];
-    if (kind === 1 ? ew[ctrl[${JOB + 1}]] === undefined : block === undefined || ctrl[${JOB + 11}] !== gen) return;
+    if (kind === 1 ? ew[ctrl[${JOB + 1}]] === undefined : block === undefined || ctrl[${JOB + 13}] !== gen) return;
     if (Atomics.compareExchange(ctrl, ${NEXT}, w, (w + 4096) | 0) !== w) continue;
     try {
       if (kind === 1) {
@@ -89,11 +95,11 @@ const WORK = `function work(ctrl, block, gen, ew, counted) {
         ew[ctrl[${JOB + 1}]](c === total - 1 ? last : chunk, c * bb);
         if (counted) Atomics.add(ctrl, ${TAKEN_EW}, 1);
       } else {
-        const MP = ctrl[${JOB + 2}], G = ctrl[${JOB + 3}], pa0 = ctrl[${JOB + 4}], sa = ctrl[${JOB + 5}], pb0 = ctrl[${JOB + 6}], sb = ctrl[${JOB + 7}], K = ctrl[${JOB + 8}], acc0 = ctrl[${JOB + 9}], NP = ctrl[${JOB + 10}];
+        const MP = ctrl[${JOB + 2}], G = ctrl[${JOB + 3}], pa0 = ctrl[${JOB + 4}], sa = ctrl[${JOB + 5}], pb0 = ctrl[${JOB + 6}], sb = ctrl[${JOB + 7}], K = ctrl[${JOB + 8}], acc0 = ctrl[${JOB + 9}], NP = ctrl[${JOB + 10}], T = ctrl[${JOB + 11}];
         const GB = Math.ceil(MP / G);
         const b = Math.floor(c / GB), i = (c - b * GB) * G, p = b * MP + i;
         const n = MP - i < G ? MP - i : G;
-        block(pa0 + p * sa, sa, n, pb0 + b * sb, K, acc0 + p * NP * 128, NP * 128, NP);
+        block[ctrl[${JOB + 12}]](pa0 + p * sa, sa, n, pb0 + b * sb, K, acc0 + p * NP * T, NP * T, NP);
         if (counted) Atomics.add(ctrl, ${TAKEN}, n);
       }
     } catch (e) {
@@ -128,7 +134,8 @@ let scheduled = false;
 parentPort.on('message', (m) => {
   if (m.kind === 'matmul') {
     gen = m.gen;
-    block = m.memory === undefined ? undefined : new WebAssembly.Instance(m.module, { env: { mem: m.memory } }).exports.panelBlock;
+    if (m.memory === undefined) block = undefined;
+    else { const ex = new WebAssembly.Instance(m.module, { env: { mem: m.memory } }).exports; block = ${JSON.stringify(BLOCK_EXPORTS)}.map((k) => ex[k]); }
   } else if (m.kind === 'ewMemory') {
     ewMemory = m.memory;
   } else if (m.kind === 'ew') {
@@ -140,17 +147,17 @@ parentPort.on('message', (m) => {
 `;
 
 // The same job loop as the workers', compiled once here.
-const workHere = new Function(`${WORK}\nreturn work;`)() as (ctrl: Int32Array, block: PanelBlock | undefined, gen: number, ew: readonly EwRun[], counted: boolean) => void;
+const workHere = new Function(`${WORK}\nreturn work;`)() as (ctrl: Int32Array, block: readonly PanelBlock[] | undefined, gen: number, ew: readonly EwRun[], counted: boolean) => void;
 
-/** kind 0, claims (batches x blocks), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP: see WORK (the pool adds the generation). */
-export type MatmulJob = readonly [kind: 0, claims: number, MP: number, G: number, pa0: number, strideA: number, pb0: number, strideB: number, K: number, acc0: number, NP: number];
+/** kind 0, claims (batches x blocks), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP, tile bytes, variant: see WORK (the pool adds the generation). */
+export type MatmulJob = readonly [kind: 0, claims: number, MP: number, G: number, pa0: number, strideA: number, pb0: number, strideB: number, K: number, acc0: number, NP: number, tileBytes: number, variant: number];
 /** kind 1, kernel id, claims (chunk blocks), block bytes, CHUNK, elements of the last block: see WORK. */
 export type EwJob = readonly [kind: 1, id: number, claims: number, blockBytes: number, chunk: number, last: number];
 
 /** Runs a job on the calling thread alone. */
-export function runHere(block: PanelBlock | undefined, ew: readonly EwRun[], job: MatmulJob | EwJob): void {
+export function runHere(block: readonly PanelBlock[] | undefined, ew: readonly EwRun[], job: MatmulJob | EwJob): void {
   const claims = job[0] === 0 ? job[1] : job[2];
-  const c = new Int32Array(JOB + 12);
+  const c = new Int32Array(JOB + 14);
   for (let j = 0; j < job.length; j++) c[JOB + j] = job[j]!;
   for (let from = 0; from < claims; from += MAX_CLAIMS) {
     // more claims than the claim word holds: in runs of MAX_CLAIMS, renumbered from `from`
@@ -165,15 +172,15 @@ export function runHere(block: PanelBlock | undefined, ew: readonly EwRun[], job
 }
 
 /** One claim of a job, outside the claim word (jobs of more than MAX_CLAIMS claims). */
-function runClaim(block: PanelBlock | undefined, ew: readonly EwRun[], job: MatmulJob | EwJob, c: number, total: number): void {
+function runClaim(block: readonly PanelBlock[] | undefined, ew: readonly EwRun[], job: MatmulJob | EwJob, c: number, total: number): void {
   if (job[0] === 1) {
     ew[job[1]]!(c === total - 1 ? job[5] : job[4], c * job[3]);
     return;
   }
-  const [, , MP, G, pa0, sa, pb0, sb, K, acc0, NP] = job;
+  const [, , MP, G, pa0, sa, pb0, sb, K, acc0, NP, T, variant] = job;
   const GB = Math.ceil(MP / G);
   const b = Math.floor(c / GB), i = (c - b * GB) * G, p = b * MP + i;
-  block!(pa0 + p * sa, sa, Math.min(G, MP - i), pb0 + b * sb, K, acc0 + p * NP * 128, NP * 128, NP);
+  block![variant]!(pa0 + p * sa, sa, Math.min(G, MP - i), pb0 + b * sb, K, acc0 + p * NP * T, NP * T, NP);
 }
 
 interface Worker { readonly port: PlatformWorker; dead: boolean }
@@ -241,7 +248,7 @@ export class ThreadPool {
    * Runs a job's claims on this thread and up to threads - 1 workers. Workers still starting (or
    * taking new kernels or a new memory) sit this job out; the calling thread then does more.
    */
-  run(threads: number, block: PanelBlock | undefined, ew: readonly EwRun[], job: MatmulJob | EwJob): void {
+  run(threads: number, block: readonly PanelBlock[] | undefined, ew: readonly EwRun[], job: MatmulJob | EwJob): void {
     const c = this.ctrl;
     const claims = job[0] === 0 ? job[1] : job[2];
     if (claims > MAX_CLAIMS || claims < 2) { runHere(block, ew, job); return; }
@@ -254,7 +261,7 @@ export class ThreadPool {
       else this.kick(i);
     }
     for (let j = 0; j < job.length; j++) c[JOB + j] = job[j]!;
-    c[JOB + 11] = this.gen;
+    c[JOB + 13] = this.gen;
     Atomics.store(c, DONE, 0);
     Atomics.store(c, FAILED, 0);
     this.tag = (this.tag + 1) & 255;

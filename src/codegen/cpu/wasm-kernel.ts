@@ -2,13 +2,14 @@
 // assembled in ../wasm/matmul.ts; packing buffers live in the instance's memory, so the kernel
 // reads them in place; where WebAssembly SIMD is missing, compiled functions use the JavaScript
 // kernel (microkernel.ts).
-import { SHARED_MAX_PAGES, WA, type WasmMemory, type WasmModule } from '../wasm/encode.js';
-import { matmulModuleBytes } from '../wasm/matmul.js';
-import { type PanelBlock, runHere, threadCount, threadPool } from './threads.js';
+import { hasRelaxedSimd, SHARED_MAX_PAGES, WA, type WasmMemory, type WasmModule } from '../wasm/encode.js';
+import { matmulModuleBytes, TILE32, TILE32_WIDE } from '../wasm/matmul.js';
+import { BLOCK_EXPORTS, type PanelBlock, runHere, threadCount, threadPool } from './threads.js';
 
 export type { WasmMemory };
 
 let compiled: WasmModule | null | undefined;
+let sharedCompiled: WasmModule | null | undefined;
 let enabled = true;
 
 /** Turns the WebAssembly kernel off or on (tests run the JavaScript kernel with it off). */
@@ -17,12 +18,80 @@ export function setWasmKernel(on: boolean): void {
   enabled = on;
 }
 
+let relaxed: boolean | undefined;
+let fmaOverride: boolean | undefined;
+
+/**
+ * Whether the float32 kernels use relaxed-SIMD multiply-adds (f32x4.relaxed_madd): where the
+ * runtime validates a module using them (hasRelaxedSimd), unless setMatmulFma turned them off.
+ */
+export function matmulFma(): boolean {
+  relaxed ??= hasRelaxedSimd();
+  return relaxed && (fmaOverride ?? true);
+}
+
+/**
+ * Turns the relaxed-SIMD multiply-add of the float32 kernels off (false), on (true: an error
+ * where the runtime has no relaxed SIMD) or back to the runtime's choice (undefined). The kernel
+ * module is rebuilt and the packing arena let go (tests run both forms).
+ */
+export function setMatmulFma(on: boolean | undefined): void {
+  if (on !== undefined && typeof on !== 'boolean') throw new TypeError(`setMatmulFma: argument on is ${String(on)}; allowed: true, false or undefined`);
+  relaxed ??= hasRelaxedSimd();
+  if (on === true && !relaxed) throw new Error('setMatmulFma: argument on is true, but this runtime has no relaxed SIMD (f32x4.relaxed_madd does not validate)');
+  if (on === fmaOverride) return;
+  fmaOverride = on;
+  compiled = undefined;
+  sharedCompiled = undefined;
+  packArena.release();
+}
+
+/**
+ * The float32 register tile a matrix product is lowered for: 12 x 4 with fused multiply-adds
+ * (no product register to hold), 8 x 4 without (../wasm/matmul.ts). Every kernel module exports
+ * both, so a product lowered for either runs whatever the module's form.
+ */
+export function tile32(): { readonly mr: number; readonly nr: number } {
+  return matmulFma() ? TILE32_WIDE : TILE32;
+}
+
+/** The blocked kernel (BLOCK_EXPORTS' index) that sums a product of this tile: float64 4 x 4, float32 8 x 4 or 12 x 4. */
+export function blockVariant(mr: number, f32: boolean): number {
+  if (!f32) return 0;
+  if (mr === TILE32.mr) return 1;
+  if (mr === TILE32_WIDE.mr) return 2;
+  throw new Error(`internal: no float32 kernel of ${mr} rows`);
+}
+
+/**
+ * The dtype float32 matrix products sum in: "float32" (four-lane SIMD, within the bound of
+ * docs/architecture.md, as XNNPACK and BLAS sum them) or "float64" (two lanes, equal to the
+ * reference interpreter bit for bit). JAX's default_matmul_precision is the anchor: a stated,
+ * switchable accuracy choice ("float64" is its "highest").
+ */
+export type MatmulPrecision = 'float32' | 'float64';
+export const MATMUL_PRECISIONS: readonly MatmulPrecision[] = ['float32', 'float64'];
+/** The precision when neither keras.json nor THEANINE_MATMUL_PRECISION sets one. */
+export const DEFAULT_MATMUL_PRECISION: MatmulPrecision = 'float64';
+
+let configuredPrecision: () => MatmulPrecision | undefined = () => undefined;
+
+/** Where the configured precision comes from (src/api/config.ts; codegen does not import the API). */
+export function setConfiguredMatmulPrecision(read: () => MatmulPrecision | undefined): void {
+  configuredPrecision = read;
+}
+
+/** The matmul precision functions made now are compiled with (keras.json "matmul_precision", THEANINE_MATMUL_PRECISION). */
+export function matmulPrecision(): MatmulPrecision {
+  return configuredPrecision() ?? DEFAULT_MATMUL_PRECISION;
+}
+
 /** The compiled module, or null where WebAssembly SIMD is not available (or it is turned off). */
 export function wasmTileModule(): WasmModule | null {
   if (!enabled) return null;
   if (compiled === undefined) {
     try {
-      compiled = WA === undefined ? null : new WA.Module(matmulModuleBytes());
+      compiled = WA === undefined ? null : new WA.Module(matmulModuleBytes(false, matmulFma()));
     } catch {
       compiled = null;
     }
@@ -30,13 +99,12 @@ export function wasmTileModule(): WasmModule | null {
   return compiled;
 }
 
-let sharedCompiled: WasmModule | null | undefined;
 /** The module over a shared memory (threads.ts), or null where the runtime has no shared WebAssembly memory. */
 function sharedTileModule(): WasmModule | null {
   if (wasmTileModule() === null) return null;
   if (sharedCompiled === undefined) {
     try {
-      sharedCompiled = typeof SharedArrayBuffer === 'function' ? new WA!.Module(matmulModuleBytes(true)) : null;
+      sharedCompiled = typeof SharedArrayBuffer === 'function' ? new WA!.Module(matmulModuleBytes(true, matmulFma())) : null;
     } catch {
       sharedCompiled = null;
     }
@@ -57,12 +125,13 @@ export type WasmTile = (pa: number, pb: number, K: number, acc: number, n: numbe
 export class PackArena {
   private memory: WasmMemory | undefined;
   private view = new Float64Array(0);
+  private view32 = new Float32Array(0);
   /** Whether the memory is shared with the thread pool (made so when more than one thread is configured). */
   private shared = false;
   /** The kernel over this arena's memory (undefined: use the JavaScript kernel). */
   tile: WasmTile | undefined;
-  /** Its blocked form (panelBlock), for whole products (tiles()). */
-  private block: PanelBlock | undefined;
+  /** The blocked kernels (panelBlock, panelBlock32, panelBlock32w: BLOCK_EXPORTS), for whole products (tiles()) and float32 rows of tiles. */
+  blocks: PanelBlock[] = [];
   /** Bytes it holds now. */
   get bytes(): number {
     return this.memory?.buffer.byteLength ?? this.view.byteLength;
@@ -77,7 +146,14 @@ export class PackArena {
     this.shared = false;
     this.memory = undefined;
     this.tile = undefined;
+    this.blocks = [];
     this.view = new Float64Array(0);
+    this.view32 = new Float32Array(0);
+  }
+
+  /** A float32 view of the arena as the last f64(n) made it (float32 products' packs and sums live there). */
+  f32(): Float32Array {
+    return this.view32;
   }
 
   f64(n: number): Float64Array {
@@ -91,7 +167,9 @@ export class PackArena {
     if (m === null) {
       this.memory = undefined;
       this.tile = undefined;
+      this.blocks = [];
       this.view = new Float64Array(Math.max(n, 2 * this.view.length));
+      this.view32 = new Float32Array(this.view.buffer);
       return this.view;
     }
     const pages = Math.min(Math.ceil(Math.max(n * 8, 2 * this.view.length * 8) / 65536), shared ? SHARED_MAX_PAGES : Infinity);
@@ -101,28 +179,30 @@ export class PackArena {
       this.memory = shared ? new WA!.Memory({ initial: pages, maximum: SHARED_MAX_PAGES, shared: true }) : new WA!.Memory({ initial: pages });
       const ex = new WA!.Instance(shared ? sm : m, { env: { mem: this.memory } }).exports;
       this.tile = ex['rowPanel'] as WasmTile;
-      this.block = ex['panelBlock'] as PanelBlock;
+      this.blocks = BLOCK_EXPORTS.map((k) => ex[k] as PanelBlock);
       if (shared) threadPool(true)?.setMemory(this.memory, sm);
     } else {
       this.memory.grow(pages - this.memory.buffer.byteLength / 65536);
     }
     this.view = new Float64Array(this.memory.buffer);
+    this.view32 = new Float32Array(this.memory.buffer);
     return this.view;
   }
 
   /**
    * The tile sums of a whole product, split over the thread pool where the memory is shared:
    * B batches of MP A panels, A panel (b, i) at pa0 + (b*MP + i)*strideA, against the NP B panels
-   * of its batch (pb0 + b*strideB), K long; tile (b, i, q)'s sums at acc0 + ((b*MP + i)*NP + q)*128
-   * (byte offsets). Blocks of A panels that fit L2 together go to one thread at a time.
+   * of its batch (pb0 + b*strideB), K long; tile (b, i, q)'s sums at acc0 + ((b*MP + i)*NP + q)*T
+   * (byte offsets; T the tile's bytes, 128 for float64's 4 x 4), by the blocked kernel `variant`
+   * (BLOCK_EXPORTS). Blocks of A panels that fit L2 together go to one thread at a time.
    */
-  tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, B: number): void {
+  tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, B: number, T = 128, variant = 0): void {
     const G = Math.max(1, Math.min(16, Math.floor(BLOCK_BYTES / strideA)));
-    const job = [0, B * Math.ceil(MP / G), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP] as const;
+    const job = [0, B * Math.ceil(MP / G), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP, T, variant] as const;
     const threads = this.shared ? threadCount() : 1;
     const pool = threadPool();
-    if (threads > 1 && job[1] > 1 && pool !== undefined) pool.run(threads, this.block!, [], job);
-    else runHere(this.block!, [], job);
+    if (threads > 1 && job[1] > 1 && pool !== undefined) pool.run(threads, this.blocks, [], job);
+    else runHere(this.blocks, [], job);
   }
 }
 

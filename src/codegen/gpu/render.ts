@@ -16,9 +16,8 @@ import type { LoopKernel, MatmulKernel, Store } from '../kernel.js';
 import { schedule, type Scope } from '../schedule.js';
 import { userCallOf, userGpuHelper, userTemplates } from '../user.js';
 import type { Node } from '../../ir/node.js';
-import { floatLiteral, helperSources, helpersIn, scalarOps, storeAs } from './scalar.js';
+import { GPU_CALLS, floatLiteral, gpuOpCode, helperSources, helpersIn, storeAs } from './scalar.js';
 import { MAX_ELEMENTS, loopIterations, rowMajorStrides, type KernelSource } from './source.js';
-import { SCALAR_OP_OF } from '../templates.js';
 
 export class Unsupported extends Error {}
 
@@ -41,9 +40,6 @@ export interface BufferInfo {
   dtype(buf: number): DType;
   size(buf: number): number;
 }
-
-/** The op whose gpu spelling a scalar op takes (the inverse of the templates' SCALAR_OP_OF). */
-const VALUE_OPS = new Map<ScalarOp, OpName>(Object.entries(SCALAR_OP_OF).map(([op, s]) => [s, op as OpName]));
 
 /** Spells expressions: a `const` per computed expression, index arithmetic in integers. */
 class Writer {
@@ -110,7 +106,7 @@ class Writer {
         return storeAs(e.dtype, this.code(e.x));
       case 'call': {
         const args = e.args.map((a) => this.code(a));
-        const f = scalarOps[e.name as OpName];
+        const f = GPU_CALLS[e.name as OpName];
         if (f !== undefined) return f(args);
         // A user op's cpu template: its gpu template instead, as a helper of the kernel.
         const u = userCallOf(e.fn);
@@ -125,10 +121,9 @@ class Writer {
         if (idx) return indexOp(e.op, a);
         if (e.op === 'idiv') return `Math.floor(${a[0]} / ${a[1]})`;
         if (e.op === 'imod') return `t_mod(${a[0]}, ${a[1]})`;
-        const name = VALUE_OPS.get(e.op);
-        const f = name === undefined ? undefined : scalarOps[name];
-        if (f === undefined) throw new Unsupported(`op ${e.op}`);
-        return f(a);
+        const code = gpuOpCode(e.op, a);
+        if (code === undefined) throw new Unsupported(`op ${e.op}`);
+        return code;
       }
       // Negative rows count from the end; the range is checked on the host before the kernel runs (rowChecks).
       case 'row': { const x = this.code(e.x, true); return `(${x} < 0.0 ? ${x} + ${e.rows}.0 : ${x})`; }

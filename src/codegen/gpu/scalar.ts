@@ -1,9 +1,12 @@
-// Scalar expressions of the elementwise ops as gpu.js kernel source (JavaScript that gpu.js
-// parses and translates to GLSL or WebAssembly). Everything is float32 on the device: GLSL
-// ES 1.0 has no integers in textures and no NaN-aware max, and gpu.js' own tanh, expm1 and
-// log1p are the naive formulas, so the ops that need care call helpers defined here.
+// Scalar expressions of the kernel IR as gpu.js kernel source (JavaScript that gpu.js parses and
+// translates to GLSL or WebAssembly): the cpu's JavaScript, except where OVERRIDES says
+// otherwise. Everything is float32 on the device: GLSL ES 1.0 has no integers in textures and no
+// NaN-aware max, and gpu.js' own tanh, expm1 and log1p are the naive formulas, so the ops that
+// need care call helpers defined here.
 import type { OpName } from '../../ir/registry.js';
 import type { DType } from '../../ir/dtype.js';
+import { KERNEL_ROWS, type ScalarOp } from '../expr.js';
+import { spell } from '../cpu/js.js';
 
 /** A helper function a kernel may call; gpu.js translates it with the kernel. */
 export interface Helper {
@@ -90,47 +93,50 @@ export function helperSources(names: Iterable<string>): string[] {
 type Render = (a: readonly string[]) => string;
 const call = (name: string): Render => (a) => `${name}(${a.join(', ')})`;
 
-/** gpu.js source of each elementwise op applied to argument expressions. */
-export const scalarOps: Partial<Record<OpName, Render>> = {
-  add: ([a, b]) => `(${a} + ${b})`,
-  sub: ([a, b]) => `(${a} - ${b})`,
-  mul: ([a, b]) => `(${a} * ${b})`,
+/**
+ * The gpu's spellings of the kernel IR's scalar ops where they differ from the cpu's JavaScript
+ * (the elementwise rows' `js`, src/codegen/cpu/js.ts), which gpu.js parses as it is otherwise:
+ * tinygrad's renderer overrides of a shared `code_for_op`.
+ */
+const OVERRIDES: Partial<Record<ScalarOp, Render>> = {
   div: call('t_div'),
   pow: call('t_pow'),
   mod: call('t_mod'),
-  maximum: call('t_nanmax'),
-  minimum: call('t_nanmin'),
-  neg: ([a]) => `(-${a})`,
-  abs: ([a]) => `Math.abs(${a})`,
+  max: call('t_nanmax'),
+  min: call('t_nanmin'),
   sign: call('t_sign'),
-  square: ([a]) => `(${a} * ${a})`,
-  floor: ([a]) => `Math.floor(${a})`,
-  ceil: ([a]) => `Math.ceil(${a})`,
   round: call('t_round'),
-  sqrt: ([a]) => `Math.sqrt(${a})`,
-  exp: ([a]) => `Math.exp(${a})`,
-  log: ([a]) => `Math.log(${a})`,
   log1p: call('t_log1p'),
   expm1: call('t_expm1'),
-  sin: ([a]) => `Math.sin(${a})`,
-  cos: ([a]) => `Math.cos(${a})`,
   tanh: call('t_tanh'),
+  recip: ([a]) => `(1.0 / ${a})`,
+  eq: call('t_eq'),
+  ne: call('t_ne'),
+  gt: call('t_gt'),
+  ge: call('t_ge'),
+  lt: call('t_lt'),
+  le: call('t_le'),
+  and: ([a, b]) => `(t_ne0(${a}) * t_ne0(${b}))`,
+  or: ([a, b]) => `Math.max(t_ne0(${a}), t_ne0(${b}))`,
+  not: ([a]) => `(Math.fround(1.0) - t_ne0(${a}))`,
+  isnan: call('t_isnan'),
+  select: ([c, a, b]) => `(t_ne0(${c}) == 1.0 ? ${a} : ${b})`,
+};
+
+/** gpu.js source of a scalar op (not the index arithmetic) applied to argument expressions; undefined where it has none. */
+export function gpuOpCode(op: ScalarOp, a: readonly string[]): string | undefined {
+  const o = OVERRIDES[op];
+  if (o !== undefined) return o(a);
+  const js = KERNEL_ROWS.get(op)?.spelling.js;
+  // the cpu's runtime helpers (rt.*) do not exist on the device
+  return js === undefined || js.startsWith('rt.') ? undefined : spell(js, a);
+}
+
+/** Elementwise ops without a scalar op, which kernels call through their scalar function: the gpu helper spelling each. */
+export const GPU_CALLS: Partial<Record<OpName, Render>> = {
   sigmoid: call('t_sigmoid'),
   softplus: call('t_softplus'),
   erf: call('t_erf'),
-  reciprocal: ([a]) => `(1.0 / ${a})`,
-  equal: call('t_eq'),
-  not_equal: call('t_ne'),
-  greater: call('t_gt'),
-  greater_equal: call('t_ge'),
-  less: call('t_lt'),
-  less_equal: call('t_le'),
-  logical_and: ([a, b]) => `(t_ne0(${a}) * t_ne0(${b}))`,
-  logical_or: ([a, b]) => `Math.max(t_ne0(${a}), t_ne0(${b}))`,
-  logical_not: ([a]) => `(Math.fround(1.0) - t_ne0(${a}))`,
-  isnan: call('t_isnan'),
-  where: ([c, a, b]) => `(t_ne0(${c}) == 1.0 ? ${a} : ${b})`,
-  identity: ([a]) => a!,
 };
 
 /** Helper names an expression source calls. */

@@ -57,38 +57,69 @@ const COMPARE: Partial<Record<ScalarOp, number>> = { eq: S.eq, ne: S.ne, lt: S.l
  */
 const LOADED: ReadonlySet<DType> = new Set(['float32', 'bool', 'uint8', 'int8', 'int16']);
 
-/** What the tier needs of a kernel: its input regions (buffer, offset from the loop index) and output regions. */
+/**
+ * Where a region of the tier's memory comes from or goes to: element `off + row * r + j` of
+ * buffer `buf` for element j of row r (`row` 0 in a one-loop kernel, whose rows are chunks).
+ */
+export interface EwRegion { readonly buf: number; readonly off: number; readonly row: number }
+
+/** What the tier needs of a kernel: its input regions and output regions. */
 export interface EwPlan {
+  /** Elements in all. */
   readonly n: number;
-  readonly loads: readonly { buf: number; off: number }[];
-  readonly stores: readonly { buf: number; off: number }[];
+  /** A kernel of two loops: the inner loop's size (each row is copied in and out on its own); undefined for one loop. */
+  readonly cols?: number;
+  /** The outer loop's size (two loops). */
+  readonly rows?: number;
+  readonly loads: readonly EwRegion[];
+  readonly stores: readonly EwRegion[];
   readonly bytes: Uint8Array;
   /** Whether the module imports the tier's shared memory (then long loops are split over threads). */
   readonly shared: boolean;
   readonly label: string;
 }
 
-/** `index` = v + c (unit stride over the kernel's one loop): c, else undefined. */
-function unitOffset(x: IExpr, v: Var): number | undefined {
-  if (x.terms.length !== 1) return undefined;
-  const [a, k] = x.terms[0]!;
-  return a.kind === 'var' && a.v.id === v.id && k === 1 ? x.c : undefined;
+/**
+ * `index` = u*row + v + off (unit stride along the inner loop v, any non-negative stride `row`
+ * along the outer loop u, 0 for a row read by every row): { off, row }, else undefined.
+ */
+function rowAccess(x: IExpr, v: Var, u: Var | undefined): { off: number; row: number } | undefined {
+  let unit = false;
+  let row = 0;
+  for (const [a, k] of x.terms) {
+    if (a.kind !== 'var') return undefined;
+    if (a.v.id === v.id && k === 1) unit = true;
+    else if (u !== undefined && a.v.id === u.id && k > 0) row = k;
+    else return undefined;
+  }
+  return unit ? { off: x.c, row } : undefined;
+}
+
+/** Where a load's region is in the tier's memory (its index among the plan's loads). */
+function regionOf(loads: readonly EwRegion[], buf: number, acc: { off: number; row: number }): number {
+  return loads.findIndex((l) => l.buf === buf && l.off === acc.off && l.row === acc.row);
 }
 
 /**
  * The tier's plan for a loop kernel, or undefined where it does not apply (then the kernel is
- * rendered as JavaScript): one loop of at least MIN_ELEMENTS, loads (LOADED) and float32 or
- * flag stores at unit stride, and only the ops above; at least one tanh, exp, sigmoid or log, or
- * a select or comparison (where the tier pays: JavaScript branches on each element's data, and
+ * rendered as JavaScript): at least MIN_ELEMENTS elements, loads (LOADED) and float32 or flag
+ * stores at unit stride, and only the ops above; at least one tanh, exp, sigmoid or log, or a
+ * select or comparison (where the tier pays: JavaScript branches on each element's data and
  * mispredicts about half of them on mixed signs, as relu's do, where the tier's bitselect does
- * not branch; arithmetic alone is about as fast in JavaScript once the copies are counted).
+ * not branch; arithmetic alone is about as fast in JavaScript once the copies are counted). Either one
+ * loop, or two whose inner loop is at unit stride in every load and store and at most a chunk
+ * long (rows of a matrix, such as an LSTM's gate slices of its pre-activations, row stride
+ * 4 x units): then the wrapper copies whole rows in and out, and the module's loop runs over
+ * the chunk's rows as one contiguous pass.
  */
 export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType): EwPlan | undefined {
-  if (!tierOn() || k.vars.length !== 1) return undefined;
-  const v = k.vars[0]!;
-  if (v.size < MIN_ELEMENTS) return undefined;
-  const loads: { buf: number; off: number }[] = [];
-  const stores: { buf: number; off: number }[] = [];
+  if (!tierOn() || k.vars.length < 1 || k.vars.length > 2) return undefined;
+  const v = k.vars[k.vars.length - 1]!;
+  const u = k.vars.length === 2 ? k.vars[0]! : undefined;
+  const n = v.size * (u?.size ?? 1);
+  if (n < MIN_ELEMENTS || (u !== undefined && v.size > CHUNK)) return undefined;
+  const loads: EwRegion[] = [];
+  const stores: EwRegion[] = [];
   const order = exprOrder(k.stores.map((s) => s.value));
   // Nodes whose value is rounded to float32 at once (a cast's argument, a float32 store's value).
   const roundedParent = new Set<Expr>();
@@ -98,9 +129,9 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
     switch (e.t) {
       case 'const': break;
       case 'load': {
-        const off = unitOffset(e.index, v);
-        if (off === undefined || !LOADED.has(bufDType(e.buf))) return undefined;
-        if (!loads.some((l) => l.buf === e.buf && l.off === off)) loads.push({ buf: e.buf, off });
+        const acc = rowAccess(e.index, v, u);
+        if (acc === undefined || !LOADED.has(bufDType(e.buf))) return undefined;
+        if (regionOf(loads, e.buf, acc) < 0) loads.push({ buf: e.buf, ...acc });
         break;
       }
       case 'cast':
@@ -121,11 +152,11 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
   }
   for (const s of k.stores) {
     if (s.accumulate === true || s.dyn !== undefined) return undefined; // scatters: rows chosen by data
-    const off = unitOffset(s.index, v);
+    const acc = rowAccess(s.index, v, u);
     // float32 stores, or bool ones of a comparison (0 or 1, converted as the results are copied out)
     const flag = s.dtype === 'bool' && bufDType(s.buf) === 'bool' && s.value.t === 'op' && s.value.op in COMPARE;
-    if (off === undefined || !((s.dtype === 'float32' && bufDType(s.buf) === 'float32') || flag)) return undefined;
-    stores.push({ buf: s.buf, off });
+    if (acc === undefined || (u !== undefined && acc.row < v.size) || !((s.dtype === 'float32' && bufDType(s.buf) === 'float32') || flag)) return undefined;
+    stores.push({ buf: s.buf, ...acc });
     roundedParent.add(s.value);
   }
   // The approximations are within 1 ulp only once rounded to float32.
@@ -133,9 +164,9 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
   if (loads.length + stores.length > MAX_REGIONS) return undefined;
   // Over a shared memory where more than one thread is configured and the loop is long enough to be
   // split over the worker threads; shorter loops keep the private memory, which measured faster.
-  const shared = sharedTier() && v.size >= PARALLEL_MIN_ELEMENTS;
-  const bytes = moduleBytes([{ name: 'run', params: 2, body: loopBody(k, v, loads, order) }], shared ? 'shared' : true);
-  return { n: v.size, loads, stores, bytes, shared, label: k.label };
+  const shared = u === undefined && sharedTier() && n >= PARALLEL_MIN_ELEMENTS;
+  const bytes = moduleBytes([{ name: 'run', params: 2, body: loopBody(k, v, u, loads, order) }], shared ? 'shared' : true);
+  return { n, ...(u !== undefined ? { cols: v.size, rows: u.size } : {}), loads, stores, bytes, shared, label: k.label };
 }
 
 /** Float64 constants as v128 locals, splatted once before the loop (not once per element pair). */
@@ -261,7 +292,7 @@ function approxOf(e: Expr): 'tanh' | 'exp' | 'sigmoid' | 'log' | undefined {
 /** Independent element pairs per loop iteration: the tanh polynomial is a long dependency chain, so the out-of-order core needs several in flight. */
 const STREAMS = 4;
 
-function loopBody(k: LoopKernel, v: Var, loads: readonly { buf: number; off: number }[], order: readonly Expr[]): Body {
+function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwRegion[], order: readonly Expr[]): Body {
   // params n, base (the byte offset of the chunk block); i32 locals: i (byte offset), end; v128 locals: per stream, one per node and 4 scratch; then constants
   const nodes = order.filter((e) => e.t !== 'const');
   const perStream = nodes.length + 4;
@@ -274,7 +305,6 @@ function loopBody(k: LoopKernel, v: Var, loads: readonly { buf: number; off: num
   const b = new Body(2, [[2, I32], [STREAMS * perStream + consts.size, V128]]);
   const c = new Consts(b, base + STREAMS * perStream);
   for (const x of consts) c.get(x).ops(0x1a); // splat each constant once, before the loop (then drop)
-  const region = (buf: number, off: number) => loads.findIndex((l) => l.buf === buf && l.off === off);
   b.get(BASE).set(I);
   b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0);
   b.get(N).i32(4).ops(op.i32Mul).get(BASE).ops(op.i32Add).set(END);
@@ -285,7 +315,7 @@ function loopBody(k: LoopKernel, v: Var, loads: readonly { buf: number; off: num
     const push = (e: Expr) => (e.t === 'const' ? c.get(e.v) : b.get(local.get(e)!));
     for (const e of nodes) {
       switch (e.t) {
-        case 'load': b.get(I).v(S.load64Zero, ...memarg(3, region(e.buf, unitOffset(e.index, v)!) * CHUNK * 4 + 8 * st)).v(S.promote); break;
+        case 'load': b.get(I).v(S.load64Zero, ...memarg(3, regionOf(loads, e.buf, rowAccess(e.index, v, u)!) * CHUNK * 4 + 8 * st)).v(S.promote); break;
         case 'cast': push(e.x); if (e.dtype === 'float32') b.v(S.demote).v(S.promote); break;
         case 'op': {
           if (e.op === 'tanh' || e.op === 'exp') { approx(e.op, b, c, local.get(e.args[0]!)!, scratch); break; }
@@ -459,6 +489,34 @@ export function renderElementwise(p: EwPlan, bufName: (id: number) => string): {
   const id = ewKernelId(p.bytes, p.shared, p.loads.length + p.stores.length);
   const buffers = [...new Set([...p.loads.map((l) => l.buf), ...p.stores.map((s) => s.buf)])].sort((a, c) => a - c);
   const at = (x: string, off: number) => (off === 0 ? x : `${x} + ${off}`);
+  if (p.cols !== undefined) {
+    // Two loops: lo, hi are rows; whole rows per chunk, each copied on its own (a region read at
+    // row stride `cols` is one contiguous copy per chunk).
+    const cols = p.cols;
+    const per = Math.floor(CHUNK / cols);
+    const rowAt = (r: EwRegion, row: string) => (r.row === 0 ? String(r.off) : at(`${row} * ${r.row}`, r.off));
+    const copyIn = p.loads.map((l, j) => l.row === cols
+      ? `    m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r0')}, ${rowAt(l, 'r1')}), ${j * CHUNK});`
+      : `    for (let r = r0, o = ${j * CHUNK}; r < r1; r++, o += ${cols}) m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r')}, ${rowAt(l, 'r')} + ${cols}), o);`);
+    const copyOut = p.stores.map((x, j) => {
+      const o = (p.loads.length + j) * CHUNK;
+      return x.row === cols
+        ? `    ${bufName(x.buf)}.set(m.subarray(${o}, ${o} + (r1 - r0) * ${cols}), ${rowAt(x, 'r0')});`
+        : `    for (let r = r0, o = ${o}; r < r1; r++, o += ${cols}) ${bufName(x.buf)}.set(m.subarray(o, o + ${cols}), ${rowAt(x, 'r')});`;
+    });
+    const lines2 = [
+      `  const w = rt.ew(${id});`,
+      '  const m = w.mem;',
+      `  for (let r0 = lo; r0 < hi; r0 += ${per}) {`,
+      `    const r1 = hi < r0 + ${per} ? hi : r0 + ${per};`,
+      ...copyIn,
+      `    w.run((r1 - r0) * ${cols}, 0);`,
+      ...copyOut,
+      '  }',
+    ];
+    const source = `function k(${[...buffers.map(bufName), 'lo', 'hi'].join(', ')}) { // WebAssembly SIMD, ${p.rows} rows of ${cols}: ${p.label.replace(/[^\w,. -]/g, '')}\n${lines2.join('\n')}\n}`;
+    return { source, buffers, rows: p.rows! };
+  }
   const lines = [
     `  const w = rt.ew(${id});`,
     ...(p.shared ? [

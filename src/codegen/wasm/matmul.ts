@@ -91,7 +91,86 @@ function panelBlockBody(): Body {
   return b;
 }
 
-/** The kernel module's bytes: imports env.mem (shared: the memory worker threads sum in together), exports rowPanel. */
-export function matmulModuleBytes(shared = false): Uint8Array {
-  return moduleBytes([{ name: 'rowPanel', params: 5, body: rowPanelBody() }, { name: 'panelBlock', params: 8, body: panelBlockBody() }], shared ? 'shared' : true);
+/**
+ * The float32 register tile: 8 rows (two f32x4 vectors of A) by 4 columns (each a splat of one B
+ * element), 8 accumulators. Wider tiles spill on x64, where V8 keeps one of the 16 vector
+ * registers as scratch: 8 x 4 holds 8 sums, 2 A vectors, a splat and the product (XNNPACK's
+ * x86 WebAssembly SIMD kernels use the same count of accumulators, 4 x 8 with B as vectors).
+ */
+export const TILE32 = { mr: 8, nr: 4 } as const;
+/** The float32 tile with fused multiply-adds (relaxed SIMD): 12 x 4, 12 sums, 3 A vectors and a splat (no product to hold). */
+export const TILE32_WIDE = { mr: 12, nr: 4 } as const;
+
+/**
+ * panelBlock32(pa, sa, G, pb, K, acc, sacc, n): panelBlock in float32 (f32x4, four lanes): G A
+ * panels of mr rows (panel g at pa + g*sa, row r of step t at + 4(mr t + r)) against n
+ * consecutive B panels of nr columns (column c of step t at pb + 4(nr t + c)); tile (g, q)'s
+ * float32 sums column-major at acc + g*sacc + 4 mr nr q + 4(mr c + r). Each sum is s += a*b
+ * for t = 0..K-1 in float32 (rounded after the product and after the sum), or with `fused` a
+ * relaxed-SIMD multiply-add (one rounding where the runtime fuses it). Two steps of t per pass
+ * of the loop (the loop's counter and pointers move once per two).
+ */
+function panelBlock32Body(mr: number, nr: number, fused: boolean): Body {
+  const [PA, SA, G, PB, K, ACC, SACC, N] = [0, 1, 2, 3, 4, 5, 6, 7];
+  const [PAI, PBI, KI, GI, PAG, ACCG, ACCQ] = [8, 9, 10, 11, 12, 13, 14];
+  const V = mr / 4;
+  const accv = (c: number, v: number) => 15 + c * V + v;
+  const VA = (v: number) => 15 + nr * V + v;
+  const VB = 15 + nr * V + V;
+  const b = new Body(8, [[7, I32], [nr * V + V + 1, V128]]);
+  const step = (u: number) => {
+    for (let v = 0; v < V; v++) b.get(PAI).v(simd.v128Load, ...memarg(2, 4 * (u * mr + 4 * v))).set(VA(v));
+    for (let c = 0; c < nr; c++) {
+      b.get(PBI).v(simd.v128Load32Splat, ...memarg(2, 4 * (u * nr + c))).set(VB);
+      for (let v = 0; v < V; v++) {
+        if (fused) b.get(VA(v)).get(VB).get(accv(c, v)).v(simd.f32x4RelaxedMadd).set(accv(c, v));
+        else b.get(accv(c, v)).get(VA(v)).get(VB).v(simd.f32x4Mul).v(simd.f32x4Add).set(accv(c, v));
+      }
+    }
+  };
+  b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0);
+  b.get(ACC).set(ACCQ);
+  b.ops(op.loop, 0x40); // B panels
+  b.get(PA).set(PAG).get(ACCQ).set(ACCG).get(G).set(GI);
+  b.ops(op.loop, 0x40); // A panels of the block
+  for (let c = 0; c < nr; c++) for (let v = 0; v < V; v++) b.vzero().set(accv(c, v));
+  b.get(PAG).set(PAI).get(PB).set(PBI).get(K).i32(1).ops(op.i32ShrU).set(KI);
+  b.ops(op.block, 0x40).get(KI).ops(op.i32Eqz, op.brIf, 0);
+  b.ops(op.loop, 0x40); // pairs of steps
+  step(0);
+  step(1);
+  b.addTo(PAI, 8 * mr).addTo(PBI, 8 * nr);
+  b.get(KI).i32(1).ops(op.i32Sub).tee(KI).ops(op.brIf, 0);
+  b.ops(op.end, op.end);
+  b.ops(op.block, 0x40).get(K).i32(1).ops(op.i32And, op.i32Eqz, op.brIf, 0); // the last step of an odd K
+  step(0);
+  b.addTo(PBI, 4 * nr);
+  b.ops(op.end);
+  for (let c = 0; c < nr; c++) {
+    for (let v = 0; v < V; v++) b.get(ACCG).get(accv(c, v)).v(simd.v128Store, ...memarg(2, 4 * (c * mr + 4 * v)));
+  }
+  b.get(PAG).get(SA).ops(op.i32Add).set(PAG);
+  b.get(ACCG).get(SACC).ops(op.i32Add).set(ACCG);
+  b.get(GI).i32(1).ops(op.i32Sub).tee(GI).ops(op.brIf, 0);
+  b.ops(op.end);
+  b.get(PBI).set(PB); // the next B panel follows this one
+  b.addTo(ACCQ, 4 * mr * nr);
+  b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
+  b.ops(op.end, op.end);
+  return b;
+}
+
+/**
+ * The kernel module's bytes: imports env.mem (shared: the memory worker threads sum in
+ * together), exports rowPanel, panelBlock (float64), panelBlock32 and panelBlock32w (float32,
+ * the TILE32 and TILE32_WIDE tiles; with `fused`, relaxed-SIMD multiply-adds, valid only where the
+ * runtime has relaxed SIMD). `tile32` replaces panelBlock32's tile (measurements of other tiles).
+ */
+export function matmulModuleBytes(shared = false, fused = false, tile32: { mr: number; nr: number } = TILE32): Uint8Array {
+  return moduleBytes([
+    { name: 'rowPanel', params: 5, body: rowPanelBody() },
+    { name: 'panelBlock', params: 8, body: panelBlockBody() },
+    { name: 'panelBlock32', params: 8, body: panelBlock32Body(tile32.mr, tile32.nr, fused) },
+    { name: 'panelBlock32w', params: 8, body: panelBlock32Body(TILE32_WIDE.mr, TILE32_WIDE.nr, fused) },
+  ], shared ? 'shared' : true);
 }

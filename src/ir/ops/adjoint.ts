@@ -5,6 +5,7 @@ import { defineOp } from '../op.js';
 import { tensorType, type Dim } from '../types.js';
 import { InferError } from '../errors.js';
 import { broadcastStrides, forEachIndex, offsetOf } from './util.js';
+import { forwardingOp } from './core.js';
 
 /** sum_to_like(g, x): g summed over the axes on which x was broadcast, to x's runtime shape. */
 export const sumToLikeOp = defineOp<Record<string, never>>({
@@ -96,13 +97,7 @@ export const scatterIndexOp = defineOp<{ readonly index: number }>({
 });
 
 /** stop_gradient(x): x forwards; no gradient flows back (Theano's disconnected_grad). */
-export const stopGradientOp = defineOp<Record<string, never>>({
-  name: 'stop_gradient',
-  kind: 'elementwise',
-  arity: 1,
-  infer: ([x]) => x!,
-  impl: ([x]) => x!,
-});
+export const stopGradientOp = forwardingOp('stop_gradient');
 
 export const gradOps = {
   sum_to_like: sumToLikeOp,

@@ -146,59 +146,95 @@ export function scanInputs<T extends Shaped>(ins: readonly T[], a: ScanAttrs, dt
   return { seqs, initial, consts, steps };
 }
 
-/** Stacks equal-shaped arrays along a new axis 0; `empty` is the shape of a step when there are none. */
-function stackSteps(what: string, steps: readonly NDArray[], t: TensorType): NDArray {
+/**
+ * What a loop on the host over a Scan's body needs from an executor: its values are NDArrays in
+ * the reference, tensors in the tfjs executor.
+ */
+export interface ScanHost<T extends Shaped> {
+  /** The dtype a value is checked for, where the executor keeps the declared ones (tfjs does not). */
+  dtypeOf(v: T): string | undefined;
+  /** Step t of a sequence (its slice t along axis 0). */
+  slice(seq: T, t: number): T;
+  /** The body's results for one step, given the step's feeds (built inside, so an executor can scope them). */
+  step(results: readonly Node[], feeds: () => Map<Node, T>): T[];
+  /** Equal-shaped steps stacked along a new axis 0. */
+  stack(steps: readonly T[]): T;
+  /** The stack of no steps, of type t (unknown dims as 0). */
+  empty(t: TensorType): T;
+}
+
+/** Stacks the steps of one item after checking they keep one shape. */
+function stackSteps<T extends Shaped>(host: ScanHost<T>, what: string, steps: readonly T[], t: TensorType): T {
   const first = steps[0];
-  if (first === undefined) return NDArray.zeros([0, ...t.shape.map((d) => d ?? 0)], t.dtype);
-  const out = new Float64Array(first.size * steps.length);
+  if (first === undefined) return host.empty(t);
   steps.forEach((s, k) => {
     if (s.shape.length !== first.shape.length || s.shape.some((d, i) => d !== first.shape[i])) {
       throw new InferError(`${what}: step ${k} has shape ${formatShape(s.shape)} but step 0 had ${formatShape(first.shape)}; stacked results keep one shape`);
     }
-    out.set(s.data, k * first.size);
   });
-  return new NDArray(out, [steps.length, ...first.shape], first.dtype);
+  return host.stack(steps);
 }
 
-function runScan(ins: readonly NDArray[], a: ScanAttrs, ctx: EvalContext): NDArray[] {
+/**
+ * A Scan run as a loop on the host: each step feeds the sequences' slices, the states and the
+ * constants to the body; the results are the scan's tuple (`scanItems`), stacked items in walking
+ * order. The reference interpreter and the tfjs executor both run scans here.
+ */
+export function scanLoop<T extends Shaped>(ins: readonly T[], a: ScanAttrs, host: ScanHost<T>): T[] {
   const b = a.body;
-  const { seqs, initial, consts, steps } = scanInputs(ins, a, (v) => v.dtype);
+  const { seqs, initial, consts, steps } = scanInputs(ins, a, host.dtypeOf);
   let states = initial;
-  const outs: NDArray[][] = b.outputs.map(() => []);
-  const stateSeqs: NDArray[][] = b.states.map(() => []);
-  const results = b.results;
+  const outs: T[][] = b.outputs.map(() => []);
+  const stateSeqs: T[][] = b.states.map(() => []);
   for (let k = 0; k < steps; k++) {
     const t = a.go_backwards ? steps - 1 - k : k;
-    const feeds = new Map<Node, NDArray>();
-    b.sequences.forEach((arg, i) => feeds.set(arg, sliceAxis0(seqs[i]!, t)));
-    b.states.forEach((arg, j) => feeds.set(arg, states[j]!));
-    b.constants.forEach((arg, c) => feeds.set(arg, consts[c]!));
-    const vals = evaluate(results, { feeds, learningPhase: ctx.learningPhase, epoch: ctx.epoch, print: ctx.print });
+    const vals = host.step(b.results, () => {
+      const feeds = new Map<Node, T>();
+      b.sequences.forEach((arg, i) => feeds.set(arg, host.slice(seqs[i]!, t)));
+      b.states.forEach((arg, j) => feeds.set(arg, states[j]!));
+      b.constants.forEach((arg, c) => feeds.set(arg, consts[c]!));
+      return feeds;
+    });
     b.outputs.forEach((_, o) => outs[o]!.push(vals[o]!));
-    states = vals.slice(b.outputs.length);
-    states.forEach((s, j) => {
-      checkFits(`new state ${j} at step ${k}`, s, b.states[j]!.type, s.dtype);
-      const prev = k === 0 ? initial[j]! : stateSeqs[j]![k - 1]!;
+    const next = vals.slice(b.outputs.length);
+    next.forEach((s, j) => {
+      checkFits(`new state ${j} at step ${k}`, s, b.states[j]!.type, host.dtypeOf(s));
+      const prev = states[j]!;
       if (s.shape.some((d, i) => d !== prev.shape[i])) {
         throw new InferError(`new state ${j} at step ${k} has shape ${formatShape(s.shape)} but the state had ${formatShape(prev.shape)}; states keep their shape`);
       }
       stateSeqs[j]!.push(s);
     });
+    states = next;
   }
-  const kept = (what: string, list: NDArray[], t: TensorType, keep: KeepMode): NDArray => {
-    if (keep === 'none') return stackSteps(what, [], t);
+  const kept = (what: string, list: readonly T[], t: TensorType, keep: KeepMode): T => {
     if (keep === 'last') {
       const last = list[list.length - 1];
       if (last === undefined) throw new InferError(`${what}: the last step is asked for, but the scan ran 0 steps`, 'value');
       return last;
     }
-    return stackSteps(what, list, t);
+    return stackSteps(host, what, keep === 'none' ? [] : list, t);
   };
   return [
     ...b.outputs.map((o, k) => kept(`output ${k}`, outs[k]!, o.type, a.keep[k]!)),
     ...states,
     ...b.states.map((s, j) => kept(`state ${j}`, stateSeqs[j]!, s.type, a.keep[b.outputs.length + j]!)),
   ];
+}
+
+function runScan(ins: readonly NDArray[], a: ScanAttrs, ctx: EvalContext): NDArray[] {
+  return scanLoop(ins, a, {
+    dtypeOf: (v) => v.dtype,
+    slice: sliceAxis0,
+    step: (results, feeds) => evaluate(results, { feeds: feeds(), learningPhase: ctx.learningPhase, epoch: ctx.epoch, print: ctx.print }),
+    stack: (steps) => {
+      const first = steps[0]!;
+      const out = new Float64Array(first.size * steps.length);
+      steps.forEach((s, k) => out.set(s.data, k * first.size));
+      return new NDArray(out, [steps.length, ...first.shape], first.dtype);
+    },
+    empty: (t) => NDArray.zeros([0, ...t.shape.map((d) => d ?? 0)], t.dtype),
+  });
 }
 
 /** Item `index` of a tuple-valued node, as an ordinary tensor. The interpreter reads it directly. */

@@ -65,13 +65,18 @@ export const castOp = defineOp<{ readonly dtype: DType }>({
   impl: ([x], a) => x!.astype(a.dtype),
 });
 
-export const identityOp = defineOp<Record<string, never>>({
-  name: 'identity',
-  kind: 'elementwise',
-  arity: 1,
-  infer: ([x]) => x!,
-  impl: ([x]) => x!,
-});
+/** An op whose value is its input's (identity, and stop_gradient, which differs only to autodiff). */
+export function forwardingOp(name: string) {
+  return defineOp<Record<string, never>>({
+    name,
+    kind: 'elementwise',
+    arity: 1,
+    infer: ([x]) => x!,
+    impl: ([x]) => x!,
+  });
+}
+
+export const identityOp = forwardingOp('identity');
 
 /** Target dims with at most one -1; the -1 is resolved from the input's size. */
 export interface ReshapeAttrs {

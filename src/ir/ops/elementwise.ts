@@ -1,5 +1,9 @@
-// Elementwise ops: a scalar function per op plus a dtype rule. Broadcasting follows NumPy.
-// The scalar functions are the meaning; codegen has its own expression table keyed by these names.
+// Elementwise ops, one row each: the reference scalar function, a dtype rule, and how the other
+// backends spell the op, as names (a `Spelling`): the kernel IR's scalar op, its JavaScript, the
+// TensorFlow.js function and the ONNX operator. The backends derive their tables from the rows
+// and keep only their exceptions (tinygrad's `code_for_op` with per-renderer overrides; PyTensor's
+// `nfunc_spec`), so adding an elementwise op is its row, its gradient rule and its K function.
+// Broadcasting follows NumPy.
 import { promote, isFloat, type DType } from '../dtype.js';
 import { defineOp, type OpDef } from '../op.js';
 import { broadcastShapes, tensorType, type TensorType } from '../types.js';
@@ -18,13 +22,35 @@ function resultDType(rule: DTypeRule, ins: readonly TensorType[]): DType {
   return p;
 }
 
-export interface ElementwiseOp extends OpDef<Record<string, never>> {
+/**
+ * An elementwise op's names in the other backends, each looked up there (the IR imports none of
+ * them). A backend with no name for an op, or a name whose meaning differs at the edges (NaN,
+ * integer inputs, precision), has an entry of its own for it instead.
+ */
+export interface Spelling {
+  /**
+   * The kernel IR's scalar op that is this op (src/codegen/expr.ts), with `js`, its JavaScript on
+   * the cpu (the gpu's spelling too, unless src/codegen/gpu/scalar.ts overrides it): a function
+   * called with the operands (`Math.exp`), or an expression over $0, $1 (`($0 + $1)`). Without
+   * a kernel op, compiled code calls the row's scalar function.
+   */
+  readonly kernel?: string;
+  readonly js?: string;
+  /** The TensorFlow.js function of the same meaning (`tf.<name>`; src/runtime/tfjs/kernels/elementwise.ts). */
+  readonly tf?: string;
+  /** The ai.onnx operator of the same meaning (export and import; src/runtime/onnx/ops/elementwise.ts, src/api/onnx.ts). */
+  readonly onnx?: string;
+}
+
+export interface ElementwiseOp<S extends Spelling = Spelling> extends OpDef<Record<string, never>> {
   readonly kind: 'elementwise';
   readonly scalar: (...xs: number[]) => number;
   readonly dtypeRule: DTypeRule;
+  readonly spelling: S;
 }
 
-function ew(name: string, arity: number, dtypeRule: DTypeRule, scalar: (...xs: number[]) => number): ElementwiseOp {
+function ew<const S extends Spelling>(name: string, arity: number, dtypeRule: DTypeRule, scalar: (...xs: number[]) => number, spelling: S): ElementwiseOp<S> {
+  if ((spelling.kernel === undefined) !== (spelling.js === undefined)) throw new Error(`internal: elementwise row ${name} needs both kernel and js, or neither`);
   return {
     ...defineOp<Record<string, never>>({
       name,
@@ -36,6 +62,7 @@ function ew(name: string, arity: number, dtypeRule: DTypeRule, scalar: (...xs: n
     kind: 'elementwise',
     scalar,
     dtypeRule,
+    spelling,
   };
 }
 
@@ -92,46 +119,65 @@ function erf(x: number): number {
 
 export const elementwiseOps = {
   // arithmetic
-  add: ew('add', 2, 'promote', (a, b) => a + b),
-  sub: ew('sub', 2, 'promote', (a, b) => a - b),
-  mul: ew('mul', 2, 'promote', (a, b) => a * b),
-  div: ew('div', 2, 'float', (a, b) => a / b),
-  pow: ew('pow', 2, 'promote', (a, b) => a ** b),
-  mod: ew('mod', 2, 'promote', pyMod),
-  maximum: ew('maximum', 2, 'promote', (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.max(a, b))),
-  minimum: ew('minimum', 2, 'promote', (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.min(a, b))),
-  neg: ew('neg', 1, 'promote', (a) => -a),
-  abs: ew('abs', 1, 'promote', Math.abs),
-  sign: ew('sign', 1, 'promote', (a) => (a > 0 ? 1 : a < 0 ? -1 : a === 0 ? 0 : NaN)),
-  square: ew('square', 1, 'promote', (a) => a * a),
-  floor: ew('floor', 1, 'promote', Math.floor),
-  ceil: ew('ceil', 1, 'promote', Math.ceil),
-  round: ew('round', 1, 'promote', roundHalfEven),
+  add: ew('add', 2, 'promote', (a, b) => a + b, { kernel: 'add', js: '($0 + $1)', tf: 'add', onnx: 'Add' }),
+  sub: ew('sub', 2, 'promote', (a, b) => a - b, { kernel: 'sub', js: '($0 - $1)', tf: 'sub', onnx: 'Sub' }),
+  mul: ew('mul', 2, 'promote', (a, b) => a * b, { kernel: 'mul', js: '($0 * $1)', tf: 'mul', onnx: 'Mul' }),
+  div: ew('div', 2, 'float', (a, b) => a / b, { kernel: 'div', js: '($0 / $1)', tf: 'div', onnx: 'Div' }),
+  pow: ew('pow', 2, 'promote', (a, b) => a ** b, { kernel: 'pow', js: '($0 ** $1)', tf: 'pow', onnx: 'Pow' }),
+  mod: ew('mod', 2, 'promote', pyMod, { kernel: 'mod', js: 'rt.mod', tf: 'mod', onnx: 'Mod' }),
+  maximum: ew('maximum', 2, 'promote', (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.max(a, b)), { kernel: 'max', js: 'Math.max', tf: 'maximum', onnx: 'Max' }),
+  minimum: ew('minimum', 2, 'promote', (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.min(a, b)), { kernel: 'min', js: 'Math.min', tf: 'minimum', onnx: 'Min' }),
+  neg: ew('neg', 1, 'promote', (a) => -a, { kernel: 'neg', js: '(-$0)', tf: 'neg', onnx: 'Neg' }),
+  abs: ew('abs', 1, 'promote', Math.abs, { kernel: 'abs', js: 'Math.abs', tf: 'abs', onnx: 'Abs' }),
+  sign: ew('sign', 1, 'promote', (a) => (a > 0 ? 1 : a < 0 ? -1 : a === 0 ? 0 : NaN), { kernel: 'sign', js: 'rt.sign', tf: 'sign', onnx: 'Sign' }),
+  square: ew('square', 1, 'promote', (a) => a * a, { tf: 'square' }),
+  floor: ew('floor', 1, 'promote', Math.floor, { kernel: 'floor', js: 'Math.floor', tf: 'floor', onnx: 'Floor' }),
+  ceil: ew('ceil', 1, 'promote', Math.ceil, { kernel: 'ceil', js: 'Math.ceil', tf: 'ceil', onnx: 'Ceil' }),
+  round: ew('round', 1, 'promote', roundHalfEven, { kernel: 'round', js: 'rt.round', tf: 'round', onnx: 'Round' }),
   // transcendental: ints become float32
-  sqrt: ew('sqrt', 1, 'float', Math.sqrt),
-  exp: ew('exp', 1, 'float', Math.exp),
-  log: ew('log', 1, 'float', Math.log),
-  log1p: ew('log1p', 1, 'float', Math.log1p),
-  expm1: ew('expm1', 1, 'float', Math.expm1),
-  sin: ew('sin', 1, 'float', Math.sin),
-  cos: ew('cos', 1, 'float', Math.cos),
-  tanh: ew('tanh', 1, 'float', Math.tanh),
-  sigmoid: ew('sigmoid', 1, 'float', sigmoid),
-  softplus: ew('softplus', 1, 'float', softplus),
-  erf: ew('erf', 1, 'float', erf),
-  reciprocal: ew('reciprocal', 1, 'float', (a) => 1 / a),
+  sqrt: ew('sqrt', 1, 'float', Math.sqrt, { kernel: 'sqrt', js: 'Math.sqrt', tf: 'sqrt', onnx: 'Sqrt' }),
+  exp: ew('exp', 1, 'float', Math.exp, { kernel: 'exp', js: 'Math.exp', tf: 'exp', onnx: 'Exp' }),
+  log: ew('log', 1, 'float', Math.log, { kernel: 'log', js: 'Math.log', tf: 'log', onnx: 'Log' }),
+  log1p: ew('log1p', 1, 'float', Math.log1p, { kernel: 'log1p', js: 'Math.log1p', tf: 'log1p' }),
+  expm1: ew('expm1', 1, 'float', Math.expm1, { kernel: 'expm1', js: 'Math.expm1', tf: 'expm1' }),
+  sin: ew('sin', 1, 'float', Math.sin, { kernel: 'sin', js: 'Math.sin', tf: 'sin', onnx: 'Sin' }),
+  cos: ew('cos', 1, 'float', Math.cos, { kernel: 'cos', js: 'Math.cos', tf: 'cos', onnx: 'Cos' }),
+  tanh: ew('tanh', 1, 'float', Math.tanh, { kernel: 'tanh', js: 'Math.tanh', tf: 'tanh', onnx: 'Tanh' }),
+  sigmoid: ew('sigmoid', 1, 'float', sigmoid, { tf: 'sigmoid', onnx: 'Sigmoid' }),
+  softplus: ew('softplus', 1, 'float', softplus, { tf: 'softplus', onnx: 'Softplus' }),
+  erf: ew('erf', 1, 'float', erf, { tf: 'erf', onnx: 'Erf' }),
+  reciprocal: ew('reciprocal', 1, 'float', (a) => 1 / a, { kernel: 'recip', js: '(1 / $0)', tf: 'reciprocal', onnx: 'Reciprocal' }),
   // comparisons and logic: bool results
-  equal: ew('equal', 2, 'bool', (a, b) => (a === b ? 1 : 0)),
-  not_equal: ew('not_equal', 2, 'bool', (a, b) => (a !== b ? 1 : 0)),
-  greater: ew('greater', 2, 'bool', (a, b) => (a > b ? 1 : 0)),
-  greater_equal: ew('greater_equal', 2, 'bool', (a, b) => (a >= b ? 1 : 0)),
-  less: ew('less', 2, 'bool', (a, b) => (a < b ? 1 : 0)),
-  less_equal: ew('less_equal', 2, 'bool', (a, b) => (a <= b ? 1 : 0)),
-  logical_and: ew('logical_and', 2, 'bool', (a, b) => (a !== 0 && b !== 0 ? 1 : 0)),
-  logical_or: ew('logical_or', 2, 'bool', (a, b) => (a !== 0 || b !== 0 ? 1 : 0)),
-  logical_not: ew('logical_not', 1, 'bool', (a) => (a === 0 ? 1 : 0)),
-  isnan: ew('isnan', 1, 'bool', (a) => (Number.isNaN(a) ? 1 : 0)),
+  equal: ew('equal', 2, 'bool', (a, b) => (a === b ? 1 : 0), { kernel: 'eq', js: '($0 === $1 ? 1 : 0)', tf: 'equal', onnx: 'Equal' }),
+  not_equal: ew('not_equal', 2, 'bool', (a, b) => (a !== b ? 1 : 0), { kernel: 'ne', js: '($0 !== $1 ? 1 : 0)', tf: 'notEqual' }),
+  greater: ew('greater', 2, 'bool', (a, b) => (a > b ? 1 : 0), { kernel: 'gt', js: '($0 > $1 ? 1 : 0)', tf: 'greater', onnx: 'Greater' }),
+  greater_equal: ew('greater_equal', 2, 'bool', (a, b) => (a >= b ? 1 : 0), { kernel: 'ge', js: '($0 >= $1 ? 1 : 0)', tf: 'greaterEqual', onnx: 'GreaterOrEqual' }),
+  less: ew('less', 2, 'bool', (a, b) => (a < b ? 1 : 0), { kernel: 'lt', js: '($0 < $1 ? 1 : 0)', tf: 'less', onnx: 'Less' }),
+  less_equal: ew('less_equal', 2, 'bool', (a, b) => (a <= b ? 1 : 0), { kernel: 'le', js: '($0 <= $1 ? 1 : 0)', tf: 'lessEqual', onnx: 'LessOrEqual' }),
+  logical_and: ew('logical_and', 2, 'bool', (a, b) => (a !== 0 && b !== 0 ? 1 : 0), { kernel: 'and', js: '($0 !== 0 && $1 !== 0 ? 1 : 0)', tf: 'logicalAnd', onnx: 'And' }),
+  logical_or: ew('logical_or', 2, 'bool', (a, b) => (a !== 0 || b !== 0 ? 1 : 0), { kernel: 'or', js: '($0 !== 0 || $1 !== 0 ? 1 : 0)', tf: 'logicalOr', onnx: 'Or' }),
+  logical_not: ew('logical_not', 1, 'bool', (a) => (a === 0 ? 1 : 0), { kernel: 'not', js: '($0 === 0 ? 1 : 0)', tf: 'logicalNot', onnx: 'Not' }),
+  isnan: ew('isnan', 1, 'bool', (a) => (Number.isNaN(a) ? 1 : 0), { kernel: 'isnan', js: '($0 !== $0 ? 1 : 0)', tf: 'isNaN', onnx: 'IsNaN' }),
 } as const;
+
+type Rows = typeof elementwiseOps;
+export type ElementwiseName = keyof Rows;
+/** The rows whose spelling names field F. */
+export type SpelledIn<F extends keyof Spelling> = { [K in ElementwiseName]: Rows[K]['spelling'] extends Record<F, string> ? K : never }[ElementwiseName];
+/** The name field F of row K (a string literal type). */
+export type SpellingOf<K extends ElementwiseName, F extends keyof Spelling> = Rows[K]['spelling'] extends Record<F, infer S> ? S : never;
+/** The kernel IR's scalar ops that are elementwise ops (src/codegen/expr.ts adds select and the index arithmetic). */
+export type KernelOp = { [K in SpelledIn<'kernel'>]: SpellingOf<K, 'kernel'> }[SpelledIn<'kernel'>];
+
+/** The rows that name field F, each with its name there: what the backends build their tables from. */
+export function rowsSpelledIn<F extends keyof Spelling>(field: F): { readonly op: SpelledIn<F>; readonly name: string; readonly row: ElementwiseOp }[] {
+  const out: { op: SpelledIn<F>; name: string; row: ElementwiseOp }[] = [];
+  for (const [op, row] of Object.entries(elementwiseOps) as [ElementwiseName, ElementwiseOp][]) {
+    const name = row.spelling[field];
+    if (name !== undefined) out.push({ op: op as SpelledIn<F>, name, row });
+  }
+  return out;
+}
 
 /** `where(cond, a, b)`: a where cond is nonzero, else b; all three broadcast. Theano's `switch`. */
 export const whereOp = defineOp<Record<string, never>>({

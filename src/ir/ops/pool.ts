@@ -9,7 +9,7 @@
 import { isFloat } from '../dtype.js';
 import { NDArray, formatShape, sizeOf } from '../ndarray.js';
 import { defineOp } from '../op.js';
-import { tensorType, type TensorType } from '../types.js';
+import { compatibleShapes, tensorType, type TensorType } from '../types.js';
 import { InferError } from '../errors.js';
 import { checkWindowAttrs, forEachTap, geometry, staticOutSizes, type Geometry, type WindowAttrs } from './window.js';
 
@@ -103,8 +103,7 @@ export const poolGradOp = defineOp<PoolAttrs>({
   infer: ([x, dy], a) => {
     checkPool(x!, a);
     const want = outType(x!, a);
-    const ok = dy!.shape.length === want.shape.length && want.shape.every((d, i) => d === null || dy!.shape[i] === null || dy!.shape[i] === d);
-    if (!ok) throw new InferError(`output gradient shape ${formatShape(dy!.shape)} does not match the pooled shape ${formatShape(want.shape)} of input ${formatShape(x!.shape)}`);
+    if (!compatibleShapes(dy!.shape, want.shape)) throw new InferError(`output gradient shape ${formatShape(dy!.shape)} does not match the pooled shape ${formatShape(want.shape)} of input ${formatShape(x!.shape)}`);
     return tensorType(dy!.dtype, x!.shape);
   },
   impl: ([x, dy], a) => {
@@ -133,8 +132,7 @@ export const poolSelectOp = defineOp<PoolAttrs>({
   infer: ([x, g], a) => {
     checkPool(x!, a);
     if (a.mode !== 'max') throw new InferError(`pool_select is defined for max pooling only, got mode ${JSON.stringify(a.mode)}`, 'value');
-    const ok = g!.shape.length === x!.shape.length && x!.shape.every((d, i) => d === null || g!.shape[i] === null || g!.shape[i] === d);
-    if (!ok) throw new InferError(`shapes ${formatShape(x!.shape)} (input) and ${formatShape(g!.shape)} (selected values) must match`);
+    if (!compatibleShapes(g!.shape, x!.shape)) throw new InferError(`shapes ${formatShape(x!.shape)} (input) and ${formatShape(g!.shape)} (selected values) must match`);
     return outType(x!, a, g!.dtype);
   },
   impl: ([x, gv], a) => {

@@ -6,7 +6,18 @@ import { defineOp } from '../op.js';
 import { normAxis, tensorType, type Dim } from '../types.js';
 import { InferError } from '../errors.js';
 import { forEachIndex, offsetOf } from './util.js';
-import { concatOp, gatherOp, sliceOp, sliceRange, unifyDim, type RepeatAttrs, type SliceAttrs } from './shape.js';
+import { concatOp, gatherOp, repeatAxis, repeatedFrom, sliceOp, sliceRange, tiledFrom, unifyDim, type RepeatAttrs, type SliceAttrs } from './shape.js';
+
+/** The adjoint of a repeat: zeros of `shape`, each element of g added where the repeat read it from. */
+function sumInto(g: NDArray, shape: readonly number[], readFrom: (shape: readonly number[]) => (idx: readonly number[]) => number): NDArray {
+  const from = readFrom(shape);
+  const out = new Float64Array(sizeOf(shape));
+  forEachIndex(g.shape, (idx, j) => {
+    const o = from(idx);
+    out[o] = out[o]! + g.data[j]!;
+  });
+  return new NDArray(out, shape, g.dtype);
+}
 
 function sameShape(what: string, got: readonly Dim[], want: readonly Dim[]): void {
   if (got.length !== want.length || got.some((d, i) => unifyDim(d, want[i]!) === undefined)) {
@@ -100,17 +111,7 @@ export const untileOp = defineOp<{ readonly reps: readonly number[] }>({
     if (a.reps.length !== g!.shape.length || a.reps.some((r) => !Number.isInteger(r) || r < 1)) throw new InferError(`reps ${formatShape(a.reps)} must be one positive integer per axis of ${formatShape(g!.shape)}`, 'value');
     return tensorType(g!.dtype, g!.shape.map((d, i) => divided(d, a.reps[i]!, i, g!.shape)));
   },
-  impl: ([g], a) => {
-    const shape = g!.shape.map((d, i) => d / a.reps[i]!);
-    const st = stridesOf(shape);
-    const out = new Float64Array(sizeOf(shape));
-    forEachIndex(g!.shape, (idx, j) => {
-      let o = 0;
-      for (let i = 0; i < idx.length; i++) o += (idx[i]! % shape[i]!) * st[i]!;
-      out[o] = out[o]! + g!.data[j]!;
-    });
-    return new NDArray(out, shape, g!.dtype);
-  },
+  impl: ([g], a) => sumInto(g!, g!.shape.map((d, i) => d / a.reps[i]!), tiledFrom),
 });
 
 /** unrepeat(g): the adjoint of repeat_elements (rep >= 1): x[i] = sum_k g[i rep + k] along `axis`. */
@@ -119,21 +120,12 @@ export const unrepeatOp = defineOp<RepeatAttrs>({
   kind: 'reduction',
   arity: 1,
   infer: ([g], a) => {
-    const axis = normAxis(a.axis, g!.shape.length);
-    if (!Number.isInteger(a.rep) || a.rep < 1) throw new InferError(`rep ${a.rep} must be a positive integer`, 'value');
+    const axis = repeatAxis(a, g!.shape.length, 1);
     return tensorType(g!.dtype, g!.shape.map((d, i) => (i === axis ? divided(d, a.rep, i, g!.shape) : d)));
   },
   impl: ([g], a) => {
-    const axis = a.axis < 0 ? a.axis + g!.shape.length : a.axis;
-    const shape = g!.shape.map((d, i) => (i === axis ? d / a.rep : d));
-    const st = stridesOf(shape);
-    const out = new Float64Array(sizeOf(shape));
-    forEachIndex(g!.shape, (idx, j) => {
-      let o = 0;
-      for (let i = 0; i < idx.length; i++) o += (i === axis ? Math.floor(idx[i]! / a.rep) : idx[i]!) * st[i]!;
-      out[o] = out[o]! + g!.data[j]!;
-    });
-    return new NDArray(out, shape, g!.dtype);
+    const axis = normAxis(a.axis, g!.shape.length);
+    return sumInto(g!, g!.shape.map((d, i) => (i === axis ? d / a.rep : d)), (shape) => repeatedFrom(shape, axis, a.rep));
   },
 });
 

@@ -200,6 +200,28 @@ function checkCounts(x: TensorType, counts: readonly number[], what: string): vo
   if (counts.some((r) => !Number.isInteger(r) || r < 0)) throw new InferError(`${what} ${formatShape(counts)} must be non-negative integers`, 'value');
 }
 
+/**
+ * Where tile and repeat_elements read: the offset into the source (of shape `shape`) of the
+ * element at index `idx` of the repeated tensor. untile and unrepeat, their adjoints, sum back
+ * into the same offsets.
+ */
+export function tiledFrom(shape: readonly number[]): (idx: readonly number[]) => number {
+  const st = stridesOf(shape);
+  return (idx) => idx.reduce((o, k, i) => o + (k % shape[i]!) * st[i]!, 0);
+}
+
+export function repeatedFrom(shape: readonly number[], axis: number, rep: number): (idx: readonly number[]) => number {
+  const st = stridesOf(shape);
+  return (idx) => idx.reduce((o, k, i) => o + (i === axis ? Math.floor(k / rep) : k) * st[i]!, 0);
+}
+
+/** The axis of a repeat (normalised), after checking `rep` is an integer of at least `least`. */
+export function repeatAxis(a: RepeatAttrs, rank: number, least: 0 | 1): number {
+  const axis = normAxis(a.axis, rank);
+  if (!Number.isInteger(a.rep) || a.rep < least) throw new InferError(`rep ${a.rep} must be a ${least === 0 ? 'non-negative' : 'positive'} integer`, 'value');
+  return axis;
+}
+
 /** The whole tensor repeated `reps[i]` times along axis i: out[j] = x[j mod d] (NumPy's tile). */
 export const tileOp = defineOp<{ readonly reps: readonly number[] }>({
   name: 'tile',
@@ -210,12 +232,8 @@ export const tileOp = defineOp<{ readonly reps: readonly number[] }>({
     return tensorType(x!.dtype, x!.shape.map((d, i) => (d === null ? (a.reps[i] === 0 ? 0 : null) : d * a.reps[i]!)));
   },
   impl: ([x], a) => {
-    const st = stridesOf(x!.shape);
-    return generate(x!.shape.map((d, i) => d * a.reps[i]!), x!.dtype, (idx) => {
-      let o = 0;
-      for (let i = 0; i < idx.length; i++) o += (idx[i]! % x!.shape[i]!) * st[i]!;
-      return x!.data[o]!;
-    });
+    const from = tiledFrom(x!.shape);
+    return generate(x!.shape.map((d, i) => d * a.reps[i]!), x!.dtype, (idx) => x!.data[from(idx)]!);
   },
 });
 
@@ -230,19 +248,14 @@ export const repeatElementsOp = defineOp<RepeatAttrs>({
   kind: 'shape',
   arity: 1,
   infer: ([x], a) => {
-    const axis = normAxis(a.axis, x!.shape.length);
-    if (!Number.isInteger(a.rep) || a.rep < 0) throw new InferError(`rep ${a.rep} must be a non-negative integer`, 'value');
+    const axis = repeatAxis(a, x!.shape.length, 0);
     const d = x!.shape[axis]!;
     return tensorType(x!.dtype, x!.shape.map((e, i) => (i !== axis ? e : d === null ? (a.rep === 0 ? 0 : null) : d * a.rep)));
   },
   impl: ([x], a) => {
-    const st = stridesOf(x!.shape);
-    const axis = a.axis < 0 ? a.axis + x!.shape.length : a.axis;
-    return generate(x!.shape.map((d, i) => (i === axis ? d * a.rep : d)), x!.dtype, (idx) => {
-      let o = 0;
-      for (let i = 0; i < idx.length; i++) o += (i === axis ? Math.floor(idx[i]! / a.rep) : idx[i]!) * st[i]!;
-      return x!.data[o]!;
-    });
+    const axis = normAxis(a.axis, x!.shape.length);
+    const from = repeatedFrom(x!.shape, axis, a.rep);
+    return generate(x!.shape.map((d, i) => (i === axis ? d * a.rep : d)), x!.dtype, (idx) => x!.data[from(idx)]!);
   },
 });
 

@@ -9,7 +9,7 @@
 // dimensions per compilation.
 import { isInt, type DType } from '../dtype.js';
 import { NDArray, formatShape, sizeOf } from '../ndarray.js';
-import { defineOp, type OpDef, type Resolved } from '../op.js';
+import type { OpDef, Resolved } from '../op.js';
 import { InferError } from '../errors.js';
 import { tensorType, type Dim, type TensorType } from '../types.js';
 import { resolveReshape } from './core.js';
@@ -18,6 +18,11 @@ import { unsliceOp, untileOp } from './shape-adjoint.js';
 
 /** A sized op: an OpDef with `resolve`. */
 export type SizedOpDef<A> = OpDef<A> & Required<Pick<OpDef<A>, 'resolve'>>;
+
+/** Declares a sized op, its attribute type checked at the definition and `resolve` required. */
+function defineSizedOp<A>(def: SizedOpDef<A>): SizedOpDef<A> {
+  return def;
+}
 
 /** The static knowledge of a size vector: its length and the entries known at build time. */
 export interface KnownDims {
@@ -38,14 +43,22 @@ function vectors(known: readonly (NDArray | undefined)[], from: number): number[
   return vs.every((v) => v !== undefined) ? vs.map((v) => ints(v!)) : undefined;
 }
 
+/** The `resolve` of a sized op (x, v): the static op `op` over x, with v's values as its attribute `attr`. */
+function staticWith(op: string, attr: string): (known: readonly (NDArray | undefined)[]) => Resolved | undefined {
+  return (known) => {
+    const v = vectors(known, 1);
+    return v === undefined ? undefined : { op, inputs: [0], attrs: { [attr]: v[0]! } };
+  };
+}
+
 // ---------------------------------------------------------------------------------------------
 
 /** reshape_dims(x, dims): reshape to the values of `dims` (one entry may be -1). */
-export const reshapeDimsOp: SizedOpDef<KnownDims> = defineOp({
+export const reshapeDimsOp = defineSizedOp<KnownDims>({
   name: 'reshape_dims',
   kind: 'shape',
   arity: 2,
-  infer: ([x, d], a: KnownDims) => {
+  infer: ([x, d], a) => {
     checkVector('the reshape size vector', d, a.known.length);
     const k = a.known;
     if (!k.includes(null)) return tensorType(x!.dtype, resolveReshape(x!.shape, k as number[]));
@@ -53,18 +66,15 @@ export const reshapeDimsOp: SizedOpDef<KnownDims> = defineOp({
     return tensorType(x!.dtype, k.map((d) => (d === -1 ? null : d)));
   },
   impl: ([x, d]) => x!.reshape(resolveReshape(x!.shape, ints(d!)) as number[]),
-  resolve: (known, _s) => {
-    const v = vectors(known, 1);
-    return v === undefined ? undefined : { op: 'reshape', inputs: [0], attrs: { shape: v[0]! } };
-  },
-}) as SizedOpDef<KnownDims>;
+  resolve: staticWith('reshape', 'shape'),
+});
 
 /** tile_dims(x, reps): tile with the values of `reps` (one per axis of x). */
-export const tileDimsOp: SizedOpDef<KnownDims> = defineOp({
+export const tileDimsOp = defineSizedOp<KnownDims>({
   name: 'tile_dims',
   kind: 'shape',
   arity: 2,
-  infer: ([x, r], a: KnownDims) => {
+  infer: ([x, r], a) => {
     checkVector('the tile reps vector', r, x!.shape.length);
     if (a.known.length !== x!.shape.length) throw new InferError(`reps has ${a.known.length} entries for a tensor of shape ${formatShape(x!.shape)}`, 'value');
     return tensorType(x!.dtype, x!.shape.map((d, i) => {
@@ -74,14 +84,11 @@ export const tileDimsOp: SizedOpDef<KnownDims> = defineOp({
     }));
   },
   impl: ([x, r], _a, ctx) => tileOp.impl([x!], { reps: ints(r!) }, ctx),
-  resolve: (known) => {
-    const v = vectors(known, 1);
-    return v === undefined ? undefined : { op: 'tile', inputs: [0], attrs: { reps: v[0]! } };
-  },
-}) as SizedOpDef<KnownDims>;
+  resolve: staticWith('tile', 'reps'),
+});
 
 /** untile_dims(g, reps, x): tile_dims' adjoint, x's shape (zeros where a rep is 0). */
-export const untileDimsOp: SizedOpDef<KnownDims> = defineOp({
+export const untileDimsOp = defineSizedOp<KnownDims>({
   name: 'untile_dims',
   kind: 'reduction',
   arity: 3,
@@ -100,7 +107,7 @@ export const untileDimsOp: SizedOpDef<KnownDims> = defineOp({
     if (v[0]!.includes(0)) return { op: 'constant', inputs: [], attrs: { value: NDArray.zeros(shapes[2]!.shape, shapes[0]!.dtype) } }; // nothing was tiled
     return { op: 'untile', inputs: [0], attrs: { reps: v[0]! } };
   },
-}) as SizedOpDef<KnownDims>;
+});
 
 // ---------------------------------------------------------------------------------------------
 
@@ -114,11 +121,11 @@ function filled(shape: readonly number[], value: number, dtype: DType): NDArray 
 }
 
 /** fill_dims(dims): a tensor of the values of `dims` as its shape, every element `value` (zeros, ones). */
-export const fillDimsOp: SizedOpDef<FillDimsAttrs> = defineOp({
+export const fillDimsOp = defineSizedOp<FillDimsAttrs>({
   name: 'fill_dims',
   kind: 'other',
   arity: 1,
-  infer: ([d], a: FillDimsAttrs) => {
+  infer: ([d], a) => {
     checkVector('the shape vector', d, a.known.length);
     return tensorType(a.dtype, a.known);
   },
@@ -132,14 +139,14 @@ export const fillDimsOp: SizedOpDef<FillDimsAttrs> = defineOp({
     if (v === undefined || v[0]!.some((k) => k < 0)) return undefined;
     return { op: 'constant', inputs: [], attrs: { value: filled(v[0]!, a.value, a.dtype) } };
   },
-}) as SizedOpDef<FillDimsAttrs>;
+});
 
 /** arange_dims(start, stop, step): NumPy's arange from scalar tensors. */
-export const arangeDimsOp: SizedOpDef<{ readonly dtype: DType }> = defineOp({
+export const arangeDimsOp = defineSizedOp<{ readonly dtype: DType }>({
   name: 'arange_dims',
   kind: 'other',
   arity: 3,
-  infer: (ins, a: { readonly dtype: DType }) => {
+  infer: (ins, a) => {
     ins.forEach((t, i) => {
       if (t!.shape.length !== 0) throw new InferError(`arange's ${['start', 'stop', 'step'][i]} must be a scalar, got shape ${formatShape(t!.shape)}`, 'value');
     });
@@ -154,7 +161,7 @@ export const arangeDimsOp: SizedOpDef<{ readonly dtype: DType }> = defineOp({
       return undefined; // the reference reports a zero step
     }
   },
-}) as SizedOpDef<{ readonly dtype: DType }>;
+});
 
 function arangeOf([start, stop, step]: number[], dtype: DType): NDArray {
   if (step === 0 || !Number.isFinite(step!)) throw new InferError(`arange step must be a nonzero number, got ${step}`);
@@ -180,11 +187,11 @@ export function sliceAxes(start: readonly number[], size: readonly number[], sha
 }
 
 /** slice_dims(x, start, size): K.slice with start and size from int vectors. */
-export const sliceDimsOp: SizedOpDef<SliceDimsAttrs> = defineOp({
+export const sliceDimsOp = defineSizedOp<SliceDimsAttrs>({
   name: 'slice_dims',
   kind: 'shape',
   arity: 3,
-  infer: ([x, st, sz], a: SliceDimsAttrs) => {
+  infer: ([x, st, sz], a) => {
     const r = x!.shape.length;
     checkVector('the slice start vector', st, r);
     checkVector('the slice size vector', sz, r);
@@ -200,10 +207,10 @@ export const sliceDimsOp: SizedOpDef<SliceDimsAttrs> = defineOp({
     const axes = v === undefined ? undefined : checkedAxes(v[0]!, v[1]!, shapes[0]!.shape);
     return axes === undefined ? undefined : { op: 'slice', inputs: [0], attrs: { axes: axes.map((x) => ({ ...x })) } };
   },
-}) as SizedOpDef<SliceDimsAttrs>;
+});
 
 /** unslice_dims(g, x, start, size): slice_dims' adjoint (zeros of x's shape, g where the slice read). */
-export const unsliceDimsOp: SizedOpDef<SliceDimsAttrs> = defineOp({
+export const unsliceDimsOp = defineSizedOp<SliceDimsAttrs>({
   name: 'unslice_dims',
   kind: 'shape',
   arity: 4,
@@ -219,7 +226,7 @@ export const unsliceDimsOp: SizedOpDef<SliceDimsAttrs> = defineOp({
     const axes = v === undefined ? undefined : checkedAxes(v[0]!, v[1]!, shapes[1]!.shape);
     return axes === undefined ? undefined : { op: 'unslice', inputs: [0, 1], attrs: { axes: axes.map((x) => ({ ...x })) } };
   },
-}) as SizedOpDef<SliceDimsAttrs>;
+});
 
 /** Slice axes when the bounds fit x (otherwise undefined: the reference reports it at run time). */
 function checkedAxes(start: readonly number[], size: readonly number[], shape: readonly number[]): SliceAxis[] | undefined {

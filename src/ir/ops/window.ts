@@ -74,14 +74,13 @@ export function staticOutSizes(xShape: StaticShape, k: readonly Dim[], a: Window
   });
 }
 
-/** Concrete geometry of one window op evaluation. */
+/** Concrete geometry of one window op evaluation: batch size, spatial sizes, the attrs, and each axis' padding before. */
 export interface Geometry {
   readonly n: number;
   readonly inSize: readonly number[];
   readonly window: readonly number[];
   readonly outSize: readonly number[];
-  readonly strides: readonly number[];
-  readonly dilation: readonly number[];
+  readonly a: WindowAttrs;
   readonly padBefore: readonly number[];
 }
 
@@ -92,7 +91,7 @@ export function geometry(n: number, inSize: readonly number[], window: readonly 
     return o;
   });
   const padBefore = inSize.map((s, i) => padsFor(s, window[i]!, a.strides[i]!, a.dilation[i]!, a.padding)[0]);
-  return { n, inSize, window, outSize, strides: a.strides, dilation: a.dilation, padBefore };
+  return { n, inSize, window, outSize, a, padBefore };
 }
 
 /**
@@ -112,7 +111,7 @@ export function forEachTap(g: Geometry, f: (out: number, tap: number, inp: numbe
       taps.forEach((t, tap) => {
         let inp = 0;
         for (let i = 0; i < d; i++) {
-          const p = o[i]! * g.strides[i]! + t[i]! * g.dilation[i]! - g.padBefore[i]!;
+          const p = o[i]! * g.a.strides[i]! + t[i]! * g.a.dilation[i]! - g.padBefore[i]!;
           if (p < 0 || p >= g.inSize[i]!) return;
           inp = inp * g.inSize[i]! + p;
         }

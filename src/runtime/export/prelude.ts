@@ -13,6 +13,7 @@ export const TYPED_ARRAY = 'Float32Array | Float64Array | Int8Array | Int16Array
 /** TypeScript signatures of the runtime helpers generated code calls. */
 const SIGNATURES: Record<string, string> = {
   rowPanel4x4: '(pa: Float64Array, p: number, pb: Float64Array, q: number, K: number, acc: Float64Array, n: number) => void',
+  rowPanel32: '(pa: Float32Array, p: number, pb: Float32Array, q: number, K: number, acc: Float32Array, n: number, mr: number, nr: number) => void',
   f16: '(x: number) => number',
   i64: '(x: number) => number',
   bool: '(x: number) => number',
@@ -20,7 +21,7 @@ const SIGNATURES: Record<string, string> = {
   round: '(x: number) => number',
   sign: '(a: number) => number',
   tile4x4: '(pa: Float64Array, p: number, pb: Float64Array, q: number, K: number, acc: Float64Array, o: number) => void',
-  packStrided: '(dst: Float64Array, src: ArrayLike<number>, base: number, sb: number, sr: number, st: number, batch: number, rows: number, K: number, p: number) => void',
+  packStrided: '(dst: Float64Array | Float32Array, src: ArrayLike<number>, base: number, sb: number, sr: number, st: number, batch: number, rows: number, K: number, p: number) => void',
   row: '(x: number, rows: number, op: string, shape: string) => number',
   copy: '(dst: TypedArray, dOff: number, src: TypedArray, sOff: number, n: number) => void',
   fmt: '(data: ArrayLike<number>, shape: readonly number[], bool: boolean) => string',

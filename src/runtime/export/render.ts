@@ -136,7 +136,8 @@ export function renderProgram(m: ModuleBuilder, p: Program, env: ProgramEnv): { 
     else if (s.kind === 'matmul') {
       const pack = `_${env.prefix}mm${mn++}`;
       const nA = p.buffers[s.packA]!.size, nB = p.buffers[s.packB]!.size, nAcc = accSize(s);
-      m.statics.push([`${pack}a`, `new Float64Array(${nA})`], [`${pack}b`, `new Float64Array(${nB})`], [`${pack}c`, `new Float64Array(${nAcc})`]);
+      const arr = s.sum === 'float32' ? 'Float32Array' : 'Float64Array';
+      m.statics.push([`${pack}a`, `new ${arr}(${nA})`], [`${pack}b`, `new ${arr}(${nB})`], [`${pack}c`, `new ${arr}(${nAcc})`]);
       body.push(`{ const b${s.packA} = ${pack}a, b${s.packB} = ${pack}b, acc = ${pack}c;`);
       const pk = packing(s);
       for (const c of pk.calls) {

@@ -1,8 +1,8 @@
-// Elementwise ops as ONNX operators, computed in the dtype ONNX Runtime's CPU kernels take
-// (arith) and cast back. Where ONNX's operator differs from theanine's meaning (NaN in Max/Min,
+// Elementwise ops as ONNX operators (each row's own, src/ir/ops/elementwise.ts), computed in the
+// dtype ONNX Runtime's CPU kernels take (arith) and cast back. Where ONNX's operator differs from theanine's meaning (NaN in Max/Min,
 // Python's modulo on floats, log1p/expm1 precision) the translation composes the exact form.
 import { promote, isFloat, type DType } from '../../../ir/dtype.js';
-import type { elementwiseOps } from '../../../ir/ops/elementwise.js';
+import { rowsSpelledIn, type SpelledIn, type elementwiseOps } from '../../../ir/ops/elementwise.js';
 import type { GraphBuilder, Val } from '../builder.js';
 import { F } from '../builder.js';
 import { arith, type Emit, type OnnxTableFor } from './types.js';
@@ -26,8 +26,6 @@ function floatFn(f: Unary): Emit<Record<string, never>> {
     return fit(c, f(c.b, c.b.cast(x!, d), v));
   };
 }
-
-const un = (opType: string): Unary => (b, x, v) => b.op(opType, [x], {}, v);
 
 /** log(1 + x) without losing small x: with u = 1 + x, log(u) * x / (u - 1) (Goldberg/Kahan), x where u == 1. */
 const log1p: Unary = (b, x, v) => {
@@ -129,17 +127,22 @@ const isnan: Emit<Record<string, never>> = (c, [x]) => {
   return c.b.op('Not', [c.b.op('Equal', [c.b.cast(x!, arith(d)), c.b.cast(x!, arith(d))], {}, { dtype: 'bool', shape: c.out.shape })], {}, { dtype: 'bool', shape: c.out.shape });
 };
 
+/** A row's translation from its ONNX operator: a comparison (bool rows) or the operator in the result's compute dtype. */
+function rowTranslations(): Record<SpelledIn<'onnx'>, Emit<Record<string, never>>> {
+  const out: Partial<Record<SpelledIn<'onnx'>, Emit<Record<string, never>>>> = {};
+  for (const { op, name, row } of rowsSpelledIn('onnx')) out[op] = row.dtypeRule === 'bool' ? compare(name) : simple(name);
+  return out as Record<SpelledIn<'onnx'>, Emit<Record<string, never>>>;
+}
+
+/**
+ * Each row's ONNX operator (src/ir/ops/elementwise.ts), and the translations that compose the
+ * exact meaning where the operator differs at the edges or the row names none.
+ */
 export const elementwiseTranslations: OnnxTableFor<keyof typeof elementwiseOps> = {
-  add: simple('Add'),
-  sub: simple('Sub'),
-  mul: simple('Mul'),
-  div: simple('Div'),
-  pow: simple('Pow'),
+  ...rowTranslations(),
   mod,
   maximum: extremum('Max'),
   minimum: extremum('Min'),
-  neg: simple('Neg'),
-  abs: simple('Abs'),
   sign,
   square: (c, [x]) => {
     const d = arith(c.out.dtype);
@@ -149,25 +152,12 @@ export const elementwiseTranslations: OnnxTableFor<keyof typeof elementwiseOps> 
   floor: rounding('Floor'),
   ceil: rounding('Ceil'),
   round: rounding('Round'),
-  sqrt: floatFn(un('Sqrt')),
-  exp: floatFn(un('Exp')),
-  log: floatFn(un('Log')),
   log1p: floatFn(log1p),
   expm1: floatFn(expm1),
-  sin: floatFn(un('Sin')),
-  cos: floatFn(un('Cos')),
-  tanh: floatFn(un('Tanh')),
-  sigmoid: floatFn(un('Sigmoid')),
   softplus: floatFn(softplus),
   // ONNX Runtime's CPU Erf is float32 only: float64 erf is computed in float32 (error about 6e-8)
   erf: floatFn((b, x, v) => (v.dtype === 'float64' ? b.cast(b.op('Erf', [b.cast(x, 'float32')], {}, { dtype: 'float32', shape: v.shape }), 'float64') : b.op('Erf', [x], {}, v))),
-  reciprocal: floatFn(un('Reciprocal')),
-  equal: compare('Equal'),
   not_equal: (c, ins) => c.b.op('Not', [compare('Equal')(c, ins, {})], {}, { dtype: 'bool', shape: c.out.shape }),
-  greater: compare('Greater'),
-  greater_equal: compare('GreaterOrEqual'),
-  less: compare('Less'),
-  less_equal: compare('LessOrEqual'),
   logical_and: logic('And'),
   logical_or: logic('Or'),
   logical_not: logic('Not'),

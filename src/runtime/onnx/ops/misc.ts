@@ -10,7 +10,7 @@ import { scanItems, splitScanInputs, type ScanAttrs } from '../../../ir/ops/cont
 import { getOp, isOp } from '../../../ir/registry.js';
 import { F, OnnxExportError, G, type GraphBuilder } from '../builder.js';
 import { ONNX_DTYPE } from '../dtypes.js';
-import { arith, type Ctx, type OnnxTableFor, type TupleEmit, type AttrsOf } from './types.js';
+import { arith, unsupported, type Ctx, type OnnxTableFor, type TupleEmit, type AttrsOf } from './types.js';
 import { fit, toDType } from './util.js';
 
 const norm = (axis: number, rank: number) => (axis < 0 ? axis + rank : axis);
@@ -189,12 +189,7 @@ export const miscTranslations: OnnxTableFor<
   scan,
   scan_arg: 'leaf',
   tuple_get: 'leaf',
-  ctc_loss: { unsupported: ctcReason },
-  ctc_loss_grad: { unsupported: ctcReason },
-  ctc_interleave_blanks: { unsupported: ctcReason },
-  ctc_create_skip_idxs: { unsupported: ctcReason },
-  ctc_update_log_p: { unsupported: ctcReason },
-  ctc_path_probs: { unsupported: ctcReason },
+  ...unsupported(ctcReason, ['ctc_loss', 'ctc_loss_grad', 'ctc_interleave_blanks', 'ctc_create_skip_idxs', 'ctc_update_log_p', 'ctc_path_probs']),
   ctc_decode: { unsupported: 'CTC decoding is a greedy or beam search whose result sizes depend on the data; it has no ONNX translation' },
   ctc_label_dense_to_sparse: { unsupported: 'its result size depends on the label values (data-dependent shapes); it has no ONNX translation' },
   fused: { unsupported: 'fused kernels are made by the fusion pass, which the onnx backend does not run (ONNX Runtime fuses on its own)' },

@@ -42,6 +42,11 @@ export type { AttrsOf };
 export type OnnxTable = { readonly [K in OpName]: OnnxEntry<AttrsOf<K>> };
 export type OnnxTableFor<K extends OpName> = { readonly [P in K]: OnnxEntry<AttrsOf<P>> };
 
+/** The entries of ops that have no translation for one shared reason. */
+export function unsupported<K extends OpName>(reason: string, ops: readonly K[]): { readonly [P in K]: { readonly unsupported: string } } {
+  return Object.fromEntries(ops.map((op) => [op, { unsupported: reason }])) as { [P in K]: { unsupported: string } };
+}
+
 /**
  * The dtype ONNX Runtime's CPU kernels compute `d` in: float16 in float32, the small integer
  * types and bool in int32 (then cast back, wrapping as a store into that type does).

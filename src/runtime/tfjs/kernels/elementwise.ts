@@ -1,8 +1,9 @@
-// Elementwise ops on tfjs. Inputs are first brought to the dtype the op computes in (the
+// Elementwise ops on tfjs: each row's tfjs function (src/ir/ops/elementwise.ts), wrapped by its
+// dtype rule, and the exceptions below. Inputs are first brought to the dtype the op computes in (the
 // node's, via arithDType), so tfjs' own upcasting rules never decide a result type; tfjs
 // broadcasts like NumPy, after the reference's runtime broadcast check.
 import { isFloat, promote } from '../../../ir/dtype.js';
-import type { elementwiseOps } from '../../../ir/ops/elementwise.js';
+import { rowsSpelledIn, type ElementwiseOp, type SpelledIn, type SpellingOf, type elementwiseOps } from '../../../ir/ops/elementwise.js';
 import type { TF } from '../load.js';
 import type { Tensor, TfTableFor, TfKernel } from '../types.js';
 import { arithDType, castTo, checkBroadcast, expandTo, toBool } from './util.js';
@@ -45,12 +46,31 @@ function logic(f: (tf: TF, ...xs: Tensor[]) => Tensor): TfKernel<NoAttrs> {
   };
 }
 
+type TfName = { [K in SpelledIn<'tf'>]: SpellingOf<K, 'tf'> }[SpelledIn<'tf'>];
+/** The tfjs function a row names (a row naming no function of tfjs fails to compile here). */
+function tfFn(tf: TF, name: TfName): (...xs: Tensor[]) => Tensor {
+  return tf[name] as (...xs: Tensor[]) => Tensor;
+}
+
+/** A row's kernel from its tfjs name: transcendental, comparison or arithmetic, by its dtype rule. */
+function fromRow(name: TfName, row: ElementwiseOp): TfKernel<NoAttrs> {
+  if (row.dtypeRule === 'bool') return compare((tf, a, b) => tfFn(tf, name)(a, b));
+  if (row.dtypeRule === 'float' && row.arity === 1) return float((tf, x) => tfFn(tf, name)(x));
+  return arith((tf, ...xs) => tfFn(tf, name)(...xs));
+}
+
+function rowKernels(): Record<SpelledIn<'tf'>, TfKernel<NoAttrs>> {
+  const out: Partial<Record<SpelledIn<'tf'>, TfKernel<NoAttrs>>> = {};
+  for (const { op, name, row } of rowsSpelledIn('tf')) out[op] = fromRow(name as TfName, row);
+  return out as Record<SpelledIn<'tf'>, TfKernel<NoAttrs>>;
+}
+
+/**
+ * The rows' kernels, and those whose tfjs function differs from theanine's op at the edges
+ * (integer modulo by zero, NaN's sign, integer rounding, logic on any dtype, integer isnan).
+ */
 export const elementwiseKernels: TfTableFor<keyof typeof elementwiseOps | 'where'> = {
-  add: arith((tf, a, b) => tf.add(a, b)),
-  sub: arith((tf, a, b) => tf.sub(a, b)),
-  mul: arith((tf, a, b) => tf.mul(a, b)),
-  div: arith((tf, a, b) => tf.div(a, b)),
-  pow: arith((tf, a, b) => tf.pow(a, b)),
+  ...rowKernels(),
   // tf.mod is floor modulo: the result takes the divisor's sign, as Python's %
   // Integer modulo by 0 is 0 in the reference (NaN stored as an integer); tfjs-wasm traps with
   // "remainder by zero", so zero divisors are replaced and their results set to 0.
@@ -59,35 +79,12 @@ export const elementwiseKernels: TfTableFor<keyof typeof elementwiseOps | 'where
     const zero = tf.equal(b, tf.scalar(0, 'int32'));
     return tf.where(zero, tf.zerosLike(tf.add(a, b)), tf.mod(a, tf.where(zero, tf.onesLike(b), b)));
   }),
-  maximum: arith((tf, a, b) => tf.maximum(a, b)),
-  minimum: arith((tf, a, b) => tf.minimum(a, b)),
-  neg: arith((tf, a) => tf.neg(a)),
-  abs: arith((tf, a) => tf.abs(a)),
   // tf.sign gives 0 for NaN; NaN stays NaN
   sign: arith((tf, a) => (a.dtype === 'float32' ? tf.where(tf.isNaN(a), a, tf.sign(a)) : tf.sign(a))),
-  square: arith((tf, a) => tf.square(a)),
   floor: rounding((tf, x) => tf.floor(x)),
   ceil: rounding((tf, x) => tf.ceil(x)),
   // tf.round rounds half to even, as NumPy and Theano do
   round: rounding((tf, x) => tf.round(x)),
-  sqrt: float((tf, x) => tf.sqrt(x)),
-  exp: float((tf, x) => tf.exp(x)),
-  log: float((tf, x) => tf.log(x)),
-  log1p: float((tf, x) => tf.log1p(x)),
-  expm1: float((tf, x) => tf.expm1(x)),
-  sin: float((tf, x) => tf.sin(x)),
-  cos: float((tf, x) => tf.cos(x)),
-  tanh: float((tf, x) => tf.tanh(x)),
-  sigmoid: float((tf, x) => tf.sigmoid(x)),
-  softplus: float((tf, x) => tf.softplus(x)),
-  erf: float((tf, x) => tf.erf(x)),
-  reciprocal: float((tf, x) => tf.reciprocal(x)),
-  equal: compare((tf, a, b) => tf.equal(a, b)),
-  not_equal: compare((tf, a, b) => tf.notEqual(a, b)),
-  greater: compare((tf, a, b) => tf.greater(a, b)),
-  greater_equal: compare((tf, a, b) => tf.greaterEqual(a, b)),
-  less: compare((tf, a, b) => tf.less(a, b)),
-  less_equal: compare((tf, a, b) => tf.lessEqual(a, b)),
   logical_and: logic((tf, a, b) => tf.logicalAnd(a, b)),
   logical_or: logic((tf, a, b) => tf.logicalOr(a, b)),
   logical_not: logic((tf, a) => tf.logicalNot(a)),

@@ -1,0 +1,199 @@
+// Float32 matrix products summed in float32 (matmul precision "float32", src/codegen/cpu/wasm-kernel.ts):
+// every element within the bound of docs/architecture.md, |C - C_ref| <= gamma_K * sum_t |a_it||b_tj|
+// with gamma_K = K u / (1 - K u), u = 2^-24, against the reference interpreter (float64 sums);
+// the WebAssembly kernel without fused multiply-adds equal to the JavaScript one bit for bit; the
+// fused (relaxed SIMD) form checked in a process that has relaxed SIMD; the same numbers with 1
+// and N threads; and precision "float64" still equal to the reference bit for bit.
+import { execFileSync } from 'node:child_process';
+import { expect } from 'chai';
+import { backend as K, NDArray } from '../../src/index.js';
+import { setEnvironment } from '../../src/api/config.js';
+import { matmulFma, matmulPrecision, setMatmulFma, setWasmKernel, tile32 } from '../../src/codegen/cpu/wasm-kernel.js';
+import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
+import { hasRelaxedSimd } from '../../src/codegen/wasm/encode.js';
+import { clearCompileCache } from '../../src/runtime/compile.js';
+import { mulberry32 } from '../../src/ir/random.js';
+
+const U = 2 ** -24;
+
+/** Values in [-1, 1) with a spread of magnitudes, exactly float32. */
+function fill(shape: number[], seed: number): NDArray {
+  const r = mulberry32(seed);
+  return new NDArray(Float32Array.from({ length: shape.reduce((p, d) => p * d, 1) }, () => (r() * 2 - 1) * (r() < 0.2 ? 64 : 1)), shape);
+}
+
+/** Each element of x (M x K) . w (K x N) within gamma_K * sum |x||w| of the reference's; returns the largest error / bound. */
+function expectWithinBound(got: NDArray, want: NDArray, x: NDArray, w: NDArray, what: string): number {
+  const [M, Kd] = x.shape as [number, number];
+  const N = w.shape[1]!;
+  const gamma = (Kd * U) / (1 - Kd * U);
+  let worst = 0;
+  for (let i = 0; i < M; i++) {
+    for (let j = 0; j < N; j++) {
+      let s = 0;
+      for (let t = 0; t < Kd; t++) s += Math.abs(x.data[i * Kd + t]! * w.data[t * N + j]!);
+      const err = Math.abs(got.data[i * N + j]! - want.data[i * N + j]!);
+      // the float32 result of the reference is its float64 sum rounded once: half an ulp more
+      const bound = gamma * s + U * Math.abs(want.data[i * N + j]!);
+      if (!(err <= bound)) expect.fail(`${what}: element (${i}, ${j}) is ${got.data[i * N + j]}, the reference's ${want.data[i * N + j]}: error ${err} over the bound ${bound}`);
+      if (bound > 0) worst = Math.max(worst, err / bound);
+    }
+  }
+  return worst;
+}
+
+function withPrecision<T>(p: 'float32' | 'float64', f: () => T): T {
+  setEnvironment({ THEANINE_MATMUL_PRECISION: p });
+  clearCompileCache();
+  try {
+    return f();
+  } finally {
+    setEnvironment({ THEANINE_MATMUL_PRECISION: undefined });
+    clearCompileCache();
+  }
+}
+
+const SHAPES: [number, number, number][] = [[13, 37, 11], [9, 1, 5], [130, 129, 131], [67, 300, 70]];
+
+function products(optimizer: 'fast_run' | 'none', M: number, Kd: number, N: number): { x: NDArray; w: NDArray; b: NDArray; outs: NDArray[]; source: string } {
+  const x = fill([M, Kd], M), w = fill([Kd, N], Kd), b = fill([N], N);
+  const px = K.placeholder([M, Kd], null, 'float32'), pw = K.placeholder([Kd, N], null, 'float32'), pb = K.placeholder([N], null, 'float32');
+  // a product, the same with a bias + relu epilogue, and one with a transposed operand
+  const f = K.function([px, pw, pb], [K.dot(px, pw), K.relu(K.dot(px, pw).add(pb)), K.dot(K.transpose(pw), K.transpose(px))], [], { optimizer });
+  return { x, w, b, outs: f([x, w, b]), source: f.source() };
+}
+
+describe('codegen/cpu float32 matrix products (matmul precision "float32")', function () {
+  this.timeout(120000);
+  afterEach(() => { setWasmKernel(true); setMatmulFma(undefined); setThreads(undefined); });
+
+  it('the precision is configured ("float64" unless keras.json or THEANINE_MATMUL_PRECISION says otherwise) and checked', () => {
+    expect(withPrecision('float32', () => matmulPrecision())).to.equal('float32');
+    expect(withPrecision('float64', () => matmulPrecision())).to.equal('float64');
+    expect(() => setEnvironment({ THEANINE_MATMUL_PRECISION: 'highest' })).to.throw('environment variable THEANINE_MATMUL_PRECISION is "highest"; allowed: "float32", "float64"');
+  });
+
+  for (const wasm of [true, false]) {
+    for (const [M, Kd, N] of SHAPES) {
+      it(`${wasm ? 'WebAssembly' : 'JavaScript'} kernel, ${M}x${Kd}x${N}: within the bound of the reference's sums, the epilogue applied to the float32 sums`, () => {
+        if (wasm) setMatmulFma(false);
+        setWasmKernel(wasm);
+        const want = withPrecision('float32', () => products('none', M, Kd, N));
+        const got = withPrecision('float32', () => products('fast_run', M, Kd, N));
+        expect(got.source).to.contain(wasm ? 'rt.arena.' : 'rt.rowPanel32(');
+        expect(got.source).to.not.contain('rowPanel4x4');
+        const { x, w, b } = got;
+        expectWithinBound(got.outs[0]!, want.outs[0]!, x, w, 'x . w');
+        // relu(x . w + b): the epilogue rounds the float32 sum plus the bias once, as the reference does
+        const fused = Float32Array.from(got.outs[0]!.data, (s, i) => Math.max(0, Math.fround(s + b.data[i % N]!)));
+        expect(Array.from(got.outs[1]!.data)).to.deep.equal(Array.from(fused));
+        const wt = new NDArray(Float32Array.from({ length: N * Kd }, (_, i) => w.data[(i % Kd) * N + Math.floor(i / Kd)]!), [N, Kd]);
+        const xt = new NDArray(Float32Array.from({ length: Kd * M }, (_, i) => x.data[(i % M) * Kd + Math.floor(i / M)]!), [Kd, M]);
+        expectWithinBound(got.outs[2]!, want.outs[2]!, wt, xt, 'w^T . x^T');
+      });
+    }
+  }
+
+  it('the WebAssembly kernel without fused multiply-adds sums as the JavaScript kernel does, bit for bit (whole products and rows of tiles)', () => {
+    setMatmulFma(false);
+    for (const [M, Kd, N] of SHAPES) {
+      setWasmKernel(false);
+      const js = withPrecision('float32', () => products('fast_run', M, Kd, N).outs);
+      setWasmKernel(true);
+      const wa = withPrecision('float32', () => products('fast_run', M, Kd, N).outs);
+      wa.forEach((g, i) => expect(Array.from(g.data), `${M}x${Kd}x${N} output ${i}`).to.deep.equal(Array.from(js[i]!.data)));
+    }
+  });
+
+  it('relaxed-SIMD fused multiply-adds where the runtime has them: used by default, detected by validating a module, within the bound (a process with relaxed SIMD)', () => {
+    expect(matmulFma()).to.equal(hasRelaxedSimd());
+    if (!hasRelaxedSimd()) expect(() => setMatmulFma(true)).to.throw('this runtime has no relaxed SIMD');
+    // The same check in a Node started with relaxed SIMD on (Node 20 has it behind a flag): the
+    // wide 12 x 4 tile with f32x4.relaxed_madd, within the bound, and not the unfused sums.
+    const script = `
+      import { backend as K, NDArray } from './src/index.js';
+      import { setEnvironment } from './src/api/config.js';
+      import { matmulFma, tile32, setMatmulFma } from './src/codegen/cpu/wasm-kernel.js';
+      import { clearCompileCache } from './src/runtime/compile.js';
+      setEnvironment({ THEANINE_MATMUL_PRECISION: 'float32' });
+      const M = 37, Kd = 301, N = 29;
+      const x = new NDArray(Float32Array.from({ length: M * Kd }, (_, i) => Math.sin(i * 0.37)), [M, Kd]);
+      const w = new NDArray(Float32Array.from({ length: Kd * N }, (_, i) => Math.cos(i * 0.11)), [Kd, N]);
+      const run = (optimizer) => { clearCompileCache(); const px = K.placeholder([M, Kd], null, 'float32'), pw = K.placeholder([Kd, N], null, 'float32');
+        const f = K.function([px, pw], [K.dot(px, pw)], [], { optimizer }); return { out: Array.from(f([x, w])[0].data), source: f.source() }; };
+      const fused = run('fast_run'), tile = tile32(), fma = matmulFma();
+      setMatmulFma(false);
+      const plain = run('fast_run');
+      const ref = run('none');
+      let worst = 0;
+      for (let i = 0; i < M; i++) for (let j = 0; j < N; j++) {
+        let s = 0; for (let t = 0; t < Kd; t++) s += Math.abs(x.data[i * Kd + t] * w.data[t * N + j]);
+        const bound = (Kd * 2 ** -24) / (1 - Kd * 2 ** -24) * s + 2 ** -24 * Math.abs(ref.out[i * N + j]);
+        worst = Math.max(worst, Math.abs(fused.out[i * N + j] - ref.out[i * N + j]) / bound);
+      }
+      console.log(JSON.stringify({ fma, tile, worst, wide: fused.source.includes('rt.arena.blocks[2]'), differs: fused.out.some((v, i) => v !== plain.out[i]) }));`;
+    const out = execFileSync(process.execPath, ['--experimental-wasm-relaxed-simd', '--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', env: { ...process.env, THEANINE_MATMUL_PRECISION: '' } });
+    const r = JSON.parse(out.trim().split('\n').pop()!) as { fma: boolean; tile: { mr: number; nr: number }; worst: number; wide: boolean; differs: boolean };
+    expect(r.fma, 'relaxed SIMD detected').to.equal(true);
+    expect(r.tile).to.deep.equal({ mr: 12, nr: 4 });
+    expect(r.wide, 'the 12 x 4 kernel').to.equal(true);
+    expect(r.worst, 'largest error over its bound').to.be.at.most(1);
+    expect(r.differs, 'fused sums differ from the unfused ones somewhere').to.equal(true);
+  });
+
+  it('the same numbers, bit for bit, with 1 and 2 threads (products split over the workers)', async () => {
+    const M = 160, Kd = 161, N = 163;
+    const run = () => withPrecision('float32', () => products('fast_run', M, Kd, N).outs.map((o) => Array.from(o.data)));
+    setThreads(1);
+    const one = run();
+    setThreads(2);
+    const before = threadPool()?.workerPanels ?? 0;
+    let two = run();
+    for (let i = 0; i < 200 && (threadPool()?.workerPanels ?? 0) === before; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      two = run();
+    }
+    expect(threadPool()!.workerPanels, 'panels summed by workers').to.be.greaterThan(before);
+    two.forEach((g, i) => expect(g, `output ${i}`).to.deep.equal(one[i]));
+  });
+
+  it('precision "float64": float32 products equal the reference bit for bit; float64 products always do', () => {
+    for (const [M, Kd, N] of SHAPES) {
+      const want = products('none', M, Kd, N).outs;
+      const got = withPrecision('float64', () => products('fast_run', M, Kd, N));
+      expect(got.source).to.not.contain('rowPanel32');
+      got.outs.forEach((g, i) => expect(Array.from(g.data), `${M}x${Kd}x${N} output ${i}`).to.deep.equal(Array.from(want[i]!.data)));
+    }
+    const x = K.placeholder([33, 45], null, 'float64'), w = K.placeholder([45, 17], null, 'float64');
+    const xs = new NDArray(Float64Array.from({ length: 33 * 45 }, (_, i) => Math.sin(i)), [33, 45]);
+    const ws = new NDArray(Float64Array.from({ length: 45 * 17 }, (_, i) => Math.cos(i)), [45, 17]);
+    const want = K.function([x, w], [K.dot(x, w)], [], { optimizer: 'none' })([xs, ws])[0]!;
+    const got = withPrecision('float32', () => K.function([x, w], [K.dot(x, w)])([xs, ws])[0]!);
+    expect(Array.from(got.data)).to.deep.equal(Array.from(want.data));
+  });
+
+  it('a Scan body packs its step-invariant operand once per loop into float32 panels, within the bound per step', () => {
+    // h_t = h_{t-1} . U + x_t (U the Scan's constant): its pack sits at step 0 only
+    const T = 12, B = 9, H = 21;
+    const xs = fill([B, T, H], 3);
+    const r = mulberry32(4);
+    const us = new NDArray(Float32Array.from({ length: H * H }, () => Math.fround((r() * 2 - 1) / H)), [H, H]); // a contraction: h stays bounded
+    const build = (optimizer: 'fast_run' | 'none') => {
+      const x = K.placeholder([null, T, H], null, 'float32');
+      const u = K.placeholder([H, H], null, 'float32');
+      const [, outs] = K.rnn((xt, [h]) => { const hn = K.dot(h!, u).mul(0.25).add(xt); return [hn, [hn]]; }, x, [K.tile(K.expand_dims(K.sum(K.zeros_like(x), [1, 2]), 1), [1, H])]);
+      const f = K.function([x, u], [outs], [], { optimizer });
+      return { out: f([xs, us])[0]!, source: f.source() };
+    };
+    const want = build('none');
+    const got = withPrecision('float32', () => build('fast_run'));
+    expect(got.source).to.match(/if \(step === 0\) rt\.packStrided/);
+    expect(got.source).to.contain('rt.arena.f32()');
+    // each step's error (at most gamma_21 sum |h||u|, about 1e-6 |h|) is damped by 0.25 |U| < 1 in the next: far under 1e-5
+    expect(got.out.shape).to.deep.equal(want.out.shape);
+    let worst = 0;
+    got.out.data.forEach((v, i) => { worst = Math.max(worst, Math.abs(v - want.out.data[i]!) / (1 + Math.abs(want.out.data[i]!))); });
+    expect(worst).to.be.at.most(1e-5);
+    expect(tile32().nr).to.equal(4);
+  });
+});
