@@ -53,14 +53,53 @@ function tapRead(c: TemplateCtx<WindowAttrs>, o: readonly IExpr[], tap: readonly
   return { pos, conds };
 }
 
-export const convT: MatmulTemplate = {
-  kind: 'matmul',
-  prologue: false,
+/**
+ * conv_transpose's read of dy: for result position s and tap, the output cell o with
+ * o*stride + tap*dil - pad = s on each spatial axis (clamped), with the conditions that it
+ * exists (s + pad - tap*dil a multiple of the stride, and inside dy). dy is (N, O..., F), w (K..., Cg, F).
+ */
+function transposeTapRead(c: ConvCtx, s: readonly IExpr[], tap: readonly IExpr[], dy: readonly number[], w: readonly number[]) {
+  const conds: (Expr | undefined)[] = [];
+  const pos = s.map((sk, k) => {
+    const stride = c.attrs.strides[k]!;
+    const pb = padsFor(c.outShape[k + 1]!, w[k]!, stride, c.attrs.dilation[k]!, c.attrs.padding)[0];
+    const q = iadd(sk, iconst(pb), iscale(tap[k]!, -c.attrs.dilation[k]!));
+    conds.push(within(c, q, 0, Infinity));
+    if (stride > 1) conds.push(c.b.op('eq', c.b.index(imod(q, stride)), c.b.const(0)));
+    const o = idiv(iclamp(q, 0, dy[k + 1]! * stride), stride);
+    conds.push(within(c, o, 0, dy[k + 1]!));
+    return iclamp(o, 0, dy[k + 1]! - 1);
+  });
+  return { pos, conds };
+}
+
+/** A convolution as a matmul template: A packed through `aValue` only (each element read many times, so no prologue). */
+function convMatmul(op: string, t: Pick<MatmulTemplate, 'shapeOnly' | 'dims' | 'aValue' | 'b' | 'out'>): MatmulTemplate {
+  return { kind: 'matmul', prologue: false, ...t, a: () => { throw new Error(`internal: ${op} packs through aValue`); } };
+}
+
+/**
+ * The layout conv and conv_kernel_grad share: input 1 (w: K..., Cg, F; dy: N, O..., F) is B and
+ * the output is (..., F); rows i and terms t run over all but the last axis of the output and of
+ * B, and column j is a feature of group g.
+ */
+const featureLayout: Pick<MatmulTemplate, 'dims' | 'b' | 'out'> = {
   dims(c) {
-    const [x, w] = c.inShapes as [number[], number[]];
-    const d = x.length - 2;
-    return { batch: groupsOf(c), m: prod(c.outShape.slice(0, d + 1)), n: w[d + 1]! / groupsOf(c), k: prod(w.slice(0, d + 1)) };
+    const y = c.inShapes[1]!;
+    return { batch: groupsOf(c), m: prod(c.outShape.slice(0, -1)), n: y[y.length - 1]! / groupsOf(c), k: prod(y.slice(0, -1)) };
   },
+  b(g, t, j, c) {
+    const y = c.inShapes[1]!;
+    return [...unravel(t, y.slice(0, -1)), inGroup(c, g, y[y.length - 1]! / groupsOf(c), j)];
+  },
+  out(g, i, j, c) {
+    const f = c.outShape[c.outShape.length - 1]!;
+    return [...unravel(i, c.outShape.slice(0, -1)), inGroup(c, g, f / groupsOf(c), j)];
+  },
+};
+
+export const convT = convMatmul('conv', {
+  ...featureLayout,
   aValue(at, g, i, t, c) {
     const [x, w] = c.inShapes as [number[], number[]];
     const d = x.length - 2;
@@ -69,20 +108,9 @@ export const convT: MatmulTemplate = {
     const { pos, conds } = tapRead(c as ConvCtx, oc.slice(1), tc.slice(0, d), x.slice(1, d + 1), w.slice(0, d));
     return masked(c, conds, at(0, [oc[0]!, ...pos, inGroup(c, g, w[d]!, tc[d]!)]));
   },
-  a: () => { throw new Error('internal: conv packs through aValue'); },
-  b(g, t, j, c) {
-    const w = c.inShapes[1]!;
-    return [...unravel(t, w.slice(0, w.length - 1)), inGroup(c, g, w[w.length - 1]! / groupsOf(c), j)];
-  },
-  out(g, i, j, c) {
-    const f = c.outShape[c.outShape.length - 1]!;
-    return [...unravel(i, c.outShape.slice(0, c.outShape.length - 1)), inGroup(c, g, f / groupsOf(c), j)];
-  },
-};
+});
 
-export const convTransposeT: MatmulTemplate = {
-  kind: 'matmul',
-  prologue: false,
+export const convTransposeT = convMatmul('conv_transpose', {
   shapeOnly: (input) => input === 2,
   dims(c) {
     const [dy, w] = c.inShapes as [number[], number[]];
@@ -96,20 +124,9 @@ export const convTransposeT: MatmulTemplate = {
     const fg = w[d + 1]! / groupsOf(c);
     const sc = unravel(i, c.outShape.slice(0, d + 1));
     const tc = unravel(t, [...w.slice(0, d), fg]);
-    const conds: (Expr | undefined)[] = [];
-    const pos = sc.slice(1).map((s, k) => {
-      const stride = cc.attrs.strides[k]!;
-      const pb = padsFor(c.outShape[k + 1]!, w[k]!, stride, cc.attrs.dilation[k]!, cc.attrs.padding)[0];
-      const q = iadd(s, iconst(pb), iscale(tc[k]!, -cc.attrs.dilation[k]!));
-      conds.push(within(c, q, 0, Infinity));
-      if (stride > 1) conds.push(c.b.op('eq', c.b.index(imod(q, stride)), c.b.const(0)));
-      const o = idiv(iclamp(q, 0, dy[k + 1]! * stride), stride);
-      conds.push(within(c, o, 0, dy[k + 1]!));
-      return iclamp(o, 0, dy[k + 1]! - 1);
-    });
+    const { pos, conds } = transposeTapRead(cc, sc.slice(1), tc.slice(0, d), dy, w);
     return masked(c, conds, at(0, [sc[0]!, ...pos, inGroup(c, g, fg, tc[d]!)]));
   },
-  a: () => { throw new Error('internal: conv_transpose packs through aValue'); },
   b(g, t, j, c) {
     const w = c.inShapes[1]!;
     const d = w.length - 2;
@@ -121,17 +138,11 @@ export const convTransposeT: MatmulTemplate = {
     const w = c.inShapes[1]!;
     return [...unravel(i, c.outShape.slice(0, c.outShape.length - 1)), inGroup(c, g, w[w.length - 2]!, j)];
   },
-};
+});
 
-export const convKernelGradT: MatmulTemplate = {
-  kind: 'matmul',
-  prologue: false,
+export const convKernelGradT = convMatmul('conv_kernel_grad', {
+  ...featureLayout,
   shapeOnly: (input) => input === 2,
-  dims(c) {
-    const [x, dy] = c.inShapes as [number[], number[]];
-    const d = x.length - 2;
-    return { batch: groupsOf(c), m: prod(c.outShape.slice(0, d + 1)), n: dy[d + 1]! / groupsOf(c), k: prod(dy.slice(0, d + 1)) };
-  },
   aValue(at, g, i, t, c) {
     const [x, dy] = c.inShapes as [number[], number[]];
     const d = x.length - 2;
@@ -140,16 +151,7 @@ export const convKernelGradT: MatmulTemplate = {
     const { pos, conds } = tapRead(c as ConvCtx, no.slice(1), tapC.slice(0, d), x.slice(1, d + 1), c.outShape.slice(0, d));
     return masked(c, conds, at(0, [no[0]!, ...pos, inGroup(c, g, c.outShape[d]!, tapC[d]!)]));
   },
-  a: () => { throw new Error('internal: conv_kernel_grad packs through aValue'); },
-  b(g, t, j, c) {
-    const dy = c.inShapes[1]!;
-    return [...unravel(t, dy.slice(0, dy.length - 1)), inGroup(c, g, dy[dy.length - 1]! / groupsOf(c), j)];
-  },
-  out(g, i, j, c) {
-    const f = c.outShape[c.outShape.length - 1]!;
-    return [...unravel(i, c.outShape.slice(0, c.outShape.length - 1)), inGroup(c, g, f / groupsOf(c), j)];
-  },
-};
+});
 
 
 /**
@@ -219,17 +221,7 @@ export const groupedConvTransposeT: LoopTemplate = {
     const g = idiv(chOut, cg);
     const taps = w.slice(0, d).map((k) => newVar(k));
     const fv = newVar(fg);
-    const conds: (Expr | undefined)[] = [];
-    const pos = out.slice(1, d + 1).map((s, k) => {
-      const stride = cc.attrs.strides[k]!;
-      const pb = padsFor(c.outShape[k + 1]!, w[k]!, stride, cc.attrs.dilation[k]!, cc.attrs.padding)[0];
-      const q = iadd(s, iconst(pb), iscale(ivar(taps[k]!), -cc.attrs.dilation[k]!));
-      conds.push(within(c, q, 0, Infinity));
-      if (stride > 1) conds.push(c.b.op('eq', c.b.index(imod(q, stride)), c.b.const(0)));
-      const o = idiv(iclamp(q, 0, dy[k + 1]! * stride), stride);
-      conds.push(within(c, o, 0, dy[k + 1]!));
-      return iclamp(o, 0, dy[k + 1]! - 1);
-    });
+    const { pos, conds } = transposeTapRead(cc, out.slice(1, d + 1), taps.map(ivar), dy, w);
     const fAbs = iadd(iscale(g, fg), ivar(fv));
     const dv = masked(c, conds, c.b.cast(c.inDTypes[0]!, at(0, [out[0]!, ...pos, fAbs])));
     return sumOver(c, [...taps, fv], mul(c, dv, c.b.cast(c.inDTypes[1]!, at(1, [...taps.map(ivar), imod(chOut, cg), fAbs]))));

@@ -1,7 +1,7 @@
 // Fusion: groups of elementwise ops, views, reductions and a matmul become one `fused` node
 // each, which codegen turns into one kernel (one loop nest, or one matmul with its epilogue).
 // What a target can fuse is its business, so the pass asks it (`classify`): passes import
-// only ir, and an op another branch adds is simply opaque until codegen learns it.
+// only ir, and an op the target does not classify stays opaque (a kernel of its own).
 //
 // Grouping is greedy from the outputs backwards, as Theano's elemwise fusion: a producer joins
 // its consumer's group when every use of it is inside that group, so nothing is computed

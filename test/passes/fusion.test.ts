@@ -7,10 +7,10 @@ import { topoSort } from '../../src/ir/graph.js';
 import type { Node } from '../../src/ir/node.js';
 import { verify } from '../../src/ir/verify.js';
 import { fusionPass } from '../../src/passes/fusion.js';
-import { cpuTarget } from '../../src/runtime/compile.js';
+import { cpuFusion } from '../../src/runtime/compile.js';
 import { c, expectSameValues, op, show } from './helpers.js';
 
-const pass = fusionPass(cpuTarget);
+const pass = fusionPass(cpuFusion);
 const fuse = (outs: Node[]) => {
   verify(outs);
   const after = pass.run({ outputs: outs }).outputs;
