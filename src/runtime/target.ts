@@ -22,23 +22,19 @@ import { rebuild } from '../passes/rewrite.js';
 import { shapesKey, type CachedProgram, type ProgramCache } from './program-cache.js';
 import { checkFallbacks, type Fallback, type FallbackPolicy } from './fallback.js';
 import { debugEnabled } from './debug.js';
-import type { Executor, Optimizer } from './function.js';
+import type { Executor, FunctionSpec, Optimizer } from './function.js';
 import { platform } from '#platform';
 
 export type Shapes = readonly (readonly number[])[];
 
-/** What K.function asks a target for. */
-export interface TargetRequest {
-  readonly inputs: readonly Node[];
+/** What K.function asks a target for: the function's inputs, updates, optimizer level and name, and: */
+export interface TargetRequest extends Pick<FunctionSpec, 'inputs' | 'updates' | 'optimizer' | 'name'> {
   /** The outputs, then the update values. */
   readonly targets: readonly Node[];
-  readonly updates: readonly (readonly [Node, Node])[];
   readonly nOut: number;
-  readonly optimizer: Optimizer;
   /** User passes added, passes removed (src/passes/user.ts). */
   readonly passes?: PassSelection;
-  /** The function's name and fallback rule (src/runtime/fallback.ts). */
-  readonly name: string;
+  /** The fallback rule (src/runtime/fallback.ts). */
   readonly fallback: FallbackPolicy;
 }
 
