@@ -52,6 +52,12 @@ const UNARY: Partial<Record<ScalarOp, number>> = { neg: S.neg, abs: S.abs, sqrt:
 const COMPARE: Partial<Record<ScalarOp, number>> = { eq: S.eq, ne: S.ne, lt: S.lt, gt: S.gt, le: S.le, ge: S.ge };
 
 /**
+ * Buffers the tier loads: float32, and small integers and flags, whose values float32 holds
+ * exactly (copied in with a conversion, TypedArray.set).
+ */
+const LOADED: ReadonlySet<DType> = new Set(['float32', 'bool', 'uint8', 'int8', 'int16']);
+
+/**
  * Where a region of the tier's memory comes from or goes to: element `off + row * r + j` of
  * buffer `buf` for element j of row r (`row` 0 in a one-loop kernel, whose rows are chunks).
  */
@@ -96,9 +102,11 @@ function regionOf(loads: readonly EwRegion[], buf: number, acc: { off: number; r
 
 /**
  * The tier's plan for a loop kernel, or undefined where it does not apply (then the kernel is
- * rendered as JavaScript): at least MIN_ELEMENTS elements, float32 loads and stores at unit
- * stride, and only the ops above; at least one tanh, exp or sigmoid (where the tier pays:
- * arithmetic alone is about as fast in JavaScript once the copies are counted). Either one
+ * rendered as JavaScript): at least MIN_ELEMENTS elements, loads (LOADED) and float32 or flag
+ * stores at unit stride, and only the ops above; at least one tanh, exp, sigmoid or log, or a
+ * select or comparison (where the tier pays: JavaScript branches on each element's data and
+ * mispredicts about half of them on mixed signs, as relu's do, where the tier's bitselect does
+ * not branch; arithmetic alone is about as fast in JavaScript once the copies are counted). Either one
  * loop, or two whose inner loop is at unit stride in every load and store and at most a chunk
  * long (rows of a matrix, such as an LSTM's gate slices of its pre-activations, row stride
  * 4 x units): then the wrapper copies whole rows in and out, and the module's loop runs over
@@ -116,12 +124,13 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
   // Nodes whose value is rounded to float32 at once (a cast's argument, a float32 store's value).
   const roundedParent = new Set<Expr>();
   const approximated: Expr[] = [];
+  let branches = false;
   for (const e of order) {
     switch (e.t) {
       case 'const': break;
       case 'load': {
         const acc = rowAccess(e.index, v, u);
-        if (acc === undefined || bufDType(e.buf) !== 'float32') return undefined;
+        if (acc === undefined || !LOADED.has(bufDType(e.buf))) return undefined;
         if (regionOf(loads, e.buf, acc) < 0) loads.push({ buf: e.buf, ...acc });
         break;
       }
@@ -131,7 +140,8 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
         break;
       case 'op':
         if (approxOf(e) !== undefined) { if (e.args[0]!.t === 'const') return undefined; approximated.push(e); break; }
-        if (e.op === 'select' || e.op in BINARY || e.op in UNARY || e.op in COMPARE) break;
+        if (e.op === 'select' || e.op in COMPARE) { branches = true; break; }
+        if (e.op in BINARY || e.op in UNARY) break;
         return undefined;
       case 'call':
         if (approxOf(e) === undefined || e.args[0]!.t === 'const') return undefined;
@@ -143,12 +153,14 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
   for (const s of k.stores) {
     if (s.accumulate === true || s.dyn !== undefined) return undefined; // scatters: rows chosen by data
     const acc = rowAccess(s.index, v, u);
-    if (acc === undefined || (u !== undefined && acc.row < v.size) || s.dtype !== 'float32' || bufDType(s.buf) !== 'float32') return undefined;
+    // float32 stores, or bool ones of a comparison (0 or 1, converted as the results are copied out)
+    const flag = s.dtype === 'bool' && bufDType(s.buf) === 'bool' && s.value.t === 'op' && s.value.op in COMPARE;
+    if (acc === undefined || (u !== undefined && acc.row < v.size) || !((s.dtype === 'float32' && bufDType(s.buf) === 'float32') || flag)) return undefined;
     stores.push({ buf: s.buf, ...acc });
     roundedParent.add(s.value);
   }
   // The approximations are within 1 ulp only once rounded to float32.
-  if (approximated.length === 0 || approximated.some((e) => !roundedParent.has(e))) return undefined;
+  if ((approximated.length === 0 && !branches) || approximated.some((e) => !roundedParent.has(e))) return undefined;
   if (loads.length + stores.length > MAX_REGIONS) return undefined;
   // Over a shared memory where more than one thread is configured and the loop is long enough to be
   // split over the worker threads; shorter loops keep the private memory, which measured faster.
