@@ -18,27 +18,13 @@ import type { DType } from '../ir/dtype.js';
 import { padsFor } from '../ir/ops/window.js';
 import type { PoolAttrs } from '../ir/ops/pool.js';
 import type { ExprBuilder, Expr } from './expr.js';
-import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, range, ravel, type IExpr, type Var } from './index-expr.js';
+import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, ravel, type IExpr, type Var } from './index-expr.js';
 import type { LoopKernel, Step, ValueRef, BufferRole } from './kernel.js';
 import { collapseLoopKernel } from './collapse.js';
+import { allOf, masked, within } from './mask.js';
 import { sizeOf } from '../ir/ndarray.js';
 import type { OpNode } from '../ir/registry.js';
 
-
-/** lo <= x < hi as a 0/1 expression, or undefined when the index range implies it. */
-function within(b: ExprBuilder, x: IExpr, lo: number, hi: number): Expr | undefined {
-  const [xlo, xhi] = range(x);
-  const parts: Expr[] = [];
-  if (xlo < lo) parts.push(b.op('ge', b.index(x), b.const(lo)));
-  if (xhi >= hi) parts.push(b.op('lt', b.index(x), b.const(hi)));
-  return parts.length === 0 ? undefined : parts.reduce((p, q) => b.op('and', p, q));
-}
-
-const all = (b: ExprBuilder, cs: readonly (Expr | undefined)[]): Expr | undefined => {
-  const xs = cs.filter((c): c is Expr => c !== undefined);
-  return xs.length === 0 ? undefined : xs.reduce((p, q) => b.op('and', p, q));
-};
-const masked = (b: ExprBuilder, cond: Expr | undefined, v: Expr, other: number): Expr => (cond === undefined ? v : b.op('select', cond, v, b.const(other)));
 
 /** Geometry of one pooling: the input's spatial sizes, the window, and each axis' padding before. */
 export interface PoolGeom { readonly a: PoolAttrs; readonly inSize: readonly number[]; readonly outSize: readonly number[]; readonly pads: readonly number[] }
@@ -58,7 +44,7 @@ export function windowTaps(b: ExprBuilder, g: PoolGeom, o: readonly IExpr[]): { 
     conds.push(within(b, p, 0, g.inSize[i]!));
     return iclamp(p, 0, g.inSize[i]! - 1);
   });
-  return { vars, pos, flat: b.index(ravel(vars.map(ivar), g.a.window)), valid: all(b, conds) };
+  return { vars, pos, flat: b.index(ravel(vars.map(ivar), g.a.window)), valid: allOf(b, conds) };
 }
 
 /**
@@ -91,7 +77,7 @@ function reachingTaps(b: ExprBuilder, g: PoolGeom, s: readonly IExpr[]): { vars:
     conds.push(within(b, oi, 0, g.outSize[i]!));
     return iclamp(oi, 0, g.outSize[i]! - 1);
   });
-  return { vars, o, flat: b.index(ravel(taps, g.a.window)), valid: all(b, conds) };
+  return { vars, o, flat: b.index(ravel(taps, g.a.window)), valid: allOf(b, conds) };
 }
 
 type AddBuf = (dtype: DType, size: number, role: BufferRole) => number;
