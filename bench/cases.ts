@@ -496,7 +496,7 @@ function cnnGraph() {
   const h = K.relu(K.bias_add(K.conv2d(x, Wc, [1, 1], 'valid'), bc));
   const p = K.pool2d(h, [2, 2], [2, 2], 'valid', null, 'max');
   const logits = K.dot(K.batch_flatten(p), Wd).add(bd);
-  const loss = K.mean(K.categorical_crossentropy(t, logits, true));
+  const loss = K.mean(K.categorical_crossentropy(logits, t, true));
   const params = [Wc, bc, Wd, bd];
   const gs = (K as unknown as { gradients: (l: Node, v: Node[]) => Node[] }).gradients(loss, params);
   return { x, t, loss, updates: params.map((v, i) => K.update(v, v.sub(gs[i]!.mul(LR)))) };

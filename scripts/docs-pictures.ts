@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { backend as K, debugprint, svg, type Tensor } from '../src/index.js';
 import { runPasses } from '../src/passes/pass.js';
 import { pipeline } from '../src/passes/pipeline.js';
-import { cpuTarget } from '../src/runtime/compile.js';
+import { cpuFusion } from '../src/runtime/compile.js';
 import { optimizeScans } from '../src/passes/scan.js';
 import { main } from '../src/cli/main.js';
 import { EXAMPLES, gradientCluster } from '../src/examples/graphs.js';
@@ -79,7 +79,7 @@ function passDemos(): { pass: string; before: string; after: string }[] {
   return demos.map(([pass, out]) => {
     // The graph after each pass of the pipeline K.function runs on the cpu.
     const after: { name: string; outputs: readonly Tensor[] }[] = [];
-    runPasses(pipeline('fast_run', cpuTarget), { outputs: [out] }, { onPass: (r, g) => after.push({ name: r.name, outputs: g.outputs }) });
+    runPasses(pipeline('fast_run', cpuFusion), { outputs: [out] }, { onPass: (r, g) => after.push({ name: r.name, outputs: g.outputs }) });
     const i = after.findIndex((p) => p.name === pass);
     if (i < 0) throw new Error(`docs-pictures: the pipeline has no pass named ${pass}`);
     const before = i === 0 ? [out] : after[i - 1]!.outputs;

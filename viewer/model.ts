@@ -23,7 +23,7 @@ import { nodeLabel } from '../src/ir/printer.js';
 import { fusedLabel } from '../src/passes/fusion.js';
 import { runPasses } from '../src/passes/pass.js';
 import { resolvePipeline } from '../src/passes/user.js';
-import { cpuTarget } from '../src/runtime/compile.js';
+import { cpuFusion } from '../src/runtime/compile.js';
 import type { CompiledFunction } from '../src/runtime/function.js';
 
 export type Backend = typeof K;
@@ -179,7 +179,7 @@ export function analyze(program: Program, k: Backend = K): Analysis {
   const classes = new Classes();
   let before = reachable(outputs);
   const docs = new Map<string, string>();
-  const pipeline = resolvePipeline('fast_run', cpuTarget);
+  const pipeline = resolvePipeline('fast_run', cpuFusion);
   for (const p of pipeline) docs.set(p.name, p.doc);
   const g = runPasses(pipeline, { outputs }, {
     onPass: (r, after) => {

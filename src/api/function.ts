@@ -3,26 +3,30 @@ import { apply } from '../ir/build.js';
 import { ValueError, ShapeError } from '../ir/errors.js';
 import { NDArray, describe, formatShape } from '../ir/ndarray.js';
 import { coerce, isFloat } from '../ir/dtype.js';
-import { Node } from '../ir/node.js';
+import type { Node } from '../ir/node.js';
 import { leavesOf } from '../ir/graph.js';
-import {
-  OPTIMIZERS, interpreterExecutor, makeFunction, type CompiledFunction, type Executor, type Optimizer,
-} from '../runtime/function.js';
-import { clearGpuCompileCache, gpuCompiledExecutor } from '../runtime/gpu/compile.js';
-import { clearCompileCache, compiledExecutor } from '../runtime/compile.js';
+import { OPTIMIZERS, makeFunction, type CompiledFunction, type Optimizer } from '../runtime/function.js';
+import type { Target } from '../runtime/target.js';
+import { cpuTarget } from '../runtime/compile.js';
+import { gpuTarget } from '../runtime/gpu/compile.js';
+import { tfjsTarget } from '../runtime/tfjs/executor.js';
+import { onnxTarget } from '../runtime/onnx/executor.js';
 import type { PassSelection } from '../passes/user.js';
-import { requireGpuTemplates } from '../codegen/user.js';
-import { fallbackPolicy, type FallbackOption, type FallbackPolicy } from '../runtime/fallback.js';
+import { fallbackPolicy, type FallbackOption } from '../runtime/fallback.js';
 import { allOptions, constantNode, isTensor, need, operands, options, toTensor, type TensorLike } from './args.js';
 import { backend as configuredBackend, device as configuredDevice, BACKENDS, type BackendName, type DeviceName } from './config.js';
-import { clearTfjsCache, tfjsExecutor } from '../runtime/tfjs/executor.js';
-import { clearOnnxCache, onnxExecutor } from '../runtime/onnx/executor.js';
 import { currentLearningPhase, onClearSession } from './state.js';
 
-onClearSession(clearCompileCache);
-onClearSession(clearGpuCompileCache);
-onClearSession(clearTfjsCache);
-onClearSession(clearOnnxCache);
+/**
+ * Where a function runs (src/runtime/target.ts): the theanine backend's devices, and the other
+ * backends (PyTensor's Mode: one linker and its rewrites per target). TensorFlow.js picks its own
+ * device (native TensorFlow, WebAssembly or JavaScript); ONNX Runtime its kernels, on
+ * THEANINE_ONNX_PROVIDER's execution provider (cpu by default).
+ */
+const targets: Readonly<Record<DeviceName | Exclude<BackendName, 'theanine'>, Target>> = {
+  cpu: cpuTarget, gpu: gpuTarget, tensorflow: tfjsTarget, onnx: onnxTarget,
+};
+for (const t of Object.values(targets)) onClearSession(() => t.clear());
 
 /** An assignment `variable := value` applied after a compiled function's outputs are computed. */
 export class Update {
@@ -153,9 +157,9 @@ export function compileFunction(
     if (seen.has(t)) throw new ValueError(`function: variable ${JSON.stringify(t.name)} is updated twice`);
     seen.add(t);
   }
-  const targets = [...outs, ...ups.map(([, v]) => v)];
+  const computed = [...outs, ...ups.map(([, v]) => v)];
   const fed = new Set(inputs);
-  const missing = leavesOf(targets, 'placeholder').find((p) => !fed.has(p));
+  const missing = leavesOf(computed, 'placeholder').find((p) => !fed.has(p));
   if (missing !== undefined) {
     throw new ValueError(`function: the outputs depend on placeholder ${JSON.stringify(missing.name)}, which is not among the inputs`);
   }
@@ -170,42 +174,9 @@ export function compileFunction(
     learningPhase: currentLearningPhase, name: opts.name ?? 'function',
   };
   const fallback = fallbackPolicy('function', opts.fallback);
-  const named = { name: spec.name, fallback };
   if (opts.passes !== undefined && optimizer === 'none') throw new ValueError('function: passes were given but optimizer "none" runs no passes; use "fast_run" or "fast_compile"');
-  const pick = backend === 'theanine' ? device : backend;
-  const { executor, device: runs } = TARGETS[pick]({ inputs, targets, updates: ups, nOut: outs.length, optimizer, named, ...(opts.passes !== undefined ? { passes: opts.passes } : {}) });
-  return makeFunction(runs === undefined ? spec : { ...spec, device: runs }, executor);
+  const executor = targets[backend === 'theanine' ? device : backend].executor({
+    inputs, targets: computed, updates: ups, nOut: outs.length, optimizer, name: spec.name, fallback, ...(opts.passes !== undefined ? { passes: opts.passes } : {}),
+  });
+  return makeFunction(executor.device === undefined ? spec : { ...spec, device: executor.device }, executor);
 }
-
-interface TargetRequest {
-  readonly inputs: readonly Node[];
-  /** The outputs, then the update values. */
-  readonly targets: readonly Node[];
-  readonly updates: readonly (readonly [Node, Node])[];
-  readonly nOut: number;
-  readonly optimizer: Optimizer;
-  readonly passes?: PassSelection;
-  readonly named: { readonly name: string; readonly fallback: FallbackPolicy };
-}
-
-/**
- * The executor of each target: the theanine backend's devices, and the other backends (PyTensor's
- * Mode: one linker per target). `device` is the name a target reports when it says more than the
- * device asked for (the gpu's gpu.js mode: gpu:headlessgl, gpu:webasm...).
- */
-const TARGETS: Record<'cpu' | 'gpu' | 'tensorflow' | 'onnx', (r: TargetRequest) => { executor: Executor; device?: string }> = {
-  cpu: (r) => ({
-    executor: r.optimizer === 'none'
-      ? interpreterExecutor(r.inputs, r.targets)
-      : compiledExecutor({ inputs: r.inputs, targets: r.targets, level: r.optimizer, device: 'cpu', ...r.named, ...(r.passes !== undefined ? { passes: r.passes } : {}) }),
-  }),
-  gpu: (r) => {
-    requireGpuTemplates(r.targets); // user ops need a gpu template (src/codegen/user.ts)
-    const executor = gpuCompiledExecutor({ inputs: r.inputs, targets: r.targets, nOut: r.nOut, level: r.optimizer, ...r.named, ...(r.passes !== undefined ? { passes: r.passes } : {}) });
-    return { executor, device: executor.device };
-  },
-  // TensorFlow.js picks its own device (native TensorFlow, WebAssembly or JavaScript).
-  tensorflow: (r) => ({ executor: tfjsExecutor(r.inputs, r.targets, r.updates, r.optimizer, r.passes) }),
-  // ONNX Runtime picks the kernels; the execution provider is THEANINE_ONNX_PROVIDER's (cpu by default).
-  onnx: (r) => ({ executor: onnxExecutor(r.inputs, r.targets, r.optimizer, r.passes) }),
-};

@@ -18,6 +18,7 @@ import { constantNode } from './args.js';
 import { placeholder, variable } from './tensors.js';
 import { rnn } from './rnn.js';
 import { isOp } from '../ir/registry.js';
+import { rowsSpelledIn } from '../ir/ops/elementwise.js';
 
 export class OnnxImportError extends Error {
   override name = 'OnnxImportError';
@@ -43,6 +44,7 @@ const int = (m: Map<string, Attr>, k: string, d: number): number => (m.has(k) ? 
 const ints = (m: Map<string, Attr>, k: string): number[] | undefined => (m.has(k) ? (m.get(k)!.ints ?? []).map(Number) : undefined);
 const float = (m: Map<string, Attr>, k: string, d: number): number => (m.has(k) ? Number(m.get(k)!.f) : d);
 const str = (m: Map<string, Attr>, k: string, d: string): string => (m.has(k) ? new TextDecoder().decode(m.get(k)!.s) : d);
+const strs = (m: Map<string, Attr>, k: string): string[] | undefined => (m.has(k) ? (m.get(k)!.strings ?? []).map((b) => new TextDecoder().decode(b)) : undefined);
 
 function constOf(n: Node | undefined, what: string, op: string): NDArray {
   if (n === undefined || !isOp(n, 'constant')) throw new OnnxImportError(`importOnnx: ${op}'s ${what} must be a constant (theanine takes it as an attribute), got a computed tensor`);
@@ -139,36 +141,26 @@ function dimsOf(n: Node | undefined): (number | null)[] | undefined {
 
 type Handler = (ins: (Node | undefined)[], m: Map<string, Attr>, n: NodeJson) => Node | Node[];
 
+/**
+ * Each elementwise row's ONNX operator (src/ir/ops/elementwise.ts) as its op; the table below adds
+ * the rest, and overrides these where ONNX's operator takes more (Max's any number of inputs, Mod's fmod).
+ */
+function rowHandlers(): Record<string, Handler> {
+  const out: Record<string, Handler> = {};
+  for (const { op, name, row } of rowsSpelledIn('onnx')) out[name] = (x) => (row.arity === 1 ? un(op) : bin(op))(x as Node[]);
+  return out;
+}
+
 const handlers: Record<string, Handler> = {
+  ...rowHandlers(),
   Identity: ([x]) => x!,
   Dropout: ([x]) => x!,
-  Add: (x) => bin('add')(x as Node[]),
-  Sub: (x) => bin('sub')(x as Node[]),
-  Mul: (x) => bin('mul')(x as Node[]),
-  Div: (x) => bin('div')(x as Node[]),
-  Pow: (x) => bin('pow')(x as Node[]),
   Max: (x) => (x as Node[]).reduce((a, b) => apply('maximum', [a, b])),
   Min: (x) => (x as Node[]).reduce((a, b) => apply('minimum', [a, b])),
   Mod: (x, m) => {
     if (int(m, 'fmod', 0) === 1) throw new OnnxImportError('importOnnx: Mod with fmod=1 (C fmod) has no theanine op (mod is Python\'s)');
     return bin('mod')(x as Node[]);
   },
-  Neg: (x) => un('neg')(x as Node[]),
-  Abs: (x) => un('abs')(x as Node[]),
-  Sign: (x) => un('sign')(x as Node[]),
-  Floor: (x) => un('floor')(x as Node[]),
-  Ceil: (x) => un('ceil')(x as Node[]),
-  Round: (x) => un('round')(x as Node[]),
-  Sqrt: (x) => un('sqrt')(x as Node[]),
-  Exp: (x) => un('exp')(x as Node[]),
-  Log: (x) => un('log')(x as Node[]),
-  Sin: (x) => un('sin')(x as Node[]),
-  Cos: (x) => un('cos')(x as Node[]),
-  Tanh: (x) => un('tanh')(x as Node[]),
-  Sigmoid: (x) => un('sigmoid')(x as Node[]),
-  Softplus: (x) => un('softplus')(x as Node[]),
-  Erf: (x) => un('erf')(x as Node[]),
-  Reciprocal: (x) => un('reciprocal')(x as Node[]),
   Relu: ([x]) => apply('maximum', [x!, scalar(0, x!.dtype)]),
   LeakyRelu: ([x], m) => apply('where', [apply('greater', [x!, scalar(0, x!.dtype)]), x!, apply('mul', [x!, scalar(float(m, 'alpha', 0.01), x!.dtype)])]),
   Clip: ([x, lo, hi]) => {
@@ -177,16 +169,7 @@ const handlers: Record<string, Handler> = {
     if (hi !== undefined) y = apply('minimum', [y, hi]);
     return y;
   },
-  Equal: (x) => bin('equal')(x as Node[]),
-  Greater: (x) => bin('greater')(x as Node[]),
-  GreaterOrEqual: (x) => bin('greater_equal')(x as Node[]),
-  Less: (x) => bin('less')(x as Node[]),
-  LessOrEqual: (x) => bin('less_equal')(x as Node[]),
-  And: (x) => bin('logical_and')(x as Node[]),
-  Or: (x) => bin('logical_or')(x as Node[]),
   Xor: (x) => bin('not_equal')(x as Node[]),
-  Not: (x) => un('logical_not')(x as Node[]),
-  IsNaN: (x) => un('isnan')(x as Node[]),
   IsInf: ([x], m) => {
     const pos = apply('equal', [x!, scalar(Infinity, x!.dtype)]);
     const neg = apply('equal', [x!, scalar(-Infinity, x!.dtype)]);
@@ -364,9 +347,31 @@ function gate(x: Node, k: number, h: number): Node {
 const dirRow = (p: Node, d = 0): Node => apply('index', [p], { index: d });
 const matT = (x: Node, w: Node): Node => apply('dot', [x, transpose(w, [1, 0])]);
 
+/** ONNX's default activations of LSTM (f, g, h) and GRU (f, g). */
+const DEFAULT_ACTIVATIONS = { LSTM: ['Sigmoid', 'Tanh', 'Tanh'], GRU: ['Sigmoid', 'Tanh'] } as const;
+/** ONNX's RNN activations that take no activation_alpha/beta, each translated by its operator's handler. */
+const RNN_ACTIVATIONS: readonly string[] = ['Relu', 'Sigmoid', 'Softplus', 'Tanh'];
+
+/** An LSTM's or GRU's `activations` (ONNX's defaults where absent) as functions on nodes. */
+function activations(kind: 'LSTM' | 'GRU', m: Map<string, Attr>): ((v: Node) => Node)[] {
+  const names = strs(m, 'activations') ?? DEFAULT_ACTIVATIONS[kind];
+  const want = DEFAULT_ACTIVATIONS[kind].length;
+  if (names.length !== want) throw new OnnxImportError(`importOnnx: ${kind} with one direction takes ${want} activations, got ${names.length} (${names.join(', ')})`);
+  if (m.has('activation_alpha') || m.has('activation_beta')) throw new OnnxImportError(`importOnnx: ${kind} with activation_alpha or activation_beta has no translation yet`);
+  return names.map((a) => {
+    if (!RNN_ACTIVATIONS.includes(a)) throw new OnnxImportError(`importOnnx: ${kind} activation ${a} has no translation yet; supported: ${RNN_ACTIVATIONS.join(', ')}`);
+    return (v: Node) => {
+      const y = handlers[a]!([v], new Map(), { input: [], output: [], opType: a });
+      if (Array.isArray(y)) throw new Error(`internal: the ${a} handler gave ${y.length} values`);
+      return y;
+    };
+  });
+}
+
 /**
  * ONNX LSTM (gates i, o, f, c) and GRU (gates z, r, h) as K.rnn over the time axis, with ONNX's
- * default activations, one direction (forward or reverse), no peepholes and no sequence_lens.
+ * default activations or others that take no parameters (`activations`), one direction (forward
+ * or reverse), no peepholes and no sequence_lens.
  * Returns Y (T, 1, N, H), Y_h (1, N, H) and, for LSTM, Y_c (1, N, H).
  */
 function recurrent(kind: 'LSTM' | 'GRU', ins: (Node | undefined)[], m: Map<string, Attr>): Node[] {
@@ -375,7 +380,10 @@ function recurrent(kind: 'LSTM' | 'GRU', ins: (Node | undefined)[], m: Map<strin
   if (dir === 'bidirectional') throw new OnnxImportError(`importOnnx: ${kind} with direction bidirectional has no translation yet (forward and reverse do)`);
   if (seqLens !== undefined) throw new OnnxImportError(`importOnnx: ${kind} with sequence_lens has no translation yet`);
   if (peep !== undefined) throw new OnnxImportError('importOnnx: LSTM with peepholes has no translation yet');
-  if (m.has('activations') || m.has('clip')) throw new OnnxImportError(`importOnnx: ${kind} with custom activations or clip has no translation yet`);
+  if (m.has('clip')) throw new OnnxImportError(`importOnnx: ${kind} with clip has no translation yet`);
+  const acts = activations(kind, m);
+  const actF = acts[0]!;
+  const actG = acts[1]!;
   if (int(m, 'layout', 0) !== 0) throw new OnnxImportError(`importOnnx: ${kind} with layout 1 has no translation yet`);
   const H = int(m, 'hidden_size', 0) || (R!.shape[2] ?? 0);
   const w = dirRow(W!);
@@ -392,30 +400,28 @@ function recurrent(kind: 'LSTM' | 'GRU', ins: (Node | undefined)[], m: Map<strin
   };
   const init = (s: Node | undefined) => (s !== undefined ? dirRow(s) : zeroState());
   const withBias = (v: Node, b: Node | undefined, k: number) => (b === undefined ? v : apply('add', [v, gate(b, k, H)]));
-  const sig = (v: Node) => apply('sigmoid', [v]);
-  const tanh = (v: Node) => apply('tanh', [v]);
   const step = (xt: Node, states: Node[]): [Node, Node[]] => {
     const h = states[0]!;
     const xw = matT(xt, w);
     const hr = matT(h, r);
-    const g = (k: number) => apply('add', [withBias(gate(xw, k, H), wb, k), withBias(gate(hr, k, H), rb, k)]);
+    const gates = (k: number) => apply('add', [withBias(gate(xw, k, H), wb, k), withBias(gate(hr, k, H), rb, k)]);
     if (kind === 'LSTM') {
       const c = states[1]!;
-      const i = sig(g(0));
-      const o = sig(g(1));
-      const f = sig(g(2));
-      const ct = tanh(g(3));
-      const cNew = apply('add', [apply('mul', [f, c]), apply('mul', [i, ct])]);
-      const hNew = apply('mul', [o, tanh(cNew)]);
+      const i = actF(gates(0));
+      const o = actF(gates(1));
+      const fg = actF(gates(2));
+      const ct = actG(gates(3));
+      const cNew = apply('add', [apply('mul', [fg, c]), apply('mul', [i, ct])]);
+      const hNew = apply('mul', [o, acts[2]!(cNew)]);
       return [hNew, [hNew, cNew]];
     }
-    const z = sig(g(0));
-    const rr = sig(g(1));
+    const z = actF(gates(0));
+    const rr = actF(gates(1));
     const xh = withBias(gate(xw, 2, H), wb, 2);
     const hh = int(m, 'linear_before_reset', 0) === 1
       ? apply('mul', [rr, withBias(gate(hr, 2, H), rb, 2)])
       : withBias(matT(apply('mul', [rr, h]), apply('slice', [r], { axes: [{ start: 2 * H, stop: 3 * H, step: 1 }, { start: null, stop: null, step: 1 }] })), rb, 2);
-    const ht = tanh(apply('add', [xh, hh]));
+    const ht = actG(apply('add', [xh, hh]));
     const one = scalar(1, z.dtype);
     const hNew = apply('add', [apply('mul', [apply('sub', [one, z]), ht]), apply('mul', [z, h])]);
     return [hNew, [hNew]];

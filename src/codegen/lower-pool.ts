@@ -18,27 +18,13 @@ import type { DType } from '../ir/dtype.js';
 import { padsFor } from '../ir/ops/window.js';
 import type { PoolAttrs } from '../ir/ops/pool.js';
 import type { ExprBuilder, Expr } from './expr.js';
-import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, range, ravel, type IExpr, type Var } from './index-expr.js';
+import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, ravel, type IExpr, type Var } from './index-expr.js';
 import type { LoopKernel, Step, ValueRef, BufferRole } from './kernel.js';
 import { collapseLoopKernel } from './collapse.js';
+import { allOf, masked, within } from './mask.js';
 import { sizeOf } from '../ir/ndarray.js';
 import type { OpNode } from '../ir/registry.js';
 
-
-/** lo <= x < hi as a 0/1 expression, or undefined when the index range implies it. */
-function within(b: ExprBuilder, x: IExpr, lo: number, hi: number): Expr | undefined {
-  const [xlo, xhi] = range(x);
-  const parts: Expr[] = [];
-  if (xlo < lo) parts.push(b.op('ge', b.index(x), b.const(lo)));
-  if (xhi >= hi) parts.push(b.op('lt', b.index(x), b.const(hi)));
-  return parts.length === 0 ? undefined : parts.reduce((p, q) => b.op('and', p, q));
-}
-
-const all = (b: ExprBuilder, cs: readonly (Expr | undefined)[]): Expr | undefined => {
-  const xs = cs.filter((c): c is Expr => c !== undefined);
-  return xs.length === 0 ? undefined : xs.reduce((p, q) => b.op('and', p, q));
-};
-const masked = (b: ExprBuilder, cond: Expr | undefined, v: Expr, other: number): Expr => (cond === undefined ? v : b.op('select', cond, v, b.const(other)));
 
 /** Geometry of one pooling: the input's spatial sizes, the window, and each axis' padding before. */
 export interface PoolGeom { readonly a: PoolAttrs; readonly inSize: readonly number[]; readonly outSize: readonly number[]; readonly pads: readonly number[] }
@@ -58,7 +44,7 @@ export function windowTaps(b: ExprBuilder, g: PoolGeom, o: readonly IExpr[]): { 
     conds.push(within(b, p, 0, g.inSize[i]!));
     return iclamp(p, 0, g.inSize[i]! - 1);
   });
-  return { vars, pos, flat: b.index(ravel(vars.map(ivar), g.a.window)), valid: all(b, conds) };
+  return { vars, pos, flat: b.index(ravel(vars.map(ivar), g.a.window)), valid: allOf(b, conds) };
 }
 
 /**
@@ -91,7 +77,7 @@ function reachingTaps(b: ExprBuilder, g: PoolGeom, s: readonly IExpr[]): { vars:
     conds.push(within(b, oi, 0, g.outSize[i]!));
     return iclamp(oi, 0, g.outSize[i]! - 1);
   });
-  return { vars, o, flat: b.index(ravel(taps, g.a.window)), valid: all(b, conds) };
+  return { vars, o, flat: b.index(ravel(taps, g.a.window)), valid: allOf(b, conds) };
 }
 
 type AddBuf = (dtype: DType, size: number, role: BufferRole) => number;
@@ -104,6 +90,11 @@ export function lowerPoolGrad(n: OpNode<'pool_grad'>, b: ExprBuilder, ins: reado
   const g = poolGeom(a, x.shape, dy.shape);
   const load = (v: ValueRef, co: readonly IExpr[]) => b.load(v.buf, iadd(ravel(co, v.shape), iconst(v.offset)));
   const steps: Step[] = [];
+  if (tiled(g)) {
+    const out = addBuf(outDType, sizeOf(outShape), outRole);
+    steps.push(tiledPoolGrad(b, g, x, dy, out, outShape, outDType, load));
+    return { steps, value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
+  }
   const loop = (label: string, shape: readonly number[], body: (co: IExpr[]) => { buf: number; value: Expr; dtype: DType }): void => {
     const vars = shape.map((k) => newVar(k));
     const co = vars.map(ivar);
@@ -140,4 +131,44 @@ export function lowerPoolGrad(n: OpNode<'pool_grad'>, b: ExprBuilder, ins: reado
     return { buf: out, dtype: outDType, value: b.cast(outDType, b.reduce('sum', r.vars, term(co, r))) };
   });
   return { steps, value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
+}
+
+/**
+ * Whether the windows tile the input: strides equal to the window, no dilation, no padding, and
+ * O*k = S on every axis, so every input cell is in exactly one window (the common 2x2 pooling).
+ */
+function tiled(g: PoolGeom): boolean {
+  return g.a.window.every((k, i) => g.a.strides[i] === k && g.a.dilation[i] === 1 && g.pads[i] === 0 && g.outSize[i]! * k === g.inSize[i]);
+}
+
+/**
+ * pool_grad when the windows tile the input: one loop kernel over (n, o..., c, t...), input cell
+ * s = o*k + t, so each window's first maximal tap (or its count, for avg) is computed once per
+ * window (the schedule hoists it out of the tap loops) and each cell is stored once, still as a
+ * gather (the store covers dx in row-major order, as the gpu needs). The cell gets its one term
+ * plus 0, as the reference's sum gives it (0 + -0 is +0).
+ */
+function tiledPoolGrad(
+  b: ExprBuilder, g: PoolGeom, x: ValueRef, dy: ValueRef, out: number, outShape: readonly number[], outDType: DType,
+  load: (v: ValueRef, co: readonly IExpr[]) => Expr,
+): LoopKernel {
+  const d = g.a.window.length;
+  const n = newVar(dy.shape[0]!);
+  const o = g.outSize.map((k) => newVar(k));
+  const c = newVar(dy.shape[d + 1]!);
+  const t = g.a.window.map((k) => newVar(k));
+  const oc = [ivar(n), ...o.map(ivar), ivar(c)];
+  const dyv = b.cast(dy.dtype, load(dy, oc));
+  let term: Expr;
+  if (g.a.mode === 'max') {
+    const arg = firstMaxTap(b, g, o.map(ivar), (pos) => b.cast(x.dtype, load(x, [ivar(n), ...pos, ivar(c)])));
+    term = b.op('select', b.op('eq', b.index(ravel(t.map(ivar), g.a.window)), arg), dyv, b.const(0));
+  } else {
+    term = b.op('div', dyv, b.const(sizeOf(g.a.window)));
+  }
+  const s = o.map((oi, i) => iadd(iscale(ivar(oi), g.a.window[i]!), ivar(t[i]!)));
+  return {
+    kind: 'loop', label: 'pool_grad', vars: [n, ...o, c, ...t],
+    stores: [{ buf: out, dtype: outDType, index: ravel([ivar(n), ...s, ivar(c)], outShape), value: b.cast(outDType, b.op('add', b.const(0), term)) }],
+  };
 }

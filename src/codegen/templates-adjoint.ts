@@ -8,7 +8,8 @@ import {
   iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, ravel, unravel, type Var,
 } from './index-expr.js';
 import { broadcastCoords, type LoopTemplate } from './templates.js';
-import { andAll, axisOf, masked, notFirst, sumOver, view, within } from './templates-shape.js';
+import { axisOf, notFirst, sumOver, view } from './templates-shape.js';
+import { allOf, masked, within } from './mask.js';
 
 const unsqueezeT = view<AttrsOf<'unsqueeze'>>((out, c) => {
   const axes = c.attrs.axes;
@@ -51,14 +52,14 @@ const unsliceT: LoopTemplate<AttrsOf<'unslice'>> = {
       const k = s.step > 0 ? iadd(out[i]!, iconst(-first)) : iadd(iconst(first), iscale(out[i]!, -1));
       const m = Math.abs(s.step);
       if (m === 1) {
-        if (!(first === 0 && count === c.outShape[i]! && s.step === 1)) conds.push(within(c, k, 0, count));
+        if (!(first === 0 && count === c.outShape[i]! && s.step === 1)) conds.push(within(c.b, k, 0, count));
         return iclamp(k, 0, Math.max(count - 1, 0));
       }
-      conds.push(within(c, k, 0, Math.max((count - 1) * m + 1, 0)));
+      conds.push(within(c.b, k, 0, Math.max((count - 1) * m + 1, 0)));
       conds.push(c.b.op('eq', c.b.index(imod(iclamp(k, 0, Math.max((count - 1) * m, 0)), m)), c.b.const(0)));
       return iclamp(idiv(iclamp(k, 0, Math.max((count - 1) * m, 0)), m), 0, Math.max(count - 1, 0));
     });
-    return masked(c, andAll(c, conds), at(0, inC));
+    return masked(c.b, allOf(c.b, conds), at(0, inC));
   },
 };
 
@@ -80,7 +81,7 @@ const scatterIndexT: LoopTemplate<AttrsOf<'scatter_index'>> = {
     const d = c.outShape[0]!;
     const raw = c.attrs.index;
     const i = raw < 0 ? raw + d : raw;
-    return masked(c, c.b.op('eq', c.b.index(out[0]!), c.b.const(i)), at(0, out.slice(1)));
+    return masked(c.b, c.b.op('eq', c.b.index(out[0]!), c.b.const(i)), at(0, out.slice(1)));
   },
 };
 

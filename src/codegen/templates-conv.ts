@@ -14,10 +14,12 @@
 import type { WindowAttrs } from '../ir/ops/window.js';
 import { padsFor } from '../ir/ops/window.js';
 import type { AttrsOf } from '../ir/registry.js';
-import { firstMaxTap, poolGeom, windowTaps } from './lower-pool.js';
-import type { Expr } from './expr.js';
-import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, range, unravel, type IExpr, type Var } from './index-expr.js';
+import { firstMaxTap, poolGeom, windowTaps, type PoolGeom } from './lower-pool.js';
+import type { PoolAttrs } from '../ir/ops/pool.js';
+import type { Expr, ExprBuilder } from './expr.js';
+import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, unravel, type IExpr, type Var } from './index-expr.js';
 import type { LoopTemplate, MatmulTemplate, TemplateCtx } from './templates.js';
+import { allOf, masked, within } from './mask.js';
 import { sizeOf } from '../ir/ndarray.js';
 
 type ConvCtx = TemplateCtx & { readonly attrs: WindowAttrs & { readonly groups: number } };
@@ -27,19 +29,8 @@ const groupsOf = (c: TemplateCtx) => (c as ConvCtx).attrs.groups;
 const inGroup = (c: TemplateCtx, g: IExpr, size: number, x: IExpr) => (groupsOf(c) === 1 ? x : iadd(iscale(g, size), x));
 const prod = (xs: readonly number[]) => sizeOf(xs);
 
-/** lo <= x < hi as a 0/1 expression; undefined when the index range implies it. */
-function within(c: TemplateCtx<unknown>, x: IExpr, lo: number, hi: number): Expr | undefined {
-  const [xlo, xhi] = range(x);
-  const parts: Expr[] = [];
-  if (xlo < lo) parts.push(c.b.op('ge', c.b.index(x), c.b.const(lo)));
-  if (xhi >= hi) parts.push(c.b.op('lt', c.b.index(x), c.b.const(hi)));
-  return parts.length === 0 ? undefined : parts.reduce((p, q) => c.b.op('and', p, q));
-}
-
-function masked(c: TemplateCtx<unknown>, conds: readonly (Expr | undefined)[], v: Expr): Expr {
-  const cs = conds.filter((x): x is Expr => x !== undefined);
-  return cs.length === 0 ? v : c.b.op('select', cs.reduce((p, q) => c.b.op('and', p, q)), v, c.b.const(0));
-}
+/** `value` where every condition holds, else 0. */
+const maskedAll = (c: TemplateCtx<unknown>, conds: readonly (Expr | undefined)[], value: Expr): Expr => masked(c.b, allOf(c.b, conds), value);
 
 /** Input position o*stride + tap*dil - pad on each spatial axis, clamped, with its in-range conditions. */
 function tapRead(c: TemplateCtx<WindowAttrs>, o: readonly IExpr[], tap: readonly IExpr[], inSize: readonly number[], window: readonly number[]) {
@@ -47,42 +38,70 @@ function tapRead(c: TemplateCtx<WindowAttrs>, o: readonly IExpr[], tap: readonly
   const pos = o.map((od, i) => {
     const pb = padsFor(inSize[i]!, window[i]!, c.attrs.strides[i]!, c.attrs.dilation[i]!, c.attrs.padding)[0];
     const p = iadd(iscale(od, c.attrs.strides[i]!), iscale(tap[i]!, c.attrs.dilation[i]!), iconst(-pb));
-    conds.push(within(c, p, 0, inSize[i]!));
+    conds.push(within(c.b, p, 0, inSize[i]!));
     return iclamp(p, 0, inSize[i]! - 1);
   });
   return { pos, conds };
 }
 
-export const convT: MatmulTemplate = {
-  kind: 'matmul',
-  prologue: false,
+/**
+ * conv_transpose's read of dy: for result position s and tap, the output cell o with
+ * o*stride + tap*dil - pad = s on each spatial axis (clamped), with the conditions that it
+ * exists (s + pad - tap*dil a multiple of the stride, and inside dy). dy is (N, O..., F), w (K..., Cg, F).
+ */
+function transposeTapRead(c: ConvCtx, s: readonly IExpr[], tap: readonly IExpr[], dy: readonly number[], w: readonly number[]) {
+  const conds: (Expr | undefined)[] = [];
+  const pos = s.map((sk, k) => {
+    const stride = c.attrs.strides[k]!;
+    const pb = padsFor(c.outShape[k + 1]!, w[k]!, stride, c.attrs.dilation[k]!, c.attrs.padding)[0];
+    const q = iadd(sk, iconst(pb), iscale(tap[k]!, -c.attrs.dilation[k]!));
+    conds.push(within(c.b, q, 0, Infinity));
+    if (stride > 1) conds.push(c.b.op('eq', c.b.index(imod(q, stride)), c.b.const(0)));
+    const o = idiv(iclamp(q, 0, dy[k + 1]! * stride), stride);
+    conds.push(within(c.b, o, 0, dy[k + 1]!));
+    return iclamp(o, 0, dy[k + 1]! - 1);
+  });
+  return { pos, conds };
+}
+
+/** A convolution as a matmul template: A packed through `aValue` only (each element read many times, so no prologue). */
+function convMatmul(op: string, t: Pick<MatmulTemplate, 'shapeOnly' | 'dims' | 'aValue' | 'b' | 'out'>): MatmulTemplate {
+  return { kind: 'matmul', prologue: false, ...t, a: () => { throw new Error(`internal: ${op} packs through aValue`); } };
+}
+
+/**
+ * The layout conv and conv_kernel_grad share: input 1 (w: K..., Cg, F; dy: N, O..., F) is B and
+ * the output is (..., F); rows i and terms t run over all but the last axis of the output and of
+ * B, and column j is a feature of group g.
+ */
+const featureLayout: Pick<MatmulTemplate, 'dims' | 'b' | 'out'> = {
   dims(c) {
-    const [x, w] = c.inShapes as [number[], number[]];
-    const d = x.length - 2;
-    return { batch: groupsOf(c), m: prod(c.outShape.slice(0, d + 1)), n: w[d + 1]! / groupsOf(c), k: prod(w.slice(0, d + 1)) };
+    const y = c.inShapes[1]!;
+    return { batch: groupsOf(c), m: prod(c.outShape.slice(0, -1)), n: y[y.length - 1]! / groupsOf(c), k: prod(y.slice(0, -1)) };
   },
+  b(g, t, j, c) {
+    const y = c.inShapes[1]!;
+    return [...unravel(t, y.slice(0, -1)), inGroup(c, g, y[y.length - 1]! / groupsOf(c), j)];
+  },
+  out(g, i, j, c) {
+    const f = c.outShape[c.outShape.length - 1]!;
+    return [...unravel(i, c.outShape.slice(0, -1)), inGroup(c, g, f / groupsOf(c), j)];
+  },
+};
+
+export const convT = convMatmul('conv', {
+  ...featureLayout,
   aValue(at, g, i, t, c) {
     const [x, w] = c.inShapes as [number[], number[]];
     const d = x.length - 2;
     const oc = unravel(i, c.outShape.slice(0, d + 1));
     const tc = unravel(t, w.slice(0, d + 1));
     const { pos, conds } = tapRead(c as ConvCtx, oc.slice(1), tc.slice(0, d), x.slice(1, d + 1), w.slice(0, d));
-    return masked(c, conds, at(0, [oc[0]!, ...pos, inGroup(c, g, w[d]!, tc[d]!)]));
+    return maskedAll(c, conds, at(0, [oc[0]!, ...pos, inGroup(c, g, w[d]!, tc[d]!)]));
   },
-  a: () => { throw new Error('internal: conv packs through aValue'); },
-  b(g, t, j, c) {
-    const w = c.inShapes[1]!;
-    return [...unravel(t, w.slice(0, w.length - 1)), inGroup(c, g, w[w.length - 1]! / groupsOf(c), j)];
-  },
-  out(g, i, j, c) {
-    const f = c.outShape[c.outShape.length - 1]!;
-    return [...unravel(i, c.outShape.slice(0, c.outShape.length - 1)), inGroup(c, g, f / groupsOf(c), j)];
-  },
-};
+});
 
-export const convTransposeT: MatmulTemplate = {
-  kind: 'matmul',
-  prologue: false,
+export const convTransposeT = convMatmul('conv_transpose', {
   shapeOnly: (input) => input === 2,
   dims(c) {
     const [dy, w] = c.inShapes as [number[], number[]];
@@ -96,20 +115,9 @@ export const convTransposeT: MatmulTemplate = {
     const fg = w[d + 1]! / groupsOf(c);
     const sc = unravel(i, c.outShape.slice(0, d + 1));
     const tc = unravel(t, [...w.slice(0, d), fg]);
-    const conds: (Expr | undefined)[] = [];
-    const pos = sc.slice(1).map((s, k) => {
-      const stride = cc.attrs.strides[k]!;
-      const pb = padsFor(c.outShape[k + 1]!, w[k]!, stride, cc.attrs.dilation[k]!, cc.attrs.padding)[0];
-      const q = iadd(s, iconst(pb), iscale(tc[k]!, -cc.attrs.dilation[k]!));
-      conds.push(within(c, q, 0, Infinity));
-      if (stride > 1) conds.push(c.b.op('eq', c.b.index(imod(q, stride)), c.b.const(0)));
-      const o = idiv(iclamp(q, 0, dy[k + 1]! * stride), stride);
-      conds.push(within(c, o, 0, dy[k + 1]!));
-      return iclamp(o, 0, dy[k + 1]! - 1);
-    });
-    return masked(c, conds, at(0, [sc[0]!, ...pos, inGroup(c, g, fg, tc[d]!)]));
+    const { pos, conds } = transposeTapRead(cc, sc.slice(1), tc.slice(0, d), dy, w);
+    return maskedAll(c, conds, at(0, [sc[0]!, ...pos, inGroup(c, g, fg, tc[d]!)]));
   },
-  a: () => { throw new Error('internal: conv_transpose packs through aValue'); },
   b(g, t, j, c) {
     const w = c.inShapes[1]!;
     const d = w.length - 2;
@@ -121,63 +129,49 @@ export const convTransposeT: MatmulTemplate = {
     const w = c.inShapes[1]!;
     return [...unravel(i, c.outShape.slice(0, c.outShape.length - 1)), inGroup(c, g, w[w.length - 2]!, j)];
   },
-};
+});
 
-export const convKernelGradT: MatmulTemplate = {
-  kind: 'matmul',
-  prologue: false,
+export const convKernelGradT = convMatmul('conv_kernel_grad', {
+  ...featureLayout,
   shapeOnly: (input) => input === 2,
-  dims(c) {
-    const [x, dy] = c.inShapes as [number[], number[]];
-    const d = x.length - 2;
-    return { batch: groupsOf(c), m: prod(c.outShape.slice(0, d + 1)), n: dy[d + 1]! / groupsOf(c), k: prod(dy.slice(0, d + 1)) };
-  },
   aValue(at, g, i, t, c) {
     const [x, dy] = c.inShapes as [number[], number[]];
     const d = x.length - 2;
     const tapC = unravel(i, c.outShape.slice(0, d + 1));
     const no = unravel(t, dy.slice(0, d + 1));
     const { pos, conds } = tapRead(c as ConvCtx, no.slice(1), tapC.slice(0, d), x.slice(1, d + 1), c.outShape.slice(0, d));
-    return masked(c, conds, at(0, [no[0]!, ...pos, inGroup(c, g, c.outShape[d]!, tapC[d]!)]));
+    return maskedAll(c, conds, at(0, [no[0]!, ...pos, inGroup(c, g, c.outShape[d]!, tapC[d]!)]));
   },
-  a: () => { throw new Error('internal: conv_kernel_grad packs through aValue'); },
-  b(g, t, j, c) {
-    const dy = c.inShapes[1]!;
-    return [...unravel(t, dy.slice(0, dy.length - 1)), inGroup(c, g, dy[dy.length - 1]! / groupsOf(c), j)];
-  },
-  out(g, i, j, c) {
-    const f = c.outShape[c.outShape.length - 1]!;
-    return [...unravel(i, c.outShape.slice(0, c.outShape.length - 1)), inGroup(c, g, f / groupsOf(c), j)];
-  },
-};
+});
 
+
+/**
+ * A pooling template: `reduce` gets the builder, the geometry, the output cell's spatial
+ * coordinates, and a read of input k at spatial positions (in the output cell's batch and channel).
+ */
+function poolTemplate<A extends PoolAttrs>(reduce: (b: ExprBuilder, g: PoolGeom, o: readonly IExpr[], read: (input: number, pos: readonly IExpr[]) => Expr) => Expr): LoopTemplate<A> {
+  return {
+    kind: 'reduction',
+    expr(at, out, c) {
+      const d = c.attrs.window.length;
+      const read = (k: number, pos: readonly IExpr[]) => c.b.cast(c.inDTypes[k]!, at(k, [out[0]!, ...pos, out[d + 1]!]));
+      return reduce(c.b, poolGeom(c.attrs, c.inShapes[0]!, c.outShape), out.slice(1, d + 1), read);
+    },
+  };
+}
 
 /**
  * pool: a reduction over the window's taps, out-of-input cells masked (-inf for max; for avg
  * they add nothing and are not counted: the count is a second reduction, hoisted per cell).
  */
-export const poolT: LoopTemplate<AttrsOf<'pool'>> = {
-  kind: 'reduction',
-  expr(at, out, c) {
-    const a = c.attrs;
-    const x = c.inShapes[0]!;
-    const d = a.window.length;
-    const b = c.b;
-    const taps = () => {
-      const vars = a.window.map((k) => newVar(k));
-      const { pos, conds } = tapRead(c, out.slice(1, d + 1), vars.map(ivar), x.slice(1, d + 1), a.window);
-      const valid = conds.filter((e): e is Expr => e !== undefined);
-      return { vars, pos, valid: valid.length === 0 ? undefined : valid.reduce((p, q) => b.op('and', p, q)) };
-    };
-    const t = taps();
-    const v = b.cast(c.inDTypes[0]!, at(0, [out[0]!, ...t.pos, out[d + 1]!]));
-    if (a.mode === 'max') return b.reduce('max', t.vars, t.valid === undefined ? v : b.op('select', t.valid, v, b.const(-Infinity)));
-    const k = taps();
-    const count = b.reduce('sum', k.vars, k.valid ?? b.const(1));
-    const term = b.op('div', v, count);
-    return b.reduce('sum', t.vars, t.valid === undefined ? term : b.op('select', t.valid, term, b.const(0)));
-  },
-};
+export const poolT = poolTemplate<AttrsOf<'pool'>>((b, g, o, read) => {
+  const t = windowTaps(b, g, o);
+  const v = read(0, t.pos);
+  if (g.a.mode === 'max') return b.reduce('max', t.vars, masked(b, t.valid, v, -Infinity));
+  const k = windowTaps(b, g, o);
+  const count = b.reduce('sum', k.vars, k.valid ?? b.const(1));
+  return b.reduce('sum', t.vars, masked(b, t.valid, b.op('div', v, count)));
+});
 
 /**
  * Grouped convolutions (groups > 1) as reductions per output element: each group's matmul is
@@ -200,7 +194,7 @@ export const groupedConvT: LoopTemplate = {
     const taps = w.slice(0, d).map((k) => newVar(k));
     const ch = newVar(cg);
     const { pos, conds } = tapRead(c as ConvCtx, out.slice(1, d + 1), taps.map(ivar), x.slice(1, d + 1), w.slice(0, d));
-    const xv = masked(c, conds, c.b.cast(c.inDTypes[0]!, at(0, [out[0]!, ...pos, iadd(iscale(idiv(f, fg), cg), ivar(ch))])));
+    const xv = maskedAll(c, conds, c.b.cast(c.inDTypes[0]!, at(0, [out[0]!, ...pos, iadd(iscale(idiv(f, fg), cg), ivar(ch))])));
     return sumOver(c, [...taps, ch], mul(c, xv, c.b.cast(c.inDTypes[1]!, at(1, [...taps.map(ivar), ivar(ch), f]))));
   },
 };
@@ -219,19 +213,9 @@ export const groupedConvTransposeT: LoopTemplate = {
     const g = idiv(chOut, cg);
     const taps = w.slice(0, d).map((k) => newVar(k));
     const fv = newVar(fg);
-    const conds: (Expr | undefined)[] = [];
-    const pos = out.slice(1, d + 1).map((s, k) => {
-      const stride = cc.attrs.strides[k]!;
-      const pb = padsFor(c.outShape[k + 1]!, w[k]!, stride, cc.attrs.dilation[k]!, cc.attrs.padding)[0];
-      const q = iadd(s, iconst(pb), iscale(ivar(taps[k]!), -cc.attrs.dilation[k]!));
-      conds.push(within(c, q, 0, Infinity));
-      if (stride > 1) conds.push(c.b.op('eq', c.b.index(imod(q, stride)), c.b.const(0)));
-      const o = idiv(iclamp(q, 0, dy[k + 1]! * stride), stride);
-      conds.push(within(c, o, 0, dy[k + 1]!));
-      return iclamp(o, 0, dy[k + 1]! - 1);
-    });
+    const { pos, conds } = transposeTapRead(cc, out.slice(1, d + 1), taps.map(ivar), dy, w);
     const fAbs = iadd(iscale(g, fg), ivar(fv));
-    const dv = masked(c, conds, c.b.cast(c.inDTypes[0]!, at(0, [out[0]!, ...pos, fAbs])));
+    const dv = maskedAll(c, conds, c.b.cast(c.inDTypes[0]!, at(0, [out[0]!, ...pos, fAbs])));
     return sumOver(c, [...taps, fv], mul(c, dv, c.b.cast(c.inDTypes[1]!, at(1, [...taps.map(ivar), imod(chOut, cg), fAbs]))));
   },
 };
@@ -249,7 +233,7 @@ export const groupedConvKernelGradT: LoopTemplate = {
     const nv = newVar(dy[0]!);
     const ov = dy.slice(1, d + 1).map((k) => newVar(k));
     const { pos, conds } = tapRead(c as ConvCtx, ov.map(ivar), out.slice(0, d), x.slice(1, d + 1), c.outShape.slice(0, d));
-    const xv = masked(c, conds, c.b.cast(c.inDTypes[0]!, at(0, [ivar(nv), ...pos, iadd(iscale(idiv(f, fg), cg), out[d]!)])));
+    const xv = maskedAll(c, conds, c.b.cast(c.inDTypes[0]!, at(0, [ivar(nv), ...pos, iadd(iscale(idiv(f, fg), cg), out[d]!)])));
     return sumOver(c, [nv, ...ov], mul(c, xv, c.b.cast(c.inDTypes[1]!, at(1, [ivar(nv), ...ov.map(ivar), f]))));
   },
 };
@@ -287,21 +271,13 @@ export const convAlternates = {
  * the taps of g where the tap is that one (-inf elsewhere: one term, so g's value exactly, its
  * sign and NaN kept).
  */
-export const poolSelectT: LoopTemplate<AttrsOf<'pool_select'>> = {
-  kind: 'reduction',
-  expr(at, out, c) {
-    const a = c.attrs;
-    const d = a.window.length;
-    const b = c.b;
-    const g = poolGeom(a, c.inShapes[0]!, c.outShape);
-    const o = out.slice(1, d + 1);
-    const arg = firstMaxTap(b, g, o, (pos) => b.cast(c.inDTypes[0]!, at(0, [out[0]!, ...pos, out[d + 1]!])));
-    const t = windowTaps(b, g, o);
-    const hit = b.op('eq', t.flat, arg);
-    const v = b.cast(c.inDTypes[1]!, at(1, [out[0]!, ...t.pos, out[d + 1]!]));
-    return b.reduce('max', t.vars, b.op('select', t.valid === undefined ? hit : b.op('and', t.valid, hit), v, b.const(-Infinity)));
-  },
-};
+export const poolSelectT = poolTemplate<AttrsOf<'pool_select'>>((b, g, o, read) => {
+  const arg = firstMaxTap(b, g, o, (pos) => read(0, pos));
+  const t = windowTaps(b, g, o);
+  const hit = b.op('eq', t.flat, arg);
+  const v = read(1, t.pos);
+  return b.reduce('max', t.vars, masked(b, allOf(b, [t.valid, hit]), v, -Infinity));
+});
 
 export const convTemplates = {
   conv: convT,

@@ -5,9 +5,10 @@ import { sliceRange } from '../ir/ops/shape.js';
 import type { AttrsOf } from '../ir/registry.js';
 import type { Expr } from './expr.js';
 import {
-  iadd, iclamp, iconst, idiv, imod, iscale, range, unravel, type IExpr, type Var,
+  iadd, iclamp, iconst, idiv, imod, iscale, unravel, type IExpr, type Var,
 } from './index-expr.js';
 import type { At, LoopTemplate, TemplateCtx } from './templates.js';
+import { allOf, masked, within } from './mask.js';
 
 export const view = <A>(coords: (out: readonly IExpr[], c: TemplateCtx<A>) => IExpr[], shapeOnly?: (input: number) => boolean): LoopTemplate<A> => ({
   kind: 'view',
@@ -15,24 +16,6 @@ export const view = <A>(coords: (out: readonly IExpr[], c: TemplateCtx<A>) => IE
   ...(shapeOnly !== undefined ? { shapeOnly } : {}),
 });
 export const notFirst = (i: number) => i > 0;
-
-/** lo <= x < hi as a 0/1 expression; undefined when the index range implies it. */
-export function within(c: TemplateCtx<unknown>, x: IExpr, lo: number, hi: number): Expr | undefined {
-  const b = c.b;
-  const [xlo, xhi] = range(x);
-  const parts: Expr[] = [];
-  if (xlo < lo) parts.push(b.op('ge', b.index(x), b.const(lo)));
-  if (xhi >= hi) parts.push(b.op('lt', b.index(x), b.const(hi)));
-  return parts.length === 0 ? undefined : parts.reduce((p, q) => b.op('and', p, q));
-}
-
-export function andAll(c: TemplateCtx<unknown>, conds: readonly (Expr | undefined)[]): Expr | undefined {
-  const cs = conds.filter((x): x is Expr => x !== undefined);
-  return cs.length === 0 ? undefined : cs.reduce((p, q) => c.b.op('and', p, q));
-}
-
-/** `value` where `cond`, else 0 (the load inside stays in bounds through clamped indices). */
-export const masked = (c: TemplateCtx<unknown>, cond: Expr | undefined, value: Expr) => (cond === undefined ? value : c.b.op('select', cond, value, c.b.const(0)));
 
 /** A sum over the input elements that map to each output element. */
 export function sumOver(at: At, c: TemplateCtx<unknown>, vars: readonly Var[], inCoords: IExpr[]): Expr {
@@ -56,10 +39,10 @@ const padT: LoopTemplate<AttrsOf<'pad'>> = {
       const d = shape[i]!;
       const k = iadd(o, iconst(-before));
       if (pads[i]![0] === 0 && pads[i]![1] === 0) return k;
-      conds.push(within(c, k, 0, d));
+      conds.push(within(c.b, k, 0, d));
       return iclamp(k, 0, Math.max(d - 1, 0));
     });
-    return masked(c, andAll(c, conds), at(0, inC));
+    return masked(c.b, allOf(c.b, conds), at(0, inC));
   },
 };
 

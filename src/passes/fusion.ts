@@ -1,7 +1,7 @@
 // Fusion: groups of elementwise ops, views, reductions and a matmul become one `fused` node
 // each, which codegen turns into one kernel (one loop nest, or one matmul with its epilogue).
 // What a target can fuse is its business, so the pass asks it (`classify`): passes import
-// only ir, and an op another branch adds is simply opaque until codegen learns it.
+// only ir, and an op the target does not classify stays opaque (a kernel of its own).
 //
 // Grouping is greedy from the outputs backwards, as Theano's elemwise fusion: a producer joins
 // its consumer's group when every use of it is inside that group, so nothing is computed
@@ -123,9 +123,18 @@ export function fuseGraph(g: Graph, target: FusionTarget): Graph {
       case 'matmul': {
         if (!excl || sp !== 'out' || grp.hasMatmul || grp.hasReduction) return false;
         // The epilogue is evaluated at the matmul's own output index: everything in the group so far
-        // (the path from the matmul to the root, and its side inputs) must be elementwise of its shape.
+        // (the path from the matmul to the root, and its side inputs) must be elementwise of its
+        // shape, or a view of a side input (a bias reshaped to broadcast: index arithmetic at that
+        // index too); a view on the path from the matmul would read it at other indices.
         const same = (c: Node) => c.ndim === p.ndim && c.shape.every((d, i) => d === p.shape[i]);
-        if (![...grp.members].every((m) => isScalarConst(m) || (target.classify(m) === 'elementwise' && same(m)))) return false;
+        const onPath = new Map<Node, boolean>();
+        const reaches = (m: Node): boolean => {
+          let r = onPath.get(m);
+          if (r === undefined) { r = m.inputs.some((i) => i === p || (grp.members.has(i) && reaches(i))); onPath.set(m, r); }
+          return r;
+        };
+        const ok = (m: Node) => isScalarConst(m) || (target.classify(m) === 'elementwise' && same(m)) || (target.classify(m) === 'view' && !reaches(m));
+        if (![...grp.members].every(ok)) return false;
         grp.hasMatmul = true;
         break;
       }

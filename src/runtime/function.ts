@@ -58,6 +58,8 @@ export interface Executor {
   lastInputShapes?(): readonly (readonly number[])[] | undefined;
   /** The onnx backend's execution provider (of the latest call). */
   executionProvider?(): string | undefined;
+  /** The device it runs on where it says more than the device asked for (the gpu's gpu.js mode: gpu:headlessgl, gpu:webasm...). */
+  readonly device?: string;
 }
 
 /** The reference interpreter as an executor (the `none` path, and the definition of meaning). */

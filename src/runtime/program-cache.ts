@@ -1,15 +1,16 @@
-// The caches every device's compiler keeps (src/runtime/compile.ts for the cpu, gpu/compile.ts):
-// optimized graphs by structural key, and inside each, shape specialisations by input shapes.
-// Both are least-recently-used and bounded (a process that builds many functions, or calls one
-// with many batch sizes, keeps only the most recent). Theano caches compiled thunks the same
-// way per function; here the key is the graph's structure, so rebuilt graphs share code.
+// The cache every target keeps (src/runtime/target.ts): optimized graphs by structural key, and
+// inside each, shape specialisations by input shapes. Both are least-recently-used and bounded (a
+// process that builds many functions, or calls one with many batch sizes, keeps only the most
+// recent); specialisations that hold memory are also bounded in bytes over all programs, and a
+// program's specialisations go once no live function uses it. Theano caches compiled thunks the
+// same way per function; here the key is the graph's structure, so rebuilt graphs share code.
 
-/** The most optimized graphs kept (per device). */
+/** The most optimized graphs kept (per target). */
 export const MAX_PROGRAMS = 256;
 /** The most shape specialisations kept per optimized graph. */
 export const MAX_SPECIALIZATIONS = 16;
 
-/** A cached program: whatever a device keeps per graph structure, with its specialisations by shape key. */
+/** A cached program: whatever a target keeps per graph structure, with its specialisations by shape key. */
 export interface CachedProgram<S> {
   readonly specs: Map<string, S>;
 }
@@ -17,15 +18,42 @@ export interface CachedProgram<S> {
 /** The key of a list of input shapes. */
 export const shapesKey = (shapes: readonly (readonly number[])[]): string => shapes.map((s) => s.join('x')).join('|');
 
+export interface ProgramCacheOptions<P, S> {
+  /** Told of every specialisation the cache drops (a target that releases what it holds). */
+  readonly onDropSpec?: (program: P, key: string, spec: S) => void;
+  readonly maxPrograms?: number;
+  readonly maxSpecs?: number;
+  /** Bytes a specialisation holds, and the most all of them may hold together (least recently used go first). */
+  readonly bytes?: (spec: S) => number;
+  readonly budgetBytes?: number;
+}
+
 export class ProgramCache<P extends CachedProgram<S>, S> {
   private readonly programs = new Map<string, P>();
+  /** Specialisations of every program, least recently used first (the byte budget's order). */
+  private readonly used = new Map<S, { readonly program: P; readonly key: string }>();
+  private held = 0;
+  /** Live functions per program: when the last one is collected, the program's specialisations go. */
+  private readonly live = new Map<P, number>();
+  private readonly collected = new FinalizationRegistry<P>((p) => {
+    const n = (this.live.get(p) ?? 1) - 1;
+    if (n > 0) { this.live.set(p, n); return; }
+    this.live.delete(p);
+    for (const [key, s] of [...p.specs]) this.drop(p, key, s);
+  });
+  private readonly onDropSpec: (program: P, key: string, spec: S) => void;
+  private readonly maxPrograms: number;
+  private readonly maxSpecs: number;
+  private readonly bytes: (spec: S) => number;
+  private readonly budgetBytes: number;
 
-  constructor(
-    /** Told of every specialisation the cache drops (a device that accounts for their memory). */
-    private readonly onDropSpec: (program: P, key: string, spec: S) => void = () => {},
-    private readonly maxPrograms = MAX_PROGRAMS,
-    private readonly maxSpecs = MAX_SPECIALIZATIONS,
-  ) {}
+  constructor(options: ProgramCacheOptions<P, S> = {}) {
+    this.onDropSpec = options.onDropSpec ?? (() => {});
+    this.maxPrograms = options.maxPrograms ?? MAX_PROGRAMS;
+    this.maxSpecs = options.maxSpecs ?? MAX_SPECIALIZATIONS;
+    this.bytes = options.bytes ?? (() => 0);
+    this.budgetBytes = options.budgetBytes ?? Infinity;
+  }
 
   /** The program cached under `key`, made by `make` on a miss; most recently used last. */
   program(key: string, make: () => P): P {
@@ -45,15 +73,41 @@ export class ProgramCache<P extends CachedProgram<S>, S> {
       s = make();
       if (p.specs.size >= this.maxSpecs) {
         const [oldKey, old] = p.specs.entries().next().value!;
-        p.specs.delete(oldKey);
-        this.onDropSpec(p, oldKey, old);
+        this.drop(p, oldKey, old);
       }
     } else p.specs.delete(key);
     p.specs.set(key, s);
+    if (this.used.delete(s)) this.used.set(s, { program: p, key });
+    else { this.used.set(s, { program: p, key }); this.held += this.bytes(s); }
+    for (const [old, at] of this.used) {
+      if (this.held <= this.budgetBytes || old === s) break;
+      this.drop(at.program, at.key, old);
+    }
     return s;
+  }
+
+  /** `owner` (a function's executor) uses `p`: once every owner is collected, `p`'s specialisations go. */
+  hold(owner: object, p: P): void {
+    this.live.set(p, (this.live.get(p) ?? 0) + 1);
+    this.collected.register(owner, p);
+  }
+
+  /** Bytes held by the cached specialisations. */
+  heldBytes(): number {
+    return this.held;
+  }
+
+  private drop(p: P, key: string, s: S): void {
+    if (p.specs.get(key) === s) p.specs.delete(key);
+    if (!this.used.delete(s)) return;
+    this.held -= this.bytes(s);
+    this.onDropSpec(p, key, s);
   }
 
   clear(): void {
     this.programs.clear();
+    this.used.clear();
+    this.held = 0;
+    this.live.clear();
   }
 }

@@ -95,20 +95,38 @@ describe('gradients: Scan structure', () => {
     const ph = (a: NDArray, name: string) => K.placeholder(a.shape, null, 'float64', false, name);
     const [xs, w, u, h] = [ph(x, 'x'), ph(W, 'w'), ph(U, 'u'), ph(H0, 'h0')];
     const grads = K.gradients(K.sum(build(xs, w, u, h)), [w, u, h, xs]);
-    // The forward scan the loss reads, the same scan also stacking the residuals (the step's two
-    // matrix products) for the reverse scan, and the reverse scan; the scan pass merges the first two.
+    // The forward scan the loss reads, the same scan also stacking the residual (the sum of the step's
+    // two matrix products, which the pullback reads only through that sum) for the reverse scan, and
+    // the reverse scan; the scan pass merges the first two.
     expect(topoSort(grads).filter((n) => n.op === 'scan')).to.have.length(3);
     const scans = topoSort(optimizeScans(grads)).filter((n) => n.op === 'scan');
     const reverse = scans.filter((n) => (n.attrs as unknown as ScanAttrs).go_backwards);
     expect(scans).to.have.length(2); // the forward scan and its reverse
     expect(reverse).to.have.length(1);
     const forward = scans.find((n) => !(n.attrs as unknown as ScanAttrs).go_backwards)!;
-    expect((forward.attrs as unknown as ScanAttrs).body.outputs.map((o) => o.op)).to.deep.equal(['tanh', 'dot', 'dot']);
+    expect((forward.attrs as unknown as ScanAttrs).body.outputs.map((o) => o.op)).to.deep.equal(['tanh', 'add']);
+    expect((forward.attrs as unknown as ScanAttrs).body.outputs[1]!.inputs.map((i) => i.op)).to.deep.equal(['dot', 'dot']);
     // the reverse step reads them: its products are the pullback's (g u^T, x^T g, h^T g; g w^T for xs), none recomputes the forward's
     const revOps = topoSort((reverse[0]!.attrs as unknown as ScanAttrs).body.results);
     expect(revOps.filter((n) => n.op === 'dot')).to.have.length(4);
     expect(topoSort(grads).filter((n) => n.op === 'tanh').length).to.be.lessThan(5); // no unrolled copies
     expect(debugprint(grads)).to.match(/scan\{go_backwards=true/);
+  });
+  it('a product the pullback also reads on its own stays stacked beside the sum (gradients match finite differences)', () => {
+    const x = small(grid([2, 20, 3], 23), 8); // long enough to stay a Scan (short ones are unrolled)
+    // d(tanh(a + p) * p)/dp needs p itself: the sum a + p cannot stand for it
+    const step = (w: Node, u: Node) => (xt: Node, st: Node[]): [Node, Node[]] => {
+      const p = K.dot(st[0]!, u);
+      const h = K.tanh(K.add(K.dot(xt, w), p)).mul(p);
+      return [h, [h]];
+    };
+    const build = (xs: Node, w: Node, u: Node, h: Node) => K.rnn(step(w, u), xs, [h])[0];
+    verify_grad(build, [x, W, U, H0]);
+    const ph = (a: NDArray, name: string) => K.placeholder(a.shape, null, 'float64', false, name);
+    const [xs, w, u, h] = [ph(x, 'x'), ph(W, 'w'), ph(U, 'u'), ph(H0, 'h0')];
+    const grads = K.gradients(K.sum(build(xs, w, u, h)), [w, u, h, xs]);
+    const forward = topoSort(optimizeScans(grads)).filter((n) => n.op === 'scan').find((n) => !(n.attrs as unknown as ScanAttrs).go_backwards)!;
+    expect((forward.attrs as unknown as ScanAttrs).body.outputs.map((o) => o.op)).to.deep.equal(['mul', 'dot', 'dot']);
   });
 
   it('gradients of a lowered graph (only the last step kept) agree with the unlowered ones', () => {

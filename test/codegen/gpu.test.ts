@@ -11,13 +11,13 @@ import { runPasses } from '../../src/passes/pass.js';
 import { pipeline } from '../../src/passes/pipeline.js';
 import { lower } from '../../src/codegen/lower.js';
 import type { Program } from '../../src/codegen/kernel.js';
-import { CPU_TILE, cpuTarget } from '../../src/runtime/compile.js';
+import { CPU_TILE, cpuFusion } from '../../src/runtime/compile.js';
 import { Unsupported, renderLoopStore, renderMatmul } from '../../src/codegen/gpu/render.js';
 
 const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'golden');
 
 function program(inputs: readonly Node[], outputs: readonly Node[]): Program {
-  const graph = runPasses(pipeline('fast_run', cpuTarget), { outputs }).outputs;
+  const graph = runPasses(pipeline('fast_run', cpuFusion), { outputs }).outputs;
   return lower({
     targets: graph, inputSlot: new Map(inputs.map((n, i) => [n, i])), variableSlot: new Map(),
     inputShapes: inputs.map((n) => n.shape as number[]), tile: CPU_TILE,

@@ -57,6 +57,17 @@ const cases: Case[] = [
   ...poolCase('2x3 strides 1 valid, dilation 2', [2, 5, 7, 1], [2, 3], win([1, 1], 'valid', [2, 2]), 'avg', 'float32'),
   ...poolCase('3d 2x1x2 strides 2 same', [1, 3, 2, 5, 2], [2, 1, 2], win([2, 1, 2], 'same'), 'max', 'float32'),
   ...poolCase('1d 3 causal strides 2', [2, 7, 2], [3], win([2], 'causal'), 'avg', 'float32'),
+  // Windows that tile the input (strides = window, no padding) take the one-kernel form of pool_grad.
+  ...poolCase('2x2 strides 2 valid (tiling), NaN', [2, 4, 6, 2], [2, 2], win([2, 2], 'valid'), 'max', 'float64', [5, 30]),
+  ...poolCase('2x3 strides (2, 3) valid (tiling)', [2, 4, 6, 3], [2, 3], win([2, 3], 'valid'), 'avg', 'float32'),
+  ...poolCase('3d 2x2x1 strides (2, 2, 1) valid (tiling)', [1, 2, 4, 3, 2], [2, 2, 1], win([2, 2, 1], 'valid'), 'max', 'float32'),
+  ...poolCase('2x2 strides 2 valid, a row left over (not tiling)', [1, 5, 4, 2], [2, 2], win([2, 2], 'valid'), 'max', 'float32'),
+  {
+    // The reference adds each cell's one term to 0, so a -0 gradient becomes +0.
+    name: 'pool_grad max 2x2 strides 2 (tiling), gradients of -0 and 0', exact: true,
+    feed: [tied([1, 4, 4, 2], 2, 'float32'), new NDArray(Float32Array.from([-0, 0, -0, 1, -0, -0, 2, 0]), [1, 2, 2, 2], 'float32')],
+    build: (x, dy) => apply('pool_grad', [x, dy], { window: [2, 2], ...win([2, 2], 'valid'), mode: 'max' }) as unknown as Tensor,
+  },
   {
     name: 'conv with 3 groups, same, strides 2', feed: [smooth([2, 5, 6, 6], 5), smooth([3, 2, 2, 9], 6)], exact: false,
     build: (x, w) => apply('conv', [x, w], { ...win([2, 2], 'same'), groups: 3 }) as unknown as Tensor,

@@ -7,11 +7,11 @@ import { lower } from '../../src/codegen/lower.js';
 import { planBuffers } from '../../src/codegen/plan.js';
 import { runPasses } from '../../src/passes/pass.js';
 import { pipeline } from '../../src/passes/pipeline.js';
-import { CPU_TILE, cpuTarget } from '../../src/runtime/compile.js';
+import { CPU_TILE, cpuFusion } from '../../src/runtime/compile.js';
 import type { Program } from '../../src/codegen/kernel.js';
 
 function program(inputs: Node[], outputs: Node[], level: 'fast_run' | 'fast_compile' = 'fast_run'): Program {
-  const g = runPasses(pipeline(level, cpuTarget), { outputs }, { verify: true });
+  const g = runPasses(pipeline(level, cpuFusion), { outputs }, { verify: true });
   return lower({
     targets: g.outputs, inputSlot: new Map(inputs.map((n, i) => [n, i])), variableSlot: new Map(),
     inputShapes: inputs.map((n) => n.shape as number[]), tile: CPU_TILE,

@@ -1,6 +1,6 @@
 // The WebAssembly SIMD tier for fused elementwise loops (src/codegen/wasm/elementwise.ts):
-// arithmetic, comparisons, selects, max/min, abs, sqrt and float32 rounding are bit-identical to
-// the JavaScript kernels (and so to the reference); tanh, exp, sigmoid and log, the vector
+// arithmetic, comparisons, selects, max/min, abs, sqrt, float32 rounding and flag (bool) loads
+// and stores are bit-identical to the JavaScript kernels (and so to the reference); tanh, exp, sigmoid and log, the vector
 // approximations, are within 1 ulp of the reference's value in float32 (the bound stated in the tier's header).
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
@@ -111,6 +111,34 @@ describe('codegen/wasm SIMD elementwise tier', () => {
     expect(js.source).to.not.contain('WebAssembly SIMD');
     expect(simd.source).to.contain('WebAssembly SIMD');
     expect(Array.from(simd.out.data)).to.deep.equal(Array.from(js.out.data));
+  });
+
+  it('a mask kernel (comparison stored as bool) and selects reading it, without a transcendental, take the tier, bit-identical', () => {
+    const xs = values(13, 8);
+    const ys = values(14, 8);
+    const run = (simd: boolean) => {
+      setSimdTier(simd);
+      clearCompileCache();
+      try {
+        const x = K.placeholder([N], null, 'float32');
+        const y = K.placeholder([N], null, 'float32');
+        // relu as K.relu builds it and its gradient's select: the mask is read by two kernels, so it is stored
+        const m = K.less_equal(x, 0);
+        const fn = K.function([x, y], [m, K.switch(m, K.zeros_like(x), x), K.switch(m, y, y.mul(x))]);
+        const outs = fn([new NDArray(xs, [N]), new NDArray(ys, [N])]);
+        return { outs: outs.map((o) => Array.from(o.data)), dtype: outs[0]!.dtype, source: (fn as unknown as { source(): string }).source() };
+      } finally {
+        setSimdTier(true);
+        clearCompileCache();
+      }
+    };
+    const js = run(false);
+    const simd = run(true);
+    expect(js.source).to.not.contain('WebAssembly SIMD');
+    expect(simd.source.match(/WebAssembly SIMD/g)?.length, simd.source).to.equal(3);
+    expect(simd.dtype).to.equal('bool');
+    expect(simd.outs).to.deep.equal(js.outs);
+    expect(new Set(simd.outs[0])).to.deep.equal(new Set([0, 1]));
   });
 
   it('the benchmark chain tanh(x*y + 1)*x - y stays within a few ulps of the JavaScript kernel', () => {

@@ -90,6 +90,44 @@ describe('codegen/cpu worker threads', function () {
     }
   });
 
+  it('convolutions (forward with bias and relu, and both gradients) give the same numbers, bit for bit, with 1 and 2 threads, in both matmul precisions', async () => {
+    // A conv layer's training step: 'same' padding and strides 2 (masked im2col panels), products
+    // of 8 * 16 * 16 * 72 x 16 and 144 x 2048 x 16 multiply-adds, each split over the threads.
+    const buildConv = () => {
+      const x = K.placeholder([8, 32, 32, 8], null, 'float32');
+      const w = K.placeholder([3, 3, 8, 16], null, 'float32');
+      const b = K.placeholder([16], null, 'float32');
+      const y = K.relu(K.bias_add(K.conv2d(x, w, [2, 2], 'same'), b));
+      const [gx, gw] = K.gradients(K.sum(K.square(y)), [x, w]);
+      const f = K.function([x, w, b], [y, gx!, gw!]);
+      const vals = [fill([8, 32, 32, 8], 5), fill([3, 3, 8, 16], 6), fill([16], 7)];
+      return () => f(vals).map((r) => Array.from(r.data));
+    };
+    expect(8 * 16 * 16 * 72 * 16).to.be.greaterThan(PARALLEL_MIN_MACS);
+    const home = process.env['KERAS_HOME'];
+    try {
+      for (const precision of ['float64', 'float32']) {
+        reloadConfig({ env: { KERAS_HOME: home, THEANINE_MATMUL_PRECISION: precision } });
+        setThreads(1);
+        clearCompileCache();
+        const one = buildConv()();
+        setThreads(2);
+        clearCompileCache();
+        const run = buildConv();
+        const before = threadPool()?.workerPanels ?? 0;
+        let got = run();
+        for (let i = 0; i < 200 && (threadPool()?.workerPanels ?? 0) === before; i++) {
+          await new Promise((r) => setTimeout(r, 20));
+          got = run();
+        }
+        expect(threadPool()!.workerPanels, `${precision}: panels summed by workers`).to.be.greaterThan(before);
+        got.forEach((g, i) => expect(g, `${precision}, output ${i}`).to.deep.equal(one[i]));
+      }
+    } finally {
+      reloadConfig({ env: { KERAS_HOME: home } });
+    }
+  });
+
   it('stays correct after clear_session hands the workers a new memory', async () => {
     setThreads(1);
     clearCompileCache();

@@ -14,7 +14,7 @@ import { specializePass } from '../../src/passes/specialize.js';
 import { constantFoldPass } from '../../src/passes/constant-fold.js';
 import { scanPass } from '../../src/passes/pipeline.js';
 import { fusionPass } from '../../src/passes/fusion.js';
-import { cpuTarget } from '../../src/runtime/compile.js';
+import { cpuFusion } from '../../src/runtime/compile.js';
 import type { Pass } from '../../src/passes/pass.js';
 
 /** The line of the caller of this function (in this file). */
@@ -211,7 +211,7 @@ describe('provenance: every pass keeps it', () => {
     const x = ph([3, 4]);
     const l1 = lineHere(); const a = K.exp(x);
     const l2 = lineHere(); const b = K.sum(K.relu(a), 1);
-    const [out] = run(fusionPass(cpuTarget), [b]);
+    const [out] = run(fusionPass(cpuFusion), [b]);
     expect(out!.op).to.equal('fused');
     expect(sites(out!)).to.have.members([`K.exp@provenance.test.ts:${l1}`, `K.relu@provenance.test.ts:${l2}`, `K.sum@provenance.test.ts:${l2}`]);
     expect(formatProvenance(out!.provenance)).to.equal(`K.sum at provenance.test.ts:${l2}; K.relu at provenance.test.ts:${l2}; K.exp at provenance.test.ts:${l1}`);

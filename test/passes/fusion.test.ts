@@ -7,10 +7,10 @@ import { topoSort } from '../../src/ir/graph.js';
 import type { Node } from '../../src/ir/node.js';
 import { verify } from '../../src/ir/verify.js';
 import { fusionPass } from '../../src/passes/fusion.js';
-import { cpuTarget } from '../../src/runtime/compile.js';
+import { cpuFusion } from '../../src/runtime/compile.js';
 import { c, expectSameValues, op, show } from './helpers.js';
 
-const pass = fusionPass(cpuTarget);
+const pass = fusionPass(cpuFusion);
 const fuse = (outs: Node[]) => {
   verify(outs);
   const after = pass.run({ outputs: outs }).outputs;
@@ -69,6 +69,20 @@ describe('passes/fusion', () => {
     const W = K.placeholder([5, 3], null, 'float64');
     const after = fuse([apply('reshape', [op('neg', K.dot(x, W))], { shape: [24] })]);
     expect(kernels(after), show(after)).to.deep.equal(['dot', 'neg,reshape']);
+  });
+
+  it('a matmul takes an epilogue reading a view of a side input (a bias reshaped to broadcast), not one under a view of itself', () => {
+    const xs = K.placeholder([2, 6, 6, 3], null, 'float64', false, 'xs');
+    const w = K.placeholder([3, 3, 3, 4], null, 'float64', false, 'w');
+    const bias = K.placeholder([4], null, 'float64', false, 'bias');
+    const conv = K.conv2d(xs, w, [1, 1], 'valid');
+    const after = fuse([op('add', conv, apply('reshape', [bias], { shape: [1, 1, 1, 4] }))]);
+    expect(kernels(after), show(after)).to.deep.equal(['conv,reshape,add']);
+    // A transpose of a square product has the product's shape, but reads it at other indices.
+    const W = K.placeholder([5, 5], null, 'float64', false, 'W5');
+    const sq = K.placeholder([5, 5], null, 'float64', false, 'sq');
+    const after2 = fuse([op('add', op('neg', K.dot(sq, W)).T, sq)]);
+    expect(kernels(after2), show(after2)).to.deep.equal(['dot', 'neg,transpose,add']);
   });
 
   it('a view read by two kernels is folded into both', () => {

@@ -8,7 +8,7 @@ interface P { readonly name: string; readonly specs: Map<string, string> }
 
 describe('runtime/program-cache', () => {
   it('keeps the most recently used programs, making each once', () => {
-    const cache = new ProgramCache<P, string>(undefined, 2, 4);
+    const cache = new ProgramCache<P, string>({ maxPrograms: 2, maxSpecs: 4 });
     let made = 0;
     const get = (k: string) => cache.program(k, () => { made++; return { name: k, specs: new Map() }; });
     const a = get('a');
@@ -23,7 +23,7 @@ describe('runtime/program-cache', () => {
 
   it('bounds the specialisations per program and reports each one it drops', () => {
     const dropped: string[] = [];
-    const cache = new ProgramCache<P, string>((p, key, s) => dropped.push(`${p.name}:${key}=${s}`), 4, 3);
+    const cache = new ProgramCache<P, string>({ onDropSpec: (p, key, s) => dropped.push(`${p.name}:${key}=${s}`), maxPrograms: 4, maxSpecs: 3 });
     const p = cache.program('p', () => ({ name: 'p', specs: new Map() }));
     const spec = (shapes: number[][]) => cache.spec(p, shapesKey(shapes), () => `spec${shapesKey(shapes)}`);
     for (let b = 1; b <= 3; b++) spec([[b, 4]]);
@@ -33,5 +33,23 @@ describe('runtime/program-cache', () => {
     expect([...p.specs.keys()]).to.deep.equal(['3x4', '1x4', '9x4']);
     for (let b = 10; b < 30; b++) spec([[b, 4]]);
     expect(p.specs.size).to.equal(3);
+  });
+
+  it('bounds the bytes specialisations hold over all programs, least recently used first', () => {
+    const dropped: string[] = [];
+    const cache = new ProgramCache<P, string>({ onDropSpec: (p, key) => dropped.push(`${p.name}:${key}`), bytes: (s) => s.length, budgetBytes: 10 });
+    const p = cache.program('p', () => ({ name: 'p', specs: new Map() }));
+    const q = cache.program('q', () => ({ name: 'q', specs: new Map() }));
+    cache.spec(p, 'a', () => 'aaaa');
+    cache.spec(q, 'b', () => 'bbbb');
+    cache.spec(p, 'a', () => 'never made');
+    expect(cache.heldBytes()).to.equal(8);
+    cache.spec(q, 'c', () => 'cccc'); // 12 bytes: q's b, the least recently used, goes
+    expect(dropped).to.deep.equal(['q:b']);
+    expect(cache.heldBytes()).to.equal(8);
+    expect([...q.specs.keys()]).to.deep.equal(['c']);
+    cache.spec(p, 'big', () => 'x'.repeat(20)); // over the budget alone: it stays, every other goes
+    expect(dropped).to.deep.equal(['q:b', 'p:a', 'q:c']);
+    expect(cache.heldBytes()).to.equal(20);
   });
 });

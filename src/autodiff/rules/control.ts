@@ -57,6 +57,54 @@ function substitute(nodes: readonly Node[], subst: ReadonlyMap<Node, Node>): Nod
  */
 const SAVED_OPS = new Set(['dot', 'batch_dot', 'conv', 'conv_transpose']);
 
+/** Elementwise ops whose result is stacked in place of saved operands that only it reads (see promoteResiduals). */
+const PROMOTED_OPS = new Set(['add', 'sub']);
+
+/** Whether `r` reads its input `k` for its shape only (the adjoints' `_like` ops, fill_like, shape_of). */
+function readsShapeOnly(r: Node, k: number): boolean {
+  return ((r.op === 'sum_to_like' || r.op === 'broadcast_like' || r.op === 'reshape_like') && k >= 1) || r.op === 'fill_like' || r.op === 'shape_of';
+}
+
+/**
+ * The residuals, moved forward past sums: where the pullback reads saved products only through one
+ * sum of them (an LSTM's pre-activations, x Wx + h Wh + b), the sum is stacked instead. That stacks
+ * one value where it stacked two and leaves the reverse step nothing to add; the forward step's
+ * products are then read only by the sum, which becomes the epilogue of the second product. The
+ * values are the same: the pullback would have computed the sum from the same saved products.
+ * Reads of a product for its shape only (the adjoint of the sum: sum_to_like(g, product)) read the
+ * sum instead, which has the product's static shape (required; a dim unknown in both is the batch
+ * of the step, which a Scan's states and sequences share).
+ * `body` in topological order; `saved` the products; `readOrder` the pullback's nodes, which read
+ * the body's nodes through their twins. Returns the stacked nodes and, for each product no longer
+ * stacked, the stacked sum that stands for it.
+ */
+function promoteResiduals(body: readonly Node[], saved: Set<Node>, variant: ReadonlySet<Node>, twin: ReadonlyMap<Node, Node>, readOrder: readonly Node[]): { saved: Node[]; standsFor: Map<Node, Node> } {
+  const readers = new Map<Node, Set<Node>>();
+  for (const r of readOrder) {
+    r.inputs.forEach((i, k) => {
+      if (readsShapeOnly(r, k)) return;
+      let s = readers.get(i);
+      if (s === undefined) readers.set(i, (s = new Set()));
+      s.add(r);
+    });
+  }
+  const same = (x: Node, y: Node) => x.ndim === y.ndim && x.shape.every((d, k) => d === y.shape[k]);
+  const standsFor = new Map<Node, Node>();
+  for (const x of body) {
+    if (saved.has(x) || !PROMOTED_OPS.has(x.op) || !variant.has(x) || !readers.has(twin.get(x)!)) continue;
+    const vin = x.inputs.filter((i) => variant.has(i));
+    // every variant operand saved, of the sum's own shape, and read (for its value) by the pullback only through this sum
+    if (vin.length === 0 || !vin.every((i) => saved.has(i) && same(i, x) && [...readers.get(twin.get(i)!) ?? []].every((r) => r === twin.get(x)))) continue;
+    for (const i of vin) {
+      saved.delete(i);
+      standsFor.set(i, x);
+      for (const [d, y] of standsFor) if (y === i) standsFor.set(d, x);
+    }
+    saved.add(x);
+  }
+  return { saved: body.filter((x) => saved.has(x)), standsFor };
+}
+
 /**
  * Cotangents of the scan's inputs from those of its items. Outputs and state sequences kept
  * 'all' give per-step cotangents (walked in reverse as sequences); an output kept 'last' gives
@@ -144,10 +192,18 @@ function scanVjp(n: OpNode<'scan'>, gs: readonly (Node | null)[]): (Node | null)
   // reads are stacked by the forward scan (as extra outputs) and read back here, not recomputed.
   const variant = new Set<Node>([...b.sequences, ...b.states]);
   for (const x of topoSort(b.results)) if (x.inputs.some((i) => variant.has(i))) variant.add(x);
-  const read = new Set(topoSort(results));
-  const saved = topoSort(b.results).filter((x) => SAVED_OPS.has(x.op) && variant.has(x) && read.has(twin.get(x)!));
+  const readOrder = topoSort(results);
+  const read = new Set(readOrder);
+  const bodyOrder = topoSort(b.results);
+  const { saved, standsFor } = promoteResiduals(bodyOrder, new Set(bodyOrder.filter((x) => SAVED_OPS.has(x.op) && variant.has(x) && read.has(twin.get(x)!))), variant, twin, readOrder);
   const savedArgs = saved.map((x, i) => scanArg(x.type, `saved${i}`));
-  if (saved.length > 0) results = substitute(results, new Map(saved.map((x, i) => [twin.get(x)!, savedArgs[i]!])));
+  if (saved.length > 0) {
+    const argOf = new Map(saved.map((x, i) => [x, savedArgs[i]!]));
+    results = substitute(results, new Map([
+      ...saved.map((x) => [twin.get(x)!, argOf.get(x)!] as const),
+      ...[...standsFor].map(([d, x]) => [twin.get(d)!, argOf.get(x)!] as const),
+    ]));
+  }
   // The forward scan with every item kept whole (the states before each step are read from its
   // state sequences) and the residuals as extra outputs; the scan pass merges it with the scan
   // the loss reads, as both have the same inputs and body.

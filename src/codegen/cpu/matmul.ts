@@ -8,7 +8,7 @@
 // tiles, f32x4, as XNNPACK and BLAS sum float32 products) they are within the bound stated in
 // docs/architecture.md. The generated part applies the epilogue (bias, activation...) to each
 // sum as it is stored.
-import { ExprBuilder, type Expr } from '../expr.js';
+import { ExprBuilder, exprOrder, type Expr } from '../expr.js';
 import { iadd, iconst, iscale, ivar, newVar, substitute, type IExpr, type Var } from '../index-expr.js';
 import type { LoopKernel, MatmulKernel } from '../kernel.js';
 import { mapIndices } from '../collapse.js';
@@ -54,22 +54,28 @@ export function packKernels(k: MatmulKernel, packA = true, packB = true): LoopKe
     const full = Math.floor(rowVar.size / p);
     const tail = rowVar.size - full * p;
     const bb = newVar(B);
-    const t = newVar(k.k.size);
     const r = newVar(p);
     const panelBase = (panel: IExpr) => iscale(iadd(iscale(ivar(bb), panels), panel), k.k.size * p);
+    // The t loop is split at the divisors the operand's index divides it by (a convolution's
+    // (tap, channel) or (batch, cell) coordinates), so its inner loops see affine indices; each
+    // row's own part of the index is computed once per row, outside them.
+    const tv = tLoops(expr, k.k);
+    const tIdx = iadd(...tv.map(([v, st]) => iscale(ivar(v), st)));
     const emit = (panelE: IExpr, rows: Var, rowOffset: IExpr) => {
-      const sub = (x: IExpr) => substitute(x, (u) => (u.id === rowVar.id ? iadd(rowOffset, ivar(rows)) : u.id === k.k.id ? ivar(t) : u.id === k.batch.id ? ivar(bb) : undefined));
+      const sub = (x: IExpr) => substitute(x, (u) => (u.id === rowVar.id ? iadd(rowOffset, ivar(rows)) : u.id === k.k.id ? tIdx : u.id === k.batch.id ? ivar(bb) : undefined));
       const [value] = mapIndices(b, [expr], sub, (vs) => vs);
-      return { buf, index: iadd(panelBase(panelE), iscale(ivar(t), p), ivar(rows)), value: value!, dtype: 'float64' as const };
+      return { buf, index: iadd(panelBase(panelE), iscale(tIdx, p), ivar(rows)), value: value!, dtype: 'float64' as const };
     };
+    const ts = tv.map(([v]) => v);
     if (full > 0) {
       const panel = newVar(full);
-      out.push({ kind: 'loop', label: `pack ${label}`, vars: [bb, panel, t, r], stores: [emit(ivar(panel), r, iscale(ivar(panel), p))] });
+      out.push({ kind: 'loop', label: `pack ${label}`, vars: [bb, panel, r, ...ts], stores: [emit(ivar(panel), r, iscale(ivar(panel), p))] });
     }
     if (tail > 0) {
       const rt = newVar(tail);
-      out.push({ kind: 'loop', label: `pack ${label} tail`, vars: [bb, t, rt], stores: [emit(iconst(full), rt, iconst(full * p))] });
+      out.push({ kind: 'loop', label: `pack ${label} tail`, vars: [bb, rt, ...ts], stores: [emit(iconst(full), rt, iconst(full * p))] });
       const rz = newVar(p - tail);
+      const t = newVar(k.k.size);
       out.push({
         kind: 'loop', label: `pack ${label} padding`, vars: [bb, t, rz],
         stores: [{ buf, index: iadd(panelBase(iconst(full)), iscale(ivar(t), p), ivar(rz), iconst(tail)), value: b.const(0), dtype: 'float64' }],
@@ -79,6 +85,31 @@ export function packKernels(k: MatmulKernel, packA = true, packB = true): LoopKe
   if (packA) pack(k.a, k.m, mr, k.packA, 'A');
   if (packB) pack(k.b, k.n, nr, k.packB, 'B');
   return out;
+}
+
+/**
+ * The loops that stand for t (size K) in a packing kernel, outermost first, with their strides:
+ * t is split at every divisor d of K that the operand divides an index mentioning t by (floor
+ * division or modulo), when those divisors divide one another, so that the simplifier turns
+ * unravelled coordinates (floor(t/24) mod 24 ...) back into loop variables.
+ */
+export function tLoops(e: Expr, t: Var): [Var, number][] {
+  const ds = new Set<number>();
+  const visit = (x: IExpr): void => {
+    for (const [a] of x.terms) {
+      if (a.kind === 'var') continue;
+      if ((a.kind === 'div' || a.kind === 'mod') && a.x.mentions(t) && a.d < t.size && t.size % a.d === 0) ds.add(a.d);
+      visit(a.x);
+    }
+  };
+  for (const x of exprOrder([e])) {
+    if (x.t === 'load') visit(x.index);
+    else if (x.t === 'index') visit(x.i);
+  }
+  const chain: number[] = [];
+  for (const d of [...ds].sort((p, q) => p - q)) if (chain.length === 0 || d % chain[chain.length - 1]! === 0) chain.push(d);
+  const bounds = [t.size, ...chain.reverse(), 1];
+  return bounds.slice(1).map((st, i) => [newVar(bounds[i]! / st), st]);
 }
 
 /**

@@ -5,7 +5,7 @@
 // float32 exactly where the reference rounds: f32x4.demote then f64x2.promote is Math.fround),
 // so arithmetic, comparisons, selects, max/min, abs, sqrt are bit-identical to the reference.
 // The exceptions are tanh, exp, sigmoid and log, which have no WebAssembly instruction: vector
-// approximations (approx() and logApprox() below) accurate to about 3e-15 relative in float64, used only where
+// approximations (APPROX below, keyed by function) accurate to about 3e-15 relative in float64, used only where
 // their result is rounded to float32 at once, so the float32 value is within 1 ulp of the
 // reference's (Math.fround(Math.tanh(x)), ...) and equal to it except within 3e-15 of a rounding
 // midpoint (test/codegen/simd-elementwise.test.ts).
@@ -25,9 +25,9 @@ import type { Expr, ScalarOp } from '../expr.js';
 import { exprOrder } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
 import type { DType } from '../../ir/dtype.js';
-import { elementwiseOps } from '../../ir/ops/elementwise.js';
+import { elementwiseOps, type ElementwiseOp } from '../../ir/ops/elementwise.js';
 
-const SIGMOID = elementwiseOps.sigmoid.scalar;
+const ROWS: ReadonlyMap<string, ElementwiseOp> = new Map(Object.entries(elementwiseOps));
 import { Body, I32, SHARED_MAX_PAGES, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
 import { type EwRun, runHere, threadCount, threadPool } from '../cpu/threads.js';
 
@@ -50,6 +50,12 @@ const S = {
 const BINARY: Partial<Record<ScalarOp, number>> = { add: S.add, sub: S.sub, mul: S.mul, div: S.div, min: S.min, max: S.max };
 const UNARY: Partial<Record<ScalarOp, number>> = { neg: S.neg, abs: S.abs, sqrt: S.sqrt };
 const COMPARE: Partial<Record<ScalarOp, number>> = { eq: S.eq, ne: S.ne, lt: S.lt, gt: S.gt, le: S.le, ge: S.ge };
+
+/**
+ * Buffers the tier loads: float32, and small integers and flags, whose values float32 holds
+ * exactly (copied in with a conversion, TypedArray.set).
+ */
+const LOADED: ReadonlySet<DType> = new Set(['float32', 'bool', 'uint8', 'int8', 'int16']);
 
 /**
  * Where a region of the tier's memory comes from or goes to: element `off + row * r + j` of
@@ -96,9 +102,11 @@ function regionOf(loads: readonly EwRegion[], buf: number, acc: { off: number; r
 
 /**
  * The tier's plan for a loop kernel, or undefined where it does not apply (then the kernel is
- * rendered as JavaScript): at least MIN_ELEMENTS elements, float32 loads and stores at unit
- * stride, and only the ops above; at least one tanh, exp or sigmoid (where the tier pays:
- * arithmetic alone is about as fast in JavaScript once the copies are counted). Either one
+ * rendered as JavaScript): at least MIN_ELEMENTS elements, loads (LOADED) and float32 or flag
+ * stores at unit stride, and only the ops above; at least one tanh, exp, sigmoid or log, or a
+ * select or comparison (where the tier pays: JavaScript branches on each element's data and
+ * mispredicts about half of them on mixed signs, as relu's do, where the tier's bitselect does
+ * not branch; arithmetic alone is about as fast in JavaScript once the copies are counted). Either one
  * loop, or two whose inner loop is at unit stride in every load and store and at most a chunk
  * long (rows of a matrix, such as an LSTM's gate slices of its pre-activations, row stride
  * 4 x units): then the wrapper copies whole rows in and out, and the module's loop runs over
@@ -116,12 +124,13 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
   // Nodes whose value is rounded to float32 at once (a cast's argument, a float32 store's value).
   const roundedParent = new Set<Expr>();
   const approximated: Expr[] = [];
+  let branches = false;
   for (const e of order) {
     switch (e.t) {
       case 'const': break;
       case 'load': {
         const acc = rowAccess(e.index, v, u);
-        if (acc === undefined || bufDType(e.buf) !== 'float32') return undefined;
+        if (acc === undefined || !LOADED.has(bufDType(e.buf))) return undefined;
         if (regionOf(loads, e.buf, acc) < 0) loads.push({ buf: e.buf, ...acc });
         break;
       }
@@ -130,11 +139,12 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
         if (e.dtype === 'float32') roundedParent.add(e.x);
         break;
       case 'op':
-        if (e.op === 'tanh' || e.op === 'exp' || e.op === 'log') { if (e.args[0]!.t === 'const') return undefined; approximated.push(e); break; }
-        if (e.op === 'select' || e.op in BINARY || e.op in UNARY || e.op in COMPARE) break;
+        if (approxOf(e) !== undefined) { if (e.args[0]!.t === 'const') return undefined; approximated.push(e); break; }
+        if (e.op === 'select' || e.op in COMPARE) { branches = true; break; }
+        if (e.op in BINARY || e.op in UNARY) break;
         return undefined;
       case 'call':
-        if (approxOf(e) !== 'sigmoid' || e.args[0]!.t === 'const') return undefined;
+        if (approxOf(e) === undefined || e.args[0]!.t === 'const') return undefined;
         approximated.push(e);
         break;
       default: return undefined;
@@ -143,12 +153,14 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
   for (const s of k.stores) {
     if (s.accumulate === true || s.dyn !== undefined) return undefined; // scatters: rows chosen by data
     const acc = rowAccess(s.index, v, u);
-    if (acc === undefined || (u !== undefined && acc.row < v.size) || s.dtype !== 'float32' || bufDType(s.buf) !== 'float32') return undefined;
+    // float32 stores, or bool ones of a comparison (0 or 1, converted as the results are copied out)
+    const flag = s.dtype === 'bool' && bufDType(s.buf) === 'bool' && s.value.t === 'op' && s.value.op in COMPARE;
+    if (acc === undefined || (u !== undefined && acc.row < v.size) || !((s.dtype === 'float32' && bufDType(s.buf) === 'float32') || flag)) return undefined;
     stores.push({ buf: s.buf, ...acc });
     roundedParent.add(s.value);
   }
   // The approximations are within 1 ulp only once rounded to float32.
-  if (approximated.length === 0 || approximated.some((e) => !roundedParent.has(e))) return undefined;
+  if ((approximated.length === 0 && !branches) || approximated.some((e) => !roundedParent.has(e))) return undefined;
   if (loads.length + stores.length > MAX_REGIONS) return undefined;
   // Over a shared memory where more than one thread is configured and the loop is long enough to be
   // split over the worker threads; shorter loops keep the private memory, which measured faster.
@@ -203,36 +215,40 @@ function expParts(b: Body, c: Consts, Y: number, K2: number, P: number): void {
   b.get(K2).v(S.truncSatZero).v(S.extendLowS).v(S.v128Const, ...i64x2(1023)).v(S.i64Add).i32(52).v(S.i64Shl).set(K2);
 }
 
+type Approx = (b: Body, c: Consts, x: number, t: number) => void;
+
 /**
  * The vector approximations, two lanes, each about 3e-15 relative in float64 (so within 1 ulp
- * once rounded to float32, where the tier uses them): the value of `fn` at local x is pushed.
+ * once rounded to float32, where the tier uses them): the value of the function at local x is
+ * pushed (v128 scratch locals t..t+3).
  * tanh: a = min(|x|, 20) (tanh(20) is 1 in float64), em1 = e^(2a) - 1, em1 / (em1 + 2) with x's
  * sign (tanh(-0) = -0). exp: e^clamp(x, -110, 100) (beyond, float32 rounds to 0 or Infinity as
  * Math.exp's value would). sigmoid: e = e^-min(|x|, 110), 1 / (1 + e) for x >= 0, e / (1 + e)
  * otherwise, the reference's two branches. NaN stays NaN in all three.
  */
-function approx(fn: 'tanh' | 'exp' | 'sigmoid', b: Body, c: Consts, x: number, t: number): void {
-  const [Y, K2, P] = [t, t + 1, t + 2]; // v128 scratch locals
-  if (fn === 'tanh') {
-    b.get(x).v(S.abs); c.get(20).v(S.min); c.get(2).v(S.mul).set(Y);
-    expParts(b, c, Y, K2, P);
-    b.get(K2).get(P).v(S.mul).get(K2); c.get(1).v(S.sub).v(S.add).set(P); // em1
-    b.get(P).get(P); c.get(2).v(S.add).v(S.div);
-    b.get(x).v(S.v128Const, ...i64x2(-1, 0x7fffffff)).v(S.bitselect); // x's sign bit
-  } else if (fn === 'exp') {
-    b.get(x); c.get(-110).v(S.max); c.get(100).v(S.min).set(Y);
-    expParts(b, c, Y, K2, P);
-    b.get(K2).get(P).v(S.mul).get(K2).v(S.add);
-  } else {
-    b.get(x).v(S.abs); c.get(110).v(S.min).v(S.neg).set(Y);
-    expParts(b, c, Y, K2, P);
-    b.get(K2).get(P).v(S.mul).get(K2).v(S.add).set(P); // e
-    b.get(P); c.get(1).v(S.add).set(Y); // d = 1 + e
-    c.get(1).get(Y).v(S.div); b.get(P).get(Y).v(S.div); // 1/d, e/d
-    b.get(x); c.get(0).v(S.ge).v(S.bitselect); // where x >= 0: 1/d
-    void K2;
-  }
-}
+const tanhApprox: Approx = (b, c, x, t) => {
+  const [Y, K2, P] = [t, t + 1, t + 2];
+  b.get(x).v(S.abs); c.get(20).v(S.min); c.get(2).v(S.mul).set(Y);
+  expParts(b, c, Y, K2, P);
+  b.get(K2).get(P).v(S.mul).get(K2); c.get(1).v(S.sub).v(S.add).set(P); // em1
+  b.get(P).get(P); c.get(2).v(S.add).v(S.div);
+  b.get(x).v(S.v128Const, ...i64x2(-1, 0x7fffffff)).v(S.bitselect); // x's sign bit
+};
+const expApprox: Approx = (b, c, x, t) => {
+  const [Y, K2, P] = [t, t + 1, t + 2];
+  b.get(x); c.get(-110).v(S.max); c.get(100).v(S.min).set(Y);
+  expParts(b, c, Y, K2, P);
+  b.get(K2).get(P).v(S.mul).get(K2).v(S.add);
+};
+const sigmoidApprox: Approx = (b, c, x, t) => {
+  const [Y, K2, P] = [t, t + 1, t + 2];
+  b.get(x).v(S.abs); c.get(110).v(S.min).v(S.neg).set(Y);
+  expParts(b, c, Y, K2, P);
+  b.get(K2).get(P).v(S.mul).get(K2).v(S.add).set(P); // e
+  b.get(P); c.get(1).v(S.add).set(Y); // d = 1 + e
+  c.get(1).get(Y).v(S.div); b.get(P).get(Y).v(S.div); // 1/d, e/d
+  b.get(x); c.get(0).v(S.ge).v(S.bitselect); // where x >= 0: 1/d
+};
 
 /**
  * log at local x, two lanes, about 4e-16 relative in float64 (fdlibm's reduction, a longer
@@ -241,7 +257,7 @@ function approx(fn: 'tanh' | 'exp' | 'sigmoid', b: Body, c: Consts, x: number, t
  * 0.172: truncation below 3e-17), log x = k ln2_hi + (k ln2_lo + log(1+f)). Zeros give -Infinity,
  * negatives and NaN give NaN, Infinity gives Infinity, as Math.log does. Scratch locals t..t+3.
  */
-function logApprox(b: Body, c: Consts, x: number, t: number): void {
+const logApprox: Approx = (b, c, x, t) => {
   const [Y, K2, P, Z] = [t, t + 1, t + 2, t + 3];
   b.get(x); c.get(2 ** -1022).v(S.lt).set(Z); // small: subnormal (or not positive: replaced below)
   b.get(x); c.get(2 ** 54).v(S.mul); b.get(x).get(Z).v(S.bitselect).set(Y);
@@ -262,7 +278,19 @@ function logApprox(b: Body, c: Consts, x: number, t: number): void {
   c.get(-Infinity); b.get(x).get(x); c.get(0).v(S.eq).v(S.bitselect).set(Z);
   c.get(NaN); b.get(Z).get(x); c.get(0).v(S.lt).v(S.bitselect).set(Z);
   b.get(Y).get(Z).get(x); c.get(0).v(S.gt); b.get(x); c.get(Infinity).v(S.lt).v(S.and).v(S.bitselect);
-}
+};
+
+/**
+ * The functions the tier approximates, keyed by the name of the kernel IR's scalar op or of the
+ * elementwise row whose scalar function a kernel calls (src/ir/ops/elementwise.ts), each with the
+ * constants it reads.
+ */
+const APPROX: Readonly<Record<string, { readonly render: Approx; readonly consts: readonly number[] }>> = {
+  tanh: { render: tanhApprox, consts: APPROX_CONSTS },
+  exp: { render: expApprox, consts: APPROX_CONSTS },
+  sigmoid: { render: sigmoidApprox, consts: APPROX_CONSTS },
+  log: { render: logApprox, consts: LOG_CONSTS },
+};
 
 /** An i64x2 constant's bytes (both lanes: low word lo, high word hi). */
 function i64x2(lo: number, hi = 0): number[] {
@@ -271,10 +299,10 @@ function i64x2(lo: number, hi = 0): number[] {
 }
 
 /** The approximated function a node computes, if it is one of the tier's approximations. */
-function approxOf(e: Expr): 'tanh' | 'exp' | 'sigmoid' | 'log' | undefined {
-  if (e.t === 'op' && (e.op === 'tanh' || e.op === 'exp' || e.op === 'log')) return e.op;
-  // the reference's sigmoid scalar (ops.sigmoid.scalar), called by name from its template
-  return e.t === 'call' && e.name === 'sigmoid' && e.fn === SIGMOID ? 'sigmoid' : undefined;
+function approxOf(e: Expr): string | undefined {
+  if (e.t === 'op') return Object.hasOwn(APPROX, e.op) ? e.op : undefined;
+  // a row's own scalar function, called by the row's name from its template (not a user function of the same name)
+  return e.t === 'call' && Object.hasOwn(APPROX, e.name) && e.fn === ROWS.get(e.name)?.scalar ? e.name : undefined;
 }
 
 /** Independent element pairs per loop iteration: the tanh polynomial is a long dependency chain, so the out-of-order core needs several in flight. */
@@ -285,8 +313,8 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
   const nodes = order.filter((e) => e.t !== 'const');
   const perStream = nodes.length + 4;
   const consts = new Set<number>(order.flatMap((e) => (e.t === 'const' ? [e.v] : [])));
-  if (order.some((e) => approxOf(e) !== undefined && approxOf(e) !== 'log')) for (const x of APPROX_CONSTS) consts.add(x);
-  if (order.some((e) => approxOf(e) === 'log')) for (const x of LOG_CONSTS) consts.add(x);
+  const used = new Set(order.map(approxOf));
+  for (const [name, a] of Object.entries(APPROX)) if (used.has(name)) for (const x of a.consts) consts.add(x);
   consts.add(0).add(1);
   const [N, BASE, I, END] = [0, 1, 2, 3];
   const base = 4;
@@ -306,8 +334,8 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
         case 'load': b.get(I).v(S.load64Zero, ...memarg(3, regionOf(loads, e.buf, rowAccess(e.index, v, u)!) * CHUNK * 4 + 8 * st)).v(S.promote); break;
         case 'cast': push(e.x); if (e.dtype === 'float32') b.v(S.demote).v(S.promote); break;
         case 'op': {
-          if (e.op === 'tanh' || e.op === 'exp') { approx(e.op, b, c, local.get(e.args[0]!)!, scratch); break; }
-          if (e.op === 'log') { logApprox(b, c, local.get(e.args[0]!)!, scratch); break; }
+          const a = approxOf(e);
+          if (a !== undefined) { APPROX[a]!.render(b, c, local.get(e.args[0]!)!, scratch); break; }
           if (e.op === 'select') {
             // select(q, x, y): x where q is nonzero (NaN is nonzero, as in JavaScript's q !== 0)
             push(e.args[1]!); push(e.args[2]!);
@@ -322,7 +350,7 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
           b.v((BINARY[e.op] ?? UNARY[e.op])!);
           break;
         }
-        case 'call': approx('sigmoid', b, c, local.get(e.args[0]!)!, scratch); break;
+        case 'call': APPROX[approxOf(e)!]!.render(b, c, local.get(e.args[0]!)!, scratch); break;
         default: throw new Error(`internal: the SIMD tier cannot render a ${e.t} node`);
       }
       b.set(local.get(e)!);

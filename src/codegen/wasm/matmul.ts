@@ -12,6 +12,45 @@
 // B streams through.
 import { Body, I32, V128, memarg, moduleBytes, op, simd } from './encode.js';
 
+/**
+ * The locals of one float64 4 x 4 tile: the A panel's start `a` (walked in `ai`), the B panel
+ * (walked in `bi` itself), the step count `k` (counted down in `ki`), where the sums go (`acc`),
+ * the sums (column c, rows 0-1 in half 0, rows 2-3 in half 1), A's two vectors and B's splat.
+ */
+interface Tile64 {
+  readonly a: number;
+  readonly ai: number;
+  readonly bi: number;
+  readonly k: number;
+  readonly ki: number;
+  readonly acc: number;
+  readonly accv: (col: number, half: number) => number;
+  readonly va: readonly [number, number];
+  readonly vb: number;
+}
+
+/** One tile's sums, s += a*b for t = 0..K-1 from zero, stored column-major at acc (rowPanel and panelBlock). */
+function tile64(b: Body, t: Tile64): void {
+  for (let col = 0; col < 4; col++) for (let half = 0; half < 2; half++) b.vzero().set(t.accv(col, half));
+  b.get(t.a).set(t.ai).get(t.k).set(t.ki);
+  b.ops(op.block, 0x40).get(t.ki).ops(op.i32Eqz, op.brIf, 0);
+  b.ops(op.loop, 0x40);
+  b.get(t.ai).v(simd.v128Load, ...memarg(3, 0)).set(t.va[0]);
+  b.get(t.ai).v(simd.v128Load, ...memarg(3, 16)).set(t.va[1]);
+  for (let col = 0; col < 4; col++) {
+    b.get(t.bi).v(simd.v128Load64Splat, ...memarg(3, 8 * col)).set(t.vb);
+    for (let half = 0; half < 2; half++) {
+      b.get(t.accv(col, half)).get(t.va[half]!).get(t.vb).v(simd.f64x2Mul).v(simd.f64x2Add).set(t.accv(col, half));
+    }
+  }
+  b.addTo(t.ai, 32).addTo(t.bi, 32);
+  b.get(t.ki).i32(1).ops(op.i32Sub).tee(t.ki).ops(op.brIf, 0);
+  b.ops(op.end, op.end);
+  for (let col = 0; col < 4; col++) {
+    for (let half = 0; half < 2; half++) b.get(t.acc).get(t.accv(col, half)).v(simd.v128Store, ...memarg(3, 16 * (2 * col + half)));
+  }
+}
+
 function rowPanelBody(): Body {
   const [PA, PB, K, ACC, N] = [0, 1, 2, 3, 4];
   const [PAI, KI] = [5, 6];
@@ -20,24 +59,7 @@ function rowPanelBody(): Body {
   const b = new Body(5, [[2, I32], [11, V128]]);
   b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0);
   b.ops(op.loop, 0x40); // one tile per B panel; B panels are consecutive, so pb runs on
-  for (let col = 0; col < 4; col++) for (let half = 0; half < 2; half++) b.vzero().set(accv(col, half));
-  b.get(PA).set(PAI).get(K).set(KI);
-  b.ops(op.block, 0x40).get(KI).ops(op.i32Eqz, op.brIf, 0);
-  b.ops(op.loop, 0x40);
-  b.get(PAI).v(simd.v128Load, ...memarg(3, 0)).set(VA0);
-  b.get(PAI).v(simd.v128Load, ...memarg(3, 16)).set(VA1);
-  for (let col = 0; col < 4; col++) {
-    b.get(PB).v(simd.v128Load64Splat, ...memarg(3, 8 * col)).set(VB);
-    for (let half = 0; half < 2; half++) {
-      b.get(accv(col, half)).get(half === 0 ? VA0 : VA1).get(VB).v(simd.f64x2Mul).v(simd.f64x2Add).set(accv(col, half));
-    }
-  }
-  b.addTo(PAI, 32).addTo(PB, 32);
-  b.get(KI).i32(1).ops(op.i32Sub).tee(KI).ops(op.brIf, 0);
-  b.ops(op.end, op.end);
-  for (let col = 0; col < 4; col++) {
-    for (let half = 0; half < 2; half++) b.get(ACC).get(accv(col, half)).v(simd.v128Store, ...memarg(3, 16 * (2 * col + half)));
-  }
+  tile64(b, { a: PA, ai: PAI, bi: PB, k: K, ki: KI, acc: ACC, accv, va: [VA0, VA1], vb: VB });
   b.addTo(ACC, 128);
   b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
   b.ops(op.end, op.end);
@@ -62,24 +84,8 @@ function panelBlockBody(): Body {
   b.ops(op.loop, 0x40); // B panels
   b.get(PA).set(PAG).get(ACCQ).set(ACCG).get(G).set(GI);
   b.ops(op.loop, 0x40); // A panels of the block
-  for (let col = 0; col < 4; col++) for (let half = 0; half < 2; half++) b.vzero().set(accv(col, half));
-  b.get(PAG).set(PAI).get(PB).set(PBI).get(K).set(KI);
-  b.ops(op.block, 0x40).get(KI).ops(op.i32Eqz, op.brIf, 0);
-  b.ops(op.loop, 0x40);
-  b.get(PAI).v(simd.v128Load, ...memarg(3, 0)).set(VA0);
-  b.get(PAI).v(simd.v128Load, ...memarg(3, 16)).set(VA1);
-  for (let col = 0; col < 4; col++) {
-    b.get(PBI).v(simd.v128Load64Splat, ...memarg(3, 8 * col)).set(VB);
-    for (let half = 0; half < 2; half++) {
-      b.get(accv(col, half)).get(half === 0 ? VA0 : VA1).get(VB).v(simd.f64x2Mul).v(simd.f64x2Add).set(accv(col, half));
-    }
-  }
-  b.addTo(PAI, 32).addTo(PBI, 32);
-  b.get(KI).i32(1).ops(op.i32Sub).tee(KI).ops(op.brIf, 0);
-  b.ops(op.end, op.end);
-  for (let col = 0; col < 4; col++) {
-    for (let half = 0; half < 2; half++) b.get(ACCG).get(accv(col, half)).v(simd.v128Store, ...memarg(3, 16 * (2 * col + half)));
-  }
+  b.get(PB).set(PBI);
+  tile64(b, { a: PAG, ai: PAI, bi: PBI, k: K, ki: KI, acc: ACCG, accv, va: [VA0, VA1], vb: VB });
   b.get(PAG).get(SA).ops(op.i32Add).set(PAG);
   b.get(ACCG).get(SACC).ops(op.i32Add).set(ACCG);
   b.get(GI).i32(1).ops(op.i32Sub).tee(GI).ops(op.brIf, 0);

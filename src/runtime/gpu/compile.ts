@@ -4,66 +4,42 @@
 // by input shapes. Optimizer `none` lowers the graph as built (one kernel per node). Shapes known
 // only from values (an op whose output size depends on them) are interpreted, as on the cpu.
 import { provenanceComment } from '../../ir/provenance.js';
+import type { Node } from '../../ir/node.js';
+import { requireGpuTemplates } from '../../codegen/user.js';
 import { clearGpuKernels } from './kernels.js';
-import type { Node, VariableCell } from '../../ir/node.js';
 import type { NDArray } from '../../ir/ndarray.js';
-import { evaluate, nextEpoch } from '../../ir/interpret.js';
+import { nextEpoch } from '../../ir/interpret.js';
 import type { EvalContext } from '../../ir/op.js';
-import { formatPassReport, runPasses, type Pass } from '../../passes/pass.js';
-import type { OptimizerLevel } from '../../passes/pipeline.js';
-import { pipelineKey, resolvePipeline, type PassSelection } from '../../passes/user.js';
-import { fusedLabel } from '../../passes/fusion.js';
 import { DynamicShapeError, lower } from '../../codegen/lower.js';
-import type { Executor, Optimizer, DeviceResult } from '../function.js';
-import { CPU_TILE, bodyOptimizer, cpuTarget, structuralKey } from '../compile.js';
-import { ProgramCache, shapesKey } from '../program-cache.js';
+import type { Executor, DeviceResult } from '../function.js';
+import { CPU_TILE, cpuFusion } from '../compile.js';
+import { ProgramCache } from '../program-cache.js';
+import { bodyOptimizer, link, passesFor, type OptimizedProgram, type Shapes, type Specialised, type Target, type TargetRequest } from '../target.js';
 import { debugEnabled, debugLog } from '../debug.js';
-import { gpuDevice, type GpuDevice } from './device.js';
+import { gpuDevice } from './device.js';
 import type { DeviceBuffer } from './buffer.js';
 import { prepare, runPrepared, type Prepared } from './program.js';
 import { Runner, hostVal, hostValue, type Val } from './runner.js';
 import { storeOnDevice } from './resident.js';
-import { checkFallbacks, describeFallbacks, fallbackPolicy, type Fallback, type FallbackPolicy } from '../fallback.js';
+import { describeFallbacks, type Fallback } from '../fallback.js';
 import { platform } from '#platform';
 
-interface GpuProgram {
-  readonly graph: readonly Node[];
-  readonly passes: readonly Pass[];
-  readonly inputSlot: ReadonlyMap<Node, number>;
-  readonly variableSlot: ReadonlyMap<Node, number>;
-  /** Prepared programs by input shapes (none where shapes are known only at run time), and what is not compiled. */
-  readonly specs: Map<string, GpuSpec>;
-}
+type GpuProgram = OptimizedProgram<GpuSpec>;
 
 /** Programs by structural key and their prepared programs by shapes, bounded as on the cpu. */
-const programs = new ProgramCache<GpuProgram, GpuSpec>((_p, _key, spec) => {
+const programs = new ProgramCache<GpuProgram, GpuSpec>({
   // Its constants' uploads go with it (a function calling those shapes again prepares anew).
-  for (const buf of spec.prepared?.uploads.values() ?? []) buf.release();
+  onDropSpec: (_p, _key, spec) => { for (const buf of spec.prepared?.uploads.values() ?? []) buf.release(); },
 });
 
-export function clearGpuCompileCache(): void {
+function clearGpuCompileCache(): void {
   programs.clear();
   clearGpuKernels();
 }
 
-function compileGraph(inputs: readonly Node[], targets: readonly Node[], passes: readonly Pass[], variables: readonly Node[]): GpuProgram {
-  const onPass = debugEnabled('passes')
-    ? (r: Parameters<typeof formatPassReport>[0], g: Parameters<typeof formatPassReport>[1]) => platform.writeStderr(formatPassReport(r, g, { label: fusedLabel }))
-    : undefined;
-  const graph = passes.length === 0 ? targets : runPasses(passes, { outputs: targets }, onPass === undefined ? {} : { onPass }).outputs;
-  return {
-    graph, passes,
-    inputSlot: new Map(inputs.map((n, i) => [n, i])),
-    variableSlot: new Map(variables.map((v, i) => [v, i])),
-    specs: new Map(),
-  };
-}
-
-interface GpuSpec {
+interface GpuSpec extends Specialised {
+  /** Undefined where shapes are known only at run time (interpreted). */
   readonly prepared: Prepared | undefined;
-  readonly fallbacks: readonly Fallback[];
-  /** Interpreted because shapes do not fit: the interpreter's error comes first. */
-  readonly invalid: boolean;
 }
 
 /** Extern steps the device runs by their reference implementation on the host (Scan bodies included). */
@@ -75,7 +51,8 @@ function hostExterns(pp: Prepared): Fallback[] {
   });
 }
 
-function specialize(p: GpuProgram, shapes: readonly (readonly number[])[], device: GpuDevice): GpuSpec {
+function specialize(p: GpuProgram, shapes: Shapes): GpuSpec {
+  const device = gpuDevice();
   try {
     const prog = lower({
       targets: p.graph, inputSlot: p.inputSlot, variableSlot: p.variableSlot, inputShapes: shapes, tile: CPU_TILE, optimizeBody: bodyOptimizer(p.passes),
@@ -107,19 +84,7 @@ export function describe(pp: Prepared, indent = ''): string {
   }).join('\n\n');
 }
 
-export interface GpuCompileRequest {
-  readonly inputs: readonly Node[];
-  readonly targets: readonly Node[];
-  readonly nOut: number;
-  readonly level: Optimizer;
-  /** User passes added, passes removed (src/passes/user.ts). */
-  readonly passes?: PassSelection;
-  /** The function's name and fallback rule (src/runtime/fallback.ts). */
-  readonly name?: string;
-  readonly fallback?: FallbackPolicy;
-}
-
-export interface GpuExecutor extends Executor {
+interface GpuExecutor extends Executor {
   /** `gpu:<mode>`. */
   readonly device: string;
 }
@@ -138,34 +103,24 @@ function deviceResult(v: Val, buf: DeviceBuffer): DeviceResult {
 }
 
 /** K.function's executor for device "gpu". */
-export function gpuCompiledExecutor(req: GpuCompileRequest): GpuExecutor {
+function gpuCompiledExecutor(req: TargetRequest): GpuExecutor {
   const device = gpuDevice();
   if (debugEnabled('gpu') || platform.env('THEANINE_DEBUG') !== undefined) debugLog(`function on ${device.name} (${device.description})`);
-  // The same passes as the cpu (fusion asks the same templates); the list is part of the key.
-  const passes = req.level === 'none' ? [] : resolvePipeline(req.level as OptimizerLevel, cpuTarget, req.passes);
-  const { key, variables } = structuralKey(req.inputs, req.targets, `${req.level}[${pipelineKey(passes)}]`, 'gpu');
-  const prog = programs.program(key, () => compileGraph(req.inputs, req.targets, passes, variables));
-  const cells: VariableCell[] = variables.map((v) => v.cell!);
   let last: Prepared | undefined;
   let notCompiled: readonly Fallback[] | undefined;
-  const specFor = (shapes: readonly (readonly number[])[]): GpuSpec => programs.spec(prog, shapesKey(shapes), () => specialize(prog, shapes, device));
-  const policy = req.fallback ?? fallbackPolicy('function', undefined);
-  const warned = { warned: false };
-  const name = req.name ?? 'function';
-  return {
-    graph: prog.graph,
+  return link(gpuTarget, 'gpu', programs, req, (linked) => ({
+    get graph(): readonly Node[] {
+      return linked.graph();
+    },
     device: device.name,
     source: () => (notCompiled !== undefined
       ? `// not compiled: ${describeFallbacks(notCompiled)}; this function runs in the reference interpreter on the host`
       : last === undefined ? '// not run yet: call the function once, then ask again' : describe(last)),
     run(values: readonly NDArray[], learningPhase: number): (NDArray | DeviceResult)[] {
-      const spec = specFor(values.map((v) => v.shape));
-      if (!spec.invalid) checkFallbacks(name, spec.fallbacks, policy, warned);
+      const spec = linked.runnable(values.map((v) => v.shape));
       const pp = spec.prepared;
       if (pp === undefined) {
-        const feeds = new Map<Node, NDArray>(req.inputs.map((n, i) => [n, values[i]!]));
-        const r = evaluate(req.targets, { feeds, learningPhase });
-        if (spec.invalid) checkFallbacks(name, spec.fallbacks, policy, warned);
+        const r = linked.interpret(values, learningPhase, spec);
         notCompiled = spec.fallbacks;
         return r;
       }
@@ -174,7 +129,7 @@ export function gpuCompiledExecutor(req: GpuCompileRequest): GpuExecutor {
       const ctx: EvalContext = { learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) };
       const r = new Runner(device, ctx);
       try {
-        const vals = runPrepared(r, pp, values.map((v): Val => hostVal(v)), cells, learningPhase);
+        const vals = runPrepared(r, pp, values.map((v): Val => hostVal(v)), linked.cells, learningPhase);
         return vals.map((v, k) => {
           // Update values computed here stay on the device (leaves and their aliases are copied).
           if (k >= req.nOut && v.dev !== undefined && v.host === undefined && r.owned.includes(v.dev)) return deviceResult(v, v.dev.share());
@@ -184,5 +139,19 @@ export function gpuCompiledExecutor(req: GpuCompileRequest): GpuExecutor {
         for (const b of r.owned) b.release();
       }
     },
-  };
+  }));
 }
+
+/**
+ * The gpu: the same passes and kernel IR as the cpu (fusion asks the same templates), rendered as
+ * gpu.js kernels per input shapes; `none` lowers the graph as built (one kernel per node).
+ */
+export const gpuTarget: Target<GpuSpec> = {
+  passes: passesFor(cpuFusion),
+  specialize,
+  executor: (req) => {
+    requireGpuTemplates(req.targets); // user ops need a gpu template (src/codegen/user.ts)
+    return gpuCompiledExecutor(req);
+  },
+  clear: clearGpuCompileCache,
+};

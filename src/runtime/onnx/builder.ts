@@ -7,7 +7,7 @@ import type { StaticShape } from '../../ir/types.js';
 import { ONNX_DTYPE, tensorProto } from './dtypes.js';
 import { ATTR, type AttributeJson, type GraphJson, type NodeJson, type TensorJson, type ValueInfoJson } from './schema.js';
 
-/** An op or a graph that ONNX cannot express (or theanine cannot yet translate): names the op. */
+/** An op or a graph that ONNX cannot express (or theanine does not translate): names the op. */
 export class OnnxExportError extends Error {
   override name = 'OnnxExportError';
 }
@@ -20,7 +20,7 @@ export class F {
 export class G {
   constructor(readonly graph: GraphJson) {}
 }
-export type AttrArg = number | string | readonly number[] | F | G | NDArray | { readonly floats: readonly number[] };
+export type AttrArg = number | string | readonly number[] | F | G | NDArray | { readonly floats: readonly number[] } | { readonly strings: readonly string[] };
 export type AttrMap = { readonly [k: string]: AttrArg | undefined };
 
 export interface Val {
@@ -58,6 +58,7 @@ function attr(name: string, v: AttrArg): AttributeJson {
   if (v instanceof G) return { name, type: ATTR.GRAPH, g: v.graph };
   if (v instanceof NDArray) return { name, type: ATTR.TENSOR, t: tensorProto('', v) };
   if ('floats' in v) return { name, type: ATTR.FLOATS, floats: [...v.floats] };
+  if ('strings' in v) return { name, type: ATTR.STRINGS, strings: v.strings.map((x) => new TextEncoder().encode(x)) };
   return { name, type: ATTR.INTS, ints: [...(v as readonly number[])] };
 }
 

@@ -1,50 +1,49 @@
-// The onnx backend's executor: the function's optimized graph (all passes but fusion, as for the
+// The onnx backend's target: the function's optimized graph (all passes but fusion, as for the
 // tensorflow backend) translated to an ONNX model with variables and the learning phase as
-// inputs, run as an ONNX Runtime session. Models and sessions are cached by the graph's
-// structure, so a rebuilt graph (new placeholders, new variables, same structure) reuses its
-// session. An op whose ONNX form needs dims the graph leaves unknown gets a model per set of
-// input shapes instead (the graph re-inferred with the concrete shapes).
+// inputs, run as an ONNX Runtime session. Programs are cached by the graph's structure (the
+// target skeleton, src/runtime/target.ts), so a rebuilt graph (new placeholders, new variables,
+// same structure) reuses its session. One model serves every input shape; an op whose ONNX form
+// needs dims the graph leaves unknown gets a model per set of input shapes instead (the graph
+// re-inferred with the concrete shapes): that is this target's specialisation.
 import type { DType } from '../../ir/dtype.js';
 import { NDArray } from '../../ir/ndarray.js';
 import { fresh, type Node } from '../../ir/node.js';
 import { topoSort } from '../../ir/graph.js';
 import { formatValue } from '../../ir/ops/misc.js';
 import { tensorType } from '../../ir/types.js';
-import type { Executor, Optimizer } from '../function.js';
-import { runPasses, type Pass } from '../../passes/pass.js';
-import { pipelineKey, resolvePipeline, type PassSelection } from '../../passes/user.js';
+import type { Executor } from '../function.js';
 import type { FusionTarget } from '../../passes/fusion.js';
 import { rebuild } from '../../passes/rewrite.js';
-import { structuralKey } from '../compile.js';
+import { ProgramCache } from '../program-cache.js';
+import { link, optimize, passesFor, type OptimizedProgram, type Shapes, type Specialised, type Target, type TargetRequest } from '../target.js';
 import { DynamicShapeError, specializeShapes } from '../../codegen/lower.js';
 import { OnnxExportError } from './builder.js';
 import { fromHalfBits, onnxData } from './dtypes.js';
 import { OrtSession, type WireTensor } from './session.js';
 import { ioDType, translate, type Translated } from './translate.js';
 
-export interface OnnxExecutor extends Executor {
+interface OnnxExecutor extends Executor {
   /** The ONNX Runtime execution provider the function's sessions run on. */
   executionProvider(): string | undefined;
   /** The model the latest call ran (for tests and debugging). */
   readonly lastModel: () => Translated | undefined;
 }
 
-/** Every op stays one node: ONNX Runtime fuses on its own. */
-const noFusion: FusionTarget = { classify: () => 'opaque' };
-
 interface Compiled {
   readonly translated: Translated;
   readonly session: OrtSession;
-  /** Index of each variable input in the graph's variables (structuralKey order). */
+  /** The variable slot of each variable input. */
   readonly variableSlots: readonly number[];
 }
 
-const models = new Map<string, Compiled>();
-const MAX_MODELS = 128;
-
-export function clearOnnxCache(): void {
-  models.clear();
+interface OnnxSpec extends Specialised {
+  readonly compiled: Compiled;
 }
+type OnnxProgram = OptimizedProgram<OnnxSpec>;
+
+const programs = new ProgramCache<OnnxProgram, OnnxSpec>();
+/** A program's model for every shape, or 'per-shape' where its ONNX form needs known dims. */
+const generic = new WeakMap<OnnxProgram, Compiled | 'per-shape'>();
 
 const ORT_TYPE: Readonly<Record<DType, string>> = {
   float16: 'float32', float32: 'float32', float64: 'float64', int8: 'int8', int16: 'int16', int32: 'int32', int64: 'int64', uint8: 'uint8', bool: 'bool',
@@ -65,7 +64,7 @@ function unwire(t: WireTensor, dtype: DType): NDArray {
 }
 
 /** The graph with its placeholders replaced by ones of these concrete shapes, every type re-inferred. */
-function specialize(inputs: readonly Node[], targets: readonly Node[], shapes: readonly (readonly number[])[]): { inputs: Node[]; targets: Node[] } {
+function withShapes(inputs: readonly Node[], targets: readonly Node[], shapes: Shapes): { inputs: Node[]; targets: Node[] } {
   const memo = new Map<Node, Node>();
   const ins = inputs.map((p, i) => {
     const shape = shapes[i]!;
@@ -95,60 +94,58 @@ function resolveSizes(outs: readonly Node[]): readonly Node[] {
   }
 }
 
-export function onnxExecutor(
-  inputs: readonly Node[], targets: readonly Node[], optimizer: Optimizer = 'fast_run', selection?: PassSelection,
-): OnnxExecutor {
-  const passes: Pass[] = optimizer === 'none' ? [] : resolvePipeline(optimizer, noFusion, selection);
-  const graph = passes.length === 0 ? targets : runPasses(passes, { outputs: targets }).outputs;
-  const { key, variables } = structuralKey(inputs, graph, `onnx:${optimizer}[${pipelineKey(passes)}]`, 'onnx');
-  let generic: Compiled | 'per-shape' | undefined;
-  let last: Compiled | undefined;
+function build(p: OnnxProgram, inputs: readonly Node[], targets: readonly Node[]): Compiled {
+  const translated = translate({ inputs, targets, mode: 'run', caller: 'onnx backend' });
+  const variableSlots = translated.variableInputs.map((v) => p.variableSlot.get(v.node)!);
+  return { translated, session: new OrtSession(translated.bytes), variableSlots };
+}
 
-  const build = (ins: readonly Node[], outs: readonly Node[], k: string): Compiled => {
-    let c = models.get(k);
-    if (c !== undefined) return c;
-    const translated = translate({ inputs: ins, targets: outs, mode: 'run', caller: 'onnx backend' });
-    const own = structuralKey(ins, outs, '', '').variables;
-    const variableSlots = translated.variableInputs.map((v) => own.indexOf(v.node));
-    c = { translated, session: new OrtSession(translated.bytes), variableSlots };
-    if (models.size >= MAX_MODELS) models.delete(models.keys().next().value!);
-    models.set(k, c);
-    return c;
-  };
-
-  const compiledFor = (shapes: readonly (readonly number[])[]): Compiled => {
-    if (generic === undefined) {
-      try {
-        generic = build(inputs, graph, key);
-      } catch (e) {
-        if (!(e instanceof OnnxExportError) || !/needs (a )?known|unknown dims|is unknown/.test(e.message)) throw e;
-        generic = 'per-shape';
-      }
+function specialize(p: OnnxProgram, shapes: Shapes): OnnxSpec {
+  const inputs = [...p.inputSlot.keys()];
+  let g = generic.get(p);
+  if (g === undefined) {
+    try {
+      g = build(p, inputs, p.graph);
+    } catch (e) {
+      if (!(e instanceof OnnxExportError) || !/needs (a )?known|unknown dims|is unknown/.test(e.message)) throw e;
+      g = 'per-shape';
     }
-    if (generic !== 'per-shape') return generic;
-    const sk = `${key}|${shapes.map((s) => s.join('x')).join(',')}`;
-    const hit = models.get(sk);
-    if (hit !== undefined) return hit;
-    const sp = specialize(inputs, graph, shapes);
-    // the passes again: with every input dim known, shape arithmetic folds to constants
-    const outs = passes.length === 0 ? sp.targets : runPasses(passes, { outputs: sp.targets }).outputs;
-    return build(sp.inputs, resolveSizes(outs), sk);
-  };
+    generic.set(p, g);
+  }
+  if (g !== 'per-shape') return { compiled: g, fallbacks: [], invalid: false };
+  const sp = withShapes(inputs, p.graph, shapes);
+  // the passes again: with every input dim known, shape arithmetic folds to constants
+  return { compiled: build(p, sp.inputs, resolveSizes(optimize(p.passes, sp.targets))), fallbacks: [], invalid: false };
+}
 
-  return {
-    graph,
+/** Every op stays one node: ONNX Runtime fuses on its own. */
+const noFusion: FusionTarget = { classify: () => 'opaque' };
+
+export const onnxTarget: Target<OnnxSpec> = {
+  passes: passesFor(noFusion),
+  specialize,
+  executor: (req) => onnxExecutor(req),
+  clear: () => programs.clear(),
+};
+
+function onnxExecutor(req: TargetRequest): OnnxExecutor {
+  let last: Compiled | undefined;
+  return link(onnxTarget, 'onnx', programs, req, (linked) => ({
+    get graph(): readonly Node[] {
+      return linked.graph();
+    },
     freshResults: true,
     executionProvider: () => last?.session.provider,
     lastModel: () => last?.translated,
-    run(values, learningPhase) {
-      const c = compiledFor(values.map((v) => v.shape));
+    run(values: readonly NDArray[], learningPhase: number) {
+      const c = linked.runnable(values.map((v) => v.shape)).compiled;
       last = c;
       const t = c.translated;
       const feeds: Record<string, WireTensor> = {};
-      t.inputNames.forEach((name, i) => { feeds[name] = wire(values[i]!, inputs[i]!.dtype); });
+      t.inputNames.forEach((name, i) => { feeds[name] = wire(values[i]!, req.inputs[i]!.dtype); });
       t.variableInputs.forEach((v, k) => {
-        const node = variables[c.variableSlots[k]!]!;
-        feeds[v.name] = wire(node.cell!.value, node.dtype);
+        const slot = c.variableSlots[k]!;
+        feeds[v.name] = wire(linked.cells[slot]!.value, linked.variables[slot]!.dtype);
       });
       if (t.learningPhaseInput !== undefined) feeds[t.learningPhaseInput] = wire(new NDArray([learningPhase], [], 'uint8'), 'uint8');
       const fetches = [...t.outputNames, ...t.prints.map((p) => p.name)];
@@ -157,7 +154,7 @@ export function onnxExecutor(
         const v = out[p.name]!;
         console.log(`${p.message}${formatValue(unwire(v, v.type === 'float64' ? 'float64' : v.type === 'float32' ? 'float32' : (v.type as DType)))}`);
       });
-      return t.outputNames.map((name, i) => unwire(out[name]!, graph[i]!.dtype));
+      return t.outputNames.map((name, i) => unwire(out[name]!, linked.program.graph[i]!.dtype));
     },
-  };
+  }));
 }

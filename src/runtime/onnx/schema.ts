@@ -86,6 +86,7 @@ export interface AttributeJson {
   g?: GraphJson;
   floats?: number[];
   ints?: number[];
+  strings?: Uint8Array[];
 }
 export interface NodeJson {
   input: string[];
@@ -129,7 +130,7 @@ export interface ModelJson {
 }
 
 /** AttributeProto.AttributeType values. */
-export const ATTR = { FLOAT: 1, INT: 2, STRING: 3, TENSOR: 4, GRAPH: 5, FLOATS: 6, INTS: 7 } as const;
+export const ATTR = { FLOAT: 1, INT: 2, STRING: 3, TENSOR: 4, GRAPH: 5, FLOATS: 6, INTS: 7, STRINGS: 8 } as const;
 
 let modelType: protobuf.Type | undefined;
 function model(): protobuf.Type {

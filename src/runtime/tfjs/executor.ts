@@ -6,13 +6,13 @@ import { topoSort } from '../../ir/graph.js';
 import { walkGraph } from '../../ir/walk.js';
 import { checkAgainstType, nextEpoch } from '../../ir/interpret.js';
 import { formatShape, type NDArray } from '../../ir/ndarray.js';
-import type { Node } from '../../ir/node.js';
+import type { Node, VariableCell } from '../../ir/node.js';
 import type { EvalContext } from '../../ir/op.js';
 import { getOp, isBuiltin } from '../../ir/registry.js';
-import type { Executor, Optimizer } from '../function.js';
-import { formatPassReport, runPasses, type Pass, type PassReport } from '../../passes/pass.js';
-import { pipelineKey, resolvePipeline, type PassSelection } from '../../passes/user.js';
+import type { Executor } from '../function.js';
 import type { FusionTarget } from '../../passes/fusion.js';
+import { ProgramCache } from '../program-cache.js';
+import { bodyOptimizer, link, passesFor, type LinkedProgram, type OptimizedProgram, type Specialised, type Target, type TargetRequest } from '../target.js';
 import { download, upload } from './convert.js';
 import { tfKernels } from './kernels/index.js';
 import { fit } from './kernels/util.js';
@@ -20,40 +20,56 @@ import { takeBackendErrors, tfjsRuntime, watchBackendErrors, type TF, type TfRun
 import type { KernelContext, Tensor, TfEntry } from './types.js';
 import { adoptUpdate, readVariable } from './variables.js';
 import { warn } from '../warn.js';
-import { platform } from '#platform';
 
-export interface TfjsExecutor extends Executor {
+interface TfjsExecutor extends Executor {
   readonly runtime: TfRuntime;
 }
 
+/** TensorFlow.js takes any shapes: a program's one specialisation is its evaluation order. */
+interface TfjsSpec extends Specialised {
+  readonly order: readonly Node[];
+}
+const ANY_SHAPES: readonly (readonly number[])[] = [];
+
+/** Optimized graphs by structure (a rebuilt graph reuses its twin's), as on every target. */
+const programs = new ProgramCache<OptimizedProgram<TfjsSpec>, TfjsSpec>();
+
+/** Every pass fuses nothing here: tfjs runs each op as its own kernel. */
+const noFusion: FusionTarget = { classify: () => 'opaque' };
+
 /**
- * An executor for `targets` (the function's outputs, then its update values) fed `inputs`.
- * `updates` are the [variable, value] pairs behind the last targets: their tf.Variables take
- * the new values without a round trip through the host.
+ * The tensorflow backend's target: the optimizer's passes without fusion, evaluated node by node.
+ * `targets` are the function's outputs, then its update values; the update values' tf.Variables
+ * take the new values without a round trip through the host.
  */
-export function tfjsExecutor(
-  inputs: readonly Node[], targets: readonly Node[], updates: readonly (readonly [Node, Node])[],
-  optimizer: Optimizer = 'fast_run', selection?: PassSelection,
-): TfjsExecutor {
-  const passes = optimizer === 'none' ? [] : resolvePipeline(optimizer, noFusion, selection);
-  const graph = optimizer === 'none' ? targets : optimized(targets, passes);
-  const order = topoSort(graph);
+export const tfjsTarget: Target<TfjsSpec> = {
+  passes: passesFor(noFusion),
+  specialize: (p) => ({ order: topoSort(p.graph), fallbacks: [], invalid: false }),
+  executor: (req) => tfjsExecutor(req),
+  clear: () => programs.clear(),
+};
+
+function tfjsExecutor(req: TargetRequest): TfjsExecutor {
   const runtime = tfjsRuntime();
-  warnNarrowed(order);
-  const nOut = targets.length - updates.length;
-  return {
-    graph,
-    runtime,
-    freshResults: true,
-    run: (values, learningPhase) => runtime.withBackend(() => runOnce(runtime.tf, inputs, order, graph, passes, values, learningPhase, (results, nds) => {
-      updates.forEach(([variable], k) => {
-        const t = results[nOut + k]!;
-        const want = variable.shape;
-        // A shape that contradicts the variable is K.function's error to report; nothing is adopted.
-        if (t.shape.length === want.length && t.shape.every((d, i) => d === want[i])) adoptUpdate(runtime.tf, variable.cell!, t, nds[nOut + k]!);
-      });
-    })),
-  };
+  return link(tfjsTarget, 'tensorflow', programs, req, (linked) => {
+    const { order } = linked.spec(ANY_SHAPES);
+    warnNarrowed(order);
+    return {
+      get graph(): readonly Node[] {
+        return linked.graph();
+      },
+      runtime,
+      freshResults: true,
+      run: (values: readonly NDArray[], learningPhase: number) => runtime.withBackend(() => runOnce(runtime.tf, linked, order, values, learningPhase, (results, nds) => {
+        req.updates.forEach(([variable], k) => {
+          const t = results[req.nOut + k]!;
+          const want = variable.shape;
+          // A shape that contradicts the variable is K.function's error to report; nothing is adopted.
+          if (t.shape.length === want.length && t.shape.every((d, i) => d === want[i])) adoptUpdate(runtime.tf, variable.cell!, t, nds[req.nOut + k]!);
+        });
+      })),
+    };
+  });
 }
 
 /**
@@ -79,53 +95,29 @@ function warnNarrowed(order: readonly Node[]): void {
   }
 }
 
-/** Every pass fuses nothing here: tfjs runs each op as its own kernel. */
-const noFusion: FusionTarget = { classify: () => 'opaque' };
-
-/**
- * The function's graph after the optimizer's passes (fusion aside), cached by the identity of
- * the targets and the pass list, as the compiler caches its programs: compiling the same graph
- * again is cheap. Scan bodies go through the same passes when a Scan first runs them.
- */
-const optimizedCache = new Map<string, readonly Node[]>();
-
-export function clearTfjsCache(): void {
-  optimizedCache.clear();
-}
-
-function optimized(targets: readonly Node[], passes: readonly Pass[]): readonly Node[] {
-  const key = `${pipelineKey(passes)}:${targets.map((t) => t.id).join(',')}`;
-  let g = optimizedCache.get(key);
-  if (g === undefined) {
-    // THEANINE_DEBUG=passes prints each pass and the graph after it, as the compiler does
-    const debug = (platform.env('THEANINE_DEBUG') ?? '').split(',').map((f) => f.trim()).includes('passes');
-    const onPass = (r: PassReport, after: { outputs: readonly Node[] }) => platform.writeStderr(formatPassReport(r, after));
-    g = runPasses(passes, { outputs: targets }, debug ? { onPass } : {}).outputs;
-    if (optimizedCache.size >= 256) optimizedCache.delete(optimizedCache.keys().next().value!);
-    optimizedCache.set(key, g);
-  }
-  return g;
-}
-
 function runOnce(
-  tf: TF, inputs: readonly Node[], order: readonly Node[], targets: readonly Node[], passes: readonly Pass[], values: readonly NDArray[], learningPhase: number,
+  tf: TF, linked: LinkedProgram<TfjsSpec>, order: readonly Node[], values: readonly NDArray[], learningPhase: number,
   afterDownload: (results: readonly Tensor[], nds: readonly NDArray[]) => void,
 ): NDArray[] {
+  const { program } = linked;
+  const targets = program.graph;
+  /** The cell behind a variable of the program's graph: this function's variable in its slot. */
+  const cellOf = (n: Node): VariableCell => linked.cells[program.variableSlot.get(n)!]!;
+  const optimizeBody = bodyOptimizer(program.passes);
   const epoch = nextEpoch();
   const print = (m: string) => console.log(m);
   takeBackendErrors(); // what earlier code (not this call) left there is not this call's
   const results = watchBackendErrors(() => tf.tidy(() => {
     const env = new Map<Node, Tensor>();
-    inputs.forEach((n, i) => env.set(n, upload(tf, values[i]!)));
+    for (const [n, i] of program.inputSlot) env.set(n, upload(tf, values[i]!));
     // Variables are read at the start of the call: a clone keeps the value it had even if
     // a call made from inside this one (a user op's reference) assigns an update to the tf.Variable.
-    for (const n of order) if (n.op === 'variable' && !env.has(n)) env.set(n, tf.clone(readVariable(tf, n.cell!)));
-    const evaluate = (res: readonly Node[], feeds: ReadonlyMap<Node, Tensor>): Tensor[] => {
-      const body = passes.length === 0 ? res : optimized(res, passes);
-      return new Graph(tf, new Map(feeds), ctxFor).run(topoSort(body), body);
-    };
-    const ctxFor = (node: Node): KernelContext => ({ tf, node, learningPhase, epoch, print, evaluate });
-    const out = new Graph(tf, env, ctxFor).run(order, targets);
+    for (const n of order) if (n.op === 'variable' && !env.has(n)) env.set(n, tf.clone(readVariable(tf, cellOf(n))));
+    const evaluate = (res: readonly Node[], feeds: ReadonlyMap<Node, Tensor>): Tensor[] => new Graph(tf, new Map(feeds), ctxFor, cellOf).run(topoSort(res), res);
+    const ctxFor = (node: Node): KernelContext => ({
+      tf, node, learningPhase, epoch, print, evaluate, evaluateBody: (b, feeds) => evaluate(optimizeBody(b), feeds),
+    });
+    const out = new Graph(tf, env, ctxFor, cellOf).run(order, targets);
     // Results get handles of their own (a clone shares the data): a variable's tensor changes when
     // an update is assigned to it, and cached constants outlive the call.
     return out.map((v) => tf.clone(v));
@@ -145,11 +137,12 @@ class Graph {
     private readonly tf: TF,
     private readonly env: Map<Node, Tensor>,
     private readonly ctxFor: (n: Node) => KernelContext,
+    private readonly cellOf: (n: Node) => VariableCell,
   ) {}
 
   run(order: readonly Node[], targets: readonly Node[]): Tensor[] {
     return walkGraph(order, targets, this.env, {
-      given: (n) => (n.op === 'variable' ? readVariable(this.tf, n.cell!) : undefined),
+      given: (n) => (n.op === 'variable' ? readVariable(this.tf, this.cellOf(n)) : undefined),
       compute: (n, ins) => (isBuiltin(n.op) ? this.compute(n, ins) : this.computeExtern(n, ins)),
       computeTuple: (n, ins) => {
         const entry = tfKernels[n.op as keyof typeof tfKernels] as TfEntry<unknown>;

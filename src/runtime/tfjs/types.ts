@@ -3,6 +3,7 @@
 import type * as Tfjs from '@tensorflow/tfjs';
 import type { DType } from '../../ir/dtype.js';
 import type { Node } from '../../ir/node.js';
+import type { ScanBody } from '../../ir/scanbody.js';
 import type { AttrsOf, OpName } from '../../ir/registry.js';
 import type { TF } from './load.js';
 
@@ -17,8 +18,10 @@ export interface KernelContext {
   /** Distinguishes evaluations (unseeded random ops draw afresh on each). */
   readonly epoch: number;
   print(message: string): void;
-  /** Evaluates an inner graph (a Scan's body) with its leaves fed: one tensor per result. */
+  /** Evaluates an inner graph as it is (a fused kernel's body) with its leaves fed: one tensor per result. */
   evaluate(results: readonly Node[], feeds: ReadonlyMap<Node, Tensor>): Tensor[];
+  /** Evaluates a Scan's body after the function's passes (src/runtime/target.ts bodyOptimizer): one tensor per result. */
+  evaluateBody(body: ScanBody, feeds: ReadonlyMap<Node, Tensor>): Tensor[];
 }
 
 /** Computes one node's value from its inputs' values (each in the tfjs dtype of its node's dtype). */

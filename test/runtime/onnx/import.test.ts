@@ -90,15 +90,17 @@ describe('importOnnx', () => {
     expectClose(got!, ort!, { atol: 1e-5, rtol: 1e-4 }, 'pytorch-style model');
   });
 
-  for (const [kind, dir, lbr] of [['LSTM', 'forward', 0], ['LSTM', 'reverse', 0], ['GRU', 'forward', 1], ['GRU', 'reverse', 0]] as const) {
-    it(`${kind} ${dir}${kind === 'GRU' ? `, linear_before_reset ${lbr}` : ''} with an unknown batch: ORT's numbers (Y, Y_h)`, () => {
+  const cases = [['LSTM', 'forward', 0, undefined], ['LSTM', 'reverse', 0, undefined], ['GRU', 'forward', 1, undefined], ['GRU', 'reverse', 0, undefined],
+    ['LSTM', 'forward', 0, ['Sigmoid', 'Relu', 'Softplus']], ['GRU', 'forward', 0, ['Softplus', 'Relu']]] as const;
+  for (const [kind, dir, lbr, acts] of cases) {
+    it(`${kind} ${dir}${kind === 'GRU' ? `, linear_before_reset ${lbr}` : ''}${acts === undefined ? '' : `, activations ${acts.join(' ')}`} with an unknown batch: ORT's numbers (Y, Y_h)`, () => {
       const ms = new ModelState(17);
       const b = new GraphBuilder(ms);
       const T = 4, I = 3, H = 5, G = kind === 'LSTM' ? 4 : 3;
       const rnd = (shape: number[], seed: number) => new NDArray(Float32Array.from({ length: shape.reduce((p, q) => p * q, 1) }, (_, i) => Math.cos(i * 0.7 + seed) * 0.5), shape, 'float32');
       b.define('X', { dtype: 'float32', shape: [T, null, I] });
       const outs = b.opN(kind, ['X', b.constant(rnd([1, G * H, I], 1)), b.constant(rnd([1, G * H, H], 2)), b.constant(rnd([1, 2 * G * H], 3))],
-        { hidden_size: H, direction: dir, ...(kind === 'GRU' ? { linear_before_reset: lbr } : {}) },
+        { hidden_size: H, direction: dir, ...(kind === 'GRU' ? { linear_before_reset: lbr } : {}), ...(acts === undefined ? {} : { activations: { strings: acts } }) },
         [{ dtype: 'float32', shape: [T, 1, null, H] }, { dtype: 'float32', shape: [1, null, H] }]);
       b.nodes.push({ input: [outs[0]!], output: ['Y'], opType: 'Identity' }, { input: [outs[1]!], output: ['Y_h'], opType: 'Identity' });
       const bytes = encodeModel({
@@ -117,6 +119,19 @@ describe('importOnnx', () => {
       expectClose(got[1]!, ort[1]!, { atol: 1e-5, rtol: 1e-4 }, `${kind} Y_h`);
     });
   }
+
+  it('an RNN activation without a translation is an error naming it and the supported ones', () => {
+    const ms = new ModelState(17);
+    const b = new GraphBuilder(ms);
+    b.define('X', { dtype: 'float32', shape: [2, 1, 3] });
+    const w = (shape: number[]) => b.constant(NDArray.zeros(shape, 'float32'));
+    b.opN('GRU', ['X', w([1, 6, 3]), w([1, 6, 2])], { hidden_size: 2, activations: { strings: ['Sigmoid', 'HardSigmoid'] } }, [{ dtype: 'float32', shape: [2, 1, 1, 2] }]);
+    const bytes = encodeModel({
+      irVersion: 8, opsetImport: [{ domain: '', version: 17 }], producerName: 'p', producerVersion: '0',
+      graph: { name: 'g', node: b.nodes, initializer: ms.initializers, input: [valueInfo('X', { dtype: 'float32', shape: [2, 1, 3] }, () => '')], output: [] },
+    });
+    expect(() => importOnnx(bytes)).to.throw(/importOnnx: GRU activation HardSigmoid has no translation yet; supported: Relu, Sigmoid, Softplus, Tanh/);
+  });
 
   it('an operator without a translation is an error naming it', () => {
     const ms = new ModelState(17);

@@ -13,7 +13,8 @@ const scan: TfTupleKernel<ScanAttrs> = {
       dtypeOf: () => undefined,
       slice: (s, t) => tf.reshape(tf.slice(s, [t, ...s.shape.slice(1).map(() => 0)], [1, ...s.shape.slice(1)]), s.shape.slice(1)),
       // each step in its own tidy; a result that is a fed tensor itself (a state passed through) gets its own handle
-      step: (results, feeds) => tf.tidy(() => ctx.evaluate(results, feeds()).map((v) => tf.clone(v))),
+      // (the body after the function's passes: `a.body.results` optimized, cached per body)
+      step: (_results, feeds) => tf.tidy(() => ctx.evaluateBody(a.body, feeds()).map((v) => tf.clone(v))),
       stack: (steps) => tf.stack(steps as Tensor[]),
       empty: (t) => tf.zeros([0, ...t.shape.map((d) => d ?? 0)], tfDType(t.dtype)),
     });
