@@ -14,8 +14,9 @@
 import type { WindowAttrs } from '../ir/ops/window.js';
 import { padsFor } from '../ir/ops/window.js';
 import type { AttrsOf } from '../ir/registry.js';
-import { firstMaxTap, poolGeom, windowTaps } from './lower-pool.js';
-import type { Expr } from './expr.js';
+import { firstMaxTap, poolGeom, windowTaps, type PoolGeom } from './lower-pool.js';
+import type { PoolAttrs } from '../ir/ops/pool.js';
+import type { Expr, ExprBuilder } from './expr.js';
 import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, unravel, type IExpr, type Var } from './index-expr.js';
 import type { LoopTemplate, MatmulTemplate, TemplateCtx } from './templates.js';
 import { allOf, masked, within } from './mask.js';
@@ -145,24 +146,32 @@ export const convKernelGradT = convMatmul('conv_kernel_grad', {
 
 
 /**
+ * A pooling template: `reduce` gets the builder, the geometry, the output cell's spatial
+ * coordinates, and a read of input k at spatial positions (in the output cell's batch and channel).
+ */
+function poolTemplate<A extends PoolAttrs>(reduce: (b: ExprBuilder, g: PoolGeom, o: readonly IExpr[], read: (input: number, pos: readonly IExpr[]) => Expr) => Expr): LoopTemplate<A> {
+  return {
+    kind: 'reduction',
+    expr(at, out, c) {
+      const d = c.attrs.window.length;
+      const read = (k: number, pos: readonly IExpr[]) => c.b.cast(c.inDTypes[k]!, at(k, [out[0]!, ...pos, out[d + 1]!]));
+      return reduce(c.b, poolGeom(c.attrs, c.inShapes[0]!, c.outShape), out.slice(1, d + 1), read);
+    },
+  };
+}
+
+/**
  * pool: a reduction over the window's taps, out-of-input cells masked (-inf for max; for avg
  * they add nothing and are not counted: the count is a second reduction, hoisted per cell).
  */
-export const poolT: LoopTemplate<AttrsOf<'pool'>> = {
-  kind: 'reduction',
-  expr(at, out, c) {
-    const a = c.attrs;
-    const d = a.window.length;
-    const b = c.b;
-    const g = poolGeom(a, c.inShapes[0]!, c.outShape);
-    const t = windowTaps(b, g, out.slice(1, d + 1));
-    const v = b.cast(c.inDTypes[0]!, at(0, [out[0]!, ...t.pos, out[d + 1]!]));
-    if (a.mode === 'max') return b.reduce('max', t.vars, masked(b, t.valid, v, -Infinity));
-    const k = windowTaps(b, g, out.slice(1, d + 1));
-    const count = b.reduce('sum', k.vars, k.valid ?? b.const(1));
-    return b.reduce('sum', t.vars, masked(b, t.valid, b.op('div', v, count)));
-  },
-};
+export const poolT = poolTemplate<AttrsOf<'pool'>>((b, g, o, read) => {
+  const t = windowTaps(b, g, o);
+  const v = read(0, t.pos);
+  if (g.a.mode === 'max') return b.reduce('max', t.vars, masked(b, t.valid, v, -Infinity));
+  const k = windowTaps(b, g, o);
+  const count = b.reduce('sum', k.vars, k.valid ?? b.const(1));
+  return b.reduce('sum', t.vars, masked(b, t.valid, b.op('div', v, count)));
+});
 
 /**
  * Grouped convolutions (groups > 1) as reductions per output element: each group's matmul is
@@ -262,21 +271,13 @@ export const convAlternates = {
  * the taps of g where the tap is that one (-inf elsewhere: one term, so g's value exactly, its
  * sign and NaN kept).
  */
-export const poolSelectT: LoopTemplate<AttrsOf<'pool_select'>> = {
-  kind: 'reduction',
-  expr(at, out, c) {
-    const a = c.attrs;
-    const d = a.window.length;
-    const b = c.b;
-    const g = poolGeom(a, c.inShapes[0]!, c.outShape);
-    const o = out.slice(1, d + 1);
-    const arg = firstMaxTap(b, g, o, (pos) => b.cast(c.inDTypes[0]!, at(0, [out[0]!, ...pos, out[d + 1]!])));
-    const t = windowTaps(b, g, o);
-    const hit = b.op('eq', t.flat, arg);
-    const v = b.cast(c.inDTypes[1]!, at(1, [out[0]!, ...t.pos, out[d + 1]!]));
-    return b.reduce('max', t.vars, b.op('select', t.valid === undefined ? hit : b.op('and', t.valid, hit), v, b.const(-Infinity)));
-  },
-};
+export const poolSelectT = poolTemplate<AttrsOf<'pool_select'>>((b, g, o, read) => {
+  const arg = firstMaxTap(b, g, o, (pos) => read(0, pos));
+  const t = windowTaps(b, g, o);
+  const hit = b.op('eq', t.flat, arg);
+  const v = read(1, t.pos);
+  return b.reduce('max', t.vars, masked(b, allOf(b, [t.valid, hit]), v, -Infinity));
+});
 
 export const convTemplates = {
   conv: convT,

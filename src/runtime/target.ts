@@ -121,7 +121,7 @@ export function bodyOptimizer(passes: readonly Pass[]): (b: ScanBody) => readonl
  * input position, variables by order of first appearance (their values are read at call time, so
  * two graphs over different variables of the same types share code). Also returns those variables.
  */
-export function structuralKey(inputs: readonly Node[], targets: readonly Node[], level: string, device: string): { key: string; variables: Node[] } {
+function structuralKey(inputs: readonly Node[], targets: readonly Node[], level: string, device: string): { key: string; variables: Node[] } {
   const inputPos = new Map<Node, number>();
   inputs.forEach((n, i) => inputPos.set(n, i));
   const local = new Map<Node, number>();
@@ -142,7 +142,7 @@ export function structuralKey(inputs: readonly Node[], targets: readonly Node[],
 }
 
 /** A program's optimized graph rebuilt on another graph's leaves (same structure, so same slots). */
-export function withLeaves(p: OptimizedProgram<unknown>, inputs: readonly Node[], variables: readonly Node[]): readonly Node[] {
+function withLeaves(p: OptimizedProgram<unknown>, inputs: readonly Node[], variables: readonly Node[]): readonly Node[] {
   const map = new Map<Node, Node>();
   for (const [n, i] of p.inputSlot) map.set(n, inputs[i]!);
   for (const [n, i] of p.variableSlot) map.set(n, variables[i]!);

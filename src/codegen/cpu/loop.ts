@@ -91,6 +91,11 @@ export class ExprWriter {
       case 'index': return this.s === undefined ? this.indexCode(e.i) : this.code(this.s.loadIndex.get(e)!);
       case 'op':
         if (e.op === 'select') return `(${this.cond(e.args[0]!)} ? ${this.code(e.args[1]!)} : ${this.code(e.args[2]!)})`;
+        if (e.op === 'max' || e.op === 'min') {
+          // max(x, 0) (relu) and min(x, 0): the runtime's branch-free forms, equal to Math's for every x
+          const z = e.args.findIndex((a) => a.t === 'const' && Object.is(a.v, 0));
+          if (z >= 0) return `rt.${e.op}0(${this.code(e.args[1 - z]!)})`;
+        }
         return opCode(e.op, e.args.map((a) => this.code(a)));
       case 'call': return `${this.env.fnName(e.fn)}(${e.args.map((a) => this.code(a)).join(', ')})`;
       case 'cast': return castCode(e.dtype, this.code(e.x));

@@ -37,7 +37,7 @@ const CLASS_ARRAY: Record<StorageClass, string> = {
 
 const size = (v: { shape: readonly number[] }) => sizeOf(v.shape);
 
-/** What the JavaScript matmul kernels take first: the sums of a column of tiles. */
+/** What the JavaScript matmul kernels take first: the sums of a row of tiles (float32 for a product summed in float32). */
 export const MATMUL_TYPE = 'Float64Array';
 
 /** Everything a module collects while its programs are rendered. */
@@ -87,7 +87,7 @@ function declareKernel(src: KernelSource, name: string, bufType: (id: number) =>
   const params = head[1]!.split(', ').filter((a) => a !== '').map((a) => {
     // Row bounds a kernel does not use (the matmul compute walks all its tiles) are marked unused.
     if (a === 'lo' || a === 'hi') return { name: new RegExp(`\\b${a}\\b`).test(body) ? a : `_${a}`, type: 'number' };
-    if (a === 'acc') return { name: a, type: MATMUL_TYPE };
+    if (a === 'acc') return { name: a, type: /\brt\.rowPanel32\(/.test(body) ? 'Float32Array' : MATMUL_TYPE };
     const m = /^b(\d+)$/.exec(a);
     if (m === null) throw new Error(`internal: unexpected kernel parameter ${a}`);
     return { name: a, type: bufType(Number(m[1])) };

@@ -32,7 +32,7 @@ const programs = new ProgramCache<GpuProgram, GpuSpec>({
   onDropSpec: (_p, _key, spec) => { for (const buf of spec.prepared?.uploads.values() ?? []) buf.release(); },
 });
 
-export function clearGpuCompileCache(): void {
+function clearGpuCompileCache(): void {
   programs.clear();
   clearGpuKernels();
 }
@@ -84,7 +84,7 @@ export function describe(pp: Prepared, indent = ''): string {
   }).join('\n\n');
 }
 
-export interface GpuExecutor extends Executor {
+interface GpuExecutor extends Executor {
   /** `gpu:<mode>`. */
   readonly device: string;
 }

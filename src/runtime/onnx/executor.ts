@@ -22,7 +22,7 @@ import { fromHalfBits, onnxData } from './dtypes.js';
 import { OrtSession, type WireTensor } from './session.js';
 import { ioDType, translate, type Translated } from './translate.js';
 
-export interface OnnxExecutor extends Executor {
+interface OnnxExecutor extends Executor {
   /** The ONNX Runtime execution provider the function's sessions run on. */
   executionProvider(): string | undefined;
   /** The model the latest call ran (for tests and debugging). */
@@ -44,10 +44,6 @@ type OnnxProgram = OptimizedProgram<OnnxSpec>;
 const programs = new ProgramCache<OnnxProgram, OnnxSpec>();
 /** A program's model for every shape, or 'per-shape' where its ONNX form needs known dims. */
 const generic = new WeakMap<OnnxProgram, Compiled | 'per-shape'>();
-
-export function clearOnnxCache(): void {
-  programs.clear();
-}
 
 const ORT_TYPE: Readonly<Record<DType, string>> = {
   float16: 'float32', float32: 'float32', float64: 'float64', int8: 'int8', int16: 'int16', int32: 'int32', int64: 'int64', uint8: 'uint8', bool: 'bool',
@@ -129,7 +125,7 @@ export const onnxTarget: Target<OnnxSpec> = {
   passes: passesFor(noFusion),
   specialize,
   executor: (req) => onnxExecutor(req),
-  clear: clearOnnxCache,
+  clear: () => programs.clear(),
 };
 
 function onnxExecutor(req: TargetRequest): OnnxExecutor {

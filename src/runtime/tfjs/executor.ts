@@ -21,7 +21,7 @@ import type { KernelContext, Tensor, TfEntry } from './types.js';
 import { adoptUpdate, readVariable } from './variables.js';
 import { warn } from '../warn.js';
 
-export interface TfjsExecutor extends Executor {
+interface TfjsExecutor extends Executor {
   readonly runtime: TfRuntime;
 }
 
@@ -33,10 +33,6 @@ const ANY_SHAPES: readonly (readonly number[])[] = [];
 
 /** Optimized graphs by structure (a rebuilt graph reuses its twin's), as on every target. */
 const programs = new ProgramCache<OptimizedProgram<TfjsSpec>, TfjsSpec>();
-
-export function clearTfjsCache(): void {
-  programs.clear();
-}
 
 /** Every pass fuses nothing here: tfjs runs each op as its own kernel. */
 const noFusion: FusionTarget = { classify: () => 'opaque' };
@@ -50,7 +46,7 @@ export const tfjsTarget: Target<TfjsSpec> = {
   passes: passesFor(noFusion),
   specialize: (p) => ({ order: topoSort(p.graph), fallbacks: [], invalid: false }),
   executor: (req) => tfjsExecutor(req),
-  clear: clearTfjsCache,
+  clear: () => programs.clear(),
 };
 
 function tfjsExecutor(req: TargetRequest): TfjsExecutor {
