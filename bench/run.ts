@@ -25,6 +25,7 @@ import { cases, type Impl, type ImplName } from './cases.js';
 import { measurePeak } from '../src/codegen/wasm/peak.js';
 import { hasRelaxedSimd } from '../src/codegen/wasm/encode.js';
 import { threadCount } from '../src/codegen/cpu/threads.js';
+import { matmulFma, matmulPrecision } from '../src/codegen/cpu/wasm-kernel.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 9);
 /** `npm run bench -- 'MLP|LSTM Keras-style Scan'`: cases whose name contains any of the alternatives. */
@@ -70,11 +71,15 @@ async function main(): Promise<void> {
   const print = (s: string) => process.stdout.write(s + '\n');
   print(`theanine bench: ${os.cpus()[0]?.model ?? 'cpu'} x${os.cpus().length}, node ${process.version}, ${ROUNDS} rounds, tfjs-wasm simd=${wasmSimd}, theanine threads ${threadCount()} (THEANINE_THREADS), load average ${os.loadavg()[0]!.toFixed(1)}`);
   // The limit: one core's WebAssembly SIMD multiply-add rate (src/codegen/wasm/peak.ts). theanine's
-  // matmul sums in float64 (f64x2, results equal the reference's); XNNPACK in float32 (f32x4).
+  // float32 products sum in float32 (f32x4, fused where the runtime has relaxed SIMD) under matmul
+  // precision "float32", in float64 (f64x2, equal to the reference's) under "float64"; XNNPACK sums in float32 (f32x4).
   const peak = measurePeak(hasRelaxedSimd());
+  const precision = matmulPrecision();
+  const ownPeak = peak === undefined ? undefined : precision === 'float64' ? peak.f64x2 : matmulFma() ? peak.f32x4Fused : peak.f32x4;
+  const ownPeakName = precision === 'float64' ? 'f64x2' : matmulFma() ? 'f32x4 relaxed FMA' : 'f32x4';
   if (peak !== undefined) {
     print(`measured peak (one core, WebAssembly SIMD multiply-add loop): f64x2 ${peak.f64x2.toFixed(1)} GFLOP/s, f32x4 ${peak.f32x4.toFixed(1)} GFLOP/s${peak.f32x4Fused !== undefined ? `, f32x4 relaxed FMA ${peak.f32x4Fused.toFixed(1)} GFLOP/s` : ', no relaxed SIMD in this runtime'}`);
-    print('GFLOP/s columns: theanine as a fraction of the f64x2 peak, tfjs-wasm of the f32x4 peak');
+    print(`GFLOP/s columns: theanine (matmul precision "${precision}") as a fraction of the ${ownPeakName} peak, tfjs-wasm of the f32x4 peak`);
   }
   const gpuName = GPU ? gpuDevice().description : undefined;
   if (gpuName !== undefined) print(`gpu column: ${gpuName}`);
@@ -152,7 +157,7 @@ async function main(): Promise<void> {
     };
     const th = med.get('theanine')!;
     const ratio = (n: ImplName) => (med.has(n) ? `${(med.get(n)! / th).toFixed(2)}x` : '-').padStart(8);
-    const peaks = c.flops === undefined || peak === undefined ? '' : `  peak: theanine${ofPeak('theanine', peak.f64x2)}, tfjs-wasm${ofPeak('tfjs-wasm', peak.f32x4)}`;
+    const peaks = c.flops === undefined || peak === undefined ? '' : `  peak: theanine${ofPeak('theanine', ownPeak)}, tfjs-wasm${ofPeak('tfjs-wasm', peak.f32x4)}`;
     print(`${c.name.padEnd(34)} ${fmt('theanine')} ${fmt('tensorflow')} ${fmt('onnx')} ${fmt('theanine-gpu')} ${fmt('tfjs-cpu')} ${fmt('tfjs-wasm')} ${ratio('tensorflow')} ${ratio('onnx')} ${ratio('tfjs-cpu')} ${ratio('tfjs-wasm')}${peaks}${c.note !== undefined ? `  (${c.note})` : ''}`);
     results.push({
       name: c.name, note: c.note, medianMs: Object.fromEntries(med), flops: c.flops,
@@ -231,7 +236,7 @@ async function main(): Promise<void> {
   }
 
   const out = {
-    machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, node: process.version, platform: `${os.platform()} ${os.arch()}`, wasmSimd, gpu: gpuName, peakGflops: peak, threads: threadCount(), loadAverage: os.loadavg() },
+    machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, node: process.version, platform: `${os.platform()} ${os.arch()}`, wasmSimd, gpu: gpuName, peakGflops: peak, matmulPrecision: precision, threads: threadCount(), loadAverage: os.loadavg() },
     date: new Date().toISOString(), rounds: ROUNDS, cases: results, compile, heap, onnxOverhead: overhead,
   };
   fs.writeFileSync(new URL('./results.json', import.meta.url), JSON.stringify(out, null, 2) + '\n');

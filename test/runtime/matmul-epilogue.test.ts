@@ -1,10 +1,15 @@
 // A float32 matmul with a fused epilogue rounds its sum to float32 before the epilogue, as the
-// reference interpreter does (dot then add are two float32 ops), so results agree bit for bit.
+// reference interpreter does (dot then add are two float32 ops), so with float64 sums (matmul
+// precision "float64") results agree bit for bit. (Float32 sums: test/codegen/matmul-f32.test.ts.)
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
+import { setEnvironment } from '../../src/api/config.js';
 
 describe('matmul epilogue rounding', () => {
-  it('fused dot + bias + relu in float32 equals the reference bit for bit', () => {
+  beforeEach(() => setEnvironment({ THEANINE_MATMUL_PRECISION: 'float64' }));
+  afterEach(() => setEnvironment({ THEANINE_MATMUL_PRECISION: undefined }));
+
+  it('fused dot + bias + relu in float32 equals the reference bit for bit (matmul precision "float64")', () => {
     const x = K.placeholder([16, 33]);
     const w = Array.from({ length: 33 }, (_, i) => Array.from({ length: 40 }, (_, j) => Math.sin(i * 40 + j) * 0.37));
     const W = K.variable(NDArray.from(w, 'float32'));

@@ -7,6 +7,7 @@ import { ExprBuilder, children, exprOrder } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
 import { REDUCE_INIT } from '../expr.js';
 import { schedule, type Schedule, type Scope } from '../schedule.js';
+import { splitInnerLoop } from '../split.js';
 import { castCode, commentText, foldCode, jsString, literal, opCode, storeRounds } from './js.js';
 
 export interface RenderEnv {
@@ -91,6 +92,11 @@ export class ExprWriter {
       case 'index': return this.s === undefined ? this.indexCode(e.i) : this.code(this.s.loadIndex.get(e)!);
       case 'op':
         if (e.op === 'select') return `(${this.cond(e.args[0]!)} ? ${this.code(e.args[1]!)} : ${this.code(e.args[2]!)})`;
+        if (e.op === 'max' || e.op === 'min') {
+          // max(x, 0) (relu) and min(x, 0): the runtime's branch-free forms, equal to Math's for every x
+          const z = e.args.findIndex((a) => a.t === 'const' && Object.is(a.v, 0));
+          if (z >= 0) return `rt.${e.op}0(${this.code(e.args[1 - z]!)})`;
+        }
         return opCode(e.op, e.args.map((a) => this.code(a)));
       case 'call': return `${this.env.fnName(e.fn)}(${e.args.map((a) => this.code(a)).join(', ')})`;
       case 'cast': return castCode(e.dtype, this.code(e.x));
@@ -123,6 +129,22 @@ function storedValue(v: Expr, dtype: string): Expr {
  * first outer-loop increment it has never seen executed: "insufficient type feedback").
  */
 export function renderLoopKernel(k: LoopKernel, name: string, env: RenderEnv): KernelSource {
+  // Selects on the inner loop's index (a concatenation's adjoint): one block per column range (../split.ts).
+  const pieces = splitInnerLoop(k);
+  if (pieces !== undefined) {
+    const parts = pieces.map((p) => renderKernelBody(p.kernel, env));
+    const params = [...new Set(parts.flatMap((p) => p.buffers))].sort((p, q) => p - q);
+    const lines = parts.flatMap((p, i) => [`  { // columns ${pieces[i]!.start} to ${pieces[i]!.start + pieces[i]!.kernel.vars.at(-1)!.size}`, ...p.lines.map((l) => `  ${l}`), '  }']);
+    const args = [...params.map((q) => env.bufName(q)), 'lo', 'hi'];
+    return { source: `function ${name}(${args.join(', ')}) { // ${commentText(k.label)}\n${lines.join('\n')}\n}`, buffers: params, rows: k.vars[0]!.size };
+  }
+  const r = renderKernelBody(k, env);
+  const args = [...r.buffers.map((p) => env.bufName(p)), ...(r.rows !== undefined ? ['lo', 'hi'] : [])];
+  return { source: `function ${name}(${args.join(', ')}) { // ${commentText(k.label)}\n${r.lines.join('\n')}\n}`, buffers: r.buffers, rows: r.rows };
+}
+
+/** A loop kernel's statements, the buffers it reads and writes, and its outermost loop's size (bounds lo, hi). */
+function renderKernelBody(k: LoopKernel, env: RenderEnv): { lines: string[]; buffers: number[]; rows: number | undefined } {
   const b = new ExprBuilder(() => 'float64');
   const s = schedule(k.vars, k.stores, b);
   // schedule() expands 'index' expressions into integer trees; give them the same lookup as loads.
@@ -164,8 +186,5 @@ export function renderLoopKernel(k: LoopKernel, name: string, env: RenderEnv): K
     else emitLoop(loops.first, ind);
   };
   emit(s.top, '  ');
-  const params = [...bufs].sort((p, q) => p - q);
-  const args = [...params.map((p) => env.bufName(p)), ...(outermost !== undefined ? ['lo', 'hi'] : [])];
-  const source = `function ${name}(${args.join(', ')}) { // ${commentText(k.label)}\n${lines.join('\n')}\n}`;
-  return { source, buffers: params, rows: outermost?.v!.size };
+  return { lines, buffers: [...bufs].sort((p, q) => p - q), rows: outermost?.v!.size };
 }

@@ -22,6 +22,14 @@ export const runtimeHelpers = {
   mod: pyMod,
   round: roundHalfEven,
   sign: (a: number) => (a > 0 ? 1 : a < 0 ? -1 : a === 0 ? 0 : NaN),
+  /**
+   * Math.max(x, 0) and Math.min(x, 0) without a data-dependent branch (relu on random signs made
+   * V8's Math.max mispredict about every other element): (x +- |x|) / 2 is exact below 2^1023 in
+   * magnitude (and gives +0 for -0 in max, -0 in min, NaN for NaN, as Math does); the rare larger
+   * or infinite values take Math's own path.
+   */
+  max0: (x: number) => { const a = Math.abs(x); return a < 8.98846567431158e307 ? (x + a) * 0.5 : Math.max(x, 0); },
+  min0: (x: number) => { const a = Math.abs(x); return a < 8.98846567431158e307 ? (x - a) * 0.5 : Math.min(x, 0); },
   tile4x4,
   rowPanel4x4,
   rowPanel32,

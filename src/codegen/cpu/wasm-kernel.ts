@@ -71,8 +71,8 @@ export function blockVariant(mr: number, f32: boolean): number {
  */
 export type MatmulPrecision = 'float32' | 'float64';
 export const MATMUL_PRECISIONS: readonly MatmulPrecision[] = ['float32', 'float64'];
-/** The precision when neither keras.json nor THEANINE_MATMUL_PRECISION sets one. */
-export const DEFAULT_MATMUL_PRECISION: MatmulPrecision = 'float64';
+/** The precision when neither keras.json nor THEANINE_MATMUL_PRECISION sets one: float32 sums, as TensorFlow.js, XNNPACK and JAX on cpu. */
+export const DEFAULT_MATMUL_PRECISION: MatmulPrecision = 'float32';
 
 let configuredPrecision: () => MatmulPrecision | undefined = () => undefined;
 
