@@ -47,7 +47,7 @@ describe('codegen: index-set splitting of the inner loop', () => {
   });
 
   it('a select on the outer loop\'s index, or on no index, is left whole', () => {
-    const { got, want, source } = both((x, y) => [K.concatenate([y, y.mul(3)], 0)]);
+    const { got, want, source } = both((_x, y) => [K.concatenate([y, y.mul(3)], 0)]);
     expect(source).to.not.contain('// columns');
     expect(Array.from(got[0]!.data)).to.deep.equal(Array.from(want[0]!.data));
   });
