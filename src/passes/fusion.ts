@@ -59,6 +59,8 @@ function expandsOnlyTrailing(inner: StaticShape, outer: StaticShape): boolean {
   return true;
 }
 
+const COMPARISONS: ReadonlySet<string> = new Set(['less', 'less_equal', 'greater', 'greater_equal', 'equal', 'not_equal']);
+
 const isScalarConst = (n: Node) => n.op === 'constant' && staticSize(n.shape) === 1 && n.ndim === 0;
 
 export function fuseGraph(g: Graph, target: FusionTarget): Graph {
@@ -99,6 +101,14 @@ export function fuseGraph(g: Graph, target: FusionTarget): Graph {
     return sp;
   };
 
+  /**
+   * A comparison of one tensor with constants (relu's mask x <= 0, read by the forward select and
+   * by its gradient's): computed again in each kernel that reads it, from the tensor those kernels
+   * read anyway or nearly so, instead of stored by a kernel of its own (as views are).
+   */
+  const recomputable = (p: Node): boolean =>
+    COMPARISONS.has(p.op) && !outputs.has(p) && p.inputs.filter((i) => !isScalarConst(i)).length === 1;
+
   const tryAbsorb = (p: Node, grp: Group): boolean => {
     if (grp.members.has(p)) return false;
     if (isScalarConst(p)) { grp.members.add(p); grp.shared.add(p); grp.space.set(p, 'out'); return true; }
@@ -114,7 +124,7 @@ export function fuseGraph(g: Graph, target: FusionTarget): Graph {
       case 'view':
         break;
       case 'elementwise':
-        if (!excl || (sp !== 'dotin' && !fits())) return false;
+        if (!(excl || recomputable(p)) || (sp !== 'dotin' && !fits())) return false;
         if (sp === 'dotin' && !users.every((c) => target.classify(c) !== 'matmul' || target.matmulPrologue?.(c) !== false)) return false;
         break;
       case 'reduction':

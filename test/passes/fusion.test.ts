@@ -85,6 +85,17 @@ describe('passes/fusion', () => {
     expect(kernels(after2), show(after2)).to.deep.equal(['dot', 'neg,transpose,add']);
   });
 
+  it("relu's mask read by two kernels (the select and its gradient's) is computed again in both; a comparison of two tensors is stored", () => {
+    const g = K.placeholder([8, 5], null, 'float64', false, 'g');
+    const m = op('less_equal', op('exp', x), c(0));
+    const after = fuse([op('where', m, c(0), x), op('where', m, c(0), g)]);
+    // exp(x) is read by both kernels, so it stays a kernel of its own; the mask goes into both
+    expect(kernels(after).sort(), show(after)).to.deep.equal(['exp', 'less_equal,where', 'less_equal,where']);
+    const m2 = op('less_equal', x, y);
+    const after2 = fuse([op('where', m2, c(0), x), op('where', m2, c(0), g)]);
+    expect(kernels(after2).sort(), show(after2)).to.deep.equal(['less_equal', 'where', 'where']);
+  });
+
   it('a view read by two kernels is folded into both', () => {
     const t = x.T;
     const after = fuse([op('exp', t), op('sin', t)]);
