@@ -27,6 +27,7 @@ export interface KernelSource {
 /** Spells expressions of one schedule, giving temporaries to shared and hoisted ones. */
 export class ExprWriter {
   private readonly temp = new Set<Expr>();
+  private readonly indices = new Set<Expr>();
   private readonly done = new Set<Expr>();
   constructor(
     private readonly s: Schedule | undefined, private readonly env: RenderEnv,
@@ -36,6 +37,14 @@ export class ExprWriter {
     private readonly indexCode: (x: IExpr) => string = () => { throw new Error('no index renderer'); },
   ) {
     if (s === undefined) return;
+    // The index trees' own nodes (integers: a clamp's max(x, 0) stays Math.max, exact and cheap on small integers)
+    const visit = (e: Expr): void => {
+      if (this.indices.has(e) || e.t !== 'op' || !INDEX_OPS.has(e.op)) return;
+      this.indices.add(e);
+      e.args.forEach(visit);
+    };
+    for (const ix of s.loadIndex.values()) visit(ix);
+    for (const st of s.stores) visit(st.index);
     for (const [e, n] of s.uses) if (n > 1 && isComputed(e)) this.temp.add(e);
     for (const [e, sc] of s.scopeOf) {
       for (const k of kidsOf(e, s)) if (isComputed(k) && s.scopeOf.get(k) !== sc) this.temp.add(k);
@@ -95,7 +104,7 @@ export class ExprWriter {
         if (e.op === 'max' || e.op === 'min') {
           // max(x, 0) (relu) and min(x, 0): the runtime's branch-free forms, equal to Math's for every x
           const z = e.args.findIndex((a) => a.t === 'const' && Object.is(a.v, 0));
-          if (z >= 0) return `rt.${e.op}0(${this.code(e.args[1 - z]!)})`;
+          if (z >= 0 && !this.indices.has(e)) return `rt.${e.op}0(${this.code(e.args[1 - z]!)})`;
         }
         return opCode(e.op, e.args.map((a) => this.code(a)));
       case 'call': return `${this.env.fnName(e.fn)}(${e.args.map((a) => this.code(a)).join(', ')})`;
@@ -106,6 +115,9 @@ export class ExprWriter {
     }
   }
 }
+
+/** Ops of the schedule's integer index trees (schedule.ts toInt). */
+const INDEX_OPS: ReadonlySet<string> = new Set(['add', 'mul', 'min', 'max', 'idiv', 'imod', 'floor', 'div', 'mod']);
 
 const isComputed = (e: Expr) => e.t !== 'const' && e.t !== 'var';
 
