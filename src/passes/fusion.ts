@@ -67,14 +67,16 @@ export function fuseGraph(g: Graph, target: FusionTarget): Graph {
   const order = topoSort(g.outputs);
   const index = new Map<Node, number>();
   order.forEach((n, i) => index.set(n, i));
-  // Shape-only reads count as uses: the value must exist (as a node) for its shape.
+  // Shape-only reads are not uses: the node stays in the graph for its shape, and codegen, which
+  // knows every shape once a function is specialised, computes only values that are read.
   const consumers = new Map<Node, Set<Node>>();
   for (const n of order) {
-    for (const i of n.inputs) {
+    n.inputs.forEach((i, k) => {
+      if (target.shapeOnly?.(n, k) === true) return;
       let s = consumers.get(i);
       if (s === undefined) consumers.set(i, (s = new Set()));
       s.add(n);
-    }
+    });
   }
   const outputs = new Set(g.outputs);
   const owner = new Map<Node, Group>(); // exclusive members only
