@@ -52,12 +52,49 @@ export function windowTaps(b: ExprBuilder, g: PoolGeom, o: readonly IExpr[]): { 
  * one winning); Infinity when no tap is inside the input. `x(pos)` reads the input's spatial cell.
  */
 export function firstMaxTap(b: ExprBuilder, g: PoolGeom, o: readonly IExpr[], x: (pos: readonly IExpr[]) => Expr): Expr {
-  const t1 = windowTaps(b, g, o);
-  const m = b.reduce('max', t1.vars, masked(b, t1.valid, x(t1.pos), -Infinity));
-  const t2 = windowTaps(b, g, o);
-  const v = x(t2.pos);
-  const hit = b.op('or', b.op('eq', v, m), b.op('and', b.op('isnan', m), b.op('isnan', v)));
-  return b.reduce('min', t2.vars, b.op('select', t2.valid === undefined ? hit : b.op('and', t2.valid, hit), t2.flat, b.const(Infinity)));
+  const m = foldTaps(b, g, o, 'max', (t) => masked(b, t.valid, x(t.pos), -Infinity));
+  return foldTaps(b, g, o, 'min', (t) => {
+    const v = x(t.pos);
+    const hit = b.op('or', b.op('eq', v, m), b.op('and', b.op('isnan', m), b.op('isnan', v)));
+    return b.op('select', t.valid === undefined ? hit : b.op('and', t.valid, hit), t.flat, b.const(Infinity));
+  });
+}
+
+/** Windows of at most this many taps are folded as a chain of ops, not a reduction loop. */
+const UNROLL_TAPS = 9;
+
+/**
+ * max or min over the window's taps of term(tap): a reduction over tap loops, or for small
+ * windows the same fold written out (max(max(t0, t1), t2)..., row-major, as the loop folds them:
+ * the reduction's -inf or +inf start changes no value), which runs as straight-line code (a
+ * 2 x 2 max pool's loops of two iterations cost about as much as their work).
+ */
+export function foldTaps(b: ExprBuilder, g: PoolGeom, o: readonly IExpr[], op: 'max' | 'min', term: (t: { pos: readonly IExpr[]; flat: Expr; valid: Expr | undefined }) => Expr): Expr {
+  const n = sizeOf(g.a.window);
+  if (n > UNROLL_TAPS) {
+    const t = windowTaps(b, g, o);
+    return b.reduce(op, t.vars, term(t));
+  }
+  let acc: Expr | undefined;
+  for (let f = 0; f < n; f++) {
+    const tap = unravelConst(f, g.a.window);
+    const conds: (Expr | undefined)[] = [];
+    const pos = o.map((od, i) => {
+      const p = iadd(iscale(od, g.a.strides[i]!), iconst(tap[i]! * g.a.dilation[i]! - g.pads[i]!));
+      conds.push(within(b, p, 0, g.inSize[i]!));
+      return iclamp(p, 0, g.inSize[i]! - 1);
+    });
+    const v = term({ pos, flat: b.const(f), valid: allOf(b, conds) });
+    acc = acc === undefined ? v : b.op(op, acc, v);
+  }
+  return acc!;
+}
+
+/** Row-major coordinates of flat index f in `shape`. */
+function unravelConst(f: number, shape: readonly number[]): number[] {
+  const out = new Array<number>(shape.length);
+  for (let i = shape.length - 1; i >= 0; i--) { out[i] = f % shape[i]!; f = Math.floor(f / shape[i]!); }
+  return out;
 }
 
 /**

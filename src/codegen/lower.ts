@@ -67,7 +67,7 @@ export function lower(spec: LowerSpec): Program {
     return slot === undefined ? undefined : { shape: spec.inputShapes[slot]!, dtype: n.dtype };
   });
   const targetNodes = spec.targets.map(subst);
-  const order = topoSort(targetNodes);
+  const order = valueOrder(targetNodes);
 
   const buffers: BufferDecl[] = [];
   const addBuf = (dtype: DType, size: number, role: BufferRole, extra: { slot?: number; value?: NDArray } = {}): number => {
@@ -151,6 +151,7 @@ export function lower(spec: LowerSpec): Program {
       values.set(n, data.value);
       continue;
     }
+    if (n.inputs.some((i) => !values.has(i))) throw new Error(`internal: ${n.op} runs as an extern step but reads an input that was left uncomputed as read for its shape only`);
     const out = addBuf(t.dtype, sizeOf(t.shape), 'extern');
     steps.push({
       kind: 'extern', label: n.op, reason: isOp(n, 'fused') ? `a fused kernel of ${fusedOps(n)} that the lowering cannot render` : why,
@@ -322,6 +323,45 @@ function concrete(n: Node, t: TensorType): Concrete {
 type AddBuf = (dtype: DType, size: number, role: BufferRole) => number;
 
 /** One kernel for a fused node or a single op with a template; undefined when it needs an extern. */
+/**
+ * Whether node `n` reads input `k` for its shape only, not its values: a loop template's
+ * shape-only input, or a fused node's parameter that every member of its body reads so.
+ */
+function readsShapeOnly(n: Node, k: number): boolean {
+  const only = (m: Node, j: number) => { const t = templateOf(m); return t !== undefined && t.kind !== 'matmul' && t.shapeOnly?.(j) === true; };
+  if (isOp(n, 'fused')) {
+    const body = n.attrs.body;
+    const param = body.params[k];
+    if (param === undefined) return false;
+    let read = false;
+    for (const m of topoSort([body.root])) {
+      for (let j = 0; j < m.inputs.length; j++) {
+        if (m.inputs[j] !== param) continue;
+        read = true;
+        if (!only(m, j)) return false;
+      }
+    }
+    return read;
+  }
+  return only(n, k);
+}
+
+/**
+ * The nodes to compute, in topological order: everything the targets read for its values. A node
+ * read only for its shape (the `x` of a gradient's sum_to_like(g, x), once fusion has put x's
+ * computation into its consumer's kernel) is not computed: after specialisation its type is known.
+ */
+function valueOrder(targets: readonly Node[]): Node[] {
+  const needed = new Set<Node>(targets);
+  const all = topoSort(targets);
+  for (let i = all.length - 1; i >= 0; i--) {
+    const n = all[i]!;
+    if (!needed.has(n)) continue;
+    n.inputs.forEach((x, k) => { if (!readsShapeOnly(n, k)) needed.add(x); });
+  }
+  return all.filter((n) => needed.has(n));
+}
+
 function lowerNode(
   n: Node, types: ReadonlyMap<Node, Concrete>, values: ReadonlyMap<Node, ValueRef>, buffers: readonly BufferDecl[], addBuf: AddBuf, outRole: BufferRole,
   tile: LowerSpec['tile'],
@@ -332,7 +372,8 @@ function lowerNode(
   if (isOp(n, 'fused')) {
     const body = n.attrs.body;
     root = body.root;
-    body.params.forEach((p, i) => params.set(p, values.get(n.inputs[i]!)!));
+    // a parameter read for its shape only may have no value (valueOrder): it is never loaded
+    body.params.forEach((p, i) => { const v = values.get(n.inputs[i]!); if (v !== undefined) params.set(p, v); });
     const bt = new Map<Node, Concrete>();
     body.params.forEach((p, i) => bt.set(p, types.get(n.inputs[i]!)!));
     for (const m of topoSort([root])) {
@@ -346,10 +387,12 @@ function lowerNode(
     const t = templateOf(n);
     if (t === undefined) return undefined;
     root = n;
-    n.inputs.forEach((i) => params.set(i, values.get(i)!));
+    n.inputs.forEach((i) => { const v = values.get(i); if (v !== undefined) params.set(i, v); });
     bodyTypes = types;
   }
-  const members = bodyMembers(root, params);
+  // the kernel's leaves: its inputs, those read for their shape only (without a value) included
+  const leaves = new Set<Node>(isOp(n, 'fused') ? n.attrs.body.params : n.inputs);
+  const members = bodyMembers(root, leaves);
   if (members.some((m) => m.op !== 'constant' && templateOf(m) === undefined)) return undefined;
   const outT = types.get(n)!;
   const bufDTypes = new Map<number, DType>();
@@ -425,7 +468,7 @@ function lowerNode(
 }
 
 /** The nodes of a kernel body: reachable from the root without passing through a param. */
-function bodyMembers(root: Node, params: ReadonlyMap<Node, ValueRef>): Node[] {
+function bodyMembers(root: Node, params: { has(n: Node): boolean }): Node[] {
   const out: Node[] = [];
   const seen = new Set<Node>();
   const stack = [root];

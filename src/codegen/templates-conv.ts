@@ -14,7 +14,7 @@
 import type { WindowAttrs } from '../ir/ops/window.js';
 import { padsFor } from '../ir/ops/window.js';
 import type { AttrsOf } from '../ir/registry.js';
-import { firstMaxTap, poolGeom, windowTaps, type PoolGeom } from './lower-pool.js';
+import { firstMaxTap, foldTaps, poolGeom, windowTaps, type PoolGeom } from './lower-pool.js';
 import type { PoolAttrs } from '../ir/ops/pool.js';
 import type { Expr, ExprBuilder } from './expr.js';
 import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, unravel, type IExpr, type Var } from './index-expr.js';
@@ -165,9 +165,9 @@ function poolTemplate<A extends PoolAttrs>(reduce: (b: ExprBuilder, g: PoolGeom,
  * they add nothing and are not counted: the count is a second reduction, hoisted per cell).
  */
 export const poolT = poolTemplate<AttrsOf<'pool'>>((b, g, o, read) => {
+  if (g.a.mode === 'max') return foldTaps(b, g, o, 'max', (t) => masked(b, t.valid, read(0, t.pos), -Infinity));
   const t = windowTaps(b, g, o);
   const v = read(0, t.pos);
-  if (g.a.mode === 'max') return b.reduce('max', t.vars, masked(b, t.valid, v, -Infinity));
   const k = windowTaps(b, g, o);
   const count = b.reduce('sum', k.vars, k.valid ?? b.const(1));
   return b.reduce('sum', t.vars, masked(b, t.valid, b.op('div', v, count)));

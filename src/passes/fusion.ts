@@ -59,20 +59,24 @@ function expandsOnlyTrailing(inner: StaticShape, outer: StaticShape): boolean {
   return true;
 }
 
+const COMPARISONS: ReadonlySet<string> = new Set(['less', 'less_equal', 'greater', 'greater_equal', 'equal', 'not_equal']);
+
 const isScalarConst = (n: Node) => n.op === 'constant' && staticSize(n.shape) === 1 && n.ndim === 0;
 
 export function fuseGraph(g: Graph, target: FusionTarget): Graph {
   const order = topoSort(g.outputs);
   const index = new Map<Node, number>();
   order.forEach((n, i) => index.set(n, i));
-  // Shape-only reads count as uses: the value must exist (as a node) for its shape.
+  // Shape-only reads are not uses: the node stays in the graph for its shape, and codegen, which
+  // knows every shape once a function is specialised, computes only values that are read.
   const consumers = new Map<Node, Set<Node>>();
   for (const n of order) {
-    for (const i of n.inputs) {
+    n.inputs.forEach((i, k) => {
+      if (target.shapeOnly?.(n, k) === true) return;
       let s = consumers.get(i);
       if (s === undefined) consumers.set(i, (s = new Set()));
       s.add(n);
-    }
+    });
   }
   const outputs = new Set(g.outputs);
   const owner = new Map<Node, Group>(); // exclusive members only
@@ -97,6 +101,14 @@ export function fuseGraph(g: Graph, target: FusionTarget): Graph {
     return sp;
   };
 
+  /**
+   * A comparison of one tensor with constants (relu's mask x <= 0, read by the forward select and
+   * by its gradient's): computed again in each kernel that reads it, from the tensor those kernels
+   * read anyway or nearly so, instead of stored by a kernel of its own (as views are).
+   */
+  const recomputable = (p: Node): boolean =>
+    COMPARISONS.has(p.op) && !outputs.has(p) && p.inputs.filter((i) => !isScalarConst(i)).length === 1;
+
   const tryAbsorb = (p: Node, grp: Group): boolean => {
     if (grp.members.has(p)) return false;
     if (isScalarConst(p)) { grp.members.add(p); grp.shared.add(p); grp.space.set(p, 'out'); return true; }
@@ -112,7 +124,7 @@ export function fuseGraph(g: Graph, target: FusionTarget): Graph {
       case 'view':
         break;
       case 'elementwise':
-        if (!excl || (sp !== 'dotin' && !fits())) return false;
+        if (!(excl || recomputable(p)) || (sp !== 'dotin' && !fits())) return false;
         if (sp === 'dotin' && !users.every((c) => target.classify(c) !== 'matmul' || target.matmulPrologue?.(c) !== false)) return false;
         break;
       case 'reduction':

@@ -85,6 +85,17 @@ describe('passes/fusion', () => {
     expect(kernels(after2), show(after2)).to.deep.equal(['dot', 'neg,transpose,add']);
   });
 
+  it("relu's mask read by two kernels (the select and its gradient's) is computed again in both; a comparison of two tensors is stored", () => {
+    const g = K.placeholder([8, 5], null, 'float64', false, 'g');
+    const m = op('less_equal', op('exp', x), c(0));
+    const after = fuse([op('where', m, c(0), x), op('where', m, c(0), g)]);
+    // exp(x) is read by both kernels, so it stays a kernel of its own; the mask goes into both
+    expect(kernels(after).sort(), show(after)).to.deep.equal(['exp', 'less_equal,where', 'less_equal,where']);
+    const m2 = op('less_equal', x, y);
+    const after2 = fuse([op('where', m2, c(0), x), op('where', m2, c(0), g)]);
+    expect(kernels(after2).sort(), show(after2)).to.deep.equal(['less_equal', 'where', 'where']);
+  });
+
   it('a view read by two kernels is folded into both', () => {
     const t = x.T;
     const after = fuse([op('exp', t), op('sin', t)]);
@@ -112,5 +123,22 @@ describe('passes/fusion', () => {
     const f1 = fuse([op('exp', op('neg', x))])[0]!;
     const f2 = fuse([op('exp', op('neg', x))])[0]!;
     expect(f1).to.equal(f2);
+  });
+  it('a read for the shape only (a gradient\'s sum_to_like(g, x)) does not keep x out of its consumer\'s kernel, and codegen computes x nowhere else', () => {
+    const xs = K.placeholder([2, 5], null, 'float32', false, 'xs');
+    const ys = K.placeholder([2, 5], null, 'float32', false, 'ys');
+    const zs = K.placeholder([2, 5], null, 'float32', false, 'zs');
+    const p = op('mul', xs, ys); // read for its value by tanh, for its shape by another kernel's sum_to_like
+    const outs = [op('tanh', p), apply('sum_to_like', [op('exp', zs), p], {})];
+    const after = fusionPass(cpuFusion).run({ outputs: outs }).outputs;
+    // the mul joins tanh's kernel; the graph keeps a copy of it only as the shape the other kernel reads
+    expect(kernels(after), show(after)).to.have.members(['mul,tanh', 'mul', 'exp,sum_to_like']);
+    const f = K.function([xs, ys, zs], outs);
+    const feeds = [[[0.5, -1, 2, 0, 3], [1, 1, 1, 1, 1]], [[2, 2, 2, 2, 2], [-1, 0.25, 3, 4, 5]], [[0, 1, 2, 3, 4], [-1, -2, -3, -4, -5]]].map((v) => K.eval(K.constant(v)));
+    const got = f(feeds);
+    const want = K.function([xs, ys, zs], outs, [], { optimizer: 'none' })(feeds);
+    got.forEach((g, i) => expect(Array.from(g.data)).to.deep.equal(Array.from(want[i]!.data)));
+    const src = (f as unknown as { source(): string }).source();
+    expect(src.match(/^function k\d+/gm), src).to.have.length(2); // the copy of the mul is not computed
   });
 });

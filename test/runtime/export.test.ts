@@ -5,6 +5,8 @@ import { expect } from 'chai';
 import { backend as K, NDArray, defineOp, ValueError } from '../../src/index.js';
 import type { Tensor } from '../../src/index.js';
 import { ExportError } from '../../src/runtime/export/module.js';
+import { setEnvironment } from '../../src/api/config.js';
+import { clearCompileCache } from '../../src/runtime/compile.js';
 import { expectClose } from '../helpers/assert.js';
 import { emptyFolder, runCalls, typecheck, writeModules } from '../helpers/exported.js';
 
@@ -181,6 +183,50 @@ describe('exportModule', function () {
     const [c, r] = runCalls(dir, [{ module: 'cnn', inputs: [iv] }, { module: 'brnn', inputs: [sv, mv] }]);
     expectClose(c![0]!, Array.from(liveC[0]!.data), { atol: 1e-6, rtol: 0 });
     liveR.forEach((o, i) => expectClose(r![i]!, Array.from(o.data), { atol: 1e-6, rtol: 0 }, `rnn output ${i}`));
+  });
+
+  it('exports an RNN training step: the reverse Scan updates its gradient accumulators in place and reads the stacked states', () => {
+    const x = K.placeholder([4, 12, 5], null, 'float32', false, 'x');
+    const W = K.variable(arr([5, 7]), 'float32', 'W');
+    const U = K.variable(arr([7, 7]), 'float32', 'U');
+    const [last] = K.rnn((xt, [h]) => { const hn = K.tanh(K.dot(xt, W).add(K.dot(h!, U))); return [hn, [hn]]; }, x, [K.zeros([4, 7])]);
+    const loss = K.mean(K.square(last));
+    const gs = K.gradients(loss, [W, U]);
+    const train = K.function([x], [loss, ...gs], [W, U].map((v, i) => K.update(v, v.sub(gs[i]!.mul(0.5)))));
+    const m = train.exportModule({ name: 'rnnTrain' });
+    // One Scan body's call passes a state as its own next state (an accumulator updated in place).
+    expect(m.source).to.match(/_s\d+\([^;]*\b(c\d+_\d+)\b[^;]*, \1[,)]/);
+    const xv = arr([4, 12, 5]);
+    const live = [train([xv]), train([xv])];
+    const dir = emptyFolder();
+    writeModules(dir, [m]);
+    typecheck(dir, [m]);
+    const out = runCalls(dir, [{ module: 'rnnTrain', inputs: [xv] }, { module: 'rnnTrain', inputs: [xv] }]);
+    live.forEach((call, c) => call.forEach((o, i) => expectClose(out[c]![i]!, Array.from(o.data), { atol: 1e-6, rtol: 1e-5 }, `call ${c} output ${i}`)));
+    expect(out[1]![0]).to.not.deep.equal(out[0]![0]); // the module's own weights were updated
+  });
+
+  it('exports matrix products summed in float32 (matmul precision "float32"): packs and tile sums are Float32Arrays', () => {
+    setEnvironment({ THEANINE_MATMUL_PRECISION: 'float32' });
+    clearCompileCache();
+    try {
+      const x = K.placeholder([8, 12], null, 'float32', false, 'x');
+      const W = K.variable(arr([12, 6]), 'float32', 'W');
+      const f = K.function([x], [K.relu(K.dot(x, W))]);
+      const xv = arr([8, 12]);
+      const live = f([xv]);
+      const m = f.exportModule({ name: 'dense32' });
+      expect(m.source).to.match(/function _k\d+\(acc: Float32Array/);
+      const dir = emptyFolder();
+      writeModules(dir, [m]);
+      typecheck(dir, [m]);
+      const [out] = runCalls(dir, [{ module: 'dense32', inputs: [xv] }]);
+      // float32 sums in the same order; a runtime with relaxed SIMD may fuse the compiled function's multiply-adds
+      expectClose(out![0]!, Array.from(live[0]!.data), { atol: 1e-6, rtol: 1e-6 });
+    } finally {
+      setEnvironment({ THEANINE_MATMUL_PRECISION: undefined });
+      clearCompileCache();
+    }
   });
 
   it('refuses what a module cannot hold, naming it, and checks its options', () => {

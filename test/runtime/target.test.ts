@@ -9,10 +9,12 @@ import { compileStats } from '../../src/runtime/compile.js';
 import { compileTimes } from '../../src/runtime/target.js';
 import { ortAvailable } from '../../src/runtime/onnx/session.js';
 
+const ortMissing = ortAvailable();
+if (ortMissing !== undefined) console.log(`runtime/target: onnx not run: ${ortMissing}`);
 const TARGETS: [string, FunctionOptions][] = [
   ['cpu', { device: 'cpu' }],
   ['tensorflow', { backend: 'tensorflow' }],
-  ...(ortAvailable() === undefined ? [['onnx', { backend: 'onnx' }] as [string, FunctionOptions]] : []),
+  ...(ortMissing === undefined ? [['onnx', { backend: 'onnx' }] as [string, FunctionOptions]] : []),
 ];
 
 /** tanh(x @ W + b) * c over fresh leaves: the same structure for the same c. */

@@ -7,6 +7,7 @@ import { ExprBuilder, children, exprOrder } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
 import { REDUCE_INIT } from '../expr.js';
 import { schedule, type Schedule, type Scope } from '../schedule.js';
+import { splitInnerLoop } from '../split.js';
 import { castCode, commentText, foldCode, jsString, literal, opCode, storeRounds } from './js.js';
 
 export interface RenderEnv {
@@ -26,6 +27,7 @@ export interface KernelSource {
 /** Spells expressions of one schedule, giving temporaries to shared and hoisted ones. */
 export class ExprWriter {
   private readonly temp = new Set<Expr>();
+  private readonly indices = new Set<Expr>();
   private readonly done = new Set<Expr>();
   constructor(
     private readonly s: Schedule | undefined, private readonly env: RenderEnv,
@@ -35,6 +37,14 @@ export class ExprWriter {
     private readonly indexCode: (x: IExpr) => string = () => { throw new Error('no index renderer'); },
   ) {
     if (s === undefined) return;
+    // The index trees' own nodes (integers: a clamp's max(x, 0) stays Math.max, exact and cheap on small integers)
+    const visit = (e: Expr): void => {
+      if (this.indices.has(e) || e.t !== 'op' || !INDEX_OPS.has(e.op)) return;
+      this.indices.add(e);
+      e.args.forEach(visit);
+    };
+    for (const ix of s.loadIndex.values()) visit(ix);
+    for (const st of s.stores) visit(st.index);
     for (const [e, n] of s.uses) if (n > 1 && isComputed(e)) this.temp.add(e);
     for (const [e, sc] of s.scopeOf) {
       for (const k of kidsOf(e, s)) if (isComputed(k) && s.scopeOf.get(k) !== sc) this.temp.add(k);
@@ -94,7 +104,7 @@ export class ExprWriter {
         if (e.op === 'max' || e.op === 'min') {
           // max(x, 0) (relu) and min(x, 0): the runtime's branch-free forms, equal to Math's for every x
           const z = e.args.findIndex((a) => a.t === 'const' && Object.is(a.v, 0));
-          if (z >= 0) return `rt.${e.op}0(${this.code(e.args[1 - z]!)})`;
+          if (z >= 0 && !this.indices.has(e)) return `rt.${e.op}0(${this.code(e.args[1 - z]!)})`;
         }
         return opCode(e.op, e.args.map((a) => this.code(a)));
       case 'call': return `${this.env.fnName(e.fn)}(${e.args.map((a) => this.code(a)).join(', ')})`;
@@ -105,6 +115,9 @@ export class ExprWriter {
     }
   }
 }
+
+/** Ops of the schedule's integer index trees (schedule.ts toInt). */
+const INDEX_OPS: ReadonlySet<string> = new Set(['add', 'mul', 'min', 'max', 'idiv', 'imod', 'floor', 'div', 'mod']);
 
 const isComputed = (e: Expr) => e.t !== 'const' && e.t !== 'var';
 
@@ -128,6 +141,22 @@ function storedValue(v: Expr, dtype: string): Expr {
  * first outer-loop increment it has never seen executed: "insufficient type feedback").
  */
 export function renderLoopKernel(k: LoopKernel, name: string, env: RenderEnv): KernelSource {
+  // Selects on the inner loop's index (a concatenation's adjoint): one block per column range (../split.ts).
+  const pieces = splitInnerLoop(k);
+  if (pieces !== undefined) {
+    const parts = pieces.map((p) => renderKernelBody(p.kernel, env));
+    const params = [...new Set(parts.flatMap((p) => p.buffers))].sort((p, q) => p - q);
+    const lines = parts.flatMap((p, i) => [`  { // columns ${pieces[i]!.start} to ${pieces[i]!.start + pieces[i]!.kernel.vars.at(-1)!.size}`, ...p.lines.map((l) => `  ${l}`), '  }']);
+    const args = [...params.map((q) => env.bufName(q)), 'lo', 'hi'];
+    return { source: `function ${name}(${args.join(', ')}) { // ${commentText(k.label)}\n${lines.join('\n')}\n}`, buffers: params, rows: k.vars[0]!.size };
+  }
+  const r = renderKernelBody(k, env);
+  const args = [...r.buffers.map((p) => env.bufName(p)), ...(r.rows !== undefined ? ['lo', 'hi'] : [])];
+  return { source: `function ${name}(${args.join(', ')}) { // ${commentText(k.label)}\n${r.lines.join('\n')}\n}`, buffers: r.buffers, rows: r.rows };
+}
+
+/** A loop kernel's statements, the buffers it reads and writes, and its outermost loop's size (bounds lo, hi). */
+function renderKernelBody(k: LoopKernel, env: RenderEnv): { lines: string[]; buffers: number[]; rows: number | undefined } {
   const b = new ExprBuilder(() => 'float64');
   const s = schedule(k.vars, k.stores, b);
   // schedule() expands 'index' expressions into integer trees; give them the same lookup as loads.
@@ -169,8 +198,5 @@ export function renderLoopKernel(k: LoopKernel, name: string, env: RenderEnv): K
     else emitLoop(loops.first, ind);
   };
   emit(s.top, '  ');
-  const params = [...bufs].sort((p, q) => p - q);
-  const args = [...params.map((p) => env.bufName(p)), ...(outermost !== undefined ? ['lo', 'hi'] : [])];
-  const source = `function ${name}(${args.join(', ')}) { // ${commentText(k.label)}\n${lines.join('\n')}\n}`;
-  return { source, buffers: params, rows: outermost?.v!.size };
+  return { lines, buffers: [...bufs].sort((p, q) => p - q), rows: outermost?.v!.size };
 }

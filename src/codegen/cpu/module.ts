@@ -1,21 +1,18 @@
 // A whole compiled function for the cpu: every kernel of a Program as a JavaScript function,
-// plus a driver that binds buffers (inputs, variable cells read at call time, constants,
-// planned intermediates, fresh result arrays) and runs the steps in order. Generated once per
-// shape specialisation; the source is cached, so the same program never compiles twice.
+// plus a driver (cpu/driver.ts, bound to run-time slots here) that binds buffers (inputs,
+// variable cells read at call time, constants, planned intermediates, fresh result arrays) and
+// runs the steps in order. Generated once per shape specialisation; the source is cached, so
+// the same program never compiles twice.
 import type { TypedArray } from '../../ir/dtype.js';
-import { provenanceComment, withBuiltBy, type Provenance } from '../../ir/provenance.js';
-import { ExprBuilder, type ScalarFn } from '../expr.js';
-import { collapseLoopKernel } from '../collapse.js';
+import { provenanceComment, withBuiltBy } from '../../ir/provenance.js';
+import type { ScalarFn } from '../expr.js';
 import type { MatmulKernel, Program } from '../kernel.js';
 import { planBuffers, type Plan } from '../plan.js';
-import { arrayType, commentText } from './js.js';
-import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
-import { accSize, packing, renderAllTiles, renderMatmulCompute, sumsWhole } from './matmul.js';
-import { allocateSlots, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
-import { renderScan } from './scan.js';
+import { renderDriver } from './driver.js';
+import { commentText } from './js.js';
+import { accSize, packing, sumsWhole } from './matmul.js';
+import { allocateSlots, CTOR, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
 import { wasmTileModule } from './wasm-kernel.js';
-import { planElementwise, renderElementwise } from '../wasm/elementwise.js';
-import { sizeOf } from '../../ir/ndarray.js';
 
 export { runtimeHelpers, type RunFn };
 
@@ -102,160 +99,115 @@ export function clearKernelCaches(): void {
 export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): CpuModule {
   const consts: TypedArray[] = [];
   let subBytes = 0;
-  /** Which consts are written per call (the learning phase): each instance gets its own. */
-  const phaseConsts: number[] = [];
-  /** The epoch's one-element arrays: written per call, so per instance too. */
-  const epochConsts: number[] = [];
+  /** Which consts are written per call (the learning phase, the epoch): each instance gets its own. */
+  const perCall: (() => TypedArray)[] = [];
   const subs: RunFn[] = [];
   const subProfiles: StepProfile[] = [];
   const subSources: string[] = [];
   const externs: Extern[] = [];
   const kernelList: KernelFn[] = [];
   const kernels: string[] = [];
-  const body: string[] = [];
-  /** Renders one kernel with its own numbering of scalar functions. */
-  const render = (f: (env: RenderEnv) => KernelSource): KernelSource => {
-    const fns: ScalarFn[] = [];
-    const env: RenderEnv = {
-      bufName: (id) => `b${id}`,
-      fnName: (fn) => {
-        let k = fns.indexOf(fn);
-        if (k < 0) { k = fns.length; fns.push(fn); }
-        return `f${k}`;
-      },
-    };
-    const src = f(env);
-    const name = `k${kernelList.length}`;
-    kernelList.push(kernelFn(src.source.replace(/^function \w+/, 'function k'), fns));
-    // The shown source names the user's calls the kernel computes (the compiled kernel is shared by source, so it has no such line).
-    const shown = src.source.replace(/^function \w+/, `function ${name}`);
-    const note = provenanceComment(origin);
-    const nl = shown.indexOf('\n');
-    kernels.push(note === undefined || nl < 0 ? shown : `${shown.slice(0, nl)}\n  // ${note}${shown.slice(nl)}`);
-    return { ...src, source: name };
-  };
-  const call = (src: KernelSource) => {
-    const name = src.source;
-    const args = [...(src.needsAcc === true ? ['acc'] : []), ...src.buffers.map((b) => `b${b}`)].join(', ');
-    if (src.rows === undefined) body.push(`  ${name}(${args});`);
-    else if (src.rows <= 1) body.push(`  ${name}(${args}, 0, ${src.rows});`);
-    else body.push(`  ${name}(${args}, 0, 1); ${name}(${args}, 1, ${src.rows});`);
-  };
-  const sizeOfBuf = (id: number) => p.buffers[id]!.size;
-  // Exact-length arrays for extern arguments: views of planned arrays are made once, others per call if needed.
+  /** Values the factory makes once per instance (views of planned arrays, a Scan's argument arrays). */
   const views: string[] = [];
-  const view = (v: { buf: number; offset: number; shape: readonly number[] }) => {
-    const n = sizeOf(v.shape);
-    const slot = plan.slotOf.get(v.buf);
-    if (slot !== undefined) {
-      views.push(`const v${views.length} = slots[${slot}].subarray(${v.offset}, ${v.offset + n});`);
-      return `v${views.length - 1}`;
-    }
-    return v.offset === 0 && n === sizeOfBuf(v.buf) ? `b${v.buf}` : `b${v.buf}.subarray(${v.offset}, ${v.offset + n})`;
-  };
-
+  let nViews = 0;
   const labels: string[] = [];
   const useWasm = wasmTileModule() !== null;
   const arenaUse = hoistedPacks(p, opts.invariantFrom, (s) => useWasm && sumsWhole(s));
   // Which step runs (`at`), so that an error a step raises names the user's calls it computes.
-  const origins: (readonly Provenance[] | undefined)[] = [];
-  let origin: readonly Provenance[] | undefined;
-  for (const s of p.steps) {
-    origin = s.origin;
-    body.push(`  at = ${origins.length};`);
-    origins.push(s.origin);
-    const mark = body.length;
-    if (s.kind === 'loop') {
-      // The WebAssembly SIMD tier where it applies (../wasm/elementwise.ts), else JavaScript.
-      const simd = planElementwise(s, (id) => p.buffers[id]!.dtype);
-      call(render((env) => (simd !== undefined ? renderElementwise(simd, env.bufName) : renderLoopKernel(s, 'k', env))));
-    }
-    else if (s.kind === 'matmul') {
-      // The packing buffers and the tile sums: views of the process-wide arena, for this step only.
-      // Packs of step-invariant operands (Scan bodies) sit past every step's own use, packed at step 0.
-      // Offsets in the arena count doubles; a float32 product's packs and sums are float32 views
-      // of the same memory (its element n at float32 index 2*offset + n).
-      const nA = p.buffers[s.packA]!.size, nB = p.buffers[s.packB]!.size;
-      // Large products: every tile sum first (cache blocks, split over the worker threads), then the epilogue.
-      const all = useWasm && sumsWhole(s);
+  const origins = p.steps.map((s) => s.origin);
+  const constant = (data: TypedArray, fresh?: () => TypedArray) => {
+    if (fresh !== undefined) perCall[consts.length] = fresh;
+    consts.push(data);
+    return `consts[${consts.length - 1}]`;
+  };
+  const driver = renderDriver(p, plan, {
+    wasm: true,
+    /** Each kernel has its own numbering of scalar functions; the compiled function is shared by source. */
+    kernel(s, render) {
+      const fns: ScalarFn[] = [];
+      const src = render({
+        bufName: (id) => `b${id}`,
+        fnName: (fn) => {
+          let k = fns.indexOf(fn);
+          if (k < 0) { k = fns.length; fns.push(fn); }
+          return `f${k}`;
+        },
+      });
+      const name = `k${kernelList.length}`;
+      kernelList.push(kernelFn(src.source.replace(/^function \w+/, 'function k'), fns));
+      // The shown source names the user's calls the kernel computes (the compiled kernel is shared by source, so it has no such line).
+      const shown = src.source.replace(/^function \w+/, `function ${name}`);
+      const note = provenanceComment(s.origin);
+      const nl = shown.indexOf('\n');
+      kernels.push(note === undefined || nl < 0 ? shown : `${shown.slice(0, nl)}\n  // ${note}${shown.slice(nl)}`);
+      return { ...src, name };
+    },
+    slot: (sl) => `slots[${sl}]`,
+    hoist(init) {
+      const name = `v${nViews++}`;
+      views.push(`const ${name} = ${init};`);
+      return name;
+    },
+    input: (slot) => `ins[${slot}]`,
+    variable: (slot) => `cells[${slot}].value.data`,
+    constant: (v) => constant(v.data),
+    phase: (name) => [`const ${name} = ${constant(new Uint8Array(1), () => new Uint8Array(1))}; ${name}[0] = phase;`],
+    epoch: (name) => [`const ${name} = ${constant(new Float64Array(1), () => new Float64Array(1))}; ${name}[0] = ctx.epoch;`],
+    out: opts.targetsOut === true ? (k) => `outs[${k}]` : undefined,
+    // The packing buffers and the tile sums: views of the process-wide arena, for this step only.
+    // Packs of step-invariant operands (Scan bodies) sit past every step's own use, packed at step 0.
+    // Offsets in the arena count doubles; a float32 product's packs and sums are float32 views
+    // of the same memory (its element n at float32 index 2*offset + n).
+    matmul(s, all) {
       const nAcc = accSize(s, all);
       const f32 = s.sum === 'float32';
       const sub = (o: number, n: number) => (f32 ? `a32.subarray(${2 * o}, ${2 * o + n})` : `ar.subarray(${o}, ${o + n})`);
-      const kept = (id: number) => arenaUse.at.get(id);
-      const views: string[] = [];
+      const at: string[] = [];
       let o = 0;
-      for (const [id, n] of [[s.packA, nA], [s.packB, nB]] as const) {
-        const at = kept(id);
-        if (at !== undefined) views.push(`b${id} = ${sub(at, n)}`);
-        else { views.push(`b${id} = ${sub(o, n)}`); o += doubles(s, n); }
+      for (const id of [s.packA, s.packB]) {
+        const n = p.buffers[id]!.size;
+        const from = arenaUse.at.get(id);
+        if (from !== undefined) at.push(`b${id} = ${sub(from, n)}`);
+        else { at.push(`b${id} = ${sub(o, n)}`); o += doubles(s, n); }
       }
-      body.push(`  { const ar = rt.arena.f64(${arenaUse.total ?? o + doubles(s, nAcc)})${f32 ? ', a32 = rt.arena.f32()' : ''}, ${views.join(', ')}, acc = ${sub(o, nAcc)};`);
-      const pk = packing(s);
-      for (const c of pk.calls) {
-        const { base, sb, sr, st } = c.op;
-        body.push(`  ${kept(c.dst) !== undefined ? 'if (step === 0) ' : ''}rt.packStrided(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ${st}, ${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
-      }
-      for (const kern of pk.kernels) call(render((env) => renderLoopKernel(collapseLoopKernel(kern, new ExprBuilder(() => 'float64')), 'k', env)));
-      if (all) body.push(`  ${renderAllTiles(s, `b${s.packA}`, `b${s.packB}`)}`);
-      call(render((env) => renderMatmulCompute(s, 'k', env, useWasm, all)));
-      body.push('  }');
-    } else if (s.kind === 'scan') {
-      renderScan(s, subs.length, view, body, views);
+      const arena = `const ar = rt.arena.f64(${arenaUse.total ?? o + doubles(s, nAcc)})${f32 ? ', a32 = rt.arena.f32()' : ''}`;
+      return { open: `{ ${arena}, ${at.join(', ')}, acc = ${sub(o, nAcc)};`, kept: (id) => arenaUse.at.has(id) };
+    },
+    scan(s, k, ins, outs) {
       const sub = buildModule(s.body, planBuffers(s.body), { targetsOut: true, invariantFrom: s.seqs.length + s.inits.length, profile: opts.profile === true });
       subBytes += sub.bytes;
       if (sub.profile !== undefined) subProfiles[subs.length] = sub.profile;
       subs.push(sub.run);
-      subSources.push(`// scan body s${subs.length - 1}:\n${sub.source}`);
-    } else if (s.kind === 'print') {
+      subSources.push(`// scan body s${k}:\n${sub.source}`);
+      // The step's arguments are two arrays made once; what changes per step is written into them.
+      views.push(`const si${k} = new Array(${ins.length}), so${k} = new Array(${outs.length});`);
+      const set = (fixed: boolean) => [
+        ...ins.flatMap((a, i) => (a.fixed === fixed ? [`si${k}[${i}] = ${a.expr};`] : [])),
+        ...outs.flatMap((a, i) => (a.fixed === fixed ? [`so${k}[${i}] = ${a.expr};`] : [])),
+      ];
+      return { setup: set(true), call: [...set(false), `s${k}(si${k}, cells, phase, ctx, so${k}, k);`] };
+    },
+    print(s, input) {
       // The message stays out of the source (user strings never reach it): a closure holds it.
-      const { message, input } = s;
-      const bool = input.dtype === 'bool';
-      externs.push((ctx, [v]) => { ctx.print(`${message}${runtimeHelpers.fmt(v!, input.shape, bool)}`); return []; });
-      body.push(`  x${externs.length - 1}(ctx, [${view(s.input)}]); // print: a host callback (the print hook)`);
-    } else {
+      const { message, input: v } = s;
+      const bool = v.dtype === 'bool';
+      externs.push((ctx, [x]) => { ctx.print(`${message}${runtimeHelpers.fmt(x!, v.shape, bool)}`); return []; });
+      return `x${externs.length - 1}(ctx, [${input}]); // print: a host callback (the print hook)`;
+    },
+    extern(s, inputs) {
       externs.push(externFn(s));
-      body.push(`  const [${s.outs.map((o) => `b${o.buf}`).join(', ')}] = x${externs.length - 1}(ctx, [${s.inputs.map(view).join(', ')}]); // extern ${commentText(s.label)}: not compiled, runs its reference implementation (${commentText(s.reason)})`);
-    }
-    if (opts.profile === true) {
+      return `const [${s.outs.map((o) => `b${o.buf}`).join(', ')}] = x${externs.length - 1}(ctx, [${inputs.join(', ')}]); // extern ${commentText(s.label)}: not compiled, runs its reference implementation (${commentText(s.reason)})`;
+    },
+    step(s, i, lines) {
+      if (opts.profile !== true) return [`at = ${i};`, ...lines];
       // declarations (an extern's results) must stay at the function's top level: time around them with plain statements
-      body.splice(mark, 0, `  prof.t = performance.now();`);
-      body.push(`  prof.ms[${labels.length}] += performance.now() - prof.t;`);
       labels.push(s.kind === 'matmul' ? `matmul ${s.m.size}x${s.k.size}x${s.n.size} [${s.label}]` : s.kind === 'scan' ? `scan body s${subs.length - 1}: ${s.label}` : s.label);
-    }
-  }
-
-  const prologue: string[] = [];
-  const declared = new Set<number>();
-  for (const b of p.buffers) {
-    const name = `b${b.id}`;
-    switch (b.role) {
-      case 'input': prologue.push(`  const ${name} = ins[${b.slot!}];`); break;
-      case 'variable': prologue.push(`  const ${name} = cells[${b.slot!}].value.data;`); break;
-      case 'phase': phaseConsts.push(consts.length); consts.push(new Uint8Array(1)); prologue.push(`  const ${name} = consts[${consts.length - 1}]; ${name}[0] = phase;`); break;
-      case 'epoch': epochConsts.push(consts.length); consts.push(new Float64Array(1)); prologue.push(`  const ${name} = consts[${consts.length - 1}]; ${name}[0] = ctx.epoch;`); break;
-      case 'constant': consts.push(b.value!.data); prologue.push(`  const ${name} = consts[${consts.length - 1}];`); break;
-      case 'temp': case 'scratch': {
-        const sl = plan.slotOf.get(b.id);
-        if (sl !== undefined) prologue.push(`  const ${name} = slots[${sl}];`);
-        break;
-      }
-      case 'target': {
-        const k = opts.targetsOut === true ? p.targets.findIndex((t) => t.buf === b.id && !t.copy) : -1;
-        prologue.push(k >= 0 ? `  const ${name} = outs[${k}];` : `  const ${name} = new ${arrayType(b.dtype)}(${b.size});`);
-        break;
-      }
-      case 'extern': break;
-    }
-    declared.add(b.id);
-  }
-  const results = p.targets.map((t) => {
-    const n = sizeOf(t.shape);
-    return t.copy ? `b${t.buf}.slice(${t.offset}, ${t.offset + n})` : `b${t.buf}`;
+      return [`at = ${i};`, 'prof.t = performance.now();', ...lines, `prof.ms[${labels.length - 1}] += performance.now() - prof.t;`];
+    },
   });
-  const epilogue = opts.targetsOut !== true ? [`  return [${results.join(', ')}];`] : p.targets.flatMap((t, k) => {
-    const n = sizeOf(t.shape);
-    return !t.copy && p.buffers[t.buf]!.role === 'target' ? [] : [`  rt.copy(outs[${k}], 0, b${t.buf}, ${t.offset}, ${n});`];
-  }).concat(['  return outs;']);
+
+  const epilogue = opts.targetsOut === true ? [...driver.copies, 'return outs;'] : [`return [${driver.results.join(', ')}];`];
+  const indent = (lines: readonly string[]) => lines.map((l) => `  ${l}`);
   const source = [
     '"use strict";',
     ...Array.from({ length: externs.length }, (_, i) => `const x${i} = ext[${i}];`),
@@ -263,11 +215,11 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     ...Array.from({ length: subs.length }, (_, i) => `const s${i} = subs[${i}];`),
     ...views,
     `return function run(ins, cells, phase, ctx, outs${arenaUse.total !== undefined ? ', step' : ''}) {`,
-    ...prologue,
+    ...indent(driver.prologue),
     '  let at = -1;',
     '  try {',
-    ...body,
-    ...epilogue,
+    ...indent(driver.body),
+    ...indent(epilogue),
     '  } catch (e) { throw where(e, at); }',
     '};',
   ].join('\n');
@@ -280,13 +232,10 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   const prof = { t: 0, ms: new Float64Array(labels.length) };
   const where = (e: unknown, at: number): unknown => withBuiltBy(e, origins[at]);
   const make = (): RunFn => {
-    const own = consts.slice();
-    for (const i of phaseConsts) own[i] = new Uint8Array(1);
-    for (const i of epochConsts) own[i] = new Float64Array(1);
+    const own = consts.map((c, i) => perCall[i]?.() ?? c);
     return factory(runtimeHelpers, own, allocateSlots(plan), externs, kernelList, subs, prof, where);
   };
-  const CLS_BYTES: Record<string, number> = { f32: 4, f64: 8, i32: 4, i16: 2, i8: 1, u8: 1 };
-  const bytes = plan.slots.reduce((a, sl) => a + sl.size * CLS_BYTES[sl.cls]!, 0) + subBytes;
+  const bytes = plan.slots.reduce((a, sl) => a + sl.size * CTOR[sl.cls](0).BYTES_PER_ELEMENT, 0) + subBytes;
   return {
     source: [...kernels, source, ...subSources].join('\n'), run: pooled(make), bytes,
     ...(opts.profile === true ? { profile: { ms: prof.ms, labels, subs: subProfiles } } : {}),

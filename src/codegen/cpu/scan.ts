@@ -1,7 +1,8 @@
-// A Scan step in the driver: run the body's compiled program on views of each sequence's slice,
-// the current states and the constants, writing its outputs into their slots of the stacked
-// items; states swap two buffers (or, when stacked whole, live in the stack; or, when the step
-// updates them in place, stay in one).
+// A Scan step in the driver (cpu/driver.ts): run the body's program on views of each sequence's
+// slice, the current states and the constants, writing its outputs into their slots of the
+// stacked items; states swap two buffers (or, when stacked whole, live in the stack; or, when
+// the step updates them in place, stay in one). The loop is the same for the cpu module and an
+// exported module; how the body is called is the binding's.
 import { exprOrder } from '../expr.js';
 import { stepBuffers, type ScanStep, type ValueRef } from '../kernel.js';
 import { readsOnlyAtStore } from '../plan.js';
@@ -45,63 +46,74 @@ export function inPlaceStates(s: ScanStep): boolean[] {
   });
 }
 
-/** The loop of a Scan step in the driver: no copies per step (views in, views out, state buffers swapped). */
-export function renderScan(s: ScanStep, k: number, view: (v: ValueRef) => string, body: string[], views: string[]): void {
+/** An argument of a Scan's step: its expression, and whether it is the same at every step. */
+export interface ScanArg {
+  readonly expr: string;
+  readonly fixed: boolean;
+}
+
+/**
+ * The loop of a Scan step in the driver: no copies per step (views in, views out, state buffers
+ * swapped). `body` binds the call of the step's program with these arguments (the sequences'
+ * slices, the states, the constants; the outputs, the new states): lines before the loop, and
+ * the call in it.
+ */
+export function renderScanLoop(
+  s: ScanStep, k: number, view: (v: ValueRef) => string,
+  body: (ins: readonly ScanArg[], outs: readonly ScanArg[]) => { readonly setup: string[]; readonly call: string[] },
+): string[] {
   const size = (v: { shape: readonly number[] }) => sizeOf(v.shape);
   const whole = (buf: number, like: ValueRef) => view({ buf, offset: 0, shape: like.shape, dtype: like.dtype });
-  const nSeq = s.seqs.length;
-  const nState = s.inits.length;
-  const outShapes = s.body.targets.slice(0, s.outStep.length);
-  const si = `si${k}`;
-  const so = `so${k}`;
-  const seqStep = s.seqStep.map((b, i) => whole(b, { ...s.seqs[i]!, shape: s.seqs[i]!.shape.slice(1) }));
-  const stA = s.stateA.map((b, j) => whole(b, s.inits[j]!));
-  const stB = s.stateB.map((b, j) => whole(b, s.inits[j]!));
-  const outStep = s.outStep.map((b, o) => whole(b, outShapes[o]!));
-  const consts = s.consts.map((c) => view(c));
-  views.push(`const ${si} = new Array(${nSeq + nState + consts.length}), ${so} = new Array(${outStep.length + nState});`);
   const T = s.steps;
-  const L: string[] = [`  { // ${commentText(s.label)}`];
-  [...seqStep, ...stA, ...consts].forEach((v, i) => L.push(`    ${si}[${i}] = ${v};`));
-  [...outStep, ...stB].forEach((v, i) => L.push(`    ${so}[${i}] = ${v};`));
+  const nOut = s.outStep.length;
+  const outShapes = s.body.targets.slice(0, nOut);
+  const slice = (buf: string, at: string, n: number) => `${buf}.subarray(${at} * ${n}, ${at} * ${n} + ${n})`;
   // A state stacked whole is written by the step straight into its slot of the stack, and read
   // from there at the next step; a state updated in place (inPlaceStates) stays in one buffer;
   // other states swap two buffers.
   const stacked = (j: number) => s.stateItems[j]!.keep === 'all';
   const inPlace = inPlaceStates(s);
-  const next = (j: number) => (stacked(j) ? `${so}[${s.outStep.length + j}]` : inPlace[j] ? `c${k}_${j}` : `n${k}_${j}`);
-  s.inits.forEach((v, j) => {
-    L.push(`    rt.copy(${stA[j]}, 0, b${v.buf}, ${v.offset}, ${size(v)});`);
-    L.push(stacked(j) || inPlace[j] ? `    let c${k}_${j} = ${stA[j]};` : `    let c${k}_${j} = ${stA[j]}, n${k}_${j} = ${stB[j]};`);
-  });
-  L.push(`    for (let k = 0; k < ${T}; k++) {`);
-  L.push(`      const t = ${s.backwards ? `${T - 1} - k` : 'k'};`);
+  const c = (j: number) => `c${k}_${j}`;
+  const n = (j: number) => (inPlace[j] ? c(j) : `n${k}_${j}`);
   // The step reads its slice of each sequence in place, and writes each output stacked whole
   // into its slot of the stack (the last step's, for an output kept 'last').
-  s.seqs.forEach((v, i) => {
-    const n = size(v) / T;
-    L.push(`      ${si}[${i}] = b${v.buf}.subarray(${v.offset} + t * ${n}, ${v.offset + n} + t * ${n});`);
+  const ins: ScanArg[] = [
+    ...s.seqs.map((v) => {
+      const m = size(v) / T;
+      return { expr: `b${v.buf}.subarray(${v.offset} + t * ${m}, ${v.offset + m} + t * ${m})`, fixed: false };
+    }),
+    ...s.inits.map((_, j) => ({ expr: c(j), fixed: false })),
+    ...s.consts.map((v) => ({ expr: view(v), fixed: true })),
+  ];
+  const outs: ScanArg[] = [
+    ...s.outItems.map((it, o) => {
+      const step = () => whole(s.outStep[o]!, outShapes[o]!);
+      if (it.keep === 'all') return { expr: slice(`b${it.buf}`, 'k', size(outShapes[o]!)), fixed: false };
+      if (it.keep === 'last') return { expr: `k === ${T - 1} ? b${it.buf} : ${step()}`, fixed: false };
+      return { expr: step(), fixed: true };
+    }),
+    ...s.inits.map((_, j) => ({ expr: n(j), fixed: false })),
+  ];
+  const bound = body(ins, outs);
+  const L: string[] = [`{ // ${commentText(s.label)}`, ...bound.setup.map((l) => `  ${l}`)];
+  s.inits.forEach((v, j) => {
+    const first = whole(s.stateA[j]!, v);
+    L.push(`  rt.copy(${first}, 0, b${v.buf}, ${v.offset}, ${size(v)});`);
+    L.push(stacked(j) || inPlace[j] ? `  let ${c(j)} = ${first};` : `  let ${c(j)} = ${first}, ${n(j)} = ${whole(s.stateB[j]!, v)};`);
   });
-  s.outItems.forEach((it, o) => {
-    const n = size(outShapes[o]!);
-    if (it.keep === 'all') L.push(`      ${so}[${o}] = b${it.buf}.subarray(k * ${n}, k * ${n} + ${n});`);
-    else if (it.keep === 'last') L.push(`      ${so}[${o}] = k === ${T - 1} ? b${it.buf} : ${outStep[o]};`);
-  });
-  for (let j = 0; j < nState; j++) {
-    const n = size(s.inits[j]!);
-    const out = stacked(j) ? `b${s.stateItems[j]!.buf}.subarray(k * ${n}, k * ${n} + ${n})` : next(j);
-    L.push(`      ${si}[${nSeq + j}] = c${k}_${j}; ${so}[${s.outStep.length + j}] = ${out};`);
-  }
-  L.push(`      s${k}(${si}, cells, phase, ctx, ${so}, k);`);
+  L.push(`  for (let k = 0; k < ${T}; k++) {`);
+  if (s.seqs.length > 0) L.push(`    const t = ${s.backwards ? `${T - 1} - k` : 'k'};`);
+  s.inits.forEach((v, j) => { if (stacked(j)) L.push(`    const ${n(j)} = ${slice(`b${s.stateItems[j]!.buf}`, 'k', size(v))};`); });
+  L.push(...bound.call.map((l) => `    ${l}`));
   s.stateItems.forEach((it, j) => {
-    if (it.keep === 'last') L.push(`      if (k === ${T - 1}) rt.copy(b${it.buf}, 0, ${next(j)}, 0, ${size(s.inits[j]!)});`);
+    if (it.keep === 'last') L.push(`    if (k === ${T - 1}) rt.copy(b${it.buf}, 0, ${n(j)}, 0, ${size(s.inits[j]!)});`);
   });
-  for (let j = 0; j < nState; j++) {
-    if (stacked(j)) L.push(`      c${k}_${j} = ${next(j)};`);
-    else if (!inPlace[j]) L.push(`      { const w = c${k}_${j}; c${k}_${j} = n${k}_${j}; n${k}_${j} = w; }`);
-  }
-  L.push('    }');
-  s.finalItems.forEach((b, j) => L.push(`    rt.copy(b${b}, 0, c${k}_${j}, 0, ${size(s.inits[j]!)});`));
+  s.inits.forEach((_, j) => {
+    if (stacked(j)) L.push(`    ${c(j)} = ${n(j)};`);
+    else if (!inPlace[j]) L.push(`    { const w = ${c(j)}; ${c(j)} = ${n(j)}; ${n(j)} = w; }`);
+  });
   L.push('  }');
-  body.push(...L);
+  s.finalItems.forEach((b, j) => L.push(`  rt.copy(b${b}, 0, ${c(j)}, 0, ${size(s.inits[j]!)});`));
+  L.push('}');
+  return L;
 }

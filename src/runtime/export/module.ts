@@ -62,7 +62,7 @@ const RESERVED = new Set(('break case catch class const continue debugger defaul
 const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 const suggestion = (name: unknown) => (typeof name === 'string' && IDENT.test(name.replace(/^_+/, '')) && name.replace(/^_+/, '') !== '' ? `${name.replace(/^_+/, '')}Fn` : 'model');
 /** Names the driver declares; inputs are renamed away from them. */
-const DRIVER_NAME = /^([a-z]\d+|[cn]s\d+_\d+|k|t|w|rt|learningPhase)$/;
+const DRIVER_NAME = /^([a-z]\d+(_\d+)?|k|t|w|rt|learningPhase)$/;
 
 /** Names the module itself declares or imports besides the runtime helpers. */
 const MODULE_NAMES = new Set(['readFileSync', 'TypedArray', 'learningPhase']);

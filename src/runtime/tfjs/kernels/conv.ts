@@ -46,7 +46,7 @@ function convForward(tf: TF, x: Tensor, w: Tensor, a: WindowAttrs & { readonly g
   const d = x.shape.length - 2;
   const window = w.shape.slice(0, d);
   checkInChannels('input', x.shape, w.shape, a.groups);
-  const g = geo(x.shape.slice(1, d + 1), window, a);
+  const g = geo(x.shape[0]!, x.shape.slice(1, d + 1), window, a);
   const fast = nativeConv(tf, x, w, g, a);
   if (fast !== undefined) return fast;
   const xpad = padSpatial(tf, x, g);
@@ -54,7 +54,7 @@ function convForward(tf: TF, x: Tensor, w: Tensor, a: WindowAttrs & { readonly g
   const n = x.shape[0]!;
   const f = w.shape[d + 1]!;
   const parts = g.taps.map((t, ti) => groupedMatMul(tf, rowsOf(tf, tap(tf, xpad, g, t)), tf.gather(blocks, ti), a.groups));
-  return tf.reshape(sumAll(tf, parts), [n, ...g.out, f]);
+  return tf.reshape(sumAll(tf, parts), [n, ...g.outSize, f]);
 }
 
 
@@ -108,7 +108,7 @@ function counts(tf: TF, g: Geo, window: readonly number[]): Tensor {
 
 function pool(tf: TF, x: Tensor, a: PoolAttrs): Tensor {
   const d = a.window.length;
-  const g = geo(x.shape.slice(1, d + 1), a.window, a); // the reference's run-time checks, first
+  const g = geo(x.shape[0]!, x.shape.slice(1, d + 1), a.window, a); // the reference's run-time checks, first
   const fast = nativePool(tf, x, a);
   if (fast !== undefined) return fast;
   if (isTiling(g, a.window)) {
@@ -136,7 +136,7 @@ function firstMaxMask(tf: TF, x: Tensor, g: Geo, window: readonly number[]): Ten
 
 function poolGrad(tf: TF, x: Tensor, dy: Tensor, a: PoolAttrs): Tensor {
   const d = a.window.length;
-  const g = geo(x.shape.slice(1, d + 1), a.window, a);
+  const g = geo(x.shape[0]!, x.shape.slice(1, d + 1), a.window, a);
   const dyf = castTo(tf, dy, dy.dtype === 'bool' ? 'int32' : (dy.dtype as TfDType));
   const fast = nativePoolGrad(tf, x, dy, a, tf.getBackend());
   if (fast !== undefined) return fast;
@@ -157,7 +157,7 @@ function poolGrad(tf: TF, x: Tensor, dy: Tensor, a: PoolAttrs): Tensor {
 
 function poolSelect(tf: TF, x: Tensor, sel: Tensor, a: PoolAttrs): Tensor {
   const d = a.window.length;
-  const g = geo(x.shape.slice(1, d + 1), a.window, a);
+  const g = geo(x.shape[0]!, x.shape.slice(1, d + 1), a.window, a);
   if (isTiling(g, a.window)) {
     const s = sel.dtype === 'bool' ? tf.cast(sel, 'int32') : sel;
     return tf.sum(tf.mul(blocks(tf, s, g, a.window), firstMaxMask(tf, x, g, a.window).cast(s.dtype)), -1);
@@ -177,7 +177,7 @@ export const convKernels: TfTableFor<keyof typeof convOps> = {
     const w = castTo(tf, ins[1]!, 'float32');
     const d = dy.shape.length - 2;
     const s = sizedSpatial(ins, a.size, d, 1);
-    const g = geo(s, w.shape.slice(0, d), a);
+    const g = geo(dy.shape[0]!, s, w.shape.slice(0, d), a);
     checkOutSizes('input', s, w.shape.slice(0, d), dy.shape.slice(1, d + 1), a, dy.shape);
     const fast = nativeConvTranspose(tf, dy, w, g, a.groups, w.shape[d]! * a.groups);
     if (fast !== undefined) return fast;
@@ -187,7 +187,7 @@ export const convKernels: TfTableFor<keyof typeof convOps> = {
     const n = dy.shape[0]!;
     const c = w.shape[d]! * a.groups;
     const parts = g.taps.map((t, ti) => {
-      const y = tf.reshape(groupedMatMul(tf, rows, tf.gather(blocks, ti), a.groups), [n, ...g.out, c]);
+      const y = tf.reshape(groupedMatMul(tf, rows, tf.gather(blocks, ti), a.groups), [n, ...g.outSize, c]);
       return untap(tf, y, g, t);
     });
     return crop(tf, sumAll(tf, parts), g);
@@ -198,7 +198,7 @@ export const convKernels: TfTableFor<keyof typeof convOps> = {
     const dy = castTo(tf, ins[1]!, 'float32');
     const d = x.shape.length - 2;
     const k = sizedSpatial(ins, a.size, d, 0);
-    const g = geo(x.shape.slice(1, d + 1), k, a);
+    const g = geo(x.shape[0]!, x.shape.slice(1, d + 1), k, a);
     checkOutSizes('output gradient', x.shape.slice(1, d + 1), k, dy.shape.slice(1, d + 1), a, dy.shape);
     const fast = nativeConvKernelGrad(tf, x, dy, g, k, a.groups);
     if (fast !== undefined) return fast;

@@ -1,33 +1,33 @@
 // Window geometry on tfjs for the convolution and pooling kernels: the padded input, and
 // the strided view a window offset ("tap") reads, with its adjoint. Shapes are channels-last:
 // (N, S..., C).
-import { geometry, padsFor, type WindowAttrs } from '../../../ir/ops/window.js';
+import { geometry, padsFor, type Geometry, type WindowAttrs } from '../../../ir/ops/window.js';
 import type { TF } from '../load.js';
 import type { Tensor } from '../types.js';
 import { spread } from './shape.js';
 import { sizeOf } from '../../../ir/ndarray.js';
 
-/** Concrete geometry of one evaluation: pads, padded sizes, output sizes, and the taps. */
-export interface Geo {
+/**
+ * The window geometry of ir/ops/window.ts (sizes, attrs, padding before) with what the tfjs
+ * kernels add for one evaluation: the rank, both pads per axis, padded sizes and the taps.
+ */
+export interface Geo extends Geometry {
   readonly d: number;
   readonly pads: [number, number][];
   readonly padded: number[];
-  readonly out: number[];
   readonly taps: number[][];
-  readonly a: WindowAttrs;
 }
 
-export function geo(inSize: readonly number[], window: readonly number[], a: WindowAttrs): Geo {
+export function geo(n: number, inSize: readonly number[], window: readonly number[], a: WindowAttrs): Geo {
   const d = inSize.length;
   const pads = inSize.map((s, i) => padsFor(s, window[i]!, a.strides[i]!, a.dilation[i]!, a.padding));
-  const out = [...geometry(1, inSize, window, a).outSize];
   const taps: number[][] = [[]];
   for (const k of window) {
     const next: number[][] = [];
     for (const t of taps) for (let j = 0; j < k; j++) next.push([...t, j]);
     taps.splice(0, taps.length, ...next);
   }
-  return { d, pads, padded: inSize.map((s, i) => s + pads[i]![0] + pads[i]![1]), out, taps, a };
+  return { ...geometry(n, inSize, window, a), d, pads, padded: inSize.map((s, i) => s + pads[i]![0] + pads[i]![1]), taps };
 }
 
 export function padSpatial(tf: TF, x: Tensor, g: Geo, value = 0): Tensor {
@@ -40,7 +40,7 @@ export function tap(tf: TF, xpad: Tensor, g: Geo, t: readonly number[]): Tensor 
   const n = xpad.shape[0]!;
   const c = xpad.shape[g.d + 1]!;
   const begin = [0, ...t.map((j, i) => j * g.a.dilation[i]!), 0];
-  const end = [n, ...t.map((j, i) => j * g.a.dilation[i]! + (g.out[i]! - 1) * g.a.strides[i]! + 1), c];
+  const end = [n, ...t.map((j, i) => j * g.a.dilation[i]! + (g.outSize[i]! - 1) * g.a.strides[i]! + 1), c];
   return tf.stridedSlice(xpad, begin, end, [1, ...g.a.strides, 1]);
 }
 
@@ -82,13 +82,13 @@ export function blocks(tf: TF, x: Tensor, g: Geo, window: readonly number[], fil
   const n = x.shape[0]!;
   const c = x.shape[d + 1]!;
   let v = padSpatial(tf, x, g, fill);
-  const used = g.out.map((o, i) => o * window[i]!);
+  const used = g.outSize.map((o, i) => o * window[i]!);
   if (used.some((u, i) => u !== g.padded[i])) v = tf.slice(v, v.shape.map(() => 0), [n, ...used, c]);
-  const split = [n, ...g.out.flatMap((o, i) => [o, window[i]!]), c];
+  const split = [n, ...g.outSize.flatMap((o, i) => [o, window[i]!]), c];
   // (N, O1, k1, ..., Od, kd, C) -> (N, O1..Od, C, k1..kd)
-  const perm = [0, ...g.out.map((_, i) => 1 + 2 * i), 1 + 2 * d, ...g.out.map((_, i) => 2 + 2 * i)];
+  const perm = [0, ...g.outSize.map((_, i) => 1 + 2 * i), 1 + 2 * d, ...g.outSize.map((_, i) => 2 + 2 * i)];
   const k = sizeOf(window);
-  return tf.reshape(tf.transpose(tf.reshape(v, split), perm), [n, ...g.out, c, k]);
+  return tf.reshape(tf.transpose(tf.reshape(v, split), perm), [n, ...g.outSize, c, k]);
 }
 
 /** The adjoint of `blocks`: (N, O..., C, K) back to (N, S..., C), cells outside every window 0. */
@@ -96,10 +96,10 @@ export function unblocks(tf: TF, y: Tensor, g: Geo, window: readonly number[]): 
   const d = g.d;
   const n = y.shape[0]!;
   const c = y.shape[d + 1]!;
-  const split = [n, ...g.out, c, ...window];
+  const split = [n, ...g.outSize, c, ...window];
   // (N, O1..Od, C, k1..kd) -> (N, O1, k1, ..., Od, kd, C)
-  const perm = [0, ...g.out.flatMap((_, i) => [1 + i, 2 + d + i]), 1 + d];
-  const used = g.out.map((o, i) => o * window[i]!);
+  const perm = [0, ...g.outSize.flatMap((_, i) => [1 + i, 2 + d + i]), 1 + d];
+  const used = g.outSize.map((o, i) => o * window[i]!);
   let v = tf.reshape(tf.transpose(tf.reshape(y, split), perm), [n, ...used, c]);
   if (used.some((u, i) => u !== g.padded[i])) v = tf.pad(v, [[0, 0], ...used.map((u, i): [number, number] => [0, g.padded[i]! - u]), [0, 0]]);
   return crop(tf, v, g);

@@ -1,0 +1,143 @@
+// The driver of a lowered Program: the JavaScript that binds its buffers and runs its steps in
+// order (kernel calls, a matmul's packing, a Scan's loop, print callbacks, extern steps). One
+// walk over the steps, two bindings of where things live: the cpu module (cpu/module.ts) keeps
+// planned arrays, constants, kernels and Scan bodies in the slots of a closure made at run
+// time; an exported module (src/runtime/export/render.ts) declares them as module statics and
+// typed functions. The same shape as tinygrad's one renderer with per-target overrides, or
+// PyTensor's linkers over one graph walk: what a step does is written here once, where its
+// pieces are kept is the binding's.
+import type { NDArray } from '../../ir/ndarray.js';
+import { sizeOf } from '../../ir/ndarray.js';
+import { ExprBuilder } from '../expr.js';
+import { collapseLoopKernel } from '../collapse.js';
+import type { BufferDecl, ExternStep, MatmulKernel, PrintStep, Program, ScanStep, Step } from '../kernel.js';
+import type { Plan } from '../plan.js';
+import { planElementwise, renderElementwise } from '../wasm/elementwise.js';
+import { arrayType } from './js.js';
+import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
+import { packing, renderAllTiles, renderMatmulCompute, sumsWhole } from './matmul.js';
+import { renderScanLoop, type ScanArg } from './scan.js';
+import { wasmTileModule } from './wasm-kernel.js';
+
+/** A kernel the binding declared: its rendered form, and the name the driver calls it by. */
+export type DeclaredKernel = KernelSource & { readonly name: string };
+
+/** Where a driver's pieces live, and the steps whose form depends on the target. */
+export interface DriverBinding {
+  /** WebAssembly tiers (SIMD elementwise loops, the WebAssembly matmul micro-kernel) where they apply. */
+  readonly wasm: boolean;
+  /** Renders (with the env it gives) and declares a kernel of step `s`. */
+  kernel(s: Step, render: (env: RenderEnv) => KernelSource): DeclaredKernel;
+  /** Planned array `slot` (plan.slots). */
+  slot(slot: number): string;
+  /** A value made once and kept beside the driver (a view of a planned array); returns its name. */
+  hoist(init: string): string;
+  input(slot: number): string;
+  variable(slot: number): string;
+  constant(value: NDArray): string;
+  /** Declarations of the learning-phase and epoch buffers named `name`. */
+  phase(name: string): string[];
+  epoch(name: string): string[];
+  /** Results written into the caller's arrays (Scan bodies): target `k`'s array. */
+  readonly out?: ((k: number) => string) | undefined;
+  /** Opens a matmul's block: its packing buffers and tile sums, and which packs are made at step 0 only. */
+  matmul(s: MatmulKernel, all: boolean): { readonly open: string; readonly kept: (id: number) => boolean };
+  /** The Scan's body (its `index`-th in this program) and how the loop calls it with these arguments. */
+  scan(s: ScanStep, index: number, ins: readonly ScanArg[], outs: readonly ScanArg[]): { readonly setup: string[]; readonly call: string[] };
+  print(s: PrintStep, input: string): string;
+  extern(s: ExternStep, inputs: readonly string[]): string;
+  /** A step's lines as the driver runs them (provenance, timing). */
+  step(s: Step, index: number, lines: string[]): string[];
+}
+
+export interface Driver {
+  /** The buffers the steps name, bound. */
+  readonly prologue: string[];
+  readonly body: string[];
+  /** With `out`: the copies of results that are not written in place. */
+  readonly copies: string[];
+  /** Without `out`: the result expressions, in target order. */
+  readonly results: string[];
+}
+
+/** Renders the driver of `p` (buffers planned by `plan`) through binding `b`. */
+export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
+  // Exact-length arrays (extern arguments, a Scan's step views): views of planned arrays are made once, others inline.
+  const view = (v: { buf: number; offset: number; shape: readonly number[] }): string => {
+    const n = sizeOf(v.shape);
+    const slot = plan.slotOf.get(v.buf);
+    if (slot !== undefined) return b.hoist(`${b.slot(slot)}.subarray(${v.offset}, ${v.offset + n})`);
+    return v.offset === 0 && n === p.buffers[v.buf]!.size ? `b${v.buf}` : `b${v.buf}.subarray(${v.offset}, ${v.offset + n})`;
+  };
+  const body: string[] = [];
+  let scans = 0;
+  p.steps.forEach((s, i) => {
+    const lines: string[] = [];
+    const call = (s: Step, render: (env: RenderEnv) => KernelSource, indent = '') => lines.push(indent + kernelCall(b.kernel(s, render)));
+    if (s.kind === 'loop') {
+      // The WebAssembly SIMD tier where it applies (../wasm/elementwise.ts), else JavaScript.
+      const simd = b.wasm ? planElementwise(s, (id) => p.buffers[id]!.dtype) : undefined;
+      call(s, (env) => (simd !== undefined ? renderElementwise(simd, env.bufName) : renderLoopKernel(s, 'k', env)));
+    } else if (s.kind === 'matmul') {
+      // Large products: every tile sum first (cache blocks, split over the worker threads), then the epilogue.
+      const wasm = b.wasm && wasmTileModule() !== null;
+      const all = wasm && sumsWhole(s);
+      const { open, kept } = b.matmul(s, all);
+      lines.push(open);
+      const pk = packing(s);
+      for (const c of pk.calls) {
+        const { base, sb, sr, st } = c.op;
+        lines.push(`  ${kept(c.dst) ? 'if (step === 0) ' : ''}rt.packStrided(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ${st}, ${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
+      }
+      for (const kern of pk.kernels) call(s, (env) => renderLoopKernel(collapseLoopKernel(kern, new ExprBuilder(() => 'float64')), 'k', env), '  ');
+      if (all) lines.push(`  ${renderAllTiles(s, `b${s.packA}`, `b${s.packB}`)}`);
+      call(s, (env) => renderMatmulCompute(s, 'k', env, wasm, all), '  ');
+      lines.push('}');
+    } else if (s.kind === 'scan') {
+      const k = scans++;
+      lines.push(...renderScanLoop(s, k, view, (ins, outs) => b.scan(s, k, ins, outs)));
+    } else if (s.kind === 'print') lines.push(b.print(s, view(s.input)));
+    else lines.push(b.extern(s, s.inputs.map(view)));
+    body.push(...b.step(s, i, lines));
+  });
+
+  const out = b.out;
+  const results = p.targets.map((t) => (t.copy ? `b${t.buf}.slice(${t.offset}, ${t.offset + sizeOf(t.shape)})` : `b${t.buf}`));
+  const copies = out === undefined ? [] : p.targets.flatMap((t, k) => (
+    !t.copy && p.buffers[t.buf]!.role === 'target' ? [] : [`rt.copy(${out(k)}, 0, b${t.buf}, ${t.offset}, ${sizeOf(t.shape)});`]
+  ));
+  // Only buffers the driver names are bound (a Scan's step buffers are hoisted views).
+  const named = new Set([...[...body, ...copies, ...(out === undefined ? results : [])].join('\n').matchAll(/\bb(\d+)\b/g)].map((x) => Number(x[1])));
+  const prologue = p.buffers.filter((d) => named.has(d.id)).flatMap((d) => bind(d, p, plan, b));
+  return { prologue, body, copies, results: out === undefined ? results : [] };
+}
+
+/** A kernel call; one with row bounds runs row 0 first, so V8 sees every path of the loop before optimizing it. */
+function kernelCall(k: DeclaredKernel): string {
+  const args = [...(k.needsAcc === true ? ['acc'] : []), ...k.buffers.map((id) => `b${id}`)].join(', ');
+  if (k.rows === undefined) return `${k.name}(${args});`;
+  if (k.rows <= 1) return `${k.name}(${args}, 0, ${k.rows});`;
+  return `${k.name}(${args}, 0, 1); ${k.name}(${args}, 1, ${k.rows});`;
+}
+
+/** The declaration of buffer `d` in the driver. */
+function bind(d: BufferDecl, p: Program, plan: Plan, b: DriverBinding): string[] {
+  const name = `b${d.id}`;
+  const decl = (init: string) => [`const ${name} = ${init};`];
+  switch (d.role) {
+    case 'input': return decl(b.input(d.slot!));
+    case 'variable': return decl(b.variable(d.slot!));
+    case 'phase': return b.phase(name);
+    case 'epoch': return b.epoch(name);
+    case 'constant': return decl(b.constant(d.value!));
+    case 'temp': case 'scratch': {
+      const sl = plan.slotOf.get(d.id);
+      return sl === undefined ? [] : decl(b.slot(sl));
+    }
+    case 'target': {
+      const k = b.out === undefined ? -1 : p.targets.findIndex((t) => t.buf === d.id && !t.copy);
+      return decl(k >= 0 ? b.out!(k) : `new ${arrayType(d.dtype)}(${d.size})`);
+    }
+    case 'extern': case 'arena': return [];
+  }
+}
