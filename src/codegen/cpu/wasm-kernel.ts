@@ -197,9 +197,12 @@ export class PackArena {
    * (BLOCK_EXPORTS). Blocks of A panels that fit L2 together go to one thread at a time.
    */
   tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, B: number, T = 128, variant = 0): void {
-    const G = Math.max(1, Math.min(16, Math.floor(BLOCK_BYTES / strideA)));
-    const job = [0, B * Math.ceil(MP / G), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP, T, variant] as const;
     const threads = this.shared ? threadCount() : 1;
+    // Blocks of A panels that fit L2; with threads, at least 4 blocks per thread, so that a worker
+    // that wakes late still finds work and the caller waits for a small block at most.
+    const fit = Math.max(1, Math.min(16, Math.floor(BLOCK_BYTES / strideA)));
+    const G = threads > 1 && B === 1 ? Math.max(1, Math.min(fit, Math.ceil(MP / (4 * threads)))) : fit;
+    const job = [0, B * Math.ceil(MP / G), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP, T, variant] as const;
     const pool = threadPool();
     if (threads > 1 && job[1] > 1 && pool !== undefined) pool.run(threads, this.blocks, [], job);
     else runHere(this.blocks, [], job);
