@@ -28,6 +28,18 @@ import { threadCount } from '../src/codegen/cpu/threads.js';
 import { matmulFma, matmulPrecision } from '../src/codegen/cpu/wasm-kernel.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 9);
+/**
+ * BENCH_CLOCK=cpu: each call's process CPU time (process.cpuUsage: every thread of the process)
+ * instead of its wall time. On a machine shared with other jobs, with THEANINE_THREADS=1 (tfjs-wasm
+ * runs one thread in Node), it compares the work each implementation does, whatever the scheduler
+ * does to its latency; with more threads it counts the workers' time too (work, not latency).
+ */
+const CPU_CLOCK = process.env['BENCH_CLOCK'] === 'cpu';
+const clock = (): number => {
+  if (!CPU_CLOCK) return performance.now();
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
 /** `npm run bench -- 'MLP|LSTM Keras-style Scan'`: cases whose name contains any of the alternatives. */
 const filters = (process.argv[2] ?? '').split('|');
 const picked = (name: string) => filters.some((f) => name.includes(f));
@@ -69,7 +81,7 @@ async function main(): Promise<void> {
   const wasmSimd = tf.env().getBool('WASM_HAS_SIMD_SUPPORT');
   const results: Record<string, unknown>[] = [];
   const print = (s: string) => process.stdout.write(s + '\n');
-  print(`theanine bench: ${os.cpus()[0]?.model ?? 'cpu'} x${os.cpus().length}, node ${process.version}, ${ROUNDS} rounds, tfjs-wasm simd=${wasmSimd}, theanine threads ${threadCount()} (THEANINE_THREADS), load average ${os.loadavg()[0]!.toFixed(1)}`);
+  print(`theanine bench: ${os.cpus()[0]?.model ?? 'cpu'} x${os.cpus().length}, node ${process.version}, ${ROUNDS} rounds, tfjs-wasm simd=${wasmSimd}, theanine threads ${threadCount()} (THEANINE_THREADS), load average ${os.loadavg()[0]!.toFixed(1)}${CPU_CLOCK ? ', clock: process CPU time (BENCH_CLOCK=cpu)' : ''}`);
   // The limit: one core's WebAssembly SIMD multiply-add rate (src/codegen/wasm/peak.ts). theanine's
   // float32 products sum in float32 (f32x4, fused where the runtime has relaxed SIMD) under matmul
   // precision "float32", in float64 (f64x2, equal to the reference's) under "float64"; XNNPACK sums in float32 (f32x4).
@@ -85,8 +97,11 @@ async function main(): Promise<void> {
   if (gpuName !== undefined) print(`gpu column: ${gpuName}`);
   print('');
   print(`tensorflow backend: tfjs ${tfjsRuntime().flavour}`);
-  const ONNX = ortAvailable() === undefined;
-  if (ONNX) {
+  // With BENCH_CLOCK=cpu no onnx column: ONNX Runtime's worker threads keep spinning between its
+  // runs, and process CPU time would count them against every column.
+  const ONNX = !CPU_CLOCK && ortAvailable() === undefined;
+  if (CPU_CLOCK) print('onnx backend: left out (BENCH_CLOCK=cpu)');
+  else if (ONNX) {
     // the synchronous bridge: one request to the ORT worker and back, with nothing to run (medians of 5 x 200)
     const pings = Array.from({ length: 5 }, () => pingMs(200));
     // a whole call of the smallest function (x + 1 on 4 floats): conversion, the round trip and ORT's own run
@@ -139,9 +154,9 @@ async function main(): Promise<void> {
       for (let k = 0; k < impls.length; k++) {
         const [name, impl] = impls[(k + r) % impls.length]!;
         await useBackend(name);
-        const t0 = performance.now();
+        const t0 = clock();
         impl.run();
-        times.get(name)!.push(performance.now() - t0);
+        times.get(name)!.push(clock() - t0);
       }
     }
     for (const [, impl] of impls) impl.dispose?.();
@@ -236,7 +251,7 @@ async function main(): Promise<void> {
   }
 
   const out = {
-    machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, node: process.version, platform: `${os.platform()} ${os.arch()}`, wasmSimd, gpu: gpuName, peakGflops: peak, matmulPrecision: precision, threads: threadCount(), loadAverage: os.loadavg() },
+    machine: { cpu: os.cpus()[0]?.model, cores: os.cpus().length, node: process.version, platform: `${os.platform()} ${os.arch()}`, wasmSimd, gpu: gpuName, peakGflops: peak, matmulPrecision: precision, threads: threadCount(), clock: CPU_CLOCK ? 'cpu' : 'wall', loadAverage: os.loadavg() },
     date: new Date().toISOString(), rounds: ROUNDS, cases: results, compile, heap, onnxOverhead: overhead,
   };
   fs.writeFileSync(new URL('./results.json', import.meta.url), JSON.stringify(out, null, 2) + '\n');

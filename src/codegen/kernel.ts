@@ -82,7 +82,7 @@ export interface MatmulKernel {
   readonly nr: number;
   /**
    * The dtype the products' sums are taken in: float64 (every dtype; equal to the reference's
-   * sums) or float32 (float32 operands and result under matmul precision "default": four-lane
+   * sums) or float32 (float32 operands and result under matmul precision "float32": four-lane
    * SIMD, within the error bound of docs/architecture.md).
    */
   readonly sum: 'float32' | 'float64';

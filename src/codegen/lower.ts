@@ -41,7 +41,7 @@ export interface LowerSpec {
   readonly inputShapes: readonly (readonly number[])[];
   /**
    * Register tile of the matmul micro-kernel (the cpu renderer's choice). With `f32`, products of
-   * float32 operands to a float32 result sum in float32 (matmul precision "default"), packed
+   * float32 operands to a float32 result sum in float32 (matmul precision "float32"), packed
    * into float32 panels of that tile; without it every product sums in float64.
    */
   readonly tile: { readonly mr: number; readonly nr: number; readonly f32?: { readonly mr: number; readonly nr: number } };
