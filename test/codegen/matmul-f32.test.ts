@@ -10,7 +10,8 @@ import { backend as K, NDArray } from '../../src/index.js';
 import { setEnvironment } from '../../src/api/config.js';
 import { matmulFma, matmulPrecision, setMatmulFma, setWasmKernel, tile32 } from '../../src/codegen/cpu/wasm-kernel.js';
 import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
-import { hasRelaxedSimd } from '../../src/codegen/wasm/encode.js';
+import { hasRelaxedSimd, WA } from '../../src/codegen/wasm/encode.js';
+import { matmulModuleBytes } from '../../src/codegen/wasm/matmul.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
 import { mulberry32 } from '../../src/ir/random.js';
 
@@ -100,8 +101,42 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
       setWasmKernel(false);
       const js = withPrecision('float32', () => products('fast_run', M, Kd, N).outs);
       setWasmKernel(true);
-      const wa = withPrecision('float32', () => products('fast_run', M, Kd, N).outs);
-      wa.forEach((g, i) => expect(Array.from(g.data), `${M}x${Kd}x${N} output ${i}`).to.deep.equal(Array.from(js[i]!.data)));
+      const wa = withPrecision('float32', () => products('fast_run', M, Kd, N));
+      // 130x129x131 is large enough to be summed whole, by the kernel that stores rows
+      if (M === 130) expect(wa.source).to.match(/rt\.arena\.tiles\([^;]*, 3\);/);
+      wa.outs.forEach((g, i) => expect(Array.from(g.data), `${M}x${Kd}x${N} output ${i}`).to.deep.equal(Array.from(js[i]!.data)));
+    }
+  });
+
+  it('the row-major kernels (whole products) store the same sums as the tile-major ones, bit for bit, at the rows of the product', () => {
+    // G = 3 A panels of K = 7 steps against n = 5 B panels, both float32 tiles (8 x 4 and 12 x 4), with and without fusing where the runtime can
+    for (const fused of hasRelaxedSimd() ? [false, true] : [false]) {
+      const mem = new WA!.Memory({ initial: 4 });
+      const ex = new WA!.Instance(new WA!.Module(matmulModuleBytes(false, fused)), { env: { mem } }).exports as Record<string, (...a: number[]) => void>;
+      const f = new Float32Array(mem.buffer);
+      const r = mulberry32(7);
+      for (const [tile, rows, mr] of [['panelBlock32', 'panelBlock32r', 8], ['panelBlock32w', 'panelBlock32wr', 12]] as const) {
+        const G = 3, Kd = 7, n = 5, nr = 4, T = mr * nr * 4;
+        const pa = 0, pb = 4096, acc = 8192, acc2 = 32768;
+        for (let i = 0; i < 16384 / 4; i++) f[i] = Math.fround(r() * 2 - 1);
+        f.fill(NaN, acc / 4, 65536 / 4);
+        ex[tile]!(pa, Kd * mr * 4, G, pb, Kd, acc, n * T, n);
+        ex[rows]!(pa, Kd * mr * 4, G, pb, Kd, acc2, n * T, n);
+        const ldc = n * nr; // row-major: tile (g, q)'s row r at element (g mr + r) ldc + q nr
+        for (let g = 0; g < G; g++) {
+          for (let q = 0; q < n; q++) {
+            for (let rr = 0; rr < mr; rr++) {
+              for (let c = 0; c < nr; c++) {
+                const want = f[acc / 4 + g * n * mr * nr + q * mr * nr + c * mr + rr]!;
+                const got = f[acc2 / 4 + (g * mr + rr) * ldc + q * nr + c]!;
+                if (!Object.is(got, want) || Number.isNaN(want)) expect.fail(`${rows} (fused ${fused}): tile (${g}, ${q}) element (${rr}, ${c}) is ${got}, ${tile}'s ${want}`);
+              }
+            }
+          }
+        }
+        // nothing written past the product's G mr rows
+        expect(Number.isNaN(f[acc2 / 4 + G * mr * ldc]!)).to.equal(true);
+      }
     }
   });
 

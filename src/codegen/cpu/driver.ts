@@ -87,7 +87,9 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
       const pk = packing(s);
       for (const c of pk.calls) {
         const { base, sb, sr, st } = c.op;
-        lines.push(`  ${kept(c.dst) ? 'if (step === 0) ' : ''}rt.packStrided(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ${st}, ${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
+        // contiguous along t in panels wider than 4: row by row (packRows), else step by step
+        const call = st === 1 && c.p !== 4 ? `rt.packRows(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ` : `rt.packStrided(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ${st}, `;
+        lines.push(`  ${kept(c.dst) ? 'if (step === 0) ' : ''}${call}${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
       }
       for (const kern of pk.kernels) call(s, (env) => renderLoopKernel(collapseLoopKernel(kern, new ExprBuilder(() => 'float64')), 'k', env), '  ');
       if (all) lines.push(`  ${renderAllTiles(s, `b${s.packA}`, `b${s.packB}`)}`);

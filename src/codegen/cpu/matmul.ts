@@ -137,7 +137,7 @@ export function renderAllTiles(k: MatmulKernel, pa: string, pb: string): string 
   const { mr, nr } = k;
   const MP = Math.ceil(k.m.size / mr), NP = Math.ceil(k.n.size / nr), K = k.k.size;
   const e = sumBytes(k);
-  return `rt.arena.tiles(${pa}.byteOffset, ${K * mr * e}, ${pb}.byteOffset, ${NP * K * nr * e}, ${MP}, ${K}, acc.byteOffset, ${NP}, ${k.batch.size}, ${mr * nr * e}, ${blockVariant(mr, k.sum === 'float32')});`;
+  return `rt.arena.tiles(${pa}.byteOffset, ${K * mr * e}, ${pb}.byteOffset, ${NP * K * nr * e}, ${MP}, ${K}, acc.byteOffset, ${NP}, ${k.batch.size}, ${mr * nr * e}, ${blockVariant(mr, k.sum === 'float32', true)});`;
 }
 
 /** JavaScript for an index expression whose variables are spelled by `name`. */
@@ -159,8 +159,8 @@ function indexCode(x: IExpr, name: (v: Var) => string): string {
  * epilogue per element, row by row (contiguous stores). With `wasm`, tiles are summed by the
  * WebAssembly kernel over the packing arena (byte offsets into its memory, where the packing
  * buffers and `acc` live); otherwise by the JavaScript rowPanel4x4 (float64) or rowPanel32. `lo`/`hi` are A panels.
- * With `all`, the sums are already in `acc` for the whole product (renderAllTiles): the
- * function applies the epilogue only.
+ * With `all`, the sums are already in `acc` for the whole product (renderAllTiles; float32
+ * sums row-major, as the product's rows padded to whole tiles): the function applies the epilogue only.
  */
 export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEnv, wasm = false, all = false): KernelSource {
   const { mr, nr } = k;
@@ -172,14 +172,17 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
   const pa = env.bufName(k.packA), pb = env.bufName(k.packB), out = env.bufName(k.out.buf);
   const lines: string[] = [];
   // The epilogue, once, in loops over the row of tiles: i = ip*mr + r, j = jp*nr + c (edge tiles stop early).
-  const ip = newVar(MP), jp = newVar(NP), ib = newVar(B), rv = newVar(mr), cv = newVar(nr);
-  const names = new Map<number, string>([[ip.id, 'ip'], [jp.id, 'jp'], [ib.id, 'ib'], [rv.id, 'r'], [cv.id, 'c']]);
+  // Whole float32 products have their sums row-major (renderAllTiles' kernel): one loop over the row's N columns.
+  const rowMajor = all && k.sum === 'float32';
+  const ip = newVar(MP), jp = newVar(NP), ib = newVar(B), rv = newVar(mr), cv = newVar(nr), jv = newVar(N);
+  const names = new Map<number, string>([[ip.id, 'ip'], [jp.id, 'jp'], [ib.id, 'ib'], [rv.id, 'r'], [cv.id, 'c'], [jv.id, 'j']]);
   const nm = (v: Var) => names.get(v.id) ?? `i${v.id}`;
-  const sub = (x: IExpr) => substitute(x, (u) => (u.id === k.m.id ? iadd(iscale(ivar(ip), mr), ivar(rv)) : u.id === k.n.id ? iadd(iscale(ivar(jp), nr), ivar(cv)) : u.id === k.batch.id ? ivar(ib) : undefined));
+  const col = rowMajor ? ivar(jv) : iadd(iscale(ivar(jp), nr), ivar(cv));
+  const sub = (x: IExpr) => substitute(x, (u) => (u.id === k.m.id ? iadd(iscale(ivar(ip), mr), ivar(rv)) : u.id === k.n.id ? col : u.id === k.batch.id ? ivar(ib) : undefined));
   const [value] = mapIndices(b, [k.out.value], sub, (vs) => vs);
   const w = new ExprWriter(undefined, {
     bufName: (id) => { bufs.add(id); return env.bufName(id); }, fnName: env.fnName,
-  }, `acc[${all ? 'ao + ' : ''}jp * ${mr * nr} + c * ${mr} + r]`, (x) => indexCode(x, nm));
+  }, rowMajor ? `acc[ao + r * ${NP * nr} + j]` : `acc[${all ? 'ao + ' : ''}jp * ${mr * nr} + c * ${mr} + r]`, (x) => indexCode(x, nm));
   let v = value!;
   if (v.t === 'cast' && v.dtype === k.out.dtype && storeRounds(v.dtype)) v = v.x;
   const temps = w.sharedLines([v]);
@@ -197,12 +200,19 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
     : f32 ? `      rt.rowPanel32(${pa}, pa0, ${pb}, ib * ${NP * K * nr}, ${K}, acc, ${NP}, ${mr}, ${nr});`
     : `      rt.rowPanel4x4(${pa}, pa0, ${pb}, ib * ${NP * K * nr}, ${K}, acc, ${NP});`);
   lines.push('      for (let r = 0; r < re; r++) {');
-  lines.push(`        for (let jp = 0; jp < ${NP}; jp++) {`);
-  lines.push(NF === NP ? `          const ce = ${nr};` : `          const ce = jp < ${NF} ? ${nr} : ${N - NF * nr};`);
-  lines.push('          for (let c = 0; c < ce; c++) {');
-  for (const t of temps) lines.push(`            ${t}`);
-  lines.push(`            ${store}`);
-  lines.push('          }', '        }');
+  if (rowMajor) {
+    lines.push(`        for (let j = 0; j < ${N}; j++) {`);
+    for (const t of temps) lines.push(`          ${t}`);
+    lines.push(`          ${store}`);
+    lines.push('        }');
+  } else {
+    lines.push(`        for (let jp = 0; jp < ${NP}; jp++) {`);
+    lines.push(NF === NP ? `          const ce = ${nr};` : `          const ce = jp < ${NF} ? ${nr} : ${N - NF * nr};`);
+    lines.push('          for (let c = 0; c < ce; c++) {');
+    for (const t of temps) lines.push(`            ${t}`);
+    lines.push(`            ${store}`);
+    lines.push('          }', '        }');
+  }
   lines.push('      }', '    }', '  }');
   const params = [...bufs].sort((p, q) => p - q);
   const args = ['acc', ...params.map((p) => env.bufName(p)), 'lo', 'hi'];

@@ -92,3 +92,30 @@ export function packStrided(
     }
   }
 }
+
+/**
+ * packStrided of an operand contiguous along t (st = 1: A of a row-major product, in the 8 or 12
+ * row panels of the float32 tiles): row by row, each read in order, a third faster than reading
+ * t by t across the p rows (the same values in the same places). Its own function, called by
+ * generated code where the strides say so, so that packStrided's loops keep their optimization.
+ */
+export function packRows(
+  dst: Float64Array | Float32Array, src: ArrayLike<number>, base: number, sb: number, sr: number,
+  batch: number, rows: number, K: number, p: number,
+): void {
+  const panels = Math.ceil(rows / p);
+  for (let b = 0; b < batch; b++) {
+    for (let q = 0; q < panels; q++) {
+      const o = (b * panels + q) * K * p;
+      const r0 = q * p;
+      const n = Math.min(p, rows - r0);
+      let s = base + b * sb + r0 * sr;
+      for (let r = 0; r < n; r++, s += sr) {
+        for (let t = 0, d = o + r; t < K; t++, d += p) dst[d] = src[s + t]!;
+      }
+      for (let r = n; r < p; r++) {
+        for (let t = 0, d = o + r; t < K; t++, d += p) dst[d] = 0;
+      }
+    }
+  }
+}

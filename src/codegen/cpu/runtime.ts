@@ -10,7 +10,7 @@ import type { VariableCell } from '../../ir/node.js';
 import { pyMod, roundHalfEven } from '../../ir/ops/elementwise.js';
 import type { ExternStep } from '../kernel.js';
 import type { Plan, StorageClass } from '../plan.js';
-import { packStrided, rowPanel32, rowPanel4x4, tile4x4 } from './microkernel.js';
+import { packRows, packStrided, rowPanel32, rowPanel4x4, tile4x4 } from './microkernel.js';
 import { packArena } from './wasm-kernel.js';
 import { ewKernel } from '../wasm/elementwise.js';
 
@@ -38,6 +38,7 @@ export const runtimeHelpers = {
   /** A kernel of the WebAssembly SIMD elementwise tier (../wasm/elementwise.ts). */
   ew: ewKernel,
   packStrided,
+  packRows,
   /**
    * A row number read from data (gather, scatter_add_rows): negative counts from the end; outside
    * [-rows, rows) throws the reference's error, naming the op, before the step stores anything

@@ -55,11 +55,14 @@ export function tile32(): { readonly mr: number; readonly nr: number } {
   return matmulFma() ? TILE32_WIDE : TILE32;
 }
 
-/** The blocked kernel (BLOCK_EXPORTS' index) that sums a product of this tile: float64 4 x 4, float32 8 x 4 or 12 x 4. */
-export function blockVariant(mr: number, f32: boolean): number {
+/**
+ * The blocked kernel (BLOCK_EXPORTS' index) that sums a product of this tile: float64 4 x 4,
+ * float32 8 x 4 or 12 x 4; with `rows`, the float32 ones that store their sums row-major.
+ */
+export function blockVariant(mr: number, f32: boolean, rows = false): number {
   if (!f32) return 0;
-  if (mr === TILE32.mr) return 1;
-  if (mr === TILE32_WIDE.mr) return 2;
+  if (mr === TILE32.mr) return rows ? 3 : 1;
+  if (mr === TILE32_WIDE.mr) return rows ? 4 : 2;
   throw new Error(`internal: no float32 kernel of ${mr} rows`);
 }
 

@@ -32,11 +32,11 @@ export const I32 = 0x7f, F64 = 0x7c, V128 = 0x7b;
 export const op = {
   block: 0x02, loop: 0x03, end: 0x0b, br: 0x0c, brIf: 0x0d, localGet: 0x20, localSet: 0x21, localTee: 0x22,
   f64Load: 0x2b, i32Eqz: 0x45, i32LtU: 0x49, i32Const: 0x41, i32Add: 0x6a, i32Sub: 0x6b, i32Mul: 0x6c,
-  i32And: 0x71, i32ShrU: 0x76,
+  i32DivU: 0x6e, i32And: 0x71, i32ShrU: 0x76,
 } as const;
 /** SIMD opcodes (after the 0xfd prefix). */
 export const simd = {
-  v128Load: 0x00, v128Load32Splat: 0x09, v128Load64Splat: 0x0a, v128Store: 0x0b, v128Const: 0x0c,
+  v128Load: 0x00, v128Load32Splat: 0x09, v128Load64Splat: 0x0a, v128Store: 0x0b, v128Const: 0x0c, i8x16Shuffle: 0x0d,
   f32x4Splat: 0x13, f64x2Splat: 0x14,
   f32x4Add: 0xe4, f32x4Mul: 0xe6, f64x2Add: 0xf0, f64x2Mul: 0xf2,
   /** Relaxed SIMD fused multiply-adds (may fuse or not, by the runtime's choice). */

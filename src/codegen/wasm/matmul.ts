@@ -115,15 +115,24 @@ export const TILE32_WIDE = { mr: 12, nr: 4 } as const;
  * for t = 0..K-1 in float32 (rounded after the product and after the sum), or with `fused` a
  * relaxed-SIMD multiply-add (one rounding where the runtime fuses it). Two steps of t per pass
  * of the loop (the loop's counter and pointers move once per two).
+ * With `rows` (panelBlock32r, panelBlock32wr: the whole products' form), the sums go row-major
+ * instead, as the product's rows: tile (g, q)'s row r at acc + g*sacc + r*(sacc/mr) + 4 nr q
+ * (each 4 x 4 block of sums transposed with shuffles), so the epilogue reads each output row in
+ * order. Same sums, stored elsewhere.
  */
-function panelBlock32Body(mr: number, nr: number, fused: boolean): Body {
+function panelBlock32Body(mr: number, nr: number, fused: boolean, rows = false): Body {
+  if (rows && nr !== 4) throw new Error(`internal: the row-major float32 store transposes 4 x 4 blocks (nr ${nr})`);
   const [PA, SA, G, PB, K, ACC, SACC, N] = [0, 1, 2, 3, 4, 5, 6, 7];
-  const [PAI, PBI, KI, GI, PAG, ACCG, ACCQ] = [8, 9, 10, 11, 12, 13, 14];
+  const [PAI, PBI, KI, GI, PAG, ACCG, ACCQ, RS, ROW] = [8, 9, 10, 11, 12, 13, 14, 15, 16];
   const V = mr / 4;
-  const accv = (c: number, v: number) => 15 + c * V + v;
-  const VA = (v: number) => 15 + nr * V + v;
-  const VB = 15 + nr * V + V;
-  const b = new Body(8, [[7, I32], [nr * V + V + 1, V128]]);
+  const accv = (c: number, v: number) => 17 + c * V + v;
+  const VA = (v: number) => 17 + nr * V + v;
+  const VB = 17 + nr * V + V;
+  const TR = (i: number) => 17 + nr * V + V + 1 + i; // transposition temporaries
+  const b = new Body(8, [[9, I32], [nr * V + V + 1 + 4, V128]]);
+  // i8x16.shuffle of two f32x4 by 32-bit lanes (0-3 the first operand's, 4-7 the second's)
+  const shuffle = (...lanes: number[]) => b.v(simd.i8x16Shuffle, ...lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]));
+  if (rows) b.get(SACC).i32(mr).ops(op.i32DivU).set(RS);
   const step = (u: number) => {
     for (let v = 0; v < V; v++) b.get(PAI).v(simd.v128Load, ...memarg(2, 4 * (u * mr + 4 * v))).set(VA(v));
     for (let c = 0; c < nr; c++) {
@@ -152,15 +161,31 @@ function panelBlock32Body(mr: number, nr: number, fused: boolean): Body {
   step(0);
   b.addTo(PBI, 4 * nr);
   b.ops(op.end);
-  for (let c = 0; c < nr; c++) {
-    for (let v = 0; v < V; v++) b.get(ACCG).get(accv(c, v)).v(simd.v128Store, ...memarg(2, 4 * (c * mr + 4 * v)));
+  if (rows) {
+    // rows 4v..4v+3: transpose the 4 x 4 block (columns in accv(0..3, v)) into 4 row vectors
+    b.get(ACCG).set(ROW);
+    for (let v = 0; v < V; v++) {
+      b.get(accv(0, v)).get(accv(1, v)); shuffle(0, 4, 1, 5).set(TR(0));
+      b.get(accv(2, v)).get(accv(3, v)); shuffle(0, 4, 1, 5).set(TR(1));
+      b.get(accv(0, v)).get(accv(1, v)); shuffle(2, 6, 3, 7).set(TR(2));
+      b.get(accv(2, v)).get(accv(3, v)); shuffle(2, 6, 3, 7).set(TR(3));
+      for (let j = 0; j < 4; j++) {
+        b.get(ROW).get(TR(j < 2 ? 0 : 2)).get(TR(j < 2 ? 1 : 3));
+        shuffle(...(j % 2 === 0 ? [0, 1, 4, 5] : [2, 3, 6, 7])).v(simd.v128Store, ...memarg(2, 0));
+        b.get(ROW).get(RS).ops(op.i32Add).set(ROW);
+      }
+    }
+  } else {
+    for (let c = 0; c < nr; c++) {
+      for (let v = 0; v < V; v++) b.get(ACCG).get(accv(c, v)).v(simd.v128Store, ...memarg(2, 4 * (c * mr + 4 * v)));
+    }
   }
   b.get(PAG).get(SA).ops(op.i32Add).set(PAG);
   b.get(ACCG).get(SACC).ops(op.i32Add).set(ACCG);
   b.get(GI).i32(1).ops(op.i32Sub).tee(GI).ops(op.brIf, 0);
   b.ops(op.end);
   b.get(PBI).set(PB); // the next B panel follows this one
-  b.addTo(ACCQ, 4 * mr * nr);
+  b.addTo(ACCQ, rows ? 4 * nr : 4 * mr * nr);
   b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
   b.ops(op.end, op.end);
   return b;
@@ -169,7 +194,7 @@ function panelBlock32Body(mr: number, nr: number, fused: boolean): Body {
 /**
  * The kernel module's bytes: imports env.mem (shared: the memory worker threads sum in
  * together), exports rowPanel, panelBlock (float64), panelBlock32 and panelBlock32w (float32,
- * the TILE32 and TILE32_WIDE tiles; with `fused`, relaxed-SIMD multiply-adds, valid only where the
+ * the TILE32 and TILE32_WIDE tiles; panelBlock32r and panelBlock32wr the same with row-major sums; with `fused`, relaxed-SIMD multiply-adds, valid only where the
  * runtime has relaxed SIMD). `tile32` replaces panelBlock32's tile (measurements of other tiles).
  */
 export function matmulModuleBytes(shared = false, fused = false, tile32: { mr: number; nr: number } = TILE32): Uint8Array {
@@ -178,5 +203,7 @@ export function matmulModuleBytes(shared = false, fused = false, tile32: { mr: n
     { name: 'panelBlock', params: 8, body: panelBlockBody() },
     { name: 'panelBlock32', params: 8, body: panelBlock32Body(tile32.mr, tile32.nr, fused) },
     { name: 'panelBlock32w', params: 8, body: panelBlock32Body(TILE32_WIDE.mr, TILE32_WIDE.nr, fused) },
+    { name: 'panelBlock32r', params: 8, body: panelBlock32Body(tile32.mr, tile32.nr, fused, true) },
+    { name: 'panelBlock32wr', params: 8, body: panelBlock32Body(TILE32_WIDE.mr, TILE32_WIDE.nr, fused, true) },
   ], shared ? 'shared' : true);
 }

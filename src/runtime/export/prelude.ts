@@ -24,6 +24,7 @@ const SIGNATURES: Record<string, string> = {
   min0: '(x: number) => number',
   tile4x4: '(pa: Float64Array, p: number, pb: Float64Array, q: number, K: number, acc: Float64Array, o: number) => void',
   packStrided: '(dst: Float64Array | Float32Array, src: ArrayLike<number>, base: number, sb: number, sr: number, st: number, batch: number, rows: number, K: number, p: number) => void',
+  packRows: '(dst: Float64Array | Float32Array, src: ArrayLike<number>, base: number, sb: number, sr: number, batch: number, rows: number, K: number, p: number) => void',
   row: '(x: number, rows: number, op: string, shape: string) => number',
   copy: '(dst: TypedArray, dOff: number, src: TypedArray, sOff: number, n: number) => void',
   fmt: '(data: ArrayLike<number>, shape: readonly number[], bool: boolean) => string',

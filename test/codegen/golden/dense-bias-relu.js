@@ -29,7 +29,7 @@ return function run(ins, cells, phase, ctx, outs) {
   try {
   at = 0;
   { const ar = rt.arena.f64(128), a0 = rt.arena.f32(), b4 = a0.subarray(0, 96), b5 = a0.subarray(96, 192), acc = a0.subarray(192, 256);
-    rt.packStrided(b4, b1, 0, 0, 12, 1, 1, 8, 12, 8);
+    rt.packRows(b4, b1, 0, 0, 12, 1, 8, 12, 8);
     rt.packStrided(b5, b2, 0, 0, 1, 6, 1, 6, 12, 4);
     k0(acc, b0, b3, b4, b5, 0, 1);
   }
