@@ -64,6 +64,7 @@ describe('exportModule', function () {
     expect(mm.source).to.match(/@param x - input 0 \(x\): float32, shape \(5, 6\)/);
     expect(mm.source).to.match(/@returns \[0\] float32, shape \(5, 3\)/);
     expect(mm.source).to.match(/export function mlp\(x: Float32Array\): \[Float32Array\]/);
+    expect(mm.source, 'x packed row by row (contiguous along the summed axis)').to.match(/packRows\(/);
 
     const l = lstm();
     const fl = K.function([l.x], [l.last, l.outputs]);
