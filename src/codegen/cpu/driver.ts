@@ -13,6 +13,7 @@ import { collapseLoopKernel } from '../collapse.js';
 import type { BufferDecl, ExternStep, MatmulKernel, PrintStep, Program, ScanStep, Step } from '../kernel.js';
 import type { Plan } from '../plan.js';
 import { planElementwise, renderElementwise } from '../wasm/elementwise.js';
+import { planPhilox, renderPhilox } from '../wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
 import { packing, renderAllTiles, renderMatmulCompute, sumsWhole } from './matmul.js';
@@ -75,9 +76,12 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
     const lines: string[] = [];
     const call = (s: Step, render: (env: RenderEnv) => KernelSource, indent = '') => lines.push(indent + kernelCall(b.kernel(s, render)));
     if (s.kind === 'loop') {
-      // The WebAssembly SIMD tier where it applies (../wasm/elementwise.ts), else JavaScript.
-      const simd = b.wasm ? planElementwise(s, (id) => p.buffers[id]!.dtype) : undefined;
-      call(s, (env) => (simd !== undefined ? renderElementwise(simd, env.bufName) : renderLoopKernel(s, 'k', env)));
+      // The WebAssembly SIMD tier where it applies (random draws: ../wasm/philox.ts; fused
+      // elementwise loops: ../wasm/elementwise.ts), else JavaScript.
+      const dtype = (id: number) => p.buffers[id]!.dtype;
+      const draw = b.wasm ? planPhilox(s, dtype) : undefined;
+      const simd = b.wasm && draw === undefined ? planElementwise(s, dtype) : undefined;
+      call(s, (env) => (draw !== undefined ? renderPhilox(draw, env.bufName) : simd !== undefined ? renderElementwise(simd, env.bufName) : renderLoopKernel(s, 'k', env)));
     } else if (s.kind === 'matmul') {
       // Large products: every tile sum first (cache blocks, split over the worker threads), then the epilogue.
       const wasm = b.wasm && wasmTileModule() !== null;

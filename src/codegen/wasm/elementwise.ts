@@ -376,7 +376,8 @@ export function setSimdTier(on: boolean): void {
 }
 
 let supported: boolean | undefined;
-function tierOn(): boolean {
+/** Whether the tier is on and the runtime has WebAssembly SIMD. */
+export function tierOn(): boolean {
   if (!enabled || WA === undefined) return false;
   if (supported === undefined) {
     try {
