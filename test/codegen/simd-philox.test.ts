@@ -3,7 +3,7 @@
 // numbers (src/ir/random.ts) bit for bit: every element, seeded and unseeded keys, edge chunks,
 // thresholds at the ends of [0, 1], and the same values as the JavaScript kernels with the tier off.
 import { expect } from 'chai';
-import { backend as K } from '../../src/index.js';
+import { backend as K, NDArray } from '../../src/index.js';
 import { CHUNK, setSimdTier } from '../../src/codegen/wasm/elementwise.js';
 import { PHILOX_MIN_ELEMENTS } from '../../src/codegen/wasm/philox.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
@@ -55,13 +55,23 @@ describe('WebAssembly SIMD tier: Philox draws', () => {
     expect(r.out[1]).to.deep.equal(uniform(unseededKey(uid(r.nodes[1]!), r.epoch), -2, 2, N));
   });
 
-  it('dropout gives the same values with the tier on and off; short draws and other dtypes stay JavaScript', () => {
-    const make = () => [K.dropout(K.ones([N]), 0.5, null, 17), K.random_binomial([PHILOX_MIN_ELEMENTS - 1], 0.5, 'float32', 3), K.random_binomial([N], 0.5, 'float64', 3)];
+  it('dropout draws its mask inside the scaling loop, the same values as with the tier off; short draws and other dtypes stay JavaScript', () => {
+    const x = Float32Array.from({ length: 3 * N }, (_, i) => Math.sin(i) * 3);
+    const make = () => [
+      K.dropout(K.variable(new NDArray(x, [N * 3], 'float32')), 0.3, null, 17), // fused: one kernel draws and scales
+      K.dropout(K.variable(new NDArray(x, [3, N], 'float32')), 0.5, [1, N], 19), // the mask broadcast over rows: drawn on its own
+      K.random_binomial([PHILOX_MIN_ELEMENTS - 1], 0.5, 'float32', 3), K.random_binomial([N], 0.5, 'float64', 3),
+    ];
     const on = run(true, make);
     const off = run(false, make);
-    expect(on.source.match(/WebAssembly SIMD Philox/g)?.length).to.equal(1);
+    expect(on.source.match(/WebAssembly SIMD Philox into mul,div/g)?.length).to.equal(1);
+    expect(on.source.match(/WebAssembly SIMD Philox: random_binomial/g)?.length).to.equal(1);
     expect(off.source).not.to.match(/WebAssembly/);
-    on.out.forEach((o, j) => expect(Array.from(o)).to.deep.equal(Array.from(off.out[j]!)));
-    expect(on.out[0]!.some((v) => v === 0) && on.out[0]!.some((v) => v === 2)).to.equal(true);
+    on.out.forEach((o, j) => expect(Array.from(o), `output ${j}`).to.deep.equal(Array.from(off.out[j]!)));
+    // the reference's mask, scaled as the graph computes it (float32 product, then the division by 0.7 rounded to float32)
+    const keep = bernoulli(seededKey(17), 0.7, 3 * N);
+    const retain = Math.fround(0.7);
+    expect(on.out[0]).to.deep.equal(Float32Array.from(x, (v, i) => Math.fround(v * keep[i]!) / retain));
+    expect(on.out[0]!.some((v) => v === 0) && on.out[0]!.some((v) => v !== 0)).to.equal(true);
   });
 });

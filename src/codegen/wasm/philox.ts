@@ -15,7 +15,7 @@ import type { LoopKernel } from '../kernel.js';
 import type { DType } from '../../ir/dtype.js';
 import { DRAW, philoxDraw } from '../random-fn.js';
 import { Body, I32, V128, memarg, moduleBytes, op } from './encode.js';
-import { CHUNK, ewKernelId, tierOn } from './elementwise.js';
+import { CHUNK, type EwPlan, ewKernelId, tierOn } from './elementwise.js';
 
 /** Loops shorter than this stay JavaScript (a call into the module and a copy cost about as much as this many draws). */
 export const PHILOX_MIN_ELEMENTS = 64;
@@ -188,4 +188,41 @@ export function renderPhilox(p: PhiloxPlan, bufName: (id: number) => string): { 
   ];
   const source = `function k(${[...buffers.map(bufName), 'lo', 'hi'].join(', ')}) { // WebAssembly SIMD Philox: ${p.label.replace(/[^\w,. -]/g, '')}\n${lines.join('\n')}\n}`;
   return { source, buffers, rows: p.n };
+}
+
+/**
+ * A draw whose only reader is the next loop, an elementwise one over the same elements (dropout:
+ * x * mask / retain): both in the tier, chunk by chunk, the draw written straight into the
+ * region where the elementwise module reads the mask (the two modules share the tier's private
+ * memory), so the mask never leaves it and the arithmetic runs in SIMD too.
+ * `ew` is the elementwise tier's plan of the reader; undefined where the pair does not fit.
+ */
+export function fusablePair(p: PhiloxPlan, ew: EwPlan | undefined): EwPlan | undefined {
+  if (ew === undefined || ew.shared || ew.cols !== undefined || ew.n !== p.n || p.outOff !== 0) return undefined;
+  const at = ew.loads.filter((l) => l.buf === p.out);
+  if (at.length !== 1 || at[0]!.off !== 0 || ew.stores.some((s) => s.buf === p.out)) return undefined;
+  return ew;
+}
+
+/** The JavaScript side of a fused pair (fusablePair): per chunk, the other inputs copied in, the draw, the arithmetic, the results copied out. */
+export function renderPhiloxPair(p: PhiloxPlan, ew: EwPlan, bufName: (id: number) => string): { source: string; buffers: number[]; rows: number } {
+  const did = ewKernelId(p.bytes);
+  const wid = ewKernelId(ew.bytes, false);
+  const buffers = [...new Set([...('buf' in p.k1 ? [p.k1.buf] : []), ...ew.loads.filter((l) => l.buf !== p.out).map((l) => l.buf), ...ew.stores.map((s) => s.buf)])].sort((x, y) => x - y);
+  const at = (x: string, off: number) => (off === 0 ? x : `${x} + ${off}`);
+  const region = ew.loads.findIndex((l) => l.buf === p.out);
+  const lines = [
+    `  const d = rt.ew(${did}), w = rt.ew(${wid});`,
+    '  const m = w.mem;',
+    `  const k1 = ${'buf' in p.k1 ? `${bufName(p.k1.buf)}[${p.k1.at}]` : String(p.k1.v)};`,
+    `  for (let s = lo; s < hi; s += ${CHUNK}) {`,
+    `    const e = hi < s + ${CHUNK} ? hi : s + ${CHUNK};`,
+    ...ew.loads.flatMap((l, j) => (l.buf === p.out ? [] : [`    m.set(${bufName(l.buf)}.subarray(${at('s', l.off)}, ${at('e', l.off)}), ${j * CHUNK});`])),
+    `    d.run(e - s, ${region * CHUNK * 4}, ${at('s', p.indexOff)}, ${p.k0 | 0}, k1);`,
+    '    w.run(e - s, 0);',
+    ...ew.stores.map((x, j) => `    ${bufName(x.buf)}.set(m.subarray(${(ew.loads.length + j) * CHUNK}, ${(ew.loads.length + j) * CHUNK} + e - s), ${at('s', x.off)});`),
+    '  }',
+  ];
+  const source = `function k(${[...buffers.map(bufName), 'lo', 'hi'].join(', ')}) { // WebAssembly SIMD Philox into ${ew.label.replace(/[^\w,. -]/g, '')}: ${p.label.replace(/[^\w,. -]/g, '')}\n${lines.join('\n')}\n}`;
+  return { source, buffers, rows: ew.n };
 }
