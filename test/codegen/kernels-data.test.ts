@@ -26,6 +26,8 @@ function graph(): { inputs: Tensor[]; outputs: Tensor[]; feed: NDArray[] } {
       K.random_normal([3, 5], 0.5, 2, 'float32', 11), K.random_normal([3, 5], 0, 1, 'float64', 2 ** 40 + 3),
       K.random_uniform([4, 3], -1, 3, 'float32', 5), K.random_uniform([4, 3], 0, 1, 'float64', 5), K.random_uniform([9], 0, 1, 'float16', 5),
       K.random_binomial([4, 4], 0.3, 'float32', 9), K.truncated_normal([2, 8], 1, 0.5, 'float32', 13),
+      // long enough for the WebAssembly SIMD draws (src/codegen/wasm/philox.ts), which exported modules compute in JavaScript
+      K.random_binomial([9, 16], 0.3, 'float32', 9), K.random_uniform([10, 10], -1, 3, 'float32', 2 ** 35 + 5),
       K.dropout(x, 0.4, null, 21), K.dropout(x, 0.5, [1, 6], 22),
       // scans: along the first, a middle and the last axis; float32 and float64; and their gradients
       K.cumsum(x, 0), K.cumprod(x.mul(0.5).add(1), 1), K.cumsum(K.reshape(x, [2, 3, 4]), 1), K.cumprod(K.reshape(rows, [10, 3]), 0),
@@ -107,6 +109,7 @@ describe('gather, scatter_add_rows and random ops as kernels', () => {
     const g = graph();
     const f = K.function(g.inputs, g.outputs);
     const live = f(g.feed);
+    expect(f.source().match(/WebAssembly SIMD Philox/g)?.length).to.equal(3); // the 4x4 and 9x16 binomials, the 10x10 uniform
     const mod = f.exportModule({ name: 'datak' });
     const bad = K.function([g.inputs[0]!, g.inputs[1]!], [K.gather(g.inputs[0]!, g.inputs[1]!)]).exportModule({ name: 'badk' });
     const dir = emptyFolder();

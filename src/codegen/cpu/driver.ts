@@ -10,9 +10,10 @@ import type { NDArray } from '../../ir/ndarray.js';
 import { sizeOf } from '../../ir/ndarray.js';
 import { ExprBuilder } from '../expr.js';
 import { collapseLoopKernel } from '../collapse.js';
-import type { BufferDecl, ExternStep, MatmulKernel, PrintStep, Program, ScanStep, Step } from '../kernel.js';
+import { stepBuffers, type BufferDecl, type ExternStep, type MatmulKernel, type PrintStep, type Program, type ScanStep, type Step } from '../kernel.js';
 import type { Plan } from '../plan.js';
 import { planElementwise, renderElementwise } from '../wasm/elementwise.js';
+import { fusablePair, planPhilox, renderPhilox, renderPhiloxPair, type PhiloxPlan } from '../wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
 import { packing, renderAllTiles, renderMatmulCompute, sumsWhole } from './matmul.js';
@@ -71,13 +72,29 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
   };
   const body: string[] = [];
   let scans = 0;
+  const dtype = (id: number) => p.buffers[id]!.dtype;
+  // A draw into a temporary that only the next step, an elementwise loop, reads: drawn inside that loop's kernel.
+  let pending: PhiloxPlan | undefined;
   p.steps.forEach((s, i) => {
     const lines: string[] = [];
     const call = (s: Step, render: (env: RenderEnv) => KernelSource, indent = '') => lines.push(indent + kernelCall(b.kernel(s, render)));
     if (s.kind === 'loop') {
-      // The WebAssembly SIMD tier where it applies (../wasm/elementwise.ts), else JavaScript.
-      const simd = b.wasm ? planElementwise(s, (id) => p.buffers[id]!.dtype) : undefined;
-      call(s, (env) => (simd !== undefined ? renderElementwise(simd, env.bufName) : renderLoopKernel(s, 'k', env)));
+      // The WebAssembly SIMD tier where it applies (random draws: ../wasm/philox.ts; fused
+      // elementwise loops: ../wasm/elementwise.ts), else JavaScript.
+      const drawn = pending;
+      pending = undefined;
+      const pair = drawn !== undefined ? fusablePair(drawn, planElementwise(s, dtype, true)) : undefined;
+      const draw = b.wasm && drawn === undefined ? planPhilox(s, dtype) : undefined;
+      const next = p.steps[i + 1];
+      if (draw !== undefined && next?.kind === 'loop' && p.buffers[draw.out]!.role === 'temp' && !p.targets.some((t) => t.buf === draw.out)
+        && p.steps.every((t, j) => j === i || (j === i + 1 ? !stepBuffers(t).writes.includes(draw.out) : !stepBuffers(t).reads.includes(draw.out) && !stepBuffers(t).writes.includes(draw.out)))
+        && fusablePair(draw, planElementwise(next, dtype, true)) !== undefined) {
+        pending = draw; // rendered with the next step
+      } else {
+        const simd = b.wasm && draw === undefined && pair === undefined ? planElementwise(s, dtype) : undefined;
+        call(s, (env) => (pair !== undefined ? renderPhiloxPair(drawn!, pair, env.bufName) : draw !== undefined ? renderPhilox(draw, env.bufName)
+          : simd !== undefined ? renderElementwise(simd, env.bufName) : renderLoopKernel(s, 'k', env)));
+      }
     } else if (s.kind === 'matmul') {
       // Large products: every tile sum first (cache blocks, split over the worker threads), then the epilogue.
       const wasm = b.wasm && wasmTileModule() !== null;

@@ -110,9 +110,10 @@ function regionOf(loads: readonly EwRegion[], buf: number, acc: { off: number; r
  * loop, or two whose inner loop is at unit stride in every load and store and at most a chunk
  * long (rows of a matrix, such as an LSTM's gate slices of its pre-activations, row stride
  * 4 x units): then the wrapper copies whole rows in and out, and the module's loop runs over
- * the chunk's rows as one contiguous pass.
+ * the chunk's rows as one contiguous pass. `always`: arithmetic alone qualifies too (a loop
+ * whose input is drawn into the tier's memory, ./philox.ts, where no copy in is saved by JavaScript).
  */
-export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType): EwPlan | undefined {
+export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType, always = false): EwPlan | undefined {
   if (!tierOn() || k.vars.length < 1 || k.vars.length > 2) return undefined;
   const v = k.vars[k.vars.length - 1]!;
   const u = k.vars.length === 2 ? k.vars[0]! : undefined;
@@ -160,7 +161,7 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType)
     roundedParent.add(s.value);
   }
   // The approximations are within 1 ulp only once rounded to float32.
-  if ((approximated.length === 0 && !branches) || approximated.some((e) => !roundedParent.has(e))) return undefined;
+  if ((approximated.length === 0 && !branches && !always) || approximated.some((e) => !roundedParent.has(e))) return undefined;
   if (loads.length + stores.length > MAX_REGIONS) return undefined;
   // Over a shared memory where more than one thread is configured and the loop is long enough to be
   // split over the worker threads; shorter loops keep the private memory, which measured faster.
@@ -376,7 +377,8 @@ export function setSimdTier(on: boolean): void {
 }
 
 let supported: boolean | undefined;
-function tierOn(): boolean {
+/** Whether the tier is on and the runtime has WebAssembly SIMD. */
+export function tierOn(): boolean {
   if (!enabled || WA === undefined) return false;
   if (supported === undefined) {
     try {
