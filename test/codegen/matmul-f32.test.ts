@@ -103,9 +103,32 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
       setWasmKernel(true);
       const wa = withPrecision('float32', () => products('fast_run', M, Kd, N));
       // 130x129x131 is large enough to be summed whole, by the kernel that stores rows
-      if (M === 130) expect(wa.source).to.match(/rt\.arena\.tiles\([^;]*, 3\);/);
+      if (M === 130) {
+        expect(wa.source).to.match(/rt\.arena\.tiles\([^;]*, 3\);/);
+        // the plain product's rows are copied whole (rows of 131 sums padded to 132)
+        expect(wa.source).to.contain('.set(acc.subarray(ao + r * 132, ao + r * 132 + 131), ip * 1048 + r * 131)');
+      }
       wa.outs.forEach((g, i) => expect(Array.from(g.data), `${M}x${Kd}x${N} output ${i}`).to.deep.equal(Array.from(js[i]!.data)));
     }
+  });
+
+  it('a whole product with its epilogue (bias, relu) fused: stored element by element from the row-major sums, as the JavaScript kernel does', () => {
+    setMatmulFma(false);
+    const M = 130, Kd = 129, N = 131;
+    const x = fill([M, Kd], 5), w = fill([Kd, N], 6), b = fill([N], 7);
+    const run = () => withPrecision('float32', () => {
+      const px = K.placeholder([M, Kd], null, 'float32'), pw = K.placeholder([Kd, N], null, 'float32'), pb = K.placeholder([N], null, 'float32');
+      const f = K.function([px, pw, pb], [K.relu(K.dot(px, pw).add(pb))]);
+      return { out: Array.from(f([x, w, b])[0]!.data), source: f.source() };
+    });
+    setWasmKernel(false);
+    const js = run();
+    setWasmKernel(true);
+    const wa = run();
+    expect(wa.source).to.match(/rt\.arena\.tiles\([^;]*, 3\);/);
+    expect(wa.source).to.match(/for \(let j = 0; j < 131; j\+\+\)/);
+    expect(wa.out).to.deep.equal(js.out);
+    expect(wa.out.some((v) => v > 0) && wa.out.some((v) => v === 0)).to.equal(true);
   });
 
   it('the row-major kernels (whole products) store the same sums as the tile-major ones, bit for bit, at the rows of the product', () => {

@@ -199,8 +199,19 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
     : wasm ? `      wt(oa + pa0 * 8, ob + ib * ${NP * K * nr * 8}, ${K}, oc, ${NP});`
     : f32 ? `      rt.rowPanel32(${pa}, pa0, ${pb}, ib * ${NP * K * nr}, ${K}, acc, ${NP}, ${mr}, ${nr});`
     : `      rt.rowPanel4x4(${pa}, pa0, ${pb}, ib * ${NP * K * nr}, ${K}, acc, ${NP});`);
-  lines.push('      for (let r = 0; r < re; r++) {');
-  if (rowMajor) {
+  // A plain product stored row by row in order (no epilogue: the float32 sums themselves): each
+  // panel's rows are copied whole (TypedArray.set, a memory copy) instead of element by element.
+  const oi = sub(k.out.index);
+  const copyRows = rowMajor && v.t === 'acc' && (k.out.dtype === 'float32' || k.out.dtype === 'float64')
+    && oi.terms.every(([a]) => a.kind === 'var' && [ip.id, rv.id, jv.id, ib.id].includes(a.v.id))
+    && oi.coef(jv) === 1 && oi.coef(rv) === N && oi.coef(ip) === mr * N;
+  if (copyRows) {
+    const at = [...(oi.coef(ib) !== 0 ? [`ib * ${oi.coef(ib)}`] : []), `ip * ${mr * N}`, ...(oi.c !== 0 ? [String(oi.c)] : [])].join(' + ');
+    lines.push(NP * nr === N ? `      ${out}.set(acc.subarray(ao, ao + re * ${N}), ${at});`
+      : `      for (let r = 0; r < re; r++) ${out}.set(acc.subarray(ao + r * ${NP * nr}, ao + r * ${NP * nr} + ${N}), ${at} + r * ${N});`);
+    lines.push('    }', '  }');
+  } else lines.push('      for (let r = 0; r < re; r++) {');
+  if (copyRows) { /* the rows are copied above */ } else if (rowMajor) {
     lines.push(`        for (let j = 0; j < ${N}; j++) {`);
     for (const t of temps) lines.push(`          ${t}`);
     lines.push(`          ${store}`);
@@ -213,7 +224,7 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
     lines.push(`            ${store}`);
     lines.push('          }', '        }');
   }
-  lines.push('      }', '    }', '  }');
+  if (!copyRows) lines.push('      }', '    }', '  }');
   const params = [...bufs].sort((p, q) => p - q);
   const args = ['acc', ...params.map((p) => env.bufName(p)), 'lo', 'hi'];
   return { needsAcc: true, source: `function ${name}(${args.join(', ')}) { // ${commentText(`matmul ${M}x${K}x${N} [${k.label}]`)}\n${lines.join('\n')}\n}`, buffers: params, rows: MP };
