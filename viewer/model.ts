@@ -234,13 +234,25 @@ export function kernelsOf(source: string, graph: readonly Node[]): KernelView[] 
   const lines = source.split('\n');
   const sorted = (xs: readonly string[]) => [...xs].sort().join(',');
   let cur: { name: string; label: string; lines: string[] } | undefined;
+  // A matrix product's operand packing loops ("pack A", "pack B tail", ...) come just before its
+  // kernel and compute no node of their own: they are shown with that kernel, after its source.
+  let packs: string[] = [];
   const flush = () => {
     if (cur === undefined) return;
+    const source = cur.lines.join('\n');
+    if (!cur.name.startsWith('kernel ') && cur.label.startsWith('pack ')) {
+      packs.push(source);
+      cur = undefined;
+      return;
+    }
     const ops = (/\[([^\]]+)\]/.exec(cur.label)?.[1] ?? cur.label.split(' ')[0]!).split(',');
     const free = order.filter((n) => !taken.has(n) && n.inputs.length > 0);
     const node = free.find((n) => opsOf(n).join(',') === ops.join(',')) ?? free.find((n) => sorted(opsOf(n)) === sorted(ops));
     if (node !== undefined) taken.add(node);
-    out.push({ name: cur.name, label: cur.label, source: cur.lines.join('\n'), node });
+    const withPacks = cur.label.startsWith('matmul') && packs.length > 0 ? [source, ...packs].join('\n') : source;
+    if (withPacks === source) for (const [i, p] of packs.entries()) out.push({ name: `pack ${i}`, label: 'operand packing', source: p, node: undefined });
+    packs = [];
+    out.push({ name: cur.name, label: cur.label, source: withPacks, node });
     cur = undefined;
   };
   let gpuCount = 0;
@@ -261,6 +273,7 @@ export function kernelsOf(source: string, graph: readonly Node[]): KernelView[] 
     }
   }
   flush();
+  for (const [i, p] of packs.entries()) out.push({ name: `pack ${i}`, label: 'operand packing', source: p, node: undefined });
   return out;
 }
 

@@ -71,6 +71,9 @@ describe('viewer model', function () {
         numbers(f, a);
         const ks = kernelsOf(f.source(), f.graph);
         expect(ks.length).to.be.above(1);
+        // A matrix product's packing loops are shown with its kernel, not as kernels of their own.
+        expect(ks.filter((k) => k.label.startsWith('pack ') || k.label === 'operand packing').map((k) => k.name)).to.deep.equal([]);
+        for (const k of ks) if (/^function k\d+\([^)]*\)\s*\{\s*\/\/ pack /m.test(k.source)) expect(k.label).to.match(/^matmul /);
         const graph = new Set(topoSort(f.graph));
         const linked = ks.filter((k) => k.node !== undefined);
         expect(linked.length / ks.length, 'most kernels are linked').to.be.above(0.6);
