@@ -21,6 +21,7 @@
 import type { DType } from '../ir/dtype.js';
 import { ValueError } from '../ir/errors.js';
 import type { Node } from '../ir/node.js';
+import { isOp } from '../ir/registry.js';
 import { exportAs, type Expr, type ExprBuilder } from './expr.js';
 import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, ravel, type IExpr, type Var } from './index-expr.js';
 import type { BufferRole, LoopKernel, Step, Store, ValueRef } from './kernel.js';
@@ -320,7 +321,8 @@ export function lowerCtcTuple(n: Node, items: readonly Item[], ins: readonly Val
   const [pred, y] = ins as [ValueRef, ValueRef];
   const [T, C] = pred.shape as [number, number];
   const N = y.shape[0]!;
-  const alpha = n.attrs['alpha'] as number;
+  if (!isOp(n, 'ctc_path_probs')) throw new Error(`internal: ctc_path_probs lowering given ${n.op}`);
+  const alpha = n.attrs.alpha;
   const [probsItem, maskItem] = items as [Item, Item];
   const probs = addBuf(probsItem.dtype, T * N, 'temp');
   const mask = addBuf('bool', T * N, 'temp');

@@ -18,7 +18,7 @@
 import type { DType } from '../ir/dtype.js';
 import type { Node } from '../ir/node.js';
 import { formatShape, sizeOf } from '../ir/ndarray.js';
-import type { NormalAttrs, RandomAttrs, UniformAttrs, BinomialAttrs } from '../ir/ops/random.js';
+import type { RandomAttrs } from '../ir/ops/random.js';
 import { ExprBuilder, type Expr } from './expr.js';
 import { iadd, iconst, imod, ivar, newVar, ravel, unravel, type IExpr } from './index-expr.js';
 import type { BufferDecl, BufferRole, LoopKernel, Step, ValueRef } from './kernel.js';
@@ -102,10 +102,11 @@ export function lowerDataOp(
       return { steps, value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
     }
     case 'random_uniform': case 'random_normal': case 'random_binomial': case 'truncated_normal': {
-      const a = n.attrs as unknown as RandomAttrs;
+      if (!isOp(n, 'random_uniform', 'random_normal', 'random_binomial', 'truncated_normal')) throw new Error(`internal: random lowering given ${n.op}`);
+      const a: RandomAttrs = n.attrs;
       const kind = n.op === 'random_uniform' ? DRAW.uniform : n.op === 'random_normal' ? DRAW.normal : n.op === 'random_binomial' ? DRAW.binomial : DRAW.truncated;
-      const [p1, p2] = n.op === 'random_uniform' ? [(a as UniformAttrs).low, (a as UniformAttrs).high]
-        : n.op === 'random_binomial' ? [(a as BinomialAttrs).p, 0] : [(a as NormalAttrs).mean, (a as NormalAttrs).stddev];
+      const [p1, p2] = isOp(n, 'random_uniform') ? [n.attrs.low, n.attrs.high]
+        : isOp(n, 'random_binomial') ? [n.attrs.p, 0] : isOp(n, 'random_normal', 'truncated_normal') ? [n.attrs.mean, n.attrs.stddev] : [0, 0];
       // The key as the reference makes it (src/ir/random.ts: seededKey / unseededKey).
       const seeded = a.seed !== null;
       const k0 = seeded ? a.seed! >>> 0 : a.uid! >>> 0;
@@ -125,7 +126,8 @@ export function lowerDataOp(
       // run in row-major order, so acc[o, k - 1, i] is stored before acc[o, k, i] reads it.
       const [x] = ins as [ValueRef];
       const rank = x.shape.length;
-      const axis = (n.attrs['axis'] as number) < 0 ? (n.attrs['axis'] as number) + rank : (n.attrs['axis'] as number);
+      if (!isOp(n, 'cumsum', 'cumprod')) throw new Error(`internal: cumulative lowering given ${n.op}`);
+      const axis = n.attrs.axis < 0 ? n.attrs.axis + rank : n.attrs.axis;
       const size = sizeOf(outShape);
       if (env.gatherLoops !== undefined && outShape[axis]! <= env.gatherLoops && outDType !== 'float64') {
         // One thread per output element: out[o, k, i] = the fold of x[o, k', i] over k' <= k (k' > k adds the identity).

@@ -246,8 +246,8 @@ export const groupedConvKernelGradT: LoopTemplate = {
  * depthwise step with max pooling 176 against 64 ms (bench/README.md).
  */
 export function narrowGroups(n: { readonly op: string; readonly attrs: { readonly [k: string]: unknown }; readonly inputs?: readonly { readonly shape: readonly (number | null)[] }[] }): boolean {
-  const g = n.attrs['groups'] as number;
-  if (!(g > 1) || n.inputs === undefined || n.inputs.length < 2) return false;
+  const g = n.attrs['groups'];
+  if (typeof g !== 'number' || !(g > 1) || n.inputs === undefined || n.inputs.length < 2) return false;
   const [a, b] = [n.inputs[0]!.shape, n.inputs[1]!.shape];
   // conv, conv_transpose: the kernel (K..., Cg, F) is input 1; conv_kernel_grad: x (.., C) and dy (.., F).
   const kernel = n.op === 'conv' || n.op === 'conv_transpose';

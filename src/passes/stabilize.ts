@@ -5,12 +5,16 @@ import { apply } from '../ir/build.js';
 import { NDArray } from '../ir/ndarray.js';
 import { isFloat } from '../ir/dtype.js';
 import type { Node } from '../ir/node.js';
+import { isOp } from '../ir/registry.js';
 import { definePass } from './pass.js';
 import { rule } from './pattern.js';
 import { rewrite, rewriteGraph, type Rewrite } from './rewrite.js';
 
 const scalar = (v: number, like: Node) => apply('constant', [], { value: new NDArray([v], [], like.dtype) });
-const axesOf = (n: Node) => n.attrs['axes'] as readonly number[];
+function axesOf(n: Node): readonly number[] {
+  if (!isOp(n, 'sum', 'max')) throw new Error(`internal: stabilize reads the axes of a sum or max, got ${n.op}`);
+  return n.attrs.axes;
+}
 const sameAxes = (a: Node, b: Node) => axesOf(a).length === axesOf(b).length && axesOf(a).every((x, i) => x === axesOf(b)[i]);
 const keeps = (n: Node) => n.attrs['keepdims'] === true;
 
