@@ -16,7 +16,7 @@ import { planElementwise, renderElementwise } from '../wasm/elementwise.js';
 import { fusablePair, planPhilox, renderPhilox, renderPhiloxPair, type PhiloxPlan } from '../wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
-import { packing, renderAllTiles, renderMatmulCompute, sumsWhole } from './matmul.js';
+import { packing, renderAllTiles, renderMatmulCompute, stagedPacks, sumsWhole } from './matmul.js';
 import { renderScanLoop, type ScanArg } from './scan.js';
 import { wasmTileModule } from './wasm-kernel.js';
 
@@ -42,13 +42,15 @@ export interface DriverBinding {
   /** Results written into the caller's arrays (Scan bodies): target `k`'s array. */
   readonly out?: ((k: number) => string) | undefined;
   /**
-   * Opens a matmul's block: its packing buffers and tile sums. `sources` gives, for each packing
-   * buffer, the one buffer its operand reads (undefined: several, or none). A pack the binding
-   * keeps between calls (or a Scan's steps) is made only under `when`, and `done` follows it.
+   * Opens a matmul's block: its packing buffers and tile sums, and where whole float32 products
+   * stage their operands (a byte offset expression; the binding's that have one). `sources` gives,
+   * for each packing buffer, the one buffer its operand reads (undefined: several, or none). A pack
+   * the binding keeps between calls (or a Scan's steps) is made only under `when`, and `done` follows it.
    */
   matmul(s: MatmulKernel, all: boolean, sources: ReadonlyMap<number, number | undefined>): {
     readonly open: string;
     readonly kept: (id: number) => { readonly when: string; readonly done: string } | undefined;
+    readonly stage?: string;
   };
   /** The Scan's body (its `index`-th in this program) and how the loop calls it with these arguments. */
   scan(s: ScanStep, index: number, ins: readonly ScanArg[], outs: readonly ScanArg[]): { readonly setup: string[]; readonly call: string[] };
@@ -106,17 +108,22 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
       // Large products: every tile sum first (cache blocks, split over the worker threads), then the epilogue.
       const wasm = b.wasm && wasmTileModule() !== null;
       const all = wasm && sumsWhole(s);
-      const { open, kept } = b.matmul(s, all, new Map([[s.packA, operandSource(s.a)], [s.packB, operandSource(s.b)]]));
+      const { open, kept, stage } = b.matmul(s, all, new Map([[s.packA, operandSource(s.a)], [s.packB, operandSource(s.b)]]));
       lines.push(open);
       const pk = packing(s);
+      // Whole float32 products with a binding that gives them a staging area: float32 operands are
+      // copied there and packed by the thread pool (stagedPacks), the rest here.
+      const { staged } = stage !== undefined ? stagedPacks(s, dtype) : { staged: new Map<number, { lo: number; hi: number; at: number }>() };
       for (const dst of [s.packA, s.packB]) {
         const keep = kept(dst);
         const pl: string[] = [];
         for (const c of pk.calls) {
           if (c.dst !== dst) continue;
           const { base, sb, sr, st } = c.op;
+          const sg = staged.get(c.dst);
           // contiguous along t in panels wider than 4: row by row (packRows), else step by step
-          const call = st === 1 && c.p !== 4 ? `rt.packRows(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ` : `rt.packStrided(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ${st}, `;
+          const call = sg !== undefined ? `rt.arena.stage(b${c.buf}, ${sg.lo}, ${sg.hi}, ${stage!} + ${4 * sg.at}, ${base}, ${sb}, ${sr}, ${st}, b${c.dst}.byteOffset, `
+            : st === 1 && c.p !== 4 ? `rt.packRows(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ` : `rt.packStrided(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ${st}, `;
           pl.push(`${call}${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
         }
         for (const kern of pk.kernels) {

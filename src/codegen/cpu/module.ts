@@ -10,7 +10,7 @@ import type { MatmulKernel, Program } from '../kernel.js';
 import { planBuffers, type Plan } from '../plan.js';
 import { renderDriver } from './driver.js';
 import { commentText } from './js.js';
-import { accSize } from './matmul.js';
+import { accSize, stagedPacks } from './matmul.js';
 import { allocateSlots, CTOR, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
 import { KeptPack, packArena } from './wasm-kernel.js';
 
@@ -206,9 +206,12 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
           kept.set(id, { when: how === 'steps' ? `p${j} || step === 0` : `p${j}`, done: `rt.arena.packed(kp[${j}], b${src});` });
         } else { at.push(`b${id} = ${sub(o, n)}`); o += doubles(s, n); }
       }
-      // kept packs are placed (which may move base) before the arena is sized
-      const arena = `${checks.length > 0 ? `const ${checks.join(', ')}; ` : ''}const ar = rt.arena.f64(${o + doubles(s, nAcc)})${f32 ? ', a32 = rt.arena.f32()' : ''}, z = rt.arena.base`;
-      return { open: `{ ${arena}, ${at.join(', ')}, acc = ${sub(o, nAcc)};`, kept: (id) => kept.get(id) };
+      // Whole float32 products stage their operands past everything else (stagedPacks); kept packs
+      // are placed (which may move base) before the arena is sized.
+      const end = o + doubles(s, nAcc);
+      const staging = all ? stagedPacks(s, (id) => p.buffers[id]!.dtype).size : 0;
+      const arena = `${checks.length > 0 ? `const ${checks.join(', ')}; ` : ''}const ar = rt.arena.f64(${end + Math.ceil(staging / 2)})${f32 ? ', a32 = rt.arena.f32()' : ''}, z = rt.arena.base`;
+      return { open: `{ ${arena}, ${at.join(', ')}, acc = ${sub(o, nAcc)};`, kept: (id) => kept.get(id), ...(staging > 0 ? { stage: `8 * z + ${end * 8}` } : {}) };
     },
     scan(s, k, ins, outs) {
       const from = s.seqs.length + s.inits.length;
