@@ -16,7 +16,7 @@ import { planElementwise, renderElementwise } from '../wasm/elementwise.js';
 import { fusablePair, planPhilox, renderPhilox, renderPhiloxPair, type PhiloxPlan } from '../wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
-import { packing, renderAllTiles, renderMatmulCompute, sumsWhole } from './matmul.js';
+import { indirectSums, packing, renderAllTiles, renderIndirectTiles, renderMatmulCompute, sumsWhole } from './matmul.js';
 import { renderScanLoop, type ScanArg } from './scan.js';
 import { wasmTileModule } from './wasm-kernel.js';
 
@@ -101,7 +101,9 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
       const all = wasm && sumsWhole(s);
       const { open, kept } = b.matmul(s, all);
       lines.push(open);
-      const pk = packing(s);
+      // A float32 convolution: summed through an indirection buffer into its input's cells (A never packed).
+      const indirect = all && indirectSums(s, wasm);
+      const pk = packing(s, indirect);
       for (const c of pk.calls) {
         const { base, sb, sr, st } = c.op;
         // contiguous along t in panels wider than 4: row by row (packRows), else step by step
@@ -109,7 +111,8 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
         lines.push(`  ${kept(c.dst) ? 'if (step === 0) ' : ''}${call}${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
       }
       for (const kern of pk.kernels) call(s, (env) => renderLoopKernel(collapseLoopKernel(kern, new ExprBuilder(() => 'float64')), 'k', env), '  ');
-      if (all) lines.push(`  ${renderAllTiles(s, `b${s.packA}`, `b${s.packB}`)}`);
+      if (indirect) lines.push(...renderIndirectTiles(s, `b${s.packA}`, `b${s.packB}`).map((l) => `  ${l}`));
+      else if (all) lines.push(`  ${renderAllTiles(s, `b${s.packA}`, `b${s.packB}`)}`);
       call(s, (env) => renderMatmulCompute(s, 'k', env, wasm, all), '  ');
       lines.push('}');
     } else if (s.kind === 'scan') {

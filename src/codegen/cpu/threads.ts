@@ -45,9 +45,12 @@ export type PanelBlock = (pa: number, sa: number, G: number, pb: number, K: numb
 /**
  * The kernel module's blocked kernels, by the variant number a matmul job names: 0 panelBlock
  * (float64 sums), 1 and 2 panelBlock32 and panelBlock32w (float32 sums, the two float32 tiles),
- * 3 and 4 the same two storing their sums row-major (whole products).
+ * 3 and 4 the same two storing their sums row-major (whole products), 5 igemm32 (a convolution's
+ * float32 sums through an indirection buffer, row-major: ../wasm/igemm.ts).
  */
-export const BLOCK_EXPORTS = ['panelBlock', 'panelBlock32', 'panelBlock32w', 'panelBlock32r', 'panelBlock32wr'] as const;
+export const BLOCK_EXPORTS = ['panelBlock', 'panelBlock32', 'panelBlock32w', 'panelBlock32r', 'panelBlock32wr', 'igemm32'] as const;
+/** BLOCK_EXPORTS' index of igemm32. */
+export const IGEMM_VARIANT = 5;
 
 /** An elementwise tier kernel (../wasm/elementwise.ts): n elements of the chunk block at byte offset base. */
 export type EwRun = (n: number, base: number) => void;

@@ -31,7 +31,7 @@ export const memarg = (align: number, offset: number): number[] => [...uleb(alig
 export const I32 = 0x7f, F64 = 0x7c, V128 = 0x7b;
 export const op = {
   block: 0x02, loop: 0x03, end: 0x0b, br: 0x0c, brIf: 0x0d, localGet: 0x20, localSet: 0x21, localTee: 0x22,
-  f64Load: 0x2b, i32Eqz: 0x45, i32LtU: 0x49, i32Const: 0x41, i32Add: 0x6a, i32Sub: 0x6b, i32Mul: 0x6c,
+  i32Load: 0x28, f64Load: 0x2b, i32Eqz: 0x45, i32LtU: 0x49, i32Const: 0x41, i32Add: 0x6a, i32Sub: 0x6b, i32Mul: 0x6c,
   i32DivU: 0x6e, i32And: 0x71, i32ShrU: 0x76,
 } as const;
 /** SIMD opcodes (after the 0xfd prefix). */
