@@ -13,6 +13,7 @@ import { collapseLoopKernel } from '../collapse.js';
 import { stepBuffers, type BufferDecl, type ExternStep, type MatmulKernel, type PrintStep, type Program, type ScanStep, type Step } from '../kernel.js';
 import type { Plan } from '../plan.js';
 import { planElementwise, renderElementwise } from '../wasm/elementwise.js';
+import { planReduce, renderReduce } from '../wasm/reduce.js';
 import { fusablePair, planPhilox, renderPhilox, renderPhiloxPair, type PhiloxPlan } from '../wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
@@ -92,8 +93,10 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
         pending = draw; // rendered with the next step
       } else {
         const simd = b.wasm && draw === undefined && pair === undefined ? planElementwise(s, dtype) : undefined;
+        // reductions (../wasm/reduce.ts)
+        const red = b.wasm && draw === undefined && pair === undefined && simd === undefined ? planReduce(s, dtype) : undefined;
         call(s, (env) => (pair !== undefined ? renderPhiloxPair(drawn!, pair, env.bufName) : draw !== undefined ? renderPhilox(draw, env.bufName)
-          : simd !== undefined ? renderElementwise(simd, env.bufName) : renderLoopKernel(s, 'k', env)));
+          : simd !== undefined ? renderElementwise(simd, env.bufName) : red !== undefined ? renderReduce(red, env.bufName) : renderLoopKernel(s, 'k', env)));
       }
     } else if (s.kind === 'matmul') {
       // Large products: every tile sum first (cache blocks, split over the worker threads), then the epilogue.

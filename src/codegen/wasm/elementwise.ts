@@ -83,7 +83,7 @@ export interface EwPlan {
  * `index` = u*row + v + off (unit stride along the inner loop v, any non-negative stride `row`
  * along the outer loop u, 0 for a row read by every row): { off, row }, else undefined.
  */
-function rowAccess(x: IExpr, v: Var, u: Var | undefined): { off: number; row: number } | undefined {
+export function rowAccess(x: IExpr, v: Var, u: Var | undefined): { off: number; row: number } | undefined {
   let unit = false;
   let row = 0;
   for (const [a, k] of x.terms) {
