@@ -16,7 +16,7 @@ import { planElementwise, renderElementwise } from '../wasm/elementwise.js';
 import { fusablePair, planPhilox, renderPhilox, renderPhiloxPair, type PhiloxPlan } from '../wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
-import { packing, renderAllTiles, renderMatmulCompute, sumsWhole } from './matmul.js';
+import { packing, renderAllTiles, renderMatmulCompute, renderTierEpilogue, sumsWhole, tierEpilogue } from './matmul.js';
 import { renderScanLoop, type ScanArg } from './scan.js';
 import { wasmTileModule } from './wasm-kernel.js';
 
@@ -110,7 +110,9 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
       }
       for (const kern of pk.kernels) call(s, (env) => renderLoopKernel(collapseLoopKernel(kern, new ExprBuilder(() => 'float64')), 'k', env), '  ');
       if (all) lines.push(`  ${renderAllTiles(s, `b${s.packA}`, `b${s.packB}`)}`);
-      call(s, (env) => renderMatmulCompute(s, 'k', env, wasm, all), '  ');
+      // A whole float32 product's epilogue runs in the SIMD tier where the tier can render it.
+      const epilogue = all ? tierEpilogue(s, dtype) : undefined;
+      call(s, (env) => (epilogue !== undefined ? renderTierEpilogue(epilogue, env) : renderMatmulCompute(s, 'k', env, wasm, all)), '  ');
       lines.push('}');
     } else if (s.kind === 'scan') {
       const k = scans++;
