@@ -53,7 +53,7 @@ function run(simd: boolean, threads: number, calls = 2): Run {
 describe('codegen/cpu matmul epilogues in the SIMD tier', () => {
   it('runs the epilogues of whole float32 products (bias + relu, W - lr g) in the tier', () => {
     const { source } = run(true, 1, 1);
-    const tier = source.match(/WebAssembly SIMD, \d+ rows of \d+: [\w,]+ epilogue/g) ?? [];
+    const tier = source.match(/WebAssembly SIMD( f32x4)?, \d+ rows of \d+: [\w,]+ epilogue/g) ?? [];
     // the forward product (bias, relu) and the weight's update
     expect(tier.length, source).to.equal(2);
     expect(source).to.match(/96 rows of 130: [\w,]*where epilogue/);

@@ -127,7 +127,7 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
     setWasmKernel(true);
     const wa = run();
     expect(wa.source).to.match(/rt\.arena\.tiles\([^;]*, 3\);/);
-    expect(wa.source).to.match(/WebAssembly SIMD, 130 rows of 131: [\w,]+ epilogue/);
+    expect(wa.source).to.match(/WebAssembly SIMD( f32x4)?, 130 rows of 131: [\w,]+ epilogue/);
     expect(wa.out).to.deep.equal(js.out);
     expect(wa.out.some((v) => v > 0) && wa.out.some((v) => v === 0)).to.equal(true);
   });
