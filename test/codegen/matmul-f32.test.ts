@@ -164,7 +164,7 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
     }
   });
 
-  it('pack32 (operands packed on the worker threads) lays panels out as packStrided does, bit for bit, on every path', () => {
+  it('pack32 and packCols32 (operands packed on the worker threads) lay panels out as packStrided does, bit for bit, on every path', () => {
     // Full panels contiguous along t (transposed 4 x 4 blocks, K mod 4 steps element by element),
     // contiguous along the rows (copied 4 at a time), any other strides, and edge panels (rows < p,
     // zeros past them); NaN payloads and -0 come through (a bit copy).
@@ -190,6 +190,18 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
         if (bits[DST + i] !== wantBits[i] && !(Number.isNaN(want[i]) && Number.isNaN(f[DST + i]))) expect.fail(`pack32 rows ${rows}, K ${Kd}, sr ${sr}, st ${st}, p ${p}: element ${i} is ${f[DST + i]}, packStrided's ${want[i]}`);
       }
       expect(f[DST + Kd * p], 'nothing written past the panel').to.equal(7);
+    }
+    // packCols32: np full panels of an operand contiguous along the rows, step by step across them
+    for (const [np, Kd, st, p] of [[3, 9, 20, 4], [2, 5, 16, 8], [1, 1, 4, 4], [4, 6, 200, 12]] as const) {
+      for (let i = 0; i < 65536; i++) f[SRC + i] = Math.fround(r() * 2 - 1);
+      f.fill(7, DST, DST + 8192);
+      ex['packCols32']!(4 * SRC, 4 * st, 4 * DST, Kd, p, np);
+      const want = new Float32Array(np * Kd * p);
+      packStrided(want, f.subarray(SRC), 0, 0, 1, st, 1, np * p, Kd, p);
+      for (let i = 0; i < np * Kd * p; i++) {
+        if (!Object.is(f[DST + i], want[i])) expect.fail(`packCols32 np ${np}, K ${Kd}, st ${st}, p ${p}: element ${i} is ${f[DST + i]}, packStrided's ${want[i]}`);
+      }
+      expect(f[DST + np * Kd * p], 'nothing written past the panels').to.equal(7);
     }
   });
 
