@@ -13,6 +13,7 @@ import type { Plan, StorageClass } from '../plan.js';
 import { packRows, packStrided, rowPanel32, rowPanel4x4, tile4x4 } from './microkernel.js';
 import { packArena } from './wasm-kernel.js';
 import { ewKernel } from '../wasm/elementwise.js';
+import { poolKernel } from '../wasm/pool.js';
 
 /** Helpers generated code calls (the reference's own functions, so results match it). */
 export const runtimeHelpers = {
@@ -37,6 +38,8 @@ export const runtimeHelpers = {
   arena: packArena,
   /** A kernel of the WebAssembly SIMD elementwise tier (../wasm/elementwise.ts). */
   ew: ewKernel,
+  /** A kernel of the WebAssembly SIMD pool tier (../wasm/pool.ts). */
+  pool: poolKernel,
   packStrided,
   packRows,
   /**
