@@ -639,6 +639,36 @@ async function ctcTf(): Promise<Impl> {
   };
 }
 
+// --- reductions: a sum over each axis of a 1024x1024 float32, a row softmax of 4096x1000 ---
+// The sum over axis 0 (columns, as a bias gradient sums over the batch) reads rows at a stride;
+// the sum over axis 1 and the softmax's row max and sum read each row in order.
+function reduceCase(name: string, shape: [number, number], build: (x: Node) => Node, tfBuild: (x: tf.Tensor2D) => tf.Tensor): Case {
+  const graph = () => {
+    const x = K.placeholder(shape, null, 'float32', false, 'x');
+    return { x, out: build(x) };
+  };
+  const tfMake = () => {
+    const x = tf.tensor2d(data(shape[0] * shape[1], 41), shape);
+    return { run: () => tfBuild(x), keep: [x] };
+  };
+  return {
+    name,
+    impls: {
+      theanine: async () => {
+        const { x, out } = graph();
+        const f = K.function([x], [out]);
+        const xs = [nd(shape, 41)];
+        return { run: () => { f(xs); } };
+      },
+      'tfjs-cpu': tfImpl(tfMake),
+      'tfjs-wasm': tfImpl(tfMake),
+    },
+  };
+}
+const sumAxis0 = reduceCase('reduce sum over axis 0 of 1024x1024 f32', [1024, 1024], (x) => K.sum(x, 0), (x) => tf.sum(x, 0));
+const sumAxis1 = reduceCase('reduce sum over axis 1 of 1024x1024 f32', [1024, 1024], (x) => K.sum(x, 1), (x) => tf.sum(x, 1));
+const softmaxRows = reduceCase('reduce softmax of 4096x1000 f32', [4096, 1000], (x) => K.softmax(x), (x) => tf.softmax(x));
+
 export function cases(): Case[] {
-  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, depthwiseCase, poolCase('max'), poolCase('avg'), dropoutCase, ctcCase];
+  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, depthwiseCase, poolCase('max'), poolCase('avg'), dropoutCase, ctcCase, sumAxis0, sumAxis1, softmaxRows];
 }

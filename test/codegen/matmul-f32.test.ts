@@ -14,6 +14,7 @@ import { hasRelaxedSimd, WA } from '../../src/codegen/wasm/encode.js';
 import { matmulModuleBytes } from '../../src/codegen/wasm/matmul.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
 import { mulberry32 } from '../../src/ir/random.js';
+import { packStrided } from '../../src/codegen/cpu/microkernel.js';
 
 const U = 2 ** -24;
 
@@ -160,6 +161,35 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
         // nothing written past the product's G mr rows
         expect(Number.isNaN(f[acc2 / 4 + G * mr * ldc]!)).to.equal(true);
       }
+    }
+  });
+
+  it('pack32 (operands packed on the worker threads) lays panels out as packStrided does, bit for bit, on every path', () => {
+    // Full panels contiguous along t (transposed 4 x 4 blocks, K mod 4 steps element by element),
+    // contiguous along the rows (copied 4 at a time), any other strides, and edge panels (rows < p,
+    // zeros past them); NaN payloads and -0 come through (a bit copy).
+    const mem = new WA!.Memory({ initial: 8 });
+    const ex = new WA!.Instance(new WA!.Module(matmulModuleBytes(false, false)), { env: { mem } }).exports as Record<string, (...a: number[]) => void>;
+    const f = new Float32Array(mem.buffer);
+    const bits = new Uint32Array(mem.buffer);
+    const r = mulberry32(11);
+    const SRC = 0, DST = 65536; // element offsets
+    for (const [rows, Kd, sr, st, p] of [
+      [8, 13, 13, 1, 8], [12, 16, 20, 1, 12], [8, 3, 3, 1, 8], [4, 9, 1, 6, 4], [8, 5, 1, 8, 8], [12, 7, 1, 12, 12],
+      [5, 11, 11, 1, 8], [3, 6, 1, 5, 4], [7, 4, 2, 17, 8], [1, 1, 1, 1, 4],
+    ] as const) {
+      for (let i = 0; i < 65536; i++) f[SRC + i] = Math.fround(r() * 2 - 1);
+      f[SRC + 1] = -0;
+      bits[SRC + 2] = 0x7fc00123;
+      f.fill(7, DST, DST + 4096);
+      ex['pack32']!(4 * SRC, 4 * sr, 4 * st, 4 * DST, Kd, rows, p);
+      const want = new Float32Array(Kd * p);
+      packStrided(want, f.subarray(SRC), 0, 0, sr, st, 1, rows, Kd, p);
+      const wantBits = new Uint32Array(want.buffer);
+      for (let i = 0; i < Kd * p; i++) {
+        if (bits[DST + i] !== wantBits[i] && !(Number.isNaN(want[i]) && Number.isNaN(f[DST + i]))) expect.fail(`pack32 rows ${rows}, K ${Kd}, sr ${sr}, st ${st}, p ${p}: element ${i} is ${f[DST + i]}, packStrided's ${want[i]}`);
+      }
+      expect(f[DST + Kd * p], 'nothing written past the panel').to.equal(7);
     }
   });
 

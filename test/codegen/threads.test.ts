@@ -78,14 +78,15 @@ describe('codegen/cpu worker threads', function () {
       const run = build();
       // Workers start asynchronously: until one is ready the calling thread sums every panel.
       // Call until workers have taken panels (they run on their own threads; waiting lets them start).
-      const before = threadPool()?.workerPanels ?? 0;
+      const before = threadPool()?.workerPanels ?? 0, packed = threadPool()?.workerPacked ?? 0;
       let got = run();
-      for (let i = 0; i < 200 && (threadPool()?.workerPanels ?? 0) === before; i++) {
+      for (let i = 0; i < 200 && ((threadPool()?.workerPanels ?? 0) === before || (threadPool()?.workerPacked ?? 0) === packed); i++) {
         await new Promise((r) => setTimeout(r, 20));
         got = run();
       }
       expect(threadPool()!.size, 'workers started').to.equal(n - 1);
       expect(threadPool()!.workerPanels, 'panels summed by workers').to.be.greaterThan(before);
+      expect(threadPool()!.workerPacked, 'operand panels packed by workers').to.be.greaterThan(packed);
       got.forEach((g, i) => expect(g, `output ${i}, ${n} threads`).to.deep.equal(one[i]));
     }
   });
@@ -175,6 +176,28 @@ describe('codegen/cpu worker threads', function () {
       }
       expect(pool()!.workerChunks, `${t} threads: chunks computed by workers`).to.be.greaterThan(before);
       got.forEach((g, i) => expect(g, `output ${i}, ${t} threads`).to.deep.equal(want[i]));
+    }
+  });
+
+  it('whole float32 products stage their float32 operands for packing on the threads; columns of a wider buffer pack on the calling thread', () => {
+    const x = K.placeholder([130, 129], null, 'float32');
+    const w = K.placeholder([129, 131], null, 'float32');
+    const big = K.placeholder([130, 400], null, 'float32');
+    const f = K.function([x, w, big], [K.dot(x, w), K.dot(K.slice(big, [0, 10], [130, 129]), w)]);
+    const src = (f as unknown as { source(): string }).source();
+    // first product: both operands staged; second: w staged, 129 of 400 columns read where they are (staging would copy 3x the operand)
+    expect(src.match(/rt\.arena\.stage\(/g)?.length, src).to.equal(3);
+    expect(src).to.match(/rt\.packRows\(/);
+    const vals = [fill([130, 129], 0), fill([129, 131], 1), fill([130, 400], 2)];
+    setThreads(1);
+    const got = f(vals).map((r) => Array.from(r.data));
+    setWasmKernel(false);
+    clearCompileCache();
+    try {
+      const js = K.function([x, w, big], [K.dot(x, w), K.dot(K.slice(big, [0, 10], [130, 129]), w)])(vals).map((r) => Array.from(r.data));
+      got.forEach((g, i) => expect(g, `output ${i}`).to.deep.equal(js[i]));
+    } finally {
+      setWasmKernel(true);
     }
   });
 

@@ -14,10 +14,11 @@ import { stepBuffers, type BufferDecl, type ExternStep, type MatmulKernel, type 
 import type { Plan } from '../plan.js';
 import { planElementwise, renderElementwise } from '../wasm/elementwise.js';
 import { planPool, renderPool } from '../wasm/pool.js';
+import { planReduce, renderReduce } from '../wasm/reduce.js';
 import { fusablePair, planPhilox, renderPhilox, renderPhiloxPair, type PhiloxPlan } from '../wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
-import { packing, renderAllTiles, renderMatmulCompute, sumsWhole } from './matmul.js';
+import { packing, renderAllTiles, renderMatmulCompute, stagedPacks, sumsWhole } from './matmul.js';
 import { renderScanLoop, type ScanArg } from './scan.js';
 import { wasmTileModule } from './wasm-kernel.js';
 
@@ -43,7 +44,7 @@ export interface DriverBinding {
   /** Results written into the caller's arrays (Scan bodies): target `k`'s array. */
   readonly out?: ((k: number) => string) | undefined;
   /** Opens a matmul's block: its packing buffers and tile sums, and which packs are made at step 0 only. */
-  matmul(s: MatmulKernel, all: boolean): { readonly open: string; readonly kept: (id: number) => boolean };
+  matmul(s: MatmulKernel, all: boolean): { readonly open: string; readonly kept: (id: number) => boolean; readonly stage?: number };
   /** The Scan's body (its `index`-th in this program) and how the loop calls it with these arguments. */
   scan(s: ScanStep, index: number, ins: readonly ScanArg[], outs: readonly ScanArg[]): { readonly setup: string[]; readonly call: string[] };
   print(s: PrintStep, input: string): string;
@@ -80,8 +81,8 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
     const lines: string[] = [];
     const call = (s: Step, render: (env: RenderEnv) => KernelSource, indent = '') => lines.push(indent + kernelCall(b.kernel(s, render)));
     if (s.kind === 'loop') {
-      // The WebAssembly SIMD tier where it applies (random draws: ../wasm/philox.ts; fused
-      // elementwise loops: ../wasm/elementwise.ts), else JavaScript.
+      // The WebAssembly SIMD tier where it applies (pooling and its adjoint: ../wasm/pool.ts;
+      // random draws: ../wasm/philox.ts; fused elementwise loops: ../wasm/elementwise.ts), else JavaScript.
       const drawn = pending;
       pending = undefined;
       // a pool_grad's first kernel, which only the next reads: not run where the next runs in the pool tier
@@ -102,20 +103,27 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
         pending = draw; // rendered with the next step
       } else {
         const simd = b.wasm && draw === undefined && pair === undefined ? planElementwise(s, dtype) : undefined;
+        // reductions (../wasm/reduce.ts)
+        const red = b.wasm && draw === undefined && pair === undefined && simd === undefined ? planReduce(s, dtype) : undefined;
         call(s, (env) => (pair !== undefined ? renderPhiloxPair(drawn!, pair, env.bufName) : draw !== undefined ? renderPhilox(draw, env.bufName)
-          : simd !== undefined ? renderElementwise(simd, env.bufName) : renderLoopKernel(s, 'k', env)));
+          : simd !== undefined ? renderElementwise(simd, env.bufName) : red !== undefined ? renderReduce(red, env.bufName) : renderLoopKernel(s, 'k', env)));
       }
     } else if (s.kind === 'matmul') {
       // Large products: every tile sum first (cache blocks, split over the worker threads), then the epilogue.
       const wasm = b.wasm && wasmTileModule() !== null;
       const all = wasm && sumsWhole(s);
-      const { open, kept } = b.matmul(s, all);
+      const { open, kept, stage } = b.matmul(s, all);
       lines.push(open);
       const pk = packing(s);
+      // Whole float32 products with a binding that gives them a staging area: float32 operands are
+      // copied there and packed by the thread pool (stagedPacks), the rest here.
+      const { staged } = stage !== undefined ? stagedPacks(s, dtype) : { staged: new Map<number, { lo: number; hi: number; at: number }>() };
       for (const c of pk.calls) {
         const { base, sb, sr, st } = c.op;
+        const sg = staged.get(c.dst);
         // contiguous along t in panels wider than 4: row by row (packRows), else step by step
-        const call = st === 1 && c.p !== 4 ? `rt.packRows(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ` : `rt.packStrided(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ${st}, `;
+        const call = sg !== undefined ? `rt.arena.stage(b${c.buf}, ${sg.lo}, ${sg.hi}, ${stage! + 4 * sg.at}, ${base}, ${sb}, ${sr}, ${st}, b${c.dst}.byteOffset, `
+          : st === 1 && c.p !== 4 ? `rt.packRows(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ` : `rt.packStrided(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ${st}, `;
         lines.push(`  ${kept(c.dst) ? 'if (step === 0) ' : ''}${call}${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
       }
       for (const kern of pk.kernels) call(s, (env) => renderLoopKernel(collapseLoopKernel(kern, new ExprBuilder(() => 'float64')), 'k', env), '  ');

@@ -42,6 +42,32 @@ export function packing(k: MatmulKernel): { kernels: LoopKernel[]; calls: { buf:
   return { kernels: packKernels(k, sa === undefined, sb === undefined), calls };
 }
 
+/**
+ * The strided operands of a whole float32 product (renderAllTiles) packed on the worker threads
+ * instead of by the calling thread: each float32 source's elements the operand reads, src[lo, hi),
+ * are copied into the arena's staging area at element `at` (the area holds `size` elements), and
+ * the pool packs them there (PackArena.stage, pack32 of ../wasm/matmul.ts) before the sums. Only
+ * for sources whose read range is at most twice the operand (a slice of a large buffer packs
+ * where it is, on the calling thread).
+ */
+export function stagedPacks(k: MatmulKernel, dtypeOf: (buf: number) => string): { staged: Map<number, { lo: number; hi: number; at: number }>; size: number } {
+  const staged = new Map<number, { lo: number; hi: number; at: number }>();
+  let size = 0;
+  if (k.sum !== 'float32') return { staged, size };
+  for (const c of packing(k).calls) {
+    if (dtypeOf(c.buf) !== 'float32') continue;
+    const B = k.batch.size, K = k.k.size;
+    const ext = (stride: number, n: number) => stride * (n - 1);
+    const spans = [ext(c.op.sb, B), ext(c.op.sr, c.rows), ext(c.op.st, K)];
+    const lo = c.op.base + spans.reduce((p, x) => p + Math.min(0, x), 0);
+    const hi = c.op.base + spans.reduce((p, x) => p + Math.max(0, x), 0) + 1;
+    if (hi - lo > 2 * B * c.rows * K) continue;
+    staged.set(c.dst, { lo, hi, at: size });
+    size += (hi - lo + 3) & ~3; // each staged operand 16-byte aligned
+  }
+  return { staged, size };
+}
+
 /** The loop kernels that fill the packing buffers (each runs for every batch index). */
 export function packKernels(k: MatmulKernel, packA = true, packB = true): LoopKernel[] {
   const b = new ExprBuilder(() => 'float64');

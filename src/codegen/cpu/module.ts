@@ -10,7 +10,7 @@ import type { MatmulKernel, Program } from '../kernel.js';
 import { planBuffers, type Plan } from '../plan.js';
 import { renderDriver } from './driver.js';
 import { commentText } from './js.js';
-import { accSize, packing, sumsWhole } from './matmul.js';
+import { accSize, packing, stagedPacks, sumsWhole } from './matmul.js';
 import { allocateSlots, CTOR, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
 import { wasmTileModule } from './wasm-kernel.js';
 
@@ -170,8 +170,11 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
         if (from !== undefined) at.push(`b${id} = ${sub(from, n)}`);
         else { at.push(`b${id} = ${sub(o, n)}`); o += doubles(s, n); }
       }
-      const arena = `const ar = rt.arena.f64(${arenaUse.total ?? o + doubles(s, nAcc)})${f32 ? ', a32 = rt.arena.f32()' : ''}`;
-      return { open: `{ ${arena}, ${at.join(', ')}, acc = ${sub(o, nAcc)};`, kept: (id) => arenaUse.at.has(id) };
+      // Whole float32 products stage their operands past everything else (stagedPacks).
+      const end = arenaUse.total ?? o + doubles(s, nAcc);
+      const staging = all ? stagedPacks(s, (id) => p.buffers[id]!.dtype).size : 0;
+      const arena = `const ar = rt.arena.f64(${end + Math.ceil(staging / 2)})${f32 ? ', a32 = rt.arena.f32()' : ''}`;
+      return { open: `{ ${arena}, ${at.join(', ')}, acc = ${sub(o, nAcc)};`, kept: (id) => arenaUse.at.has(id), ...(staging > 0 ? { stage: end * 8 } : {}) };
     },
     scan(s, k, ins, outs) {
       const sub = buildModule(s.body, planBuffers(s.body), { targetsOut: true, invariantFrom: s.seqs.length + s.inits.length, profile: opts.profile === true });

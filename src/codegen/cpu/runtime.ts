@@ -14,6 +14,7 @@ import { packRows, packStrided, rowPanel32, rowPanel4x4, tile4x4 } from './micro
 import { packArena } from './wasm-kernel.js';
 import { ewKernel } from '../wasm/elementwise.js';
 import { poolKernel } from '../wasm/pool.js';
+import { redKernel } from '../wasm/reduce.js';
 
 /** Helpers generated code calls (the reference's own functions, so results match it). */
 export const runtimeHelpers = {
@@ -40,6 +41,8 @@ export const runtimeHelpers = {
   ew: ewKernel,
   /** A kernel of the WebAssembly SIMD pool tier (../wasm/pool.ts). */
   pool: poolKernel,
+  /** A kernel of the WebAssembly SIMD reduction tier (../wasm/reduce.ts). */
+  red: redKernel,
   packStrided,
   packRows,
   /**

@@ -41,13 +41,17 @@ export const PARALLEL_MIN_MACS = 1 << 21;
 
 /** G A panels against n consecutive B panels (the kernel's panelBlock, ../wasm/matmul.ts; byte offsets). */
 export type PanelBlock = (pa: number, sa: number, G: number, pb: number, K: number, acc: number, sacc: number, n: number) => void;
+/** One panel of a float32 operand packed (the kernel module's pack32, ../wasm/matmul.ts; byte offsets and strides). */
+export type PackPanel = (src: number, sr: number, st: number, dst: number, K: number, rows: number, p: number) => void;
 
 /**
- * The kernel module's blocked kernels, by the variant number a matmul job names: 0 panelBlock
- * (float64 sums), 1 and 2 panelBlock32 and panelBlock32w (float32 sums, the two float32 tiles),
- * 3 and 4 the same two storing their sums row-major (whole products).
+ * The kernel module's exports, by the number a job names: 0 panelBlock (float64 sums), 1 and 2
+ * panelBlock32 and panelBlock32w (float32 sums, the two float32 tiles), 3 and 4 the same two
+ * storing their sums row-major (whole products), 5 pack32 (packing jobs).
  */
-export const BLOCK_EXPORTS = ['panelBlock', 'panelBlock32', 'panelBlock32w', 'panelBlock32r', 'panelBlock32wr'] as const;
+export const BLOCK_EXPORTS = ['panelBlock', 'panelBlock32', 'panelBlock32w', 'panelBlock32r', 'panelBlock32wr', 'pack32'] as const;
+/** BLOCK_EXPORTS' pack32. */
+export const PACK_EXPORT = 5;
 
 /** An elementwise tier kernel (../wasm/elementwise.ts): n elements of the chunk block at byte offset base. */
 export type EwRun = (n: number, base: number) => void;
@@ -57,10 +61,13 @@ const MAX_WORKERS = 255;
 const DONE = 0; // claims of the current job finished
 const NEXT = 1; // the current job's claim word: tag (8 bits) | next claim (12 bits) | claims (12 bits)
 const FAILED = 2; // set by a worker whose kernel threw
-const JOB = 3; // kind (0: matmul, 1: elementwise), then the kind's parameters (see WORK); the matmul memory's generation at JOB+13
-const TAKEN = 17; // matmul A panels workers have summed (since the pool started; tests read it)
-const TAKEN_EW = 18; // elementwise chunks workers have computed (tests)
-const GO = 19; // per worker: bumped to wake it for a job (it waits on it)
+const JOB = 3; // kind (0: matmul, 1: elementwise, 2: packing), then the kind's parameters (see WORK)
+const JOB_WORDS = 24; // the job's words; the last, JOB + 23, the matmul memory's generation
+const JOB_GEN = JOB + JOB_WORDS - 1;
+const TAKEN = JOB + JOB_WORDS; // matmul A panels workers have summed (since the pool started; tests read it)
+const TAKEN_EW = TAKEN + 1; // elementwise chunks workers have computed (tests)
+const TAKEN_PACK = TAKEN + 2; // operand panels workers have packed (tests)
+const GO = TAKEN + 3; // per worker: bumped to wake it for a job (it waits on it)
 const CMD = GO + MAX_WORKERS; // per worker: 1 = leave the loop and take the messages waiting
 const WAITING = CMD + MAX_WORKERS; // per worker: 1 while it waits for jobs
 const GEN = WAITING + MAX_WORKERS; // per worker: the generation of the matmul memory it holds
@@ -75,34 +82,53 @@ export const MAX_CLAIMS = 4095;
  * reads the parameters (stable: the job cannot finish while a claim is unclaimed) and takes the
  * claim with a compare-exchange (the word's tag makes a word of an earlier job fail it). So a
  * worker that wakes late takes no claim of a finished job, and the calling thread waits only for
- * claims in progress (DONE), never for workers that have not woken.
- * Matmul (kind 0; gen at JOB+13): blocks of up to G A panels of one batch (claim c: batch
+ * claims in progress (DONE), never for workers that have not woken. `claim` runs claim c of the
+ * job in the control words and returns how many panels or chunks it did.
+ * Matmul (kind 0): blocks of up to G A panels of one batch (claim c: batch
  * floor(c/GB), A panels (c mod GB)*G ..): A panel (b, i) at pa0 + (b*MP + i)*sa, against the NP
  * B panels of batch b (pb0 + b*sb), K long, the sums of tile (b, i, q) at
- * acc0 + (b*MP + i)*NP*T + Tq (T: the tile's bytes), by the blocked kernel `variant` (BLOCK_EXPORTS). Elementwise (kind 1): kernel id over chunk block c (byte
- * offset c*blockBytes), CHUNK elements, the last one `last`. Shared by both sides as source.
+ * acc0 + (b*MP + i)*NP*T + Tq (T: the tile's bytes), by the blocked kernel `variant` (BLOCK_EXPORTS).
+ * Elementwise (kind 1): kernel id over chunk block c (byte offset c*blockBytes), CHUNK elements, the last one `last`.
+ * Packing (kind 2): one or two float32 operands (words JOB+1 and JOB+11: claims, src, sb, sr, st,
+ * dst, rows, K, p, per; claims 0.. the first operand's, then the second's), each claim `per`
+ * panels of p rows of one batch (claim c: batch floor(c/PC), panels (c mod PC)*per ..): panel q
+ * of batch b from the staged operand at src + b*sb + q*p*sr (strides sr, st; bytes) to
+ * dst + (b*panels + q)*K*p*4 by pack32. Shared by both sides as source.
  */
-const WORK = `function work(ctrl, block, gen, ew, counted) {
+const WORK = `function claim(ctrl, block, ew, c, total) {
+  const kind = ctrl[${JOB}];
+  if (kind === 1) {
+    const bb = ctrl[${JOB + 3}], chunk = ctrl[${JOB + 4}], last = ctrl[${JOB + 5}];
+    ew[ctrl[${JOB + 1}]](c === total - 1 ? last : chunk, c * bb);
+    return 1;
+  }
+  if (kind === 2) {
+    const first = c < ctrl[${JOB + 1}], o = first ? ${JOB + 1} : ${JOB + 11}, cc = first ? c : c - ctrl[${JOB + 1}];
+    const src = ctrl[o + 1], sb = ctrl[o + 2], sr = ctrl[o + 3], st = ctrl[o + 4], dst = ctrl[o + 5], rows = ctrl[o + 6], K = ctrl[o + 7], p = ctrl[o + 8], per = ctrl[o + 9];
+    const panels = Math.ceil(rows / p), PC = Math.ceil(panels / per);
+    const b = Math.floor(cc / PC), q0 = (cc - b * PC) * per, q1 = panels - q0 < per ? panels : q0 + per;
+    const pack = block[${PACK_EXPORT}];
+    for (let q = q0; q < q1; q++) pack(src + b * sb + q * p * sr, sr, st, dst + (b * panels + q) * K * p * 4, K, rows - q * p < p ? rows - q * p : p, p);
+    return q1 - q0;
+  }
+  const MP = ctrl[${JOB + 2}], G = ctrl[${JOB + 3}], pa0 = ctrl[${JOB + 4}], sa = ctrl[${JOB + 5}], pb0 = ctrl[${JOB + 6}], sb = ctrl[${JOB + 7}], K = ctrl[${JOB + 8}], acc0 = ctrl[${JOB + 9}], NP = ctrl[${JOB + 10}], T = ctrl[${JOB + 11}];
+  const GB = Math.ceil(MP / G);
+  const b = Math.floor(c / GB), i = (c - b * GB) * G, p = b * MP + i;
+  const n = MP - i < G ? MP - i : G;
+  block[ctrl[${JOB + 12}]](pa0 + p * sa, sa, n, pb0 + b * sb, K, acc0 + p * NP * T, NP * T, NP);
+  return n;
+}
+function work(ctrl, block, gen, ew, counted) {
   for (;;) {
     const w = Atomics.load(ctrl, ${NEXT});
     const c = (w >>> 12) & 4095, total = w & 4095;
     if (c >= total) return;
     const kind = ctrl[${JOB}];
-    if (kind === 1 ? ew[ctrl[${JOB + 1}]] === undefined : block === undefined || ctrl[${JOB + 13}] !== gen) return;
+    if (kind === 1 ? ew[ctrl[${JOB + 1}]] === undefined : block === undefined || ctrl[${JOB_GEN}] !== gen) return;
     if (Atomics.compareExchange(ctrl, ${NEXT}, w, (w + 4096) | 0) !== w) continue;
     try {
-      if (kind === 1) {
-        const bb = ctrl[${JOB + 3}], chunk = ctrl[${JOB + 4}], last = ctrl[${JOB + 5}];
-        ew[ctrl[${JOB + 1}]](c === total - 1 ? last : chunk, c * bb);
-        if (counted) Atomics.add(ctrl, ${TAKEN_EW}, 1);
-      } else {
-        const MP = ctrl[${JOB + 2}], G = ctrl[${JOB + 3}], pa0 = ctrl[${JOB + 4}], sa = ctrl[${JOB + 5}], pb0 = ctrl[${JOB + 6}], sb = ctrl[${JOB + 7}], K = ctrl[${JOB + 8}], acc0 = ctrl[${JOB + 9}], NP = ctrl[${JOB + 10}], T = ctrl[${JOB + 11}];
-        const GB = Math.ceil(MP / G);
-        const b = Math.floor(c / GB), i = (c - b * GB) * G, p = b * MP + i;
-        const n = MP - i < G ? MP - i : G;
-        block[ctrl[${JOB + 12}]](pa0 + p * sa, sa, n, pb0 + b * sb, K, acc0 + p * NP * T, NP * T, NP);
-        if (counted) Atomics.add(ctrl, ${TAKEN}, n);
-      }
+      const n = claim(ctrl, block, ew, c, total);
+      if (counted) Atomics.add(ctrl, kind === 1 ? ${TAKEN_EW} : kind === 2 ? ${TAKEN_PACK} : ${TAKEN}, n);
     } catch (e) {
       Atomics.store(ctrl, ${FAILED}, 1);
     }
@@ -147,41 +173,38 @@ parentPort.on('message', (m) => {
 });
 `;
 
+type Kernels = readonly (PanelBlock | PackPanel)[] | undefined;
+
 // The same job loop as the workers', compiled once here.
-const workHere = new Function(`${WORK}\nreturn work;`)() as (ctrl: Int32Array, block: readonly PanelBlock[] | undefined, gen: number, ew: readonly EwRun[], counted: boolean) => void;
+const [workHere, claimHere] = new Function(`${WORK}\nreturn [work, claim];`)() as [
+  (ctrl: Int32Array, block: Kernels, gen: number, ew: readonly EwRun[], counted: boolean) => void,
+  (ctrl: Int32Array, block: Kernels, ew: readonly EwRun[], c: number, total: number) => number,
+];
 
 /** kind 0, claims (batches x blocks), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP, tile bytes, variant: see WORK (the pool adds the generation). */
 export type MatmulJob = readonly [kind: 0, claims: number, MP: number, G: number, pa0: number, strideA: number, pb0: number, strideB: number, K: number, acc0: number, NP: number, tileBytes: number, variant: number];
 /** kind 1, kernel id, claims (chunk blocks), block bytes, CHUNK, elements of the last block: see WORK. */
 export type EwJob = readonly [kind: 1, id: number, claims: number, blockBytes: number, chunk: number, last: number];
+/** One operand of a packing job: claims, src, sb, sr, st, dst, rows, K, p, per (see WORK; bytes). */
+export type PackOperand = readonly [claims: number, src: number, sb: number, sr: number, st: number, dst: number, rows: number, K: number, p: number, per: number];
+/** kind 2, one or two operands (a second of 0 claims when there is one): see WORK. */
+export type PackJob = readonly [2, ...PackOperand, ...PackOperand];
+export type Job = MatmulJob | EwJob | PackJob;
+
+const claimsOf = (job: Job): number => (job[0] === 0 ? job[1] : job[0] === 1 ? job[2] : job[1] + job[11]);
 
 /** Runs a job on the calling thread alone. */
-export function runHere(block: readonly PanelBlock[] | undefined, ew: readonly EwRun[], job: MatmulJob | EwJob): void {
-  const claims = job[0] === 0 ? job[1] : job[2];
-  const c = new Int32Array(JOB + 14);
+export function runHere(block: Kernels, ew: readonly EwRun[], job: Job): void {
+  const claims = claimsOf(job);
+  const c = new Int32Array(JOB + JOB_WORDS);
   for (let j = 0; j < job.length; j++) c[JOB + j] = job[j]!;
-  for (let from = 0; from < claims; from += MAX_CLAIMS) {
-    // more claims than the claim word holds: in runs of MAX_CLAIMS, renumbered from `from`
-    const n = Math.min(MAX_CLAIMS, claims - from);
-    if (from === 0 && n === claims) {
-      c[NEXT] = n;
-      workHere(c, block, 0, ew, false);
-      continue;
-    }
-    for (let k = from; k < from + n; k++) runClaim(block, ew, job, k, claims);
-  }
-}
-
-/** One claim of a job, outside the claim word (jobs of more than MAX_CLAIMS claims). */
-function runClaim(block: readonly PanelBlock[] | undefined, ew: readonly EwRun[], job: MatmulJob | EwJob, c: number, total: number): void {
-  if (job[0] === 1) {
-    ew[job[1]]!(c === total - 1 ? job[5] : job[4], c * job[3]);
+  if (claims <= MAX_CLAIMS) {
+    c[NEXT] = claims;
+    workHere(c, block, 0, ew, false);
     return;
   }
-  const [, , MP, G, pa0, sa, pb0, sb, K, acc0, NP, T, variant] = job;
-  const GB = Math.ceil(MP / G);
-  const b = Math.floor(c / GB), i = (c - b * GB) * G, p = b * MP + i;
-  block![variant]!(pa0 + p * sa, sa, Math.min(G, MP - i), pb0 + b * sb, K, acc0 + p * NP * T, NP * T, NP);
+  // more claims than the claim word holds: one by one, outside it
+  for (let k = 0; k < claims; k++) claimHere(c, block, ew, k, claims);
 }
 
 interface Worker { readonly port: PlatformWorker; dead: boolean }
@@ -249,20 +272,20 @@ export class ThreadPool {
    * Runs a job's claims on this thread and up to threads - 1 workers. Workers still starting (or
    * taking new kernels or a new memory) sit this job out; the calling thread then does more.
    */
-  run(threads: number, block: readonly PanelBlock[] | undefined, ew: readonly EwRun[], job: MatmulJob | EwJob): void {
+  run(threads: number, block: Kernels, ew: readonly EwRun[], job: Job): void {
     const c = this.ctrl;
-    const claims = job[0] === 0 ? job[1] : job[2];
+    const claims = claimsOf(job);
     if (claims > MAX_CLAIMS || claims < 2) { runHere(block, ew, job); return; }
     this.grow(threads - 1);
     const helpers: number[] = [];
     for (let i = 0; i < this.workers.length && helpers.length < threads - 1 && helpers.length < claims - 1; i++) {
       if (this.workers[i]!.dead || Atomics.load(c, WAITING + i) !== 1) continue;
-      const current = job[0] === 0 ? Atomics.load(c, GEN + i) === this.gen : Atomics.load(c, EW_KNOWN + i) > job[1];
+      const current = job[0] !== 1 ? Atomics.load(c, GEN + i) === this.gen : Atomics.load(c, EW_KNOWN + i) > job[1];
       if (current) helpers.push(i);
       else this.kick(i);
     }
     for (let j = 0; j < job.length; j++) c[JOB + j] = job[j]!;
-    c[JOB + 13] = this.gen;
+    c[JOB_GEN] = this.gen;
     Atomics.store(c, DONE, 0);
     Atomics.store(c, FAILED, 0);
     this.tag = (this.tag + 1) & 255;
@@ -281,6 +304,11 @@ export class ThreadPool {
   /** Matmul A panels the workers (not the calling thread) have summed so far (tests). */
   get workerPanels(): number {
     return Atomics.load(this.ctrl, TAKEN);
+  }
+
+  /** Operand panels the workers have packed so far (tests). */
+  get workerPacked(): number {
+    return Atomics.load(this.ctrl, TAKEN_PACK);
   }
 
   /** Elementwise chunks the workers have computed so far (tests). */

@@ -4,7 +4,7 @@
 // kernel (microkernel.ts).
 import { hasRelaxedSimd, SHARED_MAX_PAGES, WA, type WasmMemory, type WasmModule } from '../wasm/encode.js';
 import { matmulModuleBytes, TILE32, TILE32_WIDE } from '../wasm/matmul.js';
-import { BLOCK_EXPORTS, type PanelBlock, runHere, threadCount, threadPool } from './threads.js';
+import { BLOCK_EXPORTS, type PackOperand, type PackPanel, type PanelBlock, runHere, threadCount, threadPool } from './threads.js';
 
 export type { WasmMemory };
 
@@ -133,8 +133,10 @@ export class PackArena {
   private shared = false;
   /** The kernel over this arena's memory (undefined: use the JavaScript kernel). */
   tile: WasmTile | undefined;
-  /** The blocked kernels (panelBlock, panelBlock32, panelBlock32w: BLOCK_EXPORTS), for whole products (tiles()) and float32 rows of tiles. */
-  blocks: PanelBlock[] = [];
+  /** The blocked kernels (panelBlock, panelBlock32, panelBlock32w...) and pack32 (BLOCK_EXPORTS), for whole products (tiles()) and float32 rows of tiles. */
+  blocks: (PanelBlock | PackPanel)[] = [];
+  /** Operands staged (stage()) and not packed yet: tiles() packs them first. */
+  private pending: PackOperand[] = [];
   /** Bytes it holds now. */
   get bytes(): number {
     return this.memory?.buffer.byteLength ?? this.view.byteLength;
@@ -150,6 +152,7 @@ export class PackArena {
     this.memory = undefined;
     this.tile = undefined;
     this.blocks = [];
+    this.pending = [];
     this.view = new Float64Array(0);
     this.view32 = new Float32Array(0);
   }
@@ -182,7 +185,7 @@ export class PackArena {
       this.memory = shared ? new WA!.Memory({ initial: pages, maximum: SHARED_MAX_PAGES, shared: true }) : new WA!.Memory({ initial: pages });
       const ex = new WA!.Instance(shared ? sm : m, { env: { mem: this.memory } }).exports;
       this.tile = ex['rowPanel'] as WasmTile;
-      this.blocks = BLOCK_EXPORTS.map((k) => ex[k] as PanelBlock);
+      this.blocks = BLOCK_EXPORTS.map((k) => ex[k] as PanelBlock | PackPanel);
       if (shared) threadPool(true)?.setMemory(this.memory, sm);
     } else {
       this.memory.grow(pages - this.memory.buffer.byteLength / 65536);
@@ -193,24 +196,55 @@ export class PackArena {
   }
 
   /**
+   * Stages a strided float32 operand for packing by the thread pool: copies src[lo, hi) (every
+   * element the operand reads) into the arena at byte offset `at` (TypedArray.set, a memory
+   * copy: workers cannot read the caller's arrays) and queues its packing, which the next
+   * tiles() runs on the pool before the sums: element (b, r, t) is src[base + b*sb + r*sr + t*st],
+   * panels of p rows (rows past `rows` zero) at byte offset dst, as packStrided lays them out.
+   * Only for arenas of the WebAssembly kernel (whole products).
+   */
+  stage(src: Float32Array, lo: number, hi: number, at: number, base: number, sb: number, sr: number, st: number, dst: number, batch: number, rows: number, K: number, p: number): void {
+    this.view32.set(hi - lo === src.length ? src : src.subarray(lo, hi), at / 4);
+    const panels = Math.ceil(rows / p);
+    // claims of about 64 KiB of packed panels, at least 4 per thread
+    const threads = this.shared ? threadCount() : 1;
+    const per = Math.max(1, Math.min(Math.floor(65536 / (K * p * 4)), Math.ceil(batch * panels / (4 * threads))));
+    this.pending.push([batch * Math.ceil(panels / per), at + (base - lo) * 4, sb * 4, sr * 4, st * 4, dst, rows, K, p, per]);
+  }
+
+  /**
    * The tile sums of a whole product, split over the thread pool where the memory is shared:
    * B batches of MP A panels, A panel (b, i) at pa0 + (b*MP + i)*strideA, against the NP B panels
    * of its batch (pb0 + b*strideB), K long; tile (b, i, q)'s sums at acc0 + ((b*MP + i)*NP + q)*T
    * (byte offsets; T the tile's bytes, 128 for float64's 4 x 4), by the blocked kernel `variant`
    * (BLOCK_EXPORTS). Blocks of A panels that fit L2 together go to one thread at a time.
+   * Operands staged since the last call are packed first (one job over the pool, then the sums:
+   * every panel is packed before any tile reads it).
    */
   tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, B: number, T = 128, variant = 0): void {
     const threads = this.shared ? threadCount() : 1;
+    const pool = threadPool();
+    if (this.pending.length > 0) {
+      const ops = this.pending;
+      this.pending = [];
+      for (let i = 0; i < ops.length; i += 2) {
+        const job = [2, ...ops[i]!, ...(ops[i + 1] ?? NO_OPERAND)] as const;
+        if (threads > 1 && job[1] + job[11] > 1 && pool !== undefined) pool.run(threads, this.blocks, [], job);
+        else runHere(this.blocks, [], job);
+      }
+    }
     // Blocks of A panels that fit L2; with threads, at least 4 blocks per thread, so that a worker
     // that wakes late still finds work and the caller waits for a small block at most.
     const fit = Math.max(1, Math.min(16, Math.floor(BLOCK_BYTES / strideA)));
     const G = threads > 1 && B === 1 ? Math.max(1, Math.min(fit, Math.ceil(MP / (4 * threads)))) : fit;
     const job = [0, B * Math.ceil(MP / G), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP, T, variant] as const;
-    const pool = threadPool();
     if (threads > 1 && job[1] > 1 && pool !== undefined) pool.run(threads, this.blocks, [], job);
     else runHere(this.blocks, [], job);
   }
 }
+
+/** The second operand of a packing job of one. */
+const NO_OPERAND: PackOperand = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1];
 
 /** Bytes of a block of A panels (summed against each B panel in turn while it is in L1): a share of L2. */
 const BLOCK_BYTES = 256 * 1024;

@@ -39,7 +39,7 @@ const MAX_REGIONS = (PAGES * 65536) / (CHUNK * 4);
 export const MIN_ELEMENTS = 8192;
 
 // SIMD opcodes used here (after the 0xfd prefix).
-const S = {
+export const S = {
   load64Zero: 0x5d, store64Lane: 0x5b, demote: 0x5e, promote: 0x5f, v128Const: 0x0c, splat: 0x14,
   abs: 0xec, neg: 0xed, sqrt: 0xef, add: 0xf0, sub: 0xf1, mul: 0xf2, div: 0xf3, min: 0xf4, max: 0xf5,
   eq: 0x47, ne: 0x48, lt: 0x49, gt: 0x4a, le: 0x4b, ge: 0x4c,
@@ -49,13 +49,13 @@ const S = {
 
 const BINARY: Partial<Record<ScalarOp, number>> = { add: S.add, sub: S.sub, mul: S.mul, div: S.div, min: S.min, max: S.max };
 const UNARY: Partial<Record<ScalarOp, number>> = { neg: S.neg, abs: S.abs, sqrt: S.sqrt };
-const COMPARE: Partial<Record<ScalarOp, number>> = { eq: S.eq, ne: S.ne, lt: S.lt, gt: S.gt, le: S.le, ge: S.ge };
+export const COMPARE: Partial<Record<ScalarOp, number>> = { eq: S.eq, ne: S.ne, lt: S.lt, gt: S.gt, le: S.le, ge: S.ge };
 
 /**
  * Buffers the tier loads: float32, and small integers and flags, whose values float32 holds
  * exactly (copied in with a conversion, TypedArray.set).
  */
-const LOADED: ReadonlySet<DType> = new Set(['float32', 'bool', 'uint8', 'int8', 'int16']);
+export const LOADED: ReadonlySet<DType> = new Set(['float32', 'bool', 'uint8', 'int8', 'int16']);
 
 /**
  * Where a region of the tier's memory comes from or goes to: element `off + row * r + j` of
@@ -83,7 +83,7 @@ export interface EwPlan {
  * `index` = u*row + v + off (unit stride along the inner loop v, any non-negative stride `row`
  * along the outer loop u, 0 for a row read by every row): { off, row }, else undefined.
  */
-function rowAccess(x: IExpr, v: Var, u: Var | undefined): { off: number; row: number } | undefined {
+export function rowAccess(x: IExpr, v: Var, u: Var | undefined): { off: number; row: number } | undefined {
   let unit = false;
   let row = 0;
   for (const [a, k] of x.terms) {
@@ -98,6 +98,23 @@ function rowAccess(x: IExpr, v: Var, u: Var | undefined): { off: number; row: nu
 /** Where a load's region is in the tier's memory (its index among the plan's loads). */
 function regionOf(loads: readonly EwRegion[], buf: number, acc: { off: number; row: number }): number {
   return loads.findIndex((l) => l.buf === buf && l.off === acc.off && l.row === acc.row);
+}
+
+/**
+ * How the tier renders a computed node (not a load or constant): 'approx' for the approximated
+ * functions (APPROX), 'branch' for selects and comparisons, 'plain' for the other ops and float
+ * casts, undefined where the tier has no rendering (then the kernel stays JavaScript).
+ */
+export function nodeKind(e: Expr): 'approx' | 'branch' | 'plain' | undefined {
+  switch (e.t) {
+    case 'cast': return e.dtype === 'float32' || e.dtype === 'float64' ? 'plain' : undefined;
+    case 'op':
+      if (approxOf(e) !== undefined) return e.args[0]!.t === 'const' ? undefined : 'approx';
+      if (e.op === 'select' || e.op in COMPARE) return 'branch';
+      return e.op in BINARY || e.op in UNARY ? 'plain' : undefined;
+    case 'call': return approxOf(e) === undefined || e.args[0]!.t === 'const' ? undefined : 'approx';
+    default: return undefined;
+  }
 }
 
 /**
@@ -135,20 +152,13 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType,
         if (regionOf(loads, e.buf, acc) < 0) loads.push({ buf: e.buf, ...acc });
         break;
       }
-      case 'cast':
-        if (e.dtype !== 'float32' && e.dtype !== 'float64') return undefined;
-        if (e.dtype === 'float32') roundedParent.add(e.x);
-        break;
-      case 'op':
-        if (approxOf(e) !== undefined) { if (e.args[0]!.t === 'const') return undefined; approximated.push(e); break; }
-        if (e.op === 'select' || e.op in COMPARE) { branches = true; break; }
-        if (e.op in BINARY || e.op in UNARY) break;
-        return undefined;
-      case 'call':
-        if (approxOf(e) === undefined || e.args[0]!.t === 'const') return undefined;
-        approximated.push(e);
-        break;
-      default: return undefined;
+      default: {
+        const kind = nodeKind(e);
+        if (kind === undefined) return undefined;
+        if (e.t === 'cast' && e.dtype === 'float32') roundedParent.add(e.x);
+        if (kind === 'approx') approximated.push(e);
+        if (kind === 'branch') branches = true;
+      }
     }
   }
   for (const s of k.stores) {
@@ -171,7 +181,7 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType,
 }
 
 /** Float64 constants as v128 locals, splatted once before the loop (not once per element pair). */
-class Consts {
+export class Consts {
   private readonly at = new Map<string, number>();
   constructor(private readonly b: Body, private next: number) {}
   /** Pushes the constant (allocating its local on first use: call prepare() first for every constant). */
@@ -294,7 +304,7 @@ const APPROX: Readonly<Record<string, { readonly render: Approx; readonly consts
 };
 
 /** An i64x2 constant's bytes (both lanes: low word lo, high word hi). */
-function i64x2(lo: number, hi = 0): number[] {
+export function i64x2(lo: number, hi = 0): number[] {
   const w = new Int32Array([lo, hi, lo, hi]);
   return Array.from(new Uint8Array(w.buffer));
 }
@@ -306,6 +316,45 @@ function approxOf(e: Expr): string | undefined {
   return e.t === 'call' && Object.hasOwn(APPROX, e.name) && e.fn === ROWS.get(e.name)?.scalar ? e.name : undefined;
 }
 
+/** The float64 constants the nodes of `order` read (their own, and their approximations'), splatted once before a loop. */
+export function constsOf(order: readonly Expr[]): Set<number> {
+  const consts = new Set<number>(order.flatMap((e) => (e.t === 'const' ? [e.v] : [])));
+  const used = new Set(order.map(approxOf));
+  for (const [name, a] of Object.entries(APPROX)) if (used.has(name)) for (const x of a.consts) consts.add(x);
+  return consts.add(0).add(1);
+}
+
+/**
+ * Pushes the f64x2 value of computed node `e` (one nodeKind accepts), its operands pushed by
+ * `push` (a local, or a constant); `local(x)` is the local holding operand x, and 4 scratch v128
+ * locals start at `scratch`. Every node as the JavaScript kernel computes it (float64, rounded to
+ * float32 where the kernel rounds), the APPROX functions within their stated bounds.
+ */
+export function renderNode(b: Body, c: Consts, e: Expr, push: (x: Expr) => void, local: (x: Expr) => number, scratch: number): void {
+  switch (e.t) {
+    case 'cast': push(e.x); if (e.dtype === 'float32') b.v(S.demote).v(S.promote); break;
+    case 'op': {
+      const a = approxOf(e);
+      if (a !== undefined) { APPROX[a]!.render(b, c, local(e.args[0]!), scratch); break; }
+      if (e.op === 'select') {
+        // select(q, x, y): x where q is nonzero (NaN is nonzero, as in JavaScript's q !== 0)
+        push(e.args[1]!); push(e.args[2]!);
+        const q = e.args[0]!;
+        if (q.t === 'op' && q.op in COMPARE) { push(q.args[0]!); push(q.args[1]!); b.v(COMPARE[q.op]!); }
+        else { push(q); c.get(0).v(S.ne); }
+        b.v(S.bitselect);
+        break;
+      }
+      if (e.op in COMPARE) { c.get(1); c.get(0); push(e.args[0]!); push(e.args[1]!); b.v(COMPARE[e.op]!).v(S.bitselect); break; }
+      for (const x of e.args) push(x);
+      b.v((BINARY[e.op] ?? UNARY[e.op])!);
+      break;
+    }
+    case 'call': APPROX[approxOf(e)!]!.render(b, c, local(e.args[0]!), scratch); break;
+    default: throw new Error(`internal: the SIMD tier cannot render a ${e.t} node`);
+  }
+}
+
 /** Independent element pairs per loop iteration: the tanh polynomial is a long dependency chain, so the out-of-order core needs several in flight. */
 const STREAMS = 4;
 
@@ -313,10 +362,7 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
   // params n, base (the byte offset of the chunk block); i32 locals: i (byte offset), end; v128 locals: per stream, one per node and 4 scratch; then constants
   const nodes = order.filter((e) => e.t !== 'const');
   const perStream = nodes.length + 4;
-  const consts = new Set<number>(order.flatMap((e) => (e.t === 'const' ? [e.v] : [])));
-  const used = new Set(order.map(approxOf));
-  for (const [name, a] of Object.entries(APPROX)) if (used.has(name)) for (const x of a.consts) consts.add(x);
-  consts.add(0).add(1);
+  const consts = constsOf(order);
   const [N, BASE, I, END] = [0, 1, 2, 3];
   const base = 4;
   const b = new Body(2, [[2, I32], [STREAMS * perStream + consts.size, V128]]);
@@ -331,29 +377,8 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
     const scratch = base + st * perStream + nodes.length;
     const push = (e: Expr) => (e.t === 'const' ? c.get(e.v) : b.get(local.get(e)!));
     for (const e of nodes) {
-      switch (e.t) {
-        case 'load': b.get(I).v(S.load64Zero, ...memarg(3, regionOf(loads, e.buf, rowAccess(e.index, v, u)!) * CHUNK * 4 + 8 * st)).v(S.promote); break;
-        case 'cast': push(e.x); if (e.dtype === 'float32') b.v(S.demote).v(S.promote); break;
-        case 'op': {
-          const a = approxOf(e);
-          if (a !== undefined) { APPROX[a]!.render(b, c, local.get(e.args[0]!)!, scratch); break; }
-          if (e.op === 'select') {
-            // select(q, x, y): x where q is nonzero (NaN is nonzero, as in JavaScript's q !== 0)
-            push(e.args[1]!); push(e.args[2]!);
-            const q = e.args[0]!;
-            if (q.t === 'op' && q.op in COMPARE) { push(q.args[0]!); push(q.args[1]!); b.v(COMPARE[q.op]!); }
-            else { push(q); c.get(0).v(S.ne); }
-            b.v(S.bitselect);
-            break;
-          }
-          if (e.op in COMPARE) { c.get(1); c.get(0); push(e.args[0]!); push(e.args[1]!); b.v(COMPARE[e.op]!).v(S.bitselect); break; }
-          for (const x of e.args) push(x);
-          b.v((BINARY[e.op] ?? UNARY[e.op])!);
-          break;
-        }
-        case 'call': APPROX[approxOf(e)!]!.render(b, c, local.get(e.args[0]!)!, scratch); break;
-        default: throw new Error(`internal: the SIMD tier cannot render a ${e.t} node`);
-      }
+      if (e.t === 'load') b.get(I).v(S.load64Zero, ...memarg(3, regionOf(loads, e.buf, rowAccess(e.index, v, u)!) * CHUNK * 4 + 8 * st)).v(S.promote);
+      else renderNode(b, c, e, push, (x) => local.get(x)!, scratch);
       b.set(local.get(e)!);
     }
     k.stores.forEach((s, j) => {

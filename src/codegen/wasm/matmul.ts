@@ -192,6 +192,98 @@ function panelBlock32Body(mr: number, nr: number, fused: boolean, rows = false):
 }
 
 /**
+ * pack32(src, sr, st, dst, K, rows, p): one panel of a float32 operand packed for the kernels:
+ * element (r, t) at src + r*sr + t*st (byte offsets and strides) to dst + 4(p t + r), for
+ * t = 0..K-1 and r = 0..p-1, rows r >= `rows` zero (the edge panel). A bit copy (i32 loads and
+ * stores), so the packed values are the operand's. Two vector paths for full panels (rows = p, p
+ * a multiple of 4): an operand contiguous along t (st = 4: A of a row-major product) is read 4
+ * steps of 4 rows at a time and each 4 x 4 block transposed with shuffles; one contiguous along
+ * the rows (sr = 4: B of a row-major product) is copied 4 rows at a time, step by step. The
+ * steps the vector paths leave (K mod 4 of the first) and every other operand go element by element.
+ */
+function pack32Body(): Body {
+  const [SRC, SR, ST, DST, K, ROWS, P] = [0, 1, 2, 3, 4, 5, 6];
+  const [T, R, S, D, G, PS, S1, S2, S3, N, T0] = [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17];
+  const V = (i: number) => 18 + i; // the 4 rows loaded
+  const W = (i: number) => 22 + i; // the transposition's temporaries
+  const b = new Body(7, [[11, I32], [8, V128]]);
+  const shuffle = (...lanes: number[]) => b.v(simd.i8x16Shuffle, ...lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]));
+  b.get(P).i32(2).ops(op.i32Shl).set(PS); // bytes of one packed step
+  b.i32(0).set(T0);
+  // full panel of a width divisible by 4?
+  b.get(ROWS).get(P).ops(op.i32Eq).get(P).i32(3).ops(op.i32And, op.i32Eqz, op.i32And);
+  b.ops(op.if, 0x40);
+  b.get(ST).i32(4).ops(op.i32Eq).get(K).i32(4).ops(op.i32GeU, op.i32And);
+  b.ops(op.if, 0x40);
+  // contiguous along t: groups of 4 rows, 4 steps at a time, each 4 x 4 block transposed
+  b.get(K).i32(-4).ops(op.i32And).set(T0);
+  b.i32(0).set(G);
+  b.ops(op.block, 0x40, op.loop, 0x40); // row groups
+  b.get(SRC).get(G).get(SR).ops(op.i32Mul, op.i32Add).tee(S);
+  b.get(SR).ops(op.i32Add).tee(S1).get(SR).ops(op.i32Add).tee(S2).get(SR).ops(op.i32Add).set(S3);
+  b.get(DST).get(G).i32(2).ops(op.i32Shl, op.i32Add).set(D);
+  b.get(K).i32(2).ops(op.i32ShrU).set(N);
+  b.ops(op.loop, 0x40); // 4 steps
+  b.get(S).v(simd.v128Load, ...memarg(0, 0)).set(V(0));
+  b.get(S1).v(simd.v128Load, ...memarg(0, 0)).set(V(1));
+  b.get(S2).v(simd.v128Load, ...memarg(0, 0)).set(V(2));
+  b.get(S3).v(simd.v128Load, ...memarg(0, 0)).set(V(3));
+  b.get(V(0)).get(V(1)); shuffle(0, 4, 1, 5).set(W(0));
+  b.get(V(2)).get(V(3)); shuffle(0, 4, 1, 5).set(W(1));
+  b.get(V(0)).get(V(1)); shuffle(2, 6, 3, 7).set(W(2));
+  b.get(V(2)).get(V(3)); shuffle(2, 6, 3, 7).set(W(3));
+  for (let j = 0; j < 4; j++) {
+    b.get(D).get(W(j < 2 ? 0 : 2)).get(W(j < 2 ? 1 : 3));
+    shuffle(...(j % 2 === 0 ? [0, 1, 4, 5] : [2, 3, 6, 7])).v(simd.v128Store, ...memarg(0, 0));
+    b.get(D).get(PS).ops(op.i32Add).set(D);
+  }
+  for (const x of [S, S1, S2, S3]) b.addTo(x, 16);
+  b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
+  b.ops(op.end);
+  b.get(G).i32(4).ops(op.i32Add).tee(G).get(P).ops(op.i32LtU, op.brIf, 0);
+  b.ops(op.end, op.end);
+  b.ops(op.else);
+  b.get(SR).i32(4).ops(op.i32Eq);
+  b.ops(op.if, 0x40);
+  // contiguous along the rows: each step's p values copied 4 at a time
+  b.get(K).set(T0);
+  b.ops(op.block, 0x40).get(K).ops(op.i32Eqz, op.brIf, 0);
+  b.get(SRC).set(S).get(DST).set(D).get(K).set(N);
+  b.ops(op.loop, 0x40); // steps
+  b.i32(0).set(G);
+  b.ops(op.loop, 0x40); // groups of 4 rows
+  b.get(D).get(G).ops(op.i32Add).get(S).get(G).ops(op.i32Add).v(simd.v128Load, ...memarg(0, 0)).v(simd.v128Store, ...memarg(0, 0));
+  b.get(G).i32(16).ops(op.i32Add).tee(G).get(PS).ops(op.i32LtU, op.brIf, 0);
+  b.ops(op.end);
+  b.get(S).get(ST).ops(op.i32Add).set(S);
+  b.get(D).get(PS).ops(op.i32Add).set(D);
+  b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
+  b.ops(op.end, op.end);
+  b.ops(op.end); // if sr = 4
+  b.ops(op.end); // if st = 4 / else
+  b.ops(op.end); // if full panel
+  // the steps left, element by element (zeros past `rows`)
+  b.get(T0).set(T);
+  b.ops(op.block, 0x40).get(T).get(K).ops(op.i32GeU, op.brIf, 0);
+  b.ops(op.loop, 0x40); // steps
+  b.get(SRC).get(T).get(ST).ops(op.i32Mul, op.i32Add).set(S);
+  b.get(DST).get(T).get(PS).ops(op.i32Mul, op.i32Add).set(D);
+  b.i32(0).set(R);
+  b.ops(op.loop, 0x40); // rows
+  b.get(D);
+  b.get(R).get(ROWS).ops(op.i32LtU);
+  b.ops(op.if, I32).get(S).ops(op.i32Load, ...memarg(2, 0)).ops(op.else).i32(0).ops(op.end);
+  b.ops(op.i32Store, ...memarg(2, 0));
+  b.get(S).get(SR).ops(op.i32Add).set(S);
+  b.addTo(D, 4);
+  b.get(R).i32(1).ops(op.i32Add).tee(R).get(P).ops(op.i32LtU, op.brIf, 0);
+  b.ops(op.end);
+  b.get(T).i32(1).ops(op.i32Add).tee(T).get(K).ops(op.i32LtU, op.brIf, 0);
+  b.ops(op.end, op.end);
+  return b;
+}
+
+/**
  * The kernel module's bytes: imports env.mem (shared: the memory worker threads sum in
  * together), exports rowPanel, panelBlock (float64), panelBlock32 and panelBlock32w (float32,
  * the TILE32 and TILE32_WIDE tiles; panelBlock32r and panelBlock32wr the same with row-major sums; with `fused`, relaxed-SIMD multiply-adds, valid only where the
@@ -205,5 +297,6 @@ export function matmulModuleBytes(shared = false, fused = false, tile32: { mr: n
     { name: 'panelBlock32w', params: 8, body: panelBlock32Body(TILE32_WIDE.mr, TILE32_WIDE.nr, fused) },
     { name: 'panelBlock32r', params: 8, body: panelBlock32Body(tile32.mr, tile32.nr, fused, true) },
     { name: 'panelBlock32wr', params: 8, body: panelBlock32Body(TILE32_WIDE.mr, TILE32_WIDE.nr, fused, true) },
+    { name: 'pack32', params: 7, body: pack32Body() },
   ], shared ? 'shared' : true);
 }

@@ -1,0 +1,475 @@
+// The WebAssembly SIMD tier for reductions, rendered from the kernel IR: a loop kernel whose
+// values fold a body over a reduction loop (sum, prod, max, min) becomes a small WebAssembly
+// module, its nodes rendered as the elementwise tier renders them (./elementwise.ts renderNode:
+// f64x2, float64 as the JavaScript kernel computes, rounded to float32 where the reference
+// rounds). Two forms, after collapse.ts:
+//
+// - Rows: the reduction runs along the rows' contiguous axis (a sum over the last axis, a
+//   softmax's row max and row sum, a mean over features). Output loops [u] (one value per row) or
+//   [u, v] (a row of elements computed from the row's reductions: softmax's exp(x - max) and its
+//   division by the sum). Each row's reduction folds its element pairs into four f64x2
+//   accumulators (element 2i + l of the row into lane l of accumulator i mod 4), combined as
+//   ((a0 . a1) . (a2 . a3)), then lane 0 . lane 1: a fixed order that depends only on the row
+//   length, so the result is the same whatever rows a call or a thread takes. max and min are
+//   bit-identical to the reference (any order gives the same maximum, NaN and signed zeros
+//   included: f64x2.max is IEEE maximum, as Math.max); sum and prod are float64 sums in another
+//   order, within the bound of docs/architecture.md ("Reduction precision").
+// - Columns: the reduction runs across rows (a sum over the batch axis, a bias gradient): output
+//   loop [v] contiguous, the body read at (r, v). Vectorised across v: one float64 accumulator
+//   per column in the tier's memory, each row added in order r = 0, 1, ..., so every column is
+//   folded in the reference's own order, bit-identical to it.
+//
+// As in the elementwise tier, the JavaScript wrapper copies whole rows of each input into the
+// tier's memory (chunks of at most CHUNK floats, region by region), calls the module and copies
+// the results out. TensorFlow.js' WebAssembly backend reduces along the inner axis only (it
+// transposes first for other axes); XLA's column reductions vectorised across the kept axis are
+// the anchor for the second form.
+import type { Var } from '../index-expr.js';
+import type { Expr, ReduceOp } from '../expr.js';
+import { exprOrder, REDUCE_INIT } from '../expr.js';
+import type { LoopKernel } from '../kernel.js';
+import type { DType } from '../../ir/dtype.js';
+import { Body, I32, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
+import { CHUNK, Consts, LOADED, MIN_ELEMENTS, S, constsOf, nodeKind, renderNode, rowAccess, tierOn } from './elementwise.js';
+
+/** Floats per region of the tier's memory: a chunk and a little slack (a pair read or written past a row's end). */
+const REG = CHUNK + 16;
+const REGB = REG * 4;
+const PAGES = 8;
+const MAX_REGIONS = Math.floor((PAGES * 65536) / REGB);
+/** Column reductions take at most this many columns at a time (their float64 accumulators fill a region). */
+export const COL_BLOCK = 2048;
+/** Accumulators of a row reduction (independent chains of f64x2 folds). */
+const STREAMS = 4;
+
+const FOLD: Partial<Record<ReduceOp, number>> = { sum: S.add, prod: S.mul, max: S.max, min: S.min };
+const extra = { load: 0x00, store: 0x0b, load64Zero: 0x5d, store32Lane: 0x5a, shuffle: 0x0d } as const;
+/** i8x16.shuffle's lanes that swap the two f64 lanes. */
+const SWAP = [8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7];
+/** A v128 mask of lane 1 (float64). */
+const LANE1 = [0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255, 255, 255, 255, 255];
+
+/** A region of the tier's memory: row r's element j of it is element `off + r * row + j` of buffer `buf`. */
+export interface RedRegion { readonly buf: number; readonly off: number; readonly row: number }
+
+export interface RedPlan {
+  readonly form: 'rows' | 'columns';
+  /** rows: the number of rows; columns: the rows summed (the reduction's length). */
+  readonly rows: number;
+  /** rows: the row length (the reduction's, and the element loop's); columns: the number of columns. */
+  readonly cols: number;
+  /** rows: whether each row stores a row of elements (output loops [u, v]) or one value ([u]). */
+  readonly elements: boolean;
+  readonly loads: readonly RedRegion[];
+  readonly stores: readonly RedRegion[];
+  /** columns: the accumulator regions (one per reduction), after the loads and stores. */
+  readonly accs: number;
+  readonly bytes: Uint8Array;
+  readonly label: string;
+}
+
+type Reduce = Expr & { t: 'reduce' };
+/** Where a node is computed: once per row (or column block's end), per element pair of a reduction's body, per element pair of the rows. */
+type Scope = 'row' | Reduce | 'elem';
+
+/**
+ * The tier's plan for a loop kernel with reductions, or undefined (then it is rendered as
+ * JavaScript): float32 results of sum, prod, max or min folds over one loop, loads (LOADED) at
+ * unit stride along the reduction (rows) or along the output (columns), at least MIN_ELEMENTS
+ * elements read, and only the ops of the elementwise tier, an approximated function only where its
+ * value is rounded to float32 at once.
+ */
+export function planReduce(k: LoopKernel, bufDType: (buf: number) => DType): RedPlan | undefined {
+  if (!tierOn() || k.vars.length < 1 || k.vars.length > 2) return undefined;
+  const roots = k.stores.map((s) => s.value);
+  const order = exprOrder(roots);
+  const reduces = order.filter((e): e is Reduce => e.t === 'reduce');
+  if (reduces.length === 0 || reduces.some((r) => r.vars.length !== 1 || FOLD[r.op] === undefined)) return undefined;
+  for (const s of k.stores) if (s.accumulate === true || s.dyn !== undefined || s.dtype !== 'float32' || bufDType(s.buf) !== 'float32') return undefined;
+  if (order.some((e) => e.t === 'load' && !LOADED.has(bufDType(e.buf)))) return undefined;
+  // The approximations are within 1 ulp only once rounded to float32.
+  const rounded = new Set<Expr>([...roots, ...order.flatMap((e) => (e.t === 'cast' && e.dtype === 'float32' ? [e.x] : []))]);
+  for (const e of order) {
+    if (e.t === 'const' || e.t === 'load' || e.t === 'reduce') continue;
+    const kind = nodeKind(e);
+    if (kind === undefined || (kind === 'approx' && !rounded.has(e))) return undefined;
+  }
+  const first = reduces[0]!.body;
+  const rv = reduces[0]!.vars[0]!;
+  const probe = order.find((e) => e.t === 'load' && exprOrder([first]).includes(e));
+  if (probe === undefined || probe.t !== 'load') return undefined;
+  if (k.vars.length === 1 && rowAccess(probe.index, k.vars[0]!, rv) !== undefined && rowAccess(probe.index, k.vars[0]!, rv)!.row > 0) {
+    return planColumns(k, order, reduces, roots);
+  }
+  return planRows(k, order, reduces, roots);
+}
+
+function planRows(k: LoopKernel, order: readonly Expr[], reduces: readonly Reduce[], roots: readonly Expr[]): RedPlan | undefined {
+  const u = k.vars[0]!;
+  const v = k.vars[1];
+  const L = reduces[0]!.vars[0]!.size;
+  if (L > CHUNK || L < 2 || reduces.some((r) => r.vars[0]!.size !== L) || (v !== undefined && v.size !== L)) return undefined;
+  if (u.size * L < MIN_ELEMENTS) return undefined;
+  const loads: RedRegion[] = [];
+  const scope = new Map<Expr, Scope>();
+  const byVar = new Map<number, Reduce>();
+  for (const r of reduces) byVar.set(r.vars[0]!.id, r);
+  for (const e of order) {
+    let sc: Scope;
+    if (e.t === 'const') sc = 'row';
+    else if (e.t === 'load') {
+      const elem = v !== undefined ? rowAccess(e.index, v, u) : undefined;
+      let acc = elem;
+      if (elem !== undefined) sc = 'elem';
+      else {
+        const r = reduces.find((x) => rowAccess(e.index, x.vars[0]!, u) !== undefined);
+        if (r === undefined) return undefined;
+        acc = rowAccess(e.index, r.vars[0]!, u)!;
+        // reductions over one loop variable share their body's loads
+        sc = byVar.get(r.vars[0]!.id)!;
+      }
+      if (acc!.row !== 0 && acc!.row < L) return undefined;
+      if (findRegion(loads, e.buf, acc!) < 0) loads.push({ buf: e.buf, ...acc! });
+    } else if (e.t === 'reduce') {
+      const b = scope.get(e.body);
+      if (b === undefined || typeof b === 'string' || b.vars[0]!.id !== e.vars[0]!.id) return undefined;
+      sc = 'row';
+    } else {
+      const kids = e.t === 'cast' ? [e.x] : e.t === 'op' || e.t === 'call' ? e.args : [];
+      const inner = new Set(kids.map((x) => scope.get(x)!).filter((x) => x !== 'row'));
+      if (inner.size > 1) return undefined;
+      sc = inner.size === 1 ? [...inner][0]! : 'row';
+      if (typeof sc !== 'string') sc = byVar.get(sc.vars[0]!.id)!;
+    }
+    scope.set(e, sc);
+  }
+  const stores: RedRegion[] = [];
+  for (const s of k.stores) {
+    if (v !== undefined) {
+      const acc = rowAccess(s.index, v, u);
+      if (acc === undefined || acc.row < L || scope.get(s.value) === undefined) return undefined;
+      stores.push({ buf: s.buf, ...acc });
+    } else {
+      const acc = rowAccess(s.index, u, undefined);
+      if (acc === undefined || scope.get(s.value) !== 'row') return undefined;
+      stores.push({ buf: s.buf, off: acc.off, row: 1 });
+    }
+  }
+  if (roots.some((e) => typeof scope.get(e) === 'object')) return undefined;
+  if (loads.length + stores.length > MAX_REGIONS) return undefined;
+  const bytes = moduleBytes([{ name: 'run', params: 1, body: rowsBody(k, L, v !== undefined, order, scope, loads) }], true);
+  return { form: 'rows', rows: u.size, cols: L, elements: v !== undefined, loads, stores, accs: 0, bytes, label: k.label };
+}
+
+function planColumns(k: LoopKernel, order: readonly Expr[], reduces: readonly Reduce[], roots: readonly Expr[]): RedPlan | undefined {
+  const v = k.vars[0]!;
+  const R = reduces[0]!.vars[0]!.size;
+  if (reduces.some((r) => r.vars[0]!.size !== R) || v.size * R < MIN_ELEMENTS) return undefined;
+  const loads: RedRegion[] = [];
+  const inBody = new Map<Expr, Reduce>();
+  for (const r of reduces) for (const e of exprOrder([r.body])) if (e.t !== 'const') {
+    if (inBody.has(e) && inBody.get(e)!.vars[0]!.id !== r.vars[0]!.id) return undefined;
+    inBody.set(e, r);
+  }
+  for (const e of order) {
+    if (e.t === 'load') {
+      const r = inBody.get(e);
+      const acc = r === undefined ? undefined : rowAccess(e.index, v, r.vars[0]!);
+      // every load in a body, read at (r, v) with r's stride at least a row of columns
+      if (acc === undefined || acc.row < v.size) return undefined;
+      if (findRegion(loads, e.buf, acc) < 0) loads.push({ buf: e.buf, ...acc });
+    } else if (e.t === 'reduce' && inBody.has(e)) return undefined; // nested
+  }
+  // A body reads only its own loop's loads; the values after the folds only the folds and constants.
+  for (const r of reduces) for (const e of exprOrder([r.body])) if (e.t === 'reduce') return undefined;
+  const stores: RedRegion[] = [];
+  for (const s of k.stores) {
+    const acc = rowAccess(s.index, v, undefined);
+    if (acc === undefined) return undefined;
+    stores.push({ buf: s.buf, off: acc.off, row: 1 });
+  }
+  if (loads.length + stores.length + reduces.length > MAX_REGIONS) return undefined;
+  const bytes = moduleBytes([{ name: 'run', params: 3, body: columnsBody(k, order, reduces, inBody, loads, stores.length) }], true);
+  void roots;
+  return { form: 'columns', rows: R, cols: v.size, elements: false, loads, stores, accs: reduces.length, bytes, label: k.label };
+}
+
+function findRegion(rs: readonly RedRegion[], buf: number, acc: { off: number; row: number }): number {
+  return rs.findIndex((l) => l.buf === buf && l.off === acc.off && l.row === acc.row);
+}
+
+/** The region of a load (its index among the plan's loads). */
+function loadRegion(loads: readonly RedRegion[], e: Expr & { t: 'load' }, a: Var, b: Var | undefined): number {
+  return findRegion(loads, e.buf, rowAccess(e.index, a, b)!);
+}
+
+/** Pushes fold(a, b) of two f64x2 values on the stack. */
+function fold(b: Body, o: ReduceOp): void {
+  b.v(FOLD[o]!);
+}
+
+/**
+ * The rows form: run(n) computes n rows of the chunk (row i of region j at j * REG + i * L
+ * floats). Per row: each reduction in dependency order (its accumulators, then the row values
+ * that follow from it), then, with output loops [u, v], the row's elements.
+ */
+function rowsBody(k: LoopKernel, L: number, elements: boolean, order: readonly Expr[], scope: ReadonlyMap<Expr, Scope>, loads: readonly RedRegion[]): Body {
+  const u = k.vars[0]!;
+  const v = k.vars[1];
+  const computed = order.filter((e) => e.t !== 'const');
+  const rowNodes = computed.filter((e) => scope.get(e) === 'row');
+  const perStream = computed.length + 4;
+  const consts = constsOf(order);
+  for (const r of order) if (r.t === 'reduce') consts.add(REDUCE_INIT[r.op]);
+  const [N, ROW, RB, J, A] = [0, 1, 2, 3, 4];
+  const vbase = 5;
+  const rowLocal = new Map<Expr, number>(rowNodes.map((e, i) => [e, vbase + i]));
+  const accBase = vbase + rowNodes.length;
+  const streamBase = accBase + STREAMS;
+  const maskLocal = streamBase + STREAMS * perStream;
+  const b = new Body(1, [[4, I32], [rowNodes.length + STREAMS + STREAMS * perStream + 1 + consts.size, V128]]);
+  const c = new Consts(b, maskLocal + 1);
+  for (const x of consts) c.get(x).ops(0x1a);
+  b.v(S.v128Const, ...LANE1).set(maskLocal);
+  const local = (st: number) => {
+    const m = new Map<Expr, number>(computed.map((e, i) => [e, streamBase + st * perStream + i]));
+    return (e: Expr) => rowLocal.get(e) ?? m.get(e)!;
+  };
+  const push = (loc: (e: Expr) => number) => (e: Expr) => { if (e.t === 'const') c.get(e.v); else b.get(loc(e)); };
+  // The nodes of one scope at stream st, for the element pair at byte A + off.
+  const nodesAt = (nodes: readonly Expr[], st: number, off: number, inner: Var) => {
+    const loc = local(st);
+    for (const e of nodes) {
+      if (e.t === 'load') b.get(A).v(extra.load64Zero, ...memarg(3, loadRegion(loads, e, inner, u) * REGB + off)).v(S.promote);
+      else renderNode(b, c, e, push(loc), loc, streamBase + st * perStream + computed.length);
+      b.set(loc(e));
+    }
+  };
+  // A pass over a row's L elements: `visit(st, off)` for each pair (streams of STREAMS pairs, then the rest), `tail(off)` for an odd last element.
+  const pass = (visit: (st: number, off: number) => void, tail: (st: number, off: number) => void) => {
+    const pairs = L >> 1;
+    const it = Math.floor(pairs / STREAMS);
+    if (it > 0) {
+      b.i32(0).set(J);
+      b.ops(op.loop, 0x40);
+      b.get(RB).get(J).ops(op.i32Add).set(A);
+      for (let st = 0; st < STREAMS; st++) visit(st, 8 * st);
+      b.addTo(J, 8 * STREAMS);
+      b.get(J).i32(it * STREAMS * 8).ops(op.i32LtU, op.brIf, 0, op.end);
+    }
+    b.get(RB).i32(it * STREAMS * 8).ops(op.i32Add).set(A);
+    const rest = pairs - it * STREAMS;
+    for (let q = 0; q < rest; q++) visit(q, 8 * q);
+    if (L % 2 === 1) tail(rest, 8 * rest);
+  };
+  b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0);
+  b.i32(0).set(ROW);
+  b.i32(0).set(RB);
+  b.ops(op.loop, 0x40);
+  const rowOut = (e: Expr) => { if (e.t === 'const') c.get(e.v); else b.get(rowLocal.get(e)!); };
+  for (const e of rowNodes) {
+    if (e.t !== 'reduce') {
+      renderNode(b, c, e, rowOut, (x) => rowLocal.get(x)!, streamBase);
+      b.set(rowLocal.get(e)!);
+      continue;
+    }
+    const body = exprOrder([e.body]).filter((x) => x.t !== 'const' && scope.get(x) !== 'row');
+    const rv = e.vars[0]!;
+    const val = (st: number) => (e.body.t === 'const' ? c.get(e.body.v) : b.get(local(st)(e.body)));
+    for (let st = 0; st < STREAMS; st++) { c.get(REDUCE_INIT[e.op]); b.set(accBase + st); }
+    pass(
+      (st, off) => { nodesAt(body, st, off, rv); b.get(accBase + st); val(st); fold(b, e.op); b.set(accBase + st); },
+      (st, off) => {
+        nodesAt(body, st, off, rv);
+        b.get(accBase + st); c.get(REDUCE_INIT[e.op]); val(st); b.get(maskLocal).v(S.bitselect); fold(b, e.op); b.set(accBase + st);
+      },
+    );
+    b.get(accBase).get(accBase + 1); fold(b, e.op);
+    b.get(accBase + 2).get(accBase + 3); fold(b, e.op); fold(b, e.op);
+    b.set(accBase);
+    b.get(accBase).get(accBase).get(accBase).v(extra.shuffle, ...SWAP); fold(b, e.op);
+    b.set(rowLocal.get(e)!);
+  }
+  if (elements && v !== undefined) {
+    const elems = computed.filter((x) => scope.get(x) === 'elem');
+    const storeAt = (st: number, off: number, lane64: boolean) => {
+      const loc = local(st);
+      k.stores.forEach((s, j) => {
+        b.get(A); push(loc)(s.value); b.v(S.demote);
+        b.v(lane64 ? S.store64Lane : extra.store32Lane, ...memarg(lane64 ? 3 : 2, (loads.length + j) * REGB + off), 0);
+      });
+    };
+    pass((st, off) => { nodesAt(elems, st, off, v); storeAt(st, off, true); }, (st, off) => { nodesAt(elems, st, off, v); storeAt(st, off, false); });
+  } else {
+    k.stores.forEach((s, j) => {
+      b.get(ROW).i32(4).ops(op.i32Mul); rowOut(s.value); b.v(S.demote).v(extra.store32Lane, ...memarg(2, (loads.length + j) * REGB), 0);
+    });
+  }
+  b.addTo(ROW, 1);
+  b.addTo(RB, 4 * L);
+  b.get(ROW).get(N).ops(op.i32LtU, op.brIf, 0, op.end, op.end);
+  return b;
+}
+
+/**
+ * The columns form: run(mode, n, w) over a block of w columns. mode 0: the accumulators (region
+ * loads + stores + i, float64) set to the folds' initial values; 1: n rows of w columns (row i of
+ * region j at j * REG + i * w floats) folded into them, row by row; 2: the results computed from
+ * them and stored (region loads + j, float32).
+ */
+function columnsBody(k: LoopKernel, order: readonly Expr[], reduces: readonly Reduce[], inBody: ReadonlyMap<Expr, Reduce>, loads: readonly RedRegion[], nStores: number): Body {
+  const v = k.vars[0]!;
+  const computed = order.filter((e) => e.t !== 'const');
+  const consts = constsOf(order);
+  for (const r of reduces) consts.add(REDUCE_INIT[r.op]);
+  const [MODE, N, W, ROW, RB, Q, QEND, A] = [0, 1, 2, 3, 4, 5, 6, 7];
+  const vbase = 8;
+  const loc = new Map<Expr, number>(computed.map((e, i) => [e, vbase + i]));
+  const scratch = vbase + computed.length;
+  const b = new Body(3, [[5, I32], [computed.length + 4 + consts.size, V128]]);
+  const c = new Consts(b, scratch + 4);
+  for (const x of consts) c.get(x).ops(0x1a);
+  const accOff = (i: number) => (loads.length + nStores + i) * REGB;
+  const push = (e: Expr) => { if (e.t === 'const') c.get(e.v); else b.get(loc.get(e)!); };
+  // QEND := pairs of columns * 8 (bytes of float32 pairs); a loop over Q = 0, 8, ..., QEND - 8 running `inner`.
+  b.get(W).i32(1).ops(op.i32Add).i32(1).ops(0x76 /* i32.shr_u */).i32(3).ops(0x74 /* i32.shl */).set(QEND);
+  const overPairs = (inner: () => void) => {
+    b.i32(0).set(Q);
+    b.ops(op.block, 0x40).get(QEND).ops(op.i32Eqz, op.brIf, 0);
+    b.ops(op.loop, 0x40);
+    inner();
+    b.addTo(Q, 8);
+    b.get(Q).get(QEND).ops(op.i32LtU, op.brIf, 0, op.end, op.end);
+  };
+  // Q2 (the accumulators' byte offset) is 2 Q: pushed as Q + Q.
+  const accAddr = () => b.get(Q).get(Q).ops(op.i32Add);
+  // mode 0
+  b.ops(op.block, 0x40).get(MODE).ops(op.brIf, 0);
+  overPairs(() => reduces.forEach((r, i) => { accAddr(); c.get(REDUCE_INIT[r.op]); b.v(extra.store, ...memarg(4, accOff(i))); }));
+  b.ops(0x0f, op.end);
+  // mode 1
+  b.ops(op.block, 0x40).get(MODE).i32(1).ops(0x47 /* i32.ne */, op.brIf, 0);
+  b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0);
+  b.i32(0).set(ROW);
+  b.i32(0).set(RB);
+  b.ops(op.loop, 0x40);
+  overPairs(() => {
+    b.get(RB).get(Q).ops(op.i32Add).set(A);
+    reduces.forEach((r, i) => {
+      for (const e of exprOrder([r.body])) {
+        if (e.t === 'const') continue;
+        if (e.t === 'load') b.get(A).v(extra.load64Zero, ...memarg(3, loadRegion(loads, e, v, r.vars[0]!) * REGB)).v(S.promote);
+        else renderNode(b, c, e, push, (x) => loc.get(x)!, scratch);
+        b.set(loc.get(e)!);
+      }
+      accAddr(); accAddr(); b.v(extra.load, ...memarg(4, accOff(i))); push(r.body); fold(b, r.op); b.v(extra.store, ...memarg(4, accOff(i)));
+    });
+  });
+  b.addTo(ROW, 1);
+  b.get(RB).get(W).i32(4).ops(op.i32Mul).ops(op.i32Add).set(RB);
+  b.get(ROW).get(N).ops(op.i32LtU, op.brIf, 0, op.end, op.end);
+  b.ops(0x0f, op.end);
+  // mode 2
+  overPairs(() => {
+    for (const e of computed) {
+      if (inBody.has(e)) continue;
+      if (e.t === 'reduce') { accAddr(); b.v(extra.load, ...memarg(4, accOff(reduces.indexOf(e)))); }
+      else renderNode(b, c, e, push, (x) => loc.get(x)!, scratch);
+      b.set(loc.get(e)!);
+    }
+    k.stores.forEach((s, j) => { b.get(Q); push(s.value); b.v(S.demote).v(S.store64Lane, ...memarg(3, (loads.length + j) * REGB), 0); });
+  });
+  return b;
+}
+
+// --- runtime: the tier's memory and its compiled kernels ---
+
+export interface RedKernel {
+  readonly run: (...args: number[]) => void;
+  /** The tier's memory as float32 (region j at j * REG). */
+  readonly mem: Float32Array;
+}
+
+let memory: WasmMemory | undefined;
+let view: Float32Array | undefined;
+const modules = new Map<string, number>();
+const kernels: RedKernel[] = [];
+
+/** The id of the kernel compiled from `bytes` (once per process; generated code calls rt.red(id)). */
+export function redKernelId(bytes: Uint8Array): number {
+  const key = Array.from(bytes, (x) => String.fromCharCode(x)).join('');
+  let id = modules.get(key);
+  if (id === undefined) {
+    memory ??= new WA!.Memory({ initial: PAGES, maximum: PAGES });
+    view ??= new Float32Array(memory.buffer);
+    const inst = new WA!.Instance(new WA!.Module(bytes) as WasmModule, { env: { mem: memory } });
+    id = kernels.length;
+    kernels.push({ run: inst.exports['run'] as (...args: number[]) => void, mem: view });
+    modules.set(key, id);
+  }
+  return id;
+}
+
+/** The kernel with this id (runtime helper `rt.red`). */
+export function redKernel(id: number): RedKernel {
+  return kernels[id]!;
+}
+
+/** The JavaScript side of a reduction kernel: same parameters as renderLoopKernel's function. */
+export function renderReduce(p: RedPlan, bufName: (id: number) => string): { source: string; buffers: number[]; rows?: number } {
+  const id = redKernelId(p.bytes);
+  const buffers = [...new Set([...p.loads.map((l) => l.buf), ...p.stores.map((s) => s.buf)])].sort((a, c) => a - c);
+  const at = (x: string, off: number) => (off === 0 ? x : `${x} + ${off}`);
+  const label = p.label.replace(/[^\w,. -]/g, '');
+  if (p.form === 'rows') {
+    const L = p.cols;
+    const per = Math.floor(CHUNK / L);
+    const rowAt = (r: RedRegion, row: string) => (r.row === 0 ? String(r.off) : at(`${row} * ${r.row}`, r.off));
+    const copyIn = p.loads.map((l, j) => (l.row === L
+      ? `    m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r0')}, ${rowAt(l, 'r1')}), ${j * REG});`
+      : `    for (let r = r0, o = ${j * REG}; r < r1; r++, o += ${L}) m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r')}, ${rowAt(l, 'r')} + ${L}), o);`));
+    const copyOut = p.stores.map((x, j) => {
+      const o = (p.loads.length + j) * REG;
+      if (!p.elements) return `    ${bufName(x.buf)}.set(m.subarray(${o}, ${o} + r1 - r0), ${at('r0', x.off)});`;
+      return x.row === L
+        ? `    ${bufName(x.buf)}.set(m.subarray(${o}, ${o} + (r1 - r0) * ${L}), ${rowAt(x, 'r0')});`
+        : `    for (let r = r0, o = ${o}; r < r1; r++, o += ${L}) ${bufName(x.buf)}.set(m.subarray(o, o + ${L}), ${rowAt(x, 'r')});`;
+    });
+    const lines = [
+      `  const w = rt.red(${id});`,
+      '  const m = w.mem;',
+      `  for (let r0 = lo; r0 < hi; r0 += ${per}) {`,
+      `    const r1 = hi < r0 + ${per} ? hi : r0 + ${per};`,
+      ...copyIn,
+      '    w.run(r1 - r0);',
+      ...copyOut,
+      '  }',
+    ];
+    const source = `function k(${[...buffers.map(bufName), 'lo', 'hi'].join(', ')}) { // WebAssembly SIMD reduction, ${p.rows} rows of ${L}: ${label}\n${lines.join('\n')}\n}`;
+    return { source, buffers, rows: p.rows };
+  }
+  // columns: blocks of at most COL_BLOCK columns; each block's rows in chunks of at most CHUNK floats
+  const C = p.cols;
+  const R = p.rows;
+  const lines = [
+    `  const w = rt.red(${id});`,
+    '  const m = w.mem;',
+    `  for (let c0 = 0; c0 < ${C}; c0 += ${COL_BLOCK}) {`,
+    `    const c1 = ${C} < c0 + ${COL_BLOCK} ? ${C} : c0 + ${COL_BLOCK};`,
+    '    const cw = c1 - c0;',
+    `    const per = Math.floor(${CHUNK} / cw);`,
+    '    w.run(0, 0, cw);',
+    `    for (let r0 = 0; r0 < ${R}; r0 += per) {`,
+    `      const r1 = ${R} < r0 + per ? ${R} : r0 + per;`,
+    ...p.loads.map((l, j) => (l.row === C
+      ? `      if (cw === ${C}) m.set(${bufName(l.buf)}.subarray(${at(`r0 * ${C}`, l.off)}, ${at(`r1 * ${C}`, l.off)}), ${j * REG});\n      else for (let r = r0, o = ${j * REG}; r < r1; r++, o += cw) m.set(${bufName(l.buf)}.subarray(${at(`r * ${l.row} + c0`, l.off)}, ${at(`r * ${l.row} + c1`, l.off)}), o);`
+      : `      for (let r = r0, o = ${j * REG}; r < r1; r++, o += cw) m.set(${bufName(l.buf)}.subarray(${at(`r * ${l.row} + c0`, l.off)}, ${at(`r * ${l.row} + c1`, l.off)}), o);`)),
+    '      w.run(1, r1 - r0, cw);',
+    '    }',
+    '    w.run(2, 0, cw);',
+    ...p.stores.map((x, j) => `    ${bufName(x.buf)}.set(m.subarray(${(p.loads.length + j) * REG}, ${(p.loads.length + j) * REG} + cw), ${at('c0', x.off)});`),
+    '  }',
+  ];
+  const source = `function k(${buffers.map(bufName).join(', ')}) { // WebAssembly SIMD column reduction, ${R} rows of ${C}: ${label}\n${lines.join('\n')}\n}`;
+  return { source, buffers };
+}
