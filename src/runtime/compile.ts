@@ -57,6 +57,8 @@ interface Specialization extends Specialised {
   readonly bytes: number;
   /** Whether it has run once (its first run is timed: compileTimes.firstRun). */
   ran?: boolean;
+  /** Gives back its packs kept in the packing arena (when the cache drops it). */
+  readonly release?: () => void;
 }
 
 /** The THEANINE_DEBUG=passes line of a new specialisation's phases (compileTimes). */
@@ -74,7 +76,7 @@ type CompiledProgram = OptimizedProgram<Specialization>;
  * 86.8 MB); an evicted one is compiled again if its shapes come back.
  */
 export const SPEC_BUDGET_BYTES = 64 * 2 ** 20;
-const programs = new ProgramCache<CompiledProgram, Specialization>({ bytes: (s) => s.bytes, budgetBytes: SPEC_BUDGET_BYTES });
+const programs = new ProgramCache<CompiledProgram, Specialization>({ bytes: (s) => s.bytes, budgetBytes: SPEC_BUDGET_BYTES, onDropSpec: (_p, _k, s) => s.release?.() });
 
 /** Bytes held by cached specialisations (the leak tests read it). */
 export function compileCacheBytes(): number {
@@ -114,7 +116,7 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
       debugSink(profileRows(prof).map(([l, ms]) => `[theanine kernels] ${ms.toFixed(3).padStart(9)} ms  ${l}`).join('\n') + '\n');
       return out;
     };
-    return { run, fallbacks: externFallbacks(prog), invalid: false, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes, bytes: mod.bytes };
+    return { run, fallbacks: externFallbacks(prog), invalid: false, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes, bytes: mod.bytes, release: mod.release };
   } catch (e) {
     if (!(e instanceof DynamicShapeError)) throw e;
     const reason = e.message.slice(e.op.length + 2).replace(/\n/g, ' ');

@@ -113,6 +113,33 @@ describe('codegen/wasm SIMD elementwise tier', () => {
     expect(Array.from(simd.out.data)).to.deep.equal(Array.from(js.out.data));
   });
 
+  it('the benchmark chains relu(x*y + 1)*x - y and sqrt(abs((x*y + 1)/y)) (arithmetic alone) take the float32 form (f32x4) and equal the JavaScript kernel bit for bit', () => {
+    const xs = values(15, 8);
+    const ys = values(16, 8);
+    for (const chain of [(x: Node, y: Node) => K.relu(x.mul(y).add(1)).mul(x).sub(y), (x: Node, y: Node) => K.sqrt(K.abs(x.mul(y).add(1).div(y)))]) {
+      const js = build(false, chain, xs, ys);
+      const simd = build(true, chain, xs, ys);
+      expect(js.source).to.not.contain('WebAssembly SIMD');
+      expect(simd.source).to.contain('WebAssembly SIMD f32x4');
+      expect(Array.from(simd.out.data)).to.deep.equal(Array.from(js.out.data));
+    }
+  });
+
+  it('a kernel with a float64 intermediate that is not rounded to float32 keeps two float64 lanes (f64x2), bit-identical', () => {
+    const xs = values(17, 8);
+    const ys = values(18, 8);
+    // x * 0.1 + relu(y) in float64, rounded once at the end: in float32 lanes the sum would round twice
+    const chain = (x: Node, y: Node) => K.cast(K.cast(x, 'float64').mul(0.1).add(K.cast(K.relu(y), 'float64')), 'float32');
+    const js = build(false, chain, xs, ys);
+    const simd = build(true, chain, xs, ys);
+    expect(simd.source).to.contain('WebAssembly SIMD f64x2');
+    expect(Array.from(simd.out.data)).to.deep.equal(Array.from(js.out.data));
+    // and the float32 lanes would differ here: the same chain rounded after each op is another function
+    const rounded = build(true, (x, y) => x.mul(0.1).add(K.relu(y)), xs, ys);
+    expect(rounded.source).to.contain('WebAssembly SIMD f32x4');
+    expect(Array.from(rounded.out.data)).to.not.deep.equal(Array.from(js.out.data));
+  });
+
   it('a mask kernel (comparison stored as bool) and selects reading it, without a transcendental, take the tier, bit-identical', () => {
     const xs = values(13, 8);
     const ys = values(14, 8);
@@ -192,7 +219,7 @@ describe('codegen/wasm SIMD elementwise tier', () => {
       const js = run(false, cell);
       const simd = run(true, cell);
       expect(js.source).to.not.contain('WebAssembly SIMD');
-      expect(simd.source).to.contain(`WebAssembly SIMD, ${R} rows of ${U}`);
+      expect(simd.source).to.contain(`WebAssembly SIMD f32x4, ${R} rows of ${U}`);
       // each of the three approximations is within 1 ulp once rounded; the products and the sum round exactly as in JavaScript
       simd.out.data.forEach((v, i) => {
         const w = js.out.data[i]!;

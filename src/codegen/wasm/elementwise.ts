@@ -1,11 +1,16 @@
 // The WebAssembly SIMD tier for fused elementwise loops, rendered from the kernel IR: a loop
 // kernel that is one contiguous pass over float32 buffers (after collapse.ts) becomes a small
-// WebAssembly module whose loop evaluates the kernel's expression tree two elements at a time
-// (f64x2). Every node is computed as the JavaScript kernel computes it (float64, rounded to
-// float32 exactly where the reference rounds: f32x4.demote then f64x2.promote is Math.fround),
-// so arithmetic, comparisons, selects, max/min, abs, sqrt are bit-identical to the reference.
+// WebAssembly module whose loop evaluates the kernel's expression tree a vector at a time, in one
+// of two forms. Where the reference rounds every arithmetic node to float32 (f32Exact: the usual
+// case, each op's value is a float32 tensor) the kernel runs in f32x4 lanes, four elements per
+// instruction: float32 +, -, *, /, sqrt are correctly rounded, so they equal the reference's float64
+// operation rounded to float32, and the result is bit-identical. Otherwise every node is computed
+// as the JavaScript kernel computes it, in f64x2 lanes (float64, rounded to float32 exactly where
+// the reference rounds: f32x4.demote then f64x2.promote is Math.fround). In both forms arithmetic,
+// comparisons, selects, max/min, abs, sqrt are bit-identical to the reference.
 // The exceptions are tanh, exp, sigmoid and log, which have no WebAssembly instruction: vector
-// approximations (APPROX below, keyed by function) accurate to about 3e-15 relative in float64, used only where
+// approximations (APPROX below, keyed by function) accurate to about 3e-15 relative in float64
+// (in the float32 form: on each half of the vector, promoted), used only where
 // their result is rounded to float32 at once, so the float32 value is within 1 ulp of the
 // reference's (Math.fround(Math.tanh(x)), ...) and equal to it except within 3e-15 of a rounding
 // midpoint (test/codegen/simd-elementwise.test.ts).
@@ -45,7 +50,14 @@ export const S = {
   eq: 0x47, ne: 0x48, lt: 0x49, gt: 0x4a, le: 0x4b, ge: 0x4c,
   and: 0x4e, or: 0x50, not: 0x4d, bitselect: 0x52,
   nearest: 0x94, truncSatZero: 0xfc, extendLowS: 0xc7, i64Add: 0xce, i64Shl: 0xcb, i64ShrU: 0xcd,
+  load: 0x00, store: 0x0b, shuffle: 0x0d, f32Splat: 0x13,
 } as const;
+
+/** The same operations on f32x4 lanes (the float32 form of a kernel: see f32Exact). */
+const F32: Readonly<Record<string, number>> = {
+  abs: 0xe0, neg: 0xe1, sqrt: 0xe3, add: 0xe4, sub: 0xe5, mul: 0xe6, div: 0xe7, min: 0xe8, max: 0xe9,
+  eq: 0x41, ne: 0x42, lt: 0x43, gt: 0x44, le: 0x45, ge: 0x46,
+};
 
 const BINARY: Partial<Record<ScalarOp, number>> = { add: S.add, sub: S.sub, mul: S.mul, div: S.div, min: S.min, max: S.max };
 const UNARY: Partial<Record<ScalarOp, number>> = { neg: S.neg, abs: S.abs, sqrt: S.sqrt };
@@ -74,6 +86,8 @@ export interface EwPlan {
   readonly loads: readonly EwRegion[];
   readonly stores: readonly EwRegion[];
   readonly bytes: Uint8Array;
+  /** Lanes: f32x4 (four elements per instruction, see f32Exact) or f64x2. */
+  readonly f32: boolean;
   /** Whether the module imports the tier's shared memory (then long loops are split over threads). */
   readonly shared: boolean;
   readonly label: string;
@@ -123,7 +137,8 @@ export function nodeKind(e: Expr): 'approx' | 'branch' | 'plain' | undefined {
  * stores at unit stride, and only the ops above; at least one tanh, exp, sigmoid or log, or a
  * select or comparison (where the tier pays: JavaScript branches on each element's data and
  * mispredicts about half of them on mixed signs, as relu's do, where the tier's bitselect does
- * not branch; arithmetic alone is about as fast in JavaScript once the copies are counted). Either one
+ * not branch), or a kernel of the float32 form (f32Exact: arithmetic alone, four lanes, measured
+ * about twice as fast as JavaScript with the copies counted; in two lanes it was not). Either one
  * loop, or two whose inner loop is at unit stride in every load and store and at most a chunk
  * long (rows of a matrix, such as an LSTM's gate slices of its pre-activations, row stride
  * 4 x units): then the wrapper copies whole rows in and out, and the module's loop runs over
@@ -170,20 +185,25 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType,
     stores.push({ buf: s.buf, ...acc });
     roundedParent.add(s.value);
   }
+  // A buffer both read and written (in place) only at the same elements: a chunk's inputs are all
+  // copied in before its results are copied out, so a read of another element (a recursion's) would see an old value.
+  if (loads.some((l) => stores.some((x) => x.buf === l.buf) && !stores.some((x) => x.buf === l.buf && x.off === l.off && x.row === l.row))) return undefined;
   // The approximations are within 1 ulp only once rounded to float32.
-  if ((approximated.length === 0 && !branches && !always) || approximated.some((e) => !roundedParent.has(e))) return undefined;
-  if (loads.length + stores.length > MAX_REGIONS) return undefined;
+  if (approximated.some((e) => !roundedParent.has(e)) || loads.length + stores.length > MAX_REGIONS) return undefined;
+  const f32 = f32Exact(order, k.stores.map((s) => s.value));
+  if (approximated.length === 0 && !branches && !always && !f32) return undefined;
+
   // Over a shared memory where more than one thread is configured and the loop is long enough to be
   // split over the worker threads; shorter loops keep the private memory, which measured faster.
   const shared = u === undefined && sharedTier() && n >= PARALLEL_MIN_ELEMENTS;
-  const bytes = moduleBytes([{ name: 'run', params: 2, body: loopBody(k, v, u, loads, order) }], shared ? 'shared' : true);
-  return { n, ...(u !== undefined ? { cols: v.size, rows: u.size } : {}), loads, stores, bytes, shared, label: k.label };
+  const bytes = moduleBytes([{ name: 'run', params: 2, body: loopBody(k, v, u, loads, order, f32) }], shared ? 'shared' : true);
+  return { n, f32, ...(u !== undefined ? { cols: v.size, rows: u.size } : {}), loads, stores, bytes, shared, label: k.label };
 }
 
-/** Float64 constants as v128 locals, splatted once before the loop (not once per element pair). */
+/** Float64 (or float32) constants as v128 locals, splatted once before the loop (not once per iteration). */
 export class Consts {
   private readonly at = new Map<string, number>();
-  constructor(private readonly b: Body, private next: number) {}
+  constructor(private readonly b: Body, private next: number, private readonly f32 = false) {}
   /** Pushes the constant (allocating its local on first use: call prepare() first for every constant). */
   get(x: number): Body {
     const key = Object.is(x, -0) ? '-0' : String(x);
@@ -191,7 +211,8 @@ export class Consts {
     if (l === undefined) {
       l = this.next++;
       this.at.set(key, l);
-      this.b.ops(0x44, ...new Uint8Array(new Float64Array([x]).buffer)).v(S.splat).set(l);
+      if (this.f32) this.b.ops(0x43, ...new Uint8Array(new Float32Array([x]).buffer)).v(S.f32Splat).set(l);
+      else this.b.ops(0x44, ...new Uint8Array(new Float64Array([x]).buffer)).v(S.splat).set(l);
     }
     return this.b.get(l);
   }
@@ -329,65 +350,134 @@ export function constsOf(order: readonly Expr[]): Set<number> {
  * `push` (a local, or a constant); `local(x)` is the local holding operand x, and 4 scratch v128
  * locals start at `scratch`. Every node as the JavaScript kernel computes it (float64, rounded to
  * float32 where the kernel rounds), the APPROX functions within their stated bounds.
+ * With `c32` (the float32 constants), the node's f32x4 value in the float32 form (f32Exact):
+ * float32 operations, casts unchanged, approximations on each half (approxF32; 6 scratch locals).
  */
-export function renderNode(b: Body, c: Consts, e: Expr, push: (x: Expr) => void, local: (x: Expr) => number, scratch: number): void {
+export function renderNode(b: Body, c: Consts, e: Expr, push: (x: Expr) => void, local: (x: Expr) => number, scratch: number, c32?: Consts): void {
+  const ops: Readonly<Record<string, number>> = c32 !== undefined ? F32 : { ...BINARY, ...UNARY, ...COMPARE };
+  const cc = c32 ?? c;
+  const approx = (name: string, x: number) => (c32 !== undefined ? approxF32(b, c, APPROX[name]!.render, x, scratch) : APPROX[name]!.render(b, c, x, scratch));
   switch (e.t) {
-    case 'cast': push(e.x); if (e.dtype === 'float32') b.v(S.demote).v(S.promote); break;
+    case 'cast': push(e.x); if (e.dtype === 'float32' && c32 === undefined) b.v(S.demote).v(S.promote); break;
     case 'op': {
       const a = approxOf(e);
-      if (a !== undefined) { APPROX[a]!.render(b, c, local(e.args[0]!), scratch); break; }
+      if (a !== undefined) { approx(a, local(e.args[0]!)); break; }
       if (e.op === 'select') {
         // select(q, x, y): x where q is nonzero (NaN is nonzero, as in JavaScript's q !== 0)
         push(e.args[1]!); push(e.args[2]!);
         const q = e.args[0]!;
-        if (q.t === 'op' && q.op in COMPARE) { push(q.args[0]!); push(q.args[1]!); b.v(COMPARE[q.op]!); }
-        else { push(q); c.get(0).v(S.ne); }
+        if (q.t === 'op' && q.op in COMPARE) { push(q.args[0]!); push(q.args[1]!); b.v(ops[q.op]!); }
+        else { push(q); cc.get(0).v(ops['ne']!); }
         b.v(S.bitselect);
         break;
       }
-      if (e.op in COMPARE) { c.get(1); c.get(0); push(e.args[0]!); push(e.args[1]!); b.v(COMPARE[e.op]!).v(S.bitselect); break; }
+      if (e.op in COMPARE) { cc.get(1); cc.get(0); push(e.args[0]!); push(e.args[1]!); b.v(ops[e.op]!).v(S.bitselect); break; }
       for (const x of e.args) push(x);
-      b.v((BINARY[e.op] ?? UNARY[e.op])!);
+      b.v(ops[e.op]!);
       break;
     }
-    case 'call': APPROX[approxOf(e)!]!.render(b, c, local(e.args[0]!), scratch); break;
+    case 'call': approx(approxOf(e)!, local(e.args[0]!)); break;
     default: throw new Error(`internal: the SIMD tier cannot render a ${e.t} node`);
   }
 }
 
-/** Independent element pairs per loop iteration: the tanh polynomial is a long dependency chain, so the out-of-order core needs several in flight. */
+/** Independent vectors per loop iteration: the approximations are long dependency chains, so the out-of-order core needs several in flight. */
 const STREAMS = 4;
 
-function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwRegion[], order: readonly Expr[]): Body {
-  // params n, base (the byte offset of the chunk block); i32 locals: i (byte offset), end; v128 locals: per stream, one per node and 4 scratch; then constants
+/**
+ * Operations whose float64 value rounded to float32 equals the float32 operation on the same
+ * float32 arguments: both are correctly rounded, and rounding twice (to float64, then to
+ * float32) is innocuous for +, -, *, / and sqrt because 53 >= 2 * 24 + 2 (Figueroa, "When is
+ * double rounding innocuous?", 1995).
+ */
+const ROUNDED_OPS: ReadonlySet<string> = new Set(['add', 'sub', 'mul', 'div', 'sqrt']);
+
+/**
+ * Whether the kernel computes the same float32 values in f32x4 lanes as the reference does in
+ * float64: every constant is a float32 value, and every node of ROUNDED_OPS is read only through
+ * a rounding to float32 (a float32 cast or store), as the reference rounds each op's float32
+ * value. Every other node of the tier is exact on float32 values in either width (neg, abs,
+ * min, max, comparisons, selects, casts), or an approximation, which is rounded at once anyway.
+ * Then the kernel runs four elements per instruction, bit-identical apart from the approximations.
+ */
+export function f32Exact(order: readonly Expr[], stored: readonly Expr[]): boolean {
+  const uses = new Map<Expr, number>();
+  const rounding = new Map<Expr, number>();
+  const count = (x: Expr, rounds: boolean) => {
+    uses.set(x, (uses.get(x) ?? 0) + 1);
+    if (rounds) rounding.set(x, (rounding.get(x) ?? 0) + 1);
+  };
+  for (const e of order) {
+    if (e.t === 'const') { if (!Number.isNaN(e.v) && Math.fround(e.v) !== e.v) return false; continue; }
+    if (e.t === 'op' || e.t === 'call') for (const a of e.args) count(a, false);
+    else if (e.t === 'cast') count(e.x, e.dtype === 'float32');
+  }
+  for (const x of stored) count(x, true);
+  return order.every((e) => e.t !== 'op' || !ROUNDED_OPS.has(e.op) || uses.get(e) === rounding.get(e));
+}
+
+function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwRegion[], order: readonly Expr[], f32: boolean): Body {
+  // params n, base (the byte offset of the chunk block); i32 locals: i (byte offset), end; v128
+  // locals: per stream, one per node and 6 scratch; then the constants (float64 splats, then float32 ones)
   const nodes = order.filter((e) => e.t !== 'const');
-  const perStream = nodes.length + 4;
-  const consts = constsOf(order);
+  const perStream = nodes.length + 6;
+  // the float32 form: its own constants and 0, 1 in float32, the approximations' in float64
+  const consts32 = new Set<number>(f32 ? [...order.flatMap((e) => (e.t === 'const' ? [e.v] : [])), 0, 1] : []);
+  const consts64 = f32 ? constsOf(order.filter((e) => e.t !== 'const')) : constsOf(order);
   const [N, BASE, I, END] = [0, 1, 2, 3];
   const base = 4;
-  const b = new Body(2, [[2, I32], [STREAMS * perStream + consts.size, V128]]);
-  const c = new Consts(b, base + STREAMS * perStream);
-  for (const x of consts) c.get(x).ops(0x1a); // splat each constant once, before the loop (then drop)
+  const b = new Body(2, [[2, I32], [STREAMS * perStream + consts64.size + consts32.size, V128]]);
+  const c = new Consts(b, base + STREAMS * perStream, false);
+  const c32 = new Consts(b, base + STREAMS * perStream + consts64.size, true);
+  for (const x of consts64) c.get(x).ops(0x1a); // splat each constant once, before the loop (then drop)
+  for (const x of consts32) c32.get(x).ops(0x1a);
   b.get(BASE).set(I);
   b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0);
   b.get(N).i32(4).ops(op.i32Mul).get(BASE).ops(op.i32Add).set(END);
   b.ops(op.loop, 0x40);
-  for (let st = 0; st < STREAMS; st++) {
-    const local = new Map<Expr, number>(nodes.map((e, i) => [e, base + st * perStream + i]));
-    const scratch = base + st * perStream + nodes.length;
-    const push = (e: Expr) => (e.t === 'const' ? c.get(e.v) : b.get(local.get(e)!));
-    for (const e of nodes) {
-      if (e.t === 'load') b.get(I).v(S.load64Zero, ...memarg(3, regionOf(loads, e.buf, rowAccess(e.index, v, u)!) * CHUNK * 4 + 8 * st)).v(S.promote);
-      else renderNode(b, c, e, push, (x) => local.get(x)!, scratch);
+  const width = f32 ? 16 : 8; // bytes per vector
+  const cc = f32 ? c32 : c;
+  // Node by node, each for every stream in turn: independent work stays close together in the code.
+  const locals = Array.from({ length: STREAMS }, (_, st) => new Map<Expr, number>(nodes.map((e, i) => [e, base + st * perStream + i])));
+  for (const e of nodes) {
+    for (let st = 0; st < STREAMS; st++) {
+      const local = locals[st]!;
+      const push = (e: Expr) => (e.t === 'const' ? cc.get(e.v) : b.get(local.get(e)!));
+      if (e.t === 'load') {
+        const at = regionOf(loads, e.buf, rowAccess(e.index, v, u)!) * CHUNK * 4 + width * st;
+        if (f32) b.get(I).v(S.load, ...memarg(0, at));
+        else b.get(I).v(S.load64Zero, ...memarg(3, at)).v(S.promote);
+      } else renderNode(b, c, e, push, (x) => local.get(x)!, base + st * perStream + nodes.length, f32 ? c32 : undefined);
       b.set(local.get(e)!);
     }
-    k.stores.forEach((s, j) => {
-      b.get(I); push(s.value); b.v(S.demote).v(S.store64Lane, ...memarg(3, (loads.length + j) * CHUNK * 4 + 8 * st), 0);
-    });
   }
-  b.addTo(I, 8 * STREAMS);
+  k.stores.forEach((s, j) => {
+    for (let st = 0; st < STREAMS; st++) {
+      const at = (loads.length + j) * CHUNK * 4 + width * st;
+      b.get(I);
+      if (s.value.t === 'const') cc.get(s.value.v); else b.get(locals[st]!.get(s.value)!);
+      if (f32) b.v(S.store, ...memarg(0, at));
+      else b.v(S.demote).v(S.store64Lane, ...memarg(3, at), 0);
+    }
+  });
+  b.addTo(I, width * STREAMS);
   b.get(I).get(END).ops(op.i32LtU, op.brIf, 0, op.end, op.end);
   return b;
+}
+
+/**
+ * An approximation in the float32 form: the float64 one (APPROX) on each half of the vector
+ * (lanes 0-1, then 2-3 moved down by a shuffle, promoted to f64x2), demoted and joined, so the
+ * result is the f64x2 form's value bit for bit. Scratch locals t..t+5 (the float64 one's t..t+3).
+ */
+function approxF32(b: Body, c: Consts, render: Approx, x: number, t: number): void {
+  const [LO, HI] = [t + 4, t + 5];
+  const high = [8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15];
+  b.get(x).v(S.promote).set(LO);
+  b.get(x).get(x).v(S.shuffle, ...high).v(S.promote).set(HI);
+  render(b, c, LO, t); b.v(S.demote);
+  render(b, c, HI, t); b.v(S.demote);
+  b.v(S.shuffle, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
 }
 
 // --- runtime: the tier's memory and its compiled kernels ---
@@ -557,7 +647,7 @@ export function renderElementwise(p: EwPlan, bufName: (id: number) => string): {
       ...copyOut,
       '  }',
     ];
-    const source = `function k(${[...buffers.map(bufName), 'lo', 'hi'].join(', ')}) { // WebAssembly SIMD, ${p.rows} rows of ${cols}: ${p.label.replace(/[^\w,. -]/g, '')}\n${lines2.join('\n')}\n}`;
+    const source = `function k(${[...buffers.map(bufName), 'lo', 'hi'].join(', ')}) { // WebAssembly SIMD ${p.f32 ? 'f32x4' : 'f64x2'}, ${p.rows} rows of ${cols}: ${p.label.replace(/[^\w,. -]/g, '')}\n${lines2.join('\n')}\n}`;
     return { source, buffers, rows: p.rows! };
   }
   const lines = [
@@ -573,6 +663,6 @@ export function renderElementwise(p: EwPlan, bufName: (id: number) => string): {
     ...p.stores.map((s, j) => `    ${bufName(s.buf)}.set(m.subarray(${(p.loads.length + j) * CHUNK}, ${(p.loads.length + j) * CHUNK} + e - s), ${at('s', s.off)});`),
     '  }',
   ];
-  const source = `function k(${[...buffers.map(bufName), 'lo', 'hi'].join(', ')}) { // WebAssembly SIMD: ${p.label.replace(/[^\w,. -]/g, '')}\n${lines.join('\n')}\n}`;
+  const source = `function k(${[...buffers.map(bufName), 'lo', 'hi'].join(', ')}) { // WebAssembly SIMD ${p.f32 ? 'f32x4' : 'f64x2'}: ${p.label.replace(/[^\w,. -]/g, '')}\n${lines.join('\n')}\n}`;
   return { source, buffers, rows: p.n };
 }
