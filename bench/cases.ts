@@ -144,7 +144,7 @@ const convCase: Case = typeof k['conv2d'] !== 'function'
   : {
     name: 'conv2d 8x32x32x16 -> 32, 3x3',
     flops: 2 * 8 * 32 * 32 * 32 * 3 * 3 * 16,
-    note: 'conv as a matmul template (im2col panels packed on the fly)',
+    note: 'conv as an indirect product (igemm: pointers to the input cells, no im2col panels)',
     impls: {
       theanine: async () => {
         const x = K.placeholder([8, 32, 32, 16], null, 'float32');

@@ -106,6 +106,29 @@ describe('codegen/wasm SIMD reduction tier', () => {
     });
   }
 
+  it('a column sum fused with an update that reads a vector (a bias gradient and its SGD step): bit-identical', () => {
+    const [R, C] = [128, 257];
+    const xs = values(R * C, 21);
+    const bs = values(C, 22);
+    const f = (simd: boolean, options: object) => {
+      setSimdTier(simd);
+      clearCompileCache();
+      try {
+        const x = K.placeholder([R, C], null, 'float32');
+        const b = K.placeholder([C], null, 'float32');
+        const fn = K.function([x, b], [b.sub(K.sum(x.mul(x), 0).mul(0.01))], [], options);
+        const out = fn([new NDArray(xs, [R, C], 'float32'), new NDArray(bs, [C], 'float32')])[0]!.data as Float32Array;
+        return { out, source: (fn as unknown as { source(): string }).source() };
+      } finally {
+        setSimdTier(true);
+        clearCompileCache();
+      }
+    };
+    const got = f(true, {});
+    expect(got.source).to.include('rt.red(');
+    expectSame(got.out, f(false, { optimizer: 'none' }).out, 'bias gradient step');
+  });
+
   it('a row sum whose exact value needs the float64 fold: cancellation stays within the bound', () => {
     const L = 1024;
     const xs = new Float32Array(16 * L);

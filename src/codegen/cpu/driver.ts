@@ -18,7 +18,7 @@ import { planReduce, renderReduce } from '../wasm/reduce.js';
 import { fusablePair, planPhilox, renderPhilox, renderPhiloxPair, type PhiloxPlan } from '../wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
-import { packing, renderAllTiles, renderMatmulCompute, stagedPacks, sumsWhole } from './matmul.js';
+import { indirectSums, packing, renderAllTiles, renderIndirectTiles, renderMatmulCompute, stagedPacks, sumsWhole } from './matmul.js';
 import { renderScanLoop, type ScanArg } from './scan.js';
 import { wasmTileModule } from './wasm-kernel.js';
 
@@ -121,9 +121,11 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
       // Large products: every tile sum first (cache blocks, split over the worker threads), then the epilogue.
       const wasm = b.wasm && wasmTileModule() !== null;
       const all = wasm && sumsWhole(s);
-      const { open, kept, stage } = b.matmul(s, all, new Map([[s.packA, operandSource(s.a)], [s.packB, operandSource(s.b)]]));
+      // A float32 convolution: summed through an indirection buffer into its input's cells (A never packed, so never kept).
+      const indirect = all && indirectSums(s, wasm);
+      const { open, kept, stage } = b.matmul(s, all, new Map([[s.packA, indirect ? undefined : operandSource(s.a)], [s.packB, operandSource(s.b)]]));
       lines.push(open);
-      const pk = packing(s);
+      const pk = packing(s, indirect);
       // Whole float32 products with a binding that gives them a staging area: float32 operands are
       // copied there and packed by the thread pool (stagedPacks), the rest here.
       const { staged } = stage !== undefined ? stagedPacks(s, dtype) : { staged: new Map<number, { lo: number; hi: number; at: number }>() };
@@ -145,7 +147,8 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
         if (keep === undefined) lines.push(...pl.map((l) => `  ${l}`));
         else lines.push(`  if (${keep.when}) {`, ...pl.map((l) => `    ${l}`), `    ${keep.done}`, '  }');
       }
-      if (all) lines.push(`  ${renderAllTiles(s, `b${s.packA}`, `b${s.packB}`)}`);
+      if (indirect) lines.push(...renderIndirectTiles(s, `b${s.packA}`, `b${s.packB}`).map((l) => `  ${l}`));
+      else if (all) lines.push(`  ${renderAllTiles(s, `b${s.packA}`, `b${s.packB}`)}`);
       call(s, (env) => renderMatmulCompute(s, 'k', env, wasm, all), '  ');
       lines.push('}');
     } else if (s.kind === 'scan') {

@@ -14,7 +14,7 @@ import type { LoopKernel, MatmulKernel } from '../kernel.js';
 import { mapIndices } from '../collapse.js';
 import { ExprWriter, type KernelSource, type RenderEnv } from './loop.js';
 import { commentText, storeRounds } from './js.js';
-import { PARALLEL_MIN_MACS } from './threads.js';
+import { IGEMM_VARIANT, PARALLEL_MIN_MACS } from './threads.js';
 import { blockVariant } from './wasm-kernel.js';
 
 /** Bytes of one packed element or sum. */
@@ -32,7 +32,12 @@ export function stridedOperand(e: Expr, bv: Var, row: Var, t: Var): StridedOpera
 }
 
 /** Packing of the operands: a call of the shared packer for strided views, generated loop kernels otherwise. */
-export function packing(k: MatmulKernel): { kernels: LoopKernel[]; calls: { buf: number; dst: number; op: StridedOperand; rows: number; p: number }[] } {
+export function packing(k: MatmulKernel, indirect = false): { kernels: LoopKernel[]; calls: { buf: number; dst: number; op: StridedOperand; rows: number; p: number }[] } {
+  if (indirect) {
+    // A is read through its indirection buffer (igemmA): only B is packed.
+    const sb = stridedOperand(k.b, k.batch, k.n, k.k);
+    return { kernels: packKernels(k, false, sb === undefined), calls: sb !== undefined ? [{ buf: sb.buf, dst: k.packB, op: sb, rows: k.n.size, p: k.nr }] : [] };
+  }
   const sa = stridedOperand(k.a, k.batch, k.m, k.k);
   const sb = stridedOperand(k.b, k.batch, k.n, k.k);
   const calls = [
@@ -152,7 +157,29 @@ export function accSize(k: MatmulKernel, all = false): number {
  * of at least PARALLEL_MIN_MACS multiply-adds with more than one A panel.
  */
 export function sumsWhole(k: MatmulKernel): boolean {
+  if (k.indirect !== undefined) return true; // the igemm kernel stores every sum of the product
   return k.batch.size * k.m.size * k.n.size * k.k.size >= PARALLEL_MIN_MACS && k.batch.size * Math.ceil(k.m.size / k.mr) > 1;
+}
+
+/** Whether a product is summed by the igemm kernel (../wasm/igemm.ts) through an indirection buffer: a float32 convolution under the WebAssembly kernel. */
+export function indirectSums(k: MatmulKernel, wasm: boolean): boolean {
+  return wasm && k.indirect !== undefined && k.sum === 'float32';
+}
+
+/**
+ * The runtime calls of an indirect product: its input's cells and pointers into the arena at A's
+ * packing buffer (igemmA), then every tile sum by the igemm kernel (split over the worker threads).
+ */
+export function renderIndirectTiles(k: MatmulKernel, pa: string, pb: string): string[] {
+  const a = k.indirect!;
+  const { mr, nr } = k;
+  const MP = Math.ceil(k.m.size / mr), NP = Math.ceil(k.n.size / nr), K = k.k.size;
+  const taps = a.window.reduce((p, v) => p * v, 1);
+  const geom = [a.batch, a.channels, a.inSize.length, ...a.inSize, ...a.outSize, ...a.window, ...a.step, ...a.tapStep, ...a.start];
+  return [
+    `const ind = rt.igemmA(${pa}, b${a.buf}, ${a.offset}, [${geom.join(', ')}], ${mr});`,
+    `rt.arena.tiles(ind, ${taps * mr * 4}, ${pb}.byteOffset, ${NP * K * nr * 4}, ${MP}, ${K}, acc.byteOffset, ${NP}, 1, ${mr * nr * 4}, ${IGEMM_VARIANT});`,
+  ];
 }
 
 /**

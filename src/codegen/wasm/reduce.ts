@@ -174,13 +174,13 @@ function planColumns(k: LoopKernel, order: readonly Expr[], reduces: readonly Re
   for (const e of order) {
     if (e.t === 'load') {
       const r = inBody.get(e);
-      const acc = r === undefined ? undefined : rowAccess(e.index, v, r.vars[0]!);
-      // every load in a body, read at (r, v) with r's stride at least a row of columns
-      if (acc === undefined || acc.row < v.size) return undefined;
+      // a load in a body is read at (r, v), r's stride at least a row of columns; one after the folds at v (row 0: once per column)
+      const acc = r === undefined ? rowAccess(e.index, v, undefined) : rowAccess(e.index, v, r.vars[0]!);
+      if (acc === undefined || (r !== undefined && acc.row < v.size)) return undefined;
       if (findRegion(loads, e.buf, acc) < 0) loads.push({ buf: e.buf, ...acc });
     } else if (e.t === 'reduce' && inBody.has(e)) return undefined; // nested
   }
-  // A body reads only its own loop's loads; the values after the folds only the folds and constants.
+  // A body reads only its own loop's loads; the values after the folds only the folds, constants and loads at v.
   for (const r of reduces) for (const e of exprOrder([r.body])) if (e.t === 'reduce') return undefined;
   const stores: RedRegion[] = [];
   for (const s of k.stores) {
@@ -374,6 +374,7 @@ function columnsBody(k: LoopKernel, order: readonly Expr[], reduces: readonly Re
     for (const e of computed) {
       if (inBody.has(e)) continue;
       if (e.t === 'reduce') { accAddr(); b.v(extra.load, ...memarg(4, accOff(reduces.indexOf(e)))); }
+      else if (e.t === 'load') b.get(Q).v(extra.load64Zero, ...memarg(3, loadRegion(loads, e, v, undefined) * REGB)).v(S.promote);
       else renderNode(b, c, e, push, (x) => loc.get(x)!, scratch);
       b.set(loc.get(e)!);
     }
@@ -461,11 +462,13 @@ export function renderReduce(p: RedPlan, bufName: (id: number) => string): { sou
     '    w.run(0, 0, cw);',
     `    for (let r0 = 0; r0 < ${R}; r0 += per) {`,
     `      const r1 = ${R} < r0 + per ? ${R} : r0 + per;`,
-    ...p.loads.map((l, j) => (l.row === C
+    ...p.loads.map((l, j) => (l.row === 0 ? ''
+      : l.row === C
       ? `      if (cw === ${C}) m.set(${bufName(l.buf)}.subarray(${at(`r0 * ${C}`, l.off)}, ${at(`r1 * ${C}`, l.off)}), ${j * REG});\n      else for (let r = r0, o = ${j * REG}; r < r1; r++, o += cw) m.set(${bufName(l.buf)}.subarray(${at(`r * ${l.row} + c0`, l.off)}, ${at(`r * ${l.row} + c1`, l.off)}), o);`
-      : `      for (let r = r0, o = ${j * REG}; r < r1; r++, o += cw) m.set(${bufName(l.buf)}.subarray(${at(`r * ${l.row} + c0`, l.off)}, ${at(`r * ${l.row} + c1`, l.off)}), o);`)),
+      : `      for (let r = r0, o = ${j * REG}; r < r1; r++, o += cw) m.set(${bufName(l.buf)}.subarray(${at(`r * ${l.row} + c0`, l.off)}, ${at(`r * ${l.row} + c1`, l.off)}), o);`)).filter((x) => x !== ''),
     '      w.run(1, r1 - r0, cw);',
     '    }',
+    ...p.loads.flatMap((l, j) => (l.row === 0 ? [`    m.set(${bufName(l.buf)}.subarray(${at('c0', l.off)}, ${at('c1', l.off)}), ${j * REG});`] : [])),
     '    w.run(2, 0, cw);',
     ...p.stores.map((x, j) => `    ${bufName(x.buf)}.set(m.subarray(${(p.loads.length + j) * REG}, ${(p.loads.length + j) * REG} + cw), ${at('c0', x.off)});`),
     '  }',
