@@ -18,7 +18,7 @@ import { planReduce, renderReduce } from '../wasm/reduce.js';
 import { fusablePair, planPhilox, renderPhilox, renderPhiloxPair, type PhiloxPlan } from '../wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
-import { indirectSums, packing, renderAllTiles, renderIndirectTiles, renderMatmulCompute, stagedPacks, sumsWhole } from './matmul.js';
+import { indirectSums, packing, renderAllTiles, renderIndirectTiles, renderMatmulCompute, renderTierEpilogue, stagedPacks, sumsWhole, tierEpilogue } from './matmul.js';
 import { renderScanLoop, type ScanArg } from './scan.js';
 import { wasmTileModule } from './wasm-kernel.js';
 
@@ -149,7 +149,9 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
       }
       if (indirect) lines.push(...renderIndirectTiles(s, `b${s.packA}`, `b${s.packB}`).map((l) => `  ${l}`));
       else if (all) lines.push(`  ${renderAllTiles(s, `b${s.packA}`, `b${s.packB}`)}`);
-      call(s, (env) => renderMatmulCompute(s, 'k', env, wasm, all), '  ');
+      // A whole float32 product's epilogue runs in the SIMD tier where the tier can render it.
+      const epilogue = all ? tierEpilogue(s, dtype) : undefined;
+      call(s, (env) => (epilogue !== undefined ? renderTierEpilogue(epilogue, env) : renderMatmulCompute(s, 'k', env, wasm, all)), '  ');
       lines.push('}');
     } else if (s.kind === 'scan') {
       const k = scans++;
