@@ -47,14 +47,16 @@ export type PackPanel = (src: number, sr: number, st: number, dst: number, K: nu
 /**
  * The kernel module's exports, by the number a job names: 0 panelBlock (float64 sums), 1 and 2
  * panelBlock32 and panelBlock32w (float32 sums, the two float32 tiles), 3 and 4 the same two
- * storing their sums row-major (whole products), 5 pack32 (packing jobs), 6 igemm32 (a
- * convolution's float32 sums through an indirection buffer, row-major: ../wasm/igemm.ts).
+ * storing their sums row-major (whole products), 5 pack32 (packing jobs), 6 igemm32 and 7
+ * windowGrad32 (a convolution's and its kernel gradient's float32 sums through an indirection
+ * buffer, row-major: ../wasm/igemm.ts).
  */
-export const BLOCK_EXPORTS = ['panelBlock', 'panelBlock32', 'panelBlock32w', 'panelBlock32r', 'panelBlock32wr', 'pack32', 'igemm32'] as const;
+export const BLOCK_EXPORTS = ['panelBlock', 'panelBlock32', 'panelBlock32w', 'panelBlock32r', 'panelBlock32wr', 'pack32', 'igemm32', 'windowGrad32'] as const;
 /** BLOCK_EXPORTS' pack32. */
 export const PACK_EXPORT = 5;
-/** BLOCK_EXPORTS' igemm32. */
+/** BLOCK_EXPORTS' igemm32 and windowGrad32. */
 export const IGEMM_VARIANT = 6;
+export const WINDOW_GRAD_VARIANT = 7;
 
 /** An elementwise tier kernel (../wasm/elementwise.ts): n elements of the chunk block at byte offset base. */
 export type EwRun = (n: number, base: number) => void;
