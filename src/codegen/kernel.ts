@@ -60,6 +60,35 @@ export interface LoopKernel {
   /** Output loops, outermost first. */
   readonly vars: readonly Var[];
   readonly stores: readonly Store[];
+  /**
+   * Set on the kernel of a pooling (the pool template alone) or of its adjoint (lower-pool.ts):
+   * what it computes, for a target with a dedicated form of it (the cpu's WebAssembly SIMD pool
+   * tier, wasm/pool.ts). The loops and stores above stay its meaning, and what other targets run.
+   */
+  readonly pool?: PoolSpec;
+  /** A kernel whose only reader is the next one, a pool_grad kernel: left out where that one runs in the pool tier. */
+  readonly poolAux?: true;
+}
+
+/** A pooling or its adjoint on channels-last data (N, S..., C) pooled to (N, O..., C): see LoopKernel.pool. */
+export interface PoolSpec {
+  readonly grad: boolean;
+  readonly mode: 'max' | 'avg';
+  readonly window: readonly number[];
+  readonly strides: readonly number[];
+  readonly dilation: readonly number[];
+  /** Each spatial axis' padding before its first cell. */
+  readonly pads: readonly number[];
+  readonly inSize: readonly number[];
+  readonly outSize: readonly number[];
+  readonly batch: number;
+  readonly channels: number;
+  /** The pooled input (pool_grad: x). */
+  readonly x: ValueRef;
+  /** pool_grad: the pooled shape's cotangent. */
+  readonly dy?: ValueRef;
+  /** The result's buffer (at offset 0). */
+  readonly out: number;
 }
 
 /** out[b, i, j] = epilogue(sum_t a(b, i, t) * b(b, t, j)); `a`, `b` are expressions in the kernel's vars. */
@@ -86,6 +115,40 @@ export interface MatmulKernel {
    * SIMD, within the error bound of docs/architecture.md).
    */
   readonly sum: 'float32' | 'float64';
+  /**
+   * A convolution's A operand as cells of its input (float32 sums only): where the cpu's
+   * WebAssembly tier has the igemm kernel (wasm/igemm.ts) it sums through an indirection buffer
+   * of pointers to the input's cells instead of packing `a` (elsewhere `a` is packed as usual).
+   */
+  readonly indirect?: IndirectA;
+}
+
+/**
+ * The geometry of a convolution whose A operand is A[i, t] = x[n, pos..., ch] (0 outside x) with
+ * rows i = (n, o...) over `batch` x outSize and terms t = (tap..., ch) over window x channels,
+ * pos_k = o_k*step_k + tap_k*tapStep_k + start_k on each spatial axis: input 0 (buffer `buf`,
+ * from element `offset`, channels_last with `channels` channels) read cell by cell. conv is
+ * step = strides, tapStep = dilation, start = -padding before; conv_transpose with strides 1
+ * is tapStep = -dilation, start = its padding before.
+ */
+export interface IndirectA {
+  readonly buf: number;
+  readonly offset: number;
+  readonly batch: number;
+  readonly channels: number;
+  readonly inSize: readonly number[];
+  readonly outSize: readonly number[];
+  readonly window: readonly number[];
+  readonly step: readonly number[];
+  readonly tapStep: readonly number[];
+  readonly start: readonly number[];
+}
+
+/** Elements (4 bytes each) an indirect product's A takes: the input's cells, a row of zeros, and mr pointers per tap for each A panel. */
+export function indirectSize(a: IndirectA, mr: number): number {
+  const rows = a.batch * a.outSize.reduce((p, v) => p * v, 1);
+  const cells = a.batch * a.inSize.reduce((p, v) => p * v, 1) * a.channels;
+  return cells + a.channels + Math.ceil(rows / mr) * mr * a.window.reduce((p, v) => p * v, 1);
 }
 
 /** An op's reference implementation inside a compiled function (one result, or a tuple's items). */

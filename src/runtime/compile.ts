@@ -17,6 +17,7 @@ import { planBuffers } from '../codegen/plan.js';
 import type { Program } from '../codegen/kernel.js';
 import { buildModule, clearKernelCaches, profileRows, type RunFn } from '../codegen/cpu/module.js';
 import { matmulPrecision, packArena, tile32 } from '../codegen/cpu/wasm-kernel.js';
+import { IGEMM_TILE } from '../codegen/wasm/igemm.js';
 import type { LowerSpec } from '../codegen/lower.js';
 import { interpreterExecutor, type Executor } from './function.js';
 import { ProgramCache } from './program-cache.js';
@@ -35,10 +36,11 @@ export const CPU_TILE = { mr: 4, nr: 4 } as const;
 /**
  * The matmul tiles of a cpu program, named by its variant (cpuTarget.variant, part of the cache
  * key): "f64" sums every product in float64; under matmul precision "float32" float32 products sum
- * in float32 with the float32 tile (wasm-kernel.ts' tile32).
+ * in float32 with the float32 tile (wasm-kernel.ts' tile32), and float32 convolutions through an
+ * indirection buffer with the igemm tile (codegen/wasm/igemm.ts).
  */
 function tileOf(variant: string): LowerSpec['tile'] {
-  return variant === 'f64' ? CPU_TILE : { ...CPU_TILE, f32: tile32() };
+  return variant === 'f64' ? CPU_TILE : { ...CPU_TILE, f32: tile32(), igemm: IGEMM_TILE };
 }
 
 /** What the cpu's kernels fuse (src/codegen/templates.ts); the gpu renders the same kernel IR. */

@@ -113,7 +113,7 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
     }
   });
 
-  it('a whole product with its epilogue (bias, relu) fused: stored element by element from the row-major sums, as the JavaScript kernel does', () => {
+  it('a whole product with its epilogue (bias, relu) fused: computed from the row-major sums by the SIMD tier, as the JavaScript kernel computes it', () => {
     setMatmulFma(false);
     const M = 130, Kd = 129, N = 131;
     const x = fill([M, Kd], 5), w = fill([Kd, N], 6), b = fill([N], 7);
@@ -127,7 +127,7 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
     setWasmKernel(true);
     const wa = run();
     expect(wa.source).to.match(/rt\.arena\.tiles\([^;]*, 3\);/);
-    expect(wa.source).to.match(/for \(let j = 0; j < 131; j\+\+\)/);
+    expect(wa.source).to.match(/WebAssembly SIMD( f32x4)?, 130 rows of 131: [\w,]+ epilogue/);
     expect(wa.out).to.deep.equal(js.out);
     expect(wa.out.some((v) => v > 0) && wa.out.some((v) => v === 0)).to.equal(true);
   });
@@ -164,7 +164,7 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
     }
   });
 
-  it('pack32 (operands packed on the worker threads) lays panels out as packStrided does, bit for bit, on every path', () => {
+  it('pack32 and packCols32 (operands packed on the worker threads) lay panels out as packStrided does, bit for bit, on every path', () => {
     // Full panels contiguous along t (transposed 4 x 4 blocks, K mod 4 steps element by element),
     // contiguous along the rows (copied 4 at a time), any other strides, and edge panels (rows < p,
     // zeros past them); NaN payloads and -0 come through (a bit copy).
@@ -190,6 +190,18 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
         if (bits[DST + i] !== wantBits[i] && !(Number.isNaN(want[i]) && Number.isNaN(f[DST + i]))) expect.fail(`pack32 rows ${rows}, K ${Kd}, sr ${sr}, st ${st}, p ${p}: element ${i} is ${f[DST + i]}, packStrided's ${want[i]}`);
       }
       expect(f[DST + Kd * p], 'nothing written past the panel').to.equal(7);
+    }
+    // packCols32: np full panels of an operand contiguous along the rows, step by step across them
+    for (const [np, Kd, st, p] of [[3, 9, 20, 4], [2, 5, 16, 8], [1, 1, 4, 4], [4, 6, 200, 12]] as const) {
+      for (let i = 0; i < 65536; i++) f[SRC + i] = Math.fround(r() * 2 - 1);
+      f.fill(7, DST, DST + 8192);
+      ex['packCols32']!(4 * SRC, 4 * st, 4 * DST, Kd, p, np);
+      const want = new Float32Array(np * Kd * p);
+      packStrided(want, f.subarray(SRC), 0, 0, 1, st, 1, np * p, Kd, p);
+      for (let i = 0; i < np * Kd * p; i++) {
+        if (!Object.is(f[DST + i], want[i])) expect.fail(`packCols32 np ${np}, K ${Kd}, st ${st}, p ${p}: element ${i} is ${f[DST + i]}, packStrided's ${want[i]}`);
+      }
+      expect(f[DST + np * Kd * p], 'nothing written past the panels').to.equal(7);
     }
   });
 

@@ -12,7 +12,9 @@ import type { ExternStep } from '../kernel.js';
 import type { Plan, StorageClass } from '../plan.js';
 import { packRows, packStrided, rowPanel32, rowPanel4x4, tile4x4 } from './microkernel.js';
 import { packArena, type KeptPack } from './wasm-kernel.js';
+import { igemmA } from './igemm.js';
 import { ewKernel } from '../wasm/elementwise.js';
+import { poolKernel } from '../wasm/pool.js';
 import { redKernel } from '../wasm/reduce.js';
 
 /** Helpers generated code calls (the reference's own functions, so results match it). */
@@ -38,10 +40,14 @@ export const runtimeHelpers = {
   arena: packArena,
   /** A kernel of the WebAssembly SIMD elementwise tier (../wasm/elementwise.ts). */
   ew: ewKernel,
+  /** A kernel of the WebAssembly SIMD pool tier (../wasm/pool.ts). */
+  pool: poolKernel,
   /** A kernel of the WebAssembly SIMD reduction tier (../wasm/reduce.ts). */
   red: redKernel,
   packStrided,
   packRows,
+  /** An indirect product's input cells and pointers (igemm.ts). */
+  igemmA,
   /**
    * A row number read from data (gather, scatter_add_rows): negative counts from the end; outside
    * [-rows, rows) throws the reference's error, naming the op, before the step stores anything

@@ -47,11 +47,17 @@ export type PackPanel = (src: number, sr: number, st: number, dst: number, K: nu
 /**
  * The kernel module's exports, by the number a job names: 0 panelBlock (float64 sums), 1 and 2
  * panelBlock32 and panelBlock32w (float32 sums, the two float32 tiles), 3 and 4 the same two
- * storing their sums row-major (whole products), 5 pack32 (packing jobs).
+ * storing their sums row-major (whole products), 5 pack32 (packing jobs), 6 igemm32 (a
+ * convolution's float32 sums through an indirection buffer, row-major: ../wasm/igemm.ts), 7
+ * packCols32 (packing jobs: full panels of an operand contiguous along the rows).
  */
-export const BLOCK_EXPORTS = ['panelBlock', 'panelBlock32', 'panelBlock32w', 'panelBlock32r', 'panelBlock32wr', 'pack32'] as const;
+export const BLOCK_EXPORTS = ['panelBlock', 'panelBlock32', 'panelBlock32w', 'panelBlock32r', 'panelBlock32wr', 'pack32', 'igemm32', 'packCols32'] as const;
 /** BLOCK_EXPORTS' pack32. */
 export const PACK_EXPORT = 5;
+/** BLOCK_EXPORTS' igemm32. */
+export const IGEMM_VARIANT = 6;
+/** BLOCK_EXPORTS' packCols32. */
+const PACK_COLS_EXPORT = 7;
 
 /** An elementwise tier kernel (../wasm/elementwise.ts): n elements of the chunk block at byte offset base. */
 export type EwRun = (n: number, base: number) => void;
@@ -93,7 +99,8 @@ export const MAX_CLAIMS = 4095;
  * dst, rows, K, p, per; claims 0.. the first operand's, then the second's), each claim `per`
  * panels of p rows of one batch (claim c: batch floor(c/PC), panels (c mod PC)*per ..): panel q
  * of batch b from the staged operand at src + b*sb + q*p*sr (strides sr, st; bytes) to
- * dst + (b*panels + q)*K*p*4 by pack32. Shared by both sides as source.
+ * dst + (b*panels + q)*K*p*4 by pack32 (full panels of an operand contiguous along the rows
+ * by packCols32, step by step across the claim's panels). Shared by both sides as source.
  */
 const WORK = `function claim(ctrl, block, ew, c, total) {
   const kind = ctrl[${JOB}];
@@ -108,7 +115,13 @@ const WORK = `function claim(ctrl, block, ew, c, total) {
     const panels = Math.ceil(rows / p), PC = Math.ceil(panels / per);
     const b = Math.floor(cc / PC), q0 = (cc - b * PC) * per, q1 = panels - q0 < per ? panels : q0 + per;
     const pack = block[${PACK_EXPORT}];
-    for (let q = q0; q < q1; q++) pack(src + b * sb + q * p * sr, sr, st, dst + (b * panels + q) * K * p * 4, K, rows - q * p < p ? rows - q * p : p, p);
+    let q = q0;
+    if (sr === 4 && (p & 3) === 0) {
+      // contiguous along the rows: the full panels step by step across them (packCols32)
+      const full = Math.floor(rows / p) < q1 ? Math.floor(rows / p) : q1;
+      if (full > q) { block[${PACK_COLS_EXPORT}](src + b * sb + q * p * 4, st, dst + (b * panels + q) * K * p * 4, K, p, full - q); q = full; }
+    }
+    for (; q < q1; q++) pack(src + b * sb + q * p * sr, sr, st, dst + (b * panels + q) * K * p * 4, K, rows - q * p < p ? rows - q * p : p, p);
     return q1 - q0;
   }
   const MP = ctrl[${JOB + 2}], G = ctrl[${JOB + 3}], pa0 = ctrl[${JOB + 4}], sa = ctrl[${JOB + 5}], pb0 = ctrl[${JOB + 6}], sb = ctrl[${JOB + 7}], K = ctrl[${JOB + 8}], acc0 = ctrl[${JOB + 9}], NP = ctrl[${JOB + 10}], T = ctrl[${JOB + 11}];
@@ -201,6 +214,7 @@ export function runHere(block: Kernels, ew: readonly EwRun[], job: Job): void {
   if (claims <= MAX_CLAIMS) {
     c[NEXT] = claims;
     workHere(c, block, 0, ew, false);
+    if (c[FAILED] !== 0) throw new Error('internal: a kernel threw on the calling thread');
     return;
   }
   // more claims than the claim word holds: one by one, outside it

@@ -1,0 +1,77 @@
+// The A operand of an indirect product (a float32 convolution summed by ../wasm/igemm.ts): the
+// input's cells copied into the packing arena, a row of zeros after them, and the indirection
+// buffer, for each A panel of mr output cells and each tap, the byte offsets of the mr input
+// cells the tap reads (the row of zeros where it falls outside the input). XNNPACK builds the
+// same buffer once per input pointer; here the input is copied in at each call (the arena is
+// shared by every product), so the buffer is written at each call too, one word per (cell, tap)
+// instead of the im2col matrix's C floats.
+
+/**
+ * Fills A's packing buffer `dst` (a float32 view of the arena): x[xOff ..] (geometry g: batch,
+ * channels, d, then inSize, outSize, window, step, tapStep, start, d each: kernel.ts'
+ * IndirectA), zeros, then the pointers (panel p's tap k at word p*KS*mr + k*mr + r). Returns
+ * the pointers' byte offset in the arena.
+ */
+export function igemmA(dst: Float32Array, x: Float32Array, xOff: number, g: readonly number[], mr: number): number {
+  const [N, C, d] = g as [number, number, number];
+  if (!(d >= 1 && d <= 3)) throw new Error(`internal: igemmA takes 1 to 3 spatial axes (got ${d})`);
+  // Up to three spatial axes; the missing leading ones are of size 1 (window 1, step 1, tapStep 0, start 0).
+  const missing = [1, 1, 1, 1, 0, 0];
+  const ax = (k: number) => [0, 1, 2].map((i) => (i < 3 - d ? missing[k]! : g[3 + k * d + i - (3 - d)]!));
+  const [inS, outS, win, st, ts, s0] = [ax(0), ax(1), ax(2), ax(3), ax(4), ax(5)];
+  const cells = N * inS[0]! * inS[1]! * inS[2]! * C;
+  dst.set(x.subarray(xOff, xOff + cells), 0);
+  dst.fill(0, cells, cells + C);
+  const base = dst.byteOffset, zero = base + 4 * cells;
+  const KS = win[0]! * win[1]! * win[2]!;
+  const M = N * outS[0]! * outS[1]! * outS[2]!;
+  const MP = Math.ceil(M / mr);
+  const ptrAt = cells + C;
+  const out = new Int32Array(dst.buffer, base + 4 * ptrAt, MP * mr * KS);
+  // The pointers depend on the geometry and where the arena view starts only: written once, copied at later calls.
+  const key = `${base}:${mr}:${g.join(',')}`;
+  const hit = made.get(key);
+  if (hit !== undefined) {
+    out.set(hit);
+    return base + 4 * ptrAt;
+  }
+  const ptr = new Int32Array(out.length);
+  const rowBytes = 4 * C;
+  let i = 0;
+  for (let n = 0; n < N; n++) {
+    for (let o0 = 0; o0 < outS[0]!; o0++) {
+      for (let o1 = 0; o1 < outS[1]!; o1++) {
+        for (let o2 = 0; o2 < outS[2]!; o2++, i++) {
+          let w = Math.floor(i / mr) * KS * mr + (i % mr);
+          for (let k0 = 0; k0 < win[0]!; k0++) {
+            const p0 = o0 * st[0]! + k0 * ts[0]! + s0[0]!;
+            const ok0 = p0 >= 0 && p0 < inS[0]!;
+            for (let k1 = 0; k1 < win[1]!; k1++) {
+              const p1 = o1 * st[1]! + k1 * ts[1]! + s0[1]!;
+              const ok1 = ok0 && p1 >= 0 && p1 < inS[1]!;
+              const row = ((n * inS[0]! + p0) * inS[1]! + p1) * inS[2]!;
+              for (let k2 = 0; k2 < win[2]!; k2++, w += mr) {
+                const p2 = o2 * st[2]! + k2 * ts[2]! + s0[2]!;
+                ptr[w] = ok1 && p2 >= 0 && p2 < inS[2]! ? base + (row + p2) * rowBytes : zero;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  // the last panel's rows past M read zeros
+  for (; i < MP * mr; i++) for (let k = 0, w = Math.floor(i / mr) * KS * mr + (i % mr); k < KS; k++, w += mr) ptr[w] = zero;
+  if (ptr.length <= MADE_WORDS) {
+    while (madeWords + ptr.length > MADE_WORDS) { const [k, v] = made.entries().next().value!; made.delete(k); madeWords -= v.length; }
+    made.set(key, ptr);
+    madeWords += ptr.length;
+  }
+  out.set(ptr);
+  return base + 4 * ptrAt;
+}
+
+/** Indirection buffers made so far (the latest, MADE_WORDS words in all), by base, tile and geometry. */
+const made = new Map<string, Int32Array>();
+const MADE_WORDS = 1 << 23;
+let madeWords = 0;
