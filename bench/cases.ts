@@ -503,6 +503,36 @@ async function depthwiseTf(): Promise<Impl> {
   };
 }
 
+// --- pooling alone, forward and gradient: 8x64x64x32 float32, max 2x2 (tiling) and avg 3x3 stride 1 same (overlapping, padded) ---
+const PN = 8, PS = 64, PC = 32;
+function poolCase(mode: 'max' | 'avg'): Case {
+  const [size, stride, padding] = mode === 'max' ? [2, 2, 'valid' as const] : [3, 1, 'same' as const];
+  return {
+    name: `${mode} pool ${size}x${size} stride ${stride} ${padding} fwd+bwd 8x64x64x32`,
+    note: 'the loss sum(square(pool(x))) and its gradient in x',
+    impls: {
+      theanine: async () => {
+        const x = K.placeholder([PN, PS, PS, PC], null, 'float32', false, 'x');
+        const loss = K.sum(K.square(K.pool2d(x, size, stride, padding, null, mode)));
+        const f = K.function([x], [loss, ...K.gradients(loss, [x])]);
+        const xs = [nd([PN, PS, PS, PC], 41)];
+        return { run: () => { f(xs); } };
+      },
+      'tfjs-cpu': () => poolTf(mode, size, stride, padding),
+      'tfjs-wasm': () => poolTf(mode, size, stride, padding),
+    },
+  };
+}
+async function poolTf(mode: 'max' | 'avg', size: number, stride: number, padding: 'valid' | 'same'): Promise<Impl> {
+  const x = tf.tensor4d(data(PN * PS * PS * PC, 41), [PN, PS, PS, PC]);
+  const pool = (a: tf.Tensor4D) => (mode === 'max' ? tf.maxPool(a, size, stride, padding) : tf.avgPool(a, size, stride, padding));
+  const g = tf.valueAndGrad((a: tf.Tensor) => tf.sum(tf.square(pool(a as tf.Tensor4D))));
+  return {
+    run: () => { const { value, grad } = g(x); value.dataSync(); grad.dataSync(); value.dispose(); grad.dispose(); },
+    dispose: () => x.dispose(),
+  };
+}
+
 // --- dropout of 1M float32 (seeded: the same mask every call; Philox per element) ---
 const dropoutCase: Case = {
   name: 'dropout 0.5 of 1M f32',
@@ -682,5 +712,5 @@ const sumAxis1 = reduceCase('reduce sum over axis 1 of 1024x1024 f32', [1024, 10
 const softmaxRows = reduceCase('reduce softmax of 4096x1000 f32', [4096, 1000], (x) => K.softmax(x), (x) => tf.softmax(x));
 
 export function cases(): Case[] {
-  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, inferenceCase(32, true), inferenceCase(32, false), inferenceCase(1, true), inferenceCase(1, false), cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, depthwiseCase, dropoutCase, ctcCase, sumAxis0, sumAxis1, softmaxRows];
+  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, inferenceCase(32, true), inferenceCase(32, false), inferenceCase(1, true), inferenceCase(1, false), cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, depthwiseCase, poolCase('max'), poolCase('avg'), dropoutCase, ctcCase, sumAxis0, sumAxis1, softmaxRows];
 }

@@ -60,6 +60,35 @@ export interface LoopKernel {
   /** Output loops, outermost first. */
   readonly vars: readonly Var[];
   readonly stores: readonly Store[];
+  /**
+   * Set on the kernel of a pooling (the pool template alone) or of its adjoint (lower-pool.ts):
+   * what it computes, for a target with a dedicated form of it (the cpu's WebAssembly SIMD pool
+   * tier, wasm/pool.ts). The loops and stores above stay its meaning, and what other targets run.
+   */
+  readonly pool?: PoolSpec;
+  /** A kernel whose only reader is the next one, a pool_grad kernel: left out where that one runs in the pool tier. */
+  readonly poolAux?: true;
+}
+
+/** A pooling or its adjoint on channels-last data (N, S..., C) pooled to (N, O..., C): see LoopKernel.pool. */
+export interface PoolSpec {
+  readonly grad: boolean;
+  readonly mode: 'max' | 'avg';
+  readonly window: readonly number[];
+  readonly strides: readonly number[];
+  readonly dilation: readonly number[];
+  /** Each spatial axis' padding before its first cell. */
+  readonly pads: readonly number[];
+  readonly inSize: readonly number[];
+  readonly outSize: readonly number[];
+  readonly batch: number;
+  readonly channels: number;
+  /** The pooled input (pool_grad: x). */
+  readonly x: ValueRef;
+  /** pool_grad: the pooled shape's cotangent. */
+  readonly dy?: ValueRef;
+  /** The result's buffer (at offset 0). */
+  readonly out: number;
 }
 
 /** out[b, i, j] = epilogue(sum_t a(b, i, t) * b(b, t, j)); `a`, `b` are expressions in the kernel's vars. */

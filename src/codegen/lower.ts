@@ -21,6 +21,7 @@ import { lowerDataOp, type DataLowerEnv } from './lower-data.js';
 import { externReason } from './no-kernel.js';
 import { lowerCtcTuple } from './lower-ctc.js';
 import { collapseLoopKernel } from './collapse.js';
+import { poolGeom, poolSpec } from './lower-pool.js';
 import { templateOf, type LoopTemplate, type MatmulTemplate, type TemplateCtx } from './templates.js';
 
 /**
@@ -475,7 +476,12 @@ function lowerNode(
     return { value: { buf: value.buf, offset: value.index.c - index.c, ...outT } };
   }
   const out = addBuf(outT.dtype, size, outRole);
-  return { step: collapseLoopKernel({ kind: 'loop', label, vars, stores: [{ buf: out, index, value, dtype: outT.dtype }] }, b), value: { buf: out, offset: 0, ...outT } };
+  const step = collapseLoopKernel({ kind: 'loop', label, vars, stores: [{ buf: out, index, value, dtype: outT.dtype }] }, b);
+  // a pooling alone (nothing fused into it): described for the targets with a form of their own (LoopKernel.pool)
+  const pooled = members.filter((m) => m.op !== 'constant');
+  const px = pooled.length === 1 && isOp(root, 'pool') ? params.get(root.inputs[0]!) : undefined;
+  const pool = px !== undefined && isOp(root, 'pool') ? poolSpec(poolGeom(root.attrs, px.shape, outT.shape), false, px, undefined, out) : undefined;
+  return { step: pool !== undefined ? { ...step, pool } : step, value: { buf: out, offset: 0, ...outT } };
 }
 
 /** The nodes of a kernel body: reachable from the root without passing through a param. */

@@ -64,6 +64,9 @@ describe('codegen/wasm SIMD reduction tier', () => {
     ['max over axis 1 (rows of 301)', (x) => K.max(x, 1), [77, 301]],
     ['min over axis 1, rows of 3 (fewer pairs than accumulators)', (x) => K.min(x, 1), [4001, 3]],
     ['max over axis 1 with NaN, infinities and signed zeros', (x) => K.max(x, 1), [64, 257]],
+    ['min over axis 1, rows of 66 (two values past the last f32x4)', (x) => K.min(x, 1), [200, 66]],
+    ['max over axis 1 of a computed body (float64 lanes)', (x) => K.max(K.abs(x).mul(3), 1), [100, 99]],
+    ['min over axis 1 with NaN, infinities and signed zeros, rows of 1024', (x) => K.min(x, 1), [16, 1024]],
   ];
   for (const [name, f, shape] of exact) {
     it(`${name}: WebAssembly, bit-identical to the reference`, () => {
@@ -127,6 +130,20 @@ describe('codegen/wasm SIMD reduction tier', () => {
     const got = f(true, {});
     expect(got.source).to.include('rt.red(');
     expectSame(got.out, f(false, { optimizer: 'none' }).out, 'bias gradient step');
+  });
+
+  it('row and column max/min of signed zeros: +0 is the larger, as Math.max has it', () => {
+    const [R, C] = [128, 130];
+    const xs = new Float32Array(R * C);
+    for (let r = 0; r < R; r++) for (let j = 0; j < C; j++) {
+      // negatives (max) then zeros of both signs at places that vary by row, order included
+      xs[r * C + j] = (j === r % C ? (r % 2 === 0 ? -0 : 0) : j === (r * 7 + 3) % C ? (r % 2 === 0 ? 0 : -0) : -1 - j);
+    }
+    for (const f of [(x: Node) => K.max(x, 1), (x: Node) => K.max(x, 0), (x: Node) => K.min(K.negative(x), 1), (x: Node) => K.min(x.mul(-1), 0)]) {
+      const got = run(f, [R, C], xs, 'tier');
+      expect(got.source).to.include('rt.red(');
+      expectSame(got.out, run(f, [R, C], xs, 'reference').out, 'signed zeros');
+    }
   });
 
   it('a row sum whose exact value needs the float64 fold: cancellation stays within the bound', () => {

@@ -13,11 +13,12 @@ import { collapseLoopKernel } from '../collapse.js';
 import { stepBuffers, type BufferDecl, type ExternStep, type MatmulKernel, type PrintStep, type Program, type ScanStep, type Step } from '../kernel.js';
 import type { Plan } from '../plan.js';
 import { planElementwise, renderElementwise } from '../wasm/elementwise.js';
+import { planPool, renderPool } from '../wasm/pool.js';
 import { planReduce, renderReduce } from '../wasm/reduce.js';
 import { fusablePair, planPhilox, renderPhilox, renderPhiloxPair, type PhiloxPlan } from '../wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
-import { indirectSums, packing, renderAllTiles, renderIndirectTiles, renderMatmulCompute, stagedPacks, sumsWhole } from './matmul.js';
+import { indirectSums, packing, renderAllTiles, renderIndirectTiles, renderMatmulCompute, renderTierEpilogue, stagedPacks, sumsWhole, tierEpilogue } from './matmul.js';
 import { renderScanLoop, type ScanArg } from './scan.js';
 import { wasmTileModule } from './wasm-kernel.js';
 
@@ -89,10 +90,19 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
     const lines: string[] = [];
     const call = (s: Step, render: (env: RenderEnv) => KernelSource, indent = '') => lines.push(indent + kernelCall(b.kernel(s, render)));
     if (s.kind === 'loop') {
-      // The WebAssembly SIMD tier where it applies (random draws: ../wasm/philox.ts; fused
-      // elementwise loops: ../wasm/elementwise.ts), else JavaScript.
+      // The WebAssembly SIMD tier where it applies (pooling and its adjoint: ../wasm/pool.ts;
+      // random draws: ../wasm/philox.ts; fused elementwise loops: ../wasm/elementwise.ts), else JavaScript.
       const drawn = pending;
       pending = undefined;
+      // a pool_grad's first kernel, which only the next reads: not run where the next runs in the pool tier
+      const nextPool = p.steps[i + 1];
+      if (s.poolAux === true && b.wasm && nextPool?.kind === 'loop' && planPool(nextPool, dtype) !== undefined) return;
+      const pool = b.wasm ? planPool(s, dtype) : undefined;
+      if (pool !== undefined) {
+        call(s, (env) => renderPool(pool, env.bufName));
+        body.push(...b.step(s, i, lines));
+        return;
+      }
       const pair = drawn !== undefined ? fusablePair(drawn, planElementwise(s, dtype, true)) : undefined;
       const draw = b.wasm && drawn === undefined ? planPhilox(s, dtype) : undefined;
       const next = p.steps[i + 1];
@@ -139,7 +149,9 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
       }
       if (indirect) lines.push(...renderIndirectTiles(s, `b${s.packA}`, `b${s.packB}`).map((l) => `  ${l}`));
       else if (all) lines.push(`  ${renderAllTiles(s, `b${s.packA}`, `b${s.packB}`)}`);
-      call(s, (env) => renderMatmulCompute(s, 'k', env, wasm, all), '  ');
+      // A whole float32 product's epilogue runs in the SIMD tier where the tier can render it.
+      const epilogue = all ? tierEpilogue(s, dtype) : undefined;
+      call(s, (env) => (epilogue !== undefined ? renderTierEpilogue(epilogue, env) : renderMatmulCompute(s, 'k', env, wasm, all)), '  ');
       lines.push('}');
     } else if (s.kind === 'scan') {
       const k = scans++;

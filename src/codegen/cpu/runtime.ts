@@ -14,6 +14,7 @@ import { packRows, packStrided, rowPanel32, rowPanel4x4, tile4x4 } from './micro
 import { packArena, type KeptPack } from './wasm-kernel.js';
 import { igemmA } from './igemm.js';
 import { ewKernel } from '../wasm/elementwise.js';
+import { poolKernel } from '../wasm/pool.js';
 import { redKernel } from '../wasm/reduce.js';
 
 /** Helpers generated code calls (the reference's own functions, so results match it). */
@@ -39,6 +40,8 @@ export const runtimeHelpers = {
   arena: packArena,
   /** A kernel of the WebAssembly SIMD elementwise tier (../wasm/elementwise.ts). */
   ew: ewKernel,
+  /** A kernel of the WebAssembly SIMD pool tier (../wasm/pool.ts). */
+  pool: poolKernel,
   /** A kernel of the WebAssembly SIMD reduction tier (../wasm/reduce.ts). */
   red: redKernel,
   packStrided,

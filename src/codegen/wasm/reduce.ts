@@ -10,7 +10,8 @@
 //   division by the sum). Each row's reduction folds its element pairs into four f64x2
 //   accumulators (element 2i + l of the row into lane l of accumulator i mod 4), combined as
 //   ((a0 . a1) . (a2 . a3)), then lane 0 . lane 1: a fixed order that depends only on the row
-//   length, so the result is the same whatever rows a call or a thread takes. max and min are
+//   length, so the result is the same whatever rows a call or a thread takes (a max or min of
+//   float32 values folds four per f32x4 instruction instead: the same value). max and min are
 //   bit-identical to the reference (any order gives the same maximum, NaN and signed zeros
 //   included: f64x2.max is IEEE maximum, as Math.max); sum and prod are float64 sums in another
 //   order, within the bound of docs/architecture.md ("Reduction precision").
@@ -46,6 +47,11 @@ const FOLD: Partial<Record<ReduceOp, number>> = { sum: S.add, prod: S.mul, max: 
 const extra = { load: 0x00, store: 0x0b, load64Zero: 0x5d, store32Lane: 0x5a, shuffle: 0x0d } as const;
 /** i8x16.shuffle's lanes that swap the two f64 lanes. */
 const SWAP = [8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7];
+/** i8x16.shuffle's lanes that swap neighbouring f32 lanes (0 with 1, 2 with 3). */
+const SWAP32 = [4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11];
+const F32_MAX = 0xe9, F32_MIN = 0xe8, PROMOTE_LOW = 0x5f;
+/** A v128 constant of four float32 lanes. */
+const f32x4 = (x: number): number[] => Array.from(new Uint8Array(new Float32Array([x, x, x, x]).buffer));
 /** A v128 mask of lane 1 (float64). */
 const LANE1 = [0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255, 255, 255, 255, 255];
 
@@ -262,6 +268,40 @@ function rowsBody(k: LoopKernel, L: number, elements: boolean, order: readonly E
     for (let q = 0; q < rest; q++) visit(q, 8 * q);
     if (L % 2 === 1) tail(rest, 8 * rest);
   };
+  // max or min over the row's float32 values at region byte offset `reg`, into every lane of accBase (f32x4).
+  const maxMin32 = (o: 'max' | 'min', reg: number) => {
+    const init = (i: number) => { b.v(S.v128Const, ...f32x4(REDUCE_INIT[o])).set(accBase + i); };
+    const f = () => b.v(o === 'max' ? F32_MAX : F32_MIN);
+    const quads = L >> 2;
+    const it = Math.floor(quads / STREAMS);
+    for (let i = 0; i < STREAMS; i++) init(i);
+    const at = (i: number, off: number) => { b.get(accBase + i).get(A).v(extra.load, ...memarg(4, reg + off)); f(); b.set(accBase + i); };
+    if (it > 0) {
+      b.i32(0).set(J);
+      b.ops(op.loop, 0x40);
+      b.get(RB).get(J).ops(op.i32Add).set(A);
+      for (let i = 0; i < STREAMS; i++) at(i, 16 * i);
+      b.addTo(J, 16 * STREAMS);
+      b.get(J).i32(it * STREAMS * 16).ops(op.i32LtU, op.brIf, 0, op.end);
+    }
+    b.get(RB).i32(it * STREAMS * 16).ops(op.i32Add).set(A);
+    const rest = quads - it * STREAMS;
+    for (let q = 0; q < rest; q++) at(q, 16 * q);
+    if (L % 4 !== 0) {
+      // the last L mod 4 values; the lanes past the row's end take the fold's initial value
+      const keep = L % 4;
+      b.get(accBase).v(S.v128Const, ...f32x4(REDUCE_INIT[o])).get(A).v(extra.load, ...memarg(4, reg + 16 * rest));
+      b.v(S.v128Const, ...Array.from({ length: 16 }, (_, i) => (i >= 4 * keep ? 255 : 0))).v(S.bitselect);
+      f(); b.set(accBase);
+    }
+    b.get(accBase).get(accBase + 1); f();
+    b.get(accBase + 2).get(accBase + 3); f(); f();
+    b.set(accBase);
+    b.get(accBase).get(accBase).get(accBase).v(extra.shuffle, ...SWAP); f();
+    b.set(accBase);
+    b.get(accBase).get(accBase).get(accBase).v(extra.shuffle, ...SWAP32); f();
+    b.set(accBase);
+  };
   b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0);
   b.i32(0).set(ROW);
   b.i32(0).set(RB);
@@ -273,8 +313,15 @@ function rowsBody(k: LoopKernel, L: number, elements: boolean, order: readonly E
       b.set(rowLocal.get(e)!);
       continue;
     }
-    const body = exprOrder([e.body]).filter((x) => x.t !== 'const' && scope.get(x) !== 'row');
     const rv = e.vars[0]!;
+    if ((e.op === 'max' || e.op === 'min') && e.body.t === 'load') {
+      // The max or min of float32 values (a row of a load): in f32x4 lanes, four per instruction,
+      // the same value as in float64 (promotion is exact and keeps the order, NaN and signed zeros).
+      maxMin32(e.op, loadRegion(loads, e.body, rv, u) * REGB);
+      b.get(accBase).v(PROMOTE_LOW).set(rowLocal.get(e)!);
+      continue;
+    }
+    const body = exprOrder([e.body]).filter((x) => x.t !== 'const' && scope.get(x) !== 'row');
     const val = (st: number) => (e.body.t === 'const' ? c.get(e.body.v) : b.get(local(st)(e.body)));
     for (let st = 0; st < STREAMS; st++) { c.get(REDUCE_INIT[e.op]); b.set(accBase + st); }
     pass(
