@@ -171,6 +171,22 @@ describe('codegen/cpu packs kept across calls', () => {
     expect(packsDuring(() => same(f([xs, us[1]!])[0]!, ref([xs, us[1]!])[0]!, 'another U')), 'u and U packed again').to.equal(2);
   });
 
+  it('products that pack the same view of a variable alike share one kept pack (an unrolled loop)', () => {
+    const T = 6, H = 5;
+    const x = K.placeholder([3, T, H], null, 'float64');
+    const U = K.variable(new NDArray(fill([H, H], 2).data.map((v) => v / H), [H, H], 'float64'), 'float64');
+    const h0 = K.tile(K.expand_dims(K.sum(K.zeros_like(x), [1, 2]), 1), [1, H]);
+    const step = (xt: Tensor, [h]: Tensor[]): [Tensor, Tensor[]] => { const hn = K.tanh(K.dot(h!, U).add(xt)); return [hn, [hn]]; };
+    const [last] = K.rnn(step as never, x, [h0], false, null, null, true);
+    const f = K.function([x], [last]);
+    const ref = K.function([x], [last], [], { optimizer: 'none' });
+    const xs = fill([3, T, H], 3);
+    expect(packsDuring(() => same(f([xs])[0]!, ref([xs])[0]!, 'first call')), 'U packed once for every copy of the step').to.equal(1);
+    expect(f.source().match(/rt\.arena\.stale\(kp\[0\]/g)?.length ?? 0, 'copies of the step reading the pack').to.be.at.least(T - 1);
+    K.set_value(U, new NDArray(fill([H, H], 4).data.map((v) => v / H), [H, H], 'float64'));
+    expect(packsDuring(() => same(f([xs])[0]!, ref([xs])[0]!, 'after set_value')), 'U packed again, once').to.equal(1);
+  });
+
   it('with reuse off every call packs (what bench/ compares), with the same results', () => {
     const m = model(4);
     const xs = fill([2, 7], 8);

@@ -10,7 +10,7 @@ import type { MatmulKernel, Program } from '../kernel.js';
 import { planBuffers, type Plan } from '../plan.js';
 import { renderDriver } from './driver.js';
 import { commentText } from './js.js';
-import { accSize, stagedPacks } from './matmul.js';
+import { accSize, packing, stagedPacks } from './matmul.js';
 import { allocateSlots, CTOR, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
 import { KeptPack, packArena } from './wasm-kernel.js';
 
@@ -121,6 +121,8 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   /** Packs kept in the arena between calls (constants, variables) or between a Scan's steps (its constants). */
   const packs: KeptPack[] = [];
   const subReleases: (() => void)[] = [];
+  /** Kept packs by what they hold (array, view, layout). */
+  const shared = new Map<string, number>();
   let usesStep = false;
   const immutable = (id: number): boolean => {
     const d = p.buffers[id]!;
@@ -192,15 +194,24 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
       const at: string[] = [];
       const checks: string[] = [];
       const kept = new Map<number, { when: string; done: string }>();
+      const calls = packing(s).calls;
       let o = 0;
       for (const id of [s.packA, s.packB]) {
         const n = p.buffers[id]!.size;
         const src = sources.get(id);
         const how = keepable(src);
         if (how !== undefined) {
-          const j = packs.length;
-          packs.push(new KeptPack(doubles(s, n)));
-          checks.push(`p${j} = rt.arena.stale(kp[${j}], b${src})`);
+          // Products that pack the same view of the same array the same way share one kept pack
+          // (an unrolled loop's copies of dot(h, U)).
+          const c = calls.find((q) => q.dst === id);
+          const key = c === undefined ? undefined : `${src}|${c.op.base},${c.op.sb},${c.op.sr},${c.op.st}|${s.batch.size},${c.rows},${s.k.size},${c.p}|${s.sum}`;
+          let j = key === undefined ? undefined : shared.get(key);
+          if (j === undefined) {
+            j = packs.length;
+            packs.push(new KeptPack(doubles(s, n)));
+            if (key !== undefined) shared.set(key, j);
+          }
+          if (!checks.some((x) => x.startsWith(`p${j} =`))) checks.push(`p${j} = rt.arena.stale(kp[${j}], b${src})`);
           at.push(`b${id} = ${keptAt(j, n)}`);
           if (how === 'steps') usesStep = true;
           kept.set(id, { when: how === 'steps' ? `p${j} || step === 0` : `p${j}`, done: `rt.arena.packed(kp[${j}], b${src});` });
