@@ -14,7 +14,7 @@ import type { LoopKernel, MatmulKernel } from '../kernel.js';
 import { mapIndices } from '../collapse.js';
 import { ExprWriter, type KernelSource, type RenderEnv } from './loop.js';
 import { commentText, storeRounds } from './js.js';
-import { IGEMM_VARIANT, PARALLEL_MIN_MACS } from './threads.js';
+import { IGEMM_VARIANT, PARALLEL_MIN_MACS, WINDOW_GRAD_VARIANT } from './threads.js';
 import { blockVariant } from './wasm-kernel.js';
 import type { DType } from '../../ir/dtype.js';
 import { planElementwise, renderElementwise, type EwPlan } from '../wasm/elementwise.js';
@@ -193,6 +193,12 @@ export function renderIndirectTiles(k: MatmulKernel, pa: string, pb: string): st
   const MP = Math.ceil(k.m.size / mr), NP = Math.ceil(k.n.size / nr), K = k.k.size;
   const taps = a.window.reduce((p, v) => p * v, 1);
   const geom = [a.batch, a.channels, a.inSize.length, ...a.inSize, ...a.outSize, ...a.window, ...a.step, ...a.tapStep, ...a.start];
+  if (a.over === 'terms') {
+    return [
+      `const ind = rt.windowGradA(${pa}, b${a.buf}, ${a.offset}, [${geom.join(', ')}], ${mr});`,
+      `rt.arena.tiles(ind, ${(mr + 1) * 4}, ${pb}.byteOffset, ${NP * K * nr * 4}, ${MP}, ${K}, acc.byteOffset, ${NP}, 1, ${mr * nr * 4}, ${WINDOW_GRAD_VARIANT});`,
+    ];
+  }
   return [
     `const ind = rt.igemmA(${pa}, b${a.buf}, ${a.offset}, [${geom.join(', ')}], ${mr});`,
     `rt.arena.tiles(ind, ${taps * mr * 4}, ${pb}.byteOffset, ${NP * K * nr * 4}, ${MP}, ${K}, acc.byteOffset, ${NP}, 1, ${mr * nr * 4}, ${IGEMM_VARIANT});`,
