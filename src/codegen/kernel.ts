@@ -124,14 +124,16 @@ export interface MatmulKernel {
 }
 
 /**
- * The geometry of a convolution whose A operand is A[i, t] = x[n, pos..., ch] (0 outside x) with
- * rows i = (n, o...) over `batch` x outSize and terms t = (tap..., ch) over window x channels,
+ * The geometry of a convolution whose A operand reads x[n, pos..., ch] (0 outside x), with
  * pos_k = o_k*step_k + tap_k*tapStep_k + start_k on each spatial axis: input 0 (buffer `buf`,
- * from element `offset`, channels_last with `channels` channels) read cell by cell. conv is
- * step = strides, tapStep = dilation, start = -padding before; conv_transpose with strides 1
- * is tapStep = -dilation, start = its padding before.
+ * from element `offset`, channels_last with `channels` channels) read cell by cell. `over`
+ * 'rows': A[i, t] with rows i = (n, o...) over `batch` x outSize and terms t = (tap..., ch)
+ * over window x channels (conv: step = strides, tapStep = dilation, start = -padding before;
+ * conv_transpose with strides 1: tapStep = -dilation, start = its padding before). 'terms':
+ * the kernel gradient's A[i, t] with rows i = (tap..., ch) and terms t = (n, o...) (conv_kernel_grad).
  */
 export interface IndirectA {
+  readonly over: 'rows' | 'terms';
   readonly buf: number;
   readonly offset: number;
   readonly batch: number;
@@ -144,11 +146,33 @@ export interface IndirectA {
   readonly start: readonly number[];
 }
 
-/** Elements (4 bytes each) an indirect product's A takes: the input's cells, a row of zeros, and mr pointers per tap for each A panel. */
-export function indirectSize(a: IndirectA, mr: number): number {
-  const rows = a.batch * a.outSize.reduce((p, v) => p * v, 1);
-  const cells = a.batch * a.inSize.reduce((p, v) => p * v, 1) * a.channels;
-  return cells + a.channels + Math.ceil(rows / mr) * mr * a.window.reduce((p, v) => p * v, 1);
+const prodOf = (xs: readonly number[]) => xs.reduce((p, v) => p * v, 1);
+
+/**
+ * The input copied with its padding made explicit (over 'terms'): per spatial axis the first
+ * position any tap reads (lo, at most 0) and the copy's size, so that every window is inside it.
+ */
+export function paddedInput(a: Omit<IndirectA, 'buf' | 'offset'>): { lo: number[]; size: number[] } {
+  const lo: number[] = [], size: number[] = [];
+  a.inSize.forEach((n, k) => {
+    const first = a.start[k]! + Math.min(0, (a.window[k]! - 1) * a.tapStep[k]!);
+    const last = (a.outSize[k]! - 1) * a.step[k]! + a.start[k]! + Math.max(0, (a.window[k]! - 1) * a.tapStep[k]!);
+    lo.push(Math.min(0, first));
+    size.push(Math.max(n - 1, last) - Math.min(0, first) + 1);
+  });
+  return { lo, size };
+}
+
+/**
+ * Elements (4 bytes each) an indirect product's A takes. Over 'rows': the input's cells, a row of
+ * zeros, and mr pointers per tap for each A panel. Over 'terms': the padded copy, the window
+ * origin of each output cell, and per A panel the table's address and mr row offsets.
+ */
+export function indirectSize(a: Omit<IndirectA, 'buf' | 'offset'>, mr: number): number {
+  const cellsOut = a.batch * prodOf(a.outSize);
+  const taps = prodOf(a.window);
+  if (a.over === 'terms') return a.batch * prodOf(paddedInput(a).size) * a.channels + cellsOut + Math.ceil(taps * a.channels / mr) * (mr + 1);
+  return a.batch * prodOf(a.inSize) * a.channels + a.channels + Math.ceil(cellsOut / mr) * mr * taps;
 }
 
 /** An op's reference implementation inside a compiled function (one result, or a tuple's items). */

@@ -97,7 +97,7 @@ export const convT = convMatmul('conv', {
     const d = x.length - 2;
     const a = (c as ConvCtx).attrs;
     return {
-      batch: x[0]!, channels: x[d + 1]!, inSize: x.slice(1, d + 1), outSize: c.outShape.slice(1, d + 1), window: w.slice(0, d),
+      over: 'rows', batch: x[0]!, channels: x[d + 1]!, inSize: x.slice(1, d + 1), outSize: c.outShape.slice(1, d + 1), window: w.slice(0, d),
       step: a.strides.slice(0, d), tapStep: a.dilation.slice(0, d),
       start: x.slice(1, d + 1).map((n, k) => -padsFor(n, w[k]!, a.strides[k]!, a.dilation[k]!, a.padding)[0]),
     };
@@ -121,7 +121,7 @@ export const convTransposeT = convMatmul('conv_transpose', {
     const [dy, w] = c.inShapes as [number[], number[]];
     const d = dy.length - 2;
     return {
-      batch: dy[0]!, channels: dy[d + 1]!, inSize: dy.slice(1, d + 1), outSize: c.outShape.slice(1, d + 1), window: w.slice(0, d),
+      over: 'rows', batch: dy[0]!, channels: dy[d + 1]!, inSize: dy.slice(1, d + 1), outSize: c.outShape.slice(1, d + 1), window: w.slice(0, d),
       step: dy.slice(1, d + 1).map(() => 1), tapStep: a.dilation.slice(0, d).map((v) => -v),
       start: dy.slice(1, d + 1).map((_, k) => padsFor(c.outShape[k + 1]!, w[k]!, 1, a.dilation[k]!, a.padding)[0]),
     };
@@ -157,6 +157,19 @@ export const convTransposeT = convMatmul('conv_transpose', {
 export const convKernelGradT = convMatmul('conv_kernel_grad', {
   ...featureLayout,
   shapeOnly: (input) => input === 2,
+  // Rows (tap..., c), terms (n, o...): x's cell o*stride + tap*dil - pad, read through a table of window origins.
+  indirect(c) {
+    if (groupsOf(c) !== 1) return undefined;
+    const [x, dy] = c.inShapes as [number[], number[]];
+    const d = x.length - 2;
+    const a = (c as ConvCtx).attrs;
+    const window = c.outShape.slice(0, d);
+    return {
+      over: 'terms', batch: x[0]!, channels: x[d + 1]!, inSize: x.slice(1, d + 1), outSize: dy.slice(1, d + 1), window,
+      step: a.strides.slice(0, d), tapStep: a.dilation.slice(0, d),
+      start: x.slice(1, d + 1).map((n, k) => -padsFor(n, window[k]!, a.strides[k]!, a.dilation[k]!, a.padding)[0]),
+    };
+  },
   aValue(at, g, i, t, c) {
     const [x, dy] = c.inShapes as [number[], number[]];
     const d = x.length - 2;

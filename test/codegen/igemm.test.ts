@@ -4,13 +4,14 @@
 // bit (the same float32 sums in the same order), for every geometry the indirection handles:
 // strides, dilation, 'same' and 'valid' padding, 1 to 3 spatial axes, odd channel counts, edge
 // tiles in both directions, an epilogue, and conv_transpose with strides 1 (the input gradient);
-// the same numbers with 1 and 2 threads, the workers taking part.
+// the kernel gradient (conv_kernel_grad) through a table of window origins over the input copied
+// with its padding as zeros; the same numbers with 1 and 2 threads, the workers taking part.
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import type { Node } from '../../src/ir/node.js';
 import { setEnvironment } from '../../src/api/config.js';
 import { setMatmulFma, setWasmKernel } from '../../src/codegen/cpu/wasm-kernel.js';
-import { IGEMM_VARIANT, setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
+import { IGEMM_VARIANT, setThreads, threadPool, WINDOW_GRAD_VARIANT } from '../../src/codegen/cpu/threads.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
 import { mulberry32 } from '../../src/ir/random.js';
 
@@ -19,7 +20,10 @@ function fill(shape: readonly number[], seed: number): NDArray {
   return new NDArray(Float32Array.from({ length: shape.reduce((p, d) => p * d, 1) }, () => (r() * 2 - 1) * (r() < 0.2 ? 16 : 1)), [...shape]);
 }
 
-interface Case { name: string; x: number[]; w: number[]; build: (x: Node, w: Node) => Node[] }
+/** `uses`: the runtime helpers the compiled function calls (igemmA: conv and conv_transpose; windowGradA: conv_kernel_grad). */
+interface Case { name: string; x: number[]; w: number[]; build: (x: Node, w: Node) => Node[]; uses?: string[] }
+
+const gradW = (y: Node, w: Node) => K.gradients(K.sum(K.square(y)), [w]) as Node[];
 
 const CASES: Case[] = [
   { name: 'conv2d 3x3 same (the bench layer, smaller)', x: [2, 12, 12, 16], w: [3, 3, 16, 32], build: (x, w) => [K.conv2d(x, w, 1, 'same')] },
@@ -30,8 +34,13 @@ const CASES: Case[] = [
   { name: 'conv3d same, strides 2', x: [2, 6, 7, 5, 3], w: [3, 2, 3, 3, 8], build: (x, w) => [K.conv3d(x, w, 2, 'same')] },
   {
     name: 'the input gradient of a strides-1 conv (conv_transpose) and the kernel gradient', x: [2, 9, 10, 6], w: [3, 3, 6, 11],
-    build: (x, w) => K.gradients(K.sum(K.square(K.conv2d(x, w, 1, 'same'))), [x, w]) as Node[],
+    build: (x, w) => K.gradients(K.sum(K.square(K.conv2d(x, w, 1, 'same'))), [x, w]) as Node[], uses: ['igemmA', 'windowGradA'],
   },
+  { name: 'kernel gradient of conv2d strides 2, same (the padding copied as zeros)', x: [2, 11, 10, 3], w: [3, 3, 3, 6], build: (x, w) => gradW(K.conv2d(x, w, 2, 'same'), w), uses: ['igemmA', 'windowGradA'] },
+  { name: 'kernel gradient of conv2d valid, one channel (the CNN step\'s layer, smaller)', x: [4, 12, 12, 1], w: [5, 5, 1, 16], build: (x, w) => gradW(K.relu(K.conv2d(x, w, 1, 'valid')), w), uses: ['windowGradA'] },
+  { name: 'kernel gradient of conv2d dilation (2, 3), same, two channels', x: [2, 10, 11, 2], w: [3, 2, 2, 5], build: (x, w) => gradW(K.conv2d(x, w, 1, 'same', null, [2, 3]), w), uses: ['igemmA', 'windowGradA'] },
+  { name: 'kernel gradient of conv1d dilation 3, causal', x: [3, 30, 5], w: [3, 5, 9], build: (x, w) => gradW(K.conv1d(x, w, 1, 'causal', null, 3), w), uses: ['windowGradA'] },
+  { name: 'kernel gradient of conv3d strides (1, 2, 1), same', x: [2, 5, 7, 4, 3], w: [2, 3, 2, 3, 5], build: (x, w) => gradW(K.conv3d(x, w, [1, 2, 1], 'same'), w), uses: ['windowGradA'] },
   { name: 'conv2d_transpose strides 1, valid', x: [2, 7, 8, 9], w: [3, 3, 5, 9], build: (x, w) => [K.conv2d_transpose(x, w, [2, 9, 10, 5], 1, 'valid')] },
 ];
 
@@ -53,11 +62,13 @@ describe('codegen/cpu convolutions through an indirection buffer (igemm)', funct
     it(`${c.name}: the igemm kernel, bit for bit the im2col product's sums`, () => {
       setThreads(1);
       const got = run(c);
-      expect(got.source, 'the compiled function').to.include('rt.igemmA(').and.include(`, ${IGEMM_VARIANT});`);
+      for (const h of c.uses ?? ['igemmA']) expect(got.source, 'the compiled function').to.include(`rt.${h}(`);
+      if ((c.uses ?? ['igemmA']).includes('igemmA')) expect(got.source).to.include(`, ${IGEMM_VARIANT});`);
+      if (c.uses?.includes('windowGradA') === true) expect(got.source).to.include(`, ${WINDOW_GRAD_VARIANT});`);
       setWasmKernel(false);
       clearCompileCache();
       const want = run(c);
-      expect(want.source, 'the JavaScript kernel packs the im2col panels').to.not.include('rt.igemmA(');
+      expect(want.source, 'the JavaScript kernel packs the im2col panels').to.not.include('rt.igemmA(').and.not.include('rt.windowGradA(');
       expect(got.outs.length).to.equal(want.outs.length);
       got.outs.forEach((g, i) => {
         expect(g.length, `output ${i}`).to.equal(want.outs[i]!.length);
@@ -69,18 +80,18 @@ describe('codegen/cpu convolutions through an indirection buffer (igemm)', funct
   it('float64 products (matmul precision "float64") keep the packed float64 kernel', () => {
     setEnvironment({ THEANINE_MATMUL_PRECISION: 'float64' });
     clearCompileCache();
-    expect(run(CASES[0]!).source).to.not.include('rt.igemmA(');
+    expect(run(CASES[6]!).source).to.not.include('rt.igemmA(').and.not.include('rt.windowGradA(');
   });
 
   it('the same numbers, bit for bit, with 1 and 2 threads, the workers summing panels', async () => {
-    const c: Case = { name: 'a layer', x: [8, 32, 32, 8], w: [3, 3, 8, 16], build: (x, w) => [K.relu(K.conv2d(x, w, 1, 'same'))] };
+    const c: Case = { name: 'a layer', x: [8, 32, 32, 8], w: [3, 3, 8, 16], build: (x, w) => [K.relu(K.conv2d(x, w, 1, 'same')), ...gradW(K.relu(K.conv2d(x, w, 1, 'same')), w)] };
     setThreads(1);
     const one = run(c).outs;
     setThreads(2);
     clearCompileCache();
     const before = threadPool()?.workerPanels ?? 0;
     let got = run(c);
-    expect(got.source).to.include('rt.igemmA(');
+    expect(got.source).to.include('rt.igemmA(').and.include('rt.windowGradA(');
     for (let i = 0; i < 200 && (threadPool()?.workerPanels ?? 0) === before; i++) {
       await new Promise((r) => setTimeout(r, 20));
       got = run(c);

@@ -1,11 +1,14 @@
 // The epilogue of a whole float32 matrix product (its sums computed first, row-major) run by the
 // WebAssembly SIMD tier (src/codegen/cpu/matmul.ts tierEpilogue): bias, relu's select, an SGD
 // update of a weight read from a variable. The tier computes each node as the JavaScript epilogue
-// does, so the results are equal bit for bit with the tier off, and with 1 or N threads.
+// does, so the results are equal bit for bit with the tier off, and with 1 or N threads. Small
+// float32 products (an MLP's 10-class layer and its gradients) are summed whole too, on the
+// calling thread.
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setSimdTier } from '../../src/codegen/wasm/elementwise.js';
-import { setThreads } from '../../src/codegen/cpu/threads.js';
+import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
+import { setWasmKernel } from '../../src/codegen/cpu/wasm-kernel.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
 import { mulberry32 } from '../../src/ir/random.js';
 import type { Node } from '../../src/ir/node.js';
@@ -70,5 +73,46 @@ describe('codegen/cpu matmul epilogues in the SIMD tier', () => {
     }
     // the edge values reached the outputs (NaN and infinities through the bias and the select)
     expect(Array.from(js.outs[0]!.data).some(Number.isNaN)).to.equal(true);
+  });
+
+  it('sums small float32 products whole on the calling thread (the pool is not woken), with the same numbers as the JavaScript kernel', () => {
+    // dh = (dlogits . W2^T) * (hPre >= 0), logits = h . W2 + b2, dW2 = h^T . dlogits: an MLP's 10-class products
+    const make = () => {
+      const [B, H, C] = [128, 256, 10];
+      const d = K.placeholder([B, C], null, 'float32'), hp = K.placeholder([B, H], null, 'float32');
+      const w2 = K.variable(fill([H, C], 5), 'float32');
+      const b2 = K.variable(fill([C], 6), 'float32');
+      const dh = K.dot(d, K.transpose(w2)).mul(K.cast(K.greater_equal(hp, 0), 'float32'));
+      const logits = K.dot(K.relu(hp), w2).add(b2);
+      const dw2 = K.dot(K.transpose(K.relu(hp)), d);
+      const f = K.function([d, hp], [dh, logits, dw2]);
+      return { f, xs: [fill([B, C], 7, true), fill([B, H], 8, true)] };
+    };
+    const pool = threadPool(true);
+    if (pool === undefined) return expect.fail('no thread pool in this runtime');
+    const runs = { n: 0 };
+    const own = pool.run.bind(pool);
+    try {
+      setWasmKernel(false);
+      clearCompileCache();
+      const js = make();
+      const want = js.f(js.xs);
+      setWasmKernel(true);
+      setThreads(2);
+      clearCompileCache();
+      const wa = make();
+      const source = (wa.f as unknown as { source(): string }).source();
+      expect(source.match(/rt\.arena\.tiles\([^;]*, false\);/g) ?? [], source).to.have.length(3);
+      expect(source).to.match(/128 rows of 256: [\w,]*mul epilogue/);
+      pool.run = (...a: Parameters<typeof pool.run>) => { runs.n++; own(...a); };
+      const got = wa.f(wa.xs);
+      expect(runs.n, 'jobs run on the pool').to.equal(0);
+      got.forEach((g, i) => expect(bits(g), `output ${i}`).to.deep.equal(bits(want[i]!)));
+    } finally {
+      pool.run = own;
+      setWasmKernel(true);
+      setThreads(undefined);
+      clearCompileCache();
+    }
   });
 });

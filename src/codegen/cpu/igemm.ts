@@ -4,7 +4,9 @@
 // cells the tap reads (the row of zeros where it falls outside the input). XNNPACK builds the
 // same buffer once per input pointer; here the input is copied in at each call (the arena is
 // shared by every product), so the buffer is written at each call too, one word per (cell, tap)
-// instead of the im2col matrix's C floats.
+// instead of the im2col matrix's C floats. A kernel gradient (windowGradA) reads the input
+// through a table of window origins, one word per output cell, over its explicitly padded copy.
+import { paddedInput } from '../kernel.js';
 
 /**
  * Fills A's packing buffer `dst` (a float32 view of the arena): x[xOff ..] (geometry g: batch,
@@ -75,3 +77,66 @@ export function igemmA(dst: Float32Array, x: Float32Array, xOff: number, g: read
 const made = new Map<string, Int32Array>();
 const MADE_WORDS = 1 << 23;
 let madeWords = 0;
+
+/**
+ * A kernel gradient's A (over 'terms', ../wasm/igemm.ts' windowGrad32) in A's packing buffer
+ * `dst`: x[xOff ..] copied with its padding made explicit (zeros; kernel.ts' paddedInput), the
+ * byte offset of each output cell's window origin in the copy, then per A panel of mr rows
+ * (tap..., channel) the table's byte offset and the rows' byte offsets from an origin (rows
+ * past the product's: 0). Geometry `g` as igemmA's. Returns the panels' records' byte offset.
+ */
+export function windowGradA(dst: Float32Array, x: Float32Array, xOff: number, g: readonly number[], mr: number): number {
+  const [N, C, d] = g as [number, number, number];
+  if (!(d >= 1 && d <= 3)) throw new Error(`internal: windowGradA takes 1 to 3 spatial axes (got ${d})`);
+  const geo = (k: number) => g.slice(3 + k * d, 3 + (k + 1) * d);
+  const a = { over: 'terms' as const, batch: N, channels: C, inSize: geo(0), outSize: geo(1), window: geo(2), step: geo(3), tapStep: geo(4), start: geo(5) };
+  const { lo, size } = paddedInput(a);
+  // Up to three spatial axes; the missing leading ones are of size 1 (window 1, step 1, tapStep 0, start and lo 0).
+  const missing = [1, 1, 1, 1, 0, 0, 0, 1];
+  const ax = (k: number, v: readonly number[]) => [0, 1, 2].map((i) => (i < 3 - d ? missing[k]! : v[i - (3 - d)]!));
+  const [inS, outS, win, st, ts, s0, lo3, pS] = [ax(0, a.inSize), ax(1, a.outSize), ax(2, a.window), ax(3, a.step), ax(4, a.tapStep), ax(5, a.start), ax(6, lo), ax(7, size)];
+  const cells = N * pS[0]! * pS[1]! * pS[2]! * C;
+  const base = dst.byteOffset;
+  // the padded copy: zeros, then each input row of inS[2] cells at its place
+  const plain = lo3.every((l) => l === 0) && pS.every((p, k) => p === inS[k]);
+  if (plain) dst.set(x.subarray(xOff, xOff + cells), 0);
+  else {
+    dst.fill(0, 0, cells);
+    const row = inS[2]! * C;
+    for (let n = 0; n < N; n++) {
+      for (let i0 = 0; i0 < inS[0]!; i0++) {
+        for (let i1 = 0; i1 < inS[1]!; i1++) {
+          const from = xOff + ((n * inS[0]! + i0) * inS[1]! + i1) * row;
+          const to = (((n * pS[0]! + i0 - lo3[0]!) * pS[1]! + i1 - lo3[1]!) * pS[2]! - lo3[2]!) * C;
+          dst.set(x.subarray(from, from + row), to);
+        }
+      }
+    }
+  }
+  const T = N * outS[0]! * outS[1]! * outS[2]!;
+  const rowsN = win[0]! * win[1]! * win[2]! * C;
+  const MP = Math.ceil(rowsN / mr);
+  const words = new Int32Array(dst.buffer, base + 4 * cells, T + MP * (mr + 1));
+  let t = 0;
+  for (let n = 0; n < N; n++) {
+    for (let o0 = 0; o0 < outS[0]!; o0++) {
+      for (let o1 = 0; o1 < outS[1]!; o1++) {
+        const r01 = (n * pS[0]! + o0 * st[0]! + s0[0]! - lo3[0]!) * pS[1]! + o1 * st[1]! + s0[1]! - lo3[1]!;
+        for (let o2 = 0; o2 < outS[2]!; o2++) words[t++] = base + 4 * C * (r01 * pS[2]! + o2 * st[2]! + s0[2]! - lo3[2]!);
+      }
+    }
+  }
+  const table = base + 4 * cells;
+  for (let p = 0; p < MP; p++) {
+    const rec = T + p * (mr + 1);
+    words[rec] = table;
+    for (let r = 0; r < mr; r++) {
+      const i = p * mr + r;
+      if (i >= rowsN) { words[rec + 1 + r] = 0; continue; }
+      const ch = i % C, tap = Math.floor(i / C);
+      const k2 = tap % win[2]!, k1 = Math.floor(tap / win[2]!) % win[1]!, k0 = Math.floor(tap / (win[2]! * win[1]!));
+      words[rec + 1 + r] = 4 * (((k0 * ts[0]! * pS[1]! + k1 * ts[1]!) * pS[2]! + k2 * ts[2]!) * C + ch);
+    }
+  }
+  return table + 4 * T;
+}

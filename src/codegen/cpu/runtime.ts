@@ -12,7 +12,7 @@ import type { ExternStep } from '../kernel.js';
 import type { Plan, StorageClass } from '../plan.js';
 import { packRows, packStrided, rowPanel32, rowPanel4x4, tile4x4 } from './microkernel.js';
 import { packArena, type KeptPack } from './wasm-kernel.js';
-import { igemmA } from './igemm.js';
+import { igemmA, windowGradA } from './igemm.js';
 import { ewKernel } from '../wasm/elementwise.js';
 import { poolKernel } from '../wasm/pool.js';
 import { redKernel } from '../wasm/reduce.js';
@@ -48,6 +48,7 @@ export const runtimeHelpers = {
   packRows,
   /** An indirect product's input cells and pointers (igemm.ts). */
   igemmA,
+  windowGradA,
   /**
    * A row number read from data (gather, scatter_add_rows): negative counts from the end; outside
    * [-rows, rows) throws the reference's error, naming the op, before the step stores anything

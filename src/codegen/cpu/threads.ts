@@ -49,15 +49,19 @@ export type PackPanel = (src: number, sr: number, st: number, dst: number, K: nu
  * panelBlock32 and panelBlock32w (float32 sums, the two float32 tiles), 3 and 4 the same two
  * storing their sums row-major (whole products), 5 pack32 (packing jobs), 6 igemm32 (a
  * convolution's float32 sums through an indirection buffer, row-major: ../wasm/igemm.ts), 7
- * packCols32 (packing jobs: full panels of an operand contiguous along the rows).
+ * packCols32 (packing jobs: full panels of an operand contiguous along the rows), 8
+ * windowGrad32 (a convolution's kernel gradient's float32 sums through a table of window
+ * origins, row-major: ../wasm/igemm.ts).
  */
-export const BLOCK_EXPORTS = ['panelBlock', 'panelBlock32', 'panelBlock32w', 'panelBlock32r', 'panelBlock32wr', 'pack32', 'igemm32', 'packCols32'] as const;
+export const BLOCK_EXPORTS = ['panelBlock', 'panelBlock32', 'panelBlock32w', 'panelBlock32r', 'panelBlock32wr', 'pack32', 'igemm32', 'packCols32', 'windowGrad32'] as const;
 /** BLOCK_EXPORTS' pack32. */
 export const PACK_EXPORT = 5;
 /** BLOCK_EXPORTS' igemm32. */
 export const IGEMM_VARIANT = 6;
 /** BLOCK_EXPORTS' packCols32. */
 const PACK_COLS_EXPORT = 7;
+/** BLOCK_EXPORTS' windowGrad32. */
+export const WINDOW_GRAD_VARIANT = 8;
 
 /** An elementwise tier kernel (../wasm/elementwise.ts): n elements of the chunk block at byte offset base. */
 export type EwRun = (n: number, base: number) => void;

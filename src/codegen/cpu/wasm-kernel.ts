@@ -311,10 +311,11 @@ export class PackArena {
    * (byte offsets; T the tile's bytes, 128 for float64's 4 x 4), by the blocked kernel `variant`
    * (BLOCK_EXPORTS). Blocks of A panels that fit L2 together go to one thread at a time.
    * Operands staged since the last call are packed first (one job over the pool, then the sums:
-   * every panel is packed before any tile reads it).
+   * every panel is packed before any tile reads it). With `par` false, all on the calling thread
+   * (small products: matmul.ts sumsAlone).
    */
-  tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, B: number, T = 128, variant = 0): void {
-    const threads = this.shared ? threadCount() : 1;
+  tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, B: number, T = 128, variant = 0, par = true): void {
+    const threads = this.shared && par ? threadCount() : 1;
     const pool = threadPool();
     if (this.pending.length > 0) {
       const ops = this.pending;

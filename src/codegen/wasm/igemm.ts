@@ -82,3 +82,63 @@ export function igemm32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr: numb
   b.ops(op.end, op.end);
   return b;
 }
+
+/**
+ * windowGrad32(pa, sa, G, pb, K, acc, sacc, n): a convolution's kernel gradient,
+ * dW[(tap, ch), f] = sum over the output cells p of x[p's window + tap, ch] * dy[p, f], as the
+ * same 4 x 8 tiles, the sum's terms t = p read through a table instead of packed panels: the
+ * input is copied with its padding made explicit (zeros), so every tap of every window is a
+ * cell of the copy, at p's window origin plus the tap's offset. A panel g's record at pa + g*sa
+ * (sa = 4(mr + 1)): the byte offset of the table of window origins (K words, one per output
+ * cell), then the mr rows' byte offsets from the origin (tap and channel; rows past the
+ * product's read any cell: their sums are never stored). B panels and the row-major sums as
+ * igemm32's. The sums are the packed product's (t = 0..K-1 in order), bit for bit.
+ */
+export function windowGrad32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr: number = IGEMM_TILE.nr): Body {
+  const [PA, SA, G, PB, K, ACC, SACC, N] = [0, 1, 2, 3, 4, 5, 6, 7];
+  const [RS, GI, PAG, ACCG, ACCQ, TBL, TI, PBI, ROW, O] = [8, 9, 10, 11, 12, 13, 14, 15, 16, 17];
+  const OFF = (r: number) => 18 + r;
+  const V = nr / 4;
+  const nI32 = 10 + mr;
+  const accv = (r: number, v: number) => nI32 + 8 + r * V + v;
+  const VB = (v: number) => nI32 + 8 + mr * V + v;
+  const VA = nI32 + 8 + mr * V + V;
+  const b = new Body(8, [[nI32, I32], [mr * V + V + 1, V128]]);
+  b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0).get(K).ops(op.i32Eqz, op.brIf, 0);
+  b.get(SACC).i32(mr).ops(op.i32DivU).set(RS);
+  b.get(ACC).set(ACCQ);
+  b.ops(op.loop, 0x40); // B panels
+  b.get(PA).set(PAG).get(ACCQ).set(ACCG).get(G).set(GI);
+  b.ops(op.loop, 0x40); // A panels of the block
+  for (let r = 0; r < mr; r++) for (let v = 0; v < V; v++) b.vzero().set(accv(r, v));
+  b.get(PAG).ops(op.i32Load, ...memarg(2, 0)).set(TBL);
+  for (let r = 0; r < mr; r++) b.get(PAG).ops(op.i32Load, ...memarg(2, 4 + 4 * r)).set(OFF(r));
+  b.get(PB).set(PBI).get(K).set(TI);
+  b.ops(op.loop, 0x40); // the sum's terms: output cells
+  b.get(TBL).ops(op.i32Load, ...memarg(2, 0)).set(O);
+  for (let v = 0; v < V; v++) b.get(PBI).v(simd.v128Load, ...memarg(2, 16 * v)).set(VB(v));
+  for (let r = 0; r < mr; r++) {
+    b.get(O).get(OFF(r)).ops(op.i32Add).v(simd.v128Load32Splat, ...memarg(2, 0)).set(VA);
+    for (let v = 0; v < V; v++) {
+      if (fused) b.get(VA).get(VB(v)).get(accv(r, v)).v(simd.f32x4RelaxedMadd).set(accv(r, v));
+      else b.get(accv(r, v)).get(VA).get(VB(v)).v(simd.f32x4Mul).v(simd.f32x4Add).set(accv(r, v));
+    }
+  }
+  b.addTo(TBL, 4).addTo(PBI, 4 * nr);
+  b.get(TI).i32(1).ops(op.i32Sub).tee(TI).ops(op.brIf, 0);
+  b.ops(op.end);
+  b.get(ACCG).set(ROW);
+  for (let r = 0; r < mr; r++) {
+    for (let v = 0; v < V; v++) b.get(ROW).get(accv(r, v)).v(simd.v128Store, ...memarg(2, 16 * v));
+    b.get(ROW).get(RS).ops(op.i32Add).set(ROW);
+  }
+  b.get(PAG).get(SA).ops(op.i32Add).set(PAG);
+  b.get(ACCG).get(SACC).ops(op.i32Add).set(ACCG);
+  b.get(GI).i32(1).ops(op.i32Sub).tee(GI).ops(op.brIf, 0);
+  b.ops(op.end);
+  b.get(PBI).set(PB); // the next B panel follows this one
+  b.addTo(ACCQ, 4 * nr);
+  b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
+  b.ops(op.end, op.end);
+  return b;
+}

@@ -11,7 +11,7 @@
 // tiles would touch every row's cache line once per 4 columns). The A panel stays in L1 while
 // B streams through.
 import { Body, I32, V128, memarg, moduleBytes, op, simd } from './encode.js';
-import { igemm32Body } from './igemm.js';
+import { igemm32Body, windowGrad32Body } from './igemm.js';
 
 /**
  * The locals of one float64 4 x 4 tile: the A panel's start `a` (walked in `ai`), the B panel
@@ -322,8 +322,8 @@ function packCols32Body(): Body {
  * The kernel module's bytes: imports env.mem (shared: the memory worker threads sum in
  * together), exports rowPanel, panelBlock (float64), panelBlock32 and panelBlock32w (float32,
  * the TILE32 and TILE32_WIDE tiles; panelBlock32r and panelBlock32wr the same with row-major sums),
- * igemm32 (convolutions through an indirection buffer: ./igemm.ts), pack32 and packCols32 (operand
- * packing); with `fused`, relaxed-SIMD multiply-adds, valid only where the
+ * igemm32 and windowGrad32 (convolutions and their kernel gradients through an indirection
+ * buffer: ./igemm.ts), pack32 and packCols32 (operand packing); with `fused`, relaxed-SIMD multiply-adds, valid only where the
  * runtime has relaxed SIMD). `tile32` replaces panelBlock32's tile (measurements of other tiles).
  */
 export function matmulModuleBytes(shared = false, fused = false, tile32: { mr: number; nr: number } = TILE32): Uint8Array {
@@ -337,5 +337,6 @@ export function matmulModuleBytes(shared = false, fused = false, tile32: { mr: n
     { name: 'pack32', params: 7, body: pack32Body() },
     { name: 'igemm32', params: 8, body: igemm32Body(fused) },
     { name: 'packCols32', params: 6, body: packCols32Body() },
+    { name: 'windowGrad32', params: 8, body: windowGrad32Body(fused) },
   ], shared ? 'shared' : true);
 }
