@@ -12,6 +12,8 @@ import { setThreads } from '../../src/codegen/cpu/threads.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
 import { MAX_SPECIALIZATIONS } from '../../src/runtime/program-cache.js';
 import { mulberry32 } from '../../src/ir/random.js';
+import { expectClose } from '../helpers/assert.js';
+import { FLOAT32_SUM_TOL } from '../helpers/targets.js';
 
 function fill(shape: number[], seed: number, dtype: 'float32' | 'float64' = 'float64'): NDArray {
   const r = mulberry32(seed);
@@ -67,6 +69,24 @@ describe('codegen/cpu packs kept across calls', () => {
       same(selfUpdating([xs])[0]!, want, `self-updating call ${c}`);
     }
     check('after the self-updating calls');
+  });
+
+  it('sees updates made by functions on the gpu device and the tensorflow backend', function () {
+    this.timeout(300000);
+    const x = K.placeholder([null, 7], null, 'float32', false, 'x');
+    const W = K.variable(fill([7, 6], 40, 'float32'), 'float32', 'W');
+    const y = K.relu(K.dot(x, W));
+    const f = K.function([x], [y]);
+    const ref = K.function([x], [y], [], { optimizer: 'none' });
+    const xs = fill([5, 7], 41, 'float32');
+    const check = (what: string) => expectClose(f([xs])[0]!, ref([xs])[0]!, FLOAT32_SUM_TOL, what);
+    check('first call');
+    for (const options of [{ device: 'gpu' }, { backend: 'tensorflow' }] as const) {
+      const before = Array.from(K.get_value(W).data);
+      K.function([], [], [K.update(W, W.mul(-0.5).add(0.25))], options)([]);
+      expect(Array.from(K.get_value(W).data), `${JSON.stringify(options)} changed W`).to.not.deep.equal(before);
+      expect(packsDuring(() => check(`after an update by ${JSON.stringify(options)}`)), `W packed again after ${JSON.stringify(options)}`).to.equal(1);
+    }
   });
 
   it('a twin function (same graph over other variables) shares the compiled program, not the packs\' values', () => {

@@ -129,6 +129,7 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
       // Whole float32 products with a binding that gives them a staging area: float32 operands are
       // copied there and packed by the thread pool (stagedPacks), the rest here.
       const { staged } = stage !== undefined ? stagedPacks(s, dtype) : { staged: new Map<number, { lo: number; hi: number; at: number }>() };
+      const after: string[] = [];
       for (const dst of [s.packA, s.packB]) {
         const keep = kept(dst);
         const pl: string[] = [];
@@ -137,7 +138,7 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
           const { base, sb, sr, st } = c.op;
           const sg = staged.get(c.dst);
           // contiguous along t in panels wider than 4: row by row (packRows), else step by step
-          const call = sg !== undefined ? `rt.arena.stage(b${c.buf}, ${sg.lo}, ${sg.hi}, ${stage!} + ${4 * sg.at}, ${base}, ${sb}, ${sr}, ${st}, b${c.dst}.byteOffset, `
+          const call = sg !== undefined ? `rt.arena.stage(b${c.buf}, ${sg.lo}, ${sg.hi}, ${sg.at === 0 ? stage! : `${stage!} + ${4 * sg.at}`}, ${base}, ${sb}, ${sr}, ${st}, b${c.dst}.byteOffset, `
             : st === 1 && c.p !== 4 ? `rt.packRows(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ` : `rt.packStrided(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ${st}, `;
           pl.push(`${call}${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
         }
@@ -145,10 +146,16 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
           if (kern.stores[0]!.buf === dst) pl.push(kernelCall(b.kernel(s, (env) => renderLoopKernel(collapseLoopKernel(kern, new ExprBuilder(() => 'float64')), 'k', env))));
         }
         if (keep === undefined) lines.push(...pl.map((l) => `  ${l}`));
-        else lines.push(`  if (${keep.when}) {`, ...pl.map((l) => `    ${l}`), `    ${keep.done}`, '  }');
+        else if (!staged.has(dst)) lines.push(`  if (${keep.when}) {`, ...pl.map((l) => `    ${l}`), `    ${keep.done}`, '  }');
+        else {
+          // a staged operand is packed by the tile sums' call: the pack is current once that returns
+          lines.push(`  if (${keep.when}) ${pl.join(' ')}`);
+          after.push(`  if (${keep.when}) ${keep.done}`);
+        }
       }
       if (indirect) lines.push(...renderIndirectTiles(s, `b${s.packA}`, `b${s.packB}`).map((l) => `  ${l}`));
       else if (all) lines.push(`  ${renderAllTiles(s, `b${s.packA}`, `b${s.packB}`)}`);
+      lines.push(...after);
       // A whole float32 product's epilogue runs in the SIMD tier where the tier can render it.
       const epilogue = all ? tierEpilogue(s, dtype) : undefined;
       call(s, (env) => (epilogue !== undefined ? renderTierEpilogue(epilogue, env) : renderMatmulCompute(s, 'k', env, wasm, all)), '  ');
