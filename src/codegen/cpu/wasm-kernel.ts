@@ -157,7 +157,7 @@ export class PackArena {
   private gen = 0;
   /** Where a step's own packs and sums start (doubles): past every kept pack. */
   base = 0;
-  /** Whether kept packs are reused while current (off: packed at every call, as products of other operands; bench/ compares). */
+  /** Whether kept packs are reused while current (off: made again at every use, as packs of other operands are; bench/ compares). */
   reuse = true;
   /** Kept packs made so far (tests count them). */
   packsMade = 0;
