@@ -11,10 +11,10 @@
 //                  kernel): equal to it bit for bit.
 //   avg pool       the taps summed in float64 (f64x2, two lanes per half vector), divided once by
 //                  the count of the window's cells inside the input, rounded to float32. The
-//                  reference divides each term before adding: both are within 2^-50 relative of
-//                  the exact mean of float32 values, so the float32 results are equal except
-//                  within that of a rounding midpoint (then 1 ulp apart): the bound of
-//                  test/codegen/simd-pool.test.ts.
+//                  reference divides each term before adding: both float64 values are within
+//                  K 2^-53 mean|x| of the exact mean (K taps), so the float32 results are equal
+//                  except near a rounding midpoint, then 1 ulp apart (more only where the terms
+//                  cancel to far below mean|x|): the bound of test/codegen/simd-pool.test.ts.
 //   pool_grad      windows that tile the input (stride = window, no padding or dilation): each
 //   (tiled)        window's first maximal tap found by masks (a tap equal to the maximum, or NaN
 //                  where the maximum is NaN, and no earlier tap so), which receives 0 + dy, the
