@@ -289,6 +289,9 @@ export class PackArena {
   }
 
   f64(n: number): Float64Array {
+    // A matrix product's step starts here: operands staged by an earlier one that never reached
+    // its tiles() (an error in between) are dropped, not packed over this one's buffers.
+    this.pending = [];
     n += this.base;
     const m = wasmTileModule();
     // Shared (for the worker threads) where more than one thread is configured and n fits a shared memory.
