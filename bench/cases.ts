@@ -2,6 +2,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { backend as K, NDArray } from '../src/index.js';
 import type { Node } from '../src/ir/node.js';
+import { packArena } from '../src/codegen/cpu/wasm-kernel.js';
 
 /** `tensorflow`, `onnx` and `theanine-gpu` are the theanine impl compiled with the tensorflow backend, the onnx backend and the gpu device (bench/run.ts makes them). */
 export type ImplName = 'theanine' | 'tensorflow' | 'onnx' | 'theanine-gpu' | 'tfjs-cpu' | 'tfjs-wasm';
@@ -143,7 +144,7 @@ const convCase: Case = typeof k['conv2d'] !== 'function'
   : {
     name: 'conv2d 8x32x32x16 -> 32, 3x3',
     flops: 2 * 8 * 32 * 32 * 32 * 3 * 3 * 16,
-    note: 'conv as a matmul template (im2col panels packed on the fly)',
+    note: 'conv as an indirect product (igemm: pointers to the input cells, no im2col panels)',
     impls: {
       theanine: async () => {
         const x = K.placeholder([8, 32, 32, 16], null, 'float32');
@@ -245,6 +246,47 @@ async function mlpTf(): Promise<Impl> {
       l!.dispose();
     },
     dispose: () => [x, t, W1, b1, W2, b2].forEach((v) => v.dispose()),
+  };
+}
+
+// --- MLP inference: 784-256-10, relu, softmax, fixed weights (a predict-style K.function) ---
+// The weights are variables nothing writes between calls, so their packs are kept across calls
+// (src/codegen/cpu/wasm-kernel.ts' KeptPack; XNNPACK packs static weights once, at operator
+// creation); the "packs each call" rows turn that reuse off (packArena.reuse) to show what it saves.
+function inferenceCase(batch: number, reuse: boolean): Case {
+  return {
+    name: `MLP inference 784-256-10 b${batch}${reuse ? '' : ', packs each call'}`,
+    ...(reuse ? {} : { note: 'theanine with its packs of constant operands made at every call' }),
+    impls: {
+      theanine: async () => {
+        const x = K.placeholder([batch, 784], null, 'float32', false, 'x');
+        const W1 = K.variable(nd([784, 256], 7, -0.05, 0.05), 'float32', 'W1');
+        const b1 = K.variable(nd([256], 10, -0.1, 0.1), 'float32', 'b1');
+        const W2 = K.variable(nd([256, 10], 8, -0.1, 0.1), 'float32', 'W2');
+        const b2 = K.variable(nd([10], 11, -0.1, 0.1), 'float32', 'b2');
+        const f = K.function([x], [K.softmax(K.dot(K.relu(K.dot(x, W1).add(b1)), W2).add(b2))]);
+        const xs = [nd([batch, 784], 9, 0, 1)];
+        if (reuse) return { run: () => { f(xs); } };
+        return { run: () => { packArena.reuse = false; try { f(xs); } finally { packArena.reuse = true; } } };
+      },
+      'tfjs-cpu': () => inferenceTf(batch),
+      'tfjs-wasm': () => inferenceTf(batch),
+    },
+  };
+}
+async function inferenceTf(batch: number): Promise<Impl> {
+  const x = tf.tensor2d(data(batch * 784, 9, 0, 1), [batch, 784]);
+  const W1 = tf.variable(tf.tensor2d(data(784 * 256, 7, -0.05, 0.05), [784, 256]));
+  const b1 = tf.variable(tf.tensor1d(data(256, 10, -0.1, 0.1)));
+  const W2 = tf.variable(tf.tensor2d(data(256 * 10, 8, -0.1, 0.1), [256, 10]));
+  const b2 = tf.variable(tf.tensor1d(data(10, 11, -0.1, 0.1)));
+  return {
+    run: () => {
+      const p = tf.tidy(() => tf.softmax(tf.add(tf.matMul(tf.relu(tf.add(tf.matMul(x, W1), b1)), W2), b2)));
+      p.dataSync();
+      p.dispose();
+    },
+    dispose: () => [x, W1, b1, W2, b2].forEach((v) => v.dispose()),
   };
 }
 
@@ -461,6 +503,36 @@ async function depthwiseTf(): Promise<Impl> {
   };
 }
 
+// --- pooling alone, forward and gradient: 8x64x64x32 float32, max 2x2 (tiling) and avg 3x3 stride 1 same (overlapping, padded) ---
+const PN = 8, PS = 64, PC = 32;
+function poolCase(mode: 'max' | 'avg'): Case {
+  const [size, stride, padding] = mode === 'max' ? [2, 2, 'valid' as const] : [3, 1, 'same' as const];
+  return {
+    name: `${mode} pool ${size}x${size} stride ${stride} ${padding} fwd+bwd 8x64x64x32`,
+    note: 'the loss sum(square(pool(x))) and its gradient in x',
+    impls: {
+      theanine: async () => {
+        const x = K.placeholder([PN, PS, PS, PC], null, 'float32', false, 'x');
+        const loss = K.sum(K.square(K.pool2d(x, size, stride, padding, null, mode)));
+        const f = K.function([x], [loss, ...K.gradients(loss, [x])]);
+        const xs = [nd([PN, PS, PS, PC], 41)];
+        return { run: () => { f(xs); } };
+      },
+      'tfjs-cpu': () => poolTf(mode, size, stride, padding),
+      'tfjs-wasm': () => poolTf(mode, size, stride, padding),
+    },
+  };
+}
+async function poolTf(mode: 'max' | 'avg', size: number, stride: number, padding: 'valid' | 'same'): Promise<Impl> {
+  const x = tf.tensor4d(data(PN * PS * PS * PC, 41), [PN, PS, PS, PC]);
+  const pool = (a: tf.Tensor4D) => (mode === 'max' ? tf.maxPool(a, size, stride, padding) : tf.avgPool(a, size, stride, padding));
+  const g = tf.valueAndGrad((a: tf.Tensor) => tf.sum(tf.square(pool(a as tf.Tensor4D))));
+  return {
+    run: () => { const { value, grad } = g(x); value.dataSync(); grad.dataSync(); value.dispose(); grad.dispose(); },
+    dispose: () => x.dispose(),
+  };
+}
+
 // --- dropout of 1M float32 (seeded: the same mask every call; Philox per element) ---
 const dropoutCase: Case = {
   name: 'dropout 0.5 of 1M f32',
@@ -640,5 +712,5 @@ const sumAxis1 = reduceCase('reduce sum over axis 1 of 1024x1024 f32', [1024, 10
 const softmaxRows = reduceCase('reduce softmax of 4096x1000 f32', [4096, 1000], (x) => K.softmax(x), (x) => tf.softmax(x));
 
 export function cases(): Case[] {
-  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, depthwiseCase, dropoutCase, ctcCase, sumAxis0, sumAxis1, softmaxRows];
+  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, inferenceCase(32, true), inferenceCase(32, false), inferenceCase(1, true), inferenceCase(1, false), cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, depthwiseCase, poolCase('max'), poolCase('avg'), dropoutCase, ctcCase, sumAxis0, sumAxis1, softmaxRows];
 }

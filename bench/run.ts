@@ -65,6 +65,24 @@ async function useBackend(name: ImplName): Promise<void> {
   if (tf.getBackend() !== want) await tf.setBackend(want);
 }
 
+/**
+ * ONNX Runtime's intra-op threads keep spinning for a while after each of its runs (measured here:
+ * both cores busy for 5-10 ms on a quiet machine, 30-40 ms at a fraction of the cores under load),
+ * so whatever runs next shares the cores with them; in the rotation of the rounds that is always
+ * the theanine column, whose worker threads then wait for a core. After each onnx call (untimed)
+ * the bench waits until they stop: 5 ms slices of sleep until one costs the process under 5% of a
+ * core (at most 200 ms).
+ */
+const idle = new Int32Array(new SharedArrayBuffer(4));
+function settleOnnx(): void {
+  const cpuMs = () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; };
+  for (let waited = 0; waited < 200; waited += 5) {
+    const c0 = cpuMs();
+    Atomics.wait(idle, 0, 0, 5);
+    if (cpuMs() - c0 < 0.25) return;
+  }
+}
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
@@ -149,7 +167,7 @@ async function main(): Promise<void> {
       if (name === 'theanine' && GPU) impls.push(['theanine-gpu', await onGpu(make)]);
     }
     const times = new Map<ImplName, number[]>(impls.map(([n]) => [n, []]));
-    for (const [name, impl] of impls) { await useBackend(name); for (let w = 0; w < 2; w++) impl.run(); }
+    for (const [name, impl] of impls) { await useBackend(name); for (let w = 0; w < 2; w++) impl.run(); if (name === 'onnx') settleOnnx(); }
     for (let r = 0; r < ROUNDS; r++) {
       for (let k = 0; k < impls.length; k++) {
         const [name, impl] = impls[(k + r) % impls.length]!;
@@ -157,6 +175,7 @@ async function main(): Promise<void> {
         const t0 = clock();
         impl.run();
         times.get(name)!.push(clock() - t0);
+        if (name === 'onnx') settleOnnx();
       }
     }
     for (const [, impl] of impls) impl.dispose?.();

@@ -60,6 +60,35 @@ export interface LoopKernel {
   /** Output loops, outermost first. */
   readonly vars: readonly Var[];
   readonly stores: readonly Store[];
+  /**
+   * Set on the kernel of a pooling (the pool template alone) or of its adjoint (lower-pool.ts):
+   * what it computes, for a target with a dedicated form of it (the cpu's WebAssembly SIMD pool
+   * tier, wasm/pool.ts). The loops and stores above stay its meaning, and what other targets run.
+   */
+  readonly pool?: PoolSpec;
+  /** A kernel whose only reader is the next one, a pool_grad kernel: left out where that one runs in the pool tier. */
+  readonly poolAux?: true;
+}
+
+/** A pooling or its adjoint on channels-last data (N, S..., C) pooled to (N, O..., C): see LoopKernel.pool. */
+export interface PoolSpec {
+  readonly grad: boolean;
+  readonly mode: 'max' | 'avg';
+  readonly window: readonly number[];
+  readonly strides: readonly number[];
+  readonly dilation: readonly number[];
+  /** Each spatial axis' padding before its first cell. */
+  readonly pads: readonly number[];
+  readonly inSize: readonly number[];
+  readonly outSize: readonly number[];
+  readonly batch: number;
+  readonly channels: number;
+  /** The pooled input (pool_grad: x). */
+  readonly x: ValueRef;
+  /** pool_grad: the pooled shape's cotangent. */
+  readonly dy?: ValueRef;
+  /** The result's buffer (at offset 0). */
+  readonly out: number;
 }
 
 /** out[b, i, j] = epilogue(sum_t a(b, i, t) * b(b, t, j)); `a`, `b` are expressions in the kernel's vars. */
@@ -86,6 +115,66 @@ export interface MatmulKernel {
    * SIMD, within the error bound of docs/architecture.md).
    */
   readonly sum: 'float32' | 'float64';
+  /**
+   * A convolution's A operand as cells of its input (float32 sums only): where the cpu's
+   * WebAssembly tier has the igemm kernel (wasm/igemm.ts) it sums through an indirection buffer
+   * of pointers to the input's cells instead of packing `a` (elsewhere `a` is packed as usual).
+   */
+  readonly indirect?: IndirectA;
+}
+
+/**
+ * The geometry of a convolution whose A operand reads x[n, pos..., ch] (0 outside x), with
+ * pos_k = o_k*step_k + tap_k*tapStep_k + start_k on each spatial axis: input 0 (buffer `buf`,
+ * from element `offset`, channels_last with `channels` channels) read cell by cell. `over`
+ * 'rows': A[i, t] with rows i = (n, o...) over `batch` x outSize and terms t = (tap..., ch)
+ * over window x channels (conv: step = strides, tapStep = dilation, start = -padding before;
+ * conv_transpose: tapStep = -dilation, start = its padding before, the cell pos / strides). 'terms':
+ * the kernel gradient's A[i, t] with rows i = (tap..., ch) and terms t = (n, o...) (conv_kernel_grad).
+ */
+export interface IndirectA {
+  readonly over: 'rows' | 'terms';
+  readonly buf: number;
+  readonly offset: number;
+  readonly batch: number;
+  readonly channels: number;
+  readonly inSize: readonly number[];
+  readonly outSize: readonly number[];
+  readonly window: readonly number[];
+  readonly step: readonly number[];
+  readonly tapStep: readonly number[];
+  readonly start: readonly number[];
+  /** Over 'rows': the input cell is pos_k / div_k where that is whole, none (0) elsewhere (conv_transpose's strides; 1 for conv). */
+  readonly div: readonly number[];
+}
+
+const prodOf = (xs: readonly number[]) => xs.reduce((p, v) => p * v, 1);
+
+/**
+ * The input copied with its padding made explicit (over 'terms'): per spatial axis the first
+ * position any tap reads (lo, at most 0) and the copy's size, so that every window is inside it.
+ */
+export function paddedInput(a: Omit<IndirectA, 'buf' | 'offset'>): { lo: number[]; size: number[] } {
+  const lo: number[] = [], size: number[] = [];
+  a.inSize.forEach((n, k) => {
+    const first = a.start[k]! + Math.min(0, (a.window[k]! - 1) * a.tapStep[k]!);
+    const last = (a.outSize[k]! - 1) * a.step[k]! + a.start[k]! + Math.max(0, (a.window[k]! - 1) * a.tapStep[k]!);
+    lo.push(Math.min(0, first));
+    size.push(Math.max(n - 1, last) - Math.min(0, first) + 1);
+  });
+  return { lo, size };
+}
+
+/**
+ * Elements (4 bytes each) an indirect product's A takes. Over 'rows': the input's cells, a row of
+ * zeros, and mr pointers per tap for each A panel. Over 'terms': the padded copy, the window
+ * origin of each output cell, and per A panel the table's address and mr row offsets.
+ */
+export function indirectSize(a: Omit<IndirectA, 'buf' | 'offset'>, mr: number): number {
+  const cellsOut = a.batch * prodOf(a.outSize);
+  const taps = prodOf(a.window);
+  if (a.over === 'terms') return a.batch * prodOf(paddedInput(a).size) * a.channels + cellsOut + Math.ceil(taps * a.channels / mr) * (mr + 1);
+  return a.batch * prodOf(a.inSize) * a.channels + a.channels + Math.ceil(cellsOut / mr) * mr * taps;
 }
 
 /** An op's reference implementation inside a compiled function (one result, or a tuple's items). */

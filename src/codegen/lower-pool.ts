@@ -14,12 +14,14 @@
 // The sums run over the taps from last to first, so the (o, t) pairs come in row-major order of
 // o: the order the reference adds them in (float64, rounded once), so results match it exactly.
 // The first maximal cell follows the reference: a NaN counts as the maximum, the first one wins.
+// The pool_grad kernel (and a pooling's own kernel, lower.ts) carries a PoolSpec, from which the
+// cpu renders the WebAssembly SIMD form (wasm/pool.ts) where it applies.
 import type { DType } from '../ir/dtype.js';
 import { padsFor } from '../ir/ops/window.js';
 import type { PoolAttrs } from '../ir/ops/pool.js';
 import type { ExprBuilder, Expr } from './expr.js';
 import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, ravel, type IExpr, type Var } from './index-expr.js';
-import type { LoopKernel, Step, ValueRef, BufferRole } from './kernel.js';
+import type { LoopKernel, PoolSpec, Step, ValueRef, BufferRole } from './kernel.js';
 import { collapseLoopKernel } from './collapse.js';
 import { allOf, masked, within } from './mask.js';
 import { sizeOf } from '../ir/ndarray.js';
@@ -33,6 +35,15 @@ export function poolGeom(a: PoolAttrs, xShape: readonly number[], outShape: read
   const d = a.window.length;
   const inSize = xShape.slice(1, d + 1);
   return { a, inSize, outSize: outShape.slice(1, d + 1), pads: inSize.map((s, i) => padsFor(s, a.window[i]!, a.strides[i]!, a.dilation[i]!, a.padding)[0]) };
+}
+
+/** The description of a pooling (grad: its adjoint) that the kernel computing it carries (kernel.ts, LoopKernel.pool). */
+export function poolSpec(g: PoolGeom, grad: boolean, x: ValueRef, dy: ValueRef | undefined, out: number): PoolSpec {
+  const d = g.a.window.length;
+  return {
+    grad, mode: g.a.mode, window: g.a.window, strides: g.a.strides, dilation: g.a.dilation, pads: g.pads,
+    inSize: g.inSize, outSize: g.outSize, batch: x.shape[0]!, channels: x.shape[d + 1]!, x, ...(dy !== undefined ? { dy } : {}), out,
+  };
 }
 
 /** A fresh loop over the window's taps at output cell `o`: input positions (clamped) and whether all are inside the input. */
@@ -129,7 +140,7 @@ export function lowerPoolGrad(n: OpNode<'pool_grad'>, b: ExprBuilder, ins: reado
   const steps: Step[] = [];
   if (tiled(g)) {
     const out = addBuf(outDType, sizeOf(outShape), outRole);
-    steps.push(tiledPoolGrad(b, g, x, dy, out, outShape, outDType, load));
+    steps.push({ ...tiledPoolGrad(b, g, x, dy, out, outShape, outDType, load), pool: poolSpec(g, true, x, dy, out) });
     return { steps, value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
   }
   const loop = (label: string, shape: readonly number[], body: (co: IExpr[]) => { buf: number; value: Expr; dtype: DType }): void => {
@@ -137,7 +148,9 @@ export function lowerPoolGrad(n: OpNode<'pool_grad'>, b: ExprBuilder, ins: reado
     const co = vars.map(ivar);
     const st = body(co);
     const k: LoopKernel = { kind: 'loop', label, vars, stores: [{ ...st, index: ravel(co, shape) }] };
-    steps.push(collapseLoopKernel(k, b));
+    // the first kernel (first maximal taps, or counts) is read by the second only; the second does the adjoint
+    const tag = steps.length === 0 ? { poolAux: true as const } : { pool: poolSpec(g, true, x, dy, st.buf) };
+    steps.push({ ...collapseLoopKernel(k, b), ...tag });
   };
   let term: (co: readonly IExpr[], r: ReturnType<typeof reachingTaps>) => Expr;
   if (a.mode === 'max') {

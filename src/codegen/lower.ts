@@ -12,7 +12,7 @@ import { getOp, isOp, type OpNode } from '../ir/registry.js';
 import { tensorType, tupleType, type TensorType } from '../ir/types.js';
 import { ExprBuilder, type Expr } from './expr.js';
 import { iadd, iconst, ivar, newVar, ravel, type IExpr, type Var } from './index-expr.js';
-import { setOrigin, type BufferDecl, type BufferRole, type Program, type Step, type TargetRef, type ValueRef } from './kernel.js';
+import { indirectSize, setOrigin, type BufferDecl, type BufferRole, type Program, type Step, type TargetRef, type ValueRef } from './kernel.js';
 import { inherit } from '../ir/provenance.js';
 import type { ScanBody } from '../ir/scanbody.js';
 import type { KeepMode } from '../ir/ops/control.js';
@@ -21,6 +21,7 @@ import { lowerDataOp, type DataLowerEnv } from './lower-data.js';
 import { externReason } from './no-kernel.js';
 import { lowerCtcTuple } from './lower-ctc.js';
 import { collapseLoopKernel } from './collapse.js';
+import { poolGeom, poolSpec } from './lower-pool.js';
 import { templateOf, type LoopTemplate, type MatmulTemplate, type TemplateCtx } from './templates.js';
 
 /**
@@ -44,7 +45,11 @@ export interface LowerSpec {
    * float32 operands to a float32 result sum in float32 (matmul precision "float32"), packed
    * into float32 panels of that tile; without it every product sums in float64.
    */
-  readonly tile: { readonly mr: number; readonly nr: number; readonly f32?: { readonly mr: number; readonly nr: number } };
+  readonly tile: {
+    readonly mr: number; readonly nr: number; readonly f32?: { readonly mr: number; readonly nr: number };
+    /** With `f32`: the tile of float32 convolutions summed through an indirection buffer (MatmulKernel.indirect), where the target has that kernel. */
+    readonly igemm?: { readonly mr: number; readonly nr: number };
+  };
   /** Optimizes a Scan body's results (the pass pipeline); without it Scans run as externs. */
   readonly optimizeBody?: (body: ScanBody) => readonly Node[];
   /**
@@ -443,12 +448,19 @@ function lowerNode(
     const value = at(root, outCoords);
     const out = addBuf(outT.dtype, size, outRole);
     const sum = tile.f32 !== undefined && c.inDTypes[0] === 'float32' && c.inDTypes[1] === 'float32' && bodyTypes.get(mm)!.dtype === 'float32' ? 'float32' : 'float64';
-    const { mr, nr } = sum === 'float32' ? tile.f32! : tile;
-    const packA = addBuf(sum, d.batch * Math.ceil(d.m / mr) * mr * d.k, 'arena');
+    // A convolution's window read cell by cell from its input (an indirect product), where the target has such a kernel.
+    const ind = sum === 'float32' && tile.igemm !== undefined ? t.indirect?.(c) : undefined;
+    const x = ind !== undefined ? params.get(mm.inputs[0]!) : undefined;
+    const indirect = ind !== undefined && x !== undefined && buffers[x.buf]!.value?.size !== 1 && x.dtype === 'float32'
+      ? { ...ind, buf: x.buf, offset: x.offset } : undefined;
+    const { mr, nr } = indirect !== undefined ? tile.igemm! : sum === 'float32' ? tile.f32! : tile;
+    // The indirect product's A: the input's cells, a row of zeros and the pointers (MP*mr per tap), or the packed panels.
+    const aSize = d.batch * Math.ceil(d.m / mr) * mr * d.k;
+    const packA = addBuf(sum, indirect !== undefined ? Math.max(aSize, indirectSize(indirect, mr)) : aSize, 'arena');
     const packB = addBuf(sum, d.batch * Math.ceil(d.n / nr) * nr * d.k, 'arena');
     return {
       step: {
-        kind: 'matmul', label, batch: bv, m: iv, n: jv, k: kv, a: aE, b: bE, packA, packB, mr, nr, sum,
+        kind: 'matmul', label, batch: bv, m: iv, n: jv, k: kv, a: aE, b: bE, packA, packB, mr, nr, sum, ...(indirect !== undefined ? { indirect } : {}),
         out: { buf: out, index: ravel(outCoords, outT.shape), value, dtype: outT.dtype },
       },
       value: { buf: out, offset: 0, ...outT },
@@ -464,7 +476,12 @@ function lowerNode(
     return { value: { buf: value.buf, offset: value.index.c - index.c, ...outT } };
   }
   const out = addBuf(outT.dtype, size, outRole);
-  return { step: collapseLoopKernel({ kind: 'loop', label, vars, stores: [{ buf: out, index, value, dtype: outT.dtype }] }, b), value: { buf: out, offset: 0, ...outT } };
+  const step = collapseLoopKernel({ kind: 'loop', label, vars, stores: [{ buf: out, index, value, dtype: outT.dtype }] }, b);
+  // a pooling alone (nothing fused into it): described for the targets with a form of their own (LoopKernel.pool)
+  const pooled = members.filter((m) => m.op !== 'constant');
+  const px = pooled.length === 1 && isOp(root, 'pool') ? params.get(root.inputs[0]!) : undefined;
+  const pool = px !== undefined && isOp(root, 'pool') ? poolSpec(poolGeom(root.attrs, px.shape, outT.shape), false, px, undefined, out) : undefined;
+  return { step: pool !== undefined ? { ...step, pool } : step, value: { buf: out, offset: 0, ...outT } };
 }
 
 /** The nodes of a kernel body: reachable from the root without passing through a param. */

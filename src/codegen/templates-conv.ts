@@ -65,7 +65,7 @@ function transposeTapRead(c: ConvCtx, s: readonly IExpr[], tap: readonly IExpr[]
 }
 
 /** A convolution as a matmul template: A packed through `aValue` only (each element read many times, so no prologue). */
-function convMatmul(op: string, t: Pick<MatmulTemplate, 'shapeOnly' | 'dims' | 'aValue' | 'b' | 'out'>): MatmulTemplate {
+function convMatmul(op: string, t: Pick<MatmulTemplate, 'shapeOnly' | 'dims' | 'aValue' | 'b' | 'out' | 'indirect'>): MatmulTemplate {
   return { kind: 'matmul', prologue: false, ...t, a: () => { throw new Error(`internal: ${op} packs through aValue`); } };
 }
 
@@ -91,6 +91,17 @@ const featureLayout: Pick<MatmulTemplate, 'dims' | 'b' | 'out'> = {
 
 export const convT = convMatmul('conv', {
   ...featureLayout,
+  indirect(c) {
+    if (groupsOf(c) !== 1) return undefined;
+    const [x, w] = c.inShapes as [number[], number[]];
+    const d = x.length - 2;
+    const a = (c as ConvCtx).attrs;
+    return {
+      over: 'rows', batch: x[0]!, channels: x[d + 1]!, inSize: x.slice(1, d + 1), outSize: c.outShape.slice(1, d + 1), window: w.slice(0, d),
+      step: a.strides.slice(0, d), tapStep: a.dilation.slice(0, d),
+      start: x.slice(1, d + 1).map((n, k) => -padsFor(n, w[k]!, a.strides[k]!, a.dilation[k]!, a.padding)[0]), div: x.slice(1, d + 1).map(() => 1),
+    };
+  },
   aValue(at, g, i, t, c) {
     const [x, w] = c.inShapes as [number[], number[]];
     const d = x.length - 2;
@@ -103,6 +114,18 @@ export const convT = convMatmul('conv', {
 
 export const convTransposeT = convMatmul('conv_transpose', {
   shapeOnly: (input) => input === 2,
+  // The input gradient reads dy's cell (s + pad - tap*dil) / stride where that is whole.
+  indirect(c) {
+    const a = (c as ConvCtx).attrs;
+    if (groupsOf(c) !== 1) return undefined;
+    const [dy, w] = c.inShapes as [number[], number[]];
+    const d = dy.length - 2;
+    return {
+      over: 'rows', batch: dy[0]!, channels: dy[d + 1]!, inSize: dy.slice(1, d + 1), outSize: c.outShape.slice(1, d + 1), window: w.slice(0, d),
+      step: dy.slice(1, d + 1).map(() => 1), tapStep: a.dilation.slice(0, d).map((v) => -v),
+      start: dy.slice(1, d + 1).map((_, k) => padsFor(c.outShape[k + 1]!, w[k]!, a.strides[k]!, a.dilation[k]!, a.padding)[0]), div: a.strides.slice(0, d),
+    };
+  },
   dims(c) {
     const [dy, w] = c.inShapes as [number[], number[]];
     const d = dy.length - 2;
@@ -134,6 +157,19 @@ export const convTransposeT = convMatmul('conv_transpose', {
 export const convKernelGradT = convMatmul('conv_kernel_grad', {
   ...featureLayout,
   shapeOnly: (input) => input === 2,
+  // Rows (tap..., c), terms (n, o...): x's cell o*stride + tap*dil - pad, read through a table of window origins.
+  indirect(c) {
+    if (groupsOf(c) !== 1) return undefined;
+    const [x, dy] = c.inShapes as [number[], number[]];
+    const d = x.length - 2;
+    const a = (c as ConvCtx).attrs;
+    const window = c.outShape.slice(0, d);
+    return {
+      over: 'terms', batch: x[0]!, channels: x[d + 1]!, inSize: x.slice(1, d + 1), outSize: dy.slice(1, d + 1), window,
+      step: a.strides.slice(0, d), tapStep: a.dilation.slice(0, d),
+      start: x.slice(1, d + 1).map((n, k) => -padsFor(n, window[k]!, a.strides[k]!, a.dilation[k]!, a.padding)[0]), div: x.slice(1, d + 1).map(() => 1),
+    };
+  },
   aValue(at, g, i, t, c) {
     const [x, dy] = c.inShapes as [number[], number[]];
     const d = x.length - 2;

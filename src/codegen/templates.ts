@@ -15,6 +15,7 @@ import { elementwiseOps, rowsSpelledIn, type KernelOp, type SpelledIn } from '..
 import { dotAxisOfY } from '../ir/ops/core.js';
 import type { FuseKind } from '../ir/fused.js';
 import type { ExprBuilder, Expr, ReduceOp, ScalarFn, ScalarOp } from './expr.js';
+import type { IndirectA } from './kernel.js';
 import { iconst, ivar, newVar, ravel, unravel, type IExpr, type Var } from './index-expr.js';
 import { shapeTemplates } from './templates-shape.js';
 import { adjointTemplates } from './templates-adjoint.js';
@@ -58,6 +59,8 @@ export interface MatmulTemplate<A = Attrs> {
   /** A's element when it is not a plain read of input 0 (a convolution's masked window). */
   aValue?(at: At, b: IExpr, i: IExpr, t: IExpr, c: TemplateCtx<A>): Expr;
   dims(c: TemplateCtx<A>): MatmulDims;
+  /** A as cells of input 0 (a convolution's window, kernel.ts' IndirectA less where input 0 lives), where it is one; undefined otherwise. */
+  indirect?(c: TemplateCtx<A>): Omit<IndirectA, 'buf' | 'offset'> | undefined;
   a(b: IExpr, i: IExpr, t: IExpr, c: TemplateCtx<A>): IExpr[];
   b(b: IExpr, t: IExpr, j: IExpr, c: TemplateCtx<A>): IExpr[];
   out(b: IExpr, i: IExpr, j: IExpr, c: TemplateCtx<A>): IExpr[];

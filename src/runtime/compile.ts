@@ -17,6 +17,7 @@ import { planBuffers } from '../codegen/plan.js';
 import type { Program } from '../codegen/kernel.js';
 import { buildModule, clearKernelCaches, profileRows, type RunFn } from '../codegen/cpu/module.js';
 import { matmulPrecision, packArena, tile32 } from '../codegen/cpu/wasm-kernel.js';
+import { IGEMM_TILE } from '../codegen/wasm/igemm.js';
 import type { LowerSpec } from '../codegen/lower.js';
 import { interpreterExecutor, type Executor } from './function.js';
 import { ProgramCache } from './program-cache.js';
@@ -35,10 +36,11 @@ export const CPU_TILE = { mr: 4, nr: 4 } as const;
 /**
  * The matmul tiles of a cpu program, named by its variant (cpuTarget.variant, part of the cache
  * key): "f64" sums every product in float64; under matmul precision "float32" float32 products sum
- * in float32 with the float32 tile (wasm-kernel.ts' tile32).
+ * in float32 with the float32 tile (wasm-kernel.ts' tile32), and float32 convolutions through an
+ * indirection buffer with the igemm tile (codegen/wasm/igemm.ts).
  */
 function tileOf(variant: string): LowerSpec['tile'] {
-  return variant === 'f64' ? CPU_TILE : { ...CPU_TILE, f32: tile32() };
+  return variant === 'f64' ? CPU_TILE : { ...CPU_TILE, f32: tile32(), igemm: IGEMM_TILE };
 }
 
 /** What the cpu's kernels fuse (src/codegen/templates.ts); the gpu renders the same kernel IR. */
@@ -57,6 +59,8 @@ interface Specialization extends Specialised {
   readonly bytes: number;
   /** Whether it has run once (its first run is timed: compileTimes.firstRun). */
   ran?: boolean;
+  /** Gives back its packs kept in the packing arena (when the cache drops it). */
+  readonly release?: () => void;
 }
 
 /** The THEANINE_DEBUG=passes line of a new specialisation's phases (compileTimes). */
@@ -74,7 +78,7 @@ type CompiledProgram = OptimizedProgram<Specialization>;
  * 86.8 MB); an evicted one is compiled again if its shapes come back.
  */
 export const SPEC_BUDGET_BYTES = 64 * 2 ** 20;
-const programs = new ProgramCache<CompiledProgram, Specialization>({ bytes: (s) => s.bytes, budgetBytes: SPEC_BUDGET_BYTES });
+const programs = new ProgramCache<CompiledProgram, Specialization>({ bytes: (s) => s.bytes, budgetBytes: SPEC_BUDGET_BYTES, onDropSpec: (_p, _k, s) => s.release?.() });
 
 /** Bytes held by cached specialisations (the leak tests read it). */
 export function compileCacheBytes(): number {
@@ -114,7 +118,7 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
       debugSink(profileRows(prof).map(([l, ms]) => `[theanine kernels] ${ms.toFixed(3).padStart(9)} ms  ${l}`).join('\n') + '\n');
       return out;
     };
-    return { run, fallbacks: externFallbacks(prog), invalid: false, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes, bytes: mod.bytes };
+    return { run, fallbacks: externFallbacks(prog), invalid: false, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes, bytes: mod.bytes, release: mod.release };
   } catch (e) {
     if (!(e instanceof DynamicShapeError)) throw e;
     const reason = e.message.slice(e.op.length + 2).replace(/\n/g, ' ');

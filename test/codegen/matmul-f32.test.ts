@@ -113,7 +113,7 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
     }
   });
 
-  it('a whole product with its epilogue (bias, relu) fused: stored element by element from the row-major sums, as the JavaScript kernel does', () => {
+  it('a whole product with its epilogue (bias, relu) fused: computed from the row-major sums by the SIMD tier, as the JavaScript kernel computes it', () => {
     setMatmulFma(false);
     const M = 130, Kd = 129, N = 131;
     const x = fill([M, Kd], 5), w = fill([Kd, N], 6), b = fill([N], 7);
@@ -127,7 +127,7 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
     setWasmKernel(true);
     const wa = run();
     expect(wa.source).to.match(/rt\.arena\.tiles\([^;]*, 3\);/);
-    expect(wa.source).to.match(/for \(let j = 0; j < 131; j\+\+\)/);
+    expect(wa.source).to.match(/WebAssembly SIMD( f32x4)?, 130 rows of 131: [\w,]+ epilogue/);
     expect(wa.out).to.deep.equal(js.out);
     expect(wa.out.some((v) => v > 0) && wa.out.some((v) => v === 0)).to.equal(true);
   });
@@ -164,7 +164,7 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
     }
   });
 
-  it('pack32 (operands packed on the worker threads) lays panels out as packStrided does, bit for bit, on every path', () => {
+  it('pack32 and packCols32 (operands packed on the worker threads) lay panels out as packStrided does, bit for bit, on every path', () => {
     // Full panels contiguous along t (transposed 4 x 4 blocks, K mod 4 steps element by element),
     // contiguous along the rows (copied 4 at a time), any other strides, and edge panels (rows < p,
     // zeros past them); NaN payloads and -0 come through (a bit copy).
@@ -191,13 +191,26 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
       }
       expect(f[DST + Kd * p], 'nothing written past the panel').to.equal(7);
     }
+    // packCols32: np full panels of an operand contiguous along the rows, step by step across them
+    for (const [np, Kd, st, p] of [[3, 9, 20, 4], [2, 5, 16, 8], [1, 1, 4, 4], [4, 6, 200, 12]] as const) {
+      for (let i = 0; i < 65536; i++) f[SRC + i] = Math.fround(r() * 2 - 1);
+      f.fill(7, DST, DST + 8192);
+      ex['packCols32']!(4 * SRC, 4 * st, 4 * DST, Kd, p, np);
+      const want = new Float32Array(np * Kd * p);
+      packStrided(want, f.subarray(SRC), 0, 0, 1, st, 1, np * p, Kd, p);
+      for (let i = 0; i < np * Kd * p; i++) {
+        if (!Object.is(f[DST + i], want[i])) expect.fail(`packCols32 np ${np}, K ${Kd}, st ${st}, p ${p}: element ${i} is ${f[DST + i]}, packStrided's ${want[i]}`);
+      }
+      expect(f[DST + np * Kd * p], 'nothing written past the panels').to.equal(7);
+    }
   });
 
   it('relaxed-SIMD fused multiply-adds where the runtime has them: used by default, detected by validating a module, within the bound (a process with relaxed SIMD)', () => {
     expect(matmulFma()).to.equal(hasRelaxedSimd());
     if (!hasRelaxedSimd()) expect(() => setMatmulFma(true)).to.throw('this runtime has no relaxed SIMD');
     // The same check in a Node started with relaxed SIMD on (Node 20 has it behind a flag): the
-    // wide 12 x 4 tile with f32x4.relaxed_madd, within the bound, and not the unfused sums.
+    // wide 12 x 4 tile with f32x4.relaxed_madd (row by row, blocks[2], or whole, tiles variant 4),
+    // within the bound, and not the unfused sums.
     const script = `
       import { backend as K, NDArray } from './src/index.js';
       import { setEnvironment } from './src/api/config.js';
@@ -219,7 +232,7 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
         const bound = (Kd * 2 ** -24) / (1 - Kd * 2 ** -24) * s + 2 ** -24 * Math.abs(ref.out[i * N + j]);
         worst = Math.max(worst, Math.abs(fused.out[i * N + j] - ref.out[i * N + j]) / bound);
       }
-      console.log(JSON.stringify({ fma, tile, worst, wide: fused.source.includes('rt.arena.blocks[2]'), differs: fused.out.some((v, i) => v !== plain.out[i]) }));`;
+      console.log(JSON.stringify({ fma, tile, worst, wide: /rt\\.arena\\.(blocks\\[2\\]|tiles\\([^;]*, 4(, false)?\\);)/.test(fused.source), differs: fused.out.some((v, i) => v !== plain.out[i]) }));`;
     const out = execFileSync(process.execPath, ['--experimental-wasm-relaxed-simd', '--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', env: { ...process.env, THEANINE_MATMUL_PRECISION: '' } });
     const r = JSON.parse(out.trim().split('\n').pop()!) as { fma: boolean; tile: { mr: number; nr: number }; worst: number; wide: boolean; differs: boolean };
     expect(r.fma, 'relaxed SIMD detected').to.equal(true);
@@ -275,7 +288,8 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
     };
     const want = build('none');
     const got = withPrecision('float32', () => build('fast_run'));
-    expect(got.source).to.match(/if \(step === 0\) rt\.packStrided/);
+    // u is an input (it may change between calls): its pack is kept between steps, made at step 0
+    expect(got.source).to.match(/if \(p\d+ \|\| step === 0\) \{\n\s*rt\.packStrided/);
     expect(got.source).to.contain('rt.arena.f32()');
     // each step's error (at most gamma_21 sum |h||u|, about 1e-6 |h|) is damped by 0.25 |U| < 1 in the next: far under 1e-5
     expect(got.out.shape).to.deep.equal(want.out.shape);

@@ -5,7 +5,8 @@
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setSimdTier } from '../../src/codegen/wasm/elementwise.js';
-import { COL_BLOCK } from '../../src/codegen/wasm/reduce.js';
+import { COL_BLOCK, PARALLEL_MIN_ELEMENTS } from '../../src/codegen/wasm/reduce.js';
+import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
 import type { Node } from '../../src/ir/node.js';
 
@@ -64,6 +65,9 @@ describe('codegen/wasm SIMD reduction tier', () => {
     ['max over axis 1 (rows of 301)', (x) => K.max(x, 1), [77, 301]],
     ['min over axis 1, rows of 3 (fewer pairs than accumulators)', (x) => K.min(x, 1), [4001, 3]],
     ['max over axis 1 with NaN, infinities and signed zeros', (x) => K.max(x, 1), [64, 257]],
+    ['min over axis 1, rows of 66 (two values past the last f32x4)', (x) => K.min(x, 1), [200, 66]],
+    ['max over axis 1 of a computed body (float64 lanes)', (x) => K.max(K.abs(x).mul(3), 1), [100, 99]],
+    ['min over axis 1 with NaN, infinities and signed zeros, rows of 1024', (x) => K.min(x, 1), [16, 1024]],
   ];
   for (const [name, f, shape] of exact) {
     it(`${name}: WebAssembly, bit-identical to the reference`, () => {
@@ -106,6 +110,74 @@ describe('codegen/wasm SIMD reduction tier', () => {
     });
   }
 
+  it('a column sum fused with an update that reads a vector (a bias gradient and its SGD step): bit-identical', () => {
+    const [R, C] = [128, 257];
+    const xs = values(R * C, 21);
+    const bs = values(C, 22);
+    const f = (simd: boolean, options: object) => {
+      setSimdTier(simd);
+      clearCompileCache();
+      try {
+        const x = K.placeholder([R, C], null, 'float32');
+        const b = K.placeholder([C], null, 'float32');
+        const fn = K.function([x, b], [b.sub(K.sum(x.mul(x), 0).mul(0.01))], [], options);
+        const out = fn([new NDArray(xs, [R, C], 'float32'), new NDArray(bs, [C], 'float32')])[0]!.data as Float32Array;
+        return { out, source: (fn as unknown as { source(): string }).source() };
+      } finally {
+        setSimdTier(true);
+        clearCompileCache();
+      }
+    };
+    const got = f(true, {});
+    expect(got.source).to.include('rt.red(');
+    expectSame(got.out, f(false, { optimizer: 'none' }).out, 'bias gradient step');
+  });
+
+  it('row and column max/min of signed zeros: +0 is the larger, as Math.max has it', () => {
+    const [R, C] = [128, 130];
+    const xs = new Float32Array(R * C);
+    for (let r = 0; r < R; r++) for (let j = 0; j < C; j++) {
+      // negatives (max) then zeros of both signs at places that vary by row, order included
+      xs[r * C + j] = (j === r % C ? (r % 2 === 0 ? -0 : 0) : j === (r * 7 + 3) % C ? (r % 2 === 0 ? 0 : -0) : -1 - j);
+    }
+    for (const f of [(x: Node) => K.max(x, 1), (x: Node) => K.max(x, 0), (x: Node) => K.min(K.negative(x), 1), (x: Node) => K.min(x.mul(-1), 0)]) {
+      const got = run(f, [R, C], xs, 'tier');
+      expect(got.source).to.include('rt.red(');
+      expectSame(got.out, run(f, [R, C], xs, 'reference').out, 'signed zeros');
+    }
+  });
+
+  it('softmax and logsumexp of the same rows (one shared row max: kernels reading a value per row) within the bound', () => {
+    const [R, L] = [300, 257];
+    const xs = values(R * L, 17);
+    const f = (how: 'tier' | 'reference') => {
+      setSimdTier(how === 'tier');
+      clearCompileCache();
+      try {
+        const x = K.placeholder([R, L], null, 'float32');
+        const fn = K.function([x], [K.softmax(x), K.logsumexp(x, 1)], [], how === 'reference' ? { optimizer: 'none' } : {});
+        const outs = fn([new NDArray(xs, [R, L], 'float32')]).map((o) => o.data as Float32Array);
+        return { outs, source: how === 'tier' ? (fn as unknown as { source(): string }).source() : '' };
+      } finally {
+        setSimdTier(true);
+        clearCompileCache();
+      }
+    };
+    const got = f('tier');
+    const ref = f('reference').outs;
+    // every kernel of both in the tier (max; exp(x - max) with the max read per row; sum and division; logsumexp's folds)
+    expect(got.source.match(/function k\d+/g)!.length).to.equal(got.source.match(/rt\.red\(/g)!.length);
+    got.outs.forEach((g, k) => {
+      let same = 0;
+      for (let i = 0; i < g.length; i++) {
+        const d = Math.abs(g[i]! - ref[k]![i]!);
+        if (!(d <= ulp32(ref[k]![i]!) + 2 * gamma(L) * Math.abs(ref[k]![i]!) * L)) expect.fail(`output ${k}, element ${i}: ${g[i]} against ${ref[k]![i]}`);
+        if (Object.is(g[i], ref[k]![i])) same++;
+      }
+      expect(same / g.length).to.be.greaterThan(0.99);
+    });
+  });
+
   it('a row sum whose exact value needs the float64 fold: cancellation stays within the bound', () => {
     const L = 1024;
     const xs = new Float32Array(16 * L);
@@ -115,6 +187,48 @@ describe('codegen/wasm SIMD reduction tier', () => {
     expect(got.source).to.include('rt.red(');
     // the exact sums are representable; both fold in float64 without error here
     expectSame(got.out, ref, 'cancelling row sums');
+  });
+
+  // 2 threads only: the pool is the process's, and test/codegen/threads.test.ts counts the workers it starts
+  it('splits long row kernels with an approximation over the threads: the same numbers with 1 and 2 threads', async () => {
+    const L = 333;
+    const rows = Math.ceil(PARALLEL_MIN_ELEMENTS / L) + 77; // past the split threshold, an edge block
+    const xs = values(rows * L, 13);
+    const bias = values(L, 14);
+    const build = () => {
+      const x = K.placeholder([rows, L], null, 'float32');
+      const b = K.placeholder([L], null, 'float32');
+      // softmax's two kernels (max + exp: split; sum + division: no approximation, not split) and a
+      // row kernel reading a broadcast row (x + b) with one value per row (logsumexp)
+      const f = K.function([x, b], [K.softmax(x), K.logsumexp(x.add(b), 1)]);
+      return { run: () => f([new NDArray(xs, [rows, L], 'float32'), new NDArray(bias, [L], 'float32')]).map((r) => r.data as Float32Array), source: (f as unknown as { source(): string }).source() };
+    };
+    try {
+      setThreads(1);
+      clearCompileCache();
+      const one = build();
+      expect(one.source).to.contain('rt.red(');
+      expect(one.source).to.not.contain('w.par(');
+      const want = one.run();
+      for (const t of [2]) {
+        setThreads(t);
+        clearCompileCache();
+        const many = build();
+        expect(many.source).to.contain('w.par(');
+        const pool = () => threadPool() as unknown as { workerChunks: number } | undefined;
+        const before = pool()?.workerChunks ?? 0;
+        let got = many.run();
+        for (let i = 0; i < 200 && (pool()?.workerChunks ?? 0) === before; i++) {
+          await new Promise((r) => setTimeout(r, 20));
+          got = many.run();
+        }
+        expect(pool()!.workerChunks, `${t} threads: blocks computed by workers`).to.be.greaterThan(before);
+        got.forEach((g, i) => expectSame(g, want[i]!, `output ${i}, ${t} threads`));
+      }
+    } finally {
+      setThreads(undefined);
+      clearCompileCache();
+    }
   });
 
   it('leaves short reductions and float64 ones to JavaScript', () => {

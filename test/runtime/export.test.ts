@@ -65,6 +65,10 @@ describe('exportModule', function () {
     expect(mm.source).to.match(/@returns \[0\] float32, shape \(5, 3\)/);
     expect(mm.source).to.match(/export function mlp\(x: Float32Array\): \[Float32Array\]/);
     expect(mm.source, 'x packed row by row (contiguous along the summed axis)').to.match(/packRows\(/);
+    // The weights are never updated by the module: each product packs them at its first call only.
+    expect(mm.source.match(/if \(_mm\dbpacked\[0\]!? === 0\)/g), 'W1 and W2 packed once').to.have.length(2);
+    const xm2 = arr([5, 6]);
+    const liveM2 = fm([xm2]);
 
     const l = lstm();
     const fl = K.function([l.x], [l.last, l.outputs]);
@@ -82,8 +86,9 @@ describe('exportModule', function () {
     const dir = emptyFolder();
     writeModules(dir, [mm, ml]);
     typecheck(dir, [mm, ml]);
-    const [outM, outL] = runCalls(dir, [{ module: 'mlp', inputs: [xm] }, { module: 'lstm', inputs: [xl] }]);
+    const [outM, outL, outM2] = runCalls(dir, [{ module: 'mlp', inputs: [xm] }, { module: 'lstm', inputs: [xl] }, { module: 'mlp', inputs: [xm2] }]);
     expectClose(outM![0]!, Array.from(liveM[0]!.data), { atol: 1e-6, rtol: 0 });
+    expectClose(outM2![0]!, Array.from(liveM2[0]!.data), { atol: 1e-6, rtol: 0 }, 'a second call, from the kept packs');
     expectClose(outL![0]!, Array.from(liveL[0]!.data), { atol: 1e-6, rtol: 0 });
     expectClose(outL![1]!, Array.from(liveL[1]!.data), { atol: 1e-6, rtol: 0 });
   });
@@ -115,6 +120,7 @@ describe('exportModule', function () {
     const [g] = K.gradients(loss, [W]);
     const train = K.function([x, y], [loss], [K.update(W, W.sub(g!.mul(0.1)))]);
     const mTrain = train.exportModule({ name: 'train' });
+    expect(mTrain.source, 'W, which the module updates, is packed at every call').to.not.match(/packed\[0\]!? === 0/);
     const xv = arr([4, 3], 'float64');
     const yv = arr([4, 1], 'float64');
     const liveLoss = [0, 1, 2].map(() => Number(train([xv, yv])[0]!.item()));

@@ -8,16 +8,17 @@
 // pieces are kept is the binding's.
 import type { NDArray } from '../../ir/ndarray.js';
 import { sizeOf } from '../../ir/ndarray.js';
-import { ExprBuilder } from '../expr.js';
+import { ExprBuilder, exprOrder, type Expr } from '../expr.js';
 import { collapseLoopKernel } from '../collapse.js';
 import { stepBuffers, type BufferDecl, type ExternStep, type MatmulKernel, type PrintStep, type Program, type ScanStep, type Step } from '../kernel.js';
 import type { Plan } from '../plan.js';
 import { planElementwise, renderElementwise } from '../wasm/elementwise.js';
+import { planPool, renderPool } from '../wasm/pool.js';
 import { planReduce, renderReduce } from '../wasm/reduce.js';
 import { fusablePair, planPhilox, renderPhilox, renderPhiloxPair, type PhiloxPlan } from '../wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
-import { packing, renderAllTiles, renderMatmulCompute, stagedPacks, sumsWhole } from './matmul.js';
+import { indirectSums, packing, renderAllTiles, renderIndirectTiles, renderMatmulCompute, renderTierEpilogue, stagedPacks, sumsWhole, tierEpilogue } from './matmul.js';
 import { renderScanLoop, type ScanArg } from './scan.js';
 import { wasmTileModule } from './wasm-kernel.js';
 
@@ -42,8 +43,17 @@ export interface DriverBinding {
   epoch(name: string): string[];
   /** Results written into the caller's arrays (Scan bodies): target `k`'s array. */
   readonly out?: ((k: number) => string) | undefined;
-  /** Opens a matmul's block: its packing buffers and tile sums, and which packs are made at step 0 only. */
-  matmul(s: MatmulKernel, all: boolean): { readonly open: string; readonly kept: (id: number) => boolean; readonly stage?: number };
+  /**
+   * Opens a matmul's block: its packing buffers and tile sums, and where whole float32 products
+   * stage their operands (a byte offset expression; the binding's that have one). `sources` gives,
+   * for each packing buffer, the one buffer its operand reads (undefined: several, or none). A pack
+   * the binding keeps between calls (or a Scan's steps) is made only under `when`, and `done` follows it.
+   */
+  matmul(s: MatmulKernel, all: boolean, sources: ReadonlyMap<number, number | undefined>): {
+    readonly open: string;
+    readonly kept: (id: number) => { readonly when: string; readonly done: string } | undefined;
+    readonly stage?: string;
+  };
   /** The Scan's body (its `index`-th in this program) and how the loop calls it with these arguments. */
   scan(s: ScanStep, index: number, ins: readonly ScanArg[], outs: readonly ScanArg[]): { readonly setup: string[]; readonly call: string[] };
   print(s: PrintStep, input: string): string;
@@ -80,10 +90,19 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
     const lines: string[] = [];
     const call = (s: Step, render: (env: RenderEnv) => KernelSource, indent = '') => lines.push(indent + kernelCall(b.kernel(s, render)));
     if (s.kind === 'loop') {
-      // The WebAssembly SIMD tier where it applies (random draws: ../wasm/philox.ts; fused
-      // elementwise loops: ../wasm/elementwise.ts), else JavaScript.
+      // The WebAssembly SIMD tier where it applies (pooling and its adjoint: ../wasm/pool.ts;
+      // random draws: ../wasm/philox.ts; fused elementwise loops: ../wasm/elementwise.ts), else JavaScript.
       const drawn = pending;
       pending = undefined;
+      // a pool_grad's first kernel, which only the next reads: not run where the next runs in the pool tier
+      const nextPool = p.steps[i + 1];
+      if (s.poolAux === true && b.wasm && nextPool?.kind === 'loop' && planPool(nextPool, dtype) !== undefined) return;
+      const pool = b.wasm ? planPool(s, dtype) : undefined;
+      if (pool !== undefined) {
+        call(s, (env) => renderPool(pool, env.bufName));
+        body.push(...b.step(s, i, lines));
+        return;
+      }
       const pair = drawn !== undefined ? fusablePair(drawn, planElementwise(s, dtype, true)) : undefined;
       const draw = b.wasm && drawn === undefined ? planPhilox(s, dtype) : undefined;
       const next = p.steps[i + 1];
@@ -102,23 +121,44 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
       // Large products: every tile sum first (cache blocks, split over the worker threads), then the epilogue.
       const wasm = b.wasm && wasmTileModule() !== null;
       const all = wasm && sumsWhole(s);
-      const { open, kept, stage } = b.matmul(s, all);
+      // A float32 convolution: summed through an indirection buffer into its input's cells (A never packed, so never kept).
+      const indirect = all && indirectSums(s, wasm);
+      const { open, kept, stage } = b.matmul(s, all, new Map([[s.packA, indirect ? undefined : operandSource(s.a)], [s.packB, operandSource(s.b)]]));
       lines.push(open);
-      const pk = packing(s);
+      const pk = packing(s, indirect);
       // Whole float32 products with a binding that gives them a staging area: float32 operands are
       // copied there and packed by the thread pool (stagedPacks), the rest here.
       const { staged } = stage !== undefined ? stagedPacks(s, dtype) : { staged: new Map<number, { lo: number; hi: number; at: number }>() };
-      for (const c of pk.calls) {
-        const { base, sb, sr, st } = c.op;
-        const sg = staged.get(c.dst);
-        // contiguous along t in panels wider than 4: row by row (packRows), else step by step
-        const call = sg !== undefined ? `rt.arena.stage(b${c.buf}, ${sg.lo}, ${sg.hi}, ${stage! + 4 * sg.at}, ${base}, ${sb}, ${sr}, ${st}, b${c.dst}.byteOffset, `
-          : st === 1 && c.p !== 4 ? `rt.packRows(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ` : `rt.packStrided(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ${st}, `;
-        lines.push(`  ${kept(c.dst) ? 'if (step === 0) ' : ''}${call}${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
+      const after: string[] = [];
+      for (const dst of [s.packA, s.packB]) {
+        const keep = kept(dst);
+        const pl: string[] = [];
+        for (const c of pk.calls) {
+          if (c.dst !== dst) continue;
+          const { base, sb, sr, st } = c.op;
+          const sg = staged.get(c.dst);
+          // contiguous along t in panels wider than 4: row by row (packRows), else step by step
+          const call = sg !== undefined ? `rt.arena.stage(b${c.buf}, ${sg.lo}, ${sg.hi}, ${sg.at === 0 ? stage! : `${stage!} + ${4 * sg.at}`}, ${base}, ${sb}, ${sr}, ${st}, b${c.dst}.byteOffset, `
+            : st === 1 && c.p !== 4 ? `rt.packRows(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ` : `rt.packStrided(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ${st}, `;
+          pl.push(`${call}${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
+        }
+        for (const kern of pk.kernels) {
+          if (kern.stores[0]!.buf === dst) pl.push(kernelCall(b.kernel(s, (env) => renderLoopKernel(collapseLoopKernel(kern, new ExprBuilder(() => 'float64')), 'k', env))));
+        }
+        if (keep === undefined) lines.push(...pl.map((l) => `  ${l}`));
+        else if (!staged.has(dst)) lines.push(`  if (${keep.when}) {`, ...pl.map((l) => `    ${l}`), `    ${keep.done}`, '  }');
+        else {
+          // a staged operand is packed by the tile sums' call: the pack is current once that returns
+          lines.push(`  if (${keep.when}) ${pl.join(' ')}`);
+          after.push(`  if (${keep.when}) ${keep.done}`);
+        }
       }
-      for (const kern of pk.kernels) call(s, (env) => renderLoopKernel(collapseLoopKernel(kern, new ExprBuilder(() => 'float64')), 'k', env), '  ');
-      if (all) lines.push(`  ${renderAllTiles(s, `b${s.packA}`, `b${s.packB}`)}`);
-      call(s, (env) => renderMatmulCompute(s, 'k', env, wasm, all), '  ');
+      if (indirect) lines.push(...renderIndirectTiles(s, `b${s.packA}`, `b${s.packB}`).map((l) => `  ${l}`));
+      else if (all) lines.push(`  ${renderAllTiles(s, `b${s.packA}`, `b${s.packB}`)}`);
+      lines.push(...after);
+      // A whole float32 product's epilogue runs in the SIMD tier where the tier can render it.
+      const epilogue = all ? tierEpilogue(s, dtype) : undefined;
+      call(s, (env) => (epilogue !== undefined ? renderTierEpilogue(epilogue, env) : renderMatmulCompute(s, 'k', env, wasm, all)), '  ');
       lines.push('}');
     } else if (s.kind === 'scan') {
       const k = scans++;
@@ -137,6 +177,13 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
   const named = new Set([...[...body, ...copies, ...(out === undefined ? results : [])].join('\n').matchAll(/\bb(\d+)\b/g)].map((x) => Number(x[1])));
   const prologue = p.buffers.filter((d) => named.has(d.id)).flatMap((d) => bind(d, p, plan, b));
   return { prologue, body, copies, results: out === undefined ? results : [] };
+}
+
+/** The one buffer a product operand reads (undefined: several, or none). */
+function operandSource(e: Expr): number | undefined {
+  const bufs = new Set<number>();
+  for (const x of exprOrder([e])) if (x.t === 'load') bufs.add(x.buf);
+  return bufs.size === 1 ? [...bufs][0] : undefined;
 }
 
 /** A kernel call; one with row bounds runs row 0 first, so V8 sees every path of the loop before optimizing it. */

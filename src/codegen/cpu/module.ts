@@ -10,9 +10,9 @@ import type { MatmulKernel, Program } from '../kernel.js';
 import { planBuffers, type Plan } from '../plan.js';
 import { renderDriver } from './driver.js';
 import { commentText } from './js.js';
-import { accSize, packing, stagedPacks, sumsWhole } from './matmul.js';
+import { accSize, packing, stagedPacks } from './matmul.js';
 import { allocateSlots, CTOR, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
-import { wasmTileModule } from './wasm-kernel.js';
+import { KeptPack, packArena } from './wasm-kernel.js';
 
 export { runtimeHelpers, type RunFn };
 
@@ -23,10 +23,12 @@ export interface ModuleOptions {
   readonly profile?: boolean;
   /**
    * A Scan body: inputs from this slot on are the same at every step (the scan's constants). A
-   * matmul operand that is a strided view of one of them is packed at step 0 only, into a part
-   * of the packing arena kept for it while the loop runs (the body's `step` argument).
+   * matmul operand that reads one of them only is packed at step 0 (the body's `step` argument)
+   * into a pack kept in the arena (wasm-kernel.ts' KeptPack).
    */
   readonly invariantFrom?: number;
+  /** Of those, the inputs that are a constant's or a variable's array (their packs are kept across calls, while the array is the same). */
+  readonly immutableInputs?: ReadonlySet<number>;
 }
 
 export interface CpuModule {
@@ -36,7 +38,12 @@ export interface CpuModule {
   readonly bytes: number;
   /** With `profile`: milliseconds spent in each step so far, what each step is, and the same for each Scan body (per step of the loop, summed). */
   readonly profile?: StepProfile;
+  /** Gives back the places of its kept packs in the packing arena (the compile cache drops it; a later call packs them again). */
+  readonly release: () => void;
 }
+
+/** The kept packs of functions that are collected without being released. */
+const collectedPacks = new FinalizationRegistry<readonly KeptPack[]>((ps) => { for (const p of ps) packArena.free(p); });
 
 export interface StepProfile {
   readonly ms: Float64Array;
@@ -111,8 +118,26 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   const views: string[] = [];
   let nViews = 0;
   const labels: string[] = [];
-  const useWasm = wasmTileModule() !== null;
-  const arenaUse = hoistedPacks(p, opts.invariantFrom, (s) => useWasm && sumsWhole(s));
+  /** Packs kept in the arena between calls (constants, variables) or between a Scan's steps (its constants). */
+  const packs: KeptPack[] = [];
+  const subReleases: (() => void)[] = [];
+  /** Kept packs by what they hold (array, view, layout). */
+  const shared = new Map<string, number>();
+  let usesStep = false;
+  const immutable = (id: number): boolean => {
+    const d = p.buffers[id]!;
+    return d.role === 'constant' || d.role === 'variable' || (d.role === 'input' && opts.immutableInputs?.has(d.slot!) === true);
+  };
+  // A Scan's constant that may change between calls (a value the enclosing function computes) is
+  // packed again at the loop's first step; not where other steps run between the matmuls (a
+  // nested Scan or an extern step may call a compiled function that uses the same packs).
+  const stepInvariant = opts.invariantFrom !== undefined && !p.steps.some((s) => s.kind === 'scan' || s.kind === 'extern');
+  const keepable = (id: number | undefined): 'calls' | 'steps' | undefined => {
+    if (id === undefined) return undefined;
+    if (immutable(id)) return 'calls';
+    const d = p.buffers[id]!;
+    return stepInvariant && d.role === 'input' && d.slot! >= opts.invariantFrom! ? 'steps' : undefined;
+  };
   // Which step runs (`at`), so that an error a step raises names the user's calls it computes.
   const origins = p.steps.map((s) => s.origin);
   const constant = (data: TypedArray, fresh?: () => TypedArray) => {
@@ -154,31 +179,57 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     phase: (name) => [`const ${name} = ${constant(new Uint8Array(1), () => new Uint8Array(1))}; ${name}[0] = phase;`],
     epoch: (name) => [`const ${name} = ${constant(new Float64Array(1), () => new Float64Array(1))}; ${name}[0] = ctx.epoch;`],
     out: opts.targetsOut === true ? (k) => `outs[${k}]` : undefined,
-    // The packing buffers and the tile sums: views of the process-wide arena, for this step only.
-    // Packs of step-invariant operands (Scan bodies) sit past every step's own use, packed at step 0.
-    // Offsets in the arena count doubles; a float32 product's packs and sums are float32 views
-    // of the same memory (its element n at float32 index 2*offset + n).
-    matmul(s, all) {
+    // The packing buffers and the tile sums: views of the process-wide arena. A pack of a constant or a variable is kept in the
+    // arena between calls (KeptPack), made again only when the variable's value is another
+    // array; a Scan's step-invariant pack is kept between its steps (made at step 0, and again
+    // if another call used its place). Other packs and the sums are this step's own, past the
+    // kept packs (rt.arena.base). Offsets in the arena count doubles; a float32 product's packs
+    // and sums are float32 views of the same memory (its element n at float32 index 2*offset + n).
+    matmul(s, all, sources) {
       const nAcc = accSize(s, all);
       const f32 = s.sum === 'float32';
-      const sub = (o: number, n: number) => (f32 ? `a32.subarray(${2 * o}, ${2 * o + n})` : `ar.subarray(${o}, ${o + n})`);
+      const plus = (x: string, c: number) => (c === 0 ? x : `${x} + ${c}`);
+      const sub = (o: number, n: number) => (f32 ? `a32.subarray(${plus('2 * z', 2 * o)}, 2 * z + ${2 * o + n})` : `ar.subarray(${plus('z', o)}, z + ${o + n})`);
+      const keptAt = (j: number, n: number) => (f32 ? `a32.subarray(2 * kp[${j}].at, 2 * kp[${j}].at + ${n})` : `ar.subarray(kp[${j}].at, kp[${j}].at + ${n})`);
       const at: string[] = [];
+      const checks: string[] = [];
+      const kept = new Map<number, { when: string; done: string }>();
+      const calls = packing(s).calls;
       let o = 0;
       for (const id of [s.packA, s.packB]) {
         const n = p.buffers[id]!.size;
-        const from = arenaUse.at.get(id);
-        if (from !== undefined) at.push(`b${id} = ${sub(from, n)}`);
-        else { at.push(`b${id} = ${sub(o, n)}`); o += doubles(s, n); }
+        const src = sources.get(id);
+        const how = keepable(src);
+        if (how !== undefined) {
+          // Products that pack the same view of the same array the same way share one kept pack
+          // (an unrolled loop's copies of dot(h, U)).
+          const c = calls.find((q) => q.dst === id);
+          const key = c === undefined ? undefined : `${src}|${c.op.base},${c.op.sb},${c.op.sr},${c.op.st}|${s.batch.size},${c.rows},${s.k.size},${c.p}|${s.sum}`;
+          let j = key === undefined ? undefined : shared.get(key);
+          if (j === undefined) {
+            j = packs.length;
+            packs.push(new KeptPack(doubles(s, n)));
+            if (key !== undefined) shared.set(key, j);
+          }
+          if (!checks.some((x) => x.startsWith(`p${j} =`))) checks.push(`p${j} = rt.arena.stale(kp[${j}], b${src})`);
+          at.push(`b${id} = ${keptAt(j, n)}`);
+          if (how === 'steps') usesStep = true;
+          kept.set(id, { when: how === 'steps' ? `p${j} || step === 0` : `p${j}`, done: `rt.arena.packed(kp[${j}], b${src});` });
+        } else { at.push(`b${id} = ${sub(o, n)}`); o += doubles(s, n); }
       }
-      // Whole float32 products stage their operands past everything else (stagedPacks).
-      const end = arenaUse.total ?? o + doubles(s, nAcc);
+      // Whole float32 products stage their operands past everything else (stagedPacks); kept packs
+      // are placed (which may move base) before the arena is sized.
+      const end = o + doubles(s, nAcc);
       const staging = all ? stagedPacks(s, (id) => p.buffers[id]!.dtype).size : 0;
-      const arena = `const ar = rt.arena.f64(${end + Math.ceil(staging / 2)})${f32 ? ', a32 = rt.arena.f32()' : ''}`;
-      return { open: `{ ${arena}, ${at.join(', ')}, acc = ${sub(o, nAcc)};`, kept: (id) => arenaUse.at.has(id), ...(staging > 0 ? { stage: end * 8 } : {}) };
+      const arena = `${checks.length > 0 ? `const ${checks.join(', ')}; ` : ''}const ar = rt.arena.f64(${end + Math.ceil(staging / 2)})${f32 ? ', a32 = rt.arena.f32()' : ''}, z = rt.arena.base`;
+      return { open: `{ ${arena}, ${at.join(', ')}, acc = ${sub(o, nAcc)};`, kept: (id) => kept.get(id), ...(staging > 0 ? { stage: `8 * z + ${end * 8}` } : {}) };
     },
     scan(s, k, ins, outs) {
-      const sub = buildModule(s.body, planBuffers(s.body), { targetsOut: true, invariantFrom: s.seqs.length + s.inits.length, profile: opts.profile === true });
+      const from = s.seqs.length + s.inits.length;
+      const fixed = new Set(s.consts.flatMap((v, i) => (immutable(v.buf) ? [from + i] : [])));
+      const sub = buildModule(s.body, planBuffers(s.body), { targetsOut: true, invariantFrom: from, immutableInputs: fixed, profile: opts.profile === true });
       subBytes += sub.bytes;
+      subReleases.push(sub.release);
       if (sub.profile !== undefined) subProfiles[subs.length] = sub.profile;
       subs.push(sub.run);
       subSources.push(`// scan body s${k}:\n${sub.source}`);
@@ -217,7 +268,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     ...Array.from({ length: kernelList.length }, (_, i) => `const k${i} = kern[${i}];`),
     ...Array.from({ length: subs.length }, (_, i) => `const s${i} = subs[${i}];`),
     ...views,
-    `return function run(ins, cells, phase, ctx, outs${arenaUse.total !== undefined ? ', step' : ''}) {`,
+    `return function run(ins, cells, phase, ctx, outs${usesStep ? ', step' : ''}) {`,
     ...indent(driver.prologue),
     '  let at = -1;',
     '  try {',
@@ -228,7 +279,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   ].join('\n');
   let factory = factories.get(source);
   if (factory === undefined) {
-    factory = new Function('rt', 'consts', 'slots', 'ext', 'kern', 'subs', 'prof', 'where', source) as Factory;
+    factory = new Function('rt', 'consts', 'slots', 'ext', 'kern', 'subs', 'prof', 'where', 'kp', source) as Factory;
     if (factories.size >= MAX_FACTORIES) factories.delete(factories.keys().next().value!);
     factories.set(source, factory);
   }
@@ -236,49 +287,23 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   const where = (e: unknown, at: number): unknown => withBuiltBy(e, origins[at]);
   const make = (): RunFn => {
     const own = consts.map((c, i) => perCall[i]?.() ?? c);
-    return factory(runtimeHelpers, own, allocateSlots(plan), externs, kernelList, subs, prof, where);
+    return factory(runtimeHelpers, own, allocateSlots(plan), externs, kernelList, subs, prof, where, packs);
   };
-  const bytes = plan.slots.reduce((a, sl) => a + sl.size * CTOR[sl.cls](0).BYTES_PER_ELEMENT, 0) + subBytes;
+  const bytes = plan.slots.reduce((a, sl) => a + sl.size * CTOR[sl.cls](0).BYTES_PER_ELEMENT, 0) + packs.reduce((a, k) => a + 8 * k.size, 0) + subBytes;
+  const run = pooled(make);
+  if (packs.length > 0) collectedPacks.register(run, packs);
+  const release = () => {
+    for (const k of packs) packArena.free(k);
+    for (const r of subReleases) r();
+  };
   return {
-    source: [...kernels, source, ...subSources].join('\n'), run: pooled(make), bytes,
+    source: [...kernels, source, ...subSources].join('\n'), run, bytes, release,
     ...(opts.profile === true ? { profile: { ms: prof.ms, labels, subs: subProfiles } } : {}),
   };
 }
 
 /** Doubles of the packing arena that n elements of a product's `sum` dtype take. */
 const doubles = (s: MatmulKernel, n: number): number => (s.sum === 'float32' ? Math.ceil(n / 2) : n);
-
-/**
- * Where a Scan body's step-invariant packs live in the packing arena: `at` the offset of each
- * hoisted packing buffer, past `total - (their sizes)`, the most any matmul of the body uses per
- * step; `total` the arena size every matmul of the body asks for (so the arena grows at the
- * first one, before anything is kept in it). None when the body runs other steps that may use
- * the arena in between (nested Scans, extern steps that may call compiled functions).
- */
-function hoistedPacks(p: Program, invariantFrom: number | undefined, allTiles: (s: MatmulKernel) => boolean): { at: Map<number, number>; total?: number } {
-  const at = new Map<number, number>();
-  if (invariantFrom === undefined || p.steps.some((s) => s.kind === 'scan' || s.kind === 'extern')) return { at };
-  const invariant = (id: number) => {
-    const b = p.buffers[id]!;
-    return b.role === 'input' && b.slot! >= invariantFrom;
-  };
-  let perStep = 0;
-  const kept: [number, number][] = [];
-  for (const s of p.steps) {
-    if (s.kind !== 'matmul') continue;
-    const hoisted = new Set(packing(s).calls.filter((c) => invariant(c.buf)).map((c) => c.dst));
-    let own = doubles(s, accSize(s, allTiles(s)));
-    for (const id of [s.packA, s.packB]) {
-      if (hoisted.has(id)) kept.push([id, doubles(s, p.buffers[id]!.size)]);
-      else own += doubles(s, p.buffers[id]!.size);
-    }
-    perStep = Math.max(perStep, own);
-  }
-  if (kept.length === 0) return { at };
-  let o = perStep;
-  for (const [id, n] of kept) { at.set(id, o); o += n; }
-  return { at, total: o };
-}
 
 /**
  * Intermediate buffers belong to one call at a time. An instance of the driver

@@ -11,8 +11,10 @@ import { pyMod, roundHalfEven } from '../../ir/ops/elementwise.js';
 import type { ExternStep } from '../kernel.js';
 import type { Plan, StorageClass } from '../plan.js';
 import { packRows, packStrided, rowPanel32, rowPanel4x4, tile4x4 } from './microkernel.js';
-import { packArena } from './wasm-kernel.js';
+import { packArena, type KeptPack } from './wasm-kernel.js';
+import { igemmA, windowGradA } from './igemm.js';
 import { ewKernel } from '../wasm/elementwise.js';
+import { poolKernel } from '../wasm/pool.js';
 import { redKernel } from '../wasm/reduce.js';
 
 /** Helpers generated code calls (the reference's own functions, so results match it). */
@@ -38,10 +40,15 @@ export const runtimeHelpers = {
   arena: packArena,
   /** A kernel of the WebAssembly SIMD elementwise tier (../wasm/elementwise.ts). */
   ew: ewKernel,
+  /** A kernel of the WebAssembly SIMD pool tier (../wasm/pool.ts). */
+  pool: poolKernel,
   /** A kernel of the WebAssembly SIMD reduction tier (../wasm/reduce.ts). */
   red: redKernel,
   packStrided,
   packRows,
+  /** An indirect product's input cells and pointers (igemm.ts). */
+  igemmA,
+  windowGradA,
   /**
    * A row number read from data (gather, scatter_add_rows): negative counts from the end; outside
    * [-rows, rows) throws the reference's error, naming the op, before the step stores anything
@@ -86,6 +93,8 @@ export type Factory = (
   prof: { t: number; ms: Float64Array },
   /** The error a step raised, ending with the provenance of step `at` (src/ir/provenance.ts). */
   where: (e: unknown, at: number) => unknown,
+  /** The function's packs kept in the packing arena (wasm-kernel.ts' KeptPack). */
+  kp: readonly KeptPack[],
 ) => RunFn;
 
 /** Allocates the planned arrays of a specialisation. */

@@ -614,6 +614,8 @@ export interface EwKernel {
   readonly mem: Float32Array;
   /** Where the kernel is over the shared memory: the loop [lo, hi) split over the threads (see parallelRun). */
   readonly par?: (lo: number, hi: number, loads: readonly Float32Array[], stores: readonly Float32Array[], offs: readonly number[]) => void;
+  /** Where the kernel is over the shared memory: its number among the shared kernels (runBlocks). */
+  readonly sid?: number;
 }
 
 const modules = new Map<string, number>();
@@ -626,7 +628,7 @@ let sharedView = new Float32Array(0);
 const sharedRuns: EwRun[] = [];
 
 /** Whether kernels compiled now use the shared memory (more than one thread configured, shared memory available). */
-function sharedTier(): boolean {
+export function sharedTier(): boolean {
   return threadCount() > 1 && threadPool(true) !== undefined;
 }
 
@@ -638,7 +640,7 @@ function sharedTier(): boolean {
  */
 export const PARALLEL_MIN_ELEMENTS = 1 << 22;
 
-function sharedMem(bytes: number): Float32Array {
+export function sharedMem(bytes: number): Float32Array {
   if (sharedMemory === undefined) {
     sharedMemory = new WA!.Memory({ initial: Math.max(PAGES, Math.ceil(bytes / 65536)), maximum: SHARED_MAX_PAGES, shared: true });
     threadPool(true)!.setEwMemory(sharedMemory);
@@ -680,6 +682,18 @@ function parallelRun(sid: number, regions: number, lo: number, hi: number, loads
   }
 }
 
+/**
+ * Runs shared kernel `sid` over `blocks` blocks of the shared memory (block b at byte
+ * b * blockBytes, `per` units each, the last `last`), split over the threads: the form other
+ * shared kernels (./reduce.ts) use with their own block layout.
+ */
+export function runBlocks(sid: number, blocks: number, blockBytes: number, per: number, last: number): void {
+  const job = [1, sid, blocks, blockBytes, per, last] as const;
+  const pool = threadPool();
+  if (threadCount() > 1 && blocks > 1 && pool !== undefined) pool.run(threadCount(), undefined, sharedRuns, job);
+  else runHere(undefined, sharedRuns, job);
+}
+
 /** The id of the kernel compiled from `bytes` (compiled once per process; generated code calls rt.ew(id)). */
 export function ewKernelId(bytes: Uint8Array, shared = false, regions = 0): number {
   const key = Array.from(bytes, (x) => String.fromCharCode(x)).join('');
@@ -697,6 +711,7 @@ export function ewKernelId(bytes: Uint8Array, shared = false, regions = 0): numb
         run,
         get mem() { return sharedMem(0); },
         par: (lo, hi, loads, stores, offs) => parallelRun(sid, regions, lo, hi, loads, stores, offs),
+        sid,
       });
     } else {
       memory ??= new WA!.Memory({ initial: PAGES, maximum: PAGES });

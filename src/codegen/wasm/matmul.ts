@@ -11,6 +11,7 @@
 // tiles would touch every row's cache line once per 4 columns). The A panel stays in L1 while
 // B streams through.
 import { Body, I32, V128, memarg, moduleBytes, op, simd } from './encode.js';
+import { igemm32Body, windowGrad32Body } from './igemm.js';
 
 /**
  * The locals of one float64 4 x 4 tile: the A panel's start `a` (walked in `ai`), the B panel
@@ -284,9 +285,45 @@ function pack32Body(): Body {
 }
 
 /**
+ * packCols32(src, st, dst, K, p, np): np consecutive full panels of p rows (p a multiple of 4) of a
+ * float32 operand contiguous along the rows (element (r, t) at src + 4r + t*st; B of a row-major
+ * product), panel j to dst + j*4Kp: what pack32 does panel by panel, step by step across the np
+ * panels instead, so each step's 4 p np bytes are read once, in order (panel by panel, each step
+ * of a product of 1024 columns is a new page: a third slower there).
+ */
+function packCols32Body(): Body {
+  const [SRC, ST, DST, K, P, NP] = [0, 1, 2, 3, 4, 5];
+  const [S, D, J, G, PS, DS, N] = [6, 7, 8, 9, 10, 11, 12];
+  const b = new Body(6, [[7, I32]]);
+  b.get(P).i32(2).ops(op.i32Shl).set(PS); // bytes of one panel's step
+  b.get(K).get(PS).ops(op.i32Mul).set(DS); // bytes of one packed panel
+  b.ops(op.block, 0x40).get(K).ops(op.i32Eqz, op.brIf, 0).get(NP).ops(op.i32Eqz, op.brIf, 0);
+  b.get(K).set(N);
+  b.ops(op.loop, 0x40); // steps
+  b.get(SRC).set(S).get(DST).set(D).get(NP).set(J);
+  b.ops(op.loop, 0x40); // panels
+  b.i32(0).set(G);
+  b.ops(op.loop, 0x40); // groups of 4 rows
+  b.get(D).get(G).ops(op.i32Add).get(S).get(G).ops(op.i32Add).v(simd.v128Load, ...memarg(0, 0)).v(simd.v128Store, ...memarg(0, 0));
+  b.get(G).i32(16).ops(op.i32Add).tee(G).get(PS).ops(op.i32LtU, op.brIf, 0);
+  b.ops(op.end);
+  b.get(S).get(PS).ops(op.i32Add).set(S);
+  b.get(D).get(DS).ops(op.i32Add).set(D);
+  b.get(J).i32(1).ops(op.i32Sub).tee(J).ops(op.brIf, 0);
+  b.ops(op.end);
+  b.get(SRC).get(ST).ops(op.i32Add).set(SRC);
+  b.get(DST).get(PS).ops(op.i32Add).set(DST);
+  b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
+  b.ops(op.end, op.end);
+  return b;
+}
+
+/**
  * The kernel module's bytes: imports env.mem (shared: the memory worker threads sum in
  * together), exports rowPanel, panelBlock (float64), panelBlock32 and panelBlock32w (float32,
- * the TILE32 and TILE32_WIDE tiles; panelBlock32r and panelBlock32wr the same with row-major sums; with `fused`, relaxed-SIMD multiply-adds, valid only where the
+ * the TILE32 and TILE32_WIDE tiles; panelBlock32r and panelBlock32wr the same with row-major sums),
+ * igemm32 and windowGrad32 (convolutions and their kernel gradients through an indirection
+ * buffer: ./igemm.ts), pack32 and packCols32 (operand packing); with `fused`, relaxed-SIMD multiply-adds, valid only where the
  * runtime has relaxed SIMD). `tile32` replaces panelBlock32's tile (measurements of other tiles).
  */
 export function matmulModuleBytes(shared = false, fused = false, tile32: { mr: number; nr: number } = TILE32): Uint8Array {
@@ -298,5 +335,8 @@ export function matmulModuleBytes(shared = false, fused = false, tile32: { mr: n
     { name: 'panelBlock32r', params: 8, body: panelBlock32Body(tile32.mr, tile32.nr, fused, true) },
     { name: 'panelBlock32wr', params: 8, body: panelBlock32Body(TILE32_WIDE.mr, TILE32_WIDE.nr, fused, true) },
     { name: 'pack32', params: 7, body: pack32Body() },
+    { name: 'igemm32', params: 8, body: igemm32Body(fused) },
+    { name: 'packCols32', params: 6, body: packCols32Body() },
+    { name: 'windowGrad32', params: 8, body: windowGrad32Body(fused) },
   ], shared ? 'shared' : true);
 }

@@ -10,7 +10,8 @@
 //   division by the sum). Each row's reduction folds its element pairs into four f64x2
 //   accumulators (element 2i + l of the row into lane l of accumulator i mod 4), combined as
 //   ((a0 . a1) . (a2 . a3)), then lane 0 . lane 1: a fixed order that depends only on the row
-//   length, so the result is the same whatever rows a call or a thread takes. max and min are
+//   length, so the result is the same whatever rows a call or a thread takes (a max or min of
+//   float32 values folds four per f32x4 instruction instead: the same value). max and min are
 //   bit-identical to the reference (any order gives the same maximum, NaN and signed zeros
 //   included: f64x2.max is IEEE maximum, as Math.max); sum and prod are float64 sums in another
 //   order, within the bound of docs/architecture.md ("Reduction precision").
@@ -30,7 +31,7 @@ import { exprOrder, REDUCE_INIT } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
 import type { DType } from '../../ir/dtype.js';
 import { Body, I32, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
-import { CHUNK, Consts, LOADED, MIN_ELEMENTS, S, constsOf, nodeKind, renderNode, rowAccess, tierOn } from './elementwise.js';
+import { CHUNK, Consts, LOADED, MIN_ELEMENTS, S, constsOf, ewKernel, ewKernelId, nodeKind, renderNode, rowAccess, runBlocks, sharedMem, sharedTier, tierOn } from './elementwise.js';
 
 /** Floats per region of the tier's memory: a chunk and a little slack (a pair read or written past a row's end). */
 const REG = CHUNK + 16;
@@ -46,10 +47,15 @@ const FOLD: Partial<Record<ReduceOp, number>> = { sum: S.add, prod: S.mul, max: 
 const extra = { load: 0x00, store: 0x0b, load64Zero: 0x5d, store32Lane: 0x5a, shuffle: 0x0d } as const;
 /** i8x16.shuffle's lanes that swap the two f64 lanes. */
 const SWAP = [8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7];
+/** i8x16.shuffle's lanes that swap neighbouring f32 lanes (0 with 1, 2 with 3). */
+const SWAP32 = [4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11];
+const F32_MAX = 0xe9, F32_MIN = 0xe8, PROMOTE_LOW = 0x5f, LOAD32_SPLAT = 0x09;
+/** A v128 constant of four float32 lanes. */
+const f32x4 = (x: number): number[] => Array.from(new Uint8Array(new Float32Array([x, x, x, x]).buffer));
 /** A v128 mask of lane 1 (float64). */
 const LANE1 = [0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255, 255, 255, 255, 255];
 
-/** A region of the tier's memory: row r's element j of it is element `off + r * row + j` of buffer `buf`. */
+/** A region of the tier's memory: row r's element j of it is element `off + r * row + j` of buffer `buf`; row -1: one value per row, element `off + r`. */
 export interface RedRegion { readonly buf: number; readonly off: number; readonly row: number }
 
 export interface RedPlan {
@@ -65,8 +71,19 @@ export interface RedPlan {
   /** columns: the accumulator regions (one per reduction), after the loads and stores. */
   readonly accs: number;
   readonly bytes: Uint8Array;
+  /** rows: compiled over the shared memory, long calls split over the worker threads (rows of blocks). */
+  readonly shared: boolean;
   readonly label: string;
 }
+
+/**
+ * Row kernels with an approximated function (exp, tanh...: compute-bound) of at least this many
+ * elements are compiled over the shared memory and their rows split over the threads. Plain
+ * folds are bound by the calling thread's copies in and out, which the split does not shorten.
+ */
+export const PARALLEL_MIN_ELEMENTS = 1 << 20;
+/** Chunk blocks per parallel pass (at most 64 regions' worth of each: a few MiB of the shared memory). */
+const PASS_BLOCKS = 64;
 
 type Reduce = Expr & { t: 'reduce' };
 /** Where a node is computed: once per row (or column block's end), per element pair of a reduction's body, per element pair of the rows. */
@@ -84,7 +101,7 @@ export function planReduce(k: LoopKernel, bufDType: (buf: number) => DType): Red
   const roots = k.stores.map((s) => s.value);
   const order = exprOrder(roots);
   const reduces = order.filter((e): e is Reduce => e.t === 'reduce');
-  if (reduces.length === 0 || reduces.some((r) => r.vars.length !== 1 || FOLD[r.op] === undefined)) return undefined;
+  if (reduces.some((r) => r.vars.length !== 1 || FOLD[r.op] === undefined)) return undefined;
   for (const s of k.stores) if (s.accumulate === true || s.dyn !== undefined || s.dtype !== 'float32' || bufDType(s.buf) !== 'float32') return undefined;
   if (order.some((e) => e.t === 'load' && !LOADED.has(bufDType(e.buf)))) return undefined;
   // The approximations are within 1 ulp only once rounded to float32.
@@ -93,6 +110,13 @@ export function planReduce(k: LoopKernel, bufDType: (buf: number) => DType): Red
     if (e.t === 'const' || e.t === 'load' || e.t === 'reduce') continue;
     const kind = nodeKind(e);
     if (kind === undefined || (kind === 'approx' && !rounded.has(e))) return undefined;
+  }
+  if (reduces.length === 0) {
+    // no fold: rows of elements computed from values read once per row (the elementwise tier
+    // reads none), where the tier pays as it does for elementwise loops (an approximation, a branch)
+    if (k.vars.length !== 2 || !order.some((e) => e.t === 'load' && rowAccess(e.index, k.vars[0]!, undefined) !== undefined)) return undefined;
+    if (!order.some((e) => e.t !== 'const' && e.t !== 'load' && nodeKind(e) !== 'plain')) return undefined;
+    return planRows(k, order, reduces, roots);
   }
   const first = reduces[0]!.body;
   const rv = reduces[0]!.vars[0]!;
@@ -107,7 +131,7 @@ export function planReduce(k: LoopKernel, bufDType: (buf: number) => DType): Red
 function planRows(k: LoopKernel, order: readonly Expr[], reduces: readonly Reduce[], roots: readonly Expr[]): RedPlan | undefined {
   const u = k.vars[0]!;
   const v = k.vars[1];
-  const L = reduces[0]!.vars[0]!.size;
+  const L = reduces[0]?.vars[0]!.size ?? v!.size;
   if (L > CHUNK || L < 2 || reduces.some((r) => r.vars[0]!.size !== L) || (v !== undefined && v.size !== L)) return undefined;
   if (u.size * L < MIN_ELEMENTS) return undefined;
   const loads: RedRegion[] = [];
@@ -119,16 +143,21 @@ function planRows(k: LoopKernel, order: readonly Expr[], reduces: readonly Reduc
     if (e.t === 'const') sc = 'row';
     else if (e.t === 'load') {
       const elem = v !== undefined ? rowAccess(e.index, v, u) : undefined;
+      const perRow = rowAccess(e.index, u, undefined);
       let acc = elem;
       if (elem !== undefined) sc = 'elem';
-      else {
+      else if (perRow !== undefined) {
+        // one value per row (row stride -1 marks the region: the chunk's rows' values in a row)
+        sc = 'row';
+        acc = { off: perRow.off, row: -1 };
+      } else {
         const r = reduces.find((x) => rowAccess(e.index, x.vars[0]!, u) !== undefined);
         if (r === undefined) return undefined;
         acc = rowAccess(e.index, r.vars[0]!, u)!;
         // reductions over one loop variable share their body's loads
         sc = byVar.get(r.vars[0]!.id)!;
       }
-      if (acc!.row !== 0 && acc!.row < L) return undefined;
+      if (acc!.row > 0 && acc!.row < L) return undefined;
       if (findRegion(loads, e.buf, acc!) < 0) loads.push({ buf: e.buf, ...acc! });
     } else if (e.t === 'reduce') {
       const b = scope.get(e.body);
@@ -157,8 +186,9 @@ function planRows(k: LoopKernel, order: readonly Expr[], reduces: readonly Reduc
   }
   if (roots.some((e) => typeof scope.get(e) === 'object')) return undefined;
   if (loads.length + stores.length > MAX_REGIONS) return undefined;
-  const bytes = moduleBytes([{ name: 'run', params: 1, body: rowsBody(k, L, v !== undefined, order, scope, loads) }], true);
-  return { form: 'rows', rows: u.size, cols: L, elements: v !== undefined, loads, stores, accs: 0, bytes, label: k.label };
+  const shared = u.size * L >= PARALLEL_MIN_ELEMENTS && order.some((e) => nodeKind(e) === 'approx') && sharedTier();
+  const bytes = moduleBytes([{ name: 'run', params: 2, body: rowsBody(k, L, v !== undefined, order, scope, loads) }], shared ? 'shared' : true);
+  return { form: 'rows', rows: u.size, cols: L, elements: v !== undefined, loads, stores, accs: 0, bytes, shared, label: k.label };
 }
 
 function planColumns(k: LoopKernel, order: readonly Expr[], reduces: readonly Reduce[], roots: readonly Expr[]): RedPlan | undefined {
@@ -174,13 +204,13 @@ function planColumns(k: LoopKernel, order: readonly Expr[], reduces: readonly Re
   for (const e of order) {
     if (e.t === 'load') {
       const r = inBody.get(e);
-      const acc = r === undefined ? undefined : rowAccess(e.index, v, r.vars[0]!);
-      // every load in a body, read at (r, v) with r's stride at least a row of columns
-      if (acc === undefined || acc.row < v.size) return undefined;
+      // a load in a body is read at (r, v), r's stride at least a row of columns; one after the folds at v (row 0: once per column)
+      const acc = r === undefined ? rowAccess(e.index, v, undefined) : rowAccess(e.index, v, r.vars[0]!);
+      if (acc === undefined || (r !== undefined && acc.row < v.size)) return undefined;
       if (findRegion(loads, e.buf, acc) < 0) loads.push({ buf: e.buf, ...acc });
     } else if (e.t === 'reduce' && inBody.has(e)) return undefined; // nested
   }
-  // A body reads only its own loop's loads; the values after the folds only the folds and constants.
+  // A body reads only its own loop's loads; the values after the folds only the folds, constants and loads at v.
   for (const r of reduces) for (const e of exprOrder([r.body])) if (e.t === 'reduce') return undefined;
   const stores: RedRegion[] = [];
   for (const s of k.stores) {
@@ -191,7 +221,7 @@ function planColumns(k: LoopKernel, order: readonly Expr[], reduces: readonly Re
   if (loads.length + stores.length + reduces.length > MAX_REGIONS) return undefined;
   const bytes = moduleBytes([{ name: 'run', params: 3, body: columnsBody(k, order, reduces, inBody, loads, stores.length) }], true);
   void roots;
-  return { form: 'columns', rows: R, cols: v.size, elements: false, loads, stores, accs: reduces.length, bytes, label: k.label };
+  return { form: 'columns', rows: R, cols: v.size, elements: false, loads, stores, accs: reduces.length, bytes, shared: false, label: k.label };
 }
 
 function findRegion(rs: readonly RedRegion[], buf: number, acc: { off: number; row: number }): number {
@@ -209,8 +239,8 @@ function fold(b: Body, o: ReduceOp): void {
 }
 
 /**
- * The rows form: run(n) computes n rows of the chunk (row i of region j at j * REG + i * L
- * floats). Per row: each reduction in dependency order (its accumulators, then the row values
+ * The rows form: run(n, base) computes n rows of the chunk block at byte offset base (row i of
+ * region j at base + (j * REG + i * L) * 4). Per row: each reduction in dependency order (its accumulators, then the row values
  * that follow from it), then, with output loops [u, v], the row's elements.
  */
 function rowsBody(k: LoopKernel, L: number, elements: boolean, order: readonly Expr[], scope: ReadonlyMap<Expr, Scope>, loads: readonly RedRegion[]): Body {
@@ -221,13 +251,13 @@ function rowsBody(k: LoopKernel, L: number, elements: boolean, order: readonly E
   const perStream = computed.length + 4;
   const consts = constsOf(order);
   for (const r of order) if (r.t === 'reduce') consts.add(REDUCE_INIT[r.op]);
-  const [N, ROW, RB, J, A] = [0, 1, 2, 3, 4];
-  const vbase = 5;
+  const [N, BASE, ROW, RB, J, A] = [0, 1, 2, 3, 4, 5];
+  const vbase = 6;
   const rowLocal = new Map<Expr, number>(rowNodes.map((e, i) => [e, vbase + i]));
   const accBase = vbase + rowNodes.length;
   const streamBase = accBase + STREAMS;
   const maskLocal = streamBase + STREAMS * perStream;
-  const b = new Body(1, [[4, I32], [rowNodes.length + STREAMS + STREAMS * perStream + 1 + consts.size, V128]]);
+  const b = new Body(2, [[4, I32], [rowNodes.length + STREAMS + STREAMS * perStream + 1 + consts.size, V128]]);
   const c = new Consts(b, maskLocal + 1);
   for (const x of consts) c.get(x).ops(0x1a);
   b.v(S.v128Const, ...LANE1).set(maskLocal);
@@ -262,19 +292,66 @@ function rowsBody(k: LoopKernel, L: number, elements: boolean, order: readonly E
     for (let q = 0; q < rest; q++) visit(q, 8 * q);
     if (L % 2 === 1) tail(rest, 8 * rest);
   };
+  // max or min over the row's float32 values at region byte offset `reg`, into every lane of accBase (f32x4).
+  const maxMin32 = (o: 'max' | 'min', reg: number) => {
+    const init = (i: number) => { b.v(S.v128Const, ...f32x4(REDUCE_INIT[o])).set(accBase + i); };
+    const f = () => b.v(o === 'max' ? F32_MAX : F32_MIN);
+    const quads = L >> 2;
+    const it = Math.floor(quads / STREAMS);
+    for (let i = 0; i < STREAMS; i++) init(i);
+    const at = (i: number, off: number) => { b.get(accBase + i).get(A).v(extra.load, ...memarg(4, reg + off)); f(); b.set(accBase + i); };
+    if (it > 0) {
+      b.i32(0).set(J);
+      b.ops(op.loop, 0x40);
+      b.get(RB).get(J).ops(op.i32Add).set(A);
+      for (let i = 0; i < STREAMS; i++) at(i, 16 * i);
+      b.addTo(J, 16 * STREAMS);
+      b.get(J).i32(it * STREAMS * 16).ops(op.i32LtU, op.brIf, 0, op.end);
+    }
+    b.get(RB).i32(it * STREAMS * 16).ops(op.i32Add).set(A);
+    const rest = quads - it * STREAMS;
+    for (let q = 0; q < rest; q++) at(q, 16 * q);
+    if (L % 4 !== 0) {
+      // the last L mod 4 values; the lanes past the row's end take the fold's initial value
+      const keep = L % 4;
+      b.get(accBase).v(S.v128Const, ...f32x4(REDUCE_INIT[o])).get(A).v(extra.load, ...memarg(4, reg + 16 * rest));
+      b.v(S.v128Const, ...Array.from({ length: 16 }, (_, i) => (i >= 4 * keep ? 255 : 0))).v(S.bitselect);
+      f(); b.set(accBase);
+    }
+    b.get(accBase).get(accBase + 1); f();
+    b.get(accBase + 2).get(accBase + 3); f(); f();
+    b.set(accBase);
+    b.get(accBase).get(accBase).get(accBase).v(extra.shuffle, ...SWAP); f();
+    b.set(accBase);
+    b.get(accBase).get(accBase).get(accBase).v(extra.shuffle, ...SWAP32); f();
+    b.set(accBase);
+  };
   b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0);
   b.i32(0).set(ROW);
-  b.i32(0).set(RB);
+  b.get(BASE).set(RB);
   b.ops(op.loop, 0x40);
   const rowOut = (e: Expr) => { if (e.t === 'const') c.get(e.v); else b.get(rowLocal.get(e)!); };
   for (const e of rowNodes) {
+    if (e.t === 'load') {
+      // a value per row: v128.load32_splat, then promoted
+      b.get(BASE).get(ROW).i32(4).ops(op.i32Mul).ops(op.i32Add).v(LOAD32_SPLAT, ...memarg(2, findRegion(loads, e.buf, { off: rowAccess(e.index, u, undefined)!.off, row: -1 }) * REGB)).v(PROMOTE_LOW);
+      b.set(rowLocal.get(e)!);
+      continue;
+    }
     if (e.t !== 'reduce') {
       renderNode(b, c, e, rowOut, (x) => rowLocal.get(x)!, streamBase);
       b.set(rowLocal.get(e)!);
       continue;
     }
-    const body = exprOrder([e.body]).filter((x) => x.t !== 'const' && scope.get(x) !== 'row');
     const rv = e.vars[0]!;
+    if ((e.op === 'max' || e.op === 'min') && e.body.t === 'load') {
+      // The max or min of float32 values (a row of a load): in f32x4 lanes, four per instruction,
+      // the same value as in float64 (promotion is exact and keeps the order, NaN and signed zeros).
+      maxMin32(e.op, loadRegion(loads, e.body, rv, u) * REGB);
+      b.get(accBase).v(PROMOTE_LOW).set(rowLocal.get(e)!);
+      continue;
+    }
+    const body = exprOrder([e.body]).filter((x) => x.t !== 'const' && scope.get(x) !== 'row');
     const val = (st: number) => (e.body.t === 'const' ? c.get(e.body.v) : b.get(local(st)(e.body)));
     for (let st = 0; st < STREAMS; st++) { c.get(REDUCE_INIT[e.op]); b.set(accBase + st); }
     pass(
@@ -302,7 +379,7 @@ function rowsBody(k: LoopKernel, L: number, elements: boolean, order: readonly E
     pass((st, off) => { nodesAt(elems, st, off, v); storeAt(st, off, true); }, (st, off) => { nodesAt(elems, st, off, v); storeAt(st, off, false); });
   } else {
     k.stores.forEach((s, j) => {
-      b.get(ROW).i32(4).ops(op.i32Mul); rowOut(s.value); b.v(S.demote).v(extra.store32Lane, ...memarg(2, (loads.length + j) * REGB), 0);
+      b.get(ROW).i32(4).ops(op.i32Mul).get(BASE).ops(op.i32Add); rowOut(s.value); b.v(S.demote).v(extra.store32Lane, ...memarg(2, (loads.length + j) * REGB), 0);
     });
   }
   b.addTo(ROW, 1);
@@ -374,6 +451,7 @@ function columnsBody(k: LoopKernel, order: readonly Expr[], reduces: readonly Re
     for (const e of computed) {
       if (inBody.has(e)) continue;
       if (e.t === 'reduce') { accAddr(); b.v(extra.load, ...memarg(4, accOff(reduces.indexOf(e)))); }
+      else if (e.t === 'load') b.get(Q).v(extra.load64Zero, ...memarg(3, loadRegion(loads, e, v, undefined) * REGB)).v(S.promote);
       else renderNode(b, c, e, push, (x) => loc.get(x)!, scratch);
       b.set(loc.get(e)!);
     }
@@ -388,6 +466,8 @@ export interface RedKernel {
   readonly run: (...args: number[]) => void;
   /** The tier's memory as float32 (region j at j * REG). */
   readonly mem: Float32Array;
+  /** A shared rows kernel: rows [lo, hi) split over the threads (see parallelRows). */
+  readonly par?: (lo: number, hi: number, ins: readonly Float32Array[], outs: readonly Float32Array[], layout: readonly number[]) => void;
 }
 
 let memory: WasmMemory | undefined;
@@ -410,6 +490,57 @@ export function redKernelId(bytes: Uint8Array): number {
   return id;
 }
 
+/** The id of a rows kernel over the shared memory (compiled and handed to the worker pool as the elementwise tier's shared kernels are). */
+function redSharedKernelId(bytes: Uint8Array, regions: number): number {
+  const key = `s${Array.from(bytes, (x) => String.fromCharCode(x)).join('')}`;
+  let id = modules.get(key);
+  if (id === undefined) {
+    const ek = ewKernel(ewKernelId(bytes, true, regions));
+    id = kernels.length;
+    kernels.push({ run: ek.run, get mem() { return ek.mem; }, par: (lo, hi, ins, outs, layout) => parallelRows(ek.sid!, lo, hi, ins, outs, layout) });
+    modules.set(key, id);
+  }
+  return id;
+}
+
+/**
+ * Rows [lo, hi) of a shared rows kernel, in passes of up to PASS_BLOCKS blocks of `per` rows: each
+ * block's rows copied into a block of the shared memory of its own, the blocks computed by this
+ * thread and the workers (claimed one at a time: every row is computed by the same code whichever
+ * thread takes it, so the results are the same with 1 or N threads), the results copied out.
+ * layout: L, per, elements (1 or 0), then (row stride, offset) of each input and each output.
+ */
+function parallelRows(sid: number, lo: number, hi: number, ins: readonly Float32Array[], outs: readonly Float32Array[], layout: readonly number[]): void {
+  const [L, per, elements] = layout as [number, number, number];
+  const blockFloats = (ins.length + outs.length) * REG;
+  const row = (k: number) => layout[3 + 2 * k]!;
+  const off = (k: number) => layout[4 + 2 * k]!;
+  for (let p0 = lo; p0 < hi; p0 += PASS_BLOCKS * per) {
+    const p1 = Math.min(hi, p0 + PASS_BLOCKS * per);
+    const blocks = Math.ceil((p1 - p0) / per);
+    const m = sharedMem(blocks * blockFloats * 4);
+    for (let b = 0; b < blocks; b++) {
+      const r0 = p0 + b * per, r1 = Math.min(p1, r0 + per);
+      ins.forEach((a, j) => {
+        const o = b * blockFloats + j * REG, s = row(j), f = off(j);
+        if (s === -1) m.set(a.subarray(r0 + f, r1 + f), o);
+        else if (s === L) m.set(a.subarray(r0 * L + f, r1 * L + f), o);
+        else for (let r = r0; r < r1; r++) m.set(a.subarray(r * s + f, r * s + f + L), o + (r - r0) * L);
+      });
+    }
+    runBlocks(sid, blocks, blockFloats * 4, per, p1 - p0 - (blocks - 1) * per);
+    for (let b = 0; b < blocks; b++) {
+      const r0 = p0 + b * per, r1 = Math.min(p1, r0 + per);
+      outs.forEach((a, j) => {
+        const k = ins.length + j, o = b * blockFloats + k * REG, s = row(k), f = off(k);
+        if (elements === 0) a.set(m.subarray(o, o + r1 - r0), r0 + f);
+        else if (s === L) a.set(m.subarray(o, o + (r1 - r0) * L), r0 * L + f);
+        else for (let r = r0; r < r1; r++) a.set(m.subarray(o + (r - r0) * L, o + (r - r0 + 1) * L), r * s + f);
+      });
+    }
+  }
+}
+
 /** The kernel with this id (runtime helper `rt.red`). */
 export function redKernel(id: number): RedKernel {
   return kernels[id]!;
@@ -417,7 +548,7 @@ export function redKernel(id: number): RedKernel {
 
 /** The JavaScript side of a reduction kernel: same parameters as renderLoopKernel's function. */
 export function renderReduce(p: RedPlan, bufName: (id: number) => string): { source: string; buffers: number[]; rows?: number } {
-  const id = redKernelId(p.bytes);
+  const id = p.shared ? redSharedKernelId(p.bytes, p.loads.length + p.stores.length) : redKernelId(p.bytes);
   const buffers = [...new Set([...p.loads.map((l) => l.buf), ...p.stores.map((s) => s.buf)])].sort((a, c) => a - c);
   const at = (x: string, off: number) => (off === 0 ? x : `${x} + ${off}`);
   const label = p.label.replace(/[^\w,. -]/g, '');
@@ -425,7 +556,9 @@ export function renderReduce(p: RedPlan, bufName: (id: number) => string): { sou
     const L = p.cols;
     const per = Math.floor(CHUNK / L);
     const rowAt = (r: RedRegion, row: string) => (r.row === 0 ? String(r.off) : at(`${row} * ${r.row}`, r.off));
-    const copyIn = p.loads.map((l, j) => (l.row === L
+    const copyIn = p.loads.map((l, j) => (l.row === -1
+      ? `    m.set(${bufName(l.buf)}.subarray(${at('r0', l.off)}, ${at('r1', l.off)}), ${j * REG});`
+      : l.row === L
       ? `    m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r0')}, ${rowAt(l, 'r1')}), ${j * REG});`
       : `    for (let r = r0, o = ${j * REG}; r < r1; r++, o += ${L}) m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r')}, ${rowAt(l, 'r')} + ${L}), o);`));
     const copyOut = p.stores.map((x, j) => {
@@ -435,13 +568,17 @@ export function renderReduce(p: RedPlan, bufName: (id: number) => string): { sou
         ? `    ${bufName(x.buf)}.set(m.subarray(${o}, ${o} + (r1 - r0) * ${L}), ${rowAt(x, 'r0')});`
         : `    for (let r = r0, o = ${o}; r < r1; r++, o += ${L}) ${bufName(x.buf)}.set(m.subarray(o, o + ${L}), ${rowAt(x, 'r')});`;
     });
+    const layout = [L, per, p.elements ? 1 : 0, ...[...p.loads, ...p.stores].flatMap((x) => [x.row, x.off])];
     const lines = [
       `  const w = rt.red(${id});`,
+      ...(p.shared ? [
+        `  if (hi - lo >= ${Math.ceil(PARALLEL_MIN_ELEMENTS / L)}) { w.par(lo, hi, [${p.loads.map((l) => bufName(l.buf)).join(', ')}], [${p.stores.map((x) => bufName(x.buf)).join(', ')}], [${layout.join(', ')}]); return; }`,
+      ] : []),
       '  const m = w.mem;',
       `  for (let r0 = lo; r0 < hi; r0 += ${per}) {`,
       `    const r1 = hi < r0 + ${per} ? hi : r0 + ${per};`,
       ...copyIn,
-      '    w.run(r1 - r0);',
+      '    w.run(r1 - r0, 0);',
       ...copyOut,
       '  }',
     ];
@@ -461,11 +598,13 @@ export function renderReduce(p: RedPlan, bufName: (id: number) => string): { sou
     '    w.run(0, 0, cw);',
     `    for (let r0 = 0; r0 < ${R}; r0 += per) {`,
     `      const r1 = ${R} < r0 + per ? ${R} : r0 + per;`,
-    ...p.loads.map((l, j) => (l.row === C
+    ...p.loads.map((l, j) => (l.row === 0 ? ''
+      : l.row === C
       ? `      if (cw === ${C}) m.set(${bufName(l.buf)}.subarray(${at(`r0 * ${C}`, l.off)}, ${at(`r1 * ${C}`, l.off)}), ${j * REG});\n      else for (let r = r0, o = ${j * REG}; r < r1; r++, o += cw) m.set(${bufName(l.buf)}.subarray(${at(`r * ${l.row} + c0`, l.off)}, ${at(`r * ${l.row} + c1`, l.off)}), o);`
-      : `      for (let r = r0, o = ${j * REG}; r < r1; r++, o += cw) m.set(${bufName(l.buf)}.subarray(${at(`r * ${l.row} + c0`, l.off)}, ${at(`r * ${l.row} + c1`, l.off)}), o);`)),
+      : `      for (let r = r0, o = ${j * REG}; r < r1; r++, o += cw) m.set(${bufName(l.buf)}.subarray(${at(`r * ${l.row} + c0`, l.off)}, ${at(`r * ${l.row} + c1`, l.off)}), o);`)).filter((x) => x !== ''),
     '      w.run(1, r1 - r0, cw);',
     '    }',
+    ...p.loads.flatMap((l, j) => (l.row === 0 ? [`    m.set(${bufName(l.buf)}.subarray(${at('c0', l.off)}, ${at('c1', l.off)}), ${j * REG});`] : [])),
     '    w.run(2, 0, cw);',
     ...p.stores.map((x, j) => `    ${bufName(x.buf)}.set(m.subarray(${(p.loads.length + j) * REG}, ${(p.loads.length + j) * REG} + cw), ${at('c0', x.off)});`),
     '  }',

@@ -182,7 +182,8 @@ export function exportFunction(src: ExportSource, opts: ExportOptions): Exported
   const varName = (slot: number) => `_var${slot}`;
   let driver: { lines: string[]; results: string[] };
   try {
-    driver = renderProgram(m, program, { prefix: '', input: (i) => params[i]!, variable: varName, ...(hasPhase ? { phase: 'learningPhase' } : {}) });
+    const updated = new Set(src.updates.map(([v]) => variables.indexOf(v)));
+    driver = renderProgram(m, program, { prefix: '', input: (i) => params[i]!, variable: varName, updates: (slot) => updated.has(slot), ...(hasPhase ? { phase: 'learningPhase' } : {}) });
   } catch (e) {
     if (e instanceof ExportError) throw new ExportError(`exportModule(${name}): ${e.message}`);
     throw e;

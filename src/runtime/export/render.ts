@@ -64,6 +64,8 @@ export interface ProgramEnv {
   readonly input: (slot: number) => string;
   /** The expression of variable slot `i` (the top-level program only). */
   readonly variable?: (slot: number) => string;
+  /** Whether the module's function updates variable slot `i` (a variable it never updates is as constant as a constant). */
+  readonly updates?: (slot: number) => boolean;
   /** The learning phase (a number expression), top-level only. */
   readonly phase?: string;
   /** Write targets into these (Scan bodies); otherwise they are returned. */
@@ -125,11 +127,23 @@ export function renderProgram(m: ModuleBuilder, p: Program, env: ProgramEnv): { 
     },
     out: env.out,
     // A matmul's packing buffers and tile sums (the cpu module takes them from its packing arena).
-    matmul(s) {
+    // Each product has its own, so the pack of a constant operand (or of a variable the module
+    // never updates) is made at the first call only.
+    matmul(s, _all, sources) {
       const pack = `_${env.prefix}mm${count.mm++}`;
       const arr = sumArray(s);
       m.statics.push([`${pack}a`, `new ${arr}(${p.buffers[s.packA]!.size})`], [`${pack}b`, `new ${arr}(${p.buffers[s.packB]!.size})`], [`${pack}c`, `new ${arr}(${accSize(s)})`]);
-      return { open: `{ const b${s.packA} = ${pack}a, b${s.packB} = ${pack}b, acc = ${pack}c;`, kept: () => false };
+      const fixed = (id: number | undefined) => {
+        const d = id === undefined ? undefined : p.buffers[id]!;
+        return d !== undefined && (d.role === 'constant' || (d.role === 'variable' && env.updates !== undefined && !env.updates(d.slot!)));
+      };
+      const kept = (id: number) => {
+        if (!fixed(sources.get(id))) return undefined;
+        const flag = `${pack}${id === s.packA ? 'a' : 'b'}packed`;
+        m.statics.push([flag, 'new Uint8Array(1)']);
+        return { when: `${flag}[0] === 0`, done: `${flag}[0] = 1;` };
+      };
+      return { open: `{ const b${s.packA} = ${pack}a, b${s.packB} = ${pack}b, acc = ${pack}c;`, kept };
     },
     scan: (s, k, ins, outs) => ({ setup: [], call: [`${scanBody(m, s, `${env.prefix}s${k}`)}(${[...ins, ...outs].map((a) => a.expr).join(', ')});`] }),
     print(s, input) {

@@ -1,0 +1,405 @@
+// The WebAssembly SIMD tier for pooling and its adjoint: a kernel that lowering marked as a
+// pooling alone or as pool_grad (kernel.ts, LoopKernel.pool), over float32 channels-last data
+// with a multiple of 4 channels, becomes a module whose loops run over the output cells of one
+// image, four channels per f32x4 vector, the window's taps unrolled with their offsets as
+// constants. The JavaScript wrapper copies each image into the kernel's own memory (padded: the
+// border cells hold -Infinity for max, 0 for avg, written once when the memory is made, so no tap
+// is ever tested against the input's bounds), calls the module, and copies the result out.
+// XNNPACK's pooling micro-kernels (channels innermost, taps unrolled) are the anchor.
+//
+//   max pool       the maximum of the taps (f32x4.max: NaN wins, as Math.max in the JavaScript
+//                  kernel): equal to it bit for bit.
+//   avg pool       the taps summed in float64 (f64x2, two lanes per half vector), divided once by
+//                  the count of the window's cells inside the input, rounded to float32. The
+//                  reference divides each term before adding: both float64 values are within
+//                  K 2^-53 mean|x| of the exact mean (K taps), so the float32 results are equal
+//                  except near a rounding midpoint, then 1 ulp apart (more only where the terms
+//                  cancel to far below mean|x|): the bound of test/codegen/simd-pool.test.ts.
+//   pool_grad      windows that tile the input (stride = window, no padding or dilation): each
+//   (tiled)        window's first maximal tap found by masks (a tap equal to the maximum, or NaN
+//                  where the maximum is NaN, and no earlier tap so), which receives 0 + dy, the
+//                  other taps 0; avg: 0 + dy / count (float64, rounded once) at every tap.
+//   pool_grad      other windows (overlapping, padded, dilated): dy scattered into a float64
+//   (scatter)      accumulator of the padded image in row-major order of the output cells, which
+//                  is the reference's order of addition (src/ir/ops/pool.ts), then rounded to
+//                  float32 as it is copied out: equal to the reference bit for bit. max: only
+//                  the taps inside the input may be chosen (a mask per output cell, so a padding
+//                  -Infinity never takes a gradient from an input cell holding -Infinity).
+// Unselected taps add +0, which changes no sum (an accumulator that starts at +0 never holds -0).
+import type { LoopKernel, PoolSpec } from '../kernel.js';
+import type { DType } from '../../ir/dtype.js';
+import { sizeOf } from '../../ir/ndarray.js';
+import { Body, I32, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
+import { tierOn } from './elementwise.js';
+
+/** Poolings whose input has fewer elements stay JavaScript (the copies and the call cost more than they save). */
+export const POOL_MIN_ELEMENTS = 4096;
+/** Largest memory a pool kernel makes (bytes): larger images stay JavaScript. */
+const MAX_BYTES = 256 * 1024 * 1024;
+/** Most taps of a window whose adjoint the tier scatters (one bit per tap in each output cell's mask). */
+const MAX_SCATTER_TAPS = 32;
+
+// SIMD opcodes used here (after the 0xfd prefix).
+const S = {
+  load: 0x00, store: 0x0b, v128Const: 0x0c, shuffle: 0x0d, i32x4Splat: 0x11, f64x2Splat: 0x14,
+  f32Eq: 0x41, f32Ne: 0x42, and: 0x4e, andnot: 0x4f, or: 0x50,
+  load64Zero: 0x5d, demote: 0x5e, promote: 0x5f,
+  f32Add: 0xe4, f32Max: 0xe9, f64Add: 0xf0, f64Div: 0xf3,
+} as const;
+const I32_LOAD = 0x28, I32_SHL = 0x74, I32_SHR_U = 0x76, I32_AND = 0x71;
+/** Shuffle lanes: the low halves of two vectors (two float32 each, after demote) as one. */
+const LOW_HALVES = [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
+/** The high half of a vector in its low half (to promote lanes 2 and 3). */
+const HIGH_TO_LOW = [8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15];
+const ZERO16 = new Array<number>(16).fill(0);
+
+type Form = 'forward' | 'tiled' | 'scatter';
+
+/** Byte offsets of the regions of a kernel's memory. */
+interface Layout {
+  /** The image (padded where the form reads padding), float32. */
+  readonly x: number;
+  /** pool_grad: one image's dy, float32. */
+  readonly dy: number;
+  /** forward: the pooled image; pool_grad: dx; float32. */
+  readonly out: number;
+  /** avg: each output cell's count of cells inside the input, float64. */
+  readonly cnt: number;
+  /** scatter, max: each output cell's taps inside the input, one bit per tap (int32). */
+  readonly mask: number;
+  /** scatter: dx of the padded image, float64. */
+  readonly acc: number;
+  readonly bytes: number;
+}
+
+export interface PoolPlan {
+  readonly spec: PoolSpec;
+  readonly form: Form;
+  /** The padded image's extent along each spatial axis. */
+  readonly ext: readonly number[];
+  readonly layout: Layout;
+  readonly bytes: Uint8Array;
+  /** What makes the kernel (module and initial memory) what it is. */
+  readonly key: string;
+}
+
+/** Whether the windows tile the input: every input cell in exactly one window. */
+function tiles(p: PoolSpec): boolean {
+  return p.window.every((k, i) => p.strides[i] === k && p.dilation[i] === 1 && p.pads[i] === 0 && p.outSize[i]! * k === p.inSize[i]);
+}
+
+/**
+ * The tier's plan for a loop kernel, or undefined where it does not apply (then it is rendered as
+ * JavaScript): a kernel carrying a PoolSpec, float32 input, cotangent and result, channels a
+ * multiple of 4, at least POOL_MIN_ELEMENTS input elements.
+ */
+export function planPool(k: LoopKernel, bufDType: (buf: number) => DType): PoolPlan | undefined {
+  const p = k.pool;
+  if (p === undefined || !tierOn()) return undefined;
+  const f32 = (v: { buf: number; dtype: DType }) => v.dtype === 'float32' && bufDType(v.buf) === 'float32';
+  if (!f32(p.x) || (p.dy !== undefined && !f32(p.dy)) || bufDType(p.out) !== 'float32') return undefined;
+  if (p.channels % 4 !== 0 || p.batch * sizeOf(p.inSize) * p.channels < POOL_MIN_ELEMENTS || sizeOf(p.outSize) === 0) return undefined;
+  const form: Form = !p.grad ? 'forward' : tiles(p) ? 'tiled' : 'scatter';
+  if (form === 'scatter' && sizeOf(p.window) > MAX_SCATTER_TAPS) return undefined;
+  const ext = p.inSize.map((s, i) => Math.max(s + p.pads[i]!, (p.outSize[i]! - 1) * p.strides[i]! + (p.window[i]! - 1) * p.dilation[i]! + 1));
+  const C = p.channels;
+  const cells = sizeOf(p.outSize);
+  const padded = sizeOf(ext) * C;
+  let at = 0;
+  const region = (bytes: number) => { const r = at; at += Math.ceil(bytes / 16) * 16; return r; };
+  const needX = !(form === 'scatter' && p.mode === 'avg');
+  const x = needX ? region(padded * 4) : 0;
+  const dy = p.grad ? region(cells * C * 4) : 0;
+  const out = form === 'forward' ? region(cells * C * 4) : region(sizeOf(p.inSize) * C * 4);
+  const cnt = p.mode === 'avg' && form !== 'tiled' ? region(cells * 8) : 0;
+  const mask = form === 'scatter' && p.mode === 'max' ? region(cells * 4) : 0;
+  const acc = form === 'scatter' ? region(padded * 8) : 0;
+  if (at > MAX_BYTES) return undefined;
+  const layout: Layout = { x, dy, out, cnt, mask, acc, bytes: at };
+  const plan = { spec: p, form, ext, layout, bytes: new Uint8Array(0), key: '' };
+  const bytes = moduleBytes([{ name: 'run', params: 0, body: poolBody(plan) }]);
+  const key = JSON.stringify([form, p.mode, p.window, p.strides, p.dilation, p.pads, p.inSize, p.outSize, C]);
+  return { ...plan, bytes, key };
+}
+
+/** Elements between neighbours along each spatial axis of the padded image. */
+function axisStrides(ext: readonly number[], C: number): number[] {
+  const st = new Array<number>(ext.length);
+  let s = C;
+  for (let i = ext.length - 1; i >= 0; i--) { st[i] = s; s *= ext[i]!; }
+  return st;
+}
+
+/** Each tap's element offset from its window's origin in the padded image (row-major taps). */
+function tapOffsets(p: PoolSpec, st: readonly number[]): number[] {
+  const out: number[] = [];
+  const t = new Array<number>(p.window.length).fill(0);
+  for (let f = 0; f < sizeOf(p.window); f++) {
+    out.push(t.reduce((a, ti, i) => a + ti * p.dilation[i]! * st[i]!, 0));
+    for (let i = t.length - 1; i >= 0; i--) { if (++t[i]! < p.window[i]!) break; t[i] = 0; }
+  }
+  return out;
+}
+
+/** Vector groups of 4 channels per iteration of the channel loop: the largest divisor of C/4 up to 4. */
+function unrollOf(groups: number): number {
+  for (let u = Math.min(4, groups); u > 1; u--) if (groups % u === 0) return u;
+  return 1;
+}
+
+function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
+  const { spec: p, form, ext, layout: L } = plan;
+  const d = p.window.length;
+  const C = p.channels;
+  const T = sizeOf(p.window);
+  const st = axisStrides(form === 'tiled' ? p.inSize : ext, C);
+  const taps = tapOffsets(p, st).map((e) => e * 4);
+  // i32 locals: P_i (window origin, bytes) and N_i (count down) per axis, then J, PO, A, B, CC, PA, MK
+  const P = (i: number) => i, N = (i: number) => d + i;
+  const [J, PO, A, B, CC, PA, MK] = [2 * d, 2 * d + 1, 2 * d + 2, 2 * d + 3, 2 * d + 4, 2 * d + 5, 2 * d + 6];
+  const vbase = 2 * d + 7;
+  // v128 locals: one per tap, one mask per tap, then M, NANM, TAKEN, DYV, LO, HI, SEL, CNTV
+  const V = (t: number) => vbase + t, VT = (t: number) => vbase + T + t;
+  const [M, NANM, TAKEN, DYV, LO, HI, SEL, CNTV] = Array.from({ length: 8 }, (_, i) => vbase + 2 * T + i) as [number, number, number, number, number, number, number, number];
+  const b = new Body(0, [[7 + 2 * d, I32], [2 * T + 8, V128]]);
+  const f32 = (o: number) => memarg(2, o), f64 = (o: number) => memarg(3, o);
+  const zero = () => b.v(S.v128Const, ...ZERO16);
+
+  const group = (cg: number) => {
+    if (form === 'forward' && p.mode === 'max') {
+      b.get(B);
+      taps.forEach((o, t) => { b.get(A).v(S.load, ...f32(L.x + o + cg)); if (t > 0) b.v(S.f32Max); });
+      b.v(S.store, ...f32(L.out + cg));
+    } else if (form === 'forward') {
+      b.get(B);
+      for (const half of [0, 8]) {
+        taps.forEach((o, t) => { b.get(A).v(S.load64Zero, ...f64(L.x + o + cg + half)).v(S.promote); if (t > 0) b.v(S.f64Add); });
+        b.get(CNTV).v(S.f64Div).v(S.demote);
+      }
+      b.v(S.shuffle, ...LOW_HALVES).v(S.store, ...f32(L.out + cg));
+    } else if (p.mode === 'max') {
+      taps.forEach((o, t) => { b.get(A).v(S.load, ...f32(L.x + o + cg)).set(V(t)); });
+      b.get(V(0));
+      for (let t = 1; t < T; t++) b.get(V(t)).v(S.f32Max);
+      b.set(M);
+      b.get(M).get(M).v(S.f32Ne).set(NANM);
+      b.get(B).v(S.load, ...f32(L.dy + cg));
+      if (form === 'tiled') zero().v(S.f32Add); // 0 + dy: -0 becomes +0, as the reference's sum gives
+      b.set(DYV);
+      if (form === 'scatter') b.get(A).i32(1).ops(I32_SHL).set(PA);
+      for (let t = 0; t < T; t++) {
+        // hit: the tap holds the maximum (or NaN where the maximum is NaN); chosen: hit by no earlier tap
+        b.get(V(t)).get(M).v(S.f32Eq).get(NANM).get(V(t)).get(V(t)).v(S.f32Ne).v(S.and).v(S.or);
+        if (form === 'scatter') b.get(VT(t)).v(S.and);
+        if (t === 0) { if (T > 1) b.tee(TAKEN); b.set(SEL); }
+        else {
+          b.tee(HI).get(TAKEN).v(S.andnot).set(SEL);
+          if (t < T - 1) b.get(TAKEN).get(HI).v(S.or).set(TAKEN);
+        }
+        if (form === 'tiled') {
+          b.get(A).get(DYV).get(SEL).v(S.and).v(S.store, ...f32(L.out + taps[t]! + cg));
+        } else {
+          b.get(DYV).get(SEL).v(S.and).set(SEL);
+          const o = L.acc + 2 * (taps[t]! + cg);
+          b.get(PA).get(PA).v(S.load, ...f64(o)).get(SEL).v(S.promote).v(S.f64Add).v(S.store, ...f64(o));
+          b.get(PA).get(PA).v(S.load, ...f64(o + 16)).get(SEL).get(SEL).v(S.shuffle, ...HIGH_TO_LOW).v(S.promote).v(S.f64Add).v(S.store, ...f64(o + 16));
+        }
+      }
+    } else if (form === 'tiled') {
+      // avg over tiling windows: 0 + dy / count at every tap
+      for (const half of [0, 8]) {
+        b.get(B).v(S.load64Zero, ...f64(L.dy + cg + half)).v(S.promote);
+        b.ops(0x44, ...new Uint8Array(new Float64Array([T]).buffer)).v(S.f64x2Splat).v(S.f64Div);
+        zero().v(S.f64Add).v(S.demote);
+      }
+      b.v(S.shuffle, ...LOW_HALVES).set(DYV);
+      for (let t = 0; t < T; t++) b.get(A).get(DYV).v(S.store, ...f32(L.out + taps[t]! + cg));
+    } else {
+      // avg, scattered: dy / count (float64) added at every tap
+      b.get(B).v(S.load64Zero, ...f64(L.dy + cg)).v(S.promote).get(CNTV).v(S.f64Div).set(LO);
+      b.get(B).v(S.load64Zero, ...f64(L.dy + cg + 8)).v(S.promote).get(CNTV).v(S.f64Div).set(HI);
+      b.get(A).i32(1).ops(I32_SHL).set(PA);
+      for (let t = 0; t < T; t++) {
+        const o = L.acc + 2 * (taps[t]! + cg);
+        b.get(PA).get(PA).v(S.load, ...f64(o)).get(LO).v(S.f64Add).v(S.store, ...f64(o));
+        b.get(PA).get(PA).v(S.load, ...f64(o + 16)).get(HI).v(S.f64Add).v(S.store, ...f64(o + 16));
+      }
+    }
+  };
+
+  const cell = () => {
+    // per output cell J: its output pointer, its count or tap mask
+    b.get(J).i32(C * 4).ops(op.i32Mul).set(PO);
+    if (p.mode === 'avg' && form !== 'tiled') b.get(J).i32(3).ops(I32_SHL).ops(op.f64Load, ...memarg(3, L.cnt)).v(S.f64x2Splat).set(CNTV);
+    if (form === 'scatter' && p.mode === 'max') {
+      b.get(J).i32(2).ops(I32_SHL).ops(I32_LOAD, ...memarg(2, L.mask)).set(MK);
+      for (let t = 0; t < T; t++) b.i32(0).get(MK).i32(t).ops(I32_SHR_U).i32(1).ops(I32_AND).ops(op.i32Sub).v(S.i32x4Splat).set(VT(t));
+    }
+    const groups = C / 4;
+    const u = unrollOf(groups);
+    const inner = () => {
+      b.get(P(d - 1)).get(CC).ops(op.i32Add).set(A);
+      b.get(PO).get(CC).ops(op.i32Add).set(B);
+      for (let g = 0; g < u; g++) group(16 * g);
+    };
+    b.i32(0).set(CC);
+    if (groups === u) inner();
+    else {
+      b.ops(op.loop, 0x40);
+      inner();
+      b.addTo(CC, 16 * u);
+      b.get(CC).i32(C * 4).ops(op.i32LtU, op.brIf, 0, op.end);
+    }
+    b.addTo(J, 1);
+  };
+
+  const pst = axisStrides(ext, C);
+  if (form === 'scatter') b.i32(L.acc).i32(0).i32(sizeOf(ext) * C * 8).ops(0xfc, 0x0b, 0x00); // memory.fill: the sums start at +0
+  // loops over the output cells, outermost axis first
+  b.i32(0).set(P(0)).i32(0).set(J);
+  const axis = (i: number) => {
+    b.i32(p.outSize[i]!).set(N(i));
+    b.ops(op.loop, 0x40);
+    if (i + 1 < d) { b.get(P(i)).set(P(i + 1)); axis(i + 1); } else cell();
+    b.addTo(P(i), p.strides[i]! * st[i]! * 4);
+    b.get(N(i)).i32(1).ops(op.i32Sub).tee(N(i)).ops(op.brIf, 0, op.end);
+  };
+  axis(0);
+  if (form === 'scatter') {
+    // the sums of the image's cells (inside the padding) rounded to float32, in row-major order into dx
+    const row = p.inSize[d - 1]! * C;
+    b.i32(8 * pst.reduce((a, x, i) => a + p.pads[i]! * x, 0)).set(P(0)).i32(0).set(A);
+    const rows = (i: number) => {
+      if (i < d - 1) {
+        b.i32(p.inSize[i]!).set(N(i)).ops(op.loop, 0x40);
+        if (i + 1 < d - 1) { b.get(P(i)).set(P(i + 1)); rows(i + 1); } else rowCopy(P(i));
+        b.addTo(P(i), pst[i]! * 8);
+        b.get(N(i)).i32(1).ops(op.i32Sub).tee(N(i)).ops(op.brIf, 0, op.end);
+      } else rowCopy(P(0));
+    };
+    const rowCopy = (from: number) => {
+      b.get(from).set(B).i32(row / 4).set(CC).ops(op.loop, 0x40);
+      b.get(A).get(B).v(S.load, ...f64(L.acc)).v(S.demote).get(B).v(S.load, ...f64(L.acc + 16)).v(S.demote).v(S.shuffle, ...LOW_HALVES).v(S.store, ...f32(L.out));
+      b.addTo(B, 32).addTo(A, 16);
+      b.get(CC).i32(1).ops(op.i32Sub).tee(CC).ops(op.brIf, 0, op.end);
+    };
+    rows(0);
+  }
+  return b;
+}
+
+// --- runtime: each kernel with a memory of its own ---
+
+export interface PoolKernel {
+  /** One image: from the regions of x (and dy) to the result's region. */
+  run(): void;
+  readonly f32: Float32Array;
+  readonly f64: Float64Array;
+}
+
+const ids = new Map<string, number>();
+const kernels: PoolKernel[] = [];
+
+/** Each output cell's count of window cells inside the input (float64), or Infinity where there is none (avg of nothing is 0). */
+function cellCounts(p: PoolSpec): { cnt: Float64Array; mask: Int32Array } {
+  const cells = sizeOf(p.outSize);
+  const cnt = new Float64Array(cells);
+  const mask = new Int32Array(cells);
+  const d = p.window.length;
+  const o = new Array<number>(d).fill(0);
+  for (let j = 0; j < cells; j++) {
+    const t = new Array<number>(d).fill(0);
+    for (let f = 0; f < sizeOf(p.window); f++) {
+      let inside = true;
+      for (let i = 0; i < d; i++) {
+        const s = o[i]! * p.strides[i]! + t[i]! * p.dilation[i]! - p.pads[i]!;
+        if (s < 0 || s >= p.inSize[i]!) inside = false;
+      }
+      if (inside) { cnt[j] = cnt[j]! + 1; if (f < 32) mask[j] = mask[j]! | (1 << f); }
+      for (let i = d - 1; i >= 0; i--) { if (++t[i]! < p.window[i]!) break; t[i] = 0; }
+    }
+    if (cnt[j] === 0) cnt[j] = Infinity;
+    for (let i = d - 1; i >= 0; i--) { if (++o[i]! < p.outSize[i]!) break; o[i] = 0; }
+  }
+  return { cnt, mask };
+}
+
+/** The id of the plan's kernel (compiled, with its memory made and its constant regions written, once per process). */
+export function poolKernelId(plan: PoolPlan): number {
+  let id = ids.get(plan.key);
+  if (id !== undefined) return id;
+  const module = new WA!.Module(plan.bytes) as WasmModule;
+  const memory: WasmMemory = new WA!.Memory({ initial: Math.max(1, Math.ceil(plan.layout.bytes / 65536)) });
+  const f32 = new Float32Array(memory.buffer);
+  const f64 = new Float64Array(memory.buffer);
+  const L = plan.layout;
+  const p = plan.spec;
+  if (plan.form !== 'tiled' && !(plan.form === 'scatter' && p.mode === 'avg')) {
+    f32.fill(p.mode === 'max' ? -Infinity : 0, L.x / 4, L.x / 4 + sizeOf(plan.ext) * p.channels);
+  }
+  if (plan.form !== 'tiled') {
+    const { cnt, mask } = cellCounts(p);
+    if (p.mode === 'avg') f64.set(cnt, L.cnt / 8);
+    if (plan.form === 'scatter' && p.mode === 'max') new Int32Array(memory.buffer).set(mask, L.mask / 4);
+  }
+  const inst = new WA!.Instance(module, { env: { mem: memory } });
+  id = kernels.length;
+  kernels.push({ run: inst.exports['run'] as () => void, f32, f64 });
+  ids.set(plan.key, id);
+  return id;
+}
+
+/** The kernel with this id (runtime helper `rt.pool`). */
+export function poolKernel(id: number): PoolKernel {
+  return kernels[id]!;
+}
+
+/**
+ * The JavaScript side: for each image of [lo, hi), its input (and cotangent) copied into the
+ * kernel's memory, the module called, the result copied out. Same parameters as
+ * renderLoopKernel's function.
+ */
+export function renderPool(plan: PoolPlan, bufName: (id: number) => string): { source: string; buffers: number[]; rows: number } {
+  const id = poolKernelId(plan);
+  const { spec: p, form, ext, layout: L } = plan;
+  const C = p.channels;
+  const d = p.window.length;
+  const inImg = sizeOf(p.inSize) * C;
+  const outImg = sizeOf(p.outSize) * C;
+  const X = bufName(p.x.buf), OUT = bufName(p.out);
+  const lines = [`  const w = rt.pool(${id});`, '  const m = w.f32;', '  for (let n = lo; n < hi; n++) {'];
+  const at = (base: string, off: number) => (off === 0 ? base : `${base} + ${off}`);
+  // rows of the image (the innermost spatial axis times the channels, contiguous) to or from the padded layout
+  const rows = (body: (src: string, dst: string) => string, srcBase: string, dstBase: number, pst: readonly number[]) => {
+    const row = p.inSize[d - 1]! * C;
+    const outer = p.inSize.slice(0, d - 1);
+    const vars = outer.map((_, i) => `i${i}`);
+    const srcOff = vars.map((v, i) => `${v} * ${sizeOf(p.inSize.slice(i + 1)) * C}`);
+    const dstOff = vars.map((v, i) => `(${v} + ${p.pads[i]!}) * ${pst[i]!}`);
+    const src = [srcBase, ...srcOff].join(' + ');
+    const dst = [String(dstBase + p.pads[d - 1]! * C), ...dstOff].join(' + ');
+    let s = `${'  '.repeat(2 + outer.length)}${body(src, dst)}`;
+    for (let i = outer.length - 1; i >= 0; i--) s = `${'  '.repeat(2 + i)}for (let ${vars[i]} = 0; ${vars[i]} < ${outer[i]}; ${vars[i]}++)\n${s}`;
+    lines.push(s);
+    return row;
+  };
+  const flat = form === 'tiled' || (p.pads.every((x) => x === 0) && ext.every((e, i) => i === 0 || e === p.inSize[i]));
+  const pst = axisStrides(ext, C);
+  if (form === 'tiled' || !(form === 'scatter' && p.mode === 'avg')) {
+    const xs = at(`n * ${inImg}`, p.x.offset);
+    if (flat) lines.push(`    m.set(${X}.subarray(${xs}, ${xs} + ${inImg}), ${L.x / 4});`);
+    else { const row = p.inSize[d - 1]! * C; rows((src, dst) => `m.set(${X}.subarray(${src}, ${src} + ${row}), ${dst});`, xs, L.x / 4, pst); }
+  }
+  if (p.dy !== undefined) {
+    const ds = at(`n * ${outImg}`, p.dy.offset);
+    lines.push(`    m.set(${bufName(p.dy.buf)}.subarray(${ds}, ${ds} + ${outImg}), ${L.dy / 4});`);
+  }
+  lines.push('    w.run();');
+  if (form === 'forward') lines.push(`    ${OUT}.set(m.subarray(${L.out / 4}, ${L.out / 4 + outImg}), n * ${outImg});`);
+  else lines.push(`    ${OUT}.set(m.subarray(${L.out / 4}, ${L.out / 4 + inImg}), n * ${inImg});`);
+  lines.push('  }');
+  const what = `${p.grad ? 'pool_grad' : 'pool'} ${p.mode} ${p.window.join('x')} stride ${p.strides.join('x')}${form === 'scatter' ? ', scattered' : ''}`;
+  const buffers = [...new Set([p.x.buf, ...(p.dy !== undefined ? [p.dy.buf] : []), p.out])].sort((a, c) => a - c);
+  const source = `function k(${[...buffers.map(bufName), 'lo', 'hi'].join(', ')}) { // WebAssembly SIMD: ${what}\n${lines.join('\n')}\n}`;
+  return { source, buffers, rows: p.batch };
+}
