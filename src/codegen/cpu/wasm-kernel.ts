@@ -132,8 +132,29 @@ export class KeptPack {
   /** The arena's generation it was placed in (a released arena places it anew). */
   gen = -1;
   source: unknown = undefined;
+  /** Whose it is (KeptSlot.pick), and when it was last picked. */
+  owner: unknown = undefined;
+  used = 0;
   constructor(
     /** Doubles it takes. */
+    readonly size: number,
+  ) {}
+}
+
+/** Kept packs one product operand of a compiled function may have: one per variable it reads. */
+export const KEPT_PER_SLOT = 2;
+
+/**
+ * The kept packs of one product operand of a compiled function. Functions rebuilt over other
+ * variables share the compiled program (the program cache's twins: two models of one
+ * architecture, a network and its target copy), so the operand has a pack per variable cell it
+ * has read, up to KEPT_PER_SLOT, the least recently used given to the next; a constant's operand
+ * (owner null) has one.
+ */
+export class KeptSlot {
+  readonly packs: KeptPack[] = [];
+  constructor(
+    /** Doubles each pack takes. */
     readonly size: number,
   ) {}
 }
@@ -161,6 +182,7 @@ export class PackArena {
   reuse = true;
   /** Kept packs made so far (tests count them). */
   packsMade = 0;
+  private picks = 0;
   private view = new Float64Array(0);
   private view32 = new Float32Array(0);
   /** Whether the memory is shared with the thread pool (made so when more than one thread is configured). */
@@ -209,6 +231,26 @@ export class PackArena {
     return p.source !== source || !this.reuse;
   }
 
+  /** The pack of `slot` that `owner` (a variable's cell, or null) uses. */
+  pick(slot: KeptSlot, owner: unknown): KeptPack {
+    let lru: KeptPack | undefined;
+    for (const p of slot.packs) {
+      if (p.owner === owner) { p.used = ++this.picks; return p; }
+      if (lru === undefined || p.used < lru.used) lru = p;
+    }
+    let p = lru;
+    if (p === undefined || slot.packs.length < KEPT_PER_SLOT) slot.packs.push(p = new KeptPack(slot.size));
+    p.owner = owner;
+    p.source = undefined;
+    p.used = ++this.picks;
+    return p;
+  }
+
+  /** Gives back the places of every pack of `slot`. */
+  freeSlot(slot: KeptSlot): void {
+    for (const p of slot.packs) this.free(p);
+  }
+
   /** Records that `p` now holds the pack of `source`. */
   packed(p: KeptPack, source: unknown): void {
     p.source = source;
@@ -247,6 +289,9 @@ export class PackArena {
   }
 
   f64(n: number): Float64Array {
+    // A matrix product's step starts here: operands staged by an earlier one that never reached
+    // its tiles() (an error in between) are dropped, not packed over this one's buffers.
+    this.pending = [];
     n += this.base;
     const m = wasmTileModule();
     // Shared (for the worker threads) where more than one thread is configured and n fits a shared memory.
