@@ -18,7 +18,8 @@
 // - Columns: the reduction runs across rows (a sum over the batch axis, a bias gradient): output
 //   loop [v] contiguous, the body read at (r, v). Vectorised across v: one float64 accumulator
 //   per column in the tier's memory, each row added in order r = 0, 1, ..., so every column is
-//   folded in the reference's own order, bit-identical to it.
+//   folded in the reference's own order, bit-identical to it. Output loops [a, v] (a sum over
+//   the middle axis of [A, R, C]): the same for each outer index a.
 //
 // - Vector: folds over a whole vector (no output loop): fixed chunks of CHUNK terms, each folded
 //   as a row into a float64 partial, the partials folded in chunk order by the wrapper.
@@ -28,7 +29,7 @@
 // the results out. TensorFlow.js' WebAssembly backend reduces along the inner axis only (it
 // transposes first for other axes); XLA's column reductions vectorised across the kept axis are
 // the anchor for the second form.
-import type { Var } from '../index-expr.js';
+import { IExpr, type Var } from '../index-expr.js';
 import type { Expr, ReduceOp } from '../expr.js';
 import { exprOrder, REDUCE_INIT } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
@@ -60,11 +61,19 @@ const f32x4 = (x: number): number[] => Array.from(new Uint8Array(new Float32Arra
 const LANE1 = [0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255, 255, 255, 255, 255];
 
 /** A region of the tier's memory: row r's element j of it is element `off + r * row + j` of buffer `buf`; row -1: one value per row, element `off + r`. */
-export interface RedRegion { readonly buf: number; readonly off: number; readonly row: number }
+export interface RedRegion {
+  readonly buf: number;
+  readonly off: number;
+  readonly row: number;
+  /** columns with an outer loop: its stride (element a * outer + ...). */
+  readonly outer?: number;
+}
 
 export interface RedPlan {
   /** vector: folds over a whole vector (rows: its length; cols: the last chunk's, 0 if none). */
   readonly form: 'rows' | 'columns' | 'vector';
+  /** columns: the size of an outer output loop (the columns of each of its indices), if any. */
+  readonly outer?: number;
   /** vector: each fold's op (the wrapper folds the chunks' partials). */
   readonly ops?: readonly ReduceOp[];
   /** rows: the number of rows; columns: the rows summed (the reduction's length). */
@@ -133,6 +142,11 @@ export function planReduce(k: LoopKernel, bufDType: (buf: number) => DType): Red
   if (k.vars.length === 1 && rowAccess(probe.index, k.vars[0]!, rv) !== undefined && rowAccess(probe.index, k.vars[0]!, rv)!.row > 0) {
     return planColumns(k, order, reduces, roots);
   }
+  const outer = k.vars[0]!;
+  if (k.vars.length === 2 && rowAccess(stripVar(probe.index, outer), k.vars[1]!, rv) !== undefined && rowAccess(stripVar(probe.index, outer), k.vars[1]!, rv)!.row > 0) {
+    // columns of each outer index (a sum over the middle axis of [A, R, C])
+    return planColumns(k, order, reduces, roots, outer);
+  }
   return planRows(k, order, reduces, roots);
 }
 
@@ -199,10 +213,19 @@ function planRows(k: LoopKernel, order: readonly Expr[], reduces: readonly Reduc
   return { form: 'rows', rows: u.size, cols: L, elements: v !== undefined, loads, stores, accs: 0, bytes, shared, label: k.label };
 }
 
-function planColumns(k: LoopKernel, order: readonly Expr[], reduces: readonly Reduce[], roots: readonly Expr[]): RedPlan | undefined {
-  const v = k.vars[0]!;
+/** `x` without its term in `a` (whose coefficient the caller reads with x.coef(a)). */
+function stripVar(x: IExpr, a: Var): IExpr {
+  return new IExpr(x.terms.filter(([t]) => !(t.kind === 'var' && t.v.id === a.id)), x.c);
+}
+
+function planColumns(k: LoopKernel, order: readonly Expr[], reduces: readonly Reduce[], roots: readonly Expr[], outer?: Var): RedPlan | undefined {
+  const v = k.vars[k.vars.length - 1]!;
+  // an outer loop's stride in each region (0 without one)
+  const strip = (x: IExpr) => (outer === undefined ? x : stripVar(x, outer));
+  const outerOf = (x: IExpr) => (outer === undefined ? 0 : x.coef(outer));
+  if (outer !== undefined && order.some((e) => e.t === 'load' && (e.index.nonAffineIn(outer) || e.index.coef(outer) < 0))) return undefined;
   const R = reduces[0]!.vars[0]!.size;
-  if (reduces.some((r) => r.vars[0]!.size !== R) || v.size * R < MIN_ELEMENTS) return undefined;
+  if (reduces.some((r) => r.vars[0]!.size !== R) || (outer?.size ?? 1) * v.size * R < MIN_ELEMENTS) return undefined;
   const loads: RedRegion[] = [];
   const inBody = new Map<Expr, Reduce>();
   for (const r of reduces) for (const e of exprOrder([r.body])) if (e.t !== 'const') {
@@ -213,23 +236,24 @@ function planColumns(k: LoopKernel, order: readonly Expr[], reduces: readonly Re
     if (e.t === 'load') {
       const r = inBody.get(e);
       // a load in a body is read at (r, v), r's stride at least a row of columns; one after the folds at v (row 0: once per column)
-      const acc = r === undefined ? rowAccess(e.index, v, undefined) : rowAccess(e.index, v, r.vars[0]!);
+      const acc = r === undefined ? rowAccess(strip(e.index), v, undefined) : rowAccess(strip(e.index), v, r.vars[0]!);
       if (acc === undefined || (r !== undefined && acc.row < v.size)) return undefined;
-      if (findRegion(loads, e.buf, acc) < 0) loads.push({ buf: e.buf, ...acc });
+      const region = { ...acc, outer: outerOf(e.index) };
+      if (findRegion(loads, e.buf, region) < 0) loads.push({ buf: e.buf, ...region });
     } else if (e.t === 'reduce' && inBody.has(e)) return undefined; // nested
   }
   // A body reads only its own loop's loads; the values after the folds only the folds, constants and loads at v.
   for (const r of reduces) for (const e of exprOrder([r.body])) if (e.t === 'reduce') return undefined;
   const stores: RedRegion[] = [];
   for (const s of k.stores) {
-    const acc = rowAccess(s.index, v, undefined);
-    if (acc === undefined) return undefined;
-    stores.push({ buf: s.buf, off: acc.off, row: 1 });
+    const acc = rowAccess(strip(s.index), v, undefined);
+    if (acc === undefined || (outer !== undefined && (s.index.nonAffineIn(outer) || s.index.coef(outer) < v.size))) return undefined;
+    stores.push({ buf: s.buf, off: acc.off, row: 1, outer: outerOf(s.index) });
   }
   if (loads.length + stores.length + reduces.length > MAX_REGIONS) return undefined;
   const bytes = moduleBytes([{ name: 'run', params: 3, body: columnsBody(k, order, reduces, inBody, loads, stores.length) }], true);
   void roots;
-  return { form: 'columns', rows: R, cols: v.size, elements: false, loads, stores, accs: reduces.length, bytes, shared: false, label: k.label };
+  return { form: 'columns', rows: R, cols: v.size, elements: false, loads, stores, accs: reduces.length, bytes, shared: false, label: k.label, ...(outer !== undefined ? { outer: outer.size } : {}) };
 }
 
 /**
@@ -292,8 +316,8 @@ function vectorFin(k: LoopKernel, order: readonly Expr[], scope: ReadonlyMap<Exp
   return b;
 }
 
-function findRegion(rs: readonly RedRegion[], buf: number, acc: { off: number; row: number }): number {
-  return rs.findIndex((l) => l.buf === buf && l.off === acc.off && l.row === acc.row);
+function findRegion(rs: readonly RedRegion[], buf: number, acc: { off: number; row: number; outer?: number }): number {
+  return rs.findIndex((l) => l.buf === buf && l.off === acc.off && l.row === acc.row && (l.outer ?? 0) === (acc.outer ?? 0));
 }
 
 /** The region of a load (its index among the plan's loads). */
@@ -475,7 +499,12 @@ function rowsBody(k: LoopKernel, L: number, elements: boolean, order: readonly E
  * them and stored (region loads + j, float32).
  */
 function columnsBody(k: LoopKernel, order: readonly Expr[], reduces: readonly Reduce[], inBody: ReadonlyMap<Expr, Reduce>, loads: readonly RedRegion[], nStores: number): Body {
-  const v = k.vars[0]!;
+  const v = k.vars[k.vars.length - 1]!;
+  const outer = k.vars.length === 2 ? k.vars[0]! : undefined;
+  const colRegion = (e: Expr & { t: 'load' }, r: Var | undefined) => {
+    const x = outer === undefined ? e.index : stripVar(e.index, outer);
+    return findRegion(loads, e.buf, { ...rowAccess(x, v, r)!, outer: outer === undefined ? 0 : e.index.coef(outer) });
+  };
   const computed = order.filter((e) => e.t !== 'const');
   const consts = constsOf(order);
   for (const r of reduces) consts.add(REDUCE_INIT[r.op]);
@@ -515,7 +544,7 @@ function columnsBody(k: LoopKernel, order: readonly Expr[], reduces: readonly Re
     reduces.forEach((r, i) => {
       for (const e of exprOrder([r.body])) {
         if (e.t === 'const') continue;
-        if (e.t === 'load') b.get(A).v(extra.load64Zero, ...memarg(3, loadRegion(loads, e, v, r.vars[0]!) * REGB)).v(S.promote);
+        if (e.t === 'load') b.get(A).v(extra.load64Zero, ...memarg(3, colRegion(e, r.vars[0]!) * REGB)).v(S.promote);
         else renderNode(b, c, e, push, (x) => loc.get(x)!, scratch);
         b.set(loc.get(e)!);
       }
@@ -531,7 +560,7 @@ function columnsBody(k: LoopKernel, order: readonly Expr[], reduces: readonly Re
     for (const e of computed) {
       if (inBody.has(e)) continue;
       if (e.t === 'reduce') { accAddr(); b.v(extra.load, ...memarg(4, accOff(reduces.indexOf(e)))); }
-      else if (e.t === 'load') b.get(Q).v(extra.load64Zero, ...memarg(3, loadRegion(loads, e, v, undefined) * REGB)).v(S.promote);
+      else if (e.t === 'load') b.get(Q).v(extra.load64Zero, ...memarg(3, colRegion(e, undefined) * REGB)).v(S.promote);
       else renderNode(b, c, e, push, (x) => loc.get(x)!, scratch);
       b.set(loc.get(e)!);
     }
@@ -706,11 +735,12 @@ export function renderReduce(p: RedPlan, bufName: (id: number) => string): { sou
     return { source, buffers, rows: p.rows };
   }
   // columns: blocks of at most COL_BLOCK columns; each block's rows in chunks of at most CHUNK floats
+  // (with an outer loop: all of it for each outer index a, regions offset by a times their stride)
   const C = p.cols;
   const R = p.rows;
-  const lines = [
-    `  const w = rt.red(${id});`,
-    '  const m = w.mem;',
+  const ind = p.outer !== undefined ? '  ' : '';
+  const atR = (x: string, r: RedRegion) => (r.outer ? `${x} + a * ${r.outer}${r.off !== 0 ? ` + ${r.off}` : ''}` : at(x, r.off));
+  const body = [
     `  for (let c0 = 0; c0 < ${C}; c0 += ${COL_BLOCK}) {`,
     `    const c1 = ${C} < c0 + ${COL_BLOCK} ? ${C} : c0 + ${COL_BLOCK};`,
     '    const cw = c1 - c0;',
@@ -720,15 +750,22 @@ export function renderReduce(p: RedPlan, bufName: (id: number) => string): { sou
     `      const r1 = ${R} < r0 + per ? ${R} : r0 + per;`,
     ...p.loads.map((l, j) => (l.row === 0 ? ''
       : l.row === C
-      ? `      if (cw === ${C}) m.set(${bufName(l.buf)}.subarray(${at(`r0 * ${C}`, l.off)}, ${at(`r1 * ${C}`, l.off)}), ${j * REG});\n      else for (let r = r0, o = ${j * REG}; r < r1; r++, o += cw) m.set(${bufName(l.buf)}.subarray(${at(`r * ${l.row} + c0`, l.off)}, ${at(`r * ${l.row} + c1`, l.off)}), o);`
-      : `      for (let r = r0, o = ${j * REG}; r < r1; r++, o += cw) m.set(${bufName(l.buf)}.subarray(${at(`r * ${l.row} + c0`, l.off)}, ${at(`r * ${l.row} + c1`, l.off)}), o);`)).filter((x) => x !== ''),
+      ? `      if (cw === ${C}) m.set(${bufName(l.buf)}.subarray(${atR(`r0 * ${C}`, l)}, ${atR(`r1 * ${C}`, l)}), ${j * REG});\n      else for (let r = r0, o = ${j * REG}; r < r1; r++, o += cw) m.set(${bufName(l.buf)}.subarray(${atR(`r * ${l.row} + c0`, l)}, ${atR(`r * ${l.row} + c1`, l)}), o);`
+      : `      for (let r = r0, o = ${j * REG}; r < r1; r++, o += cw) m.set(${bufName(l.buf)}.subarray(${atR(`r * ${l.row} + c0`, l)}, ${atR(`r * ${l.row} + c1`, l)}), o);`)).filter((x) => x !== ''),
     '      w.run(1, r1 - r0, cw);',
     '    }',
-    ...p.loads.flatMap((l, j) => (l.row === 0 ? [`    m.set(${bufName(l.buf)}.subarray(${at('c0', l.off)}, ${at('c1', l.off)}), ${j * REG});`] : [])),
+    ...p.loads.flatMap((l, j) => (l.row === 0 ? [`    m.set(${bufName(l.buf)}.subarray(${atR('c0', l)}, ${atR('c1', l)}), ${j * REG});`] : [])),
     '    w.run(2, 0, cw);',
-    ...p.stores.map((x, j) => `    ${bufName(x.buf)}.set(m.subarray(${(p.loads.length + j) * REG}, ${(p.loads.length + j) * REG} + cw), ${at('c0', x.off)});`),
+    ...p.stores.map((x, j) => `    ${bufName(x.buf)}.set(m.subarray(${(p.loads.length + j) * REG}, ${(p.loads.length + j) * REG} + cw), ${atR('c0', x)});`),
     '  }',
   ];
-  const source = `function k(${buffers.map(bufName).join(', ')}) { // WebAssembly SIMD column reduction, ${R} rows of ${C}: ${label}\n${lines.join('\n')}\n}`;
-  return { source, buffers };
+  const lines = [
+    `  const w = rt.red(${id});`,
+    '  const m = w.mem;',
+    ...(p.outer !== undefined ? ['  for (let a = lo; a < hi; a++) {', ...body.map((l) => ind + l.replace(/\n {6}/g, `\n${ind}      `)), '  }'] : body),
+  ];
+  const params = [...buffers.map(bufName), ...(p.outer !== undefined ? ['lo', 'hi'] : [])];
+  const what = p.outer !== undefined ? `${p.outer} x ${R} rows of ${C}` : `${R} rows of ${C}`;
+  const source = `function k(${params.join(', ')}) { // WebAssembly SIMD column reduction, ${what}: ${label}\n${lines.join('\n')}\n}`;
+  return p.outer !== undefined ? { source, buffers, rows: p.outer } : { source, buffers };
 }
