@@ -129,7 +129,7 @@ export interface MatmulKernel {
  * from element `offset`, channels_last with `channels` channels) read cell by cell. `over`
  * 'rows': A[i, t] with rows i = (n, o...) over `batch` x outSize and terms t = (tap..., ch)
  * over window x channels (conv: step = strides, tapStep = dilation, start = -padding before;
- * conv_transpose with strides 1: tapStep = -dilation, start = its padding before). 'terms':
+ * conv_transpose: tapStep = -dilation, start = its padding before, the cell pos / strides). 'terms':
  * the kernel gradient's A[i, t] with rows i = (tap..., ch) and terms t = (n, o...) (conv_kernel_grad).
  */
 export interface IndirectA {
@@ -144,6 +144,8 @@ export interface IndirectA {
   readonly step: readonly number[];
   readonly tapStep: readonly number[];
   readonly start: readonly number[];
+  /** Over 'rows': the input cell is pos_k / div_k where that is whole, none (0) elsewhere (conv_transpose's strides; 1 for conv). */
+  readonly div: readonly number[];
 }
 
 const prodOf = (xs: readonly number[]) => xs.reduce((p, v) => p * v, 1);

@@ -99,7 +99,7 @@ export const convT = convMatmul('conv', {
     return {
       over: 'rows', batch: x[0]!, channels: x[d + 1]!, inSize: x.slice(1, d + 1), outSize: c.outShape.slice(1, d + 1), window: w.slice(0, d),
       step: a.strides.slice(0, d), tapStep: a.dilation.slice(0, d),
-      start: x.slice(1, d + 1).map((n, k) => -padsFor(n, w[k]!, a.strides[k]!, a.dilation[k]!, a.padding)[0]),
+      start: x.slice(1, d + 1).map((n, k) => -padsFor(n, w[k]!, a.strides[k]!, a.dilation[k]!, a.padding)[0]), div: x.slice(1, d + 1).map(() => 1),
     };
   },
   aValue(at, g, i, t, c) {
@@ -114,16 +114,16 @@ export const convT = convMatmul('conv', {
 
 export const convTransposeT = convMatmul('conv_transpose', {
   shapeOnly: (input) => input === 2,
-  // With strides 1, the input gradient is a convolution of dy (dy's cell s + pad - tap*dil).
+  // The input gradient reads dy's cell (s + pad - tap*dil) / stride where that is whole.
   indirect(c) {
     const a = (c as ConvCtx).attrs;
-    if (groupsOf(c) !== 1 || a.strides.some((s) => s !== 1)) return undefined;
+    if (groupsOf(c) !== 1) return undefined;
     const [dy, w] = c.inShapes as [number[], number[]];
     const d = dy.length - 2;
     return {
       over: 'rows', batch: dy[0]!, channels: dy[d + 1]!, inSize: dy.slice(1, d + 1), outSize: c.outShape.slice(1, d + 1), window: w.slice(0, d),
       step: dy.slice(1, d + 1).map(() => 1), tapStep: a.dilation.slice(0, d).map((v) => -v),
-      start: dy.slice(1, d + 1).map((_, k) => padsFor(c.outShape[k + 1]!, w[k]!, 1, a.dilation[k]!, a.padding)[0]),
+      start: dy.slice(1, d + 1).map((_, k) => padsFor(c.outShape[k + 1]!, w[k]!, a.strides[k]!, a.dilation[k]!, a.padding)[0]), div: a.strides.slice(0, d),
     };
   },
   dims(c) {
@@ -167,7 +167,7 @@ export const convKernelGradT = convMatmul('conv_kernel_grad', {
     return {
       over: 'terms', batch: x[0]!, channels: x[d + 1]!, inSize: x.slice(1, d + 1), outSize: dy.slice(1, d + 1), window,
       step: a.strides.slice(0, d), tapStep: a.dilation.slice(0, d),
-      start: x.slice(1, d + 1).map((n, k) => -padsFor(n, window[k]!, a.strides[k]!, a.dilation[k]!, a.padding)[0]),
+      start: x.slice(1, d + 1).map((n, k) => -padsFor(n, window[k]!, a.strides[k]!, a.dilation[k]!, a.padding)[0]), div: x.slice(1, d + 1).map(() => 1),
     };
   },
   aValue(at, g, i, t, c) {

@@ -3,7 +3,7 @@
 // packed), and its sums are those of the im2col product through the JavaScript kernel, bit for
 // bit (the same float32 sums in the same order), for every geometry the indirection handles:
 // strides, dilation, 'same' and 'valid' padding, 1 to 3 spatial axes, odd channel counts, edge
-// tiles in both directions, an epilogue, and conv_transpose with strides 1 (the input gradient);
+// tiles in both directions, an epilogue, and conv_transpose (the input gradient, strides dividing);
 // the kernel gradient (conv_kernel_grad) through a table of window origins over the input copied
 // with its padding as zeros; the same numbers with 1 and 2 threads, the workers taking part.
 import { expect } from 'chai';
@@ -41,6 +41,12 @@ const CASES: Case[] = [
   { name: 'kernel gradient of conv2d dilation (2, 3), same, two channels', x: [2, 10, 11, 2], w: [3, 2, 2, 5], build: (x, w) => gradW(K.conv2d(x, w, 1, 'same', null, [2, 3]), w), uses: ['igemmA', 'windowGradA'] },
   { name: 'kernel gradient of conv1d dilation 3, causal', x: [3, 30, 5], w: [3, 5, 9], build: (x, w) => gradW(K.conv1d(x, w, 1, 'causal', null, 3), w), uses: ['windowGradA'] },
   { name: 'kernel gradient of conv3d strides (1, 2, 1), same', x: [2, 5, 7, 4, 3], w: [2, 3, 2, 3, 5], build: (x, w) => gradW(K.conv3d(x, w, [1, 2, 1], 'same'), w), uses: ['windowGradA'] },
+  {
+    name: 'the input gradient of a conv of strides (2, 3), same (conv_transpose reading dy where the strides divide)', x: [2, 11, 13, 4], w: [3, 4, 4, 6],
+    build: (x, w) => K.gradients(K.sum(K.square(K.conv2d(x, w, [2, 3], 'same'))), [x]) as Node[],
+  },
+  { name: 'conv1d_transpose-like: the input gradient of conv1d strides 2, dilation 2, valid', x: [3, 21, 3], w: [3, 3, 5], build: (x, w) => K.gradients(K.sum(K.square(K.conv1d(x, w, 2, 'valid', null, 2))), [x]) as Node[] },
+  { name: 'conv2d_transpose strides 2, same', x: [2, 6, 5, 7], w: [3, 3, 4, 7], build: (x, w) => [K.conv2d_transpose(x, w, [2, 12, 10, 4], 2, 'same')] },
   { name: 'conv2d_transpose strides 1, valid', x: [2, 7, 8, 9], w: [3, 3, 5, 9], build: (x, w) => [K.conv2d_transpose(x, w, [2, 9, 10, 5], 1, 'valid')] },
 ];
 

@@ -35,10 +35,10 @@ describe('codegen/cpu packs kept across calls', () => {
   after(() => clearCompileCache());
 
   /** x -> relu(x . W) . C + b: W a variable, C a constant (float64: sums equal to the reference's). */
-  function model(seed: number) {
+  function model(seed: number, cSeed = seed + 1) {
     const x = K.placeholder([null, 7], null, 'float64', false, 'x');
     const W = K.variable(fill([7, 6], seed), 'float64', 'W');
-    const C = K.constant(fill([6, 4], seed + 1), 'float64');
+    const C = K.constant(fill([6, 4], cSeed), 'float64');
     const b = K.variable(fill([4], seed + 2), 'float64', 'b');
     const y = K.dot(K.relu(K.dot(x, W)), C).add(b);
     return { x, W, b, y, f: K.function([x], [y]), ref: K.function([x], [y], [], { optimizer: 'none' }) };
@@ -50,7 +50,7 @@ describe('codegen/cpu packs kept across calls', () => {
     const check = (what: string) => same(m.f([xs])[0]!, m.ref([xs])[0]!, what);
     expect(packsDuring(() => check('first call')), 'W and C packed at the first call').to.equal(2);
     expect(packsDuring(() => check('second call')), 'nothing packed again').to.equal(0);
-    expect(m.f.source()).to.match(/rt\.arena\.stale\(kp\[0\], b\d+\)/);
+    expect(m.f.source()).to.match(/q0 = rt\.arena\.pick\(kp\[0\], cells\[\d+\]\), p0 = rt\.arena\.stale\(q0, b\d+\)/);
 
     K.set_value(m.W, fill([7, 6], 20));
     expect(packsDuring(() => check('after set_value')), 'W packed again after set_value').to.equal(1);
@@ -89,15 +89,25 @@ describe('codegen/cpu packs kept across calls', () => {
     }
   });
 
-  it('a twin function (same graph over other variables) shares the compiled program, not the packs\' values', () => {
-    const a = model(1);
-    const b = model(31);
+  it('twin functions (one compiled program over other variables) keep a pack each, and a third takes the least recently used', () => {
+    // the same constant, other variables: one compiled program
+    const a = model(1, 99);
+    const b = model(31, 99);
+    const c = model(61, 99);
     const xs = fill([3, 7], 5);
-    expect(a.f.source()).to.equal(b.f.source()); // one program
-    for (let c = 0; c < 3; c++) {
-      same(a.f([xs])[0]!, a.ref([xs])[0]!, `a, call ${c}`);
-      same(b.f([xs])[0]!, b.ref([xs])[0]!, `b, call ${c}`);
+    for (let k = 0; k < 3; k++) {
+      const made = packsDuring(() => {
+        same(a.f([xs])[0]!, a.ref([xs])[0]!, `a, call ${k}`);
+        same(b.f([xs])[0]!, b.ref([xs])[0]!, `b, call ${k}`);
+      });
+      // the first round packs C once and each W; later rounds nothing
+      expect(made, `packs made in round ${k}`).to.equal(k === 0 ? 3 : 0);
     }
+    K.set_value(b.W, fill([7, 6], 62));
+    expect(packsDuring(() => same(b.f([xs])[0]!, b.ref([xs])[0]!, 'b after set_value')), 'b\'s W packed again').to.equal(1);
+    expect(packsDuring(() => same(a.f([xs])[0]!, a.ref([xs])[0]!, 'a after b\'s set_value')), 'a\'s W still kept').to.equal(0);
+    // a third twin: its W takes b's place (a was used last), then b takes c's... each result still right
+    for (const m of [c, b, a, c]) same(m.f([xs])[0]!, m.ref([xs])[0]!, 'third twin, in turn');
   });
 
   it('keeps packs through a change of arena (a plain array to WebAssembly memory, shared memory for threads, growth) and gives them back with the function', () => {
@@ -202,7 +212,7 @@ describe('codegen/cpu packs kept across calls', () => {
     const ref = K.function([x], [last], [], { optimizer: 'none' });
     const xs = fill([3, T, H], 3);
     expect(packsDuring(() => same(f([xs])[0]!, ref([xs])[0]!, 'first call')), 'U packed once for every copy of the step').to.equal(1);
-    expect(f.source().match(/rt\.arena\.stale\(kp\[0\]/g)?.length ?? 0, 'copies of the step reading the pack').to.be.at.least(T - 1);
+    expect(f.source().match(/rt\.arena\.pick\(kp\[0\]/g)?.length ?? 0, 'copies of the step reading the pack').to.be.at.least(T - 1);
     K.set_value(U, new NDArray(fill([H, H], 4).data.map((v) => v / H), [H, H], 'float64'));
     expect(packsDuring(() => same(f([xs])[0]!, ref([xs])[0]!, 'after set_value')), 'U packed again, once').to.equal(1);
   });

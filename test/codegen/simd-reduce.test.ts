@@ -178,6 +178,29 @@ describe('codegen/wasm SIMD reduction tier', () => {
     });
   });
 
+  // folds of a whole vector: chunks of the tier folded into float64 partials, then the partials in order
+  const whole: [string, (x: Node) => Node, number[], boolean][] = [
+    ['sum of every element, a last chunk of 9', (x) => K.sum(x), [3, 4099], false],
+    ['mean of squares of every element, whole chunks only', (x) => K.mean(K.square(x)), [4, 4096], false],
+    ['max of every element, with NaN, infinities and signed zeros', (x) => K.max(x), [5, 3001], true],
+    ['min of every element', (x) => K.min(x), [7, 2001], true],
+    ['sum and max of every element in one kernel (sum minus max)', (x) => K.sum(x).sub(K.max(x)), [9, 1001], false],
+  ];
+  for (const [name, f, shape, identical] of whole) {
+    it(`${name}: WebAssembly, ${identical ? 'bit-identical to' : 'within the stated bound of'} the reference`, () => {
+      const n = shape.reduce((a, b) => a * b, 1);
+      const xs = values(n, 19, 2, name.includes('NaN'));
+      const got = run(f, shape, xs, 'tier');
+      expect(got.source).to.include('rt.red(');
+      const ref = run(f, shape, xs, 'reference').out;
+      if (identical) { expectSame(got.out, ref, name); return; }
+      let abs = 0;
+      for (const v of xs) abs += name.includes('squares') ? v * v / n : Math.abs(v);
+      const d = Math.abs(got.out[0]! - ref[0]!);
+      expect(d, `${got.out[0]} against ${ref[0]}`).to.be.at.most(ulp32(ref[0]!) + 2 * gamma(n) * abs + (name.includes('max') ? ulp32(ref[0]!) : 0));
+    });
+  }
+
   it('a row sum whose exact value needs the float64 fold: cancellation stays within the bound', () => {
     const L = 1024;
     const xs = new Float32Array(16 * L);

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setThreads, threadCount, PARALLEL_MIN_MACS } from '../../src/codegen/cpu/threads.js';
-import { setMatmulFma, setWasmKernel, threadPool } from '../../src/codegen/cpu/wasm-kernel.js';
+import { packArena, setMatmulFma, setWasmKernel, threadPool } from '../../src/codegen/cpu/wasm-kernel.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
 import { PARALLEL_MIN_ELEMENTS } from '../../src/codegen/wasm/elementwise.js';
 import { reloadConfig } from '../../src/api/config.js';
@@ -199,6 +199,25 @@ describe('codegen/cpu worker threads', function () {
     } finally {
       setWasmKernel(true);
     }
+  });
+
+  it('operands staged by a product that never reached its sums (an error in between) are dropped when the next product starts', () => {
+    setThreads(1);
+    packArena.f64(4096);
+    let a32 = packArena.f32();
+    let z = 2 * packArena.base;
+    a32.fill(0, z, z + 64);
+    // an 8 x 4 operand of ones staged to pack into the first 32 elements, then no tiles() call
+    packArena.stage(new Float32Array(32).fill(1), 0, 32, 4 * (z + 1024), 0, 0, 4, 1, 4 * z, 1, 8, 4, 8);
+    packArena.f64(4096); // the next product's step
+    a32 = packArena.f32();
+    z = 2 * packArena.base;
+    packArena.tiles(4 * z, 128, 4 * z + 256, 64, 0, 4, 4 * z + 512, 1, 1, 64, 3); // no blocks, so only staged operands would be packed
+    expect(Array.from(a32.subarray(z, z + 32))).to.deep.equal(new Array(32).fill(0));
+    // the same staging followed by its own tiles() call packs it
+    packArena.stage(new Float32Array(32).fill(1), 0, 32, 4 * (z + 1024), 0, 0, 4, 1, 4 * z, 1, 8, 4, 8);
+    packArena.tiles(4 * z, 128, 4 * z + 256, 64, 0, 4, 4 * z + 512, 1, 1, 64, 3);
+    expect(Array.from(a32.subarray(z, z + 32))).to.deep.equal(new Array(32).fill(1));
   });
 
   it('a product of more claims than the claim word holds (5000 small batches) runs on the calling thread, as the JavaScript kernel sums', () => {

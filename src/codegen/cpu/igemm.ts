@@ -10,17 +10,24 @@ import { paddedInput } from '../kernel.js';
 
 /**
  * Fills A's packing buffer `dst` (a float32 view of the arena): x[xOff ..] (geometry g: batch,
- * channels, d, then inSize, outSize, window, step, tapStep, start, d each: kernel.ts'
+ * channels, d, then inSize, outSize, window, step, tapStep, start and div, d each: kernel.ts'
  * IndirectA), zeros, then the pointers (panel p's tap k at word p*KS*mr + k*mr + r). Returns
  * the pointers' byte offset in the arena.
  */
 export function igemmA(dst: Float32Array, x: Float32Array, xOff: number, g: readonly number[], mr: number): number {
   const [N, C, d] = g as [number, number, number];
   if (!(d >= 1 && d <= 3)) throw new Error(`internal: igemmA takes 1 to 3 spatial axes (got ${d})`);
-  // Up to three spatial axes; the missing leading ones are of size 1 (window 1, step 1, tapStep 0, start 0).
-  const missing = [1, 1, 1, 1, 0, 0];
+  // Up to three spatial axes; the missing leading ones are of size 1 (window 1, step 1, tapStep 0, start 0, div 1).
+  const missing = [1, 1, 1, 1, 0, 0, 1];
   const ax = (k: number) => [0, 1, 2].map((i) => (i < 3 - d ? missing[k]! : g[3 + k * d + i - (3 - d)]!));
-  const [inS, outS, win, st, ts, s0] = [ax(0), ax(1), ax(2), ax(3), ax(4), ax(5)];
+  const [inS, outS, win, st, ts, s0, dv] = [ax(0), ax(1), ax(2), ax(3), ax(4), ax(5), ax(6)];
+  // The input cell along an axis: (o*step + tap*tapStep + start) / div where that is a whole cell of the input, else -1.
+  const cell = (k: number, o: number, t: number): number => {
+    const q = o * st[k]! + t * ts[k]! + s0[k]!;
+    if (q < 0) return -1;
+    const c = dv[k] === 1 ? q : q % dv[k]! === 0 ? q / dv[k]! : -1;
+    return c < inS[k]! ? c : -1;
+  };
   const cells = N * inS[0]! * inS[1]! * inS[2]! * C;
   dst.set(x.subarray(xOff, xOff + cells), 0);
   dst.fill(0, cells, cells + C);
@@ -46,15 +53,14 @@ export function igemmA(dst: Float32Array, x: Float32Array, xOff: number, g: read
         for (let o2 = 0; o2 < outS[2]!; o2++, i++) {
           let w = Math.floor(i / mr) * KS * mr + (i % mr);
           for (let k0 = 0; k0 < win[0]!; k0++) {
-            const p0 = o0 * st[0]! + k0 * ts[0]! + s0[0]!;
-            const ok0 = p0 >= 0 && p0 < inS[0]!;
+            const p0 = cell(0, o0, k0);
             for (let k1 = 0; k1 < win[1]!; k1++) {
-              const p1 = o1 * st[1]! + k1 * ts[1]! + s0[1]!;
-              const ok1 = ok0 && p1 >= 0 && p1 < inS[1]!;
+              const p1 = cell(1, o1, k1);
+              const ok1 = p0 >= 0 && p1 >= 0;
               const row = ((n * inS[0]! + p0) * inS[1]! + p1) * inS[2]!;
               for (let k2 = 0; k2 < win[2]!; k2++, w += mr) {
-                const p2 = o2 * st[2]! + k2 * ts[2]! + s0[2]!;
-                ptr[w] = ok1 && p2 >= 0 && p2 < inS[2]! ? base + (row + p2) * rowBytes : zero;
+                const p2 = cell(2, o2, k2);
+                ptr[w] = ok1 && p2 >= 0 ? base + (row + p2) * rowBytes : zero;
               }
             }
           }
@@ -89,7 +95,7 @@ export function windowGradA(dst: Float32Array, x: Float32Array, xOff: number, g:
   const [N, C, d] = g as [number, number, number];
   if (!(d >= 1 && d <= 3)) throw new Error(`internal: windowGradA takes 1 to 3 spatial axes (got ${d})`);
   const geo = (k: number) => g.slice(3 + k * d, 3 + (k + 1) * d);
-  const a = { over: 'terms' as const, batch: N, channels: C, inSize: geo(0), outSize: geo(1), window: geo(2), step: geo(3), tapStep: geo(4), start: geo(5) };
+  const a = { over: 'terms' as const, batch: N, channels: C, inSize: geo(0), outSize: geo(1), window: geo(2), step: geo(3), tapStep: geo(4), start: geo(5), div: geo(6) };
   const { lo, size } = paddedInput(a);
   // Up to three spatial axes; the missing leading ones are of size 1 (window 1, step 1, tapStep 0, start and lo 0).
   const missing = [1, 1, 1, 1, 0, 0, 0, 1];

@@ -192,7 +192,7 @@ export function renderIndirectTiles(k: MatmulKernel, pa: string, pb: string): st
   const { mr, nr } = k;
   const MP = Math.ceil(k.m.size / mr), NP = Math.ceil(k.n.size / nr), K = k.k.size;
   const taps = a.window.reduce((p, v) => p * v, 1);
-  const geom = [a.batch, a.channels, a.inSize.length, ...a.inSize, ...a.outSize, ...a.window, ...a.step, ...a.tapStep, ...a.start];
+  const geom = [a.batch, a.channels, a.inSize.length, ...a.inSize, ...a.outSize, ...a.window, ...a.step, ...a.tapStep, ...a.start, ...a.div];
   if (a.over === 'terms') {
     return [
       `const ind = rt.windowGradA(${pa}, b${a.buf}, ${a.offset}, [${geom.join(', ')}], ${mr});`,

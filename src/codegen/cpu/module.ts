@@ -12,7 +12,7 @@ import { renderDriver } from './driver.js';
 import { commentText } from './js.js';
 import { accSize, packing, stagedPacks } from './matmul.js';
 import { allocateSlots, CTOR, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
-import { KeptPack, packArena } from './wasm-kernel.js';
+import { KeptSlot, packArena } from './wasm-kernel.js';
 
 export { runtimeHelpers, type RunFn };
 
@@ -24,7 +24,7 @@ export interface ModuleOptions {
   /**
    * A Scan body: inputs from this slot on are the same at every step (the scan's constants). A
    * matmul operand that reads one of them only is packed at step 0 (the body's `step` argument)
-   * into a pack kept in the arena (wasm-kernel.ts' KeptPack).
+   * into a pack kept in the arena (wasm-kernel.ts' KeptSlot).
    */
   readonly invariantFrom?: number;
   /** Of those, the inputs that are a constant's or a variable's array (their packs are kept across calls, while the array is the same). */
@@ -43,7 +43,7 @@ export interface CpuModule {
 }
 
 /** The kept packs of functions that are collected without being released. */
-const collectedPacks = new FinalizationRegistry<readonly KeptPack[]>((ps) => { for (const p of ps) packArena.free(p); });
+const collectedPacks = new FinalizationRegistry<readonly KeptSlot[]>((ps) => { for (const p of ps) packArena.freeSlot(p); });
 
 export interface StepProfile {
   readonly ms: Float64Array;
@@ -119,7 +119,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   let nViews = 0;
   const labels: string[] = [];
   /** Packs kept in the arena between calls (constants, variables) or between a Scan's steps (its constants). */
-  const packs: KeptPack[] = [];
+  const packs: KeptSlot[] = [];
   const subReleases: (() => void)[] = [];
   /** Kept packs by what they hold (array, view, layout). */
   const shared = new Map<string, number>();
@@ -179,10 +179,11 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     phase: (name) => [`const ${name} = ${constant(new Uint8Array(1), () => new Uint8Array(1))}; ${name}[0] = phase;`],
     epoch: (name) => [`const ${name} = ${constant(new Float64Array(1), () => new Float64Array(1))}; ${name}[0] = ctx.epoch;`],
     out: opts.targetsOut === true ? (k) => `outs[${k}]` : undefined,
-    // The packing buffers and the tile sums: views of the process-wide arena. A pack of a constant or a variable is kept in the
-    // arena between calls (KeptPack), made again only when the variable's value is another
-    // array; a Scan's step-invariant pack is kept between its steps (made at step 0, and again
-    // if another call used its place). Other packs and the sums are this step's own, past the
+    // The packing buffers and the tile sums: views of the process-wide arena. A pack of a
+    // constant or a variable is kept in the arena between calls (KeptSlot: one per variable
+    // cell, for twin functions), made again only when the variable's value is another array; a
+    // Scan's step-invariant pack is kept between its steps (made at step 0, and again if another
+    // call used its place). Other packs and the sums are this step's own, past the
     // kept packs (rt.arena.base). Offsets in the arena count doubles; a float32 product's packs
     // and sums are float32 views of the same memory (its element n at float32 index 2*offset + n).
     matmul(s, all, sources) {
@@ -190,7 +191,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
       const f32 = s.sum === 'float32';
       const plus = (x: string, c: number) => (c === 0 ? x : `${x} + ${c}`);
       const sub = (o: number, n: number) => (f32 ? `a32.subarray(${plus('2 * z', 2 * o)}, 2 * z + ${2 * o + n})` : `ar.subarray(${plus('z', o)}, z + ${o + n})`);
-      const keptAt = (j: number, n: number) => (f32 ? `a32.subarray(2 * kp[${j}].at, 2 * kp[${j}].at + ${n})` : `ar.subarray(kp[${j}].at, kp[${j}].at + ${n})`);
+      const keptAt = (j: number, n: number) => (f32 ? `a32.subarray(2 * q${j}.at, 2 * q${j}.at + ${n})` : `ar.subarray(q${j}.at, q${j}.at + ${n})`);
       const at: string[] = [];
       const checks: string[] = [];
       const kept = new Map<number, { when: string; done: string }>();
@@ -208,13 +209,16 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
           let j = key === undefined ? undefined : shared.get(key);
           if (j === undefined) {
             j = packs.length;
-            packs.push(new KeptPack(doubles(s, n)));
+            packs.push(new KeptSlot(doubles(s, n)));
             if (key !== undefined) shared.set(key, j);
           }
-          if (!checks.some((x) => x.startsWith(`p${j} =`))) checks.push(`p${j} = rt.arena.stale(kp[${j}], b${src})`);
+          // a variable's operand has a pack per variable cell (twin functions share the program)
+          const d = p.buffers[src!]!;
+          const owner = d.role === 'variable' ? `cells[${d.slot!}]` : 'null';
+          if (!checks.some((x) => x.startsWith(`q${j} =`))) checks.push(`q${j} = rt.arena.pick(kp[${j}], ${owner}), p${j} = rt.arena.stale(q${j}, b${src})`);
           at.push(`b${id} = ${keptAt(j, n)}`);
           if (how === 'steps') usesStep = true;
-          kept.set(id, { when: how === 'steps' ? `p${j} || step === 0` : `p${j}`, done: `rt.arena.packed(kp[${j}], b${src});` });
+          kept.set(id, { when: how === 'steps' ? `p${j} || step === 0` : `p${j}`, done: `rt.arena.packed(q${j}, b${src});` });
         } else { at.push(`b${id} = ${sub(o, n)}`); o += doubles(s, n); }
       }
       // Whole float32 products stage their operands past everything else (stagedPacks); kept packs
@@ -293,7 +297,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   const run = pooled(make);
   if (packs.length > 0) collectedPacks.register(run, packs);
   const release = () => {
-    for (const k of packs) packArena.free(k);
+    for (const k of packs) packArena.freeSlot(k);
     for (const r of subReleases) r();
   };
   return {

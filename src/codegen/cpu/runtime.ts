@@ -11,7 +11,7 @@ import { pyMod, roundHalfEven } from '../../ir/ops/elementwise.js';
 import type { ExternStep } from '../kernel.js';
 import type { Plan, StorageClass } from '../plan.js';
 import { packRows, packStrided, rowPanel32, rowPanel4x4, tile4x4 } from './microkernel.js';
-import { packArena, type KeptPack } from './wasm-kernel.js';
+import { packArena, type KeptSlot } from './wasm-kernel.js';
 import { igemmA, windowGradA } from './igemm.js';
 import { ewKernel } from '../wasm/elementwise.js';
 import { poolKernel } from '../wasm/pool.js';
@@ -93,8 +93,8 @@ export type Factory = (
   prof: { t: number; ms: Float64Array },
   /** The error a step raised, ending with the provenance of step `at` (src/ir/provenance.ts). */
   where: (e: unknown, at: number) => unknown,
-  /** The function's packs kept in the packing arena (wasm-kernel.ts' KeptPack). */
-  kp: readonly KeptPack[],
+  /** The function's packs kept in the packing arena (wasm-kernel.ts' KeptSlot). */
+  kp: readonly KeptSlot[],
 ) => RunFn;
 
 /** Allocates the planned arrays of a specialisation. */

@@ -71,8 +71,11 @@ const MAX_WORKERS = 255;
 const DONE = 0; // claims of the current job finished
 const NEXT = 1; // the current job's claim word: tag (8 bits) | next claim (12 bits) | claims (12 bits)
 const FAILED = 2; // set by a worker whose kernel threw
-const JOB = 3; // kind (0: matmul, 1: elementwise, 2: packing), then the kind's parameters (see WORK)
-const JOB_WORDS = 24; // the job's words; the last, JOB + 23, the matmul memory's generation
+const JOB = 3; // kind (0: matmul, 1: elementwise), then the kind's parameters (see WORK)
+const JOB_WORDS = 40; // the job's words; the last two: packing claims finished (matmul), the matmul memory's generation
+const OP1 = JOB + 14; // a matmul's first staged operand (see WORK), OP2 its second
+const OP2 = JOB + 24;
+const PACKED = JOB + JOB_WORDS - 2;
 const JOB_GEN = JOB + JOB_WORDS - 1;
 const TAKEN = JOB + JOB_WORDS; // matmul A panels workers have summed (since the pool started; tests read it)
 const TAKEN_EW = TAKEN + 1; // elementwise chunks workers have computed (tests)
@@ -93,47 +96,63 @@ export const MAX_CLAIMS = 4095;
  * claim with a compare-exchange (the word's tag makes a word of an earlier job fail it). So a
  * worker that wakes late takes no claim of a finished job, and the calling thread waits only for
  * claims in progress (DONE), never for workers that have not woken. `claim` runs claim c of the
- * job in the control words and returns how many panels or chunks it did.
- * Matmul (kind 0): blocks of up to G A panels of one batch (claim c: batch
- * floor(c/GB), A panels (c mod GB)*G ..): A panel (b, i) at pa0 + (b*MP + i)*sa, against the NP
- * B panels of batch b (pb0 + b*sb), K long, the sums of tile (b, i, q) at
- * acc0 + (b*MP + i)*NP*T + Tq (T: the tile's bytes), by the blocked kernel `variant` (BLOCK_EXPORTS).
- * Elementwise (kind 1): kernel id over chunk block c (byte offset c*blockBytes), CHUNK elements, the last one `last`.
- * Packing (kind 2): one or two float32 operands (words JOB+1 and JOB+11: claims, src, sb, sr, st,
- * dst, rows, K, p, per; claims 0.. the first operand's, then the second's), each claim `per`
- * panels of p rows of one batch (claim c: batch floor(c/PC), panels (c mod PC)*per ..): panel q
- * of batch b from the staged operand at src + b*sb + q*p*sr (strides sr, st; bytes) to
+ * job in the control words (counted in the TAKEN words with `counted`).
+ * Matmul (kind 0): first P (JOB+13) packing claims, then blocks of up to G A panels of one batch
+ * (claim P + c: batch floor(c/GB), A panels (c mod GB)*G ..): A panel (b, i) at
+ * pa0 + (b*MP + i)*sa, against the NP B panels of batch b (pb0 + b*sb), K long, the sums of
+ * tile (b, i, q) at acc0 + (b*MP + i)*NP*T + Tq (T: the tile's bytes), by the blocked kernel
+ * `variant` (BLOCK_EXPORTS). Claims are taken in order, so every packing claim is taken before
+ * any block; a block waits (PACKED) only for packing claims still in progress, and one job
+ * (one wake-up of the workers) packs and sums.
+ * Packing claims: the staged float32 operands at OP1 and OP2 (claims, src, sb, sr, st, dst,
+ * rows, K, p, per; claims 0.. the first's, then the second's), each claim `per` panels of p rows
+ * of one batch (claim c: batch floor(c/PC), panels (c mod PC)*per ..): panel q of batch b from
+ * the staged operand at src + b*sb + q*p*sr (strides sr, st; bytes) to
  * dst + (b*panels + q)*K*p*4 by pack32 (full panels of an operand contiguous along the rows
- * by packCols32, step by step across the claim's panels). Shared by both sides as source.
+ * by packCols32, step by step across the claim's panels).
+ * Elementwise (kind 1): kernel id over chunk block c (byte offset c*blockBytes), CHUNK elements, the last one `last`.
+ * Shared by both sides as source.
  */
-const WORK = `function claim(ctrl, block, ew, c, total) {
-  const kind = ctrl[${JOB}];
-  if (kind === 1) {
+const WORK = `function packClaim(ctrl, block, c) {
+  const first = c < ctrl[${OP1}], o = first ? ${OP1} : ${OP2}, cc = first ? c : c - ctrl[${OP1}];
+  const src = ctrl[o + 1], sb = ctrl[o + 2], sr = ctrl[o + 3], st = ctrl[o + 4], dst = ctrl[o + 5], rows = ctrl[o + 6], K = ctrl[o + 7], p = ctrl[o + 8], per = ctrl[o + 9];
+  const panels = Math.ceil(rows / p), PC = Math.ceil(panels / per);
+  const b = Math.floor(cc / PC), q0 = (cc - b * PC) * per, q1 = panels - q0 < per ? panels : q0 + per;
+  const pack = block[${PACK_EXPORT}];
+  let q = q0;
+  if (sr === 4 && (p & 3) === 0) {
+    // contiguous along the rows: the full panels step by step across them (packCols32)
+    const full = Math.floor(rows / p) < q1 ? Math.floor(rows / p) : q1;
+    if (full > q) { block[${PACK_COLS_EXPORT}](src + b * sb + q * p * 4, st, dst + (b * panels + q) * K * p * 4, K, p, full - q); q = full; }
+  }
+  for (; q < q1; q++) pack(src + b * sb + q * p * sr, sr, st, dst + (b * panels + q) * K * p * 4, K, rows - q * p < p ? rows - q * p : p, p);
+  return q1 - q0;
+}
+function claim(ctrl, block, ew, c, total, counted) {
+  if (ctrl[${JOB}] === 1) {
     const bb = ctrl[${JOB + 3}], chunk = ctrl[${JOB + 4}], last = ctrl[${JOB + 5}];
     ew[ctrl[${JOB + 1}]](c === total - 1 ? last : chunk, c * bb);
-    return 1;
+    if (counted) Atomics.add(ctrl, ${TAKEN_EW}, 1);
+    return;
   }
-  if (kind === 2) {
-    const first = c < ctrl[${JOB + 1}], o = first ? ${JOB + 1} : ${JOB + 11}, cc = first ? c : c - ctrl[${JOB + 1}];
-    const src = ctrl[o + 1], sb = ctrl[o + 2], sr = ctrl[o + 3], st = ctrl[o + 4], dst = ctrl[o + 5], rows = ctrl[o + 6], K = ctrl[o + 7], p = ctrl[o + 8], per = ctrl[o + 9];
-    const panels = Math.ceil(rows / p), PC = Math.ceil(panels / per);
-    const b = Math.floor(cc / PC), q0 = (cc - b * PC) * per, q1 = panels - q0 < per ? panels : q0 + per;
-    const pack = block[${PACK_EXPORT}];
-    let q = q0;
-    if (sr === 4 && (p & 3) === 0) {
-      // contiguous along the rows: the full panels step by step across them (packCols32)
-      const full = Math.floor(rows / p) < q1 ? Math.floor(rows / p) : q1;
-      if (full > q) { block[${PACK_COLS_EXPORT}](src + b * sb + q * p * 4, st, dst + (b * panels + q) * K * p * 4, K, p, full - q); q = full; }
+  const P = ctrl[${JOB + 13}];
+  if (c < P) {
+    try {
+      const n = packClaim(ctrl, block, c);
+      if (counted) Atomics.add(ctrl, ${TAKEN_PACK}, n);
+    } finally {
+      if (Atomics.add(ctrl, ${PACKED}, 1) + 1 === P) Atomics.notify(ctrl, ${PACKED});
     }
-    for (; q < q1; q++) pack(src + b * sb + q * p * sr, sr, st, dst + (b * panels + q) * K * p * 4, K, rows - q * p < p ? rows - q * p : p, p);
-    return q1 - q0;
+    return;
   }
+  for (let d = Atomics.load(ctrl, ${PACKED}); d < P; d = Atomics.load(ctrl, ${PACKED})) Atomics.wait(ctrl, ${PACKED}, d);
+  c -= P;
   const MP = ctrl[${JOB + 2}], G = ctrl[${JOB + 3}], pa0 = ctrl[${JOB + 4}], sa = ctrl[${JOB + 5}], pb0 = ctrl[${JOB + 6}], sb = ctrl[${JOB + 7}], K = ctrl[${JOB + 8}], acc0 = ctrl[${JOB + 9}], NP = ctrl[${JOB + 10}], T = ctrl[${JOB + 11}];
   const GB = Math.ceil(MP / G);
   const b = Math.floor(c / GB), i = (c - b * GB) * G, p = b * MP + i;
   const n = MP - i < G ? MP - i : G;
   block[ctrl[${JOB + 12}]](pa0 + p * sa, sa, n, pb0 + b * sb, K, acc0 + p * NP * T, NP * T, NP);
-  return n;
+  if (counted) Atomics.add(ctrl, ${TAKEN}, n);
 }
 function work(ctrl, block, gen, ew, counted) {
   for (;;) {
@@ -144,8 +163,7 @@ function work(ctrl, block, gen, ew, counted) {
     if (kind === 1 ? ew[ctrl[${JOB + 1}]] === undefined : block === undefined || ctrl[${JOB_GEN}] !== gen) return;
     if (Atomics.compareExchange(ctrl, ${NEXT}, w, (w + 4096) | 0) !== w) continue;
     try {
-      const n = claim(ctrl, block, ew, c, total);
-      if (counted) Atomics.add(ctrl, kind === 1 ? ${TAKEN_EW} : kind === 2 ? ${TAKEN_PACK} : ${TAKEN}, n);
+      claim(ctrl, block, ew, c, total, counted);
     } catch (e) {
       Atomics.store(ctrl, ${FAILED}, 1);
     }
@@ -195,22 +213,25 @@ type Kernels = readonly (PanelBlock | PackPanel)[] | undefined;
 // The same job loop as the workers', compiled once here.
 const [workHere, claimHere] = new Function(`${WORK}\nreturn [work, claim];`)() as [
   (ctrl: Int32Array, block: Kernels, gen: number, ew: readonly EwRun[], counted: boolean) => void,
-  (ctrl: Int32Array, block: Kernels, ew: readonly EwRun[], c: number, total: number) => number,
+  (ctrl: Int32Array, block: Kernels, ew: readonly EwRun[], c: number, total: number, counted: boolean) => void,
 ];
 
-/** kind 0, claims (batches x blocks), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP, tile bytes, variant: see WORK (the pool adds the generation). */
-export type MatmulJob = readonly [kind: 0, claims: number, MP: number, G: number, pa0: number, strideA: number, pb0: number, strideB: number, K: number, acc0: number, NP: number, tileBytes: number, variant: number];
+/** One staged operand to pack: claims, src, sb, sr, st, dst, rows, K, p, per (see WORK; bytes). */
+export type PackOperand = readonly [claims: number, src: number, sb: number, sr: number, st: number, dst: number, rows: number, K: number, p: number, per: number];
+/** No operand to pack. */
+export const NO_OPERAND: PackOperand = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1];
+/**
+ * kind 0, claims (packing claims + batches x blocks), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP, tile bytes,
+ * variant, packing claims (P), the two operands to pack (NO_OPERAND: none): see WORK (the pool adds the generation).
+ */
+export type MatmulJob = readonly [kind: 0, claims: number, MP: number, G: number, pa0: number, strideA: number, pb0: number, strideB: number, K: number, acc0: number, NP: number, tileBytes: number, variant: number, packing: number, ...PackOperand, ...PackOperand];
 /** kind 1, kernel id, claims (chunk blocks), block bytes, CHUNK, elements of the last block: see WORK. */
 export type EwJob = readonly [kind: 1, id: number, claims: number, blockBytes: number, chunk: number, last: number];
-/** One operand of a packing job: claims, src, sb, sr, st, dst, rows, K, p, per (see WORK; bytes). */
-export type PackOperand = readonly [claims: number, src: number, sb: number, sr: number, st: number, dst: number, rows: number, K: number, p: number, per: number];
-/** kind 2, one or two operands (a second of 0 claims when there is one): see WORK. */
-export type PackJob = readonly [2, ...PackOperand, ...PackOperand];
-export type Job = MatmulJob | EwJob | PackJob;
+export type Job = MatmulJob | EwJob;
 
-const claimsOf = (job: Job): number => (job[0] === 0 ? job[1] : job[0] === 1 ? job[2] : job[1] + job[11]);
+const claimsOf = (job: Job): number => (job[0] === 0 ? job[1] : job[2]);
 
-/** Runs a job on the calling thread alone. */
+/** Runs a job on the calling thread alone (claims in order: packing before the blocks that read it). */
 export function runHere(block: Kernels, ew: readonly EwRun[], job: Job): void {
   const claims = claimsOf(job);
   const c = new Int32Array(JOB + JOB_WORDS);
@@ -222,7 +243,7 @@ export function runHere(block: Kernels, ew: readonly EwRun[], job: Job): void {
     return;
   }
   // more claims than the claim word holds: one by one, outside it
-  for (let k = 0; k < claims; k++) claimHere(c, block, ew, k, claims);
+  for (let k = 0; k < claims; k++) claimHere(c, block, ew, k, claims, false);
 }
 
 interface Worker { readonly port: PlatformWorker; dead: boolean }
@@ -303,6 +324,7 @@ export class ThreadPool {
       else this.kick(i);
     }
     for (let j = 0; j < job.length; j++) c[JOB + j] = job[j]!;
+    Atomics.store(c, PACKED, 0);
     c[JOB_GEN] = this.gen;
     Atomics.store(c, DONE, 0);
     Atomics.store(c, FAILED, 0);

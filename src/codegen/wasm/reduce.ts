@@ -20,6 +20,9 @@
 //   per column in the tier's memory, each row added in order r = 0, 1, ..., so every column is
 //   folded in the reference's own order, bit-identical to it.
 //
+// - Vector: folds over a whole vector (no output loop): fixed chunks of CHUNK terms, each folded
+//   as a row into a float64 partial, the partials folded in chunk order by the wrapper.
+//
 // As in the elementwise tier, the JavaScript wrapper copies whole rows of each input into the
 // tier's memory (chunks of at most CHUNK floats, region by region), calls the module and copies
 // the results out. TensorFlow.js' WebAssembly backend reduces along the inner axis only (it
@@ -29,6 +32,7 @@ import type { Var } from '../index-expr.js';
 import type { Expr, ReduceOp } from '../expr.js';
 import { exprOrder, REDUCE_INIT } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
+import { literal } from '../cpu/js.js';
 import type { DType } from '../../ir/dtype.js';
 import { Body, I32, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
 import { CHUNK, Consts, LOADED, MIN_ELEMENTS, S, constsOf, ewKernel, ewKernelId, nodeKind, renderNode, rowAccess, runBlocks, sharedMem, sharedTier, tierOn } from './elementwise.js';
@@ -49,7 +53,7 @@ const extra = { load: 0x00, store: 0x0b, load64Zero: 0x5d, store32Lane: 0x5a, sh
 const SWAP = [8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7];
 /** i8x16.shuffle's lanes that swap neighbouring f32 lanes (0 with 1, 2 with 3). */
 const SWAP32 = [4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11];
-const F32_MAX = 0xe9, F32_MIN = 0xe8, PROMOTE_LOW = 0x5f, LOAD32_SPLAT = 0x09;
+const F32_MAX = 0xe9, F32_MIN = 0xe8, PROMOTE_LOW = 0x5f, LOAD32_SPLAT = 0x09, LOAD64_SPLAT = 0x0a;
 /** A v128 constant of four float32 lanes. */
 const f32x4 = (x: number): number[] => Array.from(new Uint8Array(new Float32Array([x, x, x, x]).buffer));
 /** A v128 mask of lane 1 (float64). */
@@ -59,7 +63,10 @@ const LANE1 = [0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255, 255, 255, 255, 255];
 export interface RedRegion { readonly buf: number; readonly off: number; readonly row: number }
 
 export interface RedPlan {
-  readonly form: 'rows' | 'columns';
+  /** vector: folds over a whole vector (rows: its length; cols: the last chunk's, 0 if none). */
+  readonly form: 'rows' | 'columns' | 'vector';
+  /** vector: each fold's op (the wrapper folds the chunks' partials). */
+  readonly ops?: readonly ReduceOp[];
   /** rows: the number of rows; columns: the rows summed (the reduction's length). */
   readonly rows: number;
   /** rows: the row length (the reduction's, and the element loop's); columns: the number of columns. */
@@ -97,7 +104,7 @@ type Scope = 'row' | Reduce | 'elem';
  * value is rounded to float32 at once.
  */
 export function planReduce(k: LoopKernel, bufDType: (buf: number) => DType): RedPlan | undefined {
-  if (!tierOn() || k.vars.length < 1 || k.vars.length > 2) return undefined;
+  if (!tierOn() || k.vars.length > 2) return undefined;
   const roots = k.stores.map((s) => s.value);
   const order = exprOrder(roots);
   const reduces = order.filter((e): e is Reduce => e.t === 'reduce');
@@ -118,6 +125,7 @@ export function planReduce(k: LoopKernel, bufDType: (buf: number) => DType): Red
     if (!order.some((e) => e.t !== 'const' && e.t !== 'load' && nodeKind(e) !== 'plain')) return undefined;
     return planRows(k, order, reduces, roots);
   }
+  if (k.vars.length === 0) return planVector(k, order, reduces);
   const first = reduces[0]!.body;
   const rv = reduces[0]!.vars[0]!;
   const probe = order.find((e) => e.t === 'load' && exprOrder([first]).includes(e));
@@ -224,6 +232,66 @@ function planColumns(k: LoopKernel, order: readonly Expr[], reduces: readonly Re
   return { form: 'columns', rows: R, cols: v.size, elements: false, loads, stores, accs: reduces.length, bytes, shared: false, label: k.label };
 }
 
+/**
+ * The vector form: folds over a whole vector (no output loop; a loss's mean, a sum of every
+ * element). Fixed chunks of CHUNK elements, each folded as a row of the rows form into a float64
+ * partial; the partials folded in chunk order by the wrapper; then the values after the folds
+ * (`fin`). The order depends only on the length.
+ */
+function planVector(k: LoopKernel, order: readonly Expr[], reduces: readonly Reduce[]): RedPlan | undefined {
+  const n = reduces[0]!.vars[0]!.size;
+  if (n < MIN_ELEMENTS || reduces.some((r) => r.vars[0]!.size !== n)) return undefined;
+  const loads: RedRegion[] = [];
+  const scope = new Map<Expr, Scope>();
+  for (const r of reduces) {
+    for (const e of exprOrder([r.body])) {
+      if (e.t === 'reduce') return undefined; // a fold reading another's value needs that one first
+      if (e.t === 'const') continue;
+      if (e.t === 'load') {
+        const acc = rowAccess(e.index, r.vars[0]!, undefined);
+        if (acc === undefined) return undefined;
+        if (findRegion(loads, e.buf, acc) < 0) loads.push({ buf: e.buf, ...acc });
+      }
+      const was = scope.get(e);
+      if (was !== undefined && was !== r) return undefined;
+      scope.set(e, r);
+    }
+  }
+  for (const e of order) if (!scope.has(e)) { if (e.t === 'load') return undefined; scope.set(e, 'row'); }
+  const stores: RedRegion[] = [];
+  for (const s of k.stores) { if (!s.index.isConst) return undefined; stores.push({ buf: s.buf, off: s.index.c, row: 0 }); }
+  if (loads.length + 3 > MAX_REGIONS || reduces.length > REG / 2 || stores.length > REG) return undefined;
+  const full = Math.floor(n / CHUNK);
+  const rest = n - full * CHUNK;
+  const funcs = [{ name: 'fin', params: 0, body: vectorFin(k, order, scope, reduces, loads.length) }];
+  const vk: LoopKernel = { ...k, vars: [] };
+  if (full > 0) funcs.push({ name: 'run', params: 2, body: rowsBody(vk, CHUNK, false, order, scope, loads, true) });
+  if (rest > 0) funcs.push({ name: 'tail', params: 2, body: rowsBody(vk, rest, false, order, scope, loads, true) });
+  const bytes = moduleBytes(funcs, true);
+  return { form: 'vector', rows: n, cols: rest, elements: false, loads, stores, accs: reduces.length, bytes, shared: false, label: k.label, ops: reduces.map((r) => r.op) };
+}
+
+/**
+ * The vector form's last step: fold i's total (float64 at region loads + 1, byte 8 i), then the
+ * values after the folds, stored as float32 (region loads + 2, byte 4 j for store j).
+ */
+function vectorFin(k: LoopKernel, order: readonly Expr[], scope: ReadonlyMap<Expr, Scope>, reduces: readonly Reduce[], nLoads: number): Body {
+  const nodes = order.filter((e) => e.t !== 'const' && scope.get(e) === 'row');
+  const consts = constsOf(order.filter((e) => scope.get(e) === 'row'));
+  const loc = new Map<Expr, number>(nodes.map((e, i) => [e, i]));
+  const b = new Body(0, [[nodes.length + 4 + consts.size, V128]]);
+  const c = new Consts(b, nodes.length + 4);
+  for (const x of consts) c.get(x).ops(0x1a);
+  const push = (e: Expr) => { if (e.t === 'const') c.get(e.v); else b.get(loc.get(e)!); };
+  for (const e of nodes) {
+    if (e.t === 'reduce') b.i32(0).v(LOAD64_SPLAT, ...memarg(3, (nLoads + 1) * REGB + 8 * reduces.indexOf(e)));
+    else renderNode(b, c, e, push, (x) => loc.get(x)!, nodes.length);
+    b.set(loc.get(e)!);
+  }
+  k.stores.forEach((s, j) => { b.i32(0); push(s.value); b.v(S.demote).v(extra.store32Lane, ...memarg(2, (nLoads + 2) * REGB + 4 * j), 0); });
+  return b;
+}
+
 function findRegion(rs: readonly RedRegion[], buf: number, acc: { off: number; row: number }): number {
   return rs.findIndex((l) => l.buf === buf && l.off === acc.off && l.row === acc.row);
 }
@@ -243,7 +311,7 @@ function fold(b: Body, o: ReduceOp): void {
  * region j at base + (j * REG + i * L) * 4). Per row: each reduction in dependency order (its accumulators, then the row values
  * that follow from it), then, with output loops [u, v], the row's elements.
  */
-function rowsBody(k: LoopKernel, L: number, elements: boolean, order: readonly Expr[], scope: ReadonlyMap<Expr, Scope>, loads: readonly RedRegion[]): Body {
+function rowsBody(k: LoopKernel, L: number, elements: boolean, order: readonly Expr[], scope: ReadonlyMap<Expr, Scope>, loads: readonly RedRegion[], partials = false): Body {
   const u = k.vars[0]!;
   const v = k.vars[1];
   const computed = order.filter((e) => e.t !== 'const');
@@ -326,6 +394,13 @@ function rowsBody(k: LoopKernel, L: number, elements: boolean, order: readonly E
     b.get(accBase).get(accBase).get(accBase).v(extra.shuffle, ...SWAP32); f();
     b.set(accBase);
   };
+  // partials: fold i's float64 value of row r at region loads, byte (r * folds + i) * 8
+  const reduceList = order.filter((x) => x.t === 'reduce');
+  const storePartial = (e: Expr) => {
+    if (!partials) return;
+    b.get(BASE).get(ROW).i32(8 * reduceList.length).ops(op.i32Mul).ops(op.i32Add).get(rowLocal.get(e)!);
+    b.v(S.store64Lane, ...memarg(3, loads.length * REGB + 8 * (reduceList as readonly Expr[]).indexOf(e)), 0);
+  };
   b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0);
   b.i32(0).set(ROW);
   b.get(BASE).set(RB);
@@ -339,6 +414,7 @@ function rowsBody(k: LoopKernel, L: number, elements: boolean, order: readonly E
       continue;
     }
     if (e.t !== 'reduce') {
+      if (partials) continue; // computed from the totals (vectorFin)
       renderNode(b, c, e, rowOut, (x) => rowLocal.get(x)!, streamBase);
       b.set(rowLocal.get(e)!);
       continue;
@@ -349,6 +425,7 @@ function rowsBody(k: LoopKernel, L: number, elements: boolean, order: readonly E
       // the same value as in float64 (promotion is exact and keeps the order, NaN and signed zeros).
       maxMin32(e.op, loadRegion(loads, e.body, rv, u) * REGB);
       b.get(accBase).v(PROMOTE_LOW).set(rowLocal.get(e)!);
+      storePartial(e);
       continue;
     }
     const body = exprOrder([e.body]).filter((x) => x.t !== 'const' && scope.get(x) !== 'row');
@@ -366,8 +443,11 @@ function rowsBody(k: LoopKernel, L: number, elements: boolean, order: readonly E
     b.set(accBase);
     b.get(accBase).get(accBase).get(accBase).v(extra.shuffle, ...SWAP); fold(b, e.op);
     b.set(rowLocal.get(e)!);
+    storePartial(e);
   }
-  if (elements && v !== undefined) {
+  if (partials) {
+    // nothing more: the partial folds are the results
+  } else if (elements && v !== undefined) {
     const elems = computed.filter((x) => scope.get(x) === 'elem');
     const storeAt = (st: number, off: number, lane64: boolean) => {
       const loc = local(st);
@@ -464,14 +544,19 @@ function columnsBody(k: LoopKernel, order: readonly Expr[], reduces: readonly Re
 
 export interface RedKernel {
   readonly run: (...args: number[]) => void;
-  /** The tier's memory as float32 (region j at j * REG). */
+  /** The vector form's other functions: the last chunk's fold, the values after the folds. */
+  readonly tail?: (...args: number[]) => void;
+  readonly fin?: () => void;
+  /** The tier's memory as float32 (region j at j * REG), and as float64 (the vector form's partials and totals). */
   readonly mem: Float32Array;
+  readonly mem64?: Float64Array;
   /** A shared rows kernel: rows [lo, hi) split over the threads (see parallelRows). */
   readonly par?: (lo: number, hi: number, ins: readonly Float32Array[], outs: readonly Float32Array[], layout: readonly number[]) => void;
 }
 
 let memory: WasmMemory | undefined;
 let view: Float32Array | undefined;
+let view64: Float64Array | undefined;
 const modules = new Map<string, number>();
 const kernels: RedKernel[] = [];
 
@@ -484,7 +569,9 @@ export function redKernelId(bytes: Uint8Array): number {
     view ??= new Float32Array(memory.buffer);
     const inst = new WA!.Instance(new WA!.Module(bytes) as WasmModule, { env: { mem: memory } });
     id = kernels.length;
-    kernels.push({ run: inst.exports['run'] as (...args: number[]) => void, mem: view });
+    view64 ??= new Float64Array(memory.buffer);
+    const ex = inst.exports as Record<string, (...args: number[]) => void>;
+    kernels.push({ run: ex['run']!, tail: ex['tail'], fin: ex['fin'] as () => void, mem: view, mem64: view64 });
     modules.set(key, id);
   }
   return id;
@@ -552,6 +639,39 @@ export function renderReduce(p: RedPlan, bufName: (id: number) => string): { sou
   const buffers = [...new Set([...p.loads.map((l) => l.buf), ...p.stores.map((s) => s.buf)])].sort((a, c) => a - c);
   const at = (x: string, off: number) => (off === 0 ? x : `${x} + ${off}`);
   const label = p.label.replace(/[^\w,. -]/g, '');
+  if (p.form === 'vector') {
+    const n = p.rows;
+    const full = n - p.cols;
+    const acc = (i: number) => `s${i}`;
+    const foldJs = (o: ReduceOp, a: string, x: string) => (o === 'sum' ? `${a} += ${x};` : o === 'prod' ? `${a} *= ${x};` : `${a} = Math.${o}(${a}, ${x});`);
+    const ops = p.ops!;
+    const partial = (p.loads.length * REG) / 2; // float64 index of the partials region
+    const copy = (s: string, e: string) => p.loads.map((l, j) => `    m.set(${bufName(l.buf)}.subarray(${at(s, l.off)}, ${at(e, l.off)}), ${j * REG});`);
+    const lines = [
+      `  const w = rt.red(${id});`,
+      '  const m = w.mem, m64 = w.mem64;',
+      ...ops.map((o, i) => `  let ${acc(i)} = ${literal(REDUCE_INIT[o])};`),
+      ...(full > 0 ? [
+        `  for (let s = 0; s < ${full}; s += ${CHUNK}) {`,
+        ...copy('s', `s + ${CHUNK}`),
+        '    w.run(1, 0);',
+        ...ops.map((o, i) => `    ${foldJs(o, acc(i), `m64[${partial + i}]`)}`),
+        '  }',
+      ] : []),
+      ...(p.cols > 0 ? [
+        '  {',
+        ...copy(String(full), String(n)),
+        '    w.tail(1, 0);',
+        ...ops.map((o, i) => `    ${foldJs(o, acc(i), `m64[${partial + i}]`)}`),
+        '  }',
+      ] : []),
+      ...ops.map((_, i) => `  m64[${partial + REG / 2 + i}] = ${acc(i)};`),
+      '  w.fin();',
+      ...p.stores.map((x, j) => `  ${bufName(x.buf)}[${x.off}] = m[${(p.loads.length + 2) * REG + j}];`),
+    ];
+    const source = `function k(${buffers.map(bufName).join(', ')}) { // WebAssembly SIMD reduction of ${n} elements: ${label}\n${lines.join('\n')}\n}`;
+    return { source, buffers };
+  }
   if (p.form === 'rows') {
     const L = p.cols;
     const per = Math.floor(CHUNK / L);

@@ -28,11 +28,11 @@ return function run(ins, cells, phase, ctx, outs) {
   let at = -1;
   try {
   at = 0;
-  { const p0 = rt.arena.stale(kp[0], b2); const ar = rt.arena.f64(80), a0 = rt.arena.f32(), z = rt.arena.base, b4 = a0.subarray(2 * z, 2 * z + 96), b5 = a0.subarray(2 * kp[0].at, 2 * kp[0].at + 96), acc = a0.subarray(2 * z + 96, 2 * z + 160);
+  { const q0 = rt.arena.pick(kp[0], cells[0]), p0 = rt.arena.stale(q0, b2); const ar = rt.arena.f64(80), a0 = rt.arena.f32(), z = rt.arena.base, b4 = a0.subarray(2 * z, 2 * z + 96), b5 = a0.subarray(2 * q0.at, 2 * q0.at + 96), acc = a0.subarray(2 * z + 96, 2 * z + 160);
     rt.packRows(b4, b1, 0, 0, 12, 1, 8, 12, 8);
     if (p0) {
       rt.packStrided(b5, b2, 0, 0, 1, 6, 1, 6, 12, 4);
-      rt.arena.packed(kp[0], b2);
+      rt.arena.packed(q0, b2);
     }
     k0(acc, b0, b3, b4, b5, 0, 1);
   }
