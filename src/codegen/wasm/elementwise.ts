@@ -9,11 +9,12 @@
 // the reference rounds: f32x4.demote then f64x2.promote is Math.fround). In both forms arithmetic,
 // comparisons, selects, max/min, abs, sqrt are bit-identical to the reference.
 // The exceptions are tanh, exp, sigmoid and log, which have no WebAssembly instruction: vector
-// approximations (APPROX below, keyed by function) accurate to about 3e-15 relative in float64
-// (in the float32 form: on each half of the vector, promoted), used only where
-// their result is rounded to float32 at once, so the float32 value is within 1 ulp of the
-// reference's (Math.fround(Math.tanh(x)), ...) and equal to it except within 3e-15 of a rounding
-// midpoint (test/codegen/simd-elementwise.test.ts).
+// approximations used only where their result is rounded to float32 at once. In the float64 form
+// (APPROX below, keyed by function) they are accurate to about 3e-15 relative, so the float32
+// value is within 1 ulp of the reference's (Math.fround(Math.tanh(x)), ...) and equal to it except
+// within 3e-15 of a rounding midpoint; the float32 form computes tanh, exp and sigmoid in float32
+// (APPROX32: within 2, 1 and 2 ulps) and log by APPROX's on each half of the vector. The bounds
+// are docs/architecture.md's ("Elementwise approximations"; test/codegen/simd-elementwise.test.ts).
 //
 // The loop runs over chunks: the JavaScript wrapper copies CHUNK elements of each input into the
 // tier's memory (TypedArray.set, a memcpy), calls the module, and copies the results out; the
@@ -52,6 +53,8 @@ export const S = {
   nearest: 0x94, truncSatZero: 0xfc, extendLowS: 0xc7, i64Add: 0xce, i64Shl: 0xcb, i64ShrU: 0xcd,
   load: 0x00, store: 0x0b, shuffle: 0x0d, f32Splat: 0x13,
 } as const;
+
+const F32NEAREST = 0x6a, I32X4_TRUNC = 0xf8, F32_CONVERT = 0xfa, I32X4_ADD = 0xae, I32X4_SHL = 0xab, I32X4_SHR_S = 0xac;
 
 /** The same operations on f32x4 lanes (the float32 form of a kernel: see f32Exact). */
 const F32: Readonly<Record<string, number>> = {
@@ -324,6 +327,91 @@ const APPROX: Readonly<Record<string, { readonly render: Approx; readonly consts
   log: { render: logApprox, consts: LOG_CONSTS },
 };
 
+// The float32 form's own approximations (f32x4, four lanes): float32 arithmetic throughout, each
+// within a few float32 ulps of the reference's value (bounds measured over every float32 input,
+// stated in docs/architecture.md and checked by test/codegen/simd-elementwise.test.ts).
+/** ln 2 = EXP32_C1 + EXP32_C2: the high part has 9 significant bits, so k * EXP32_C1 is exact for |k| < 2^15. */
+const EXP32_C1 = 0.693359375;
+const EXP32_C2 = Math.fround(Math.LN2 - EXP32_C1);
+/** 1/n!, n = 2..7, rounded to float32: (e^r - 1 - r) / r^2 to r^5/7! (truncation below 6e-9 for |r| <= ln2/2). */
+const EXPM1_32: number[] = [];
+for (let n = 2, f = 2; n <= 7; n++, f *= n) EXPM1_32.push(Math.fround(1 / f));
+const EXP32_CONSTS = [Math.fround(Math.LOG2E), EXP32_C1, EXP32_C2, ...EXPM1_32, 1, 2, 0, -104, 89, 104, 9.5];
+
+/** An i32x4 constant's bytes (all four lanes k). */
+function i32x4(k: number): number[] {
+  return Array.from(new Uint8Array(new Int32Array([k, k, k, k]).buffer));
+}
+
+/**
+ * From y (local Y, f32x4, |y| <= 104, or NaN): K := k (as float32) and P := e^r - 1 with
+ * y = k ln2 + r, |r| <= ln2/2 (Cody-Waite in two parts: y - k C1 is exact), e^r - 1 =
+ * r + r^2 (1/2! + r/3! + ... + r^5/7!) by Horner's rule in float32.
+ */
+function expParts32(b: Body, c: Consts, Y: number, K: number, P: number): void {
+  b.get(Y); c.get(Math.fround(Math.LOG2E)).v(F32['mul']!).v(F32NEAREST).set(K);
+  b.get(Y).get(K); c.get(EXP32_C1).v(F32['mul']!).v(F32['sub']!);
+  b.get(K); c.get(EXP32_C2).v(F32['mul']!).v(F32['sub']!).set(P); // r
+  c.get(EXPM1_32[5]!);
+  for (let n = 4; n >= 0; n--) { b.get(P).v(F32['mul']!); c.get(EXPM1_32[n]!).v(F32['add']!); }
+  b.get(P).v(F32['mul']!).get(P).v(F32['mul']!).get(P).v(F32['add']!).set(P); // r + r^2 q
+}
+
+/** Pushes 2^k for k (local K, float32 holding an integer in [-126, 127]) from its bits. */
+function pow2(b: Body, K: number): void {
+  b.get(K).v(I32X4_TRUNC).v(S.v128Const, ...i32x4(127)).v(I32X4_ADD).i32(23).v(I32X4_SHL);
+}
+
+/**
+ * exp: e^y, y = clamp(x, -104, 89) (beyond, float32 rounds to 0 or Infinity as fround(Math.exp(x))
+ * does), as (1 + P) 2^k1 2^k2 with k1 = floor(k/2), k2 = k - k1: the first product is exact, the
+ * second rounds once, also into the subnormals.
+ */
+const expApprox32: Approx = (b, c, x, t) => {
+  const [Y, K, P, K1] = [t, t + 1, t + 2, t + 3];
+  b.get(x); c.get(-104).v(F32['max']!); c.get(89).v(F32['min']!).set(Y);
+  expParts32(b, c, Y, K, P);
+  b.get(K).v(I32X4_TRUNC).i32(1).v(I32X4_SHR_S).v(F32_CONVERT).set(K1); // k1 = floor(k/2), as float32
+  b.get(K).get(K1).v(F32['sub']!).set(K); // k2
+  b.get(P); c.get(1).v(F32['add']!);
+  pow2(b, K1); b.v(F32['mul']!);
+  pow2(b, K); b.v(F32['mul']!);
+};
+
+/**
+ * tanh: a = min(|x|, 9.5) (tanh(9.5) is 1 in float32), em1 = e^(2a) - 1 = 2^k P + (2^k - 1)
+ * (no cancellation: both terms have a's sign), em1 / (em1 + 2) with x's sign (tanh(-0) = -0).
+ */
+const tanhApprox32: Approx = (b, c, x, t) => {
+  const [Y, K, P] = [t, t + 1, t + 2];
+  b.get(x).v(F32['abs']!); c.get(9.5).v(F32['min']!); c.get(2).v(F32['mul']!).set(Y);
+  expParts32(b, c, Y, K, P);
+  pow2(b, K); b.tee(K).get(P).v(F32['mul']!).get(K); c.get(1).v(F32['sub']!).v(F32['add']!).set(P); // em1
+  b.get(P).get(P); c.get(2).v(F32['add']!).v(F32['div']!);
+  b.get(x).v(S.v128Const, ...i32x4(0x7fffffff)).v(S.bitselect); // x's sign bit
+};
+
+/**
+ * sigmoid: e = e^-min(|x|, 104) (as exp above), 1 / (1 + e) for x >= 0, e / (1 + e) otherwise,
+ * the reference's two branches. NaN stays NaN.
+ */
+const sigmoidApprox32: Approx = (b, c, x, t) => {
+  const [Y, E, D] = [t, t + 1, t + 2];
+  b.get(x).v(F32['abs']!); c.get(104).v(F32['min']!).v(F32['neg']!).set(Y);
+  expApprox32(b, c, Y, t + 1); // scratch t+1..t+4
+  b.set(E);
+  b.get(E); c.get(1).v(F32['add']!).set(D); // d = 1 + e
+  c.get(1).get(D).v(F32['div']!); b.get(E).get(D).v(F32['div']!); // 1/d, e/d
+  b.get(x); c.get(0).v(F32['ge']!).v(S.bitselect); // where x >= 0: 1/d
+};
+
+/** The float32 form's approximations (four lanes), keyed as APPROX; log runs APPROX's on each half (approxF32). */
+const APPROX32: Readonly<Record<string, { readonly render: Approx; readonly consts: readonly number[] }>> = {
+  tanh: { render: tanhApprox32, consts: EXP32_CONSTS },
+  exp: { render: expApprox32, consts: EXP32_CONSTS },
+  sigmoid: { render: sigmoidApprox32, consts: EXP32_CONSTS },
+};
+
 /** An i64x2 constant's bytes (both lanes: low word lo, high word hi). */
 export function i64x2(lo: number, hi = 0): number[] {
   const w = new Int32Array([lo, hi, lo, hi]);
@@ -356,7 +444,8 @@ export function constsOf(order: readonly Expr[]): Set<number> {
 export function renderNode(b: Body, c: Consts, e: Expr, push: (x: Expr) => void, local: (x: Expr) => number, scratch: number, c32?: Consts): void {
   const ops: Readonly<Record<string, number>> = c32 !== undefined ? F32 : { ...BINARY, ...UNARY, ...COMPARE };
   const cc = c32 ?? c;
-  const approx = (name: string, x: number) => (c32 !== undefined ? approxF32(b, c, APPROX[name]!.render, x, scratch) : APPROX[name]!.render(b, c, x, scratch));
+  const approx = (name: string, x: number) => (c32 === undefined ? APPROX[name]!.render(b, c, x, scratch)
+    : F32_APPROX && Object.hasOwn(APPROX32, name) ? APPROX32[name]!.render(b, c32, x, scratch) : approxF32(b, c, APPROX[name]!.render, x, scratch));
   switch (e.t) {
     case 'cast': push(e.x); if (e.dtype === 'float32' && c32 === undefined) b.v(S.demote).v(S.promote); break;
     case 'op': {
@@ -379,6 +468,15 @@ export function renderNode(b: Body, c: Consts, e: Expr, push: (x: Expr) => void,
     case 'call': approx(approxOf(e)!, local(e.args[0]!)); break;
     default: throw new Error(`internal: the SIMD tier cannot render a ${e.t} node`);
   }
+}
+
+let F32_APPROX = true;
+/**
+ * Whether kernels compiled from now on in the float32 form use its own float32 approximations
+ * (APPROX32, the default) or APPROX's float64 ones on each half vector (tests and bench/ compare both).
+ */
+export function setFloat32Approximations(on: boolean): void {
+  F32_APPROX = on;
 }
 
 /** Independent vectors per loop iteration: the approximations are long dependency chains, so the out-of-order core needs several in flight. */
@@ -423,7 +521,9 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
   const perStream = nodes.length + 6;
   // the float32 form: its own constants and 0, 1 in float32, the approximations' in float64
   const consts32 = new Set<number>(f32 ? [...order.flatMap((e) => (e.t === 'const' ? [e.v] : [])), 0, 1] : []);
-  const consts64 = f32 ? constsOf(order.filter((e) => e.t !== 'const')) : constsOf(order);
+  const own = (e: Expr) => F32_APPROX && Object.hasOwn(APPROX32, approxOf(e) ?? '');
+  for (const e of order) if (f32 && own(e)) for (const x of APPROX32[approxOf(e)!]!.consts) consts32.add(x);
+  const consts64 = f32 ? constsOf(order.filter((e) => e.t !== 'const' && !own(e))) : constsOf(order);
   const [N, BASE, I, END] = [0, 1, 2, 3];
   const base = 4;
   const b = new Body(2, [[2, I32], [STREAMS * perStream + consts64.size + consts32.size, V128]]);
