@@ -709,8 +709,9 @@ function reduceCase(name: string, shape: [number, number], build: (x: Node) => N
 }
 const sumAxis0 = reduceCase('reduce sum over axis 0 of 1024x1024 f32', [1024, 1024], (x) => K.sum(x, 0), (x) => tf.sum(x, 0));
 const sumAxis1 = reduceCase('reduce sum over axis 1 of 1024x1024 f32', [1024, 1024], (x) => K.sum(x, 1), (x) => tf.sum(x, 1));
+const sumAll = reduceCase('reduce sum of every element of 1024x1024 f32', [1024, 1024], (x) => K.sum(x), (x) => tf.sum(x));
 const softmaxRows = reduceCase('reduce softmax of 4096x1000 f32', [4096, 1000], (x) => K.softmax(x), (x) => tf.softmax(x));
 
 export function cases(): Case[] {
-  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, inferenceCase(32, true), inferenceCase(32, false), inferenceCase(1, true), inferenceCase(1, false), cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, depthwiseCase, poolCase('max'), poolCase('avg'), dropoutCase, ctcCase, sumAxis0, sumAxis1, softmaxRows];
+  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, inferenceCase(32, true), inferenceCase(32, false), inferenceCase(1, true), inferenceCase(1, false), cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, depthwiseCase, poolCase('max'), poolCase('avg'), dropoutCase, ctcCase, sumAxis0, sumAxis1, sumAll, softmaxRows];
 }

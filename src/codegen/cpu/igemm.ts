@@ -39,7 +39,9 @@ export function igemmA(dst: Float32Array, x: Float32Array, xOff: number, g: read
   const out = new Int32Array(dst.buffer, base + 4 * ptrAt, MP * mr * KS);
   // The pointers depend on the geometry and where the arena view starts only: written once, copied at later calls.
   const key = `${base}:${mr}:${g.join(',')}`;
-  const hit = made.get(key);
+  let cache = madeFor.get(dst.buffer);
+  if (cache === undefined) { cache = { made: new Map(), words: 0 }; madeFor.set(dst.buffer, cache); }
+  const hit = cache.made.get(key);
   if (hit !== undefined) {
     out.set(hit);
     return base + 4 * ptrAt;
@@ -71,18 +73,21 @@ export function igemmA(dst: Float32Array, x: Float32Array, xOff: number, g: read
   // the last panel's rows past M read zeros
   for (; i < MP * mr; i++) for (let k = 0, w = Math.floor(i / mr) * KS * mr + (i % mr); k < KS; k++, w += mr) ptr[w] = zero;
   if (ptr.length <= MADE_WORDS) {
-    while (madeWords + ptr.length > MADE_WORDS) { const [k, v] = made.entries().next().value!; made.delete(k); madeWords -= v.length; }
-    made.set(key, ptr);
-    madeWords += ptr.length;
+    while (cache.words + ptr.length > MADE_WORDS) { const [k, v] = cache.made.entries().next().value!; cache.made.delete(k); cache.words -= v.length; }
+    cache.made.set(key, ptr);
+    cache.words += ptr.length;
   }
   out.set(ptr);
   return base + 4 * ptrAt;
 }
 
-/** Indirection buffers made so far (the latest, MADE_WORDS words in all), by base, tile and geometry. */
-const made = new Map<string, Int32Array>();
+/**
+ * Indirection buffers made so far, per arena memory (a memory let go or grown takes its buffers
+ * with it: clear_session, a larger product), the latest MADE_WORDS words in all, by base, tile
+ * and geometry.
+ */
+const madeFor = new WeakMap<ArrayBufferLike, { made: Map<string, Int32Array>; words: number }>();
 const MADE_WORDS = 1 << 23;
-let madeWords = 0;
 
 /**
  * A kernel gradient's A (over 'terms', ../wasm/igemm.ts' windowGrad32) in A's packing buffer
