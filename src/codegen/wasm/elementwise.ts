@@ -197,7 +197,7 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType,
   // A buffer both read and written (in place) only at the same elements: a chunk's inputs are all
   // copied in before its results are copied out, so a read of another element (a recursion's) would see an old value.
   if (loads.some((l) => stores.some((x) => x.buf === l.buf) && !stores.some((x) => x.buf === l.buf && x.off === l.off && x.row === l.row))) return undefined;
-  // The approximations are within 1 ulp only once rounded to float32.
+  // The approximations are within their bounds only once rounded to float32.
   if (approximated.some((e) => !roundedParent.has(e)) || loads.length + stores.length > MAX_REGIONS) return undefined;
   const f32 = f32Exact(order, k.stores.map((s) => s.value));
   if ((approximated.length === 0 && !branches && !always && !f32) || (!f32 && n < MIN_ELEMENTS)) return undefined;
