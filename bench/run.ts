@@ -167,7 +167,14 @@ async function main(): Promise<void> {
       if (name === 'theanine' && GPU) impls.push(['theanine-gpu', await onGpu(make)]);
     }
     const times = new Map<ImplName, number[]>(impls.map(([n]) => [n, []]));
-    for (const [name, impl] of impls) { await useBackend(name); for (let w = 0; w < 2; w++) impl.run(); if (name === 'onnx') settleOnnx(); }
+    // Warm-up: at least 2 calls and until 10 calls or 300 ms, whichever comes first, for every
+    // implementation alike (V8 optimises generated code and tfjs its kernels over the first calls;
+    // a compiled theanine step takes 2-4x its settled time in its first five calls).
+    for (const [name, impl] of impls) {
+      await useBackend(name);
+      const t0 = performance.now();
+      for (let w = 0; w < 10 && (w < 2 || performance.now() - t0 < 300); w++) { impl.run(); if (name === 'onnx') settleOnnx(); }
+    }
     for (let r = 0; r < ROUNDS; r++) {
       for (let k = 0; k < impls.length; k++) {
         const [name, impl] = impls[(k + r) % impls.length]!;

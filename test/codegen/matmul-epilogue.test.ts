@@ -115,4 +115,37 @@ describe('codegen/cpu matmul epilogues in the SIMD tier', () => {
       clearCompileCache();
     }
   });
+
+  it('the bench\'s MLP training step (784-256-10, batch 128, K.gradients, SGD): the same loss and weights bit for bit with 1 and 2 threads over 3 steps, and the first loss near the reference interpreter\'s', () => {
+    // values in [-k, k) (no large ones: the step must train, not diverge)
+    const scaled = (shape: number[], seed: number, k: number) => { const r = mulberry32(seed); return new NDArray(Float32Array.from({ length: shape.reduce((p, d) => p * d, 1) }, () => (r() * 2 - 1) * k), shape); };
+    const xs = [scaled([128, 784], 15, 0.5), new NDArray(Float32Array.from({ length: 1280 }, (_, i) => (i % 10 === (Math.floor(i / 10) * 7) % 10 ? 1 : 0)), [128, 10])];
+    const train = (threads: number, optimizer: 'fast_run' | 'none') => {
+      setThreads(threads);
+      clearCompileCache();
+      try {
+        const x = K.placeholder([128, 784], null, 'float32'), t = K.placeholder([128, 10], null, 'float32');
+        const params = [K.variable(scaled([784, 256], 11, 0.05), 'float32'), K.variable(scaled([256], 12, 0.01), 'float32'),
+          K.variable(scaled([256, 10], 13, 0.1), 'float32'), K.variable(scaled([10], 14, 0.01), 'float32')];
+        const [W1, b1, W2, b2] = params as [Node, Node, Node, Node];
+        const logits = K.dot(K.relu(K.dot(x, W1).add(b1)), W2).add(b2);
+        const e = K.exp(logits.sub(K.max(logits, -1, true)));
+        const loss = K.mean(K.negative(K.sum(t.mul(K.log(e.div(K.sum(e, -1, true)))), -1)));
+        const gs = (K as unknown as { gradients(l: Node, v: Node[]): Node[] }).gradients(loss, params);
+        const f = K.function([x, t], [loss], params.map((v, i) => K.update(v, v.sub(gs[i]!.mul(0.1)))), { optimizer });
+        const losses = [0, 1, 2].map(() => f(xs)[0]!.data[0]!);
+        return { losses, weights: params.map((v) => K.get_value(v)) };
+      } finally {
+        setThreads(undefined);
+        clearCompileCache();
+      }
+    };
+    const one = train(1, 'fast_run'), two = train(2, 'fast_run');
+    expect(two.losses).to.deep.equal(one.losses);
+    two.weights.forEach((w, i) => expect(bits(w), `weight ${i}`).to.deep.equal(bits(one.weights[i]!)));
+    expect(one.losses[2]!).to.be.below(one.losses[0]!); // it trains
+    // float32 sums (K up to 784) against the reference's float64 ones: the loss agrees to about 1e-6 relative
+    const ref = train(1, 'none');
+    expect(Math.abs(one.losses[0]! - ref.losses[0]!)).to.be.at.most(1e-5 * Math.abs(ref.losses[0]!));
+  });
 });

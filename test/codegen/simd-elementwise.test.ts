@@ -4,7 +4,7 @@
 // approximations, are within 1 ulp of the reference's value in float32 (the bound stated in the tier's header).
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
-import { CHUNK, MIN_ELEMENTS, setFloat32Approximations, setSimdTier } from '../../src/codegen/wasm/elementwise.js';
+import { CHUNK, F32_MIN_ELEMENTS, MIN_ELEMENTS, setFloat32Approximations, setSimdTier } from '../../src/codegen/wasm/elementwise.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
 import type { Node } from '../../src/ir/node.js';
 
@@ -246,12 +246,26 @@ describe('codegen/wasm SIMD elementwise tier', () => {
     });
   });
 
-  it(`loops shorter than ${MIN_ELEMENTS} elements stay JavaScript (and equal Math.tanh bit for bit)`, () => {
+  it(`loops shorter than ${F32_MIN_ELEMENTS} elements stay JavaScript (and equal Math.tanh bit for bit)`, () => {
     const x = K.placeholder([100], null, 'float32');
     const fn = K.function([x], [K.tanh(x)]);
     const xs = Float32Array.from({ length: 100 }, (_, i) => (i - 50) / 7);
     const out = fn([new NDArray(xs, [100])])[0]!;
     expect((fn as unknown as { source(): string }).source()).to.not.contain('WebAssembly SIMD');
     out.data.forEach((v, i) => expect(v).to.equal(Math.fround(Math.tanh(xs[i]!))));
+  });
+
+  it(`the float32 form takes loops from ${F32_MIN_ELEMENTS} elements, the float64 form from ${MIN_ELEMENTS}`, () => {
+    const n = F32_MIN_ELEMENTS + 3;
+    const xs = Float32Array.from({ length: n }, (_, i) => Math.sin(i) * 4);
+    const source = (f: (x: Node) => Node) => {
+      const x = K.placeholder([n], null, 'float32');
+      const fn = K.function([x], [f(x)]);
+      fn([new NDArray(xs, [n])]);
+      return (fn as unknown as { source(): string }).source();
+    };
+    expect(source((x) => K.tanh(x.mul(2)))).to.contain('WebAssembly SIMD f32x4');
+    // a float64 intermediate (x * 0.1 rounded once, with the relu's select): the float64 form, which needs MIN_ELEMENTS
+    expect(source((x) => K.cast(K.cast(x, 'float64').mul(0.1).add(K.cast(K.relu(x), 'float64')), 'float32'))).to.not.contain('WebAssembly SIMD');
   });
 });

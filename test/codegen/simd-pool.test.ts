@@ -6,7 +6,8 @@
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setSimdTier } from '../../src/codegen/wasm/elementwise.js';
-import { setThreads } from '../../src/codegen/cpu/threads.js';
+import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
+import { setPoolParallelMin } from '../../src/codegen/wasm/pool.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
 
 interface Geometry {
@@ -90,7 +91,50 @@ function sameBits(got: Float32Array, want: Float32Array, what: string): void {
   }
 }
 
+/** The output shape of a geometry's pooling. */
+function pooledShape(geo: Geometry): number[] {
+  const d = geo.pool.length;
+  const out = geo.shape.slice(1, d + 1).map((s, i) => (geo.padding === 'same' ? Math.ceil(s / geo.strides[i]!) : Math.floor((s - geo.pool[i]!) / geo.strides[i]!) + 1));
+  return [geo.shape[0]!, ...out, geo.shape[d + 1]!];
+}
+
 describe('WebAssembly SIMD tier: pooling and its adjoint', () => {
+  // split over the worker threads from 2^18 input elements (the default threshold is higher)
+  const PARALLEL_MIN = 1 << 18;
+  before(() => setPoolParallelMin(PARALLEL_MIN));
+  after(() => setPoolParallelMin(undefined));
+  const LARGE: Geometry[] = [
+    { name: 'max 3x3 stride 1 same, ties', shape: [5, 32, 32, 64], pool: [3, 3], strides: [1, 1], padding: 'same', mode: 'max', ties: true, infRows: true },
+    { name: 'max 2x2 tiling, ties', shape: [4, 32, 32, 64], pool: [2, 2], strides: [2, 2], padding: 'valid', mode: 'max', ties: true },
+    { name: 'avg 3x3 stride 2 same', shape: [3, 33, 31, 96], pool: [3, 3], strides: [2, 2], padding: 'same', mode: 'avg', ties: false },
+  ];
+  for (const geo of LARGE) {
+    it(`${geo.name}, ${geo.shape.join('x')}: the images split over 2 threads give the same values as 1 thread, and workers compute some`, async () => {
+      const n = geo.shape.reduce((a, b) => a * b, 1);
+      expect(n).to.be.at.least(PARALLEL_MIN);
+      const xs = values(n, 3, geo.ties);
+      if (geo.infRows === true) {
+        const img = n / geo.shape[0]!;
+        for (let b = 0; b < geo.shape[0]!; b++) xs.fill(-Infinity, b * img, b * img + (img / geo.shape[1]!) * 2);
+      }
+      const gs = values(pooledShape(geo).reduce((a, b) => a * b, 1), 9, false);
+      const one = run(geo, xs, gs, 'tier', 1);
+      expect(one.source).not.to.contain('images over the threads');
+      const ref = run(geo, xs, gs, 'reference');
+      sameBits(one.dx, ref.dx, 'dx (1 thread) against the reference');
+      const before = threadPool()?.workerChunks ?? 0;
+      let two = run(geo, xs, gs, 'tier', 2);
+      for (let i = 0; i < 100 && (threadPool()?.workerChunks ?? 0) === before; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        two = run(geo, xs, gs, 'tier', 2);
+      }
+      expect(two.source.match(/images over the threads/g)?.length, 'pool and pool_grad split over the threads').to.equal(2);
+      expect(threadPool()!.workerChunks, 'images computed by workers').to.be.greaterThan(before);
+      sameBits(two.y, one.y, 'y, 2 threads against 1');
+      sameBits(two.dx, one.dx, 'dx, 2 threads against 1');
+    });
+  }
+
   for (const geo of GEOMETRIES) {
     it(`${geo.name}: the reference's values, with the tier and without, with 1 and 2 threads`, () => {
       const n = geo.shape.reduce((a, b) => a * b, 1);

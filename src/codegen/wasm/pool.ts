@@ -30,12 +30,30 @@ import type { LoopKernel, PoolSpec } from '../kernel.js';
 import type { DType } from '../../ir/dtype.js';
 import { sizeOf } from '../../ir/ndarray.js';
 import { Body, I32, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
-import { tierOn } from './elementwise.js';
+import { ewKernel, ewKernelId, runBlocks, sharedMem, sharedTier, tierOn } from './elementwise.js';
 
 /** Poolings whose input has fewer elements stay JavaScript (the copies and the call cost more than they save). */
 export const POOL_MIN_ELEMENTS = 4096;
 /** Largest memory a pool kernel makes (bytes): larger images stay JavaScript. */
 const MAX_BYTES = 256 * 1024 * 1024;
+/**
+ * Poolings of at least this many input elements (and two images) are split over the worker
+ * threads where more than one is configured, an image per claim. Measured on the shared 2-vCPU
+ * machine under a load average of about 37, one process alternating the two forms (8x64x64x32,
+ * fwd+bwd), the split form was slower: max 2x2 4.99 against 4.06 ms, avg 3x3 22.7 against
+ * 18.2 ms (bench/README.md), as the elementwise tier's loops over the shared memory were; so only
+ * poolings twice the bench's size take it, as the elementwise tier's PARALLEL_MIN_ELEMENTS.
+ */
+export const POOL_PARALLEL_MIN_ELEMENTS = 1 << 22;
+let parallelMin = POOL_PARALLEL_MIN_ELEMENTS;
+
+/** Sets the size from which poolings are split over the threads (undefined: POOL_PARALLEL_MIN_ELEMENTS); tests split small ones. */
+export function setPoolParallelMin(n: number | undefined): void {
+  if (n !== undefined && !(Number.isInteger(n) && n >= 0)) throw new RangeError(`setPoolParallelMin: argument n is ${n}; allowed: a non-negative integer, or undefined`);
+  parallelMin = n ?? POOL_PARALLEL_MIN_ELEMENTS;
+}
+/** Bytes of the shared memory one pass over the images may use (passes of fewer images beyond). */
+const PASS_BYTES = 64 * 1024 * 1024;
 /** Most taps of a window whose adjoint the tier scatters (one bit per tap in each output cell's mask). */
 const MAX_SCATTER_TAPS = 32;
 
@@ -81,6 +99,14 @@ export interface PoolPlan {
   readonly bytes: Uint8Array;
   /** What makes the kernel (module and initial memory) what it is. */
   readonly key: string;
+  /**
+   * Over the tier's shared memory (./elementwise.ts), each image in a block of its own, the
+   * images split over the worker threads: run(n, base) computes the image in the block at byte
+   * `base`. Otherwise the kernel has a memory of its own and run() computes the one image in it.
+   */
+  readonly shared: boolean;
+  /** Bytes of one image's block. */
+  readonly blockBytes: number;
 }
 
 /** Whether the windows tile the input: every input cell in exactly one window. */
@@ -116,9 +142,10 @@ export function planPool(k: LoopKernel, bufDType: (buf: number) => DType): PoolP
   const acc = form === 'scatter' ? region(padded * 8) : 0;
   if (at > MAX_BYTES) return undefined;
   const layout: Layout = { x, dy, out, cnt, mask, acc, bytes: at };
-  const plan = { spec: p, form, ext, layout, bytes: new Uint8Array(0), key: '' };
-  const bytes = moduleBytes([{ name: 'run', params: 0, body: poolBody(plan) }]);
-  const key = JSON.stringify([form, p.mode, p.window, p.strides, p.dilation, p.pads, p.inSize, p.outSize, C]);
+  const shared = p.batch >= 2 && p.batch * sizeOf(p.inSize) * C >= parallelMin && sharedTier();
+  const plan = { spec: p, form, ext, layout, shared, blockBytes: Math.ceil(at / 64) * 64 };
+  const bytes = moduleBytes([{ name: 'run', params: shared ? 2 : 0, body: poolBody(plan) }], shared ? 'shared' : true);
+  const key = JSON.stringify([shared, form, p.mode, p.window, p.strides, p.dilation, p.pads, p.inSize, p.outSize, C]);
   return { ...plan, bytes, key };
 }
 
@@ -155,14 +182,21 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
   const st = axisStrides(form === 'tiled' ? p.inSize : ext, C);
   const taps = tapOffsets(p, st).map((e) => e * 4);
   // i32 locals: P_i (window origin, bytes) and N_i (count down) per axis, then J, PO, A, B, CC, PA, MK
-  const P = (i: number) => i, N = (i: number) => d + i;
-  const [J, PO, A, B, CC, PA, MK] = [2 * d, 2 * d + 1, 2 * d + 2, 2 * d + 3, 2 * d + 4, 2 * d + 5, 2 * d + 6];
-  const vbase = 2 * d + 7;
+  // the shared form's parameters: n (unused) and base, the byte offset of the image's block
+  const q = plan.shared ? 2 : 0;
+  const BASE = 1;
+  const P = (i: number) => q + i, N = (i: number) => q + d + i;
+  const [J, PO, A, B, CC, PA, MK] = [2 * d, 2 * d + 1, 2 * d + 2, 2 * d + 3, 2 * d + 4, 2 * d + 5, 2 * d + 6].map((x) => q + x) as [number, number, number, number, number, number, number];
+  const vbase = q + 2 * d + 7;
+  /** Pushes the block's base (adds it to the value on the stack in the shared form). */
+  const plusBase = () => { if (plan.shared) b.get(BASE).ops(op.i32Add); };
   // v128 locals: one per tap, one mask per tap, then M, NANM, TAKEN, DYV, LO, HI, SEL, CNTV
   const V = (t: number) => vbase + t, VT = (t: number) => vbase + T + t;
   const [M, NANM, TAKEN, DYV, LO, HI, SEL, CNTV] = Array.from({ length: 8 }, (_, i) => vbase + 2 * T + i) as [number, number, number, number, number, number, number, number];
-  const b = new Body(0, [[7 + 2 * d, I32], [2 * T + 8, V128]]);
+  const b = new Body(q, [[7 + 2 * d, I32], [2 * T + 8, V128]]);
   const f32 = (o: number) => memarg(2, o), f64 = (o: number) => memarg(3, o);
+  /** PA: the float64 sums' address of the cell at A (twice its offset in the block). */
+  const toAcc = () => { b.get(A).i32(1).ops(I32_SHL); if (plan.shared) b.get(BASE).ops(op.i32Sub); b.set(PA); };
   const zero = () => b.v(S.v128Const, ...ZERO16);
 
   const group = (cg: number) => {
@@ -186,7 +220,7 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
       b.get(B).v(S.load, ...f32(L.dy + cg));
       if (form === 'tiled') zero().v(S.f32Add); // 0 + dy: -0 becomes +0, as the reference's sum gives
       b.set(DYV);
-      if (form === 'scatter') b.get(A).i32(1).ops(I32_SHL).set(PA);
+      if (form === 'scatter') toAcc();
       for (let t = 0; t < T; t++) {
         // hit: the tap holds the maximum (or NaN where the maximum is NaN); chosen: hit by no earlier tap
         b.get(V(t)).get(M).v(S.f32Eq).get(NANM).get(V(t)).get(V(t)).v(S.f32Ne).v(S.and).v(S.or);
@@ -218,7 +252,7 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
       // avg, scattered: dy / count (float64) added at every tap
       b.get(B).v(S.load64Zero, ...f64(L.dy + cg)).v(S.promote).get(CNTV).v(S.f64Div).set(LO);
       b.get(B).v(S.load64Zero, ...f64(L.dy + cg + 8)).v(S.promote).get(CNTV).v(S.f64Div).set(HI);
-      b.get(A).i32(1).ops(I32_SHL).set(PA);
+      toAcc();
       for (let t = 0; t < T; t++) {
         const o = L.acc + 2 * (taps[t]! + cg);
         b.get(PA).get(PA).v(S.load, ...f64(o)).get(LO).v(S.f64Add).v(S.store, ...f64(o));
@@ -229,10 +263,10 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
 
   const cell = () => {
     // per output cell J: its output pointer, its count or tap mask
-    b.get(J).i32(C * 4).ops(op.i32Mul).set(PO);
-    if (p.mode === 'avg' && form !== 'tiled') b.get(J).i32(3).ops(I32_SHL).ops(op.f64Load, ...memarg(3, L.cnt)).v(S.f64x2Splat).set(CNTV);
+    b.get(J).i32(C * 4).ops(op.i32Mul); plusBase(); b.set(PO);
+    if (p.mode === 'avg' && form !== 'tiled') { b.get(J).i32(3).ops(I32_SHL); plusBase(); b.ops(op.f64Load, ...memarg(3, L.cnt)).v(S.f64x2Splat).set(CNTV); }
     if (form === 'scatter' && p.mode === 'max') {
-      b.get(J).i32(2).ops(I32_SHL).ops(I32_LOAD, ...memarg(2, L.mask)).set(MK);
+      b.get(J).i32(2).ops(I32_SHL); plusBase(); b.ops(I32_LOAD, ...memarg(2, L.mask)).set(MK);
       for (let t = 0; t < T; t++) b.i32(0).get(MK).i32(t).ops(I32_SHR_U).i32(1).ops(I32_AND).ops(op.i32Sub).v(S.i32x4Splat).set(VT(t));
     }
     const groups = C / 4;
@@ -254,9 +288,9 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
   };
 
   const pst = axisStrides(ext, C);
-  if (form === 'scatter') b.i32(L.acc).i32(0).i32(sizeOf(ext) * C * 8).ops(0xfc, 0x0b, 0x00); // memory.fill: the sums start at +0
+  if (form === 'scatter') { b.i32(L.acc); plusBase(); b.i32(0).i32(sizeOf(ext) * C * 8).ops(0xfc, 0x0b, 0x00); } // memory.fill: the sums start at +0
   // loops over the output cells, outermost axis first
-  b.i32(0).set(P(0)).i32(0).set(J);
+  b.i32(0); plusBase(); b.set(P(0)).i32(0).set(J);
   const axis = (i: number) => {
     b.i32(p.outSize[i]!).set(N(i));
     b.ops(op.loop, 0x40);
@@ -268,7 +302,7 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
   if (form === 'scatter') {
     // the sums of the image's cells (inside the padding) rounded to float32, in row-major order into dx
     const row = p.inSize[d - 1]! * C;
-    b.i32(8 * pst.reduce((a, x, i) => a + p.pads[i]! * x, 0)).set(P(0)).i32(0).set(A);
+    b.i32(8 * pst.reduce((a, x, i) => a + p.pads[i]! * x, 0)); plusBase(); b.set(P(0)).i32(0); plusBase(); b.set(A);
     const rows = (i: number) => {
       if (i < d - 1) {
         b.i32(p.inSize[i]!).set(N(i)).ops(op.loop, 0x40);
@@ -288,13 +322,21 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
   return b;
 }
 
-// --- runtime: each kernel with a memory of its own ---
+// --- runtime: each kernel with a memory of its own, or blocks of the shared one ---
 
 export interface PoolKernel {
-  /** One image: from the regions of x (and dy) to the result's region. */
+  /** The private form: one image, from the regions of x (and dy) to the result's region. */
   run(): void;
+  /** The private form's memory. */
   readonly f32: Float32Array;
   readonly f64: Float64Array;
+  /** The shared form: the shared memory, grown to hold `images` blocks (a new view after it grows). */
+  block(images: number): Float32Array;
+  /** The shared form: images 0..images-1 of the blocks, split over the threads. */
+  par(images: number): void;
+  /** The shared form: the counts and tap masks each block gets (the shared memory's other kernels overwrite them). */
+  readonly cnt: Float64Array;
+  readonly mask: Int32Array;
 }
 
 const ids = new Map<string, number>();
@@ -324,29 +366,41 @@ function cellCounts(p: PoolSpec): { cnt: Float64Array; mask: Int32Array } {
   return { cnt, mask };
 }
 
+const noRun = (): never => { throw new Error('internal: a pool kernel called in the other form'); };
+
 /** The id of the plan's kernel (compiled, with its memory made and its constant regions written, once per process). */
 export function poolKernelId(plan: PoolPlan): number {
   let id = ids.get(plan.key);
   if (id !== undefined) return id;
-  const module = new WA!.Module(plan.bytes) as WasmModule;
-  const memory: WasmMemory = new WA!.Memory({ initial: Math.max(1, Math.ceil(plan.layout.bytes / 65536)) });
-  const f32 = new Float32Array(memory.buffer);
-  const f64 = new Float64Array(memory.buffer);
-  const L = plan.layout;
   const p = plan.spec;
-  if (plan.form !== 'tiled' && !(plan.form === 'scatter' && p.mode === 'avg')) {
-    f32.fill(p.mode === 'max' ? -Infinity : 0, L.x / 4, L.x / 4 + sizeOf(plan.ext) * p.channels);
-  }
-  if (plan.form !== 'tiled') {
-    const { cnt, mask } = cellCounts(p);
-    if (p.mode === 'avg') f64.set(cnt, L.cnt / 8);
-    if (plan.form === 'scatter' && p.mode === 'max') new Int32Array(memory.buffer).set(mask, L.mask / 4);
-  }
-  const inst = new WA!.Instance(module, { env: { mem: memory } });
+  const L = plan.layout;
+  const { cnt, mask } = cellCounts(p);
   id = kernels.length;
-  kernels.push({ run: inst.exports['run'] as () => void, f32, f64 });
+  if (plan.shared) {
+    const sid = ewKernel(ewKernelId(plan.bytes, true, 0)).sid!;
+    kernels.push({
+      run: noRun, f32: new Float32Array(0), f64: new Float64Array(0), cnt, mask,
+      block: (images) => sharedMem(images * plan.blockBytes),
+      par: (images) => runBlocks(sid, images, plan.blockBytes, 1, 1),
+    });
+  } else {
+    const module = new WA!.Module(plan.bytes) as WasmModule;
+    const memory: WasmMemory = new WA!.Memory({ initial: Math.max(1, Math.ceil(L.bytes / 65536)) });
+    const f32 = new Float32Array(memory.buffer);
+    const f64 = new Float64Array(memory.buffer);
+    if (padded(plan)) f32.fill(p.mode === 'max' ? -Infinity : 0, L.x / 4, L.x / 4 + sizeOf(plan.ext) * p.channels);
+    if (plan.form !== 'tiled' && p.mode === 'avg') f64.set(cnt, L.cnt / 8);
+    if (plan.form === 'scatter' && p.mode === 'max') new Int32Array(memory.buffer).set(mask, L.mask / 4);
+    const inst = new WA!.Instance(module, { env: { mem: memory } });
+    kernels.push({ run: inst.exports['run'] as () => void, f32, f64, cnt, mask, block: noRun, par: noRun });
+  }
   ids.set(plan.key, id);
   return id;
+}
+
+/** Whether the image's region has cells outside the input (padding: -Infinity for max, 0 for avg). */
+function padded(plan: PoolPlan): boolean {
+  return plan.form !== 'tiled' && !(plan.form === 'scatter' && plan.spec.mode === 'avg') && sizeOf(plan.ext) !== sizeOf(plan.spec.inSize);
 }
 
 /** The kernel with this id (runtime helper `rt.pool`). */
@@ -355,9 +409,10 @@ export function poolKernel(id: number): PoolKernel {
 }
 
 /**
- * The JavaScript side: for each image of [lo, hi), its input (and cotangent) copied into the
- * kernel's memory, the module called, the result copied out. Same parameters as
- * renderLoopKernel's function.
+ * The JavaScript side: each image of [lo, hi) (its input, and cotangent) copied into the
+ * kernel's memory, the module called, the result copied out; in the shared form, every image of
+ * a pass into a block of its own, the blocks computed over the threads, the results copied out.
+ * Same parameters as renderLoopKernel's function.
  */
 export function renderPool(plan: PoolPlan, bufName: (id: number) => string): { source: string; buffers: number[]; rows: number } {
   const id = poolKernelId(plan);
@@ -367,38 +422,52 @@ export function renderPool(plan: PoolPlan, bufName: (id: number) => string): { s
   const inImg = sizeOf(p.inSize) * C;
   const outImg = sizeOf(p.outSize) * C;
   const X = bufName(p.x.buf), OUT = bufName(p.out);
-  const lines = [`  const w = rt.pool(${id});`, '  const m = w.f32;', '  for (let n = lo; n < hi; n++) {'];
+  const sh = plan.shared;
+  const BF = plan.blockBytes / 4;
+  const per = Math.max(1, Math.min(p.batch, Math.floor(PASS_BYTES / plan.blockBytes)));
+  const ind = sh ? '      ' : '    ';
+  const lines = sh
+    ? [`  const w = rt.pool(${id});`, `  for (let n0 = lo; n0 < hi; n0 += ${per}) {`, `    const n1 = hi < n0 + ${per} ? hi : n0 + ${per};`,
+      '    const m = w.block(n1 - n0);', '    for (let n = n0; n < n1; n++) {', `      const o = (n - n0) * ${BF};`]
+    : [`  const w = rt.pool(${id});`, '  const m = w.f32;', '  for (let n = lo; n < hi; n++) {'];
   const at = (base: string, off: number) => (off === 0 ? base : `${base} + ${off}`);
-  // rows of the image (the innermost spatial axis times the channels, contiguous) to or from the padded layout
-  const rows = (body: (src: string, dst: string) => string, srcBase: string, dstBase: number, pst: readonly number[]) => {
-    const row = p.inSize[d - 1]! * C;
+  /** A float32 offset in the image's region (plus the block's in the shared form). */
+  const mo = (off: number) => (sh ? at('o', off) : String(off));
+  // rows of the image (the innermost spatial axis times the channels, contiguous) into the padded layout
+  const pst = axisStrides(ext, C);
+  const rows = (body: (src: string, dst: string) => string, srcBase: string, dstBase: number) => {
     const outer = p.inSize.slice(0, d - 1);
     const vars = outer.map((_, i) => `i${i}`);
-    const srcOff = vars.map((v, i) => `${v} * ${sizeOf(p.inSize.slice(i + 1)) * C}`);
-    const dstOff = vars.map((v, i) => `(${v} + ${p.pads[i]!}) * ${pst[i]!}`);
-    const src = [srcBase, ...srcOff].join(' + ');
-    const dst = [String(dstBase + p.pads[d - 1]! * C), ...dstOff].join(' + ');
-    let s = `${'  '.repeat(2 + outer.length)}${body(src, dst)}`;
-    for (let i = outer.length - 1; i >= 0; i--) s = `${'  '.repeat(2 + i)}for (let ${vars[i]} = 0; ${vars[i]} < ${outer[i]}; ${vars[i]}++)\n${s}`;
-    lines.push(s);
-    return row;
+    const src = [srcBase, ...vars.map((v, i) => `${v} * ${sizeOf(p.inSize.slice(i + 1)) * C}`)].join(' + ');
+    const dst = [mo(dstBase + p.pads[d - 1]! * C), ...vars.map((v, i) => `(${v} + ${p.pads[i]!}) * ${pst[i]!}`)].join(' + ');
+    let line = `${ind}${'  '.repeat(outer.length)}${body(src, dst)}`;
+    for (let i = outer.length - 1; i >= 0; i--) line = `${ind}${'  '.repeat(i)}for (let ${vars[i]} = 0; ${vars[i]} < ${outer[i]}; ${vars[i]}++)\n${line}`;
+    lines.push(line);
   };
+  if (sh) {
+    // the block's constant regions: other kernels of the shared memory write over them between calls
+    const typed = [...(padded(plan) ? ['m'] : []), ...(form !== 'tiled' && p.mode === 'avg' ? ['m64'] : []), ...(form === 'scatter' && p.mode === 'max' ? ['mi'] : [])];
+    if (typed.includes('m64')) lines.splice(4, 0, '    const m64 = new Float64Array(m.buffer);');
+    if (typed.includes('mi')) lines.splice(4, 0, '    const mi = new Int32Array(m.buffer);');
+    if (padded(plan)) lines.push(`${ind}m.fill(${p.mode === 'max' ? '-Infinity' : '0'}, ${mo(L.x / 4)}, ${mo(L.x / 4 + sizeOf(ext) * C)});`);
+    if (typed.includes('m64')) lines.push(`${ind}m64.set(w.cnt, (o + ${L.cnt / 4}) / 2);`);
+    if (typed.includes('mi')) lines.push(`${ind}mi.set(w.mask, ${mo(L.mask / 4)});`);
+  }
   const flat = form === 'tiled' || (p.pads.every((x) => x === 0) && ext.every((e, i) => i === 0 || e === p.inSize[i]));
-  const pst = axisStrides(ext, C);
   if (form === 'tiled' || !(form === 'scatter' && p.mode === 'avg')) {
     const xs = at(`n * ${inImg}`, p.x.offset);
-    if (flat) lines.push(`    m.set(${X}.subarray(${xs}, ${xs} + ${inImg}), ${L.x / 4});`);
-    else { const row = p.inSize[d - 1]! * C; rows((src, dst) => `m.set(${X}.subarray(${src}, ${src} + ${row}), ${dst});`, xs, L.x / 4, pst); }
+    if (flat) lines.push(`${ind}m.set(${X}.subarray(${xs}, ${xs} + ${inImg}), ${mo(L.x / 4)});`);
+    else { const row = p.inSize[d - 1]! * C; rows((src, dst) => `m.set(${X}.subarray(${src}, ${src} + ${row}), ${dst});`, xs, L.x / 4); }
   }
   if (p.dy !== undefined) {
     const ds = at(`n * ${outImg}`, p.dy.offset);
-    lines.push(`    m.set(${bufName(p.dy.buf)}.subarray(${ds}, ${ds} + ${outImg}), ${L.dy / 4});`);
+    lines.push(`${ind}m.set(${bufName(p.dy.buf)}.subarray(${ds}, ${ds} + ${outImg}), ${mo(L.dy / 4)});`);
   }
-  lines.push('    w.run();');
-  if (form === 'forward') lines.push(`    ${OUT}.set(m.subarray(${L.out / 4}, ${L.out / 4 + outImg}), n * ${outImg});`);
-  else lines.push(`    ${OUT}.set(m.subarray(${L.out / 4}, ${L.out / 4 + inImg}), n * ${inImg});`);
-  lines.push('  }');
-  const what = `${p.grad ? 'pool_grad' : 'pool'} ${p.mode} ${p.window.join('x')} stride ${p.strides.join('x')}${form === 'scatter' ? ', scattered' : ''}`;
+  const result = form === 'forward' ? outImg : inImg;
+  const copyOut = `${ind}${OUT}.set(m.subarray(${mo(L.out / 4)}, ${mo(L.out / 4 + result)}), n * ${result});`;
+  if (sh) lines.push('    }', '    w.par(n1 - n0);', '    for (let n = n0; n < n1; n++) {', `      const o = (n - n0) * ${BF};`, copyOut, '    }', '  }');
+  else lines.push('    w.run();', copyOut, '  }');
+  const what = `${p.grad ? 'pool_grad' : 'pool'} ${p.mode} ${p.window.join('x')} stride ${p.strides.join('x')}${form === 'scatter' ? ', scattered' : ''}${sh ? ', images over the threads' : ''}`;
   const buffers = [...new Set([p.x.buf, ...(p.dy !== undefined ? [p.dy.buf] : []), p.out])].sort((a, c) => a - c);
   const source = `function k(${[...buffers.map(bufName), 'lo', 'hi'].join(', ')}) { // WebAssembly SIMD: ${what}\n${lines.join('\n')}\n}`;
   return { source, buffers, rows: p.batch };
