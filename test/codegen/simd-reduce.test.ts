@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setSimdTier } from '../../src/codegen/wasm/elementwise.js';
-import { COL_BLOCK, PARALLEL_MIN_ELEMENTS } from '../../src/codegen/wasm/reduce.js';
+import { COL_BLOCK, PARALLEL_MIN_ELEMENTS, setReduceF32Elements } from '../../src/codegen/wasm/reduce.js';
 import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
 import type { Node } from '../../src/ir/node.js';
@@ -44,6 +44,8 @@ const ulp32 = (x: number) => {
   if (a < 2 ** -126) return 2 ** -149;
   return 2 ** (Math.floor(Math.log2(a)) - 23);
 };
+/** Cases whose terms or results go through exp's float32 approximation (softmax's rows of elements, logsumexp). */
+const APPROXIMATED = /softmax|logsumexp/;
 const gamma = (n: number) => (n * 2 ** -53) / (1 - n * 2 ** -53);
 
 /** Bit-identical, NaN matching NaN. */
@@ -101,15 +103,18 @@ describe('codegen/wasm SIMD reduction tier', () => {
       const ref = run(f, shape, xs, 'reference').out;
       const sums = abs?.(xs, shape);
       const L = shape[1]!;
+      // exp's float32 approximation (within 1 ulp of e) then a division: e's 1 ulp is up to 2 of
+      // e / s (a relative 2^-23), plus the quotient's rounding: 3 ulps
+      const ulps = APPROXIMATED.test(name) ? 3 : 1;
       let same = 0;
       for (let i = 0; i < ref.length; i++) {
-        const bound = ulp32(ref[i]!) + 2 * gamma(L) * (sums?.[i] ?? Math.abs(ref[i]!) * L);
+        const bound = ulps * ulp32(ref[i]!) + 2 * gamma(L) * (sums?.[i] ?? Math.abs(ref[i]!) * L);
         const d = Math.abs(got.out[i]! - ref[i]!);
         if (!(d <= bound)) expect.fail(`${name}: element ${i} is ${got.out[i]}, the reference's ${ref[i]} (bound ${bound})`);
         if (Object.is(got.out[i], ref[i])) same++;
       }
       // float64 folds of float32 terms differ from the reference only near float32 rounding midpoints
-      expect(same / ref.length).to.be.greaterThan(0.99);
+      expect(same / ref.length).to.be.greaterThan(APPROXIMATED.test(name) ? 0.9 : 0.99);
     });
   }
 
@@ -174,10 +179,10 @@ describe('codegen/wasm SIMD reduction tier', () => {
       let same = 0;
       for (let i = 0; i < g.length; i++) {
         const d = Math.abs(g[i]! - ref[k]![i]!);
-        if (!(d <= ulp32(ref[k]![i]!) + 2 * gamma(L) * Math.abs(ref[k]![i]!) * L)) expect.fail(`output ${k}, element ${i}: ${g[i]} against ${ref[k]![i]}`);
+        if (!(d <= 3 * ulp32(ref[k]![i]!) + 2 * gamma(L) * Math.abs(ref[k]![i]!) * L)) expect.fail(`output ${k}, element ${i}: ${g[i]} against ${ref[k]![i]}`);
         if (Object.is(g[i], ref[k]![i])) same++;
       }
-      expect(same / g.length).to.be.greaterThan(0.99);
+      expect(same / g.length).to.be.greaterThan(0.9);
     });
   });
 
@@ -203,6 +208,24 @@ describe('codegen/wasm SIMD reduction tier', () => {
       expect(d, `${got.out[0]} against ${ref[0]}`).to.be.at.most(ulp32(ref[0]!) + 2 * gamma(n) * abs + (name.includes('max') ? ulp32(ref[0]!) : 0));
     });
   }
+
+  it('rows of elements in float64 lanes (the float32 form off): softmax within 1 ulp, and the float32 form within 3', () => {
+    const shape = [60, 1001];
+    const xs = values(60 * 1001, 23);
+    const ref = run((x) => K.softmax(x), shape, xs, 'reference').out;
+    for (const [f32, ulps] of [[false, 1], [true, 3]] as const) {
+      setReduceF32Elements(f32);
+      try {
+        const got = run((x) => K.softmax(x), shape, xs, 'tier');
+        expect(got.source).to.include('rt.red(');
+        for (let i = 0; i < ref.length; i++) {
+          if (!(Math.abs(got.out[i]! - ref[i]!) <= ulps * ulp32(ref[i]!) + 1e-12 * Math.abs(ref[i]!))) expect.fail(`float32 form ${f32}: element ${i} is ${got.out[i]}, the reference's ${ref[i]}`);
+        }
+      } finally {
+        setReduceF32Elements(true);
+      }
+    }
+  });
 
   it('a row sum whose exact value needs the float64 fold: cancellation stays within the bound', () => {
     const L = 1024;

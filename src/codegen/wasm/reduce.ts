@@ -36,7 +36,7 @@ import type { LoopKernel } from '../kernel.js';
 import { literal } from '../cpu/js.js';
 import type { DType } from '../../ir/dtype.js';
 import { Body, I32, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
-import { CHUNK, Consts, LOADED, MIN_ELEMENTS, S, constsOf, ewKernel, ewKernelId, nodeKind, renderNode, rowAccess, runBlocks, sharedMem, sharedTier, tierOn } from './elementwise.js';
+import { CHUNK, Consts, LOADED, MIN_ELEMENTS, S, constsOf, ewKernel, f32Exact, ewKernelId, nodeKind, renderNode, rowAccess, runBlocks, sharedMem, sharedTier, tierOn } from './elementwise.js';
 
 /** Floats per region of the tier's memory: a chunk and a little slack (a pair read or written past a row's end). */
 const REG = CHUNK + 16;
@@ -45,6 +45,11 @@ const PAGES = 8;
 const MAX_REGIONS = Math.floor((PAGES * 65536) / REGB);
 /** Column reductions take at most this many columns at a time (their float64 accumulators fill a region). */
 export const COL_BLOCK = 2048;
+let F32_ELEMENTS = true;
+/** Whether rows of elements may run in f32x4 lanes (the elementwise tier's float32 form); tests compare both. */
+export function setReduceF32Elements(on: boolean): void {
+  F32_ELEMENTS = on;
+}
 /** Accumulators of a row reduction (independent chains of f64x2 folds). */
 const STREAMS = 4;
 
@@ -340,7 +345,7 @@ function rowsBody(k: LoopKernel, L: number, elements: boolean, order: readonly E
   const v = k.vars[1];
   const computed = order.filter((e) => e.t !== 'const');
   const rowNodes = computed.filter((e) => scope.get(e) === 'row');
-  const perStream = computed.length + 4;
+  const perStream = computed.length + 6; // 6 scratch locals: the float32 form's approximations take 6
   const consts = constsOf(order);
   for (const r of order) if (r.t === 'reduce') consts.add(REDUCE_INIT[r.op]);
   const [N, BASE, ROW, RB, J, A] = [0, 1, 2, 3, 4, 5];
@@ -349,8 +354,20 @@ function rowsBody(k: LoopKernel, L: number, elements: boolean, order: readonly E
   const accBase = vbase + rowNodes.length;
   const streamBase = accBase + STREAMS;
   const maskLocal = streamBase + STREAMS * perStream;
-  const b = new Body(2, [[4, I32], [rowNodes.length + STREAMS + STREAMS * perStream + 1 + consts.size, V128]]);
-  const c = new Consts(b, maskLocal + 1);
+  // The element loop in f32x4 lanes where the elementwise tier's float32 form applies (f32Exact)
+  // and every row value it reads is a float32 value: then four elements per instruction.
+  const elemNodes = computed.filter((x) => scope.get(x) === 'elem');
+  const rowRead = new Set<Expr>();
+  for (const e of elemNodes) for (const x of e.t === 'op' || e.t === 'call' ? e.args : e.t === 'cast' ? [e.x] : []) if (scope.get(x) === 'row' && x.t !== 'const') rowRead.add(x);
+  for (const st of k.stores) if (scope.get(st.value) === 'row' && st.value.t !== 'const') rowRead.add(st.value);
+  const float32Value = (e: Expr) => (e.t === 'cast' && e.dtype === 'float32') || e.t === 'load' || ((e.t === 'reduce') && (e.op === 'max' || e.op === 'min') && e.body.t === 'load');
+  const f32el = F32_ELEMENTS && elements && !partials && elemNodes.length > 0 && [...rowRead].every(float32Value)
+    && f32Exact(exprOrder(k.stores.map((x) => x.value)).filter((x) => x.t === 'const' || scope.get(x) === 'elem'), k.stores.map((x) => x.value));
+  const row32 = new Map<Expr, number>([...rowRead].map((e, i) => [e, maskLocal + 1 + i]));
+  const C32_LOCALS = f32el ? 64 : 0;
+  const b = new Body(2, [[4, I32], [rowNodes.length + STREAMS + STREAMS * perStream + 1 + row32.size + C32_LOCALS + consts.size, V128]]);
+  const c32 = new Consts(b, maskLocal + 1 + row32.size, true);
+  const c = new Consts(b, maskLocal + 1 + row32.size + C32_LOCALS);
   for (const x of consts) c.get(x).ops(0x1a);
   b.v(S.v128Const, ...LANE1).set(maskLocal);
   const local = (st: number) => {
@@ -471,6 +488,41 @@ function rowsBody(k: LoopKernel, L: number, elements: boolean, order: readonly E
   }
   if (partials) {
     // nothing more: the partial folds are the results
+  } else if (f32el && v !== undefined) {
+    // row values as float32 splats, then quads of elements (the last one's lanes past the row stored one by one)
+    for (const [e, l] of row32) b.get(rowLocal.get(e)!).v(S.demote).set(l).get(l).get(l).v(extra.shuffle, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7).set(l);
+    const loc32 = (st: number) => {
+      const m = local(st);
+      return (e: Expr) => row32.get(e) ?? m(e);
+    };
+    const quad = (st: number, off: number, lanes: number) => {
+      const loc = loc32(st);
+      for (const e of elemNodes) {
+        if (e.t === 'load') b.get(A).v(extra.load, ...memarg(0, loadRegion(loads, e, v, u) * REGB + off));
+        else renderNode(b, c, e, (x) => { if (x.t === 'const') c32.get(x.v); else b.get(loc(x)); }, loc, streamBase + st * perStream + computed.length, c32);
+        b.set(loc(e));
+      }
+      k.stores.forEach((s, j) => {
+        const at = (loads.length + j) * REGB + off;
+        const val = () => { if (s.value.t === 'const') c32.get(s.value.v); else b.get(loc(s.value)); };
+        if (lanes === 4) { b.get(A); val(); b.v(extra.store, ...memarg(0, at)); return; }
+        for (let l = 0; l < lanes; l++) { b.get(A); val(); b.v(extra.store32Lane, ...memarg(2, at + 4 * l), l); }
+      });
+    };
+    const quads = L >> 2;
+    const it = Math.floor(quads / STREAMS);
+    if (it > 0) {
+      b.i32(0).set(J);
+      b.ops(op.loop, 0x40);
+      b.get(RB).get(J).ops(op.i32Add).set(A);
+      for (let st = 0; st < STREAMS; st++) quad(st, 16 * st, 4);
+      b.addTo(J, 16 * STREAMS);
+      b.get(J).i32(it * STREAMS * 16).ops(op.i32LtU, op.brIf, 0, op.end);
+    }
+    b.get(RB).i32(it * STREAMS * 16).ops(op.i32Add).set(A);
+    const rest = quads - it * STREAMS;
+    for (let q = 0; q < rest; q++) quad(q, 16 * q, 4);
+    if (L % 4 !== 0) quad(rest, 16 * rest, L % 4);
   } else if (elements && v !== undefined) {
     const elems = computed.filter((x) => scope.get(x) === 'elem');
     const storeAt = (st: number, off: number, lane64: boolean) => {
