@@ -113,6 +113,31 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
     }
   });
 
+  it('products of 1 to 3 rows are summed by rowVec32 (A broadcast against B\'s panels): within the bound, the epilogue applied, equal to the JavaScript kernel bit for bit, at odd K and N', () => {
+    setMatmulFma(false);
+    for (const [M, Kd, N] of [[1, 784, 256], [1, 37, 13], [1, 1, 5], [2, 301, 29], [3, 129, 37], [3, 5, 1], [1, 256, 10]] as [number, number, number][]) {
+      const what = `${M}x${Kd}x${N}`;
+      setWasmKernel(true);
+      const want = withPrecision('float32', () => products('none', M, Kd, N));
+      const got = withPrecision('float32', () => products('fast_run', M, Kd, N));
+      // rowVec32_M is BLOCK_EXPORTS' 8 + M, called with A's step (4 mr bytes) and the B panels
+      expect(got.source, `${what}: rowVec32_${M}`).to.contain(`rt.arena.blocks[${8 + M}]`);
+      expect(got.source, `${what}: its row-major sums read`).to.contain(`acc[r * ${Math.ceil(N / 4) * 4} + jp * 4 + c]`);
+      const { x, w, b } = got;
+      expectWithinBound(got.outs[0]!, want.outs[0]!, x, w, `${what} x . w`);
+      const fused = Float32Array.from(got.outs[0]!.data, (v, i) => Math.max(0, Math.fround(v + b.data[i % N]!)));
+      expect(Array.from(got.outs[1]!.data), `${what} relu(x . w + b)`).to.deep.equal(Array.from(fused));
+      setWasmKernel(false);
+      const js = withPrecision('float32', () => products('fast_run', M, Kd, N));
+      expect(js.source).to.not.contain('rt.arena.blocks[');
+      got.outs.forEach((g, i) => expect(Array.from(g.data), `${what} output ${i}, WebAssembly vs JavaScript`).to.deep.equal(Array.from(js.outs[i]!.data)));
+    }
+    // four rows: the tile kernel again
+    setWasmKernel(true);
+    const four = withPrecision('float32', () => products('fast_run', 4, 37, 13));
+    expect(four.source).to.not.match(/rt\.arena\.blocks\[(9|10|11)\]/);
+  });
+
   it('a whole product with its epilogue (bias, relu) fused: computed from the row-major sums by the SIMD tier, as the JavaScript kernel computes it', () => {
     setMatmulFma(false);
     const M = 130, Kd = 129, N = 131;

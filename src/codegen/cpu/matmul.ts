@@ -14,10 +14,11 @@ import type { LoopKernel, MatmulKernel } from '../kernel.js';
 import { mapIndices } from '../collapse.js';
 import { ExprWriter, type KernelSource, type RenderEnv } from './loop.js';
 import { commentText, storeRounds } from './js.js';
-import { IGEMM_VARIANT, PARALLEL_MIN_MACS, WINDOW_GRAD_VARIANT } from './threads.js';
+import { IGEMM_VARIANT, PARALLEL_MIN_MACS, ROWVEC_EXPORT, WINDOW_GRAD_VARIANT } from './threads.js';
 import { blockVariant } from './wasm-kernel.js';
 import type { DType } from '../../ir/dtype.js';
 import { planElementwise, renderElementwise, type EwPlan } from '../wasm/elementwise.js';
+import { ROWVEC_MAX_ROWS } from '../wasm/matmul.js';
 
 /** Bytes of one packed element or sum. */
 export const sumBytes = (k: MatmulKernel): number => (k.sum === 'float32' ? 4 : 8);
@@ -250,6 +251,10 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
   // The epilogue, once, in loops over the row of tiles: i = ip*mr + r, j = jp*nr + c (edge tiles stop early).
   // Whole float32 products have their sums row-major (renderAllTiles' kernel): one loop over the row's N columns.
   const rowMajor = all && k.sum === 'float32';
+  // A float32 product of 1 to ROWVEC_MAX_ROWS rows under the WebAssembly kernel is summed by
+  // rowVec32 (its rows broadcast against B's panels, sums row-major) instead of a tile of mr
+  // rows that is mostly padding.
+  const rowVec = rowVecSums(k, wasm, all);
   const ip = newVar(MP), jp = newVar(NP), ib = newVar(B), rv = newVar(mr), cv = newVar(nr), jv = newVar(N);
   const names = new Map<number, string>([[ip.id, 'ip'], [jp.id, 'jp'], [ib.id, 'ib'], [rv.id, 'r'], [cv.id, 'c'], [jv.id, 'j']]);
   const nm = (v: Var) => names.get(v.id) ?? `i${v.id}`;
@@ -258,19 +263,20 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
   const [value] = mapIndices(b, [k.out.value], sub, (vs) => vs);
   const w = new ExprWriter(undefined, {
     bufName: (id) => { bufs.add(id); return env.bufName(id); }, fnName: env.fnName,
-  }, rowMajor ? `acc[ao + r * ${NP * nr} + j]` : `acc[${all ? 'ao + ' : ''}jp * ${mr * nr} + c * ${mr} + r]`, (x) => indexCode(x, nm));
+  }, rowMajor ? `acc[ao + r * ${NP * nr} + j]` : rowVec ? `acc[r * ${NP * nr} + jp * ${nr} + c]` : `acc[${all ? 'ao + ' : ''}jp * ${mr * nr} + c * ${mr} + r]`, (x) => indexCode(x, nm));
   let v = value!;
   if (v.t === 'cast' && v.dtype === k.out.dtype && storeRounds(v.dtype)) v = v.x;
   const temps = w.sharedLines([v]);
   const store = `${out}[${indexCode(sub(k.out.index), nm)}] = ${w.code(v)};`;
   const f32 = k.sum === 'float32';
   if (!f32 && (mr !== 4 || nr !== 4)) throw new Error('internal: the cpu float64 matmul micro-kernel is 4 x 4');
-  if (wasm && !all) lines.push(`  const wt = ${f32 ? `rt.arena.blocks[${blockVariant(mr, true)}]` : 'rt.arena.tile'}, oa = ${pa}.byteOffset, ob = ${pb}.byteOffset, oc = acc.byteOffset;`);
+  if (wasm && !all) lines.push(`  const wt = ${rowVec ? `rt.arena.blocks[${ROWVEC_EXPORT + M - 1}]` : f32 ? `rt.arena.blocks[${blockVariant(mr, true)}]` : 'rt.arena.tile'}, oa = ${pa}.byteOffset, ob = ${pb}.byteOffset, oc = acc.byteOffset;`);
   lines.push(`  for (let ib = 0; ib < ${B}; ib++) {`);
   lines.push('    for (let ip = lo; ip < hi; ip++) {');
   if (!all) lines.push(`      const pa0 = (ib * ${MP} + ip) * ${K * mr};`);
   lines.push(MF === MP ? `      const re = ${mr};` : `      const re = ip < ${MF} ? ${mr} : ${M - MF * mr};`);
   lines.push(all ? `      const ao = (ib * ${MP} + ip) * ${NP * mr * nr};`
+    : rowVec ? `      wt(oa + pa0 * 4, ${mr * 4}, ob + ib * ${NP * K * nr * 4}, ${K}, oc, ${NP});`
     : wasm && f32 ? `      wt(oa + pa0 * 4, 0, 1, ob + ib * ${NP * K * nr * 4}, ${K}, oc, 0, ${NP});`
     : wasm ? `      wt(oa + pa0 * 8, ob + ib * ${NP * K * nr * 8}, ${K}, oc, ${NP});`
     : f32 ? `      rt.rowPanel32(${pa}, pa0, ${pb}, ib * ${NP * K * nr}, ${K}, acc, ${NP}, ${mr}, ${nr});`
@@ -304,6 +310,16 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
   const params = [...bufs].sort((p, q) => p - q);
   const args = ['acc', ...params.map((p) => env.bufName(p)), 'lo', 'hi'];
   return { needsAcc: true, source: `function ${name}(${args.join(', ')}) { // ${commentText(`matmul ${M}x${K}x${N} [${k.label}]`)}\n${lines.join('\n')}\n}`, buffers: params, rows: MP };
+}
+
+/**
+ * Whether a product's sums come from rowVec32 (../wasm/matmul.ts): float32 products of 1 to
+ * ROWVEC_MAX_ROWS rows summed one row of tiles at a time (not whole) by the WebAssembly kernel.
+ * One row at batch 1 (784x256): the 8 x 4 tile does eight times the multiply-adds; XNNPACK's
+ * 1x8 kernels for one-row products are the anchor.
+ */
+export function rowVecSums(k: MatmulKernel, wasm: boolean, all: boolean): boolean {
+  return wasm && !all && k.sum === 'float32' && k.indirect === undefined && k.m.size <= ROWVEC_MAX_ROWS && k.m.size <= k.mr;
 }
 
 /** The buffer id that stands for the tile sums in an epilogue run by the SIMD tier (the kernel's `acc` parameter). */

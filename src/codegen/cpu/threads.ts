@@ -43,6 +43,8 @@ export const PARALLEL_MIN_MACS = 1 << 21;
 export type PanelBlock = (pa: number, sa: number, G: number, pb: number, K: number, acc: number, sacc: number, n: number) => void;
 /** One panel of a float32 operand packed (the kernel module's pack32, ../wasm/matmul.ts; byte offsets and strides). */
 export type PackPanel = (src: number, sr: number, st: number, dst: number, K: number, rows: number, p: number) => void;
+/** The float32 sums of a product of a few rows against n consecutive B panels (the kernel's rowVec32_R, ../wasm/matmul.ts; byte offsets). */
+export type RowVec = (pa: number, sa: number, pb: number, K: number, acc: number, n: number) => void;
 
 /**
  * The kernel module's exports, by the number a job names: 0 panelBlock (float64 sums), 1 and 2
@@ -51,9 +53,12 @@ export type PackPanel = (src: number, sr: number, st: number, dst: number, K: nu
  * convolution's float32 sums through an indirection buffer, row-major: ../wasm/igemm.ts), 7
  * packCols32 (packing jobs: full panels of an operand contiguous along the rows), 8
  * windowGrad32 (a convolution's kernel gradient's float32 sums through a table of window
- * origins, row-major: ../wasm/igemm.ts).
+ * origins, row-major: ../wasm/igemm.ts), 9 to 11 rowVec32_1..3 (the float32 sums of a product of
+ * 1 to 3 rows, row-major, on the calling thread: ROWVEC_EXPORT).
  */
-export const BLOCK_EXPORTS = ['panelBlock', 'panelBlock32', 'panelBlock32w', 'panelBlock32r', 'panelBlock32wr', 'pack32', 'igemm32', 'packCols32', 'windowGrad32'] as const;
+export const BLOCK_EXPORTS = ['panelBlock', 'panelBlock32', 'panelBlock32w', 'panelBlock32r', 'panelBlock32wr', 'pack32', 'igemm32', 'packCols32', 'windowGrad32', 'rowVec32_1', 'rowVec32_2', 'rowVec32_3'] as const;
+/** BLOCK_EXPORTS' rowVec32_1 (rowVec32_R at ROWVEC_EXPORT + R - 1). */
+export const ROWVEC_EXPORT = 9;
 /** BLOCK_EXPORTS' pack32. */
 export const PACK_EXPORT = 5;
 /** BLOCK_EXPORTS' igemm32. */
@@ -210,7 +215,7 @@ parentPort.on('message', (m) => {
 });
 `;
 
-type Kernels = readonly (PanelBlock | PackPanel)[] | undefined;
+type Kernels = readonly (PanelBlock | PackPanel | RowVec)[] | undefined;
 
 // The same job loop as the workers', compiled once here.
 const [workHere, claimHere] = new Function(`${WORK}\nreturn [work, claim];`)() as [

@@ -4,7 +4,7 @@
 // kernel (microkernel.ts).
 import { hasRelaxedSimd, SHARED_MAX_PAGES, WA, type WasmMemory, type WasmModule } from '../wasm/encode.js';
 import { matmulModuleBytes, TILE32, TILE32_WIDE } from '../wasm/matmul.js';
-import { BLOCK_EXPORTS, type MatmulJob, NO_OPERAND, type PackOperand, type PackPanel, type PanelBlock, runHere, threadCount, threadPool } from './threads.js';
+import { BLOCK_EXPORTS, type MatmulJob, NO_OPERAND, type PackOperand, type PackPanel, type PanelBlock, type RowVec, runHere, threadCount, threadPool } from './threads.js';
 
 export type { WasmMemory };
 
@@ -190,7 +190,7 @@ export class PackArena {
   /** The kernel over this arena's memory (undefined: use the JavaScript kernel). */
   tile: WasmTile | undefined;
   /** The blocked kernels (panelBlock, panelBlock32, panelBlock32w...) and pack32 (BLOCK_EXPORTS), for whole products (tiles()) and float32 rows of tiles. */
-  blocks: (PanelBlock | PackPanel)[] = [];
+  blocks: (PanelBlock | PackPanel | RowVec)[] = [];
   /** Operands staged (stage()) and not packed yet: tiles() packs them first. */
   private pending: PackOperand[] = [];
   /** Bytes it holds now. */
@@ -321,7 +321,7 @@ export class PackArena {
       made = true;
       const ex = new WA!.Instance(shared ? sm : m, { env: { mem: this.memory } }).exports;
       this.tile = ex['rowPanel'] as WasmTile;
-      this.blocks = BLOCK_EXPORTS.map((k) => ex[k] as PanelBlock | PackPanel);
+      this.blocks = BLOCK_EXPORTS.map((k) => ex[k] as PanelBlock | PackPanel | RowVec);
       if (shared) threadPool(true)?.setMemory(this.memory, sm);
     } else {
       this.memory.grow(pages - this.memory.buffer.byteLength / 65536);

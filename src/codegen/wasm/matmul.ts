@@ -193,6 +193,73 @@ function panelBlock32Body(mr: number, nr: number, fused: boolean, rows = false):
 }
 
 /**
+ * Rows of A the small-product kernels (rowVec32) sum at once: products of 1 to 3 rows (a batch of
+ * one at inference) are summed by them instead of by a tile of TILE32.mr rows that is mostly
+ * padding.
+ */
+export const ROWVEC_MAX_ROWS = 3;
+
+/**
+ * rowVec32 (R rows, 1..ROWVEC_MAX_ROWS): rowVec32(pa, sa, pb, K, acc, n), the few-row form of
+ * panelBlock32 for products of R rows. A's rows r = 0..R-1 of step t are read at
+ * pa + t*sa + 4r (the packed A panel, sa its step's bytes: 4 mr) and broadcast, as XNNPACK's
+ * f32-gemm 1x8 WebAssembly SIMD kernels broadcast A for a one-row product; the n consecutive B
+ * panels (4 columns each, column c of step t at pb + 16(qK + t) + 4c) are read as vectors, G of
+ * them per pass (G R + R + 1 vector registers: 8 panels for one row, 4 for two, 3 for three;
+ * then the panels left in smaller groups). Each sum is s += a*b for t = 0..K-1 in float32 with
+ * the same operations as panelBlock32 (multiply then add, or the relaxed multiply-add with
+ * `fused`), so a row's sums equal the tile kernel's bit for bit, a quarter (or less) of its work at
+ * one row. The sums go row-major: row r, column 4q + c at acc + 16(r n + q) + 4c.
+ */
+function rowVec32Body(R: number, fused: boolean): Body {
+  const [PA, SA, PB, K, ACC, N] = [0, 1, 2, 3, 4, 5];
+  const [Q, PBQ, ACCQ, AI, KI, KB, RS, ROW] = [6, 7, 8, 9, 10, 11, 12, 13];
+  const GMAX = R === 1 ? 8 : R === 2 ? 4 : 3;
+  const P = (g: number) => 14 + g; // B panel g's pointer
+  const V0 = 14 + GMAX;
+  const accv = (r: number, g: number) => V0 + r * GMAX + g;
+  const VA = (r: number) => V0 + R * GMAX + r;
+  const VB = V0 + R * GMAX + R;
+  const b = new Body(6, [[8 + GMAX, I32], [R * GMAX + R + 1, V128]]);
+  b.get(K).i32(4).ops(op.i32Shl).set(KB); // bytes of one B panel
+  b.get(N).i32(4).ops(op.i32Shl).set(RS); // bytes of one row of sums
+  b.get(PB).set(PBQ).get(ACC).set(ACCQ).get(N).set(Q);
+  const groups = [GMAX, ...[4, 2, 1].filter((g) => g < GMAX)];
+  for (const G of groups) {
+    b.ops(op.block, 0x40, op.loop, 0x40); // groups of G panels while G are left
+    b.get(Q).i32(G).ops(op.i32LtU, op.brIf, 1);
+    for (let r = 0; r < R; r++) for (let g = 0; g < G; g++) b.vzero().set(accv(r, g));
+    for (let g = 0; g < G; g++) b.get(PBQ).get(KB).i32(g).ops(op.i32Mul, op.i32Add).set(P(g));
+    b.get(PA).set(AI).get(K).set(KI);
+    b.ops(op.block, 0x40).get(KI).ops(op.i32Eqz, op.brIf, 0);
+    b.ops(op.loop, 0x40); // steps t
+    for (let r = 0; r < R; r++) b.get(AI).v(simd.v128Load32Splat, ...memarg(2, 4 * r)).set(VA(r));
+    for (let g = 0; g < G; g++) {
+      b.get(P(g)).v(simd.v128Load, ...memarg(2, 0)).set(VB);
+      for (let r = 0; r < R; r++) {
+        if (fused) b.get(VA(r)).get(VB).get(accv(r, g)).v(simd.f32x4RelaxedMadd).set(accv(r, g));
+        else b.get(accv(r, g)).get(VA(r)).get(VB).v(simd.f32x4Mul).v(simd.f32x4Add).set(accv(r, g));
+      }
+      b.addTo(P(g), 16);
+    }
+    b.get(AI).get(SA).ops(op.i32Add).set(AI);
+    b.get(KI).i32(1).ops(op.i32Sub).tee(KI).ops(op.brIf, 0);
+    b.ops(op.end, op.end);
+    b.get(ACCQ).set(ROW);
+    for (let r = 0; r < R; r++) {
+      for (let g = 0; g < G; g++) b.get(ROW).get(accv(r, g)).v(simd.v128Store, ...memarg(2, 16 * g));
+      if (r < R - 1) b.get(ROW).get(RS).ops(op.i32Add).set(ROW);
+    }
+    b.get(PBQ).get(KB).i32(G).ops(op.i32Mul, op.i32Add).set(PBQ);
+    b.addTo(ACCQ, 16 * G);
+    b.get(Q).i32(G).ops(op.i32Sub).set(Q);
+    b.ops(op.br, 0);
+    b.ops(op.end, op.end);
+  }
+  return b;
+}
+
+/**
  * pack32(src, sr, st, dst, K, rows, p): one panel of a float32 operand packed for the kernels:
  * element (r, t) at src + r*sr + t*st (byte offsets and strides) to dst + 4(p t + r), for
  * t = 0..K-1 and r = 0..p-1, rows r >= `rows` zero (the edge panel). A bit copy (i32 loads and
@@ -323,7 +390,7 @@ function packCols32Body(): Body {
  * together), exports rowPanel, panelBlock (float64), panelBlock32 and panelBlock32w (float32,
  * the TILE32 and TILE32_WIDE tiles; panelBlock32r and panelBlock32wr the same with row-major sums),
  * igemm32 and windowGrad32 (convolutions and their kernel gradients through an indirection
- * buffer: ./igemm.ts), pack32 and packCols32 (operand packing); with `fused`, relaxed-SIMD multiply-adds, valid only where the
+ * buffer: ./igemm.ts), pack32 and packCols32 (operand packing), rowVec32_1..3 (products of 1 to 3 rows); with `fused`, relaxed-SIMD multiply-adds, valid only where the
  * runtime has relaxed SIMD). `tile32` replaces panelBlock32's tile (measurements of other tiles).
  */
 export function matmulModuleBytes(shared = false, fused = false, tile32: { mr: number; nr: number } = TILE32): Uint8Array {
@@ -338,5 +405,6 @@ export function matmulModuleBytes(shared = false, fused = false, tile32: { mr: n
     { name: 'igemm32', params: 8, body: igemm32Body(fused) },
     { name: 'packCols32', params: 6, body: packCols32Body() },
     { name: 'windowGrad32', params: 8, body: windowGrad32Body(fused) },
+    ...Array.from({ length: ROWVEC_MAX_ROWS }, (_, i) => ({ name: `rowVec32_${i + 1}`, params: 6, body: rowVec32Body(i + 1, fused) })),
   ], shared ? 'shared' : true);
 }
