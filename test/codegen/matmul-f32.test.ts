@@ -248,21 +248,31 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
       const run = (optimizer) => { clearCompileCache(); const px = K.placeholder([M, Kd], null, 'float32'), pw = K.placeholder([Kd, N], null, 'float32');
         const f = K.function([px, pw], [K.dot(px, pw)], [], { optimizer }); return { out: Array.from(f([x, w])[0].data), source: f.source() }; };
       const fused = run('fast_run'), tile = tile32(), fma = matmulFma();
+      // one row of x: rowVec32_1 with the multiply-add, A's steps 12 floats apart (the wide tile's panels)
+      const run1 = (optimizer) => { clearCompileCache(); const px = K.placeholder([1, Kd], null, 'float32'), pw = K.placeholder([Kd, N], null, 'float32');
+        const f = K.function([px, pw], [K.dot(px, pw)], [], { optimizer }); return { out: Array.from(f([new NDArray(x.data.slice(0, Kd), [1, Kd]), w])[0].data), source: f.source() }; };
+      const fused1 = run1('fast_run');
       setMatmulFma(false);
       const plain = run('fast_run');
       const ref = run('none');
       let worst = 0;
-      for (let i = 0; i < M; i++) for (let j = 0; j < N; j++) {
+      const check = (got, M) => { for (let i = 0; i < M; i++) for (let j = 0; j < N; j++) {
         let s = 0; for (let t = 0; t < Kd; t++) s += Math.abs(x.data[i * Kd + t] * w.data[t * N + j]);
         const bound = (Kd * 2 ** -24) / (1 - Kd * 2 ** -24) * s + 2 ** -24 * Math.abs(ref.out[i * N + j]);
-        worst = Math.max(worst, Math.abs(fused.out[i * N + j] - ref.out[i * N + j]) / bound);
-      }
-      console.log(JSON.stringify({ fma, tile, worst, wide: /rt\\.arena\\.(blocks\\[2\\]|tiles\\([^;]*, 4(, false)?\\);)/.test(fused.source), differs: fused.out.some((v, i) => v !== plain.out[i]) }));`;
+        worst = Math.max(worst, Math.abs(got.out[i * N + j] - ref.out[i * N + j]) / bound);
+      } };
+      check(fused, M);
+      check(fused1, 1);
+      console.log(JSON.stringify({ fma, tile, worst, wide: /rt\\.arena\\.(blocks\\[2\\]|tiles\\([^;]*, 4(, false)?\\);)/.test(fused.source),
+        rowVec: fused1.source.includes('rt.arena.blocks[9]') && fused1.source.includes(', 48, ob'),
+        rowSame: fused1.out.every((v, j) => v === fused.out[j]), differs: fused.out.some((v, i) => v !== plain.out[i]) }));`;
     const out = execFileSync(process.execPath, ['--experimental-wasm-relaxed-simd', '--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', env: { ...process.env, THEANINE_MATMUL_PRECISION: '' } });
-    const r = JSON.parse(out.trim().split('\n').pop()!) as { fma: boolean; tile: { mr: number; nr: number }; worst: number; wide: boolean; differs: boolean };
+    const r = JSON.parse(out.trim().split('\n').pop()!) as { fma: boolean; tile: { mr: number; nr: number }; worst: number; wide: boolean; rowVec: boolean; rowSame: boolean; differs: boolean };
     expect(r.fma, 'relaxed SIMD detected').to.equal(true);
     expect(r.tile).to.deep.equal({ mr: 12, nr: 4 });
     expect(r.wide, 'the 12 x 4 kernel').to.equal(true);
+    expect(r.rowVec, 'one row: rowVec32_1 over the 12-row panels').to.equal(true);
+    expect(r.rowSame, 'one row: the same sums as the 12 x 4 tile\'s first row, bit for bit').to.equal(true);
     expect(r.worst, 'largest error over its bound').to.be.at.most(1);
     expect(r.differs, 'fused sums differ from the unfused ones somewhere').to.equal(true);
   });
@@ -281,6 +291,13 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
     }
     expect(threadPool()!.workerPanels, 'panels summed by workers').to.be.greaterThan(before);
     two.forEach((g, i) => expect(g, `output ${i}`).to.deep.equal(one[i]));
+    // products of one to three rows (rowVec32, on the calling thread) too
+    for (const M of [1, 3]) {
+      const few = (n: number) => { setThreads(n); return withPrecision('float32', () => products('fast_run', M, 301, 29)); };
+      const a = few(1), b = few(2);
+      expect(b.source).to.contain(`rt.arena.blocks[${8 + M}]`);
+      b.outs.forEach((g, i) => expect(Array.from(g.data), `${M} rows, output ${i}`).to.deep.equal(Array.from(a.outs[i]!.data)));
+    }
   });
 
   it('precision "float64": float32 products equal the reference bit for bit; float64 products always do', () => {
