@@ -132,6 +132,21 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
       expect(js.source).to.not.contain('rt.arena.blocks[');
       got.outs.forEach((g, i) => expect(Array.from(g.data), `${what} output ${i}, WebAssembly vs JavaScript`).to.deep.equal(Array.from(js.outs[i]!.data)));
     }
+    // a batch of 2-row products (batch_dot): rowVec32_2 once per matrix, within the bound of each
+    setWasmKernel(true);
+    const [NB, Kb, Nb] = [3, 19, 7];
+    const xa = fill([NB, 2, Kb], 31), xb = fill([NB, Kb, Nb], 32);
+    const bd = (optimizer: 'fast_run' | 'none') => withPrecision('float32', () => {
+      const pa = K.placeholder([NB, 2, Kb], null, 'float32'), pb = K.placeholder([NB, Kb, Nb], null, 'float32');
+      const f = K.function([pa, pb], [K.batch_dot(pa, pb)], [], { optimizer });
+      return { out: f([xa, xb])[0]!, source: f.source() };
+    });
+    const bg = bd('fast_run'), bw = bd('none');
+    expect(bg.source).to.contain('rt.arena.blocks[10]');
+    for (let i = 0; i < NB; i++) {
+      const part = (x: NDArray, shape: number[]) => new NDArray(x.data.slice(i * shape[0]! * shape[1]!, (i + 1) * shape[0]! * shape[1]!), shape);
+      expectWithinBound(part(bg.out, [2, Nb]), part(bw.out, [2, Nb]), part(xa, [2, Kb]), part(xb, [Kb, Nb]), `batch_dot matrix ${i}`);
+    }
     // four rows: the tile kernel again
     setWasmKernel(true);
     const four = withPrecision('float32', () => products('fast_run', 4, 37, 13));
