@@ -60,7 +60,7 @@ export const S = {
   load: 0x00, store: 0x0b, shuffle: 0x0d, f32Splat: 0x13,
 } as const;
 
-const F32NEAREST = 0x6a, I32X4_TRUNC = 0xf8, F32_CONVERT = 0xfa, I32X4_ADD = 0xae, I32X4_SHL = 0xab, I32X4_SHR_S = 0xac;
+const F32NEAREST = 0x6a, I32X4_TRUNC = 0xf8, I32X4_ADD = 0xae, I32X4_SHL = 0xab, I32X4_SHR_S = 0xac, I32X4_SUB = 0xb1;
 
 /** The same operations on f32x4 lanes (the float32 form of a kernel: see f32Exact). */
 const F32: Readonly<Record<string, number>> = {
@@ -377,11 +377,12 @@ const expApprox32: Approx = (b, c, x, t) => {
   const [Y, K, P, K1] = [t, t + 1, t + 2, t + 3];
   b.get(x); c.get(-104).v(F32['max']!); c.get(89).v(F32['min']!).set(Y);
   expParts32(b, c, Y, K, P);
-  b.get(K).v(I32X4_TRUNC).i32(1).v(I32X4_SHR_S).v(F32_CONVERT).set(K1); // k1 = floor(k/2), as float32
-  b.get(K).get(K1).v(F32['sub']!).set(K); // k2
+  // in i32x4 lanes from here: k, k1 = floor(k/2) (arithmetic shift), k2 = k - k1, each 2^k's
+  // bits built from the integer (no conversions back to float32)
+  b.get(K).v(I32X4_TRUNC).tee(K).i32(1).v(I32X4_SHR_S).set(K1);
   b.get(P); c.get(1).v(F32['add']!);
-  pow2(b, K1); b.v(F32['mul']!);
-  pow2(b, K); b.v(F32['mul']!);
+  b.get(K1).v(S.v128Const, ...i32x4(127)).v(I32X4_ADD).i32(23).v(I32X4_SHL).v(F32['mul']!);
+  b.get(K).get(K1).v(I32X4_SUB).v(S.v128Const, ...i32x4(127)).v(I32X4_ADD).i32(23).v(I32X4_SHL).v(F32['mul']!);
 };
 
 /**
