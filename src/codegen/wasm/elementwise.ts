@@ -60,7 +60,7 @@ export const S = {
   load: 0x00, store: 0x0b, shuffle: 0x0d, f32Splat: 0x13,
 } as const;
 
-const I32X4_ADD = 0xae, I32X4_SHL = 0xab, I32X4_SHR_S = 0xac, I32X4_SUB = 0xb1;
+const I32X4_SHL = 0xab, I32X4_SHR_S = 0xac, I32X4_SUB = 0xb1;
 
 /** The same operations on f32x4 lanes (the float32 form of a kernel: see f32Exact). */
 const F32: Readonly<Record<string, number>> = {
@@ -353,17 +353,17 @@ function i32x4(k: number): number[] {
 }
 
 /**
- * From y (local Y, f32x4, |y| <= 104, or NaN): K := k (as float32), KI := k (as i32) and P := e^r - 1 with
+ * From y (local Y, f32x4, |y| <= 104, or NaN): K := k (as float32), KI := k + bias (as i32) and P := e^r - 1 with
  * y = k ln2 + r, |r| <= ln2/2 (Cody-Waite in two parts: y - k C1 is exact), e^r - 1 =
  * r + r^2 (1/2! + r/3! + ... + r^5/7!) by Horner's rule in float32.
  */
-function expParts32(b: Body, c: Consts, Y: number, K: number, P: number, KI: number): void {
+function expParts32(b: Body, c: Consts, Y: number, K: number, P: number, KI: number, bias: number): void {
   // k by the shifter: t + 1.5 * 2^23 rounds t = y log2(e) (|t| < 2^22) to an integer, ties to
-  // even, as f32x4.nearest does, and holds it in its low bits: KI := k as i32 from them (no
-  // float-to-integer conversion, several instructions on x64), K := k as float32 (exact)
+  // even, as f32x4.nearest does, and holds it in its low bits: KI := k + bias as i32 from them
+  // (no float-to-integer conversion, several instructions on x64), K := k as float32 (exact)
   b.get(Y); c.get(Math.fround(Math.LOG2E)).v(F32['mul']!); c.get(EXP32_SHIFT).v(F32['add']!).tee(KI);
   c.get(EXP32_SHIFT).v(F32['sub']!).set(K);
-  b.get(KI).v(S.v128Const, ...i32x4(EXP32_SHIFT_BITS)).v(I32X4_SUB).set(KI);
+  b.get(KI).v(S.v128Const, ...i32x4(EXP32_SHIFT_BITS - bias)).v(I32X4_SUB).set(KI);
   b.get(Y).get(K); c.get(EXP32_C1).v(F32['mul']!).v(F32['sub']!);
   b.get(K); c.get(EXP32_C2).v(F32['mul']!).v(F32['sub']!).set(P); // r
   c.get(EXPM1_32[5]!);
@@ -379,13 +379,13 @@ function expParts32(b: Body, c: Consts, Y: number, K: number, P: number, KI: num
 const expApprox32: Approx = (b, c, x, t) => {
   const [Y, K, P, K1] = [t, t + 1, t + 2, t + 3];
   b.get(x); c.get(-104).v(F32['max']!); c.get(89).v(F32['min']!).set(Y);
-  expParts32(b, c, Y, K, P, K1);
-  // in i32x4 lanes from here: k, k1 = floor(k/2) (arithmetic shift), k2 = k - k1, each 2^k's
-  // bits built from the integer (no conversions back to float32)
+  expParts32(b, c, Y, K, P, K1, 254);
+  // in i32x4 lanes from here: k + 254, (k + 254) >> 1 = k1 + 127 with k1 = floor(k/2), and
+  // (k + 254) - (k1 + 127) = k2 + 127 with k2 = k - k1: each 2^k's exponent field, biased
   b.get(K1).tee(K).i32(1).v(I32X4_SHR_S).set(K1);
   b.get(P); c.get(1).v(F32['add']!);
-  b.get(K1).v(S.v128Const, ...i32x4(127)).v(I32X4_ADD).i32(23).v(I32X4_SHL).v(F32['mul']!);
-  b.get(K).get(K1).v(I32X4_SUB).v(S.v128Const, ...i32x4(127)).v(I32X4_ADD).i32(23).v(I32X4_SHL).v(F32['mul']!);
+  b.get(K1).i32(23).v(I32X4_SHL).v(F32['mul']!);
+  b.get(K).get(K1).v(I32X4_SUB).i32(23).v(I32X4_SHL).v(F32['mul']!);
 };
 
 /**
@@ -395,8 +395,8 @@ const expApprox32: Approx = (b, c, x, t) => {
 const tanhApprox32: Approx = (b, c, x, t) => {
   const [Y, K, P, KI] = [t, t + 1, t + 2, t + 3];
   b.get(x).v(F32['abs']!); c.get(9.5).v(F32['min']!); c.get(2).v(F32['mul']!).set(Y);
-  expParts32(b, c, Y, K, P, KI);
-  b.get(KI).v(S.v128Const, ...i32x4(127)).v(I32X4_ADD).i32(23).v(I32X4_SHL).tee(K).get(P).v(F32['mul']!).get(K); c.get(1).v(F32['sub']!).v(F32['add']!).set(P); // em1
+  expParts32(b, c, Y, K, P, KI, 127);
+  b.get(KI).i32(23).v(I32X4_SHL).tee(K).get(P).v(F32['mul']!).get(K); c.get(1).v(F32['sub']!).v(F32['add']!).set(P); // em1
   b.get(P).get(P); c.get(2).v(F32['add']!).v(F32['div']!);
   b.get(x).v(S.v128Const, ...i32x4(0x7fffffff)).v(S.bitselect); // x's sign bit
 };
