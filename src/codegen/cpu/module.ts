@@ -97,6 +97,17 @@ function kernelFn(source: string, fns: readonly ScalarFn[]): KernelFn {
   return k;
 }
 
+/** The compiled factory of a driver's source (shared by source; the oldest dropped past MAX_FACTORIES). */
+function factoryFor(source: string): Factory {
+  let factory = factories.get(source);
+  if (factory === undefined) {
+    factory = new Function('rt', 'consts', 'slots', 'ext', 'kern', 'subs', 'prof', 'where', 'kp', source) as Factory;
+    if (factories.size >= MAX_FACTORIES) factories.delete(factories.keys().next().value!);
+    factories.set(source, factory);
+  }
+  return factory;
+}
+
 /** Forgets every compiled kernel and driver (for measurements of compiling from nothing). */
 export function clearKernelCaches(): void {
   kernelFns.clear();
@@ -281,12 +292,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     '  } catch (e) { throw where(e, at); }',
     '};',
   ].join('\n');
-  let factory = factories.get(source);
-  if (factory === undefined) {
-    factory = new Function('rt', 'consts', 'slots', 'ext', 'kern', 'subs', 'prof', 'where', 'kp', source) as Factory;
-    if (factories.size >= MAX_FACTORIES) factories.delete(factories.keys().next().value!);
-    factories.set(source, factory);
-  }
+  const factory = factoryFor(source);
   const prof = { t: 0, ms: new Float64Array(labels.length) };
   const where = (e: unknown, at: number): unknown => withBuiltBy(e, origins[at]);
   const make = (): RunFn => {
