@@ -39,10 +39,7 @@ export function igemm32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr: numb
     for (let v = 0; v < V; v++) b.get(PBI).v(simd.v128Load, ...memarg(2, 4 * (u * nr + 4 * v))).set(VB(v));
     for (let r = 0; r < mr; r++) {
       b.get(PTR(r)).v(simd.v128Load32Splat, ...memarg(2, 4 * u)).set(VA);
-      for (let v = 0; v < V; v++) {
-        if (fused) b.get(VA).get(VB(v)).get(accv(r, v)).v(simd.f32x4RelaxedMadd).set(accv(r, v));
-        else b.get(accv(r, v)).get(VA).get(VB(v)).v(simd.f32x4Mul).v(simd.f32x4Add).set(accv(r, v));
-      }
+      rowMadd(b, fused, V, VA, VB, (v) => accv(r, v));
     }
   };
   b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0);
@@ -67,19 +64,7 @@ export function igemm32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr: numb
   b.ops(op.end);
   b.get(TI).i32(1).ops(op.i32Sub).tee(TI).ops(op.brIf, 0);
   b.ops(op.end);
-  b.get(ACCG).set(ROW);
-  for (let r = 0; r < mr; r++) {
-    for (let v = 0; v < V; v++) b.get(ROW).get(accv(r, v)).v(simd.v128Store, ...memarg(2, 16 * v));
-    b.get(ROW).get(RS).ops(op.i32Add).set(ROW);
-  }
-  b.get(PAG).get(SA).ops(op.i32Add).set(PAG);
-  b.get(ACCG).get(SACC).ops(op.i32Add).set(ACCG);
-  b.get(GI).i32(1).ops(op.i32Sub).tee(GI).ops(op.brIf, 0);
-  b.ops(op.end);
-  b.get(PBI).set(PB); // the next B panel follows this one
-  b.addTo(ACCQ, 4 * nr);
-  b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
-  b.ops(op.end, op.end);
+  storeTile(b, { mr, nr, accv, ACCG, ROW, RS, PAG, SA, SACC, GI, PBI, PB, ACCQ, N });
   return b;
 }
 
@@ -119,26 +104,47 @@ export function windowGrad32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr:
   for (let v = 0; v < V; v++) b.get(PBI).v(simd.v128Load, ...memarg(2, 16 * v)).set(VB(v));
   for (let r = 0; r < mr; r++) {
     b.get(O).get(OFF(r)).ops(op.i32Add).v(simd.v128Load32Splat, ...memarg(2, 0)).set(VA);
-    for (let v = 0; v < V; v++) {
-      if (fused) b.get(VA).get(VB(v)).get(accv(r, v)).v(simd.f32x4RelaxedMadd).set(accv(r, v));
-      else b.get(accv(r, v)).get(VA).get(VB(v)).v(simd.f32x4Mul).v(simd.f32x4Add).set(accv(r, v));
-    }
+    rowMadd(b, fused, V, VA, VB, (v) => accv(r, v));
   }
   b.addTo(TBL, 4).addTo(PBI, 4 * nr);
   b.get(TI).i32(1).ops(op.i32Sub).tee(TI).ops(op.brIf, 0);
   b.ops(op.end);
-  b.get(ACCG).set(ROW);
-  for (let r = 0; r < mr; r++) {
-    for (let v = 0; v < V; v++) b.get(ROW).get(accv(r, v)).v(simd.v128Store, ...memarg(2, 16 * v));
-    b.get(ROW).get(RS).ops(op.i32Add).set(ROW);
-  }
-  b.get(PAG).get(SA).ops(op.i32Add).set(PAG);
-  b.get(ACCG).get(SACC).ops(op.i32Add).set(ACCG);
-  b.get(GI).i32(1).ops(op.i32Sub).tee(GI).ops(op.brIf, 0);
-  b.ops(op.end);
-  b.get(PBI).set(PB); // the next B panel follows this one
-  b.addTo(ACCQ, 4 * nr);
-  b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
-  b.ops(op.end, op.end);
+  storeTile(b, { mr, nr, accv, ACCG, ROW, RS, PAG, SA, SACC, GI, PBI, PB, ACCQ, N });
   return b;
+}
+
+/** acc[v] (+)= a * B[v] for the V vectors of one tile row: a relaxed multiply-add with `fused`, else a product then a sum (each rounded). */
+function rowMadd(b: Body, fused: boolean, V: number, A: number, VB: (v: number) => number, acc: (v: number) => number): void {
+  for (let v = 0; v < V; v++) {
+    if (fused) b.get(A).get(VB(v)).get(acc(v)).v(simd.f32x4RelaxedMadd).set(acc(v));
+    else b.get(acc(v)).get(A).get(VB(v)).v(simd.f32x4Mul).v(simd.f32x4Add).set(acc(v));
+  }
+}
+
+/** The locals the two kernels' block loops share (byte offsets and counters). */
+interface TileLocals {
+  readonly mr: number; readonly nr: number; readonly accv: (r: number, v: number) => number;
+  readonly ACCG: number; readonly ROW: number; readonly RS: number; readonly PAG: number; readonly SA: number;
+  readonly SACC: number; readonly GI: number; readonly PBI: number; readonly PB: number; readonly ACCQ: number; readonly N: number;
+}
+
+/**
+ * After a tile's sums: stores them row-major (row r at ACCG + r*RS), steps to the block's next A
+ * panel (closing its loop), then to the next B panel (closing the B panels' loop and the block).
+ */
+function storeTile(b: Body, t: TileLocals): void {
+  const V = t.nr / 4;
+  b.get(t.ACCG).set(t.ROW);
+  for (let r = 0; r < t.mr; r++) {
+    for (let v = 0; v < V; v++) b.get(t.ROW).get(t.accv(r, v)).v(simd.v128Store, ...memarg(2, 16 * v));
+    b.get(t.ROW).get(t.RS).ops(op.i32Add).set(t.ROW);
+  }
+  b.get(t.PAG).get(t.SA).ops(op.i32Add).set(t.PAG);
+  b.get(t.ACCG).get(t.SACC).ops(op.i32Add).set(t.ACCG);
+  b.get(t.GI).i32(1).ops(op.i32Sub).tee(t.GI).ops(op.brIf, 0);
+  b.ops(op.end);
+  b.get(t.PBI).set(t.PB); // the next B panel follows this one
+  b.addTo(t.ACCQ, 4 * t.nr);
+  b.get(t.N).i32(1).ops(op.i32Sub).tee(t.N).ops(op.brIf, 0);
+  b.ops(op.end, op.end);
 }

@@ -318,11 +318,7 @@ function pack32Body(): Body {
   b.ops(op.block, 0x40).get(K).ops(op.i32Eqz, op.brIf, 0);
   b.get(SRC).set(S).get(DST).set(D).get(K).set(N);
   b.ops(op.loop, 0x40); // steps
-  b.i32(0).set(G);
-  b.ops(op.loop, 0x40); // groups of 4 rows
-  b.get(D).get(G).ops(op.i32Add).get(S).get(G).ops(op.i32Add).v(simd.v128Load, ...memarg(0, 0)).v(simd.v128Store, ...memarg(0, 0));
-  b.get(G).i32(16).ops(op.i32Add).tee(G).get(PS).ops(op.i32LtU, op.brIf, 0);
-  b.ops(op.end);
+  copyStep(b, S, D, G, PS);
   b.get(S).get(ST).ops(op.i32Add).set(S);
   b.get(D).get(PS).ops(op.i32Add).set(D);
   b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
@@ -351,6 +347,15 @@ function pack32Body(): Body {
   return b;
 }
 
+/** Copies one step of a panel, PS bytes (a multiple of 16) from S to D, 4 rows per vector (G: the byte counter). */
+function copyStep(b: Body, S: number, D: number, G: number, PS: number): void {
+  b.i32(0).set(G);
+  b.ops(op.loop, 0x40); // groups of 4 rows
+  b.get(D).get(G).ops(op.i32Add).get(S).get(G).ops(op.i32Add).v(simd.v128Load, ...memarg(0, 0)).v(simd.v128Store, ...memarg(0, 0));
+  b.get(G).i32(16).ops(op.i32Add).tee(G).get(PS).ops(op.i32LtU, op.brIf, 0);
+  b.ops(op.end);
+}
+
 /**
  * packCols32(src, st, dst, K, p, np): np consecutive full panels of p rows (p a multiple of 4) of a
  * float32 operand contiguous along the rows (element (r, t) at src + 4r + t*st; B of a row-major
@@ -369,11 +374,7 @@ function packCols32Body(): Body {
   b.ops(op.loop, 0x40); // steps
   b.get(SRC).set(S).get(DST).set(D).get(NP).set(J);
   b.ops(op.loop, 0x40); // panels
-  b.i32(0).set(G);
-  b.ops(op.loop, 0x40); // groups of 4 rows
-  b.get(D).get(G).ops(op.i32Add).get(S).get(G).ops(op.i32Add).v(simd.v128Load, ...memarg(0, 0)).v(simd.v128Store, ...memarg(0, 0));
-  b.get(G).i32(16).ops(op.i32Add).tee(G).get(PS).ops(op.i32LtU, op.brIf, 0);
-  b.ops(op.end);
+  copyStep(b, S, D, G, PS);
   b.get(S).get(PS).ops(op.i32Add).set(S);
   b.get(D).get(DS).ops(op.i32Add).set(D);
   b.get(J).i32(1).ops(op.i32Sub).tee(J).ops(op.brIf, 0);

@@ -175,41 +175,33 @@ export function rowsBody(k: LoopKernel, L: number, elements: boolean, order: rea
     }
   };
   // A pass over a row's L elements: `visit(st, off)` for each pair (streams of STREAMS pairs, then the rest), `tail(off)` for an odd last element.
-  const pass = (visit: (st: number, off: number) => void, tail: (st: number, off: number) => void) => {
-    const pairs = L >> 1;
-    const it = Math.floor(pairs / STREAMS);
+  // `n` visits of `width` bytes from RB: a loop over groups of STREAMS (A at each group's start), then the rest; returns how many the rest took.
+  const streams = (n: number, width: number, visit: (st: number, off: number) => void): number => {
+    const it = Math.floor(n / STREAMS);
     if (it > 0) {
       b.i32(0).set(J);
       b.ops(op.loop, 0x40);
       b.get(RB).get(J).ops(op.i32Add).set(A);
-      for (let st = 0; st < STREAMS; st++) visit(st, 8 * st);
-      b.addTo(J, 8 * STREAMS);
-      b.get(J).i32(it * STREAMS * 8).ops(op.i32LtU, op.brIf, 0, op.end);
+      for (let st = 0; st < STREAMS; st++) visit(st, width * st);
+      b.addTo(J, width * STREAMS);
+      b.get(J).i32(it * STREAMS * width).ops(op.i32LtU, op.brIf, 0, op.end);
     }
-    b.get(RB).i32(it * STREAMS * 8).ops(op.i32Add).set(A);
-    const rest = pairs - it * STREAMS;
-    for (let q = 0; q < rest; q++) visit(q, 8 * q);
+    b.get(RB).i32(it * STREAMS * width).ops(op.i32Add).set(A);
+    const rest = n - it * STREAMS;
+    for (let q = 0; q < rest; q++) visit(q, width * q);
+    return rest;
+  };
+  const pass = (visit: (st: number, off: number) => void, tail: (st: number, off: number) => void) => {
+    const rest = streams(L >> 1, 8, visit);
     if (L % 2 === 1) tail(rest, 8 * rest);
   };
   // max or min over the row's float32 values at region byte offset `reg`, into every lane of accBase (f32x4).
   const maxMin32 = (o: 'max' | 'min', reg: number) => {
     const init = (i: number) => { b.v(S.v128Const, ...f32x4(REDUCE_INIT[o])).set(accBase + i); };
     const f = () => b.v(o === 'max' ? F32_MAX : F32_MIN);
-    const quads = L >> 2;
-    const it = Math.floor(quads / STREAMS);
     for (let i = 0; i < STREAMS; i++) init(i);
     const at = (i: number, off: number) => { b.get(accBase + i).get(A).v(extra.load, ...memarg(4, reg + off)); f(); b.set(accBase + i); };
-    if (it > 0) {
-      b.i32(0).set(J);
-      b.ops(op.loop, 0x40);
-      b.get(RB).get(J).ops(op.i32Add).set(A);
-      for (let i = 0; i < STREAMS; i++) at(i, 16 * i);
-      b.addTo(J, 16 * STREAMS);
-      b.get(J).i32(it * STREAMS * 16).ops(op.i32LtU, op.brIf, 0, op.end);
-    }
-    b.get(RB).i32(it * STREAMS * 16).ops(op.i32Add).set(A);
-    const rest = quads - it * STREAMS;
-    for (let q = 0; q < rest; q++) at(q, 16 * q);
+    const rest = streams(L >> 2, 16, at);
     if (L % 4 !== 0) {
       // the last L mod 4 values; the lanes past the row's end take the fold's initial value
       const keep = L % 4;
