@@ -49,4 +49,10 @@ describe('src/ layering', () => {
     const bad = all.filter((e) => layerOf(e.to) > layerOf(e.from) || (e.from !== e.to && layerOf(e.to) === layerOf(e.from) && e.from !== 'index.ts'));
     expect(bad.map((e) => e.where)).to.deep.equal([]);
   });
+
+  it('the CLI uses only the package surface: nothing from runtime, codegen, passes or ir', () => {
+    const inner = new Set(['runtime', 'codegen', 'passes', 'ir', 'autodiff']);
+    const bad = edges().filter((e) => e.from === 'cli' && inner.has(e.to));
+    expect(bad.map((e) => e.where)).to.deep.equal([]);
+  });
 });

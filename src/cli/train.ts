@@ -5,15 +5,10 @@
 // interactive terminal, one line per epoch otherwise.
 import { Command, Option } from 'commander';
 import cliProgress from 'cli-progress';
-import { backend as K, set_backend } from '../index.js';
-import { ortAvailable, requestedProvider } from '../runtime/onnx/session.js';
-import { device as configuredDevice, type BackendName, type DeviceName } from '../api/config.js';
+import { backend as K, configuredTarget, describeTarget, set_backend, setWarningSink, type BackendName, type DeviceName, type WarningSink } from '../index.js';
 import { loadMnist, take } from '../examples/mnist.js';
 import { MODELS, type ModelName } from '../examples/models.js';
 import { trainMnist, type EpochStats } from '../examples/train.js';
-import { gpuDevice } from '../runtime/gpu/device.js';
-import { tfjsRuntime } from '../runtime/tfjs/load.js';
-import { setWarningSink, type WarningSink } from '../runtime/warn.js';
 import { CliError, type Io, type ProgressStream } from './io.js';
 import { nameFromPath } from './export.js';
 import { nonNegativeInt, nonNegativeNumber, positiveInt, positiveNumber } from './numbers.js';
@@ -64,39 +59,18 @@ export function trainCommand(io: Io): Command {
     .action((_dataset: string, flags: TrainFlags) => { runTrain(io, flags); });
 }
 
-/** What runs, for the first line: the backend, TensorFlow.js' flavour, the device (gpu.js' mode). */
-function runsOn(backend: BackendName, device: DeviceName): string {
-  if (backend === 'tensorflow') {
-    const rt = tfjsRuntime(); // loads TensorFlow.js now: a missing package is a one-line error here
-    const why = rt.notes.length > 0 ? `; ${rt.notes.join('; ')}` : '';
-    const ignored = device === 'gpu' ? ' (the configured device gpu applies to the theanine backend only)' : '';
-    return `backend tensorflow, tfjs flavour ${rt.flavour} (TensorFlow.js backend "${rt.backendName}"${why}), device cpu${ignored}`;
-  }
-  if (backend === 'onnx') {
-    const missing = ortAvailable(); // a missing onnxruntime-node is a one-line error here
-    if (missing !== undefined) throw new Error(missing);
-    const ignored = device === 'gpu' ? ' (the configured device gpu applies to the theanine backend only)' : '';
-    return `backend onnx, ONNX Runtime execution provider ${requestedProvider()}${ignored}`;
-  }
-  if (device === 'gpu') {
-    const d = gpuDevice(); // opens gpu.js now: a missing package is a one-line error here
-    return `backend theanine, device ${d.name} (${d.description})`;
-  }
-  return 'backend theanine, device cpu (generated JavaScript)';
-}
-
 /** Trains with the chosen backend selected (set_backend), restoring the previous one afterwards. */
 function runTrain(io: Io, f: TrainFlags): void {
-  // K.backend() and the configured device read keras.json and the environment (a bad value is an error naming it).
-  const backend = f.backend ?? K.backend();
-  const device = f.device ?? configuredDevice();
+  // The configured backend and device come from keras.json and the environment (a bad value is an error naming it).
+  const backend = f.backend ?? configuredTarget().backend;
+  const device = f.device ?? configuredTarget().device;
   if (backend === 'tensorflow' && f.device === 'gpu') {
     throw new CliError('--device gpu is a device of the theanine backend; the tensorflow backend runs where TensorFlow.js does (THEANINE_TFJS_BACKEND=node|wasm|cpu picks its flavour)');
   }
   const before = K.backend();
   set_backend(backend);
   try {
-    io.out(`${runsOn(backend, device)}\n`);
+    io.out(`${describeTarget(backend, device)}\n`);
     trainWith(io, f, device);
   } finally {
     set_backend(before);
