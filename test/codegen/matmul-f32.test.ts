@@ -1,5 +1,5 @@
 // Float32 matrix products summed in float32 (matmul precision "float32", src/codegen/cpu/wasm-kernel.ts):
-// every element within the bound of docs/architecture.md, |C - C_ref| <= gamma_K * sum_t |a_it||b_tj|
+// every element within the bound of docs/numerics.md, |C - C_ref| <= gamma_K * sum_t |a_it||b_tj|
 // with gamma_K = K u / (1 - K u), u = 2^-24, against the reference interpreter (float64 sums);
 // the WebAssembly kernel without fused multiply-adds equal to the JavaScript one bit for bit; the
 // fused (relaxed SIMD) form checked in a process that has relaxed SIMD; the same numbers with 1

@@ -56,7 +56,7 @@ describe('codegen/wasm SIMD elementwise tier', () => {
     // negative inputs (NaN), zeros of both signs (-Infinity), Infinity and the float32 subnormal edge values included
     ['log', (x) => K.log(x), Math.log, 1e6],
   ];
-  // The float32 form's own approximations (f32x4 arithmetic): the bounds of docs/architecture.md,
+  // The float32 form's own approximations (f32x4 arithmetic): the bounds of docs/numerics.md,
   // measured over every float32 input; most elements equal the reference's.
   const bound32: Record<string, number> = { tanh: 2, exp: 1, sigmoid: 2, log: 1 };
   for (const [name, op, ref, scale] of approximated) {

@@ -1,7 +1,7 @@
 // The WebAssembly SIMD tier for reductions (src/codegen/wasm/reduce.ts), against the reference
 // interpreter: column reductions (folded row by row, in the reference's order) and row max/min
 // are bit-identical; row sums and products fold in another order, within the bound of
-// docs/architecture.md ("Reduction precision"): |got - ref| <= ulp32(ref) + 2 gamma_L(2^-53) sum |terms|.
+// docs/numerics.md ("Reduction precision"): |got - ref| <= ulp32(ref) + 2 gamma_L(2^-53) sum |terms|.
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setSimdTier } from '../../src/codegen/wasm/elementwise.js';

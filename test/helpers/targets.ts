@@ -25,7 +25,7 @@ export interface Target {
   /**
    * Named rule: the tolerance of float32 results, where the target sums float32 matrix products
    * in float32 (matmul precision "float32", the cpu device's default) while the reference sums in
-   * float64. FLOAT32_SUM_TOL below, from the bound of docs/architecture.md.
+   * float64. FLOAT32_SUM_TOL below, from the bound of docs/numerics.md.
    */
   readonly tol32?: { atol: number; rtol: number };
   /**
@@ -52,7 +52,7 @@ export { noteExcluded } from './exclusions.js';
 
 /**
  * The tolerance of float32 results of the cpu targets, from the float32 sum's bound
- * |C - C_ref| <= gamma_K * sum_t |a_t||b_t| + u |C_ref| (docs/architecture.md, "Matrix product
+ * |C - C_ref| <= gamma_K * sum_t |a_t||b_t| + u |C_ref| (docs/numerics.md, "Matrix product
  * precision"; u = 2^-24, gamma_K = K u / (1 - K u)): gamma_K for the longest sum in the tables'
  * products (K <= 256, gamma = 1.53e-5), as an absolute tolerance for results whose terms sum to at
  * most 1 in magnitude and a relative one where sum |a||b| is about |C| (no cancellation). A
