@@ -1,0 +1,4 @@
+// The `autodiff` namespace (import { autodiff } from 'theanine'): Theano's names, JAX's as aliases.
+// One line per module; each function lives in its own file.
+export { Rop, jvp, type RopOptions } from './forward.js';
+export { Lop, vjp, grad, type GradOptions } from './reverse.js';
