@@ -2,3 +2,4 @@
 // One line per module; each function lives in its own file.
 export { Rop, jvp, type RopOptions } from './forward.js';
 export { Lop, vjp, grad, type GradOptions } from './reverse.js';
+export { jacobian, jacrev, jacfwd, hessian, hessian_vector_product, type JacobianOptions } from './jacobian.js';

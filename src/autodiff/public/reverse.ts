@@ -54,7 +54,7 @@ export function grad<W extends Tensors>(cost: Node | null, wrt: W, options: Grad
   const seeds = knownGrads(fn, options.known_grads);
   if (cost !== null) {
     if (!(cost instanceof Node)) throw new TypeError(`${fn}: cost must be a tensor or null, got ${describe(cost)}`);
-    if (cost.ndim !== 0) throw new ValueError(`${fn}: cost must be a scalar, got a tensor of rank ${cost.ndim}; sum it or use autodiff.Lop / autodiff.jacobian`);
+    if (cost.ndim !== 0) throw new TypeError(`${fn}: cost must be a scalar, got a tensor of rank ${cost.ndim}; sum it or use autodiff.Lop / autodiff.jacobian`);
     if (!differentiable(cost)) throw new TypeError(`${fn}: cost is ${cost.dtype}; gradients need a float cost`);
     seeds.unshift([cost, scalar(1, cost.dtype)]);
   } else if (seeds.length === 0) {
@@ -67,14 +67,19 @@ export function grad<W extends Tensors>(cost: Node | null, wrt: W, options: Grad
     const w = ws[i]!;
     // Integer wrt are connected with a zero gradient (Theano); only float ones can be disconnected.
     if (differentiable(w) && !reachable(seeds.map(([n]) => n), w, consider)) {
-      const msg = `${fn}: the cost does not depend on wrt${Array.isArray(wrt) ? `[${i}]` : ''} (${w.name ?? w.op}); pass disconnected_inputs 'warn' or 'ignore' to allow it`;
-      if (disc === 'raise') throw new ValueError(msg);
-      if (disc === 'warn') console.warn(msg);
+      disconnected(fn, disc, `the cost does not depend on wrt${Array.isArray(wrt) ? `[${i}]` : ''} (${w.name ?? w.op})`);
       if (ret === 'None') return null;
     }
     return zerosOf(w, fn);
   });
   return shaped(wrt, out) as W extends Node ? Node | null : (Node | null)[];
+}
+
+/** A disconnected wrt: an error, a warning or nothing, as `mode` says (Theano's disconnected_inputs). */
+export function disconnected(fn: string, mode: 'raise' | 'warn' | 'ignore', what: string): void {
+  const msg = `${fn}: ${what}; pass disconnected_inputs 'warn' or 'ignore' to allow it`;
+  if (mode === 'raise') throw new ValueError(msg);
+  if (mode === 'warn') console.warn(msg);
 }
 
 function knownGrads(fn: string, kg: GradOptions['known_grads']): [Node, Node][] {
@@ -88,7 +93,7 @@ function knownGrads(fn: string, kg: GradOptions['known_grads']): [Node, Node][] 
 }
 
 /** Whether `w` is an ancestor of one of `roots` along a path that no constant and no stop_gradient (disconnected_grad) cuts. */
-function reachable(roots: readonly Node[], w: Node, constant: ReadonlySet<Node>): boolean {
+export function reachable(roots: readonly Node[], w: Node, constant: ReadonlySet<Node>): boolean {
   const seen = new Set<Node>();
   const stack = [...roots];
   while (stack.length > 0) {
