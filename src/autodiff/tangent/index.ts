@@ -90,6 +90,10 @@ export const tangentRules: TangentTable = {
   unsqueeze: linear0,
   scatter_index: linear0,
   stop_gradient: 'none',
+  // The tangent of the identity map each computes forwards passes through (Theano: a ViewOp's R_op);
+  // grad_scale scales it as its gradient, so zero_grad (scale 0) has a zero tangent as Theano's ZeroGrad.
+  grad_clip: passThrough,
+  grad_scale: (n, [t]) => (t ? mul(t, n.attrs.scale) : null),
   cumsum: linear0,
   // out_j = prod_{i <= j} x_i: d out_j = out_j sum_{i <= j} dx_i / x_i (divides by x, as the gradient does)
   cumprod: (n, [t]) => (t ? mul(n, cumsumOf(div(t, n.inputs[0]!), n.attrs.axis)) : null),

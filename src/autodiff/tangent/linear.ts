@@ -45,7 +45,7 @@ export const passThrough: TangentRule = (_, ts) => ts[0] ?? null;
  * with respect to u (evaluated anywhere: u = 0 of the output's shape).
  */
 export function viaReverse(rule: GradRule): TangentRule {
-  return (n, ts) => {
+  const derived: TangentRule = (n, ts) => {
     if (!differentiable(n)) return null;
     const u = zerosLike(n);
     const cts = rule(n, u);
@@ -58,4 +58,13 @@ export function viaReverse(rule: GradRule): TangentRule {
     if (terms.length === 0) return null;
     return gradients(terms.reduce((a, b) => add(a, b)), [u], FN)[0]!;
   };
+  fromGradient.add(derived);
+  return derived;
+}
+
+const fromGradient = new WeakSet<TangentRule>();
+
+/** Whether a tangent rule was derived from a gradient rule by viaReverse. */
+export function isFromGradient(r: unknown): boolean {
+  return typeof r === 'function' && fromGradient.has(r as TangentRule);
 }
