@@ -4,7 +4,7 @@ import { ValueError } from '../../ir/errors.js';
 import type { Node } from '../../ir/node.js';
 import { tangents, zerosOf } from '../forward.js';
 import { backprop } from '../grad.js';
-import { add, mul, reduce, scalar } from '../ops.js';
+import { add, differentiable, mul, reduce, scalar } from '../ops.js';
 import { checkPairs, listOf, shaped, type Tensors } from './args.js';
 
 export interface RopOptions {
@@ -26,6 +26,10 @@ export function Rop<F extends Tensors>(f: F, wrt: Tensors, eval_points: Tensors,
   const ws = listOf(fn, 'wrt', wrt);
   const vs = listOf(fn, 'eval_points', eval_points);
   checkPairs(fn, 'eval_points', ws, 'wrt', vs);
+  fs.forEach((x, i) => {
+    // Theano: the R operator of a discrete output (argmax) is undefined.
+    if (!differentiable(x)) throw new ValueError(`${fn}: f${Array.isArray(f) ? `[${i}]` : ''} is ${x.dtype}; forward-mode derivatives are defined for float outputs only`);
+  });
   const method = options.method ?? 'forward';
   let out: (Node | null)[];
   if (method === 'forward') out = tangents(fs, ws, vs, fn);

@@ -1,0 +1,158 @@
+// autodiff.grad's options and the gradient controls, ported from Theano's tests/test_gradient.py
+// (TestGrad, test_known_grads, TestZeroGrad, TestDisconnectedGrad, test_grad_clip, test_grad_scale)
+// with their numbers; plus verify_grad rows for the control ops where they act as the identity.
+import { expect } from 'chai';
+import { autodiff, debugprint, optimize, backend as K } from '../../src/index.js';
+import { NDArray } from '../../src/ir/ndarray.js';
+import { mulberry32 } from '../../src/ir/random.js';
+import { gradTable } from '../helpers/gradtable.js';
+import { expectClose } from '../helpers/assert.js';
+
+const A = [[0.3, -1.2, 0.7], [1.5, 0.4, -0.6]];
+
+gradTable('gradients: gradient controls', [
+  { name: 'grad_clip wider than the gradient (the identity)', inputs: [A], build: (x) => K.square(autodiff.grad_clip(x, -100, 100)) },
+  { name: 'grad_scale 1 (the identity)', inputs: [A], build: (x) => K.exp(autodiff.grad_scale(x, 1)) },
+]);
+
+const rng = (seed: number) => mulberry32(seed);
+const normal = (r: () => number, shape: number[]) => new NDArray(Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => r() * 2 - 1), shape, 'float64');
+const ph = (shape: (number | null)[], name: string, dtype: 'float64' | 'int32' = 'float64') => K.placeholder(shape, null, dtype, false, name);
+
+describe('autodiff.grad: Theano semantics', () => {
+  it('keeps the structure of wrt: a list gives a list, a tensor a tensor (test_grad_keep_type)', () => {
+    const X = ph([2, 2], 'X');
+    const y = K.sum(X);
+    expect(Array.isArray(autodiff.grad(y, [X]))).to.equal(true);
+    expect(Array.isArray(autodiff.grad(y, X))).to.equal(false);
+  });
+
+  it('a non-scalar cost is a TypeError (test_cost_is_scalar)', () => {
+    const v = ph([3], 'v');
+    const m = ph([2, 3], 'm');
+    expect(() => autodiff.grad(v, v)).to.throw(TypeError, /cost must be a scalar/);
+    expect(() => autodiff.grad(m, m)).to.throw(TypeError, /cost must be a scalar/);
+  });
+
+  it('a disconnected wrt raises by default, and gets zeros of its shape when ignored (test_zero_gradient_shape)', () => {
+    const x = ph([3, 7], 'x');
+    const s = ph([], 's');
+    expect(() => autodiff.grad(s, x)).to.throw(/does not depend on wrt \(x\)/);
+    const g = autodiff.grad(s, x, { disconnected_inputs: 'ignore' })!;
+    const out = K.function([x, s], [g])([NDArray.from(new Array(3).fill(new Array(7).fill(1)), 'float64'), NDArray.from(1, 'float64')])[0]!;
+    expect(out.shape).to.deep.equal([3, 7]);
+    expect([...out.data].every((v) => v === 0)).to.equal(true);
+    expect(autodiff.grad(s, x, { disconnected_inputs: 'ignore', return_disconnected: 'None' })).to.equal(null);
+  });
+
+  it('rejects unknown option values, naming the allowed ones', () => {
+    const x = ph([], 'x');
+    expect(() => autodiff.grad(x, x, { disconnected_inputs: 'maybe' as 'raise' })).to.throw(/disconnected_inputs is "maybe"; allowed: 'raise', 'warn', 'ignore'/);
+    expect(() => autodiff.grad(x, x, { return_disconnected: 'Disconnected' as 'zero' })).to.throw(/return_disconnected is "Disconnected"/);
+    expect(() => autodiff.grad(null, x)).to.throw(/cost is null and known_grads is empty/);
+  });
+
+  it('consider_constant gives the gradient of a constant (test_grad_constant)', () => {
+    const x = ph([], 'x');
+    const y = ph([], 'y');
+    const one = K.constant(1, 'float64');
+    const gx = autodiff.grad(K.add(x, y), x, { consider_constant: [x] })!;
+    const gone = autodiff.grad(K.add(one, y), one)!;
+    const [a, b] = K.function([x, y], [gx, gone])([NDArray.from(1, 'float64'), NDArray.from(0.5, 'float64')]);
+    expectClose(a!, b!);
+    // and a constant blocks what passes through it
+    const gy = autodiff.grad(K.multiply(K.exp(y), y), y, { consider_constant: [K.exp(y)] })!;
+    expectClose(K.function([y], [gy])([NDArray.from(0.5, 'float64')])[0]!, NDArray.from(Math.exp(0.5), 'float64'));
+  });
+
+  it('known_grads at any cut of the graph gives the full gradient (test_known_grads)', () => {
+    const x = ph([], 'x');
+    const c = ph([10], 'c');
+    const t = 3;
+    const ct = K.gather(c, K.constant([t], 'int32'));
+    const p = K.pow(x, K.constant(t, 'float64'));
+    const y = K.multiply(ct, p);
+    const cost = K.sum(K.square(y));
+    const r = rng(2012);
+    const values = [normal(r, [10]), NDArray.from(0.7, 'float64')];
+    const inputs = [c, x];
+    const truth = K.function(inputs, autodiff.grad(cost, inputs, { disconnected_inputs: 'ignore' }) as never)(values);
+    for (const layer of [[cost], [y], [ct, p], [ct, x]]) {
+      const first = autodiff.grad(cost, layer, { disconnected_inputs: 'ignore' }) as never[];
+      const known = layer.map((v, i) => [v, first[i]!] as const);
+      const full = autodiff.grad(null, inputs, { known_grads: known, disconnected_inputs: 'ignore' }) as never;
+      const got = K.function(inputs, full)(values);
+      got.forEach((g, i) => expectClose(g, truth[i]!, { atol: 1e-12, rtol: 1e-12 }));
+    }
+  });
+});
+
+describe('autodiff gradient controls (Theano test_gradient.py)', () => {
+  const a = normal(rng(5), [5, 5]);
+  const same = (expr: (x: ReturnType<typeof ph>) => ReturnType<typeof ph>, want: (x: ReturnType<typeof ph>) => ReturnType<typeof ph>) => {
+    const x = ph([5, 5], 'x');
+    const g = autodiff.grad(K.sum(expr(x)), x)!;
+    const [got, exp] = K.function([x], [g, want(x)])([a]);
+    expectClose(got!, exp!, { atol: 1e-12, rtol: 1e-12 });
+  };
+
+  it('zero_grad: x * zero_grad(x) has gradient x; zero_grad(x) has gradient 0 (TestZeroGrad.test_grad)', () => {
+    same((x) => K.multiply(x, autodiff.zero_grad(x)), (x) => x);
+    same((x) => K.multiply(x, autodiff.zero_grad(K.exp(x))), (x) => K.exp(x));
+    same((x) => autodiff.zero_grad(x), (x) => K.zeros_like(x));
+    same((x) => K.multiply(K.square(x), autodiff.zero_grad(x)), (x) => K.multiply(K.square(x), 2));
+  });
+
+  it('zero_grad: its Rop is zero (TestZeroGrad.test_rop)', () => {
+    const x = ph([5], 'x');
+    const v = ph([5], 'v');
+    const r = K.function([x, v], [autodiff.Rop(autodiff.zero_grad(x), x, v)])([normal(rng(1), [5]), normal(rng(2), [5])])[0]!;
+    expect([...r.data].filter((e) => e !== 0)).to.have.length(0);
+  });
+
+  it('disconnected_grad: the same gradients as zero_grad where connected (TestDisconnectedGrad.test_grad)', () => {
+    same((x) => K.multiply(x, autodiff.disconnected_grad(x)), (x) => x);
+    same((x) => K.multiply(x, autodiff.disconnected_grad(K.exp(x))), (x) => K.exp(x));
+    same((x) => K.multiply(K.square(x), autodiff.disconnected_grad(x)), (x) => K.multiply(K.square(x), 2));
+  });
+
+  it('disconnected_grad: a path only through it is disconnected (TestDisconnectedGrad.test_disconnected_paths)', () => {
+    const x = ph([5, 5], 'x');
+    expect(() => autodiff.grad(K.sum(autodiff.disconnected_grad(x)), x)).to.throw(/does not depend on wrt/);
+    autodiff.grad(K.sum(K.add(x, autodiff.disconnected_grad(x))), x);
+    const [p, b] = [ph([5, 5], 'a'), ph([5, 5], 'b')];
+    const y = K.add(p, autodiff.disconnected_grad(b));
+    expect(() => autodiff.grad(K.sum(y), b)).to.throw(/does not depend on wrt \(b\)/);
+    autodiff.grad(K.sum(y), p);
+  });
+
+  it('the control ops leave the compiled graph (test_op_removed)', () => {
+    const x = ph([5, 5], 'x');
+    const outs = [K.multiply(x, autodiff.zero_grad(x)), autodiff.grad_clip(x, -1, 1), autodiff.disconnected_grad(x)];
+    expect(debugprint(outs)).to.match(/grad_scale/);
+    expect(optimize(outs).debugprint()).to.not.match(/grad_scale|grad_clip|stop_gradient/);
+  });
+
+  it('grad_clip: d(clip(x)^2)/dx at 2 is 1, not 4 (test_grad_clip)', () => {
+    const x = ph([], 'x');
+    const z = autodiff.grad(K.square(autodiff.grad_clip(x, -1, 1)), x)!;
+    const z2 = autodiff.grad(K.square(x), x)!;
+    const [o1, o2] = K.function([x], [z, z2])([NDArray.from(2, 'float64')]);
+    expect([o1!.item(), o2!.item()]).to.deep.equal([1, 4]);
+  });
+
+  it('grad_scale: d(scale(x, 2)^2)/dx at 2 is 8 (test_grad_scale)', () => {
+    const x = ph([], 'x');
+    const z = autodiff.grad(K.square(autodiff.grad_scale(x, 2)), x)!;
+    const z2 = autodiff.grad(K.square(x), x)!;
+    const [o1, o2] = K.function([x], [z, z2])([NDArray.from(2, 'float64')]);
+    expect([o1!.item(), o2!.item()]).to.deep.equal([8, 4]);
+  });
+
+  it('bad arguments are errors naming the function and argument', () => {
+    const x = ph([2], 'x');
+    expect(() => autodiff.grad_clip(x, 1, -1)).to.throw(/autodiff.grad_clip: lo \(1\) must not exceed hi \(-1\)/);
+    expect(() => autodiff.grad_scale(x, Number.NaN)).to.throw(TypeError, /autodiff.grad_scale: scale must be a finite number/);
+    expect(() => autodiff.zero_grad(3 as never)).to.throw(TypeError, /autodiff.zero_grad: x must be a tensor/);
+  });
+});
