@@ -32,7 +32,7 @@ function scanJvp(n: OpNode<'scan'>, ts: readonly (Node | null)[]): (Node | null)
   const outIdx = b.outputs.map((_, k) => k).filter((k) => differentiable(b.outputs[k]!));
   const bodyT = tangents([...outIdx.map((k) => b.outputs[k]!), ...stateIdx.map((j) => b.newStates[j]!)], wrt, points, FN);
   const tOut = outIdx.map((k, i) => bodyT[i] ?? zerosLike(b.outputs[k]!));
-  const tNew = stateIdx.map((j, i) => bodyT[outIdx.length + i] ?? zerosLike(stateArgs[i]!));
+  const tNew = stateIdx.map((_, i) => bodyT[outIdx.length + i] ?? zerosLike(stateArgs[i]!));
 
   const built = buildScan({
     fn: FN,
