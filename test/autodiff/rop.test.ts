@@ -3,7 +3,7 @@
 // and Rop through an op without a derivative (BreakRop) an error. Shapes as Theano draws them
 // (vectors of 5..7, matrices of 5..7 by 5..7), values uniform in [0, 1) as there.
 import { expect } from 'chai';
-import { autodiff, defineOp, backend as K } from '../../src/index.js';
+import { autodiff, debugprint, defineOp, setTrace, backend as K } from '../../src/index.js';
 import { NDArray } from '../../src/ir/ndarray.js';
 import type { Node } from '../../src/ir/node.js';
 import { mulberry32 } from '../../src/ir/random.js';
@@ -129,6 +129,21 @@ describe('autodiff.Rop / Lop: Theano test_rop.py', () => {
     autodiff.Rop(K.sum(K.dot(x, breakOp(y))), [x], [ph([3, 4], 'vx')]);
     for (const method of ['forward', 'reverse'] as const) {
       expect(() => autodiff.Rop(K.sum(K.dot(breakOp(x), y)), [x], [ph([3, 4], 'vx')], { method })).to.throw(/break_rop/);
+    }
+  });
+});
+
+describe('autodiff: tangent graphs in debugprint', () => {
+  it('with tracing on, each tangent node names the call and the forward node it differentiates', () => {
+    setTrace(true);
+    try {
+      const x = ph([3], 'x');
+      const y = K.sum(K.exp(x));
+      const text = debugprint(autodiff.jvp(y, x, ph([3], 'v')), { trace: true });
+      expect(text).to.match(/^sum\{axes=\[0\], keepdims=false\} \[id A\] float64 \(\) ← autodiff\.jvp of sum_\d+ \(K\.sum at rop\.test\.ts:\d+\)/);
+      expect(text).to.match(/\n \|mul \[id B\] float64 \(3,\) ← autodiff\.jvp of exp_\d+ \(K\.exp at rop\.test\.ts:\d+\)/);
+    } finally {
+      setTrace(false);
     }
   });
 });
