@@ -133,6 +133,29 @@ describe('autodiff.Rop / Lop: Theano test_rop.py', () => {
   });
 });
 
+/** A user op with a gradient: x^3, whose gradient is 3 x^2 g (built from K functions). */
+const cube = defineOp({
+  name: 'rop_test_cube',
+  arity: 1,
+  infer: ([x]) => ({ dtype: x!.dtype, shape: x!.shape }),
+  reference: ([x]) => x!.map((v) => v * v * v),
+  cpu: 'x0 * x0 * x0',
+  grad: ([x], _out, g) => [K.multiply(g, K.multiply(K.square(x!), 3))],
+});
+
+describe('autodiff.Rop of a user op (defineOp): the transpose of its gradient', () => {
+  it('d x^3 . v = 3 x^2 v, by forward mode and by double reverse', () => {
+    const x = ph([4], 'x');
+    const v = ph([4], 'v');
+    const y = cube(x);
+    const [vx, vv] = [uniform([4]), uniform([4])];
+    const want = NDArray.from(Array.from({ length: 4 }, (_, i) => 3 * Number(vx.data[i]) ** 2 * Number(vv.data[i])), 'float64');
+    const [a, b] = K.function([x, v], [autodiff.Rop(y, x, v), autodiff.Rop(y, x, v, { method: 'reverse' })])([vx, vv]);
+    expectClose(a!, want, RTOL);
+    expectClose(b!, want, RTOL);
+  });
+});
+
 describe('autodiff: tangent graphs in debugprint', () => {
   it('with tracing on, each tangent node names the call and the forward node it differentiates', () => {
     setTrace(true);
