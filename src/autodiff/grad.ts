@@ -11,6 +11,7 @@ import { gradRules } from './rules/index.js';
 import { enterGradientOf, exitGradientOf } from '../ir/provenance.js';
 import type { GradRule, RuleEntry, TupleGradRule, UnsupportedRule } from './rules/types.js';
 import { add, cast, differentiable, reduce } from './ops.js';
+import { Remat } from './checkpoint.js';
 
 /** Rules for user ops (defineOp), registered at run time beside the built-in table. */
 const userRules = new Map<string, RuleEntry>();
@@ -80,6 +81,7 @@ export function backprop(seeds: readonly (readonly [Node, Node])[], wrt: readonl
     ct.set(n, prev === undefined ? g : add(prev, g));
   };
   for (const [n, g] of seeds) accumulate(n, g);
+  const remat = new Remat();
 
   for (let k = order.length - 1; k >= 0; k--) {
     const n = order[k]!;
@@ -106,11 +108,12 @@ export function backprop(seeds: readonly (readonly [Node, Node])[], wrt: readonl
       if (isTupleRule(rule)) {
         const items = tupleCt.get(n);
         if (items === undefined) continue;
-        ins = rule.tuple(n, items);
+        ins = rule.tuple(remat.twin(n, items.find((g) => g !== null && g !== undefined) ?? undefined), items);
       } else {
         const g = ct.get(n);
         if (g === undefined) continue;
-        ins = (rule as GradRule)(n, g);
+        // Inside a checkpointed region the rule reads the recomputed node (src/autodiff/checkpoint.ts).
+        ins = (rule as GradRule)(remat.twin(n, g), g);
       }
       n.inputs.forEach((inp, i) => {
         const gi = ins[i];

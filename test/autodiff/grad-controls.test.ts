@@ -156,3 +156,40 @@ describe('autodiff gradient controls (Theano test_gradient.py)', () => {
     expect(() => autodiff.zero_grad(3 as never)).to.throw(TypeError, /autodiff.zero_grad: x must be a tensor/);
   });
 });
+
+describe('autodiff.checkpoint: rematerialisation', () => {
+  const W = () => K.variable([[0.5, -0.3], [0.2, 0.8], [-0.6, 0.1]], 'float64', 'W');
+  const xv = NDArray.from([[0.1, 0.2, 0.3], [0.3, -0.1, 0.2], [0, 0, 0.1], [0.2, 0.1, -0.3]], 'float64');
+  /** Lines of an optimized listing that compute op `op` (not the "printed above" references). */
+  const computed = (text: string, op: string) => text.split('\n').filter((l) => new RegExp(`\\b${op}\\b`).test(l) && !l.includes('printed above')).length;
+
+  it('gives the gradients of the function itself', () => {
+    const w = W();
+    const block = (h: ReturnType<typeof ph>, s: ReturnType<typeof ph>) => [K.tanh(K.exp(K.dot(h, w))), K.multiply(K.sin(h), s)] as ReturnType<typeof ph>[];
+    const [x, s] = [ph([4, 3], 'x'), ph([], 's')];
+    const cost = (outs: ReturnType<typeof ph>[]) => K.add(K.sum(K.square(outs[0]!)), K.sum(outs[1]!));
+    const plain = autodiff.grad(cost(block(x, s)), [w, x, s]) as ReturnType<typeof ph>[];
+    const remat = autodiff.grad(cost(autodiff.checkpoint(block)(x, s)), [w, x, s]) as ReturnType<typeof ph>[];
+    const out = K.function([x, s], [...plain, ...remat], [], { device: 'cpu', fallback: 'error' })([xv, NDArray.from(0.7, 'float64')]);
+    for (let i = 0; i < 3; i++) expectClose(out[3 + i]!, out[i]!, { atol: 1e-15, rtol: 1e-14 });
+  });
+
+  it('the backward pass recomputes the region, and the passes keep the copy', () => {
+    const w = W();
+    const block = (h: ReturnType<typeof ph>) => K.tanh(K.exp(K.dot(h, w)));
+    const loss = (y: ReturnType<typeof ph>) => K.sum(K.square(y));
+    // Two inputs: the same function on the same input is the same (hash-consed) graph, so it would be one region.
+    const yPlain = block(ph([4, 3], 'x1'));
+    const yRemat = autodiff.checkpoint(block)(ph([4, 3], 'x2'));
+    const plain = optimize([loss(yPlain), ...K.gradients(loss(yPlain), [w])]).debugprint();
+    const remat = optimize([loss(yRemat), ...K.gradients(loss(yRemat), [w])]).debugprint();
+    expect(computed(plain, 'exp'), plain).to.equal(1);
+    expect(computed(remat, 'exp'), remat).to.equal(2);
+    expect(computed(remat, 'tanh'), remat).to.equal(2);
+  });
+
+  it('needs a function of tensors', () => {
+    expect(() => autodiff.checkpoint(3 as never)).to.throw(TypeError, /autodiff.checkpoint: fn must be a function/);
+    expect(() => autodiff.checkpoint((a: ReturnType<typeof ph>) => a)(2 as never)).to.throw(TypeError, /argument 0 of the checkpointed function must be a tensor/);
+  });
+});
