@@ -25,7 +25,16 @@ export function userGradRule(op: string): RuleEntry | undefined {
   return userRules.get(op);
 }
 
+/** Rules of single nodes (autodiff.custom_gradient's calls), before their op's. */
+const nodeRules = new WeakMap<Node, RuleEntry>();
+
+export function registerNodeRule(n: Node, rule: RuleEntry): void {
+  nodeRules.set(n, rule);
+}
+
 function ruleOf(n: Node): RuleEntry | undefined {
+  const own = nodeRules.get(n);
+  if (own !== undefined) return own;
   // Each built-in rule takes its own op's node, which `n` is.
   return isBuiltin(n.op) ? (gradRules[n.op] as RuleEntry) : userRules.get(n.op);
 }

@@ -193,3 +193,54 @@ describe('autodiff.checkpoint: rematerialisation', () => {
     expect(() => autodiff.checkpoint((a: ReturnType<typeof ph>) => a)(2 as never)).to.throw(TypeError, /argument 0 of the checkpointed function must be a tensor/);
   });
 });
+
+describe('autodiff.custom_gradient', () => {
+  type T = ReturnType<typeof ph>;
+  // JAX's custom_vjp example: log(1 + e^x), whose gradient 1 - 1 / (1 + e^x) stays finite where e^x overflows.
+  const log1pexp = autodiff.custom_gradient(
+    (x: T) => K.log(K.add(K.exp(x), 1)),
+    ([x], _outs, [g]) => [K.multiply(g!, K.subtract(1, K.divide(1, K.add(K.exp(x!), 1))))],
+  );
+
+  it("uses grad's cotangents: finite where the graph's own gradient is not (float32, x = 100)", () => {
+    const x = K.placeholder([3], null, 'float32', false, 'x');
+    const y = log1pexp(x);
+    const [gCustom] = K.gradients(K.sum(y), [x]);
+    const [gPlain] = K.gradients(K.sum(K.log(K.add(K.exp(x), 1))), [x]);
+    const [v, gc, gp] = K.function([x], [y, gCustom!, gPlain!], [], { device: 'cpu', fallback: 'error' })([NDArray.from([0, 2, 100], 'float32')]);
+    expect(Number(v!.data[0])).to.be.closeTo(Math.log(2), 1e-6);
+    expectClose(gc!, NDArray.from([0.5, 1 - 1 / (1 + Math.exp(2)), 1], 'float32'), { atol: 1e-6, rtol: 1e-6 });
+    expect(Number.isFinite(Number(gp!.data[2]))).to.equal(false);
+  });
+
+  it('several arguments and outputs; a cotangent of null gives none; grad sees zeros for an unused output', () => {
+    const seen: number[] = [];
+    const f = autodiff.custom_gradient(
+      (a: T, b: T) => [K.multiply(a, b), K.add(a, b)],
+      (_ins, _outs, [g1, g2]) => { seen.push(g2!.ndim); return [K.multiply(g1!, 10), null]; },
+    );
+    const [a, b] = [ph([2], 'a'), ph([2], 'b')];
+    const [p] = f(a, b);
+    const [ga, gb] = autodiff.grad(K.sum(p!), [a, b]) as T[];
+    const [oa, ob] = K.function([a, b], [ga!, gb!])([NDArray.from([1, 2], 'float64'), NDArray.from([3, 4], 'float64')]);
+    expectClose(oa!, NDArray.from([10, 10], 'float64'));
+    expectClose(ob!, NDArray.from([0, 0], 'float64'));
+    expect(seen).to.deep.equal([1]);
+  });
+
+  it('forward mode differentiates fn itself', () => {
+    const f = autodiff.custom_gradient((x: T) => K.square(K.sin(x)), (_i, _o, [g]) => [g!]);
+    const [x, v] = [ph([3], 'x'), ph([3], 'v')];
+    const t = K.function([x, v], [autodiff.jvp(f(x), x, v)], [], { device: 'cpu', fallback: 'error' })([NDArray.from([0.1, 0.2, 0.3], 'float64'), NDArray.from([1, 1, 1], 'float64')])[0]!;
+    expectClose(t, NDArray.from([0.1, 0.2, 0.3].map((a) => Math.sin(2 * a)), 'float64'), { atol: 1e-15, rtol: 1e-14 });
+  });
+
+  it('checks what grad returns', () => {
+    const bad = autodiff.custom_gradient((x: T) => K.exp(x), () => []);
+    const x = ph([2], 'x');
+    expect(() => K.gradients(K.sum(bad(x)), [x])).to.throw(/autodiff.custom_gradient: grad returned 0 cotangents for 1 arguments/);
+    const wrong = autodiff.custom_gradient((x: T) => K.exp(x), () => [K.ones([3], 'float64')]);
+    expect(() => K.gradients(K.sum(wrong(x)), [x])).to.throw(/grad's cotangent 0 is of shape \(3,\); argument 0 has shape \(2,\)/);
+    expect(() => autodiff.custom_gradient(3 as never, () => [])).to.throw(TypeError, /fn must be a function/);
+  });
+});

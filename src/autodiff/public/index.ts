@@ -5,3 +5,4 @@ export { Lop, vjp, grad, type GradOptions } from './reverse.js';
 export { jacobian, jacrev, jacfwd, hessian, hessian_vector_product, type JacobianOptions } from './jacobian.js';
 export { disconnected_grad, zero_grad, grad_clip, grad_scale } from './controls.js';
 export { checkpoint } from './checkpoint.js';
+export { custom_gradient, type CustomGrad } from './custom.js';
