@@ -2,7 +2,8 @@
 // the jvp of its graph along a random direction (autodiff.Rop, one forward pass) must match the
 // central difference (f(x + eps v) - f(x - eps v)) / 2 eps in float64, and the double-reverse
 // construction (Rop's method 'reverse') must give the same graph value. Every op with a tangent
-// rule appears in some case (checked below), so every tangent rule is checked.
+// rule appears in some case (checked below), so every tangent rule is checked. Loading the tables
+// registers their own tests too: run this file alone with --grep 'autodiff.Rop'.
 import { expect } from 'chai';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
