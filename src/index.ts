@@ -1,6 +1,6 @@
 // theanine: the Keras backend API for TypeScript, as a Theano-like graph compiler.
 import * as backend from './api/backend.js';
-import { autodiff } from './api/autodiff.js';
+import * as autodiff from './api/autodiff.js';
 
 export { backend, autodiff };
 export { NDArray } from './ir/ndarray.js';

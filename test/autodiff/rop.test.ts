@@ -8,6 +8,7 @@ import { NDArray } from '../../src/ir/ndarray.js';
 import type { Node } from '../../src/ir/node.js';
 import { mulberry32 } from '../../src/ir/random.js';
 import { expectClose } from '../helpers/assert.js';
+import * as publicFns from '../../src/autodiff/public/index.js';
 
 const IN = 6;
 const MAT: [number, number] = [5, 7];
@@ -168,5 +169,14 @@ describe('autodiff: tangent graphs in debugprint', () => {
     } finally {
       setTrace(false);
     }
+  });
+});
+
+describe('the autodiff namespace', () => {
+  it('exports every function of src/autodiff/public, traced', () => {
+    const names = Object.entries(publicFns).filter(([, f]) => typeof f === 'function').map(([n]) => n).sort();
+    const exported = Object.entries(autodiff).filter(([, f]) => typeof f === 'function').map(([n]) => n).sort();
+    expect(exported).to.deep.equal(names);
+    for (const n of names) expect((autodiff as unknown as Record<string, unknown>)[n], n).to.not.equal((publicFns as unknown as Record<string, unknown>)[n]);
   });
 });
