@@ -197,3 +197,31 @@ describe('autodiff: identities between forward and reverse mode', () => {
     expectClose(out[0]!, out[1]!, { atol: 1e-13, rtol: 1e-12 });
   });
 });
+
+describe('autodiff through a Scan (K.rnn)', () => {
+  it('the Hessian-vector product of a recurrent loss equals central differences of its gradient', () => {
+    const x = ph([2, 5, 3], 'x');
+    const Wx = ph([3, 4], 'Wx');
+    const Wh = ph([4, 4], 'Wh');
+    const h0 = K.zeros([2, 4], 'float64');
+    const [last] = K.rnn((xt, [h]) => {
+      const hn = K.tanh(K.add(K.dot(xt, Wx), K.dot(h!, Wh)));
+      return [hn, [hn]];
+    }, x, [h0]);
+    const cost = K.sum(K.square(last));
+    const v = ph([4, 4], 'v');
+    const hv = autodiff.hessian_vector_product(cost, [Wx, Wh], [K.zeros([3, 4], 'float64'), v])[1]!;
+    const g = autodiff.grad(cost, Wh)!;
+    const vals = [uniform([2, 5, 3], -1, 1), uniform([3, 4], -0.5, 0.5), uniform([4, 4], -0.5, 0.5)];
+    const dir = uniform([4, 4], -1, 1);
+    const [got] = run([x, Wx, Wh, v], [hv], [...vals, dir]);
+    const eps = 1e-6;
+    const [plus, minus] = [1, -1].map((s) => {
+      const w = vals[2]!.clone();
+      for (let j = 0; j < w.size; j++) w.data[j] = w.data[j]! + s * eps * dir.data[j]!;
+      return run([x, Wx, Wh], [g], [vals[0]!, vals[1]!, w])[0]!;
+    });
+    const fd = new NDArray(Array.from({ length: 16 }, (_, j) => (Number(plus!.data[j]) - Number(minus!.data[j])) / (2 * eps)), [4, 4], 'float64');
+    expectClose(got!, fd, { atol: 1e-6, rtol: 1e-6 });
+  });
+});
