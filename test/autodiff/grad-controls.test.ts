@@ -45,6 +45,19 @@ describe('autodiff.grad: Theano semantics', () => {
     expect(autodiff.grad(s, x, { disconnected_inputs: 'ignore', return_disconnected: 'None' })).to.equal(null);
   });
 
+  it('the gradient of a float32 wrt is float32, whatever the cost upcasts to (test_downcast_dtype)', () => {
+    const x = K.placeholder([], null, 'float32', false, 'x');
+    const y = K.multiply(x, 2);
+    const z = K.placeholder([], null, 'int32', false, 'z');
+    const c = K.add(y, K.cast(z, 'float64'));
+    const [dx, dy, dz, dc] = autodiff.grad(c, [x, y, z, c]) as ReturnType<typeof ph>[];
+    expect([dx!.dtype, dy!.dtype, dc!.dtype]).to.deep.equal(['float32', 'float32', 'float64']);
+    // Integer wrt get zeros of their own dtype (K.gradients' rule; Theano gives a float zero).
+    expect(dz!.dtype).to.equal('int32');
+    const out = K.function([x, z], [dx!, dc!])([NDArray.from(1, 'float32'), NDArray.from(3, 'int32')]);
+    expect([out[0]!.item(), out[1]!.item()]).to.deep.equal([2, 1]);
+  });
+
   it('rejects unknown option values, naming the allowed ones', () => {
     const x = ph([], 'x');
     expect(() => autodiff.grad(x, x, { disconnected_inputs: 'maybe' as 'raise' })).to.throw(/disconnected_inputs is "maybe"; allowed: 'raise', 'warn', 'ignore'/);
