@@ -3,6 +3,7 @@ import * as tf from '@tensorflow/tfjs';
 import { backend as K, NDArray } from '../src/index.js';
 import type { Node } from '../src/ir/node.js';
 import { packArena } from '../src/codegen/cpu/wasm-kernel.js';
+import { autodiffCases } from './cases-autodiff.js';
 
 /** `tensorflow`, `onnx` and `theanine-gpu` are the theanine impl compiled with the tensorflow backend, the onnx backend and the gpu device (bench/run.ts makes them). */
 export type ImplName = 'theanine' | 'tensorflow' | 'onnx' | 'theanine-gpu' | 'tfjs-cpu' | 'tfjs-wasm';
@@ -713,5 +714,5 @@ const sumAll = reduceCase('reduce sum of every element of 1024x1024 f32', [1024,
 const softmaxRows = reduceCase('reduce softmax of 4096x1000 f32', [4096, 1000], (x) => K.softmax(x), (x) => tf.softmax(x));
 
 export function cases(): Case[] {
-  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, inferenceCase(32, true), inferenceCase(32, false), inferenceCase(1, true), inferenceCase(1, false), cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, depthwiseCase, poolCase('max'), poolCase('avg'), dropoutCase, ctcCase, sumAxis0, sumAxis1, sumAll, softmaxRows];
+  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, inferenceCase(32, true), inferenceCase(32, false), inferenceCase(1, true), inferenceCase(1, false), cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, depthwiseCase, poolCase('max'), poolCase('avg'), dropoutCase, ctcCase, sumAxis0, sumAxis1, sumAll, softmaxRows, ...autodiffCases()];
 }

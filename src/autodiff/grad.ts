@@ -11,6 +11,7 @@ import { gradRules } from './rules/index.js';
 import { enterGradientOf, exitGradientOf } from '../ir/provenance.js';
 import type { GradRule, RuleEntry, TupleGradRule, UnsupportedRule } from './rules/types.js';
 import { add, cast, differentiable, reduce } from './ops.js';
+import { Remat } from './checkpoint.js';
 
 /** Rules for user ops (defineOp), registered at run time beside the built-in table. */
 const userRules = new Map<string, RuleEntry>();
@@ -19,7 +20,21 @@ export function registerGradRule(op: string, rule: RuleEntry): void {
   userRules.set(op, rule);
 }
 
+/** The gradient rule registered for a user op, if any. */
+export function userGradRule(op: string): RuleEntry | undefined {
+  return userRules.get(op);
+}
+
+/** Rules of single nodes (autodiff.custom_gradient's calls), before their op's. */
+const nodeRules = new WeakMap<Node, RuleEntry>();
+
+export function registerNodeRule(n: Node, rule: RuleEntry): void {
+  nodeRules.set(n, rule);
+}
+
 function ruleOf(n: Node): RuleEntry | undefined {
+  const own = nodeRules.get(n);
+  if (own !== undefined) return own;
   // Each built-in rule takes its own op's node, which `n` is.
   return isBuiltin(n.op) ? (gradRules[n.op] as RuleEntry) : userRules.get(n.op);
 }
@@ -41,13 +56,31 @@ export function gradients(loss: Node, wrt: readonly Node[], fn = 'K.gradients'):
     throw new ValueError(`${fn}: the loss has dtype ${loss.dtype}; gradients need a float loss`);
   }
   const scalarLoss = loss.ndim === 0 ? loss : reduce('sum', loss, loss.shape.map((_, i) => i), false);
-  const targets = new Set(wrt);
+  const seed = apply('constant', [], { value: onesScalar(scalarLoss) }, fn);
+  const grads = backprop([[scalarLoss, seed]], wrt, { fn });
+  return wrt.map((w, i) => grads[i] ?? apply('fill_like', [w], { value: 0, dtype: w.dtype }, fn));
+}
 
-  // Only nodes on a path from a target to the loss need cotangents.
-  const order = topoSort([scalarLoss]);
+export interface BackpropOptions {
+  readonly fn: string;
+  /** Nodes treated as constants: no cotangent passes through them to their inputs (Theano's consider_constant). */
+  readonly considerConstant?: ReadonlySet<Node>;
+}
+
+/**
+ * Reverse mode from given cotangents: `seeds` pairs a node with the cotangent of its output (its
+ * shape and dtype), and the cotangents of `wrt` are the sums of what reaches them, each entry
+ * undefined where nothing reaches it (disconnected, or not of a float dtype).
+ */
+export function backprop(seeds: readonly (readonly [Node, Node])[], wrt: readonly Node[], opts: BackpropOptions): (Node | undefined)[] {
+  const { fn } = opts;
+  const constant = opts.considerConstant ?? new Set<Node>();
+  const targets = new Set(wrt);
+  // Only nodes on a path from a target to a seed need cotangents.
+  const order = topoSort(seeds.map(([n]) => n));
   const reaches = new Set<Node>();
   for (const n of order) {
-    if (targets.has(n) || n.inputs.some((i) => reaches.has(i))) reaches.add(n);
+    if (targets.has(n) || (!constant.has(n) && n.inputs.some((i) => reaches.has(i)))) reaches.add(n);
   }
 
   const ct = new Map<Node, Node>(); // cotangent of each tensor node
@@ -56,11 +89,12 @@ export function gradients(loss: Node, wrt: readonly Node[], fn = 'K.gradients'):
     const prev = ct.get(n);
     ct.set(n, prev === undefined ? g : add(prev, g));
   };
-  ct.set(scalarLoss, apply('constant', [], { value: onesScalar(scalarLoss) }, fn));
+  for (const [n, g] of seeds) accumulate(n, g);
+  const remat = new Remat();
 
   for (let k = order.length - 1; k >= 0; k--) {
     const n = order[k]!;
-    if (!reaches.has(n) || n.inputs.length === 0) continue;
+    if (!reaches.has(n) || n.inputs.length === 0 || constant.has(n)) continue;
     if (isOp(n, 'tuple_get')) {
       const g = ct.get(n);
       if (g === undefined) continue;
@@ -83,11 +117,12 @@ export function gradients(loss: Node, wrt: readonly Node[], fn = 'K.gradients'):
       if (isTupleRule(rule)) {
         const items = tupleCt.get(n);
         if (items === undefined) continue;
-        ins = rule.tuple(n, items);
+        ins = rule.tuple(remat.twin(n, items.find((g) => g !== null && g !== undefined) ?? undefined), items);
       } else {
         const g = ct.get(n);
         if (g === undefined) continue;
-        ins = (rule as GradRule)(n, g);
+        // Inside a checkpointed region the rule reads the recomputed node (src/autodiff/checkpoint.ts).
+        ins = (rule as GradRule)(remat.twin(n, g), g);
       }
       n.inputs.forEach((inp, i) => {
         const gi = ins[i];
@@ -99,12 +134,7 @@ export function gradients(loss: Node, wrt: readonly Node[], fn = 'K.gradients'):
       exitGradientOf(saved);
     }
   }
-
-  return wrt.map((w) => {
-    const g = ct.get(w);
-    if (g !== undefined && differentiable(w)) return g;
-    return apply('fill_like', [w], { value: 0, dtype: w.dtype }, fn);
-  });
+  return wrt.map((w) => (differentiable(w) ? ct.get(w) : undefined));
 }
 
 function onesScalar(n: Node): NDArray {

@@ -80,3 +80,7 @@ export function dot(x: Node, y: Node): Node {
 export function differentiable(x: Node): boolean {
   return isFloat(x.dtype);
 }
+
+export function cumsumOf(x: Node, axis: number): Node {
+  return apply('cumsum', [x], { axis }, FN);
+}

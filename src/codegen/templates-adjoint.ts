@@ -2,6 +2,7 @@
 // each output element reads the input elements the forward op maps to it (a zero where none
 // does), or sums them where several do, so the scatters of the reference are gathers here.
 import { sliceRange } from '../ir/ops/shape.js';
+import type { GradClipAttrs } from '../ir/ops/adjoint.js';
 import type { AttrsOf } from '../ir/registry.js';
 import type { Expr } from './expr.js';
 import {
@@ -116,12 +117,17 @@ const broadcastLikeT: LoopTemplate = {
   expr: (at, out, c) => at(0, broadcastCoords(out, c.inShapes[0]!, c.outShape)),
 };
 const stopGradientT: LoopTemplate = { kind: 'elementwise', expr: (at, out) => at(0, out) };
+/** grad_clip and grad_scale forward their input's value (they act on gradients only). */
+const gradClipT: LoopTemplate<GradClipAttrs> = { kind: 'elementwise', expr: (at, out) => at(0, out) };
+const gradScaleT: LoopTemplate<AttrsOf<'grad_scale'>> = { kind: 'elementwise', expr: (at, out) => at(0, out) };
 
 export const adjointTemplates = {
   unsqueeze: unsqueezeT,
   reshape_like: reshapeLikeT,
   broadcast_like: broadcastLikeT,
   stop_gradient: stopGradientT,
+  grad_clip: gradClipT,
+  grad_scale: gradScaleT,
   sum_to_like: sumToLikeT,
   unslice: unsliceT,
   concat_part: concatPartT,

@@ -1,11 +1,11 @@
 // Small built-in graphs for `theanine graph` and `theanine passes`, and the pictures in docs/.
 // Each says which nodes belong together (forward pass, gradients) so pictures can group them.
-import { backend as K, type DotCluster, type Tensor } from '../index.js';
+import { autodiff, backend as K, type DotCluster, type Tensor } from '../index.js';
 import { CLASSES, PIXELS } from './mnist.js';
 import { lstm, mlp } from './models.js';
 import { Rng } from './random.js';
 
-export const EXAMPLES = ['mlp-forward', 'mlp-gradient', 'lstm', 'softmax-crossentropy'] as const;
+export const EXAMPLES = ['mlp-forward', 'mlp-gradient', 'lstm', 'softmax-crossentropy', 'jvp', 'hessian-vector-product'] as const;
 export type ExampleName = (typeof EXAMPLES)[number];
 
 export interface Example {
@@ -22,6 +22,7 @@ export interface Example {
 }
 
 const GRADIENT: DotCluster = { id: 'gradients', label: 'K.gradients: reverse mode', kind: 'gradient' };
+const TANGENT: DotCluster = { id: 'tangents', label: 'autodiff.jvp: forward mode', kind: 'gradient' };
 
 /** Every node `outputs` depend on (the package's public Tensor.inputs, walked without recursion). */
 export function reachable(outputs: readonly Tensor[]): Set<Tensor> {
@@ -37,10 +38,10 @@ export function reachable(outputs: readonly Tensor[]): Set<Tensor> {
 }
 
 /** Nodes reached from `grads` but not needed for the forward value `loss` are the gradient's own. */
-export function gradientCluster(loss: Tensor, grads: readonly Tensor[]): (n: Tensor) => DotCluster | undefined {
+export function gradientCluster(loss: Tensor, grads: readonly Tensor[], box = GRADIENT): (n: Tensor) => DotCluster | undefined {
   const forward = reachable([loss]);
   const backward = new Set([...reachable(grads)].filter((n) => !forward.has(n)));
-  return (n) => (backward.has(n) ? GRADIENT : undefined);
+  return (n) => (backward.has(n) ? box : undefined);
 }
 
 function mlpParts(hidden: number) {
@@ -75,6 +76,28 @@ export function buildExample(name: ExampleName): Example {
       return {
         name, description: `an LSTM reading a digit row by row through K.rnn (${model.summary})`,
         inputs: [x], outputs: [model.logits(x)], outputNames: ['logits'],
+      };
+    }
+    case 'jvp': {
+      const { model, x, y } = mlpParts(32);
+      const loss = K.mean(K.categorical_crossentropy(model.logits(x), y, true));
+      const W1 = model.params[0]!;
+      const v = K.placeholder(W1.shape, null, 'float32', false, 'v');
+      return {
+        name, description: 'the perceptron loss and its derivative along a direction v of W1, by forward mode (autodiff.jvp)',
+        inputs: [x, y, v], outputs: [loss, autodiff.jvp(loss, W1, v)], outputNames: ['loss', `d loss / d ${W1.name} . v`],
+        groups: ([l, t]) => gradientCluster(l!, [t!], TANGENT),
+      };
+    }
+    case 'hessian-vector-product': {
+      const { model, x, y } = mlpParts(32);
+      const loss = K.mean(K.categorical_crossentropy(model.logits(x), y, true));
+      const vs = model.params.map((p) => K.placeholder(p.shape, null, 'float32', false, `v_${p.name}`));
+      const hv = autodiff.hessian_vector_product(loss, model.params, vs);
+      return {
+        name, description: 'the Hessian of the perceptron loss times v, by forward mode over the reverse-mode gradient',
+        inputs: [x, y, ...vs], outputs: [loss, ...hv], outputNames: ['loss', ...model.params.map((p) => `(H v) for ${p.name}`)],
+        groups: ([l, ...gs]) => gradientCluster(l!, gs),
       };
     }
     case 'softmax-crossentropy': {

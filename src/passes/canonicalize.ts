@@ -31,6 +31,8 @@ export const algebraicRules: readonly Rewrite[] = [
   rule({ name: 'identity', from: '(identity ?x)', to: '?x' }),
   // Gradients are built before the optimizer runs, so in the graph being compiled this is the identity.
   rule({ name: 'stop_gradient', from: '(stop_gradient ?x)', to: '?x' }),
+  rule({ name: 'grad_clip', from: '(grad_clip ?x)', to: '?x' }),
+  rule({ name: 'grad_scale', from: '(grad_scale ?x)', to: '?x' }),
   rule({ name: 'where_same', from: '(where ?c ?x ?x)', to: '?x' }),
 ];
 

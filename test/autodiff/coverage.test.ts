@@ -54,6 +54,8 @@ const COVERED: Record<string, string> = {
   expm1: 'gradients: elementwise unary > expm1',
   floor: 'gradients: elementwise unary > floor (zero)',
   gather: 'gradients: slicing, joining, gathering > gather with repeated indices',
+  grad_clip: 'gradients: gradient controls > grad_clip wider than the gradient (the identity)',
+  grad_scale: 'gradients: gradient controls > grad_scale 1 (the identity)',
   identity: 'gradients: elementwise unary > identity',
   index: 'gradients: structure and dot > get',
   log: 'gradients: elementwise unary > log',

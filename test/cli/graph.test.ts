@@ -13,6 +13,8 @@ describe('cli: theanine graph', function () {
       ['mlp-gradient', ['transpose{perm=[1,0]}', 'sum_to_like']],
       ['lstm', ['scan{go_backwards=false', 'body of scan', 'scan_arg "seq0"', 'sigmoid']],
       ['softmax-crossentropy', ['placeholder "logits"', 'log [id']],
+      ['jvp', ['placeholder "v"', 'stop_gradient']],
+      ['hessian-vector-product', ['placeholder "v_dense1/W"', 'placeholder "v_dense2/b"', 'sum_to_like']],
     ] as const) {
       const r = await runCli('graph', ex);
       expect(r.code, r.err).to.equal(0);

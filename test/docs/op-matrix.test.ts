@@ -7,6 +7,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { builtinOps, getOp, type OpName } from '../../src/ir/registry.js';
 import { gradRules } from '../../src/autodiff/rules/index.js';
+import { tangentRules } from '../../src/autodiff/tangent/index.js';
+import { isFromGradient } from '../../src/autodiff/tangent/linear.js';
 import { NO_KERNEL_YET } from '../../src/codegen/no-kernel.js';
 import { GPU_CALLS } from '../../src/codegen/gpu/scalar.js';
 import { templates } from '../../src/codegen/templates.js';
@@ -25,6 +27,14 @@ function gradient(op: OpName): string {
   return 'rule';
 }
 
+function tangent(op: OpName): string {
+  const r = tangentRules[op];
+  if (r === 'leaf' || r === 'none') return r;
+  if (typeof r === 'object' && 'unsupported' in r) return 'unsupported';
+  if (typeof r === 'object' && 'tuple' in r) return 'rule';
+  return isFromGradient(r) ? 'from gradient' : 'rule';
+}
+
 function row(op: OpName): string {
   const leaf = getOp(op).kind === 'leaf';
   const extern = NO_KERNEL_YET[op] !== undefined;
@@ -35,7 +45,7 @@ function row(op: OpName): string {
   const tf = tfKernels[op] === 'executor' ? 'executor' : 'kernel';
   const o = onnxTranslations[op];
   const onnx = o === 'leaf' ? '-' : typeof o === 'object' && 'unsupported' in o ? 'unsupported' : 'translation';
-  return `| \`${op}\` | ${gradient(op)} | ${cpu} | ${gpu} | ${tf} | ${onnx} |`;
+  return `| \`${op}\` | ${gradient(op)} | ${tangent(op)} | ${cpu} | ${gpu} | ${tf} | ${onnx} |`;
 }
 
 function matrix(): string {
@@ -43,8 +53,8 @@ function matrix(): string {
   return [
     START,
     '',
-    '| op | gradient | cpu, export | gpu | tfjs | ONNX |',
-    '| --- | --- | --- | --- | --- | --- |',
+    '| op | gradient | tangent | cpu, export | gpu | tfjs | ONNX |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
     ...ops.map(row),
     '',
     END,

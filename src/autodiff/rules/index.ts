@@ -12,6 +12,8 @@ import { shapeGrads } from './shape.js';
 import { controlGrads } from './control.js';
 import { optimizerGrads } from './optimizer.js';
 import type { GradTable } from './types.js';
+import { apply } from '../../ir/build.js';
+import { mul, scalar } from '../ops.js';
 import { sizedGrads } from './sized.js';
 
 export const gradRules: GradTable = {
@@ -38,6 +40,9 @@ export const gradRules: GradTable = {
   unsqueeze: unsqueezeGrad,
   scatter_index: scatterIndexGrad,
   stop_gradient: 'none',
+  // Theano's GradClip and GradScale: the identity forwards, the cotangent clipped or scaled backwards.
+  grad_clip: (n, g) => [apply('maximum', [apply('minimum', [g, scalar(n.attrs.hi, g.dtype)], {}, 'K.gradients'), scalar(n.attrs.lo, g.dtype)], {}, 'K.gradients')],
+  grad_scale: (n, g) => [mul(g, n.attrs.scale)],
   ...cumulativeGrads,
   ...miscGrads,
   ...randomGrads,

@@ -38,35 +38,37 @@ function count(n: Reduction): Node {
  * max/min: the cotangent goes to the elements equal to the extremum, split equally between ties
  * (a subgradient; Theano gives each tie the whole gradient, TensorFlow picks one).
  */
-const extremum: GradRule<Reduction> = (n, g) => {
+const extremum: GradRule<Reduction> = (n, g) => [mul(expand(n, g), extremumWeights(n))];
+
+/** max/min: each element's share of the extremum (1/ties where it equals it, else 0), x's shape. */
+export function extremumWeights(n: Reduction): Node {
+  const x = n.inputs[0]!;
+  const hit = cast(op('equal', x, expandOut(n)), x.dtype);
+  return div(hit, reduce('sum', hit, n.attrs.axes, true));
+}
+
+/**
+ * prod: d/dx_i = prod_{j != i} x_j, computed without dividing by zero: with no zero it is
+ * p / x_i; with exactly one zero only that element gets the product of the others; with more, 0.
+ */
+export function prodPartials(n: Reduction): Node {
   const x = n.inputs[0]!;
   const a = n.attrs;
-  const hit = cast(op('equal', x, expandOut(n)), x.dtype);
-  const ties = reduce('sum', hit, a.axes, true);
-  return [mul(expand(n, g), div(hit, ties))];
-};
+  const isZero = op('equal', x, 0);
+  const zeros = reduce('sum', cast(isZero, x.dtype), a.axes, true);
+  const nonzero = where(isZero, 1, x);
+  const pNonzero = reduce('prod', nonzero, a.axes, true);
+  const noZero = div(pNonzero, nonzero);
+  const oneZero = where(isZero, pNonzero, 0);
+  return where(op('equal', zeros, 0), noZero, where(op('equal', zeros, 1), oneZero, 0));
+}
 
 export const reduceGrads: GradTableFor<Name> = {
   sum: (n, g) => [expand(n, g)],
   mean: (n, g) => [div(expand(n, g), count(n))],
   max: extremum,
   min: extremum,
-  /**
-   * prod: d/dx_i = prod_{j != i} x_j, computed without dividing by zero: with no zero it is
-   * p / x_i; with exactly one zero only that element gets the product of the others; with more, 0.
-   */
-  prod: (n, g) => {
-    const x = n.inputs[0]!;
-    const a = n.attrs;
-    const isZero = op('equal', x, 0);
-    const zeros = reduce('sum', cast(isZero, x.dtype), a.axes, true);
-    const nonzero = where(isZero, 1, x);
-    const pNonzero = reduce('prod', nonzero, a.axes, true);
-    const noZero = div(pNonzero, nonzero);
-    const oneZero = where(isZero, pNonzero, 0);
-    const d = where(op('equal', zeros, 0), noZero, where(op('equal', zeros, 1), oneZero, 0));
-    return [mul(expand(n, g), d)];
-  },
+  prod: (n, g) => [mul(expand(n, g), prodPartials(n))],
   any: 'none',
   all: 'none',
 };

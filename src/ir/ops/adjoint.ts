@@ -99,6 +99,36 @@ export const scatterIndexOp = defineOp<{ readonly index: number }>({
 /** stop_gradient(x): x forwards; no gradient flows back (Theano's disconnected_grad). */
 export const stopGradientOp = forwardingOp('stop_gradient');
 
+/** Attrs of grad_clip: the bounds its cotangent is clipped to. */
+export interface GradClipAttrs {
+  readonly lo: number;
+  readonly hi: number;
+}
+
+/** grad_clip(x): x forwards; the gradient flowing back is clipped to [lo, hi] (Theano's GradClip). */
+export const gradClipOp = defineOp<GradClipAttrs>({
+  name: 'grad_clip',
+  kind: 'elementwise',
+  arity: 1,
+  infer: ([x], a) => {
+    if (!(a.lo <= a.hi)) throw new InferError(`grad_clip needs lo <= hi, got lo ${a.lo} and hi ${a.hi}`, 'value');
+    return x!;
+  },
+  impl: ([x]) => x!,
+});
+
+/** grad_scale(x): x forwards; the gradient flowing back is multiplied by `scale` (Theano's GradScale). */
+export const gradScaleOp = defineOp<{ readonly scale: number }>({
+  name: 'grad_scale',
+  kind: 'elementwise',
+  arity: 1,
+  infer: ([x], a) => {
+    if (!Number.isFinite(a.scale)) throw new InferError(`grad_scale needs a finite scale, got ${a.scale}`, 'value');
+    return x!;
+  },
+  impl: ([x]) => x!,
+});
+
 export const gradOps = {
   sum_to_like: sumToLikeOp,
   broadcast_like: broadcastLikeOp,
@@ -106,4 +136,6 @@ export const gradOps = {
   unsqueeze: unsqueezeOp,
   scatter_index: scatterIndexOp,
   stop_gradient: stopGradientOp,
+  grad_clip: gradClipOp,
+  grad_scale: gradScaleOp,
 } as const;

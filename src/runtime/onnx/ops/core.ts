@@ -168,6 +168,8 @@ export const coreTranslations: OnnxTableFor<CoreOps | keyof typeof reduceOps | k
     return fit(c, b.op('Pad', [g1, b.i64(pads)], { mode: 'constant' }, { dtype: dt, shape: c.out.shape }));
   },
   stop_gradient: (c, [x]) => c.b.op('Identity', [x!], {}, c.out),
+  grad_clip: (c, [x]) => c.b.op('Identity', [x!], {}, c.out),
+  grad_scale: (c, [x]) => c.b.op('Identity', [x!], {}, c.out),
 };
 
 export { ONNX_DTYPE };

@@ -29,4 +29,6 @@ export const gradKernels: TfTableFor<keyof typeof gradOps> = {
     return tf.pad(g1, [[i, d - i - 1], ...g!.shape.map((): [number, number] => [0, 0])]);
   },
   stop_gradient: ([x]) => x!,
+  grad_clip: ([x]) => x!,
+  grad_scale: ([x]) => x!,
 };
