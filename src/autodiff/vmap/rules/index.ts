@@ -1,0 +1,59 @@
+// The batching rule of every built-in op, keyed by op name. Typed BatchTable (one entry per OpName),
+// so an op added to the registry without a batching rule is a type error, as for gradients
+// (JAX's `batching.primitive_batchers`).
+import { elementwiseOps } from '../../../ir/ops/elementwise.js';
+import { adjointLikeBatchRules, broadcastRule, elementwiseBatchRules } from './elementwise.js';
+import { reduceBatchRules } from './reduce.js';
+import { shapeBatchRules } from './shape.js';
+import { linalgBatchRules } from './linalg.js';
+import { scanBatchRule } from './control.js';
+import type { BatchTable, LoopRule, UnsupportedBatch } from '../types.js';
+
+const sized: LoopRule = { loop: 'its sizes are tensor values' };
+const ctc: LoopRule = { loop: 'CTC ops have no vectorised batching rule yet' };
+const random: UnsupportedBatch = {
+  unsupported: 'a random draw whose arguments differ per example; draw the whole batch outside the vmapped function',
+};
+const optimizerOnly: UnsupportedBatch = { unsupported: 'only the optimizer builds this op, after vmap has run' };
+
+export const batchRules: BatchTable = {
+  placeholder: 'leaf',
+  variable: 'leaf',
+  constant: 'leaf',
+  learning_phase: 'leaf',
+  scan_arg: 'leaf',
+  cast: broadcastRule,
+  identity: broadcastRule,
+  stop_gradient: broadcastRule,
+  fill_like: broadcastRule,
+  print: broadcastRule,
+  where: broadcastRule,
+  ...elementwiseBatchRules(Object.keys(elementwiseOps) as (keyof typeof elementwiseOps)[]),
+  ...adjointLikeBatchRules,
+  ...reduceBatchRules,
+  ...shapeBatchRules,
+  ...linalgBatchRules,
+  scan: scanBatchRule,
+  tuple_get: { unsupported: 'internal: the walker batches tuple items itself' },
+  reshape_dims: sized,
+  tile_dims: sized,
+  untile_dims: sized,
+  fill_dims: sized,
+  arange_dims: sized,
+  slice_dims: sized,
+  unslice_dims: sized,
+  random_uniform: random,
+  random_normal: random,
+  truncated_normal: random,
+  random_binomial: random,
+  ctc_loss: ctc,
+  ctc_loss_grad: ctc,
+  ctc_interleave_blanks: ctc,
+  ctc_create_skip_idxs: ctc,
+  ctc_update_log_p: ctc,
+  ctc_path_probs: ctc,
+  ctc_decode: ctc,
+  ctc_label_dense_to_sparse: ctc,
+  fused: optimizerOnly,
+  softmax_cross_entropy: optimizerOnly,
+};
