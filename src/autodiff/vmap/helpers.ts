@@ -53,9 +53,9 @@ export function batchZeros(ctx: BatchContext, rank: number, dtype: DType): Node 
   return rank === 0 ? perBatch : ap('unsqueeze', [perBatch], { axes: Array.from({ length: rank }, (_, i) => i + 1) });
 }
 
-/** A float32 tensor of shape [B, ...x.shape], for ops that only read a reference's shape. */
+/** Zeros of shape [B, ...x.shape] and x's dtype, for ops that read a reference's shape (and dtype). */
 export function batchedShapeOf(x: Node, ctx: BatchContext): Node {
-  return ap('add', [ap('unsqueeze', [ap('fill_like', [x], { value: 0, dtype: 'float32' })], { axes: [0] }), batchZeros(ctx, x.ndim, 'float32')]);
+  return ap('add', [ap('unsqueeze', [ap('fill_like', [x], { value: 0, dtype: x.dtype })], { axes: [0] }), batchZeros(ctx, x.ndim, x.dtype)]);
 }
 
 /** An unbatched value repeated over the batch: [B, ...x.shape]. */

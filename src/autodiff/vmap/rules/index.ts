@@ -7,6 +7,7 @@ import { reduceBatchRules } from './reduce.js';
 import { shapeBatchRules } from './shape.js';
 import { linalgBatchRules } from './linalg.js';
 import { scanBatchRule } from './control.js';
+import { ap, batched, materialize, shift } from '../helpers.js';
 import type { BatchTable, LoopRule, UnsupportedBatch } from '../types.js';
 
 const sized: LoopRule = { loop: 'its sizes are tensor values' };
@@ -14,7 +15,7 @@ const ctc: LoopRule = { loop: 'CTC ops have no vectorised batching rule yet' };
 const random: UnsupportedBatch = {
   unsupported: 'a random draw whose arguments differ per example; draw the whole batch outside the vmapped function',
 };
-const optimizerOnly: UnsupportedBatch = { unsupported: 'only the optimizer builds this op, after vmap has run' };
+
 
 export const batchRules: BatchTable = {
   placeholder: 'leaf',
@@ -54,6 +55,7 @@ export const batchRules: BatchTable = {
   ctc_path_probs: ctc,
   ctc_decode: ctc,
   ctc_label_dense_to_sparse: ctc,
-  fused: optimizerOnly,
-  softmax_cross_entropy: optimizerOnly,
+  fused: { unsupported: 'only the fusion pass builds this op, after vmap has run' },
+  // Logits and targets share one shape: both get the batch, and the axis moves by one.
+  softmax_cross_entropy: (n, args, ctx) => batched(ap('softmax_cross_entropy', args.map((a) => materialize(a, ctx)), { axis: shift(n.attrs.axis, n.ndim + 1) })),
 };
