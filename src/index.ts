@@ -1,7 +1,8 @@
 // theanine: the Keras backend API for TypeScript, as a Theano-like graph compiler.
 import * as backend from './api/backend.js';
+import * as autodiff from './api/autodiff.js';
 
-export { backend };
+export { backend, autodiff };
 export { NDArray } from './ir/ndarray.js';
 export type { DType } from './ir/dtype.js';
 export { Node as Tensor } from './ir/node.js';

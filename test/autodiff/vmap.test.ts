@@ -14,7 +14,7 @@ import type { Node } from '../../src/ir/node.js';
 import { caseInputs, gradCases, type GradCase } from '../helpers/gradtable.js';
 import { NDArray } from '../../src/ir/ndarray.js';
 import { apply } from '../../src/ir/build.js';
-import { checkVmap } from '../helpers/vmap.js';
+import { checkVmap, type Build } from '../helpers/vmap.js';
 
 // The gradient tables of this folder, loaded as coverage.test.ts loads them (require: one module each).
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -26,7 +26,7 @@ const Y = [[0.3, 1.2, -0.7, 2.0], [1.5, -0.4, -0.6, 0.0], [0.2, 0.1, -2.0, 0.4]]
 const I = (v: unknown) => NDArray.from(v, 'int32');
 
 /** Ops without gradients (so outside the gradient tables), as rows of the same form. */
-const NO_GRAD: readonly GradCase[] = [
+const NO_GRAD: readonly (Omit<GradCase, 'build'> & { build: Build })[] = [
   { name: 'comparisons and logic', inputs: [X, Y], build: (x, y) => K.cast(K.stack([
     K.equal(x, y), K.not_equal(x, y), K.greater(x, y), K.greater_equal(x, 0), K.less(x, y), K.less_equal(y, 0.5),
     apply('logical_and', [K.greater(x, 0), K.less(y, 1)], {}), apply('logical_or', [K.greater(x, 0), K.less(y, 1)], {}),
@@ -64,11 +64,11 @@ const reached = new Set<string>();
 describe('vmap: every gradient-table case, batched against stacked per-example results', () => {
   for (const [key, c] of [...gradCases, ...NO_GRAD.map((c) => [`no gradient > ${c.name}`, c] as const)]) {
     if (EXCLUDED[key] !== undefined) continue;
-    const inputs = caseInputs(c, 'float64');
+    const inputs = caseInputs(c as GradCase, 'float64');
     const floats = key.startsWith('no gradient') ? [] : inputs.map((x, i) => (x.dtype.startsWith('float') ? i : -1)).filter((i) => i >= 0);
     const grad = (...xs: Node[]) => {
       const wrt = floats.map((i) => xs[i]!);
-      return K.gradients(K.sum(c.build(...xs)), wrt);
+      return K.gradients(K.sum(c.build(...xs) as Node), wrt);
     };
     const axesArb = fc.tuple(...inputs.map((x) => fc.option(fc.integer({ min: 0, max: x.shape.length }), { nil: null })))
       .map((axes) => (axes.every((a) => a === null) ? [0, ...axes.slice(1)] : axes));

@@ -15,8 +15,9 @@ export function example(x: NDArray, e: number): NDArray {
 }
 
 /** `xs` joined along a new axis `axis`. */
-export function stack(xs: readonly NDArray[], axis: number): NDArray {
+export function stack(xs: readonly NDArray[], at: number): NDArray {
   const shape = xs[0]!.shape;
+  const axis = at < 0 ? at + shape.length + 1 : at;
   const outer = sizeOf(shape.slice(0, axis));
   const inner = sizeOf(shape.slice(axis));
   const out = new Float64Array(xs.length * outer * inner);

@@ -5,7 +5,7 @@ import { NDArray } from '../../../ir/ndarray.js';
 import type { Node } from '../../../ir/node.js';
 import type { OpNode } from '../../../ir/registry.js';
 import type { SliceAxis } from '../../../ir/ops/shape.js';
-import { ap, batched, batchedShapeOf, firstExample, materialize, moveAxis, shift, splitBatch, unbatched } from '../helpers.js';
+import { ap, batched, firstExample, materialize, moveAxis, shift, splitBatch, unbatched } from '../helpers.js';
 import type { BatchContext, BatchRule, BatchTableFor, BVal } from '../types.js';
 import { axisRule } from './reduce.js';
 import { batchedRef } from './elementwise.js';
