@@ -65,6 +65,27 @@ describe('autodiff.vmap: in_axes and out_axes', () => {
   });
 });
 
+describe('autodiff.vmap: the example of docs/autodiff.md', () => {
+  it('runs as written and gives the per-example losses and gradients', () => {
+    const W = K.variable([[1, 2, 3], [4, 5, 6]]);
+    const loss = (x: Node) => K.sum(K.tanh(K.dot(x, W)));
+    const grad = (x: Node) => K.gradients(loss(x), [W])[0]!;
+    const X = K.placeholder([4, 2]);
+    const perExample = autodiff.vmap(grad)(X) as Node;
+    expect(perExample.shape).to.deep.equal([4, 2, 3]);
+    const f = K.function([X], [autodiff.vmap(loss)(X) as Node, perExample]);
+    const rows = [[0.1, 0.2], [0.3, -0.4], [1, 2], [0, 0.5]];
+    const [losses, grads] = f([rows]) as NDArray[];
+    const x1 = K.placeholder([2]);
+    const one = K.function([x1], [loss(x1), grad(x1)]);
+    rows.forEach((r, i) => {
+      const [l, g] = one([r]) as NDArray[];
+      expect(losses!.data[i]).to.be.closeTo(l!.data[0]!, 1e-6);
+      expectClose(new NDArray(grads!.data.slice(i * 6, (i + 1) * 6), [2, 3], 'float32'), g!, `example ${i}`, 1e-6);
+    });
+  });
+});
+
 describe('autodiff.vmap: Scan', () => {
   const W = nd([[0.5, -0.3], [0.2, 0.8]]);
   const S = nd([[[0.1, 0.2], [0.3, -0.1], [0.0, 0.5]], [[0.4, -0.2], [0.1, 0.1], [-0.3, 0.2]]]); // (N=2, T=3, D=2)
