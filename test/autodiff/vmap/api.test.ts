@@ -3,11 +3,11 @@
 // gradient calls, and vmap over random graphs (fast-check).
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { autodiff, backend as K, ValueError } from '../../src/index.js';
-import { NDArray } from '../../src/ir/ndarray.js';
-import type { Node } from '../../src/ir/node.js';
-import { topoSort } from '../../src/ir/graph.js';
-import { checkVmap, expectClose } from '../helpers/vmap.js';
+import { autodiff, backend as K, ValueError } from '../../../src/index.js';
+import { NDArray } from '../../../src/ir/ndarray.js';
+import type { Node } from '../../../src/ir/node.js';
+import { topoSort } from '../../../src/ir/graph.js';
+import { checkVmap, expectClose } from '../../helpers/vmap.js';
 
 const { vmap } = autodiff;
 const nd = (v: unknown) => NDArray.from(v, 'float64');

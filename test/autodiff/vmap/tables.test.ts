@@ -8,18 +8,30 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { backend as K } from '../../src/index.js';
-import { batchRules } from '../../src/autodiff/vmap/index.js';
-import type { Node } from '../../src/ir/node.js';
-import { caseInputs, gradCases, type GradCase } from '../helpers/gradtable.js';
-import { NDArray } from '../../src/ir/ndarray.js';
-import { apply } from '../../src/ir/build.js';
-import { checkVmap, type Build } from '../helpers/vmap.js';
+import { backend as K } from '../../../src/index.js';
+import { batchRules } from '../../../src/autodiff/vmap/index.js';
+import type { Node } from '../../../src/ir/node.js';
+import { caseInputs, gradCases, type GradCase } from '../../helpers/gradtable.js';
+import { NDArray } from '../../../src/ir/ndarray.js';
+import { apply } from '../../../src/ir/build.js';
+import { checkVmap, type Build } from '../../helpers/vmap.js';
+import { opCases, toND } from '../../helpers/table.js';
 
 // The gradient tables of this folder, loaded as coverage.test.ts loads them (require: one module each).
-const here = path.dirname(fileURLToPath(import.meta.url));
+const here = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 const load = createRequire(import.meta.url);
-for (const f of fs.readdirSync(here).filter((n) => n.endsWith('.test.ts') && !n.startsWith('vmap')).sort()) load(path.join(here, f));
+for (const f of fs.readdirSync(here).filter((n) => n.endsWith('.test.ts')).sort()) load(path.join(here, f));
+// And the op tables of test/api (forward values of every K function), except the files that import
+// test/helpers/tfref-math.ts, whose top-level await require() cannot load (listed in NOT_LOADED).
+const api = path.join(here, '../api');
+const notLoaded: string[] = [];
+for (const f of fs.readdirSync(api).filter((n) => n.endsWith('.test.ts')).sort()) {
+  const text = fs.readFileSync(path.join(api, f), 'utf8');
+  if (!text.includes('opTable(')) continue;
+  if (text.includes('tfref-math')) notLoaded.push(f);
+  else load(path.join(api, f));
+}
+const NOT_LOADED = ['activations.test.ts', 'losses.test.ts', 'nn.test.ts', 'numeric.test.ts'];
 
 const X = [[0.3, -1.2, 0.7, 2.0], [1.5, 0.4, -0.6, 0.0], [0.1, 0.1, -2.0, 0.5]];
 const Y = [[0.3, 1.2, -0.7, 2.0], [1.5, -0.4, -0.6, 0.0], [0.2, 0.1, -2.0, 0.4]];
@@ -50,7 +62,7 @@ const EXCLUDED: Record<string, string> = {};
 /** Ops whose rule the tables do not reach, each with the test that checks it instead. */
 const LOOP = 'batched by the one generic loop (walk.ts loopBatch), which the ctc_interleave_blanks, ctc_create_skip_idxs and ctc_path_probs rows check';
 const ELSEWHERE: Record<string, string> = {
-  scan: 'test/autodiff/vmap-api.test.ts (Scan)',
+  scan: 'test/autodiff/vmap/api.test.ts (Scan)',
   // Sized ops see batched sizes only when sizes depend on the batched data (their sizes usually come from shape_of, which is unbatched).
   fill_dims: LOOP,
   arange_dims: LOOP,
@@ -79,6 +91,23 @@ describe('vmap: every gradient-table case, batched against stacked per-example r
       }), { numRuns: 3 });
     });
   }
+
+  // Cases without inputs (K.arange(5), a random draw of a given shape) have nothing to batch.
+  for (const [key, c] of [...opCases].filter(([, c]) => c.inputs.length > 0)) {
+    if (EXCLUDED[key] !== undefined) continue;
+    const inputs = c.inputs.map((v, i) => toND(v, c.dtypes?.[i] ?? (v instanceof NDArray ? v.dtype : 'float64')));
+    const axesArb = fc.tuple(...inputs.map((x) => fc.option(fc.integer({ min: 0, max: x.shape.length }), { nil: null })))
+      .map((axes) => (axes.every((a) => a === null) ? [0, ...axes.slice(1)] : axes));
+    it(`op table ${key}`, () => {
+      fc.assert(fc.property(axesArb, (axes) => {
+        for (const op of checkVmap(c.build, inputs, axes)) reached.add(op);
+      }), { numRuns: 2 });
+    });
+  }
+
+  it('loads every op table of test/api but those it names', () => {
+    expect(notLoaded).to.deep.equal(NOT_LOADED);
+  });
 
   it('every op with a batching rule was reached by a case (or is checked elsewhere)', () => {
     const ruled = Object.entries(batchRules).filter(([, e]) => e !== 'leaf' && !(typeof e === 'object' && 'unsupported' in e)).map(([op]) => op);
