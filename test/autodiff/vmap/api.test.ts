@@ -151,6 +151,43 @@ describe('autodiff.vmap: per-example gradients of an MLP (vmap(grad)) against a 
   });
 });
 
+/** vmap compiled on the cpu target against one compiled call per example. */
+function againstLoop(build: (...xs: Node[]) => Node[], batch: readonly NDArray[], tol: number): void {
+  const ph = batch.map((b) => K.placeholder([...b.shape], null, b.dtype));
+  const got = K.function(ph, vmap(build)(...ph) as Node[])([...batch]) as NDArray[];
+  const one = batch.map((b) => K.placeholder(b.shape.slice(1), null, b.dtype));
+  const f = K.function(one, build(...one));
+  const n = batch[0]!.shape[0]!;
+  for (let i = 0; i < n; i++) {
+    const row = (b: NDArray) => { const k = b.size / n; return new NDArray(b.data.slice(i * k, (i + 1) * k), b.shape.slice(1), b.dtype); };
+    (f(batch.map(row)) as NDArray[]).forEach((w, k) => expectClose(row(got[k]!), w, `example ${i} result ${k}`, tol));
+  }
+}
+
+describe('autodiff.vmap: per-example gradients through convolutions, pooling and a recurrence, compiled', () => {
+  const rnd = (shape: number[], s: number) => NDArray.from(Array.from({ length: shape.reduce((p, q) => p * q, 1) }, (_, i) => Math.sin(i * 1.3 + s) * 0.5), 'float32').reshape(shape);
+  it('a small CNN: conv2d, relu, max pooling, dense (batched kernels become conv groups)', () => {
+    const k = K.variable(rnd([3, 3, 2, 4], 1));
+    const w = K.variable(rnd([16, 3], 2));
+    // one example is a batch of one image (1, 6, 6, 2)
+    const cnn = (x: Node, y: Node) => {
+      const h = K.pool2d(K.relu(K.conv2d(x, k, [1, 1], 'same')), [3, 3], [3, 3]);
+      const z = K.dot(K.reshape(h, [1, 16]), w);
+      return K.gradients(K.sum(K.square(z.sub(y))), [k, w]);
+    };
+    againstLoop(cnn, [rnd([5, 1, 6, 6, 2], 3), rnd([5, 1, 3], 4)], 1e-4);
+  });
+  it('an LSTM-free recurrence: K.rnn with tanh, gradients through the reverse scan', () => {
+    const W = K.variable(rnd([3, 3], 5));
+    const U = K.variable(rnd([2, 3], 6));
+    const rec = (x: Node) => {
+      const [last] = K.rnn((xt, [h]) => { const hn = K.tanh(K.dot(xt, U).add(K.dot(h!, W))); return [hn, [hn]]; }, x, [K.zeros([1, 3])]);
+      return K.gradients(K.sum(last), [W, U]);
+    };
+    againstLoop(rec, [rnd([4, 1, 5, 2], 7)], 1e-4);
+  });
+});
+
 /** Random graphs: a small op vocabulary applied to batched and shared inputs. */
 describe('autodiff.vmap: random graphs (fast-check)', () => {
   type Step = { op: number; a: number; b: number; axis: number };
