@@ -15,6 +15,7 @@ const dotRule: BatchRule = (_n, [x, y]) => {
   const yv = y!.value;
   if (x!.batched && y!.batched) {
     const ay = yv.ndim >= 3 ? yv.ndim - 2 : 1;
+    if (xv.ndim >= 2 && xv.shape[xv.ndim - 1] === 1) return batched(outerProduct(xv, yv, ay));
     return batched(ap('batch_dot', [xv, yv], { axes: [xv.ndim - 1, ay] }));
   }
   if (x!.batched) return batched(ap('dot', [xv, yv]));
@@ -26,6 +27,20 @@ const dotRule: BatchRule = (_n, [x, y]) => {
   // The batch is one of y's free axes: it lands right after x's free axes.
   return batched(moveAxis(ap('dot', [xv, yv]), xv.ndim - 1, 0));
 };
+
+/**
+ * A contraction over one element (per-example gradients of products: x (m, 1) . g (1, n)) is a
+ * broadcast multiply, which fusion folds into what reads it (a norm of per-example gradients then
+ * never stores them: 5.7x faster than batch_dot for the MLP's norms, bench/README.md).
+ */
+function outerProduct(xv: Node, yv: Node, ay: number): Node {
+  const xq = ap('squeeze', [xv], { axis: xv.ndim - 1 });
+  const yq = ap('squeeze', [yv], { axis: ay });
+  const [xFree, yFree] = [xq.ndim - 1, yq.ndim - 1];
+  const xe = ap('unsqueeze', [xq], { axes: Array.from({ length: yFree }, (_, i) => xq.ndim + i) });
+  const ye = ap('unsqueeze', [yq], { axes: Array.from({ length: xFree }, (_, i) => i + 1) });
+  return ap('mul', [xe, ye]);
+}
 
 /** Ops over a leading batch axis of their own: the vmap batch merged into it and split out after. */
 function mergedRule(shapeOnly: readonly number[] = []): BatchRule {
