@@ -43,6 +43,20 @@ describe('autodiff.vmap: in_axes and out_axes', () => {
     expectClose(got!, want[0]!, 'softmax rows', 1e-6);
   });
 
+  it('a random draw inside fn is one draw shared by every example (its arguments are not batched)', () => {
+    const x = K.placeholder([3, 6], undefined, 'float64');
+    const y = vmap((xi: Node) => K.dropout(xi, 0.5, null, 7))(x) as Node;
+    const [got] = K.function([x], [y])([nd([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1]])]) as NDArray[];
+    const rows = [0, 1, 2].map((i) => Array.from(got!.data.slice(i * 6, (i + 1) * 6)));
+    expect(rows[1]).to.deep.equal(rows[0]);
+    expect(rows[2]).to.deep.equal(rows[0]);
+    expect(new Set(rows[0]).size, 'some kept, some dropped').to.equal(2);
+  });
+  it('a random draw whose size differs per example is an error naming the op', () => {
+    const s = K.placeholder([3, 2], undefined, 'int32');
+    expect(() => vmap((si: Node) => K.random_normal(si))(s)).to.throw(ValueError, /autodiff\.vmap: cannot batch random_normal: a random draw whose arguments differ per example/);
+  });
+
   describe('errors name the function, the argument and what is allowed', () => {
     const x = K.placeholder([4, 3], undefined, 'float64');
     const y = K.placeholder([5, 3], undefined, 'float64');
