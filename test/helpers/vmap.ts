@@ -46,9 +46,10 @@ export type Build = (...xs: Node[]) => Node | readonly Node[];
 /**
  * Runs vmap(build, inAxes) on `count` examples of `inputs` (an input with a null axis is shared, as
  * example 0) and compares each result with build on each example, stacked along out axis 0.
- * Returns the op names of the per-example graph.
+ * With `compiled`, the batched graph also runs compiled on the cpu device. Returns the op names of
+ * the per-example graph.
  */
-export function checkVmap(build: Build, inputs: readonly NDArray[], inAxes: readonly (number | null)[], count = 3, outAxes: Axes = 0): Set<string> {
+export function checkVmap(build: Build, inputs: readonly NDArray[], inAxes: readonly (number | null)[], count = 3, outAxes: Axes = 0, compiled = false): Set<string> {
   const examples = Array.from({ length: count }, (_, e) => inputs.map((x, i) => (inAxes[i] === null ? x : example(x, e))));
   const batchedVals = inputs.map((x, i) => (inAxes[i] === null ? x : stack(examples.map((ex) => ex[i]!), inAxes[i]!)));
   const bph = batchedVals.map(placeholderFor);
@@ -60,5 +61,10 @@ export function checkVmap(build: Build, inputs: readonly NDArray[], inAxes: read
   const perVals = examples.map((ex) => run(perOuts, ph, ex));
   const outAx = (j: number) => (typeof outAxes === 'number' ? outAxes : (outAxes as readonly number[])[j]!);
   got.forEach((g, j) => expectClose(g, stack(perVals.map((v) => v[j]!), outAx(j)), `result ${j}`));
+  if (compiled) {
+    // The batched graph compiled for the cpu device (its passes and kernels), against the reference.
+    const outs = K.function(bph, Array.isArray(res) ? res : [res as Node])(batchedVals) as NDArray[];
+    outs.forEach((g, j) => expectClose(g.astype('float64'), got[j]!.astype('float64'), `compiled result ${j}`, g.dtype === 'float32' ? 1e-4 : 1e-7));
+  }
   return new Set(topoSort(perOuts).map((n) => n.op));
 }

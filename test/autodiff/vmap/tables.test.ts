@@ -85,6 +85,9 @@ describe('vmap: every gradient-table case, batched against stacked per-example r
     const axesArb = fc.tuple(...inputs.map((x) => fc.option(fc.integer({ min: 0, max: x.shape.length }), { nil: null })))
       .map((axes) => (axes.every((a) => a === null) ? [0, ...axes.slice(1)] : axes));
     it(`${key}: values and per-example gradients`, () => {
+      const first = inputs.map(() => 0);
+      checkVmap(c.build, inputs, first, 3, 0, true);
+      if (floats.length > 0) checkVmap(grad, inputs, first, 3, 0, true);
       fc.assert(fc.property(axesArb, (axes) => {
         for (const op of checkVmap(c.build, inputs, axes)) reached.add(op);
         if (floats.length > 0) for (const op of checkVmap(grad, inputs, axes)) reached.add(op);
@@ -99,6 +102,7 @@ describe('vmap: every gradient-table case, batched against stacked per-example r
     const axesArb = fc.tuple(...inputs.map((x) => fc.option(fc.integer({ min: 0, max: x.shape.length }), { nil: null })))
       .map((axes) => (axes.every((a) => a === null) ? [0, ...axes.slice(1)] : axes));
     it(`op table ${key}`, () => {
+      checkVmap(c.build, inputs, inputs.map(() => 0), 3, 0, true);
       fc.assert(fc.property(axesArb, (axes) => {
         for (const op of checkVmap(c.build, inputs, axes)) reached.add(op);
       }), { numRuns: 2 });
