@@ -33,6 +33,18 @@ describe('autodiff.vmap: in_axes and out_axes', () => {
     expect(s!.shape).to.deep.equal([]);
     expect(s).to.equal(K.sum(w));
   });
+  it('per-example gradients for a batch of unknown size, compiled', () => {
+    const W = K.variable(NDArray.from([[0.1, 0.2], [0.3, -0.4], [0.5, 0.6]], 'float32'));
+    const grads = (x: Node) => K.gradients(K.sum(K.tanh(K.dot(x, W))), [W]);
+    const x = K.placeholder([null, 3]);
+    const [g] = vmap(grads)(x) as Node[];
+    expect(g!.shape).to.deep.equal([null, 3, 2]);
+    const rows = [[1, 2, 3], [0, 1, 0]];
+    const [got] = K.function([x], [g!])([rows]) as NDArray[];
+    const x1 = K.placeholder([3]);
+    const one = K.function([x1], grads(x1));
+    rows.forEach((r, i) => expectClose(new NDArray(got!.data.slice(i * 6, (i + 1) * 6), [3, 2], 'float32'), (one([r]) as NDArray[])[0]!, `example ${i}`, 1e-6));
+  });
   it('a batch of unknown size (null dim) is batched without it', () => {
     const x = K.placeholder([null, 3], undefined, 'float64');
     const y = vmap((xi: Node) => K.softmax(K.expand_dims(xi, 0)))(x) as Node;
@@ -72,6 +84,10 @@ describe('autodiff.vmap: in_axes and out_axes', () => {
       ['out_axes out of range', () => vmap(id, 0, 3)(x), /out_axes\[0\] = 3 is out of range/],
       ['a result that is not a tensor', () => vmap(() => 3 as unknown as Node)(x), /fn must return a tensor or an array of tensors; result 0 is number 3/],
       ['an argument that is not a tensor', () => vmap(id)(3 as unknown as Node), /argument 0 must be a tensor, got number 3/],
+      ['per-example kernel gradients with an unknown batch size', () => {
+        const k = K.variable(new NDArray(new Float32Array(36).fill(0.1), [3, 3, 1, 4], 'float32'));
+        return vmap((t: Node) => K.gradients(K.sum(K.conv2d(t, k, [1, 1], 'same')), [k])[0]!)(K.placeholder([null, 1, 5, 5, 1]));
+      }, /autodiff\.vmap: batching a convolution with batched kernels \(or per-example kernel gradients\) needs a static batch size/],
     ];
     for (const [name, f, re] of cases) it(name, () => { expect(f).to.throw(re); });
     it('fn must be a function', () => { expect(() => vmap(3 as unknown as () => Node)).to.throw(TypeError, /fn must be a function/); });

@@ -101,7 +101,7 @@ const convKernelGradRule: BatchRule<OpNode<'conv_kernel_grad'>> = (n, [x, dy, li
 /** The batch size, which the groups count needs statically. */
 function batchCount(x: Node, ctx: BatchContext): number {
   const b = ctx.size ?? x.shape[0] ?? null;
-  if (b === null) throw new ValueError(`${FN}: batching a convolution over batched kernels needs a static batch size`);
+  if (b === null) throw new ValueError(`${FN}: batching a convolution with batched kernels (or per-example kernel gradients) needs a static batch size: each example is a group of the convolution; give the batched arguments a known size on their batch axis`);
   return b;
 }
 
