@@ -50,30 +50,28 @@ function batchNode(n: Node, args: readonly BVal[], ctx: BatchContext): Batched {
   }
   const e = entryOf(n);
   if (e === 'leaf') throw new Error(`internal: ${FN}: ${n.op} has inputs but a leaf's batching rule`);
-  if (typeof e === 'function') return checked(n, e(n, args, ctx));
+  if (typeof e === 'function') return checked(n, e(n, args, ctx), ctx);
   if ('unsupported' in e) throw new ValueError(`${FN}: cannot batch ${n.op}: ${(e as UnsupportedBatch).unsupported}`);
   if ('loop' in e) return loopBatch(n, args, ctx, (e as LoopRule).loop);
   const t = (e as TupleBatchRule).tuple(n, args, ctx);
-  t.items.forEach((v, k) => checkType(n, v, n.type.items![k]!));
+  t.items.forEach((v, k) => checkType(n, v, n.type.items![k]!, ctx));
   return t;
 }
 
-function checked(n: Node, v: BVal): BVal {
-  checkType(n, v, n.type);
+function checked(n: Node, v: BVal, ctx: BatchContext): BVal {
+  checkType(n, v, n.type, ctx);
   return v;
 }
 
-/** A rule's result must be the per-example type, with the batch axis in front when batched. */
-function checkType(n: Node, v: BVal, t: Node['type']): void {
-  const want = v.batched ? [ctxDim(v.value), ...t.shape] : t.shape;
+/** A rule's result must be the per-example type, with the batch axis (of the batch's size) in front when batched. */
+function checkType(n: Node, v: BVal, t: Node['type'], ctx: BatchContext): void {
+  const want = v.batched ? [ctx.size, ...t.shape] : t.shape;
   const ok = v.value.dtype === t.dtype && v.value.ndim === want.length &&
     v.value.shape.every((d, i) => d === null || want[i] === null || d === want[i]);
   if (!ok) {
     throw new Error(`internal: ${FN}: the batching rule of ${n.op} gave ${v.value.dtype} ${formatShape(v.value.shape)} for ${t.dtype} ${formatShape(t.shape)}${v.batched ? ' (batched)' : ''}`);
   }
 }
-
-const ctxDim = (x: Node) => x.shape[0] ?? null;
 
 /** Each example through the op, stacked: for ops without a vectorised rule (needs a static batch size). */
 function loopBatch(n: Node, args: readonly BVal[], ctx: BatchContext, reason: string): Batched {

@@ -3,7 +3,7 @@
 // gradient calls, and vmap over random graphs (fast-check).
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { autodiff, backend as K, ValueError } from '../../../src/index.js';
+import { autodiff, backend as K, defineOp, ValueError } from '../../../src/index.js';
 import { NDArray } from '../../../src/ir/ndarray.js';
 import type { Node } from '../../../src/ir/node.js';
 import { topoSort } from '../../../src/ir/graph.js';
@@ -93,6 +93,21 @@ describe('autodiff.vmap: in_axes and out_axes', () => {
     it('fn must be a function', () => { expect(() => vmap(3 as unknown as () => Node)).to.throw(TypeError, /fn must be a function/); });
     it('the errors are ValueErrors', () => { expect(() => vmap(id, 2)(x)).to.throw(ValueError); });
   });
+});
+
+describe('autodiff.vmap: user ops (defineOp) are batched by applying them to each example', () => {
+  // A row-wise op: the per-example reference sees one example's (2, 3) rows.
+  const rowMax = defineOp({
+    name: 'vmap_test_row_argmax_value',
+    arity: 1,
+    infer: ([t]) => ({ dtype: t!.dtype, shape: t!.shape.slice(0, -1) }),
+    reference: ([t]) => {
+      const n = t!.shape[t!.shape.length - 1]!;
+      const out = Array.from({ length: t!.size / n }, (_, r) => Math.max(...Array.from(t!.data.slice(r * n, (r + 1) * n))));
+      return new NDArray(out, t!.shape.slice(0, -1), t!.dtype);
+    },
+  });
+  it('matches the per-example results, stacked', () => { checkVmap((x) => rowMax(x).mul(2), [A], [0]); checkVmap((x) => rowMax(x), [A], [1]); });
 });
 
 describe('autodiff.vmap: the example of docs/autodiff.md', () => {
