@@ -8,7 +8,8 @@ import { formatShape } from '../../ir/ndarray.js';
 import type { Node } from '../../ir/node.js';
 import { isBuiltin } from '../../ir/registry.js';
 import { batchRules } from './rules/index.js';
-import { FN, ap, batched, staticSize } from './helpers.js';
+import { FN, ap, batched } from './helpers.js';
+import { loopBatch } from './loop.js';
 import type { BTuple, BVal, BatchContext, BatchEntry, Batched, LoopRule, TupleBatchRule, UnsupportedBatch } from './types.js';
 
 const isTuple = (v: Batched): v is BTuple => 'items' in v;
@@ -71,18 +72,4 @@ function checkType(n: Node, v: BVal, t: Node['type'], ctx: BatchContext): void {
   if (!ok) {
     throw new Error(`internal: ${FN}: the batching rule of ${n.op} gave ${v.value.dtype} ${formatShape(v.value.shape)} for ${t.dtype} ${formatShape(t.shape)}${v.batched ? ' (batched)' : ''}`);
   }
-}
-
-/** Each example through the op, stacked: for ops without a vectorised rule (needs a static batch size). */
-function loopBatch(n: Node, args: readonly BVal[], ctx: BatchContext, reason: string): Batched {
-  const size = staticSize(ctx, `${n.op} (${reason}; it is batched by a loop over the examples)`);
-  if (size === 0) throw new ValueError(`${FN}: batching ${n.op} by a loop needs at least one example`);
-  const outs = Array.from({ length: size }, (_, i) =>
-    apply(n.op, args.map((a) => (a.batched ? ap('index', [a.value], { index: i }) : a.value)), n.attrs, FN));
-  const stack = (xs: readonly Node[]) => {
-    const parts = xs.map((x) => ap('unsqueeze', [x], { axes: [0] }));
-    return batched(parts.length === 1 ? parts[0]! : ap('concat', parts, { axis: 0 }));
-  };
-  if (n.type.items === undefined) return stack(outs);
-  return { items: n.type.items.map((_, k) => stack(outs.map((o) => ap('tuple_get', [o], { index: k })))) };
 }

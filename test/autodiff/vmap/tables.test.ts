@@ -49,6 +49,7 @@ const NO_GRAD: readonly (Omit<GradCase, 'build'> & { build: Build })[] = [
   { name: 'shape_of', inputs: [X], build: (x) => K.cast(K.shape(x), 'float64') },
   { name: 'in_top_k', inputs: [X, I([3, 0, 1])], build: (p, t) => K.cast(K.in_top_k(p, t, 2), 'float64') },
   { name: 'ctc_interleave_blanks and skip indices (loop)', inputs: [I([1, 2, 2])], build: (y) => K.cast(K.concatenate([K.ctc_interleave_blanks(y), K.ctc_create_skip_idxs(y)], -1), 'float64') },
+  { name: 'reshape_dims with a size vector that may be batched (loop)', inputs: [X, I([4, 3])], build: (x, d) => apply('reshape_dims', [x, d], { known: [null, null] }) },
   {
     name: 'ctc_path_probs, a tuple (loop)',
     inputs: [[[0.5, 0.2, 0.3], [0.1, 0.6, 0.3], [0.3, 0.3, 0.4], [0.2, 0.2, 0.6]], I([1, 2])],

@@ -7,10 +7,10 @@ import { reduceBatchRules } from './reduce.js';
 import { shapeBatchRules } from './shape.js';
 import { linalgBatchRules } from './linalg.js';
 import { scanBatchRule } from './control.js';
+import { sizedBatchRules } from './sized.js';
 import { ap, batched, materialize, shift } from '../helpers.js';
 import type { BatchTable, LoopRule, UnsupportedBatch } from '../types.js';
 
-const sized: LoopRule = { loop: 'its sizes are tensor values' };
 const ctc: LoopRule = { loop: 'CTC ops have no vectorised batching rule yet' };
 const random: UnsupportedBatch = {
   unsupported: 'a random draw whose arguments differ per example; draw the whole batch outside the vmapped function',
@@ -36,13 +36,7 @@ export const batchRules: BatchTable = {
   ...linalgBatchRules,
   scan: scanBatchRule,
   tuple_get: { unsupported: 'internal: the walker batches tuple items itself' },
-  reshape_dims: sized,
-  tile_dims: sized,
-  untile_dims: sized,
-  fill_dims: sized,
-  arange_dims: sized,
-  slice_dims: sized,
-  unslice_dims: sized,
+  ...sizedBatchRules,
   random_uniform: random,
   random_normal: random,
   truncated_normal: random,
