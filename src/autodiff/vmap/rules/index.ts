@@ -5,7 +5,7 @@ import { elementwiseOps } from '../../../ir/ops/elementwise.js';
 import { adjointLikeBatchRules, broadcastRule, elementwiseBatchRules } from './elementwise.js';
 import { reduceBatchRules } from './reduce.js';
 import { shapeBatchRules } from './shape.js';
-import { linalgBatchRules } from './linalg.js';
+import { linalgBatchRules, mergedRule } from './linalg.js';
 import { scanBatchRule } from './control.js';
 import { sizedBatchRules } from './sized.js';
 import { ap, batched, materialize, shift } from '../helpers.js';
@@ -41,8 +41,9 @@ export const batchRules: BatchTable = {
   random_normal: random,
   truncated_normal: random,
   random_binomial: random,
-  ctc_loss: ctc,
-  ctc_loss_grad: ctc,
+  // Every input has a samples axis: the batch folds into it.
+  ctc_loss: mergedRule(),
+  ctc_loss_grad: mergedRule(),
   ctc_interleave_blanks: ctc,
   ctc_create_skip_idxs: ctc,
   ctc_update_log_p: ctc,

@@ -43,7 +43,7 @@ function outerProduct(xv: Node, yv: Node, ay: number): Node {
 }
 
 /** Ops over a leading batch axis of their own: the vmap batch merged into it and split out after. */
-function mergedRule(shapeOnly: readonly number[] = []): BatchRule {
+export function mergedRule(shapeOnly: readonly number[] = []): BatchRule {
   return (n, args, ctx) => {
     const ins = args.map((a, i) => (shapeOnly.includes(i) ? (a.batched ? firstExample(a.value) : a.value) : mergeBatch(materialize(a, ctx))));
     return batched(splitBatch(ap(n.op, ins, n.attrs), n, ctx));
