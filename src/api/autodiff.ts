@@ -5,7 +5,7 @@
 import * as fns from '../autodiff/public/index.js';
 import { traced } from './trace.js';
 
-export type { RopOptions, GradOptions, JacobianOptions, CustomGrad } from '../autodiff/public/index.js';
+export type { RopOptions, GradOptions, JacobianOptions, CustomGrad, VmapAxes, Batchable } from '../autodiff/public/index.js';
 
 const t = <F extends (...args: never[]) => unknown>(name: string, f: F): F => traced(`autodiff.${name}`, f);
 
@@ -26,3 +26,4 @@ export const grad_scale = t('grad_scale', fns.grad_scale);
 // These take the user's graph-building function, which runs as user code (its K calls record).
 export const checkpoint = traced('autodiff.checkpoint', fns.checkpoint, true);
 export const custom_gradient = traced('autodiff.custom_gradient', fns.custom_gradient, true);
+export const vmap = traced('autodiff.vmap', fns.vmap, true);

@@ -31,10 +31,14 @@ export function toND(v: NDArray | NestedArray, dtype: DType): NDArray {
 
 const numbers = (v: NDArray | NestedArray): number[] => (v instanceof NDArray ? Array.from(v.data, Number) : Array.isArray(v) ? v.flatMap(numbers) : [Number(v)]);
 
+/** Every opTable case, keyed `title > case name` (test/autodiff/vmap/tables.test.ts batches them). */
+export const opCases = new Map<string, OpCase>();
+
 /** Registers one mocha test per case and target. */
 export function opTable(title: string, cases: readonly OpCase[]): void {
   describe(title, () => {
     for (const c of cases) {
+      opCases.set(`${title} > ${c.name}`, c);
       const dtypes = c.inputs.map((v, i) => c.dtypes?.[i] ?? (v instanceof NDArray ? v.dtype : 'float64'));
       for (const t of targets) {
         if (!runsCase(t, title, c.name)) continue;

@@ -6,3 +6,4 @@ export { jacobian, jacrev, jacfwd, hessian, hessian_vector_product, type Jacobia
 export { disconnected_grad, zero_grad, grad_clip, grad_scale } from './controls.js';
 export { checkpoint } from './checkpoint.js';
 export { custom_gradient, type CustomGrad } from './custom.js';
+export { vmap, type Axes as VmapAxes, type Batchable } from '../vmap/index.js';

@@ -1,0 +1,82 @@
+// Per-example gradients of an MLP (relu, softmax crossentropy) for a batch of 128: one compiled
+// call of vmap(grad) against a loop of 128 calls of the per-example gradient function (compiled
+// once). Same run, alternating, medians; the ratio is loop / vmap. Two sizes: the bench MLP
+// (784-256-10, whose per-example gradients are 128 x 203k floats, 104 MB, written by both
+// sides) and a small one (32-64-10) where the per-call cost of the loop shows; then the bench MLP's
+// per-example squared gradient norms (DP-SGD's clipping), where only 128 numbers come back.
+//   node --expose-gc --import tsx bench/vmap.ts [rounds]
+import { autodiff, backend as K, NDArray } from '../src/index.js';
+import type { Node } from '../src/ir/node.js';
+
+const ROUNDS = Number(process.argv[2] ?? 7);
+const B = 128;
+
+function data(n: number, seed: number): Float32Array {
+  let s = seed >>> 0;
+  const out = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    out[i] = (s / 4294967296) * 2 - 1;
+  }
+  return out;
+}
+
+function bench(D: number, H: number, C: number, norms: boolean): void {
+  const W1 = K.variable(new NDArray(data(D * H, 1).map((v) => v * 0.05), [D, H], 'float32'));
+  const b1 = K.variable(new NDArray(new Float32Array(H), [H], 'float32'));
+  const W2 = K.variable(new NDArray(data(H * C, 2).map((v) => v * 0.1), [H, C], 'float32'));
+  const b2 = K.variable(new NDArray(new Float32Array(C), [C], 'float32'));
+  const params = [W1, b1, W2, b2];
+
+  /** One example's loss: x (D,), y one-hot (C,). */
+  function loss(x: Node, y: Node): Node {
+    const z = K.dot(K.relu(K.dot(x, W1).add(b1)), W2).add(b2);
+    return K.logsumexp(z).sub(K.sum(y.mul(z)));
+  }
+  const allGrads = (x: Node, y: Node) => K.gradients(loss(x, y), params);
+  // DP-SGD's clipping reads only each example's squared gradient norm.
+  const grads = norms ? (x: Node, y: Node) => [allGrads(x, y).map((g) => K.sum(K.square(g))).reduce((p, q) => p.add(q))] : allGrads;
+
+  const X = K.placeholder([B, D], null, 'float32');
+  const Y = K.placeholder([B, C], null, 'float32');
+  const perExample = K.function([X, Y], autodiff.vmap(grads)(X, Y) as Node[]);
+  const x1 = K.placeholder([D], null, 'float32');
+  const y1 = K.placeholder([C], null, 'float32');
+  const one = K.function([x1, y1], grads(x1, y1));
+
+  const xs = data(B * D, 3);
+  const ys = new Float32Array(B * C);
+  for (let i = 0; i < B; i++) ys[i * C + (i % C)] = 1;
+  const xb = new NDArray(xs, [B, D], 'float32');
+  const yb = new NDArray(ys, [B, C], 'float32');
+  const rows = Array.from({ length: B }, (_, i) => [
+    new NDArray(xs.slice(i * D, (i + 1) * D), [D], 'float32'), new NDArray(ys.slice(i * C, (i + 1) * C), [C], 'float32'),
+  ]);
+
+  const runVmap = () => perExample([xb, yb]);
+  const runLoop = () => { for (const r of rows) one(r); };
+
+  // The two agree (float32, summed in different orders).
+  const got = runVmap() as NDArray[];
+  let worst = 0;
+  rows.forEach((r, i) => (one(r) as NDArray[]).forEach((w, k) => {
+    w.data.forEach((v, j) => { worst = Math.max(worst, Math.abs(v - got[k]!.data[i * w.size + j]!)); });
+  }));
+  if (worst > (norms ? 1e-3 : 1e-4)) throw new Error(`vmap and the loop disagree by ${worst}`);
+
+  const time = (f: () => unknown) => { const t0 = performance.now(); f(); return performance.now() - t0; };
+  for (let i = 0; i < 2; i++) { runVmap(); runLoop(); }
+  const tv: number[] = [];
+  const tl: number[] = [];
+  for (let r = 0; r < ROUNDS; r++) { tv.push(time(runVmap)); tl.push(time(runLoop)); }
+  const median = (a: number[]) => [...a].sort((p, q) => p - q)[Math.floor(a.length / 2)]!;
+  const [mv, ml] = [median(tv), median(tl)];
+  console.log(`per-example ${norms ? 'squared gradient norms' : 'gradients'}, MLP ${D}-${H}-${C}, batch ${B}, ${ROUNDS} rounds, max |vmap - loop| = ${worst.toExponential(1)}`);
+  console.log(`vmap(grad), one call:        ${mv.toFixed(2)} ms (median)`);
+  console.log(`loop of ${B} gradient calls:   ${ml.toFixed(2)} ms (median)`);
+  console.log(`loop / vmap:                 ${(ml / mv).toFixed(1)}x`);
+}
+
+bench(784, 256, 10, false);
+bench(32, 64, 10, false);
+bench(784, 256, 10, true);
