@@ -31,7 +31,7 @@ export function undefinePass(name: string): boolean {
 }
 
 export interface OptimizeOptions {
-  readonly optimizer?: 'fast_run' | 'fast_compile';
+  readonly optimizer?: 'fast_run' | 'fast_compile' | 'eqsat';
   readonly passes?: PassSelection;
 }
 
@@ -44,12 +44,12 @@ export interface OptimizedGraph {
   debugprint(opts?: { readonly trace?: boolean }): string;
 }
 
-function options(fn: string, o: unknown): { level: 'fast_run' | 'fast_compile'; passes: PassSelection | undefined } {
+function options(fn: string, o: unknown): { level: 'fast_run' | 'fast_compile' | 'eqsat'; passes: PassSelection | undefined } {
   if (o === undefined) return { level: 'fast_run', passes: undefined };
   if (typeof o !== 'object' || o === null) throw new TypeError(`${fn}: options must be an object, got ${describe(o)}`);
   const { optimizer = 'fast_run', passes } = o as OptimizeOptions;
-  if (optimizer !== 'fast_run' && optimizer !== 'fast_compile') {
-    throw new ValueError(`${fn}: optimizer must be "fast_run" or "fast_compile", got ${JSON.stringify(optimizer)}`);
+  if (optimizer !== 'fast_run' && optimizer !== 'fast_compile' && optimizer !== 'eqsat') {
+    throw new ValueError(`${fn}: optimizer must be "fast_run", "fast_compile" or "eqsat", got ${JSON.stringify(optimizer)}`);
   }
   return { level: optimizer, passes };
 }
