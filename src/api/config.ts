@@ -327,7 +327,7 @@ export const ENVIRONMENT_SWITCHES = {
   THEANINE_GPU_MODE: 'force gpu.js\' mode on the gpu device',
   THEANINE_ONNX_PROVIDER: 'the ONNX Runtime execution provider (Node only: the onnx backend)',
   THEANINE_OPTIMIZER: 'the default optimizer level: fast_run, fast_compile, eqsat or none (also keras.json "optimizer")',
-  THEANINE_EQSAT: 'limits of the eqsat optimizer: nodes=N,iterations=N,ms=N,matches=N (any subset)',
+  THEANINE_EQSAT: 'limits of the eqsat optimizer: nodes=N,iterations=N,ms=N,matches=N,gain=P (any subset; gain: the percent a search result must save)',
   THEANINE_VERIFY_PASSES: '1: run the graph verifier after every optimizer pass (the test suite does; a cost per compile)',
 } as const;
 export type EnvironmentSwitch = keyof typeof ENVIRONMENT_SWITCHES;

@@ -21,7 +21,7 @@ import { values } from './helpers.js';
 type Cmd = readonly [number, number, number, number];
 const pick = <T>(xs: readonly T[], k: number): T => xs[k % xs.length]!;
 const model = costModel(cpuFusion);
-const LIMITS: EqsatLimits = { nodes: 3000, iterations: 6, ms: 2000, matchesPerRule: 500 };
+const LIMITS: EqsatLimits = { nodes: 3000, iterations: 6, ms: 2000, matchesPerRule: 500, minGain: 0 };
 
 /** Random graphs over a pool of matrices and vectors: commands that do not fit (shapes) are skipped. */
 function build(cmds: readonly Cmd[], seed: number, dtype: 'float64' | 'int32'): { inputs: Node[]; outputs: Node[]; feeds: Map<Node, NDArray> } {
@@ -99,7 +99,7 @@ describe('passes/eqsat: random graphs', () => {
   it('limits hold: no iteration starts past the node or time budget', () => {
     fc.assert(fc.property(cmdsArb, fc.nat(1 << 12), fc.integer({ min: 10, max: 400 }), fc.integer({ min: 0, max: 5 }), (cmds, seed, nodes, ms) => {
       const { outputs } = build(cmds, seed, 'float64');
-      const limits = { nodes, iterations: 20, ms, matchesPerRule: 500 };
+      const limits = { nodes, iterations: 20, ms, matchesPerRule: 500, minGain: 0 };
       const { report } = optimizeGraph({ outputs }, builtinRules(), model, limits);
       for (const it of report.iterations) {
         expect(it.startNodes).to.be.lessThan(limits.nodes);

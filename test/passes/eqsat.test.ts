@@ -116,7 +116,7 @@ describe('passes/eqsat: limits and the level', () => {
   it('stops at the node limit within one iteration, and says why', () => {
     const xs = Array.from({ length: 8 }, (_, i) => ph([4], `x${i}`));
     const sum = xs.slice(1).reduce((s, x) => op('add', s, op('mul', x, xs[0]!)), xs[0]!);
-    const limits = { nodes: 60, iterations: 50, ms: 10_000, matchesPerRule: 2000 };
+    const limits = { nodes: 60, iterations: 50, ms: 10_000, matchesPerRule: 2000, minGain: 0 };
     const { report } = optimizeGraph({ outputs: [sum] }, builtinRules(), model, limits);
     expect(report.stop).to.equal('nodes');
     for (const it of report.iterations) expect(it.startNodes).to.be.lessThan(limits.nodes);

@@ -1,6 +1,6 @@
 // The `eqsat` optimizer level's pass: equality saturation over the greedy pipeline's result
 // (./saturate.ts), with the target's cost model (./cost.ts). Its limits come from THEANINE_EQSAT
-// ("nodes=20000,iterations=12,ms=400,matches=2000", any subset) or the caller.
+// ("nodes=20000,iterations=12,ms=200,matches=1000,gain=2", any subset; gain in percent) or the caller.
 import type { Graph } from '../../ir/graph.js';
 import { platform } from '#platform';
 import type { FusionTarget } from '../fusion.js';
@@ -16,7 +16,7 @@ export { builtinRules, algebraRules, fromRewrite, type EqRule, type PatternRule,
 export { DEFAULT_LIMITS, optimizeGraph, saturate, type EqsatLimits, type EqsatReport } from './saturate.js';
 export { extract } from './extract.js';
 
-const LIMIT_KEYS: Readonly<Record<string, keyof EqsatLimits>> = { nodes: 'nodes', iterations: 'iterations', ms: 'ms', matches: 'matchesPerRule' };
+const LIMIT_KEYS: Readonly<Record<string, keyof EqsatLimits>> = { nodes: 'nodes', iterations: 'iterations', ms: 'ms', matches: 'matchesPerRule', gain: 'minGain' };
 
 /** THEANINE_EQSAT's limits over the defaults; a malformed value is an error naming the variable. */
 export function limitsFromEnv(v: string | undefined = platform.env('THEANINE_EQSAT')): EqsatLimits {
@@ -26,10 +26,10 @@ export function limitsFromEnv(v: string | undefined = platform.env('THEANINE_EQS
     const [k, x] = part.split('=').map((s) => s.trim());
     const key = LIMIT_KEYS[k ?? ''];
     const n = Number(x);
-    if (key === undefined || x === undefined || !/^[0-9]+$/.test(x) || n < 1) {
-      throw new Error(`environment variable THEANINE_EQSAT is ${JSON.stringify(v)}: each entry must be name=positive integer with name one of ${Object.keys(LIMIT_KEYS).join(', ')}`);
+    if (key === undefined || x === undefined || !/^[0-9]+$/.test(x) || (n < 1 && key !== 'minGain') || (key === 'minGain' && n >= 100)) {
+      throw new Error(`environment variable THEANINE_EQSAT is ${JSON.stringify(v)}: each entry must be name=positive integer with name one of ${Object.keys(LIMIT_KEYS).join(', ')} (gain: a percentage 0..99)`);
     }
-    out[key] = n;
+    out[key] = key === 'minGain' ? n / 100 : n;
   }
   return out;
 }

@@ -20,11 +20,17 @@ export interface EqsatLimits {
   readonly iterations: number;
   /** Stop once this many milliseconds have passed. */
   readonly ms: number;
-  /** Matches of one rule applied per iteration (egg's scheduler bounds them likewise). */
+  /**
+   * egg's BackoffScheduler: a rule that finds more than this many matches in an iteration applies
+   * none of them and sits out the next 2^k iterations (k: how often it was banned), its threshold
+   * doubling each time, so associativity and factoring cannot crowd out the other rules.
+   */
   readonly matchesPerRule: number;
+  /** The extracted graph replaces greedy's only when its cost is lower by at least this fraction (the model's margin of error). */
+  readonly minGain: number;
 }
 
-export const DEFAULT_LIMITS: EqsatLimits = { nodes: 20000, iterations: 12, ms: 400, matchesPerRule: 2000 };
+export const DEFAULT_LIMITS: EqsatLimits = { nodes: 20000, iterations: 12, ms: 200, matchesPerRule: 1000, minGain: 0.02 };
 
 export interface IterationReport {
   /** E-nodes and e-classes when the iteration started, and the milliseconds since the run began. */
@@ -45,7 +51,7 @@ export interface EqsatReport {
   /** The DAG costs of the graph given (greedy's) and of the extracted one. */
   readonly greedyCost: number;
   readonly extractedCost: number;
-  /** Which graph was returned: the extracted one only when it is strictly cheaper. */
+  /** Which graph was returned: the extracted one only when it is cheaper by limits.minGain at least. */
   readonly chose: 'eqsat' | 'greedy';
   readonly ms: number;
   readonly limits: EqsatLimits;
@@ -89,6 +95,7 @@ function runNodeRule(eg: EGraph, r: NodeRule, byOp: Map<string, ClassId[]>, limi
 export function saturate(eg: EGraph, rules: readonly EqRule[], limits: EqsatLimits): { iterations: IterationReport[]; stop: StopReason } {
   const t0 = performance.now();
   const iterations: IterationReport[] = [];
+  const bans = rules.map(() => ({ times: 0, until: 0 }));
   for (;;) {
     const startMs = performance.now() - t0;
     const startNodes = eg.size;
@@ -99,8 +106,18 @@ export function saturate(eg: EGraph, rules: readonly EqRule[], limits: EqsatLimi
     const byOp = new Map<string, ClassId[]>();
     for (const c of eg.classes.values()) for (const op of new Set(c.nodes.map((e) => e.op))) (byOp.get(op) ?? byOp.set(op, []).get(op)!).push(c.id);
     // Search every pattern rule on one snapshot, then apply (egg: matches of one iteration see the same graph).
-    const found = rules.map((r) => (r.kind === 'pattern' ? search(eg, r.from, byOp.get(r.from.op) ?? [], limits.matchesPerRule) : []));
+    const it = iterations.length;
+    const found = rules.map((r, i) => {
+      if (r.kind !== 'pattern' || bans[i]!.until > it) return [];
+      const threshold = limits.matchesPerRule * 2 ** bans[i]!.times;
+      const ms = search(eg, r.from, byOp.get(r.from.op) ?? [], threshold + 1);
+      if (ms.length <= threshold) return ms;
+      bans[i]!.until = it + 1 + 2 ** bans[i]!.times;
+      bans[i]!.times++;
+      return [];
+    });
     const applied: Record<string, number> = {};
+    const banned = bans.some((b) => b.until > it + 1);
     rules.forEach((r, i) => {
       let n = 0;
       if (r.kind === 'node') n = runNodeRule(eg, r, byOp, limits.matchesPerRule);
@@ -109,7 +126,8 @@ export function saturate(eg: EGraph, rules: readonly EqRule[], limits: EqsatLimi
     });
     eg.rebuild();
     iterations.push({ startNodes, startMs, nodes: eg.size, classes: eg.classes.size, ms: performance.now() - t0, applied });
-    if (eg.size === startNodes && eg.unions === unions) return { iterations, stop: 'saturated' };
+    // Saturated: nothing new, and no rule sitting out that might still add something.
+    if (eg.size === startNodes && eg.unions === unions && !banned) return { iterations, stop: 'saturated' };
   }
 }
 
@@ -130,7 +148,7 @@ export function optimizeGraph(g: Graph, rules: readonly EqRule[], model: CostMod
     if (!(e instanceof Error) || !e.message.startsWith('internal:')) throw e;
   }
   const extractedCost = outputs === undefined ? Infinity : graphCost(extracted, model);
-  const chose = extractedCost < greedyCost ? 'eqsat' : 'greedy';
+  const chose = extractedCost < greedyCost * (1 - limits.minGain) ? 'eqsat' : 'greedy';
   const report: EqsatReport = { iterations, stop, greedyCost, extractedCost, chose, ms: performance.now() - t0, limits };
   return { graph: chose === 'eqsat' ? { outputs: extracted } : g, report };
 }
