@@ -4,8 +4,10 @@
 // product chain, an attention block with a linear readout) and the real models where it must not
 // lose (MLP, CNN, LSTM training steps from bench/cases.ts). Compile time is K.function plus the
 // first call from empty caches; run time is the median over rounds that alternate between the
-// two functions (machine noise hits both). `node --import tsx bench/eqsat.ts [filter]`;
-// BENCH_ROUNDS (default 9).
+// two functions in ABBA order (machine noise and warm caches hit both alike), timed by the
+// process's CPU time (every thread; BENCH_CLOCK=wall for wall time), which a shared machine's load
+// disturbs less. Where eqsat keeps greedy's graph both functions run the same code, so their ratio
+// shows the noise. `THEANINE_THREADS=1 node --import tsx bench/eqsat.ts [filter]`; BENCH_ROUNDS (default 15).
 import * as os from 'node:os';
 import { backend as K } from '../src/index.js';
 import type { Node } from '../src/ir/node.js';
@@ -22,7 +24,13 @@ interface Graph {
 }
 interface BenchCase { readonly name: string; readonly expect: 'win' | 'no loss'; build(): Graph }
 
-const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 9);
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 15);
+const WALL = process.env['BENCH_CLOCK'] === 'wall';
+const clock = (): number => {
+  if (WALL) return performance.now();
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
 const ph = (shape: number[], name: string) => K.placeholder(shape, null, 'float32', false, name);
 const leaves = (shapes: number[][]) => shapes.map((s, i) => ph(s, `in${i}`));
 const feedsOf = (ins: Node[]) => ins.map((p, i) => nd(p.shape as number[], 100 + i, -1, 1));
@@ -84,16 +92,16 @@ const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); retu
 function compile(g: Graph, optimizer: 'fast_run' | 'eqsat') {
   clearCompileCache();
   const before = compileTimes.passes;
-  const t0 = performance.now();
+  const t0 = clock();
   const f = K.function(g.inputs, g.outputs, g.updates, { optimizer });
   f(g.feeds);
-  return { f, ms: performance.now() - t0, passesMs: compileTimes.passes - before };
+  return { f, ms: clock() - t0, passesMs: compileTimes.passes - before };
 }
 
 function main(): void {
   const filter = process.argv[2] ?? '';
-  console.log(`eqsat vs greedy, cpu device, ${ROUNDS} rounds; load average at start ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}, ${os.cpus().length} cores`);
-  console.log('| graph | expect | greedy run ms | eqsat run ms | speedup | greedy compile ms | eqsat compile ms | eqsat pass ms | e-nodes | stop | chose |');
+  console.log(`eqsat vs greedy, cpu device, ${ROUNDS} rounds, ${WALL ? 'wall' : 'CPU'} time; load average at start ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}, ${os.cpus().length} cores`);
+  console.log('| graph | expect | greedy run ms | eqsat run ms | speedup | greedy compile ms | eqsat compile ms | eqsat pass ms | e-nodes | stop | graph run |');
   console.log('|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|');
   for (const c of cases) {
     if (!c.name.includes(filter)) continue;
@@ -104,21 +112,22 @@ function main(): void {
     // Calls per timing so one timing lasts a few milliseconds.
     const t0 = performance.now();
     greedy.f(g.feeds);
-    const reps = Math.max(1, Math.min(200, Math.round(5 / Math.max(0.01, performance.now() - t0))));
-    for (let i = 0; i < 2; i++) { greedy.f(g.feeds); eq.f(g.feeds); }
+    const reps = Math.max(1, Math.min(200, Math.round(10 / Math.max(0.01, performance.now() - t0))));
+    for (let i = 0; i < 3; i++) { greedy.f(g.feeds); eq.f(g.feeds); }
     const tg: number[] = [];
     const te: number[] = [];
+    const time = (f: (v: NDArray[]) => unknown, out: number[]) => {
+      const s = clock();
+      for (let i = 0; i < reps; i++) f(g.feeds);
+      out.push((clock() - s) / reps);
+    };
     for (let r = 0; r < ROUNDS; r++) {
-      for (const [f, out] of [[greedy.f, tg], [eq.f, te]] as const) {
-        const s = performance.now();
-        for (let i = 0; i < reps; i++) f(g.feeds);
-        out.push((performance.now() - s) / reps);
-      }
+      if (r % 2 === 0) { time(greedy.f, tg); time(eq.f, te); } else { time(eq.f, te); time(greedy.f, tg); }
     }
     const mg = median(tg);
     const me = median(te);
     const nodes = rep.iterations.at(-1)?.nodes ?? 0;
-    console.log(`| ${c.name} | ${c.expect} | ${mg.toFixed(3)} | ${me.toFixed(3)} | ${(mg / me).toFixed(2)}x | ${greedy.ms.toFixed(0)} | ${eq.ms.toFixed(0)} | ${rep.ms.toFixed(1)} | ${nodes} | ${rep.stop} | ${rep.chose} |`);
+    console.log(`| ${c.name} | ${c.expect} | ${mg.toFixed(3)} | ${me.toFixed(3)} | ${(mg / me).toFixed(2)}x | ${greedy.ms.toFixed(0)} | ${eq.ms.toFixed(0)} | ${rep.ms.toFixed(1)} | ${nodes} | ${rep.stop} | ${rep.chose === 'eqsat' ? 'rewritten' : "greedy's"} |`);
   }
   console.log(`load average at end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
 }

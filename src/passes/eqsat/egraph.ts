@@ -57,7 +57,7 @@ export class EGraph {
 
   /** The class of `id` (after find). */
   get(id: ClassId): EClass {
-    const c = this.classes.get(this.find(id));
+    const c = this.classes.get(this.parent[id] === id ? id : this.find(id));
     if (c === undefined) throw new Error(`internal: e-class ${id} does not exist`);
     return c;
   }
@@ -171,12 +171,15 @@ export class EGraph {
 
   /** egg's rebuild: re-canonicalize the parents of merged classes until congruence holds again. */
   rebuild(): void {
+    const touched = new Set<ClassId>();
     while (this.pending.length > 0) {
       const todo = new Set(this.pending.map((c) => this.find(c)));
       this.pending = [];
-      for (const c of todo) this.repair(c);
+      for (const c of todo) { touched.add(c); this.repair(c); }
     }
-    for (const c of this.classes.values()) this.dedupe(c);
+    // Merged classes hold both sides' e-nodes: each once, children canonical. (Other classes'
+    // e-nodes may name merged children by an old id; find() reads through that.)
+    for (const c of new Set([...touched].map((t) => this.find(t)))) this.dedupe(this.classes.get(c)!);
   }
 
   private repair(id: ClassId): void {

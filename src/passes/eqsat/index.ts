@@ -1,6 +1,6 @@
 // The `eqsat` optimizer level's pass: equality saturation over the greedy pipeline's result
 // (./saturate.ts), with the target's cost model (./cost.ts). Its limits come from THEANINE_EQSAT
-// ("nodes=20000,iterations=12,ms=200,matches=1000,gain=2", any subset; gain in percent) or the caller.
+// ("nodes=10000,iterations=8,ms=500,matches=1000,gain=2", any subset; gain in percent) or the caller.
 import type { Graph } from '../../ir/graph.js';
 import { platform } from '#platform';
 import type { FusionTarget } from '../fusion.js';

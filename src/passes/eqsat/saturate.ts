@@ -30,7 +30,7 @@ export interface EqsatLimits {
   readonly minGain: number;
 }
 
-export const DEFAULT_LIMITS: EqsatLimits = { nodes: 20000, iterations: 12, ms: 200, matchesPerRule: 1000, minGain: 0.02 };
+export const DEFAULT_LIMITS: EqsatLimits = { nodes: 10000, iterations: 8, ms: 500, matchesPerRule: 1000, minGain: 0.02 };
 
 export interface IterationReport {
   /** E-nodes and e-classes when the iteration started, and the milliseconds since the run began. */
