@@ -141,10 +141,12 @@ describe('passes/eqsat: limits and the level', () => {
     expect(lastEqsatReport!.chose).to.equal('eqsat');
   });
 
-  it("optimize(..., { optimizer: 'eqsat' }) lists the eqsat pass", () => {
-    const x = ph([4]);
-    const r = optimize([op('exp', x)], { optimizer: 'eqsat' });
-    expect(r.passes.map((p) => p.name)).to.include('eqsat');
+  it("optimize(..., { optimizer: 'eqsat' }) lists the eqsat pass with its line: growth, stop, costs, choice", () => {
+    const [A, B, v] = [ph([20, 20]), ph([20, 20]), ph([20])];
+    const r = optimize([dot(dot(A, B), v)], { optimizer: 'eqsat' });
+    const eq = r.passes.find((p) => p.name === 'eqsat');
+    expect(eq?.note).to.match(/^\d+ iterations \(e-nodes [0-9 >-]+\), stopped: saturated, .* extracted graph$/);
+    expect(r.passes.map((p) => p.name)).to.deep.equal(['merge', 'canonicalize', 'stabilize', 'specialize', 'canonicalize', 'eqsat', 'scan', 'fusion']);
   });
 
   it('user rules join the e-graph unchanged', () => {

@@ -45,26 +45,40 @@ export function bestNodes(eg: EGraph, model: CostModel): Map<ClassId, Best> {
 export function extract(eg: EGraph, roots: readonly ClassId[], model: CostModel): Node[] {
   const best = bestNodes(eg, model);
   const built = new Map<ClassId, Node>();
-  const onPath = new Set<ClassId>();
-  const build = (id: ClassId): Node => {
-    const c = eg.find(id);
-    const hit = built.get(c);
-    if (hit !== undefined) return hit;
-    const b = best.get(c);
-    if (b === undefined) throw new Error(`internal: e-class ${c} has no finite-cost e-node`);
-    if (onPath.has(c)) throw new Error(`internal: extraction chose a cycle through e-class ${c}`);
-    onPath.add(c);
+  // Iterative post-order (graphs can be deeper than the call stack); a class met again while its
+  // children are being built means the choices form a cycle, which extraction must never give.
+  const make = (c: ClassId): Node => {
+    const b = best.get(c)!;
     const cls = eg.get(c);
     let n: Node;
     if (b.node.leaf !== undefined) n = b.node.leaf;
     else {
-      n = apply(b.node.op, b.node.children.map(build), b.node.attrs);
+      n = apply(b.node.op, b.node.children.map((k) => built.get(eg.find(k))!), b.node.attrs);
       inherit(n, cls.origins);
     }
-    onPath.delete(c);
     if (!sameType(n.type, cls.type)) throw new Error(`internal: extraction built ${n.op} of another type than its e-class`);
-    built.set(c, n);
     return n;
+  };
+  const build = (root: ClassId): Node => {
+    const onPath = new Set<ClassId>();
+    const stack: [ClassId, boolean][] = [[eg.find(root), false]];
+    while (stack.length > 0) {
+      const [c, expanded] = stack.pop()!;
+      if (built.has(c)) continue;
+      if (expanded) { onPath.delete(c); built.set(c, make(c)); continue; }
+      const b = best.get(c);
+      if (b === undefined) throw new Error(`internal: e-class ${c} has no finite-cost e-node`);
+      if (onPath.has(c)) throw new Error(`internal: extraction chose a cycle through e-class ${c}`);
+      onPath.add(c);
+      stack.push([c, true]);
+      for (const k of b.node.children) {
+        const kc = eg.find(k);
+        if (built.has(kc)) continue;
+        if (onPath.has(kc)) throw new Error(`internal: extraction chose a cycle through e-class ${kc}`);
+        stack.push([kc, false]);
+      }
+    }
+    return built.get(eg.find(root))!;
   };
   return roots.map(build);
 }

@@ -4,7 +4,7 @@
 import type { Graph } from '../../ir/graph.js';
 import { platform } from '#platform';
 import type { FusionTarget } from '../fusion.js';
-import { definePass, type Pass } from '../pass.js';
+import type { Pass } from '../pass.js';
 import type { Rewrite } from '../rewrite.js';
 import { costModel, type CostModel } from './cost.js';
 import { builtinRules, fromRewrite, type EqRule } from './rules.js';
@@ -44,14 +44,28 @@ export interface EqsatOptions {
   readonly cost?: CostModel;
 }
 
+/** One line about a run: the e-graph's growth, why it stopped, the costs and the choice. */
+export function formatEqsatReport(r: EqsatReport): string {
+  const growth = r.iterations.map((i) => i.nodes).join(' -> ');
+  const err = r.error === undefined ? '' : `; extraction failed (${r.error})`;
+  return `${r.iterations.length} iterations (e-nodes ${growth || 'none'}), stopped: ${r.stop}, ${r.ms.toFixed(1)} ms; cost greedy ${r.greedyCost.toExponential(3)}, extracted ${r.extractedCost.toExponential(3)}: ${r.chose === 'eqsat' ? 'extracted graph' : "greedy's graph"}${err}`;
+}
+
 /** Equality saturation and extraction for `target`, the graph it is given (the greedy result) as the floor. */
 export function eqsatPass(target: FusionTarget, opts: EqsatOptions = {}): Pass {
   const model = opts.cost ?? costModel(target);
   const extra: EqRule[] = (opts.rules ?? []).map(fromRewrite);
-  return definePass('eqsat', 'equality saturation: the greedy rules and algebraic identities as equalities, the cheapest graph under the target\'s cost model (never worse than greedy)', (g: Graph) => {
-    const limits = { ...limitsFromEnv(), ...opts.limits };
-    const { graph, report } = optimizeGraph(g, [...builtinRules(), ...extra], model, limits);
-    lastEqsatReport = report;
-    return graph;
-  });
+  let latest: EqsatReport | undefined;
+  const doc = 'equality saturation: the greedy rules and algebraic identities as equalities, the cheapest graph under the target\'s cost model (never worse than greedy)';
+  return {
+    name: 'eqsat',
+    doc,
+    run(g: Graph): Graph {
+      const limits = { ...limitsFromEnv(), ...opts.limits };
+      const { graph, report } = optimizeGraph(g, [...builtinRules(), ...extra], model, limits);
+      lastEqsatReport = latest = report;
+      return graph;
+    },
+    note: () => (latest === undefined ? undefined : formatEqsatReport(latest)),
+  };
 }

@@ -55,6 +55,8 @@ export interface EqsatReport {
   readonly chose: 'eqsat' | 'greedy';
   readonly ms: number;
   readonly limits: EqsatLimits;
+  /** Why extraction failed (a bug, reported here and by THEANINE_DEBUG=passes' eqsat line; greedy's graph stands). */
+  readonly error?: string;
 }
 
 function applyPattern(eg: EGraph, r: PatternRule, m: Match): boolean {
@@ -138,17 +140,17 @@ export function optimizeGraph(g: Graph, rules: readonly EqRule[], model: CostMod
   const roots = g.outputs.map((o) => eg.addNode(o, true));
   const { iterations, stop } = saturate(eg, rules, limits);
   const greedyCost = graphCost(g.outputs, model);
-  let outputs: readonly ClassId[] | undefined = roots;
   let extracted = g.outputs;
+  let error: string | undefined;
   try {
-    extracted = extract(eg, outputs, model);
+    extracted = extract(eg, roots, model);
   } catch (e) {
     // A failed extraction is a bug; the greedy graph stands, and the report says so.
-    outputs = undefined;
     if (!(e instanceof Error) || !e.message.startsWith('internal:')) throw e;
+    error = e.message;
   }
-  const extractedCost = outputs === undefined ? Infinity : graphCost(extracted, model);
+  const extractedCost = error !== undefined ? Infinity : graphCost(extracted, model);
   const chose = extractedCost < greedyCost * (1 - limits.minGain) ? 'eqsat' : 'greedy';
-  const report: EqsatReport = { iterations, stop, greedyCost, extractedCost, chose, ms: performance.now() - t0, limits };
+  const report: EqsatReport = { iterations, stop, greedyCost, extractedCost, chose, ms: performance.now() - t0, limits, ...(error !== undefined ? { error } : {}) };
   return { graph: chose === 'eqsat' ? { outputs: extracted } : g, report };
 }
