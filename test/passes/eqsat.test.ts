@@ -141,6 +141,26 @@ describe('passes/eqsat: limits and the level', () => {
     expect(lastEqsatReport!.chose).to.equal('eqsat');
   });
 
+  it("the tensorflow backend runs optimizer 'eqsat' (its cost model without fusion)", () => {
+    const [A, B, C] = [ph([6, 6]), ph([6, 6]), ph([6, 6])];
+    const y = K.dot(A, B).add(K.dot(A, C));
+    const vals = [A, B, C].map((p, i) => values(p.shape as number[], 'float64', i + 3));
+    const ref = K.function([A, B, C], [y], [], { optimizer: 'none' })(vals)[0]!;
+    const got = K.function([A, B, C], [y], [], { optimizer: 'eqsat', backend: 'tensorflow' })(vals)[0]!;
+    expect(lastEqsatReport!.chose).to.equal('eqsat');
+    for (let i = 0; i < ref.size; i++) expect(got.data[i]).to.be.closeTo(ref.data[i]!, 1e-5);
+  });
+
+  it('a rule that matches too often backs off (egg\'s scheduler) instead of flooding the e-graph', () => {
+    const xs = Array.from({ length: 10 }, (_, i) => ph([4], `s${i}`));
+    const sum = xs.slice(1).reduce((s, x) => op('add', s, x), xs[0]!);
+    const limits = { nodes: 100000, iterations: 4, ms: 10_000, matchesPerRule: 5, minGain: 0 };
+    const { report } = optimizeGraph({ outputs: [sum] }, builtinRules(), model, limits);
+    const assoc = report.iterations.map((i) => i.applied['add_assoc'] ?? 0);
+    expect(assoc.some((n) => n === 0), `add_assoc per iteration: ${assoc.join(', ')}`).to.equal(true);
+    expect(Math.max(...assoc)).to.be.at.most(limits.matchesPerRule * 2 ** 3);
+  });
+
   it("optimize(..., { optimizer: 'eqsat' }) lists the eqsat pass with its line: growth, stop, costs, choice", () => {
     const [A, B, v] = [ph([20, 20]), ph([20, 20]), ph([20])];
     const r = optimize([dot(dot(A, B), v)], { optimizer: 'eqsat' });
