@@ -22,7 +22,7 @@ interface Graph {
   readonly updates: NonNullable<Parameters<typeof K.function>[2]>;
   readonly feeds: NDArray[];
 }
-interface BenchCase { readonly name: string; readonly expect: 'win' | 'no loss'; build(): Graph }
+interface BenchCase { readonly name: string; readonly expect: 'win' | 'no loss'; readonly backend?: 'tensorflow'; build(): Graph }
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 15);
 const WALL = process.env['BENCH_CLOCK'] === 'wall';
@@ -47,6 +47,15 @@ const cases: BenchCase[] = [
   },
   {
     name: 'factoring x*y + x*z, 1M f32', expect: 'win',
+    build: () => {
+      const ins = leaves([[1 << 20], [1 << 20], [1 << 20]]);
+      const [x, y, z] = ins as [Node, Node, Node];
+      return { inputs: ins, outputs: [x.mul(y).add(x.mul(z))], updates: [], feeds: feedsOf(ins) };
+    },
+  },
+  {
+    // The tensorflow backend runs each op as its own kernel (no fusion), so its cost model counts every intermediate's bytes.
+    name: 'factoring x*y + x*z, 1M f32, tensorflow backend (tfjs cpu)', expect: 'win', backend: 'tensorflow',
     build: () => {
       const ins = leaves([[1 << 20], [1 << 20], [1 << 20]]);
       const [x, y, z] = ins as [Node, Node, Node];
@@ -97,11 +106,11 @@ const cases: BenchCase[] = [
 
 const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]!; };
 
-function compile(g: Graph, optimizer: 'fast_run' | 'eqsat') {
+function compile(g: Graph, optimizer: 'fast_run' | 'eqsat', backend?: 'tensorflow') {
   clearCompileCache();
   const before = compileTimes.passes;
   const t0 = clock();
-  const f = K.function(g.inputs, g.outputs, g.updates, { optimizer });
+  const f = K.function(g.inputs, g.outputs, g.updates, { optimizer, ...(backend !== undefined ? { backend } : {}) });
   f(g.feeds);
   return { f, ms: clock() - t0, passesMs: compileTimes.passes - before };
 }
@@ -114,8 +123,8 @@ function main(): void {
   for (const c of cases) {
     if (!c.name.includes(filter)) continue;
     const g = c.build();
-    const greedy = compile(g, 'fast_run');
-    const eq = compile(g, 'eqsat');
+    const greedy = compile(g, 'fast_run', c.backend);
+    const eq = compile(g, 'eqsat', c.backend);
     const rep = lastEqsatReport!;
     // Calls per timing so one timing lasts a few milliseconds.
     const t0 = performance.now();
