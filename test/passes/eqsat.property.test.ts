@@ -78,12 +78,14 @@ describe('passes/eqsat: random graphs', () => {
     });
   }
 
-  it(`extraction chooses each class's cheapest e-node given its children's choices, ${Math.ceil(runs / 3)} graphs`, () => {
+  it(`congruence holds after rebuild, and extraction chooses each class's cheapest e-node given its children's choices, ${Math.ceil(runs / 3)} graphs`, () => {
     fc.assert(fc.property(cmdsArb, fc.nat(1 << 12), (cmds, seed) => {
       const { outputs } = build(cmds, seed, 'float64');
       const eg = new EGraph();
       for (const o of outputs) eg.addNode(o);
       saturate(eg, builtinRules(), { ...LIMITS, iterations: 3 });
+      // Congruence closure after rebuild: every e-node is in the class the hash-cons table gives it.
+      for (const cls of eg.classes.values()) for (const e of cls.nodes) expect(eg.lookup(e)).to.equal(cls.id);
       const best = bestNodes(eg, model);
       for (const cls of eg.classes.values()) {
         const b = best.get(cls.id);

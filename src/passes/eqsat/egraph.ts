@@ -198,8 +198,9 @@ export class EGraph {
       this.memo.set(k, this.find(p.cls));
       seen.set(k, { node: ce, cls: this.find(p.cls) });
     }
-    const still = this.classes.get(this.find(id));
-    if (still !== undefined) still.parents = [...seen.values()];
+    // When a union above merged this class itself, its root holds both parent lists and is
+    // queued for repair: leave them for that repair.
+    if (this.classes.get(this.find(id)) === cls) cls.parents = [...seen.values()];
   }
 
   /** Canonical children in a class's e-nodes, each e-node once. */
@@ -211,6 +212,12 @@ export class EGraph {
       if (!byKey.has(k)) byKey.set(k, ce);
     }
     c.nodes = [...byKey.values()];
+  }
+
+  /** The class the hash-cons table gives an e-node (after rebuild: the class of every congruent e-node). */
+  lookup(e: ENode): ClassId | undefined {
+    const c = this.memo.get(this.key(e));
+    return c === undefined ? undefined : this.find(c);
   }
 
   /** The classes holding an e-node of `op`. */
