@@ -10,7 +10,7 @@ import type { Node } from '../../src/ir/node.js';
 import { verify } from '../../src/ir/verify.js';
 import { expectClose } from '../helpers/assert.js';
 import { values } from '../passes/helpers.js';
-import type { DType } from '../../src/ir/dtype.js';
+import { isInt, type DType } from '../../src/ir/dtype.js';
 
 const UNARY = ['neg', 'abs', 'exp', 'tanh', 'sigmoid', 'softplus', 'square', 'floor', 'sin', 'sign', 'expm1'];
 const SAFE = ['sqrt', 'log', 'log1p', 'reciprocal']; // applied to abs(x) + 0.5
@@ -171,7 +171,9 @@ describe('runtime/compile: random graphs of narrow dtypes are bit-identical to t
           (cmds, seed) => {
             const { inputs, outputs, feeds } = buildTypedGraph(cmds, seed, dtype);
             const want = K.function(inputs, outputs, [], { optimizer: 'none' })(feeds);
-            for (const optimizer of ['fast_compile', 'fast_run', 'eqsat'] as const) {
+            // eqsat may reassociate float sums (rounding moves), never integer ones (wrapping arithmetic is associative).
+            const levels = isInt(dtype) ? (['fast_compile', 'fast_run', 'eqsat'] as const) : (['fast_compile', 'fast_run'] as const);
+            for (const optimizer of levels) {
               const got = K.function(inputs, outputs, [], { optimizer })(feeds);
               want.forEach((w, i) => {
                 expect(got[i]!.dtype).to.equal(w.dtype);
