@@ -181,7 +181,10 @@ function selected(): Target[] {
     const g = gpuTarget();
     if (g !== undefined) all.push(g);
   }
-  return want === undefined ? all.filter((t) => t.name !== 'cpu-eqsat') : all.filter((t) => want.includes(t.name.split(':')[0]!));
+  // The eqsat twins are opt-in (they double their tables' time): THEANINE_TEST_TARGETS=cpu-eqsat,tensorflow-eqsat.
+  const tf = all.find((t) => t.name === 'tensorflow');
+  if (tf !== undefined) all.push({ ...tf, name: 'tensorflow-eqsat', options: { ...tf.options, optimizer: 'eqsat' } });
+  return want === undefined ? all.filter((t) => !t.name.endsWith('-eqsat')) : all.filter((t) => want.includes(t.name.split(':')[0]!));
 }
 
 export const targets: Target[] = selected();
