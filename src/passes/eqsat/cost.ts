@@ -1,9 +1,9 @@
 // The cost model extraction minimizes: per node, arithmetic (FLOPs, transcendental functions
 // weighted) plus memory traffic (bytes read and written), with fusion's effect as the target
 // reports it (its FusionTarget.classify, which the fusion pass also follows): an elementwise op or
-// a view the target fuses keeps its operands in registers, so it moves only a fraction of its
-// output's bytes; a matmul's elementwise epilogue costs its arithmetic alone. Unknown dims count
-// as UNKNOWN_DIM. A roofline in one number (TASO's and TENSAT's cost is measured per op; this one
+// a view the target fuses (into a loop, or a matmul's prologue or epilogue) keeps its operands in
+// registers, so it moves only a fraction (fusedTraffic) of its output's bytes; with no fusion
+// (tensorflow, onnx) every op reads and writes memory. Unknown dims count as UNKNOWN_DIM. A roofline in one number (TASO's and TENSAT's cost is measured per op; this one
 // is computed, so a compile never times kernels).
 import { itemsize } from '../../ir/dtype.js';
 import type { Node } from '../../ir/node.js';
