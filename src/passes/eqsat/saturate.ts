@@ -21,9 +21,10 @@ export interface EqsatLimits {
   /** Stop once this many milliseconds have passed. */
   readonly ms: number;
   /**
-   * egg's BackoffScheduler: a rule that finds more than this many matches in an iteration applies
-   * none of them and sits out the next 2^k iterations (k: how often it was banned), its threshold
-   * doubling each time, so associativity and factoring cannot crowd out the other rules.
+   * egg's BackoffScheduler: a rule that finds more than this many matches (doubled for each time
+   * it was banned, k) in an iteration applies none of them and sits out 1 + 2^k iterations (egg:
+   * 5 * 2^k; shorter here, where a run has 8 iterations), so associativity and factoring cannot
+   * crowd out the other rules. A run is saturated only when no rule sits out.
    */
   readonly matchesPerRule: number;
   /** The extracted graph replaces greedy's only when its cost is lower by at least this fraction (the model's margin of error). */
