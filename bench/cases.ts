@@ -39,7 +39,7 @@ function data(n: number, seed: number, lo = -1, hi = 1): Float32Array {
 
 /** Input data, made once per (shape, seed, range): compile-time figures must not include making it. */
 const ndCache = new Map<string, NDArray>();
-function nd(shape: number[], seed: number, lo = -1, hi = 1): NDArray {
+export function nd(shape: number[], seed: number, lo = -1, hi = 1): NDArray {
   const key = `${shape.join('x')}:${seed}:${lo}:${hi}`;
   let v = ndCache.get(key);
   if (v === undefined) { v = new NDArray(data(shape.reduce((p, d) => p * d, 1), seed, lo, hi), shape, 'float32'); ndCache.set(key, v); }
@@ -168,12 +168,12 @@ function convTf() {
 // --- MLP training step: 784-256-10, batch 128, relu, softmax crossentropy, SGD ---
 const B = 128;
 const LR = 0.1;
-function oneHot(seed: number): NDArray {
+export function oneHot(seed: number): NDArray {
   const t = new Float32Array(B * 10);
   for (let i = 0; i < B; i++) t[i * 10 + ((i * 7 + seed) % 10)] = 1;
   return new NDArray(t, [B, 10], 'float32');
 }
-function mlpGraph() {
+export function mlpGraph() {
   const x = K.placeholder([B, 784], null, 'float32', false, 'x');
   const t = K.placeholder([B, 10], null, 'float32', false, 't');
   const W1 = K.variable(nd([784, 256], 7, -0.05, 0.05), 'float32', 'W1');
@@ -293,7 +293,7 @@ async function inferenceTf(batch: number): Promise<Impl> {
 
 // --- LSTM forward + backward: batch 32, 28 steps, 28 inputs, 128 units, SGD on a regression loss ---
 const LB = 32, LT = 28, LI = 28, LU = 128;
-function lstmGraph() {
+export function lstmGraph() {
   const Kr = K as unknown as { rnn: (...a: unknown[]) => [Node, Node, Node[]]; gradients: (l: Node, v: Node[]) => Node[] };
   const x = K.placeholder([LB, LT, LI], null, 'float32', false, 'x');
   const y = K.placeholder([LB, LU], null, 'float32', false, 'y');
@@ -559,7 +559,7 @@ async function dropoutTf(): Promise<Impl> {
 // --- CNN training step: 28x28x1 -> conv 5x5x16 (valid) + relu -> max pool 2x2 -> dense 10, batch 32, SGD ---
 // TensorFlow.js' wasm backend has no Conv2DBackpropFilter kernel, so only its cpu backend runs it.
 const NB = 32;
-function cnnGraph() {
+export function cnnGraph() {
   const x = K.placeholder([NB, 28, 28, 1], null, 'float32', false, 'x');
   const t = K.placeholder([NB, 10], null, 'float32', false, 't');
   const Wc = K.variable(nd([5, 5, 1, 16], 21, -0.2, 0.2), 'float32', 'Wc');
@@ -574,7 +574,7 @@ function cnnGraph() {
   const gs = (K as unknown as { gradients: (l: Node, v: Node[]) => Node[] }).gradients(loss, params);
   return { x, t, loss, updates: params.map((v, i) => K.update(v, v.sub(gs[i]!.mul(LR)))) };
 }
-function cnnOneHot(): NDArray {
+export function cnnOneHot(): NDArray {
   const out = new Float32Array(NB * 10);
   for (let i = 0; i < NB; i++) out[i * 10 + ((i * 3) % 10)] = 1;
   return new NDArray(out, [NB, 10], 'float32');

@@ -92,6 +92,10 @@ export interface PassStep {
   readonly added: readonly Node[];
   /** Ops of the nodes it dropped, with counts (`mul ×2`). */
   readonly removed: readonly string[];
+  /** The pass's own line (eqsat: the e-graph's growth per iteration, why it stopped, greedy's and the extracted graph's costs, which it kept). */
+  readonly note?: string;
+  /** eqsat: the graph it was given, greedy's (DOT), to show beside the one it returned. */
+  readonly beforeDot?: string;
 }
 
 /** A kernel of the generated source and the node of the optimized graph it computes. */
@@ -114,7 +118,11 @@ export interface Analysis {
   readonly built: { readonly dot: string; readonly ids: Map<Node, string> };
   readonly passes: readonly PassStep[];
   readonly optimized: readonly Node[];
+  /** The optimizer level the passes ran at (and compile uses). */
+  readonly level: ViewerLevel;
 }
+
+export type ViewerLevel = 'fast_run' | 'eqsat';
 
 /**
  * Structural classes of the nodes of a graph: two nodes are in one class when they have the same
@@ -159,7 +167,7 @@ export function outputNames(a: Pick<Analysis, 'names' | 'wrt'>): string[] {
 }
 
 /** Builds the program's graph on placeholders, its gradients, and runs the optimizer pass by pass (the cpu pipeline, as optimize()). */
-export function analyze(program: Program, k: Backend = K): Analysis {
+export function analyze(program: Program, k: Backend = K, level: ViewerLevel = 'fast_run'): Analysis {
   const names = Object.keys(program.inputs);
   const values = names.map((n) => NDArray.from(program.inputs[n], 'float32', `input ${n}`));
   const placeholders = names.map((n, i) => k.placeholder(values[i]!.shape, null, 'float32', false, n));
@@ -179,7 +187,8 @@ export function analyze(program: Program, k: Backend = K): Analysis {
   const classes = new Classes();
   let before = reachable(outputs);
   const docs = new Map<string, string>();
-  const pipeline = resolvePipeline('fast_run', cpuFusion);
+  const pipeline = resolvePipeline(level, cpuFusion);
+  let lastDot = built.dot;
   for (const p of pipeline) docs.set(p.name, p.doc);
   const g = runPasses(pipeline, { outputs }, {
     onPass: (r, after) => {
@@ -193,16 +202,19 @@ export function analyze(program: Program, k: Backend = K): Analysis {
       passes.push({
         name: r.name, doc: docs.get(r.name) ?? '', ms: r.ms, nodesBefore: r.nodesBefore, nodesAfter: r.nodesAfter,
         dot: text, ids, added, removed: [...gone].map(([op, c]) => (c > 1 ? `${op} ×${c}` : op)),
+        ...(r.note !== undefined ? { note: r.note } : {}),
+        ...(r.name === 'eqsat' ? { beforeDot: lastDot } : {}),
       });
       before = now;
+      lastDot = text;
     },
   });
-  return { program, names, placeholders, values, wrt, loss, grads, built, passes, optimized: g.outputs };
+  return { program, names, placeholders, values, wrt, loss, grads, built, passes, optimized: g.outputs, level };
 }
 
 /** A compiled function of the analysis (loss and gradients) on `device`. */
 export function compile(a: Analysis, device: 'cpu' | 'gpu', k: Backend = K): CompiledFunction {
-  return k.function([...a.placeholders], [a.loss, ...a.grads], [], { device });
+  return k.function([...a.placeholders], [a.loss, ...a.grads], [], { device, optimizer: a.level });
 }
 
 /** Runs a compiled function on the analysis' inputs: loss then gradients, flattened. */

@@ -13,7 +13,7 @@ import type { Node } from '../src/ir/node.js';
 import type { CompiledFunction } from '../src/runtime/function.js';
 import { VIEWER_EXAMPLES, VIEWER_EXAMPLE_NAMES, type ViewerExample } from '../src/examples/viewer-programs.js';
 import {
-  analyze, brief, callsOf, compile, describeNode, kernelsOf, numbers, programLineOf, referenceNumbers, runProgram, stepThrough,
+  analyze, type ViewerLevel, brief, callsOf, compile, describeNode, kernelsOf, numbers, programLineOf, referenceNumbers, runProgram, stepThrough,
   type Analysis, type KernelView, type StepThrough,
 } from './model.js';
 import { toDotWithIds } from '../src/ir/dot.js';
@@ -136,7 +136,11 @@ async function showPasses(a: Analysis): Promise<void> {
   const pick = async (k: number) => {
     const p = a.passes[k]!;
     for (const [i, row] of [...body.children].entries()) row.classList.toggle('active', i === k);
-    $('pass-title').textContent = `after ${p.name}: ${p.doc}. Changed nodes are highlighted${p.removed.length > 0 ? `; gone: ${p.removed.join(', ')}` : ''}.`;
+    $('pass-title').textContent = `after ${p.name}: ${p.doc}. Changed nodes are highlighted${p.removed.length > 0 ? `; gone: ${p.removed.join(', ')}` : ''}.${p.note !== undefined ? ` ${p.note}.` : ''}`;
+    // eqsat: greedy's graph (what the search started from) beside the one it returned.
+    const greedy = $('pass-greedy');
+    greedy.hidden = p.beforeDot === undefined;
+    if (p.beforeDot !== undefined) await draw(greedy, p.beforeDot);
     const groups = await draw($('pass-graph'), p.dot);
     for (const n of p.added) mark(groups.get(p.ids.get(n) ?? ''), 'changed');
     clickable(groups, p.ids);
@@ -286,7 +290,7 @@ async function run(device: 'cpu' | 'gpu'): Promise<State['result']> {
   editor.dispatch({ effects: setLine.of(undefined) });
   try {
     const t0 = performance.now();
-    const analysis = analyze(runProgram(editor.state.doc.toString()));
+    const analysis = analyze(runProgram(editor.state.doc.toString()), undefined, ($('optimizer') as HTMLSelectElement).value as ViewerLevel);
     const fn = compile(analysis, device);
     const got = numbers(fn, analysis);
     const cpu = device === 'cpu' ? got : numbers(compile(analysis, 'cpu'), analysis);

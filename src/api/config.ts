@@ -8,6 +8,7 @@ import { environmentOverrides, type ConfigRead } from '../platform/types.js';
 import { setTracing } from '../ir/provenance.js';
 import { setConfiguredThreads } from '../codegen/cpu/threads.js';
 import { MATMUL_PRECISIONS, setConfiguredMatmulPrecision, type MatmulPrecision } from '../codegen/cpu/wasm-kernel.js';
+import { OPTIMIZERS, type Optimizer } from '../runtime/function.js';
 
 export type BackendName = 'theanine' | 'tensorflow' | 'onnx';
 export type Floatx = 'float16' | 'float32' | 'float64';
@@ -34,6 +35,12 @@ export interface KerasConfig {
    * makes a function.
    */
   matmul_precision?: MatmulPrecision;
+  /**
+   * The optimizer level of functions made without an `optimizer` option (Theano's `optimizer`
+   * flag; keras.json "optimizer" or THEANINE_OPTIMIZER): "fast_run", "fast_compile", "eqsat" or
+   * "none". Absent: "fast_run".
+   */
+  optimizer?: Optimizer;
 }
 
 export interface LoadConfigOptions {
@@ -153,6 +160,8 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
     cfg.device = pick('device', DEVICES) ?? cfg.device;
     const precision = pick('matmul_precision', MATMUL_PRECISIONS);
     if (precision !== undefined) cfg.matmul_precision = precision;
+    const level = pick('optimizer', OPTIMIZERS);
+    if (level !== undefined) cfg.optimizer = level;
     if (Object.hasOwn(raw, 'epsilon')) {
       const v = raw['epsilon'];
       if (!isEpsilon(v)) throw new ConfigError(`${where}: "epsilon" is ${show(v)}; allowed: ${EPSILON_ALLOWED}`);
@@ -181,6 +190,8 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
   cfg.device = fromEnv('THEANINE_DEVICE', DEVICES) ?? cfg.device;
   const precision = env['THEANINE_MATMUL_PRECISION'] === '' ? undefined : fromEnv('THEANINE_MATMUL_PRECISION', MATMUL_PRECISIONS);
   if (precision !== undefined) cfg.matmul_precision = precision;
+  const level = env['THEANINE_OPTIMIZER'] === '' ? undefined : fromEnv('THEANINE_OPTIMIZER', OPTIMIZERS);
+  if (level !== undefined) cfg.optimizer = level;
   const threads = env['THEANINE_THREADS'];
   if (threads !== undefined && threads !== '') {
     const n = /^[0-9]+$/.test(threads) ? Number(threads) : NaN;
@@ -263,6 +274,11 @@ export function set_image_dim_ordering(dim_ordering: DimOrdering): void {
   update({ image_data_format: fromDimOrdering(d) });
 }
 
+/** The optimizer level of functions made without an `optimizer` option (keras.json "optimizer", THEANINE_OPTIMIZER; default "fast_run"). */
+export function optimizerLevel(): Optimizer {
+  return getConfig().optimizer ?? 'fast_run';
+}
+
 export function device(): DeviceName {
   return getConfig().device;
 }
@@ -310,13 +326,15 @@ export const ENVIRONMENT_SWITCHES = {
   THEANINE_TFJS_BACKEND: 'the TensorFlow.js flavour of the tensorflow backend in Node (a page uses its active tfjs backend)',
   THEANINE_GPU_MODE: 'force gpu.js\' mode on the gpu device',
   THEANINE_ONNX_PROVIDER: 'the ONNX Runtime execution provider (Node only: the onnx backend)',
+  THEANINE_OPTIMIZER: 'the default optimizer level: fast_run, fast_compile, eqsat or none (also keras.json "optimizer")',
+  THEANINE_EQSAT: 'limits of the eqsat optimizer: nodes=N,iterations=N,ms=N,matches=N,gain=P (any subset; gain: the percent a search result must save)',
   THEANINE_VERIFY_PASSES: '1: run the graph verifier after every optimizer pass (the test suite does; a cost per compile)',
 } as const;
 export type EnvironmentSwitch = keyof typeof ENVIRONMENT_SWITCHES;
 
 /** Config fields the environment sets (re-read when setEnvironment changes them). */
 const CONFIG_SWITCHES: Partial<Record<EnvironmentSwitch, keyof KerasConfig | 'all'>> = {
-  KERAS_BACKEND: 'backend', THEANINE_DEVICE: 'device', THEANINE_THREADS: 'threads', THEANINE_MATMUL_PRECISION: 'matmul_precision', KERAS_HOME: 'all',
+  KERAS_BACKEND: 'backend', THEANINE_DEVICE: 'device', THEANINE_THREADS: 'threads', THEANINE_MATMUL_PRECISION: 'matmul_precision', THEANINE_OPTIMIZER: 'optimizer', KERAS_HOME: 'all',
 };
 
 /**

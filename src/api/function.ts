@@ -14,7 +14,7 @@ import { onnxTarget } from '../runtime/onnx/executor.js';
 import type { PassSelection } from '../passes/user.js';
 import { fallbackPolicy, type FallbackOption } from '../runtime/fallback.js';
 import { allOptions, constantNode, isTensor, need, operands, options, toTensor, type TensorLike } from './args.js';
-import { backend as configuredBackend, device as configuredDevice, BACKENDS, type BackendName, type DeviceName } from './config.js';
+import { backend as configuredBackend, device as configuredDevice, optimizerLevel as configuredOptimizer, BACKENDS, type BackendName, type DeviceName } from './config.js';
 import { currentLearningPhase, onClearSession } from './state.js';
 
 /**
@@ -167,14 +167,14 @@ export function compileFunction(
   if (!BACKENDS.includes(backend)) throw new ValueError(`function: unknown backend ${JSON.stringify(backend)} (allowed: ${BACKENDS.map((b) => JSON.stringify(b)).join(', ')})`);
   const device = opts.device ?? configuredDevice();
   if (device !== 'cpu' && device !== 'gpu') throw new ValueError(`function: unknown device ${JSON.stringify(device)} (allowed: "cpu", "gpu")`);
-  const optimizer = opts.optimizer ?? 'fast_run';
+  const optimizer = opts.optimizer ?? configuredOptimizer();
   if (!OPTIMIZERS.includes(optimizer)) throw new ValueError(`function: unknown optimizer ${JSON.stringify(optimizer)} (allowed: ${OPTIMIZERS.map((o) => JSON.stringify(o)).join(', ')})`);
   const spec = {
     inputs, outputs: outs, updates: ups, device, backend, optimizer,
     learningPhase: currentLearningPhase, name: opts.name ?? 'function',
   };
   const fallback = fallbackPolicy('function', opts.fallback);
-  if (opts.passes !== undefined && optimizer === 'none') throw new ValueError('function: passes were given but optimizer "none" runs no passes; use "fast_run" or "fast_compile"');
+  if (opts.passes !== undefined && optimizer === 'none') throw new ValueError('function: passes were given but optimizer "none" runs no passes; use "fast_run", "fast_compile" or "eqsat"');
   const executor = targets[backend === 'theanine' ? device : backend].executor({
     inputs, targets: computed, updates: ups, nOut: outs.length, optimizer, name: spec.name, fallback, ...(opts.passes !== undefined ? { passes: opts.passes } : {}),
   });

@@ -11,6 +11,7 @@ import {
   type PassOptions, type PassRewrite, type PassSelection, type UserPass,
 } from '../passes/user.js';
 import { cpuFusion } from '../runtime/compile.js';
+import { optimizerLevel } from './config.js';
 
 export type { PassOptions, PassRewrite, PassSelection, UserPass };
 export type { Graph } from '../ir/graph.js';
@@ -31,7 +32,7 @@ export function undefinePass(name: string): boolean {
 }
 
 export interface OptimizeOptions {
-  readonly optimizer?: 'fast_run' | 'fast_compile';
+  readonly optimizer?: 'fast_run' | 'fast_compile' | 'eqsat';
   readonly passes?: PassSelection;
 }
 
@@ -44,12 +45,18 @@ export interface OptimizedGraph {
   debugprint(opts?: { readonly trace?: boolean }): string;
 }
 
-function options(fn: string, o: unknown): { level: 'fast_run' | 'fast_compile'; passes: PassSelection | undefined } {
-  if (o === undefined) return { level: 'fast_run', passes: undefined };
+/** The configured default level (keras.json "optimizer", THEANINE_OPTIMIZER) where it runs passes; else fast_run. */
+function defaultLevel(): 'fast_run' | 'fast_compile' | 'eqsat' {
+  const l = optimizerLevel();
+  return l === 'none' ? 'fast_run' : l;
+}
+
+function options(fn: string, o: unknown): { level: 'fast_run' | 'fast_compile' | 'eqsat'; passes: PassSelection | undefined } {
+  if (o === undefined) return { level: defaultLevel(), passes: undefined };
   if (typeof o !== 'object' || o === null) throw new TypeError(`${fn}: options must be an object, got ${describe(o)}`);
-  const { optimizer = 'fast_run', passes } = o as OptimizeOptions;
-  if (optimizer !== 'fast_run' && optimizer !== 'fast_compile') {
-    throw new ValueError(`${fn}: optimizer must be "fast_run" or "fast_compile", got ${JSON.stringify(optimizer)}`);
+  const { optimizer = defaultLevel(), passes } = o as OptimizeOptions;
+  if (optimizer !== 'fast_run' && optimizer !== 'fast_compile' && optimizer !== 'eqsat') {
+    throw new ValueError(`${fn}: optimizer must be "fast_run", "fast_compile" or "eqsat", got ${JSON.stringify(optimizer)}`);
   }
   return { level: optimizer, passes };
 }

@@ -13,6 +13,8 @@ export interface Pass {
   /** One line: what the pass rewrites (shown by THEANINE_DEBUG=passes and in the docs). */
   readonly doc: string;
   run(g: Graph): Graph;
+  /** A line about the latest run, for THEANINE_DEBUG=passes (the eqsat pass: its search and choice). */
+  note?(): string | undefined;
 }
 
 export function definePass(name: string, doc: string, run: (g: Graph) => Graph): Pass {
@@ -26,6 +28,8 @@ export interface PassReport {
   readonly nodesAfter: number;
   /** The user's calls behind the nodes the pass made (src/ir/provenance.ts): which lines it touched. */
   readonly touched?: readonly Provenance[];
+  /** The pass's own line about this run (Pass.note). */
+  readonly note?: string;
 }
 
 export interface RunOptions {
@@ -67,7 +71,8 @@ function runAll(passes: readonly Pass[], g: Graph, opts: RunOptions): Graph {
       const afterNodes = topoSort(next.outputs);
       const made = afterNodes.filter((n) => !beforeNodes.has(n));
       const touched = unionProvenance(made.map((n) => n.provenance));
-      opts.onPass!({ name: p.name, ms, nodesBefore: beforeNodes.size, nodesAfter: afterNodes.length, ...(touched.length > 0 ? { touched } : {}) }, next);
+      const note = p.note?.();
+      opts.onPass!({ name: p.name, ms, nodesBefore: beforeNodes.size, nodesAfter: afterNodes.length, ...(touched.length > 0 ? { touched } : {}), ...(note !== undefined ? { note } : {}) }, next);
       beforeNodes = new Set(afterNodes);
     }
     cur = next;
@@ -79,5 +84,6 @@ function runAll(passes: readonly Pass[], g: Graph, opts: RunOptions): Graph {
 export function formatPassReport(r: PassReport, after: Graph, print: PrintOptions = {}): string {
   const head = `[theanine passes] ${r.name}: ${r.ms.toFixed(3)} ms, ${r.nodesBefore} -> ${r.nodesAfter} nodes`;
   const touched = r.touched === undefined ? '' : `\n[theanine passes] ${r.name} touched: ${formatProvenance(r.touched, 8)}`;
-  return `${head}${touched}\n${debugprintNodes(after.outputs, print)}\n`;
+  const note = r.note === undefined ? '' : `\n[theanine passes] ${r.name}: ${r.note}`;
+  return `${head}${touched}${note}\n${debugprintNodes(after.outputs, print)}\n`;
 }

@@ -40,6 +40,8 @@ export interface UserPass extends Pass {
   readonly before: string | undefined;
   readonly after: string | undefined;
   readonly global: boolean;
+  /** A local pass's rewrite as a rule (what joins the e-graph at level eqsat). */
+  readonly rule?: Rewrite;
 }
 
 /** What K.function and optimize take as `passes`. */
@@ -67,6 +69,24 @@ const describeNode = (n: Node) => `${n.name} (${n.op}, ${typeToString(n.type)})`
  * the pass's name: anything else the rewrite throws, a result that is not a tensor, a
  * replacement of another dtype or static shape.
  */
+/**
+ * A local user rewrite as a rule of the e-graph (src/passes/eqsat): offered e-nodes as IR nodes,
+ * its replacements merged with them. A result that is not a tensor is an error naming the pass;
+ * one of another type does not apply (the e-graph's check).
+ */
+function localRule(name: string, fn: LocalRewrite): Rewrite {
+  return {
+    name,
+    on: '*',
+    apply(n: Node): Node | undefined {
+      const r: unknown = fn(n);
+      if (r === null || r === undefined || r === n) return undefined;
+      if (!(r instanceof Node)) throw new TypeError(`pass ${JSON.stringify(name)} returned ${typeof r === 'object' ? 'an object' : typeof r} for node ${describeNode(n)}; expected a tensor, or null to leave the node`);
+      return r;
+    },
+  };
+}
+
 function localPass(name: string, fn: LocalRewrite): (g: Graph) => Graph {
   return (g) => {
     let failure: Error | undefined;
@@ -134,8 +154,9 @@ export function defineUserPass(name: string, rewrite: PassRewrite, opts: PassOpt
   if (builtinPassNames().includes(name)) throw new ValueError(`definePass: ${JSON.stringify(name)} is a built-in pass (built-in: ${builtinPassNames().join(', ')})`);
   let kind: 'local' | 'graph';
   let run: (g: Graph) => Graph;
-  if (typeof rewrite === 'function') { kind = 'local'; run = localPass(name, rewrite); }
-  else if (typeof rewrite === 'object' && rewrite !== null && 'local' in rewrite && typeof rewrite.local === 'function') { kind = 'local'; run = localPass(name, rewrite.local); }
+  let rule: Rewrite | undefined;
+  if (typeof rewrite === 'function') { kind = 'local'; run = localPass(name, rewrite); rule = localRule(name, rewrite); }
+  else if (typeof rewrite === 'object' && rewrite !== null && 'local' in rewrite && typeof rewrite.local === 'function') { kind = 'local'; run = localPass(name, rewrite.local); rule = localRule(name, rewrite.local); }
   else if (typeof rewrite === 'object' && rewrite !== null && 'graph' in rewrite && typeof rewrite.graph === 'function') { kind = 'graph'; run = graphPass(name, rewrite.graph); }
   else throw new TypeError(`definePass(${name}): the rewrite must be a function (node) => replacement | null, { local: fn } or { graph: fn }`);
   if (opts.before !== undefined && opts.after !== undefined) throw new ValueError(`definePass(${name}): give 'before' or 'after', not both`);
@@ -154,7 +175,7 @@ export function defineUserPass(name: string, rewrite: PassRewrite, opts: PassOpt
   };
   const p: UserPass = {
     name, doc: opts.doc ?? `user ${kind} pass`, run: verified, kind, uid: ++uids,
-    before: opts.before, after: opts.after, global: opts.global === true,
+    before: opts.before, after: opts.after, global: opts.global === true, ...(rule !== undefined ? { rule } : {}),
   };
   registry.set(name, p);
   return p;
@@ -171,7 +192,7 @@ export function userPasses(): UserPass[] {
 
 export function builtinPassNames(): string[] {
   const seen = new Set<string>();
-  for (const level of ['fast_run', 'fast_compile'] as const) for (const p of pipeline(level, { classify: () => 'opaque' })) seen.add(p.name);
+  for (const level of ['fast_run', 'fast_compile', 'eqsat'] as const) for (const p of pipeline(level, { classify: () => 'opaque' })) seen.add(p.name);
   return [...seen];
 }
 
@@ -190,11 +211,13 @@ function resolveAdd(a: UserPass | string, i: number): UserPass {
 
 /** The passes a function runs: the level's pipeline, global and added user passes at their positions, removals taken out. */
 export function resolvePipeline(level: OptimizerLevel, target: FusionTarget, sel: PassSelection = {}): Pass[] {
-  const list: Pass[] = [...pipeline(level, target)];
   const users = new Map<string, UserPass>();
   for (const p of registry.values()) if (p.global) users.set(p.name, p);
   if (sel.add !== undefined && !Array.isArray(sel.add)) throw new TypeError('passes.add must be an array of passes or pass names');
   (sel.add ?? []).forEach((a, i) => { const p = resolveAdd(a, i); users.set(p.name, p); });
+  // At level eqsat a local user pass runs at its place and its rewrite also joins the e-graph.
+  const rules = [...users.values()].flatMap((p) => (p.rule !== undefined && !(sel.remove ?? []).includes(p.name) ? [p.rule] : []));
+  const list: Pass[] = [...pipeline(level, target, rules)];
   for (const p of users.values()) {
     const names = list.map((q) => q.name);
     let at: number;

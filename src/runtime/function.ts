@@ -13,8 +13,8 @@ import type { Program } from '../codegen/kernel.js';
 import { exportFunction, type ExportOptions, type ExportedModule } from './export/module.js';
 import { exportOnnx, type OnnxExportOptions } from './onnx/export.js';
 
-export type Optimizer = 'fast_run' | 'fast_compile' | 'none';
-export const OPTIMIZERS: readonly Optimizer[] = ['fast_run', 'fast_compile', 'none'];
+export type Optimizer = 'fast_run' | 'fast_compile' | 'eqsat' | 'none';
+export const OPTIMIZERS: readonly Optimizer[] = ['fast_run', 'fast_compile', 'eqsat', 'none'];
 
 export interface FunctionSpec {
   readonly inputs: readonly Node[];

@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { backend as K } from '../../src/index.js';
 import {
   ConfigError, DEFAULT_CONFIG, ValueError, backend, configPath, device, epsilon, floatx, getConfig, get_uid,
   image_data_format, image_dim_ordering, loadConfig, reloadConfig, reset_uids, set_device, set_epsilon,
@@ -223,6 +224,28 @@ describe('api/config', () => {
         ConfigError, 'environment variable THEANINE_MATMUL_PRECISION is "highest"; allowed: "float32", "float64"');
       writeJson(dir, { matmul_precision: 'bfloat16' });
       expect(() => loadConfig({ env: { KERAS_HOME: dir } })).to.throw(ConfigError, '"matmul_precision" is "bfloat16"; allowed: "float32", "float64"');
+    });
+
+    it('reads "optimizer" from keras.json and THEANINE_OPTIMIZER (the environment wins); K.function uses it when given no optimizer', () => {
+      const dir = tmpHome();
+      expect(loadConfig({ env: { KERAS_HOME: dir } }).optimizer).to.equal(undefined);
+      writeJson(dir, { optimizer: 'eqsat' });
+      expect(loadConfig({ env: { KERAS_HOME: dir } }).optimizer).to.equal('eqsat');
+      expect(loadConfig({ env: { KERAS_HOME: dir, THEANINE_OPTIMIZER: 'fast_compile' } }).optimizer).to.equal('fast_compile');
+      expect(loadConfig({ env: { KERAS_HOME: dir, THEANINE_OPTIMIZER: '' } }).optimizer).to.equal('eqsat');
+      expect(() => loadConfig({ env: { KERAS_HOME: dir, THEANINE_OPTIMIZER: 'O3' } })).to.throw(
+        ConfigError, 'environment variable THEANINE_OPTIMIZER is "O3"; allowed: "fast_run", "fast_compile", "eqsat", "none"');
+      writeJson(dir, { optimizer: 'fast' });
+      expect(() => loadConfig({ env: { KERAS_HOME: dir } })).to.throw(ConfigError, '"optimizer" is "fast"; allowed: "fast_run", "fast_compile", "eqsat", "none"');
+      writeJson(dir, { optimizer: 'eqsat' });
+      try {
+        reloadConfig({ env: { KERAS_HOME: dir } });
+        const x = K.placeholder([2], null, 'float64');
+        expect(K.function([x], [K.exp(x)]).optimizer).to.equal('eqsat');
+        expect(K.function([x], [K.exp(x)], [], { optimizer: 'fast_run' }).optimizer).to.equal('fast_run');
+      } finally {
+        reloadConfig({ env: { KERAS_HOME: tmpHome() } });
+      }
     });
 
     for (const bad of ['0', 'two', '1.5', '-1', ' 2', '300']) {

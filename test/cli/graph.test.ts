@@ -87,6 +87,18 @@ describe('cli: theanine passes', () => {
     const stab = rows.find((m) => m![1] === 'stabilize')!;
     expect(Number(stab[4])).to.be.below(Number(stab[3]));
   });
+
+  it('--optimizer eqsat adds the eqsat pass, with its line (e-graph growth, stop, costs, choice) under it', async () => {
+    const r = await runCli('passes', 'softmax-crossentropy', '--optimizer', 'eqsat');
+    expect(r.code, r.err).to.equal(0);
+    const lines = r.out.trimEnd().split('\n');
+    const at = lines.findIndex((l) => /^eqsat\s+\d+\.\d\d\s+\d+ -> \d+\s+equality saturation/.test(l));
+    expect(at, r.out).to.be.greaterThan(1);
+    expect(lines[at + 1], r.out).to.match(/^\s+\d+ iterations \(e-nodes [0-9 >-]+\), stopped: \w+, .*cost greedy .* extracted .*graph/);
+    const bad = await runCli('passes', 'softmax-crossentropy', '--optimizer', 'O3');
+    expect(bad.code).to.not.equal(0);
+    expect(bad.err).to.match(/O3.*fast_run, fast_compile, eqsat/);
+  });
 });
 
 describe('cli: theanine export', function () {

@@ -69,6 +69,10 @@ const builtin: Target[] = [
   { name: 'cpu', options: { optimizer: 'fast_run', device: 'cpu', fallback: TABLE_FALLBACK }, tol: { atol: 1e-6, rtol: 1e-6 }, tol32: FLOAT32_SUM_TOL, gradDTypes: ['float64', 'float32'] },
   // Merge and constant folding only; every op its own kernel, or an extern step.
   { name: 'cpu-fast_compile', options: { optimizer: 'fast_compile', device: 'cpu', fallback: TABLE_FALLBACK }, tol: { atol: 1e-9, rtol: 1e-9 }, tol32: FLOAT32_SUM_TOL, gradDTypes: ['float64', 'float32'] },
+  // FAST_RUN, then equality saturation (src/passes/eqsat): reassociation and factoring move float
+  // results by rounding, so float64 tolerances as fast_run's, float32 ones as the float32 sums'.
+  // Opt-in: run where THEANINE_TEST_TARGETS names cpu-eqsat (it doubles the cpu tables' time).
+  { name: 'cpu-eqsat', options: { optimizer: 'eqsat', device: 'cpu', fallback: TABLE_FALLBACK }, tol: { atol: 1e-6, rtol: 1e-6 }, tol32: FLOAT32_SUM_TOL, gradDTypes: ['float64', 'float32'] },
   {
     // The optimized graph (all passes but fusion) run op by op on TensorFlow.js, which computes
     // float64 in float32 (src/runtime/tfjs/README.md): float32 tolerances.
@@ -177,7 +181,10 @@ function selected(): Target[] {
     const g = gpuTarget();
     if (g !== undefined) all.push(g);
   }
-  return want === undefined ? all : all.filter((t) => want.includes(t.name.split(':')[0]!));
+  // The eqsat twins are opt-in (they double their tables' time): THEANINE_TEST_TARGETS=cpu-eqsat,tensorflow-eqsat.
+  const tf = all.find((t) => t.name === 'tensorflow');
+  if (tf !== undefined) all.push({ ...tf, name: 'tensorflow-eqsat', options: { ...tf.options, optimizer: 'eqsat' } });
+  return want === undefined ? all.filter((t) => !t.name.endsWith('-eqsat')) : all.filter((t) => want.includes(t.name.split(':')[0]!));
 }
 
 export const targets: Target[] = selected();

@@ -41,6 +41,20 @@ describe('viewer model', function () {
     expect(rand([2, 3], 5)).to.not.deep.equal(a);
   });
 
+  it("optimizer 'eqsat': the eqsat step carries the e-graph's growth and greedy's graph beside the extracted one; compile uses the level", () => {
+    const src = 'return { inputs: { A: rand([12, 12], 1), B: rand([12, 12], 2), v: rand([12], 3) }, loss: (A, B, v) => K.sum(K.dot(K.dot(A, B), v)), wrt: ["v"] };';
+    const a = analyze(runProgram(src), K, 'eqsat');
+    const step = a.passes.find((p) => p.name === 'eqsat');
+    expect(step?.note).to.match(/iterations \(e-nodes [0-9 >-]+\), stopped: \w+/);
+    expect(step?.beforeDot).to.equal(a.passes[a.passes.indexOf(step!) - 1]!.dot);
+    expect(a.passes.filter((p) => p.beforeDot !== undefined).map((p) => p.name)).to.deep.equal(['eqsat']);
+    const f = compile(a, 'cpu');
+    expect(f.optimizer).to.equal('eqsat');
+    const got = numbers(f, a);
+    referenceNumbers(a).forEach((r, i) => r.forEach((x, j) => expect(got[i]![j]).to.be.closeTo(x, 1e-4 * (1 + Math.abs(x)))));
+    expect(analyze(runProgram(src)).passes.map((p) => p.name)).to.not.include('eqsat');
+  });
+
   for (const name of VIEWER_EXAMPLE_NAMES) {
     describe(name, () => {
       const a = analyze(runProgram(VIEWER_EXAMPLES[name]));

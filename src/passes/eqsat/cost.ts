@@ -1,0 +1,82 @@
+// The cost model extraction minimizes: per node, arithmetic (FLOPs, transcendental functions
+// weighted) plus memory traffic (bytes read and written), with fusion's effect as the target
+// reports it (its FusionTarget.classify, which the fusion pass also follows): an elementwise op or
+// a view the target fuses (into a loop, or a matmul's prologue or epilogue) keeps its operands in
+// registers, so it moves only a fraction (fusedTraffic) of its output's bytes; with no fusion
+// (tensorflow, onnx) every op reads and writes memory. Unknown dims count as UNKNOWN_DIM. A roofline in one number (TASO's and TENSAT's cost is measured per op; this one
+// is computed, so a compile never times kernels).
+import { itemsize } from '../../ir/dtype.js';
+import type { Node } from '../../ir/node.js';
+import type { TensorType } from '../../ir/types.js';
+import { getOp } from '../../ir/registry.js';
+import { topoSort } from '../../ir/graph.js';
+import type { FusionTarget } from '../fusion.js';
+
+/** The size assumed for a dim unknown until run time. */
+export const UNKNOWN_DIM = 64;
+
+export interface CostModel {
+  readonly name: string;
+  /** The cost of computing `n` from its inputs (0 for leaves; positive otherwise). */
+  node(n: Node): number;
+}
+
+export interface CostWeights {
+  /** Cost of one byte moved to or from memory, in FLOPs. */
+  readonly byte: number;
+  /** FLOPs of one transcendental (exp, log, tanh...) against one add or mul. */
+  readonly transcendental: number;
+  /** Share of an output's bytes a fused elementwise op or view still moves (group boundaries, spills). */
+  readonly fusedTraffic: number;
+}
+
+/** A byte costs about a quarter FLOP on a cpu core with SIMD (10-20 GFLOP/s against tens of GB/s of cache bandwidth). */
+export const DEFAULT_WEIGHTS: CostWeights = { byte: 0.25, transcendental: 8, fusedTraffic: 0.1 };
+
+const TRANSCENDENTAL = new Set(['exp', 'log', 'log1p', 'expm1', 'tanh', 'sigmoid', 'softplus', 'softsign', 'erf', 'sin', 'cos', 'tan', 'pow', 'sqrt', 'rsqrt', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'elu', 'selu', 'gelu', 'div', 'reciprocal']);
+
+export function elements(t: TensorType): number {
+  let n = 1;
+  for (const d of t.shape) n *= d ?? UNKNOWN_DIM;
+  return n;
+}
+
+function contraction(n: Node): number {
+  const x = n.inputs[0]!.type.shape;
+  if (n.op === 'dot') return x[x.length - 1] ?? UNKNOWN_DIM;
+  const axes = n.attrs['axes'] as readonly number[] | undefined;
+  return axes === undefined ? 1 : (x[axes[0]!] ?? UNKNOWN_DIM);
+}
+
+/** The cost model for a target: what it fuses decides what moves through memory. */
+export function costModel(target: FusionTarget, w: CostWeights = DEFAULT_WEIGHTS, name = 'roofline'): CostModel {
+  return {
+    name,
+    node(n: Node): number {
+      if (n.inputs.length === 0) return 0;
+      const out = elements(n.type);
+      const eb = itemsize(n.dtype);
+      const inBytes = n.inputs.reduce((s, i) => s + elements(i.type) * itemsize(i.dtype), 0);
+      const outBytes = out * eb;
+      if (n.op === 'dot' || n.op === 'batch_dot') return 2 * out * contraction(n) + w.byte * (inBytes + outBytes);
+      const kind = target.classify(n);
+      const def = getOp(n.op);
+      if (def.kind === 'shape' || kind === 'view') {
+        // A view the target fuses is index arithmetic; otherwise a copy (reshape of contiguous data is free).
+        const moved = kind === 'view' || n.op === 'reshape' ? w.fusedTraffic * outBytes : inBytes + outBytes;
+        return 1 + w.byte * moved;
+      }
+      const flops = out * (TRANSCENDENTAL.has(n.op) ? w.transcendental : 1);
+      if (kind === 'elementwise') return flops + w.byte * w.fusedTraffic * outBytes + 1;
+      if (kind === 'reduction') return n.inputs.reduce((s, i) => s + elements(i.type), 0) + w.byte * (w.fusedTraffic * inBytes + outBytes) + 1;
+      return flops + w.byte * (inBytes + outBytes) + 1;
+    },
+  };
+}
+
+/** The cost of a graph as a DAG: every distinct node once (shared work counted once). */
+export function graphCost(outputs: readonly Node[], model: CostModel): number {
+  let s = 0;
+  for (const n of topoSort(outputs)) s += model.node(n);
+  return s;
+}
