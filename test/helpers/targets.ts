@@ -153,8 +153,10 @@ const onnxExcluded: Readonly<Record<string, string>> = {
   'K.ctc_decode: beam search, width 100, top_paths 3: path 1': decodeReason,
   'K.ctc_decode: beam search, width 100, top_paths 3: path 2': decodeReason,
   'K.ctc_decode: beam search: log_prob (options object)': decodeReason,
-  'K.ctc_decode: beam of 1, label most likely: [0], shifted log-probability 0': decodeReason,
-  "K.ctc_decode: beam of 1, blank most likely: stays empty (TensorFlow's rule), log-probability 0": decodeReason,
+  "K.ctc_decode: Keras 2.3.1's greedy case: (2, 3) labels [[0, 1, -1], [1, 1, 0]], minus the sums of the maxima": decodeReason,
+  "K.ctc_decode: Keras 2.3.1's beam search case: [[1, 0]] and [[1]], log_prob [-5.811451, -6.63339]": decodeReason,
+  'K.ctc_decode: beam of 1, label most likely: [0], log-probability log 0.6': decodeReason,
+  "K.ctc_decode: beam of 1, blank most likely: stays empty (TensorFlow's rule), width 0, log-probability log 0.36": decodeReason,
   'K.ctc_decode: beam search, merge_repeated: 0 blank 0 is emitted as [0]': decodeReason,
   'K.ctc_decode: beam search, no merge: 0 blank 0 is [0, 0]': decodeReason,
   'K.ctc_label_dense_to_sparse: indices of the entries before each length, row by row; values; dense shape':
