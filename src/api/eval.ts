@@ -84,3 +84,8 @@ export function batch_get_value(ops: readonly Node[] | { ops?: readonly Node[]; 
   if (xs.length === 0) return [];
   return values('batch_get_value', xs);
 }
+
+/** The function K.eval(x) runs under the current configuration, if it has been made (tests, the bench). */
+export function evalFunctionOf(x: Node): CompiledFunction | undefined {
+  return compiled.get(x)?.get([configuredBackend(), configuredDevice(), x.id, ''].join(','));
+}

@@ -29,8 +29,8 @@ export interface Target {
    */
   readonly tol32?: { atol: number; rtol: number };
   /**
-   * The dtypes the gradient tables check here. verify_grad's float64 run steps by 1e-7 and
-   * allows 1e-4 errors, which a target computing float64 in float32 cannot meet.
+   * The dtypes the gradient tables check here. verify_grad's step and tolerance follow the
+   * precision the target computes in, so a target computing float64 in float32 runs both.
    */
   readonly gradDTypes: readonly ('float64' | 'float32')[];
   /**
@@ -75,7 +75,7 @@ const builtin: Target[] = [
     name: 'tensorflow',
     options: { backend: 'tensorflow' },
     tol: { atol: 1e-5, rtol: 1e-5 },
-    gradDTypes: ['float32'],
+    gradDTypes: ['float64', 'float32'],
     excluded: {
       'K.binary_crossentropy: clipped at 0 and 1':
         'clipping to 1 - epsilon (1e-7) in float32 gives 1 - 1.19e-7, so log(1 - output) is -15.94, not float64\'s -16.12',
@@ -104,8 +104,8 @@ function gpuTarget(): Target | undefined {
     name: dev.name,
     options: { device: 'gpu', fallback: TABLE_FALLBACK },
     tol: { atol: 1e-5, rtol: 1e-4 },
-    // verify_grad's float64 run (steps of 1e-7, errors within 1e-4) needs float64 arithmetic.
-    gradDTypes: ['float32'],
+    // float64 computed in float32: verify_grad takes float32's step and tolerance for it
+    gradDTypes: ['float64', 'float32'],
     excluded: {
       'K.binary_crossentropy: clipped at 0 and 1':
         'clipping to 1 - epsilon (1e-7) in float32 gives 1 - 1.19e-7, so log(1 - output) is -15.94, not float64\'s -16.12',
