@@ -42,12 +42,13 @@ export function placeholder(
   } else if (o.ndim !== undefined && o.ndim !== null) {
     dims = new Array<Dim>(checkInt('placeholder', o.ndim, 'ndim', 0)).fill(null);
   } else {
-    throw new ValueError('placeholder: give a shape or an ndim');
+    dims = []; // unknown rank (Keras: shape=None, ndim=None)
   }
+  const unknownRank = (o.shape === undefined || o.shape === null) && (o.ndim === undefined || o.ndim === null);
   const dt = o.dtype === undefined || o.dtype === null ? floatx() : checkDType('placeholder', o.dtype);
   const uid = get_uid('placeholder');
   const nm = scopedName(o.name ?? `placeholder_${uid}`);
-  return leaf('placeholder', { uid, name: nm, dtype: dt, shape: dims, sparse: o.sparse === true });
+  return leaf('placeholder', { uid, name: nm, dtype: dt, shape: dims, sparse: o.sparse === true, ...(unknownRank ? { unknownRank: true } : {}) });
 }
 
 /** A variable's constraint: what Keras' optimizers apply to its new value (`p.constraint(new_p)`). */
@@ -235,12 +236,17 @@ function tensorArg(fn: string, x: unknown): Node {
   return x;
 }
 
-export function int_shape(x: Node | NDArray): (number | null)[] {
+/** null for a tensor of unknown rank (Keras 2.3's TensorFlow backend). */
+export function int_shape(x: Node | NDArray): (number | null)[] | null {
   if (x instanceof NDArray) return [...x.shape];
-  return [...tensorArg('int_shape', x).shape];
+  const t = tensorArg('int_shape', x);
+  return t.type.unknownRank === true ? null : [...t.shape];
 }
-export function ndim(x: Node | NDArray): number {
-  return x instanceof NDArray ? x.ndim : tensorArg('ndim', x).ndim;
+/** null for a tensor of unknown rank (TensorFlow's `x.shape.rank`). */
+export function ndim(x: Node | NDArray): number | null {
+  if (x instanceof NDArray) return x.ndim;
+  const t = tensorArg('ndim', x);
+  return t.type.unknownRank === true ? null : t.ndim;
 }
 export function dtype(x: Node | NDArray): DType {
   return x instanceof NDArray ? x.dtype : tensorArg('dtype', x).dtype;

@@ -5,7 +5,7 @@
 // verify_grad at the precision the backend computes in; an assignable constraint.
 // (ctc_decode's width and beam scores: ctc-decode.test.ts.)
 import { expect } from 'chai';
-import { backend as K, NDArray, verify_grad } from '../../src/index.js';
+import { backend as K, NDArray, ValueError, verify_grad } from '../../src/index.js';
 import { device as configuredDevice, backend as configuredBackend, set_backend, set_device } from '../../src/api/config.js';
 import { evalFunctionOf } from '../../src/api/eval.js';
 import { computesInFloat32 } from '../../src/api/gradients.js';
@@ -122,6 +122,31 @@ describe('K.eval, K.get_value, K.batch_get_value on the configured backend and d
           .to.throw(/verify_grad: input 0, element 0/);
         expect(computesInFloat32(t.options)).to.equal(t.options.backend === 'tensorflow' || t.options.device === 'gpu');
       });
+    });
+  }
+});
+
+describe('placeholders of unknown rank', () => {
+  it('K.placeholder({ shape: null, dtype: "int64" }): rank, shape unknown; elementwise ops carry it, others refuse naming it', () => {
+    const x = K.placeholder({ shape: null, dtype: 'int64', name: 'ids' });
+    expect([K.ndim(x), K.int_shape(x), K.dtype(x)]).to.deep.equal([null, null, 'int64']);
+    const y = K.exp(K.multiply(K.cast(x, 'float32'), 0.5));
+    expect([K.ndim(y), K.int_shape(y), K.dtype(y)]).to.deep.equal([null, null, 'float32']);
+    expect(() => K.sum(x)).to.throw(ValueError, /K\.sum: sum needs the rank of its operands, but ids has unknown rank \(a placeholder made with neither shape nor ndim\); give it a shape or an ndim/);
+    expect(() => K.dot(y, K.variable([[1]]))).to.throw(ValueError, /K\.dot: dot needs the rank of its operands, but ids|K\.dot: .* has unknown rank/);
+  });
+  for (const t of targets) {
+    it(`K.function takes each call's rank from the value fed [${t.name}]`, () => {
+      const x = K.placeholder({ shape: null, name: 'x' });
+      const k = K.placeholder([2], null, 'float32', false, 'k');
+      const f = K.function([x, k], [K.add(K.square(x), 1), K.multiply(k, 2)], [], t.options);
+      expect(f.backend).to.equal(t.options.backend ?? 'theanine');
+      const [a, b] = f([[1, 2], [1, 1]]);
+      expect([a!.toArray(), b!.toArray()]).to.deep.equal([[2, 5], [2, 2]]);
+      expect(f([[[3], [0.5]], [0, 1]])[0]!.toArray()).to.deep.equal([[10], [1.25]]);
+      expect(f([2, [0, 0]])[0]!.toArray()).to.equal(5);
+      expect(f.debugprint()).to.match(/square|mul|add|fused/);
+      expect(() => f([[1]])).to.throw(ValueError, /expected 2 input values \(x, k\), got 1/);
     });
   }
 });
