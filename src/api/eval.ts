@@ -17,7 +17,7 @@ import { onClearSession } from './state.js';
 let compiled = new WeakMap<Node, Map<string, CompiledFunction>>();
 onClearSession(() => { compiled = new WeakMap(); });
 
-function cachedFunction(outputs: readonly Node[], update: Update | undefined): CompiledFunction {
+function cachedFunction(fn: string, outputs: readonly Node[], update: Update | undefined): CompiledFunction {
   const first = update?.value ?? outputs[0]!;
   const backend = configuredBackend();
   const device = configuredDevice();
@@ -26,6 +26,7 @@ function cachedFunction(outputs: readonly Node[], update: Update | undefined): C
   if (byKey === undefined) { byKey = new Map(); compiled.set(first, byKey); }
   let f = byKey.get(key);
   if (f === undefined) {
+    noPlaceholders(fn, update === undefined ? outputs : [update.value]);
     f = compileFunction([], update === undefined ? outputs : [update.value], update === undefined ? [] : [update], { backend, device, name: update === undefined ? 'eval' : 'eval(update)' });
     byKey.set(key, f);
   }
@@ -48,10 +49,9 @@ function leafValue(x: Node): NDArray | undefined {
 }
 
 function values(fn: string, xs: readonly Node[]): NDArray[] {
-  noPlaceholders(fn, xs);
   const leaves = xs.map(leafValue);
   if (leaves.every((v) => v !== undefined)) return leaves as NDArray[];
-  return cachedFunction(xs, undefined)([]);
+  return cachedFunction(fn, xs, undefined)([]);
 }
 
 /**
@@ -60,10 +60,7 @@ function values(fn: string, xs: readonly Node[]): NDArray[] {
  * performed, and the variable's new value returned (TensorFlow's assign op).
  */
 export function evaluateTensor(x: TensorLike | Update): NDArray {
-  if (x instanceof Update) {
-    noPlaceholders('eval', [x.value]);
-    return cachedFunction([], x)([])[0]!;
-  }
+  if (x instanceof Update) return cachedFunction('eval', [], x)([])[0]!;
   return values('eval', [toTensor('eval', x)])[0]!;
 }
 
