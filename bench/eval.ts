@@ -4,13 +4,21 @@
 // expression and backend (src/api/eval.ts), so the loop should cost about what the function's
 // calls cost: the target is at most 1.5x. A third column rebuilds the expression at every
 // iteration (hash-consing gives back the same nodes, so the same compiled function).
-// Rounds alternate between the three loops; each figure is the median of BENCH_ROUNDS (9).
+// Rounds alternate between the three loops; each figure is the median of BENCH_ROUNDS (9);
+// BENCH_CLOCK=cpu times by the process's CPU time.
 import { backend as K, NDArray, set_backend } from '../src/index.js';
 import type { Node } from '../src/ir/node.js';
 import { ortAvailable } from '../src/runtime/onnx/session.js';
 import { set_device } from '../src/api/config.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 9);
+/** BENCH_CLOCK=cpu: the process's CPU time (every thread) instead of wall time, as bench/run.ts. */
+const CPU_CLOCK = process.env['BENCH_CLOCK'] === 'cpu';
+const clock = (): number => {
+  if (!CPU_CLOCK) return performance.now();
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
 const LOOP = 100;
 const B = 128;
 
@@ -50,7 +58,7 @@ const backends: [string, () => void][] = [
 ];
 if (ortAvailable() === undefined) backends.push(['onnx', () => { set_backend('onnx'); }]);
 
-console.log(`K.eval of the MLP loss (784-256-10, b${B}) x${LOOP} vs K.function x${LOOP}; medians of ${ROUNDS} rounds, ms per loop`);
+console.log(`K.eval of the MLP loss (784-256-10, b${B}) x${LOOP} vs K.function x${LOOP}; medians of ${ROUNDS} rounds, ms per loop (${CPU_CLOCK ? 'CPU' : 'wall'} time)`);
 console.log(`${'backend'.padEnd(14)} ${'K.function'.padStart(11)} ${'K.eval'.padStart(11)} ${'K.eval, rebuilt'.padStart(16)} ${'eval/function'.padStart(14)} ${'rebuilt/function'.padStart(17)}`);
 for (const [name, select] of backends) {
   select();
@@ -68,9 +76,9 @@ for (const [name, select] of backends) {
   for (let r = 0; r < ROUNDS; r++) {
     for (let k = 0; k < loops.length; k++) {
       const [n, run] = loops[(k + r) % loops.length]!;
-      const t0 = performance.now();
+      const t0 = clock();
       run();
-      times.get(n)!.push(performance.now() - t0);
+      times.get(n)!.push(clock() - t0);
     }
   }
   const [fn, ev, rb] = ['function', 'eval', 'rebuilt'].map((n) => median(times.get(n)!)) as [number, number, number];
