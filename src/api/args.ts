@@ -99,7 +99,8 @@ export function isTensor(x: unknown): x is Node {
 /** Validates a dtype argument, naming the function. */
 export function checkDType(fn: string, dtype: unknown, what = 'dtype'): DType {
   if (!isDType(dtype)) {
-    throw new ValueError(`${fn}: ${what} ${JSON.stringify(dtype)} is not a dtype (allowed: float16, float32, float64, int8, int16, int32, int64, uint8, bool)`);
+    // Keras raises TypeError here (TensorFlow's as_dtype: "Cannot convert ... to a TensorFlow DType")
+    throw new TypeError(`${fn}: ${what} ${JSON.stringify(dtype)} is not a dtype (allowed: float16, float32, float64, int8, int16, int32, int64, uint8, bool)`);
   }
   return dtype;
 }

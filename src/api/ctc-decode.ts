@@ -20,10 +20,11 @@ type DecodeOptions = { greedy?: boolean; beam_width?: number; top_paths?: number
  * ctc_decode(y_pred (samples, time, classes) of probabilities with the blank last, input_length
  * (samples,), greedy=true, beam_width=100, top_paths=1, merge_repeated=false) -> [decoded,
  * log_prob]: as Keras 2.3 on TensorFlow, the decoders see log(y_pred + epsilon); `decoded` is a
- * list of top_paths int32 (samples, time) tensors with each decoded sequence followed by -1s;
- * log_prob (samples, top_paths) is TensorFlow's: greedy, minus the sum of each step's largest
+ * list of top_paths int32 (samples, width) tensors, each as wide as that path's longest decoding
+ * in the batch (TensorFlow's sparse_to_dense of the decoder's result), shorter ones followed by
+ * -1s; log_prob (samples, top_paths) is TensorFlow's: greedy, minus the sum of each step's largest
  * log-probability (with repeated labels merged, as tf.nn.ctc_greedy_decoder's default); beam
- * search, each path's log-probability shifted by each step's largest input (TensorFlow's
+ * search, each path's log-probability under each step's log-softmax (TensorFlow's
  * CTCBeamSearchDecoder). No gradient, as in TensorFlow.
  */
 export function ctc_decode(y_pred: TensorLike, input_length: TensorLike, greedy?: boolean | DecodeOptions, beam_width?: number, top_paths?: number, merge_repeated?: boolean): [Node[], Node] {
@@ -54,7 +55,7 @@ export function ctc_decode(y_pred: TensorLike, input_length: TensorLike, greedy?
   const F = `K.${fn}`;
   const logp = apply('log', [apply('add', [y, constantNode(new NDArray([epsilon()], [], y.dtype))], {}, F)], {}, F);
   const t = apply('ctc_decode', [logp, len], attrs, F);
-  const decoded = Array.from({ length: attrs.top_paths }, (_, i) => apply('tuple_get', [t], { index: i }));
+  const decoded = Array.from({ length: attrs.top_paths }, (_, i) => apply('ctc_trim', [apply('tuple_get', [t], { index: i })], {}, F));
   return [decoded, apply('tuple_get', [t], { index: attrs.top_paths })];
 }
 

@@ -16,6 +16,7 @@ import { fallbackPolicy, type FallbackOption } from '../runtime/fallback.js';
 import { allOptions, constantNode, isTensor, need, operands, options, toTensor, type TensorLike } from './args.js';
 import { backend as configuredBackend, device as configuredDevice, optimizerLevel as configuredOptimizer, BACKENDS, type BackendName, type DeviceName } from './config.js';
 import { currentLearningPhase, onClearSession } from './state.js';
+import { byRank } from './unknown-rank.js';
 
 /**
  * Where a function runs (src/runtime/target.ts): the theanine backend's devices, and the other
@@ -169,6 +170,9 @@ export function compileFunction(
   if (device !== 'cpu' && device !== 'gpu') throw new ValueError(`function: unknown device ${JSON.stringify(device)} (allowed: "cpu", "gpu")`);
   const optimizer = opts.optimizer ?? configuredOptimizer();
   if (!OPTIMIZERS.includes(optimizer)) throw new ValueError(`function: unknown optimizer ${JSON.stringify(optimizer)} (allowed: ${OPTIMIZERS.map((o) => JSON.stringify(o)).join(', ')})`);
+  if (inputs.some((p) => p.type.unknownRank === true)) {
+    return byRank(opts.name ?? 'function', inputs, outs, ups, { backend, device, optimizer }, (i, o, u) => compileFunction(i, o, u, opts));
+  }
   const spec = {
     inputs, outputs: outs, updates: ups, device, backend, optimizer,
     learningPhase: currentLearningPhase, name: opts.name ?? 'function',

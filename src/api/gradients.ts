@@ -7,6 +7,7 @@ import type { Node } from '../ir/node.js';
 import { isTensor, toTensor, type TensorLike } from './args.js';
 import { compileFunction, type FunctionOptions } from './function.js';
 import { placeholder } from './tensors.js';
+import { backend as configuredBackend, device as configuredDevice } from './config.js';
 import { mulberry32 } from '../ir/random.js';
 
 /** Symbolic gradients of `loss` (summed if not scalar) with respect to each of `variables`. */
@@ -47,6 +48,15 @@ export class GradientError extends Error {
 const rng = mulberry32;
 
 /**
+ * Whether functions with these options compute float64 in float32: TensorFlow.js has no float64
+ * (src/runtime/tfjs/README.md), and the gpu device computes in float32.
+ */
+export function computesInFloat32(o: FunctionOptions): boolean {
+  const backend = o.backend ?? configuredBackend();
+  return backend === 'tensorflow' || (backend === 'theanine' && (o.device ?? configuredDevice()) === 'gpu');
+}
+
+/**
  * Theano's verify_grad: builds fn on placeholders for `inputs`, projects its output on random
  * weights in [0.5, 1.5), and compares the symbolic gradient of that scalar with one-sided finite
  * differences, element by element. Throws GradientError naming the input and element that fail.
@@ -57,11 +67,13 @@ export function verify_grad(fn: (...xs: Node[]) => Node, inputs: readonly (NDArr
   const out = fn(...phs);
   if (!isTensor(out)) throw new TypeError(`verify_grad: fn must return a tensor, got ${describe(out)}`);
   if (!isFloat(out.dtype)) throw new GradientError(`verify_grad: fn returns ${out.dtype}; gradients need a float output`);
-  const lowPrecision = values.some((v) => v.dtype === 'float32' || v.dtype === 'float16') || out.dtype !== 'float64';
+  const fopts = options.functionOptions ?? {};
+  // Theano's step and tolerance follow the precision computed in: the inputs' dtype, or float32
+  // where the backend computes float64 in float32
+  const lowPrecision = values.some((v) => v.dtype === 'float32' || v.dtype === 'float16') || out.dtype !== 'float64' || computesInFloat32(fopts);
   const eps = options.eps ?? (lowPrecision ? 3e-4 : 1e-7);
   const absTol = options.absTol ?? (lowPrecision ? 1e-2 : 1e-4);
   const relTol = options.relTol ?? (lowPrecision ? 1e-2 : 1e-4);
-  const fopts = options.functionOptions ?? {};
   const outShape = compileFunction(phs, [out], [], fopts)(values)[0]!.shape;
   const random = rng(options.seed ?? 42);
   const floatIdx = values.map((v, i) => (isFloat(v.dtype) ? i : -1)).filter((i) => i >= 0);

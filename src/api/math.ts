@@ -1,6 +1,7 @@
 // Arithmetic, elementwise math, comparisons, reductions and dot: thin builders over IR ops.
 import { apply } from '../ir/build.js';
 import type { Node } from '../ir/node.js';
+import { NDArray } from '../ir/ndarray.js';
 import { checkAxes, operands, options, toTensor, unary, type TensorLike } from './args.js';
 
 type Binary = (x: TensorLike, y: TensorLike) => Node;
@@ -29,7 +30,16 @@ export const less = binary('less', 'less');
 export const less_equal = binary('less_equal', 'less_equal');
 
 export const abs = unary('abs', 'abs');
-export const sqrt = unary('sqrt', 'sqrt');
+/**
+ * sqrt(max(x, 0)): Keras' TensorFlow and Theano backends clip at 0 first, so a negative input
+ * gives 0, not NaN; maximum's gradient selects (TensorFlow's clip_by_value), so it is 0 where
+ * x < 0 rather than 0 times sqrt's infinite slope.
+ */
+export function sqrt(x: TensorLike): Node {
+  const t = toTensor('sqrt', x);
+  const zero = apply('constant', [], { value: new NDArray([0], [], t.dtype) });
+  return apply('sqrt', [apply('maximum', [t, zero], {}, 'K.sqrt')], {}, 'K.sqrt');
+}
 export const exp = unary('exp', 'exp');
 export const log = unary('log', 'log');
 export const round = unary('round', 'round');

@@ -5,7 +5,7 @@ import { Node } from '../ir/node.js';
 import { ValueError } from '../ir/errors.js';
 import { add, divide, dot, multiply, negative, pow, subtract } from './math.js';
 import type { TensorLike } from './args.js';
-import { constraintOf, type Constraint } from './tensors.js';
+import { constraintOf, setConstraint, type Constraint } from './tensors.js';
 import { traced } from './trace.js';
 
 declare module '../ir/node.js' {
@@ -21,8 +21,10 @@ declare module '../ir/node.js' {
     get(i: number): Node;
     /** Transpose (all axes reversed). */
     readonly T: Node;
-    /** A variable's constraint (K.variable's `constraint`), or null: Keras' `p.constraint`. */
-    readonly constraint: Constraint | null;
+    /** A variable's constraint (K.variable's `constraint`), or null: Keras' `p.constraint`; assignable, as on a TensorFlow variable. */
+    constraint: Constraint | null;
+    /** Set by Keras' engine (or ported layer code) on a layer's output: what makes K.is_keras_tensor true. */
+    _keras_history?: unknown;
   }
 }
 
@@ -48,5 +50,8 @@ Object.defineProperty(Node.prototype, 'T', {
 Object.defineProperty(Node.prototype, 'constraint', {
   get(this: Node) {
     return constraintOf(this);
+  },
+  set(this: Node, c: unknown) {
+    setConstraint('constraint', this, c);
   },
 });

@@ -15,7 +15,8 @@ import { currentLearningPhase } from './state.js';
 export function print_tensor(x: TensorLike, message: string | { message?: string } = ''): Node {
   const m = options<{ message: string }>('print_tensor', [message], ['message']).message ?? '';
   if (typeof m !== 'string') throw new ValueError(`print_tensor: message must be a string, got ${describe(m)}`);
-  return apply('print', [toTensor('print_tensor', x)], { message: m }, 'K.print_tensor');
+  // TensorFlow's tf.print(message, x): the message, a space, the value ('msg [[1]]')
+  return apply('print', [toTensor('print_tensor', x)], { message: `${m} ` }, 'K.print_tensor');
 }
 
 /** Keras' `symbolic` decorator: functions here always build graphs, so `fn` is returned as is. */

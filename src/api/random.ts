@@ -9,7 +9,7 @@ import type { Dim } from '../ir/types.js';
 import { allOptions, checkDType, isTensor, need, options, toTensor, type TensorLike } from './args.js';
 import { floatx } from './config.js';
 import { staticEntries, staticInt } from './sizes.js';
-import { evaluateTensor, variable } from './tensors.js';
+import { initialValue, variable } from './tensors.js';
 
 /** Identifies unseeded random ops; never reset (clear_session must not make two ops share draws). */
 let nextUid = 1;
@@ -134,7 +134,7 @@ function randomVariable(fn: string, op: string, given: readonly unknown[], param
   const dims = concreteShape(fn, need(fn, o, 'shape'));
   const attrs = Object.fromEntries(params.map(([k, attr]) => [attr, checkNumber(fn, need(fn, o, k), k)]));
   const dt = o.dtype ?? floatx();
-  return variable(evaluateTensor(draw(op, fn, dims, dt, o.seed, attrs)), dt, o.name ?? null);
+  return variable(initialValue(fn, draw(op, fn, dims, dt, o.seed, attrs)), dt, o.name ?? null);
 }
 
 /** A variable initialised with uniform draws in [low, high). */

@@ -42,12 +42,13 @@ export function placeholder(
   } else if (o.ndim !== undefined && o.ndim !== null) {
     dims = new Array<Dim>(checkInt('placeholder', o.ndim, 'ndim', 0)).fill(null);
   } else {
-    throw new ValueError('placeholder: give a shape or an ndim');
+    dims = []; // unknown rank (Keras: shape=None, ndim=None)
   }
+  const unknownRank = (o.shape === undefined || o.shape === null) && (o.ndim === undefined || o.ndim === null);
   const dt = o.dtype === undefined || o.dtype === null ? floatx() : checkDType('placeholder', o.dtype);
   const uid = get_uid('placeholder');
   const nm = scopedName(o.name ?? `placeholder_${uid}`);
-  return leaf('placeholder', { uid, name: nm, dtype: dt, shape: dims, sparse: o.sparse === true });
+  return leaf('placeholder', { uid, name: nm, dtype: dt, shape: dims, sparse: o.sparse === true, ...(unknownRank ? { unknownRank: true } : {}) });
 }
 
 /** A variable's constraint: what Keras' optimizers apply to its new value (`p.constraint(new_p)`). */
@@ -60,9 +61,22 @@ export function constraintOf(x: Node): Constraint | null {
 }
 
 /**
+ * Sets (or, with null/undefined, clears) a variable's constraint: a function from tensor to tensor.
+ * Only variables have one (Keras sets it on variables; TensorFlow's `Variable.constraint`).
+ */
+export function setConstraint(fn: string, x: Node, c: unknown): void {
+  if (c !== undefined && c !== null && typeof c !== 'function') {
+    throw new TypeError(`${fn}: constraint must be a function from tensor to tensor (or null), got ${describe(c)}`);
+  }
+  if (x.op !== 'variable') throw new TypeError(`${fn}: only a variable has a constraint; ${x.name} is a ${x.op} tensor`);
+  if (typeof c === 'function') constraints.set(x, c as Constraint);
+  else constraints.delete(x);
+}
+
+/**
  * Keras' variable(value, dtype, name, constraint): dtype defaults to floatx; `constraint` (Keras
  * 2.1+) is a function from tensor to tensor that optimizers apply to the variable's new value;
- * theanine keeps it on the variable (`v.constraint`) and applies it nowhere itself, as Keras' backend.
+ * theanine keeps it on the variable (`v.constraint`, assignable) and applies it nowhere itself, as Keras' backend.
  */
 export function variable(value: unknown, dtype?: DType | null | { dtype?: DType | null; name?: string | null; constraint?: Constraint | null }, name?: string | null, constraint?: Constraint | null): Node {
   const o = options<{ dtype: DType | null; name: string | null; constraint: Constraint | null }>('variable', [dtype, name, constraint], ['dtype', 'name', 'constraint']);
@@ -70,7 +84,7 @@ export function variable(value: unknown, dtype?: DType | null | { dtype?: DType 
     throw new TypeError(`variable: constraint must be a function from tensor to tensor (or null), got ${describe(o.constraint)}`);
   }
   const v = makeVariable(value, o);
-  if (typeof o.constraint === 'function') constraints.set(v, o.constraint);
+  setConstraint('variable', v, o.constraint);
   return v;
 }
 
@@ -151,26 +165,39 @@ function sizedFill(fn: string, shape: unknown, dtype: DType | null | undefined, 
   return apply('fill_dims', [s.vector], { known: s.known, value, dtype: dt }, `K.${fn}`);
 }
 
-export function eye(size: Size | ({ size: Size } & DTypeName), dtype?: DType | null | DTypeName, name?: string | null): Node {
+/**
+ * Keras' eye(size, dtype, name): size is n (n x n) or a pair [n, m] (Keras 2.3's `n, m = size`;
+ * ones on the diagonal i == j). A size from tensors gives a tensor, as in zeros/ones.
+ */
+export function eye(size: Size | readonly [Size, Size] | ({ size: Size | readonly [Size, Size] } & DTypeName), dtype?: DType | null | DTypeName, name?: string | null): Node {
   const o = allOptions('eye', [size, dtype, name], ['size', 'dtype', 'name']) as DTypeName & { size?: unknown };
-  let given = need('eye', o, 'size');
+  const given = need('eye', o, 'size');
+  if (Array.isArray(given) && given.length !== 2) throw new ValueError(`eye: size must be an integer or a pair [n, m], got an array of ${given.length} entries`);
+  const [nGiven, mGiven] = Array.isArray(given) ? given as [unknown, unknown] : [given, given];
+  const n = eyeSize(nGiven);
+  const m = eyeSize(mGiven);
+  if (typeof n !== 'number' || typeof m !== 'number') {
+    // (i == j) over arange(n) against arange(m)
+    const dt = o.dtype === undefined || o.dtype === null ? floatx() : checkDType('eye', o.dtype);
+    const zero = constantNode(new NDArray([0], [], 'int32'));
+    const one = constantNode(new NDArray([1], [], 'int32'));
+    const range = (k: number | Node) => apply('arange_dims', [zero, typeof k === 'number' ? constantNode(new NDArray([k], [], 'int32')) : k, one], { dtype: 'int32' }, 'K.eye');
+    const eq = apply('equal', [apply('expand_dims', [range(n)], { axis: 1 }, 'K.eye'), apply('expand_dims', [range(m)], { axis: 0 }, 'K.eye')], {}, 'K.eye');
+    return apply('cast', [eq], { dtype: dt }, 'K.eye');
+  }
+  const nd = filled('eye', [n, m], o.dtype, 0);
+  for (let i = 0; i < Math.min(n, m); i++) nd.data[i * m + i] = 1;
+  return variable(nd, o.dtype ?? null, o.name ?? null);
+}
+
+/** One of eye's sizes: a number, or a scalar int tensor (its value when the static shapes fix it). */
+function eyeSize(given: unknown): number | Node {
   if (isTensor(given)) {
     const s = sizeArg('eye', 'size', given, 0);
-    if ('tensor' in s) {
-      // (i == j) over arange(n) against itself
-      const dt = o.dtype === undefined || o.dtype === null ? floatx() : checkDType('eye', o.dtype);
-      const zero = constantNode(new NDArray([0], [], 'int32'));
-      const one = constantNode(new NDArray([1], [], 'int32'));
-      const r = apply('arange_dims', [zero, s.tensor, one], { dtype: 'int32' }, 'K.eye');
-      const eq = apply('equal', [apply('expand_dims', [r], { axis: 1 }, 'K.eye'), apply('expand_dims', [r], { axis: 0 }, 'K.eye')], {}, 'K.eye');
-      return apply('cast', [eq], { dtype: dt }, 'K.eye');
-    }
-    given = s.static;
+    if ('tensor' in s) return s.tensor;
+    return checkInt('eye', s.static, 'size', 0);
   }
-  const n = checkInt('eye', given, 'size', 0);
-  const nd = filled('eye', [n, n], o.dtype, 0);
-  for (let i = 0; i < n; i++) nd.data[i * n + i] = 1;
-  return variable(nd, o.dtype ?? null, o.name ?? null);
+  return checkInt('eye', given, 'size', 0);
 }
 
 /** zeros_like/ones_like: a tensor (not a variable) with x's runtime shape. */
@@ -209,12 +236,17 @@ function tensorArg(fn: string, x: unknown): Node {
   return x;
 }
 
-export function int_shape(x: Node | NDArray): (number | null)[] {
+/** null for a tensor of unknown rank (Keras 2.3's TensorFlow backend). */
+export function int_shape(x: Node | NDArray): (number | null)[] | null {
   if (x instanceof NDArray) return [...x.shape];
-  return [...tensorArg('int_shape', x).shape];
+  const t = tensorArg('int_shape', x);
+  return t.type.unknownRank === true ? null : [...t.shape];
 }
-export function ndim(x: Node | NDArray): number {
-  return x instanceof NDArray ? x.ndim : tensorArg('ndim', x).ndim;
+/** null for a tensor of unknown rank (TensorFlow's `x.shape.rank`). */
+export function ndim(x: Node | NDArray): number | null {
+  if (x instanceof NDArray) return x.ndim;
+  const t = tensorArg('ndim', x);
+  return t.type.unknownRank === true ? null : t.ndim;
 }
 export function dtype(x: Node | NDArray): DType {
   return x instanceof NDArray ? x.dtype : tensorArg('dtype', x).dtype;
@@ -232,10 +264,14 @@ export function get_variable_shape(x: Node): number[] {
   return [...variableArg('get_variable_shape', x).shape as number[]];
 }
 
-/** Keras 2: false for variables, true for placeholders and op results; an error for non-tensors. */
+/**
+ * Keras 2.3's rule: a tensor is a Keras tensor when a layer made it, i.e. it has `_keras_history`
+ * (set by Keras' engine, or by ported layer code); placeholders, variables and op results are not.
+ * An error for non-tensors.
+ */
 export function is_keras_tensor(x: unknown): boolean {
   if (!isTensor(x)) throw new ValueError(`is_keras_tensor: unexpectedly found ${describe(x)}; expected a symbolic tensor`);
-  return x.op !== 'variable' && x.op !== 'constant';
+  return (x as { _keras_history?: unknown })._keras_history !== undefined;
 }
 
 export function is_sparse(x: unknown): boolean {
@@ -259,20 +295,9 @@ function evalTensor(fn: string, x: Node): NDArray {
   return evaluate([x], { learningPhase: currentLearningPhase() })[0]!;
 }
 
-/** K.eval: the value of an expression without placeholders (a copy: it may be a variable's or constant's own value). */
-export function evaluateTensor(x: TensorLike): NDArray {
-  return evalTensor('eval', toTensor('eval', x)).clone();
-}
-
-export function get_value(x: Node): NDArray {
-  return variableArg('get_value', x).cell!.value.clone();
-}
-
-/** batch_get_value(ops): Keras 2.3's name; Keras 2.0's `xs` is accepted in the options form ({ ops } or { xs }). */
-export function batch_get_value(ops: readonly Node[] | { ops?: readonly Node[]; xs?: readonly Node[] }): NDArray[] {
-  const xs = Array.isArray(ops) ? ops : need('batch_get_value', allOptions('batch_get_value', [ops], ['ops'], { xs: 'ops' }), 'ops') as readonly Node[];
-  if (!Array.isArray(xs)) throw new TypeError(`batch_get_value: ops must be an array of variables, got ${describe(xs)}`);
-  return xs.map((x) => get_value(x));
+/** An initial value (random variables' draws): the reference interpreter's, as variable(tensor) computes it. */
+export function initialValue(fn: string, x: Node): NDArray {
+  return evalTensor(fn, x);
 }
 
 function convertForVariable(fn: string, x: Node, value: unknown): NDArray {

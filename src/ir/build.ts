@@ -20,9 +20,17 @@ export function apply(op: string, inputs: readonly Node[], given: unknown = {}, 
   if (def.arity !== 'variadic' && def.arity !== inputs.length) {
     throw new ValueError(`${fn}: op ${op} takes ${def.arity} inputs, got ${inputs.length}`);
   }
+  const unknown = inputs.find((n) => n.type.unknownRank === true);
   let type: TensorType;
   try {
-    type = def.infer(inputs.map((n) => n.type), attrs);
+    // Unknown rank is carried through elementwise ops (their dtype rule run on scalars); other
+    // ops need ranks (TensorFlow's shape functions refuse too) and say which operand lacks one.
+    if (unknown !== undefined) {
+      if (def.kind !== 'elementwise') {
+        throw new ValueError(`${fn}: ${op} needs the rank of its operands, but ${unknown.name} has unknown rank (a placeholder made with neither shape nor ndim); give it a shape or an ndim`);
+      }
+      type = { ...def.infer(inputs.map((n) => ({ dtype: n.type.dtype, shape: n.type.unknownRank === true ? [] : n.type.shape })), attrs), unknownRank: true };
+    } else type = def.infer(inputs.map((n) => n.type), attrs);
   } catch (e) {
     throw e instanceof InferError ? inferenceFailure(rethrow(e, fn)) : e;
   }

@@ -15,6 +15,12 @@ export interface TensorType {
    * dtype and shape are those of items[0] (float32 () when empty) and mean nothing.
    */
   readonly items?: readonly TensorType[];
+  /**
+   * A tensor of unknown rank (Keras' placeholder with neither shape nor ndim): `shape` is empty
+   * and means nothing. Only elementwise ops carry it (src/ir/build.ts); K.function fixes the rank
+   * from the values fed (src/api/unknown-rank.ts).
+   */
+  readonly unknownRank?: true;
 }
 
 export function tensorType(dtype: DType, shape: StaticShape): TensorType {

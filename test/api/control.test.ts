@@ -95,7 +95,7 @@ describe('api/control', () => {
     it('errors', () => {
       expect(() => K.map_fn((r) => r, ph([], 's'))).to.throw(ValueError, /K\.map_fn: elems must have rank >= 1/);
       expect(() => K.map_fn(null as never, ph([2], 'p'))).to.throw(TypeError, /K\.map_fn: fn must be a function/);
-      expect(() => K.map_fn((r) => r, ph([2], 'p'), null, 'float' as never)).to.throw(ValueError, /map_fn: dtype "float" is not a dtype/);
+      expect(() => K.map_fn((r) => r, ph([2], 'p'), null, 'float' as never)).to.throw(TypeError, /map_fn: dtype "float" is not a dtype/);
     });
   });
 

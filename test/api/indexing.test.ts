@@ -168,6 +168,6 @@ describe('indexing function errors', () => {
     expect(() => K.arange(0, 5, 0)).to.throw(ValueError, /K\.arange: step must not be zero/);
     expect(() => K.arange('3' as never)).to.throw(ValueError, /K\.arange: start must be a finite number, got the string "3"/);
     expect(() => K.arange(0, NaN)).to.throw(ValueError, /stop must be a finite number/);
-    expect(() => K.arange(0, 5, 1, 'int33' as never)).to.throw(ValueError, /K\.arange: dtype "int33" is not a dtype/);
+    expect(() => K.arange(0, 5, 1, 'int33' as never)).to.throw(TypeError, /K\.arange: dtype "int33" is not a dtype/);
   });
 });

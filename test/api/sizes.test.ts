@@ -8,6 +8,7 @@ import { backend as K, FallbackError, NDArray, ValueError, type Tensor } from '.
 import { expectClose } from '../helpers/assert.js';
 import { grid } from '../helpers/values.js';
 import { targets } from '../helpers/targets.js';
+import { computesInFloat32 } from '../../src/api/gradients.js';
 
 type Dims = (number | null)[];
 interface SizeCase {
@@ -117,7 +118,8 @@ describe('K: sizes from tensors', () => {
     { name: 'slice_dims', shape: [null, null], value: grid([3, 4], 23), f: (x) => K.slice(x, [1, K.shape(x).get(1).sub(3)], [-1, 2]) },
   ];
   for (const g of gradCases) {
-    for (const t of targets.filter((t) => t.gradDTypes.includes('float64'))) {
+    // central differences of step 1e-6 need float64 arithmetic, which tensorflow and the gpu do in float32
+    for (const t of targets.filter((t) => t.gradDTypes.includes('float64') && !computesInFloat32(t.options))) {
       it(`gradient of ${g.name} against central differences [${t.name}]`, () => {
         const x = K.placeholder(g.shape, null, 'float64');
         const w = grid(g.f(K.placeholder(g.value.shape, null, 'float64')).shape as number[], 31);

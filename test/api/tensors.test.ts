@@ -46,9 +46,9 @@ describe('api/tensors', () => {
       expect(K.placeholder([2, 3], 2).shape).to.deep.equal([2, 3]); // a matching ndim is fine
     });
 
-    it('is an error without a shape or an ndim', () => {
-      expect(() => K.placeholder()).to.throw(ValueError, /placeholder: give a shape or an ndim/);
-      expect(() => K.placeholder(null, null, 'float32')).to.throw(ValueError, /placeholder: give a shape or an ndim/);
+    it('without a shape or an ndim has unknown rank (Keras: shape=None, ndim=None)', () => {
+      expect(K.ndim(K.placeholder())).to.equal(null);
+      expect(K.int_shape(K.placeholder(null, null, 'float32'))).to.equal(null);
     });
 
     it('is an error for bad dims, naming the index', () => {
@@ -65,7 +65,7 @@ describe('api/tensors', () => {
     });
 
     it('is an error for a bad dtype, listing the allowed ones', () => {
-      expect(() => K.placeholder([2], null, bad('float99'))).to.throw(ValueError, /placeholder: dtype "float99" is not a dtype \(allowed: float16, float32, float64, int8, int16, int32, int64, uint8, bool\)/);
+      expect(() => K.placeholder([2], null, bad('float99'))).to.throw(TypeError, /placeholder: dtype "float99" is not a dtype \(allowed: float16, float32, float64, int8, int16, int32, int64, uint8, bool\)/);
     });
 
     it('is an error for unknown options', () => {
@@ -108,7 +108,7 @@ describe('api/tensors', () => {
     it('is an error for unconvertible values and bad dtypes', () => {
       expect(() => K.variable('abc')).to.throw(TypeError, /variable: value: cannot convert the string "abc"/);
       expect(() => K.variable([[1], [2, 3]])).to.throw(TypeError, /variable: value: ragged nested array: index \[1\]/);
-      expect(() => K.variable(1, bad('double'))).to.throw(ValueError, /variable: dtype "double" is not a dtype/);
+      expect(() => K.variable(1, bad('double'))).to.throw(TypeError, /variable: dtype "double" is not a dtype/);
     });
 
     it('owns its value: later changes to the given array do not reach it', () => {
@@ -144,7 +144,7 @@ describe('api/tensors', () => {
     it('is not a Keras tensor and not a variable', () => {
       const c = K.constant(1);
       expect(K.is_keras_tensor(c)).to.equal(false);
-      expect(() => K.get_value(c)).to.throw(TypeError, /get_value: expected a variable \(from K.variable\), got the constant tensor/);
+      expect(K.get_value(c).toArray()).to.equal(1); // Keras: x.eval(session), a constant's value
     });
   });
 
@@ -171,7 +171,7 @@ describe('api/tensors', () => {
       expect(() => K.ones([-2])).to.throw(ValueError, /ones: shape \[-2\] has a bad dim at index 0/);
       expect(() => K.eye(-1)).to.throw(ValueError, /eye: size must be an integer >= 0, got number -1/);
       expect(() => K.eye(2.5)).to.throw(ValueError, /eye: size must be an integer/);
-      expect(() => K.zeros([2], bad('int'))).to.throw(ValueError, /zeros: dtype "int" is not a dtype/);
+      expect(() => K.zeros([2], bad('int'))).to.throw(TypeError, /zeros: dtype "int" is not a dtype/);
     });
   });
 
@@ -181,10 +181,10 @@ describe('api/tensors', () => {
       const z = K.zeros_like(x);
       const o = K.ones_like(x, 'float64');
       expect([z.shape, z.dtype, o.dtype]).to.deep.equal([[null, 2], 'int16', 'float64']);
-      expect(K.is_keras_tensor(z)).to.equal(true);
+      expect(K.is_keras_tensor(z)).to.equal(false);
       expect(run([x], [z, o], [[[5, 6], [7, 8], [9, 10]]])).to.deep.equal([[[0, 0], [0, 0], [0, 0]], [[1, 1], [1, 1], [1, 1]]]);
       expect(K.eval(K.ones_like(K.variable([NaN, 1]), { dtype: 'int32' })).toArray()).to.deep.equal([1, 1]);
-      expect(() => K.zeros_like(x, bad('f32'))).to.throw(ValueError, /zeros_like: dtype "f32"/);
+      expect(() => K.zeros_like(x, bad('f32'))).to.throw(TypeError, /zeros_like: dtype "f32"/);
     });
 
     it('identity gives the same value as a new tensor', () => {
@@ -207,7 +207,7 @@ describe('api/tensors', () => {
     it('cast to the same dtype is the tensor itself; a bad dtype is an error', () => {
       const x = K.placeholder([2], null, 'int32');
       expect(K.cast(x, 'int32')).to.equal(x);
-      expect(() => K.cast(x, bad('integer'))).to.throw(ValueError, /cast: dtype "integer" is not a dtype/);
+      expect(() => K.cast(x, bad('integer'))).to.throw(TypeError, /cast: dtype "integer" is not a dtype/);
     });
   });
 
@@ -222,7 +222,7 @@ describe('api/tensors', () => {
 
     it('int_shape returns a copy', () => {
       const x = K.placeholder([2, 3]);
-      const s = K.int_shape(x);
+      const s = K.int_shape(x)!;
       s[0] = 9;
       expect(K.int_shape(x)).to.deep.equal([2, 3]);
     });
@@ -258,14 +258,17 @@ describe('api/tensors', () => {
   });
 
   describe('is_keras_tensor', () => {
-    it('is false for variables, true for placeholders and op results', () => {
+    it('is false for variables, placeholders and op results (Keras 2.3: only what a layer returns, with _keras_history)', () => {
       const v = K.variable([1]);
-      const x = K.placeholder([1]);
+      const x = K.placeholder([2, 4, 5]);
       expect(K.is_keras_tensor(v)).to.equal(false);
-      expect(K.is_keras_tensor(x)).to.equal(true);
-      expect(K.is_keras_tensor(K.add(v, 1))).to.equal(true);
-      expect(K.is_keras_tensor(x.mul(v))).to.equal(true);
-      expect(K.is_keras_tensor(K.learning_phase())).to.equal(true);
+      expect(K.is_keras_tensor(x)).to.equal(false); // Keras' docstring: "A placeholder is not a Keras tensor."
+      expect(K.is_keras_tensor(K.add(v, 1))).to.equal(false);
+      expect(K.is_keras_tensor(x.mul(2))).to.equal(false);
+      expect(K.is_keras_tensor(K.learning_phase())).to.equal(false);
+      const out = K.tanh(K.placeholder([3, 7]));
+      out._keras_history = ['Dense', 0, 0]; // what Keras' engine sets on a layer's output
+      expect(K.is_keras_tensor(out)).to.equal(true);
     });
 
     it('is an error for non-tensors', () => {
@@ -331,7 +334,8 @@ describe('api/tensors', () => {
     it('set_value and get_value are errors for non-variables', () => {
       const x = K.placeholder([2], { name: 'x' });
       expect(() => K.set_value(x, [1, 2])).to.throw(TypeError, /set_value: expected a variable \(from K.variable\), got the placeholder tensor x/);
-      expect(() => K.get_value(bad(3))).to.throw(TypeError, /get_value: expected a variable \(from K.variable\), got number 3/);
+      expect(() => K.get_value(bad(3))).to.throw(TypeError, /get_value: expected a tensor \(a variable, or an expression without placeholders\), got number 3/);
+      expect(() => K.get_value(K.add(x, 1))).to.throw(ValueError, /get_value: .* depends on placeholder "x"; evaluate it with K.function/);
     });
 
     it('batch_get_value and batch_set_value work on lists', () => {
@@ -351,7 +355,7 @@ describe('api/tensors', () => {
       expect(() => K.batch_set_value([[a, 5], [b, bad('no')]])).to.throw(TypeError, /cannot convert the string "no"/);
       expect(K.batch_get_value([a, b]).map((v) => v.toArray())).to.deep.equal([1, [1, 2]]);
       expect(() => K.batch_set_value(bad(a))).to.throw(TypeError, /batch_set_value: expected an array of \[variable, value\] pairs/);
-      expect(() => K.batch_get_value(bad(a))).to.throw(TypeError, /batch_get_value: ops must be an array of variables/);
+      expect(() => K.batch_get_value(bad(a))).to.throw(TypeError, /batch_get_value: ops must be an array of tensors/);
     });
 
     it('get_variable_shape gives a variable\'s shape and rejects other tensors', () => {

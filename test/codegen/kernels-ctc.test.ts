@@ -66,6 +66,12 @@ const KERAS: Case = {
   ll: [5, 4],
 };
 
+/**
+ * The greedy decoder's kernel output, padded to the time steps: K.ctc_decode's labels are that cut
+ * to the longest decoding (ctc_trim, data-dependent, so the function around it is interpreted).
+ */
+const padded = (d: Tensor): Tensor => (d.op === 'ctc_trim' ? d.inputs[0]! : d);
+
 /** Keras 1's Theano CTC helpers (ctc_path_probs of an interleaved label and its mask, ctc_cost, one ctc_update_log_p step) and a greedy ctc_decode. */
 function theano(): { inputs: Tensor[]; outputs: Tensor[]; feed: NDArray[] } {
   const pr = K.placeholder([5, 4], null, 'float32', false, 'pr');
@@ -75,7 +81,7 @@ function theano(): { inputs: Tensor[]; outputs: Tensor[]; feed: NDArray[] } {
   const [a1, p1] = K.ctc_update_log_p(K.constant([1, 3], 'int64'), zeros, 2, K.log(K.slice(K.reshape(pr, [-1]), [0], [7])), K.log(K.slice(K.reshape(pr, [-1]), [7], [7])));
   return {
     inputs: [pr, y],
-    outputs: [lp!, mask!, K.ctc_cost(pr, y), a1!, p1!, ...((([[d], s]) => [d!, s])(K.ctc_decode(K.reshape(pr, [1, 5, 4]), K.constant([4], 'int32'), true)))],
+    outputs: [lp!, mask!, K.ctc_cost(pr, y), a1!, p1!, ...((([[d], s]) => [padded(d!), s])(K.ctc_decode(K.reshape(pr, [1, 5, 4]), K.constant([4], 'int32'), true)))],
     feed: [new NDArray(Float32Array.from({ length: 20 }, (_, i) => 0.1 + Math.abs(Math.cos(i * 0.9))), [5, 4]), new NDArray(Int32Array.from([2, 2, 0]), [3], 'int32')],
   };
 }
@@ -248,7 +254,8 @@ describe('ctc_loss and ctc_loss_grad as kernels', () => {
   it('greedy ctc_decode is a kernel: TensorFlow\'s greedy decoder bit for bit with the reference (repeats merged, blanks dropped, lengths 0 and T)', () => {
     const yp = K.placeholder([3, 6, 4], null, 'float32', false, 'yp');
     const il = K.placeholder([3], null, 'int32', false, 'il');
-    const [[dec], score] = K.ctc_decode(yp, il, true);
+    const [[trimmed], score] = K.ctc_decode(yp, il, true);
+    const dec = padded(trimmed!);
     // sample 0 by hand: the largest class per step is 1 1 blank 1 0 0 -> [1, 1, 0]
     const hand = [1, 1, 3, 1, 0, 0].map((c) => [0, 1, 2, 3].map((k) => (k === c ? 0.7 : 0.1)));
     const probs = [hand, ...[1, 2].map((b) => Array.from({ length: 6 }, (_, t) => Array.from({ length: 4 }, (_, c) => 0.05 + Math.abs(Math.sin(b * 31 + t * 4 + c)))))];

@@ -1,6 +1,7 @@
 // Gradient tables: every case runs Theano's verify_grad (SPEC §4) in float64 and in float32 with
 // Theano's float32 tolerances, on every target of targets.ts.
 import { verify_grad } from '../../src/index.js';
+import { computesInFloat32 } from '../../src/api/gradients.js';
 import { NDArray, type NestedArray } from '../../src/ir/ndarray.js';
 import type { Node } from '../../src/ir/node.js';
 import { runsCase, targets } from './targets.js';
@@ -30,7 +31,8 @@ export function gradTable(title: string, cases: readonly GradCase[]): void {
       for (const t of targets) {
         if (!runsCase(t, title, c.name)) continue;
         for (const dtype of t.gradDTypes) {
-          if (dtype === 'float32' && c.float64Only !== undefined) continue;
+          // float64Only: too ill-conditioned for float32's step, which a float32 target takes for float64 too
+          if (c.float64Only !== undefined && (dtype === 'float32' || computesInFloat32(t.options))) continue;
           it(`${c.name} ${dtype} [${t.name}]`, () => {
             verify_grad(c.build, caseInputs(c, dtype), { functionOptions: t.options });
           });

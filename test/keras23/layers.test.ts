@@ -24,7 +24,7 @@ class BatchNormalization {
     this.moving_variance = K.ones([channels], null, 'moving_variance');
   }
   call(inputs: T, training?: 0 | 1): T {
-    const input_shape = K.int_shape(inputs);
+    const input_shape = K.int_shape(inputs)!; // null only for unknown rank
     const ndim = input_shape.length;
     const reduction_axes = Array.from({ length: ndim }, (_, i) => i).filter((i) => i !== (this.axis + ndim) % ndim);
     const broadcast_shape = new Array<number>(ndim).fill(1);

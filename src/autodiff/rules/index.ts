@@ -51,6 +51,7 @@ export const gradRules: GradTable = {
   ...controlGrads,
   // Decoding picks labels (integers) and a score of the chosen path; TensorFlow gives neither a gradient.
   ctc_decode: 'none',
+  ctc_trim: 'none',
   ctc_label_dense_to_sparse: 'none',
   ...optimizerGrads,
   ...sizedGrads,

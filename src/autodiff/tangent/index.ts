@@ -114,6 +114,7 @@ export const tangentRules: TangentTable = {
   ctc_path_probs: { unsupported: 'it is a Theano CTC helper without a derivative; differentiate K.ctc_batch_cost instead' },
   ctc_decode: 'none',
   ctc_label_dense_to_sparse: 'none',
+  ctc_trim: 'none',
   fused: { unsupported: 'fused nodes exist only in compiled graphs (the fusion pass runs after differentiation)' },
   softmax_cross_entropy: fromGradient('softmax_cross_entropy'),
 };

@@ -12,9 +12,11 @@ export interface LeafAttrs {
   readonly name: string;
   readonly dtype: DType;
   readonly shape: StaticShape;
+  /** A placeholder of unknown rank (shape is empty). */
+  readonly unknownRank?: boolean;
 }
 
-const leafInfer = (_: unknown, a: LeafAttrs) => tensorType(a.dtype, a.shape);
+const leafInfer = (_: unknown, a: LeafAttrs) => (a.unknownRank === true ? { ...tensorType(a.dtype, []), unknownRank: true as const } : tensorType(a.dtype, a.shape));
 
 export const placeholderOp = defineOp<LeafAttrs & { readonly sparse: boolean }>({
   name: 'placeholder',

@@ -56,8 +56,8 @@ interface Entry {
 /**
  * TensorFlow's ctc_beam_search_decoder (its default scorer) on one sample: a prefix tree whose
  * beam keeps the `beamWidth` prefixes of largest total probability. Each step's inputs are
- * shifted by that step's largest input (TensorFlow's CTCBeamSearchDecoder::Step), so a path's
- * score is its log-probability minus the sum of those maxima. A prefix already in the beam gets
+ * normalised by a log-softmax over the classes (TensorFlow's decoder op), so a path's score is
+ * its log-probability under the per-step softmax of the inputs. A prefix already in the beam gets
  * mass from its parent (through a blank when the labels repeat); a new child starts from its
  * parent's previous probability. Returns the `topPaths` best prefixes, best first.
  */
@@ -73,9 +73,13 @@ export function beamDecode(row: (t: number, c: number) => number, T: number, C: 
     if (e.newp.total > b.newp.total) leaves[leaves.indexOf(b)] = e;
   };
   for (let t = 0; t < T; t++) {
+    // each step normalised by a log-softmax over the classes (TensorFlow's decoder), max-shifted
     let max = -Infinity;
     for (let c = 0; c < C; c++) max = Math.max(max, row(t, c));
-    const input = (c: number): number => row(t, c) - max;
+    let sum = 0;
+    for (let c = 0; c < C; c++) sum += Math.exp(row(t, c) - max);
+    const norm = max + Math.log(sum);
+    const input = (c: number): number => row(t, c) - norm;
     const branches = [...leaves].sort((a, b) => b.newp.total - a.newp.total);
     leaves = [];
     for (const b of branches) b.oldp = { ...b.newp };
@@ -222,7 +226,42 @@ export const ctcLabelDenseToSparseOp = defineOp<Record<string, never>>({
   },
 });
 
+/**
+ * A decoded label matrix (samples, time) int32, each row its labels then -1s, cut to the longest
+ * decoding: (samples, width), width the largest count of labels in a row. TensorFlow's dense
+ * form of the decoders' sparse result (its dense_shape is [samples, longest decoding]); the width
+ * depends on the data, so a compiled function with it runs the reference interpreter.
+ */
+export const ctcTrimOp = defineOp<Record<string, never>>({
+  name: 'ctc_trim',
+  kind: 'other',
+  arity: 1,
+  infer: ([p]) => {
+    if (p!.shape.length !== 2 || p!.dtype !== 'int32') throw new InferError(`decoded labels must be an int32 matrix (samples, time), got ${p!.dtype} ${formatShape(p!.shape)}`);
+    return tensorType('int32', [p!.shape[0]!, null]);
+  },
+  impl: ([p]) => {
+    const [B, T] = p!.shape as [number, number];
+    const { data, width } = trimDecoded(p!.data, B, T);
+    return new NDArray(data, [B, width], 'int32');
+  },
+});
+
+/** ctc_trim on numbers (shared with the tfjs kernel): rows of B x T labels cut to the longest run before a -1. */
+export function trimDecoded(p: ArrayLike<number>, B: number, T: number): { data: Float64Array; width: number } {
+  let width = 0;
+  for (let b = 0; b < B; b++) {
+    let n = 0;
+    while (n < T && p[b * T + n]! >= 0) n++;
+    width = Math.max(width, n);
+  }
+  const data = new Float64Array(B * width);
+  for (let b = 0; b < B; b++) for (let i = 0; i < width; i++) data[b * width + i] = p[b * T + i]!;
+  return { data, width };
+}
+
 export const ctcDecodeOps = {
+  ctc_trim: ctcTrimOp,
   ctc_decode: ctcDecodeOp,
   ctc_label_dense_to_sparse: ctcLabelDenseToSparseOp,
 } as const;

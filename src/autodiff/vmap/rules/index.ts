@@ -51,6 +51,7 @@ export const batchRules: BatchTable = {
   ctc_path_probs: ctc,
   ctc_decode: ctc,
   ctc_label_dense_to_sparse: ctc,
+  ctc_trim: ctc,
   fused: { unsupported: 'only the fusion pass builds this op, after vmap has run' },
   // Logits and targets share one shape: both get the batch, and the axis moves by one.
   softmax_cross_entropy: (n, args, ctx) => batched(ap('softmax_cross_entropy', args.map((a) => materialize(a, ctx)), { axis: shift(n.attrs.axis, n.ndim + 1) })),

@@ -144,7 +144,7 @@ const ctcReason = 'CTC (the alpha/beta recursions over label lattices with data-
 
 export const miscTranslations: OnnxTableFor<
   keyof typeof cumulativeOps | 'in_top_k' | 'print' | keyof typeof randomOps | 'scan' | 'scan_arg' | 'tuple_get'
-  | keyof typeof ctcOps | keyof typeof ctcTheanoOps | 'ctc_decode' | 'ctc_label_dense_to_sparse' | 'fused' | 'softmax_cross_entropy'
+  | keyof typeof ctcOps | keyof typeof ctcTheanoOps | 'ctc_decode' | 'ctc_trim' | 'ctc_label_dense_to_sparse' | 'fused' | 'softmax_cross_entropy'
 > = {
   cumsum: (c, [x], a) => {
     const d = arith(c.out.dtype);
@@ -191,6 +191,7 @@ export const miscTranslations: OnnxTableFor<
   tuple_get: 'leaf',
   ...unsupported(ctcReason, ['ctc_loss', 'ctc_loss_grad', 'ctc_interleave_blanks', 'ctc_create_skip_idxs', 'ctc_update_log_p', 'ctc_path_probs']),
   ctc_decode: { unsupported: 'CTC decoding is a greedy or beam search whose result sizes depend on the data; it has no ONNX translation' },
+  ctc_trim: { unsupported: 'the width of decoded CTC labels is the longest decoding (a data-dependent shape); it has no ONNX translation' },
   ctc_label_dense_to_sparse: { unsupported: 'its result size depends on the label values (data-dependent shapes); it has no ONNX translation' },
   fused: { unsupported: 'fused kernels are made by the fusion pass, which the onnx backend does not run (ONNX Runtime fuses on its own)' },
   // -sum(t * ((x - m) - log sum exp(x - m))) along the axis

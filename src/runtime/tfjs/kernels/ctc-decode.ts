@@ -2,7 +2,7 @@
 // the CPU whatever the device, and TensorFlow.js has none: the inputs are read back to the host
 // and the same greedy and beam searches (pure functions of numbers, not NDArray code) run there.
 import { InferError } from '../../../ir/errors.js';
-import { decodeBatch, type ctcDecodeOps } from '../../../ir/ops/ctc-decode.js';
+import { decodeBatch, trimDecoded, type ctcDecodeOps } from '../../../ir/ops/ctc-decode.js';
 import type { TfTableFor } from '../types.js';
 
 export const ctcDecodeKernels: TfTableFor<keyof typeof ctcDecodeOps> = {
@@ -12,6 +12,12 @@ export const ctcDecodeKernels: TfTableFor<keyof typeof ctcDecodeOps> = {
       const { paths, scores } = decodeBatch(y!.dataSync(), len!.dataSync(), [B, T, C], a);
       return [...paths.map((p) => tf.tensor(Int32Array.from(p), [B, T], 'int32')), tf.tensor(Float32Array.from(scores), [B, a.top_paths], 'float32')];
     },
+  },
+  // host-side, as the decoders: the width is the longest decoding (ctcTrimOp)
+  ctc_trim: ([p], _, { tf }) => {
+    const [B, T] = p!.shape as [number, number];
+    const { data, width } = trimDecoded(p!.dataSync(), B, T);
+    return tf.tensor(Int32Array.from(data), [B, width], 'int32');
   },
   ctc_label_dense_to_sparse: {
     tuple: ([labels, lens], _, { tf }) => {

@@ -1,0 +1,88 @@
+// K.eval, K.get_value and K.batch_get_value: values of expressions without placeholders, computed
+// where K.function computes them (the configured backend and device), as Keras' K.eval runs
+// TensorFlow's session or Theano's compiled function. One compiled function per expression
+// (nodes are hash-consed, so one per graph structure) and backend, device and learning phase
+// source, kept until clear_session: a loop of K.eval costs what a loop of K.function calls does.
+import { ValueError } from '../ir/errors.js';
+import { describe, type NDArray } from '../ir/ndarray.js';
+import type { Node } from '../ir/node.js';
+import { leavesOf } from '../ir/graph.js';
+import type { CompiledFunction } from '../runtime/function.js';
+import { allOptions, isTensor, need, toTensor, type TensorLike } from './args.js';
+import { backend as configuredBackend, device as configuredDevice } from './config.js';
+import { Update, compileFunction } from './function.js';
+import { onClearSession } from './state.js';
+
+/** Compiled functions by their first output, then by the rest of the key (backend, device, other outputs, update target). */
+let compiled = new WeakMap<Node, Map<string, CompiledFunction>>();
+onClearSession(() => { compiled = new WeakMap(); });
+
+function cachedFunction(fn: string, outputs: readonly Node[], update: Update | undefined): CompiledFunction {
+  const first = update?.value ?? outputs[0]!;
+  const backend = configuredBackend();
+  const device = configuredDevice();
+  const key = [backend, device, ...outputs.map((o) => o.id), update === undefined ? '' : `:=${update.variable.id}`].join(',');
+  let byKey = compiled.get(first);
+  if (byKey === undefined) { byKey = new Map(); compiled.set(first, byKey); }
+  let f = byKey.get(key);
+  if (f === undefined) {
+    noPlaceholders(fn, update === undefined ? outputs : [update.value]);
+    f = compileFunction([], update === undefined ? outputs : [update.value], update === undefined ? [] : [update], { backend, device, name: update === undefined ? 'eval' : 'eval(update)' });
+    byKey.set(key, f);
+  }
+  return f;
+}
+
+function noPlaceholders(fn: string, xs: readonly Node[]): void {
+  const ph = leavesOf(xs, 'placeholder');
+  if (ph.length > 0) {
+    const x = xs.find((t) => leavesOf([t], 'placeholder').length > 0)!;
+    throw new ValueError(`${fn}: ${x.name} depends on placeholder ${JSON.stringify(ph[0]!.name)}; evaluate it with K.function and feed the placeholder`);
+  }
+}
+
+/** A leaf's own value needs no backend: a variable's current value, a constant's value (copies). */
+function leafValue(x: Node): NDArray | undefined {
+  if (x.op === 'variable') return x.cell!.value.clone();
+  if (x.op === 'constant') return (x.attrs['value'] as NDArray).clone();
+  return undefined;
+}
+
+function values(fn: string, xs: readonly Node[]): NDArray[] {
+  const leaves = xs.map(leafValue);
+  if (leaves.every((v) => v !== undefined)) return leaves as NDArray[];
+  return cachedFunction(fn, xs, undefined)([]);
+}
+
+/**
+ * K.eval(x): the value of an expression without placeholders, computed on the configured backend
+ * and device. An update record (K.update, update_add, update_sub, moving_average_update) is
+ * performed, and the variable's new value returned (TensorFlow's assign op).
+ */
+export function evaluateTensor(x: TensorLike | Update): NDArray {
+  if (x instanceof Update) return cachedFunction('eval', [], x)([])[0]!;
+  return values('eval', [toTensor('eval', x)])[0]!;
+}
+
+/** K.get_value(x): a variable's value; an expression's value as K.eval computes it (Keras: `x.eval(session)`). */
+export function get_value(x: Node): NDArray {
+  if (!isTensor(x)) throw new TypeError(`get_value: expected a tensor (a variable, or an expression without placeholders), got ${describe(x)}`);
+  return values('get_value', [x])[0]!;
+}
+
+/**
+ * batch_get_value(ops): the values of variables and expressions, the expressions computed by one
+ * function. Keras 2.3's name; Keras 2.0's `xs` is accepted in the options form ({ ops } or { xs }).
+ */
+export function batch_get_value(ops: readonly Node[] | { ops?: readonly Node[]; xs?: readonly Node[] }): NDArray[] {
+  const xs = Array.isArray(ops) ? ops : need('batch_get_value', allOptions('batch_get_value', [ops], ['ops'], { xs: 'ops' }), 'ops') as readonly Node[];
+  if (!Array.isArray(xs)) throw new TypeError(`batch_get_value: ops must be an array of tensors, got ${describe(xs)}`);
+  xs.forEach((x, i) => { if (!isTensor(x)) throw new TypeError(`batch_get_value: ops[${i}] is ${describe(x)}; expected a variable or an expression`); });
+  if (xs.length === 0) return [];
+  return values('batch_get_value', xs);
+}
+
+/** The function K.eval(x) runs under the current configuration, if it has been made (tests, the bench). */
+export function evalFunctionOf(x: Node): CompiledFunction | undefined {
+  return compiled.get(x)?.get([configuredBackend(), configuredDevice(), x.id, ''].join(','));
+}
