@@ -9,7 +9,7 @@ describe('codegen/cpu hand-off cost model', () => {
   afterEach(() => Object.assign(handoff, saved));
 
   it('splits where the saved time exceeds the measured latency, and only then', () => {
-    Object.assign(handoff, { rate: 1e7, latency: 0.1, on: true }); // 10 G multiply-adds/s, 100 us
+    Object.assign(handoff, { rate: 1e7, latency: 0.1, on: true, kept: 0 }); // 10 G multiply-adds/s, 100 us
     // 2 threads: saves W / r / 2; 2e6 multiply-adds take 0.2 ms alone, save 0.1 ms: kept; 4e6 save 0.2 ms: split
     expect(handoffThreads(2e6, 2)).to.equal(1);
     expect(handoffThreads(4e6, 2)).to.equal(2);
@@ -23,6 +23,14 @@ describe('codegen/cpu hand-off cost model', () => {
     expect(handoffThreads(4e7, 1)).to.equal(1);
     handoff.on = false;
     expect(handoffThreads(10, 2)).to.equal(2);
+  });
+
+  it('splits one product in 16 of those it keeps, to measure the latency again', () => {
+    Object.assign(handoff, { rate: 1e7, latency: 100, on: true, kept: 0 });
+    const got = Array.from({ length: 32 }, () => handoffThreads(1e6, 2));
+    expect(got.filter((t) => t === 2).length).to.equal(2);
+    expect(got[15]).to.equal(2);
+    expect(got[31]).to.equal(2);
   });
 
   it('splits while no product has measured the rate yet', () => {

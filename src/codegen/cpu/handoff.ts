@@ -12,6 +12,12 @@
 export const handoff = { rate: 0, latency: 0.05, on: true, splits: 0, kept: 0 };
 /** Weight of a new measurement in each average. */
 const ALPHA = 0.2;
+/**
+ * Every PROBE-th product the model keeps on the calling thread splits anyway, so that L follows the
+ * machine (a latency measured while the workers were starting, or under a burst of load, would
+ * otherwise never be measured again).
+ */
+const PROBE = 16;
 
 /** Turns the model off (every product with `par` splits, as before it) or on; tests that count worker panels turn it off. */
 export function setHandoffModel(on: boolean): void {
@@ -22,9 +28,9 @@ export function setHandoffModel(on: boolean): void {
 export function handoffThreads(work: number, threads: number): number {
   if (threads <= 1 || !handoff.on || handoff.rate <= 0) return threads;
   const split = (work / handoff.rate) * (1 - 1 / threads) > handoff.latency;
-  if (split) handoff.splits++;
-  else handoff.kept++;
-  return split ? threads : 1;
+  if (split) { handoff.splits++; return threads; }
+  handoff.kept++;
+  return handoff.kept % PROBE === 0 ? threads : 1;
 }
 
 /** Records a product of `work` multiply-adds that took `ms` on `threads` threads. */
