@@ -76,8 +76,73 @@ const dot = (n: number): Case => ({
   graph: ([a, b]) => K.dot(a!, b!), tf: ([a, b]) => tf.matMul(a as tf.Tensor2D, b as tf.Tensor2D),
 });
 
+/** Variables of a case's graph, and the same values as tfjs tensors kept across calls (made once, outside tf.tidy). */
+function weights(specs: readonly (readonly [number[], number, number, number])[]): { vars: () => Node[]; tf: () => tf.Tensor[] } {
+  const vals = specs.map(([sh, seed, lo, hi]) => nd(sh, seed, lo, hi));
+  let t: tf.Tensor[] | undefined;
+  return { vars: () => vals.map((v) => K.variable(v)), tf: () => (t ??= vals.map((v) => tf.keep(tf.tensor(v.data as Float32Array, v.shape as number[])))) };
+}
+
+/** conv2d of bench/cases.ts: batch 8, 32x32x16 -> 32 filters, 3x3, same padding. */
+function conv(): Case {
+  const w = weights([[[3, 3, 16, 32], 6, -0.1, 0.1]]);
+  return {
+    name: 'conv2d 8x32x32x16 -> 32, 3x3', inputs: [[[8, 32, 32, 16], 5]], calls: 2,
+    graph: ([x]) => K.conv2d(x!, w.vars()[0]!, [1, 1], 'same'),
+    tf: ([x]) => tf.conv2d(x as tf.Tensor4D, w.tf()[0] as tf.Tensor4D, 1, 'same'),
+  };
+}
+
+/** The CNN of bench/cases.ts at inference, batch 32: conv 5x5 to 16 (valid) + bias + relu, 2x2 max pool, dense 10, softmax. */
+function cnn(): Case {
+  const w = weights([[[5, 5, 1, 16], 21, -0.2, 0.2], [[16], 23, -0.1, 0.1], [[12 * 12 * 16, 10], 22, -0.05, 0.05], [[10], 24, -0.1, 0.1]]);
+  return {
+    name: 'CNN inference b32', inputs: [[[32, 28, 28, 1], 25]], calls: 5,
+    graph: ([x]) => {
+      const [Wc, bc, Wd, bd] = w.vars() as [Node, Node, Node, Node];
+      const p = K.pool2d(K.relu(K.bias_add(K.conv2d(x!, Wc, [1, 1], 'valid'), bc)), [2, 2], [2, 2], 'valid', null, 'max');
+      return K.softmax(K.dot(K.batch_flatten(p), Wd).add(bd));
+    },
+    tf: ([x]) => {
+      const [Wc, bc, Wd, bd] = w.tf() as [tf.Tensor4D, tf.Tensor1D, tf.Tensor2D, tf.Tensor1D];
+      const p = tf.maxPool(tf.relu<tf.Tensor4D>(tf.add(tf.conv2d(x as tf.Tensor4D, Wc, 1, 'valid'), bc)), 2, 2, 'valid');
+      return tf.softmax(tf.add(tf.matMul(tf.reshape(p, [32, 12 * 12 * 16]), Wd), bd));
+    },
+  };
+}
+
+/** An LSTM at inference: batch 32, 28 steps of 28 inputs, 128 units, K.rnn (one Scan), the last output (tfjs: basicLSTMCell in a loop). */
+function lstm(): Case {
+  const [T, I, U] = [28, 28, 128];
+  const w = weights([[[I, 4 * U], 31, -0.1, 0.1], [[U, 4 * U], 32, -0.1, 0.1], [[4 * U], 33, -0.1, 0.1]]);
+  return {
+    name: 'LSTM inference b32 T28 28->128', inputs: [[[32, T, I], 34]], calls: 2,
+    graph: ([x]) => {
+      const [Wx, Wh, b] = w.vars() as [Node, Node, Node];
+      const gate = (z: Node, g: number) => K.slice(z, [0, g * U], [-1, U]);
+      const step = (xt: Node, states: Node[]): [Node, Node[]] => {
+        const [h, c] = states as [Node, Node];
+        const z = K.dot(xt, Wx).add(K.dot(h, Wh)).add(b);
+        const c2 = K.sigmoid(gate(z, 1)).mul(c).add(K.sigmoid(gate(z, 0)).mul(K.tanh(gate(z, 2))));
+        const h2 = K.sigmoid(gate(z, 3)).mul(K.tanh(c2));
+        return [h2, [h2, c2]];
+      };
+      const h0 = K.zeros([32, U]);
+      return K.rnn(step, x!, [h0, h0])[0];
+    },
+    tf: ([x]) => {
+      const [Wx, Wh, b] = w.tf() as [tf.Tensor2D, tf.Tensor2D, tf.Tensor1D];
+      const W = tf.concat([Wx, Wh], 0);
+      let c = tf.zeros([32, U]) as tf.Tensor2D;
+      let h = tf.zeros([32, U]) as tf.Tensor2D;
+      for (const xt of tf.unstack(x!, 1)) [c, h] = tf.basicLSTMCell(tf.scalar(1), W, b, xt as tf.Tensor2D, c, h);
+      return h;
+    },
+  };
+}
+
 const CASES: readonly Case[] = [
-  mlp(1), mlp(32),
+  mlp(1), mlp(32), cnn(), lstm(), conv(),
   { name: 'softmax of 4096x1000', inputs: [[[4096, 1000], 41]], calls: 1, graph: ([x]) => K.softmax(x!), tf: ([x]) => tf.softmax(x!) },
   { name: 'log-softmax of 4096x1000', inputs: [[[4096, 1000], 41]], calls: 1, graph: ([x]) => K.log(K.softmax(x!)), tf: ([x]) => tf.logSoftmax(x!) },
   dot(256), dot(512), dot(1024),
