@@ -33,6 +33,18 @@ describe('codegen/cpu hand-off cost model', () => {
     expect(got[31]).to.equal(2);
   });
 
+  it('keeps a rate per kind of job (products, each shared tier kernel), one latency for all', () => {
+    Object.assign(handoff, { rate: 1e7, latency: 0.1, on: true, kept: 0, rates: new Map() });
+    // kernel kind 5 not measured yet: splits
+    expect(handoffThreads(1e3, 2, 5)).to.equal(2);
+    handoffMeasured(1e6, 1, 10, 5); // 1e5 per ms: a slow kernel
+    expect(handoff.rates.get(5)).to.equal(1e5);
+    expect(handoff.rate).to.equal(1e7);
+    // 1e5 floats: 1 ms alone at 1e5/ms, saves 0.5 ms > 0.1: split; as a product (1e7/ms) it would not
+    expect(handoffThreads(1e5, 2, 5)).to.equal(2);
+    expect(handoffThreads(1e5, 2)).to.equal(1);
+  });
+
   it('splits while no product has measured the rate yet', () => {
     Object.assign(handoff, { rate: 0, latency: 5, on: true });
     expect(handoffThreads(100, 2)).to.equal(2);

@@ -4,6 +4,7 @@
 // (the tier sums in float64 and divides once, the reference divides every term), the same with
 // the tier off (JavaScript kernels), and the same with 1 or 2 threads.
 import { expect } from 'chai';
+import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setSimdTier } from '../../src/codegen/wasm/elementwise.js';
 import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
@@ -99,6 +100,9 @@ function pooledShape(geo: Geometry): number[] {
 }
 
 describe('WebAssembly SIMD tier: pooling and its adjoint', () => {
+  // the hand-off model (src/codegen/cpu/handoff.ts) off: the workers take part whatever the machine's load
+  before(() => setHandoffModel(false));
+  after(() => setHandoffModel(true));
   // split over the worker threads from 2^18 input elements (the default threshold is higher)
   const PARALLEL_MIN = 1 << 18;
   before(() => setPoolParallelMin(PARALLEL_MIN));

@@ -5,6 +5,7 @@
 // docs/architecture.md ("Reduction precision", exp within 1 ulp: 3 ulps of a softmax element);
 // with 1 and 2 threads the same numbers.
 import { expect } from 'chai';
+import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setRowPairs } from '../../src/codegen/wasm/reduce-pair.js';
 import { PARALLEL_MIN_ELEMENTS } from '../../src/codegen/wasm/reduce.js';
@@ -53,6 +54,9 @@ function expectSame(got: Float32Array, want: Float32Array, what: string): void {
 const kernels = (src: string) => src.match(/^function k\d+/gm)?.length ?? 0;
 
 describe('codegen/wasm row pairs: softmax and its relatives in one kernel', () => {
+  // the hand-off model (src/codegen/cpu/handoff.ts) off: the workers take part whatever the machine's load
+  before(() => setHandoffModel(false));
+  after(() => setHandoffModel(true));
   const L = 1000;
   const cases: [string, Graph, (rows: number) => number[][], number][] = [
     ['softmax', ([x]) => K.softmax(x!), (r) => [[r, L]], 3],
