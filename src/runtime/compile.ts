@@ -47,7 +47,7 @@ function tileOf(variant: string): LowerSpec['tile'] {
 /** What the cpu's kernels fuse (src/codegen/templates.ts); the gpu renders the same kernel IR. */
 export const cpuFusion = { classify, shapeOnly, matmulPrologue } satisfies FusionTarget;
 /** The cpu target's: poolings the WebAssembly pool tier takes stay kernels of their own (codegen/wasm/pool.ts poolAlone). */
-const cpuTargetFusion = { ...cpuFusion, alone: poolAlone } satisfies FusionTarget;
+export const cpuTargetFusion = { ...cpuFusion, alone: poolAlone } satisfies FusionTarget;
 
 function debugFlags(): Set<string> {
   return new Set((platform.env('THEANINE_DEBUG') ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''));
