@@ -15,6 +15,9 @@ import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
 import { backend as K, NDArray } from '../src/index.js';
 import type { Node } from '../src/ir/node.js';
 import { threadCount } from '../src/codegen/cpu/threads.js';
+import { measurePeak } from '../src/codegen/wasm/peak.js';
+import { hasRelaxedSimd } from '../src/codegen/wasm/encode.js';
+import { matmulFma } from '../src/codegen/cpu/wasm-kernel.js';
 
 const require = createRequire(import.meta.url);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 9);
@@ -49,6 +52,8 @@ interface Case {
   readonly tf: (xs: readonly tf.Tensor[]) => tf.Tensor;
   /** Calls per timed round (short cases are timed over several calls). */
   readonly calls: number;
+  /** Floating-point operations per call (matrix products): the rate and its fraction of the measured peak are printed. */
+  readonly flops?: number;
 }
 
 /** The MLP inference of bench/cases.ts: 784-256-10, relu, softmax, fixed weights (variables, initializers in ONNX). */
@@ -72,7 +77,7 @@ function mlp(batch: number): Case {
 }
 
 const dot = (n: number): Case => ({
-  name: `dot ${n}`, inputs: [[[n, n], 1], [[n, n], 2]], calls: n <= 256 ? 10 : 1,
+  name: `dot ${n}`, inputs: [[[n, n], 1], [[n, n], 2]], calls: n <= 256 ? 10 : 1, flops: 2 * n * n * n,
   graph: ([a, b]) => K.dot(a!, b!), tf: ([a, b]) => tf.matMul(a as tf.Tensor2D, b as tf.Tensor2D),
 });
 
@@ -87,7 +92,7 @@ function weights(specs: readonly (readonly [number[], number, number, number])[]
 function conv(): Case {
   const w = weights([[[3, 3, 16, 32], 6, -0.1, 0.1]]);
   return {
-    name: 'conv2d 8x32x32x16 -> 32, 3x3', inputs: [[[8, 32, 32, 16], 5]], calls: 2,
+    name: 'conv2d 8x32x32x16 -> 32, 3x3', inputs: [[[8, 32, 32, 16], 5]], calls: 2, flops: 2 * 8 * 32 * 32 * 32 * 3 * 3 * 16,
     graph: ([x]) => K.conv2d(x!, w.vars()[0]!, [1, 1], 'same'),
     tf: ([x]) => tf.conv2d(x as tf.Tensor4D, w.tf()[0] as tf.Tensor4D, 1, 'same'),
   };
@@ -178,6 +183,10 @@ async function main(): Promise<void> {
   ort.env.wasm.numThreads = ORT_THREADS;
   const load0 = os.loadavg()[0]!;
   console.log(`ort-web bench: ${os.cpus()[0]?.model ?? 'cpu'} x${os.cpus().length}, node ${process.version}, ${ROUNDS} rounds, clock ${CPU_CLOCK ? 'process CPU time' : 'wall'}; threads: theanine ${threadCount()}, onnxruntime-web ${ORT_THREADS}, tfjs-wasm 1; load average ${load0.toFixed(1)}`);
+  // item 5 of issue 33: each product's rate as a fraction of one core's measured multiply-add peak times the threads it may use
+  const peak = measurePeak(hasRelaxedSimd());
+  const f32Peak = peak === undefined ? undefined : matmulFma() ? peak.f32x4Fused ?? peak.f32x4 : peak.f32x4;
+  if (f32Peak !== undefined) console.log(`measured peak of one core: f32x4 ${f32Peak.toFixed(1)} GFLOP/s${matmulFma() ? ' (relaxed FMA)' : ''}; products: GFLOP/s, % of the peak times the threads`);
   console.log(`${'case'.padEnd(30)} ${'theanine'.padStart(10)} ${'tfjs-wasm'.padStart(10)} ${'ort-web'.padStart(10)} ${'vs wasm'.padStart(8)} ${'vs ort'.padStart(8)}`);
   for (const c of CASES) {
     if (filter !== undefined && !new RegExp(filter).test(c.name)) continue;
@@ -194,7 +203,10 @@ async function main(): Promise<void> {
     const med = (n: string) => { const s = [...times[n]!].sort((a, b) => a - b); return s[s.length >> 1]!; };
     const th = med('theanine');
     const fmt = (x: number) => `${x < 1 ? x.toFixed(3) : x.toFixed(2)} ms`.padStart(10);
-    console.log(`${c.name.padEnd(30)} ${fmt(th)} ${fmt(med('tfjs-wasm'))} ${fmt(med('ort-web'))} ${`${(med('tfjs-wasm') / th).toFixed(2)}x`.padStart(8)} ${`${(med('ort-web') / th).toFixed(2)}x`.padStart(8)}`);
+    const rate = (n: string, threads: number) => (c.flops === undefined || f32Peak === undefined ? ''
+      : ` ${n} ${(c.flops / med(n) / 1e6).toFixed(1)} GF/s ${((100 * c.flops) / med(n) / 1e6 / (f32Peak * threads)).toFixed(0)}%`);
+    const rates = c.flops === undefined || CPU_CLOCK ? '' : `  ${rate('theanine', threadCount())},${rate('tfjs-wasm', 1)},${rate('ort-web', ORT_THREADS)}`;
+    console.log(`${c.name.padEnd(30)} ${fmt(th)} ${fmt(med('tfjs-wasm'))} ${fmt(med('ort-web'))} ${`${(med('tfjs-wasm') / th).toFixed(2)}x`.padStart(8)} ${`${(med('ort-web') / th).toFixed(2)}x`.padStart(8)}${rates}`);
   }
   console.log(`load average at the end ${os.loadavg()[0]!.toFixed(1)}`);
   process.exit(0);
