@@ -192,13 +192,14 @@ async function main(): Promise<void> {
       if (ms === undefined) return '-'.padStart(12);
       return (c.flops !== undefined ? `${(c.flops / ms / 1e6).toFixed(2)} GF/s` : `${ms.toFixed(2)} ms`).padStart(12);
     };
-    const ofPeak = (n: ImplName, p: number | undefined) => {
+    // the fraction of the peak of the threads it may use (one core's peak times the threads)
+    const ofPeak = (n: ImplName, p: number | undefined, threads = 1) => {
       const ms = med.get(n);
-      return ms === undefined || p === undefined || c.flops === undefined ? '' : ` ${(100 * c.flops / ms / 1e6 / p).toFixed(0)}%`;
+      return ms === undefined || p === undefined || c.flops === undefined ? '' : ` ${(100 * c.flops / ms / 1e6 / (p * threads)).toFixed(0)}%${threads > 1 ? ` of ${threads} cores` : ''}`;
     };
     const th = med.get('theanine')!;
     const ratio = (n: ImplName) => (med.has(n) ? `${(med.get(n)! / th).toFixed(2)}x` : '-').padStart(8);
-    const peaks = c.flops === undefined || peak === undefined ? '' : `  peak: theanine${ofPeak('theanine', ownPeak)}, tfjs-wasm${ofPeak('tfjs-wasm', peak.f32x4)}`;
+    const peaks = c.flops === undefined || peak === undefined ? '' : `  peak: theanine${ofPeak('theanine', ownPeak, threadCount())}, tfjs-wasm${ofPeak('tfjs-wasm', peak.f32x4)}`;
     print(`${c.name.padEnd(34)} ${fmt('theanine')} ${fmt('tensorflow')} ${fmt('onnx')} ${fmt('theanine-gpu')} ${fmt('tfjs-cpu')} ${fmt('tfjs-wasm')} ${ratio('tensorflow')} ${ratio('onnx')} ${ratio('tfjs-cpu')} ${ratio('tfjs-wasm')}${peaks}${c.note !== undefined ? `  (${c.note})` : ''}`);
     results.push({
       name: c.name, note: c.note, medianMs: Object.fromEntries(med), flops: c.flops,

@@ -10,7 +10,7 @@ import {
   builtinPassNames, defineUserPass, isUserPass, resolvePipeline, undefineUserPass, userPasses,
   type PassOptions, type PassRewrite, type PassSelection, type UserPass,
 } from '../passes/user.js';
-import { cpuFusion } from '../runtime/compile.js';
+import { cpuTargetFusion } from '../runtime/compile.js';
 import { optimizerLevel } from './config.js';
 
 export type { PassOptions, PassRewrite, PassSelection, UserPass };
@@ -67,7 +67,7 @@ export function optimize(outputs: Node | readonly Node[], opts?: OptimizeOptions
   if (!Array.isArray(outs) || !outs.every((o) => o instanceof Node)) throw new TypeError(`optimize: expected a tensor or an array of tensors, got ${describe(outputs)}`);
   const { level, passes } = options('optimize', opts);
   const reports: PassReport[] = [];
-  const g = runPasses(resolvePipeline(level, cpuFusion, passes), { outputs: outs }, { onPass: (r) => reports.push(r) });
+  const g = runPasses(resolvePipeline(level, cpuTargetFusion, passes), { outputs: outs }, { onPass: (r) => reports.push(r) });
   return { outputs: g.outputs, passes: reports, debugprint: (opts?: { readonly trace?: boolean }) => debugprintNodes(g.outputs, { label: fusedLabel, trace: opts?.trace === true }) };
 }
 
@@ -85,7 +85,7 @@ export interface PassInfo {
  */
 export function listPasses(opts?: OptimizeOptions): PassInfo[] {
   const { level, passes } = options('listPasses', opts);
-  const list = resolvePipeline(level, cpuFusion, passes);
+  const list = resolvePipeline(level, cpuTargetFusion, passes);
   const seen = new Set<string>();
   const out: PassInfo[] = [];
   for (const p of list) {

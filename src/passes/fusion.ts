@@ -30,6 +30,12 @@ export interface FusionTarget {
   shapeOnly?(n: Node, input: number): boolean;
   /** Whether elementwise producers of a matmul's operands may be computed while packing them (default yes). */
   matmulPrologue?(n: Node): boolean;
+  /**
+   * Reductions the target runs best as kernels of their own (the cpu's pooling tier): nothing is
+   * fused into them and they join no consumer's group (their elementwise producers then go to the
+   * producer's own kernel: a convolution's epilogue).
+   */
+  alone?(n: Node): boolean;
 }
 
 /** Where a group member is evaluated: the output loop space, inside one reduction, or while packing a matmul operand. */
@@ -125,11 +131,12 @@ export function fuseGraph(g: Graph, target: FusionTarget): Graph {
         break;
       case 'elementwise':
         if (!(excl || recomputable(p)) || (sp !== 'dotin' && !fits())) return false;
+        if (typeof sp !== 'string' && target.alone?.(sp) === true) return false;
         if (sp === 'dotin' && !users.every((c) => target.classify(c) !== 'matmul' || target.matmulPrologue?.(c) !== false)) return false;
         break;
       case 'reduction':
         // Under a view (tile, a broadcast) a reduction would be recomputed per element it is read at.
-        if (!excl || sp !== 'out' || grp.hasMatmul || !fits() || !users.every((c) => target.classify(c) === 'elementwise')) return false;
+        if (target.alone?.(p) === true || !excl || sp !== 'out' || grp.hasMatmul || !fits() || !users.every((c) => target.classify(c) === 'elementwise')) return false;
         grp.hasReduction = true;
         break;
       case 'matmul': {

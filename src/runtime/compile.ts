@@ -18,6 +18,7 @@ import type { Program } from '../codegen/kernel.js';
 import { buildModule, clearKernelCaches, profileRows, type RunFn } from '../codegen/cpu/module.js';
 import { matmulPrecision, packArena, tile32 } from '../codegen/cpu/wasm-kernel.js';
 import { IGEMM_TILE } from '../codegen/wasm/igemm.js';
+import { poolAlone } from '../codegen/wasm/pool.js';
 import type { LowerSpec } from '../codegen/lower.js';
 import { interpreterExecutor, type Executor } from './function.js';
 import { ProgramCache } from './program-cache.js';
@@ -45,6 +46,8 @@ function tileOf(variant: string): LowerSpec['tile'] {
 
 /** What the cpu's kernels fuse (src/codegen/templates.ts); the gpu renders the same kernel IR. */
 export const cpuFusion = { classify, shapeOnly, matmulPrologue } satisfies FusionTarget;
+/** The cpu target's: poolings the WebAssembly pool tier takes stay kernels of their own (codegen/wasm/pool.ts poolAlone). */
+export const cpuTargetFusion = { ...cpuFusion, alone: poolAlone } satisfies FusionTarget;
 
 function debugFlags(): Set<string> {
   return new Set((platform.env('THEANINE_DEBUG') ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''));
@@ -171,7 +174,7 @@ function compiledExecutor(req: TargetRequest): Executor & { source(): string; lo
 
 /** The cpu: the optimizer's passes with the cpu's fusion, JavaScript (and WebAssembly) kernels per input shapes; `none` interprets. */
 export const cpuTarget: Target<Specialization> = {
-  passes: passesFor(cpuFusion),
+  passes: passesFor(cpuTargetFusion),
   // The matmul precision configured when a function is made (JAX's default_matmul_precision is
   // likewise read when a function is traced): a function made under another one never shares code.
   variant: () => {

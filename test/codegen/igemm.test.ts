@@ -7,6 +7,7 @@
 // the kernel gradient (conv_kernel_grad) through a table of window origins over the input copied
 // with its padding as zeros; the same numbers with 1 and 2 threads, the workers taking part.
 import { expect } from 'chai';
+import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
 import { backend as K, NDArray } from '../../src/index.js';
 import type { Node } from '../../src/ir/node.js';
 import { setEnvironment } from '../../src/api/config.js';
@@ -61,8 +62,9 @@ function run(c: Case): { outs: Float32Array[]; source: string } {
 describe('codegen/cpu convolutions through an indirection buffer (igemm)', function () {
   this.timeout(120000);
   // The JavaScript kernel sums as the WebAssembly ones do without fused multiply-adds.
-  beforeEach(() => { setMatmulFma(false); setEnvironment({ THEANINE_MATMUL_PRECISION: 'float32' }); clearCompileCache(); });
-  afterEach(() => { setWasmKernel(true); setThreads(undefined); setMatmulFma(undefined); setEnvironment({ THEANINE_MATMUL_PRECISION: undefined }); clearCompileCache(); });
+  // the hand-off model (src/codegen/cpu/handoff.ts) off: the workers take part whatever the machine's load
+  beforeEach(() => { setMatmulFma(false); setHandoffModel(false); setEnvironment({ THEANINE_MATMUL_PRECISION: 'float32' }); clearCompileCache(); });
+  afterEach(() => { setWasmKernel(true); setThreads(undefined); setMatmulFma(undefined); setHandoffModel(true); setEnvironment({ THEANINE_MATMUL_PRECISION: undefined }); clearCompileCache(); });
 
   for (const c of CASES) {
     it(`${c.name}: the igemm kernel, bit for bit the im2col product's sums`, () => {

@@ -6,6 +6,7 @@
 // and N threads; and precision "float64" still equal to the reference bit for bit.
 import { execFileSync } from 'node:child_process';
 import { expect } from 'chai';
+import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setEnvironment } from '../../src/api/config.js';
 import { matmulFma, matmulPrecision, setMatmulFma, setWasmKernel, tile32 } from '../../src/codegen/cpu/wasm-kernel.js';
@@ -67,7 +68,9 @@ function products(optimizer: 'fast_run' | 'none', M: number, Kd: number, N: numb
 
 describe('codegen/cpu float32 matrix products (matmul precision "float32")', function () {
   this.timeout(120000);
-  afterEach(() => { setWasmKernel(true); setMatmulFma(undefined); setThreads(undefined); });
+  // the hand-off model (src/codegen/cpu/handoff.ts) off: the workers take part whatever the machine's load
+  beforeEach(() => setHandoffModel(false));
+  afterEach(() => { setWasmKernel(true); setMatmulFma(undefined); setThreads(undefined); setHandoffModel(true); });
 
   it('the precision is configured ("float64" unless keras.json or THEANINE_MATMUL_PRECISION says otherwise) and checked', () => {
     expect(withPrecision('float32', () => matmulPrecision())).to.equal('float32');

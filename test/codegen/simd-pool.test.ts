@@ -4,6 +4,7 @@
 // (the tier sums in float64 and divides once, the reference divides every term), the same with
 // the tier off (JavaScript kernels), and the same with 1 or 2 threads.
 import { expect } from 'chai';
+import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setSimdTier } from '../../src/codegen/wasm/elementwise.js';
 import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
@@ -99,10 +100,11 @@ function pooledShape(geo: Geometry): number[] {
 }
 
 describe('WebAssembly SIMD tier: pooling and its adjoint', () => {
-  // split over the worker threads from 2^18 input elements (the default threshold is higher)
+  // split over the worker threads from 2^18 input elements (the default threshold is higher), and
+  // the hand-off model (src/codegen/cpu/handoff.ts) off: the workers take part whatever the machine's load
   const PARALLEL_MIN = 1 << 18;
-  before(() => setPoolParallelMin(PARALLEL_MIN));
-  after(() => setPoolParallelMin(undefined));
+  before(() => { setPoolParallelMin(PARALLEL_MIN); setHandoffModel(false); });
+  after(() => { setPoolParallelMin(undefined); setHandoffModel(true); });
   const LARGE: Geometry[] = [
     { name: 'max 3x3 stride 1 same, ties', shape: [5, 32, 32, 64], pool: [3, 3], strides: [1, 1], padding: 'same', mode: 'max', ties: true, infRows: true },
     { name: 'max 2x2 tiling, ties', shape: [4, 32, 32, 64], pool: [2, 2], strides: [2, 2], padding: 'valid', mode: 'max', ties: true },

@@ -3,6 +3,7 @@
 // are bit-identical; row sums and products fold in another order, within the bound of
 // docs/numerics.md ("Reduction precision"): |got - ref| <= ulp32(ref) + 2 gamma_L(2^-53) sum |terms|.
 import { expect } from 'chai';
+import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setSimdTier } from '../../src/codegen/wasm/elementwise.js';
 import { COL_BLOCK, PARALLEL_MIN_ELEMENTS, setReduceF32Elements } from '../../src/codegen/wasm/reduce.js';
@@ -57,6 +58,9 @@ function expectSame(got: Float32Array, ref: Float32Array, what: string): void {
 }
 
 describe('codegen/wasm SIMD reduction tier', () => {
+  // the hand-off model (src/codegen/cpu/handoff.ts) off: the workers take part whatever the machine's load
+  before(() => setHandoffModel(false));
+  after(() => setHandoffModel(true));
   // [name, graph, shape, bit-identical to the reference?]
   const exact: [string, (x: Node) => Node, number[]][] = [
     ['sum over axis 0 (columns)', (x) => K.sum(x, 0), [300, 77]],

@@ -6,6 +6,7 @@ import { backend as K, NDArray } from '../../src/index.js';
 import { setThreads, threadCount, PARALLEL_MIN_MACS } from '../../src/codegen/cpu/threads.js';
 import { packArena, setMatmulFma, setWasmKernel, threadPool } from '../../src/codegen/cpu/wasm-kernel.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
+import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
 import { PARALLEL_MIN_ELEMENTS } from '../../src/codegen/wasm/elementwise.js';
 import { reloadConfig } from '../../src/api/config.js';
 import { threadPool as pool } from '../../src/codegen/cpu/threads.js';
@@ -27,8 +28,9 @@ function build() {
 describe('codegen/cpu worker threads', function () {
   this.timeout(120000);
   // The JavaScript kernels sum as the WebAssembly ones do without fused multiply-adds (a runtime with relaxed SIMD fuses float32 sums).
-  beforeEach(() => setMatmulFma(false));
-  afterEach(() => { setThreads(undefined); setMatmulFma(undefined); clearCompileCache(); });
+  // The hand-off model (src/codegen/cpu/handoff.ts) may keep these products on the calling thread on a loaded machine: off, so the workers take part.
+  beforeEach(() => { setMatmulFma(false); setHandoffModel(false); });
+  afterEach(() => { setThreads(undefined); setMatmulFma(undefined); setHandoffModel(true); clearCompileCache(); });
 
   it('the products of the test are large enough to be split', () => {
     expect(130 * 129 * 131).to.be.greaterThan(PARALLEL_MIN_MACS);

@@ -14,7 +14,8 @@ import { stepBuffers, type BufferDecl, type ExternStep, type MatmulKernel, type 
 import type { Plan } from '../plan.js';
 import { planElementwise, renderElementwise } from '../wasm/elementwise.js';
 import { planPool, renderPool } from '../wasm/pool.js';
-import { planReduce, renderReduce } from '../wasm/reduce.js';
+import { planReduce, renderReduce, type RedPlan } from '../wasm/reduce.js';
+import { planRowPair } from '../wasm/reduce-pair.js';
 import { fusablePair, planPhilox, renderPhilox, renderPhiloxPair, type PhiloxPlan } from '../wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
@@ -86,6 +87,8 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
   const dtype = (id: number) => p.buffers[id]!.dtype;
   // A draw into a temporary that only the next step, an elementwise loop, reads: drawn inside that loop's kernel.
   let pending: PhiloxPlan | undefined;
+  // Two row kernels whose intermediate only the second reads: one kernel at the second (../wasm/reduce-pair.ts).
+  let rowPair: RedPlan | undefined;
   p.steps.forEach((s, i) => {
     const lines: string[] = [];
     const call = (s: Step, render: (env: RenderEnv) => KernelSource, indent = '') => lines.push(indent + kernelCall(b.kernel(s, render)));
@@ -94,6 +97,15 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
       // random draws: ../wasm/philox.ts; fused elementwise loops: ../wasm/elementwise.ts), else JavaScript.
       const drawn = pending;
       pending = undefined;
+      if (rowPair !== undefined) {
+        const rp = rowPair;
+        rowPair = undefined;
+        call({ ...s, origin: [...(p.steps[i - 1]!.origin ?? []), ...(s.origin ?? [])] }, (env) => renderReduce(rp, env.bufName));
+        body.push(...b.step(s, i, lines));
+        return;
+      }
+      rowPair = b.wasm && drawn === undefined ? planRowPair(p, i, dtype) : undefined;
+      if (rowPair !== undefined) return;
       // a pool_grad's first kernel, which only the next reads: not run where the next runs in the pool tier
       const nextPool = p.steps[i + 1];
       if (s.poolAux === true && b.wasm && nextPool?.kind === 'loop' && planPool(nextPool, dtype) !== undefined) return;

@@ -270,6 +270,20 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
   const store = `${out}[${indexCode(sub(k.out.index), nm)}] = ${w.code(v)};`;
   const f32 = k.sum === 'float32';
   if (!f32 && (mr !== 4 || nr !== 4)) throw new Error('internal: the cpu float64 matmul micro-kernel is 4 x 4');
+  // A plain product stored row by row in order (no epilogue: the float32 sums themselves): each
+  // panel's rows are copied whole (TypedArray.set, a memory copy) instead of element by element;
+  // without padded columns the rows of panels [lo, hi) are one range of the sums and of the output:
+  // one copy (a convolution's 4608 panels of 4 rows of 16: 4608 copies of 64 floats before).
+  const oi = sub(k.out.index);
+  const copyRows = rowMajor && v.t === 'acc' && (k.out.dtype === 'float32' || k.out.dtype === 'float64')
+    && oi.terms.every(([a]) => a.kind === 'var' && [ip.id, rv.id, jv.id, ib.id].includes(a.v.id))
+    && oi.coef(jv) === 1 && oi.coef(rv) === N && oi.coef(ip) === mr * N;
+  if (copyRows && NP * nr === N) {
+    const at = [...(oi.coef(ib) !== 0 ? [`ib * ${oi.coef(ib)}`] : []), `lo * ${mr * N}`, ...(oi.c !== 0 ? [String(oi.c)] : [])].join(' + ');
+    lines.push(`  const end = hi < ${MP} ? hi * ${mr * N} : ${M * N};`);
+    lines.push(`  for (let ib = 0; ib < ${B}; ib++) ${out}.set(acc.subarray(ib * ${MP * mr * N} + lo * ${mr * N}, ib * ${MP * mr * N} + end), ${at});`);
+    return matmulSource(name, k, env, bufs, lines, M, K, N, MP);
+  }
   if (wasm && !all) lines.push(`  const wt = ${rowVec ? `rt.arena.blocks[${ROWVEC_EXPORT + M - 1}]` : f32 ? `rt.arena.blocks[${blockVariant(mr, true)}]` : 'rt.arena.tile'}, oa = ${pa}.byteOffset, ob = ${pb}.byteOffset, oc = acc.byteOffset;`);
   lines.push(`  for (let ib = 0; ib < ${B}; ib++) {`);
   lines.push('    for (let ip = lo; ip < hi; ip++) {');
@@ -281,12 +295,6 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
     : wasm ? `      wt(oa + pa0 * 8, ob + ib * ${NP * K * nr * 8}, ${K}, oc, ${NP});`
     : f32 ? `      rt.rowPanel32(${pa}, pa0, ${pb}, ib * ${NP * K * nr}, ${K}, acc, ${NP}, ${mr}, ${nr});`
     : `      rt.rowPanel4x4(${pa}, pa0, ${pb}, ib * ${NP * K * nr}, ${K}, acc, ${NP});`);
-  // A plain product stored row by row in order (no epilogue: the float32 sums themselves): each
-  // panel's rows are copied whole (TypedArray.set, a memory copy) instead of element by element.
-  const oi = sub(k.out.index);
-  const copyRows = rowMajor && v.t === 'acc' && (k.out.dtype === 'float32' || k.out.dtype === 'float64')
-    && oi.terms.every(([a]) => a.kind === 'var' && [ip.id, rv.id, jv.id, ib.id].includes(a.v.id))
-    && oi.coef(jv) === 1 && oi.coef(rv) === N && oi.coef(ip) === mr * N;
   if (copyRows) {
     const at = [...(oi.coef(ib) !== 0 ? [`ib * ${oi.coef(ib)}`] : []), `ip * ${mr * N}`, ...(oi.c !== 0 ? [String(oi.c)] : [])].join(' + ');
     lines.push(NP * nr === N ? `      ${out}.set(acc.subarray(ao, ao + re * ${N}), ${at});`
@@ -307,6 +315,11 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
     lines.push('          }', '        }');
   }
   if (!copyRows) lines.push('      }', '    }', '  }');
+  return matmulSource(name, k, env, bufs, lines, M, K, N, MP);
+}
+
+/** The source of renderMatmulCompute's function from its body lines. */
+function matmulSource(name: string, k: MatmulKernel, env: RenderEnv, bufs: ReadonlySet<number>, lines: readonly string[], M: number, K: number, N: number, MP: number): KernelSource {
   const params = [...bufs].sort((p, q) => p - q);
   const args = ['acc', ...params.map((p) => env.bufName(p)), 'lo', 'hi'];
   return { needsAcc: true, source: `function ${name}(${args.join(', ')}) { // ${commentText(`matmul ${M}x${K}x${N} [${k.label}]`)}\n${lines.join('\n')}\n}`, buffers: params, rows: MP };

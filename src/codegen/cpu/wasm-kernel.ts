@@ -2,6 +2,7 @@
 // assembled in ../wasm/matmul.ts; packing buffers live in the instance's memory, so the kernel
 // reads them in place; where WebAssembly SIMD is missing, compiled functions use the JavaScript
 // kernel (microkernel.ts).
+import { handoffMeasured, handoffThreads } from './handoff.js';
 import { hasRelaxedSimd, SHARED_MAX_PAGES, WA, type WasmMemory, type WasmModule } from '../wasm/encode.js';
 import { matmulModuleBytes, TILE32, TILE32_WIDE } from '../wasm/matmul.js';
 import { BLOCK_EXPORTS, type MatmulJob, NO_OPERAND, type PackOperand, type PackPanel, type PanelBlock, type RowVec, runHere, threadCount, threadPool } from './threads.js';
@@ -362,7 +363,10 @@ export class PackArena {
    * (small products: matmul.ts sumsAlone).
    */
   tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, B: number, T = 128, variant = 0, par = true): void {
-    const threads = this.shared && par ? threadCount() : 1;
+    // multiply-adds (float64 tiles count twice: half the lanes), and the threads the hand-off model gives them (./handoff.ts)
+    const work = B * MP * NP * K * (T / 4);
+    const threads = handoffThreads(work, this.shared && par ? threadCount() : 1);
+    const t0 = performance.now();
     // Staged operands are packed by the job's first claims (pairs of them; a product stages two at most).
     const ops = this.pending;
     this.pending = [];
@@ -374,6 +378,7 @@ export class PackArena {
     const G = threads > 1 && B === 1 ? Math.max(1, Math.min(fit, Math.ceil(MP / (4 * threads)))) : fit;
     const P = o1[0] + o2[0];
     this.run(threads, [0, P + B * Math.ceil(MP / G), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP, T, variant, P, ...o1, ...o2]);
+    handoffMeasured(work, threads, performance.now() - t0);
   }
 
   private run(threads: number, job: MatmulJob): void {

@@ -10,6 +10,8 @@ import type { Body } from './encode.js';
 export const S = {
   load64Zero: 0x5d, store64Lane: 0x5b, demote: 0x5e, promote: 0x5f, v128Const: 0x0c, splat: 0x14,
   abs: 0xec, neg: 0xed, sqrt: 0xef, add: 0xf0, sub: 0xf1, mul: 0xf2, div: 0xf3, min: 0xf4, max: 0xf5,
+  // as F32's pmin/pmax: clamps to a constant, NaN kept, one x64 instruction
+  pmin: 0xf6, pmax: 0xf7,
   eq: 0x47, ne: 0x48, lt: 0x49, gt: 0x4a, le: 0x4b, ge: 0x4c,
   and: 0x4e, or: 0x50, not: 0x4d, bitselect: 0x52,
   nearest: 0x94, truncSatZero: 0xfc, extendLowS: 0xc7, i64Add: 0xce, i64Shl: 0xcb, i64ShrU: 0xcd,
@@ -22,6 +24,9 @@ export const I32X4_SHL = 0xab, I32X4_SHR_S = 0xac, I32X4_SUB = 0xb1;
 export const F32: Readonly<Record<string, number>> = {
   abs: 0xe0, neg: 0xe1, sqrt: 0xe3, add: 0xe4, sub: 0xe5, mul: 0xe6, div: 0xe7, min: 0xe8, max: 0xe9,
   eq: 0x41, ne: 0x42, lt: 0x43, gt: 0x44, le: 0x45, ge: 0x46,
+  // pmin(a, b) = b < a ? b : a, pmax(a, b) = a < b ? b : a: one x64 instruction each where min and
+  // max take several (NaN, signed zeros); with a constant b they clamp as min/max do, NaN in a kept
+  pmin: 0xea, pmax: 0xeb,
 };
 
 /** Float64 (or float32) constants as v128 locals, splatted once before the loop (not once per iteration). */
@@ -84,7 +89,7 @@ export type Approx = (b: Body, c: Consts, x: number, t: number) => void;
  */
 const tanhApprox: Approx = (b, c, x, t) => {
   const [Y, K2, P] = [t, t + 1, t + 2];
-  b.get(x).v(S.abs); c.get(20).v(S.min); c.get(2).v(S.mul).set(Y);
+  b.get(x).v(S.abs); c.get(20).v(S.pmin); c.get(2).v(S.mul).set(Y);
   expParts(b, c, Y, K2, P);
   b.get(K2).get(P).v(S.mul).get(K2); c.get(1).v(S.sub).v(S.add).set(P); // em1
   b.get(P).get(P); c.get(2).v(S.add).v(S.div);
@@ -92,13 +97,13 @@ const tanhApprox: Approx = (b, c, x, t) => {
 };
 const expApprox: Approx = (b, c, x, t) => {
   const [Y, K2, P] = [t, t + 1, t + 2];
-  b.get(x); c.get(-110).v(S.max); c.get(100).v(S.min).set(Y);
+  b.get(x); c.get(-110).v(S.pmax); c.get(100).v(S.pmin).set(Y);
   expParts(b, c, Y, K2, P);
   b.get(K2).get(P).v(S.mul).get(K2).v(S.add);
 };
 const sigmoidApprox: Approx = (b, c, x, t) => {
   const [Y, K2, P] = [t, t + 1, t + 2];
-  b.get(x).v(S.abs); c.get(110).v(S.min).v(S.neg).set(Y);
+  b.get(x).v(S.abs); c.get(110).v(S.pmin).v(S.neg).set(Y);
   expParts(b, c, Y, K2, P);
   b.get(K2).get(P).v(S.mul).get(K2).v(S.add).set(P); // e
   b.get(P); c.get(1).v(S.add).set(Y); // d = 1 + e
@@ -193,7 +198,7 @@ function expParts32(b: Body, c: Consts, Y: number, K: number, P: number, KI: num
  */
 const expApprox32: Approx = (b, c, x, t) => {
   const [Y, K, P, K1] = [t, t + 1, t + 2, t + 3];
-  b.get(x); c.get(-104).v(F32['max']!); c.get(89).v(F32['min']!).set(Y);
+  b.get(x); c.get(-104).v(F32['pmax']!); c.get(89).v(F32['pmin']!).set(Y);
   expParts32(b, c, Y, K, P, K1, 254);
   // in i32x4 lanes from here: k + 254, (k + 254) >> 1 = k1 + 127 with k1 = floor(k/2), and
   // (k + 254) - (k1 + 127) = k2 + 127 with k2 = k - k1: each 2^k's exponent field, biased
@@ -209,7 +214,7 @@ const expApprox32: Approx = (b, c, x, t) => {
  */
 const tanhApprox32: Approx = (b, c, x, t) => {
   const [Y, K, P, KI] = [t, t + 1, t + 2, t + 3];
-  b.get(x).v(F32['abs']!); c.get(9.5).v(F32['min']!); c.get(2).v(F32['mul']!).set(Y);
+  b.get(x).v(F32['abs']!); c.get(9.5).v(F32['pmin']!); c.get(2).v(F32['mul']!).set(Y);
   expParts32(b, c, Y, K, P, KI, 127);
   b.get(KI).i32(23).v(I32X4_SHL).tee(K).get(P).v(F32['mul']!).get(K); c.get(1).v(F32['sub']!).v(F32['add']!).set(P); // em1
   b.get(P).get(P); c.get(2).v(F32['add']!).v(F32['div']!);
@@ -222,7 +227,7 @@ const tanhApprox32: Approx = (b, c, x, t) => {
  */
 const sigmoidApprox32: Approx = (b, c, x, t) => {
   const [Y, E, D] = [t, t + 1, t + 2];
-  b.get(x).v(F32['abs']!); c.get(104).v(F32['min']!).v(F32['neg']!).set(Y);
+  b.get(x).v(F32['abs']!); c.get(104).v(F32['pmin']!).v(F32['neg']!).set(Y);
   expApprox32(b, c, Y, t + 1); // scratch t+1..t+4
   b.set(E);
   b.get(E); c.get(1).v(F32['add']!).set(D); // d = 1 + e

@@ -29,6 +29,7 @@
 // worker pool (each worker holds an instance of every kernel over the same memory).
 import type { IExpr, Var } from '../index-expr.js';
 import type { Expr, ScalarOp } from '../expr.js';
+import { handoffMeasured, handoffThreads } from '../cpu/handoff.js';
 import { exprOrder } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
 import type { DType } from '../../ir/dtype.js';
@@ -452,8 +453,13 @@ function parallelRun(sid: number, regions: number, lo: number, hi: number, loads
 export function runBlocks(sid: number, blocks: number, blockBytes: number, per: number, last: number): void {
   const job = [1, sid, blocks, blockBytes, per, last] as const;
   const pool = threadPool();
-  if (threadCount() > 1 && blocks > 1 && pool !== undefined) pool.run(threadCount(), undefined, sharedRuns, job);
+  // split where the hand-off model (../cpu/handoff.ts) says it pays: the work is the blocks' floats, its rate this kernel's
+  const work = (blocks * blockBytes) / 4;
+  const threads = blocks > 1 && pool !== undefined ? handoffThreads(work, threadCount(), sid + 1) : 1;
+  const t0 = performance.now();
+  if (threads > 1) pool!.run(threads, undefined, sharedRuns, job);
   else runHere(undefined, sharedRuns, job);
+  handoffMeasured(work, threads, performance.now() - t0, sid + 1);
 }
 
 /** The id of the kernel compiled from `bytes` (compiled once per process; generated code calls rt.ew(id)). */

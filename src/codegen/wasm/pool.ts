@@ -27,6 +27,7 @@
 //                  -Infinity never takes a gradient from an input cell holding -Infinity).
 // Unselected taps add +0, which changes no sum (an accumulator that starts at +0 never holds -0).
 import type { LoopKernel, PoolSpec } from '../kernel.js';
+import type { Node } from '../../ir/node.js';
 import type { DType } from '../../ir/dtype.js';
 import { sizeOf } from '../../ir/ndarray.js';
 import { Body, I32, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
@@ -34,6 +35,21 @@ import { ewKernel, ewKernelId, runBlocks, sharedMem, sharedTier, tierOn } from '
 
 /** Poolings whose input has fewer elements stay JavaScript (the copies and the call cost more than they save). */
 export const POOL_MIN_ELEMENTS = 4096;
+
+/**
+ * Whether the fusion pass should leave pooling node `n` alone (FusionTarget.alone): a float32
+ * pooling of channels-last data with a multiple of 4 channels and at least POOL_MIN_ELEMENTS input
+ * elements (unknown dims counted as large), which this tier runs four channels per vector where
+ * a fused JavaScript loop would compute it a value at a time. Its elementwise producers (bias, relu)
+ * go to the convolution's epilogue instead.
+ */
+export function poolAlone(n: Node): boolean {
+  if (n.op !== 'pool' || n.dtype !== 'float32' || !tierOn()) return false;
+  const x = n.inputs[0]!;
+  const c = x.shape[x.shape.length - 1];
+  const known = x.shape.every((d) => d !== null);
+  return typeof c === 'number' && c % 4 === 0 && (!known || x.shape.reduce<number>((a, d) => a * (d as number), 1) >= POOL_MIN_ELEMENTS);
+}
 /** Largest memory a pool kernel makes (bytes): larger images stay JavaScript. */
 const MAX_BYTES = 256 * 1024 * 1024;
 /**

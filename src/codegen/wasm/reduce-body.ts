@@ -66,6 +66,10 @@ export interface RedPlan {
   /** rows: compiled over the shared memory, long calls split over the worker threads (rows of blocks). */
   readonly shared: boolean;
   readonly label: string;
+  /** rows: the loop body (a row pair's module calls two: reduce-pair.ts). */
+  readonly body?: Body;
+  /** rows: regions between the loads and the stores (a row pair's intermediate: reduce-pair.ts); 0 if absent. */
+  readonly gap?: number;
 }
 
 /**

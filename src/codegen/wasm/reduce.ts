@@ -146,8 +146,9 @@ function planRows(k: LoopKernel, order: readonly Expr[], reduces: readonly Reduc
   if (roots.some((e) => typeof scope.get(e) === 'object')) return undefined;
   if (loads.length + stores.length > MAX_REGIONS) return undefined;
   const shared = u.size * L >= PARALLEL_MIN_ELEMENTS && order.some((e) => nodeKind(e) === 'approx') && sharedTier();
-  const bytes = moduleBytes([{ name: 'run', params: 2, body: rowsBody(k, L, v !== undefined, order, scope, loads) }], shared ? 'shared' : true);
-  return { form: 'rows', rows: u.size, cols: L, elements: v !== undefined, loads, stores, accs: 0, bytes, shared, label: k.label };
+  const body = rowsBody(k, L, v !== undefined, order, scope, loads);
+  const bytes = moduleBytes([{ name: 'run', params: 2, body }], shared ? 'shared' : true);
+  return { form: 'rows', rows: u.size, cols: L, elements: v !== undefined, loads, stores, accs: 0, bytes, shared, label: k.label, body };
 }
 
 
@@ -240,7 +241,7 @@ export interface RedKernel {
   readonly mem: Float32Array;
   readonly mem64?: Float64Array;
   /** A shared rows kernel: rows [lo, hi) split over the threads (see parallelRows). */
-  readonly par?: (lo: number, hi: number, ins: readonly Float32Array[], outs: readonly Float32Array[], layout: readonly number[]) => void;
+  readonly par?: (lo: number, hi: number, ins: readonly Float32Array[], outs: readonly Float32Array[], layout: readonly number[], gap?: number) => void;
 }
 
 let memory: WasmMemory | undefined;
@@ -273,7 +274,7 @@ function redSharedKernelId(bytes: Uint8Array, regions: number): number {
   if (id === undefined) {
     const ek = ewKernel(ewKernelId(bytes, true, regions));
     id = kernels.length;
-    kernels.push({ run: ek.run, get mem() { return ek.mem; }, par: (lo, hi, ins, outs, layout) => parallelRows(ek.sid!, lo, hi, ins, outs, layout) });
+    kernels.push({ run: ek.run, get mem() { return ek.mem; }, par: (lo, hi, ins, outs, layout, gap) => parallelRows(ek.sid!, lo, hi, ins, outs, layout, gap) });
     modules.set(key, id);
   }
   return id;
@@ -286,9 +287,9 @@ function redSharedKernelId(bytes: Uint8Array, regions: number): number {
  * thread takes it, so the results are the same with 1 or N threads), the results copied out.
  * layout: L, per, elements (1 or 0), then (row stride, offset) of each input and each output.
  */
-function parallelRows(sid: number, lo: number, hi: number, ins: readonly Float32Array[], outs: readonly Float32Array[], layout: readonly number[]): void {
+function parallelRows(sid: number, lo: number, hi: number, ins: readonly Float32Array[], outs: readonly Float32Array[], layout: readonly number[], gap = 0): void {
   const [L, per, elements] = layout as [number, number, number];
-  const blockFloats = (ins.length + outs.length) * REG;
+  const blockFloats = (ins.length + gap + outs.length) * REG;
   const row = (k: number) => layout[3 + 2 * k]!;
   const off = (k: number) => layout[4 + 2 * k]!;
   for (let p0 = lo; p0 < hi; p0 += PASS_BLOCKS * per) {
@@ -308,7 +309,7 @@ function parallelRows(sid: number, lo: number, hi: number, ins: readonly Float32
     for (let b = 0; b < blocks; b++) {
       const r0 = p0 + b * per, r1 = Math.min(p1, r0 + per);
       outs.forEach((a, j) => {
-        const k = ins.length + j, o = b * blockFloats + k * REG, s = row(k), f = off(k);
+        const k = ins.length + j, o = b * blockFloats + (k + gap) * REG, s = row(k), f = off(k);
         if (elements === 0) a.set(m.subarray(o, o + r1 - r0), r0 + f);
         else if (s === L) a.set(m.subarray(o, o + (r1 - r0) * L), r0 * L + f);
         else for (let r = r0; r < r1; r++) a.set(m.subarray(o + (r - r0) * L, o + (r - r0 + 1) * L), r * s + f);
@@ -324,7 +325,7 @@ export function redKernel(id: number): RedKernel {
 
 /** The JavaScript side of a reduction kernel: same parameters as renderLoopKernel's function. */
 export function renderReduce(p: RedPlan, bufName: (id: number) => string): { source: string; buffers: number[]; rows?: number } {
-  const id = p.shared ? redSharedKernelId(p.bytes, p.loads.length + p.stores.length) : redKernelId(p.bytes);
+  const id = p.shared ? redSharedKernelId(p.bytes, p.loads.length + (p.gap ?? 0) + p.stores.length) : redKernelId(p.bytes);
   const buffers = [...new Set([...p.loads.map((l) => l.buf), ...p.stores.map((s) => s.buf)])].sort((a, c) => a - c);
   const at = (x: string, off: number) => (off === 0 ? x : `${x} + ${off}`);
   const label = p.label.replace(/[^\w,. -]/g, '');
@@ -370,8 +371,9 @@ export function renderReduce(p: RedPlan, bufName: (id: number) => string): { sou
       : l.row === L
       ? `    m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r0')}, ${rowAt(l, 'r1')}), ${j * REG});`
       : `    for (let r = r0, o = ${j * REG}; r < r1; r++, o += ${L}) m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r')}, ${rowAt(l, 'r')} + ${L}), o);`));
+    const gap = p.gap ?? 0;
     const copyOut = p.stores.map((x, j) => {
-      const o = (p.loads.length + j) * REG;
+      const o = (p.loads.length + gap + j) * REG;
       if (!p.elements) return `    ${bufName(x.buf)}.set(m.subarray(${o}, ${o} + r1 - r0), ${at('r0', x.off)});`;
       return x.row === L
         ? `    ${bufName(x.buf)}.set(m.subarray(${o}, ${o} + (r1 - r0) * ${L}), ${rowAt(x, 'r0')});`
@@ -381,7 +383,7 @@ export function renderReduce(p: RedPlan, bufName: (id: number) => string): { sou
     const lines = [
       `  const w = rt.red(${id});`,
       ...(p.shared ? [
-        `  if (hi - lo >= ${Math.ceil(PARALLEL_MIN_ELEMENTS / L)}) { w.par(lo, hi, [${p.loads.map((l) => bufName(l.buf)).join(', ')}], [${p.stores.map((x) => bufName(x.buf)).join(', ')}], [${layout.join(', ')}]); return; }`,
+        `  if (hi - lo >= ${Math.ceil(PARALLEL_MIN_ELEMENTS / L)}) { w.par(lo, hi, [${p.loads.map((l) => bufName(l.buf)).join(', ')}], [${p.stores.map((x) => bufName(x.buf)).join(', ')}], [${layout.join(', ')}]${gap > 0 ? `, ${gap}` : ''}); return; }`,
       ] : []),
       '  const m = w.mem;',
       `  for (let r0 = lo; r0 < hi; r0 += ${per}) {`,

@@ -1,0 +1,54 @@
+// Whether a job pays for handing work to the worker threads: a cost model from measured times, not
+// a fixed size. One thread takes W / r (W the job's work, r the calling thread's measured rate for
+// that kind of job: a product's multiply-adds, a shared tier kernel's floats); n threads take about
+// L + W / (n r), L the hand-off latency (waking workers that sleep in Atomics.wait, their first
+// claim, waiting for the last claim), measured as what a split job took beyond W / (n r). Split
+// when W / r (1 - 1/n) > L. r (per kind) and L are running averages of the process's own jobs, so a
+// machine whose other jobs delay the workers keeps mid-sized jobs on the calling thread, and a
+// quiet one splits them. TensorFlow.js' WebAssembly backend (XNNPACK's pthreadpool) splits by a
+// fixed tile count instead; PyTorch's at::parallel_for uses a fixed grain size: the measured
+// latency is this project's choice.
+
+/** Running averages: `rate` the work per millisecond on one thread, by kind of job (0 until measured); `latency` in milliseconds. */
+export const handoff = { rate: 0, latency: 0.05, on: true, splits: 0, kept: 0, rates: new Map<number, number>() };
+/** Weight of a new measurement in each average. */
+const ALPHA = 0.2;
+/**
+ * Every PROBE-th job the model keeps on the calling thread splits anyway, so that L follows the
+ * machine (a latency measured while the workers were starting, or under a burst of load, would
+ * otherwise never be measured again).
+ */
+const PROBE = 16;
+
+/** Turns the model off (every job that may split does, as before it) or on; tests that count workers' claims turn it off. */
+export function setHandoffModel(on: boolean): void {
+  handoff.on = on;
+}
+
+/** Kind 0: matrix products (`rate`); others: the shared tier kernel of that id + 1 (`rates`). */
+const rateOf = (kind: number) => (kind === 0 ? handoff.rate : handoff.rates.get(kind) ?? 0);
+
+/** The threads to run `work` on (1 or `threads`), by the model; `kind` names the job's kind of work. */
+export function handoffThreads(work: number, threads: number, kind = 0): number {
+  const rate = rateOf(kind);
+  if (threads <= 1 || !handoff.on || rate <= 0) return threads;
+  const split = (work / rate) * (1 - 1 / threads) > handoff.latency;
+  if (split) { handoff.splits++; return threads; }
+  handoff.kept++;
+  return handoff.kept % PROBE === 0 ? threads : 1;
+}
+
+/** Records a job of `work` that took `ms` on `threads` threads. */
+export function handoffMeasured(work: number, threads: number, ms: number, kind = 0): void {
+  if (!(ms > 0) || work <= 0) return;
+  const rate = rateOf(kind);
+  if (threads <= 1) {
+    const r = work / ms;
+    const next = rate <= 0 ? r : rate + ALPHA * (r - rate);
+    if (kind === 0) handoff.rate = next;
+    else handoff.rates.set(kind, next);
+  } else if (rate > 0) {
+    const l = Math.max(0, ms - work / (rate * threads));
+    handoff.latency += ALPHA * (l - handoff.latency);
+  }
+}

@@ -1,0 +1,68 @@
+// The hand-off cost model (src/codegen/cpu/handoff.ts): a product splits over the threads where
+// the time it saves, W / r (1 - 1/n), exceeds the measured hand-off latency L; r and L are running
+// averages of measured products.
+import { expect } from 'chai';
+import { handoff, handoffMeasured, handoffThreads } from '../../src/codegen/cpu/handoff.js';
+
+describe('codegen/cpu hand-off cost model', () => {
+  const saved = { ...handoff };
+  afterEach(() => Object.assign(handoff, saved));
+
+  it('splits where the saved time exceeds the measured latency, and only then', () => {
+    Object.assign(handoff, { rate: 1e7, latency: 0.1, on: true, kept: 0 }); // 10 G multiply-adds/s, 100 us
+    // 2 threads: saves W / r / 2; 2e6 multiply-adds take 0.2 ms alone, save 0.1 ms: kept; 4e6 save 0.2 ms: split
+    expect(handoffThreads(2e6, 2)).to.equal(1);
+    expect(handoffThreads(4e6, 2)).to.equal(2);
+    // 4 threads save 3/4 of the time: 2e6 multiply-adds save 0.15 ms
+    expect(handoffThreads(2e6, 4)).to.equal(4);
+    // a larger latency keeps more on the calling thread
+    handoff.latency = 1;
+    expect(handoffThreads(4e6, 2)).to.equal(1);
+    expect(handoffThreads(4e7, 2)).to.equal(2);
+    // one thread configured, or the model off: unchanged
+    expect(handoffThreads(4e7, 1)).to.equal(1);
+    handoff.on = false;
+    expect(handoffThreads(10, 2)).to.equal(2);
+  });
+
+  it('splits one product in 16 of those it keeps, to measure the latency again', () => {
+    Object.assign(handoff, { rate: 1e7, latency: 100, on: true, kept: 0 });
+    const got = Array.from({ length: 32 }, () => handoffThreads(1e6, 2));
+    expect(got.filter((t) => t === 2).length).to.equal(2);
+    expect(got[15]).to.equal(2);
+    expect(got[31]).to.equal(2);
+  });
+
+  it('keeps a rate per kind of job (products, each shared tier kernel), one latency for all', () => {
+    Object.assign(handoff, { rate: 1e7, latency: 0.1, on: true, kept: 0, rates: new Map() });
+    // kernel kind 5 not measured yet: splits
+    expect(handoffThreads(1e3, 2, 5)).to.equal(2);
+    handoffMeasured(1e6, 1, 10, 5); // 1e5 per ms: a slow kernel
+    expect(handoff.rates.get(5)).to.equal(1e5);
+    expect(handoff.rate).to.equal(1e7);
+    // 1e5 floats: 1 ms alone at 1e5/ms, saves 0.5 ms > 0.1: split; as a product (1e7/ms) it would not
+    expect(handoffThreads(1e5, 2, 5)).to.equal(2);
+    expect(handoffThreads(1e5, 2)).to.equal(1);
+  });
+
+  it('splits while no product has measured the rate yet', () => {
+    Object.assign(handoff, { rate: 0, latency: 5, on: true });
+    expect(handoffThreads(100, 2)).to.equal(2);
+  });
+
+  it('measures the rate on one thread and the latency as what a split product took beyond W / (n r)', () => {
+    Object.assign(handoff, { rate: 0, latency: 0.05, on: true });
+    handoffMeasured(1e6, 1, 0.1); // 1e7 per ms
+    expect(handoff.rate).to.equal(1e7);
+    handoffMeasured(2e6, 1, 0.1); // 2e7: the average moves a fifth of the way
+    expect(handoff.rate).to.be.closeTo(1.2e7, 1);
+    const r = handoff.rate;
+    // 2.4e6 on 2 threads at r: 0.1 ms of work each; took 0.6 ms, so 0.5 ms of hand-off
+    handoffMeasured(2.4e6, 2, 0.1 + 0.5);
+    expect(handoff.latency).to.be.closeTo(0.05 + 0.2 * (0.5 - 0.05), 1e-9);
+    expect(handoff.rate).to.equal(r);
+    // no time measured: nothing changes
+    handoffMeasured(1e6, 1, 0);
+    expect(handoff.rate).to.equal(r);
+  });
+});
