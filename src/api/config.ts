@@ -34,7 +34,16 @@ export interface KerasConfig {
    * makes a function.
    */
   matmul_precision?: MatmulPrecision;
+  /**
+   * The compile mode of every function (theanine's addition; keras.json "mode" or THEANINE_MODE):
+   * "debug" checks every rewrite and kernel on the reference interpreter (docs/debugging.md);
+   * "default" does not. K.function's `mode` option wins.
+   */
+  mode?: CompileMode;
 }
+
+export type CompileMode = 'default' | 'debug';
+export const COMPILE_MODES: readonly CompileMode[] = ['default', 'debug'];
 
 export interface LoadConfigOptions {
   // A plain record rather than NodeJS.ProcessEnv: the published types need no @types/node.
@@ -153,6 +162,8 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
     cfg.device = pick('device', DEVICES) ?? cfg.device;
     const precision = pick('matmul_precision', MATMUL_PRECISIONS);
     if (precision !== undefined) cfg.matmul_precision = precision;
+    const mode = pick('mode', COMPILE_MODES);
+    if (mode !== undefined) cfg.mode = mode;
     if (Object.hasOwn(raw, 'epsilon')) {
       const v = raw['epsilon'];
       if (!isEpsilon(v)) throw new ConfigError(`${where}: "epsilon" is ${show(v)}; allowed: ${EPSILON_ALLOWED}`);
@@ -181,6 +192,8 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
   cfg.device = fromEnv('THEANINE_DEVICE', DEVICES) ?? cfg.device;
   const precision = env['THEANINE_MATMUL_PRECISION'] === '' ? undefined : fromEnv('THEANINE_MATMUL_PRECISION', MATMUL_PRECISIONS);
   if (precision !== undefined) cfg.matmul_precision = precision;
+  const mode = env['THEANINE_MODE'] === '' ? undefined : fromEnv('THEANINE_MODE', COMPILE_MODES);
+  if (mode !== undefined) cfg.mode = mode;
   const threads = env['THEANINE_THREADS'];
   if (threads !== undefined && threads !== '') {
     const n = /^[0-9]+$/.test(threads) ? Number(threads) : NaN;
@@ -310,13 +323,15 @@ export const ENVIRONMENT_SWITCHES = {
   THEANINE_TFJS_BACKEND: 'the TensorFlow.js flavour of the tensorflow backend in Node (a page uses its active tfjs backend)',
   THEANINE_GPU_MODE: 'force gpu.js\' mode on the gpu device',
   THEANINE_ONNX_PROVIDER: 'the ONNX Runtime execution provider (Node only: the onnx backend)',
+  THEANINE_MODE: 'debug: every function checks its rewrites and kernels on the reference interpreter (docs/debugging.md; also K.function\'s mode)',
+  THEANINE_NAN_GUARD: '1: every function raises at the first kernel that writes NaN or Inf from finite inputs (also K.function\'s nanGuard)',
   THEANINE_VERIFY_PASSES: '1: run the graph verifier after every optimizer pass (the test suite does; a cost per compile)',
 } as const;
 export type EnvironmentSwitch = keyof typeof ENVIRONMENT_SWITCHES;
 
 /** Config fields the environment sets (re-read when setEnvironment changes them). */
 const CONFIG_SWITCHES: Partial<Record<EnvironmentSwitch, keyof KerasConfig | 'all'>> = {
-  KERAS_BACKEND: 'backend', THEANINE_DEVICE: 'device', THEANINE_THREADS: 'threads', THEANINE_MATMUL_PRECISION: 'matmul_precision', KERAS_HOME: 'all',
+  KERAS_BACKEND: 'backend', THEANINE_DEVICE: 'device', THEANINE_THREADS: 'threads', THEANINE_MATMUL_PRECISION: 'matmul_precision', THEANINE_MODE: 'mode', KERAS_HOME: 'all',
 };
 
 /**
