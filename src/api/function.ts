@@ -8,6 +8,8 @@ import { leavesOf } from '../ir/graph.js';
 import { OPTIMIZERS, makeFunction, type CompiledFunction, type Optimizer } from '../runtime/function.js';
 import type { Target, TargetRequest } from '../runtime/target.js';
 import { checkedExecutor, guardedExecutor } from '../runtime/check.js';
+import { Profiler, UNTIMED_NOTE, profiledExecutor } from '../runtime/profile.js';
+import { compileStats, compileTimes } from '../runtime/target.js';
 import { platform } from '#platform';
 import { cpuTarget } from '../runtime/compile.js';
 import { gpuTarget } from '../runtime/gpu/compile.js';
@@ -194,21 +196,27 @@ export function compileFunction(
   if (device !== 'cpu' && device !== 'gpu') throw new ValueError(`function: unknown device ${JSON.stringify(device)} (allowed: "cpu", "gpu")`);
   const optimizer = opts.optimizer ?? 'fast_run';
   if (!OPTIMIZERS.includes(optimizer)) throw new ValueError(`function: unknown optimizer ${JSON.stringify(optimizer)} (allowed: ${OPTIMIZERS.map((o) => JSON.stringify(o)).join(', ')})`);
-  const spec = {
-    inputs, outputs: outs, updates: ups, device, backend, optimizer,
-    learningPhase: currentLearningPhase, name: opts.name ?? 'function',
-  };
+  const name = opts.name ?? 'function';
   const fallback = fallbackPolicy('function', opts.fallback);
   if (opts.passes !== undefined && optimizer === 'none') throw new ValueError('function: passes were given but optimizer "none" runs no passes; use "fast_run" or "fast_compile"');
   const chk = checking(opts);
   const target = targets[backend === 'theanine' ? device : backend];
   const req: TargetRequest = {
-    inputs, targets: computed, updates: ups, nOut: outs.length, optimizer, name: spec.name, fallback, ...(opts.passes !== undefined ? { passes: opts.passes } : {}),
+    inputs, targets: computed, updates: ups, nOut: outs.length, optimizer, name, fallback, ...(opts.passes !== undefined ? { passes: opts.passes } : {}),
     ...(chk.mode === 'debug' ? { mode: 'debug' } : {}), ...(chk.profile ? { profile: true } : {}),
   };
+  const programs = compileStats.programs;
   let executor = target.executor(req);
   const where = executor.device ?? device;
+  const profiler = chk.profile ? new Profiler(name, backend === 'theanine' ? where : backend, UNTIMED_NOTE[optimizer === 'none' ? 'none' : backend === 'theanine' ? device : backend]) : undefined;
+  if (profiler !== undefined) {
+    if (compileStats.programs !== programs) profiler.compiled({ passes: compileTimes.passes }, false);
+    executor = profiledExecutor(executor, profiler);
+  }
   if (chk.mode === 'debug' && optimizer !== 'none') executor = checkedExecutor(target, req, backend === 'theanine' ? where : backend, executor);
   if (chk.nanGuard) executor = guardedExecutor(target, req, executor);
-  return makeFunction(executor.device === undefined ? spec : { ...spec, device: executor.device }, executor);
+  const spec = {
+    inputs, outputs: outs, updates: ups, device: where, backend, optimizer, learningPhase: currentLearningPhase, name, ...(profiler !== undefined ? { profiler } : {}),
+  };
+  return makeFunction(spec, executor);
 }
