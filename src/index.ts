@@ -25,6 +25,7 @@ export type { ExportOptions, ExportedModule } from './runtime/export/module.js';
 export { FallbackError, NO_KERNEL_YET } from './runtime/fallback.js';
 export { BadOptimization } from './passes/check.js';
 export { BadKernel, NonFiniteError } from './runtime/check.js';
+export type { FunctionProfile, KernelProfile, OpProfile, CompileProfile } from './runtime/profile.js';
 export type { FallbackMode, FallbackOption } from './runtime/fallback.js';
 export { importOnnx, OnnxImportError, ONNX_IMPORTABLE } from './api/onnx.js';
 export type { ImportedOnnx } from './api/onnx.js';

@@ -64,9 +64,9 @@ function kernelsOf(graph: readonly Node[]): Node[] {
   return topoSort(graph).filter((n) => n.inputs.length > 0 && n.op !== 'tuple_get' && n.op !== 'constant' && !impure(n));
 }
 
-/** Inputs fed to a one-kernel function: every input computed from the call's values (leaves of pure constants stay). */
+/** Inputs fed to a one-kernel function: every input but those computed from constants alone (the learning phase is fed too). */
 function fedFromCall(n: Node): boolean {
-  return n.op === 'placeholder' || n.op === 'variable' || topoSort([n]).some((m) => m.op === 'placeholder' || m.op === 'variable' || (m.op !== 'constant' && m.inputs.length === 0 && m.op !== 'learning_phase'));
+  return topoSort([n]).some((m) => m.inputs.length === 0 && m.op !== 'constant');
 }
 
 interface OneKernel {
