@@ -12,6 +12,7 @@ import { topoSort } from '../ir/graph.js';
 import { NDArray } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
 import { formatProvenance, type Provenance } from '../ir/provenance.js';
+import { isOp } from '../ir/registry.js';
 import { fusedLabel } from '../passes/fusion.js';
 import { impure, ReferenceChecker } from '../passes/check.js';
 import { rebuild } from '../passes/rewrite.js';
@@ -176,12 +177,30 @@ export function guardedExecutor(target: Target, req: TargetRequest, inner: Execu
         if (bad === undefined) bad = runAlone(target, req, n, ref, learningPhase, cache)?.find((v) => !allFinite(v));
         if (bad !== undefined) {
           const at = firstNonFinite(bad);
-          throw new NonFiniteError(kernelName(n), n, at, bad.data[at]!, n.provenance, req.name);
+          throw new NonFiniteError(kernelName(n), n, at, bad.data[at]!, memberToBlame(n, ref) ?? n.provenance, req.name);
         }
       }
       return results;
     },
   });
+}
+
+/**
+ * Inside a fused kernel, the provenance of the first member whose value is non-finite from finite
+ * inputs (the body evaluated on the kernel's inputs), so that the K call named is the one that
+ * made the NaN, not the first of the kernel's.
+ */
+function memberToBlame(n: Node, ref: ReferenceChecker): readonly Provenance[] | undefined {
+  if (!isOp(n, 'fused')) return undefined;
+  const body = n.attrs.body;
+  const feeds = new Map<Node, NDArray>(body.params.map((p, i) => [p, ref.valuesOf(n.inputs[i]!)[0]!]));
+  const inner = new ReferenceChecker(feeds);
+  const params = new Set(body.params);
+  for (const m of topoSort([body.root])) {
+    if (params.has(m) || m.inputs.length === 0) continue;
+    if (m.inputs.every((i) => allFinite(inner.valuesOf(i)[0]!)) && !allFinite(inner.valuesOf(m)[0]!)) return m.provenance.length > 0 ? m.provenance : undefined;
+  }
+  return undefined;
 }
 
 /** The variables' values before a call (the call's updates replace them). */

@@ -153,7 +153,7 @@ describe('NaN guard', () => {
     const e = err as NonFiniteError;
     expect(e.kernel).to.match(/sqrt/);
     expect(e.index).to.equal(0);
-    expect(e.message).to.match(/wrote NaN at element 0 from finite inputs; the K call is K\.\w+, at .*checking\.test\.ts:\d+:\d+/);
+    expect(e.message).to.match(/wrote NaN at element 0 from finite inputs; the K call is K\.sqrt, at .*checking\.test\.ts:\d+:\d+/);
   });
 
   it('does not blame a kernel for NaN the inputs bring, and THEANINE_NAN_GUARD=1 turns it on', () => {
