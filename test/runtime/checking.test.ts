@@ -137,6 +137,22 @@ describe('checking mode: kernels', () => {
   }
 });
 
+describe('checking mode on every compiled target', () => {
+  beforeEach(() => clearCompileCache());
+  for (const t of targets.filter((t) => t.options.optimizer !== 'none')) {
+    it(`${t.name}: a product, a reduction and an update pass every kernel check, with the reference's results`, () => {
+      const x = K.placeholder([null, 4], null, 'float32', false, 'x');
+      const h = K.variable(arr([4, 4], (i) => Math.cos(i) / 2), 'float32', 'h');
+      const y = K.sum(K.tanh(K.dot(x, h)), 1);
+      const f = K.function([x], [y], [K.update_sub(h, K.ones([4, 4]).mul(0.25))], { ...t.options, mode: 'debug' });
+      const v = arr([3, 4], (i) => i / 7);
+      const want = K.function([x], [y], [], { optimizer: 'none' })([v])[0]!;
+      expectClose(f([v])[0]!, want, { atol: 1e-4, rtol: 1e-4 });
+      expectClose(K.get_value(h), arr([4, 4], (i) => Math.cos(i) / 2 - 0.25), { atol: 1e-6 });
+    });
+  }
+});
+
 describe('NaN guard', () => {
   beforeEach(() => clearCompileCache());
 
