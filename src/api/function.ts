@@ -120,13 +120,18 @@ export interface FunctionOptions {
 
 const FUNCTION_OPTIONS: (keyof FunctionOptions)[] = ['backend', 'device', 'optimizer', 'name', 'passes', 'fallback', 'mode', 'nanGuard', 'profile'];
 
+/** THEANINE_NAN_GUARD: unset, empty or 0 is off, 1 on. */
+function nanGuardEnv(): boolean {
+  const v = platform.env('THEANINE_NAN_GUARD');
+  if (v !== undefined && !['', '0', '1'].includes(v)) throw new ValueError(`THEANINE_NAN_GUARD is ${JSON.stringify(v)}; allowed: "0", "1"`);
+  return v === '1';
+}
+
 /** The checking options of a function, checked, with their configured defaults. */
 function checking(opts: FunctionOptions): { mode: CompileMode; nanGuard: boolean; profile: boolean } {
   const mode = opts.mode ?? getConfig().mode ?? 'default';
   if (!COMPILE_MODES.includes(mode)) throw new ValueError(`function: unknown mode ${JSON.stringify(mode)} (allowed: ${COMPILE_MODES.map((m) => JSON.stringify(m)).join(', ')})`);
-  const guardEnv = platform.env('THEANINE_NAN_GUARD');
-  if (guardEnv !== undefined && !['', '0', '1'].includes(guardEnv)) throw new ValueError(`THEANINE_NAN_GUARD is ${JSON.stringify(guardEnv)}; allowed: "0", "1"`);
-  const nanGuard = opts.nanGuard ?? guardEnv === '1';
+  const nanGuard = opts.nanGuard ?? nanGuardEnv();
   if (typeof nanGuard !== 'boolean') throw new TypeError(`function: nanGuard must be true or false, got ${describe(nanGuard)}`);
   const profile = opts.profile ?? false;
   if (typeof profile !== 'boolean') throw new TypeError(`function: profile must be true or false, got ${describe(profile)}`);

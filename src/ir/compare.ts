@@ -46,9 +46,12 @@ export interface Difference {
   readonly why?: string;
 }
 
-/** The first element where `got` differs from `want` beyond `want`'s dtype tolerance, or undefined. */
-export function firstDifference(got: NDArray, want: NDArray): Difference | undefined {
-  const tolerance = toleranceOf(want.dtype, isFloat(want.dtype) ? maxAbs(want) : 1);
+/**
+ * The first element where `got` differs from `want` beyond `want`'s dtype tolerance (or, for
+ * float64 values, `float64As`'s: a target that computes float64 in float32), or undefined.
+ */
+export function firstDifference(got: NDArray, want: NDArray, float64As?: DType): Difference | undefined {
+  const tolerance = toleranceOf(want.dtype === 'float64' && float64As !== undefined ? float64As : want.dtype, isFloat(want.dtype) ? maxAbs(want) : 1);
   // Empty values have no element to differ in. (The reference's Scan of zero steps stacks its
   // outputs as (0, 0, ...) where compiled code keeps the batch dim: a shape, not a value.)
   if (got.size === 0 && want.size === 0) return undefined;

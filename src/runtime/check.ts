@@ -130,7 +130,7 @@ export function checkedExecutor(target: Target, req: TargetRequest, device: stri
         if (got === undefined) continue;
         const want = ref.valuesOf(n);
         want.forEach((w, j) => {
-          const d = got[j] === undefined ? undefined : firstDifference(got[j]!, w);
+          const d = got[j] === undefined ? undefined : firstDifference(got[j]!, w, target.float64As);
           if (d !== undefined) throw new BadKernel(kernelName(n), n, kernelNodes(n), d, n.provenance, req.name, device);
         });
       }
@@ -139,7 +139,7 @@ export function checkedExecutor(target: Target, req: TargetRequest, device: stri
       graph.forEach((o, i) => {
         const r = materialize(results[i]!);
         if (r === undefined || impure(o)) return;
-        const d = firstDifference(r, ref.valuesOf(o)[0]!);
+        const d = firstDifference(r, ref.valuesOf(o)[0]!, target.float64As);
         if (d !== undefined) throw new BadKernel(`result ${i} of the whole function`, o, kernelNodes(o), d, o.provenance, req.name, device);
       });
       return results;

@@ -74,6 +74,8 @@ export interface Target<S = unknown> {
   executor(request: TargetRequest): Executor;
   /** Forgets every cached program (clear_session). */
   clear(): void;
+  /** The dtype it computes float64 values in, where not float64 (TensorFlow.js: float32); checking mode compares with that dtype's tolerance. */
+  readonly float64As?: 'float32';
 }
 
 /** A target's passes: the optimizer's list with the fusion its kernels allow; none for `none`. */

@@ -179,6 +179,9 @@ describe('NaN guard', () => {
       const f = K.function([x], [K.exp(x)]);
       expect(Number.isNaN(f([arr([2], (i) => (i === 0 ? NaN : 1))])[0]!.data[0]!)).to.equal(true);
       expect(() => f([arr([2], () => -1)].map((v) => v)) && K.function([x], [K.log(x)])([arr([2], () => -1)])).to.throw(NonFiniteError, /kernel .*log/);
+      setEnvironment({ THEANINE_NAN_GUARD: 'yes' });
+      expect(() => K.function([x], [K.exp(x)])).to.throw(/THEANINE_NAN_GUARD is "yes"; allowed: "0", "1"/);
+      expect(() => K.function([x], [K.exp(x)], [], { nanGuard: 'on' as unknown as boolean })).to.throw(TypeError, /nanGuard must be true or false, got/);
     } finally {
       setEnvironment({ THEANINE_NAN_GUARD: undefined });
     }
