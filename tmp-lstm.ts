@@ -23,7 +23,7 @@ const params = [Wx, Wh, b];
 const gs = K.gradients(loss, params);
 const ups = params.map((v, i) => K.update(v, v.sub(gs[i]!.mul(0.01))));
 const t1 = performance.now();
-const f = K.function([x, y], [loss], ups);
+const f = K.function([x, y], [loss], ups, process.env.P31_DEBUG ? { mode: "debug" } : {});
 const t2 = performance.now();
 const xs = [nd([KB, KT, KI], 33), nd([KB, KU], 34, -0.5, 0.5)];
 f(xs);
