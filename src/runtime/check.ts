@@ -17,6 +17,7 @@ import { fusedLabel } from '../passes/fusion.js';
 import { impure, ReferenceChecker } from '../passes/check.js';
 import { rebuild } from '../passes/rewrite.js';
 import { FallbackError } from './fallback.js';
+import { warn } from './warn.js';
 import type { DeviceResult, Executor } from './function.js';
 import type { Target, TargetRequest } from './target.js';
 
@@ -72,6 +73,8 @@ function fedFromCall(n: Node): boolean {
 
 interface OneKernel {
   readonly exec: Executor | undefined;
+  /** Why there is none. */
+  readonly why?: string;
   /** The node's inputs it takes, in order. */
   readonly fed: readonly Node[];
 }
@@ -90,44 +93,54 @@ function oneKernel(target: Target, req: TargetRequest, n: Node, cache: Map<Node,
   const items = m.type.items;
   const targets = items === undefined ? [m] : items.map((_, j) => apply('tuple_get', [m], { index: j }));
   const phs = ins.filter((x, j) => x !== n.inputs[j]);
-  let exec: Executor | undefined;
   try {
-    exec = target.executor({
-      inputs: phs, targets, updates: [], nOut: targets.length, optimizer: req.optimizer, name: `${req.name}: kernel ${kernelName(n)}`,
-      fallback: { mode: 'error', allow: ANY_OP }, optimized: target.passes(req.optimizer, req.passes),
-    });
-  } catch {
-    exec = undefined; // a kernel the target cannot compile alone: the function's own fallback rule spoke for it
+    k = {
+      fed,
+      exec: target.executor({
+        inputs: phs, targets, updates: [], nOut: targets.length, optimizer: req.optimizer, name: `${req.name}: kernel ${kernelName(n)}`,
+        fallback: { mode: 'error', allow: ANY_OP }, optimized: target.passes(req.optimizer, req.passes),
+      }),
+    };
+  } catch (e) {
+    k = { fed, exec: undefined, why: `it cannot be compiled alone: ${e instanceof Error ? e.message : String(e)}` };
   }
-  k = { exec, fed };
   cache.set(n, k);
   return k;
 }
 
 const materialize = (r: NDArray | DeviceResult): NDArray | undefined => (r instanceof NDArray ? r : undefined);
 
-/** Runs `n`'s one-kernel function on the reference values of its inputs; undefined where it does not run as compiled code. */
-function runAlone(target: Target, req: TargetRequest, n: Node, ref: ReferenceChecker, learningPhase: number, cache: Map<Node, OneKernel>): NDArray[] | undefined {
+/** Runs `n`'s one-kernel function on the reference values of its inputs, or says why it does not run as compiled code. */
+function runAlone(target: Target, req: TargetRequest, n: Node, ref: ReferenceChecker, learningPhase: number, cache: Map<Node, OneKernel>): NDArray[] | string {
   const k = oneKernel(target, req, n, cache);
-  if (k.exec === undefined) return undefined;
+  if (k.exec === undefined) return k.why!;
   try {
     return k.exec.run(k.fed.map((i) => ref.valuesOf(i)[0]!), learningPhase).map(materialize) as NDArray[];
   } catch (e) {
-    if (e instanceof FallbackError) return undefined; // shapes known only at run time: interpreted, nothing compiled to compare
+    // shapes known only at run time once the kernel's inputs are placeholders: it would be interpreted
+    if (e instanceof FallbackError) return `alone, it would run the reference interpreter (${e.message})`;
     throw e;
   }
+}
+
+/** Kernels checking mode could not compare, said once per function and kernel (never silently). */
+function warnUnchecked(fn: string, n: Node, why: string, said: Set<Node>): void {
+  if (said.has(n)) return;
+  said.add(n);
+  warn(`theanine: checking mode: function ${JSON.stringify(fn)}: kernel ${kernelName(n)} (node ${n.name}) is not compared with the reference: ${why}`);
 }
 
 /** Checking mode's executor: the function's results as usual, then every kernel compared with the reference (see top). */
 export function checkedExecutor(target: Target, req: TargetRequest, device: string, inner: Executor): Executor {
   const cache = new Map<Node, OneKernel>();
+  const said = new Set<Node>();
   return Object.assign(Object.create(inner) as Executor, {
     run(values: readonly NDArray[], learningPhase: number) {
       const ref = reference(req, values, learningPhase);
       const graph = inner.graph;
       for (const n of kernelsOf(graph)) {
         const got = runAlone(target, req, n, ref, learningPhase, cache);
-        if (got === undefined) continue;
+        if (typeof got === 'string') { warnUnchecked(req.name, n, got, said); continue; }
         const want = ref.valuesOf(n);
         want.forEach((w, j) => {
           const d = got[j] === undefined ? undefined : firstDifference(got[j]!, w, target.float64As);
@@ -174,7 +187,10 @@ export function guardedExecutor(target: Target, req: TargetRequest, inner: Execu
         if (!n.inputs.every((i) => i.type.items !== undefined || finite(i))) continue;
         const outs = ref.valuesOf(n);
         let bad = outs.find((v) => !allFinite(v));
-        if (bad === undefined) bad = runAlone(target, req, n, ref, learningPhase, cache)?.find((v) => !allFinite(v));
+        if (bad === undefined) {
+          const alone = runAlone(target, req, n, ref, learningPhase, cache);
+          if (typeof alone !== 'string') bad = alone.find((v) => !allFinite(v));
+        }
         if (bad !== undefined) {
           const at = firstNonFinite(bad);
           throw new NonFiniteError(kernelName(n), n, at, bad.data[at]!, memberToBlame(n, ref) ?? n.provenance, req.name);
