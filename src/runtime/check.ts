@@ -12,7 +12,8 @@ import { topoSort } from '../ir/graph.js';
 import { NDArray } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
 import { formatProvenance, type Provenance } from '../ir/provenance.js';
-import { isOp } from '../ir/registry.js';
+import { getOp, isOp } from '../ir/registry.js';
+import { isFloat } from '../ir/dtype.js';
 import { fusedLabel } from '../passes/fusion.js';
 import { impure, ReferenceChecker } from '../passes/check.js';
 import { rebuild } from '../passes/rewrite.js';
@@ -83,16 +84,23 @@ interface OneKernel {
 function oneKernel(target: Target, req: TargetRequest, n: Node, cache: Map<Node, OneKernel>): OneKernel {
   let k = cache.get(n);
   if (k !== undefined) return k;
+  // A sized op's sizes (integer inputs, shape arithmetic) stay computed from the function's own
+  // placeholders, so that its shape is known when it is compiled alone; other inputs are fed.
+  const sized = getOp(n.op).resolve !== undefined;
   const fed: Node[] = [];
+  const phs: Node[] = [];
   const ins = n.inputs.map((i) => {
-    if (!fedFromCall(i)) return i;
+    if (!fedFromCall(i) || (sized && !isFloat(i.dtype))) return i;
+    const ph = leaf('placeholder', { uid: -1, name: `${i.name}_checked`, dtype: i.dtype, shape: [...i.shape], sparse: false });
     fed.push(i);
-    return leaf('placeholder', { uid: -1, name: `${i.name}_checked`, dtype: i.dtype, shape: [...i.shape], sparse: false });
+    phs.push(ph);
+    return ph;
   });
+  const fresh = new Set(phs);
+  for (const x of topoSort(ins)) if (x.op === 'placeholder' && !fresh.has(x)) { fed.push(x); phs.push(x); }
   const m = rebuild(n, ins);
   const items = m.type.items;
   const targets = items === undefined ? [m] : items.map((_, j) => apply('tuple_get', [m], { index: j }));
-  const phs = ins.filter((x, j) => x !== n.inputs[j]);
   try {
     k = {
       fed,
