@@ -77,18 +77,22 @@ interface StepInfo {
   readonly kCalls: readonly string[];
   /** Runs per function call (a Scan body's steps: the loop's length). */
   readonly per: number;
+  /** Where it is: its row in the step timer, under its Scan's (`3`, `3/0`). */
+  readonly path: string;
+  /** 0 for the function's own steps; 1 and more inside Scan bodies. */
+  readonly depth: number;
 }
 
 const timedLabel = (s: Step, k: number): string =>
   (s.kind === 'matmul' ? `matmul ${s.m.size}x${s.k.size}x${s.n.size} [${s.label}]` : s.kind === 'scan' ? `scan body s${k}: ${s.label}` : s.label);
 
-function infoOf(prog: Program, s: Step, name: string, per: number): StepInfo {
+function infoOf(prog: Program, s: Step, name: string, per: number, path: string, depth: number): StepInfo {
   const size = (id: number) => { const b = prog.buffers[id]!; return b.size * itemsize(b.dtype); };
   const { reads, writes } = stepBuffers(s);
   const nodes = s.kind === 'extern' || s.kind === 'print' || s.kind === 'scan' ? [s.kind === 'scan' ? 'scan' : s.label] : s.label.split(',');
   const op = s.kind === 'loop' ? (nodes.length > 1 ? 'fused' : nodes[0]!) : s.kind === 'extern' ? s.label : s.kind;
   return {
-    name, op, per, nodes,
+    name, op, per, nodes, path, depth,
     read: [...new Set(reads)].reduce((a, b) => a + size(b), 0),
     written: [...new Set(writes)].reduce((a, b) => a + size(b), 0),
     ...(s.kind === 'matmul' ? { flops: 2 * s.batch.size * s.m.size * s.n.size * s.k.size } : {}),
@@ -101,7 +105,7 @@ function infoOf(prog: Program, s: Step, name: string, per: number): StepInfo {
  * with the next or left out have no row of their own (their time is in the next row), so rows are
  * matched to steps by label in order. Scan bodies' rows follow, with their own programs.
  */
-function stepInfos(prog: Program, p: StepProfile, per: number, prefix: string, out: { info: StepInfo; prof: StepProfile; row: number }[]): void {
+function stepInfos(prog: Program, p: StepProfile, per: number, prefix: string, at: string, out: { info: StepInfo; prof: StepProfile; row: number }[]): void {
   let i = 0;
   let scans = 0;
   p.labels.forEach((label, row) => {
@@ -111,10 +115,12 @@ function stepInfos(prog: Program, p: StepProfile, per: number, prefix: string, o
       if (timedLabel(c, scans) === label) { s = c; i = j + 1; break; }
     }
     const name = `${prefix}${s?.kind === 'loop' && s.label.includes(',') ? `fused{${s.label}}` : label}`;
-    out.push({ info: s === undefined ? { name, op: '?', per, nodes: [], kCalls: [], read: 0, written: 0 } : infoOf(prog, s, name, per), prof: p, row });
+    const path = `${at}${row}`;
+    const depth = at === '' ? 0 : at.split('/').length - 1;
+    out.push({ info: s === undefined ? { name, op: '?', per, nodes: [], kCalls: [], read: 0, written: 0, path, depth } : infoOf(prog, s, name, per, path, depth), prof: p, row });
     if (s?.kind === 'scan') {
       const sub = p.subs?.[scans];
-      if (sub !== undefined) stepInfos(s.body, sub, per * s.steps, `${prefix}s${scans}: `, out);
+      if (sub !== undefined) stepInfos(s.body, sub, per * s.steps, `${prefix}s${scans}: `, `${path}/`, out);
       scans++;
     }
   });
@@ -161,11 +167,11 @@ export class Profiler {
     let layout = this.layouts.get(timed);
     if (layout === undefined) {
       layout = [];
-      stepInfos(timed.program, timed.steps, 1, '', layout);
+      stepInfos(timed.program, timed.steps, 1, '', '', layout);
       this.layouts.set(timed, layout);
     }
     for (const { info, prof, row } of layout) {
-      const key = `${info.name}|${info.read}|${info.written}`;
+      const key = `${info.path}|${info.name}`;
       let r = this.rows.get(key);
       if (r === undefined) { r = { info, calls: 0, ms: 0 }; this.rows.set(key, r); }
       r.calls += info.per;
@@ -191,14 +197,14 @@ export class Profiler {
         nodes: info.nodes, kCalls: info.kCalls,
       };
     }).sort((a, b) => b.totalMs - a.totalMs);
+    // Op classes over the function's own kernels: a Scan's time includes its body's kernels.
     const byOp = new Map<string, { kernels: number; calls: number; totalMs: number }>();
-    const infos = new Map([...this.rows.values()].map((r) => [r.info.name, r.info.op]));
-    for (const k of kernels) {
-      const op = infos.get(k.name) ?? '?';
-      const o = byOp.get(op) ?? { kernels: 0, calls: 0, totalMs: 0 };
-      byOp.set(op, { kernels: o.kernels + 1, calls: o.calls + k.calls, totalMs: o.totalMs + k.totalMs });
+    for (const { info, calls, ms } of this.rows.values()) {
+      if (info.depth > 0) continue;
+      const o = byOp.get(info.op) ?? { kernels: 0, calls: 0, totalMs: 0 };
+      byOp.set(info.op, { kernels: o.kernels + 1, calls: o.calls + calls, totalMs: o.totalMs + ms });
     }
-    const inKernels = kernels.reduce((a, k) => a + k.totalMs, 0);
+    const inKernels = [...byOp.values()].reduce((a, o) => a + o.totalMs, 0);
     const ops = [...byOp].map(([op, o]) => ({ op, ...o, share: inKernels === 0 ? 0 : o.totalMs / inKernels })).sort((a, b) => b.totalMs - a.totalMs);
     return {
       function: this.fn, target: this.target, calls: this.calls, totalMs: this.totalMs, kernels, ops,

@@ -56,6 +56,26 @@ describe('profiler', () => {
     expect(f.profile().kernels.every((k) => k.calls === 1)).to.equal(true);
   });
 
+  it('cpu: a Scan body\'s kernels are rows of their own, one call per step; op classes count the Scan once', () => {
+    const x = K.placeholder([null, 40, 3], null, 'float32', false, 'x'); // long enough not to be unrolled
+    const w = K.variable(arr([3, 3], (i) => (i - 4) / 9), 'float32', 'w');
+    const h0 = K.zeros([2, 3]);
+    const [last] = K.rnn((xt, [h]) => { const h2 = K.tanh(K.dot(xt, w).add(h!)); return [h2, [h2]]; }, x, [h0]);
+    const f = K.function([x], [last], [], { profile: true, device: 'cpu' });
+    f([arr([2, 40, 3], (i) => Math.sin(i))]);
+    f([arr([2, 40, 3], (i) => Math.cos(i))]);
+    const p = f.profile();
+    const scan = p.kernels.find((k) => k.nodes.includes('scan'))!;
+    expect(scan.calls).to.equal(2);
+    const body = p.kernels.filter((k) => k.name.startsWith('s0: '));
+    expect(body.length).to.be.above(0);
+    for (const k of body) expect(k.calls, k.name).to.equal(2 * 40);
+    expect(scan.totalMs).to.be.at.least(body.reduce((a, k) => a + k.totalMs, 0));
+    const top = p.kernels.filter((k) => !k.name.startsWith('s0: '));
+    expect(p.ops.reduce((a, o) => a + o.kernels, 0)).to.equal(top.length);
+    expect(p.ops.reduce((a, o) => a + o.totalMs, 0)).to.be.closeTo(top.reduce((a, k) => a + k.totalMs, 0), 1e-9);
+  });
+
   it('Chrome trace-event JSON: one complete event per kernel, metadata, compile phases', () => {
     const x = K.placeholder([4, 4], null, 'float32', false, 'x');
     const f = K.function([x], [K.exp(K.dot(x, x))], [], { profile: true, device: 'cpu' });
