@@ -25,6 +25,7 @@ import { runPasses } from '../src/passes/pass.js';
 import { resolvePipeline } from '../src/passes/user.js';
 import { cpuFusion } from '../src/runtime/compile.js';
 import type { CompiledFunction } from '../src/runtime/function.js';
+import type { FunctionProfile } from '../src/runtime/profile.js';
 
 export type Backend = typeof K;
 
@@ -213,8 +214,14 @@ export function analyze(program: Program, k: Backend = K, level: ViewerLevel = '
 }
 
 /** A compiled function of the analysis (loss and gradients) on `device`. */
-export function compile(a: Analysis, device: 'cpu' | 'gpu', k: Backend = K): CompiledFunction {
-  return k.function([...a.placeholders], [a.loss, ...a.grads], [], { device, optimizer: a.level });
+export function compile(a: Analysis, device: 'cpu' | 'gpu', k: Backend = K, profile = false): CompiledFunction {
+  return k.function([...a.placeholders], [a.loss, ...a.grads], [], { device, optimizer: a.level, ...(profile ? { profile: true } : {}) });
+}
+
+/** Profile bars: each kernel's share of the longest kernel's total time (the Profile tab). */
+export function profileBars(p: FunctionProfile): { name: string; ms: number; width: number; kCalls: string }[] {
+  const max = Math.max(0, ...p.kernels.map((k) => k.totalMs));
+  return p.kernels.map((k) => ({ name: k.name, ms: k.totalMs, width: max === 0 ? 0 : k.totalMs / max, kCalls: k.kCalls.join('; ') }));
 }
 
 /** Runs a compiled function on the analysis' inputs: loss then gradients, flattened. */

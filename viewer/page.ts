@@ -13,7 +13,7 @@ import type { Node } from '../src/ir/node.js';
 import type { CompiledFunction } from '../src/runtime/function.js';
 import { VIEWER_EXAMPLES, VIEWER_EXAMPLE_NAMES, type ViewerExample } from '../src/examples/viewer-programs.js';
 import {
-  analyze, type ViewerLevel, brief, callsOf, compile, describeNode, kernelsOf, numbers, programLineOf, referenceNumbers, runProgram, stepThrough,
+  analyze, type ViewerLevel, brief, callsOf, compile, describeNode, kernelsOf, numbers, profileBars, programLineOf, referenceNumbers, runProgram, stepThrough,
   type Analysis, type KernelView, type StepThrough,
 } from './model.js';
 import { toDotWithIds } from '../src/ir/dot.js';
@@ -261,6 +261,28 @@ async function showStepThrough(s: State): Promise<void> {
   }
 }
 
+/** The Profile tab: a bar per kernel (total time over the calls), then the printed table. */
+function showProfile(s: State): void {
+  const p = s.fn.profile();
+  $('profile-note').textContent = `${p.calls} calls on ${p.target}${p.note !== undefined ? `: ${p.note}` : ''}`;
+  const bars = $('profile-bars');
+  bars.replaceChildren(...profileBars(p).map((b) => {
+    const row = document.createElement('div');
+    row.className = 'row';
+    row.title = b.kCalls;
+    const name = document.createElement('span');
+    name.textContent = b.name;
+    const bar = document.createElement('div');
+    bar.className = 'bar';
+    bar.style.width = `${(100 * b.width).toFixed(1)}%`;
+    const ms = document.createElement('span');
+    ms.textContent = `${b.ms.toFixed(3)} ms`;
+    row.append(name, bar, ms);
+    return row;
+  }));
+  $('profile-table').textContent = s.fn.profile({ format: 'table' });
+}
+
 function showNumbers(s: State): void {
   const r = s.result;
   const rows = ['loss', ...s.analysis.wrt.map((i) => `d loss / d ${s.analysis.names[i]}`)];
@@ -291,8 +313,11 @@ async function run(device: 'cpu' | 'gpu'): Promise<State['result']> {
   try {
     const t0 = performance.now();
     const analysis = analyze(runProgram(editor.state.doc.toString()), undefined, ($('optimizer') as HTMLSelectElement).value as ViewerLevel);
-    const fn = compile(analysis, device);
+    const fn = compile(analysis, device, undefined, true);
     const got = numbers(fn, analysis);
+    // the Profile tab: four more calls, the first (compiling) call's kernel times left out
+    fn.profile({ reset: true });
+    for (let i = 0; i < 4; i++) fn(analysis.values);
     const cpu = device === 'cpu' ? got : numbers(compile(analysis, 'cpu'), analysis);
     const kernels = kernelsOf(fn.source(), fn.graph);
     const steps = stepThrough(analysis);
@@ -303,6 +328,7 @@ async function run(device: 'cpu' | 'gpu'): Promise<State['result']> {
     await showKernels(state);
     await showStepThrough(state);
     showNumbers(state);
+    showProfile(state);
     setStatus(`${analysis.names.length} inputs, loss ${brief(toND(got[0]!))} on ${fn.device}; ${analysis.passes.length} passes, ${kernels.length} kernels (${(performance.now() - t0).toFixed(0)} ms)`);
     document.body.dataset['ready'] = String(Number(document.body.dataset['ready'] ?? '0') + 1);
     return result;
@@ -348,6 +374,7 @@ const api = {
   },
   /** How many elements of the page match `selector` (tests count highlighted nodes with it). */
   count: (selector: string) => document.querySelectorAll(selector).length,
+  profile: () => state?.fn.profile(),
   passes: () => state?.analysis.passes.map((p) => ({ name: p.name, nodesBefore: p.nodesBefore, nodesAfter: p.nodesAfter, changed: p.added.length })),
 };
 (globalThis as unknown as { theanineViewer: typeof api }).theanineViewer = api;

@@ -30,7 +30,7 @@ export interface KerasConfig {
   /**
    * The dtype the cpu device sums float32 matrix products in (theanine's addition; keras.json
    * "matmul_precision" or THEANINE_MATMUL_PRECISION): "float32" (four-lane SIMD, within the
-   * bound of docs/architecture.md) or "float64" (equal to the reference interpreter bit for
+   * bound of docs/numerics.md) or "float64" (equal to the reference interpreter bit for
    * bit). Absent: codegen/cpu/wasm-kernel.ts' DEFAULT_MATMUL_PRECISION. Read when K.function
    * makes a function.
    */
@@ -41,7 +41,16 @@ export interface KerasConfig {
    * "none". Absent: "fast_run".
    */
   optimizer?: Optimizer;
+  /**
+   * The compile mode of every function (theanine's addition; keras.json "mode" or THEANINE_MODE):
+   * "debug" checks every rewrite and kernel on the reference interpreter (docs/debugging.md);
+   * "default" does not. K.function's `mode` option wins.
+   */
+  mode?: CompileMode;
 }
+
+export type CompileMode = 'default' | 'debug';
+export const COMPILE_MODES: readonly CompileMode[] = ['default', 'debug'];
 
 export interface LoadConfigOptions {
   // A plain record rather than NodeJS.ProcessEnv: the published types need no @types/node.
@@ -162,6 +171,8 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
     if (precision !== undefined) cfg.matmul_precision = precision;
     const level = pick('optimizer', OPTIMIZERS);
     if (level !== undefined) cfg.optimizer = level;
+    const mode = pick('mode', COMPILE_MODES);
+    if (mode !== undefined) cfg.mode = mode;
     if (Object.hasOwn(raw, 'epsilon')) {
       const v = raw['epsilon'];
       if (!isEpsilon(v)) throw new ConfigError(`${where}: "epsilon" is ${show(v)}; allowed: ${EPSILON_ALLOWED}`);
@@ -192,6 +203,8 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
   if (precision !== undefined) cfg.matmul_precision = precision;
   const level = env['THEANINE_OPTIMIZER'] === '' ? undefined : fromEnv('THEANINE_OPTIMIZER', OPTIMIZERS);
   if (level !== undefined) cfg.optimizer = level;
+  const mode = env['THEANINE_MODE'] === '' ? undefined : fromEnv('THEANINE_MODE', COMPILE_MODES);
+  if (mode !== undefined) cfg.mode = mode;
   const threads = env['THEANINE_THREADS'];
   if (threads !== undefined && threads !== '') {
     const n = /^[0-9]+$/.test(threads) ? Number(threads) : NaN;
@@ -328,13 +341,15 @@ export const ENVIRONMENT_SWITCHES = {
   THEANINE_ONNX_PROVIDER: 'the ONNX Runtime execution provider (Node only: the onnx backend)',
   THEANINE_OPTIMIZER: 'the default optimizer level: fast_run, fast_compile, eqsat or none (also keras.json "optimizer")',
   THEANINE_EQSAT: 'limits of the eqsat optimizer: nodes=N,iterations=N,ms=N,matches=N,gain=P (any subset; gain: the percent a search result must save)',
+  THEANINE_MODE: 'debug: every function checks its rewrites and kernels on the reference interpreter (docs/debugging.md; also K.function\'s mode)',
+  THEANINE_NAN_GUARD: '1: every function raises at the first kernel that writes NaN or Inf from finite inputs (also K.function\'s nanGuard)',
   THEANINE_VERIFY_PASSES: '1: run the graph verifier after every optimizer pass (the test suite does; a cost per compile)',
 } as const;
 export type EnvironmentSwitch = keyof typeof ENVIRONMENT_SWITCHES;
 
 /** Config fields the environment sets (re-read when setEnvironment changes them). */
 const CONFIG_SWITCHES: Partial<Record<EnvironmentSwitch, keyof KerasConfig | 'all'>> = {
-  KERAS_BACKEND: 'backend', THEANINE_DEVICE: 'device', THEANINE_THREADS: 'threads', THEANINE_MATMUL_PRECISION: 'matmul_precision', THEANINE_OPTIMIZER: 'optimizer', KERAS_HOME: 'all',
+  KERAS_BACKEND: 'backend', THEANINE_DEVICE: 'device', THEANINE_THREADS: 'threads', THEANINE_MATMUL_PRECISION: 'matmul_precision', THEANINE_OPTIMIZER: 'optimizer', THEANINE_MODE: 'mode', KERAS_HOME: 'all',
 };
 
 /**

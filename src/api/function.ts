@@ -6,7 +6,11 @@ import { coerce, isFloat } from '../ir/dtype.js';
 import type { Node } from '../ir/node.js';
 import { leavesOf } from '../ir/graph.js';
 import { OPTIMIZERS, makeFunction, type CompiledFunction, type Optimizer } from '../runtime/function.js';
-import type { Target } from '../runtime/target.js';
+import type { Target, TargetRequest } from '../runtime/target.js';
+import { checkedExecutor, guardedExecutor } from '../runtime/check.js';
+import { Profiler, UNTIMED_NOTE, profiledExecutor } from '../runtime/profile.js';
+import { compileStats, compileTimes } from '../runtime/target.js';
+import { platform } from '#platform';
 import { cpuTarget } from '../runtime/compile.js';
 import { gpuTarget } from '../runtime/gpu/compile.js';
 import { tfjsTarget } from '../runtime/tfjs/executor.js';
@@ -14,7 +18,7 @@ import { onnxTarget } from '../runtime/onnx/executor.js';
 import type { PassSelection } from '../passes/user.js';
 import { fallbackPolicy, type FallbackOption } from '../runtime/fallback.js';
 import { allOptions, constantNode, isTensor, need, operands, options, toTensor, type TensorLike } from './args.js';
-import { backend as configuredBackend, device as configuredDevice, optimizerLevel as configuredOptimizer, BACKENDS, type BackendName, type DeviceName } from './config.js';
+import { backend as configuredBackend, device as configuredDevice, getConfig, optimizerLevel as configuredOptimizer, BACKENDS, COMPILE_MODES, type BackendName, type CompileMode, type DeviceName } from './config.js';
 import { currentLearningPhase, onClearSession } from './state.js';
 import { byRank } from './unknown-rank.js';
 
@@ -103,9 +107,37 @@ export interface FunctionOptions {
    * to accept extern steps of those ops. Default: THEANINE_FALLBACK, else `warn`.
    */
   fallback?: FallbackOption;
+  /**
+   * "debug": checking mode (docs/debugging.md): every rewrite and every kernel is compared with the
+   * reference interpreter, and a difference raises BadOptimization or BadKernel. Default:
+   * keras.json "mode" / THEANINE_MODE, else "default".
+   */
+  mode?: CompileMode;
+  /** Raise at the first kernel that writes NaN or Inf from finite inputs (default: THEANINE_NAN_GUARD=1). */
+  nanGuard?: boolean;
+  /** Time every kernel: `f.profile()` (docs/debugging.md). */
+  profile?: boolean;
 }
 
-const FUNCTION_OPTIONS: (keyof FunctionOptions)[] = ['backend', 'device', 'optimizer', 'name', 'passes', 'fallback'];
+const FUNCTION_OPTIONS: (keyof FunctionOptions)[] = ['backend', 'device', 'optimizer', 'name', 'passes', 'fallback', 'mode', 'nanGuard', 'profile'];
+
+/** THEANINE_NAN_GUARD: unset, empty or 0 is off, 1 on. */
+function nanGuardEnv(): boolean {
+  const v = platform.env('THEANINE_NAN_GUARD');
+  if (v !== undefined && !['', '0', '1'].includes(v)) throw new ValueError(`THEANINE_NAN_GUARD is ${JSON.stringify(v)}; allowed: "0", "1"`);
+  return v === '1';
+}
+
+/** The checking options of a function, checked, with their configured defaults. */
+function checking(opts: FunctionOptions): { mode: CompileMode; nanGuard: boolean; profile: boolean } {
+  const mode = opts.mode ?? getConfig().mode ?? 'default';
+  if (!COMPILE_MODES.includes(mode)) throw new ValueError(`function: unknown mode ${JSON.stringify(mode)} (allowed: ${COMPILE_MODES.map((m) => JSON.stringify(m)).join(', ')})`);
+  const nanGuard = opts.nanGuard ?? nanGuardEnv();
+  if (typeof nanGuard !== 'boolean') throw new TypeError(`function: nanGuard must be true or false, got ${describe(nanGuard)}`);
+  const profile = opts.profile ?? false;
+  if (typeof profile !== 'boolean') throw new TypeError(`function: profile must be true or false, got ${describe(profile)}`);
+  return { mode, nanGuard, profile };
+}
 
 type UpdateArg = Update | readonly [Node, TensorLike];
 
@@ -173,14 +205,27 @@ export function compileFunction(
   if (inputs.some((p) => p.type.unknownRank === true)) {
     return byRank(opts.name ?? 'function', inputs, outs, ups, { backend, device, optimizer }, (i, o, u) => compileFunction(i, o, u, opts));
   }
-  const spec = {
-    inputs, outputs: outs, updates: ups, device, backend, optimizer,
-    learningPhase: currentLearningPhase, name: opts.name ?? 'function',
-  };
+  const name = opts.name ?? 'function';
   const fallback = fallbackPolicy('function', opts.fallback);
   if (opts.passes !== undefined && optimizer === 'none') throw new ValueError('function: passes were given but optimizer "none" runs no passes; use "fast_run", "fast_compile" or "eqsat"');
-  const executor = targets[backend === 'theanine' ? device : backend].executor({
-    inputs, targets: computed, updates: ups, nOut: outs.length, optimizer, name: spec.name, fallback, ...(opts.passes !== undefined ? { passes: opts.passes } : {}),
-  });
-  return makeFunction(executor.device === undefined ? spec : { ...spec, device: executor.device }, executor);
+  const chk = checking(opts);
+  const target = targets[backend === 'theanine' ? device : backend];
+  const req: TargetRequest = {
+    inputs, targets: computed, updates: ups, nOut: outs.length, optimizer, name, fallback, ...(opts.passes !== undefined ? { passes: opts.passes } : {}),
+    ...(chk.mode === 'debug' ? { mode: 'debug' } : {}), ...(chk.profile ? { profile: true } : {}),
+  };
+  const programs = compileStats.programs;
+  let executor = target.executor(req);
+  const where = executor.device ?? device;
+  const profiler = chk.profile ? new Profiler(name, backend === 'theanine' ? where : backend, UNTIMED_NOTE[optimizer === 'none' ? 'none' : backend === 'theanine' ? device : backend]) : undefined;
+  if (profiler !== undefined) {
+    if (compileStats.programs !== programs) profiler.compiled({ passes: compileTimes.passes }, false);
+    executor = profiledExecutor(executor, profiler);
+  }
+  if (chk.mode === 'debug' && optimizer !== 'none') executor = checkedExecutor(target, req, backend === 'theanine' ? where : backend, executor);
+  if (chk.nanGuard) executor = guardedExecutor(target, req, executor);
+  const spec = {
+    inputs, outputs: outs, updates: ups, device: where, backend, optimizer, learningPhase: currentLearningPhase, name, ...(profiler !== undefined ? { profiler } : {}),
+  };
+  return makeFunction(spec, executor);
 }

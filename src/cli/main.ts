@@ -7,6 +7,7 @@ import { exportCli } from './export-command.js';
 import { graphCommand, passesCommand } from './graph.js';
 import { OutputClosed, processIo, type Io } from './io.js';
 import { trainCommand } from './train.js';
+import { profileCommand } from './profile.js';
 import { vizCommand } from './viz.js';
 
 function version(): string {
@@ -33,6 +34,8 @@ Environment:
   THEANINE_GPU_MODE=headlessgl|webasm  force gpu.js' mode on the gpu device
   THEANINE_DEBUG=cli                 print the stack trace of an error, not only its one line
   THEANINE_DEBUG=passes,gpu          the optimizer's passes, the gpu device and its kernels (all: every topic)
+  THEANINE_MODE=debug                checking mode: every rewrite and kernel compared with the reference interpreter
+  THEANINE_NAN_GUARD=1               raise at the first kernel that writes NaN or Inf from finite inputs
 `)
     .configureOutput({
       writeOut: (s) => io.out(s),
@@ -40,7 +43,7 @@ Environment:
       // One line: commander's suggestion ('Did you mean --epochs?') joins the message.
       outputError: (s, write) => write(`theanine: ${s.replace(/^error: /, '').trimEnd().replace(/\s*\n\s*/g, ' ')}\n`),
     });
-  for (const c of [trainCommand(io), graphCommand(io), passesCommand(io), exportCli(io), vizCommand(io), benchCommand(...(opts.benchRoot === undefined ? [] : [opts.benchRoot]))]) {
+  for (const c of [trainCommand(io), graphCommand(io), passesCommand(io), exportCli(io), vizCommand(io), profileCommand(io), benchCommand(...(opts.benchRoot === undefined ? [] : [opts.benchRoot]))]) {
     program.addCommand(c.configureOutput(program.configureOutput()));
   }
   program.exitOverride();

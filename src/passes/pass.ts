@@ -7,6 +7,7 @@ import { formatProvenance, unionProvenance, untraced, type Provenance } from '..
 import type { Node } from '../ir/node.js';
 import { platform } from '#platform';
 import { debugprintNodes, type PrintOptions } from '../ir/printer.js';
+import { activeChecker } from './check.js';
 
 export interface Pass {
   readonly name: string;
@@ -67,6 +68,9 @@ function runAll(passes: readonly Pass[], g: Graph, opts: RunOptions): Graph {
         throw new Error(`pass ${JSON.stringify(p.name)} produced a graph the verifier rejects: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
       }
     }
+    // Checking mode: each output after the pass computes what it did before (src/passes/check.ts).
+    const checker = activeChecker();
+    if (checker !== undefined) cur.outputs.forEach((o, i) => { if (next.outputs[i] !== o) checker.replaced(p.name, o, next.outputs[i]!, 'pass'); });
     if (count) {
       const afterNodes = topoSort(next.outputs);
       const made = afterNodes.filter((n) => !beforeNodes.has(n));

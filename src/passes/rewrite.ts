@@ -11,6 +11,7 @@ import { nodeIdMark, type Node } from '../ir/node.js';
 import { inherit, inheritReplaced } from '../ir/provenance.js';
 import type { OpName, OpNode } from '../ir/registry.js';
 import { sameType, typeToString } from '../ir/types.js';
+import { activeChecker } from './check.js';
 
 /** A local rewrite: a replacement for a node of one of its ops, or undefined when it does not apply. */
 export interface Rewrite {
@@ -84,6 +85,7 @@ function replacement(cur: Node, index: RuleIndex, stats: RewriteStats | undefine
     }
     if (out === undefined || out === cur || !sameType(out.type, cur.type)) continue;
     if (stats !== undefined) stats.fired.set(r.name, (stats.fired.get(r.name) ?? 0) + 1);
+    activeChecker()?.replaced(r.name, cur, out); // checking mode (src/passes/check.ts)
     return out;
   }
   return undefined;

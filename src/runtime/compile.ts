@@ -28,6 +28,7 @@ import {
   bodyOptimizer, compileTimes, debugSink, link, passesFor, type OptimizedProgram, type Shapes, type Specialised, type Target, type TargetRequest,
 } from './target.js';
 import { platform } from '#platform';
+import type { TimedProgram } from './profile.js';
 
 export { compileStats, compileTimes, setDebugSink } from './target.js';
 
@@ -64,6 +65,8 @@ interface Specialization extends Specialised {
   ran?: boolean;
   /** Gives back its packs kept in the packing arena (when the cache drops it). */
   readonly release?: () => void;
+  /** A profiled program's steps and their timer (K.function's `profile`; src/runtime/profile.ts). */
+  readonly timed?: TimedProgram;
 }
 
 /** The THEANINE_DEBUG=passes line of a new specialisation's phases (compileTimes). */
@@ -111,17 +114,20 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
     const flags = debugFlags();
     const plan = planBuffers(prog);
     const t2 = performance.now();
-    const mod = buildModule(prog, plan, { profile: flags.has('kernels') });
+    const mod = buildModule(prog, plan, { profile: flags.has('kernels') || p.profile === true });
     Object.assign(compileTimes, { lower: t1 - t0 - compileTimes.bodyPasses, plan: t2 - t1, render: performance.now() - t2, firstRun: 0 });
     if (flags.has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
     const prof = mod.profile;
-    const run: RunFn = prof === undefined ? mod.run : (ins, cells, phase, ctx) => {
+    const run: RunFn = prof === undefined || p.profile === true ? mod.run : (ins, cells, phase, ctx) => {
       profileRows(prof, '', true);
       const out = mod.run(ins, cells, phase, ctx);
       debugSink(profileRows(prof).map(([l, ms]) => `[theanine kernels] ${ms.toFixed(3).padStart(9)} ms  ${l}`).join('\n') + '\n');
       return out;
     };
-    return { run, fallbacks: externFallbacks(prog), invalid: false, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes, bytes: mod.bytes, release: mod.release };
+    return {
+      run, fallbacks: externFallbacks(prog), invalid: false, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes, bytes: mod.bytes, release: mod.release,
+      ...(p.profile === true && prof !== undefined ? { timed: { program: prog, steps: prof, bytes: mod.bytes } } : {}),
+    };
   } catch (e) {
     if (!(e instanceof DynamicShapeError)) throw e;
     const reason = e.message.slice(e.op.length + 2).replace(/\n/g, ' ');
@@ -163,6 +169,7 @@ function compiledExecutor(req: TargetRequest): Executor & { source(): string; lo
       return { program: lowerProgram(linked.program, shapes), variables: linked.variables };
     },
     lastInputShapes: () => lastShapes,
+    lastTimed: () => last?.timed,
     source(): string {
       if (last !== undefined) return last.source;
       const shapes = req.inputs.map((n) => n.shape);

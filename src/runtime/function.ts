@@ -12,6 +12,7 @@ import { fusedLabel } from '../passes/fusion.js';
 import type { Program } from '../codegen/kernel.js';
 import { exportFunction, type ExportOptions, type ExportedModule } from './export/module.js';
 import { exportOnnx, type OnnxExportOptions } from './onnx/export.js';
+import { profileTable, profileTrace, type FunctionProfile, type Profiler, type TimedProgram } from './profile.js';
 
 export type Optimizer = 'fast_run' | 'fast_compile' | 'eqsat' | 'none';
 export const OPTIMIZERS: readonly Optimizer[] = ['fast_run', 'fast_compile', 'eqsat', 'none'];
@@ -28,6 +29,8 @@ export interface FunctionSpec {
   /** The learning phase for graphs that use it without feeding it. */
   readonly learningPhase: () => number;
   readonly name: string;
+  /** Set when the function is profiled (K.function's `profile`). */
+  readonly profiler?: Profiler;
 }
 
 /**
@@ -54,6 +57,8 @@ export interface Executor {
   readonly freshResults?: boolean;
   /** Compiled executors: the lowered program for input shapes, and the function's variables by slot (for exportModule). */
   lowered?(shapes: readonly (readonly number[])[]): { program: Program; variables: readonly Node[] };
+  /** A profiled function's program and step timer of the latest call (the cpu; src/runtime/profile.ts). */
+  lastTimed?(): TimedProgram | undefined;
   /** The input shapes of the latest call. */
   lastInputShapes?(): readonly (readonly number[])[] | undefined;
   /** The onnx backend's execution provider (of the latest call). */
@@ -94,6 +99,12 @@ export interface CompiledFunction extends Pick<FunctionSpec, 'inputs' | 'outputs
   exportOnnx(options?: OnnxExportOptions): Uint8Array;
   /** The onnx backend: the ONNX Runtime execution provider its latest call ran on (undefined elsewhere or before a call). */
   readonly executionProvider: string | undefined;
+  /**
+   * A function made with `{ profile: true }`: its profile so far (docs/debugging.md), as a plain
+   * object, the printed table (`format: 'table'`) or Chrome trace-event JSON (`format: 'trace'`).
+   */
+  profile(options?: { readonly format?: 'object'; readonly reset?: boolean }): FunctionProfile;
+  profile(options: { readonly format: 'table' | 'trace'; readonly reset?: boolean }): string;
 }
 
 /** Converts and checks one input value against its placeholder. */
@@ -236,10 +247,19 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
       }, options);
     },
     exportOnnx: (options?: OnnxExportOptions) => exportOnnx({ name: spec.name, inputs: spec.inputs, outputs: spec.outputs, updates: spec.updates, optimizer: spec.optimizer }, options),
+    profile: (options?: { readonly format?: 'object' | 'table' | 'trace'; readonly reset?: boolean }) => {
+      const p = spec.profiler;
+      if (p === undefined) throw new ValueError(`${spec.name}.profile: this function was not made with { profile: true }; compile it with K.function(inputs, outputs, updates, { profile: true })`);
+      const format = options?.format ?? 'object';
+      if (!['object', 'table', 'trace'].includes(format)) throw new ValueError(`${spec.name}.profile: format must be "object", "table" or "trace", got ${JSON.stringify(format)}`);
+      const got = p.profile();
+      if (options?.reset === true) p.reset(); // the calls so far leave the figures (compile phases and peak stay)
+      return format === 'table' ? profileTable(got) : format === 'trace' ? profileTrace(got) : got;
+    },
     source: () => executor.source?.() ?? `// optimizer ${JSON.stringify(spec.optimizer)}: this function runs the reference interpreter; there is no generated source`,
     graph: executor.graph,
   });
   // a getter (Object.assign would copy its value once): the provider of the latest call
   Object.defineProperty(fn, 'executionProvider', { get: () => executor.executionProvider?.(), enumerable: true });
-  return fn as typeof fn & { readonly executionProvider: string | undefined };
+  return fn as unknown as CompiledFunction;
 }

@@ -19,6 +19,7 @@ import { formatPassReport, runPasses, type Pass, type PassReport } from '../pass
 import { fusedLabel, type FusionTarget } from '../passes/fusion.js';
 import { pipelineKey, resolvePipeline, type PassSelection } from '../passes/user.js';
 import { rebuild } from '../passes/rewrite.js';
+import { ReferenceChecker, withChecking } from '../passes/check.js';
 import { shapesKey, type CachedProgram, type ProgramCache } from './program-cache.js';
 import { checkFallbacks, type Fallback, type FallbackPolicy } from './fallback.js';
 import { debugEnabled } from './debug.js';
@@ -36,6 +37,12 @@ export interface TargetRequest extends Pick<FunctionSpec, 'inputs' | 'updates' |
   readonly passes?: PassSelection;
   /** The fallback rule (src/runtime/fallback.ts). */
   readonly fallback: FallbackPolicy;
+  /** Checking mode: every replacement the passes make is compared on the reference interpreter (src/passes/check.ts). */
+  readonly mode?: 'debug';
+  /** The targets are already optimized by these passes: run none (Scan bodies still go through them). Checking mode's one-kernel functions. */
+  readonly optimized?: readonly Pass[];
+  /** Time every kernel (K.function's `profile`; src/runtime/profile.ts). */
+  readonly profile?: boolean;
 }
 
 /** What one graph structure optimizes to, independent of shapes and of which leaves it was built from. */
@@ -49,6 +56,8 @@ export interface OptimizedProgram<S> extends CachedProgram<S> {
   readonly variables: readonly Node[];
   /** The target's variant when it was made ('' where the target has none). */
   readonly variant: string;
+  /** Kernels are timed (a profiled function never shares code with an unprofiled one). */
+  readonly profile?: boolean;
 }
 
 export interface Target<S = unknown> {
@@ -65,6 +74,8 @@ export interface Target<S = unknown> {
   executor(request: TargetRequest): Executor;
   /** Forgets every cached program (clear_session). */
   clear(): void;
+  /** The dtype it computes float64 values in, where not float64 (TensorFlow.js: float32); checking mode compares with that dtype's tolerance. */
+  readonly float64As?: 'float32';
 }
 
 /** A target's passes: the optimizer's list with the fusion its kernels allow; none for `none`. */
@@ -189,16 +200,19 @@ export function link<S extends Specialised, E extends Executor>(
   target: Target<S>, device: string, cache: ProgramCache<OptimizedProgram<S>, S>, req: TargetRequest,
   executor: (linked: LinkedProgram<S>) => E,
 ): E {
-  const passes = target.passes(req.optimizer, req.passes);
+  const passes = req.optimized ?? target.passes(req.optimizer, req.passes);
   const variant = target.variant?.() ?? '';
-  const { key, variables } = structuralKey(req.inputs, req.targets, `${req.optimizer}[${pipelineKey(passes)}]{${variant}}`, device);
+  const how = `${req.optimized !== undefined ? 'optimized' : ''}${req.mode === 'debug' ? '|debug' : ''}${req.profile === true ? '|profile' : ''}`;
+  const { key, variables } = structuralKey(req.inputs, req.targets, `${req.optimizer}[${pipelineKey(passes)}]{${variant}}${how}`, device);
+  // Checking mode: the passes' replacements are compared on the reference interpreter (src/passes/check.ts).
+  const checked = <T>(f: () => T): T => (req.mode === 'debug' ? withChecking(new ReferenceChecker(), f) : f());
   const program = cache.program(key, () => {
     const t0 = performance.now();
-    const graph = optimize(passes, req.targets);
+    const graph = req.optimized !== undefined ? req.targets : checked(() => optimize(passes, req.targets));
     compileTimes.passes = performance.now() - t0;
     compileStats.programs++;
     return {
-      passes, graph, variables, variant, specs: new Map(),
+      passes, graph, variables, variant, specs: new Map(), ...(req.profile === true ? { profile: true } : {}),
       inputSlot: new Map(req.inputs.map((n, i) => [n, i])),
       variableSlot: new Map(variables.map((v, i) => [v, i])),
     };
@@ -208,7 +222,7 @@ export function link<S extends Specialised, E extends Executor>(
   let own: readonly Node[] | undefined;
   const spec = (shapes: Shapes): S => cache.spec(program, shapesKey(shapes), () => {
     compileStats.specializations++;
-    return target.specialize(program, shapes);
+    return checked(() => target.specialize(program, shapes));
   });
   const e = executor({
     program, variables, cells,

@@ -131,6 +131,17 @@ describe('in Chromium: the viewer served by theanine viz', function () {
     const picked = await page.evaluate(() => (globalThis as unknown as { theanineViewer: { pickKernel(k: number): { line?: string; selected: string } } }).theanineViewer.pickKernel(0));
     expect(picked.line).to.contain('K.relu(K.add(K.dot(x, W1), b1))');
     expect(picked.selected).to.match(/^fused\{dot,add\} float32 \(4, 5\) — (K\.dot; K\.add|K\.add; K\.dot) at line 14$/);
+    // The Profile tab: the four calls after the first, a bar per kernel, the printed table.
+    const prof = await page.evaluate(() => {
+      const g = globalThis as unknown as { theanineViewer: { profile(): { calls: number; kernels: unknown[] }; tab(t: string): void; count(s: string): number }; document: { getElementById(id: string): { textContent: string } | null } };
+      const v = g.theanineViewer;
+      v.tab('profile');
+      return { calls: v.profile().calls, kernels: v.profile().kernels.length, bars: v.count('#profile-bars .row'), table: g.document.getElementById('profile-table')?.textContent ?? '' };
+    });
+    expect(prof.calls).to.equal(4);
+    expect(prof.bars).to.equal(prof.kernels);
+    expect(prof.bars).to.be.above(3);
+    expect(prof.table).to.match(/^profile of function "function" on cpu: 4 calls/);
   });
 
   it('steps through reverse mode: values forward, then adjoints from the loss (1) back, and verify_grad passes', async () => {

@@ -15,7 +15,8 @@ delete process.env['KERAS_BACKEND'];
 delete process.env['THEANINE_DEVICE'];
 // Every pipeline the tests compile is verified after each pass (src/passes/pass.ts).
 process.env['THEANINE_VERIFY_PASSES'] = '1';
-reloadConfig({ env: { KERAS_HOME: home } });
+// THEANINE_MODE=debug runs the suite in checking mode (docs/debugging.md).
+reloadConfig({ env: { KERAS_HOME: home, ...(process.env['THEANINE_MODE'] !== undefined ? { THEANINE_MODE: process.env['THEANINE_MODE'] } : {}) } });
 process.on('exit', () => fs.rmSync(home, { recursive: true, force: true }));
 
 // Warnings of expected fallbacks (a gpu kernel on the host, no GL context) are collected and

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { backend as K, optimize } from '../../src/index.js';
 import { VIEWER_EXAMPLES, VIEWER_EXAMPLE_NAMES } from '../../src/examples/viewer-programs.js';
 import {
-  analyze, callsOf, compile, kernelsOf, numbers, opsOf, programLineOf, PROGRAM_LINE_OFFSET, PROGRAM_URL, rand, referenceNumbers, runProgram, stepThrough,
+  analyze, callsOf, compile, kernelsOf, numbers, opsOf, profileBars, programLineOf, PROGRAM_LINE_OFFSET, PROGRAM_URL, rand, referenceNumbers, runProgram, stepThrough,
 } from '../../viewer/model.js';
 import { topoSort } from '../../src/ir/graph.js';
 import type { Node as Tensor } from '../../src/ir/node.js';
@@ -191,5 +191,18 @@ describe('viewer model', function () {
     expect(m, stack).to.not.equal(null);
     expect(Number(m![1]) - PROGRAM_LINE_OFFSET).to.equal(2);
     expect(PROGRAM_LINE_OFFSET, 'stack lines are editor lines').to.equal(0);
+  });
+
+  it('the Profile tab: a profiled compile gives one bar per kernel, the longest full width; the source keeps its kernels', () => {
+    const a = analyze(runProgram(VIEWER_EXAMPLES['mlp-gradient']));
+    const f = compile(a, 'cpu', K, true);
+    for (let i = 0; i < 3; i++) numbers(f, a);
+    const p = f.profile();
+    const bars = profileBars(p);
+    expect(bars.map((b) => b.name)).to.deep.equal(p.kernels.map((k) => k.name));
+    expect(bars.length).to.be.above(3);
+    expect(Math.max(...bars.map((b) => b.width))).to.equal(1);
+    for (const b of bars) expect(b.width).to.be.within(0, 1);
+    expect(kernelsOf(f.source(), f.graph).map((k) => k.label)).to.deep.equal(kernelsOf(compile(a, 'cpu').source(), f.graph).map((k) => k.label));
   });
 });

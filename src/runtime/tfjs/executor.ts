@@ -43,6 +43,7 @@ const noFusion: FusionTarget = { classify: () => 'opaque' };
  * take the new values without a round trip through the host.
  */
 export const tfjsTarget: Target<TfjsSpec> = {
+  float64As: 'float32', // TensorFlow.js has no float64 (src/runtime/tfjs/README.md)
   passes: passesFor(noFusion),
   specialize: (p) => ({ order: topoSort(p.graph), fallbacks: [], invalid: false }),
   executor: (req) => tfjsExecutor(req),
