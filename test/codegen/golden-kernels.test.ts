@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { backend as K } from '../../src/index.js';
 import type { Node } from '../../src/ir/node.js';
+import type { DType } from '../../src/ir/dtype.js';
 import { runPasses } from '../../src/passes/pass.js';
 import { pipeline } from '../../src/passes/pipeline.js';
 import { lower } from '../../src/codegen/lower.js';
@@ -100,7 +101,7 @@ function golden(name: string, build: () => { inputs: Node[]; outputs: Node[] }):
   });
 }
 
-const ph = (dtype: string, ...shape: number[]) => K.placeholder(shape, null, dtype);
+const ph = (dtype: DType, ...shape: number[]) => K.placeholder(shape, null, dtype);
 
 describe('golden kernels (cpu source, tier module bytes, gpu sources)', () => {
   golden('reductions-f64', () => {

@@ -2,7 +2,7 @@
 // literals, typed arrays, and the one way a string from outside ever reaches generated source
 // (an escaped literal).
 import type { DType } from '../../ir/dtype.js';
-import { KERNEL_ROWS, type ScalarOp, type ReduceOp } from '../expr.js';
+import { FOLD_ROWS, KERNEL_ROWS, type ScalarOp, type ReduceOp } from '../expr.js';
 import { CLASS_ARRAY, storageClass } from '../plan.js';
 
 /** A JS string literal that survives any content: quotes, backslashes, newlines, U+2028, `*\/`. */
@@ -77,14 +77,7 @@ export function opCode(op: ScalarOp, a: readonly string[]): string {
   return spell(js, a);
 }
 
-/** acc := acc (op) v, matching the reference folds (max/min propagate NaN as Math.max/min do). */
+/** acc := acc (op) v: the fold row's JavaScript (src/ir/ops/reduce.ts), matching the reference fold. */
 export function foldCode(op: ReduceOp, acc: string, v: string): string {
-  switch (op) {
-    case 'sum': return `${acc} += ${v};`;
-    case 'prod': return `${acc} *= ${v};`;
-    case 'max': return `${acc} = Math.max(${acc}, ${v});`;
-    case 'min': return `${acc} = Math.min(${acc}, ${v});`;
-    case 'any': return `if (${v} !== 0) ${acc} = 1;`;
-    case 'all': return `if (${v} === 0) ${acc} = 0;`;
-  }
+  return spell(FOLD_ROWS.get(op)!.spelling.js!, [acc, v]);
 }
