@@ -149,6 +149,12 @@ describe('golden kernels (cpu source, tier module bytes, gpu sources)', () => {
     const w = ph('float64', 6, 12);
     return { inputs: [x, w], outputs: [K.dot(K.exp(x), K.transpose(w)), K.dot(x, K.transpose(w.mul(2)))] };
   });
+  golden('concat-adjoint-split', () => {
+    const x = ph('float64', 4, 3);
+    const y = ph('float64', 4, 5);
+    const c = K.concatenate([K.tanh(x), y], -1);
+    return { inputs: [x, y], outputs: K.gradients(K.sum(c.mul(c)), [x, y]) };
+  });
   golden('cumulative-and-size', () => {
     const x = ph('float32', 4, 6);
     return { inputs: [x], outputs: [K.cumsum(x, 1), K.cumprod(x, 0), K.cast(K.sum(K.ones_like(x)), 'float32')] };

@@ -7,7 +7,7 @@ import { ExprBuilder, children, exprOrder } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
 import { REDUCE_INIT } from '../expr.js';
 import { schedule, type Schedule, type Scope } from '../schedule.js';
-import { splitInnerLoop } from '../split.js';
+import type { InnerSplit } from '../split.js';
 import { castCode, commentText, foldCode, jsString, literal, opCode, storeRounds } from './js.js';
 
 export interface RenderEnv {
@@ -140,9 +140,9 @@ function storedValue(v: Expr, dtype: string): Expr {
  * has run once before V8 compiles the hot loop (otherwise the optimized loop deoptimizes at the
  * first outer-loop increment it has never seen executed: "insufficient type feedback").
  */
-export function renderLoopKernel(k: LoopKernel, name: string, env: RenderEnv): KernelSource {
-  // Selects on the inner loop's index (a concatenation's adjoint): one block per column range (../split.ts).
-  const pieces = splitInnerLoop(k);
+export function renderLoopKernel(k: LoopKernel, name: string, env: RenderEnv, pieces: InnerSplit): KernelSource {
+  // Selects on the inner loop's index (a concatenation's adjoint): one block per column range,
+  // as the strategy step cut it (./strategy.ts, ../split.ts).
   if (pieces !== undefined) {
     const parts = pieces.map((p) => renderKernelBody(p.kernel, env));
     const params = [...new Set(parts.flatMap((p) => p.buffers))].sort((p, q) => p - q);

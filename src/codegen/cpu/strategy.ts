@@ -8,6 +8,7 @@
 import type { DType } from '../../ir/dtype.js';
 import { ExprBuilder } from '../expr.js';
 import { collapseLoopKernel } from '../collapse.js';
+import { splitInnerLoop, type InnerSplit } from '../split.js';
 import { stepBuffers, type LoopKernel, type MatmulKernel, type Program } from '../kernel.js';
 import { planElementwise, type EwPlan } from '../wasm/elementwise.js';
 import { planPool, type PoolPlan } from '../wasm/pool.js';
@@ -27,7 +28,8 @@ export type LoopStrategy =
   | { readonly kind: 'loop'; readonly tier: 'philox'; readonly plan: PhiloxPlan }
   | { readonly kind: 'loop'; readonly tier: 'elementwise'; readonly plan: EwPlan }
   | { readonly kind: 'loop'; readonly tier: 'reduce'; readonly plan: RedPlan }
-  | { readonly kind: 'loop'; readonly tier: 'js' };
+  /** JavaScript, its inner loop cut into column ranges where its selects compare that loop's index with constants (../split.ts) */
+  | { readonly kind: 'loop'; readonly tier: 'js'; readonly pieces: InnerSplit };
 
 /** How a matmul step runs: its tile sums, its packing (calls of the shared packers and loop kernels) and its epilogue. */
 export interface MatmulStrategy {
@@ -38,12 +40,15 @@ export interface MatmulStrategy {
   readonly all: boolean;
   /** A float32 convolution summed through an indirection buffer (A never packed). */
   readonly indirect: boolean;
-  readonly packing: ReturnType<typeof packing>;
+  readonly packing: { readonly calls: ReturnType<typeof packing>['calls']; readonly kernels: readonly PackKernel[] };
   /** Strided float32 operands the thread pool packs from the staging area (where the binding gives one). */
   readonly staged: ReturnType<typeof stagedPacks>;
   /** The epilogue in the SIMD tier, where it can render it. */
   readonly epilogue?: EwPlan | undefined;
 }
+
+/** A packing loop kernel (collapsed) and its inner-loop cut. */
+export interface PackKernel { readonly kernel: LoopKernel; readonly pieces: InnerSplit }
 
 export type StepStrategy = LoopStrategy | MatmulStrategy | { readonly kind: 'scan' | 'print' | 'extern' };
 
@@ -72,13 +77,15 @@ export function chooseStrategies(p: Program, wasm: boolean): StepStrategy[] {
       }
       return { kind: 'loop', tier: 'philox', plan: draw };
     }
-    if (!wasm) return { kind: 'loop', tier: 'js' };
+    if (!wasm) return js(s);
     const simd = planElementwise(s, dtype);
     if (simd !== undefined) return { kind: 'loop', tier: 'elementwise', plan: simd };
     const red = planReduce(s, dtype);
-    return red !== undefined ? { kind: 'loop', tier: 'reduce', plan: red } : { kind: 'loop', tier: 'js' };
+    return red !== undefined ? { kind: 'loop', tier: 'reduce', plan: red } : js(s);
   });
 }
+
+const js = (k: LoopKernel): LoopStrategy => ({ kind: 'loop', tier: 'js', pieces: splitInnerLoop(k) });
 
 /** Whether step i's draw into `out` is a temporary that only step i + 1 reads (so it can be drawn there). */
 function drawnByNext(p: Program, i: number, out: number): boolean {
@@ -92,7 +99,10 @@ function matmulStrategy(s: MatmulKernel, target: boolean, dtype: (id: number) =>
   const indirect = all && indirectSums(s, wasm);
   const pk = packing(s, indirect);
   // the packing loop kernels, collapsed as lowering collapses its own (in float64, as they copy)
-  const kernels: LoopKernel[] = pk.kernels.map((k) => collapseLoopKernel(k, new ExprBuilder(() => 'float64')));
+  const kernels = pk.kernels.map((k): PackKernel => {
+    const kernel = collapseLoopKernel(k, new ExprBuilder(() => 'float64'));
+    return { kernel, pieces: splitInnerLoop(kernel) };
+  });
   return {
     kind: 'matmul', wasm, all, indirect,
     packing: { calls: pk.calls, kernels },
