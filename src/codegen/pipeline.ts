@@ -11,7 +11,8 @@
 //                         without it), and on the packing kernels of step 4
 //   4. choose strategies  cpu/strategy.ts `chooseStrategies`: per step, its tier (WebAssembly
 //                         SIMD pool, Philox, elementwise or reduction kernel, or JavaScript) or a
-//                         matmul's tile sums, packing kernels and epilogue; tagged beside the steps
+//                         matmul's tile sums, packing kernels and epilogue; a JavaScript loop
+//                         kernel cut (split.ts) and scheduled (schedule.ts); tagged beside the steps
 //   5. plan buffers       plan.ts `planBuffers`: intermediates assigned to a few reused arrays
 //   6. render             a renderer spells the prepared program: cpu/driver.ts `renderDriver`
 //                         through a binding (cpu/module.ts `buildModule`: a run-time module;

@@ -83,9 +83,6 @@ function fold(b: ExprBuilder, roots: readonly Expr[]): { roots: Expr[]; folded: 
  * chooses by that loop's index alone, or the pieces would be too many. Kernels of one loop are
  * left whole (the driver splits their one loop into rows).
  */
-/** A kernel cut into column ranges of its inner loop (each a kernel over its range), or undefined: kept whole. */
-export type InnerSplit = readonly { readonly start: number; readonly kernel: LoopKernel }[] | undefined;
-
 export function splitInnerLoop(k: LoopKernel): { start: number; kernel: LoopKernel }[] | undefined {
   if (k.vars.length < 2 || k.stores.some((s) => s.dyn !== undefined || s.accumulate === true)) return undefined;
   const v = k.vars[k.vars.length - 1]!;

@@ -105,7 +105,7 @@ export function renderDriver({ program: p, plan, strategies }: Prepared, b: Driv
         case 'philox': call(s, (env) => renderPhilox(st.plan, env.bufName)); break;
         case 'elementwise': call(s, (env) => renderElementwise(st.plan, env.bufName)); break;
         case 'reduce': call(s, (env) => renderReduce(st.plan, env.bufName)); break;
-        case 'js': call(s, (env) => renderLoopKernel(s, 'k', env, st.pieces)); break;
+        case 'js': call(s, (env) => renderLoopKernel(s, 'k', env, st.js)); break;
       }
     } else if (s.kind === 'matmul') {
       if (st.kind !== 'matmul') throw new Error(`internal: step ${i} is a matmul, its strategy a ${st.kind}`);
@@ -129,8 +129,8 @@ export function renderDriver({ program: p, plan, strategies }: Prepared, b: Driv
             : t === 1 && c.p !== 4 ? `rt.packRows(${name(c.dst)}, ${name(c.buf)}, ${base}, ${sb}, ${sr}, ` : `rt.packStrided(${name(c.dst)}, ${name(c.buf)}, ${base}, ${sb}, ${sr}, ${t}, `;
           pl.push(`${call}${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
         }
-        for (const { kernel: kern, pieces } of pk.kernels) {
-          if (kern.stores[0]!.buf === dst) pl.push(kernelCall(b.kernel(s, (env) => renderLoopKernel(kern, 'k', env, pieces)), name));
+        for (const { kernel: kern, js } of pk.kernels) {
+          if (kern.stores[0]!.buf === dst) pl.push(kernelCall(b.kernel(s, (env) => renderLoopKernel(kern, 'k', env, js)), name));
         }
         if (keep === undefined) lines.push(...pl.map((l) => `  ${l}`));
         else if (!staged.has(dst)) lines.push(`  if (${keep.when}) {`, ...pl.map((l) => `    ${l}`), `    ${keep.done}`, '  }');

@@ -8,7 +8,6 @@
 import type { DType } from '../../ir/dtype.js';
 import { ExprBuilder } from '../expr.js';
 import { collapseLoopKernel } from '../collapse.js';
-import { splitInnerLoop, type InnerSplit } from '../split.js';
 import { stepBuffers, type LoopKernel, type MatmulKernel, type Program } from '../kernel.js';
 import { planElementwise, type EwPlan } from '../wasm/elementwise.js';
 import { planPool, type PoolPlan } from '../wasm/pool.js';
@@ -16,6 +15,7 @@ import { planReduce, type RedPlan } from '../wasm/reduce.js';
 import { fusablePair, planPhilox, type PhiloxPlan } from '../wasm/philox.js';
 import { indirectSums, packing, stagedPacks, sumsWhole, tierEpilogue } from './matmul.js';
 import { wasmTileModule } from './wasm-kernel.js';
+import { jsLoop, type JsLoop } from './loop.js';
 
 /** How a loop step runs. */
 export type LoopStrategy =
@@ -28,8 +28,8 @@ export type LoopStrategy =
   | { readonly kind: 'loop'; readonly tier: 'philox'; readonly plan: PhiloxPlan }
   | { readonly kind: 'loop'; readonly tier: 'elementwise'; readonly plan: EwPlan }
   | { readonly kind: 'loop'; readonly tier: 'reduce'; readonly plan: RedPlan }
-  /** JavaScript, its inner loop cut into column ranges where its selects compare that loop's index with constants (../split.ts) */
-  | { readonly kind: 'loop'; readonly tier: 'js'; readonly pieces: InnerSplit };
+  /** JavaScript, its inner loop cut into column ranges where its selects compare that loop's index with constants (../split.ts), scheduled */
+  | { readonly kind: 'loop'; readonly tier: 'js'; readonly js: JsLoop };
 
 /** How a matmul step runs: its tile sums, its packing (calls of the shared packers and loop kernels) and its epilogue. */
 export interface MatmulStrategy {
@@ -47,8 +47,8 @@ export interface MatmulStrategy {
   readonly epilogue?: EwPlan | undefined;
 }
 
-/** A packing loop kernel (collapsed) and its inner-loop cut. */
-export interface PackKernel { readonly kernel: LoopKernel; readonly pieces: InnerSplit }
+/** A packing loop kernel (collapsed), cut and scheduled for the JavaScript renderer. */
+export interface PackKernel { readonly kernel: LoopKernel; readonly js: JsLoop }
 
 export type StepStrategy = LoopStrategy | MatmulStrategy | { readonly kind: 'scan' | 'print' | 'extern' };
 
@@ -85,7 +85,7 @@ export function chooseStrategies(p: Program, wasm: boolean): StepStrategy[] {
   });
 }
 
-const js = (k: LoopKernel): LoopStrategy => ({ kind: 'loop', tier: 'js', pieces: splitInnerLoop(k) });
+const js = (k: LoopKernel): LoopStrategy => ({ kind: 'loop', tier: 'js', js: jsLoop(k) });
 
 /** Whether step i's draw into `out` is a temporary that only step i + 1 reads (so it can be drawn there). */
 function drawnByNext(p: Program, i: number, out: number): boolean {
@@ -101,7 +101,7 @@ function matmulStrategy(s: MatmulKernel, target: boolean, dtype: (id: number) =>
   // the packing loop kernels, collapsed as lowering collapses its own (in float64, as they copy)
   const kernels = pk.kernels.map((k): PackKernel => {
     const kernel = collapseLoopKernel(k, new ExprBuilder(() => 'float64'));
-    return { kernel, pieces: splitInnerLoop(kernel) };
+    return { kernel, js: jsLoop(kernel) };
   });
   return {
     kind: 'matmul', wasm, all, indirect,
