@@ -13,6 +13,8 @@ import { S } from '../../src/codegen/wasm/approx.js';
 import { templates } from '../../src/codegen/templates.js';
 import { tfKernels } from '../../src/runtime/tfjs/kernels/index.js';
 import { onnxTranslations } from '../../src/runtime/onnx/ops/index.js';
+import { ONNX_OPERATORS } from '../../src/runtime/onnx/operators.js';
+import { ONNX_IMPORTABLE } from '../../src/api/onnx.js';
 
 const SRC = join(import.meta.dirname, '../../src');
 /** A new reduction touches its row, its gradient rule and its K function (plus K.size's use of prod). */
@@ -70,6 +72,13 @@ describe('reductions as rows (src/ir/ops/reduce.ts)', () => {
 
   it('the SIMD tier folds exactly the rows with a lane op, with that op', () => {
     for (const [op, r] of FOLD_ROWS) expect(FOLD[op], op).to.equal(r.spelling.wasm === undefined ? undefined : S[r.spelling.wasm]);
+  });
+
+  it('every ONNX name of a row is an ai.onnx operator, and importOnnx reads the names of the same meaning', () => {
+    for (const r of reductionRows) {
+      expect(ONNX_OPERATORS[r.spelling.onnx], r.name).to.be.a('number');
+      if (r.family !== 'logical') expect(ONNX_IMPORTABLE, r.name).to.include(r.spelling.onnx);
+    }
   });
 
   it('every row has a kernel template, a tfjs kernel and an ONNX translation', () => {
