@@ -20,7 +20,10 @@
 //                         cpu/loop.ts (JavaScript) and wasm/*.ts (WebAssembly); gpu/render.ts
 //                         renders the same Program's steps for gpu.js (src/runtime/gpu).
 //
-// Steps 1-3 are `lowerProgram`, 4-5 `prepare`; a renderer takes a `Prepared`.
+// Steps 1-3 are `lowerProgram`, 4-5 `prepare`; a cpu renderer takes a `Prepared`. The gpu device
+// takes the Program of step 3: its step 4 (each step on the device, or on the host with the
+// reason) is still made by rendering, in src/runtime/gpu/program.ts `prepare` (a step whose
+// kernels do not render, `Unsupported`, runs on the host), and its buffers live on the device.
 import type { Program } from './kernel.js';
 import { lower, type LowerSpec } from './lower.js';
 import { planBuffers, type Plan } from './plan.js';
