@@ -19,6 +19,7 @@ import { placeholder, variable } from './tensors.js';
 import { rnn } from './rnn.js';
 import { isOp } from '../ir/registry.js';
 import { rowsSpelledIn } from '../ir/ops/elementwise.js';
+import { reductionRow, reductionRows } from '../ir/ops/reduce.js';
 
 export class OnnxImportError extends Error {
   override name = 'OnnxImportError';
@@ -105,6 +106,14 @@ function dimsOf(n: Node | undefined): (number | null)[] | undefined {
     const { first, count } = sliceRange(ax, v.length);
     return Array.from({ length: count }, (_, i) => v[first + i * ax.step]!);
   }
+  // a sum or product of known dims (a size): the row's fold over them
+  const red = reductionRow(n.op);
+  if (red !== undefined && red.family === 'arith' && red.finish === undefined) {
+    const v = dimsOf(n.inputs[0]);
+    if (v === undefined) return undefined;
+    if (v.some((d) => d === null)) return [null];
+    return [(v as number[]).reduce(red.fold, red.identity)];
+  }
   switch (n.op) {
     case 'cast': case 'identity': case 'reshape': case 'expand_dims': case 'squeeze': return dimsOf(n.inputs[0]);
     case 'shape_of': return [...n.inputs[0]!.shape];
@@ -117,12 +126,6 @@ function dimsOf(n: Node | undefined): (number | null)[] | undefined {
       const idx = dimsOf(n.inputs[1]);
       if (v === undefined || idx === undefined || idx.some((i) => i === null)) return undefined;
       return idx.map((i) => v[i! < 0 ? i! + v.length : i!] ?? null);
-    }
-    case 'prod': case 'sum': {
-      const v = dimsOf(n.inputs[0]);
-      if (v === undefined) return undefined;
-      if (v.some((d) => d === null)) return [null];
-      return [(v as number[]).reduce((p, q) => (n.op === 'prod' ? p * q : p + q), n.op === 'prod' ? 1 : 0)];
     }
     case 'mul': case 'add': {
       const a = dimsOf(n.inputs[0]);
@@ -151,8 +154,15 @@ function rowHandlers(): Record<string, Handler> {
   return out;
 }
 
+/** Each reduction row's ONNX operator (src/ir/ops/reduce.ts) as its op; a logical row's operator folds 0/1 and is not its meaning. */
+function reductionHandlers(): Record<string, Handler> {
+  const rows = reductionRows.filter((r) => r.family !== 'logical');
+  return Object.fromEntries(rows.map((r) => [r.spelling.onnx, ([x, a], m) => reduce(r.name, x!, m, a, r.spelling.onnx)] satisfies [string, Handler]));
+}
+
 const handlers: Record<string, Handler> = {
   ...rowHandlers(),
+  ...reductionHandlers(),
   Identity: ([x]) => x!,
   Dropout: ([x]) => x!,
   Max: (x) => (x as Node[]).reduce((a, b) => apply('maximum', [a, b])),
@@ -279,11 +289,6 @@ const handlers: Record<string, Handler> = {
     const y = apply('mul', [x!.dtype === 'bool' ? apply('cast', [x!], { dtype: 'uint8' }) : x!, ones]);
     return x!.dtype === 'bool' ? apply('cast', [y], { dtype: 'bool' }) : y;
   },
-  ReduceSum: ([x, a], m) => reduce('sum', x!, m, a, 'ReduceSum'),
-  ReduceMean: ([x, a], m) => reduce('mean', x!, m, a, 'ReduceMean'),
-  ReduceMax: ([x, a], m) => reduce('max', x!, m, a, 'ReduceMax'),
-  ReduceMin: ([x, a], m) => reduce('min', x!, m, a, 'ReduceMin'),
-  ReduceProd: ([x, a], m) => reduce('prod', x!, m, a, 'ReduceProd'),
   ArgMax: ([x], m) => {
     const axis = norm(int(m, 'axis', 0), x!.ndim);
     const y = apply('argmax', [x!], { axis });

@@ -6,6 +6,7 @@ import { NDArray } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
 import { isFullyKnown } from '../ir/types.js';
 import type { OpName } from '../ir/registry.js';
+import type { ReductionName } from '../ir/ops/reduce.js';
 
 const FN = 'K.gradients';
 
@@ -68,7 +69,7 @@ export function unsqueeze(x: Node, axes: readonly number[]): Node {
   return axes.length === 0 ? x : apply('unsqueeze', [x], { axes: [...axes] }, FN);
 }
 
-export function reduce(name: 'sum' | 'max' | 'min' | 'prod', x: Node, axes: readonly number[], keepdims: boolean): Node {
+export function reduce(name: ReductionName, x: Node, axes: readonly number[], keepdims: boolean): Node {
   return apply(name, [x], { axes: [...axes], keepdims }, FN);
 }
 

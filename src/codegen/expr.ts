@@ -6,6 +6,7 @@
 // name theirs with their JavaScript, which src/codegen/cpu spells and the gpu overrides.
 import { coerce, type DType } from '../ir/dtype.js';
 import { rowsSpelledIn, type ElementwiseOp, type KernelOp } from '../ir/ops/elementwise.js';
+import { reductionRows, type KernelFold, type ReductionOp } from '../ir/ops/reduce.js';
 import type { IExpr, Var } from './index-expr.js';
 
 export type ScalarOp =
@@ -16,8 +17,11 @@ export type ScalarOp =
 /** The elementwise row whose scalar op each kernel op is. */
 export const KERNEL_ROWS: ReadonlyMap<ScalarOp, ElementwiseOp> = new Map(rowsSpelledIn('kernel').map((r) => [r.name as KernelOp, r.row]));
 
-/** Folds of a reduction: sum, product, NaN-propagating max/min, logical any/all. */
-export type ReduceOp = 'sum' | 'prod' | 'max' | 'min' | 'any' | 'all';
+/** Folds of a reduction, named by their rows (src/ir/ops/reduce.ts): the rows that are their own kernel fold. */
+export type ReduceOp = KernelFold;
+
+/** The reduction row that spells each fold (its identity, its fold statements). */
+export const FOLD_ROWS: ReadonlyMap<ReduceOp, ReductionOp> = new Map(reductionRows.filter((r) => r.spelling.kernel === r.name).map((r) => [r.name as ReduceOp, r]));
 
 export type ScalarFn = (...xs: number[]) => number;
 
@@ -65,7 +69,8 @@ export type Expr = Base & (
 /** The data-dependent part of an index: a 'row' expression times a stride. */
 export interface Dyn { readonly row: Expr; readonly stride: number }
 
-export const REDUCE_INIT: Record<ReduceOp, number> = { sum: 0, prod: 1, max: -Infinity, min: Infinity, any: 0, all: 1 };
+/** Each fold's initial value (its row's identity). */
+export const REDUCE_INIT = Object.fromEntries([...FOLD_ROWS].map(([op, r]) => [op, r.identity])) as Record<ReduceOp, number>;
 
 /** Ops whose result is 0 or 1: exact in every dtype. */
 const BOOLEAN_OPS: ReadonlySet<ScalarOp> = new Set(['eq', 'ne', 'gt', 'ge', 'lt', 'le', 'and', 'or', 'not', 'isnan']);

@@ -19,7 +19,8 @@ import type { DType } from '../ir/dtype.js';
 import type { Node } from '../ir/node.js';
 import { formatShape, sizeOf } from '../ir/ndarray.js';
 import type { RandomAttrs } from '../ir/ops/random.js';
-import { ExprBuilder, type Expr } from './expr.js';
+import { ExprBuilder, type Expr, type ReduceOp } from './expr.js';
+import { cumulativeRow } from '../ir/ops/reduce.js';
 import { iadd, iconst, imod, ivar, newVar, ravel, unravel, type IExpr } from './index-expr.js';
 import type { BufferDecl, BufferRole, LoopKernel, Step, ValueRef } from './kernel.js';
 import { collapseLoopKernel } from './collapse.js';
@@ -132,12 +133,12 @@ export function lowerDataOp(
       if (env.gatherLoops !== undefined && outShape[axis]! <= env.gatherLoops && outDType !== 'float64') {
         // One thread per output element: out[o, k, i] = the fold of x[o, k', i] over k' <= k (k' > k adds the identity).
         const out = env.addBuf(outDType, size, outRole);
-        const id = n.op === 'cumsum' ? 0 : 1;
+        const row = cumulativeRow(n.op)!;
         const k = loop(n.op, outShape, (co) => {
           const kv = newVar(outShape[axis]!);
           const xs = co.map((c, d) => (d === axis ? ivar(kv) : c));
-          const term = b.op('select', b.op('le', b.index(ivar(kv)), b.index(co[axis]!)), load(x, xs), b.const(id));
-          return { buf: out, index: ravel(co, outShape), value: b.cast(outDType, b.reduce(n.op === 'cumsum' ? 'sum' : 'prod', [kv], term)), dtype: outDType };
+          const term = b.op('select', b.op('le', b.index(ivar(kv)), b.index(co[axis]!)), load(x, xs), b.const(row.identity));
+          return { buf: out, index: ravel(co, outShape), value: b.cast(outDType, b.reduce(row.spelling.kernel as ReduceOp, [kv], term)), dtype: outDType };
         });
         return { steps: [k], value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
       }
@@ -148,10 +149,11 @@ export function lowerDataOp(
       const k = co[axis]!;
       // (k - 1) mod n: in range at k = 0 too (the select ignores it there), and never simplified to a
       // constant, so the read stays inside the k loop (a read hoisted above it would see the element unwritten).
+      const row = cumulativeRow(n.op)!;
       const nAxis = outShape[axis]!;
       const prev = co.map((c, d) => (d === axis ? imod(iadd(c, iconst(nAxis - 1)), Math.max(nAxis, 1)) : c));
-      const before = b.op('select', b.op('eq', b.index(k), b.const(0)), b.const(n.op === 'cumsum' ? 0 : 1), b.load(acc, ravel(prev, outShape)));
-      const value = b.op(n.op === 'cumsum' ? 'add' : 'mul', before, load(x, co));
+      const before = b.op('select', b.op('eq', b.index(k), b.const(0)), b.const(row.identity), b.load(acc, ravel(prev, outShape)));
+      const value = b.op(row.spelling.combine, before, load(x, co));
       const index = ravel(co, outShape);
       const kern: LoopKernel = {
         kind: 'loop', label: n.op, vars,

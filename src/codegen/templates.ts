@@ -9,7 +9,7 @@
 import type { DType } from '../ir/dtype.js';
 import type { Attrs } from '../ir/op.js';
 import { getOp, type AttrsOf, type OpName } from '../ir/registry.js';
-import type { ArgAttrs, ReduceAttrs } from '../ir/ops/reduce.js';
+import { reductionRows, type ArgAttrs, type ReduceAttrs, type ReductionName } from '../ir/ops/reduce.js';
 import type { Node } from '../ir/node.js';
 import { elementwiseOps, rowsSpelledIn, type KernelOp, type SpelledIn } from '../ir/ops/elementwise.js';
 import { dotAxisOfY } from '../ir/ops/core.js';
@@ -88,6 +88,9 @@ const unary = (op: ScalarOp) => ew(([a], c) => c.b.op(op, a!));
 const binary = (op: ScalarOp) => ew(([a, x], c) => c.b.op(op, a!, x!));
 /** Same numbers as the reference: the op's own scalar function, called per element. */
 const scalarCall = (name: string, fn: ScalarFn) => ew((args, c) => c.b.call(fn, name, args));
+
+/** Every reduction row's template: its kernel fold (divided by the count for a mean). */
+const reductionTemplates = Object.fromEntries(reductionRows.map((r) => [r.name, reduction(r.spelling.kernel as ReduceOp, r.spelling.mean === true)])) as TemplateTableFor<ReductionName>;
 
 function reduction(op: ReduceOp, mean = false): LoopTemplate<ReduceAttrs> {
   return {
@@ -248,8 +251,7 @@ export const templates: TemplateTableFor<OpName> = {
     const i = c.attrs.index;
     return [iconst(i < 0 ? i + d : i), ...out];
   }),
-  sum: reduction('sum'), prod: reduction('prod'), mean: reduction('sum', true),
-  max: reduction('max'), min: reduction('min'), any: reduction('any'), all: reduction('all'),
+  ...reductionTemplates,
   argmax: argExtreme('max'), argmin: argExtreme('min'),
   dot: dotTemplate,
   softmax_cross_entropy: softmaxXent,

@@ -4,6 +4,7 @@
 import { apply } from '../ir/build.js';
 import { NDArray } from '../ir/ndarray.js';
 import { isOp } from '../ir/registry.js';
+import { reductionNames } from '../ir/ops/reduce.js';
 import { isFullyKnown } from '../ir/types.js';
 import { foldRule } from './constant-fold.js';
 import { commuteRule } from './merge.js';
@@ -11,8 +12,6 @@ import { definePass } from './pass.js';
 import { rule } from './pattern.js';
 import { rewrite, rewriteGraph, type Rewrite } from './rewrite.js';
 
-/** The reduction ops (each with `axes`). */
-const REDUCTIONS = ['sum', 'prod', 'mean', 'max', 'min', 'any', 'all'] as const;
 
 /** Identities written as data. */
 export const algebraicRules: readonly Rewrite[] = [
@@ -68,7 +67,7 @@ const shapeOfRule = rewrite('shape_of_static', ['shape_of'], (n) => {
 });
 
 /** A reduction over no axes is the identity (when it keeps the dtype; the engine checks). */
-const emptyReduceRule = rewrite('reduce_no_axes', REDUCTIONS, (n) => (n.attrs.axes.length === 0 ? n.inputs[0] : undefined));
+const emptyReduceRule = rewrite('reduce_no_axes', reductionNames, (n) => (n.attrs.axes.length === 0 ? n.inputs[0] : undefined));
 
 export const canonicalRules: readonly Rewrite[] = [
   foldRule, commuteRule, ...algebraicRules, castSame, transposeRule, reshapeRule, shapeOfRule, emptyReduceRule,

@@ -12,8 +12,8 @@ import { nextEpoch } from '../ir/interpret.js';
 import type { DType, TypedArray } from '../ir/dtype.js';
 import type { FusionTarget } from '../passes/fusion.js';
 import { classify, matmulPrologue, shapeOnly } from '../codegen/templates.js';
-import { DynamicShapeError, lower } from '../codegen/lower.js';
-import { planBuffers } from '../codegen/plan.js';
+import { DynamicShapeError } from '../codegen/lower.js';
+import { lowerProgram as lowerSpecialisation, prepare } from '../codegen/pipeline.js';
 import type { Program } from '../codegen/kernel.js';
 import { buildModule, clearKernelCaches, profileRows, type RunFn } from '../codegen/cpu/module.js';
 import { matmulPrecision, packArena, tile32 } from '../codegen/cpu/wasm-kernel.js';
@@ -99,7 +99,7 @@ export function clearCompileCache(): void {
 }
 
 function lowerProgram(p: CompiledProgram, shapes: Shapes): Program {
-  return lower({
+  return lowerSpecialisation({
     targets: p.graph, inputSlot: p.inputSlot, variableSlot: p.variableSlot, inputShapes: shapes, tile: tileOf(p.variant), optimizeBody: bodyOptimizer(p.passes),
   });
 }
@@ -112,9 +112,9 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
     const prog = lowerProgram(p, shapes);
     const t1 = performance.now();
     const flags = debugFlags();
-    const plan = planBuffers(prog);
+    const prepared = prepare(prog, { wasm: true });
     const t2 = performance.now();
-    const mod = buildModule(prog, plan, { profile: flags.has('kernels') || p.profile === true });
+    const mod = buildModule(prepared, { profile: flags.has('kernels') || p.profile === true });
     Object.assign(compileTimes, { lower: t1 - t0 - compileTimes.bodyPasses, plan: t2 - t1, render: performance.now() - t2, firstRun: 0 });
     if (flags.has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
     const prof = mod.profile;

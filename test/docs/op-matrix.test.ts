@@ -11,9 +11,12 @@ import { tangentRules } from '../../src/autodiff/tangent/index.js';
 import { isFromGradient } from '../../src/autodiff/tangent/linear.js';
 import { NO_KERNEL_YET } from '../../src/codegen/no-kernel.js';
 import { GPU_CALLS } from '../../src/codegen/gpu/scalar.js';
+import { COMPENSATED } from '../../src/codegen/gpu/render.js';
+import type { ReduceOp } from '../../src/codegen/expr.js';
 import { templates } from '../../src/codegen/templates.js';
 import { tfKernels } from '../../src/runtime/tfjs/kernels/index.js';
 import { onnxTranslations } from '../../src/runtime/onnx/ops/index.js';
+import { reductionRows } from '../../src/ir/ops/reduce.js';
 
 const PAGE = join(import.meta.dirname, '../../docs/adding-an-op.md');
 const START = '<!-- op-matrix: written by test/docs/op-matrix.test.ts (UPDATE_DOCS=1) -->';
@@ -61,7 +64,42 @@ function matrix(): string {
   ].join('\n');
 }
 
+const RED_START = '<!-- reduction-matrix: written by test/docs/op-matrix.test.ts (UPDATE_DOCS=1) -->';
+const RED_END = '<!-- reduction-matrix end -->';
+
+/** The reduction rows (src/ir/ops/reduce.ts) as each backend spells them. */
+function reductionMatrix(): string {
+  const code = (x: string | undefined) => (x === undefined ? '-' : `\`${x.replace(/\|/g, '\\|')}\``);
+  return [
+    RED_START,
+    '',
+    '| reduction | family | identity | kernel fold | cpu (JavaScript) | gpu.js | WebAssembly SIMD | tfjs | ONNX | gradient |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...reductionRows.map((r) => {
+      const sp = r.spelling;
+      const fold = sp.mean === true ? `${sp.kernel} / count` : sp.kernel;
+      return `| \`${r.name}\` | ${r.family} | ${r.identity} | ${fold} | ${code(sp.js)} | ${COMPENSATED.has(r.name as ReduceOp) ? 'Kahan-compensated sum' : code(sp.gpu ?? sp.js)} | ${code(sp.wasm)} | \`tf.${sp.tf}\` | ${sp.onnx} | ${gradient(r.name as OpName)} |`;
+    }),
+    '',
+    RED_END,
+  ].join('\n');
+}
+
+function section(page: string, start: string, end: string, want: string): string {
+  const a = page.indexOf(start);
+  const b = page.indexOf(end);
+  expect(a >= 0 && b > a, `docs/adding-an-op.md needs the markers ${start} ... ${end}`).to.equal(true);
+  return page.slice(0, a) + want + page.slice(b + end.length);
+}
+
 describe('docs/adding-an-op.md: the op matrix', () => {
+  it('its reduction matrix is what the rows say', () => {
+    const page = readFileSync(PAGE, 'utf8');
+    const want = section(page, RED_START, RED_END, reductionMatrix());
+    if (process.env['UPDATE_DOCS'] === '1') writeFileSync(PAGE, want);
+    expect(readFileSync(PAGE, 'utf8'), 'run with UPDATE_DOCS=1 and read the diff').to.equal(want);
+  });
+
   it('is what the tables say', () => {
     const page = readFileSync(PAGE, 'utf8');
     const a = page.indexOf(START);

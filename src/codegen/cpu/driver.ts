@@ -1,5 +1,7 @@
-// The driver of a lowered Program: the JavaScript that binds its buffers and runs its steps in
-// order (kernel calls, a matmul's packing, a Scan's loop, print callbacks, extern steps). One
+// The driver of a prepared Program (../pipeline.ts): the JavaScript that binds its buffers and
+// runs its steps in order (kernel calls, a matmul's packing, a Scan's loop, print callbacks,
+// extern steps), each as its strategy says (./strategy.ts: chosen before rendering; here only
+// spelled). The buffers bound are the ones the steps name, recorded as they are named. One
 // walk over the steps, two bindings of where things live: the cpu module (cpu/module.ts) keeps
 // planned arrays, constants, kernels and Scan bodies in the slots of a closure made at run
 // time; an exported module (src/runtime/export/render.ts) declares them as module statics and
@@ -8,28 +10,28 @@
 // pieces are kept is the binding's.
 import type { NDArray } from '../../ir/ndarray.js';
 import { sizeOf } from '../../ir/ndarray.js';
-import { ExprBuilder, exprOrder, type Expr } from '../expr.js';
-import { collapseLoopKernel } from '../collapse.js';
-import { stepBuffers, type BufferDecl, type ExternStep, type MatmulKernel, type PrintStep, type Program, type ScanStep, type Step } from '../kernel.js';
+import { exprOrder, type Expr } from '../expr.js';
+import type { BufferDecl, ExternStep, MatmulKernel, PrintStep, Program, ScanStep, Step } from '../kernel.js';
 import type { Plan } from '../plan.js';
-import { planElementwise, renderElementwise } from '../wasm/elementwise.js';
-import { planPool, renderPool } from '../wasm/pool.js';
-import { planReduce, renderReduce, type RedPlan } from '../wasm/reduce.js';
-import { planRowPair } from '../wasm/reduce-pair.js';
-import { fusablePair, planPhilox, renderPhilox, renderPhiloxPair, type PhiloxPlan } from '../wasm/philox.js';
+import type { Prepared } from '../pipeline.js';
+import { renderElementwise } from '../wasm/elementwise.js';
+import { renderPool } from '../wasm/pool.js';
+import { renderReduce } from '../wasm/reduce.js';
+import { renderPhilox, renderPhiloxPair } from '../wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
-import { indirectSums, packing, renderAllTiles, renderIndirectTiles, renderMatmulCompute, renderTierEpilogue, stagedPacks, sumsWhole, tierEpilogue } from './matmul.js';
+import { renderAllTiles, renderIndirectTiles, renderMatmulCompute, renderTierEpilogue } from './matmul.js';
 import { renderScanLoop, type ScanArg } from './scan.js';
-import { wasmTileModule } from './wasm-kernel.js';
+import type { MatmulStrategy } from './strategy.js';
+
+/** A buffer's name in the driver; a binding names buffers through it, so the driver binds exactly the buffers named. */
+export type BufferName = (id: number) => string;
 
 /** A kernel the binding declared: its rendered form, and the name the driver calls it by. */
 export type DeclaredKernel = KernelSource & { readonly name: string };
 
 /** Where a driver's pieces live, and the steps whose form depends on the target. */
 export interface DriverBinding {
-  /** WebAssembly tiers (SIMD elementwise loops, the WebAssembly matmul micro-kernel) where they apply. */
-  readonly wasm: boolean;
   /** Renders (with the env it gives) and declares a kernel of step `s`. */
   kernel(s: Step, render: (env: RenderEnv) => KernelSource): DeclaredKernel;
   /** Planned array `slot` (plan.slots). */
@@ -50,7 +52,7 @@ export interface DriverBinding {
    * for each packing buffer, the one buffer its operand reads (undefined: several, or none). A pack
    * the binding keeps between calls (or a Scan's steps) is made only under `when`, and `done` follows it.
    */
-  matmul(s: MatmulKernel, all: boolean, sources: ReadonlyMap<number, number | undefined>): {
+  matmul(s: MatmulKernel, strategy: MatmulStrategy, sources: ReadonlyMap<number, number | undefined>, name: BufferName): {
     readonly open: string;
     readonly kept: (id: number) => { readonly when: string; readonly done: string } | undefined;
     readonly stage?: string;
@@ -58,7 +60,7 @@ export interface DriverBinding {
   /** The Scan's body (its `index`-th in this program) and how the loop calls it with these arguments. */
   scan(s: ScanStep, index: number, ins: readonly ScanArg[], outs: readonly ScanArg[]): { readonly setup: string[]; readonly call: string[] };
   print(s: PrintStep, input: string): string;
-  extern(s: ExternStep, inputs: readonly string[]): string;
+  extern(s: ExternStep, inputs: readonly string[], name: BufferName): string;
   /** A step's lines as the driver runs them (provenance, timing). */
   step(s: Step, index: number, lines: string[]): string[];
 }
@@ -73,89 +75,63 @@ export interface Driver {
   readonly results: string[];
 }
 
-/** Renders the driver of `p` (buffers planned by `plan`) through binding `b`. */
-export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
+/** Renders the driver of a prepared program (its steps' strategies chosen, its buffers planned: ../pipeline.ts) through binding `b`. */
+export function renderDriver({ program: p, plan, strategies }: Prepared, b: DriverBinding): Driver {
+  // The buffers the steps name, as they are named: the ones the prologue binds (a Scan's step
+  // buffers in planned arrays are hoisted views, named by their view).
+  const named = new Set<number>();
+  const name = (id: number): string => { named.add(id); return `b${id}`; };
+  const out = b.out;
   // Exact-length arrays (extern arguments, a Scan's step views): views of planned arrays are made once, others inline.
   const view = (v: { buf: number; offset: number; shape: readonly number[] }): string => {
     const n = sizeOf(v.shape);
     const slot = plan.slotOf.get(v.buf);
     if (slot !== undefined) return b.hoist(`${b.slot(slot)}.subarray(${v.offset}, ${v.offset + n})`);
-    return v.offset === 0 && n === p.buffers[v.buf]!.size ? `b${v.buf}` : `b${v.buf}.subarray(${v.offset}, ${v.offset + n})`;
+    return v.offset === 0 && n === p.buffers[v.buf]!.size ? name(v.buf) : `${name(v.buf)}.subarray(${v.offset}, ${v.offset + n})`;
   };
   const body: string[] = [];
   let scans = 0;
-  const dtype = (id: number) => p.buffers[id]!.dtype;
-  // A draw into a temporary that only the next step, an elementwise loop, reads: drawn inside that loop's kernel.
-  let pending: PhiloxPlan | undefined;
-  // Two row kernels whose intermediate only the second reads: one kernel at the second (../wasm/reduce-pair.ts).
-  let rowPair: RedPlan | undefined;
   p.steps.forEach((s, i) => {
     const lines: string[] = [];
-    const call = (s: Step, render: (env: RenderEnv) => KernelSource, indent = '') => lines.push(indent + kernelCall(b.kernel(s, render)));
+    const call = (s: Step, render: (env: RenderEnv) => KernelSource, indent = '') => lines.push(indent + kernelCall(b.kernel(s, render), name));
+    const st = strategies[i]!;
     if (s.kind === 'loop') {
-      // The WebAssembly SIMD tier where it applies (pooling and its adjoint: ../wasm/pool.ts;
-      // random draws: ../wasm/philox.ts; fused elementwise loops: ../wasm/elementwise.ts), else JavaScript.
-      const drawn = pending;
-      pending = undefined;
-      if (rowPair !== undefined) {
-        const rp = rowPair;
-        rowPair = undefined;
-        call({ ...s, origin: [...(p.steps[i - 1]!.origin ?? []), ...(s.origin ?? [])] }, (env) => renderReduce(rp, env.bufName));
-        body.push(...b.step(s, i, lines));
-        return;
-      }
-      rowPair = b.wasm && drawn === undefined ? planRowPair(p, i, dtype) : undefined;
-      if (rowPair !== undefined) return;
-      // a pool_grad's first kernel, which only the next reads: not run where the next runs in the pool tier
-      const nextPool = p.steps[i + 1];
-      if (s.poolAux === true && b.wasm && nextPool?.kind === 'loop' && planPool(nextPool, dtype) !== undefined) return;
-      const pool = b.wasm ? planPool(s, dtype) : undefined;
-      if (pool !== undefined) {
-        call(s, (env) => renderPool(pool, env.bufName));
-        body.push(...b.step(s, i, lines));
-        return;
-      }
-      const pair = drawn !== undefined ? fusablePair(drawn, planElementwise(s, dtype, true)) : undefined;
-      const draw = b.wasm && drawn === undefined ? planPhilox(s, dtype) : undefined;
-      const next = p.steps[i + 1];
-      if (draw !== undefined && next?.kind === 'loop' && p.buffers[draw.out]!.role === 'temp' && !p.targets.some((t) => t.buf === draw.out)
-        && p.steps.every((t, j) => j === i || (j === i + 1 ? !stepBuffers(t).writes.includes(draw.out) : !stepBuffers(t).reads.includes(draw.out) && !stepBuffers(t).writes.includes(draw.out)))
-        && fusablePair(draw, planElementwise(next, dtype, true)) !== undefined) {
-        pending = draw; // rendered with the next step
-      } else {
-        const simd = b.wasm && draw === undefined && pair === undefined ? planElementwise(s, dtype) : undefined;
-        // reductions (../wasm/reduce.ts)
-        const red = b.wasm && draw === undefined && pair === undefined && simd === undefined ? planReduce(s, dtype) : undefined;
-        call(s, (env) => (pair !== undefined ? renderPhiloxPair(drawn!, pair, env.bufName) : draw !== undefined ? renderPhilox(draw, env.bufName)
-          : simd !== undefined ? renderElementwise(simd, env.bufName) : red !== undefined ? renderReduce(red, env.bufName) : renderLoopKernel(s, 'k', env)));
+      if (st.kind !== 'loop') throw new Error(`internal: step ${i} is a loop, its strategy a ${st.kind}`);
+      switch (st.tier) {
+        case 'skip': case 'pair-first': return;
+        case 'reduce-pair': call({ ...s, origin: [...(p.steps[i - 1]!.origin ?? []), ...(s.origin ?? [])] }, (env) => renderReduce(st.plan, env.bufName)); break;
+        case 'philox-next': break; // drawn inside the next step's kernel
+        case 'pool': call(s, (env) => renderPool(st.plan, env.bufName)); break;
+        case 'philox-pair': call(s, (env) => renderPhiloxPair(st.draw, st.plan, env.bufName)); break;
+        case 'philox': call(s, (env) => renderPhilox(st.plan, env.bufName)); break;
+        case 'elementwise': call(s, (env) => renderElementwise(st.plan, env.bufName)); break;
+        case 'reduce': call(s, (env) => renderReduce(st.plan, env.bufName)); break;
+        case 'js': call(s, (env) => renderLoopKernel(s, 'k', env, st.js)); break;
       }
     } else if (s.kind === 'matmul') {
-      // Large products: every tile sum first (cache blocks, split over the worker threads), then the epilogue.
-      const wasm = b.wasm && wasmTileModule() !== null;
-      const all = wasm && sumsWhole(s);
-      // A float32 convolution: summed through an indirection buffer into its input's cells (A never packed, so never kept).
-      const indirect = all && indirectSums(s, wasm);
-      const { open, kept, stage } = b.matmul(s, all, new Map([[s.packA, indirect ? undefined : operandSource(s.a)], [s.packB, operandSource(s.b)]]));
+      if (st.kind !== 'matmul') throw new Error(`internal: step ${i} is a matmul, its strategy a ${st.kind}`);
+      const { wasm, all, indirect } = st;
+      const { open, kept, stage } = b.matmul(s, st, new Map([[s.packA, indirect ? undefined : operandSource(s.a)], [s.packB, operandSource(s.b)]]), name);
       lines.push(open);
-      const pk = packing(s, indirect);
+      const pk = st.packing;
       // Whole float32 products with a binding that gives them a staging area: float32 operands are
       // copied there and packed by the thread pool (stagedPacks), the rest here.
-      const { staged } = stage !== undefined ? stagedPacks(s, dtype) : { staged: new Map<number, { lo: number; hi: number; at: number }>() };
+      const staged = stage !== undefined ? st.staged.staged : new Map<number, { lo: number; hi: number; at: number }>();
       const after: string[] = [];
       for (const dst of [s.packA, s.packB]) {
         const keep = kept(dst);
         const pl: string[] = [];
         for (const c of pk.calls) {
           if (c.dst !== dst) continue;
-          const { base, sb, sr, st } = c.op;
+          const { base, sb, sr, st: t } = c.op;
           const sg = staged.get(c.dst);
           // contiguous along t in panels wider than 4: row by row (packRows), else step by step
-          const call = sg !== undefined ? `rt.arena.stage(b${c.buf}, ${sg.lo}, ${sg.hi}, ${sg.at === 0 ? stage! : `${stage!} + ${4 * sg.at}`}, ${base}, ${sb}, ${sr}, ${st}, b${c.dst}.byteOffset, `
-            : st === 1 && c.p !== 4 ? `rt.packRows(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ` : `rt.packStrided(b${c.dst}, b${c.buf}, ${base}, ${sb}, ${sr}, ${st}, `;
+          const call = sg !== undefined ? `rt.arena.stage(${name(c.buf)}, ${sg.lo}, ${sg.hi}, ${sg.at === 0 ? stage! : `${stage!} + ${4 * sg.at}`}, ${base}, ${sb}, ${sr}, ${t}, ${name(c.dst)}.byteOffset, `
+            : t === 1 && c.p !== 4 ? `rt.packRows(${name(c.dst)}, ${name(c.buf)}, ${base}, ${sb}, ${sr}, ` : `rt.packStrided(${name(c.dst)}, ${name(c.buf)}, ${base}, ${sb}, ${sr}, ${t}, `;
           pl.push(`${call}${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
         }
-        for (const kern of pk.kernels) {
-          if (kern.stores[0]!.buf === dst) pl.push(kernelCall(b.kernel(s, (env) => renderLoopKernel(collapseLoopKernel(kern, new ExprBuilder(() => 'float64')), 'k', env))));
+        for (const { kernel: kern, js } of pk.kernels) {
+          if (kern.stores[0]!.buf === dst) pl.push(kernelCall(b.kernel(s, (env) => renderLoopKernel(kern, 'k', env, js)), name));
         }
         if (keep === undefined) lines.push(...pl.map((l) => `  ${l}`));
         else if (!staged.has(dst)) lines.push(`  if (${keep.when}) {`, ...pl.map((l) => `    ${l}`), `    ${keep.done}`, '  }');
@@ -165,30 +141,28 @@ export function renderDriver(p: Program, plan: Plan, b: DriverBinding): Driver {
           after.push(`  if (${keep.when}) ${keep.done}`);
         }
       }
-      if (indirect) lines.push(...renderIndirectTiles(s, `b${s.packA}`, `b${s.packB}`).map((l) => `  ${l}`));
-      else if (all) lines.push(`  ${renderAllTiles(s, `b${s.packA}`, `b${s.packB}`)}`);
+      if (indirect) lines.push(...renderIndirectTiles(s, name(s.packA), name(s.packB), name).map((l) => `  ${l}`));
+      else if (all) lines.push(`  ${renderAllTiles(s, name(s.packA), name(s.packB))}`);
       lines.push(...after);
       // A whole float32 product's epilogue runs in the SIMD tier where the tier can render it.
-      const epilogue = all ? tierEpilogue(s, dtype) : undefined;
+      const epilogue = st.epilogue;
       call(s, (env) => (epilogue !== undefined ? renderTierEpilogue(epilogue, env) : renderMatmulCompute(s, 'k', env, wasm, all)), '  ');
       lines.push('}');
     } else if (s.kind === 'scan') {
       const k = scans++;
-      lines.push(...renderScanLoop(s, k, view, (ins, outs) => b.scan(s, k, ins, outs)));
+      lines.push(...renderScanLoop(s, k, view, name, (ins, outs) => b.scan(s, k, ins, outs)));
     } else if (s.kind === 'print') lines.push(b.print(s, view(s.input)));
-    else lines.push(b.extern(s, s.inputs.map(view)));
+    else lines.push(b.extern(s, s.inputs.map(view), name));
     body.push(...b.step(s, i, lines));
   });
 
-  const out = b.out;
-  const results = p.targets.map((t) => (t.copy ? `b${t.buf}.slice(${t.offset}, ${t.offset + sizeOf(t.shape)})` : `b${t.buf}`));
+  const results = out !== undefined ? [] : p.targets.map((t) => (t.copy ? `${name(t.buf)}.slice(${t.offset}, ${t.offset + sizeOf(t.shape)})` : name(t.buf)));
   const copies = out === undefined ? [] : p.targets.flatMap((t, k) => (
-    !t.copy && p.buffers[t.buf]!.role === 'target' ? [] : [`rt.copy(${out(k)}, 0, b${t.buf}, ${t.offset}, ${sizeOf(t.shape)});`]
+    !t.copy && p.buffers[t.buf]!.role === 'target' ? [] : [`rt.copy(${out(k)}, 0, ${name(t.buf)}, ${t.offset}, ${sizeOf(t.shape)});`]
   ));
-  // Only buffers the driver names are bound (a Scan's step buffers are hoisted views).
-  const named = new Set([...[...body, ...copies, ...(out === undefined ? results : [])].join('\n').matchAll(/\bb(\d+)\b/g)].map((x) => Number(x[1])));
+  // Only buffers the steps named are bound.
   const prologue = p.buffers.filter((d) => named.has(d.id)).flatMap((d) => bind(d, p, plan, b));
-  return { prologue, body, copies, results: out === undefined ? results : [] };
+  return { prologue, body, copies, results };
 }
 
 /** The one buffer a product operand reads (undefined: several, or none). */
@@ -199,8 +173,8 @@ function operandSource(e: Expr): number | undefined {
 }
 
 /** A kernel call; one with row bounds runs row 0 first, so V8 sees every path of the loop before optimizing it. */
-function kernelCall(k: DeclaredKernel): string {
-  const args = [...(k.needsAcc === true ? ['acc'] : []), ...k.buffers.map((id) => `b${id}`)].join(', ');
+function kernelCall(k: DeclaredKernel, name: (id: number) => string): string {
+  const args = [...(k.needsAcc === true ? ['acc'] : []), ...k.buffers.map(name)].join(', ');
   if (k.rows === undefined) return `${k.name}(${args});`;
   if (k.rows <= 1) return `${k.name}(${args}, 0, ${k.rows});`;
   return `${k.name}(${args}, 0, 1); ${k.name}(${args}, 1, ${k.rows});`;

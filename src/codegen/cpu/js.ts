@@ -2,7 +2,7 @@
 // literals, typed arrays, and the one way a string from outside ever reaches generated source
 // (an escaped literal).
 import type { DType } from '../../ir/dtype.js';
-import { KERNEL_ROWS, type ScalarOp, type ReduceOp } from '../expr.js';
+import { FOLD_ROWS, KERNEL_ROWS, type ScalarOp, type ReduceOp } from '../expr.js';
 import { CLASS_ARRAY, storageClass } from '../plan.js';
 
 /** A JS string literal that survives any content: quotes, backslashes, newlines, U+2028, `*\/`. */
@@ -38,18 +38,21 @@ export function arrayType(d: DType): string {
 
 /** Rounding to what a store of `d` keeps (the reference's `coerce`), around an expression. */
 export function castCode(d: DType, x: string): string {
-  switch (d) {
-    case 'float64': return x;
-    case 'float32': return `Math.fround(${x})`;
-    case 'float16': return `rt.f16(${x})`;
-    case 'int64': return `rt.i64(${x})`;
-    case 'int32': return `(${x} | 0)`;
-    case 'int16': return `((${x} << 16) >> 16)`;
-    case 'int8': return `((${x} << 24) >> 24)`;
-    case 'uint8': return `(${x} & 255)`;
-    case 'bool': return `rt.bool(${x})`;
-  }
+  return spell(CAST_JS[d], [x]);
 }
+
+/** The JavaScript of a cast to each dtype (a store's rounding), over $0. */
+const CAST_JS: Record<DType, string> = {
+  float64: '$0',
+  float32: 'Math.fround($0)',
+  float16: 'rt.f16($0)',
+  int64: 'rt.i64($0)',
+  int32: '($0 | 0)',
+  int16: '(($0 << 16) >> 16)',
+  int8: '(($0 << 24) >> 24)',
+  uint8: '($0 & 255)',
+  bool: 'rt.bool($0)',
+};
 
 /** Stores into these typed arrays already round as `castCode` would. */
 export function storeRounds(d: DType): boolean {
@@ -64,27 +67,25 @@ export function spell(js: string, a: readonly string[]): string {
   return js.includes('$') ? js.replace(/\$(\d)/g, (_, i: string) => a[Number(i)]!) : `${js}(${a.join(', ')})`;
 }
 
+/**
+ * The JavaScript of the scalar ops the kernel IR adds to the elementwise rows' (the rows' `js`
+ * spell the others): with the rows, the cpu's table of spellings, which other targets override
+ * (gpu/scalar.ts `OVERRIDES`; tinygrad's `code_for_op` with per-renderer overrides).
+ */
+export const KERNEL_IR_JS: Readonly<Record<'select' | 'idiv' | 'imod', string>> = {
+  select: '($0 !== 0 ? $1 : $2)',
+  idiv: '(($0 / $1) | 0)',
+  imod: '($0 % $1)',
+};
+
 /** A scalar op as JavaScript: the elementwise rows' spellings, and the ops the kernel IR adds. */
 export function opCode(op: ScalarOp, a: readonly string[]): string {
-  const [x, y, z] = a;
-  switch (op) {
-    case 'select': return `(${x} !== 0 ? ${y} : ${z})`;
-    case 'idiv': return `((${x} / ${y}) | 0)`;
-    case 'imod': return `(${x} % ${y})`;
-  }
-  const js = KERNEL_ROWS.get(op)?.spelling.js;
+  const js = Object.hasOwn(KERNEL_IR_JS, op) ? KERNEL_IR_JS[op as keyof typeof KERNEL_IR_JS] : KERNEL_ROWS.get(op)?.spelling.js;
   if (js === undefined) throw new Error(`internal: no JavaScript spelling of the scalar op ${op}`);
   return spell(js, a);
 }
 
-/** acc := acc (op) v, matching the reference folds (max/min propagate NaN as Math.max/min do). */
+/** acc := acc (op) v: the fold row's JavaScript (src/ir/ops/reduce.ts), matching the reference fold. */
 export function foldCode(op: ReduceOp, acc: string, v: string): string {
-  switch (op) {
-    case 'sum': return `${acc} += ${v};`;
-    case 'prod': return `${acc} *= ${v};`;
-    case 'max': return `${acc} = Math.max(${acc}, ${v});`;
-    case 'min': return `${acc} = Math.min(${acc}, ${v});`;
-    case 'any': return `if (${v} !== 0) ${acc} = 1;`;
-    case 'all': return `if (${v} === 0) ${acc} = 0;`;
-  }
+  return spell(FOLD_ROWS.get(op)!.spelling.js!, [acc, v]);
 }

@@ -140,25 +140,38 @@ function storedValue(v: Expr, dtype: string): Expr {
  * has run once before V8 compiles the hot loop (otherwise the optimized loop deoptimizes at the
  * first outer-loop increment it has never seen executed: "insufficient type feedback").
  */
-export function renderLoopKernel(k: LoopKernel, name: string, env: RenderEnv): KernelSource {
-  // Selects on the inner loop's index (a concatenation's adjoint): one block per column range (../split.ts).
-  const pieces = splitInnerLoop(k);
-  if (pieces !== undefined) {
-    const parts = pieces.map((p) => renderKernelBody(p.kernel, env));
+export function renderLoopKernel(k: LoopKernel, name: string, env: RenderEnv, js: JsLoop): KernelSource {
+  // Selects on the inner loop's index (a concatenation's adjoint): one block per column range,
+  // as the strategy step cut it (./strategy.ts, ../split.ts).
+  if (js.split) {
+    const pieces = js.pieces;
+    const parts = pieces.map((p) => renderKernelBody(p.kernel, p.schedule, env));
     const params = [...new Set(parts.flatMap((p) => p.buffers))].sort((p, q) => p - q);
     const lines = parts.flatMap((p, i) => [`  { // columns ${pieces[i]!.start} to ${pieces[i]!.start + pieces[i]!.kernel.vars.at(-1)!.size}`, ...p.lines.map((l) => `  ${l}`), '  }']);
     const args = [...params.map((q) => env.bufName(q)), 'lo', 'hi'];
     return { source: `function ${name}(${args.join(', ')}) { // ${commentText(k.label)}\n${lines.join('\n')}\n}`, buffers: params, rows: k.vars[0]!.size };
   }
-  const r = renderKernelBody(k, env);
+  const r = renderKernelBody(k, js.pieces[0]!.schedule, env);
   const args = [...r.buffers.map((p) => env.bufName(p)), ...(r.rows !== undefined ? ['lo', 'hi'] : [])];
   return { source: `function ${name}(${args.join(', ')}) { // ${commentText(k.label)}\n${r.lines.join('\n')}\n}`, buffers: r.buffers, rows: r.rows };
 }
 
+/** A JavaScript loop kernel as the strategy step prepares it: whole or cut into column ranges (../split.ts), each piece scheduled (../schedule.ts). */
+export interface JsLoop {
+  readonly split: boolean;
+  readonly pieces: readonly { readonly start: number; readonly kernel: LoopKernel; readonly schedule: Schedule }[];
+}
+
+/** Cuts (../split.ts) and schedules (../schedule.ts) a loop kernel for the JavaScript renderer. */
+export function jsLoop(k: LoopKernel): JsLoop {
+  const sched = (kernel: LoopKernel) => schedule(kernel.vars, kernel.stores, new ExprBuilder(() => 'float64'));
+  const cut = splitInnerLoop(k);
+  if (cut === undefined) return { split: false, pieces: [{ start: 0, kernel: k, schedule: sched(k) }] };
+  return { split: true, pieces: cut.map((p) => ({ start: p.start, kernel: p.kernel, schedule: sched(p.kernel) })) };
+}
+
 /** A loop kernel's statements, the buffers it reads and writes, and its outermost loop's size (bounds lo, hi). */
-function renderKernelBody(k: LoopKernel, env: RenderEnv): { lines: string[]; buffers: number[]; rows: number | undefined } {
-  const b = new ExprBuilder(() => 'float64');
-  const s = schedule(k.vars, k.stores, b);
+function renderKernelBody(k: LoopKernel, s: Schedule, env: RenderEnv): { lines: string[]; buffers: number[]; rows: number | undefined } {
   // schedule() expands 'index' expressions into integer trees; give them the same lookup as loads.
   const w = new ExprWriter(s, env);
   const bufs = new Set<number>();

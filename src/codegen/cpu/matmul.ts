@@ -188,7 +188,7 @@ export function indirectSums(k: MatmulKernel, wasm: boolean): boolean {
  * The runtime calls of an indirect product: its input's cells and pointers into the arena at A's
  * packing buffer (igemmA), then every tile sum by the igemm kernel (split over the worker threads).
  */
-export function renderIndirectTiles(k: MatmulKernel, pa: string, pb: string): string[] {
+export function renderIndirectTiles(k: MatmulKernel, pa: string, pb: string, name: (id: number) => string): string[] {
   const a = k.indirect!;
   const { mr, nr } = k;
   const MP = Math.ceil(k.m.size / mr), NP = Math.ceil(k.n.size / nr), K = k.k.size;
@@ -196,12 +196,12 @@ export function renderIndirectTiles(k: MatmulKernel, pa: string, pb: string): st
   const geom = [a.batch, a.channels, a.inSize.length, ...a.inSize, ...a.outSize, ...a.window, ...a.step, ...a.tapStep, ...a.start, ...a.div];
   if (a.over === 'terms') {
     return [
-      `const ind = rt.windowGradA(${pa}, b${a.buf}, ${a.offset}, [${geom.join(', ')}], ${mr});`,
+      `const ind = rt.windowGradA(${pa}, ${name(a.buf)}, ${a.offset}, [${geom.join(', ')}], ${mr});`,
       `rt.arena.tiles(ind, ${(mr + 1) * 4}, ${pb}.byteOffset, ${NP * K * nr * 4}, ${MP}, ${K}, acc.byteOffset, ${NP}, 1, ${mr * nr * 4}, ${WINDOW_GRAD_VARIANT});`,
     ];
   }
   return [
-    `const ind = rt.igemmA(${pa}, b${a.buf}, ${a.offset}, [${geom.join(', ')}], ${mr});`,
+    `const ind = rt.igemmA(${pa}, ${name(a.buf)}, ${a.offset}, [${geom.join(', ')}], ${mr});`,
     `rt.arena.tiles(ind, ${taps * mr * 4}, ${pb}.byteOffset, ${NP * K * nr * 4}, ${MP}, ${K}, acc.byteOffset, ${NP}, 1, ${mr * nr * 4}, ${IGEMM_VARIANT});`,
   ];
 }

@@ -7,10 +7,10 @@ import type { TypedArray } from '../../ir/dtype.js';
 import { provenanceComment, withBuiltBy } from '../../ir/provenance.js';
 import type { ScalarFn } from '../expr.js';
 import type { MatmulKernel, Program } from '../kernel.js';
-import { planBuffers, type Plan } from '../plan.js';
-import { renderDriver } from './driver.js';
+import { prepare, type Prepared } from '../pipeline.js';
+import { renderDriver, type DriverBinding } from './driver.js';
 import { commentText } from './js.js';
-import { accSize, packing, stagedPacks } from './matmul.js';
+import { accSize } from './matmul.js';
 import { allocateSlots, CTOR, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
 import { KeptSlot, packArena } from './wasm-kernel.js';
 
@@ -114,7 +114,9 @@ export function clearKernelCaches(): void {
   factories.clear();
 }
 
-export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): CpuModule {
+/** The run-time module of a prepared program (../pipeline.ts `prepare` with the WebAssembly tiers). */
+export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuModule {
+  const { program: p, plan } = prepared;
   const consts: TypedArray[] = [];
   let subBytes = 0;
   /** Which consts are written per call (the learning phase, the epoch): each instance gets its own. */
@@ -132,8 +134,6 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   /** Packs kept in the arena between calls (constants, variables) or between a Scan's steps (its constants). */
   const packs: KeptSlot[] = [];
   const subReleases: (() => void)[] = [];
-  /** Kept packs by what they hold (array, view, layout). */
-  const shared = new Map<string, number>();
   let usesStep = false;
   const immutable = (id: number): boolean => {
     const d = p.buffers[id]!;
@@ -156,8 +156,7 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     consts.push(data);
     return `consts[${consts.length - 1}]`;
   };
-  const driver = renderDriver(p, plan, {
-    wasm: true,
+  const driver = renderDriver(prepared, {
     /** Each kernel has its own numbering of scalar functions; the compiled function is shared by source. */
     kernel(s, render) {
       const fns: ScalarFn[] = [];
@@ -190,59 +189,11 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
     phase: (name) => [`const ${name} = ${constant(new Uint8Array(1), () => new Uint8Array(1))}; ${name}[0] = phase;`],
     epoch: (name) => [`const ${name} = ${constant(new Float64Array(1), () => new Float64Array(1))}; ${name}[0] = ctx.epoch;`],
     out: opts.targetsOut === true ? (k) => `outs[${k}]` : undefined,
-    // The packing buffers and the tile sums: views of the process-wide arena. A pack of a
-    // constant or a variable is kept in the arena between calls (KeptSlot: one per variable
-    // cell, for twin functions), made again only when the variable's value is another array; a
-    // Scan's step-invariant pack is kept between its steps (made at step 0, and again if another
-    // call used its place). Other packs and the sums are this step's own, past the
-    // kept packs (rt.arena.base). Offsets in the arena count doubles; a float32 product's packs
-    // and sums are float32 views of the same memory (its element n at float32 index 2*offset + n).
-    matmul(s, all, sources) {
-      const nAcc = accSize(s, all);
-      const f32 = s.sum === 'float32';
-      const plus = (x: string, c: number) => (c === 0 ? x : `${x} + ${c}`);
-      const sub = (o: number, n: number) => (f32 ? `a32.subarray(${plus('2 * z', 2 * o)}, 2 * z + ${2 * o + n})` : `ar.subarray(${plus('z', o)}, z + ${o + n})`);
-      const keptAt = (j: number, n: number) => (f32 ? `a32.subarray(2 * q${j}.at, 2 * q${j}.at + ${n})` : `ar.subarray(q${j}.at, q${j}.at + ${n})`);
-      const at: string[] = [];
-      const checks: string[] = [];
-      const kept = new Map<number, { when: string; done: string }>();
-      const calls = packing(s).calls;
-      let o = 0;
-      for (const id of [s.packA, s.packB]) {
-        const n = p.buffers[id]!.size;
-        const src = sources.get(id);
-        const how = keepable(src);
-        if (how !== undefined) {
-          // Products that pack the same view of the same array the same way share one kept pack
-          // (an unrolled loop's copies of dot(h, U)).
-          const c = calls.find((q) => q.dst === id);
-          const key = c === undefined ? undefined : `${src}|${c.op.base},${c.op.sb},${c.op.sr},${c.op.st}|${s.batch.size},${c.rows},${s.k.size},${c.p}|${s.sum}`;
-          let j = key === undefined ? undefined : shared.get(key);
-          if (j === undefined) {
-            j = packs.length;
-            packs.push(new KeptSlot(doubles(s, n)));
-            if (key !== undefined) shared.set(key, j);
-          }
-          // a variable's operand has a pack per variable cell (twin functions share the program)
-          const d = p.buffers[src!]!;
-          const owner = d.role === 'variable' ? `cells[${d.slot!}]` : 'null';
-          if (!checks.some((x) => x.startsWith(`q${j} =`))) checks.push(`q${j} = rt.arena.pick(kp[${j}], ${owner}), p${j} = rt.arena.stale(q${j}, b${src})`);
-          at.push(`b${id} = ${keptAt(j, n)}`);
-          if (how === 'steps') usesStep = true;
-          kept.set(id, { when: how === 'steps' ? `p${j} || step === 0` : `p${j}`, done: `rt.arena.packed(q${j}, b${src});` });
-        } else { at.push(`b${id} = ${sub(o, n)}`); o += doubles(s, n); }
-      }
-      // Whole float32 products stage their operands past everything else (stagedPacks); kept packs
-      // are placed (which may move base) before the arena is sized.
-      const end = o + doubles(s, nAcc);
-      const staging = all ? stagedPacks(s, (id) => p.buffers[id]!.dtype).size : 0;
-      const arena = `${checks.length > 0 ? `const ${checks.join(', ')}; ` : ''}const ar = rt.arena.f64(${end + Math.ceil(staging / 2)})${f32 ? ', a32 = rt.arena.f32()' : ''}, z = rt.arena.base`;
-      return { open: `{ ${arena}, ${at.join(', ')}, acc = ${sub(o, nAcc)};`, kept: (id) => kept.get(id), ...(staging > 0 ? { stage: `8 * z + ${end * 8}` } : {}) };
-    },
+    matmul: arenaMatmul(p, keepable, packs, () => { usesStep = true; }),
     scan(s, k, ins, outs) {
       const from = s.seqs.length + s.inits.length;
       const fixed = new Set(s.consts.flatMap((v, i) => (immutable(v.buf) ? [from + i] : [])));
-      const sub = buildModule(s.body, planBuffers(s.body), { targetsOut: true, invariantFrom: from, immutableInputs: fixed, profile: opts.profile === true });
+      const sub = buildModule(prepare(s.body, { wasm: true }), { targetsOut: true, invariantFrom: from, immutableInputs: fixed, profile: opts.profile === true });
       subBytes += sub.bytes;
       subReleases.push(sub.release);
       if (sub.profile !== undefined) subProfiles[subs.length] = sub.profile;
@@ -263,9 +214,9 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
       externs.push((ctx, [x]) => { ctx.print(`${message}${runtimeHelpers.fmt(x!, v.shape, bool)}`); return []; });
       return `x${externs.length - 1}(ctx, [${input}]); // print: a host callback (the print hook)`;
     },
-    extern(s, inputs) {
+    extern(s, inputs, name) {
       externs.push(externFn(s));
-      return `const [${s.outs.map((o) => `b${o.buf}`).join(', ')}] = x${externs.length - 1}(ctx, [${inputs.join(', ')}]); // extern ${commentText(s.label)}: not compiled, runs its reference implementation (${commentText(s.reason)})`;
+      return `const [${s.outs.map((o) => name(o.buf)).join(', ')}] = x${externs.length - 1}(ctx, [${inputs.join(', ')}]); // extern ${commentText(s.label)}: not compiled, runs its reference implementation (${commentText(s.reason)})`;
     },
     step(s, i, lines) {
       if (opts.profile !== true) return [`at = ${i};`, ...lines];
@@ -309,6 +260,63 @@ export function buildModule(p: Program, plan: Plan, opts: ModuleOptions = {}): C
   return {
     source: [...kernels, source, ...subSources].join('\n'), run, bytes, release,
     ...(opts.profile === true ? { profile: { ms: prof.ms, labels, subs: subProfiles } } : {}),
+  };
+}
+
+/**
+ * The run-time binding's matmul blocks: the packing buffers and the tile sums as views of the
+ * process-wide arena. A pack of a constant or a variable is kept in the arena between calls
+ * (KeptSlot: one per variable cell, for twin functions), made again only when the variable's
+ * value is another array; a Scan's step-invariant pack is kept between its steps (made at step 0,
+ * and again if another call used its place). Other packs and the sums are this step's own, past
+ * the kept packs (rt.arena.base). Offsets in the arena count doubles; a float32 product's packs
+ * and sums are float32 views of the same memory (its element n at float32 index 2*offset + n).
+ */
+function arenaMatmul(p: Program, keepable: (id: number | undefined) => 'calls' | 'steps' | undefined, packs: KeptSlot[], onStep: () => void): DriverBinding['matmul'] {
+  /** Kept packs by what they hold (array, view, layout). */
+  const shared = new Map<string, number>();
+  return (s, m, sources, name) => {
+    const all = m.all;
+    const nAcc = accSize(s, all);
+    const f32 = s.sum === 'float32';
+    const plus = (x: string, c: number) => (c === 0 ? x : `${x} + ${c}`);
+    const sub = (o: number, n: number) => (f32 ? `a32.subarray(${plus('2 * z', 2 * o)}, 2 * z + ${2 * o + n})` : `ar.subarray(${plus('z', o)}, z + ${o + n})`);
+    const keptAt = (j: number, n: number) => (f32 ? `a32.subarray(2 * q${j}.at, 2 * q${j}.at + ${n})` : `ar.subarray(q${j}.at, q${j}.at + ${n})`);
+    const at: string[] = [];
+    const checks: string[] = [];
+    const kept = new Map<number, { when: string; done: string }>();
+    const calls = m.packing.calls;
+    let o = 0;
+    for (const id of [s.packA, s.packB]) {
+      const n = p.buffers[id]!.size;
+      const src = sources.get(id);
+      const how = keepable(src);
+      if (how !== undefined) {
+        // Products that pack the same view of the same array the same way share one kept pack
+        // (an unrolled loop's copies of dot(h, U)).
+        const c = calls.find((q) => q.dst === id);
+        const key = c === undefined ? undefined : `${src}|${c.op.base},${c.op.sb},${c.op.sr},${c.op.st}|${s.batch.size},${c.rows},${s.k.size},${c.p}|${s.sum}`;
+        let j = key === undefined ? undefined : shared.get(key);
+        if (j === undefined) {
+          j = packs.length;
+          packs.push(new KeptSlot(doubles(s, n)));
+          if (key !== undefined) shared.set(key, j);
+        }
+        // a variable's operand has a pack per variable cell (twin functions share the program)
+        const d = p.buffers[src!]!;
+        const owner = d.role === 'variable' ? `cells[${d.slot!}]` : 'null';
+        if (!checks.some((x) => x.startsWith(`q${j} =`))) checks.push(`q${j} = rt.arena.pick(kp[${j}], ${owner}), p${j} = rt.arena.stale(q${j}, ${name(src!)})`);
+        at.push(`${name(id)} = ${keptAt(j, n)}`);
+        if (how === 'steps') onStep();
+        kept.set(id, { when: how === 'steps' ? `p${j} || step === 0` : `p${j}`, done: `rt.arena.packed(q${j}, ${name(src!)});` });
+      } else { at.push(`${name(id)} = ${sub(o, n)}`); o += doubles(s, n); }
+    }
+    // Whole float32 products stage their operands past everything else (stagedPacks); kept packs
+    // are placed (which may move base) before the arena is sized.
+    const end = o + doubles(s, nAcc);
+    const staging = m.staged.size;
+    const arena = `${checks.length > 0 ? `const ${checks.join(', ')}; ` : ''}const ar = rt.arena.f64(${end + Math.ceil(staging / 2)})${f32 ? ', a32 = rt.arena.f32()' : ''}, z = rt.arena.base`;
+    return { open: `{ ${arena}, ${at.join(', ')}, acc = ${sub(o, nAcc)};`, kept: (id) => kept.get(id), ...(staging > 0 ? { stage: `8 * z + ${end * 8}` } : {}) };
   };
 }
 

@@ -59,7 +59,7 @@ export interface ScanArg {
  * the call in it.
  */
 export function renderScanLoop(
-  s: ScanStep, k: number, view: (v: ValueRef) => string,
+  s: ScanStep, k: number, view: (v: ValueRef) => string, name: (id: number) => string,
   body: (ins: readonly ScanArg[], outs: readonly ScanArg[]) => { readonly setup: string[]; readonly call: string[] },
 ): string[] {
   const size = (v: { shape: readonly number[] }) => sizeOf(v.shape);
@@ -80,7 +80,7 @@ export function renderScanLoop(
   const ins: ScanArg[] = [
     ...s.seqs.map((v) => {
       const m = size(v) / T;
-      return { expr: `b${v.buf}.subarray(${v.offset} + t * ${m}, ${v.offset + m} + t * ${m})`, fixed: false };
+      return { expr: `${name(v.buf)}.subarray(${v.offset} + t * ${m}, ${v.offset + m} + t * ${m})`, fixed: false };
     }),
     ...s.inits.map((_, j) => ({ expr: c(j), fixed: false })),
     ...s.consts.map((v) => ({ expr: view(v), fixed: true })),
@@ -88,8 +88,8 @@ export function renderScanLoop(
   const outs: ScanArg[] = [
     ...s.outItems.map((it, o) => {
       const step = () => whole(s.outStep[o]!, outShapes[o]!);
-      if (it.keep === 'all') return { expr: slice(`b${it.buf}`, 'k', size(outShapes[o]!)), fixed: false };
-      if (it.keep === 'last') return { expr: `k === ${T - 1} ? b${it.buf} : ${step()}`, fixed: false };
+      if (it.keep === 'all') return { expr: slice(name(it.buf), 'k', size(outShapes[o]!)), fixed: false };
+      if (it.keep === 'last') return { expr: `k === ${T - 1} ? ${name(it.buf)} : ${step()}`, fixed: false };
       return { expr: step(), fixed: true };
     }),
     ...s.inits.map((_, j) => ({ expr: n(j), fixed: false })),
@@ -98,22 +98,22 @@ export function renderScanLoop(
   const L: string[] = [`{ // ${commentText(s.label)}`, ...bound.setup.map((l) => `  ${l}`)];
   s.inits.forEach((v, j) => {
     const first = whole(s.stateA[j]!, v);
-    L.push(`  rt.copy(${first}, 0, b${v.buf}, ${v.offset}, ${size(v)});`);
+    L.push(`  rt.copy(${first}, 0, ${name(v.buf)}, ${v.offset}, ${size(v)});`);
     L.push(stacked(j) || inPlace[j] ? `  let ${c(j)} = ${first};` : `  let ${c(j)} = ${first}, ${n(j)} = ${whole(s.stateB[j]!, v)};`);
   });
   L.push(`  for (let k = 0; k < ${T}; k++) {`);
   if (s.seqs.length > 0) L.push(`    const t = ${s.backwards ? `${T - 1} - k` : 'k'};`);
-  s.inits.forEach((v, j) => { if (stacked(j)) L.push(`    const ${n(j)} = ${slice(`b${s.stateItems[j]!.buf}`, 'k', size(v))};`); });
+  s.inits.forEach((v, j) => { if (stacked(j)) L.push(`    const ${n(j)} = ${slice(name(s.stateItems[j]!.buf), 'k', size(v))};`); });
   L.push(...bound.call.map((l) => `    ${l}`));
   s.stateItems.forEach((it, j) => {
-    if (it.keep === 'last') L.push(`    if (k === ${T - 1}) rt.copy(b${it.buf}, 0, ${n(j)}, 0, ${size(s.inits[j]!)});`);
+    if (it.keep === 'last') L.push(`    if (k === ${T - 1}) rt.copy(${name(it.buf)}, 0, ${n(j)}, 0, ${size(s.inits[j]!)});`);
   });
   s.inits.forEach((_, j) => {
     if (stacked(j)) L.push(`    ${c(j)} = ${n(j)};`);
     else if (!inPlace[j]) L.push(`    { const w = ${c(j)}; ${c(j)} = ${n(j)}; ${n(j)} = w; }`);
   });
   L.push('  }');
-  s.finalItems.forEach((b, j) => L.push(`  rt.copy(b${b}, 0, ${c(j)}, 0, ${size(s.inits[j]!)});`));
+  s.finalItems.forEach((b, j) => L.push(`  rt.copy(${name(b)}, 0, ${c(j)}, 0, ${size(s.inits[j]!)});`));
   L.push('}');
   return L;
 }

@@ -10,12 +10,13 @@
 // not cover their buffer in row-major order, loops longer than the device allows.
 import type { DType } from '../../ir/dtype.js';
 import type { OpName } from '../../ir/registry.js';
-import { ExprBuilder, REDUCE_INIT, exprOrder, type Expr, type ReduceOp, type ScalarOp } from '../expr.js';
+import { ExprBuilder, FOLD_ROWS, REDUCE_INIT, exprOrder, type Expr, type ReduceOp, type ScalarOp } from '../expr.js';
 import { range, type IExpr, type Var } from '../index-expr.js';
 import type { LoopKernel, MatmulKernel, Store } from '../kernel.js';
 import { schedule, type Scope } from '../schedule.js';
 import { userCallOf, userGpuHelper, userTemplates } from '../user.js';
 import type { Node } from '../../ir/node.js';
+import { spell } from '../cpu/js.js';
 import { GPU_CALLS, floatLiteral, gpuOpCode, helperSources, helpersIn, storeAs } from './scalar.js';
 import { MAX_ELEMENTS, loopIterations, rowMajorStrides, type KernelSource } from './source.js';
 
@@ -189,16 +190,13 @@ function kahanStep(r: Expr & { t: 'reduce' }, v: string): string {
   return `const ${y} = ${v} - ${c}; const ${z} = ${a} + ${y}; ${c} = (${z} - ${a}) - ${y}; if (${c} != ${c}) { ${c} = 0.0; } ${a} = ${z};`;
 }
 
-/** The fold of `v` into accumulator `acc`. */
+/** The gpu's override of the rows' fold statements: these folds are Kahan-compensated sums (kahanStep). */
+export const COMPENSATED: ReadonlySet<ReduceOp> = new Set<ReduceOp>(['sum']);
+
+/** The fold of `v` into accumulator `acc`: the fold row's gpu spelling, else its JavaScript's. */
 function foldCode(op: ReduceOp, acc: string, v: string): string {
-  switch (op) {
-    case 'sum': return `${acc} += ${v};`;
-    case 'prod': return `${acc} *= ${v};`;
-    case 'max': return `${acc} = t_nanmax(${acc}, ${v});`;
-    case 'min': return `${acc} = t_nanmin(${acc}, ${v});`;
-    case 'any': return `if (${v} != 0.0) { ${acc} = 1.0; }`;
-    case 'all': return `if (${v} == 0.0) { ${acc} = 0.0; }`;
-  }
+  const sp = FOLD_ROWS.get(op)!.spelling;
+  return spell(sp.gpu ?? sp.js!, [acc, v]);
 }
 
 /**
@@ -296,7 +294,7 @@ export function renderLoopStore(k: LoopKernel, st: Store, bufs: BufferInfo, maxL
     }
     if (scope.reduce !== undefined && s.reduceLoops.get(scope.reduce)!.last === scope) {
       const r = scope.reduce as Expr & { t: 'reduce' };
-      lines.push(ind + (r.op === 'sum' ? kahanStep(r, w.code(r.body)) : foldCode(r.op, w.name(r), w.code(r.body))));
+      lines.push(ind + (COMPENSATED.has(r.op) ? kahanStep(r, w.code(r.body)) : foldCode(r.op, w.name(r), w.code(r.body))));
     }
   };
   const loop = (scope: Scope, ind: string): void => {
@@ -309,9 +307,9 @@ export function renderLoopStore(k: LoopKernel, st: Store, bufs: BufferInfo, maxL
     w.forget(before);
   };
   const reduce = (r: Expr & { t: 'reduce' }, ind: string): void => {
-    lines.push(`${ind}let ${w.name(r)} = ${w.literal(REDUCE_INIT[r.op])};${r.op === 'sum' ? ` let c${r.id} = ${w.literal(0)};` : ''}`);
+    lines.push(`${ind}let ${w.name(r)} = ${w.literal(REDUCE_INIT[r.op])};${COMPENSATED.has(r.op) ? ` let c${r.id} = ${w.literal(0)};` : ''}`);
     const loops = s.reduceLoops.get(r)!;
-    if (loops.first === s.scopeOf.get(r)) lines.push(ind + (r.op === 'sum' ? kahanStep(r, w.code(r.body)) : foldCode(r.op, w.name(r), w.code(r.body))));
+    if (loops.first === s.scopeOf.get(r)) lines.push(ind + (COMPENSATED.has(r.op) ? kahanStep(r, w.code(r.body)) : foldCode(r.op, w.name(r), w.code(r.body))));
     else loop(loops.first, ind);
   };
   /** Expressions placed in `scope` or the scopes inside it. */

@@ -4,7 +4,7 @@
 // (vectorFin), with the layout constants and plan records they share.
 import { IExpr, type Var } from '../index-expr.js';
 import type { Expr, ReduceOp } from '../expr.js';
-import { exprOrder, REDUCE_INIT } from '../expr.js';
+import { exprOrder, FOLD_ROWS, REDUCE_INIT } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
 import { Body, I32, V128, memarg, op } from './encode.js';
 import { CHUNK, Consts, S, constsOf, f32Exact, renderNode, rowAccess } from './elementwise.js';
@@ -24,7 +24,8 @@ export function setReduceF32Elements(on: boolean): void {
 /** Accumulators of a row reduction (independent chains of f64x2 folds). */
 export const STREAMS = 4;
 
-export const FOLD: Partial<Record<ReduceOp, number>> = { sum: S.add, prod: S.mul, max: S.max, min: S.min };
+/** Each fold's lane op, from its row's `wasm` spelling (src/ir/ops/reduce.ts); a fold without one stays in JavaScript. */
+export const FOLD: Partial<Record<ReduceOp, number>> = Object.fromEntries([...FOLD_ROWS].flatMap(([op, r]) => (r.spelling.wasm === undefined ? [] : [[op, S[r.spelling.wasm]]])));
 export const extra = { load: 0x00, store: 0x0b, load64Zero: 0x5d, store32Lane: 0x5a, shuffle: 0x0d } as const;
 /** i8x16.shuffle's lanes that swap the two f64 lanes. */
 export const SWAP = [8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7];

@@ -30,10 +30,10 @@
 // transposes first for other axes); XLA's column reductions vectorised across the kept axis are
 // the anchor for the second form.
 import type { IExpr, Var } from '../index-expr.js';
-import type { Expr, ReduceOp } from '../expr.js';
+import type { Expr } from '../expr.js';
 import { exprOrder, REDUCE_INIT } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
-import { literal } from '../cpu/js.js';
+import { foldCode, literal } from '../cpu/js.js';
 import type { DType } from '../../ir/dtype.js';
 import { WA, moduleBytes, type WasmMemory, type WasmModule } from './encode.js';
 import { CHUNK, LOADED, MIN_ELEMENTS, ewKernel, ewKernelId, nodeKind, rowAccess, runBlocks, sharedMem, sharedTier, tierOn } from './elementwise.js';
@@ -333,7 +333,6 @@ export function renderReduce(p: RedPlan, bufName: (id: number) => string): { sou
     const n = p.rows;
     const full = n - p.cols;
     const acc = (i: number) => `s${i}`;
-    const foldJs = (o: ReduceOp, a: string, x: string) => (o === 'sum' ? `${a} += ${x};` : o === 'prod' ? `${a} *= ${x};` : `${a} = Math.${o}(${a}, ${x});`);
     const ops = p.ops!;
     const partial = (p.loads.length * REG) / 2; // float64 index of the partials region
     const copy = (s: string, e: string) => p.loads.map((l, j) => `    m.set(${bufName(l.buf)}.subarray(${at(s, l.off)}, ${at(e, l.off)}), ${j * REG});`);
@@ -345,14 +344,14 @@ export function renderReduce(p: RedPlan, bufName: (id: number) => string): { sou
         `  for (let s = 0; s < ${full}; s += ${CHUNK}) {`,
         ...copy('s', `s + ${CHUNK}`),
         '    w.run(1, 0);',
-        ...ops.map((o, i) => `    ${foldJs(o, acc(i), `m64[${partial + i}]`)}`),
+        ...ops.map((o, i) => `    ${foldCode(o, acc(i), `m64[${partial + i}]`)}`),
         '  }',
       ] : []),
       ...(p.cols > 0 ? [
         '  {',
         ...copy(String(full), String(n)),
         '    w.tail(1, 0);',
-        ...ops.map((o, i) => `    ${foldJs(o, acc(i), `m64[${partial + i}]`)}`),
+        ...ops.map((o, i) => `    ${foldCode(o, acc(i), `m64[${partial + i}]`)}`),
         '  }',
       ] : []),
       ...ops.map((_, i) => `  m64[${partial + REG / 2 + i}] = ${acc(i)};`),

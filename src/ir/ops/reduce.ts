@@ -1,4 +1,4 @@
-// Reductions over a set of axes, with keepdims. `axes` in attrs are normalised and sorted.
+// Reductions over a set of axes, with keepdims, one row each; `axes` in attrs are normalised and sorted.
 import { promote, isFloat, type DType } from '../dtype.js';
 import { NDArray, formatShape, stridesOf, type Shape, sizeOf } from '../ndarray.js';
 import { defineOp, type OpDef } from '../op.js';
@@ -49,20 +49,82 @@ function reduceImpl(
   return new NDArray(acc, reducedShape(x.shape, attrs.axes, attrs.keepdims), dtype);
 }
 
-function reduction(
-  name: string, dtypeOf: (d: DType) => DType, init: number,
-  step: (acc: number, v: number) => number, finish?: (acc: number, n: number) => number,
-): OpDef<ReduceAttrs> {
-  return defineOp<ReduceAttrs>({
-    name,
+/**
+ * How a reduction's kind of values and edges go in the other backends: `arith` folds in the
+ * result dtype (sum, prod, mean), `extremum` keeps the input dtype and propagates NaN (max, min),
+ * `logical` folds booleans (any, all).
+ */
+export type ReduceFamily = 'arith' | 'extremum' | 'logical';
+
+/**
+ * A reduction's names in the other backends, each looked up there (the IR imports none of them),
+ * as the elementwise rows' `Spelling`.
+ */
+export interface ReduceSpelling {
+  /**
+   * The kernel IR's fold that computes it (src/codegen/expr.ts `ReduceOp`): a row whose `kernel`
+   * is its own name is a fold and spells it; `mean` is the `sum` fold divided by the count.
+   */
+  readonly kernel: string;
+  readonly mean?: true;
+  /**
+   * The fold statement acc := acc (op) v on the cpu, over $0 (the accumulator) and $1 (the value),
+   * matching the reference fold (`Math.max` propagates NaN as nanMax does).
+   */
+  readonly js?: string;
+  /** gpu.js' fold statement where it differs from `js` (GLSL has no NaN-propagating max). */
+  readonly gpu?: string;
+  /** The WebAssembly SIMD tier's lane op (f32x4/f64x2.<wasm>); without one the tier leaves it to JavaScript. */
+  readonly wasm?: 'add' | 'mul' | 'max' | 'min';
+  /** The TensorFlow.js function (`tf.<name>(x, axes, keepDims)`; src/runtime/tfjs/kernels/reduce.ts). */
+  readonly tf: string;
+  /**
+   * The ai.onnx operator: of the same meaning (import and export; src/api/onnx.ts,
+   * src/runtime/onnx/ops/core.ts), or for a `logical` row the one its export folds int32 0/1 with.
+   */
+  readonly onnx: string;
+  /** The kernel IR's scalar op that combines two partial results (src/codegen/expr.ts). */
+  readonly combine: 'add' | 'mul' | 'max' | 'min' | 'or' | 'and';
+  /** The running op whose elements are this fold's prefixes (cumsum), lowered as this fold (src/codegen/lower-data.ts). */
+  readonly cumulative?: string;
+}
+
+export interface ReductionOp<S extends ReduceSpelling = ReduceSpelling> extends OpDef<ReduceAttrs> {
+  readonly kind: 'reduction';
+  /** The fold's initial value: the result over no elements, before `finish`. */
+  readonly identity: number;
+  readonly fold: (acc: number, v: number) => number;
+  readonly finish?: ((acc: number, n: number) => number) | undefined;
+  /** The result of reducing an empty axis (the identity, finished over a count of 0: NaN for mean). */
+  readonly empty: number;
+  readonly family: ReduceFamily;
+  readonly spelling: S;
+}
+
+function reduction<const S extends ReduceSpelling>(
+  name: string, dtypeOf: (d: DType) => DType, family: ReduceFamily, identity: number,
+  fold: (acc: number, v: number) => number, spelling: S, finish?: (acc: number, n: number) => number,
+): ReductionOp<S> {
+  if ((spelling.kernel === name) !== (spelling.js !== undefined)) throw new Error(`internal: reduction row ${name} spells its fold in JavaScript exactly when it is its own kernel fold`);
+  return {
+    ...defineOp<ReduceAttrs>({
+      name,
+      kind: 'reduction',
+      arity: 1,
+      infer: ([x], a) => {
+        checkAxes(x!, a.axes);
+        return tensorType(dtypeOf(x!.dtype), reducedShape(x!.shape, a.axes, a.keepdims));
+      },
+      impl: ([x], a) => reduceImpl(x!, a, dtypeOf(x!.dtype), identity, fold, finish),
+    }),
     kind: 'reduction',
-    arity: 1,
-    infer: ([x], a) => {
-      checkAxes(x!, a.axes);
-      return tensorType(dtypeOf(x!.dtype), reducedShape(x!.shape, a.axes, a.keepdims));
-    },
-    impl: ([x], a) => reduceImpl(x!, a, dtypeOf(x!.dtype), init, step, finish),
-  });
+    identity,
+    fold,
+    finish,
+    empty: finish === undefined ? identity : finish(identity, 0),
+    family,
+    spelling,
+  };
 }
 
 // Sums of bool and small ints accumulate in int32 like NumPy's default integer; floats keep their dtype.
@@ -72,15 +134,35 @@ const same = (d: DType): DType => d;
 const nanMax = (a: number, v: number) => (Number.isNaN(a) || Number.isNaN(v) ? NaN : Math.max(a, v));
 const nanMin = (a: number, v: number) => (Number.isNaN(a) || Number.isNaN(v) ? NaN : Math.min(a, v));
 
+// One row per reduction (as the elementwise rows): dtype rule, identity, reference fold, and its
+// spellings; the kernel IR's folds, the renderers' fold statements, the SIMD tier's lane ops, the
+// tfjs kernels, the ONNX translations and the canonical rewrites derive their tables from these
+// rows, so adding a reduction is its row, its gradient rule and its K function.
 export const reduceOps = {
-  sum: reduction('sum', sumType, 0, (a, v) => a + v),
-  prod: reduction('prod', sumType, 1, (a, v) => a * v),
-  mean: reduction('mean', floatType, 0, (a, v) => a + v, (a, n) => a / n),
-  max: reduction('max', same, -Infinity, nanMax),
-  min: reduction('min', same, Infinity, nanMin),
-  any: reduction('any', () => 'bool', 0, (a, v) => (a !== 0 || v !== 0 ? 1 : 0)),
-  all: reduction('all', () => 'bool', 1, (a, v) => (a !== 0 && v !== 0 ? 1 : 0)),
+  sum: reduction('sum', sumType, 'arith', 0, (a, v) => a + v, { kernel: 'sum', combine: 'add', js: '$0 += $1;', wasm: 'add', tf: 'sum', onnx: 'ReduceSum', cumulative: 'cumsum' }),
+  prod: reduction('prod', sumType, 'arith', 1, (a, v) => a * v, { kernel: 'prod', combine: 'mul', js: '$0 *= $1;', wasm: 'mul', tf: 'prod', onnx: 'ReduceProd', cumulative: 'cumprod' }),
+  mean: reduction('mean', floatType, 'arith', 0, (a, v) => a + v, { kernel: 'sum', combine: 'add', mean: true, tf: 'mean', onnx: 'ReduceMean' }, (a, n) => a / n),
+  max: reduction('max', same, 'extremum', -Infinity, nanMax, { kernel: 'max', combine: 'max', js: '$0 = Math.max($0, $1);', gpu: '$0 = t_nanmax($0, $1);', wasm: 'max', tf: 'max', onnx: 'ReduceMax' }),
+  min: reduction('min', same, 'extremum', Infinity, nanMin, { kernel: 'min', combine: 'min', js: '$0 = Math.min($0, $1);', gpu: '$0 = t_nanmin($0, $1);', wasm: 'min', tf: 'min', onnx: 'ReduceMin' }),
+  any: reduction('any', () => 'bool', 'logical', 0, (a, v) => (a !== 0 || v !== 0 ? 1 : 0), { kernel: 'any', combine: 'or', js: 'if ($1 !== 0) $0 = 1;', gpu: 'if ($1 != 0.0) { $0 = 1.0; }', tf: 'any', onnx: 'ReduceMax' }),
+  all: reduction('all', () => 'bool', 'logical', 1, (a, v) => (a !== 0 && v !== 0 ? 1 : 0), { kernel: 'all', combine: 'and', js: 'if ($1 === 0) $0 = 0;', gpu: 'if ($1 == 0.0) { $0 = 0.0; }', tf: 'all', onnx: 'ReduceMin' }),
 } as const;
+
+/** The reductions' names (each op with `axes` and `keepdims` attrs). */
+export type ReductionName = keyof typeof reduceOps;
+/** The kernel IR's folds: the rows that are their own kernel fold. */
+export type KernelFold = (typeof reduceOps)[ReductionName]['spelling']['kernel'];
+/** Every reduction row, in table order. */
+export const reductionRows: readonly ReductionOp[] = Object.values(reduceOps);
+export const reductionNames = Object.keys(reduceOps) as ReductionName[];
+/** The row of a reduction op, or undefined for any other op name. */
+export function reductionRow(op: string): ReductionOp | undefined {
+  return Object.hasOwn(reduceOps, op) ? reduceOps[op as ReductionName] : undefined;
+}
+/** The row whose prefixes the running op `op` (cumsum...) computes, or undefined. */
+export function cumulativeRow(op: string): ReductionOp | undefined {
+  return reductionRows.find((r) => r.spelling.cumulative === op);
+}
 
 export interface ArgAttrs {
   readonly axis: number;

@@ -8,7 +8,8 @@ import type { NDArray } from '../../ir/ndarray.js';
 import { isBuiltin } from '../../ir/registry.js';
 import type { ScalarFn } from '../../codegen/expr.js';
 import type { MatmulKernel, Program, ScanStep } from '../../codegen/kernel.js';
-import { CLASS_ARRAY, planBuffers } from '../../codegen/plan.js';
+import { CLASS_ARRAY } from '../../codegen/plan.js';
+import { prepare } from '../../codegen/pipeline.js';
 import { renderDriver } from '../../codegen/cpu/driver.js';
 import { arrayType, jsString } from '../../codegen/cpu/js.js';
 import { provenanceComment } from '../../ir/provenance.js';
@@ -91,13 +92,13 @@ function declareKernel(src: KernelSource, name: string, bufType: (id: number) =>
 
 /** Renders program `p`: its kernels and bodies go to `m`, its driver lines are returned with the result expressions. */
 export function renderProgram(m: ModuleBuilder, p: Program, env: ProgramEnv): { lines: string[]; results: string[] } {
-  const plan = planBuffers(p);
+  const prepared = prepare(p, { wasm: false }); // the module has no WebAssembly: the JavaScript kernels and micro-kernel
+  const plan = prepared.plan;
   const slotName = (sl: number) => `_${env.prefix}slot${sl}`;
   plan.slots.forEach((s, i) => m.statics.push([slotName(i), `new ${CLASS_ARRAY[s.cls]}(${s.size})`]));
   const bufType = (id: number) => arrayType(p.buffers[id]!.dtype);
   const count = { k: 0, v: 0, mm: 0 };
-  const d = renderDriver(p, plan, {
-    wasm: false, // the module has no WebAssembly: the JavaScript kernels and micro-kernel
+  const d = renderDriver(prepared, {
     kernel(s, render) {
       const src = render({ bufName: (id) => `b${id}`, fnName: (fn) => m.fnName(fn) });
       const name = `_${env.prefix}k${count.k++}`;
@@ -129,7 +130,7 @@ export function renderProgram(m: ModuleBuilder, p: Program, env: ProgramEnv): { 
     // A matmul's packing buffers and tile sums (the cpu module takes them from its packing arena).
     // Each product has its own, so the pack of a constant operand (or of a variable the module
     // never updates) is made at the first call only.
-    matmul(s, _all, sources) {
+    matmul(s, _m, sources, name) {
       const pack = `_${env.prefix}mm${count.mm++}`;
       const arr = sumArray(s);
       m.statics.push([`${pack}a`, `new ${arr}(${p.buffers[s.packA]!.size})`], [`${pack}b`, `new ${arr}(${p.buffers[s.packB]!.size})`], [`${pack}c`, `new ${arr}(${accSize(s)})`]);
@@ -143,7 +144,7 @@ export function renderProgram(m: ModuleBuilder, p: Program, env: ProgramEnv): { 
         m.statics.push([flag, 'new Uint8Array(1)']);
         return { when: `${flag}[0] === 0`, done: `${flag}[0] = 1;` };
       };
-      return { open: `{ const b${s.packA} = ${pack}a, b${s.packB} = ${pack}b, acc = ${pack}c;`, kept };
+      return { open: `{ const ${name(s.packA)} = ${pack}a, ${name(s.packB)} = ${pack}b, acc = ${pack}c;`, kept };
     },
     scan: (s, k, ins, outs) => ({ setup: [], call: [`${scanBody(m, s, `${env.prefix}s${k}`)}(${[...ins, ...outs].map((a) => a.expr).join(', ')});`] }),
     print(s, input) {

@@ -14,7 +14,7 @@ import type { VariableCell } from '../../ir/node.js';
 import type { BufferDecl, ExternStep, PrintStep, Program, ScanStep, Step, ValueRef } from '../../codegen/kernel.js';
 import { formatValue } from '../../ir/ops/misc.js';
 import { stepBuffers } from '../../codegen/kernel.js';
-import { planBuffers } from '../../codegen/plan.js';
+import { prepare as prepareCpu } from '../../codegen/pipeline.js';
 import { buildModule, type RunFn } from '../../codegen/cpu/module.js';
 import { Unsupported, renderLoopStore, renderMatmul, rowChecks, type BufferInfo, type GpuKernel, type RowCheck } from '../../codegen/gpu/render.js';
 import { runtimeHelpers } from '../../codegen/cpu/runtime.js';
@@ -89,7 +89,7 @@ function hostModule(p: Program, s: Step): RunFn {
     return { id: b.id, dtype: b.dtype, size: b.size, role: 'scratch' };
   });
   const one: Program = { buffers, steps: [s], targets: io.writes.map((w) => ({ buf: w, offset: 0, shape: [p.buffers[w]!.size], dtype: p.buffers[w]!.dtype, copy: false })) };
-  return buildModule(one, planBuffers(one)).run;
+  return buildModule(prepareCpu(one, { wasm: true })).run;
 }
 
 /** The value a ValueRef names: its buffer's value, or a slice of it. */

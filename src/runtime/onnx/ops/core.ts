@@ -3,7 +3,7 @@ import { InferError } from '../../../ir/errors.js';
 import { resolveReshape } from '../../../ir/ops/core.js';
 import type { gradOps } from '../../../ir/ops/adjoint.js';
 import { unsqueezeShape } from '../../../ir/ops/adjoint.js';
-import type { argOps, reduceOps } from '../../../ir/ops/reduce.js';
+import { reductionRows, type argOps, type reduceOps, type ReductionName, type ReductionOp } from '../../../ir/ops/reduce.js';
 import { ONNX_DTYPE } from '../dtypes.js';
 import { OnnxExportError } from '../builder.js';
 import { NDArray, sizeOf } from '../../../ir/ndarray.js';
@@ -44,7 +44,7 @@ function reduce(opType: string): Emit<AttrsOf<'sum'>> {
 }
 
 /** Max/Min reductions with NaN winning (as the reference's nanMax): a NaN anywhere in the window gives NaN. */
-function extremum(opType: 'ReduceMax' | 'ReduceMin'): Emit<AttrsOf<'max'>> {
+function extremum(opType: string): Emit<AttrsOf<'max'>> {
   return (c, [x], a) => {
     const b = c.b;
     const d = arith(c.out.dtype);
@@ -57,11 +57,17 @@ function extremum(opType: 'ReduceMax' | 'ReduceMin'): Emit<AttrsOf<'max'>> {
   };
 }
 
-function logicReduce(opType: 'ReduceMax' | 'ReduceMin'): Emit<AttrsOf<'any'>> {
+function logicReduce(opType: string): Emit<AttrsOf<'any'>> {
   return (c, [x], a) => {
     const i = c.b.cast(toDType(c.b, x!, 'bool'), 'int32');
     return c.b.cast(c.b.reduce(opType, i, a.axes, a.keepdims, { dtype: 'int32', shape: c.out.shape }), 'bool');
   };
+}
+
+/** Each reduction row's translation through its ONNX operator, by its family (src/ir/ops/reduce.ts); mean's is written out below. */
+function reductionTranslations(): OnnxTableFor<Exclude<ReductionName, 'mean'>> {
+  const emit = (r: ReductionOp) => (r.family === 'arith' ? reduce(r.spelling.onnx) : r.family === 'extremum' ? extremum(r.spelling.onnx) : logicReduce(r.spelling.onnx));
+  return Object.fromEntries(reductionRows.filter((r) => r.spelling.mean !== true).map((r) => [r.name, emit(r)])) as OnnxTableFor<Exclude<ReductionName, 'mean'>>;
 }
 
 /** ArgMax/ArgMin with NaN counting as the extremum (first one): NaN cells are replaced by +-inf first. */
@@ -106,8 +112,7 @@ export const coreTranslations: OnnxTableFor<CoreOps | keyof typeof reduceOps | k
     const d = arith(c.out.dtype);
     return fit(c, c.b.op('Where', [toDType(c.b, cond!, 'bool'), c.b.cast(x!, d), c.b.cast(y!, d)], {}, { dtype: d, shape: c.out.shape }));
   },
-  sum: reduce('ReduceSum'),
-  prod: reduce('ReduceProd'),
+  ...reductionTranslations(),
   // the sum over the count, so an empty window gives NaN (0 / 0) as the reference does; ReduceMean gives 0
   mean: (c, [x], a) => {
     const b = c.b;
@@ -119,10 +124,6 @@ export const coreTranslations: OnnxTableFor<CoreOps | keyof typeof reduceOps | k
     const count = b.reshape(b.cast(n, d), [], b.i64([]));
     return fit(c, a.axes.length === 0 ? s : b.op('Div', [s, count], {}, { dtype: d, shape: c.out.shape }));
   },
-  max: extremum('ReduceMax'),
-  min: extremum('ReduceMin'),
-  any: logicReduce('ReduceMax'),
-  all: logicReduce('ReduceMin'),
   argmax: arg('ArgMax'),
   argmin: arg('ArgMin'),
   // g summed over the leading axes x lacks and x's size-1 axes (summing a size-1 axis of g changes nothing), reshaped to x

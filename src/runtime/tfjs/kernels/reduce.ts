@@ -2,14 +2,14 @@
 // reduces nothing (the value passes through, reshaped by keepdims, which then changes nothing).
 import { InferError } from '../../../ir/errors.js';
 import { formatShape } from '../../../ir/ndarray.js';
-import { reducedShape, type argOps, type ReduceAttrs, type reduceOps } from '../../../ir/ops/reduce.js';
+import { reducedShape, reductionRows, type argOps, type ReduceAttrs, type reduceOps, type ReductionOp } from '../../../ir/ops/reduce.js';
 import type { TF } from '../load.js';
 import type { Tensor, TfDType, TfKernel, TfTableFor } from '../types.js';
 import { arithDType, castTo, toBool } from './util.js';
 
 /**
- * A reduction of an empty tensor is its fold's initial value everywhere (0 for sum, 1 for prod,
- * -inf for max, NaN for mean...), as the reference computes; tfjs' wasm kernels would read
+ * A reduction of an empty tensor is its row's `empty` value everywhere (its fold's identity, NaN
+ * for mean), as the reference computes; tfjs' wasm kernels would read
  * uninitialised memory there.
  */
 function emptyResult(tf: TF, x: Tensor, a: ReduceAttrs, init: number, dt: TfDType): Tensor | undefined {
@@ -59,14 +59,17 @@ function firstNaNWins(tf: TF, x: Tensor, axis: number, idx: Tensor): Tensor {
   return tf.where(tf.any(nan, axis), tf.argMax(tf.cast(nan, 'int32'), axis), idx);
 }
 
+/** The tfjs functions the rows name (a row naming no function of tfjs fails to compile here). */
+type TfReduceName = (typeof reduceOps)[keyof typeof reduceOps]['spelling']['tf'];
+
+/** Each reduction row's kernel: its tfjs function, by its family, with its empty result (src/ir/ops/reduce.ts). */
+function rowKernel(r: ReductionOp): TfKernel<ReduceAttrs> {
+  const f = (tf: TF, x: Tensor, axes: number[], keep: boolean) => (tf[r.spelling.tf as TfReduceName] as (x: Tensor, axes: number[], keep: boolean) => Tensor)(x, axes, keep);
+  return (r.family === 'arith' ? reduction : r.family === 'extremum' ? extreme : logical)(r.empty, f);
+}
+
 export const reduceKernels: TfTableFor<keyof typeof reduceOps | keyof typeof argOps> = {
-  sum: reduction(0, (tf, x, axes, keep) => tf.sum(x, axes, keep)),
-  prod: reduction(1, (tf, x, axes, keep) => tf.prod(x, axes, keep)),
-  mean: reduction(NaN, (tf, x, axes, keep) => tf.mean(x, axes, keep)),
-  max: extreme(-Infinity, (tf, x, axes, keep) => tf.max(x, axes, keep)),
-  min: extreme(Infinity, (tf, x, axes, keep) => tf.min(x, axes, keep)),
-  any: logical(0, (tf, x, axes, keep) => tf.any(x, axes, keep)),
-  all: logical(1, (tf, x, axes, keep) => tf.all(x, axes, keep)),
+  ...(Object.fromEntries(reductionRows.map((r) => [r.name, rowKernel(r)])) as TfTableFor<keyof typeof reduceOps>),
   // first index of the extremum (int64 in the IR, int32 here)
   argmax: ([x], a, { tf }) => firstNaNWins(tf, extremumInput(tf, x!, a.axis, 'argmax'), a.axis, tf.argMax(extremumInput(tf, x!, a.axis, 'argmax'), a.axis)),
   argmin: ([x], a, { tf }) => firstNaNWins(tf, extremumInput(tf, x!, a.axis, 'argmin'), a.axis, tf.argMin(extremumInput(tf, x!, a.axis, 'argmin'), a.axis)),
