@@ -3,7 +3,7 @@
 // and Rop through an op without a derivative (BreakRop) an error. Shapes as Theano draws them
 // (vectors of 5..7, matrices of 5..7 by 5..7), values uniform in [0, 1) as there.
 import { expect } from 'chai';
-import { autodiff, debugprint, defineOp, setTrace, backend as K } from '../../src/index.js';
+import { autodiff, debugprint, defineOp, setTrace, traceEnabled, backend as K } from '../../src/index.js';
 import { NDArray } from '../../src/ir/ndarray.js';
 import type { Node } from '../../src/ir/node.js';
 import { mulberry32 } from '../../src/ir/random.js';
@@ -159,6 +159,7 @@ describe('autodiff.Rop of a user op (defineOp): the transpose of its gradient', 
 
 describe('autodiff: tangent graphs in debugprint', () => {
   it('with tracing on, each tangent node names the call and the forward node it differentiates', () => {
+    const was = traceEnabled();
     setTrace(true);
     try {
       const x = ph([3], 'x');
@@ -167,7 +168,7 @@ describe('autodiff: tangent graphs in debugprint', () => {
       expect(text).to.match(/^sum\{axes=\[0\], keepdims=false\} \[id A\] float64 \(\) ← autodiff\.jvp of sum_\d+ \(K\.sum at rop\.test\.ts:\d+\)/);
       expect(text).to.match(/\n \|mul \[id B\] float64 \(3,\) ← autodiff\.jvp of exp_\d+ \(K\.exp at rop\.test\.ts:\d+\)/);
     } finally {
-      setTrace(false);
+      setTrace(was);
     }
   });
 });

@@ -3,6 +3,8 @@
 import type { elementwiseOps } from '../../ir/ops/elementwise.js';
 import { add, cast, div, mul, neg, op, sub, sumTo, where, scalar } from '../ops.js';
 import type { GradRule } from './types.js';
+import type { Node } from '../../ir/node.js';
+import type { TangentRule } from '../tangent/types.js';
 
 type Name = keyof typeof elementwiseOps;
 
@@ -84,3 +86,18 @@ export const whereGrad: GradRule = (n, g) => {
 };
 
 export const castGrad: GradRule = (n, g) => [cast(g, n.inputs[0]!.dtype)];
+
+/** The unary float ops: functions of one value, whose Jacobian is diagonal. */
+const DIAGONAL = ['sqrt', 'exp', 'log', 'log1p', 'expm1', 'sin', 'cos', 'tanh', 'sigmoid', 'softplus', 'erf', 'reciprocal'] as const;
+
+/**
+ * Their tangent rules (forward mode, ../tangent/): with a diagonal Jacobian the tangent is the
+ * gradient rule applied to the tangent, so each derivative is written once, above.
+ */
+export const diagonalTangents = Object.fromEntries(
+  DIAGONAL.map((name) => {
+    const rule = elementwiseGrads[name];
+    if (rule === 'none') throw new Error(`internal: ${name} has no gradient rule`);
+    return [name, (n: Node, [t]: readonly (Node | null | undefined)[]) => (t ? rule(n, t)[0] ?? null : null)];
+  }),
+) as Record<(typeof DIAGONAL)[number], TangentRule>;

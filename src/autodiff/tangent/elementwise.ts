@@ -2,6 +2,7 @@
 // partial derivative (the dual-number rule). The walker broadcasts the result to the output.
 import type { Node } from '../../ir/node.js';
 import type { elementwiseOps } from '../../ir/ops/elementwise.js';
+import { diagonalTangents } from '../rules/elementwise.js';
 import { add, cast, div, mul, neg, op, sub, where } from '../ops.js';
 import { bilinear, linearIn, zerosLike } from './linear.js';
 import type { TangentRule, TangentTableFor } from './types.js';
@@ -28,6 +29,8 @@ const select = (cmp: 'greater_equal' | 'less_equal'): TangentRule => (n, ts) => 
 };
 
 export const elementwiseTangents: TangentTableFor<Name> = {
+  // the unary float ops: each one's tangent is its gradient rule on the tangent (../rules/elementwise.ts)
+  ...diagonalTangents,
   add: (_, [tx, ty]) => sumOf(tx ?? null, ty ?? null),
   sub: (_, [tx, ty]) => sumOf(tx ?? null, term(ty, neg)),
   mul: bilinear(0, 1),
@@ -55,18 +58,6 @@ export const elementwiseTangents: TangentTableFor<Name> = {
   floor: zero,
   ceil: zero,
   round: zero,
-  sqrt: (n, [t]) => (t ? div(mul(t, 0.5), n) : null),
-  exp: chain((_, out) => out),
-  log: (n, [t]) => (t ? div(t, n.inputs[0]!) : null),
-  log1p: (n, [t]) => (t ? div(t, add(n.inputs[0]!, 1)) : null),
-  expm1: chain((_, out) => add(out, 1)),
-  sin: chain((x) => op('cos', x)),
-  cos: chain((x) => neg(op('sin', x))),
-  tanh: chain((_, out) => sub(1, mul(out, out))),
-  sigmoid: chain((_, out) => mul(out, sub(1, out))),
-  softplus: chain((x) => op('sigmoid', x)),
-  erf: chain((x) => mul(op('exp', neg(mul(x, x))), 2 / Math.sqrt(Math.PI))),
-  reciprocal: chain((_, out) => neg(mul(out, out))),
   equal: 'none',
   not_equal: 'none',
   greater: 'none',

@@ -10,6 +10,7 @@ import type { Node } from '../../ir/node.js';
 import type { TensorType } from '../../ir/types.js';
 import { getOp } from '../../ir/registry.js';
 import { topoSort } from '../../ir/graph.js';
+import { elementwiseOps } from '../../ir/ops/elementwise.js';
 import type { FusionTarget } from '../fusion.js';
 
 /** The size assumed for a dim unknown until run time. */
@@ -24,7 +25,7 @@ export interface CostModel {
 export interface CostWeights {
   /** Cost of one byte moved to or from memory, in FLOPs. */
   readonly byte: number;
-  /** FLOPs of one transcendental (exp, log, tanh...) against one add or mul. */
+  /** FLOPs of one transcendental (exp, log, the trigonometric functions...) against one add or mul. */
   readonly transcendental: number;
   /** Share of an output's bytes a fused elementwise op or view still moves (group boundaries, spills). */
   readonly fusedTraffic: number;
@@ -33,7 +34,8 @@ export interface CostWeights {
 /** A byte costs about a quarter FLOP on a cpu core with SIMD (10-20 GFLOP/s against tens of GB/s of cache bandwidth). */
 export const DEFAULT_WEIGHTS: CostWeights = { byte: 0.25, transcendental: 8, fusedTraffic: 0.1 };
 
-const TRANSCENDENTAL = new Set(['exp', 'log', 'log1p', 'expm1', 'tanh', 'sigmoid', 'softplus', 'softsign', 'erf', 'sin', 'cos', 'tan', 'pow', 'sqrt', 'rsqrt', 'atan', 'asin', 'acos', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'elu', 'selu', 'gelu', 'div', 'reciprocal']);
+/** Transcendental (or divide-like) elementwise ops: the rows whose result is always a float (division, roots, exp, log, trigonometry, sigmoid...), and pow. */
+const TRANSCENDENTAL = new Set([...Object.values(elementwiseOps).filter((r) => r.dtypeRule === 'float').map((r) => r.name), 'pow']);
 
 export function elements(t: TensorType): number {
   let n = 1;

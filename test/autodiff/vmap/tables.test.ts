@@ -70,6 +70,7 @@ const ELSEWHERE: Record<string, string> = {
   ctc_update_log_p: LOOP,
   ctc_decode: LOOP,
   ctc_label_dense_to_sparse: LOOP,
+  ctc_trim: LOOP,
 };
 
 const reached = new Set<string>();
