@@ -55,4 +55,39 @@ describe('src/ layering', () => {
     const bad = edges().filter((e) => e.from === 'cli' && inner.has(e.to));
     expect(bad.map((e) => e.where)).to.deep.equal([]);
   });
+
+  it('no import circle inside src (imports that stay at run time; `import type` is erased)', () => {
+    const graph = new Map<string, string[]>();
+    for (const f of files(SRC)) {
+      const from = relative(SRC, f);
+      const to: string[] = [];
+      for (const m of readFileSync(f, 'utf8').matchAll(/^(?:import|export)\s+(?!type\b)[^;]*?\bfrom '(\.[^']+)'/gms)) {
+        to.push(relative(SRC, normalize(join(dirname(f), m[1]!))).replace(/\.js$/, '.ts'));
+      }
+      graph.set(from, to);
+    }
+    // Tarjan's strongly connected components: any of more than one module is a circle.
+    let index = 0;
+    const stack: string[] = [];
+    const on = new Set<string>();
+    const idx = new Map<string, number>();
+    const low = new Map<string, number>();
+    const circles: string[][] = [];
+    const visit = (v: string): void => {
+      idx.set(v, index); low.set(v, index); index++; stack.push(v); on.add(v);
+      for (const w of graph.get(v) ?? []) {
+        if (!graph.has(w)) continue;
+        if (!idx.has(w)) { visit(w); low.set(v, Math.min(low.get(v)!, low.get(w)!)); } else if (on.has(w)) low.set(v, Math.min(low.get(v)!, idx.get(w)!));
+      }
+      if (low.get(v) === idx.get(v)) {
+        const c: string[] = [];
+        let w: string;
+        do { w = stack.pop()!; on.delete(w); c.push(w); } while (w !== v);
+        if (c.length > 1) circles.push(c.sort());
+      }
+    };
+    for (const v of graph.keys()) if (!idx.has(v)) visit(v);
+    expect(graph.size, 'modules found').to.be.greaterThan(200);
+    expect(circles).to.deep.equal([]);
+  });
 });

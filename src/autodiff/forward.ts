@@ -51,7 +51,7 @@ export function tangents(outputs: readonly Node[], wrt: readonly Node[], points:
     if (isUnsupported(rule)) throw new ValueError(`${fn}: cannot differentiate through ${n.op} in forward mode: ${rule.unsupported}`);
     const saved = enterGradientOf(n);
     try {
-      if (typeof rule === 'object') tupleTan.set(n, (rule as TupleTangentRule).tuple(n, ts));
+      if (typeof rule === 'object') tupleTan.set(n, (rule as TupleTangentRule).tuple(n, ts, { tangents }));
       else tan.set(n, conform(fn, n, (rule as TangentRule)(n, ts)));
     } finally {
       exitGradientOf(saved);

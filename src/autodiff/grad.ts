@@ -117,7 +117,7 @@ export function backprop(seeds: readonly (readonly [Node, Node])[], wrt: readonl
       if (isTupleRule(rule)) {
         const items = tupleCt.get(n);
         if (items === undefined) continue;
-        ins = rule.tuple(remat.twin(n, items.find((g) => g !== null && g !== undefined) ?? undefined), items);
+        ins = rule.tuple(remat.twin(n, items.find((g) => g !== null && g !== undefined) ?? undefined), items, { gradients });
       } else {
         const g = ct.get(n);
         if (g === undefined) continue;

@@ -4,7 +4,8 @@ import type { DType } from '../ir/dtype.js';
 import type { Node } from '../ir/node.js';
 import type { OpNode } from '../ir/registry.js';
 import type { BufferRole, Program, ScanStep, ValueRef } from './kernel.js';
-import { DynamicShapeError, sizeOf, type Concrete, type LowerSpec } from './lower.js';
+import { sizeOf } from '../ir/ndarray.js';
+import { DynamicShapeError, type Concrete, type LowerSpec } from './lower-types.js';
 
 /** A Scan as a loop over its compiled body, or why it must run as an extern (no steps, a body that does not compile). */
 export function lowerScan(

@@ -2,6 +2,7 @@
 // node (or single op with a template) becomes one kernel; ops without a template become extern
 // steps. Shapes are concrete here, so every loop bound is a constant and every index is
 // arithmetic on loop variables.
+import { evalContext } from '../ir/interpret.js';
 import { apply, rethrow } from '../ir/build.js';
 import type { DType } from '../ir/dtype.js';
 import { topoSort } from '../ir/graph.js';
@@ -14,7 +15,6 @@ import { ExprBuilder, type Expr } from './expr.js';
 import { iadd, iconst, ivar, newVar, ravel, type IExpr, type Var } from './index-expr.js';
 import { indirectSize, setOrigin, type BufferDecl, type BufferRole, type Program, type Step, type TargetRef, type ValueRef } from './kernel.js';
 import { inherit } from '../ir/provenance.js';
-import type { ScanBody } from '../ir/scanbody.js';
 import type { KeepMode } from '../ir/ops/control.js';
 import { lowerScan } from './lower-scan.js';
 import { lowerDataOp, type DataLowerEnv } from './lower-data.js';
@@ -24,43 +24,9 @@ import { collapseLoopKernel } from './collapse.js';
 import { poolGeom, poolSpec } from './lower-pool.js';
 import { templateOf, type LoopTemplate, type MatmulTemplate, type TemplateCtx } from './templates.js';
 
-/**
- * A shape that stays unknown with every input shape known (an op whose output size depends on
- * values), or shapes that do not fit (`invalid`: the reference interpreter then reports the error).
- */
-export class DynamicShapeError extends Error {
-  constructor(readonly op: string, message: string, readonly invalid = false) {
-    super(`${op}: ${message}`);
-  }
-}
+import { DynamicShapeError, type Concrete, type LowerSpec } from './lower-types.js';
 
-export interface LowerSpec {
-  readonly targets: readonly Node[];
-  /** Placeholders (and a fed learning phase) by input position. */
-  readonly inputSlot: ReadonlyMap<Node, number>;
-  readonly variableSlot: ReadonlyMap<Node, number>;
-  readonly inputShapes: readonly (readonly number[])[];
-  /**
-   * Register tile of the matmul micro-kernel (the cpu renderer's choice). With `f32`, products of
-   * float32 operands to a float32 result sum in float32 (matmul precision "float32"), packed
-   * into float32 panels of that tile; without it every product sums in float64.
-   */
-  readonly tile: {
-    readonly mr: number; readonly nr: number; readonly f32?: { readonly mr: number; readonly nr: number };
-    /** With `f32`: the tile of float32 convolutions summed through an indirection buffer (MatmulKernel.indirect), where the target has that kernel. */
-    readonly igemm?: { readonly mr: number; readonly nr: number };
-  };
-  /** Optimizes a Scan body's results (the pass pipeline); without it Scans run as externs. */
-  readonly optimizeBody?: (body: ScanBody) => readonly Node[];
-  /**
-   * For a device that runs one thread per output element (the gpu): loops of at most this many
-   * iterations per element may replace a scan or a scatter by a gather (lower-data.ts), so each
-   * element is computed on its own.
-   */
-  readonly gatherLoops?: number;
-}
-
-export interface Concrete { readonly shape: readonly number[]; readonly dtype: DType; readonly items?: readonly Concrete[] }
+export { DynamicShapeError, type Concrete, type LowerSpec };
 
 /** The product of a concrete shape (ir/ndarray.ts), re-exported for the lowering's modules. */
 export { sizeOf };
@@ -183,7 +149,7 @@ function typeOf(c: Concrete): TensorType {
 }
 
 const KNOWN_MAX = 4096;
-const shapeCtx: EvalContext = { learningPhase: 0, epoch: 0, print: () => undefined };
+const shapeCtx: EvalContext = evalContext({ learningPhase: 0, epoch: 0, print: () => undefined });
 
 function knownValue(n: Node, types: ReadonlyMap<Node, Concrete>, known: ReadonlyMap<Node, NDArray>): NDArray | undefined {
   if (isOp(n, 'constant')) return n.attrs.value;

@@ -8,8 +8,8 @@ import type { Expr } from './expr.js';
 import {
   iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, ravel, unravel, type Var,
 } from './index-expr.js';
-import { broadcastCoords, type LoopTemplate } from './templates.js';
-import { axisOf, notFirst, sumOver, view } from './templates-shape.js';
+import type { LoopTemplate } from './templates.js';
+import { axisOf, broadcastCoords, notFirst, sumOver, view } from './templates-shape.js';
 import { allOf, masked, within } from './mask.js';
 
 const unsqueezeT = view<AttrsOf<'unsqueeze'>>((out, c) => {

@@ -10,6 +10,12 @@ import {
 import type { At, LoopTemplate, TemplateCtx } from './templates.js';
 import { allOf, masked, within } from './mask.js';
 
+/** Right-aligned broadcast: coordinates of an input of shape `inShape` inside `outShape`. */
+export function broadcastCoords(coords: readonly IExpr[], inShape: readonly number[], outShape: readonly number[]): IExpr[] {
+  const off = outShape.length - inShape.length;
+  return inShape.map((d, k) => (d === 1 && outShape[k + off] !== 1 ? iconst(0) : coords[k + off]!));
+}
+
 export const view = <A>(coords: (out: readonly IExpr[], c: TemplateCtx<A>) => IExpr[], shapeOnly?: (input: number) => boolean): LoopTemplate<A> => ({
   kind: 'view',
   expr: (at, out, c) => at(0, coords(out, c)),

@@ -17,7 +17,9 @@ import type { FuseKind } from '../ir/fused.js';
 import type { ExprBuilder, Expr, ReduceOp, ScalarFn, ScalarOp } from './expr.js';
 import type { IndirectA } from './kernel.js';
 import { iconst, ivar, newVar, ravel, unravel, type IExpr, type Var } from './index-expr.js';
-import { shapeTemplates } from './templates-shape.js';
+import { broadcastCoords, shapeTemplates } from './templates-shape.js';
+
+export { broadcastCoords };
 import { adjointTemplates } from './templates-adjoint.js';
 import { linalgTemplates } from './templates-linalg.js';
 import { convAlternates, convTemplates, narrowGroups } from './templates-conv.js';
@@ -71,11 +73,6 @@ export type OpTemplate<A = Attrs> = LoopTemplate<A> | MatmulTemplate<A>;
 /** Templates for some built-in ops, each typed by its op's attrs (as TfTableFor and GradTableFor are). */
 export type TemplateTableFor<K extends OpName> = { readonly [P in K]?: OpTemplate<AttrsOf<P>> };
 
-/** Right-aligned broadcast: coordinates of an input of shape `inShape` inside `outShape`. */
-export function broadcastCoords(coords: readonly IExpr[], inShape: readonly number[], outShape: readonly number[]): IExpr[] {
-  const off = outShape.length - inShape.length;
-  return inShape.map((d, k) => (d === 1 && outShape[k + off] !== 1 ? iconst(0) : coords[k + off]!));
-}
 
 /** An elementwise op from a function of its broadcast input values. */
 function ew(f: (args: Expr[], c: TemplateCtx) => Expr): LoopTemplate {

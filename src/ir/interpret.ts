@@ -24,12 +24,26 @@ export function nextEpoch(): number {
   return ++epochCounter;
 }
 
-export function evaluate(outputs: readonly Node[], opts: EvalOptions = {}): NDArray[] {
+/**
+ * The context ops' reference implementations run in; its `evaluate` runs inner graphs (a Scan's
+ * step, a fused body) through this interpreter with the same learning phase, epoch and printer.
+ */
+export function evalContext(opts: { readonly learningPhase: number; readonly epoch: number; readonly print: (message: string) => void }): EvalContext {
   const ctx: EvalContext = {
+    learningPhase: opts.learningPhase,
+    epoch: opts.epoch,
+    print: opts.print,
+    evaluate: (outputs, feeds) => evaluate(outputs, { feeds, learningPhase: ctx.learningPhase, epoch: ctx.epoch, print: ctx.print }),
+  };
+  return ctx;
+}
+
+export function evaluate(outputs: readonly Node[], opts: EvalOptions = {}): NDArray[] {
+  const ctx = evalContext({
     learningPhase: opts.learningPhase ?? 0,
     epoch: opts.epoch ?? nextEpoch(),
     print: opts.print ?? ((m) => console.log(m)),
-  };
+  });
   const values = new Map<Node, NDArray>();
   const feeds = opts.feeds;
   const order = topoSort(outputs);

@@ -4,6 +4,7 @@
 import type { NDArray } from './ndarray.js';
 import type { TensorType } from './types.js';
 import type { DType } from './dtype.js';
+import type { Node } from './node.js';
 
 /** Attributes: JSON-like data, NDArrays, or objects that give their own structural key. */
 export type AttrValue =
@@ -24,6 +25,8 @@ export interface EvalContext {
   readonly epoch: number;
   /** Where `print_tensor` writes. */
   print(message: string): void;
+  /** Evaluates an inner graph (a Scan's step, a fused kernel's body) with its leaves fed, in this context. */
+  evaluate(outputs: readonly Node[], feeds: ReadonlyMap<Node, NDArray>): NDArray[];
 }
 
 export type OpKind = 'leaf' | 'elementwise' | 'reduction' | 'shape' | 'other';

@@ -20,7 +20,7 @@ import { scanArgOp, scanOp, tupleGetOp } from './ops/control.js';
 import { ctcOps } from './ops/ctc.js';
 import { ctcTheanoOps } from './ops/ctc-theano.js';
 import { ctcDecodeOps } from './ops/ctc-decode.js';
-import { fusedOp, softmaxCrossEntropyOp } from './ops/optimizer.js';
+import { fusedOpWith, softmaxCrossEntropyOp } from './ops/optimizer.js';
 
 export const builtinOps = {
   placeholder: placeholderOp,
@@ -56,7 +56,7 @@ export const builtinOps = {
   ...ctcOps,
   ...ctcTheanoOps,
   ...ctcDecodeOps,
-  fused: fusedOp,
+  fused: fusedOpWith((name) => getOp(name)),
   softmax_cross_entropy: softmaxCrossEntropyOp,
 } as const;
 

@@ -14,7 +14,7 @@ import type { Node } from '../ir/node.js';
 import type { EvalContext } from '../ir/op.js';
 import { formatProvenance, type Provenance } from '../ir/provenance.js';
 import { getOp } from '../ir/registry.js';
-import { checkAgainstType } from '../ir/interpret.js';
+import { checkAgainstType, evalContext } from '../ir/interpret.js';
 import { typeToString } from '../ir/types.js';
 import { walkGraph } from '../ir/walk.js';
 
@@ -56,7 +56,7 @@ export class ReferenceChecker {
   /** Values given for leaves (a call's inputs, by node), instead of random ones. */
   constructor(feeds?: ReadonlyMap<Node, NDArray>, learningPhase = 0) {
     if (feeds !== undefined) for (const [n, v] of feeds) this.values.set(n, v);
-    this.ctx = { learningPhase, epoch: 1, print: () => {} };
+    this.ctx = evalContext({ learningPhase, epoch: 1, print: () => {} });
   }
 
   /** Values for variables (their values before a call), instead of their cells' current ones. */

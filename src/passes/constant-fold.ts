@@ -1,6 +1,7 @@
 // Constant folding: a pure op whose inputs are all constants is evaluated once, at compile
 // time, with its reference implementation, and replaced by a constant. Impure ops (random
 // draws, print_tensor) and leaves are never folded.
+import { evalContext } from '../ir/interpret.js';
 import { apply } from '../ir/build.js';
 import type { NDArray } from '../ir/ndarray.js';
 import type { EvalContext } from '../ir/op.js';
@@ -13,11 +14,11 @@ import { rewriteGraph, type Rewrite } from './rewrite.js';
 /** Results larger than this stay computed at run time rather than stored in the graph. */
 export const MAX_FOLDED_ELEMENTS = 1 << 20;
 
-const foldCtx: EvalContext = {
+const foldCtx: EvalContext = evalContext({
   learningPhase: 0,
   epoch: 0,
   print: () => { throw new Error('constant folding evaluated an impure op'); },
-};
+});
 
 /** Constant inputs' values, or undefined when an input is not a constant. */
 function constantValues(n: Node): NDArray[] | undefined {

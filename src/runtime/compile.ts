@@ -8,7 +8,7 @@
 import type { Node } from '../ir/node.js';
 import type { NDArray } from '../ir/ndarray.js';
 import { NDArray as ND, formatShape } from '../ir/ndarray.js';
-import { nextEpoch } from '../ir/interpret.js';
+import { evalContext, nextEpoch } from '../ir/interpret.js';
 import type { DType, TypedArray } from '../ir/dtype.js';
 import type { FusionTarget } from '../passes/fusion.js';
 import { classify, matmulPrologue, shapeOnly } from '../codegen/templates.js';
@@ -156,7 +156,7 @@ function compiledExecutor(req: TargetRequest): Executor & { source(): string; lo
       if (s.run === undefined) return linked.interpret(values, learningPhase, s);
       const first = !s.ran;
       const t0 = first ? performance.now() : 0;
-      const out = s.run(values.map((v) => v.data), linked.cells, learningPhase, { learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) });
+      const out = s.run(values.map((v) => v.data), linked.cells, learningPhase, evalContext({ learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) }));
       if (first) {
         s.ran = true;
         compileTimes.firstRun = performance.now() - t0;

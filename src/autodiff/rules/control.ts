@@ -9,10 +9,9 @@ import { buildScan, scanArg } from '../../ir/scan.js';
 import { ScanBody } from '../../ir/scanbody.js';
 import { scanItems, type KeepMode } from '../../ir/ops/control.js';
 import type { SliceAxis } from '../../ir/ops/shape.js';
-import { gradients } from '../grad.js';
 import { add, differentiable, mul, reduce } from '../ops.js';
 import type { OpNode } from '../../ir/registry.js';
-import type { GradRule, GradTableFor, TupleGradRule } from './types.js';
+import type { GradContext, GradRule, GradTableFor, TupleGradRule } from './types.js';
 
 const FN = 'K.gradients';
 const FULL: SliceAxis = { start: null, stop: null, step: 1 };
@@ -111,7 +110,7 @@ function promoteResiduals(body: readonly Node[], saved: Set<Node>, variant: Read
  * one cotangent for the last step (carried as a state that is spent at the first reverse step);
  * final states and state sequences kept 'last' seed the state cotangent.
  */
-function scanVjp(n: OpNode<'scan'>, gs: readonly (Node | null)[]): (Node | null)[] {
+function scanVjp(n: OpNode<'scan'>, gs: readonly (Node | null)[], { gradients }: GradContext): (Node | null)[] {
   const a = n.attrs;
   const b = a.body;
   const [nSeq, nState, nOut] = [b.sequences.length, b.states.length, b.outputs.length];

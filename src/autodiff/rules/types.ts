@@ -9,9 +9,14 @@ import type { OpName, OpNode } from '../../ir/registry.js';
  */
 export type GradRule<N extends Node = Node> = (node: N, g: Node) => readonly (Node | null)[];
 
+/** What a rule that differentiates an inner graph (a Scan's step) needs of reverse mode itself: handed in by the walker (grad.ts). */
+export interface GradContext {
+  readonly gradients: (loss: Node, wrt: readonly Node[], fn: string) => Node[];
+}
+
 /** For tuple-valued ops (Scan): one cotangent per item, null for items the loss does not reach. */
 export interface TupleGradRule<N extends Node = Node> {
-  readonly tuple: (node: N, gs: readonly (Node | null)[]) => readonly (Node | null)[];
+  readonly tuple: (node: N, gs: readonly (Node | null)[], ctx: GradContext) => readonly (Node | null)[];
 }
 
 /** An op whose gradient is not provided: differentiating through it is an error with this reason. */

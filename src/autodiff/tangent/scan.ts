@@ -6,14 +6,13 @@ import type { Node } from '../../ir/node.js';
 import { buildScan, scanArg } from '../../ir/scan.js';
 import { scanItems, type KeepMode } from '../../ir/ops/control.js';
 import type { OpNode } from '../../ir/registry.js';
-import { tangents } from '../forward.js';
 import { differentiable } from '../ops.js';
 import { zerosLike } from './linear.js';
-import type { TupleTangentRule } from './types.js';
+import type { TangentContext, TupleTangentRule } from './types.js';
 
 const FN = 'autodiff.Rop';
 
-function scanJvp(n: OpNode<'scan'>, ts: readonly (Node | null)[]): (Node | null)[] {
+function scanJvp(n: OpNode<'scan'>, ts: readonly (Node | null)[], { tangents }: TangentContext): (Node | null)[] {
   const a = n.attrs;
   const b = a.body;
   const [nSeq, nState] = [b.sequences.length, b.states.length];

@@ -11,9 +11,14 @@ import type { UnsupportedRule } from '../rules/types.js';
  */
 export type TangentRule<N extends Node = Node> = (node: N, ts: readonly (Node | null)[]) => Node | null;
 
+/** What a rule that pushes tangents through an inner graph (a Scan's step) needs of forward mode itself: handed in by the walker (forward.ts). */
+export interface TangentContext {
+  readonly tangents: (outputs: readonly Node[], wrt: readonly Node[], points: readonly Node[], fn: string) => (Node | null)[];
+}
+
 /** For tuple-valued ops (Scan): one tangent per item, null for items that stay constant. */
 export interface TupleTangentRule<N extends Node = Node> {
-  readonly tuple: (node: N, ts: readonly (Node | null)[]) => readonly (Node | null)[];
+  readonly tuple: (node: N, ts: readonly (Node | null)[], ctx: TangentContext) => readonly (Node | null)[];
 }
 
 /** 'leaf': no inputs. 'none': the output's tangent is zero (comparisons, argmax, shape_of...). */

@@ -4,7 +4,6 @@ import { defineOp, type EvalContext } from '../op.js';
 import { InferError } from '../errors.js';
 import { compatibleTypes, tensorType, tupleType, typeToString, type Dim, type TensorType } from '../types.js';
 import type { ScanBody } from '../scanbody.js';
-import { evaluate } from '../interpret.js';
 import type { Node } from '../node.js';
 
 /** A leaf of a Scan's inner graph: a per-step slice, a recurrent state or a constant. */
@@ -226,7 +225,7 @@ function runScan(ins: readonly NDArray[], a: ScanAttrs, ctx: EvalContext): NDArr
   return scanLoop(ins, a, {
     dtypeOf: (v) => v.dtype,
     slice: sliceAxis0,
-    step: (results, feeds) => evaluate(results, { feeds: feeds(), learningPhase: ctx.learningPhase, epoch: ctx.epoch, print: ctx.print }),
+    step: (results, feeds) => ctx.evaluate(results, feeds()),
     stack: (steps) => {
       const first = steps[0]!;
       const out = new Float64Array(first.size * steps.length);

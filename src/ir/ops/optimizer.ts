@@ -2,20 +2,17 @@
 // pass) and `softmax_cross_entropy` (the stable form the stabilize pass substitutes for a
 // crossentropy of a softmax). Users never build them; the reference semantics of each is
 // still given here, so an optimized graph can be run by the reference interpreter.
-// Only registry.ts imports this file (it closes an import cycle through the registry).
 import { promote, isFloat } from '../dtype.js';
 import { InferError } from '../errors.js';
 import { NDArray, formatShape, sizeOf } from '../ndarray.js';
-import { defineOp } from '../op.js';
+import { defineOp, type OpDef } from '../op.js';
 import type { FusedBody } from '../fused.js';
 import type { Node } from '../node.js';
 import { topoSort } from '../graph.js';
-import { getOp } from '../registry.js';
-import { evaluate } from '../interpret.js';
 import { normAxis, tensorType, type TensorType } from '../types.js';
 
 /** Types through the body for given input types (the body's static types may have had unknown dims). */
-function inferBody(body: FusedBody, ins: readonly TensorType[]): TensorType {
+function inferBody(body: FusedBody, ins: readonly TensorType[], getOp: (name: string) => OpDef): TensorType {
   if (ins.length !== body.params.length) throw new InferError(`fused: ${ins.length} inputs for ${body.params.length} params`, 'value');
   const types = new Map<Node, TensorType>();
   body.params.forEach((p, i) => {
@@ -32,15 +29,19 @@ function inferBody(body: FusedBody, ins: readonly TensorType[]): TensorType {
   return types.get(body.root)!;
 }
 
-export const fusedOp = defineOp<{ readonly body: FusedBody }>({
+/**
+ * The fused op, given the registry's lookup: its type inference runs every member op's (the
+ * registry hands itself in, so this module needs no import of it).
+ */
+export const fusedOpWith = (getOp: (name: string) => OpDef) => defineOp<{ readonly body: FusedBody }>({
   name: 'fused',
   kind: 'other',
   arity: 'variadic',
-  infer: (ins, a) => inferBody(a.body, ins),
+  infer: (ins, a) => inferBody(a.body, ins, getOp),
   impl: (ins, a, ctx) => {
     const feeds = new Map<Node, NDArray>();
     a.body.params.forEach((p, i) => feeds.set(p, ins[i]!));
-    return evaluate([a.body.root], { feeds, learningPhase: ctx.learningPhase, epoch: ctx.epoch, print: (m) => ctx.print(m) })[0]!;
+    return ctx.evaluate([a.body.root], feeds)[0]!;
   },
 });
 

@@ -8,7 +8,7 @@ import type { Node } from '../../ir/node.js';
 import { requireGpuTemplates } from '../../codegen/user.js';
 import { clearGpuKernels } from './kernels.js';
 import type { NDArray } from '../../ir/ndarray.js';
-import { nextEpoch } from '../../ir/interpret.js';
+import { evalContext, nextEpoch } from '../../ir/interpret.js';
 import type { EvalContext } from '../../ir/op.js';
 import { DynamicShapeError, lower } from '../../codegen/lower.js';
 import type { Executor, DeviceResult } from '../function.js';
@@ -126,7 +126,7 @@ function gpuCompiledExecutor(req: TargetRequest): GpuExecutor {
       }
       notCompiled = undefined;
       last = pp;
-      const ctx: EvalContext = { learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) };
+      const ctx: EvalContext = evalContext({ learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) });
       const r = new Runner(device, ctx);
       try {
         const vals = runPrepared(r, pp, values.map((v): Val => hostVal(v)), linked.cells, learningPhase);

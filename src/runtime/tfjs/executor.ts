@@ -4,7 +4,7 @@
 // variables (variables.ts) live between calls.
 import { topoSort } from '../../ir/graph.js';
 import { walkGraph } from '../../ir/walk.js';
-import { checkAgainstType, nextEpoch } from '../../ir/interpret.js';
+import { checkAgainstType, evalContext, nextEpoch } from '../../ir/interpret.js';
 import { formatShape, type NDArray } from '../../ir/ndarray.js';
 import type { Node, VariableCell } from '../../ir/node.js';
 import type { EvalContext } from '../../ir/op.js';
@@ -162,16 +162,22 @@ class Graph {
    * inputs downloaded and its result uploaded (as the compiler's extern path does).
    */
   private computeExtern(n: Node, inputs: readonly Tensor[]): Tensor {
-    const out = getOp(n.op).impl(inputs.map((t, i) => download(t, n.inputs[i]!.dtype)), n.attrs, this.ctxFor(n) as EvalContext);
+    const out = getOp(n.op).impl(inputs.map((t, i) => download(t, n.inputs[i]!.dtype)), n.attrs, this.hostContext(n));
     checkAgainstType(n, n.type, out);
     return upload(this.tf, out);
+  }
+
+  /** The reference interpreter's context for a node run on the host (its inner graphs, if any, run there too). */
+  private hostContext(n: Node): EvalContext {
+    const { learningPhase, epoch, print } = this.ctxFor(n);
+    return evalContext({ learningPhase, epoch, print });
   }
 
   private compute(n: Node, inputs: Tensor[]): Tensor {
     const entry = tfKernels[n.op as keyof typeof tfKernels] as TfEntry<unknown>;
     if (entry === 'executor' || typeof entry === 'object') {
       // an unfed leaf: the reference's own error
-      getOp(n.op).impl([], n.attrs, this.ctxFor(n) as EvalContext);
+      getOp(n.op).impl([], n.attrs, this.hostContext(n));
       throw new Error(`internal: ${n.op} has no value`);
     }
     const out = fit(this.tf, entry(inputs, n.attrs, this.ctxFor(n)), n.dtype);

@@ -1,5 +1,6 @@
 // Running sums/products, in_top_k, print, random draws, control flow, CTC and the
 // optimizer-only ops as ONNX.
+import { evalContext } from '../../../ir/interpret.js';
 import { isFloat } from '../../../ir/dtype.js';
 import { NDArray } from '../../../ir/ndarray.js';
 import type { cumulativeOps } from '../../../ir/ops/misc.js';
@@ -86,7 +87,7 @@ function random<A extends AttrsOf<'random_normal'> | AttrsOf<'random_uniform'> |
       return src !== undefined && isOp(src, 'constant') ? src.attrs.value.data[0]! : null;
     });
     if (c.mode === 'run' && a.seed !== null && dims.every((d) => d !== null)) {
-      const v = getOp(op).impl([], { ...a, shape: dims }, { learningPhase: 0, epoch: 0, print: () => {} });
+      const v = getOp(op).impl([], { ...a, shape: dims }, evalContext({ learningPhase: 0, epoch: 0, print: () => {} }));
       return c.b.constant(v);
     }
     // the backend promises theanine's numbers for a seeded draw: with unknown dims, ask for a model per input shape
