@@ -8,8 +8,8 @@ import { loadGpuJs, type GpuInstance } from './gpujs.js';
 import { warn } from '../warn.js';
 import { platform } from '#platform';
 
-/** Modes theanine accepts in THEANINE_GPU_MODE (gpu.js' internal mode names). */
-export const GPU_MODES = ['headlessgl', 'webgl2', 'webgl', 'webasm'] as const;
+/** Modes theanine accepts in THEANINE_GPU_MODE: WebGPU (webgpu/, theanine's own WGSL), or gpu.js' internal mode names. */
+export const GPU_MODES = ['webgpu', 'headlessgl', 'webgl2', 'webgl', 'webasm'] as const;
 export type GpuMode = (typeof GPU_MODES)[number];
 
 export interface GpuDevice {
@@ -38,6 +38,15 @@ export function warnOnce(key: string, message: string): void {
   if (warned.has(key)) return;
   warned.add(key);
   warn(message);
+}
+
+/**
+ * Whether functions on device "gpu" run in the WebGPU mode (src/runtime/gpu/webgpu): chosen by
+ * THEANINE_GPU_MODE=webgpu. Not yet chosen by itself where an adapter exists: until every table
+ * runs on it, the gpu.js modes stay the default.
+ */
+export function webgpuRequested(): boolean {
+  return requestedMode() === 'webgpu';
 }
 
 function requestedMode(): GpuMode | undefined {
@@ -76,6 +85,7 @@ export function gpuDevice(): GpuDevice {
   if (loaded instanceof Error) throw new ValueError(`function: device "gpu" is unavailable: ${loaded.message}`);
   const { GPU, HeadlessGLKernel } = loaded.module;
   const forced = requestedMode();
+  if (forced === 'webgpu') throw new Error('internal: gpu.js asked for in mode webgpu (functions take src/runtime/gpu/webgpu there)');
   let mode: GpuMode;
   if (forced !== undefined) mode = forced;
   else if (GPU.isHeadlessGLSupported) mode = 'headlessgl';
