@@ -12,13 +12,18 @@ import { ExprBuilder, REDUCE_INIT, exprOrder, type Expr, type ReduceOp } from '.
 import { range, type IExpr, type Var } from '../index-expr.js';
 import type { LoopKernel, MatmulKernel } from '../kernel.js';
 import { schedule, type Scope } from '../schedule.js';
+import { DRAW, philoxDraw } from '../random-fn.js';
 import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, f32Literal, helperSources, i32Literal, roundAs, storageOf } from './scalar.js';
 
 export class Unsupported extends Error {}
+/** A kernel of no elements: nothing to run (its buffers have no elements either). */
+export class NoElements extends Error {}
 
 export interface BufferInfo {
   dtype(buf: number): DType;
   size(buf: number): number;
+  /** How the device holds the buffer: f32 or i32 (the epoch of unseeded random keys: its u32 bits). */
+  storage(buf: number): 'f32' | 'i32' | undefined;
 }
 
 /** A compute shader and how to dispatch it. */
@@ -53,7 +58,7 @@ class Writer {
   typeOf(e: Expr): Ty {
     switch (e.t) {
       case 'var': case 'index': case 'row': return 'i32';
-      case 'load': return storageOf(this.bufs.dtype(e.buf))!;
+      case 'load': return this.bufs.storage(e.buf)!;
       case 'op': return this.isIndex(e) ? 'i32' : 'f32';
       case 'const': return this.isIndex(e) ? 'i32' : 'f32';
       default: return 'f32';
@@ -87,7 +92,7 @@ class Writer {
   private raw(e: Expr): string {
     switch (e.t) {
       case 'load': {
-        if (storageOf(this.bufs.dtype(e.buf)) === undefined) throw new Unsupported(`reads a ${this.bufs.dtype(e.buf)} buffer`);
+        if (this.bufs.storage(e.buf) === undefined) throw new Unsupported(`reads a ${this.bufs.dtype(e.buf)} buffer`);
         return `b${e.buf}[${this.indexCode(e)}]`;
       }
       case 'index': return this.indexCode(e);
@@ -96,6 +101,7 @@ class Writer {
         return roundAs(e.dtype, this.code(e.x, 'f32'));
       }
       case 'call': {
+        if (e.fn === philoxDraw) return this.philox(e.args);
         const f = WGSL_CALLS[e.name as OpName];
         if (f === undefined) throw new Unsupported(`calls ${e.name}, which has no WGSL spelling yet`);
         return f(e.args.map((a) => this.code(a, 'f32')));
@@ -109,6 +115,41 @@ class Writer {
       // Negative rows count from the end; the range is checked on the host before the kernel runs.
       case 'row': return `t_row(${this.code(e.x, 'i32')}, ${i32Literal(e.rows)})`;
       default: throw new Error(`internal: ${e.t} has no line`);
+    }
+  }
+
+  /**
+   * A random op's element (random-fn.ts' philoxDraw(kind, i, k0, k1, stream, a, b, bits)): the
+   * Philox words in u32 lanes, bit-identical to the reference's; the transform in f32.
+   */
+  private philox(args: readonly Expr[]): string {
+    const c = (k: number): number => {
+      const a = args[k]!;
+      if (a.t !== 'const') throw new Unsupported('a random draw whose parameters are not constants');
+      return a.v;
+    };
+    const [kind, k0, stream, lo, hi, bits] = [c(0), c(2), c(4), c(5), c(6), c(7)];
+    const i = `u32(${this.code(args[1]!, 'i32')})`;
+    const k1e = args[3]!;
+    const k1 = k1e.t === 'const' ? `${k1e.v >>> 0}u` : `bitcast<u32>(${this.code(k1e, 'i32')})`;
+    const key = `${stream}u, ${k0 >>> 0}u, ${k1}`;
+    const w = `t_philox(${i}, 0u, ${key})`;
+    const [fa, fb] = [f32Literal(lo), f32Literal(hi)];
+    switch (kind) {
+      case DRAW.uniform: {
+        const u = bits >= 53 ? `t_unit53(${w}.x, ${w}.y)` : `(f32(${w}.x >> ${32 - bits}u) * ${f32Literal(2 ** -bits)})`;
+        return `(${fa} + (${fb} - ${fa}) * ${u})`;
+      }
+      case DRAW.normal: return `(${fa} + ${fb} * t_normal(${w}))`;
+      case DRAW.truncated: return `(${fa} + ${fb} * t_truncnormal(${i}, ${key}))`;
+      case DRAW.binomial: {
+        // x0 * 2^-32 < p exactly: x0 below the count of grid points under p.
+        const n = Math.ceil(lo * 2 ** 32);
+        if (n <= 0) return f32Literal(0);
+        if (n >= 2 ** 32) return f32Literal(1);
+        return `select(0.0, 1.0, ${w}.x < ${n}u)`;
+      }
+      default: throw new Unsupported(`random draw kind ${kind}`);
     }
   }
 
@@ -156,7 +197,7 @@ function kahanStep(id: number, v: string): string {
 /** Storage declarations: binding k holds buffer binds[k]. */
 function bindings(binds: readonly number[], writes: readonly number[], bufs: BufferInfo): string[] {
   return binds.map((b, k) => {
-    const ty = storageOf(bufs.dtype(b));
+    const ty = bufs.storage(b);
     if (ty === undefined) throw new Unsupported(`${writes.includes(b) ? 'stores' : 'reads'} a ${bufs.dtype(b)} buffer`);
     return `@group(0) @binding(${k}) var<storage, ${writes.includes(b) ? 'read_write' : 'read'}> b${b}: array<${ty}>;`;
   });
@@ -180,7 +221,6 @@ export const MAX_BINDINGS = 8;
 
 function assemble(label: string, body: string[], binds: number[], writes: number[], bufs: BufferInfo, groups: [number, number, number], header: string[] = []): WgslKernel {
   if (binds.length > MAX_BINDINGS) throw new Unsupported(`binds ${binds.length} buffers (a shader binds at most ${MAX_BINDINGS})`);
-  if (binds.some((b) => bufs.size(b) === 0)) throw new Unsupported('a buffer of no elements');
   const text = body.join('\n');
   const code = [...bindings(binds, writes, bufs), ...header, ...helperSources(text), text].join('\n');
   return { label, code, binds, writes, groups };
@@ -202,7 +242,7 @@ export function renderLoop(k: LoopKernel, bufs: BufferInfo): WgslKernel {
   for (const st of s.stores) for (const e of exprOrder([st.index])) indexNodes.add(e);
   const w = new Writer(bufs, (e) => s.loadIndex.get(e), (e) => indexNodes.has(e));
   const total = k.vars.reduce((p, v) => p * v.size, 1);
-  if (total === 0) throw new Unsupported('no elements');
+  if (total === 0) throw new NoElements();
   if (total > 2 ** 31 - 1) throw new Unsupported(`${total} elements (i32 indices)`);
   const outputVars = new Set(k.vars.map((v) => v.id));
   const lines: string[] = [`let i = i32(gid.x + gid.y * nwg.x * ${WG}u);`, `if (i >= ${total}i) { return; }`];
@@ -275,6 +315,7 @@ export function renderMatmul(k: MatmulKernel, bufs: BufferInfo): WgslKernel {
   if (storageOf(st.dtype) === undefined) throw new Unsupported(`stores ${st.dtype}`);
   if (st.accumulate === true || st.dyn !== undefined) throw new Unsupported('a product stored into rows chosen by data');
   if (exprOrder([k.a, k.b, st.value]).some((e) => e.t === 'reduce')) throw new Unsupported('a reduction inside a matmul');
+  if (k.batch.size * k.m.size * k.n.size === 0) throw new NoElements();
   const reads = loaded([k.a, k.b, st.value]);
   if (reads.includes(st.buf)) throw new Unsupported('a product reading its own output');
   const operand = (name: string, e: Expr, vars: readonly Var[]): string[] => {

@@ -72,6 +72,23 @@ const HELPERS: Readonly<Record<string, Helper>> = {
   t_pow: { source: 'fn t_pow(x: f32, y: f32) -> f32 { if (y == 0.0) { return 1.0; } if (x == 0.0) { if (y < 0.0) { return 1.0 / x; } return 0.0; } if (x > 0.0) { return pow(x, y); } if (floor(y) != y) { return (x - x) / (x - x); } let p = pow(-x, y); if (y - 2.0 * floor(y * 0.5) != 0.0) { return -p; } return p; }' },
   t_fdiv: { source: 'fn t_fdiv(a: i32, b: i32) -> i32 { let q = a / b; if ((a % b != 0) && ((a < 0) != (b < 0))) { return q - 1; } return q; }' },
   t_fmod: { source: 'fn t_fmod(a: i32, b: i32) -> i32 { let r = a % b; if (r != 0 && ((r < 0) != (b < 0))) { return r + b; } return r; }' },
+  // Philox-4x32-10 in u32 lanes, the reference's counter and key per element (src/ir/random.ts).
+  t_mulhi: { source: 'fn t_mulhi(a: u32, b: u32) -> u32 { let al = a & 0xffffu; let ah = a >> 16u; let bl = b & 0xffffu; let bh = b >> 16u; let ll = al * bl; let hl = ah * bl; let lh = al * bh; let mid = (ll >> 16u) + (hl & 0xffffu) + (lh & 0xffffu); return ah * bh + (hl >> 16u) + (lh >> 16u) + (mid >> 16u); }' },
+  t_philox: {
+    source: 'fn t_philox(i: u32, t: u32, stream: u32, k0: u32, k1: u32) -> vec4u { var x = vec4u(i, 0u, t, stream); var key0 = k0; var key1 = k1; for (var r = 0; r < 10; r++) { if (r > 0) { key0 += 0x9e3779b9u; key1 += 0xbb67ae85u; } let hi0 = t_mulhi(0xd2511f53u, x.x); let lo0 = 0xd2511f53u * x.x; let hi1 = t_mulhi(0xcd9e8d57u, x.z); let lo1 = 0xcd9e8d57u * x.z; x = vec4u(hi1 ^ x.y ^ key0, lo1, hi0 ^ x.w ^ key1, lo0); } return x; }',
+    uses: ['t_mulhi'],
+  },
+  // A uniform with 53 bits (27 from hi, 26 from lo), and 1 minus it, both without rounding to 0 or 1 first.
+  t_unit53: { source: 'fn t_unit53(hi: u32, lo: u32) -> f32 { return f32(hi >> 5u) * 7.450580596923828e-9 + f32(lo >> 6u) * 1.1102230246251565e-16; }' },
+  t_normal: {
+    source: 'fn t_normal(w: vec4u) -> f32 { let u1 = f32(134217728u - (w.x >> 5u)) * 7.450580596923828e-9 - f32(w.y >> 6u) * 1.1102230246251565e-16; return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * t_unit53(w.z, w.w)); }',
+    uses: ['t_unit53'],
+  },
+  // truncated_normal: the first of 64 attempts within two standard deviations, else 0 (as the reference).
+  t_truncnormal: {
+    source: 'fn t_truncnormal(i: u32, stream: u32, k0: u32, k1: u32) -> f32 { for (var t = 0u; t < 64u; t++) { let z = t_normal(t_philox(i, t, stream, k0, k1)); if (abs(z) <= 2.0) { return z; } } return 0.0; }',
+    uses: ['t_normal', 't_philox'],
+  },
   t_bits: { source: 'fn t_bits(b: u32) -> f32 { return bitcast<f32>(b); }' },
   t_row: { source: 'fn t_row(x: i32, rows: i32) -> i32 { return select(x, x + rows, x < 0); }' },
 };
@@ -111,10 +128,14 @@ export function i32Literal(v: number): string {
   return v < 0 ? `(${v}i)` : `${v}i`;
 }
 
-/** How the device stores a dtype: f32 (float32; float16 values as f32) or i32 (the integer dtypes and bool). */
+/**
+ * How the device stores a dtype: f32 (float32; float16 values as f32; float64 computed in float32,
+ * as the tensorflow backend does, with a warning from the runtime) or i32 (the integer dtypes below
+ * 64 bits and bool).
+ */
 export function storageOf(dtype: DType): 'f32' | 'i32' | undefined {
   switch (dtype) {
-    case 'float32': case 'float16': return 'f32';
+    case 'float32': case 'float16': case 'float64': return 'f32';
     case 'int32': case 'int16': case 'int8': case 'uint8': case 'bool': return 'i32';
     default: return undefined;
   }
@@ -123,7 +144,7 @@ export function storageOf(dtype: DType): 'f32' | 'i32' | undefined {
 /** An f32 value rounded as a store of `dtype` keeps it, still as f32 (integers truncate and wrap; bool is 0/1). */
 export function roundAs(dtype: DType, x: string): string {
   switch (dtype) {
-    case 'float32': return x;
+    case 'float32': case 'float64': return x;
     case 'float16': return `quantizeToF16(${x})`;
     case 'bool': return `select(0.0, 1.0, ${x} != 0.0)`;
     case 'int32': return `trunc(${x})`;

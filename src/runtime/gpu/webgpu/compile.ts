@@ -46,7 +46,7 @@ function specialize(p: WebProgram, shapes: Shapes): WebSpec {
 
 /** The WGSL of each kernel, and what runs on the host and why (f.source()). */
 export function describeWeb(pp: WebPrepared): string {
-  return pp.steps.map((s) => (s.kind === 'kernel'
+  return pp.steps.map((s) => (s.kind === 'empty' ? '// a kernel of no elements' : s.kind === 'kernel'
     ? `// ${s.kernel.label.replace(/[^A-Za-z0-9_,. ]/g, '_')}: workgroups ${s.kernel.groups.join(' x ')}\n${s.kernel.code}`
     : `// on the host: ${s.step.kind === 'extern' ? `op ${s.step.def.name}, not compiled: ${s.step.reason}` : `${s.step.kind} kernel ${s.step.label}`} (${s.why})`)).join('\n\n');
 }

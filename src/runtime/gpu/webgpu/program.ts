@@ -17,15 +17,18 @@ import { stepBuffers, type BufferDecl, type ExternStep, type Program, type Step 
 import { planBuffers } from '../../../codegen/plan.js';
 import { buildModule, type RunFn } from '../../../codegen/cpu/module.js';
 import { runtimeHelpers } from '../../../codegen/cpu/runtime.js';
-import { Unsupported, renderLoop, renderMatmul, rowChecks, type BufferInfo, type RowCheck, type WgslKernel } from '../../../codegen/wgsl/render.js';
+import { NoElements, Unsupported, renderLoop, renderMatmul, rowChecks, type BufferInfo, type RowCheck, type WgslKernel } from '../../../codegen/wgsl/render.js';
 import { storageOf } from '../../../codegen/wgsl/scalar.js';
 import type { Fallback } from '../../fallback.js';
 import { newBufferId, type WebGpu } from './session.js';
+import { warnOnce } from '../device.js';
 import { residentId, takeResult, uploadVariable } from './resident.js';
 
 export type WebStep =
   | { readonly kind: 'kernel'; readonly kernel: WgslKernel; readonly key: string; readonly checks: readonly RowCheck[]; readonly origin?: readonly Provenance[] }
-  | { readonly kind: 'host'; readonly step: Step; readonly why: string; readonly run: RunFn | undefined };
+  | { readonly kind: 'host'; readonly step: Step; readonly why: string; readonly run: RunFn | undefined }
+  /** A kernel of no elements: its buffers hold none. */
+  | { readonly kind: 'empty'; readonly writes: readonly number[] };
 
 export interface WebPrepared {
   readonly program: Program;
@@ -48,7 +51,10 @@ const opOf = (s: Step): string => (s.kind === 'extern' ? s.def.name : s.label);
 
 /** Renders every step, or says why it runs on the host. */
 export function prepareWeb(p: Program): WebPrepared {
-  const info: BufferInfo = { dtype: (b) => p.buffers[b]!.dtype, size: (b) => p.buffers[b]!.size };
+  const info: BufferInfo = { dtype: (b) => p.buffers[b]!.dtype, size: (b) => p.buffers[b]!.size, storage: (b) => storageIn(p, b) };
+  if (p.buffers.some((b) => b.dtype === 'float64' && b.role !== 'epoch')) {
+    warnOnce('webgpu-float64', 'theanine: device "gpu:webgpu" computes float64 values in float32 (WebGPU has no float64), as the tensorflow backend does');
+  }
   const steps = p.steps.map((s): WebStep => {
     try {
       let kernel: WgslKernel;
@@ -60,6 +66,7 @@ export function prepareWeb(p: Program): WebPrepared {
       else throw new Unsupported('print_tensor is a host callback');
       return { kind: 'kernel', kernel, key: kernel.code, checks, ...(s.origin !== undefined ? { origin: s.origin } : {}) };
     } catch (e) {
+      if (e instanceof NoElements) return { kind: 'empty', writes: stepBuffers(s).writes };
       if (!(e instanceof Unsupported)) throw e;
       return { kind: 'host', step: s, why: e.message, run: s.kind === 'extern' || s.kind === 'print' ? undefined : hostModule(p, s) };
     }
@@ -89,9 +96,13 @@ function hostModule(p: Program, s: Step): RunFn {
   return buildModule(one, planBuffers(one)).run;
 }
 
-/** Host data in the device's storage type (f32, or i32 for integers and bool). */
-function toDevice(dtype: DType, data: ArrayLike<number>): Float32Array | Int32Array {
-  const st = storageOf(dtype);
+/** How the device holds a program buffer: its dtype's storage; the epoch (a random key word) as its u32 bits. */
+function storageIn(p: Program, b: number): 'f32' | 'i32' | undefined {
+  return p.buffers[b]!.role === 'epoch' ? 'i32' : storageOf(p.buffers[b]!.dtype);
+}
+
+/** Host data in the device's storage type (f32, or i32 for integers, bool and the epoch's bits). */
+function toDevice(st: 'f32' | 'i32' | undefined, data: ArrayLike<number>): Float32Array | Int32Array {
   if (st === 'f32') return data instanceof Float32Array ? data : Float32Array.from(data);
   return data instanceof Int32Array ? data : Int32Array.from(data);
 }
@@ -158,7 +169,7 @@ export function runWeb(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[],
     if (!onDev.has(id)) {
       const h = host.get(id);
       if (h === undefined) throw new Error(`internal: buffer ${id} read before it was written`);
-      batch.writes.push({ id: d, data: toDevice(p.buffers[id]!.dtype, h.data) });
+      batch.writes.push({ id: d, data: toDevice(storageIn(p, id), p.buffers[id]!.role === 'epoch' ? [h.data[0]! >>> 0] : h.data) });
       onDev.add(id);
       if (p.buffers[id]!.role === 'constant') pp.uploaded.add(id);
     }
@@ -193,9 +204,11 @@ export function runWeb(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[],
           host.delete(id);
           onDev.add(id);
         }
+      } else if (s.kind === 'empty') {
+        for (const id of s.writes) if (p.buffers[id]!.size === 0) written(id, NDArray.zeros([0], p.buffers[id]!.dtype));
       } else runHost(s);
     } catch (e) {
-      throw withBuiltBy(e, s.kind === 'kernel' ? s.origin : s.step.origin);
+      throw withBuiltBy(e, s.kind === 'kernel' ? s.origin : s.kind === 'host' ? s.step.origin : undefined);
     }
   }
   // Update values that fill a buffer computed here move to their variable; everything else is read back.
