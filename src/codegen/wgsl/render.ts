@@ -235,15 +235,15 @@ export function renderLoop(k: LoopKernel, bufs: BufferInfo): WgslKernel {
   }
   const reads = loaded(k.stores.map((st) => st.value));
   if (reads.some((b) => written.has(b))) throw new Unsupported('a running value along an axis (elements read the ones stored before them)');
+  const total = k.vars.reduce((p, v) => p * v.size, 1);
+  if (total === 0) throw new NoElements();
+  if (total > 2 ** 31 - 1) throw new Unsupported(`${total} elements (i32 indices)`);
   const b = new ExprBuilder(() => 'float64');
   const s = schedule(k.vars, k.stores, b);
   const indexNodes = new Set<Expr>();
   for (const ix of s.loadIndex.values()) for (const e of exprOrder([ix])) indexNodes.add(e);
   for (const st of s.stores) for (const e of exprOrder([st.index])) indexNodes.add(e);
   const w = new Writer(bufs, (e) => s.loadIndex.get(e), (e) => indexNodes.has(e));
-  const total = k.vars.reduce((p, v) => p * v.size, 1);
-  if (total === 0) throw new NoElements();
-  if (total > 2 ** 31 - 1) throw new Unsupported(`${total} elements (i32 indices)`);
   const outputVars = new Set(k.vars.map((v) => v.id));
   const lines: string[] = [`let i = i32(gid.x + gid.y * nwg.x * ${WG}u);`, `if (i >= ${total}i) { return; }`];
   // Output coordinates: row-major over the kernel's output loops.
