@@ -52,7 +52,8 @@ const opOf = (s: Step): string => (s.kind === 'extern' ? s.def.name : s.label);
 /** Renders every step, or says why it runs on the host. */
 export function prepareWeb(p: Program): WebPrepared {
   const info: BufferInfo = { dtype: (b) => p.buffers[b]!.dtype, size: (b) => p.buffers[b]!.size, storage: (b) => storageIn(p, b) };
-  if (p.buffers.some((b) => b.dtype === 'float64' && b.role !== 'epoch')) {
+  // (the cpu's packing buffers are not the device's)
+  if (p.buffers.some((b) => b.dtype === 'float64' && b.role !== 'epoch' && b.role !== 'arena')) {
     warnOnce('webgpu-float64', 'theanine: device "gpu:webgpu" computes float64 values in float32 (WebGPU has no float64), as the tensorflow backend does');
   }
   const steps = p.steps.map((s): WebStep => {
