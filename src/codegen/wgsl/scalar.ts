@@ -32,7 +32,8 @@ export const WGSL_OPS: Readonly<Partial<Record<ScalarOp, Render>>> = {
   and: ([x, y]) => cond(`${x} != 0.0 && ${y} != 0.0`),
   or: ([x, y]) => cond(`${x} != 0.0 || ${y} != 0.0`),
   not: ([x]) => cond(`${x} == 0.0`),
-  isnan: ([x]) => cond(`${x} != ${x}`),
+  // On the bits: a finite-math optimizer may fold x != x to false.
+  isnan: ([x]) => cond(`(bitcast<u32>(${x}) & 0x7fffffffu) > 0x7f800000u`),
   select: ([c, a, b]) => `select(${b}, ${a}, ${c} != 0.0)`,
   idiv: ([x, y]) => `floor(${x} / ${y})`,
   imod: fn('t_mod'),
@@ -89,6 +90,9 @@ const HELPERS: Readonly<Record<string, Helper>> = {
     source: 'fn t_truncnormal(i: u32, stream: u32, k0: u32, k1: u32) -> f32 { for (var t = 0u; t < 64u; t++) { let z = t_normal(t_philox(i, t, stream, k0, k1)); if (abs(z) <= 2.0) { return z; } } return 0.0; }',
     uses: ['t_normal', 't_philox'],
   },
+  // A value stored into an integer dtype: truncated; NaN and infinities (all exponent bits set: a test
+  // on the bits, which no finite-math assumption folds away) are 0, as a typed array stores them (integer mod by 0).
+  t_int: { source: 'fn t_int(x: f32) -> f32 { if ((bitcast<u32>(x) & 0x7f800000u) == 0x7f800000u) { return 0.0; } return trunc(x); }' },
   t_bits: { source: 'fn t_bits(b: u32) -> f32 { return bitcast<f32>(b); }' },
   t_row: { source: 'fn t_row(x: i32, rows: i32) -> i32 { return select(x, x + rows, x < 0); }' },
 };
@@ -147,10 +151,10 @@ export function roundAs(dtype: DType, x: string): string {
     case 'float32': case 'float64': return x;
     case 'float16': return `quantizeToF16(${x})`;
     case 'bool': return `select(0.0, 1.0, ${x} != 0.0)`;
-    case 'int32': return `trunc(${x})`;
-    case 'int16': return `(t_mod(trunc(${x}) + 32768.0, 65536.0) - 32768.0)`;
-    case 'int8': return `(t_mod(trunc(${x}) + 128.0, 256.0) - 128.0)`;
-    case 'uint8': return `t_mod(trunc(${x}), 256.0)`;
+    case 'int32': return `t_int(${x})`;
+    case 'int16': return `(t_mod(t_int(${x}) + 32768.0, 65536.0) - 32768.0)`;
+    case 'int8': return `(t_mod(t_int(${x}) + 128.0, 256.0) - 128.0)`;
+    case 'uint8': return `t_mod(t_int(${x}), 256.0)`;
     default: throw new Error(`internal: WGSL does not store ${dtype}`);
   }
 }
