@@ -96,26 +96,43 @@ describe('gpu device, webgpu mode', function () {
     expect(K.get_value(bias).toArray()).to.deep.equal([0, 0, 0]);
   });
 
-  it('warns naming what runs on the host, and fallback "error" refuses it (a Scan, not yet on the device)', () => {
+  it('runs a Scan on the device: every step in one command buffer, nothing read back between steps', () => {
     // 300 steps: short Scans are unrolled by the passes
     const xs = K.placeholder([2, 300, 3]);
     const w = K.variable(rand([3, 2], 9), 'float32');
-    const [sum] = K.rnn((x, [h]) => {
-      const hn = K.tanh(K.dot(x, w).add(h!));
+    const u = K.variable(rand([2, 2], 10), 'float32');
+    const [last, outs, states] = K.rnn((x, [h]) => {
+      const hn = K.tanh(K.dot(x, w).add(K.dot(h!, u)));
       return [hn, [hn]];
     }, xs, [K.zeros([2, 2], 'float32')]);
+    const graph = [last!, outs!, states![0]!];
     const v = rand([2, 300, 3], 8);
-    expect(() => K.function([xs], [sum!], [], { ...GPU, fallback: 'error' })([v])).to.throw(FallbackError, /runs on the host on gpu:webgpu: Scan/);
-    const want = K.function([xs], [sum!], [], REF)([v]);
+    const f = K.function([xs], graph, [], { ...GPU, fallback: 'error' });
+    f([v]);
+    const before = webgpuCounts();
+    const got = f([v]);
+    const after = webgpuCounts();
+    expect(after.submits - before.submits, 'one command buffer').to.equal(1);
+    expect(after.readbacks - before.readbacks, 'the three outputs').to.equal(3);
+    expect(f.source()).to.match(/scan 300 steps, every step's kernels in the call's command buffer/);
+    const want = K.function([xs], graph, [], REF)([v]);
+    got.forEach((g, k) => expectClose(g, want[k]!, { atol: 1e-5, rtol: 1e-4 }, `output ${k}`));
+  });
+
+  it('warns naming what runs on the host, and fallback "error" refuses it (int64, not on the device)', () => {
+    const x = K.placeholder([4], null, 'int64');
+    const y = x.add(3);
+    const v = NDArray.from([1, -2, 3, 2 ** 40], 'int64');
+    expect(() => K.function([x], [y], [], { ...GPU, fallback: 'error' })([v])).to.throw(FallbackError, /runs on the host on gpu:webgpu: stores int64/);
     const warned: string[] = [];
     const orig = setWarningSink((m) => { warned.push(m); });
     try {
-      const got = K.function([xs], [sum!], [], { ...GPU, fallback: 'warn' })([v]);
-      expectClose(got[0]!, want[0]!, { atol: 1e-5, rtol: 1e-5 });
+      const got = K.function([x], [y], [], { ...GPU, fallback: 'warn' })([v]);
+      expect(Array.from(got[0]!.data, Number)).to.deep.equal([4, 1, 6, 2 ** 40 + 3]);
     } finally {
       setWarningSink(orig);
     }
-    expect(warned.join('\n')).to.match(/Scan runs on the host/);
+    expect(warned.join('\n')).to.match(/stores int64/);
   });
 
   it('draws random numbers from the reference\'s Philox words', () => {

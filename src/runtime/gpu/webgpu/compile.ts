@@ -14,7 +14,8 @@ import { bodyOptimizer, link, passesFor, type OptimizedProgram, type Shapes, typ
 import { debugEnabled, debugLog } from '../../debug.js';
 import { describeFallbacks, type Fallback } from '../../fallback.js';
 import { platform } from '#platform';
-import { forgetPipelines, prepareWeb, releaseWeb, runWeb, webFallbacks, type WebPrepared } from './program.js';
+import { prepareWeb, releaseWeb, runWeb, webFallbacks, type WebPrepared } from './program.js';
+import { forgetPipelines } from './frame.js';
 import { webDeviceResult } from './resident.js';
 import { openWebGpu, webgpu } from './session.js';
 
@@ -45,10 +46,15 @@ function specialize(p: WebProgram, shapes: Shapes): WebSpec {
 }
 
 /** The WGSL of each kernel, and what runs on the host and why (f.source()). */
-export function describeWeb(pp: WebPrepared): string {
-  return pp.steps.map((s) => (s.kind === 'empty' ? '// a kernel of no elements' : s.kind === 'kernel'
-    ? `// ${s.kernel.label.replace(/[^A-Za-z0-9_,. ]/g, '_')}: workgroups ${s.kernel.groups.join(' x ')}\n${s.kernel.code}`
-    : `// on the host: ${s.step.kind === 'extern' ? `op ${s.step.def.name}, not compiled: ${s.step.reason}` : `${s.step.kind} kernel ${s.step.label}`} (${s.why})`)).join('\n\n');
+export function describeWeb(pp: WebPrepared, indent = ''): string {
+  return pp.steps.map((s) => {
+    switch (s.kind) {
+      case 'empty': return `${indent}// a kernel of no elements`;
+      case 'kernel': return `${indent}// ${s.kernel.label.replace(/[^A-Za-z0-9_,. ]/g, '_')}: workgroups ${s.kernel.groups.join(' x ')}\n${s.kernel.code.replace(/^/gm, indent)}`;
+      case 'scan': return `${indent}// scan ${s.step.steps} steps, every step's kernels in the call's command buffer:\n${describeWeb(s.body, `${indent}  `)}`;
+      case 'host': return `${indent}// on the host: ${s.step.kind === 'extern' ? `op ${s.step.def.name}, not compiled: ${s.step.reason}` : `${s.step.kind} kernel ${s.step.label}`} (${s.why})`;
+    }
+  }).join('\n\n');
 }
 
 /** K.function's executor on gpu:webgpu. */

@@ -3,7 +3,7 @@
 // promises, and K.function is synchronous, so the device lives in a worker: the caller posts a
 // request and blocks in Atomics.wait (session.ts), as the onnx backend does with ONNX Runtime.
 // Buffers are the worker's, by number: a request allocates, uploads, dispatches a list of
-// compiled kernels in one command buffer, reads back, and frees, in that order.
+// compiled kernels and buffer copies in one command buffer, reads back, and frees, in that order.
 export const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { pathToFileURL } = require('node:url');
@@ -12,7 +12,7 @@ const port = workerData.port;
 let gpu, device, info;
 const buffers = new Map();
 const pipelines = new Map();
-const counts = { uploads: 0, readbacks: 0, dispatches: 0, submits: 0 };
+const counts = { uploads: 0, readbacks: 0, dispatches: 0, copies: 0, submits: 0 };
 let current = 0;
 function answer(msg) {
   port.postMessage({ ...msg, id: current });
@@ -38,6 +38,7 @@ let lastError;
 const USAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
 async function compile(key, code) {
   if (pipelines.has(key)) return;
+  // (a key the main thread believes compiled after a failure is compiled again here)
   device.pushErrorScope('validation');
   const module = device.createShaderModule({ code });
   const ci = await module.getCompilationInfo();
@@ -61,17 +62,23 @@ async function run(req) {
   }
   device.pushErrorScope('validation');
   const enc = device.createCommandEncoder();
-  if ((req.dispatches || []).length > 0) {
-    const pass = enc.beginComputePass();
-    for (const d of req.dispatches) {
-      const p = pipelines.get(d.key);
+  // Dispatches in compute passes, buffer copies between them, in the request's order.
+  let pass = null;
+  for (const op of req.ops || []) {
+    if (op.k === 'd') {
+      if (!pass) pass = enc.beginComputePass();
+      const p = pipelines.get(op.key);
       pass.setPipeline(p);
-      pass.setBindGroup(0, device.createBindGroup({ layout: p.getBindGroupLayout(0), entries: d.binds.map((id, k) => ({ binding: k, resource: { buffer: buffers.get(id) } })) }));
-      pass.dispatchWorkgroups(d.groups[0], d.groups[1], d.groups[2]);
+      pass.setBindGroup(0, device.createBindGroup({ layout: p.getBindGroupLayout(0), entries: op.binds.map((id, k) => ({ binding: k, resource: { buffer: buffers.get(id) } })) }));
+      pass.dispatchWorkgroups(op.groups[0], op.groups[1], op.groups[2]);
       counts.dispatches++;
+    } else {
+      if (pass) { pass.end(); pass = null; }
+      enc.copyBufferToBuffer(buffers.get(op.src), op.so, buffers.get(op.dst), op.do, op.bytes);
+      counts.copies++;
     }
-    pass.end();
   }
+  if (pass) pass.end();
   const staging = [];
   for (const r of req.reads || []) {
     const s = device.createBuffer({ size: Math.max(4, r.bytes), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
