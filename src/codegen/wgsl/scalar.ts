@@ -128,6 +128,8 @@ export function f32Literal(v: number): string {
 
 /** An i32 literal (index constants are whole numbers within i32). */
 export function i32Literal(v: number): string {
+  // NaN arises only from index arithmetic over an extent of 0 (a division by it), in a loop of no iterations.
+  if (Number.isNaN(v)) return '0i';
   if (!Number.isInteger(v) || Math.abs(v) > 2 ** 31 - 1) throw new Error(`internal: ${v} is not an i32 index constant`);
   return v < 0 ? `(${v}i)` : `${v}i`;
 }

@@ -17,6 +17,8 @@ export interface BufferInfo {
   size(buf: number): number;
   /** How the device holds the buffer: f32 or i32 (the epoch of unseeded random keys: its u32 bits). */
   storage(buf: number): 'f32' | 'i32' | undefined;
+  /** The storage buffers a shader may bind on this device (WebGPU's default is 8). */
+  readonly maxBindings?: number;
 }
 
 /** A compute shader and how to dispatch it. */
@@ -209,11 +211,12 @@ export function groups1d(n: number): [number, number, number] {
   return [MAX_GROUPS, Math.ceil(g / MAX_GROUPS), 1];
 }
 
-/** The storage buffers a shader may bind (WebGPU's default maxStorageBuffersPerShaderStage). */
+/** The storage buffers a shader may bind where the device says nothing (WebGPU's default maxStorageBuffersPerShaderStage). */
 export const MAX_BINDINGS = 8;
 
 export function assemble(label: string, body: string[], binds: number[], writes: number[], bufs: BufferInfo, groups: [number, number, number], header: string[] = []): WgslKernel {
-  if (binds.length > MAX_BINDINGS) throw new Unsupported(`binds ${binds.length} buffers (a shader binds at most ${MAX_BINDINGS})`);
+  const most = bufs.maxBindings ?? MAX_BINDINGS;
+  if (binds.length > most) throw new Unsupported(`binds ${binds.length} buffers (a shader binds at most ${most} on this device)`);
   const text = body.join('\n');
   const code = [...bindings(binds, writes, bufs), ...header, ...helperSources(text), text].join('\n');
   return { label, code, binds, writes, groups };

@@ -36,7 +36,7 @@ function specialize(p: WebProgram, shapes: Shapes): WebSpec {
       // Scans and scatters as gathers (each element folds its own terms), as for gpu.js.
       gatherLoops: 65535,
     });
-    const prepared = prepareWeb(prog);
+    const prepared = prepareWeb(prog, webgpu().maxStorageBuffers);
     if (debugEnabled('gpu')) debugLog(`gpu:webgpu program for shapes ${shapes.map((s) => `(${s.join(', ')})`).join(' ')}:\n${describeWeb(prepared)}`);
     return { prepared, fallbacks: webFallbacks(prepared), invalid: false };
   } catch (e) {

@@ -39,7 +39,7 @@ export interface WebPrepared extends DeviceBuffers {
 /** A label with the step's op names, for warnings and fallbacks. */
 const opOf = (s: Step): string => (s.kind === 'extern' ? s.def.name : s.label);
 
-function prepareStep(p: Program, s: Step, info: BufferInfo): WebStep {
+function prepareStep(p: Program, s: Step, info: BufferInfo, maxBindings: number): WebStep {
   try {
     switch (s.kind) {
       case 'loop': {
@@ -48,7 +48,7 @@ function prepareStep(p: Program, s: Step, info: BufferInfo): WebStep {
       }
       case 'matmul': return { kind: 'kernel', kernel: renderMatmul(s, info), checks: [], ...(s.origin !== undefined ? { origin: s.origin } : {}) };
       case 'scan': {
-        const body = prepareWeb(s.body);
+        const body = prepareWeb(s.body, maxBindings);
         for (const b of body.steps) {
           if (b.kind === 'host') throw new Unsupported(`its body's ${b.step.kind === 'extern' ? 'op' : 'kernel'} ${opOf(b.step)} runs on the host (${b.why})`);
           if (b.kind === 'kernel' && b.checks.length > 0) throw new Unsupported('its body checks row numbers read from data on the host');
@@ -66,13 +66,13 @@ function prepareStep(p: Program, s: Step, info: BufferInfo): WebStep {
 }
 
 /** Renders every step, or says why it runs on the host. */
-export function prepareWeb(p: Program): WebPrepared {
-  const info: BufferInfo = { dtype: (b) => p.buffers[b]!.dtype, size: (b) => p.buffers[b]!.size, storage: (b) => storageIn(p, b) };
+export function prepareWeb(p: Program, maxBindings: number): WebPrepared {
+  const info: BufferInfo = { dtype: (b) => p.buffers[b]!.dtype, size: (b) => p.buffers[b]!.size, storage: (b) => storageIn(p, b), maxBindings };
   // (the cpu's packing buffers are not the device's)
   if (p.buffers.some((b) => b.dtype === 'float64' && b.role !== 'epoch' && b.role !== 'arena')) {
     warnOnce('webgpu-float64', 'theanine: device "gpu:webgpu" computes float64 values in float32 (WebGPU has no float64), as the tensorflow backend does');
   }
-  return { program: p, steps: p.steps.map((s) => prepareStep(p, s, info)), dev: new Map(), uploaded: new Set() };
+  return { program: p, steps: p.steps.map((s) => prepareStep(p, s, info, maxBindings)), dev: new Map(), uploaded: new Set() };
 }
 
 /** What runs on the host instead of the device, for the fallback rule (print_tensor is a host op everywhere, not a fallback). */
