@@ -49,7 +49,7 @@ describe('gpu device, webgpu mode', function () {
     const want = K.function([x, w], graph, [], REF)(vals);
     got.forEach((g, k) => expectClose(g, want[k]!, { atol: 2e-5, rtol: 1e-4 }, `output ${k}`));
     // products in workgroup tiles, row reductions as trees in workgroup memory
-    expect(f.source()).to.match(/var<workgroup> tA/).and.to.match(/var<workgroup> red: array<f32, 256>/);
+    expect(f.source()).to.match(/var<workgroup> tA/).and.to.match(/var<workgroup> red: array<f32, 64>/);
   });
 
   it('runs batched products and int32 arithmetic exactly', () => {

@@ -6,15 +6,15 @@ import { roundAs, storageOf } from './scalar.js';
 import { MAX_GROUPS, NoElements, Unsupported, Writer, assemble, iexprCode, loaded, type BufferInfo, type WgslKernel } from './writer.js';
 
 /** Output tile edge of a matmul workgroup, and the register tile each invocation sums. */
-const TILE = 32;
-const RT = 2;
+const TILE = 64;
+const RT = 4;
 const TK = 16;
 
 /**
  * A matmul kernel as a workgroup-tiled product (tfjs-backend-webgpu's matmul_packed and the
  * classic shared-memory GEMM are the anchors): a workgroup of 16 x 16 invocations computes a
- * 32 x 32 output tile, staging 32 x 16 of A and 16 x 32 of B in workgroup memory per step of k;
- * each invocation sums a 2 x 2 register tile. Operands are the kernel's expressions, evaluated at
+ * 64 x 64 output tile, staging 64 x 16 of A and 16 x 64 of B in workgroup memory per step of k;
+ * each invocation sums a 4 x 4 register tile. Operands are the kernel's expressions, evaluated at
  * the staged coordinates (0 outside the product), so transposes and masks cost no copies.
  */
 export function renderMatmul(k: MatmulKernel, bufs: BufferInfo): WgslKernel {
@@ -40,6 +40,8 @@ export function renderMatmul(k: MatmulKernel, bufs: BufferInfo): WgslKernel {
   const ty = storageOf(st.dtype)!;
   const stored = roundAs(st.dtype, ew.code(st.value, 'f32'));
   const [B, M, N, K] = [k.batch, k.m, k.n, k.k];
+  const W = TILE / RT; // invocations per workgroup edge
+  const per = (TILE * TK) / (W * W); // staged values of A (and of B) per invocation and step of k
   const body = [
     `var<workgroup> tA: array<array<f32, ${TK}>, ${TILE}>;`,
     `var<workgroup> tB: array<array<f32, ${TILE}>, ${TK}>;`,
@@ -50,37 +52,35 @@ export function renderMatmul(k: MatmulKernel, bufs: BufferInfo): WgslKernel {
     ...epi.map((l) => `  ${l}`),
     `  b${st.buf}[${iexprCode(st.index)}] = ${ty === 'f32' ? stored : `i32(${stored})`};`,
     '}',
-    `@compute @workgroup_size(${TILE / RT}, ${TILE / RT})`,
+    `@compute @workgroup_size(${W}, ${W})`,
     'fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u) {',
     '  let bz = i32(wg.z);',
     `  let row0 = i32(wg.y) * ${TILE}i;`,
     `  let col0 = i32(wg.x) * ${TILE}i;`,
     '  let tx = i32(lid.x);',
     '  let ty = i32(lid.y);',
-    '  let flat = ty * 16i + tx;',
+    `  let flat = ty * ${W}i + tx;`,
     `  var acc: array<f32, ${RT * RT}>;`,
+    `  var ra: array<f32, ${RT}>;`,
+    `  var rb: array<f32, ${RT}>;`,
     `  for (var k0 = 0i; k0 < ${K.size}i; k0 += ${TK}i) {`,
-    // 256 invocations stage 512 values of A and of B: two each.
-    '    for (var s = 0i; s < 2i; s++) {',
-    '      let e = flat + s * 256i;',
+    `    for (var s = 0i; s < ${per}i; s++) {`,
+    `      let e = flat + s * ${W * W}i;`,
     `      let ar = e / ${TK}i; let ak = e % ${TK}i;`,
-    `      let gr = row0 + ar; let gk = k0 + ak;`,
+    '      let gr = row0 + ar; let gk = k0 + ak;',
     `      tA[ar][ak] = select(0.0, opA(bz, min(gr, ${M.size - 1}i), min(gk, ${K.size - 1}i)), gr < ${M.size}i && gk < ${K.size}i);`,
     `      let bk = e / ${TILE}i; let bc = e % ${TILE}i;`,
-    `      let hk = k0 + bk; let hc = col0 + bc;`,
+    '      let hk = k0 + bk; let hc = col0 + bc;',
     `      tB[bk][bc] = select(0.0, opB(bz, min(hk, ${K.size - 1}i), min(hc, ${N.size - 1}i)), hk < ${K.size}i && hc < ${N.size}i);`,
     '    }',
     '    workgroupBarrier();',
     `    for (var kk = 0i; kk < ${TK}i; kk++) {`,
-    `      let a0 = tA[ty * ${RT}i][kk]; let a1 = tA[ty * ${RT}i + 1i][kk];`,
-    `      let c0 = tB[kk][tx * ${RT}i]; let c1 = tB[kk][tx * ${RT}i + 1i];`,
-    '      acc[0] += a0 * c0; acc[1] += a0 * c1; acc[2] += a1 * c0; acc[3] += a1 * c1;',
+    `      for (var r = 0i; r < ${RT}i; r++) { ra[r] = tA[ty * ${RT}i + r][kk]; rb[r] = tB[kk][tx * ${RT}i + r]; }`,
+    `      for (var r = 0i; r < ${RT}i; r++) { for (var c = 0i; c < ${RT}i; c++) { acc[r * ${RT}i + c] += ra[r] * rb[c]; } }`,
     '    }',
     '    workgroupBarrier();',
     '  }',
-    `  let r = row0 + ty * ${RT}i; let c = col0 + tx * ${RT}i;`,
-    '  epilogue(bz, r, c, acc[0]); epilogue(bz, r, c + 1i, acc[1]);',
-    '  epilogue(bz, r + 1i, c, acc[2]); epilogue(bz, r + 1i, c + 1i, acc[3]);',
+    `  for (var r = 0i; r < ${RT}i; r++) { for (var c = 0i; c < ${RT}i; c++) { epilogue(bz, row0 + ty * ${RT}i + r, col0 + tx * ${RT}i + c, acc[r * ${RT}i + c]); } }`,
     '}',
   ];
   const binds = [...new Set([st.buf, ...reads])].sort((p, q) => p - q);

@@ -11,7 +11,7 @@ import { f32Literal, roundAs, storageOf } from './scalar.js';
 import { MAX_GROUPS, assemble, foldCode, kahanStep, type BufferInfo, type WgslKernel, type Writer } from './writer.js';
 
 /** Invocations per row. */
-export const ROW_WG = 256;
+export const ROW_WG = 64;
 
 /** The tree's combination of two partial folds. */
 function combine(op: ReduceOp, a: string, b: string): string {
