@@ -1,7 +1,8 @@
 // The gpu device's webgpu mode beside TensorFlow.js' WebGPU backend on the same adapter, in the
 // same process: theanine's device runs Dawn in its worker (src/runtime/gpu/webgpu), tfjs-webgpu
 // runs Dawn on the main thread with `navigator.gpu` set to Dawn's. Each timed run uploads the
-// inputs, computes and reads the result back, for both. Medians of REPS runs after WARM warm-ups.
+// inputs, computes and reads the result back, for both, the two timed in turn. Medians of REPS
+// runs after WARM warm-ups.
 //
 //   THEANINE_WEBGPU_MODULE=<webgpu 0.6.2's index.js> BENCH_TFJS_DIR=<a node_modules holding
 //   @tensorflow/tfjs-core and @tensorflow/tfjs-backend-webgpu 4.22> npx tsx bench/webgpu.ts
@@ -43,11 +44,15 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)]!;
 }
 
-async function time(run: () => unknown | Promise<unknown>): Promise<number> {
-  for (let i = 0; i < WARM; i++) await run();
-  const ts: number[] = [];
-  for (let i = 0; i < REPS; i++) { const t0 = performance.now(); await run(); ts.push(performance.now() - t0); }
-  return median(ts);
+/** Medians of two runs timed in turn (so that the machine's load drifts over both alike). */
+async function timePair(a: () => unknown, b: () => Promise<unknown>): Promise<[number, number]> {
+  for (let i = 0; i < WARM; i++) { a(); await b(); }
+  const ta: number[] = [], tb: number[] = [];
+  for (let i = 0; i < REPS; i++) {
+    let t0 = performance.now(); a(); ta.push(performance.now() - t0);
+    t0 = performance.now(); await b(); tb.push(performance.now() - t0);
+  }
+  return [median(ta), median(tb)];
 }
 
 interface BenchCase { name: string; shapes: number[][]; theanine: (...xs: ReturnType<typeof K.placeholder>[]) => ReturnType<typeof K.placeholder>; tf: (tf: Tf, ...xs: import('@tensorflow/tfjs-core').Tensor[]) => import('@tensorflow/tfjs-core').Tensor }
@@ -68,8 +73,7 @@ async function main(): Promise<void> {
     const vals = c.shapes.map((s, i) => new NDArray(data(s.reduce((a, d) => a * d, 1), 7 + i), s, 'float32'));
     const phs = c.shapes.map((s) => K.placeholder(s));
     const f = K.function(phs, [c.theanine(...phs)], [], { device: 'gpu' });
-    const tTheanine = await time(() => f(vals));
-    const tTf = await time(async () => {
+    const [tTheanine, tTf] = await timePair(() => f(vals), async () => {
       const ins = vals.map((v) => tf.tensor(v.data as Float32Array, [...v.shape]));
       const out = c.tf(tf, ...ins);
       await out.data();

@@ -12,6 +12,8 @@ import { MAX_GROUPS, assemble, foldCode, kahanStep, type BufferInfo, type WgslKe
 
 /** Invocations per row. */
 export const ROW_WG = 64;
+/** Terms per lane from which a lane's sum is compensated (Kahan). */
+const KAHAN_FROM = 256;
 
 /** The tree's combination of two partial folds. */
 function combine(op: ReduceOp, a: string, b: string): string {
@@ -87,7 +89,7 @@ export function renderRows(k: LoopKernel, s: Schedule, d: number, w: Writer, buf
     const scopes = chain(s, r)!;
     const n = r.vars.reduce((p, v) => p * v.size, 1);
     const a = w.name(r);
-    lines.push(`${ind}var ${a}: f32 = ${f32Literal(REDUCE_INIT[r.op])};${r.op === 'sum' ? ` var c${r.id}: f32 = 0.0;` : ''}`);
+    lines.push(`${ind}var ${a}: f32 = ${f32Literal(REDUCE_INIT[r.op])};${r.op === 'sum' && n > ROW_WG * KAHAN_FROM ? ` var c${r.id}: f32 = 0.0;` : ''}`);
     lines.push(`${ind}for (var q = lane; q < ${n}i; q += ${ROW_WG}i) {`);
     coords(r.vars, 'q', `${ind}  `);
     const inside: Expr[] = [];
@@ -95,7 +97,9 @@ export function renderRows(k: LoopKernel, s: Schedule, d: number, w: Writer, buf
       for (const it of sc.items) if (it.kind === 'expr') inside.push(it.e);
       exprs(sc, `${ind}  `);
     }
-    lines.push(`${ind}  ${r.op === 'sum' ? kahanStep(r.id, w.code(r.body, 'f32')) : foldCode(r.op, a, w.code(r.body, 'f32'))}`);
+    // Each lane's part is compensated where it is long; the tree adds log2(lanes) roundings.
+    const kahan = r.op === 'sum' && n > ROW_WG * KAHAN_FROM;
+    lines.push(`${ind}  ${kahan ? kahanStep(r.id, w.code(r.body, 'f32')) : foldCode(r.op, a, w.code(r.body, 'f32'))}`);
     lines.push(`${ind}}`);
     w.forget(inside);
     lines.push(`${ind}red[lane] = ${a};`, `${ind}workgroupBarrier();`);
