@@ -83,6 +83,11 @@ export function webgpuMissing(): string | undefined {
 export function openWebGpu(): WebGpu | string {
   const have = shared[KEY];
   if (have !== undefined) return have;
+  if (platform.name !== 'node') {
+    // A synchronous call cannot wait for WebGPU on a page's main thread.
+    shared[KEY] = 'the webgpu mode runs in Node in this version (a synchronous call cannot wait for WebGPU on a page\'s main thread)';
+    return shared[KEY];
+  }
   let path: string;
   try {
     // THEANINE_WEBGPU_MODULE: another copy of the package (gpu.js depends on webgpu 0.2.9, whose Dawn needs glibc 2.38).
