@@ -1,5 +1,5 @@
 // The WebGPU device behind a synchronous call: a worker thread (worker.ts) holds Dawn's device
-// (the `webgpu` npm package, an optional dependency), and the caller blocks in Atomics.wait on a
+// (the `webgpu` npm package, an optional peer), and the caller blocks in Atomics.wait on a
 // shared flag until the worker answers, reading the answer with receiveMessageOnPort (the onnx
 // backend's technique, src/runtime/onnx/session.ts). Node only: in a browser a synchronous call
 // cannot wait for WebGPU on the page's main thread.
