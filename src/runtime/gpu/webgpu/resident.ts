@@ -82,11 +82,6 @@ export function uploadVariable(cell: VariableCell, id: number): void {
   r.host = host;
 }
 
-/** An update value left in device buffer `id`: the variable it is stored into owns the buffer. */
-export function takeResult(id: number, shape: readonly number[], dtype: DType): { dev: number; shape: readonly number[]; dtype: DType } {
-  return { dev: id, shape, dtype };
-}
-
 /** K.function's form of an update value on the device. */
 export function webDeviceResult(id: number, shape: readonly number[], dtype: DType): DeviceResult {
   let first = true;
