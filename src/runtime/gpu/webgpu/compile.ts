@@ -17,7 +17,7 @@ import { platform } from '#platform';
 import { prepareWeb, releaseWeb, runWeb, webFallbacks, type WebPrepared } from './program.js';
 import { forgetPipelines } from './frame.js';
 import { webDeviceResult } from './resident.js';
-import { openWebGpu, webgpu } from './session.js';
+import { openedWebGpu, webgpu } from './session.js';
 
 interface WebSpec extends Specialised {
   readonly prepared: WebPrepared | undefined;
@@ -101,10 +101,3 @@ export const webgpuTarget: Target<WebSpec> = {
     if (d !== undefined) d.worker.call({ kind: 'clear' });
   },
 };
-
-/** The device if this process has opened it (clear_session never starts one). */
-function openedWebGpu(): ReturnType<typeof webgpu> | undefined {
-  const KEY = Symbol.for('theanine.gpu.webgpu');
-  const d = (globalThis as { [KEY]?: unknown })[KEY];
-  return d !== undefined && typeof d !== 'string' ? openWebGpu() as ReturnType<typeof webgpu> : undefined;
-}

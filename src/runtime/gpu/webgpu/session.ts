@@ -102,6 +102,12 @@ export function openWebGpu(): WebGpu | string {
   return shared[KEY];
 }
 
+/** The device if this process has opened it (clear_session never starts one). */
+export function openedWebGpu(): WebGpu | undefined {
+  const d = shared[KEY];
+  return d !== undefined && typeof d !== 'string' ? d : undefined;
+}
+
 /** The device, or an error naming why it is missing. */
 export function webgpu(): WebGpu {
   const d = openWebGpu();
