@@ -135,6 +135,24 @@ describe('gpu device, webgpu mode', function () {
     expect(warned.join('\n')).to.match(/stores int64/);
   });
 
+  it('keeps device memory bounded over many input shapes, and clear_session gives it back', () => {
+    const base = webgpuCounts().buffers;
+    const x = K.placeholder([null, 8]);
+    const f = K.function([x], [K.sum(K.tanh(x).mul(2), 1)], [], GPU);
+    const live: number[] = [];
+    for (let n = 1; n <= 40; n++) {
+      const v = rand([n, 8], n);
+      const got = f([v])[0]!;
+      expect(got.shape).to.deep.equal([n]);
+      live.push(webgpuCounts().buffers - base);
+    }
+    // Specialisations past the compile cache's bound (16 per program) free their buffers.
+    expect(live[39]!, `live device buffers ${live.join(' ')}`).to.be.at.most(live[19]!);
+    expect(live[39]!).to.be.at.most(16 * 4);
+    K.clear_session();
+    expect(webgpuCounts().buffers).to.equal(base);
+  });
+
   it('draws random numbers from the reference\'s Philox words', () => {
     const f = K.function([], [K.random_uniform([1000], 0, 1, 'float32', 7), K.random_binomial([1000], 0.3, 'float32', 9)], [], GPU);
     const want = K.function([], [K.random_uniform([1000], 0, 1, 'float32', 7), K.random_binomial([1000], 0.3, 'float32', 9)], [], REF)([]);

@@ -25,8 +25,15 @@ interface WebSpec extends Specialised {
 
 type WebProgram = OptimizedProgram<WebSpec>;
 
+/** Prepared programs holding device buffers (clear_session frees them all: the cache's clear drops without telling). */
+const holding = new Set<WebPrepared>();
+
 const programs = new ProgramCache<WebProgram, WebSpec>({
-  onDropSpec: (_p, _key, spec) => { if (spec.prepared !== undefined) releaseWeb(webgpu(), spec.prepared); },
+  onDropSpec: (_p, _key, spec) => {
+    if (spec.prepared === undefined) return;
+    holding.delete(spec.prepared);
+    releaseWeb(webgpu(), spec.prepared);
+  },
 });
 
 function specialize(p: WebProgram, shapes: Shapes): WebSpec {
@@ -37,6 +44,7 @@ function specialize(p: WebProgram, shapes: Shapes): WebSpec {
       gatherLoops: 65535,
     });
     const prepared = prepareWeb(prog, webgpu().maxStorageBuffers);
+    holding.add(prepared);
     if (debugEnabled('gpu')) debugLog(`gpu:webgpu program for shapes ${shapes.map((s) => `(${s.join(', ')})`).join(' ')}:\n${describeWeb(prepared)}`);
     return { prepared, fallbacks: webFallbacks(prepared), invalid: false };
   } catch (e) {
@@ -81,6 +89,7 @@ export function webgpuExecutor(req: TargetRequest): Executor & { readonly device
       }
       notCompiled = undefined;
       last = pp;
+      holding.add(pp); // (again, where a clear_session freed it and this function still runs it)
       const ctx: EvalContext = { learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) };
       const results = runWeb(gpu, pp, values, linked.cells, ctx, req.nOut);
       return results.map((r, k) => ('host' in r
@@ -98,6 +107,9 @@ export const webgpuTarget: Target<WebSpec> = {
     programs.clear();
     forgetPipelines();
     const d = openedWebGpu();
-    if (d !== undefined) d.worker.call({ kind: 'clear' });
+    if (d === undefined) return;
+    for (const pp of holding) releaseWeb(d, pp);
+    holding.clear();
+    d.worker.call({ kind: 'clear' });
   },
 };
