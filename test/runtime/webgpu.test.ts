@@ -136,6 +136,7 @@ describe('gpu device, webgpu mode', function () {
   });
 
   it('keeps device memory bounded over many input shapes, and clear_session gives it back', () => {
+    K.clear_session(); // what is left are earlier tests' variables (their values live on the device)
     const base = webgpuCounts().buffers;
     const x = K.placeholder([null, 8]);
     const f = K.function([x], [K.sum(K.tanh(x).mul(2), 1)], [], GPU);
