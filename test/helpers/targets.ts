@@ -5,7 +5,9 @@ import type { FunctionOptions } from '../../src/api/function.js';
 import type { Node } from '../../src/ir/node.js';
 import type { NDArray } from '../../src/ir/ndarray.js';
 import type { DType } from '../../src/ir/dtype.js';
-import { gpuDevice } from '../../src/runtime/gpu/device.js';
+import { gpuDevice, webgpuRequested } from '../../src/runtime/gpu/device.js';
+import { openWebGpu } from '../../src/runtime/gpu/webgpu/session.js';
+import { NO_SKIP } from './needs.js';
 import { loadGpuJs } from '../../src/runtime/gpu/gpujs.js';
 import { ortAvailable } from '../../src/runtime/onnx/session.js';
 import { NO_KERNEL_YET, type FallbackOption } from '../../src/runtime/fallback.js';
@@ -95,6 +97,7 @@ const builtin: Target[] = [
 const SAID = Symbol.for('theanine.test.gpu-said');
 
 function gpuTarget(): Target | undefined {
+  if (webgpuRequested()) return webgpuTarget();
   const loaded = loadGpuJs();
   if (loaded instanceof Error) {
     console.log(`gpu target not run: ${loaded.message}`);
@@ -121,6 +124,41 @@ function gpuTarget(): Target | undefined {
       // WebGL leaves IEEE infinities and NaN to the driver, and Mesa's shader compiler assumes
       // finite values (x - x folds to 0 even for x = -inf); webasm keeps IEEE semantics.
       if (c.nonFinite === true && dev.mode !== 'webasm') return `${dev.name}: cases with infinite or NaN inputs (not IEEE on GL)`;
+      return undefined;
+    },
+  };
+}
+
+/**
+ * The gpu device's webgpu mode (THEANINE_GPU_MODE=webgpu): WGSL kernels on Dawn's adapter (lavapipe
+ * in CI). float32 tolerances and float32 sums of products (tol32); WGSL lets an implementation
+ * assume values are finite, so cases with infinities or NaN are left out, as on GL.
+ */
+function webgpuTarget(): Target | undefined {
+  const d = openWebGpu();
+  if (typeof d === 'string') {
+    if (process.env[NO_SKIP] === '1') throw new Error(`THEANINE_GPU_MODE=webgpu: ${d} (${NO_SKIP}=1 makes this a failure, not a skip)`);
+    console.log(`gpu:webgpu target not run: ${d}`);
+    return undefined;
+  }
+  const once = globalThis as { [SAID]?: boolean };
+  if (once[SAID] !== true) console.log(`gpu target: WebGPU, adapter ${d.description} (K.function(...).device === "gpu:webgpu")`);
+  once[SAID] = true;
+  return {
+    name: 'gpu:webgpu',
+    options: { device: 'gpu', fallback: TABLE_FALLBACK },
+    tol: { atol: 1e-5, rtol: 1e-4 },
+    tol32: FLOAT32_SUM_TOL,
+    gradDTypes: ['float32'],
+    excluded: {
+      'K.binary_crossentropy: clipped at 0 and 1':
+        'clipping to 1 - epsilon (1e-7) in float32 gives 1 - 1.19e-7, so log(1 - output) is -15.94, not float64\'s -16.12',
+    },
+    demoteFloat64: true,
+    excludes: (c) => {
+      if (c.dtypes.includes('int64') || c.expectedDType === 'int64') return 'gpu: int64 cases (int64 nodes run on the host)';
+      if (c.expectedDType === 'float64') return 'gpu: cases asserting a float64 result dtype';
+      if (c.nonFinite === true) return 'gpu:webgpu: cases with infinite or NaN inputs (WGSL may assume finite values)';
       return undefined;
     },
   };

@@ -48,7 +48,7 @@ describe('package: npm pack, installed into a fresh project', function () {
     const all = [...files(nm)];
     expect(all.filter((f) => f.endsWith('.node')), 'native addons').to.deep.equal([]);
     expect(all.filter((f) => /[/\\]build[/\\](Release|Debug)[/\\]/.test(f)), 'node-gyp output').to.deep.equal([]);
-    for (const peer of ['gl', 'gpu.js', '@tensorflow/tfjs', '@tensorflow/tfjs-node', 'onnxruntime-node', 'ts-morph', '@viz-js/viz', 'mnist']) {
+    for (const peer of ['gl', 'gpu.js', '@tensorflow/tfjs', '@tensorflow/tfjs-node', 'onnxruntime-node', 'webgpu', 'ts-morph', '@viz-js/viz', 'mnist']) {
       expect(existsSync(join(nm, peer)), peer).to.equal(false);
     }
     const bytes = all.reduce((a, f) => a + lstatSync(f).size, 0);

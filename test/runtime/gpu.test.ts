@@ -236,7 +236,7 @@ if (loaded instanceof Error) {
         try { console.log(K.function([x], [x.neg()], [], { device: 'gpu' }).device); } catch (e) { console.log(e.name + ': ' + e.message); }`;
       expect(child(code, { THEANINE_GPU_MODE: 'webasm' }).stdout.trim()).to.equal('gpu:webasm');
       expect(child(code, { THEANINE_GPU_MODE: 'cuda' }).stdout.trim()).to.equal(
-        'ValueError: THEANINE_GPU_MODE: unknown gpu.js mode "cuda" (allowed: "headlessgl", "webgl2", "webgl", "webasm")',
+        'ValueError: THEANINE_GPU_MODE: unknown mode "cuda" (allowed: "auto", "webgpu", "headlessgl", "webgl2", "webgl", "webasm")',
       );
     });
   });

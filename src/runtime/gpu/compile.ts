@@ -16,7 +16,8 @@ import { CPU_TILE, cpuFusion } from '../compile.js';
 import { ProgramCache } from '../program-cache.js';
 import { bodyOptimizer, link, passesFor, type OptimizedProgram, type Shapes, type Specialised, type Target, type TargetRequest } from '../target.js';
 import { debugEnabled, debugLog } from '../debug.js';
-import { gpuDevice } from './device.js';
+import { gpuDevice, webgpuRequested } from './device.js';
+import { webgpuExecutor, webgpuTarget } from './webgpu/compile.js';
 import type { DeviceBuffer } from './buffer.js';
 import { prepare, runPrepared, type Prepared } from './program.js';
 import { Runner, hostVal, hostValue, type Val } from './runner.js';
@@ -150,8 +151,10 @@ export const gpuTarget: Target<GpuSpec> = {
   passes: passesFor(cpuFusion),
   specialize,
   executor: (req) => {
+    // THEANINE_GPU_MODE=webgpu: WGSL kernels on WebGPU (user ops' gpu.js templates run on the host there, reported).
+    if (webgpuRequested()) return webgpuExecutor(req);
     requireGpuTemplates(req.targets); // user ops need a gpu template (src/codegen/user.ts)
     return gpuCompiledExecutor(req);
   },
-  clear: clearGpuCompileCache,
+  clear: () => { clearGpuCompileCache(); webgpuTarget.clear(); },
 };

@@ -6,11 +6,18 @@ import { ValueError } from '../../ir/errors.js';
 import { debugAny, debugLog } from '../debug.js';
 import { loadGpuJs, type GpuInstance } from './gpujs.js';
 import { warn } from '../warn.js';
+import { webgpuMissing } from './webgpu/session.js';
 import { platform } from '#platform';
 
-/** Modes theanine accepts in THEANINE_GPU_MODE (gpu.js' internal mode names). */
+/** gpu.js' internal mode names. */
 export const GPU_MODES = ['headlessgl', 'webgl2', 'webgl', 'webasm'] as const;
 export type GpuMode = (typeof GPU_MODES)[number];
+/**
+ * What THEANINE_GPU_MODE accepts: a gpu.js mode, `webgpu` (WGSL on WebGPU, src/runtime/gpu/webgpu),
+ * or `auto` (WebGPU where an adapter exists, else gpu.js' best mode).
+ */
+export const GPU_MODE_CHOICES = ['auto', 'webgpu', ...GPU_MODES] as const;
+type GpuModeChoice = (typeof GPU_MODE_CHOICES)[number];
 
 export interface GpuDevice {
   readonly gpu: GpuInstance;
@@ -40,13 +47,23 @@ export function warnOnce(key: string, message: string): void {
   warn(message);
 }
 
-function requestedMode(): GpuMode | undefined {
+/**
+ * Whether functions on device "gpu" run in the WebGPU mode (src/runtime/gpu/webgpu):
+ * THEANINE_GPU_MODE=webgpu, or `auto` where an adapter exists. Unset, the gpu.js modes stay the
+ * default until every test table runs on WebGPU (then `auto` becomes the default).
+ */
+export function webgpuRequested(): boolean {
+  const m = requestedMode();
+  return m === 'webgpu' || (m === 'auto' && webgpuMissing() === undefined);
+}
+
+function requestedMode(): GpuModeChoice | undefined {
   const v = platform.env('THEANINE_GPU_MODE');
   if (v === undefined || v === '') return undefined;
-  if (!(GPU_MODES as readonly string[]).includes(v)) {
-    throw new ValueError(`THEANINE_GPU_MODE: unknown gpu.js mode ${JSON.stringify(v)} (allowed: ${GPU_MODES.map((m) => JSON.stringify(m)).join(', ')})`);
+  if (!(GPU_MODE_CHOICES as readonly string[]).includes(v)) {
+    throw new ValueError(`THEANINE_GPU_MODE: unknown mode ${JSON.stringify(v)} (allowed: ${GPU_MODE_CHOICES.map((m) => JSON.stringify(m)).join(', ')})`);
   }
-  return v as GpuMode;
+  return v as GpuModeChoice;
 }
 
 /** The renderer string of gpu.js' headless-gl test context (WEBGL_debug_renderer_info), if any. */
@@ -75,7 +92,8 @@ export function gpuDevice(): GpuDevice {
   const loaded = loadGpuJs();
   if (loaded instanceof Error) throw new ValueError(`function: device "gpu" is unavailable: ${loaded.message}`);
   const { GPU, HeadlessGLKernel } = loaded.module;
-  const forced = requestedMode();
+  const choice = requestedMode();
+  const forced = choice === 'auto' || choice === 'webgpu' ? undefined : choice;
   let mode: GpuMode;
   if (forced !== undefined) mode = forced;
   else if (GPU.isHeadlessGLSupported) mode = 'headlessgl';

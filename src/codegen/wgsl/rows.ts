@@ -1,0 +1,138 @@
+// Loop kernels whose rows share reductions (a row sum, softmax's max and sum, a mean over
+// everything) as one workgroup per row: the workgroup's invocations fold strided parts of each
+// reduction, combine them as a tree in workgroup memory, and then compute the row's elements
+// between them. The per-invocation form (render.ts) would instead fold the whole reduction once
+// per element of the row, or use one invocation for a long one. tfjs-backend-webgpu's reduce
+// program (a workgroup per output, a tree in shared memory) is the anchor.
+import { REDUCE_INIT, type Expr, type ReduceOp } from '../expr.js';
+import type { LoopKernel } from '../kernel.js';
+import type { Schedule, Scope, ScopeItem } from '../schedule.js';
+import { f32Literal, roundAs, storageOf } from './scalar.js';
+import { MAX_GROUPS, assemble, foldCode, kahanStep, type BufferInfo, type WgslKernel, type Writer } from './writer.js';
+
+/** Invocations per row. */
+export const ROW_WG = 64;
+/** Terms per lane from which a lane's sum is compensated (Kahan). */
+const KAHAN_FROM = 256;
+
+/** The tree's combination of two partial folds. */
+function combine(op: ReduceOp, a: string, b: string): string {
+  switch (op) {
+    case 'sum': return `${a} + ${b}`;
+    case 'prod': return `${a} * ${b}`;
+    case 'max': case 'any': return `max(${a}, ${b})`;
+    case 'min': case 'all': return `min(${a}, ${b})`;
+  }
+}
+
+type Reduce = Expr & { t: 'reduce' };
+
+/** The scopes of a reduction's loops, outermost first (undefined where another reduction nests in them). */
+function chain(s: Schedule, r: Reduce): Scope[] | undefined {
+  const { first, last } = s.reduceLoops.get(r)!;
+  const out: Scope[] = [];
+  for (let sc: Scope | undefined = first; sc !== undefined;) {
+    out.push(sc);
+    if (sc === last) return out;
+    if (sc.items.some((it) => it.kind === 'expr' && it.e.t === 'reduce')) return undefined;
+    const next: ScopeItem | undefined = sc.items.find((it) => it.kind === 'loop');
+    sc = next?.kind === 'loop' ? next.scope : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * The number of output loops that make a row (the rest are the row's elements), where the rows
+ * form pays and applies: every reduction at an output scope, over loops of its own, with nothing
+ * nested; it pays where an element would fold a row's reductions again, or a reduction is long
+ * for one invocation.
+ */
+export function rowsForm(k: LoopKernel, s: Schedule): number | undefined {
+  const reduces = [...s.reduceLoops.keys()] as Reduce[];
+  if (reduces.length === 0) return undefined;
+  let d = 0;
+  let longest = 0;
+  for (const r of reduces) {
+    const at = s.scopeOf.get(r)!;
+    if (at.reduce !== undefined || r.vars.length === 0 || chain(s, r) === undefined) return undefined;
+    d = Math.max(d, at.depth);
+    longest = Math.max(longest, r.vars.reduce((p, v) => p * v.size, 1));
+  }
+  const rows = k.vars.slice(0, d).reduce((p, v) => p * v.size, 1);
+  const inner = k.vars.slice(d).reduce((p, v) => p * v.size, 1);
+  if (rows > MAX_GROUPS * MAX_GROUPS) return undefined;
+  return (inner > 1 && longest > 1) || longest >= 256 || (rows < 4096 && longest >= 32) ? d : undefined;
+}
+
+/** A loop kernel in the rows form: `d` output loops make a row (rowsForm). */
+export function renderRows(k: LoopKernel, s: Schedule, d: number, w: Writer, bufs: BufferInfo, binds: number[], written: number[]): WgslKernel {
+  const rowVars = k.vars.slice(0, d), innerVars = k.vars.slice(d);
+  const rows = rowVars.reduce((p, v) => p * v.size, 1);
+  const inner = innerVars.reduce((p, v) => p * v.size, 1);
+  const lines: string[] = ['let row = i32(wg.x + wg.y * nwg.x);', `if (row >= ${rows}i) { return; }`, 'let lane = i32(lid);'];
+  const coords = (vars: typeof k.vars, flat: string, ind: string): void => {
+    let stride = vars.reduce((p, v) => p * v.size, 1);
+    for (const v of vars) {
+      stride /= v.size;
+      lines.push(`${ind}let i${v.id} = ${v.size === 1 ? '0i' : `(${flat} / ${stride}i) % ${v.size}i`};`);
+    }
+  };
+  coords(rowVars, 'row', '');
+  const exprs = (scope: Scope, ind: string): void => {
+    for (const it of scope.items) {
+      if (it.kind !== 'expr') continue;
+      if (it.e.t === 'reduce') reduce(it.e, ind);
+      else { const l = w.line(it.e); if (l !== undefined) lines.push(ind + l); }
+    }
+  };
+  const reduce = (r: Reduce, ind: string): void => {
+    const scopes = chain(s, r)!;
+    const n = r.vars.reduce((p, v) => p * v.size, 1);
+    const a = w.name(r);
+    lines.push(`${ind}var ${a}: f32 = ${f32Literal(REDUCE_INIT[r.op])};${r.op === 'sum' && n > ROW_WG * KAHAN_FROM ? ` var c${r.id}: f32 = 0.0;` : ''}`);
+    lines.push(`${ind}for (var q = lane; q < ${n}i; q += ${ROW_WG}i) {`);
+    coords(r.vars, 'q', `${ind}  `);
+    const inside: Expr[] = [];
+    for (const sc of scopes) {
+      for (const it of sc.items) if (it.kind === 'expr') inside.push(it.e);
+      exprs(sc, `${ind}  `);
+    }
+    // Each lane's part is compensated where it is long; the tree adds log2(lanes) roundings.
+    const kahan = r.op === 'sum' && n > ROW_WG * KAHAN_FROM;
+    lines.push(`${ind}  ${kahan ? kahanStep(r.id, w.code(r.body, 'f32')) : foldCode(r.op, a, w.code(r.body, 'f32'))}`);
+    lines.push(`${ind}}`);
+    w.forget(inside);
+    lines.push(`${ind}red[lane] = ${a};`, `${ind}workgroupBarrier();`);
+    lines.push(`${ind}for (var h = ${ROW_WG / 2}i; h > 0i; h = h / 2i) {`);
+    lines.push(`${ind}  if (lane < h) { red[lane] = ${combine(r.op, 'red[lane]', 'red[lane + h]')}; }`);
+    lines.push(`${ind}  workgroupBarrier();`, `${ind}}`);
+    lines.push(`${ind}${a} = red[0];`, `${ind}workgroupBarrier();`);
+  };
+  // The row's scopes (output loops 0..d-1), then its elements (the rest), strided over the lanes.
+  let sc: Scope = s.top;
+  for (;;) {
+    exprs(sc, '');
+    const next = sc.items.find((it) => it.kind === 'loop');
+    if (next?.kind !== 'loop' || next.scope.reduce !== undefined || next.scope.depth > d) break;
+    sc = next.scope;
+  }
+  lines.push(`for (var e = lane; e < ${inner}i; e += ${ROW_WG}i) {`);
+  coords(innerVars, 'e', '  ');
+  for (let next: ScopeItem | undefined = sc.items.find((it) => it.kind === 'loop'); next?.kind === 'loop' && next.scope.reduce === undefined; next = next.scope.items.find((it) => it.kind === 'loop')) {
+    exprs(next.scope, '  ');
+  }
+  for (const st of s.stores) {
+    const v = roundAs(st.store.dtype, w.code(st.value, 'f32'));
+    lines.push(`  b${st.store.buf}[${w.code(st.index, 'i32')}] = ${storageOf(st.store.dtype) === 'f32' ? v : `i32(${v})`};`);
+  }
+  lines.push('}');
+  const body = [
+    `var<workgroup> red: array<f32, ${ROW_WG}>;`,
+    `@compute @workgroup_size(${ROW_WG})`,
+    'fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {',
+    ...lines.map((l) => `  ${l}`),
+    '}',
+  ];
+  const groups: [number, number, number] = rows <= MAX_GROUPS ? [rows, 1, 1] : [MAX_GROUPS, Math.ceil(rows / MAX_GROUPS), 1];
+  return assemble(k.label, body, binds, written, bufs, groups);
+}

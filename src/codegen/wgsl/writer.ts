@@ -1,0 +1,224 @@
+// The WGSL renderer's shared parts (src/codegen/wgsl): typed expression spelling (`Writer`: a
+// `let` per computed expression, f32 values and i32 indices, conversions where they meet), folds,
+// bindings and a shader's assembly with the helpers it calls.
+import type { DType } from '../../ir/dtype.js';
+import type { OpName } from '../../ir/registry.js';
+import { exprOrder, type Expr, type ReduceOp } from '../expr.js';
+import { range, type IExpr } from '../index-expr.js';
+import { DRAW, philoxDraw } from '../random-fn.js';
+import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, f32Literal, helperSources, i32Literal, roundAs, storageOf } from './scalar.js';
+
+export class Unsupported extends Error {}
+/** A kernel of no elements: nothing to run (its buffers have no elements either). */
+export class NoElements extends Error {}
+
+export interface BufferInfo {
+  dtype(buf: number): DType;
+  size(buf: number): number;
+  /** How the device holds the buffer: f32 or i32 (the epoch of unseeded random keys: its u32 bits). */
+  storage(buf: number): 'f32' | 'i32' | undefined;
+  /** The storage buffers a shader may bind on this device (WebGPU's default is 8). */
+  readonly maxBindings?: number;
+}
+
+/** A compute shader and how to dispatch it. */
+export interface WgslKernel {
+  readonly label: string;
+  readonly code: string;
+  /** Buffers bound at bindings 0, 1, ...; `writes` says which are written (read_write). */
+  readonly binds: readonly number[];
+  readonly writes: readonly number[];
+  /** Workgroups to dispatch (x, y, z). */
+  readonly groups: readonly [number, number, number];
+}
+
+/** Invocations per workgroup of a loop kernel. */
+export const WG = 64;
+/** Workgroups per dispatch dimension (WebGPU's default maxComputeWorkgroupsPerDimension). */
+export const MAX_GROUPS = 65535;
+
+export type Ty = 'f32' | 'i32';
+
+/** Spells expressions as typed WGSL: a `let` per computed expression, conversions where types meet. */
+export class Writer {
+  private readonly declared = new Set<Expr>();
+  constructor(
+    private readonly bufs: BufferInfo,
+    private readonly indexOf: (e: Expr & { t: 'load' | 'index' }) => Expr | undefined,
+    private readonly isIndex: (e: Expr) => boolean,
+  ) {}
+
+  name(e: Expr): string { return e.t === 'reduce' ? `a${e.id}` : `t${e.id}`; }
+
+  typeOf(e: Expr): Ty {
+    switch (e.t) {
+      case 'var': case 'index': case 'row': return 'i32';
+      case 'load': return this.bufs.storage(e.buf)!;
+      case 'op': return this.isIndex(e) ? 'i32' : 'f32';
+      case 'const': return this.isIndex(e) ? 'i32' : 'f32';
+      default: return 'f32';
+    }
+  }
+
+  /** The `let` line of a computed expression. */
+  line(e: Expr): string | undefined {
+    if (e.t === 'const' || e.t === 'var' || e.t === 'reduce' || e.t === 'acc' || this.declared.has(e)) return undefined;
+    const s = `let ${this.name(e)} = ${this.raw(e)};`;
+    this.declared.add(e);
+    return s;
+  }
+
+  forget(es: Iterable<Expr>): void { for (const e of es) this.declared.delete(e); }
+
+  /** `e` as a value of type `want`. */
+  code(e: Expr, want: Ty): string {
+    if (e.t === 'const') return want === 'i32' ? i32Literal(e.v) : f32Literal(e.v);
+    let s: string;
+    switch (e.t) {
+      case 'var': s = `i${e.v.id}`; break;
+      case 'acc': s = 'acc'; break;
+      case 'reduce': s = `a${e.id}`; break;
+      default: s = this.declared.has(e) ? `t${e.id}` : this.raw(e);
+    }
+    const have = this.typeOf(e);
+    return have === want ? s : `${want}(${s})`;
+  }
+
+  private raw(e: Expr): string {
+    switch (e.t) {
+      case 'load': {
+        if (this.bufs.storage(e.buf) === undefined) throw new Unsupported(`reads a ${this.bufs.dtype(e.buf)} buffer`);
+        return `b${e.buf}[${this.indexCode(e)}]`;
+      }
+      case 'index': return this.indexCode(e);
+      case 'cast': {
+        if (storageOf(e.dtype) === undefined) throw new Unsupported(`rounds to ${e.dtype}`);
+        return roundAs(e.dtype, this.code(e.x, 'f32'));
+      }
+      case 'call': {
+        if (e.fn === philoxDraw) return this.philox(e.args);
+        const f = WGSL_CALLS[e.name as OpName];
+        if (f === undefined) throw new Unsupported(`calls ${e.name}, which has no WGSL spelling yet`);
+        return f(e.args.map((a) => this.code(a, 'f32')));
+      }
+      case 'op': {
+        const idx = this.isIndex(e);
+        const r = (idx ? INDEX_OPS : WGSL_OPS)[e.op];
+        if (r === undefined) throw new Unsupported(`${idx ? 'index ' : ''}op ${e.op} has no WGSL spelling yet`);
+        return r(e.args.map((a) => this.code(a, idx ? 'i32' : 'f32')));
+      }
+      // Negative rows count from the end; the range is checked on the host before the kernel runs.
+      case 'row': return `t_row(${this.code(e.x, 'i32')}, ${i32Literal(e.rows)})`;
+      default: throw new Error(`internal: ${e.t} has no line`);
+    }
+  }
+
+  /**
+   * A random op's element (random-fn.ts' philoxDraw(kind, i, k0, k1, stream, a, b, bits)): the
+   * Philox words in u32 lanes, bit-identical to the reference's; the transform in f32.
+   */
+  private philox(args: readonly Expr[]): string {
+    const c = (k: number): number => {
+      const a = args[k]!;
+      if (a.t !== 'const') throw new Unsupported('a random draw whose parameters are not constants');
+      return a.v;
+    };
+    const [kind, k0, stream, lo, hi, bits] = [c(0), c(2), c(4), c(5), c(6), c(7)];
+    const i = `u32(${this.code(args[1]!, 'i32')})`;
+    const k1e = args[3]!;
+    const k1 = k1e.t === 'const' ? `${k1e.v >>> 0}u` : `bitcast<u32>(${this.code(k1e, 'i32')})`;
+    const key = `${stream}u, ${k0 >>> 0}u, ${k1}`;
+    const w = `t_philox(${i}, 0u, ${key})`;
+    const [fa, fb] = [f32Literal(lo), f32Literal(hi)];
+    switch (kind) {
+      case DRAW.uniform: {
+        const u = bits >= 53 ? `t_unit53(${w}.x, ${w}.y)` : `(f32(${w}.x >> ${32 - bits}u) * ${f32Literal(2 ** -bits)})`;
+        return `(${fa} + (${fb} - ${fa}) * ${u})`;
+      }
+      case DRAW.normal: return `(${fa} + ${fb} * t_normal(${w}))`;
+      case DRAW.truncated: return `(${fa} + ${fb} * t_truncnormal(${i}, ${key}))`;
+      case DRAW.binomial: {
+        // x0 * 2^-32 < p exactly: x0 below the count of grid points under p.
+        const n = Math.ceil(lo * 2 ** 32);
+        if (n <= 0) return f32Literal(0);
+        if (n >= 2 ** 32) return f32Literal(1);
+        return `select(0.0, 1.0, ${w}.x < ${n}u)`;
+      }
+      default: throw new Unsupported(`random draw kind ${kind}`);
+    }
+  }
+
+  private indexCode(e: Expr & { t: 'load' | 'index' }): string {
+    const ix = this.indexOf(e);
+    return ix !== undefined ? this.code(ix, 'i32') : iexprCode(e.t === 'load' ? e.index : e.i);
+  }
+}
+
+/** An index expression in i32 (matmul operands, which are not scheduled). */
+export function iexprCode(x: IExpr): string {
+  const parts: string[] = [];
+  for (const [a, k] of x.terms) {
+    let t: string;
+    if (a.kind === 'var') t = `i${a.v.id}`;
+    else {
+      const inner = iexprCode(a.x);
+      const nonNeg = range(a.x)[0] >= 0;
+      if (a.kind === 'clamp') t = `clamp(${inner}, ${i32Literal(a.lo)}, ${i32Literal(a.hi)})`;
+      else if (a.kind === 'div') t = nonNeg ? `(${inner} / ${a.d}i)` : `t_fdiv(${inner}, ${a.d}i)`;
+      else t = nonNeg ? `(${inner} % ${a.d}i)` : `t_fmod(${inner}, ${a.d}i)`;
+    }
+    parts.push(k === 1 ? t : `${t} * ${i32Literal(k)}`);
+  }
+  if (x.c !== 0 || parts.length === 0) parts.push(i32Literal(x.c));
+  return parts.length === 1 ? parts[0]! : `(${parts.join(' + ')})`;
+}
+
+export function foldCode(op: ReduceOp, acc: string, v: string): string {
+  switch (op) {
+    case 'sum': return `${acc} += ${v};`;
+    case 'prod': return `${acc} *= ${v};`;
+    case 'max': return `${acc} = max(${acc}, ${v});`;
+    case 'min': return `${acc} = min(${acc}, ${v});`;
+    case 'any': return `if (${v} != 0.0) { ${acc} = 1.0; }`;
+    case 'all': return `if (${v} == 0.0) { ${acc} = 0.0; }`;
+  }
+}
+
+/** Kahan's compensated sum (an f32 accumulator over long loops), reset where the sum is infinite. */
+export function kahanStep(id: number, v: string): string {
+  return `{ let y = ${v} - c${id}; let z = a${id} + y; c${id} = (z - a${id}) - y; if (c${id} != c${id}) { c${id} = 0.0; } a${id} = z; }`;
+}
+
+/** Storage declarations: binding k holds buffer binds[k]. */
+export function bindings(binds: readonly number[], writes: readonly number[], bufs: BufferInfo): string[] {
+  return binds.map((b, k) => {
+    const ty = bufs.storage(b);
+    if (ty === undefined) throw new Unsupported(`${writes.includes(b) ? 'stores' : 'reads'} a ${bufs.dtype(b)} buffer`);
+    return `@group(0) @binding(${k}) var<storage, ${writes.includes(b) ? 'read_write' : 'read'}> b${b}: array<${ty}>;`;
+  });
+}
+
+export function loaded(roots: readonly Expr[]): number[] {
+  const out = new Set<number>();
+  for (const e of exprOrder(roots)) if (e.t === 'load') out.add(e.buf);
+  return [...out].sort((p, q) => p - q);
+}
+
+/** A 1-D dispatch of `n` invocations, split over y where x would pass the per-dimension limit. */
+export function groups1d(n: number): [number, number, number] {
+  const g = Math.ceil(n / WG);
+  if (g <= MAX_GROUPS) return [g, 1, 1];
+  return [MAX_GROUPS, Math.ceil(g / MAX_GROUPS), 1];
+}
+
+/** The storage buffers a shader may bind where the device says nothing (WebGPU's default maxStorageBuffersPerShaderStage). */
+export const MAX_BINDINGS = 8;
+
+export function assemble(label: string, body: string[], binds: number[], writes: number[], bufs: BufferInfo, groups: [number, number, number], header: string[] = []): WgslKernel {
+  const most = bufs.maxBindings ?? MAX_BINDINGS;
+  if (binds.length > most) throw new Unsupported(`binds ${binds.length} buffers (a shader binds at most ${most} on this device)`);
+  const text = body.join('\n');
+  const code = [...bindings(binds, writes, bufs), ...header, ...helperSources(text), text].join('\n');
+  return { label, code, binds, writes, groups };
+}
+

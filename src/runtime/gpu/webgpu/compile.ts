@@ -1,0 +1,115 @@
+// K.function on the gpu device's webgpu mode: the same passes and kernel IR as the cpu and the
+// gpu.js modes (../compile.ts), rendered as WGSL (src/codegen/wgsl) and run by program.ts in
+// the device's worker. Cached like the other targets: optimized graphs by structural key,
+// prepared programs by input shapes (their device buffers freed when they leave the cache).
+import type { Node } from '../../../ir/node.js';
+import type { NDArray } from '../../../ir/ndarray.js';
+import { nextEpoch } from '../../../ir/interpret.js';
+import type { EvalContext } from '../../../ir/op.js';
+import { DynamicShapeError, lower } from '../../../codegen/lower.js';
+import type { DeviceResult, Executor } from '../../function.js';
+import { CPU_TILE, cpuFusion } from '../../compile.js';
+import { ProgramCache } from '../../program-cache.js';
+import { bodyOptimizer, link, passesFor, type OptimizedProgram, type Shapes, type Specialised, type Target, type TargetRequest } from '../../target.js';
+import { debugEnabled, debugLog } from '../../debug.js';
+import { describeFallbacks, type Fallback } from '../../fallback.js';
+import { platform } from '#platform';
+import { prepareWeb, releaseWeb, runWeb, webFallbacks, type WebPrepared } from './program.js';
+import { forgetPipelines } from './frame.js';
+import { webDeviceResult } from './resident.js';
+import { openedWebGpu, webgpu } from './session.js';
+
+interface WebSpec extends Specialised {
+  readonly prepared: WebPrepared | undefined;
+}
+
+type WebProgram = OptimizedProgram<WebSpec>;
+
+/** Prepared programs holding device buffers (clear_session frees them all: the cache's clear drops without telling). */
+const holding = new Set<WebPrepared>();
+
+const programs = new ProgramCache<WebProgram, WebSpec>({
+  onDropSpec: (_p, _key, spec) => {
+    if (spec.prepared === undefined) return;
+    holding.delete(spec.prepared);
+    releaseWeb(webgpu(), spec.prepared);
+  },
+});
+
+function specialize(p: WebProgram, shapes: Shapes): WebSpec {
+  try {
+    const prog = lower({
+      targets: p.graph, inputSlot: p.inputSlot, variableSlot: p.variableSlot, inputShapes: shapes, tile: CPU_TILE, optimizeBody: bodyOptimizer(p.passes),
+      // Scans and scatters as gathers (each element folds its own terms), as for gpu.js.
+      gatherLoops: 65535,
+    });
+    const prepared = prepareWeb(prog, webgpu().maxStorageBuffers);
+    holding.add(prepared);
+    if (debugEnabled('gpu')) debugLog(`gpu:webgpu program for shapes ${shapes.map((s) => `(${s.join(', ')})`).join(' ')}:\n${describeWeb(prepared)}`);
+    return { prepared, fallbacks: webFallbacks(prepared), invalid: false };
+  } catch (e) {
+    if (!(e instanceof DynamicShapeError)) throw e;
+    return { prepared: undefined, fallbacks: [{ op: e.op, reason: e.message.slice(e.op.length + 2), whole: true }], invalid: e.invalid };
+  }
+}
+
+/** The WGSL of each kernel, and what runs on the host and why (f.source()). */
+export function describeWeb(pp: WebPrepared, indent = ''): string {
+  return pp.steps.map((s) => {
+    switch (s.kind) {
+      case 'empty': return `${indent}// a kernel of no elements`;
+      case 'kernel': return `${indent}// ${s.kernel.label.replace(/[^A-Za-z0-9_,. ]/g, '_')}: workgroups ${s.kernel.groups.join(' x ')}\n${s.kernel.code.replace(/^/gm, indent)}`;
+      case 'scan': return `${indent}// scan ${s.step.steps} steps, every step's kernels in the call's command buffer:\n${describeWeb(s.body, `${indent}  `)}`;
+      case 'host': return `${indent}// on the host: ${s.step.kind === 'extern' ? `op ${s.step.def.name}, not compiled: ${s.step.reason}` : `${s.step.kind} kernel ${s.step.label}`} (${s.why})`;
+    }
+  }).join('\n\n');
+}
+
+/** K.function's executor on gpu:webgpu. */
+export function webgpuExecutor(req: TargetRequest): Executor & { readonly device: string } {
+  const gpu = webgpu();
+  if (debugEnabled('gpu') || platform.env('THEANINE_DEBUG') !== undefined) debugLog(`function on gpu:webgpu (${gpu.description})`);
+  let last: WebPrepared | undefined;
+  let notCompiled: readonly Fallback[] | undefined;
+  return link(webgpuTarget, 'gpu:webgpu', programs, req, (linked) => ({
+    get graph(): readonly Node[] {
+      return linked.graph();
+    },
+    device: 'gpu:webgpu',
+    source: () => (notCompiled !== undefined
+      ? `// not compiled: ${describeFallbacks(notCompiled)}; this function runs in the reference interpreter on the host`
+      : last === undefined ? '// not run yet: call the function once, then ask again' : describeWeb(last)),
+    run(values: readonly NDArray[], learningPhase: number): (NDArray | DeviceResult)[] {
+      const spec = linked.runnable(values.map((v) => v.shape));
+      const pp = spec.prepared;
+      if (pp === undefined) {
+        const r = linked.interpret(values, learningPhase, spec);
+        notCompiled = spec.fallbacks;
+        return r;
+      }
+      notCompiled = undefined;
+      last = pp;
+      holding.add(pp); // (again, where a clear_session freed it and this function still runs it)
+      const ctx: EvalContext = { learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) };
+      const results = runWeb(gpu, pp, values, linked.cells, ctx, req.nOut);
+      return results.map((r, k) => ('host' in r
+        ? r.host.reshape(req.targets[k]!.shape.map((d, i) => d ?? r.host.shape[i]!))
+        : webDeviceResult(r.dev, r.shape, r.dtype)));
+    },
+  }));
+}
+
+export const webgpuTarget: Target<WebSpec> = {
+  passes: passesFor(cpuFusion),
+  specialize,
+  executor: webgpuExecutor,
+  clear: () => {
+    programs.clear();
+    forgetPipelines();
+    const d = openedWebGpu();
+    if (d === undefined) return;
+    for (const pp of holding) releaseWeb(d, pp);
+    holding.clear();
+    d.worker.call({ kind: 'clear' });
+  },
+};

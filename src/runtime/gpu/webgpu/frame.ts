@@ -1,0 +1,170 @@
+// One call's state on the WebGPU device: the batch of requests gathered for the worker (shaders
+// to compile, buffers to allocate, uploads, then dispatches and buffer copies in order), and per
+// program (the function's, or a Scan body's) which buffers hold current values on the host and
+// which on the device. Something read back sends the batch; otherwise a call sends it once.
+import type { DType } from '../../../ir/dtype.js';
+import { NDArray } from '../../../ir/ndarray.js';
+import type { VariableCell } from '../../../ir/node.js';
+import type { EvalContext } from '../../../ir/op.js';
+import type { Program } from '../../../codegen/kernel.js';
+import type { WgslKernel } from '../../../codegen/wgsl/render.js';
+import { storageOf } from '../../../codegen/wgsl/scalar.js';
+import { newBufferId, type WebGpu } from './session.js';
+import { residentId, uploadVariable } from './resident.js';
+
+/** A program prepared for the device: its buffers' device copies (by program buffer), constants uploaded. */
+export interface DeviceBuffers {
+  readonly program: Program;
+  readonly dev: Map<number, number>;
+  readonly uploaded: Set<number>;
+}
+
+type Op =
+  | { readonly k: 'd'; readonly key: string; readonly binds: readonly number[]; readonly groups: readonly number[] }
+  | { readonly k: 'c'; readonly src: number; readonly so: number; readonly dst: number; readonly do: number; readonly bytes: number };
+
+/** Shader sources the worker has compiled (the source is the key: equal kernels share one pipeline). */
+const compiled = new Set<string>();
+
+export function forgetPipelines(): void {
+  compiled.clear();
+}
+
+/** Requests gathered for one message to the worker. */
+export class Batch {
+  private compile: { key: string; code: string }[] = [];
+  allocs: { id: number; bytes: number }[] = [];
+  writes: { id: number; data: Float32Array | Int32Array }[] = [];
+  private ops: Op[] = [];
+
+  constructor(private readonly gpu: WebGpu) {}
+
+  dispatch(k: WgslKernel, binds: readonly number[]): void {
+    if (!compiled.has(k.code)) { this.compile.push({ key: k.code, code: k.code }); compiled.add(k.code); }
+    this.ops.push({ k: 'd', key: k.code, binds, groups: k.groups });
+  }
+
+  /** Copies `n` elements (4 bytes each) between device buffers. */
+  copy(src: number, srcAt: number, dst: number, dstAt: number, n: number): void {
+    if (n === 0 || (src === dst && srcAt === dstAt)) return;
+    this.ops.push({ k: 'c', src, so: srcAt * 4, dst, do: dstAt * 4, bytes: n * 4 });
+  }
+
+  /** Sends what is gathered with these reads; returns their bytes. */
+  send(reads: readonly { id: number; bytes: number }[]): readonly ArrayBuffer[] {
+    if (reads.length === 0 && this.ops.length === 0 && this.writes.length === 0 && this.allocs.length === 0) return [];
+    const r = this.gpu.worker.call({ kind: 'run', compile: this.compile, allocs: this.allocs, writes: this.writes, ops: this.ops, reads });
+    this.compile = []; this.allocs = []; this.writes = []; this.ops = [];
+    if (!r.ok) {
+      // a failed compile is not cached in the worker
+      compiled.clear();
+      throw new Error(`gpu:webgpu: ${r.error}`);
+    }
+    return r.data!;
+  }
+}
+
+/** How the device holds a program buffer: its dtype's storage; the epoch (a random key word) as its u32 bits. */
+export function storageIn(p: Program, b: number): 'f32' | 'i32' | undefined {
+  return p.buffers[b]!.role === 'epoch' ? 'i32' : storageOf(p.buffers[b]!.dtype);
+}
+
+function fromDevice(dtype: DType, bytes: ArrayBuffer, n: number): NDArray {
+  const raw = storageOf(dtype) === 'f32' ? new Float32Array(bytes, 0, n) : new Int32Array(bytes, 0, n);
+  return new NDArray(raw, [n], dtype);
+}
+
+/** One program's buffers during a call. */
+export class Frame {
+  readonly host = new Map<number, NDArray>();
+  readonly onDev = new Set<number>();
+  readonly p: Program;
+
+  constructor(readonly pp: DeviceBuffers, readonly batch: Batch, readonly cells: readonly VariableCell[], ctx: EvalContext, inputs?: readonly NDArray[]) {
+    this.p = pp.program;
+    for (const b of this.p.buffers) {
+      switch (b.role) {
+        case 'input': if (inputs !== undefined) this.host.set(b.id, inputs[b.slot!]!.reshape([b.size])); break;
+        case 'variable': if (residentId(cells[b.slot!]!) !== undefined) this.onDev.add(b.id); else this.host.set(b.id, cells[b.slot!]!.value.reshape([b.size])); break;
+        case 'constant': if (pp.uploaded.has(b.id)) this.onDev.add(b.id); else this.host.set(b.id, b.value!.reshape([b.size])); break;
+        case 'phase': this.host.set(b.id, new NDArray([ctx.learningPhase], [1], 'uint8')); break;
+        case 'epoch': this.host.set(b.id, new NDArray([ctx.epoch >>> 0], [1], 'float64')); break;
+        default: break;
+      }
+    }
+  }
+
+  private bytes(id: number): number { return this.p.buffers[id]!.size * 4; }
+
+  /** The device buffer of program buffer `id` (allocated in this batch where new). */
+  devId(id: number): number {
+    const b = this.p.buffers[id]!;
+    if (b.role === 'variable') {
+      const cell = this.cells[b.slot!]!;
+      const r = residentId(cell);
+      if (r !== undefined) return r;
+      const nid = newBufferId();
+      this.batch.allocs.push({ id: nid, bytes: this.bytes(id) });
+      uploadVariable(cell, nid);
+      return nid;
+    }
+    let d = this.pp.dev.get(id);
+    if (d === undefined) {
+      d = newBufferId();
+      this.pp.dev.set(id, d);
+      this.batch.allocs.push({ id: d, bytes: this.bytes(id) });
+    }
+    return d;
+  }
+
+  /** The device buffer of `id`, its host value uploaded first where the device has none. */
+  toDev(id: number): number {
+    const d = this.devId(id);
+    if (!this.onDev.has(id)) {
+      const h = this.host.get(id);
+      if (h === undefined) throw new Error(`internal: buffer ${id} read before it was written`);
+      const st = storageIn(this.p, id);
+      this.batch.writes.push({ id: d, data: st === 'f32' ? Float32Array.from(h.data) : Int32Array.from(h.data) });
+      this.onDev.add(id);
+      if (this.p.buffers[id]!.role === 'constant') this.pp.uploaded.add(id);
+    }
+    return d;
+  }
+
+  /** Marks `id` as written on the device (its host copy is stale). */
+  deviceWrote(id: number): void {
+    this.host.delete(id);
+    this.onDev.add(id);
+  }
+
+  /** Marks `id` as written on the host. */
+  hostWrote(id: number, v: NDArray): void {
+    this.host.set(id, v);
+    this.onDev.delete(id);
+  }
+
+  /** Sends the batch, reading back those of `ids` that only the device holds. */
+  flush(ids: readonly number[]): void {
+    const want = [...new Set(ids)].filter((id) => !this.host.has(id) && this.onDev.has(id));
+    const data = this.batch.send(want.map((id) => ({ id: this.devId(id), bytes: this.bytes(id) })));
+    want.forEach((id, k) => this.host.set(id, fromDevice(this.p.buffers[id]!.dtype, data[k]!, this.p.buffers[id]!.size)));
+  }
+
+  hostOf(id: number): NDArray {
+    if (!this.host.has(id)) this.flush([id]);
+    const h = this.host.get(id);
+    if (h === undefined) throw new Error(`internal: buffer ${id} read before it was written`);
+    return h;
+  }
+
+  /** A kernel dispatched: what it reads uploaded where needed, what it writes marked. */
+  dispatch(k: WgslKernel): void {
+    const binds = k.binds.map((id) => (k.writes.includes(id) ? this.devId(id) : this.toDev(id)));
+    for (const id of k.writes) {
+      // A store that does not cover its buffer keeps the rest: the buffer's host copy goes up first.
+      if (this.host.has(id) && !this.onDev.has(id)) this.toDev(id);
+      this.deviceWrote(id);
+    }
+    this.batch.dispatch(k, binds);
+  }
+}

@@ -1,0 +1,201 @@
+// Running a lowered Program (src/codegen/kernel.ts) on the gpu device's webgpu mode. Each step is
+// prepared once per shape specialisation as a WGSL kernel (src/codegen/wgsl), a Scan whose body's
+// steps are all kernels (scan.ts: every step recorded into the call's command buffer), or, where
+// the renderer does not cover it yet, a host step (the cpu's code for that one step, or an
+// extern's reference implementation), which the compile reports as a fallback naming the op and
+// the reason. A call gathers its kernels into one request (one command buffer) to the device's
+// worker; values stay in device buffers between kernels and across calls (the program's
+// intermediates and constants per specialisation, variables per variable: resident.ts); only what
+// a host step reads and the function's outputs are read back (frame.ts).
+import { rethrow } from '../../../ir/build.js';
+import type { DType } from '../../../ir/dtype.js';
+import { NDArray, formatShape } from '../../../ir/ndarray.js';
+import type { EvalContext } from '../../../ir/op.js';
+import type { VariableCell } from '../../../ir/node.js';
+import { formatValue } from '../../../ir/ops/misc.js';
+import { withBuiltBy, type Provenance } from '../../../ir/provenance.js';
+import { stepBuffers, type BufferDecl, type ExternStep, type Program, type ScanStep, type Step } from '../../../codegen/kernel.js';
+import { planBuffers } from '../../../codegen/plan.js';
+import { buildModule, type RunFn } from '../../../codegen/cpu/module.js';
+import { runtimeHelpers } from '../../../codegen/cpu/runtime.js';
+import { NoElements, Unsupported, renderLoop, renderMatmul, rowChecks, type BufferInfo, type RowCheck, type WgslKernel } from '../../../codegen/wgsl/render.js';
+import type { Fallback } from '../../fallback.js';
+import type { WebGpu } from './session.js';
+import { warnOnce } from '../device.js';
+import { Batch, Frame, storageIn, type DeviceBuffers } from './frame.js';
+import { runScan } from './scan.js';
+
+export type WebStep =
+  | { readonly kind: 'kernel'; readonly kernel: WgslKernel; readonly checks: readonly RowCheck[]; readonly origin?: readonly Provenance[] }
+  | { readonly kind: 'scan'; readonly step: ScanStep; readonly body: WebPrepared }
+  | { readonly kind: 'host'; readonly step: Step; readonly why: string; readonly run: RunFn | undefined }
+  /** A kernel of no elements: its buffers hold none. */
+  | { readonly kind: 'empty'; readonly writes: readonly number[] };
+
+export interface WebPrepared extends DeviceBuffers {
+  readonly steps: readonly WebStep[];
+}
+
+/** A label with the step's op names, for warnings and fallbacks. */
+const opOf = (s: Step): string => (s.kind === 'extern' ? s.def.name : s.label);
+
+function prepareStep(p: Program, s: Step, info: BufferInfo, maxBindings: number): WebStep {
+  try {
+    switch (s.kind) {
+      case 'loop': {
+        const checks = rowChecks(s);
+        return { kind: 'kernel', kernel: renderLoop(s, info), checks, ...(s.origin !== undefined ? { origin: s.origin } : {}) };
+      }
+      case 'matmul': return { kind: 'kernel', kernel: renderMatmul(s, info), checks: [], ...(s.origin !== undefined ? { origin: s.origin } : {}) };
+      case 'scan': {
+        const body = prepareWeb(s.body, maxBindings);
+        for (const b of body.steps) {
+          if (b.kind === 'host') throw new Unsupported(`its body's ${b.step.kind === 'extern' ? 'op' : 'kernel'} ${opOf(b.step)} runs on the host (${b.why})`);
+          if (b.kind === 'kernel' && b.checks.length > 0) throw new Unsupported('its body checks row numbers read from data on the host');
+        }
+        return { kind: 'scan', step: s, body };
+      }
+      case 'extern': throw new Unsupported(`op ${s.def.name} has no kernel (${s.reason})`);
+      case 'print': throw new Unsupported('print_tensor is a host callback');
+    }
+  } catch (e) {
+    if (e instanceof NoElements) return { kind: 'empty', writes: stepBuffers(s).writes };
+    if (!(e instanceof Unsupported)) throw e;
+    return { kind: 'host', step: s, why: e.message, run: s.kind === 'extern' || s.kind === 'print' ? undefined : hostModule(p, s) };
+  }
+}
+
+/** Renders every step, or says why it runs on the host. */
+export function prepareWeb(p: Program, maxBindings: number): WebPrepared {
+  const info: BufferInfo = { dtype: (b) => p.buffers[b]!.dtype, size: (b) => p.buffers[b]!.size, storage: (b) => storageIn(p, b), maxBindings };
+  // (the cpu's packing buffers are not the device's)
+  if (p.buffers.some((b) => b.dtype === 'float64' && b.role !== 'epoch' && b.role !== 'arena')) {
+    warnOnce('webgpu-float64', 'theanine: device "gpu:webgpu" computes float64 values in float32 (WebGPU has no float64), as the tensorflow backend does');
+  }
+  return { program: p, steps: p.steps.map((s) => prepareStep(p, s, info, maxBindings)), dev: new Map(), uploaded: new Set() };
+}
+
+/** What runs on the host instead of the device, for the fallback rule (print_tensor is a host op everywhere, not a fallback). */
+export function webFallbacks(pp: WebPrepared): Fallback[] {
+  return pp.steps.flatMap((s): Fallback[] => {
+    if (s.kind === 'scan') return webFallbacks(s.body);
+    if (s.kind !== 'host' || s.step.kind === 'print') return [];
+    const reason = s.step.kind === 'extern' ? s.step.reason : `runs on the host on gpu:webgpu: ${s.why}`;
+    return [{ op: opOf(s.step), reason, whole: false, ...(s.step.origin !== undefined ? { origin: s.step.origin } : {}) }];
+  });
+}
+
+/** One step as a cpu program of its own: the buffers it reads are its inputs, those it writes its results. */
+function hostModule(p: Program, s: Step): RunFn {
+  const io = stepBuffers(s);
+  const buffers: BufferDecl[] = p.buffers.map((b): BufferDecl => {
+    const slot = io.reads.indexOf(b.id);
+    if (slot >= 0) return { id: b.id, dtype: b.dtype, size: b.size, role: 'input', slot };
+    if (io.writes.includes(b.id)) return { id: b.id, dtype: b.dtype, size: b.size, role: 'target' };
+    return { id: b.id, dtype: b.dtype, size: b.size, role: 'scratch' };
+  });
+  const one: Program = { buffers, steps: [s], targets: io.writes.map((w) => ({ buf: w, offset: 0, shape: [p.buffers[w]!.size], dtype: p.buffers[w]!.dtype, copy: false })) };
+  return buildModule(one, planBuffers(one)).run;
+}
+
+/** Result of a call: each target's value on the host, or a device buffer handed to a variable. */
+export type WebResult = { readonly host: NDArray } | { readonly dev: number; readonly shape: readonly number[]; readonly dtype: DType };
+
+/** Runs a prepared program's steps in `f` (the function's frame, or a Scan body's for one step). */
+export function runSteps(f: Frame, steps: readonly WebStep[], ctx: EvalContext): void {
+  for (const s of steps) {
+    try {
+      switch (s.kind) {
+        case 'kernel':
+          for (const c of s.checks) { const d = f.hostOf(c.buf).data; for (let i = c.lo; i <= c.hi; i++) runtimeHelpers.row(d[i]!, c.rows, c.op, c.shape); }
+          f.dispatch(s.kernel);
+          break;
+        case 'scan': runScan(f, s.step, s.body, ctx, runSteps); break;
+        case 'empty': for (const id of s.writes) if (f.p.buffers[id]!.size === 0) f.hostWrote(id, NDArray.zeros([0], f.p.buffers[id]!.dtype)); break;
+        case 'host': runHost(f, s, ctx); break;
+      }
+    } catch (e) {
+      throw withBuiltBy(e, s.kind === 'kernel' ? s.origin : s.kind === 'host' || s.kind === 'scan' ? s.step.origin : undefined);
+    }
+  }
+}
+
+/**
+ * Runs a prepared program: `inputs` by input slot, `cells` by variable slot; `nOut` targets are
+ * outputs (read back), the rest update values (kept on the device where they fill a buffer).
+ */
+export function runWeb(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cells: readonly VariableCell[], ctx: EvalContext, nOut: number): WebResult[] {
+  const f = new Frame(pp, new Batch(gpu), cells, ctx, inputs);
+  const p = pp.program;
+  runSteps(f, pp.steps, ctx);
+  // Update values that fill a buffer computed here move to their variable; everything else is read back.
+  const targetUse = new Map<number, number>();
+  for (const t of p.targets) targetUse.set(t.buf, (targetUse.get(t.buf) ?? 0) + 1);
+  const moves = p.targets.map((t, k) => {
+    const b = p.buffers[t.buf]!;
+    return k >= nOut && !f.host.has(t.buf) && f.onDev.has(t.buf) && t.offset === 0 && b.size === t.shape.reduce((a, d) => a * d, 1)
+      && targetUse.get(t.buf) === 1 && (b.role === 'temp' || b.role === 'target');
+  });
+  f.flush(p.targets.filter((_, k) => !moves[k]).map((t) => t.buf));
+  return p.targets.map((t, k): WebResult => {
+    if (moves[k]) {
+      const id = pp.dev.get(t.buf)!;
+      pp.dev.delete(t.buf); // the variable owns it now; the next call allocates another
+      return { dev: id, shape: t.shape, dtype: t.dtype };
+    }
+    const whole = f.host.get(t.buf)!;
+    const n = t.shape.reduce((a, d) => a * d, 1);
+    return { host: new NDArray(whole.data.slice(t.offset, t.offset + n), t.shape, t.dtype) };
+  });
+}
+
+function runHost(f: Frame, s: WebStep & { kind: 'host' }, ctx: EvalContext): void {
+  const step = s.step;
+  if (step.kind === 'print') {
+    const v = f.hostOf(step.input.buf);
+    const n = step.input.shape.reduce((a, d) => a * d, 1);
+    ctx.print(`${step.message}${formatValue(new NDArray(v.data.slice(step.input.offset, step.input.offset + n), step.input.shape, step.input.dtype))}`);
+    return;
+  }
+  const io = stepBuffers(step);
+  f.flush(io.reads);
+  if (step.kind === 'extern') { runExtern(f, step, ctx); return; }
+  const p = f.p;
+  const ins = io.reads.map((b) => (f.host.has(b) ? f.host.get(b)!.data : NDArray.zeros([p.buffers[b]!.size], p.buffers[b]!.dtype).data));
+  const outs = s.run!(ins, [], ctx.learningPhase, ctx);
+  io.writes.forEach((w, k) => f.hostWrote(w, new NDArray(outs[k]!, [p.buffers[w]!.size], p.buffers[w]!.dtype)));
+}
+
+function runExtern(f: Frame, s: ExternStep, ctx: EvalContext): void {
+  const ins = s.inputs.map((v) => {
+    const whole = f.hostOf(v.buf);
+    const n = v.shape.reduce((a, d) => a * d, 1);
+    return v.offset === 0 && n === whole.size ? whole.reshape(v.shape) : new NDArray(whole.data.slice(v.offset, v.offset + n), v.shape, v.dtype);
+  });
+  let outs: NDArray[];
+  try {
+    outs = s.tuple ? s.def.implTuple!(ins, s.attrs, ctx) : [s.def.impl(ins, s.attrs, ctx)];
+  } catch (e) {
+    throw rethrow(e, s.def.name);
+  }
+  s.outs.forEach((o, k) => {
+    const v = outs[k]!;
+    if (v.dtype !== o.dtype || v.shape.length !== o.shape.length || v.shape.some((d, i) => d !== o.shape[i])) {
+      throw new Error(`internal: op ${s.def.name} produced ${v.dtype} ${formatShape(v.shape)} but its type is ${o.dtype} ${formatShape(o.shape)}`);
+    }
+    f.hostWrote(o.buf, v.reshape([v.size]));
+  });
+}
+
+/** Frees a specialisation's device buffers (its program left the cache), Scan bodies' included. */
+export function releaseWeb(gpu: WebGpu, pp: WebPrepared): void {
+  const ids: number[] = [];
+  const collect = (q: WebPrepared): void => {
+    ids.push(...q.dev.values());
+    q.dev.clear();
+    q.uploaded.clear();
+    for (const s of q.steps) if (s.kind === 'scan') collect(s.body);
+  };
+  collect(pp);
+  if (ids.length > 0) gpu.worker.post({ kind: 'free', ids, quiet: true });
+}

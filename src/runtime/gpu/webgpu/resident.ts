@@ -1,0 +1,102 @@
+// Variables that live in WebGPU device buffers (the webgpu mode's counterpart of ../resident.ts).
+// Once a webgpu function has uploaded or updated a variable, its cell's `value` becomes an
+// accessor: reading it (get_value, another device, the interpreter) reads the device buffer back
+// once and caches the host copy; writing it (set_value, a cpu function's update) frees the device
+// copy. webgpu functions bind the device buffer directly, so a training loop uploads its weights
+// once and never reads them back.
+import type { DType } from '../../../ir/dtype.js';
+import { NDArray } from '../../../ir/ndarray.js';
+import type { VariableCell } from '../../../ir/node.js';
+import type { DeviceResult } from '../../function.js';
+import { storageOf } from '../../../codegen/wgsl/scalar.js';
+import { freeWith, unfreeWith, webgpu } from './session.js';
+
+interface Resident {
+  dev: number | undefined;
+  host: NDArray | undefined;
+  shape: readonly number[];
+  dtype: DType;
+  /** The token of the device buffer's free-on-collect registration. */
+  token: object | undefined;
+}
+
+const residents = new WeakMap<VariableCell, Resident>();
+
+function free(r: Resident): void {
+  if (r.dev === undefined) return;
+  webgpu().worker.post({ kind: 'free', ids: [r.dev], quiet: true });
+  unfreeWith(r.token!);
+  r.dev = undefined;
+  r.token = undefined;
+}
+
+function readBack(r: Resident): NDArray {
+  const n = r.shape.reduce((a, d) => a * d, 1);
+  const reply = webgpu().worker.call({ kind: 'run', reads: [{ id: r.dev!, bytes: n * 4 }] });
+  if (!reply.ok) throw new Error(`gpu:webgpu: reading a variable back failed: ${reply.error}`);
+  const bytes = reply.data![0]!;
+  const raw = storageOf(r.dtype) === 'f32' ? new Float32Array(bytes, 0, n) : new Int32Array(bytes, 0, n);
+  return new NDArray(raw, r.shape, r.dtype);
+}
+
+function attach(cell: VariableCell): Resident {
+  const have = residents.get(cell);
+  if (have !== undefined) return have;
+  const v = cell.value;
+  const res: Resident = { dev: undefined, host: v, shape: v.shape, dtype: v.dtype, token: undefined };
+  Object.defineProperty(cell, 'value', {
+    configurable: true,
+    enumerable: true,
+    get: (): NDArray => {
+      res.host ??= readBack(res);
+      return res.host;
+    },
+    set: (nd: NDArray) => {
+      free(res);
+      res.host = nd;
+      res.shape = nd.shape;
+      res.dtype = nd.dtype;
+    },
+  });
+  residents.set(cell, res);
+  return res;
+}
+
+function own(cell: VariableCell, r: Resident, id: number): void {
+  free(r);
+  r.dev = id;
+  r.token = {};
+  freeWith(cell, id, r.token);
+}
+
+/** The variable's device buffer, when it has a current one. */
+export function residentId(cell: VariableCell): number | undefined {
+  return residents.get(cell)?.dev;
+}
+
+/** Records that device buffer `id` now holds the variable's current host value (uploaded in this call). */
+export function uploadVariable(cell: VariableCell, id: number): void {
+  const r = attach(cell);
+  const host = r.host;
+  own(cell, r, id);
+  r.host = host;
+}
+
+/** K.function's form of an update value on the device. */
+export function webDeviceResult(id: number, shape: readonly number[], dtype: DType): DeviceResult {
+  let first = true;
+  return {
+    shape,
+    dtype,
+    storeInto(cell) {
+      // A second variable updated with the same value gets a host copy (one owner per buffer).
+      if (!first) { cell.value = readBack({ dev: id, host: undefined, shape, dtype, token: undefined }); return; }
+      first = false;
+      const r = attach(cell);
+      own(cell, r, id);
+      r.host = undefined;
+      r.shape = shape;
+      r.dtype = dtype;
+    },
+  };
+}

@@ -1,0 +1,145 @@
+// The WebGPU device behind a synchronous call: a worker thread (worker.ts) holds Dawn's device
+// (the `webgpu` npm package, an optional peer), and the caller blocks in Atomics.wait on a
+// shared flag until the worker answers, reading the answer with receiveMessageOnPort (the onnx
+// backend's technique, src/runtime/onnx/session.ts). Node only: in a browser a synchronous call
+// cannot wait for WebGPU on the page's main thread.
+import type { MessagePort, Worker } from 'node:worker_threads';
+import { platform } from '#platform';
+import { WORKER_SOURCE } from './worker.js';
+
+type WorkerThreads = typeof import('node:worker_threads');
+const threads = (): WorkerThreads => platform.nodeBuiltin('worker_threads', 'the gpu device\'s webgpu mode') as WorkerThreads;
+
+export const WEBGPU_PACKAGE = 'webgpu';
+
+/** What the worker counts: uploads (buffer writes), read-backs, dispatches, buffer copies, command buffers, live buffers. */
+export interface WebGpuCounts { uploads: number; readbacks: number; dispatches: number; copies: number; submits: number; buffers: number }
+
+export interface Reply {
+  readonly ok: boolean;
+  readonly error?: string;
+  readonly data?: readonly ArrayBuffer[];
+  readonly counts?: WebGpuCounts;
+  readonly info?: { description: string; maxStorageBuffers: number; maxBufferSize: number };
+}
+
+class SyncWorker {
+  private readonly worker: Worker;
+  private readonly port: MessagePort;
+  private readonly flag: Int32Array;
+  private nextId = 1;
+
+  constructor(path: string) {
+    const sab = new SharedArrayBuffer(4);
+    this.flag = new Int32Array(sab);
+    const { port1, port2 } = new (threads().MessageChannel)();
+    this.port = port1;
+    const options = (platform.env('THEANINE_WEBGPU_OPTIONS') ?? 'backend=vulkan').split(',').filter((s) => s !== '');
+    this.worker = new (threads().Worker)(WORKER_SOURCE, { eval: true, workerData: { path, options, flag: sab, port: port2 }, transferList: [port2] });
+    this.worker.unref();
+    this.port.unref();
+  }
+
+  post(req: Record<string, unknown>): void {
+    this.worker.postMessage({ ...req, id: this.nextId++ });
+  }
+
+  call(req: Record<string, unknown>): Reply {
+    const id = this.nextId++;
+    Atomics.store(this.flag, 0, 0);
+    this.worker.postMessage({ ...req, id });
+    const deadline = performance.now() + 600_000;
+    for (;;) {
+      for (let m = threads().receiveMessageOnPort(this.port); m !== undefined; m = threads().receiveMessageOnPort(this.port)) {
+        const reply = m.message as Reply & { id: number };
+        if (reply.id === id) return reply;
+      }
+      const left = deadline - performance.now();
+      if (left <= 0) throw new Error('gpu:webgpu: the WebGPU worker did not answer within 10 minutes');
+      Atomics.wait(this.flag, 0, 0, Math.min(left, 50));
+      Atomics.store(this.flag, 0, 0);
+    }
+  }
+}
+
+/** The process-wide WebGPU device: its worker, or why there is none. */
+export interface WebGpu {
+  readonly worker: SyncWorker;
+  /** The adapter's vendor, architecture and description (THEANINE_DEBUG, the test targets' line). */
+  readonly description: string;
+  readonly maxStorageBuffers: number;
+}
+
+const KEY = Symbol.for('theanine.gpu.webgpu');
+const shared = globalThis as { [KEY]?: WebGpu | string };
+
+/** Why the webgpu mode cannot run here, or undefined when it can (starts the device on first use). */
+export function webgpuMissing(): string | undefined {
+  const d = openWebGpu();
+  return typeof d === 'string' ? d : undefined;
+}
+
+/** The device, or the reason there is none (the package is missing, or Dawn finds no adapter). */
+export function openWebGpu(): WebGpu | string {
+  const have = shared[KEY];
+  if (have !== undefined) return have;
+  if (platform.name !== 'node') {
+    // A synchronous call cannot wait for WebGPU on a page's main thread.
+    shared[KEY] = 'the webgpu mode runs in Node in this version (a synchronous call cannot wait for WebGPU on a page\'s main thread)';
+    return shared[KEY];
+  }
+  let path: string;
+  try {
+    // THEANINE_WEBGPU_MODULE: another copy of the package (gpu.js depends on webgpu 0.2.9, whose Dawn needs glibc 2.38).
+    path = (platform.env('THEANINE_WEBGPU_MODULE') || undefined) ?? platform.resolveModule(WEBGPU_PACKAGE);
+  } catch {
+    shared[KEY] = `the optional package ${WEBGPU_PACKAGE} is not installed (\`npm install ${WEBGPU_PACKAGE}\`)`;
+    return shared[KEY];
+  }
+  const worker = new SyncWorker(path);
+  const r = worker.call({ kind: 'init' });
+  shared[KEY] = r.ok ? { worker, description: r.info!.description, maxStorageBuffers: r.info!.maxStorageBuffers } : `${WEBGPU_PACKAGE}: ${r.error}`;
+  return shared[KEY];
+}
+
+/** The device if this process has opened it (clear_session never starts one). */
+export function openedWebGpu(): WebGpu | undefined {
+  const d = shared[KEY];
+  return d !== undefined && typeof d !== 'string' ? d : undefined;
+}
+
+/** The device, or an error naming why it is missing. */
+export function webgpu(): WebGpu {
+  const d = openWebGpu();
+  if (typeof d === 'string') throw new Error(`device "gpu" in mode webgpu is unavailable: ${d}`);
+  return d;
+}
+
+/** The worker's counters (tests: a training step uploads its inputs and reads back its outputs only). */
+export function webgpuCounts(): WebGpuCounts {
+  const r = webgpu().worker.call({ kind: 'counts' });
+  return r.counts!;
+}
+
+let nextBuffer = 1;
+/** A fresh device buffer number (the worker allocates it at the first request naming it). */
+export function newBufferId(): number {
+  return nextBuffer++;
+}
+
+// Buffers of collected owners are freed in the worker without waiting.
+const registry = new FinalizationRegistry<number>((id) => {
+  const d = shared[KEY];
+  if (d !== undefined && typeof d !== 'string') {
+    try { d.worker.post({ kind: 'free', ids: [id], quiet: true }); } catch { /* the worker is gone */ }
+  }
+});
+
+/** Frees device buffer `id` when `owner` is collected. */
+export function freeWith(owner: object, id: number, token?: object): void {
+  registry.register(owner, id, token);
+}
+
+export function unfreeWith(token: object): void {
+  registry.unregister(token);
+}

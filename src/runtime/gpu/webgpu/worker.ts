@@ -1,0 +1,117 @@
+// The WebGPU side of the gpu device's webgpu mode, as the source of a worker thread (CommonJS,
+// run with `eval`). WebGPU's calls that wait (requestAdapter, mapAsync, pipeline creation) return
+// promises, and K.function is synchronous, so the device lives in a worker: the caller posts a
+// request and blocks in Atomics.wait (session.ts), as the onnx backend does with ONNX Runtime.
+// Buffers are the worker's, by number: a request allocates, uploads, dispatches a list of
+// compiled kernels and buffer copies in one command buffer, reads back, and frees, in that order.
+export const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { pathToFileURL } = require('node:url');
+const flag = new Int32Array(workerData.flag);
+const port = workerData.port;
+let gpu, device, info;
+const buffers = new Map();
+const pipelines = new Map();
+const counts = { uploads: 0, readbacks: 0, dispatches: 0, copies: 0, submits: 0 };
+let current = 0;
+function answer(msg) {
+  port.postMessage({ ...msg, id: current });
+  Atomics.store(flag, 0, 1);
+  Atomics.notify(flag, 0);
+}
+async function init() {
+  const mod = await import(pathToFileURL(workerData.path).href);
+  Object.assign(globalThis, mod.globals);
+  gpu = mod.create(workerData.options);
+  const adapter = await gpu.requestAdapter();
+  if (!adapter) return { ok: false, error: 'no WebGPU adapter (Dawn found no Vulkan device: on Linux, Mesa 25 or newer gives lavapipe)' };
+  const want = ['maxStorageBuffersPerShaderStage', 'maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize'];
+  const requiredLimits = {};
+  for (const k of want) requiredLimits[k] = adapter.limits[k];
+  device = await adapter.requestDevice({ requiredLimits });
+  device.addEventListener && device.addEventListener('uncapturederror', (e) => { lastError = String(e.error && e.error.message || e); });
+  const a = adapter.info || {};
+  info = { description: [a.vendor, a.architecture, a.device, a.description].filter((s) => s).join(' ') || 'unknown adapter', maxStorageBuffers: adapter.limits.maxStorageBuffersPerShaderStage, maxBufferSize: Math.min(adapter.limits.maxBufferSize, adapter.limits.maxStorageBufferBindingSize) };
+  return { ok: true, info };
+}
+let lastError;
+const USAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+async function compile(key, code) {
+  if (pipelines.has(key)) return;
+  // (a key the main thread believes compiled after a failure is compiled again here)
+  device.pushErrorScope('validation');
+  const module = device.createShaderModule({ code });
+  const ci = await module.getCompilationInfo();
+  const errs = ci.messages.filter((m) => m.type === 'error');
+  if (errs.length > 0) { await device.popErrorScope(); throw new Error('WGSL did not compile: ' + errs.map((m) => m.lineNum + ':' + m.linePos + ' ' + m.message).join('; ') + '\\n' + code); }
+  const p = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+  const e = await device.popErrorScope();
+  if (e) throw new Error('pipeline: ' + e.message);
+  pipelines.set(key, p);
+}
+async function run(req) {
+  for (const k of req.compile || []) await compile(k.key, k.code);
+  for (const a of req.allocs || []) {
+    const old = buffers.get(a.id);
+    if (old) old.destroy();
+    buffers.set(a.id, device.createBuffer({ size: Math.max(4, a.bytes), usage: USAGE() }));
+  }
+  for (const w of req.writes || []) {
+    device.queue.writeBuffer(buffers.get(w.id), 0, w.data);
+    counts.uploads++;
+  }
+  device.pushErrorScope('validation');
+  const enc = device.createCommandEncoder();
+  // Dispatches in compute passes, buffer copies between them, in the request's order.
+  let pass = null;
+  for (const op of req.ops || []) {
+    if (op.k === 'd') {
+      if (!pass) pass = enc.beginComputePass();
+      const p = pipelines.get(op.key);
+      pass.setPipeline(p);
+      pass.setBindGroup(0, device.createBindGroup({ layout: p.getBindGroupLayout(0), entries: op.binds.map((id, k) => ({ binding: k, resource: { buffer: buffers.get(id) } })) }));
+      pass.dispatchWorkgroups(op.groups[0], op.groups[1], op.groups[2]);
+      counts.dispatches++;
+    } else {
+      if (pass) { pass.end(); pass = null; }
+      enc.copyBufferToBuffer(buffers.get(op.src), op.so, buffers.get(op.dst), op.do, op.bytes);
+      counts.copies++;
+    }
+  }
+  if (pass) pass.end();
+  const staging = [];
+  for (const r of req.reads || []) {
+    const s = device.createBuffer({ size: Math.max(4, r.bytes), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    if (r.bytes > 0) enc.copyBufferToBuffer(buffers.get(r.id), 0, s, 0, r.bytes);
+    staging.push(s);
+  }
+  device.queue.submit([enc.finish()]);
+  counts.submits++;
+  const e = await device.popErrorScope();
+  if (e) throw new Error('dispatch: ' + e.message);
+  const out = [];
+  for (let i = 0; i < staging.length; i++) {
+    const s = staging[i];
+    await s.mapAsync(GPUMapMode.READ);
+    out.push(s.getMappedRange().slice(0, req.reads[i].bytes));
+    s.unmap();
+    s.destroy();
+    counts.readbacks++;
+  }
+  if (staging.length === 0) await device.queue.onSubmittedWorkDone();
+  for (const id of req.frees || []) { const b = buffers.get(id); if (b) { b.destroy(); buffers.delete(id); } }
+  return out;
+}
+parentPort.on('message', async (req) => {
+  current = req.id;
+  try {
+    if (req.kind === 'init') answer(await init());
+    else if (req.kind === 'run') { const data = await run(req); answer({ ok: true, data, counts: { ...counts, buffers: buffers.size } }); }
+    else if (req.kind === 'free') { for (const id of req.ids) { const b = buffers.get(id); if (b) { b.destroy(); buffers.delete(id); } } if (!req.quiet) answer({ ok: true }); }
+    else if (req.kind === 'clear') { pipelines.clear(); answer({ ok: true, counts: { ...counts, buffers: buffers.size } }); }
+    else if (req.kind === 'counts') answer({ ok: true, counts: { ...counts, buffers: buffers.size } });
+  } catch (e) {
+    answer({ ok: false, error: String(e && e.message ? e.message : e) });
+  }
+});
+`;

@@ -1,0 +1,79 @@
+// The WGSL renderer (src/codegen/wgsl) on hand-built kernels: what it spells and what it refuses,
+// without a device (test/runtime/webgpu.test.ts runs its kernels on an adapter).
+import { expect } from 'chai';
+import { ExprBuilder } from '../../src/codegen/expr.js';
+import { iadd, iscale, ivar, newVar } from '../../src/codegen/index-expr.js';
+import type { LoopKernel, MatmulKernel } from '../../src/codegen/kernel.js';
+import type { DType } from '../../src/ir/dtype.js';
+import { NoElements, Unsupported, renderLoop, renderMatmul, type BufferInfo } from '../../src/codegen/wgsl/render.js';
+import { f32Literal, helperSources, storageOf } from '../../src/codegen/wgsl/scalar.js';
+
+function info(dtypes: DType[], sizes: number[]): BufferInfo {
+  return { dtype: (b) => dtypes[b]!, size: (b) => sizes[b]!, storage: (b) => storageOf(dtypes[b]!) };
+}
+
+describe('WGSL renderer', () => {
+  it('spells literals: f32 with a suffix, infinities and NaN through their bits', () => {
+    expect(f32Literal(2)).to.equal('2.0f');
+    expect(f32Literal(-0)).to.equal('-0.0f');
+    expect(f32Literal(0.1)).to.equal(`${Math.fround(0.1)}f`);
+    expect(f32Literal(-Infinity)).to.equal('t_bits(0xff800000u)');
+    expect(f32Literal(1e300)).to.equal('t_bits(0x7f800000u)');
+    expect(f32Literal(NaN)).to.equal('t_bits(0x7fc00000u)');
+  });
+
+  it('includes each helper a body calls, after the helpers it calls', () => {
+    const hs = helperSources('let y = t_tanh(x) + t_softplus(x);');
+    const at = (n: string) => hs.findIndex((h) => h.startsWith(`fn ${n}(`));
+    expect(at('t_expm1')).to.be.within(0, at('t_tanh'));
+    expect(at('t_log1p')).to.be.within(0, at('t_softplus'));
+  });
+
+  it('renders a fused row reduction as one invocation per row, its stores typed by dtype', () => {
+    const b = new ExprBuilder((buf) => (['float32', 'float32', 'int32'] as DType[])[buf]!);
+    const i = newVar(5), j = newVar(7);
+    const x = b.load(0, iadd(iscale(ivar(i), 7), ivar(j)));
+    const sum = b.reduce('sum', [j], b.op('tanh', x));
+    const k: LoopKernel = {
+      kind: 'loop', label: 'tanh,sum', vars: [i],
+      stores: [{ buf: 1, index: ivar(i), value: b.cast('float32', sum), dtype: 'float32' }, { buf: 2, index: ivar(i), value: b.cast('int32', sum), dtype: 'int32' }],
+    };
+    const w = renderLoop(k, info(['float32', 'float32', 'int32'], [35, 5, 5]));
+    expect(w.binds).to.deep.equal([0, 1, 2]);
+    expect(w.writes).to.have.members([1, 2]);
+    expect(w.groups).to.deep.equal([1, 1, 1]);
+    expect(w.code).to.match(/var<storage, read> b0: array<f32>/).and.match(/var<storage, read_write> b2: array<i32>/);
+    expect(w.code).to.match(/for \(var i\d+ = 0i; i\d+ < 7i; i\d+\+\+\)/);
+    expect(w.code).to.match(/fn t_tanh\(/).and.match(/= i32\(t_int\(/);
+  });
+
+  it('splits large dispatches over y, and says what it cannot render', () => {
+    const b = new ExprBuilder(() => 'float32');
+    const i = newVar(70000 * 64);
+    const big: LoopKernel = { kind: 'loop', label: 'neg', vars: [i], stores: [{ buf: 1, index: ivar(i), value: b.op('neg', b.load(0, ivar(i))), dtype: 'float32' }] };
+    expect(renderLoop(big, info(['float32', 'float32'], [70000 * 64, 70000 * 64])).groups).to.deep.equal([65535, 2, 1]);
+    const scatter: LoopKernel = { ...big, stores: [{ ...big.stores[0]!, accumulate: true }] };
+    expect(() => renderLoop(scatter, info(['float32', 'float32'], [1, 1]))).to.throw(Unsupported, /rows chosen by data/);
+    const f64: LoopKernel = { ...big, stores: [{ ...big.stores[0]!, dtype: 'int64' }] };
+    expect(() => renderLoop(f64, info(['float32', 'int64'], [1, 1]))).to.throw(Unsupported, /stores int64/);
+    const empty: LoopKernel = { ...big, vars: [newVar(0)] };
+    expect(() => renderLoop(empty, info(['float32', 'float32'], [0, 0]))).to.throw(NoElements);
+  });
+
+  it('renders a product as workgroup tiles, its operands read through their index expressions', () => {
+    const b = new ExprBuilder(() => 'float32');
+    const [bt, m, n, kk] = [newVar(1), newVar(10), newVar(6), newVar(20)];
+    // A transposed (read as A^T's rows), B plain; the epilogue adds a bias per column.
+    const mm: MatmulKernel = {
+      kind: 'matmul', label: 'dot,add', batch: bt, m, n, k: kk,
+      a: b.load(0, iadd(iscale(ivar(kk), 10), ivar(m))),
+      b: b.load(1, iadd(iscale(ivar(kk), 6), ivar(n))),
+      out: { buf: 3, index: iadd(iscale(ivar(m), 6), ivar(n)), value: b.op('add', b.acc(), b.load(2, ivar(n))), dtype: 'float32' },
+      packA: 4, packB: 5, mr: 4, nr: 4, sum: 'float32',
+    };
+    const w = renderMatmul(mm, info(['float32', 'float32', 'float32', 'float32'], [200, 120, 6, 60]));
+    expect(w.groups).to.deep.equal([1, 1, 1]);
+    expect(w.code).to.match(/var<workgroup> tA: array<array<f32, 16>, 64>/).and.match(/workgroupBarrier\(\)/);
+    expect(w.code).to.match(/fn opA\(/).and.match(/fn epilogue\(/);
+  });
+});
