@@ -4,6 +4,7 @@
 import { apply } from '../../ir/build.js';
 import type { Node } from '../../ir/node.js';
 import type { OpNode } from '../../ir/registry.js';
+import { reduceOps, type ReductionName } from '../../ir/ops/reduce.js';
 import { gradRules } from '../rules/index.js';
 import { extremumWeights, prodPartials } from '../rules/reduce.js';
 import type { GradRule } from '../rules/types.js';
@@ -11,14 +12,24 @@ import { cumsumOf, div, mul, reduce } from '../ops.js';
 import { castTangent, elementwiseTangents, whereTangent } from './elementwise.js';
 import { bilinear, linearIn, passThrough, viaReverse } from './linear.js';
 import { scanTangent } from './scan.js';
-import type { TangentRule, TangentTable } from './types.js';
+import type { TangentEntry, TangentRule, TangentTable } from './types.js';
 
 const FN = 'autodiff.Rop';
 
-type Reduction = OpNode<'max' | 'min' | 'prod'>;
+type Reduction = OpNode<ReductionName>;
 /** A reduction's tangent: sum over its axes of t times each element's partial derivative. */
 const weighted = (partials: (n: Reduction) => Node): TangentRule<Reduction> => (n, [t]) =>
   (t ? reduce('sum', mul(t, partials(n)), n.attrs.axes, n.attrs.keepdims) : null);
+
+/**
+ * The reductions' tangents, by the row's family: linear for sums and means, each element's
+ * weight for the extrema (ties share it, as the gradient), its partial for a product (the fold by
+ * multiplication), none for the logical folds.
+ */
+function reductionTangents(): Record<ReductionName, TangentEntry<Reduction>> {
+  return Object.fromEntries(Object.values(reduceOps).map((r) => [r.name, r.family === 'logical' ? 'none'
+    : r.family === 'extremum' ? weighted(extremumWeights) : r.spelling.combine === 'mul' ? weighted(prodPartials) : linear0])) as Record<ReductionName, TangentEntry<Reduction>>;
+}
 
 /** Max pooling: the tangent at each window's selected element; average pooling is linear. */
 const poolTangent: TangentRule<OpNode<'pool'>> = (n, [t]) => {
@@ -45,13 +56,7 @@ export const tangentRules: TangentTable = {
   index: linear0,
   where: whereTangent,
   ...elementwiseTangents,
-  sum: linear0,
-  mean: linear0,
-  max: weighted(extremumWeights),
-  min: weighted(extremumWeights),
-  prod: weighted(prodPartials),
-  any: 'none',
-  all: 'none',
+  ...reductionTangents(),
   argmax: 'none',
   argmin: 'none',
   conv: bilinear(0, 1),

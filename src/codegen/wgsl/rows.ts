@@ -4,10 +4,10 @@
 // between them. The per-invocation form (render.ts) would instead fold the whole reduction once
 // per element of the row, or use one invocation for a long one. tfjs-backend-webgpu's reduce
 // program (a workgroup per output, a tree in shared memory) is the anchor.
-import { REDUCE_INIT, type Expr, type ReduceOp } from '../expr.js';
+import { FOLD_ROWS, REDUCE_INIT, type Expr, type ReduceOp } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
 import type { Schedule, Scope, ScopeItem } from '../schedule.js';
-import { f32Literal, roundAs, storageOf } from './scalar.js';
+import { WGSL_OPS, f32Literal, roundAs, storageOf } from './scalar.js';
 import { MAX_GROUPS, assemble, foldCode, kahanStep, type BufferInfo, type WgslKernel, type Writer } from './writer.js';
 
 /** Invocations per row. */
@@ -17,12 +17,7 @@ const KAHAN_FROM = 256;
 
 /** The tree's combination of two partial folds. */
 function combine(op: ReduceOp, a: string, b: string): string {
-  switch (op) {
-    case 'sum': return `${a} + ${b}`;
-    case 'prod': return `${a} * ${b}`;
-    case 'max': case 'any': return `max(${a}, ${b})`;
-    case 'min': case 'all': return `min(${a}, ${b})`;
-  }
+  return WGSL_OPS[FOLD_ROWS.get(op)!.spelling.combine]!([a, b]);
 }
 
 type Reduce = Expr & { t: 'reduce' };

@@ -5,7 +5,8 @@
 // an implementation assume no NaN or infinity, so NaN-aware forms are not attempted here.
 import type { OpName } from '../../ir/registry.js';
 import type { DType } from '../../ir/dtype.js';
-import type { ScalarOp } from '../expr.js';
+import { KERNEL_ROWS, type ScalarOp } from '../expr.js';
+import { elementwiseOps, type ElementwiseOp } from '../../ir/ops/elementwise.js';
 
 type Render = (a: readonly string[]) => string;
 const fn = (name: string): Render => (a) => `${name}(${a.join(', ')})`;
@@ -24,9 +25,9 @@ export const WGSL_OPS: Readonly<Partial<Record<ScalarOp, Render>>> = {
   // WGSL's round breaks ties to even, as NumPy's does.
   round: fn('round'),
   sqrt: fn('sqrt'), exp: fn('exp'), log: fn('log'), sin: fn('sin'), cos: fn('cos'),
-  log1p: fn('t_log1p'), expm1: fn('t_expm1'),
-  // WGSL's tanh is specified through sinh/cosh (inaccurate near 0, overflowing for large |x|).
-  tanh: fn('t_tanh'),
+  // The rows' WGSL helpers (log1p, expm1, and the hyperbolic tangent, whose WGSL built-in is
+  // specified through sinh/cosh: inaccurate near 0, overflowing for large |x|).
+  ...Object.fromEntries([...KERNEL_ROWS].filter(([, r]) => r.spelling.wgsl !== undefined).map(([op, r]) => [op, fn(r.spelling.wgsl!)])),
   recip: ([x]) => `(1.0 / ${x})`,
   eq: cmp('=='), ne: cmp('!='), gt: cmp('>'), ge: cmp('>='), lt: cmp('<'), le: cmp('<='),
   and: ([x, y]) => cond(`${x} != 0.0 && ${y} != 0.0`),
@@ -50,11 +51,9 @@ export const INDEX_OPS: Readonly<Partial<Record<ScalarOp, Render>>> = {
 };
 
 /** Elementwise ops without a scalar op, called through their scalar function: their WGSL helper. */
-export const WGSL_CALLS: Partial<Record<OpName, Render>> = {
-  sigmoid: fn('t_sigmoid'),
-  softplus: fn('t_softplus'),
-  erf: fn('t_erf'),
-};
+export const WGSL_CALLS: Partial<Record<OpName, Render>> = Object.fromEntries(
+  (Object.values(elementwiseOps) as readonly ElementwiseOp[]).filter((r) => r.spelling.kernel === undefined && r.spelling.wgsl !== undefined).map((r) => [r.name, fn(r.spelling.wgsl!)]),
+);
 
 interface Helper { readonly source: string; readonly uses?: readonly string[] }
 

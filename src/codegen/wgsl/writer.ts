@@ -3,7 +3,7 @@
 // bindings and a shader's assembly with the helpers it calls.
 import type { DType } from '../../ir/dtype.js';
 import type { OpName } from '../../ir/registry.js';
-import { exprOrder, type Expr, type ReduceOp } from '../expr.js';
+import { FOLD_ROWS, exprOrder, type Expr, type ReduceOp } from '../expr.js';
 import { range, type IExpr } from '../index-expr.js';
 import { DRAW, philoxDraw } from '../random-fn.js';
 import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, f32Literal, helperSources, i32Literal, roundAs, storageOf } from './scalar.js';
@@ -173,15 +173,10 @@ export function iexprCode(x: IExpr): string {
   return parts.length === 1 ? parts[0]! : `(${parts.join(' + ')})`;
 }
 
+/** The fold of `v` into accumulator `acc`: the fold row's WGSL spelling, else its gpu.js one, else its JavaScript one (src/ir/ops/reduce.ts). */
 export function foldCode(op: ReduceOp, acc: string, v: string): string {
-  switch (op) {
-    case 'sum': return `${acc} += ${v};`;
-    case 'prod': return `${acc} *= ${v};`;
-    case 'max': return `${acc} = max(${acc}, ${v});`;
-    case 'min': return `${acc} = min(${acc}, ${v});`;
-    case 'any': return `if (${v} != 0.0) { ${acc} = 1.0; }`;
-    case 'all': return `if (${v} == 0.0) { ${acc} = 0.0; }`;
-  }
+  const sp = FOLD_ROWS.get(op)!.spelling;
+  return (sp.wgsl ?? sp.gpu ?? sp.js!).replaceAll('$0', acc).replaceAll('$1', v);
 }
 
 /** Kahan's compensated sum (an f32 accumulator over long loops), reset where the sum is infinite. */

@@ -36,6 +36,11 @@ export interface Spelling {
    */
   readonly kernel?: string;
   readonly js?: string;
+  /**
+   * The WGSL helper function that computes it on the gpu's webgpu mode (src/codegen/wgsl/scalar.ts
+   * holds the helpers), where WGSL has no built-in of the reference's accuracy or none at all.
+   */
+  readonly wgsl?: string;
   /** The TensorFlow.js function of the same meaning (`tf.<name>`; src/runtime/tfjs/kernels/elementwise.ts). */
   readonly tf?: string;
   /** The ai.onnx operator of the same meaning (export and import; src/runtime/onnx/ops/elementwise.ts, src/api/onnx.ts). */
@@ -138,14 +143,14 @@ export const elementwiseOps = {
   sqrt: ew('sqrt', 1, 'float', Math.sqrt, { kernel: 'sqrt', js: 'Math.sqrt', tf: 'sqrt', onnx: 'Sqrt' }),
   exp: ew('exp', 1, 'float', Math.exp, { kernel: 'exp', js: 'Math.exp', tf: 'exp', onnx: 'Exp' }),
   log: ew('log', 1, 'float', Math.log, { kernel: 'log', js: 'Math.log', tf: 'log', onnx: 'Log' }),
-  log1p: ew('log1p', 1, 'float', Math.log1p, { kernel: 'log1p', js: 'Math.log1p', tf: 'log1p' }),
-  expm1: ew('expm1', 1, 'float', Math.expm1, { kernel: 'expm1', js: 'Math.expm1', tf: 'expm1' }),
+  log1p: ew('log1p', 1, 'float', Math.log1p, { kernel: 'log1p', js: 'Math.log1p', wgsl: 't_log1p', tf: 'log1p' }),
+  expm1: ew('expm1', 1, 'float', Math.expm1, { kernel: 'expm1', js: 'Math.expm1', wgsl: 't_expm1', tf: 'expm1' }),
   sin: ew('sin', 1, 'float', Math.sin, { kernel: 'sin', js: 'Math.sin', tf: 'sin', onnx: 'Sin' }),
   cos: ew('cos', 1, 'float', Math.cos, { kernel: 'cos', js: 'Math.cos', tf: 'cos', onnx: 'Cos' }),
-  tanh: ew('tanh', 1, 'float', Math.tanh, { kernel: 'tanh', js: 'Math.tanh', tf: 'tanh', onnx: 'Tanh' }),
-  sigmoid: ew('sigmoid', 1, 'float', sigmoid, { tf: 'sigmoid', onnx: 'Sigmoid' }),
-  softplus: ew('softplus', 1, 'float', softplus, { tf: 'softplus', onnx: 'Softplus' }),
-  erf: ew('erf', 1, 'float', erf, { tf: 'erf', onnx: 'Erf' }),
+  tanh: ew('tanh', 1, 'float', Math.tanh, { kernel: 'tanh', js: 'Math.tanh', wgsl: 't_tanh', tf: 'tanh', onnx: 'Tanh' }),
+  sigmoid: ew('sigmoid', 1, 'float', sigmoid, { wgsl: 't_sigmoid', tf: 'sigmoid', onnx: 'Sigmoid' }),
+  softplus: ew('softplus', 1, 'float', softplus, { wgsl: 't_softplus', tf: 'softplus', onnx: 'Softplus' }),
+  erf: ew('erf', 1, 'float', erf, { wgsl: 't_erf', tf: 'erf', onnx: 'Erf' }),
   reciprocal: ew('reciprocal', 1, 'float', (a) => 1 / a, { kernel: 'recip', js: '(1 / $0)', tf: 'reciprocal', onnx: 'Reciprocal' }),
   // comparisons and logic: bool results
   equal: ew('equal', 2, 'bool', (a, b) => (a === b ? 1 : 0), { kernel: 'eq', js: '($0 === $1 ? 1 : 0)', tf: 'equal', onnx: 'Equal' }),

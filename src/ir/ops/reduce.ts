@@ -74,6 +74,8 @@ export interface ReduceSpelling {
   readonly js?: string;
   /** gpu.js' fold statement where it differs from `js` (GLSL has no NaN-propagating max). */
   readonly gpu?: string;
+  /** WGSL's fold statement where it differs from `gpu` (else `js`): WGSL may assume finite values, so its max is the built-in. */
+  readonly wgsl?: string;
   /** The WebAssembly SIMD tier's lane op (f32x4/f64x2.<wasm>); without one the tier leaves it to JavaScript. */
   readonly wasm?: 'add' | 'mul' | 'max' | 'min';
   /** The TensorFlow.js function (`tf.<name>(x, axes, keepDims)`; src/runtime/tfjs/kernels/reduce.ts). */
@@ -142,8 +144,8 @@ export const reduceOps = {
   sum: reduction('sum', sumType, 'arith', 0, (a, v) => a + v, { kernel: 'sum', combine: 'add', js: '$0 += $1;', wasm: 'add', tf: 'sum', onnx: 'ReduceSum', cumulative: 'cumsum' }),
   prod: reduction('prod', sumType, 'arith', 1, (a, v) => a * v, { kernel: 'prod', combine: 'mul', js: '$0 *= $1;', wasm: 'mul', tf: 'prod', onnx: 'ReduceProd', cumulative: 'cumprod' }),
   mean: reduction('mean', floatType, 'arith', 0, (a, v) => a + v, { kernel: 'sum', combine: 'add', mean: true, tf: 'mean', onnx: 'ReduceMean' }, (a, n) => a / n),
-  max: reduction('max', same, 'extremum', -Infinity, nanMax, { kernel: 'max', combine: 'max', js: '$0 = Math.max($0, $1);', gpu: '$0 = t_nanmax($0, $1);', wasm: 'max', tf: 'max', onnx: 'ReduceMax' }),
-  min: reduction('min', same, 'extremum', Infinity, nanMin, { kernel: 'min', combine: 'min', js: '$0 = Math.min($0, $1);', gpu: '$0 = t_nanmin($0, $1);', wasm: 'min', tf: 'min', onnx: 'ReduceMin' }),
+  max: reduction('max', same, 'extremum', -Infinity, nanMax, { kernel: 'max', combine: 'max', js: '$0 = Math.max($0, $1);', gpu: '$0 = t_nanmax($0, $1);', wgsl: '$0 = max($0, $1);', wasm: 'max', tf: 'max', onnx: 'ReduceMax' }),
+  min: reduction('min', same, 'extremum', Infinity, nanMin, { kernel: 'min', combine: 'min', js: '$0 = Math.min($0, $1);', gpu: '$0 = t_nanmin($0, $1);', wgsl: '$0 = min($0, $1);', wasm: 'min', tf: 'min', onnx: 'ReduceMin' }),
   any: reduction('any', () => 'bool', 'logical', 0, (a, v) => (a !== 0 || v !== 0 ? 1 : 0), { kernel: 'any', combine: 'or', js: 'if ($1 !== 0) $0 = 1;', gpu: 'if ($1 != 0.0) { $0 = 1.0; }', tf: 'any', onnx: 'ReduceMax' }),
   all: reduction('all', () => 'bool', 'logical', 1, (a, v) => (a !== 0 && v !== 0 ? 1 : 0), { kernel: 'all', combine: 'and', js: 'if ($1 === 0) $0 = 0;', gpu: 'if ($1 == 0.0) { $0 = 0.0; }', tf: 'all', onnx: 'ReduceMin' }),
 } as const;

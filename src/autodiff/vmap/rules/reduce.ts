@@ -1,6 +1,6 @@
 // Batching rules of reductions, scans along an axis and their adjoints: the same op, its axes one
 // further along (the batch is axis 0).
-import type { argOps, reduceOps } from '../../../ir/ops/reduce.js';
+import { reduceOps, type argOps } from '../../../ir/ops/reduce.js';
 import { ap, batched, shift } from '../helpers.js';
 import type { BatchRule, BatchTableFor } from '../types.js';
 
@@ -16,14 +16,11 @@ export const axisRule: BatchRule = (n, [x]) =>
 
 type Name = keyof typeof reduceOps | keyof typeof argOps | 'cumsum' | 'cumprod' | 'untile' | 'unrepeat';
 
+/** Every reduction row batches alike: its axes one further along. */
+const reductions = Object.fromEntries(Object.keys(reduceOps).map((name) => [name, reduceRule])) as Record<keyof typeof reduceOps, BatchRule>;
+
 export const reduceBatchRules: BatchTableFor<Name> = {
-  sum: reduceRule,
-  prod: reduceRule,
-  mean: reduceRule,
-  max: reduceRule,
-  min: reduceRule,
-  any: reduceRule,
-  all: reduceRule,
+  ...reductions,
   argmax: axisRule,
   argmin: axisRule,
   cumsum: axisRule,

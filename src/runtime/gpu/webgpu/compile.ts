@@ -4,7 +4,7 @@
 // prepared programs by input shapes (their device buffers freed when they leave the cache).
 import type { Node } from '../../../ir/node.js';
 import type { NDArray } from '../../../ir/ndarray.js';
-import { nextEpoch } from '../../../ir/interpret.js';
+import { evalContext, nextEpoch } from '../../../ir/interpret.js';
 import type { EvalContext } from '../../../ir/op.js';
 import { DynamicShapeError, lower } from '../../../codegen/lower.js';
 import type { DeviceResult, Executor } from '../../function.js';
@@ -90,7 +90,7 @@ export function webgpuExecutor(req: TargetRequest): Executor & { readonly device
       notCompiled = undefined;
       last = pp;
       holding.add(pp); // (again, where a clear_session freed it and this function still runs it)
-      const ctx: EvalContext = { learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) };
+      const ctx: EvalContext = evalContext({ learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) });
       const results = runWeb(gpu, pp, values, linked.cells, ctx, req.nOut);
       return results.map((r, k) => ('host' in r
         ? r.host.reshape(req.targets[k]!.shape.map((d, i) => d ?? r.host.shape[i]!))

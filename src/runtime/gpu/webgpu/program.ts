@@ -15,7 +15,7 @@ import type { VariableCell } from '../../../ir/node.js';
 import { formatValue } from '../../../ir/ops/misc.js';
 import { withBuiltBy, type Provenance } from '../../../ir/provenance.js';
 import { stepBuffers, type BufferDecl, type ExternStep, type Program, type ScanStep, type Step } from '../../../codegen/kernel.js';
-import { planBuffers } from '../../../codegen/plan.js';
+import { prepare as prepareCpu } from '../../../codegen/pipeline.js';
 import { buildModule, type RunFn } from '../../../codegen/cpu/module.js';
 import { runtimeHelpers } from '../../../codegen/cpu/runtime.js';
 import { NoElements, Unsupported, renderLoop, renderMatmul, rowChecks, type BufferInfo, type RowCheck, type WgslKernel } from '../../../codegen/wgsl/render.js';
@@ -95,7 +95,7 @@ function hostModule(p: Program, s: Step): RunFn {
     return { id: b.id, dtype: b.dtype, size: b.size, role: 'scratch' };
   });
   const one: Program = { buffers, steps: [s], targets: io.writes.map((w) => ({ buf: w, offset: 0, shape: [p.buffers[w]!.size], dtype: p.buffers[w]!.dtype, copy: false })) };
-  return buildModule(one, planBuffers(one)).run;
+  return buildModule(prepareCpu(one, { wasm: true })).run;
 }
 
 /** Result of a call: each target's value on the host, or a device buffer handed to a variable. */
