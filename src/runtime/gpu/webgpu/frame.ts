@@ -9,7 +9,7 @@ import type { EvalContext } from '../../../ir/op.js';
 import type { Program } from '../../../codegen/kernel.js';
 import type { WgslKernel } from '../../../codegen/wgsl/render.js';
 import { storageOf } from '../../../codegen/wgsl/scalar.js';
-import { newBufferId, type WebGpu } from './session.js';
+import { newBufferId, type Reply, type WebGpu } from './session.js';
 import { residentId, uploadVariable } from './resident.js';
 
 /** A program prepared for the device: its buffers' device copies (by program buffer), constants uploaded. */
@@ -52,9 +52,25 @@ export class Batch {
 
   /** Sends what is gathered with these reads; returns their bytes. */
   send(reads: readonly { id: number; bytes: number }[]): readonly ArrayBuffer[] {
-    if (reads.length === 0 && this.ops.length === 0 && this.writes.length === 0 && this.allocs.length === 0) return [];
-    const r = this.gpu.worker.call({ kind: 'run', compile: this.compile, allocs: this.allocs, writes: this.writes, ops: this.ops, reads });
+    const req = this.take(reads);
+    return req === undefined ? [] : this.received(this.gpu.worker.call(req));
+  }
+
+  /** As send, without blocking: the reply is awaited (callAsync). */
+  async sendAsync(reads: readonly { id: number; bytes: number }[]): Promise<readonly ArrayBuffer[]> {
+    const req = this.take(reads);
+    return req === undefined ? [] : this.received(await this.gpu.worker.callAsync(req));
+  }
+
+  /** The request of what is gathered (undefined where there is nothing to send); the batch starts empty again. */
+  private take(reads: readonly { id: number; bytes: number }[]): Record<string, unknown> | undefined {
+    if (reads.length === 0 && this.ops.length === 0 && this.writes.length === 0 && this.allocs.length === 0) return undefined;
+    const req = { kind: 'run', compile: this.compile, allocs: this.allocs, writes: this.writes, ops: this.ops, reads };
     this.compile = []; this.allocs = []; this.writes = []; this.ops = [];
+    return req;
+  }
+
+  private received(r: Reply): readonly ArrayBuffer[] {
     if (!r.ok) {
       // a failed compile is not cached in the worker
       compiled.clear();
@@ -145,8 +161,21 @@ export class Frame {
 
   /** Sends the batch, reading back those of `ids` that only the device holds. */
   flush(ids: readonly number[]): void {
-    const want = [...new Set(ids)].filter((id) => !this.host.has(id) && this.onDev.has(id));
-    const data = this.batch.send(want.map((id) => ({ id: this.devId(id), bytes: this.bytes(id) })));
+    const want = this.unread(ids);
+    this.readBack(want, this.batch.send(want.map((id) => ({ id: this.devId(id), bytes: this.bytes(id) }))));
+  }
+
+  /** As flush, without blocking (callAsync's last request). */
+  async flushAsync(ids: readonly number[]): Promise<void> {
+    const want = this.unread(ids);
+    this.readBack(want, await this.batch.sendAsync(want.map((id) => ({ id: this.devId(id), bytes: this.bytes(id) }))));
+  }
+
+  private unread(ids: readonly number[]): number[] {
+    return [...new Set(ids)].filter((id) => !this.host.has(id) && this.onDev.has(id));
+  }
+
+  private readBack(want: readonly number[], data: readonly ArrayBuffer[]): void {
     want.forEach((id, k) => this.host.set(id, fromDevice(this.p.buffers[id]!.dtype, data[k]!, this.p.buffers[id]!.size)));
   }
 
