@@ -9,6 +9,7 @@ import { setTracing } from '../ir/provenance.js';
 import { setConfiguredThreads } from '../codegen/cpu/threads.js';
 import { MATMUL_PRECISIONS, setConfiguredMatmulPrecision, type MatmulPrecision } from '../codegen/cpu/wasm-kernel.js';
 import { OPTIMIZERS, type Optimizer } from '../runtime/function.js';
+import { GPU_MODE_CHOICES, setConfiguredGpuMode, type GpuModeChoice } from '../runtime/gpu/device.js';
 
 export type BackendName = 'theanine' | 'tensorflow' | 'onnx';
 export type Floatx = 'float16' | 'float32' | 'float64';
@@ -47,6 +48,12 @@ export interface KerasConfig {
    * "default" does not. K.function's `mode` option wins.
    */
   mode?: CompileMode;
+  /**
+   * The gpu device's mode (theanine's addition; keras.json "gpu_mode"; THEANINE_GPU_MODE wins):
+   * "webgpu" (WGSL on WebGPU), "auto" (WebGPU where an adapter opens, else gpu.js' best mode), or
+   * one of gpu.js' modes "headlessgl", "webgl2", "webgl", "webasm". Absent: gpu.js' best mode.
+   */
+  gpu_mode?: GpuModeChoice;
 }
 
 export type CompileMode = 'default' | 'debug';
@@ -173,6 +180,9 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
     if (level !== undefined) cfg.optimizer = level;
     const mode = pick('mode', COMPILE_MODES);
     if (mode !== undefined) cfg.mode = mode;
+    // (THEANINE_GPU_MODE is read where a function is made, so that it wins over this at any time)
+    const gpuMode = pick('gpu_mode', GPU_MODE_CHOICES);
+    if (gpuMode !== undefined) cfg.gpu_mode = gpuMode;
     if (Object.hasOwn(raw, 'epsilon')) {
       const v = raw['epsilon'];
       if (!isEpsilon(v)) throw new ConfigError(`${where}: "epsilon" is ${show(v)}; allowed: ${EPSILON_ALLOWED}`);
@@ -224,6 +234,7 @@ export function getConfig(): Readonly<KerasConfig> {
 
 setConfiguredThreads(() => getConfig().threads);
 setConfiguredMatmulPrecision(() => getConfig().matmul_precision);
+setConfiguredGpuMode(() => getConfig().gpu_mode);
 
 /** Re-reads keras.json and the environment; on error the current config stays. */
 export function reloadConfig(opts?: LoadConfigOptions): Readonly<KerasConfig> {
@@ -337,7 +348,7 @@ export const ENVIRONMENT_SWITCHES = {
   THEANINE_FALLBACK: 'warn or error when a function runs the reference interpreter (also K.function\'s fallback option)',
   THEANINE_TRACE: '0 or false: nodes record no provenance (the K call and user line that built them; also setTrace)',
   THEANINE_TFJS_BACKEND: 'the TensorFlow.js flavour of the tensorflow backend in Node (a page uses its active tfjs backend)',
-  THEANINE_GPU_MODE: 'force gpu.js\' mode on the gpu device',
+  THEANINE_GPU_MODE: 'the gpu device\'s mode: webgpu, auto (WebGPU where an adapter opens), or gpu.js\' headlessgl, webgl2, webgl, webasm (also keras.json "gpu_mode")',
   THEANINE_ONNX_PROVIDER: 'the ONNX Runtime execution provider (Node only: the onnx backend)',
   THEANINE_OPTIMIZER: 'the default optimizer level: fast_run, fast_compile, eqsat or none (also keras.json "optimizer")',
   THEANINE_EQSAT: 'limits of the eqsat optimizer: nodes=N,iterations=N,ms=N,matches=N,gain=P (any subset; gain: the percent a search result must save)',
