@@ -23,8 +23,14 @@ type Op =
   | { readonly k: 'd'; readonly key: string; readonly binds: readonly number[]; readonly groups: readonly number[] }
   | { readonly k: 'c'; readonly src: number; readonly so: number; readonly dst: number; readonly do: number; readonly bytes: number };
 
-/** Shader sources the worker has compiled (the source is the key: equal kernels share one pipeline). */
+/**
+ * Shader sources the worker has compiled (the source is the key: equal kernels share one
+ * pipeline), least recently dispatched first. At most PIPELINES stay: a function called with many
+ * shapes makes a shader per shape, and each pipeline holds the driver's compiled code (about 1 MB
+ * on lavapipe), so the oldest are dropped, as the compile cache drops specialisations.
+ */
 const compiled = new Set<string>();
+export const PIPELINES = 64;
 
 export function forgetPipelines(): void {
   compiled.clear();
@@ -36,11 +42,15 @@ export class Batch {
   allocs: { id: number; bytes: number }[] = [];
   writes: { id: number; data: Float32Array | Int32Array }[] = [];
   private ops: Op[] = [];
+  /** Shaders this batch dispatches (never dropped by it). */
+  private used = new Set<string>();
 
   constructor(private readonly gpu: WebGpu) {}
 
   dispatch(k: WgslKernel, binds: readonly number[]): void {
-    if (!compiled.has(k.code)) { this.compile.push({ key: k.code, code: k.code }); compiled.add(k.code); }
+    if (compiled.delete(k.code)) compiled.add(k.code); // (most recently used last)
+    else { this.compile.push({ key: k.code, code: k.code }); compiled.add(k.code); }
+    this.used.add(k.code);
     this.ops.push({ k: 'd', key: k.code, binds, groups: k.groups });
   }
 
@@ -65,8 +75,14 @@ export class Batch {
   /** The request of what is gathered (undefined where there is nothing to send); the batch starts empty again. */
   private take(reads: readonly { id: number; bytes: number }[]): Record<string, unknown> | undefined {
     if (reads.length === 0 && this.ops.length === 0 && this.writes.length === 0 && this.allocs.length === 0) return undefined;
-    const req = { kind: 'run', compile: this.compile, allocs: this.allocs, writes: this.writes, ops: this.ops, reads };
-    this.compile = []; this.allocs = []; this.writes = []; this.ops = [];
+    const evict: string[] = [];
+    for (const key of compiled) {
+      if (compiled.size - evict.length <= PIPELINES) break;
+      if (!this.used.has(key)) evict.push(key);
+    }
+    for (const key of evict) compiled.delete(key);
+    const req = { kind: 'run', evict, compile: this.compile, allocs: this.allocs, writes: this.writes, ops: this.ops, reads };
+    this.compile = []; this.allocs = []; this.writes = []; this.ops = []; this.used = new Set();
     return req;
   }
 

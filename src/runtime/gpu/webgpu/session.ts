@@ -12,8 +12,8 @@ const threads = (): WorkerThreads => platform.nodeBuiltin('worker_threads', 'the
 
 export const WEBGPU_PACKAGE = 'webgpu';
 
-/** What the worker counts: uploads (buffer writes), read-backs, dispatches, buffer copies, command buffers, live buffers. */
-export interface WebGpuCounts { uploads: number; readbacks: number; dispatches: number; copies: number; submits: number; buffers: number }
+/** What the worker counts: uploads (buffer writes), read-backs, dispatches, buffer copies, command buffers, live buffers and their bytes. */
+export interface WebGpuCounts { uploads: number; readbacks: number; dispatches: number; copies: number; submits: number; buffers: number; bytes: number }
 
 export interface Reply {
   readonly ok: boolean;
