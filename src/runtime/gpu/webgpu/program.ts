@@ -42,14 +42,14 @@ const opOf = (s: Step): string => (s.kind === 'extern' ? s.def.name : s.label);
 
 /** Renders every step the WebGPU strategy (src/codegen/wgsl/strategy.ts) puts on the device; the others run on the host. */
 export function prepareWeb(p: Program, maxBindings: number): WebPrepared {
-  // (the cpu's packing buffers are not the device's)
-  if (p.buffers.some((b) => b.dtype === 'float64' && b.role !== 'epoch' && b.role !== 'arena')) {
-    warnOnce('webgpu-float64', 'theanine: device "gpu:webgpu" computes float64 values in float32 (WebGPU has no float64), as the tensorflow backend does');
-  }
   return prepareChosen(p, chooseWebStrategies(p, maxBindings), maxBindings);
 }
 
 function prepareChosen(p: Program, chosen: readonly WebStrategy[], maxBindings: number): WebPrepared {
+  // (the cpu's packing buffers are not the device's)
+  if (p.buffers.some((b) => b.dtype === 'float64' && b.role !== 'epoch' && b.role !== 'arena')) {
+    warnOnce('webgpu-float64', 'theanine: device "gpu:webgpu" computes float64 values in float32 (WebGPU has no float64), as the tensorflow backend does');
+  }
   const info = webBufferInfo(p, maxBindings);
   const steps = p.steps.map((s, i): WebStep => {
     const c = chosen[i]!;
