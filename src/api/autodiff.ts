@@ -16,6 +16,7 @@ export const jvp = t('jvp', fns.jvp);
 export const Lop = t('Lop', fns.Lop);
 export const vjp = t('vjp', fns.vjp);
 export const grad = t('grad', fns.grad);
+export const subgraph_grad = t('subgraph_grad', fns.subgraph_grad);
 export const jacobian = t('jacobian', fns.jacobian);
 export const jacrev = t('jacrev', fns.jacrev);
 export const jacfwd = t('jacfwd', fns.jacfwd);
