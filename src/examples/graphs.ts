@@ -109,7 +109,7 @@ export function buildExample(name: ExampleName): Example {
         return autodiff.grad(loss, W1)!;
       });
       return {
-        name, description: `per-example gradients of the perceptron loss with respect to ${W1.name}, one graph for the batch (autodiff.vmap of autodiff.grad)`,
+        name, description: `per-example gradients of the loss by ${W1.name} (vmap of grad)`,
         inputs: [x, y], outputs: [perExample(x, y)], outputNames: [`d loss_i / d ${W1.name}, per example`],
       };
     }
