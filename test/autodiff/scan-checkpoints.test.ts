@@ -50,6 +50,17 @@ describe('autodiff.scan_checkpoints', function () {
     });
   }
 
+  it('a batch of unknown size (placeholder (None, T, 3)): K.rnn\'s outputs and gradient', () => {
+    const x = K.placeholder([null, T, 3], null, 'float64', false, 'x');
+    const w = K.placeholder([3, 2], null, 'float64', false, 'w');
+    const s = (xt: Node, st: Node[]): [Node, Node[]] => { const h = K.tanh(K.add(K.dot(xt, w), st[0]!)); return [h, [h]]; };
+    const h0 = K.zeros_like(K.dot(K.sum(x, 1), w));
+    const results = (r: [Node, Node, Node[]]) => [r[1], ...K.gradients(K.sum(K.square(r[1])), [w, x])];
+    const want = K.function([x, w], results(K.rnn(s, x, [h0])))([X, W]);
+    const got = K.function([x, w], results(autodiff.scan_checkpoints(s, x, [h0], { save_every_N: 3 })))([X, W]);
+    got.forEach((g, i) => expectClose(g, want[i]!, { atol: 1e-12, rtol: 1e-12 }));
+  });
+
   it('the gradient agrees with finite differences (verify_grad, float64)', () => {
     verify_grad((x, w, u, h, b) => loss(checkpointed(3)(x!, w!, u!, h!, b!)), [X, W, U, H0, B]);
   });
