@@ -4,6 +4,7 @@
 // and the file read again), a corrupt file is discarded, and a product under any schedule
 // computes bit-identical results to the untuned one (a schedule only blocks and splits work).
 import { expect } from 'chai';
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -145,6 +146,24 @@ describe('autotuning: compiled products', function () {
     run({ tune: { beam: 1, budgetMs: 20000 } });
     expect(tuneStats.searches, 'no new search').to.equal(searches);
     expect(tuneCacheStats.hits - hits).to.equal(2);
+  });
+
+  it('a new process reads the stored schedules and does not search', () => {
+    run({ tune: { beam: 1, budgetMs: 20000 } });
+    const src = new URL('../../src/', import.meta.url).href;
+    const code = `
+      const { backend: K, NDArray } = await import('${src}index.js');
+      const { tuneStats } = await import('${src}runtime/tune.js');
+      const { tuneCacheStats } = await import('${src}runtime/tune-cache.js');
+      const x = K.placeholder([96, 160]);
+      const W = K.variable(NDArray.from(Array.from({ length: 160 }, (_, i) => Array.from({ length: 200 }, (_, j) => Math.sin(i * 7 + j) * 0.1)), 'float32'));
+      K.function([x], [K.relu(K.dot(x, W))], [], { tune: { beam: 1, budgetMs: 20000 } })([Array.from({ length: 96 }, () => new Array(160).fill(0.5))]);
+      console.log(JSON.stringify({ searches: tuneStats.searches, hits: tuneCacheStats.hits }));`;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+      env: { ...process.env, THEANINE_CACHE_DIR: dir, THEANINE_THREADS: '2' }, encoding: 'utf8', timeout: 60000,
+    });
+    expect(r.status, r.stderr).to.equal(0);
+    expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).to.deep.equal({ searches: 0, hits: 1 });
   });
 
   it('discards a corrupt cache file, searches again and writes a good one', () => {
