@@ -113,9 +113,10 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
     const prog = lowerProgram(p, shapes);
     const t1 = performance.now();
     const flags = debugFlags();
-    const prepared = prepare(prog, { wasm: true }, p.tune !== undefined ? scheduleChooser(p.tune) : undefined);
+    const schedule = p.tune !== undefined ? scheduleChooser(p.tune) : undefined;
+    const prepared = prepare(prog, { wasm: true }, schedule);
     const t2 = performance.now();
-    const mod = buildModule(prepared, { profile: flags.has('kernels') || p.profile === true });
+    const mod = buildModule(prepared, { profile: flags.has('kernels') || p.profile === true, ...(schedule !== undefined ? { schedule } : {}) });
     Object.assign(compileTimes, { lower: t1 - t0 - compileTimes.bodyPasses, plan: t2 - t1, render: performance.now() - t2, firstRun: 0 });
     if (flags.has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
     const prof = mod.profile;

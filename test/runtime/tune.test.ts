@@ -188,6 +188,38 @@ describe('autotuning: compiled products', function () {
     expect(src.source()).not.to.match(/rt\.arena\.tiles\([^)]*, (true|false), \d+, \d+\);/);
   });
 
+  it('tunes the products of a Scan body, with bit-identical results', () => {
+    const seq = K.placeholder([64, 40, 32]);
+    const h0 = K.placeholder([64, 256]);
+    const Wx = K.variable(NDArray.from(Array.from({ length: 32 * 256 }, (_, i) => Math.sin(i) * 0.1), 'float32').reshape([32, 256]));
+    const Wh = K.variable(NDArray.from(Array.from({ length: 256 * 256 }, (_, i) => Math.cos(i) * 0.05), 'float32').reshape([256, 256]));
+    const step = (xt: Node, st: Node[]): [Node, Node[]] => {
+      const h = K.tanh(K.add(K.dot(xt, Wx), K.dot(st[0]!, Wh)));
+      return [h, [h]];
+    };
+    const [last] = K.rnn(step, seq, [h0]);
+    const feeds = [NDArray.from(Array.from({ length: 64 * 40 * 32 }, (_, i) => Math.sin(i * 0.11)), 'float32').reshape([64, 40, 32]), NDArray.from(Array.from({ length: 64 * 256 }, (_, i) => Math.cos(i * 0.3)), 'float32').reshape([64, 256])];
+    const plain = K.function([seq, h0], [last!])(feeds);
+    const searches = tuneStats.searches;
+    run({ tune: { beam: 1, budgetMs: 20000 } }); // other products first: the body's must be searched on its own
+    const before = tuneStats.searches;
+    expect(before).to.be.greaterThan(searches);
+    const tuned = K.function([seq, h0], [last!], [], { tune: { beam: 1, budgetMs: 20000 } });
+    const got = tuned(feeds);
+    expect(tuneStats.searches - before, 'the body\'s two products searched (a scan of 40 steps is not unrolled)').to.equal(2);
+    expect(Array.from(got[0]!.data)).to.deep.equal(Array.from(plain[0]!.data));
+    // forced to an extreme schedule: the same values
+    const stored = JSON.parse(fs.readFileSync(file(), 'utf8')) as { machines: Record<string, Record<string, TunedEntry>> };
+    tuneCache.forget();
+    const s: MatmulSchedule = { blockBytes: 4096, maxPanels: 1, split: false };
+    for (const m of Object.values(stored.machines)) for (const k of Object.keys(m)) tuneCache.set(k, { ...s, ms: 1, defaultMs: 1, searchMs: 1, candidates: 1 });
+    clearCompileCache();
+    const forced = K.function([seq, h0], [last!], [], { tune: { beam: 1, budgetMs: 0 } });
+    const again = forced(feeds);
+    expect(forced.source().split(', false, 4096, 1);').length - 1, 'both of the body\'s products').to.equal(2);
+    expect(Array.from(again[0]!.data)).to.deep.equal(Array.from(plain[0]!.data));
+  });
+
   it('every schedule computes bit-identical results to the untuned function', () => {
     const plain = run({});
     run({ tune: { beam: 1, budgetMs: 20000 } }); // fills the cache with this machine's keys
