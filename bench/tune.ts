@@ -82,7 +82,7 @@ function main(): void {
     const searchMs = tuneStats.searchMs - before.searchMs, candidates = tuneStats.candidates - before.candidates;
     const kept = [...tuned.source().matchAll(/rt\.arena\.tiles\(([^;]*)\);/g)].map((m) => {
       const args = m[1]!.split(', ');
-      return args.length > 12 ? `${args[11] === 'true' ? 'split' : 'alone'} ${Number(args[12]) / 1024}K/${args[13]}` : 'default';
+      return args.length > 12 ? `${args[11] === 'true' ? 'split' : 'alone'} ${Number(args[12]) / 1024}K/${args[13]}/${args[14]}` : 'default';
     });
     for (let i = 0; i < 3; i++) { base(g.feeds); tuned(g.feeds); }
     const tb: number[] = [], tt: number[] = [];

@@ -12,7 +12,7 @@ import type { MatmulSchedule } from '../codegen/cpu/strategy.js';
 
 /** The cache file's name in the cache folder. */
 export const TUNE_CACHE_FILE = 'theanine-tune.json';
-const FORMAT = 'theanine-tune/1';
+const FORMAT = 'theanine-tune/2';
 
 /** A tuned schedule as stored: the schedule, its time and the default's (ms, medians), and what the search cost. */
 export interface TunedEntry extends MatmulSchedule {
@@ -54,7 +54,7 @@ const isTime = (x: unknown): x is number => typeof x === 'number' && Number.isFi
 function validEntry(e: unknown): e is TunedEntry {
   if (typeof e !== 'object' || e === null) return false;
   const r = e as Record<string, unknown>;
-  return isCount(r['blockBytes']) && isCount(r['maxPanels']) && typeof r['split'] === 'boolean'
+  return isCount(r['blockBytes']) && isCount(r['maxPanels']) && typeof r['split'] === 'boolean' && isCount(r['perThread'])
     && isTime(r['ms']) && isTime(r['defaultMs']) && isTime(r['searchMs']) && isCount(r['candidates']);
 }
 

@@ -1,6 +1,7 @@
 // Kernel autotuning on the cpu device (K.function's `tune`, THEANINE_BEAM=N): a beam search over
 // each whole matrix product's schedule (../codegen/cpu/strategy.ts MatmulSchedule: the cache
-// block of A panels, the most panels in a block, whether the worker threads may take it), each
+// block of A panels, the most panels in a block, whether the worker threads may take it, the
+// fewest blocks per thread), each
 // candidate timed on this machine on the product's own kernel over random operands of its shape,
 // within a time budget; the best is kept on disk per kernel structure and machine
 // (./tune-cache.ts) and reused by later processes. tinygrad's BEAM=N (a beam of N schedules
@@ -74,17 +75,17 @@ export function tuneOptions(opt: unknown, fn = 'function'): TuneOptions | undefi
 
 /** One axis of the search: a schedule field and the values it takes. */
 export interface Axis {
-  readonly field: 'blockBytes' | 'maxPanels' | 'split';
+  readonly field: 'blockBytes' | 'maxPanels' | 'split' | 'perThread';
   readonly values: readonly (number | boolean)[];
 }
 
-/** The cpu search space, in the order the beam widens it: cache block bytes, panels per block, the thread split. */
+/** The cpu search space, in the order the beam widens it: cache block bytes, panels per block, then with threads the split and the blocks per thread. */
 export function searchAxes(call: TilesCall, threads: number): Axis[] {
   const axes: Axis[] = [
     { field: 'blockBytes', values: [32, 64, 128, 256, 512, 1024, 2048].map((k) => k * 1024) },
     { field: 'maxPanels', values: [2, 4, 8, 16, 32, 64] },
   ];
-  if (call.par && threads > 1) axes.push({ field: 'split', values: [true, false] });
+  if (call.par && threads > 1) axes.push({ field: 'split', values: [true, false] }, { field: 'perThread', values: [1, 2, 4, 8, 16] });
   return axes;
 }
 
@@ -98,7 +99,7 @@ export interface SearchResult {
   readonly complete: boolean;
 }
 
-const scheduleKey = (s: MatmulSchedule): string => `${s.blockBytes}/${s.maxPanels}/${s.split}`;
+const scheduleKey = (s: MatmulSchedule): string => `${s.blockBytes}/${s.maxPanels}/${s.split}/${s.perThread}`;
 
 /**
  * Beam search from the default: the beam (the `beam` fastest schedules so far) is widened by
@@ -191,7 +192,7 @@ export function tilesTimer(k: MatmulKernel, c: TilesCall): ((s: MatmulSchedule) 
     pa0 = igemmA(f32.subarray(base / 4, base / 4 + aBytes / 4), x, 0, geom, k.mr);
   } else fill(base, aBytes);
   fill(pb0, bBytes);
-  const run = (s: MatmulSchedule) => packArena.tiles(pa0, c.strideA, pb0, c.strideB, c.MP, c.K, acc0, c.NP, c.B, c.T, c.variant, c.par && s.split, s.blockBytes, s.maxPanels);
+  const run = (s: MatmulSchedule) => packArena.tiles(pa0, c.strideA, pb0, c.strideB, c.MP, c.K, acc0, c.NP, c.B, c.T, c.variant, c.par && s.split, s.blockBytes, s.maxPanels, s.perThread);
   return (s) => {
     // one run to warm up (its time sets the repetitions: about 5 ms of runs, 3 to 15), then the median
     const t0 = performance.now();
@@ -213,7 +214,7 @@ export const tuneStats = { searches: 0, candidates: 0, searchMs: 0, outOfBudget:
 /** The process's tuned schedules (read from the cache folder on first use). */
 export const tuneCache = new TuneCache(() => machineKey(threadCount()));
 
-const entrySchedule = (e: TunedEntry): MatmulSchedule => ({ blockBytes: e.blockBytes, maxPanels: e.maxPanels, split: e.split });
+const entrySchedule = (e: TunedEntry): MatmulSchedule => ({ blockBytes: e.blockBytes, maxPanels: e.maxPanels, split: e.split, perThread: e.perThread });
 
 /**
  * The schedule chooser of one specialisation (../codegen/pipeline.ts prepare): a product's stored

@@ -21,16 +21,17 @@ const AXES: Axis[] = [
   { field: 'blockBytes', values: [65536, 131072, 262144, 524288] },
   { field: 'maxPanels', values: [4, 8, 16, 32] },
   { field: 'split', values: [true, false] },
+  { field: 'perThread', values: [2, 4, 8] },
 ];
 
-/** A made-up cost landscape: fastest at 128 KiB, 8 panels, unsplit. */
-const landscape = (s: MatmulSchedule): number => 10 + Math.abs(Math.log2(s.blockBytes / 131072)) + Math.abs(Math.log2(s.maxPanels / 8)) + (s.split ? 0.5 : 0);
+/** A made-up cost landscape: fastest at 128 KiB, 8 panels, unsplit, 4 blocks per thread. */
+const landscape = (s: MatmulSchedule): number => 10 + Math.abs(Math.log2(s.blockBytes / 131072)) + Math.abs(Math.log2(s.maxPanels / 8)) + (s.split ? 0.5 : 0) + (s.perThread === 4 ? 0 : 0.2);
 
 describe('autotuning: the beam search', () => {
   it('picks the fastest candidate, timing each schedule once and the default first', () => {
     const seen: string[] = [];
     const r = beamSearch(AXES, 2, (s) => { seen.push(JSON.stringify(s)); return landscape(s); }, Infinity);
-    expect(r.best).to.deep.equal({ blockBytes: 131072, maxPanels: 8, split: false });
+    expect(r.best).to.deep.equal({ blockBytes: 131072, maxPanels: 8, split: false, perThread: 4 });
     expect(r.complete).to.equal(true);
     expect(seen[0]).to.equal(JSON.stringify(DEFAULT_MATMUL_SCHEDULE));
     expect(r.candidates, 'distinct schedules timed').to.equal(new Set(seen).size);
@@ -167,7 +168,7 @@ describe('autotuning: compiled products', function () {
   });
 
   it('discards a corrupt cache file, searches again and writes a good one', () => {
-    for (const bad of ['{not json', JSON.stringify({ format: 'theanine-tune/1', machines: { m: { k: { blockBytes: -1 } } } })]) {
+    for (const bad of ['{not json', JSON.stringify({ format: 'theanine-tune/2', machines: { m: { k: { blockBytes: -1 } } } })]) {
       fs.writeFileSync(file(), bad);
       tuneCache.forget();
       clearCompileCache();
@@ -185,7 +186,7 @@ describe('autotuning: compiled products', function () {
     src([X, IMG]);
     expect(tuneStats.outOfBudget - before).to.equal(2);
     expect(fs.existsSync(file())).to.equal(false);
-    expect(src.source()).not.to.match(/rt\.arena\.tiles\([^)]*, (true|false), \d+, \d+\);/);
+    expect(src.source()).not.to.match(/rt\.arena\.tiles\([^)]*, (true|false), \d+, \d+, \d+\);/);
   });
 
   it('tunes the products of a Scan body, with bit-identical results', () => {
@@ -211,12 +212,12 @@ describe('autotuning: compiled products', function () {
     // forced to an extreme schedule: the same values
     const stored = JSON.parse(fs.readFileSync(file(), 'utf8')) as { machines: Record<string, Record<string, TunedEntry>> };
     tuneCache.forget();
-    const s: MatmulSchedule = { blockBytes: 4096, maxPanels: 1, split: false };
+    const s: MatmulSchedule = { blockBytes: 4096, maxPanels: 1, split: false, perThread: 4 };
     for (const m of Object.values(stored.machines)) for (const k of Object.keys(m)) tuneCache.set(k, { ...s, ms: 1, defaultMs: 1, searchMs: 1, candidates: 1 });
     clearCompileCache();
     const forced = K.function([seq, h0], [last!], [], { tune: { beam: 1, budgetMs: 0 } });
     const again = forced(feeds);
-    expect(forced.source().split(', false, 4096, 1);').length - 1, 'both of the body\'s products').to.equal(2);
+    expect(forced.source().split(', false, 4096, 1, 4);').length - 1, 'both of the body\'s products').to.equal(2);
     expect(Array.from(again[0]!.data)).to.deep.equal(Array.from(plain[0]!.data));
   });
 
@@ -224,9 +225,9 @@ describe('autotuning: compiled products', function () {
     const plain = run({});
     run({ tune: { beam: 1, budgetMs: 20000 } }); // fills the cache with this machine's keys
     const schedules: MatmulSchedule[] = [
-      { blockBytes: 4096, maxPanels: 1, split: true },
-      { blockBytes: 4096, maxPanels: 1, split: false },
-      { blockBytes: 1 << 22, maxPanels: 64, split: true },
+      { blockBytes: 4096, maxPanels: 1, split: true, perThread: 1 },
+      { blockBytes: 4096, maxPanels: 1, split: false, perThread: 4 },
+      { blockBytes: 1 << 22, maxPanels: 64, split: true, perThread: 16 },
     ];
     for (const s of schedules) {
       const stored = JSON.parse(fs.readFileSync(file(), 'utf8')) as { machines: Record<string, Record<string, TunedEntry>> };
@@ -235,7 +236,7 @@ describe('autotuning: compiled products', function () {
       clearCompileCache();
       const f = K.function([x, img], outs, [], { tune: { beam: 1, budgetMs: 0 } });
       const got = f([X, IMG]);
-      expect(f.source(), 'the schedule reaches the generated call').to.include(`, ${s.split}, ${s.blockBytes}, ${s.maxPanels});`);
+      expect(f.source(), 'the schedule reaches the generated call').to.include(`, ${s.split}, ${s.blockBytes}, ${s.maxPanels}, ${s.perThread});`);
       got.forEach((g, i) => expect(Array.from(g.data), `output ${i} under ${JSON.stringify(s)}`).to.deep.equal(Array.from(plain[i]!.data)));
     }
   });

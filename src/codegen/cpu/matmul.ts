@@ -219,7 +219,7 @@ export function renderAllTiles(k: MatmulKernel, pa: string, pb: string, schedule
 
 /** PackArena.tiles' arguments after `variant` for a tuned schedule (none for the default, so that untuned code is unchanged). */
 function scheduleArgs(s: MatmulSchedule, par: boolean): string {
-  return isDefaultSchedule(s) ? '' : `, ${par && s.split}, ${s.blockBytes}, ${s.maxPanels}`;
+  return isDefaultSchedule(s) ? '' : `, ${par && s.split}, ${s.blockBytes}, ${s.maxPanels}, ${s.perThread}`;
 }
 
 /** The cost-deciding arguments of a whole product's tile sums (renderAllTiles, renderIndirectTiles): what a tuned schedule is keyed by. */

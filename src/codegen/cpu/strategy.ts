@@ -67,14 +67,17 @@ export interface MatmulSchedule {
   readonly maxPanels: number;
   /** Whether the sums may go to the worker threads (the hand-off model decides: handoff.ts) or stay on the calling thread. */
   readonly split: boolean;
+  /** With threads, blocks are made small enough that each thread gets at least this many (a worker that wakes late still finds work). */
+  readonly perThread: number;
 }
 
-/** Today's schedule: blocks of 256 KiB of A panels, at most 16, split where the hand-off model says so. */
-export const DEFAULT_MATMUL_SCHEDULE: MatmulSchedule = Object.freeze({ blockBytes: 256 * 1024, maxPanels: 16, split: true });
+/** Today's schedule: blocks of 256 KiB of A panels, at most 16, split where the hand-off model says so, at least 4 blocks per thread. */
+export const DEFAULT_MATMUL_SCHEDULE: MatmulSchedule = Object.freeze({ blockBytes: 256 * 1024, maxPanels: 16, split: true, perThread: 4 });
 
 /** Whether `s` is the default schedule (then the generated code is what it was before tuning existed). */
 export const isDefaultSchedule = (s: MatmulSchedule): boolean =>
-  s.blockBytes === DEFAULT_MATMUL_SCHEDULE.blockBytes && s.maxPanels === DEFAULT_MATMUL_SCHEDULE.maxPanels && s.split === DEFAULT_MATMUL_SCHEDULE.split;
+  s.blockBytes === DEFAULT_MATMUL_SCHEDULE.blockBytes && s.maxPanels === DEFAULT_MATMUL_SCHEDULE.maxPanels && s.split === DEFAULT_MATMUL_SCHEDULE.split
+  && s.perThread === DEFAULT_MATMUL_SCHEDULE.perThread;
 
 /** The schedule of a whole product (tuned), or undefined for the default. */
 export type ScheduleChooser = (k: MatmulKernel, tiles: TilesCall) => MatmulSchedule | undefined;

@@ -360,10 +360,10 @@ export class PackArena {
    * WORK: every panel is packed before any tile reads it, and the workers wake once per product:
    * 2 threads, dot 256 0.88-0.95 -> 0.84-0.89 ms, dot 1024 35.2 -> 33.3 ms against a job for
    * the packing and another for the sums). With `par` false, all on the calling thread
-   * (small products: matmul.ts sumsAlone). `blockBytes` and `maxPanels` bound a block of A panels
+   * (small products: matmul.ts sumsAlone). `blockBytes`, `maxPanels` and `perThread` bound a block of A panels
    * (its schedule: strategy.ts MatmulSchedule; they change which panels go together, never a sum).
    */
-  tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, B: number, T = 128, variant = 0, par = true, blockBytes = BLOCK_BYTES, maxPanels = MAX_BLOCK_PANELS): void {
+  tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, B: number, T = 128, variant = 0, par = true, blockBytes = BLOCK_BYTES, maxPanels = MAX_BLOCK_PANELS, perThread = 4): void {
     // multiply-adds (float64 tiles count twice: half the lanes), and the threads the hand-off model gives them (./handoff.ts)
     const work = B * MP * NP * K * (T / 4);
     const threads = handoffThreads(work, this.shared && par ? threadCount() : 1);
@@ -373,10 +373,10 @@ export class PackArena {
     this.pending = [];
     while (ops.length > 2) this.run(threads, [0, ops[0]![0] + ops[1]![0], 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, ops[0]![0] + ops[1]![0], ...ops.shift()!, ...ops.shift()!]);
     const o1 = ops[0] ?? NO_OPERAND, o2 = ops[1] ?? NO_OPERAND;
-    // Blocks of A panels that fit L2; with threads, at least 4 blocks per thread, so that a worker
+    // Blocks of A panels that fit L2; with threads, at least `perThread` blocks per thread, so that a worker
     // that wakes late still finds work and the caller waits for a small block at most.
     const fit = Math.max(1, Math.min(maxPanels, Math.floor(blockBytes / strideA)));
-    const G = threads > 1 && B === 1 ? Math.max(1, Math.min(fit, Math.ceil(MP / (4 * threads)))) : fit;
+    const G = threads > 1 && B === 1 ? Math.max(1, Math.min(fit, Math.ceil(MP / (perThread * threads)))) : fit;
     const P = o1[0] + o2[0];
     this.run(threads, [0, P + B * Math.ceil(MP / G), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP, T, variant, P, ...o1, ...o2]);
     handoffMeasured(work, threads, performance.now() - t0);
