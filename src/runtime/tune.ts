@@ -106,8 +106,9 @@ const scheduleKey = (s: MatmulSchedule): string => `${s.blockBytes}/${s.maxPanel
  * every value of one axis at a time, each new schedule timed once (`time`: its median in ms).
  * The default is always timed first; no new candidate is timed once `now()` reaches `deadline`
  * (the budget is exceeded by one candidate's timing at most). The fastest schedule is timed
- * CONFIRM more times against the default, alternately, while the budget lasts; it wins where the
- * median of its timings beats the default's by MIN_GAIN, else the default stays.
+ * CONFIRM more times against the default, alternately, while the budget lasts; it wins where it
+ * is faster in every confirming pair and the median of its timings beats the default's by
+ * MIN_GAIN, else the default stays.
  */
 export function beamSearch(axes: readonly Axis[], beam: number, time: (s: MatmulSchedule) => number, deadline: number, now: () => number = () => performance.now()): SearchResult {
   const t0 = now();
@@ -138,9 +139,14 @@ export function beamSearch(axes: readonly Axis[], beam: number, time: (s: Matmul
   // The fastest of many noisy timings is biased low: it is timed again against the default,
   // alternately, while the budget lasts, and kept on the medians of all their timings.
   const mine = [best.ms], theirs = [defaultMs];
-  for (let i = 0; i < CONFIRM && now() < deadline; i++) { theirs.push(time(DEFAULT_MATMUL_SCHEDULE)); mine.push(time(best.s)); }
+  let every = true;
+  for (let i = 0; i < CONFIRM && now() < deadline; i++) {
+    theirs.push(time(DEFAULT_MATMUL_SCHEDULE));
+    mine.push(time(best.s));
+    every &&= mine[mine.length - 1]! < theirs[theirs.length - 1]!;
+  }
   const ms = median(mine), dms = median(theirs);
-  const win = ms < dms * (1 - MIN_GAIN);
+  const win = every && ms < dms * (1 - MIN_GAIN);
   return { best: win ? best.s : DEFAULT_MATMUL_SCHEDULE, ms: win ? ms : dms, defaultMs: dms, candidates: timed.size, searchMs: now() - t0, complete };
 }
 

@@ -15,7 +15,7 @@ import { planReduce, type RedPlan } from '../wasm/reduce.js';
 import { planRowPair } from '../wasm/reduce-pair.js';
 import { fusablePair, planPhilox, type PhiloxPlan } from '../wasm/philox.js';
 import { indirectSums, packing, stagedPacks, sumsWhole, tierEpilogue, tilesCall } from './matmul.js';
-import { wasmTileModule } from './wasm-kernel.js';
+import { BLOCK_BYTES, MAX_BLOCK_PANELS, MIN_BLOCKS_PER_THREAD, wasmTileModule } from './wasm-kernel.js';
 import { jsLoop, type JsLoop } from './loop.js';
 
 /** How a loop step runs. */
@@ -72,7 +72,7 @@ export interface MatmulSchedule {
 }
 
 /** Today's schedule: blocks of 256 KiB of A panels, at most 16, split where the hand-off model says so, at least 4 blocks per thread. */
-export const DEFAULT_MATMUL_SCHEDULE: MatmulSchedule = Object.freeze({ blockBytes: 256 * 1024, maxPanels: 16, split: true, perThread: 4 });
+export const DEFAULT_MATMUL_SCHEDULE: MatmulSchedule = Object.freeze({ blockBytes: BLOCK_BYTES, maxPanels: MAX_BLOCK_PANELS, split: true, perThread: MIN_BLOCKS_PER_THREAD });
 
 /** Whether `s` is the default schedule (then the generated code is what it was before tuning existed). */
 export const isDefaultSchedule = (s: MatmulSchedule): boolean =>

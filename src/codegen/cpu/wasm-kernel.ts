@@ -363,7 +363,7 @@ export class PackArena {
    * (small products: matmul.ts sumsAlone). `blockBytes`, `maxPanels` and `perThread` bound a block of A panels
    * (its schedule: strategy.ts MatmulSchedule; they change which panels go together, never a sum).
    */
-  tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, B: number, T = 128, variant = 0, par = true, blockBytes = BLOCK_BYTES, maxPanels = MAX_BLOCK_PANELS, perThread = 4): void {
+  tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, B: number, T = 128, variant = 0, par = true, blockBytes = BLOCK_BYTES, maxPanels = MAX_BLOCK_PANELS, perThread = MIN_BLOCKS_PER_THREAD): void {
     // multiply-adds (float64 tiles count twice: half the lanes), and the threads the hand-off model gives them (./handoff.ts)
     const work = B * MP * NP * K * (T / 4);
     const threads = handoffThreads(work, this.shared && par ? threadCount() : 1);
@@ -399,9 +399,11 @@ const align = (x: number): number => Math.ceil(x / KEPT_ALIGN) * KEPT_ALIGN;
  * A panels 37.4 GFLOP/s, K = 256 37.2, K = 512 35.0, and the kernel on operands that stay in L1
  * 38-41: the kernel's own arithmetic is the limit, not the caches (bench/README.md).
  */
-const BLOCK_BYTES = 256 * 1024;
+export const BLOCK_BYTES = 256 * 1024;
 /** Most A panels in one block. */
-const MAX_BLOCK_PANELS = 16;
+export const MAX_BLOCK_PANELS = 16;
+/** With threads, the fewest blocks each thread gets. */
+export const MIN_BLOCKS_PER_THREAD = 4;
 
 /** The thread pool, once started (tests). */
 export { threadPool };
