@@ -343,6 +343,9 @@ export const ENVIRONMENT_SWITCHES = {
   THEANINE_EQSAT: 'limits of the eqsat optimizer: nodes=N,iterations=N,ms=N,matches=N,gain=P (any subset; gain: the percent a search result must save)',
   THEANINE_MODE: 'debug: every function checks its rewrites and kernels on the reference interpreter (docs/debugging.md; also K.function\'s mode)',
   THEANINE_NAN_GUARD: '1: every function raises at the first kernel that writes NaN or Inf from finite inputs (also K.function\'s nanGuard)',
+  THEANINE_BEAM: 'N: tune every cpu function\'s kernel schedules with a beam of N (0: off; also K.function\'s tune)',
+  THEANINE_BEAM_MS: 'milliseconds one specialisation may spend tuning (default 2000)',
+  THEANINE_CACHE_DIR: 'the folder of theanine\'s disk caches (the tuned schedules); default: keras.json\'s folder',
   THEANINE_VERIFY_PASSES: '1: run the graph verifier after every optimizer pass (the test suite does; a cost per compile)',
 } as const;
 export type EnvironmentSwitch = keyof typeof ENVIRONMENT_SWITCHES;

@@ -11,7 +11,8 @@
 //                         without it), and on the packing kernels of step 4
 //   4. choose strategies  cpu/strategy.ts `chooseStrategies`: per step, its tier (WebAssembly
 //                         SIMD pool, Philox, elementwise or reduction kernel, or JavaScript) or a
-//                         matmul's tile sums, packing kernels and epilogue; a JavaScript loop
+//                         matmul's tile sums, packing kernels, epilogue and schedule (its cache
+//                         blocks and thread split: the default, or tuned); a JavaScript loop
 //                         kernel cut (split.ts) and scheduled (schedule.ts); tagged beside the steps.
 //                         The gpu device: gpu/strategy.ts `chooseGpuStrategies` (gpu.js) and
 //                         wgsl/strategy.ts `chooseWebStrategies` (webgpu): per step, on the device
@@ -31,7 +32,7 @@
 import type { Program } from './kernel.js';
 import { lower, type LowerSpec } from './lower.js';
 import { planBuffers, type Plan } from './plan.js';
-import { chooseStrategies, type StepStrategy } from './cpu/strategy.js';
+import { chooseStrategies, type ScheduleChooser, type StepStrategy } from './cpu/strategy.js';
 
 /** What the cpu renderers take: the program, each step's strategy (in step order) and its buffer plan. */
 export interface Prepared {
@@ -50,9 +51,12 @@ export function lowerProgram(spec: LowerSpec): Program {
   return lower(spec);
 }
 
-/** Steps 4 and 5: the strategy of each step for `target`, then the buffer plan. */
-export function prepare(program: Program, target: CpuTarget): Prepared {
-  const strategies = chooseStrategies(program, target.wasm);
+/**
+ * Steps 4 and 5: the strategy of each step for `target`, then the buffer plan. `schedule` gives a
+ * whole product's tuned schedule (src/runtime/tune.ts); without it, or where it gives none, the default.
+ */
+export function prepare(program: Program, target: CpuTarget, schedule?: ScheduleChooser): Prepared {
+  const strategies = chooseStrategies(program, target.wasm, schedule);
   const plan = planBuffers(program);
   return { program, strategies, plan };
 }

@@ -5,6 +5,7 @@
 // specialisations by input shapes. A rebuilt graph (new placeholders, new variables, same
 // structure) reuses everything; a new batch size reuses the optimized graph and redoes only the
 // shape-specialised source.
+import { scheduleChooser } from './tune.js';
 import type { Node } from '../ir/node.js';
 import type { NDArray } from '../ir/ndarray.js';
 import { NDArray as ND, formatShape } from '../ir/ndarray.js';
@@ -112,9 +113,10 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
     const prog = lowerProgram(p, shapes);
     const t1 = performance.now();
     const flags = debugFlags();
-    const prepared = prepare(prog, { wasm: true });
+    const schedule = p.tune !== undefined ? scheduleChooser(p.tune) : undefined;
+    const prepared = prepare(prog, { wasm: true }, schedule);
     const t2 = performance.now();
-    const mod = buildModule(prepared, { profile: flags.has('kernels') || p.profile === true });
+    const mod = buildModule(prepared, { profile: flags.has('kernels') || p.profile === true, ...(schedule !== undefined ? { schedule } : {}) });
     Object.assign(compileTimes, { lower: t1 - t0 - compileTimes.bodyPasses, plan: t2 - t1, render: performance.now() - t2, firstRun: 0 });
     if (flags.has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
     const prof = mod.profile;

@@ -9,6 +9,7 @@
 // specialisations by shapes (program-cache.ts), Scan bodies through the same passes, the
 // reference interpreter where shapes are known only at run time under the fallback rule
 // (fallback.ts), THEANINE_DEBUG=passes and the compile-phase times.
+import type { TuneOptions } from './tune.js';
 import { attrsKey, type Node, type VariableCell } from '../ir/node.js';
 import { formatShape, type NDArray } from '../ir/ndarray.js';
 import { topoSort, type Graph } from '../ir/graph.js';
@@ -43,6 +44,8 @@ export interface TargetRequest extends Pick<FunctionSpec, 'inputs' | 'updates' |
   readonly optimized?: readonly Pass[];
   /** Time every kernel (K.function's `profile`; src/runtime/profile.ts). */
   readonly profile?: boolean;
+  /** Tune the kernels' schedules (K.function's `tune`, THEANINE_BEAM; the cpu device: src/runtime/tune.ts). */
+  readonly tune?: TuneOptions;
 }
 
 /** What one graph structure optimizes to, independent of shapes and of which leaves it was built from. */
@@ -58,6 +61,8 @@ export interface OptimizedProgram<S> extends CachedProgram<S> {
   readonly variant: string;
   /** Kernels are timed (a profiled function never shares code with an unprofiled one). */
   readonly profile?: boolean;
+  /** Schedules are tuned (a tuned function never shares code with an untuned one). */
+  readonly tune?: TuneOptions;
 }
 
 export interface Target<S = unknown> {
@@ -202,7 +207,7 @@ export function link<S extends Specialised, E extends Executor>(
 ): E {
   const passes = req.optimized ?? target.passes(req.optimizer, req.passes);
   const variant = target.variant?.() ?? '';
-  const how = `${req.optimized !== undefined ? 'optimized' : ''}${req.mode === 'debug' ? '|debug' : ''}${req.profile === true ? '|profile' : ''}`;
+  const how = `${req.optimized !== undefined ? 'optimized' : ''}${req.mode === 'debug' ? '|debug' : ''}${req.profile === true ? '|profile' : ''}${req.tune !== undefined ? `|tune ${req.tune.beam}` : ''}`;
   const { key, variables } = structuralKey(req.inputs, req.targets, `${req.optimizer}[${pipelineKey(passes)}]{${variant}}${how}`, device);
   // Checking mode: the passes' replacements are compared on the reference interpreter (src/passes/check.ts).
   const checked = <T>(f: () => T): T => (req.mode === 'debug' ? withChecking(new ReferenceChecker(), f) : f());
@@ -212,7 +217,7 @@ export function link<S extends Specialised, E extends Executor>(
     compileTimes.passes = performance.now() - t0;
     compileStats.programs++;
     return {
-      passes, graph, variables, variant, specs: new Map(), ...(req.profile === true ? { profile: true } : {}),
+      passes, graph, variables, variant, specs: new Map(), ...(req.profile === true ? { profile: true } : {}), ...(req.tune !== undefined ? { tune: req.tune } : {}),
       inputSlot: new Map(req.inputs.map((n, i) => [n, i])),
       variableSlot: new Map(variables.map((v, i) => [v, i])),
     };

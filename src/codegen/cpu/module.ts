@@ -8,6 +8,7 @@ import { provenanceComment, withBuiltBy } from '../../ir/provenance.js';
 import type { ScalarFn } from '../expr.js';
 import type { MatmulKernel, Program } from '../kernel.js';
 import { prepare, type Prepared } from '../pipeline.js';
+import type { ScheduleChooser } from './strategy.js';
 import { renderDriver, type DriverBinding } from './driver.js';
 import { commentText } from './js.js';
 import { accSize } from './matmul.js';
@@ -29,6 +30,8 @@ export interface ModuleOptions {
   readonly invariantFrom?: number;
   /** Of those, the inputs that are a constant's or a variable's array (their packs are kept across calls, while the array is the same). */
   readonly immutableInputs?: ReadonlySet<number>;
+  /** The tuned schedule of a whole product in a Scan body (the outer program's are chosen by its own prepare). */
+  readonly schedule?: ScheduleChooser;
 }
 
 export interface CpuModule {
@@ -193,7 +196,9 @@ export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuMo
     scan(s, k, ins, outs) {
       const from = s.seqs.length + s.inits.length;
       const fixed = new Set(s.consts.flatMap((v, i) => (immutable(v.buf) ? [from + i] : [])));
-      const sub = buildModule(prepare(s.body, { wasm: true }), { targetsOut: true, invariantFrom: from, immutableInputs: fixed, profile: opts.profile === true });
+      const sub = buildModule(prepare(s.body, { wasm: true }, opts.schedule), {
+        targetsOut: true, invariantFrom: from, immutableInputs: fixed, profile: opts.profile === true, ...(opts.schedule !== undefined ? { schedule: opts.schedule } : {}),
+      });
       subBytes += sub.bytes;
       subReleases.push(sub.release);
       if (sub.profile !== undefined) subProfiles[subs.length] = sub.profile;
