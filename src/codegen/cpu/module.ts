@@ -13,6 +13,7 @@ import { commentText } from './js.js';
 import { accSize } from './matmul.js';
 import { allocateSlots, CTOR, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
 import { KeptSlot, packArena } from './wasm-kernel.js';
+import type { SlotStore } from './slot-store.js';
 
 export { runtimeHelpers, type RunFn };
 
@@ -29,6 +30,8 @@ export interface ModuleOptions {
   readonly invariantFrom?: number;
   /** Of those, the inputs that are a constant's or a variable's array (their packs are kept across calls, while the array is the same). */
   readonly immutableInputs?: ReadonlySet<number>;
+  /** The planned arrays shared with the program's other shape specialisations (slot-store.ts); without it, its own. */
+  readonly store?: SlotStore;
 }
 
 export interface CpuModule {
@@ -40,6 +43,8 @@ export interface CpuModule {
   readonly profile?: StepProfile;
   /** Gives back the places of its kept packs in the packing arena (the compile cache drops it; a later call packs them again). */
   readonly release: () => void;
+  /** Lets its planned buffers and kept packs go, keeping its code: a later call allocates and packs them again. */
+  readonly shed: () => void;
 }
 
 /** The kept packs of functions that are collected without being released. */
@@ -134,6 +139,7 @@ export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuMo
   /** Packs kept in the arena between calls (constants, variables) or between a Scan's steps (its constants). */
   const packs: KeptSlot[] = [];
   const subReleases: (() => void)[] = [];
+  const subSheds: (() => void)[] = [];
   let usesStep = false;
   const immutable = (id: number): boolean => {
     const d = p.buffers[id]!;
@@ -196,6 +202,7 @@ export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuMo
       const sub = buildModule(prepare(s.body, { wasm: true }), { targetsOut: true, invariantFrom: from, immutableInputs: fixed, profile: opts.profile === true });
       subBytes += sub.bytes;
       subReleases.push(sub.release);
+      subSheds.push(sub.shed);
       if (sub.profile !== undefined) subProfiles[subs.length] = sub.profile;
       subs.push(sub.run);
       subSources.push(`// scan body s${k}:\n${sub.source}`);
@@ -246,19 +253,24 @@ export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuMo
   const factory = factoryFor(source);
   const prof = { t: 0, ms: new Float64Array(labels.length) };
   const where = (e: unknown, at: number): unknown => withBuiltBy(e, origins[at]);
-  const make = (): RunFn => {
+  const make = (slots: TypedArray[] = allocateSlots(plan)): RunFn => {
     const own = consts.map((c, i) => perCall[i]?.() ?? c);
-    return factory(runtimeHelpers, own, allocateSlots(plan), externs, kernelList, subs, prof, where, packs);
+    return factory(runtimeHelpers, own, slots, externs, kernelList, subs, prof, where, packs);
   };
   const bytes = plan.slots.reduce((a, sl) => a + sl.size * CTOR[sl.cls](0).BYTES_PER_ELEMENT, 0) + packs.reduce((a, k) => a + 8 * k.size, 0) + subBytes;
-  const run = pooled(make);
+  const { run, empty } = opts.store === undefined ? pooled(make) : onStore(opts.store, plan, make);
   if (packs.length > 0) collectedPacks.register(run, packs);
   const release = () => {
+    empty();
     for (const k of packs) packArena.freeSlot(k);
     for (const r of subReleases) r();
   };
+  const shed = () => {
+    release();
+    for (const sh of subSheds) sh();
+  };
   return {
-    source: [...kernels, source, ...subSources].join('\n'), run, bytes, release,
+    source: [...kernels, source, ...subSources].join('\n'), run, bytes, release, shed,
     ...(opts.profile === true ? { profile: { ms: prof.ms, labels, subs: subProfiles } } : {}),
   };
 }
@@ -332,15 +344,43 @@ const doubles = (s: MatmulKernel, n: number): number => (s.sum === 'float32' ? M
  */
 const POOL_KEEP = 2;
 
-function pooled(make: () => RunFn): RunFn {
+function pooled(make: () => RunFn): { run: RunFn; empty: () => void } {
   // Made at the first call: a specialisation compiled but never run holds no buffers.
-  const free: RunFn[] = [];
-  return (ins, cells, phase, ctx, outs, step) => {
-    const inst = free.pop() ?? make();
+  let free: RunFn[] = [];
+  const run: RunFn = (ins, cells, phase, ctx, outs, step) => {
+    const pool = free;
+    const inst = pool.pop() ?? make();
     try {
       return inst(ins, cells, phase, ctx, outs, step);
     } finally {
-      if (free.length < POOL_KEEP) free.push(inst);
+      // an instance in use when the pool was emptied goes with it
+      if (pool === free && pool.length < POOL_KEEP) pool.push(inst);
     }
   };
+  return { run, empty: () => { free = []; } };
+}
+
+/**
+ * A specialisation whose planned arrays are views of its program's store: one instance, made again
+ * when the store's arrays changed; a call made while the store is in use runs on an instance of its own.
+ */
+function onStore(store: SlotStore, plan: Prepared['plan'], make: (slots?: TypedArray[]) => RunFn): { run: RunFn; empty: () => void } {
+  const holder = {};
+  let inst: RunFn | undefined;
+  let gen = -1;
+  const run: RunFn = (ins, cells, phase, ctx, outs, step) => {
+    if (store.busy) return make()(ins, cells, phase, ctx, outs, step);
+    store.busy = true;
+    try {
+      if (inst === undefined || gen !== store.gen) {
+        const slots = store.slots(plan, holder);
+        inst = make(slots);
+        gen = store.gen;
+      }
+      return inst(ins, cells, phase, ctx, outs, step);
+    } finally {
+      store.busy = false;
+    }
+  };
+  return { run, empty: () => { inst = undefined; store.unhold(holder); } };
 }
