@@ -16,7 +16,7 @@ import { DynamicShapeError } from '../codegen/lower.js';
 import { lowerProgram as lowerSpecialisation, prepare } from '../codegen/pipeline.js';
 import type { Program } from '../codegen/kernel.js';
 import { buildModule, clearKernelCaches, profileRows, type RunFn } from '../codegen/cpu/module.js';
-import { matmulPrecision, packArena, tile32 } from '../codegen/cpu/wasm-kernel.js';
+import { matmulPrecision, packArena, tile32, type KeptSlot } from '../codegen/cpu/wasm-kernel.js';
 import { IGEMM_TILE } from '../codegen/wasm/igemm.js';
 import { poolAlone } from '../codegen/wasm/pool.js';
 import { SlotStore } from '../codegen/cpu/slot-store.js';
@@ -106,6 +106,7 @@ export function compileCacheBytes(): number {
 export function clearCompileCache(): void {
   programs.clear();
   stores = new WeakMap();
+  keptPacks = new WeakMap();
   // clear_session returns the process to its baseline: compiled kernels and drivers, and the matmul arena, go too.
   clearKernelCaches();
   packArena.release();
@@ -117,8 +118,14 @@ function lowerProgram(p: CompiledProgram, shapes: Shapes): Program {
   });
 }
 
-/** The planned arrays a program's shape specialisations share (cpu/slot-store.ts). */
+/** The planned arrays a program's shape specialisations share (cpu/slot-store.ts), and their kept weight packs (cpu/module.ts keptPacks). */
 let stores = new WeakMap<CompiledProgram, SlotStore>();
+let keptPacks = new WeakMap<CompiledProgram, Map<string, KeptSlot>>();
+function keptPacksOf(p: CompiledProgram): Map<string, KeptSlot> {
+  let m = keptPacks.get(p);
+  if (m === undefined) keptPacks.set(p, m = new Map());
+  return m;
+}
 /** The last made, for storeBytes (tests). */
 let lastStore: WeakRef<SlotStore> | undefined;
 function storeOf(p: CompiledProgram): SlotStore {
@@ -145,7 +152,7 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
     const flags = debugFlags();
     const prepared = prepare(prog, { wasm: true });
     const t2 = performance.now();
-    const mod = buildModule(prepared, { profile: flags.has('kernels') || p.profile === true, store: storeOf(p) });
+    const mod = buildModule(prepared, { profile: flags.has('kernels') || p.profile === true, store: storeOf(p), keptPacks: { map: keptPacksOf(p), prefix: '' } });
     Object.assign(compileTimes, { lower: t1 - t0 - compileTimes.bodyPasses, plan: t2 - t1, render: performance.now() - t2, firstRun: 0 });
     if (flags.has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
     const prof = mod.profile;

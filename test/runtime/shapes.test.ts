@@ -7,6 +7,7 @@ import { backend as K, NDArray } from '../../src/index.js';
 import { clearCompileCache, compileCacheBytes, compileCacheStats, compileStats, SPEC_BUDGET_BYTES, storeBytes } from '../../src/runtime/compile.js';
 import { MAX_SHED_SPECIALIZATIONS, ProgramCache } from '../../src/runtime/program-cache.js';
 import type { Node } from '../../src/ir/node.js';
+import { packArena } from '../../src/codegen/cpu/wasm-kernel.js';
 
 const fill = (shape: number[], seed: number) =>
   new NDArray(Float32Array.from({ length: shape.reduce((p, d) => p * d, 1) }, (_, i) => Math.sin(seed * 7.3 + i * 0.37)), shape, 'float32');
@@ -115,6 +116,25 @@ describe('runtime: one function fed many batch sizes', () => {
       got.forEach((g, i) => expect(bits(g), `output ${i} at batch ${b}`).to.deep.equal(bits(want[i]!)));
     }
     expect(compileStats.specializations - c1, 'compiles: only the fixed-size functions').to.equal(sizes.length);
+  });
+
+  it('a weight is packed once for every batch size of a function, and kept once', () => {
+    const x = K.placeholder([null, 64], null, 'float32');
+    const W = K.variable(fill([64, 48], 6), 'float32');
+    const f = K.function([x], [K.relu(K.dot(x, W))]);
+    f([fill([9, 64], 9)]);
+    const made = packArena.packsMade;
+    expect(packArena.keptDoubles, 'the weight is kept packed').to.be.greaterThan(0);
+    for (let b = 1; b <= 20; b++) {
+      const xs = [fill([b, 64], b)];
+      const xb = K.placeholder([b, 64], null, 'float32');
+      expect(bits(f(xs)[0]!), `batch ${b}`).to.deep.equal(bits(K.function([xb], [K.relu(K.dot(xb, W))])(xs)[0]!));
+    }
+    // the fixed-size functions pack W once each (their own programs); the function fed 20 sizes, not again
+    expect(packArena.packsMade - made).to.be.at.most(20);
+    const again = packArena.packsMade;
+    for (let b = 1; b <= 20; b++) f([fill([b, 64], b)]);
+    expect(packArena.packsMade - again, 'packs made for 20 batch sizes after the first').to.equal(0);
   });
 
   it('the cache sheds the least recently used first, and drops only past the count bound', () => {

@@ -32,6 +32,11 @@ export interface ModuleOptions {
   readonly immutableInputs?: ReadonlySet<number>;
   /** The planned arrays shared with the program's other shape specialisations (slot-store.ts); without it, its own. */
   readonly store?: SlotStore;
+  /**
+   * Kept packs of variables (and of a Scan body's fixed inputs) shared with the program's other
+   * shape specialisations, by what they hold: a weight is packed once per program, not per batch size.
+   */
+  readonly keptPacks?: { readonly map: Map<string, KeptSlot>; readonly prefix: string };
 }
 
 export interface CpuModule {
@@ -195,11 +200,12 @@ export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuMo
     phase: (name) => [`const ${name} = ${constant(new Uint8Array(1), () => new Uint8Array(1))}; ${name}[0] = phase;`],
     epoch: (name) => [`const ${name} = ${constant(new Float64Array(1), () => new Float64Array(1))}; ${name}[0] = ctx.epoch;`],
     out: opts.targetsOut === true ? (k) => `outs[${k}]` : undefined,
-    matmul: arenaMatmul(p, keepable, packs, () => { usesStep = true; }),
+    matmul: arenaMatmul(p, keepable, packs, () => { usesStep = true; }, opts.keptPacks),
     scan(s, k, ins, outs) {
       const from = s.seqs.length + s.inits.length;
       const fixed = new Set(s.consts.flatMap((v, i) => (immutable(v.buf) ? [from + i] : [])));
-      const sub = buildModule(prepare(s.body, { wasm: true }), { targetsOut: true, invariantFrom: from, immutableInputs: fixed, profile: opts.profile === true });
+      const keptPacks = opts.keptPacks === undefined ? undefined : { map: opts.keptPacks.map, prefix: `${opts.keptPacks.prefix}s${k}/` };
+      const sub = buildModule(prepare(s.body, { wasm: true }), { targetsOut: true, invariantFrom: from, immutableInputs: fixed, profile: opts.profile === true, ...(keptPacks === undefined ? {} : { keptPacks }) });
       subBytes += sub.bytes;
       subReleases.push(sub.release);
       subSheds.push(sub.shed);
@@ -284,9 +290,16 @@ export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuMo
  * the kept packs (rt.arena.base). Offsets in the arena count doubles; a float32 product's packs
  * and sums are float32 views of the same memory (its element n at float32 index 2*offset + n).
  */
-function arenaMatmul(p: Program, keepable: (id: number | undefined) => 'calls' | 'steps' | undefined, packs: KeptSlot[], onStep: () => void): DriverBinding['matmul'] {
+function arenaMatmul(
+  p: Program, keepable: (id: number | undefined) => 'calls' | 'steps' | undefined, packs: KeptSlot[], onStep: () => void, program?: ModuleOptions['keptPacks'],
+): DriverBinding['matmul'] {
   /** Kept packs by what they hold (array, view, layout). */
   const shared = new Map<string, number>();
+  /** A variable's or an input's name that every shape specialisation of the program gives it (buffer ids may differ between them). */
+  const stable = (id: number): string | undefined => {
+    const d = p.buffers[id]!;
+    return d.role === 'variable' ? `v${d.slot!}` : d.role === 'input' ? `i${d.slot!}` : undefined;
+  };
   return (s, m, sources, name) => {
     const all = m.all;
     const nAcc = accSize(s, all);
@@ -311,7 +324,15 @@ function arenaMatmul(p: Program, keepable: (id: number | undefined) => 'calls' |
         let j = key === undefined ? undefined : shared.get(key);
         if (j === undefined) {
           j = packs.length;
-          packs.push(new KeptSlot(doubles(s, n)));
+          const name = stable(src!);
+          const wide = program === undefined || c === undefined || name === undefined ? undefined
+            : `${program.prefix}${name}|${c.op.base},${c.op.sb},${c.op.sr},${c.op.st}|${s.batch.size},${c.rows},${s.k.size},${c.p}|${s.sum}|${n}`;
+          let slot = wide === undefined ? undefined : program!.map.get(wide);
+          if (slot === undefined) {
+            slot = new KeptSlot(doubles(s, n));
+            if (wide !== undefined) program!.map.set(wide, slot);
+          }
+          packs.push(slot);
           if (key !== undefined) shared.set(key, j);
         }
         // a variable's operand has a pack per variable cell (twin functions share the program)
