@@ -1,10 +1,10 @@
 // One function fed many batch sizes (issue 33, item 4): the MLP training step (784-256-10, batch
-// unknown until the call) and the Keras-style LSTM (K.rnn, one Scan, fwd + bwd + SGD) called with
+// unknown until the call), MLP inference (batch 1..40) and the Keras-style LSTM (K.rnn, one Scan, fwd + bwd + SGD) called with
 // 40 distinct batch sizes in turn, against the same function called at one batch size; cost per
 // example, after a warm-up round that compiles every shape. Same process, alternating rounds,
-// medians; beside the fixed size, the same 40 sizes each called twice in a row with the second
-// timed (the cost of the sizes themselves: rows not a multiple of a tile's, without switching
-// shapes between calls). Also the compiles each side made after warm-up (0 when every shape stays cached) and
+// medians; beside the fixed size, the same 40 sizes each called 4 times in a row (the cost of the
+// sizes themselves: small batches' per-call cost, rows not a multiple of a tile's; a quarter of
+// the switching between shapes). Also the compiles each side made after warm-up (0 when every shape stays cached) and
 // the first round's cost per call (the compiles themselves).
 //   node --expose-gc --import tsx bench/shapes.ts [rounds]
 import { backend as K, NDArray } from '../src/index.js';
@@ -26,6 +26,14 @@ function mlp(): (xs: NDArray[]) => unknown {
   const params = [W1, b1, W2, b2];
   const gs = K.gradients(loss, params);
   return K.function([x, t], [loss], params.map((v, i) => K.update(v, v.sub((gs[i] as Node).mul(0.1)))));
+}
+
+function inference(): (xs: NDArray[]) => unknown {
+  const x = K.placeholder([null, 784], null, 'float32', false, 'x');
+  const W1 = K.variable(nd([784, 256], 7, -0.05, 0.05), 'float32', 'W1');
+  const b1 = K.variable(new NDArray(new Float32Array(256), [256]), 'float32', 'b1');
+  const W2 = K.variable(nd([256, 10], 8, -0.1, 0.1), 'float32', 'W2');
+  return K.function([x], [K.softmax(K.dot(K.relu(K.dot(x, W1).add(b1)), W2))]);
 }
 
 function lstm(): (xs: NDArray[]) => unknown {
@@ -57,15 +65,10 @@ function bench(name: string, f: (xs: NDArray[]) => unknown, args: (b: number) =>
     t = performance.now();
     for (let i = 0; i < sizes.length; i++) f(one);
     perOne.push((performance.now() - t) / (sizes.length * fixed));
-    // each size called twice in a row, the second timed: the same sizes without the switching
-    let each = 0;
-    for (const xs of many) {
-      f(xs);
-      t = performance.now();
-      f(xs);
-      each += performance.now() - t;
-    }
-    perEach.push(each / examples);
+    // each size called 4 times in a row, all timed: the same sizes, a quarter of the switching
+    t = performance.now();
+    for (const xs of many) for (let i = 0; i < 4; i++) f(xs);
+    perEach.push((performance.now() - t) / (4 * examples));
   }
   const m = median(perMany), o = median(perOne), e = median(perEach);
   const us = (x: number) => (1000 * x).toFixed(1);
@@ -73,8 +76,9 @@ function bench(name: string, f: (xs: NDArray[]) => unknown, args: (b: number) =>
 }
 
 console.log(`rounds ${ROUNDS}; per example in microseconds, medians; load: ${(await import('node:os')).loadavg().map((x) => x.toFixed(1)).join(' ')}`);
-console.log('| case | batch sizes | 40 sizes in turn, us/example | fixed size | ratio | each size twice, 2nd timed | ratio | compiles in warm-up | compiles after | buffers shed after | warm-up ms/call |');
+console.log('| case | batch sizes | 40 sizes in turn, us/example | fixed size | ratio | each size 4 times in a row | ratio | compiles in warm-up | compiles after | buffers shed after | warm-up ms/call |');
 console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 const range = (from: number) => Array.from({ length: 40 }, (_, i) => from + i);
 bench('MLP train step 784-256-10', mlp(), (b) => [nd([b, 784], 9, 0, 1), nd([b, 10], 10, 0, 1)], range(108), 128);
+bench('MLP inference 784-256-10', inference(), (b) => [nd([b, 784], 9, 0, 1)], range(1), 20);
 bench('LSTM Keras-style Scan fwd+bwd T28 28->128', lstm(), (b) => [nd([b, 28, 28], 33), nd([b, 128], 34, -0.5, 0.5)], range(44), 64);
