@@ -17,9 +17,10 @@ import { DynamicShapeError } from '../codegen/lower.js';
 import { lowerProgram as lowerSpecialisation, prepare } from '../codegen/pipeline.js';
 import type { Program } from '../codegen/kernel.js';
 import { buildModule, clearKernelCaches, profileRows, type RunFn } from '../codegen/cpu/module.js';
-import { matmulPrecision, packArena, tile32 } from '../codegen/cpu/wasm-kernel.js';
+import { matmulPrecision, packArena, tile32, type KeptSlot } from '../codegen/cpu/wasm-kernel.js';
 import { IGEMM_TILE } from '../codegen/wasm/igemm.js';
 import { poolAlone } from '../codegen/wasm/pool.js';
+import { SlotStore } from '../codegen/cpu/slot-store.js';
 import type { LowerSpec } from '../codegen/lower.js';
 import { interpreterExecutor, type Executor } from './function.js';
 import { ProgramCache } from './program-cache.js';
@@ -66,6 +67,8 @@ interface Specialization extends Specialised {
   ran?: boolean;
   /** Gives back its packs kept in the packing arena (when the cache drops it). */
   readonly release?: () => void;
+  /** Lets its buffers and kept packs go, keeping its code (the byte budget; program-cache.ts). */
+  readonly shed?: () => void;
   /** A profiled program's steps and their timer (K.function's `profile`; src/runtime/profile.ts). */
   readonly timed?: TimedProgram;
 }
@@ -80,12 +83,21 @@ function formatCompileTimes(shapes: Shapes): string {
 type CompiledProgram = OptimizedProgram<Specialization>;
 
 /**
- * Programs by structural key, specialisations by shapes. Specialisations are also bounded in bytes of
- * the buffers they hold over all programs (a bound on entries let 300 dropped small functions keep
- * 86.8 MB); an evicted one is compiled again if its shapes come back.
+ * Programs by structural key, specialisations by shapes. The buffers specialisations hold are
+ * bounded in bytes over all programs (a bound on entries let 300 dropped small functions keep
+ * 86.8 MB): past the budget the least recently used let their buffers go and keep their code
+ * (program-cache.ts' shape policy), so a shape coming back allocates again but never recompiles
+ * while its specialisation is kept (MAX_SHED_SPECIALIZATIONS per program).
  */
 export const SPEC_BUDGET_BYTES = 64 * 2 ** 20;
-const programs = new ProgramCache<CompiledProgram, Specialization>({ bytes: (s) => s.bytes, budgetBytes: SPEC_BUDGET_BYTES, onDropSpec: (_p, _k, s) => s.release?.() });
+const programs = new ProgramCache<CompiledProgram, Specialization>({
+  bytes: (s) => s.bytes, budgetBytes: SPEC_BUDGET_BYTES, onDropSpec: (_p, _k, s) => s.release?.(), shed: (s) => s.shed?.(),
+});
+
+/** Specialisations cached, and how many times the byte budget let one's buffers go (tests). */
+export function compileCacheStats(): { specs: number; shed: number } {
+  return { specs: programs.specCount(), shed: programs.shedCount };
+}
 
 /** Bytes held by cached specialisations (the leak tests read it). */
 export function compileCacheBytes(): number {
@@ -94,6 +106,8 @@ export function compileCacheBytes(): number {
 
 export function clearCompileCache(): void {
   programs.clear();
+  stores = new WeakMap();
+  keptPacks = new WeakMap();
   // clear_session returns the process to its baseline: compiled kernels and drivers, and the matmul arena, go too.
   clearKernelCaches();
   packArena.release();
@@ -103,6 +117,30 @@ function lowerProgram(p: CompiledProgram, shapes: Shapes): Program {
   return lowerSpecialisation({
     targets: p.graph, inputSlot: p.inputSlot, variableSlot: p.variableSlot, inputShapes: shapes, tile: tileOf(p.variant), optimizeBody: bodyOptimizer(p.passes),
   });
+}
+
+/** The planned arrays a program's shape specialisations share (cpu/slot-store.ts), and their kept weight packs (cpu/module.ts keptPacks). */
+let stores = new WeakMap<CompiledProgram, SlotStore>();
+let keptPacks = new WeakMap<CompiledProgram, Map<string, KeptSlot>>();
+function keptPacksOf(p: CompiledProgram): Map<string, KeptSlot> {
+  let m = keptPacks.get(p);
+  if (m === undefined) keptPacks.set(p, m = new Map());
+  return m;
+}
+/** The last made, for storeBytes (tests). */
+let lastStore: WeakRef<SlotStore> | undefined;
+function storeOf(p: CompiledProgram): SlotStore {
+  let s = stores.get(p);
+  if (s === undefined) {
+    stores.set(p, s = new SlotStore());
+    lastStore = new WeakRef(s);
+  }
+  return s;
+}
+
+/** Bytes the planned arrays of the most recently made program's shapes hold (tests). */
+export function storeBytes(): number {
+  return lastStore?.deref()?.bytes ?? 0;
 }
 
 function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
@@ -116,7 +154,7 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
     const schedule = p.tune !== undefined ? scheduleChooser(p.tune) : undefined;
     const prepared = prepare(prog, { wasm: true }, schedule);
     const t2 = performance.now();
-    const mod = buildModule(prepared, { profile: flags.has('kernels') || p.profile === true, ...(schedule !== undefined ? { schedule } : {}) });
+    const mod = buildModule(prepared, { profile: flags.has('kernels') || p.profile === true, store: storeOf(p), keptPacks: { map: keptPacksOf(p), prefix: '' }, ...(schedule !== undefined ? { schedule } : {}) });
     Object.assign(compileTimes, { lower: t1 - t0 - compileTimes.bodyPasses, plan: t2 - t1, render: performance.now() - t2, firstRun: 0 });
     if (flags.has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
     const prof = mod.profile;
@@ -127,7 +165,7 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
       return out;
     };
     return {
-      run, fallbacks: externFallbacks(prog), invalid: false, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes, bytes: mod.bytes, release: mod.release,
+      run, fallbacks: externFallbacks(prog), invalid: false, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes, bytes: mod.bytes, release: mod.release, shed: mod.shed,
       ...(p.profile === true && prof !== undefined ? { timed: { program: prog, steps: prof, bytes: mod.bytes } } : {}),
     };
   } catch (e) {

@@ -14,6 +14,7 @@ import { commentText } from './js.js';
 import { accSize } from './matmul.js';
 import { allocateSlots, CTOR, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
 import { KeptSlot, packArena } from './wasm-kernel.js';
+import type { SlotStore } from './slot-store.js';
 
 export { runtimeHelpers, type RunFn };
 
@@ -32,6 +33,13 @@ export interface ModuleOptions {
   readonly immutableInputs?: ReadonlySet<number>;
   /** The tuned schedule of a whole product in a Scan body (the outer program's are chosen by its own prepare). */
   readonly schedule?: ScheduleChooser;
+  /** The planned arrays shared with the program's other shape specialisations (slot-store.ts); without it, its own. */
+  readonly store?: SlotStore;
+  /**
+   * Kept packs of variables (and of a Scan body's fixed inputs) shared with the program's other
+   * shape specialisations, by what they hold: a weight is packed once per program, not per batch size.
+   */
+  readonly keptPacks?: { readonly map: Map<string, KeptSlot>; readonly prefix: string };
 }
 
 export interface CpuModule {
@@ -43,6 +51,8 @@ export interface CpuModule {
   readonly profile?: StepProfile;
   /** Gives back the places of its kept packs in the packing arena (the compile cache drops it; a later call packs them again). */
   readonly release: () => void;
+  /** Lets its planned buffers and kept packs go, keeping its code: a later call allocates and packs them again. */
+  readonly shed: () => void;
 }
 
 /** The kept packs of functions that are collected without being released. */
@@ -137,6 +147,7 @@ export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuMo
   /** Packs kept in the arena between calls (constants, variables) or between a Scan's steps (its constants). */
   const packs: KeptSlot[] = [];
   const subReleases: (() => void)[] = [];
+  const subSheds: (() => void)[] = [];
   let usesStep = false;
   const immutable = (id: number): boolean => {
     const d = p.buffers[id]!;
@@ -192,15 +203,18 @@ export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuMo
     phase: (name) => [`const ${name} = ${constant(new Uint8Array(1), () => new Uint8Array(1))}; ${name}[0] = phase;`],
     epoch: (name) => [`const ${name} = ${constant(new Float64Array(1), () => new Float64Array(1))}; ${name}[0] = ctx.epoch;`],
     out: opts.targetsOut === true ? (k) => `outs[${k}]` : undefined,
-    matmul: arenaMatmul(p, keepable, packs, () => { usesStep = true; }),
+    matmul: arenaMatmul(p, keepable, packs, () => { usesStep = true; }, opts.keptPacks),
     scan(s, k, ins, outs) {
       const from = s.seqs.length + s.inits.length;
       const fixed = new Set(s.consts.flatMap((v, i) => (immutable(v.buf) ? [from + i] : [])));
+      const keptPacks = opts.keptPacks === undefined ? undefined : { map: opts.keptPacks.map, prefix: `${opts.keptPacks.prefix}s${k}/` };
       const sub = buildModule(prepare(s.body, { wasm: true }, opts.schedule), {
-        targetsOut: true, invariantFrom: from, immutableInputs: fixed, profile: opts.profile === true, ...(opts.schedule !== undefined ? { schedule: opts.schedule } : {}),
+        targetsOut: true, invariantFrom: from, immutableInputs: fixed, profile: opts.profile === true,
+        ...(opts.schedule !== undefined ? { schedule: opts.schedule } : {}), ...(keptPacks === undefined ? {} : { keptPacks }),
       });
       subBytes += sub.bytes;
       subReleases.push(sub.release);
+      subSheds.push(sub.shed);
       if (sub.profile !== undefined) subProfiles[subs.length] = sub.profile;
       subs.push(sub.run);
       subSources.push(`// scan body s${k}:\n${sub.source}`);
@@ -251,19 +265,24 @@ export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuMo
   const factory = factoryFor(source);
   const prof = { t: 0, ms: new Float64Array(labels.length) };
   const where = (e: unknown, at: number): unknown => withBuiltBy(e, origins[at]);
-  const make = (): RunFn => {
+  const make = (slots: TypedArray[] = allocateSlots(plan)): RunFn => {
     const own = consts.map((c, i) => perCall[i]?.() ?? c);
-    return factory(runtimeHelpers, own, allocateSlots(plan), externs, kernelList, subs, prof, where, packs);
+    return factory(runtimeHelpers, own, slots, externs, kernelList, subs, prof, where, packs);
   };
   const bytes = plan.slots.reduce((a, sl) => a + sl.size * CTOR[sl.cls](0).BYTES_PER_ELEMENT, 0) + packs.reduce((a, k) => a + 8 * k.size, 0) + subBytes;
-  const run = pooled(make);
+  const { run, empty } = opts.store === undefined ? pooled(make) : onStore(opts.store, plan, make);
   if (packs.length > 0) collectedPacks.register(run, packs);
   const release = () => {
+    empty();
     for (const k of packs) packArena.freeSlot(k);
     for (const r of subReleases) r();
   };
+  const shed = () => {
+    release();
+    for (const sh of subSheds) sh();
+  };
   return {
-    source: [...kernels, source, ...subSources].join('\n'), run, bytes, release,
+    source: [...kernels, source, ...subSources].join('\n'), run, bytes, release, shed,
     ...(opts.profile === true ? { profile: { ms: prof.ms, labels, subs: subProfiles } } : {}),
   };
 }
@@ -277,9 +296,16 @@ export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuMo
  * the kept packs (rt.arena.base). Offsets in the arena count doubles; a float32 product's packs
  * and sums are float32 views of the same memory (its element n at float32 index 2*offset + n).
  */
-function arenaMatmul(p: Program, keepable: (id: number | undefined) => 'calls' | 'steps' | undefined, packs: KeptSlot[], onStep: () => void): DriverBinding['matmul'] {
+function arenaMatmul(
+  p: Program, keepable: (id: number | undefined) => 'calls' | 'steps' | undefined, packs: KeptSlot[], onStep: () => void, program?: ModuleOptions['keptPacks'],
+): DriverBinding['matmul'] {
   /** Kept packs by what they hold (array, view, layout). */
   const shared = new Map<string, number>();
+  /** A variable's or an input's name that every shape specialisation of the program gives it (buffer ids may differ between them). */
+  const stable = (id: number): string | undefined => {
+    const d = p.buffers[id]!;
+    return d.role === 'variable' ? `v${d.slot!}` : d.role === 'input' ? `i${d.slot!}` : undefined;
+  };
   return (s, m, sources, name) => {
     const all = m.all;
     const nAcc = accSize(s, all);
@@ -304,7 +330,15 @@ function arenaMatmul(p: Program, keepable: (id: number | undefined) => 'calls' |
         let j = key === undefined ? undefined : shared.get(key);
         if (j === undefined) {
           j = packs.length;
-          packs.push(new KeptSlot(doubles(s, n)));
+          const name = stable(src!);
+          const wide = program === undefined || c === undefined || name === undefined ? undefined
+            : `${program.prefix}${name}|${c.op.base},${c.op.sb},${c.op.sr},${c.op.st}|${s.batch.size},${c.rows},${s.k.size},${c.p}|${s.sum}|${n}`;
+          let slot = wide === undefined ? undefined : program!.map.get(wide);
+          if (slot === undefined) {
+            slot = new KeptSlot(doubles(s, n));
+            if (wide !== undefined) program!.map.set(wide, slot);
+          }
+          packs.push(slot);
           if (key !== undefined) shared.set(key, j);
         }
         // a variable's operand has a pack per variable cell (twin functions share the program)
@@ -337,15 +371,43 @@ const doubles = (s: MatmulKernel, n: number): number => (s.sum === 'float32' ? M
  */
 const POOL_KEEP = 2;
 
-function pooled(make: () => RunFn): RunFn {
+function pooled(make: () => RunFn): { run: RunFn; empty: () => void } {
   // Made at the first call: a specialisation compiled but never run holds no buffers.
-  const free: RunFn[] = [];
-  return (ins, cells, phase, ctx, outs, step) => {
-    const inst = free.pop() ?? make();
+  let free: RunFn[] = [];
+  const run: RunFn = (ins, cells, phase, ctx, outs, step) => {
+    const pool = free;
+    const inst = pool.pop() ?? make();
     try {
       return inst(ins, cells, phase, ctx, outs, step);
     } finally {
-      if (free.length < POOL_KEEP) free.push(inst);
+      // an instance in use when the pool was emptied goes with it
+      if (pool === free && pool.length < POOL_KEEP) pool.push(inst);
     }
   };
+  return { run, empty: () => { free = []; } };
+}
+
+/**
+ * A specialisation whose planned arrays are views of its program's store: one instance, made again
+ * when the store's arrays changed; a call made while the store is in use runs on an instance of its own.
+ */
+function onStore(store: SlotStore, plan: Prepared['plan'], make: (slots?: TypedArray[]) => RunFn): { run: RunFn; empty: () => void } {
+  const holder = {};
+  let inst: RunFn | undefined;
+  let gen = -1;
+  const run: RunFn = (ins, cells, phase, ctx, outs, step) => {
+    if (store.busy) return make()(ins, cells, phase, ctx, outs, step);
+    store.busy = true;
+    try {
+      if (inst === undefined || gen !== store.gen) {
+        const slots = store.slots(plan, holder);
+        inst = make(slots);
+        gen = store.gen;
+      }
+      return inst(ins, cells, phase, ctx, outs, step);
+    } finally {
+      store.busy = false;
+    }
+  };
+  return { run, empty: () => { inst = undefined; store.unhold(holder); } };
 }
