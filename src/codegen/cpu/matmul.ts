@@ -17,7 +17,7 @@ import { commentText, storeRounds } from './js.js';
 import { IGEMM_VARIANT, PARALLEL_MIN_MACS, ROWVEC_EXPORT, WINDOW_GRAD_VARIANT } from './threads.js';
 import { blockVariant } from './wasm-kernel.js';
 import type { DType } from '../../ir/dtype.js';
-import { DEFAULT_MATMUL_SCHEDULE, isDefaultSchedule, type MatmulSchedule, type TilesCall } from './strategy.js';
+import { DEFAULT_MATMUL_SCHEDULE, isDefaultSchedule, type MatmulSchedule, type TilesCall } from './matmul-schedule.js';
 import { planElementwise, renderElementwise, type EwPlan } from '../wasm/elementwise.js';
 import { ROWVEC_MAX_ROWS } from '../wasm/matmul.js';
 
