@@ -9,6 +9,7 @@ import { setTracing } from '../ir/provenance.js';
 import { setConfiguredThreads } from '../codegen/cpu/threads.js';
 import { MATMUL_PRECISIONS, setConfiguredMatmulPrecision, type MatmulPrecision } from '../codegen/cpu/wasm-kernel.js';
 import { OPTIMIZERS, type Optimizer } from '../runtime/function.js';
+import { setConfiguredCacheDir } from '../runtime/disk-cache.js';
 
 export type BackendName = 'theanine' | 'tensorflow' | 'onnx';
 export type Floatx = 'float16' | 'float32' | 'float64';
@@ -47,6 +48,12 @@ export interface KerasConfig {
    * "default" does not. K.function's `mode` option wins.
    */
   mode?: CompileMode;
+  /**
+   * The folder of the compile cache on disk (theanine's addition; keras.json "cache_dir" or
+   * THEANINE_CACHE_DIR, which wins): compiled cpu specialisations are kept there for later
+   * processes (docs/debugging.md). Absent: no cache on disk. Never used in a browser.
+   */
+  cache_dir?: string;
 }
 
 export type CompileMode = 'default' | 'debug';
@@ -178,6 +185,11 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
       if (!isEpsilon(v)) throw new ConfigError(`${where}: "epsilon" is ${show(v)}; allowed: ${EPSILON_ALLOWED}`);
       cfg.epsilon = v;
     }
+    if (Object.hasOwn(raw, 'cache_dir')) {
+      const v = raw['cache_dir'];
+      if (typeof v !== 'string' || v === '') throw new ConfigError(`${where}: "cache_dir" is ${show(v)}; allowed: a folder path (a non-empty string)`);
+      cfg.cache_dir = v;
+    }
     if (Object.hasOwn(raw, 'threads')) {
       const v = raw['threads'];
       if (!isThreads(v)) throw new ConfigError(`${where}: "threads" is ${show(v)}; allowed: ${THREADS_ALLOWED}`);
@@ -224,6 +236,7 @@ export function getConfig(): Readonly<KerasConfig> {
 
 setConfiguredThreads(() => getConfig().threads);
 setConfiguredMatmulPrecision(() => getConfig().matmul_precision);
+setConfiguredCacheDir(() => getConfig().cache_dir);
 
 /** Re-reads keras.json and the environment; on error the current config stays. */
 export function reloadConfig(opts?: LoadConfigOptions): Readonly<KerasConfig> {

@@ -47,6 +47,8 @@ export interface TargetRequest extends Pick<FunctionSpec, 'inputs' | 'updates' |
 
 /** What one graph structure optimizes to, independent of shapes and of which leaves it was built from. */
 export interface OptimizedProgram<S> extends CachedProgram<S> {
+  /** Its structural key (the program cache's; the compile cache on disk's starts from it). */
+  readonly key: string;
   /** The passes it was optimized with (Scan bodies go through the same ones). */
   readonly passes: readonly Pass[];
   readonly graph: readonly Node[];
@@ -212,7 +214,7 @@ export function link<S extends Specialised, E extends Executor>(
     compileTimes.passes = performance.now() - t0;
     compileStats.programs++;
     return {
-      passes, graph, variables, variant, specs: new Map(), ...(req.profile === true ? { profile: true } : {}),
+      key, passes, graph, variables, variant, specs: new Map(), ...(req.profile === true ? { profile: true } : {}),
       inputSlot: new Map(req.inputs.map((n, i) => [n, i])),
       variableSlot: new Map(variables.map((v, i) => [v, i])),
     };
