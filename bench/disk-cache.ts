@@ -61,10 +61,14 @@ function main(): void {
   const cold = median(kinds.cold.map((r) => r.ms));
   const load = os.loadavg()[0]!.toFixed(1);
   console.log(`Keras-style LSTM (Scan, fwd+bwd b64 T28 28->128): K.function + first call in a fresh process, median of ${rounds}; load average ${load} on ${os.availableParallelism()} cores`);
+  const compileOf = (r: ChildResult) => ['passes', 'bodyPasses', 'lower', 'plan', 'render'].reduce((a, k) => a + (r.phases[k] ?? 0), 0);
+  const coldCompile = median(kinds.cold.map(compileOf));
+  console.log(`  ${''.padEnd(13)} ${'total'.padStart(8)}         ${'compile'.padStart(8)}  (compile: passes + Scan bodies' passes + lowering + plan + code generation, or loading and binding; the rest is the first run)`);
   for (const [name, rs] of Object.entries(kinds)) {
     const ms = median(rs.map((r) => r.ms));
+    const c = median(rs.map(compileOf));
     const ph = (k: string) => median(rs.map((r) => r.phases[k] ?? 0)).toFixed(1);
-    console.log(`  ${name.padEnd(13)} ${ms.toFixed(1).padStart(8)} ms  (${(ms / cold).toFixed(2)} of cold; hits ${median(rs.map((r) => r.hits))}; passes ${ph('passes')}, lower ${ph('lower')}, plan ${ph('plan')}, render/bind ${ph('render')}, first run ${ph('firstRun')})`);
+    console.log(`  ${name.padEnd(13)} ${ms.toFixed(1).padStart(8)} ms ${(ms / cold).toFixed(2)}  ${c.toFixed(1).padStart(8)} ms ${(c / coldCompile).toFixed(2)}  (hits ${median(rs.map((r) => r.hits))}; passes ${ph('passes')}, bodies ${ph('bodyPasses')}, lower ${ph('lower')}, plan ${ph('plan')}, generate or load ${ph('render')}, first run ${ph('firstRun')})`);
   }
   const losses = new Set(Object.values(kinds).flatMap((rs) => rs.map((r) => r.loss)));
   console.log(`  loss of the first call: ${[...losses].join(', ')} (${losses.size === 1 ? 'the same in every process' : 'DIFFERS between processes'})`);

@@ -23,6 +23,7 @@ import type { LowerSpec } from '../codegen/lower.js';
 import { interpreterExecutor, type Executor } from './function.js';
 import { ProgramCache } from './program-cache.js';
 import { diskKey, loadSpecialisation, storeSpecialisation } from './compile-disk.js';
+import { diskCacheOn } from './disk-cache.js';
 import { externFallbacks } from './fallback.js';
 import { debugEnabled } from './debug.js';
 import {
@@ -208,6 +209,7 @@ export const cpuTarget: Target<Specialization> = {
     return `f32:${t.mr}x${t.nr}`;
   },
   specialize,
+  deferPasses: diskCacheOn,
   executor: (req) => (req.optimizer === 'none' ? interpreterExecutor(req.inputs, req.targets) : compiledExecutor(req)),
   clear: clearCompileCache,
 };

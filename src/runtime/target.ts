@@ -76,6 +76,11 @@ export interface Target<S = unknown> {
   executor(request: TargetRequest): Executor;
   /** Forgets every cached program (clear_session). */
   clear(): void;
+  /**
+   * Whether the passes may wait until something needs the optimized graph (the cpu with its
+   * compile cache on disk: a specialisation found there needs none). Not in checking mode.
+   */
+  deferPasses?(): boolean;
   /** The dtype it computes float64 values in, where not float64 (TensorFlow.js: float32); checking mode compares with that dtype's tolerance. */
   readonly float64As?: 'float32';
 }
@@ -209,15 +214,23 @@ export function link<S extends Specialised, E extends Executor>(
   // Checking mode: the passes' replacements are compared on the reference interpreter (src/passes/check.ts).
   const checked = <T>(f: () => T): T => (req.mode === 'debug' ? withChecking(new ReferenceChecker(), f) : f());
   const program = cache.program(key, () => {
-    const t0 = performance.now();
-    const graph = req.optimized !== undefined ? req.targets : checked(() => optimize(passes, req.targets));
-    compileTimes.passes = performance.now() - t0;
+    const optimized = (): readonly Node[] => {
+      const t0 = performance.now();
+      const graph = req.optimized !== undefined ? req.targets : checked(() => optimize(passes, req.targets));
+      compileTimes.passes = performance.now() - t0;
+      return graph;
+    };
     compileStats.programs++;
-    return {
-      key, passes, graph, variables, variant, specs: new Map(), ...(req.profile === true ? { profile: true } : {}),
+    const made = {
+      key, passes, variables, variant, specs: new Map(), ...(req.profile === true ? { profile: true } : {}),
       inputSlot: new Map(req.inputs.map((n, i) => [n, i])),
       variableSlot: new Map(variables.map((v, i) => [v, i])),
     };
+    if (req.optimized !== undefined || req.mode === 'debug' || target.deferPasses?.() !== true) return { ...made, graph: optimized() };
+    // The passes run when the graph is first read (the disk cache's hits never read it).
+    compileTimes.passes = 0;
+    let graph: readonly Node[] | undefined;
+    return Object.defineProperty(made, 'graph', { get: () => (graph ??= optimized()), enumerable: true }) as typeof made & { readonly graph: readonly Node[] };
   });
   const cells = variables.map((v) => v.cell!);
   const warned = { warned: false };
