@@ -1,6 +1,6 @@
 // A small Keras-style LSTM for the compile cache's tests (test/runtime/disk-cache.test.ts), which
 // also run it in child processes.
-import { backend as K, NDArray } from '../../src/index.js';
+import { type backend as K, NDArray } from '../../src/index.js';
 import type { Node } from '../../src/ir/node.js';
 
 /** A small Keras-style LSTM (one Scan, its gradient Scan, SGD updates), its function and inputs; `B` the batch. */

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { backend as K } from '../../src/index.js';
+import { backend as K, NDArray } from '../../src/index.js';
 import { lstm } from '../helpers/disk-cache-lstm.js';
 import { clearCompileCache, setDebugSink } from '../../src/runtime/compile.js';
 import { diskCacheStats, setDiskCacheDir, setDiskCacheMaxBytes } from '../../src/runtime/disk-cache.js';
@@ -76,6 +76,25 @@ describe('compile cache on disk', function () {
     expect(again.f(again.xs).map((r) => Array.from(r.data))).to.deep.equal(cold);
     expect(diskCacheStats).to.include({ hits: 1, misses: 1, writes: 1 });
     expect(again.f.source()).to.equal(coldSource);
+  });
+
+  it("a loaded function's run-time errors name the user's line", () => {
+    const build = () => {
+      const x = K.placeholder([4, 3], null, 'float32', false, 'x');
+      const i = K.placeholder([null], null, 'int32', false, 'i');
+      return K.function([x, i], [K.gather(x, i).mul(2)]);
+    };
+    const ins = [new NDArray(new Float32Array(12), [4, 3]), new NDArray(Int32Array.from([1, 9]), [2], 'int32')];
+    const message = (f: ReturnType<typeof build>) => {
+      try { f(ins); } catch (e) { return (e as Error).message; }
+      return 'no error';
+    };
+    const cold = message(build());
+    expect(cold).to.match(/out of range[\s\S]*built by K\.gather at .*disk-cache\.test\.ts:\d+/);
+    clearCompileCache();
+    const again = build();
+    expect(message(again)).to.equal(cold);
+    expect(diskCacheStats.hits).to.equal(1);
   });
 
   it('another batch size is another entry', () => {
