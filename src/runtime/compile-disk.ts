@@ -18,6 +18,7 @@ import { F32_ELEMENTS } from '../codegen/wasm/reduce-body.js';
 import { rowPairs } from '../codegen/wasm/reduce-pair.js';
 import { poolParallelMin } from '../codegen/wasm/pool.js';
 import { threadCount } from '../codegen/cpu/threads.js';
+import { wasmTileModule } from '../codegen/cpu/wasm-kernel.js';
 import { platform } from '#platform';
 import { diskCacheOn, discardEntry, readEntry, writeEntry } from './disk-cache.js';
 import { shapesKey } from './program-cache.js';
@@ -167,6 +168,8 @@ export function loadSpecialisation(key: string): { module: CpuModule; shapes: Sh
   if (s === undefined) return undefined;
   try {
     if (typeof s.image?.driver !== 'string' || !s.image.plain || !Array.isArray(s.shapes) || !Array.isArray(s.dtypes)) throw new Error('not a stored specialisation');
+    // What a fresh compile makes while it chooses strategies: the matmul tiles' module (its first run would otherwise compile it).
+    wasmTileModule();
     const ew = new Map(s.ew.map(([id, r]) => [id, ewKernelId(r.bytes, r.shared, r.regions)] as const));
     const red = new Map(s.red.map(([id, r]) => [id, redKernelFrom(r)] as const));
     const image = renamed(s.image, ew, red);
