@@ -4,7 +4,8 @@
 //   cold + write  an empty cache folder: compiled, then stored
 //   from disk     the folder a previous process filled: loaded, bound, called
 // Each figure is K.function + the first call in a child process (imports and graph building
-// excluded), the median of BENCH_ROUNDS rounds (default 7), the three kinds alternating.
+// excluded), the median of BENCH_ROUNDS rounds (default 7), the three kinds in an order that
+// rotates per round.
 //   npx tsx bench/disk-cache.ts
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -49,13 +50,16 @@ function main(): void {
   const rounds = Number(process.env['BENCH_ROUNDS'] ?? 7);
   const kinds = { cold: [] as ChildResult[], 'cold + write': [] as ChildResult[], 'from disk': [] as ChildResult[] };
   for (let i = 0; i < rounds; i++) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'theanine-bench-cache-'));
+    const filled = fs.mkdtempSync(path.join(os.tmpdir(), 'theanine-bench-cache-'));
+    const empty = fs.mkdtempSync(path.join(os.tmpdir(), 'theanine-bench-cache-'));
     try {
-      kinds.cold.push(run(undefined));
-      kinds['cold + write'].push(run(dir));
-      kinds['from disk'].push(run(dir));
+      run(filled); // fills the cache the "from disk" process reads (not counted)
+      // the order rotates per round, so that no kind always runs first on a machine whose load changes
+      const order = [() => kinds.cold.push(run(undefined)), () => kinds['cold + write'].push(run(empty)), () => kinds['from disk'].push(run(filled))];
+      for (let j = 0; j < 3; j++) order[(i + j) % 3]!();
     } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
+      fs.rmSync(filled, { recursive: true, force: true });
+      fs.rmSync(empty, { recursive: true, force: true });
     }
   }
   const cold = median(kinds.cold.map((r) => r.ms));

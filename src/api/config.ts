@@ -346,7 +346,7 @@ export const ENVIRONMENT_SWITCHES = {
   THEANINE_DEVICE: 'the default device (also K.set_device)',
   THEANINE_THREADS: 'worker threads for large matrix products (Node only: a page uses one thread)',
   THEANINE_MATMUL_PRECISION: 'float32 or float64: the dtype the cpu device sums float32 matrix products in (for functions made from then on)',
-  THEANINE_DEBUG: 'debug topics: passes, gpu, source, cli, all (output: stderr, a browser\'s console)',
+  THEANINE_DEBUG: 'debug topics: passes, gpu, source, cli, cache, all (output: stderr, a browser\'s console)',
   THEANINE_FALLBACK: 'warn or error when a function runs the reference interpreter (also K.function\'s fallback option)',
   THEANINE_TRACE: '0 or false: nodes record no provenance (the K call and user line that built them; also setTrace)',
   THEANINE_TFJS_BACKEND: 'the TensorFlow.js flavour of the tensorflow backend in Node (a page uses its active tfjs backend)',
@@ -357,6 +357,8 @@ export const ENVIRONMENT_SWITCHES = {
   THEANINE_MODE: 'debug: every function checks its rewrites and kernels on the reference interpreter (docs/debugging.md; also K.function\'s mode)',
   THEANINE_NAN_GUARD: '1: every function raises at the first kernel that writes NaN or Inf from finite inputs (also K.function\'s nanGuard)',
   THEANINE_VERIFY_PASSES: '1: run the graph verifier after every optimizer pass (the test suite does; a cost per compile)',
+  THEANINE_CACHE_DIR: 'the folder of the compile cache on disk (Node only; also keras.json "cache_dir"; docs/debugging.md)',
+  THEANINE_CACHE_MAX_BYTES: 'the most bytes the compile cache\'s folder holds (default 256 MiB; least recently used files go first)',
 } as const;
 export type EnvironmentSwitch = keyof typeof ENVIRONMENT_SWITCHES;
 
