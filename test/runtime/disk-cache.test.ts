@@ -3,7 +3,7 @@
 // in-memory caches, so the next K.function reads the disk; a damaged or foreign file is discarded
 // with a THEANINE_DEBUG line and compiled again; the folder stays within its bound in bytes.
 import { expect } from 'chai';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -64,6 +64,30 @@ describe('compile cache on disk', function () {
     // and the numbers are those of a process without the cache
     expect(run(undefined).out).to.deep.equal(first.out);
     expect(fs.readdirSync(dir).filter((n) => n.endsWith('.tmp'))).to.deep.equal([]);
+  });
+
+  it('two processes compiling the same function at once both write it whole; a third reads it', async () => {
+    const code = `
+      const { backend: K } = await import(${url('src/index.ts')});
+      const { diskCacheStats } = await import(${url('src/runtime/disk-cache.ts')});
+      const { twoCalls } = await import(${url('test/helpers/disk-cache-lstm.ts')});
+      const out = twoCalls(K, 7);
+      console.log(JSON.stringify({ out, stats: diskCacheStats }));`;
+    const env: NodeJS.ProcessEnv = { ...process.env, THEANINE_CACHE_DIR: dir };
+    const start = () => new Promise<{ out: number[]; stats: typeof diskCacheStats }>((resolve, reject) => {
+      const c = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { env });
+      let stdout = '';
+      let stderr = '';
+      c.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+      c.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+      c.on('close', (status) => (status === 0 ? resolve(JSON.parse(stdout.trim().split('\n').pop()!)) : reject(new Error(stderr))));
+    });
+    const [a, b] = await Promise.all([start(), start()]);
+    expect(b.out).to.deep.equal(a.out);
+    expect(fs.readdirSync(dir).filter((n) => !n.endsWith('.json'))).to.deep.equal([]);
+    const c = await start();
+    expect(c.stats).to.include({ hits: a.stats.writes + a.stats.hits, misses: 0, discarded: 0 });
+    expect(c.out).to.deep.equal(a.out);
   });
 
   it('after clear_session, K.function reads the disk: same numbers, same source', () => {
