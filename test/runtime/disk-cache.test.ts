@@ -11,7 +11,8 @@ import { pathToFileURL } from 'node:url';
 import { backend as K, NDArray } from '../../src/index.js';
 import { lstm } from '../helpers/disk-cache-lstm.js';
 import { clearCompileCache, setDebugSink } from '../../src/runtime/compile.js';
-import { diskCacheStats, setDiskCacheDir, setDiskCacheMaxBytes } from '../../src/runtime/disk-cache.js';
+import { diskCacheDir, diskCacheStats, setDiskCacheDir, setDiskCacheMaxBytes } from '../../src/runtime/disk-cache.js';
+import { ConfigError, loadConfig, reloadConfig } from '../../src/api/config.js';
 import { platform as browserPlatform } from '../../src/platform/browser.js';
 
 const url = (p: string) => JSON.stringify(pathToFileURL(path.resolve(p)).href);
@@ -174,6 +175,33 @@ describe('compile cache on disk', function () {
     const last = lstm(K, 5);
     last.f(last.xs);
     expect(diskCacheStats.hits).to.equal(1);
+  });
+
+  it('keras.json "cache_dir" names the folder; THEANINE_CACHE_DIR wins; anything but a path is a ConfigError', () => {
+    const home = tmp();
+    const write = (cfg: unknown) => fs.writeFileSync(path.join(home, 'keras.json'), JSON.stringify(cfg));
+    try {
+      write({ cache_dir: 5 });
+      expect(() => loadConfig({ env: { KERAS_HOME: home }, home })).to.throw(ConfigError, /"cache_dir" is 5; allowed: a folder path/);
+      write({ cache_dir: dir });
+      expect(loadConfig({ env: { KERAS_HOME: home }, home }).cache_dir).to.equal(dir);
+      reloadConfig({ env: { KERAS_HOME: home }, home });
+      setDiskCacheDir(undefined);
+      const saved = process.env['THEANINE_CACHE_DIR'];
+      delete process.env['THEANINE_CACHE_DIR'];
+      try {
+        expect(diskCacheDir()).to.equal(dir);
+        process.env['THEANINE_CACHE_DIR'] = path.join(dir, 'env');
+        expect(diskCacheDir()).to.equal(path.join(dir, 'env'));
+      } finally {
+        if (saved === undefined) delete process.env['THEANINE_CACHE_DIR'];
+        else process.env['THEANINE_CACHE_DIR'] = saved;
+      }
+    } finally {
+      // as test/helpers/setup.ts configures every test file
+      reloadConfig({ env: { KERAS_HOME: process.env['KERAS_HOME'], ...(process.env['THEANINE_MODE'] !== undefined ? { THEANINE_MODE: process.env['THEANINE_MODE'] } : {}) } });
+      fs.rmSync(home, { recursive: true, force: true });
+    }
   });
 
   it('is off without a folder, and a page has no cache files', () => {
