@@ -16,7 +16,7 @@ import { classify, matmulPrologue, shapeOnly } from '../codegen/templates.js';
 import { DynamicShapeError } from '../codegen/lower.js';
 import { lowerProgram as lowerSpecialisation, prepare } from '../codegen/pipeline.js';
 import type { Program } from '../codegen/kernel.js';
-import { buildModule, clearKernelCaches, profileRows, type RunFn } from '../codegen/cpu/module.js';
+import { bindModule, clearKernelCaches, generateModule, profileRows, type RunFn } from '../codegen/cpu/module.js';
 import { matmulPrecision, packArena, tile32, type KeptSlot } from '../codegen/cpu/wasm-kernel.js';
 import { IGEMM_TILE } from '../codegen/wasm/igemm.js';
 import { poolAlone } from '../codegen/wasm/pool.js';
@@ -24,6 +24,8 @@ import { SlotStore } from '../codegen/cpu/slot-store.js';
 import type { LowerSpec } from '../codegen/lower.js';
 import { interpreterExecutor, type Executor } from './function.js';
 import { ProgramCache } from './program-cache.js';
+import { diskKey, loadSpecialisation, storeSpecialisation } from './compile-disk.js';
+import { diskCacheOn } from './disk-cache.js';
 import { externFallbacks } from './fallback.js';
 import { debugEnabled } from './debug.js';
 import {
@@ -143,19 +145,36 @@ export function storeBytes(): number {
   return lastStore?.deref()?.bytes ?? 0;
 }
 
+/** The specialisation stored in the compile cache on disk (compile-disk.ts) under `key`, bound; undefined on a miss. */
+function fromDisk(key: string): Specialization | undefined {
+  const t0 = performance.now();
+  const hit = loadSpecialisation(key);
+  if (hit === undefined) return undefined;
+  const mod = hit.module;
+  Object.assign(compileTimes, { bodyPasses: 0, lower: 0, plan: 0, render: performance.now() - t0, firstRun: 0 });
+  if (debugFlags().has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
+  return { run: mod.run, fallbacks: [], invalid: false, source: mod.source, shapes: hit.shapes, dtypes: hit.dtypes, bytes: mod.bytes, release: mod.release, shed: mod.shed };
+}
+
 function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
+  const flags = debugFlags();
+  // The disk cache keeps specialisations that are not timed (a profile's steps come from the program).
+  const key = flags.has('kernels') || p.profile === true ? undefined : diskKey(p.key, shapes);
+  const cached = key === undefined ? undefined : fromDisk(key);
+  if (cached !== undefined) return cached;
   const dtypes = p.graph.map((n) => n.dtype);
   try {
     compileTimes.bodyPasses = 0;
     const t0 = performance.now();
     const prog = lowerProgram(p, shapes);
     const t1 = performance.now();
-    const flags = debugFlags();
     const schedule = p.tune !== undefined ? scheduleChooser(p.tune) : undefined;
     const prepared = prepare(prog, { wasm: true }, schedule);
     const t2 = performance.now();
-    const mod = buildModule(prepared, { profile: flags.has('kernels') || p.profile === true, store: storeOf(p), keptPacks: { map: keptPacksOf(p), prefix: '' }, ...(schedule !== undefined ? { schedule } : {}) });
+    const gen = generateModule(prepared, { profile: flags.has('kernels') || p.profile === true, ...(schedule !== undefined ? { schedule } : {}) });
+    const mod = bindModule(gen.image, gen.live, { store: storeOf(p), keptPacks: { map: keptPacksOf(p), prefix: '' } });
     Object.assign(compileTimes, { lower: t1 - t0 - compileTimes.bodyPasses, plan: t2 - t1, render: performance.now() - t2, firstRun: 0 });
+    if (key !== undefined) storeSpecialisation(key, gen, prog.targets.map((t) => t.shape), dtypes);
     if (flags.has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
     const prof = mod.profile;
     const run: RunFn = prof === undefined || p.profile === true ? mod.run : (ins, cells, phase, ctx) => {
@@ -230,6 +249,7 @@ export const cpuTarget: Target<Specialization> = {
     return `f32:${t.mr}x${t.nr}`;
   },
   specialize,
+  deferPasses: diskCacheOn,
   executor: (req) => (req.optimizer === 'none' ? interpreterExecutor(req.inputs, req.targets) : compiledExecutor(req)),
   clear: clearCompileCache,
 };

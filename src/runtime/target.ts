@@ -50,6 +50,8 @@ export interface TargetRequest extends Pick<FunctionSpec, 'inputs' | 'updates' |
 
 /** What one graph structure optimizes to, independent of shapes and of which leaves it was built from. */
 export interface OptimizedProgram<S> extends CachedProgram<S> {
+  /** Its structural key (the program cache's; the compile cache on disk's starts from it). */
+  readonly key: string;
   /** The passes it was optimized with (Scan bodies go through the same ones). */
   readonly passes: readonly Pass[];
   readonly graph: readonly Node[];
@@ -79,6 +81,11 @@ export interface Target<S = unknown> {
   executor(request: TargetRequest): Executor;
   /** Forgets every cached program (clear_session). */
   clear(): void;
+  /**
+   * Whether the passes may wait until something needs the optimized graph (the cpu with its
+   * compile cache on disk: a specialisation found there needs none). Not in checking mode.
+   */
+  deferPasses?(): boolean;
   /** The dtype it computes float64 values in, where not float64 (TensorFlow.js: float32); checking mode compares with that dtype's tolerance. */
   readonly float64As?: 'float32';
 }
@@ -212,15 +219,23 @@ export function link<S extends Specialised, E extends Executor>(
   // Checking mode: the passes' replacements are compared on the reference interpreter (src/passes/check.ts).
   const checked = <T>(f: () => T): T => (req.mode === 'debug' ? withChecking(new ReferenceChecker(), f) : f());
   const program = cache.program(key, () => {
-    const t0 = performance.now();
-    const graph = req.optimized !== undefined ? req.targets : checked(() => optimize(passes, req.targets));
-    compileTimes.passes = performance.now() - t0;
+    const optimized = (): readonly Node[] => {
+      const t0 = performance.now();
+      const graph = req.optimized !== undefined ? req.targets : checked(() => optimize(passes, req.targets));
+      compileTimes.passes = performance.now() - t0;
+      return graph;
+    };
     compileStats.programs++;
-    return {
-      passes, graph, variables, variant, specs: new Map(), ...(req.profile === true ? { profile: true } : {}), ...(req.tune !== undefined ? { tune: req.tune } : {}),
+    const made = {
+      key, passes, variables, variant, specs: new Map(), ...(req.profile === true ? { profile: true } : {}), ...(req.tune !== undefined ? { tune: req.tune } : {}),
       inputSlot: new Map(req.inputs.map((n, i) => [n, i])),
       variableSlot: new Map(variables.map((v, i) => [v, i])),
     };
+    if (req.optimized !== undefined || req.mode === 'debug' || target.deferPasses?.() !== true) return { ...made, graph: optimized() };
+    // The passes run when the graph is first read (the disk cache's hits never read it).
+    compileTimes.passes = 0;
+    let graph: readonly Node[] | undefined;
+    return Object.defineProperty(made, 'graph', { get: () => (graph ??= optimized()), enumerable: true }) as typeof made & { readonly graph: readonly Node[] };
   });
   const cells = variables.map((v) => v.cell!);
   const warned = { warned: false };

@@ -18,7 +18,7 @@ export class SlotStore {
   busy = false;
 
   /** Views of the store's arrays for `plan`'s slots (growing those too small), for specialisation `holder`. */
-  slots(plan: Plan, holder: object): TypedArray[] {
+  slots(plan: Pick<Plan, 'slots'>, holder: object): TypedArray[] {
     this.holders.add(holder);
     return plan.slots.map((s, i) => {
       const key = `${i}:${s.cls}`;

@@ -262,6 +262,10 @@ let F32_APPROX = true;
 export function setFloat32Approximations(on: boolean): void {
   F32_APPROX = on;
 }
+/** Whether the float32 form uses its own approximations (setFloat32Approximations; the disk cache's key). */
+export function float32Approximations(): boolean {
+  return F32_APPROX;
+}
 
 /** Independent vectors per loop iteration: the approximations are long dependency chains, so the out-of-order core needs several in flight. */
 const STREAMS = 4;
@@ -468,6 +472,18 @@ export function runBlocks(sid: number, blocks: number, blockBytes: number, per: 
   handoffMeasured(work, threads, performance.now() - t0, sid + 1);
 }
 
+/** What a tier kernel is compiled from (the compile cache on disk stores it to make the kernel again in another process). */
+export interface TierRecipe {
+  readonly bytes: Uint8Array;
+  readonly shared: boolean;
+  readonly regions: number;
+}
+const recipes: TierRecipe[] = [];
+/** What kernel `id` was compiled from. */
+export function ewRecipe(id: number): TierRecipe | undefined {
+  return recipes[id];
+}
+
 /** The id of the kernel compiled from `bytes` (compiled once per process; generated code calls rt.ew(id)). */
 export function ewKernelId(bytes: Uint8Array, shared = false, regions = 0): number {
   const key = Array.from(bytes, (x) => String.fromCharCode(x)).join('');
@@ -475,6 +491,7 @@ export function ewKernelId(bytes: Uint8Array, shared = false, regions = 0): numb
   if (id === undefined) {
     const module = new WA!.Module(bytes) as WasmModule;
     id = kernels.length;
+    recipes[id] = { bytes, shared, regions };
     if (shared) {
       sharedMem(PAGES * 65536);
       const run = new WA!.Instance(module, { env: { mem: sharedMemory } }).exports['run'] as EwRun;
