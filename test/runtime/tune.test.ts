@@ -4,6 +4,7 @@
 // and the file read again), a corrupt file is discarded, and a product under any schedule
 // computes bit-identical results to the untuned one (a schedule only blocks and splits work).
 import { expect } from 'chai';
+import { setDiskCacheDir } from '../../src/runtime/disk-cache.js';
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -109,12 +110,15 @@ describe('autotuning: compiled products', function () {
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'theanine-tune-'));
     setEnvironment({ THEANINE_CACHE_DIR: dir });
+    // the compile cache on disk, which the same folder turns on, would hand back tuned code without a search
+    setDiskCacheDir(null);
     tuneCache.forget();
     clearCompileCache();
     setThreads(2);
   });
   afterEach(() => {
     setEnvironment({ THEANINE_CACHE_DIR: undefined });
+    setDiskCacheDir(undefined);
     tuneCache.forget();
     clearCompileCache();
     setThreads(undefined);
