@@ -369,8 +369,8 @@ async function lstmTf(): Promise<Impl> {
 // --- LSTM as Keras writes it (issue 13): batch and initial state unknown until the call, one Scan
 // (Keras' unroll=False), fwd + bwd + SGD update; batch 64, 28 steps of 28 features, 128 units.
 // The same graph with unroll=true is the Scan-vs-unroll row.
-const KB = 64, KT = 28, KI = 28, KU = 128;
-function kerasLstmGraph(unroll: boolean) {
+export const KB = 64, KT = 28, KI = 28, KU = 128;
+export function kerasLstmGraph(unroll: boolean) {
   const x = K.placeholder([null, KT, KI], null, 'float32', false, 'x');
   const y = K.placeholder([null, KU], null, 'float32', false, 'y');
   const Wx = K.variable(nd([KI, 4 * KU], 31, -0.1, 0.1), 'float32', 'Wx');

@@ -3,7 +3,7 @@
 import { expect } from 'chai';
 import * as fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { backend as K, debugprint } from '../src/index.js';
+import { autodiff, backend as K, debugprint } from '../src/index.js';
 
 const here = fileURLToPath(import.meta.url);
 
@@ -59,14 +59,40 @@ describe('README', () => {
     expect(returned).to.deep.equal([0, 1, 2]);
   });
 
-  it('this test holds the README example verbatim', () => {
-    const readme = fs.readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-    const block = /## A first graph\s+```ts\n([\s\S]*?)```/.exec(readme);
-    expect(block, 'README has the "A first graph" ts block').to.not.equal(null);
-    const mine = fs.readFileSync(here, 'utf8');
-    for (const line of block![1]!.split('\n')) {
-      if (line.trim() === '' || line.startsWith('import ')) continue;
-      expect(mine, `README line missing from the test: ${line}`).to.include(`      ${line}\n`);
+  it('the autodiff example prints what its comment says (jvp, hessian_vector_product, vmap)', () => {
+    const logged: unknown[][] = [];
+    const log = console.log;
+    console.log = (...args: unknown[]) => { logged.push(args); };
+    try {
+      // ---- README autodiff example ----
+      const w = K.placeholder([2], null, 'float32', false, 'w');
+      const cost = K.sum(K.pow(w, 3));                                    // w0^3 + w1^3
+      const v = K.constant([1, 0]);
+      const jv = autodiff.jvp(cost, w, v);                                // forward mode: 3 w0^2
+      const hv = autodiff.hessian_vector_product(cost, w, v);             // forward over reverse: H v
+      const rowNorm = autodiff.vmap((r: typeof w) => K.sum(K.square(r))); // a function of one row...
+      const X = K.placeholder([3, 2], null, 'float32', false, 'X');       // ...applied to every row
+      const f = K.function([w, X], [jv, hv, rowNorm(X)]);
+      console.log(f([[1, 2], [[1, 1], [2, 0], [0, 3]]]).map((a) => a.toArray())); // [ 3, [ 6, 0 ], [ 2, 4, 9 ] ]
+      // ---- end ----
+    } finally {
+      console.log = log;
     }
+    // At w = [1, 2], v = [1, 0]: jvp = 3 w0^2 = 3; H = diag(6 w) so H v = [6, 0]; row sums of squares 2, 4, 9.
+    expect(logged).to.deep.equal([[[3, [6, 0], [2, 4, 9]]]]);
   });
+
+  for (const [heading, what] of [['A first graph', 'README example'], ['Autodiff beyond K.gradients', 'README autodiff example']] as const) {
+    it(`this test holds the README's "${heading}" block verbatim`, () => {
+      const readme = fs.readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+      const block = new RegExp(`## ${heading}\\s+[^\\n]*(?:\\n[^\\n\`]+)*\\s*\`\`\`ts\\n([\\s\\S]*?)\`\`\``).exec(readme);
+      expect(block, `README has the "${heading}" ts block`).to.not.equal(null);
+      const mine = fs.readFileSync(here, 'utf8');
+      const section = mine.slice(mine.indexOf(`// ---- ${what} ----`), mine.indexOf('// ---- end ----', mine.indexOf(`// ---- ${what} ----`)));
+      for (const line of block![1]!.split('\n')) {
+        if (line.trim() === '' || line.startsWith('import ')) continue;
+        expect(section, `README line missing from the test: ${line}`).to.include(`      ${line}\n`);
+      }
+    });
+  }
 });

@@ -7,9 +7,12 @@
 // a file, `export default`s) `{ inputs, loss, wrt? }`: `inputs` maps names to concrete values, `loss(...tensors)` builds the
 // graph from one placeholder per input (in the order of `inputs`), `wrt` names the inputs to
 // differentiate (default: all). It is verify_grad's shape of a problem (Theano's too): a function
-// and the point to check it at.
+// and the point to check it at. A program that also returns `tangents` (a direction per wrt
+// input, by name; those not named move by zero) is stepped through in forward mode along them
+// (autodiff.jvp, dual numbers) instead of reverse mode.
 import { backend as K, verify_grad, GradientError } from '../src/index.js';
 import { gradients as reverseMode } from '../src/autodiff/grad.js';
+import { tangents as forwardMode } from '../src/autodiff/forward.js';
 import { gradRules } from '../src/autodiff/rules/index.js';
 import { apply } from '../src/ir/build.js';
 import { isBuiltin } from '../src/ir/registry.js';
@@ -33,6 +36,7 @@ export interface Program {
   readonly inputs: Readonly<Record<string, NestedArray>>;
   readonly loss: (...xs: Node[]) => Node;
   readonly wrt?: readonly string[];
+  readonly tangents?: Readonly<Record<string, NestedArray>>;
 }
 
 /** The file name the program's code runs under (stack traces and provenance name it). */
@@ -68,7 +72,7 @@ export function runProgram(code: string, k: Backend = K): Program {
   const fn = (0, eval)(`(function (K, rand) {${body}\n})\n//# sourceURL=${PROGRAM_URL}`) as (k: Backend, r: typeof rand) => unknown;
   const p = fn(k, rand);
   if (p === null || typeof p !== 'object') throw new TypeError(`the program must return { inputs, loss, wrt? }, got ${p === null ? 'null' : typeof p}`);
-  const { inputs, loss, wrt } = p as Partial<Program>;
+  const { inputs, loss, wrt, tangents } = p as Partial<Program>;
   if (inputs === null || typeof inputs !== 'object' || Object.keys(inputs).length === 0) throw new TypeError('the program must return { inputs: { name: value, ... } } with at least one input');
   if (typeof loss !== 'function') throw new TypeError(`the program must return { loss: (${Object.keys(inputs).join(', ')}) => tensor }, got loss of type ${typeof loss}`);
   if (wrt !== undefined) {
@@ -76,7 +80,13 @@ export function runProgram(code: string, k: Backend = K): Program {
       throw new TypeError(`the program's wrt must list names of its inputs (${Object.keys(inputs).join(', ')}), got ${JSON.stringify(wrt)}`);
     }
   }
-  return { inputs, loss, ...(wrt !== undefined ? { wrt } : {}) };
+  if (tangents !== undefined) {
+    const names = wrt ?? Object.keys(inputs);
+    if (tangents === null || typeof tangents !== 'object' || Object.keys(tangents).length === 0 || Object.keys(tangents).some((t) => !names.includes(t))) {
+      throw new TypeError(`the program's tangents must map names of its wrt inputs (${names.join(', ')}) to directions, got ${JSON.stringify(tangents)}`);
+    }
+  }
+  return { inputs, loss, ...(wrt !== undefined ? { wrt } : {}), ...(tangents !== undefined ? { tangents } : {}) };
 }
 
 /** One pass of the optimizer as the viewer shows it. */
@@ -121,6 +131,8 @@ export interface Analysis {
   readonly optimized: readonly Node[];
   /** The optimizer level the passes ran at (and compile uses). */
   readonly level: ViewerLevel;
+  /** Forward mode: the direction of each wrt input (aligned with `wrt`; zeros where the program names none). */
+  readonly tangents?: readonly NDArray[];
 }
 
 export type ViewerLevel = 'fast_run' | 'eqsat';
@@ -175,6 +187,13 @@ export function analyze(program: Program, k: Backend = K, level: ViewerLevel = '
   const loss = program.loss(...placeholders);
   if (!(loss instanceof Node)) throw new TypeError(`loss(${names.join(', ')}) must return a tensor, got ${loss === null ? 'null' : typeof loss}`);
   const wrt = (program.wrt ?? names).map((w) => names.indexOf(w));
+  const tangents = program.tangents === undefined ? undefined : wrt.map((i) => {
+    const given = program.tangents![names[i]!];
+    if (given === undefined) return NDArray.zeros(values[i]!.shape, 'float32');
+    const v = NDArray.from(given, 'float32', `tangent of ${names[i]}`);
+    if (formatShape(v.shape) !== formatShape(values[i]!.shape)) throw new TypeError(`the tangent of ${names[i]} must have its shape ${formatShape(values[i]!.shape)}, got ${formatShape(v.shape)}`);
+    return v;
+  });
   const grads = k.gradients(loss, wrt.map((i) => placeholders[i]!));
   const outputs = [loss, ...grads];
   const forward = reachable([loss]);
@@ -210,7 +229,7 @@ export function analyze(program: Program, k: Backend = K, level: ViewerLevel = '
       lastDot = text;
     },
   });
-  return { program, names, placeholders, values, wrt, loss, grads, built, passes, optimized: g.outputs, level };
+  return { program, names, placeholders, values, wrt, loss, grads, built, passes, optimized: g.outputs, level, ...(tangents !== undefined ? { tangents } : {}) };
 }
 
 /** A compiled function of the analysis (loss and gradients) on `device`. */
@@ -313,17 +332,36 @@ export interface AdjointStep {
 }
 
 export interface StepThrough {
-  /** Forward values in topological order (the first half of the picture). */
-  readonly forward: readonly { readonly node: Node; readonly label: string; readonly value: NDArray }[];
-  /** Adjoints from the loss back, in reverse topological order. */
+  /** 'reverse': values forward, then adjoints back; 'forward' (a program with tangents): each node's value and tangent in one pass. */
+  readonly mode: 'reverse' | 'forward';
+  /**
+   * Forward values in topological order (the first half of the picture); in forward mode with
+   * each float node's tangent (d node along the direction, zero where it does not depend on a
+   * wrt input) and the inputs whose tangents its tangent rule read.
+   */
+  readonly forward: readonly ForwardStep[];
+  /** Adjoints from the loss back, in reverse topological order (none in forward mode). */
   readonly backward: readonly AdjointStep[];
   /** The DOT of the forward graph (values and adjoints are drawn on it step by step) and node ids. */
   readonly dot: string;
   readonly ids: Map<Node, string>;
   /** verify_grad's finite-difference check: passed, or its message. */
   readonly check: { readonly ok: true } | { readonly ok: false; readonly message: string };
-  /** Per wrt input: the symbolic gradient and central finite differences of the loss. */
+  /**
+   * Reverse mode, per wrt input: the symbolic gradient and central finite differences of the loss.
+   * Forward mode: the loss' derivative along the direction (summed over a loss that is not a
+   * scalar) by forward mode and by reverse mode (<gradient, direction>), each against central
+   * finite differences along the direction.
+   */
   readonly table: readonly { readonly name: string; readonly analytic: readonly number[]; readonly numeric: readonly number[] }[];
+}
+
+export interface ForwardStep {
+  readonly node: Node;
+  readonly label: string;
+  readonly value: NDArray;
+  readonly tangent?: NDArray;
+  readonly from?: readonly Node[];
 }
 
 function isFloatNode(n: Node): boolean {
@@ -345,6 +383,7 @@ export function brief(v: NDArray, max = 4): string {
  * inputs; then verify_grad on the same function and point.
  */
 export function stepThrough(a: Analysis, opts: { readonly verify?: boolean } = {}): StepThrough {
+  if (a.tangents !== undefined) return forwardStepThrough(a, a.tangents);
   const order = topoSort([a.loss]).filter((n) => n.type.items === undefined);
   const feeds = new Map(a.placeholders.map((p, i) => [p, a.values[i]!] as const));
   const values = evaluate(order, { feeds });
@@ -424,7 +463,62 @@ export function stepThrough(a: Analysis, opts: { readonly verify?: boolean } = {
     }
     return { name: a.names[i]!, analytic, numeric };
   });
-  return { forward, backward, dot: text, ids, check, table };
+  return { mode: 'reverse', forward, backward, dot: text, ids, check, table };
+}
+
+/** The loss (summed over its elements) at inputs `vs`, on the reference interpreter. */
+function lossWith(a: Analysis, vs: readonly NDArray[]): number {
+  const feeds = new Map(a.placeholders.map((p, i) => [p, vs[i]!] as const));
+  return Array.from(evaluate([a.loss], { feeds })[0]!.data as ArrayLike<number>, Number).reduce((p, x) => p + x, 0);
+}
+
+/**
+ * Forward mode on the analysis' inputs, node by node (dual numbers): each node's value and its
+ * tangent, the derivative along the program's direction, from its inputs' values and tangents
+ * by the op's tangent rule (autodiff.jvp's own forward mode, run by the reference interpreter).
+ * The loss' tangent is checked against <gradient, direction> from reverse mode and against
+ * central differences of the loss along the direction.
+ */
+function forwardStepThrough(a: Analysis, directions: readonly NDArray[]): StepThrough {
+  const order = topoSort([a.loss]).filter((n) => n.type.items === undefined);
+  const feeds = new Map(a.placeholders.map((p, i) => [p, a.values[i]!] as const));
+  const values = evaluate(order, { feeds });
+  const val = new Map(order.map((n, i) => [n, values[i]!] as const));
+  const floats = order.filter(isFloatNode);
+  const seeds = a.wrt.map((i) => a.placeholders[i]!);
+  const points = directions.map((d, k) => apply('constant', [], { value: d.astype(seeds[k]!.dtype) }, 'viewer'));
+  const graphs = forwardMode(floats, seeds, points, 'viewer');
+  const built = floats.flatMap((n, i) => (graphs[i] === null ? [] : [[n, graphs[i]!] as const]));
+  const evaluated = evaluate(built.map(([, g]) => g), { feeds });
+  const tan = new Map(built.map(([n], i) => [n, evaluated[i]!] as const));
+  const zero = (n: Node) => NDArray.zeros(val.get(n)!.shape, n.dtype);
+  const forward: ForwardStep[] = order.map((n) => ({
+    node: n, label: nodeLabel(n), value: val.get(n)!,
+    ...(isFloatNode(n) ? { tangent: tan.get(n) ?? zero(n), from: n.inputs.filter((i) => tan.has(i)) } : {}),
+  }));
+  const { text, ids } = toDotWithIds([a.loss], {
+    outputNames: ['loss'],
+    label: (n) => `${nodeLabel(n)}${val.has(n) ? `\nvalue ${brief(val.get(n)!, 3)}` : ''}${isFloatNode(n) ? `\ntangent ${brief(tan.get(n) ?? zero(n), 3)}` : ''}`,
+  });
+  const sum = (v: NDArray | undefined) => (v === undefined ? 0 : Array.from(v.data as ArrayLike<number>, Number).reduce((p, x) => p + x, 0));
+  const jvp = sum(tan.get(a.loss));
+  const grads = evaluate(a.grads, { feeds });
+  const gv = grads.reduce((p, g, k) => p + Array.from(g.data as ArrayLike<number>, Number).reduce((q, x, j) => q + x * Number(directions[k]!.data[j]), 0), 0);
+  // Central differences along the direction; eps as the reverse-mode table's (float32 inputs).
+  const eps = 1e-3;
+  const moved = (s: number) => a.values.map((v, i) => {
+    const k = a.wrt.indexOf(i);
+    if (k < 0) return v;
+    const m = v.clone();
+    for (let j = 0; j < m.size; j++) m.data[j] = Number(m.data[j]) + s * eps * Number(directions[k]!.data[j]);
+    return m;
+  });
+  const numeric = (lossWith(a, moved(1)) - lossWith(a, moved(-1))) / (2 * eps);
+  const table = [{ name: 'jvp (forward mode)', analytic: [jvp], numeric: [numeric] }, { name: '<gradient, v> (reverse mode)', analytic: [gv], numeric: [numeric] }];
+  const tol = 1e-2 * (1 + Math.abs(numeric));
+  const check: StepThrough['check'] = Math.abs(jvp - numeric) <= tol && Math.abs(gv - numeric) <= tol ? { ok: true }
+    : { ok: false, message: `the derivative along the direction: forward mode ${jvp}, reverse mode ${gv}, finite differences ${numeric} (tolerance ${tol.toExponential(2)})` };
+  return { mode: 'forward', forward, backward: [], dot: text, ids, check, table };
 }
 
 /** One line per node of a graph: `op dtype (shape)` (for tests and the page's tooltips). */

@@ -1,6 +1,7 @@
 // The viewer page: an editor for a program (viewer/model.ts says what one returns), and what
 // theanine, running in this page, makes of it: the graph and its gradient graph, the optimizer
-// pass by pass, the kernels of the compiled function, and reverse mode step by step. Graph
+// pass by pass, the kernels of the compiled function, and reverse mode (or, for a program with
+// tangents, forward mode) step by step. Graph
 // layout is Graphviz (@viz-js/viz); the editor is CodeMirror 6; the rest is plain DOM.
 import { javascript } from '@codemirror/lang-javascript';
 import { EditorSelection, StateEffect, StateField } from '@codemirror/state';
@@ -201,9 +202,43 @@ function totalSteps(s: StepThrough): number {
   return s.forward.length + s.backward.length;
 }
 
-/** Shows reverse mode up to step `k` (0: nothing computed; forward values first, then adjoints from the loss back). */
-function showStep(s: State, k: number): { index: number; phase: 'start' | 'forward' | 'backward'; node?: string; value?: string; adjoint?: string; from?: string[] } {
+type StepView = { index: number; phase: 'start' | 'forward' | 'backward'; node?: string; value?: string; adjoint?: string; tangent?: string; from?: string[] };
+
+/** Shows forward mode up to step `k`: each node's value and tangent together, from the inputs on. */
+function showTangentStep(s: State, k: number): StepView {
   const st = s.steps;
+  const total = totalSteps(st);
+  s.step = Math.max(0, Math.min(total, k));
+  const done = new Set(st.forward.slice(0, s.step).map((f) => f.node));
+  for (const [n, id] of st.ids) {
+    const g = s.stepGroups.get(id);
+    mark(g, 'has-value', done.has(n));
+    mark(g, 'has-tangent', done.has(n));
+    mark(g, 'has-grad', false);
+    mark(g, 'current', false);
+    for (const t of [...labelLines(g, 'value '), ...labelLines(g, 'tangent ')]) t.style.visibility = done.has(n) ? 'visible' : 'hidden';
+  }
+  $('step-count').textContent = `step ${s.step} of ${total}`;
+  const info = $('step-info');
+  if (s.step === 0) {
+    info.textContent = 'Nothing computed yet. Step forward: each node\'s value and its tangent (how fast it changes when the inputs move along the direction; dual numbers) from its inputs\' values and tangents, in one pass.';
+    return { index: 0, phase: 'start' };
+  }
+  const f = st.forward[s.step - 1]!;
+  mark(s.stepGroups.get(st.ids.get(f.node) ?? ''), 'current');
+  const from = (f.from ?? []).map((c) => c.op);
+  const tangent = f.tangent === undefined ? undefined : brief(f.tangent, 8);
+  info.textContent = `forward ${s.step}/${total}: ${describeNode(f.node)}\nvalue   = ${brief(f.value, 8)}\ntangent = ${tangent ?? '(not a float: none)'}\n` +
+    (f.node.inputs.length === 0 ? 'an input: its tangent is the direction given for it (zero if none)'
+      : from.length === 0 ? 'no input depends on the direction: the tangent is zero (never built)'
+        : `its tangent rule applied to the tangents of ${from.join(', ')}`);
+  return { index: s.step, phase: 'forward', node: f.label, value: brief(f.value, 8), ...(tangent !== undefined ? { tangent } : {}), from };
+}
+
+/** Shows reverse mode up to step `k` (0: nothing computed; forward values first, then adjoints from the loss back). */
+function showStep(s: State, k: number): StepView {
+  const st = s.steps;
+  if (st.mode === 'forward') return showTangentStep(s, k);
   const total = totalSteps(st);
   s.step = Math.max(0, Math.min(total, k));
   const F = st.forward.length;
@@ -244,14 +279,18 @@ async function showStepThrough(s: State): Promise<void> {
   showStep(s, 0);
   const c = s.steps.check;
   const check = $('check');
-  check.textContent = c.ok ? 'verify_grad: the symbolic gradient agrees with finite differences (float32 tolerances: abs or rel 1e-2, eps 3e-4)' : `verify_grad failed: ${c.message}`;
+  const forward = s.steps.mode === 'forward';
+  document.querySelector<HTMLButtonElement>('#tabs button[data-tab="reverse"]')!.textContent = forward ? 'Forward mode' : 'Reverse mode';
+  check.textContent = forward
+    ? (c.ok ? 'forward mode (jvp) and reverse mode (<gradient, v>) agree with central differences along the direction (float32: rel 1e-2, eps 1e-3)' : `forward mode check failed: ${c.ok ? '' : c.message}`)
+    : c.ok ? 'verify_grad: the symbolic gradient agrees with finite differences (float32 tolerances: abs or rel 1e-2, eps 3e-4)' : `verify_grad failed: ${c.message}`;
   check.classList.toggle('error', !c.ok);
   const body = $('fd-table').querySelector('tbody')!;
   body.replaceChildren();
   for (const t of s.steps.table) {
     t.analytic.slice(0, 6).forEach((an, j) => {
       const tr = document.createElement('tr');
-      for (const v of [`${t.name}[${j}]`, an.toFixed(6), t.numeric[j]!.toFixed(6), Math.abs(an - t.numeric[j]!).toExponential(2)]) {
+      for (const v of [forward ? t.name : `${t.name}[${j}]`, an.toFixed(6), t.numeric[j]!.toFixed(6), Math.abs(an - t.numeric[j]!).toExponential(2)]) {
         const td = document.createElement('td');
         td.textContent = v;
         tr.append(td);

@@ -10,6 +10,7 @@ import { setConfiguredThreads } from '../codegen/cpu/threads.js';
 import { MATMUL_PRECISIONS, setConfiguredMatmulPrecision, type MatmulPrecision } from '../codegen/cpu/wasm-kernel.js';
 import { OPTIMIZERS, type Optimizer } from '../runtime/function.js';
 import { GPU_MODE_CHOICES, setConfiguredGpuMode, type GpuModeChoice } from '../runtime/gpu/device.js';
+import { setConfiguredCacheDir } from '../runtime/disk-cache.js';
 
 export type BackendName = 'theanine' | 'tensorflow' | 'onnx';
 export type Floatx = 'float16' | 'float32' | 'float64';
@@ -54,6 +55,12 @@ export interface KerasConfig {
    * one of gpu.js' modes "headlessgl", "webgl2", "webgl", "webasm". Absent: gpu.js' best mode.
    */
   gpu_mode?: GpuModeChoice;
+  /**
+   * The folder of the compile cache on disk (theanine's addition; keras.json "cache_dir" or
+   * THEANINE_CACHE_DIR, which wins): compiled cpu specialisations are kept there for later
+   * processes (docs/debugging.md). Absent: no cache on disk. Never used in a browser.
+   */
+  cache_dir?: string;
 }
 
 export type CompileMode = 'default' | 'debug';
@@ -188,6 +195,11 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
       if (!isEpsilon(v)) throw new ConfigError(`${where}: "epsilon" is ${show(v)}; allowed: ${EPSILON_ALLOWED}`);
       cfg.epsilon = v;
     }
+    if (Object.hasOwn(raw, 'cache_dir')) {
+      const v = raw['cache_dir'];
+      if (typeof v !== 'string' || v === '') throw new ConfigError(`${where}: "cache_dir" is ${show(v)}; allowed: a folder path (a non-empty string)`);
+      cfg.cache_dir = v;
+    }
     if (Object.hasOwn(raw, 'threads')) {
       const v = raw['threads'];
       if (!isThreads(v)) throw new ConfigError(`${where}: "threads" is ${show(v)}; allowed: ${THREADS_ALLOWED}`);
@@ -235,6 +247,7 @@ export function getConfig(): Readonly<KerasConfig> {
 setConfiguredThreads(() => getConfig().threads);
 setConfiguredMatmulPrecision(() => getConfig().matmul_precision);
 setConfiguredGpuMode(() => getConfig().gpu_mode);
+setConfiguredCacheDir(() => getConfig().cache_dir);
 
 /** Re-reads keras.json and the environment; on error the current config stays. */
 export function reloadConfig(opts?: LoadConfigOptions): Readonly<KerasConfig> {
@@ -344,17 +357,23 @@ export const ENVIRONMENT_SWITCHES = {
   THEANINE_DEVICE: 'the default device (also K.set_device)',
   THEANINE_THREADS: 'worker threads for large matrix products (Node only: a page uses one thread)',
   THEANINE_MATMUL_PRECISION: 'float32 or float64: the dtype the cpu device sums float32 matrix products in (for functions made from then on)',
-  THEANINE_DEBUG: 'debug topics: passes, gpu, source, cli, all (output: stderr, a browser\'s console)',
+  THEANINE_DEBUG: 'debug topics: passes, gpu, source, cli, cache, all (output: stderr, a browser\'s console)',
   THEANINE_FALLBACK: 'warn or error when a function runs the reference interpreter (also K.function\'s fallback option)',
   THEANINE_TRACE: '0 or false: nodes record no provenance (the K call and user line that built them; also setTrace)',
   THEANINE_TFJS_BACKEND: 'the TensorFlow.js flavour of the tensorflow backend in Node (a page uses its active tfjs backend)',
   THEANINE_GPU_MODE: 'the gpu device\'s mode: webgpu, auto (WebGPU where an adapter opens), or gpu.js\' headlessgl, webgl2, webgl, webasm (also keras.json "gpu_mode")',
   THEANINE_ONNX_PROVIDER: 'the ONNX Runtime execution provider (Node only: the onnx backend)',
+  THEANINE_WEBGPU_OPTIONS: 'Dawn\'s options for the gpu device\'s webgpu mode, comma-separated (Node only; default backend=vulkan)',
+  THEANINE_WEBGPU_MODULE: 'the path of the webgpu package to load (Node only; default: the installed webgpu)',
   THEANINE_OPTIMIZER: 'the default optimizer level: fast_run, fast_compile, eqsat or none (also keras.json "optimizer")',
   THEANINE_EQSAT: 'limits of the eqsat optimizer: nodes=N,iterations=N,ms=N,matches=N,gain=P (any subset; gain: the percent a search result must save)',
   THEANINE_MODE: 'debug: every function checks its rewrites and kernels on the reference interpreter (docs/debugging.md; also K.function\'s mode)',
   THEANINE_NAN_GUARD: '1: every function raises at the first kernel that writes NaN or Inf from finite inputs (also K.function\'s nanGuard)',
+  THEANINE_BEAM: 'N: tune every cpu function\'s kernel schedules with a beam of N (0: off; also K.function\'s tune)',
+  THEANINE_BEAM_MS: 'milliseconds one specialisation may spend tuning (default 2000)',
   THEANINE_VERIFY_PASSES: '1: run the graph verifier after every optimizer pass (the test suite does; a cost per compile)',
+  THEANINE_CACHE_DIR: 'the folder of theanine\'s disk caches: the compile cache (Node only; also keras.json "cache_dir"; docs/debugging.md) and the tuned schedules (which default to keras.json\'s folder)',
+  THEANINE_CACHE_MAX_BYTES: 'the most bytes the compile cache\'s folder holds (default 256 MiB; least recently used files go first)',
 } as const;
 export type EnvironmentSwitch = keyof typeof ENVIRONMENT_SWITCHES;
 

@@ -1,4 +1,5 @@
 // K.function and the update records it takes.
+import { tuneOptions, type TuneOption } from '../runtime/tune.js';
 import { apply } from '../ir/build.js';
 import { ValueError, ShapeError } from '../ir/errors.js';
 import { NDArray, describe, formatShape } from '../ir/ndarray.js';
@@ -117,9 +118,14 @@ export interface FunctionOptions {
   nanGuard?: boolean;
   /** Time every kernel: `f.profile()` (docs/debugging.md). */
   profile?: boolean;
+  /**
+   * Tune the cpu kernels' schedules on this machine (docs/optimizer-research.md, "Kernel
+   * autotuning"): true, a beam width, or `{ beam, budgetMs }`. Default: THEANINE_BEAM=N, else off.
+   */
+  tune?: TuneOption;
 }
 
-const FUNCTION_OPTIONS: (keyof FunctionOptions)[] = ['backend', 'device', 'optimizer', 'name', 'passes', 'fallback', 'mode', 'nanGuard', 'profile'];
+const FUNCTION_OPTIONS: (keyof FunctionOptions)[] = ['backend', 'device', 'optimizer', 'name', 'passes', 'fallback', 'mode', 'nanGuard', 'profile', 'tune'];
 
 /** THEANINE_NAN_GUARD: unset, empty or 0 is off, 1 on. */
 function nanGuardEnv(): boolean {
@@ -209,10 +215,15 @@ export function compileFunction(
   const fallback = fallbackPolicy('function', opts.fallback);
   if (opts.passes !== undefined && optimizer === 'none') throw new ValueError('function: passes were given but optimizer "none" runs no passes; use "fast_run", "fast_compile" or "eqsat"');
   const chk = checking(opts);
+  const tune = tuneOptions(opts.tune);
+  if (tune !== undefined && opts.tune !== undefined && (backend !== 'theanine' || device !== 'cpu')) {
+    throw new ValueError(`function: tune applies to the theanine backend's cpu device only (WebGPU workgroup sizes are not tuned), got backend ${JSON.stringify(backend)}, device ${JSON.stringify(device)}`);
+  }
   const target = targets[backend === 'theanine' ? device : backend];
   const req: TargetRequest = {
     inputs, targets: computed, updates: ups, nOut: outs.length, optimizer, name, fallback, ...(opts.passes !== undefined ? { passes: opts.passes } : {}),
     ...(chk.mode === 'debug' ? { mode: 'debug' } : {}), ...(chk.profile ? { profile: true } : {}),
+    ...(tune !== undefined && backend === 'theanine' && device === 'cpu' ? { tune } : {}),
   };
   const programs = compileStats.programs;
   let executor = target.executor(req);

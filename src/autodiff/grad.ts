@@ -6,6 +6,7 @@ import { ValueError } from '../ir/errors.js';
 import { topoSort } from '../ir/graph.js';
 import type { Node } from '../ir/node.js';
 import { isBuiltin, isOp } from '../ir/registry.js';
+import { isFloat, isInt } from '../ir/dtype.js';
 import { NDArray, formatShape } from '../ir/ndarray.js';
 import { gradRules } from './rules/index.js';
 import { enterGradientOf, exitGradientOf } from '../ir/provenance.js';
@@ -65,6 +66,14 @@ export interface BackpropOptions {
   readonly fn: string;
   /** Nodes treated as constants: no cotangent passes through them to their inputs (Theano's consider_constant). */
   readonly considerConstant?: ReadonlySet<Node>;
+  /**
+   * Theano's op contract for integers: an integer input of an op with a float output (a dot of an
+   * integer matrix and float weights) takes the rule's float cotangent, the derivative of the op
+   * extended to the reals; an op with an integer output is piecewise constant and sends its inputs
+   * nothing, and a cast from an integer (a rule that gives an integer cotangent) defines none.
+   * Integer nodes' cotangents are float. Off (K.gradients, TensorFlow's rule): integers get none.
+   */
+  readonly realIntegers?: boolean;
 }
 
 /**
@@ -87,14 +96,16 @@ export function backprop(seeds: readonly (readonly [Node, Node])[], wrt: readonl
   const tupleCt = new Map<Node, (Node | null)[]>(); // per-item cotangents of tuple nodes
   const accumulate = (n: Node, g: Node) => {
     const prev = ct.get(n);
-    ct.set(n, prev === undefined ? g : add(prev, g));
+    ct.set(n, prev === undefined ? g : add(prev, prev.dtype === g.dtype ? g : cast(g, prev.dtype)));
   };
+  const real = opts.realIntegers === true;
+  const takes = (inp: Node, g: Node) => differentiable(inp) || (real && isInt(inp.dtype) && isFloat(g.dtype));
   for (const [n, g] of seeds) accumulate(n, g);
   const remat = new Remat();
 
   for (let k = order.length - 1; k >= 0; k--) {
     const n = order[k]!;
-    if (!reaches.has(n) || n.inputs.length === 0 || constant.has(n)) continue;
+    if (!reaches.has(n) || n.inputs.length === 0 || constant.has(n) || (real && isInt(n.dtype))) continue;
     if (isOp(n, 'tuple_get')) {
       const g = ct.get(n);
       if (g === undefined) continue;
@@ -126,15 +137,15 @@ export function backprop(seeds: readonly (readonly [Node, Node])[], wrt: readonl
       }
       n.inputs.forEach((inp, i) => {
         const gi = ins[i];
-        if (gi === null || gi === undefined || !reaches.has(inp) || !differentiable(inp)) return;
+        if (gi === null || gi === undefined || !reaches.has(inp) || !takes(inp, gi)) return;
         checkCotangent(fn, n, i, inp, gi);
-        accumulate(inp, gi.dtype === inp.dtype ? gi : cast(gi, inp.dtype));
+        accumulate(inp, gi.dtype === inp.dtype || !differentiable(inp) ? gi : cast(gi, inp.dtype));
       });
     } finally {
       exitGradientOf(saved);
     }
   }
-  return wrt.map((w) => (differentiable(w) ? ct.get(w) : undefined));
+  return wrt.map((w) => (differentiable(w) || (real && isInt(w.dtype)) ? ct.get(w) : undefined));
 }
 
 function onesScalar(n: Node): NDArray {

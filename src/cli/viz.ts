@@ -133,8 +133,8 @@ function portNumber(v: string): number {
 
 export function vizCommand(io: Io): Command {
   return new Command('viz')
-    .description('serve the viewer: write K code (or load an example) and see its graph, gradient graph, passes, kernels and reverse mode, computed in the page')
-    .argument('[file]', 'a program to open in the editor (JavaScript with K and rand in scope returning { inputs, loss, wrt? }; see the examples in the page)')
+    .description('serve the viewer: write K code (or load an example) and see its graph, gradient graph, passes, kernels, and reverse mode (forward mode for a program with tangents) step by step, computed in the page')
+    .argument('[file]', 'a program to open in the editor (JavaScript with K and rand in scope returning { inputs, loss, wrt?, tangents? }; see the examples in the page)')
     .option('--port <n>', 'the port to listen on (0: any free port)', portNumber, 8080)
     .addOption(new Option('--example <name>', 'the example the printed address opens').choices(VIEWER_EXAMPLE_NAMES))
     .action(async (file: string | undefined, f: { port: number; example?: string }) => {

@@ -11,23 +11,28 @@
 //                         without it), and on the packing kernels of step 4
 //   4. choose strategies  cpu/strategy.ts `chooseStrategies`: per step, its tier (WebAssembly
 //                         SIMD pool, Philox, elementwise or reduction kernel, or JavaScript) or a
-//                         matmul's tile sums, packing kernels and epilogue; a JavaScript loop
-//                         kernel cut (split.ts) and scheduled (schedule.ts); tagged beside the steps
+//                         matmul's tile sums, packing kernels, epilogue and schedule (its cache
+//                         blocks and thread split: the default, or tuned); a JavaScript loop
+//                         kernel cut (split.ts) and scheduled (schedule.ts); tagged beside the steps.
+//                         The gpu device: gpu/strategy.ts `chooseGpuStrategies` (gpu.js) and
+//                         wgsl/strategy.ts `chooseWebStrategies` (webgpu): per step, on the device
+//                         (its loop kernels scheduled; in WGSL, their form) or on the host with
+//                         the reason
 //   5. plan buffers       plan.ts `planBuffers`: intermediates assigned to a few reused arrays
 //   6. render             a renderer spells the prepared program: cpu/driver.ts `renderDriver`
 //                         through a binding (cpu/module.ts `buildModule`: a run-time module;
 //                         src/runtime/export/render.ts: an exported module), its kernels by
 //                         cpu/loop.ts (JavaScript) and wasm/*.ts (WebAssembly); gpu/render.ts
-//                         renders the same Program's steps for gpu.js (src/runtime/gpu).
+//                         and wgsl/render.ts render the device steps of step 4 for gpu.js and
+//                         WebGPU (src/runtime/gpu); renderers only spell what step 4 chose.
 //
 // Steps 1-3 are `lowerProgram`, 4-5 `prepare`; a cpu renderer takes a `Prepared`. The gpu device
-// takes the Program of step 3: its step 4 (each step on the device, or on the host with the
-// reason) is still made by rendering, in src/runtime/gpu/program.ts `prepare` (a step whose
-// kernels do not render, `Unsupported`, runs on the host), and its buffers live on the device.
+// takes the Program of step 3 and its own step 4 (src/runtime/gpu/program.ts `prepare`,
+// webgpu/program.ts `prepareWeb`); its buffers live on the device, so it has no step 5.
 import type { Program } from './kernel.js';
 import { lower, type LowerSpec } from './lower.js';
 import { planBuffers, type Plan } from './plan.js';
-import { chooseStrategies, type StepStrategy } from './cpu/strategy.js';
+import { chooseStrategies, type ScheduleChooser, type StepStrategy } from './cpu/strategy.js';
 
 /** What the cpu renderers take: the program, each step's strategy (in step order) and its buffer plan. */
 export interface Prepared {
@@ -46,9 +51,12 @@ export function lowerProgram(spec: LowerSpec): Program {
   return lower(spec);
 }
 
-/** Steps 4 and 5: the strategy of each step for `target`, then the buffer plan. */
-export function prepare(program: Program, target: CpuTarget): Prepared {
-  const strategies = chooseStrategies(program, target.wasm);
+/**
+ * Steps 4 and 5: the strategy of each step for `target`, then the buffer plan. `schedule` gives a
+ * whole product's tuned schedule (src/runtime/tune.ts); without it, or where it gives none, the default.
+ */
+export function prepare(program: Program, target: CpuTarget, schedule?: ScheduleChooser): Prepared {
+  const strategies = chooseStrategies(program, target.wasm, schedule);
   const plan = planBuffers(program);
   return { program, strategies, plan };
 }

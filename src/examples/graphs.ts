@@ -5,7 +5,7 @@ import { CLASSES, PIXELS } from './mnist.js';
 import { lstm, mlp } from './models.js';
 import { Rng } from './random.js';
 
-export const EXAMPLES = ['mlp-forward', 'mlp-gradient', 'lstm', 'softmax-crossentropy', 'jvp', 'hessian-vector-product'] as const;
+export const EXAMPLES = ['mlp-forward', 'mlp-gradient', 'lstm', 'softmax-crossentropy', 'jvp', 'hessian-vector-product', 'vmap'] as const;
 export type ExampleName = (typeof EXAMPLES)[number];
 
 export interface Example {
@@ -98,6 +98,19 @@ export function buildExample(name: ExampleName): Example {
         name, description: 'the Hessian of the perceptron loss times v, by forward mode over the reverse-mode gradient',
         inputs: [x, y, ...vs], outputs: [loss, ...hv], outputNames: ['loss', ...model.params.map((p) => `(H v) for ${p.name}`)],
         groups: ([l, ...gs]) => gradientCluster(l!, gs),
+      };
+    }
+    case 'vmap': {
+      const { model, x, y } = mlpParts(32);
+      const W1 = model.params[0]!;
+      // One example's gradient, batched by vmap: per-example gradients (JAX's vmap(grad)).
+      const perExample = autodiff.vmap((xi: Tensor, yi: Tensor) => {
+        const loss = K.mean(K.categorical_crossentropy(model.logits(K.expand_dims(xi, 0)), K.expand_dims(yi, 0), true));
+        return autodiff.grad(loss, W1)!;
+      });
+      return {
+        name, description: `per-example gradients of the loss by ${W1.name} (vmap of grad)`,
+        inputs: [x, y], outputs: [perExample(x, y)], outputNames: [`d loss_i / d ${W1.name}, per example`],
       };
     }
     case 'softmax-crossentropy': {

@@ -2,7 +2,8 @@
 // versions of the graphs `theanine graph` draws (src/examples/graphs.ts) — the perceptron's
 // crossentropy and its gradients, an LSTM through K.rnn, and the softmax-crossentropy pattern
 // the stabilize pass rewrites — with concrete inputs small enough to read node by node; then the
-// worked examples of docs/autodiff.md and docs/passes.md, which link here.
+// worked examples of docs/autodiff.md (reverse mode, and forward mode along a direction: jvp)
+// and docs/passes.md, which link here.
 
 export const VIEWER_EXAMPLES = {
   'mlp-gradient': `// A 2-layer perceptron: mean crossentropy of its logits against one-hot labels,
@@ -71,6 +72,20 @@ return {
     W: [[0.1], [0.2], [0.3]],
   },
   wrt: ['W'],
+  loss: (x, t, W) => K.mean(K.square(K.subtract(K.dot(x, W), t))),
+};
+`,
+  'jvp': `// Forward mode (autodiff.jvp) on docs/autodiff.md's worked example: every node carries its
+// value and its tangent, how fast it changes when W moves along the direction V (dual numbers),
+// computed in one pass from the inputs. The loss' tangent is <d loss / d W, V>.
+return {
+  inputs: {
+    x: [[1, 2, 3], [0.5, -1, 2], [-1, 0, 1], [2, 1, 0]],
+    t: [[1], [0], [0.5], [1.5]],
+    W: [[0.1], [0.2], [0.3]],
+  },
+  wrt: ['W'],
+  tangents: { W: [[1], [0], [-1]] },
   loss: (x, t, W) => K.mean(K.square(K.subtract(K.dot(x, W), t))),
 };
 `,

@@ -135,8 +135,13 @@ const ANNOTATED = Symbol.for('theanine.builtBy');
  * `...\nbuilt by K.gather at train.ts:41`. Only the innermost step annotates an error.
  */
 export function withBuiltBy<E>(e: E, ps: readonly Provenance[] | undefined): E {
-  if (!(e instanceof Error) || ps === undefined || ps.length === 0 || (e as unknown as Record<symbol, unknown>)[ANNOTATED] === true) return e;
-  const line = builtBy(ps)!.replace(/[\r\n\u2028\u2029]/g, ' ');
+  return withBuiltByLine(e, ps === undefined ? undefined : builtBy(ps));
+}
+
+/** withBuiltBy with the `built by` line already made (a compiled module read from the disk cache keeps its lines). */
+export function withBuiltByLine<E>(e: E, built: string | undefined): E {
+  if (!(e instanceof Error) || built === undefined || (e as unknown as Record<symbol, unknown>)[ANNOTATED] === true) return e;
+  const line = built.replace(/[\r\n\u2028\u2029]/g, ' ');
   const old = e.message;
   const stack = e.stack; // formatted on first read: read it before the message changes
   e.message = `${old}\n${line}`;

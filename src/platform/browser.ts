@@ -33,6 +33,8 @@ export const platform: Platform = {
   nodeBuiltin: (name, why) => { throw nodeOnly(`${why} (node:${name})`); },
   cores: () => 1,
   startWorker: () => undefined,
+  // A page has no file system: the compile cache on disk is always off.
+  cacheFiles: () => undefined,
   readFile: (p) => { throw nodeOnly(`reading ${JSON.stringify(p)}`); },
   writeFile: (p) => { throw nodeOnly(`writing ${JSON.stringify(p)}`); },
   join: (...parts) => parts.filter((p) => p !== '').join('/').replace(/\/+/g, '/'),

@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { type ConfigRead, type Platform, environmentOverrides, providedModules } from './types.js';
+import { type CacheFiles, type ConfigRead, type Platform, environmentOverrides, providedModules } from './types.js';
 
 const nodeRequire = createRequire(import.meta.url);
 
@@ -75,6 +75,7 @@ export const platform: Platform = {
     w.unref(); // an idle pool never keeps the process alive
     return { postMessage: (m) => w.postMessage(m), onError: (l) => { w.on('error', l); } };
   },
+  cacheFiles: (dir) => nodeCacheFiles(dir),
   readFile: (p) => fs.readFileSync(p),
   writeFile: (p, data) => { fs.writeFileSync(p, data); },
   join: (...parts) => path.join(...parts),
@@ -107,3 +108,48 @@ export const platform: Platform = {
     }
   },
 };
+
+let packageVersion: string | undefined;
+
+/** The compile cache's folder: each file written to a temporary name of this process's, then renamed (atomic on one file system). */
+function nodeCacheFiles(dir: string): CacheFiles {
+  const at = (name: string) => path.join(dir, name);
+  let tmp = 0;
+  return {
+    get version() {
+      return (packageVersion ??= (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version);
+    },
+    read(name) {
+      try { return fs.readFileSync(at(name)); } catch { return undefined; }
+    },
+    write(name, data) {
+      fs.mkdirSync(dir, { recursive: true });
+      const t = at(`.${name}.${process.pid}.${tmp++}.tmp`);
+      try {
+        fs.writeFileSync(t, data);
+        fs.renameSync(t, at(name));
+      } catch (e) {
+        try { fs.unlinkSync(t); } catch { /* never written */ }
+        throw e;
+      }
+    },
+    list() {
+      let names: string[];
+      try { names = fs.readdirSync(dir); } catch { return []; }
+      return names.flatMap((name) => {
+        if (name.startsWith('.')) return [];
+        try {
+          const st = fs.statSync(at(name));
+          return st.isFile() ? [{ name, size: st.size, used: st.mtimeMs }] : [];
+        } catch { return []; } // removed by another process meanwhile
+      });
+    },
+    remove(name) {
+      try { fs.unlinkSync(at(name)); } catch { /* already gone */ }
+    },
+    touch(name) {
+      const now = new Date();
+      try { fs.utimesSync(at(name), now, now); } catch { /* already gone */ }
+    },
+  };
+}

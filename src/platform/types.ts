@@ -55,6 +55,8 @@ export interface Platform {
   readFile(path: string): Uint8Array;
   /** Writes a file (Node only; in a browser export returns the text and bytes instead). */
   writeFile(path: string, data: string | Uint8Array): void;
+  /** A folder of files for the compile cache on disk (Node only; a browser has none: undefined). */
+  cacheFiles(dir: string): CacheFiles | undefined;
   /** Path helpers (POSIX-style in a browser). */
   join(...parts: string[]): string;
   dirname(path: string): string;
@@ -65,6 +67,22 @@ export interface Platform {
   withoutNewProcessHandlers<T>(fn: () => T): T;
   /** Runs `fn` with stderr writes that `take` accepts (returns true for) diverted to it (a browser: console.warn and console.error lines). */
   divertStderr<T>(take: (text: string) => boolean, fn: () => T): T;
+}
+
+/** One folder's files as the compile cache on disk uses them (src/runtime/disk-cache.ts). */
+export interface CacheFiles {
+  /** theanine's version (its package.json): part of every entry's check. */
+  readonly version: string;
+  /** A file's bytes, or undefined when it is missing or unreadable. */
+  read(name: string): Uint8Array | undefined;
+  /** Writes a file whole: to a temporary file of its own, then renamed over `name` (readers in other processes see the old file or the new one, never part of one); makes the folder. */
+  write(name: string, data: Uint8Array): void;
+  /** The folder's files: name, bytes and last use (modification time, ms). */
+  list(): { readonly name: string; readonly size: number; readonly used: number }[];
+  /** Removes a file (a missing one is no error). */
+  remove(name: string): void;
+  /** Marks a file used now (its modification time). */
+  touch(name: string): void;
 }
 
 /** A worker thread as theanine uses it: messages in, and an 'error' event when it dies. */

@@ -5,6 +5,7 @@
 // specialisations by input shapes. A rebuilt graph (new placeholders, new variables, same
 // structure) reuses everything; a new batch size reuses the optimized graph and redoes only the
 // shape-specialised source.
+import { scheduleChooser } from './tune.js';
 import type { Node } from '../ir/node.js';
 import type { NDArray } from '../ir/ndarray.js';
 import { NDArray as ND, formatShape } from '../ir/ndarray.js';
@@ -15,13 +16,16 @@ import { classify, matmulPrologue, shapeOnly } from '../codegen/templates.js';
 import { DynamicShapeError } from '../codegen/lower.js';
 import { lowerProgram as lowerSpecialisation, prepare } from '../codegen/pipeline.js';
 import type { Program } from '../codegen/kernel.js';
-import { buildModule, clearKernelCaches, profileRows, type RunFn } from '../codegen/cpu/module.js';
-import { matmulPrecision, packArena, tile32 } from '../codegen/cpu/wasm-kernel.js';
+import { bindModule, clearKernelCaches, generateModule, profileRows, type RunFn } from '../codegen/cpu/module.js';
+import { matmulPrecision, packArena, tile32, type KeptSlot } from '../codegen/cpu/wasm-kernel.js';
 import { IGEMM_TILE } from '../codegen/wasm/igemm.js';
 import { poolAlone } from '../codegen/wasm/pool.js';
+import { SlotStore } from '../codegen/cpu/slot-store.js';
 import type { LowerSpec } from '../codegen/lower.js';
 import { interpreterExecutor, type Executor } from './function.js';
 import { ProgramCache } from './program-cache.js';
+import { diskKey, loadSpecialisation, storeSpecialisation } from './compile-disk.js';
+import { diskCacheOn } from './disk-cache.js';
 import { externFallbacks } from './fallback.js';
 import { debugEnabled } from './debug.js';
 import {
@@ -65,6 +69,8 @@ interface Specialization extends Specialised {
   ran?: boolean;
   /** Gives back its packs kept in the packing arena (when the cache drops it). */
   readonly release?: () => void;
+  /** Lets its buffers and kept packs go, keeping its code (the byte budget; program-cache.ts). */
+  readonly shed?: () => void;
   /** A profiled program's steps and their timer (K.function's `profile`; src/runtime/profile.ts). */
   readonly timed?: TimedProgram;
 }
@@ -79,12 +85,21 @@ function formatCompileTimes(shapes: Shapes): string {
 type CompiledProgram = OptimizedProgram<Specialization>;
 
 /**
- * Programs by structural key, specialisations by shapes. Specialisations are also bounded in bytes of
- * the buffers they hold over all programs (a bound on entries let 300 dropped small functions keep
- * 86.8 MB); an evicted one is compiled again if its shapes come back.
+ * Programs by structural key, specialisations by shapes. The buffers specialisations hold are
+ * bounded in bytes over all programs (a bound on entries let 300 dropped small functions keep
+ * 86.8 MB): past the budget the least recently used let their buffers go and keep their code
+ * (program-cache.ts' shape policy), so a shape coming back allocates again but never recompiles
+ * while its specialisation is kept (MAX_SHED_SPECIALIZATIONS per program).
  */
 export const SPEC_BUDGET_BYTES = 64 * 2 ** 20;
-const programs = new ProgramCache<CompiledProgram, Specialization>({ bytes: (s) => s.bytes, budgetBytes: SPEC_BUDGET_BYTES, onDropSpec: (_p, _k, s) => s.release?.() });
+const programs = new ProgramCache<CompiledProgram, Specialization>({
+  bytes: (s) => s.bytes, budgetBytes: SPEC_BUDGET_BYTES, onDropSpec: (_p, _k, s) => s.release?.(), shed: (s) => s.shed?.(),
+});
+
+/** Specialisations cached, and how many times the byte budget let one's buffers go (tests). */
+export function compileCacheStats(): { specs: number; shed: number } {
+  return { specs: programs.specCount(), shed: programs.shedCount };
+}
 
 /** Bytes held by cached specialisations (the leak tests read it). */
 export function compileCacheBytes(): number {
@@ -93,6 +108,8 @@ export function compileCacheBytes(): number {
 
 export function clearCompileCache(): void {
   programs.clear();
+  stores = new WeakMap();
+  keptPacks = new WeakMap();
   // clear_session returns the process to its baseline: compiled kernels and drivers, and the matmul arena, go too.
   clearKernelCaches();
   packArena.release();
@@ -104,18 +121,60 @@ function lowerProgram(p: CompiledProgram, shapes: Shapes): Program {
   });
 }
 
+/** The planned arrays a program's shape specialisations share (cpu/slot-store.ts), and their kept weight packs (cpu/module.ts keptPacks). */
+let stores = new WeakMap<CompiledProgram, SlotStore>();
+let keptPacks = new WeakMap<CompiledProgram, Map<string, KeptSlot>>();
+function keptPacksOf(p: CompiledProgram): Map<string, KeptSlot> {
+  let m = keptPacks.get(p);
+  if (m === undefined) keptPacks.set(p, m = new Map());
+  return m;
+}
+/** The last made, for storeBytes (tests). */
+let lastStore: WeakRef<SlotStore> | undefined;
+function storeOf(p: CompiledProgram): SlotStore {
+  let s = stores.get(p);
+  if (s === undefined) {
+    stores.set(p, s = new SlotStore());
+    lastStore = new WeakRef(s);
+  }
+  return s;
+}
+
+/** Bytes the planned arrays of the most recently made program's shapes hold (tests). */
+export function storeBytes(): number {
+  return lastStore?.deref()?.bytes ?? 0;
+}
+
+/** The specialisation stored in the compile cache on disk (compile-disk.ts) under `key`, bound; undefined on a miss. */
+function fromDisk(key: string): Specialization | undefined {
+  const t0 = performance.now();
+  const hit = loadSpecialisation(key);
+  if (hit === undefined) return undefined;
+  const mod = hit.module;
+  Object.assign(compileTimes, { bodyPasses: 0, lower: 0, plan: 0, render: performance.now() - t0, firstRun: 0 });
+  if (debugFlags().has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
+  return { run: mod.run, fallbacks: [], invalid: false, source: mod.source, shapes: hit.shapes, dtypes: hit.dtypes, bytes: mod.bytes, release: mod.release, shed: mod.shed };
+}
+
 function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
+  const flags = debugFlags();
+  // The disk cache keeps specialisations that are not timed (a profile's steps come from the program).
+  const key = flags.has('kernels') || p.profile === true ? undefined : diskKey(p.key, shapes);
+  const cached = key === undefined ? undefined : fromDisk(key);
+  if (cached !== undefined) return cached;
   const dtypes = p.graph.map((n) => n.dtype);
   try {
     compileTimes.bodyPasses = 0;
     const t0 = performance.now();
     const prog = lowerProgram(p, shapes);
     const t1 = performance.now();
-    const flags = debugFlags();
-    const prepared = prepare(prog, { wasm: true });
+    const schedule = p.tune !== undefined ? scheduleChooser(p.tune) : undefined;
+    const prepared = prepare(prog, { wasm: true }, schedule);
     const t2 = performance.now();
-    const mod = buildModule(prepared, { profile: flags.has('kernels') || p.profile === true });
+    const gen = generateModule(prepared, { profile: flags.has('kernels') || p.profile === true, ...(schedule !== undefined ? { schedule } : {}) });
+    const mod = bindModule(gen.image, gen.live, { store: storeOf(p), keptPacks: { map: keptPacksOf(p), prefix: '' } });
     Object.assign(compileTimes, { lower: t1 - t0 - compileTimes.bodyPasses, plan: t2 - t1, render: performance.now() - t2, firstRun: 0 });
+    if (key !== undefined) storeSpecialisation(key, gen, prog.targets.map((t) => t.shape), dtypes);
     if (flags.has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
     const prof = mod.profile;
     const run: RunFn = prof === undefined || p.profile === true ? mod.run : (ins, cells, phase, ctx) => {
@@ -125,7 +184,7 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
       return out;
     };
     return {
-      run, fallbacks: externFallbacks(prog), invalid: false, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes, bytes: mod.bytes, release: mod.release,
+      run, fallbacks: externFallbacks(prog), invalid: false, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes, bytes: mod.bytes, release: mod.release, shed: mod.shed,
       ...(p.profile === true && prof !== undefined ? { timed: { program: prog, steps: prof, bytes: mod.bytes } } : {}),
     };
   } catch (e) {
@@ -190,6 +249,7 @@ export const cpuTarget: Target<Specialization> = {
     return `f32:${t.mr}x${t.nr}`;
   },
   specialize,
+  deferPasses: diskCacheOn,
   executor: (req) => (req.optimizer === 'none' ? interpreterExecutor(req.inputs, req.targets) : compiledExecutor(req)),
   clear: clearCompileCache,
 };

@@ -302,8 +302,9 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
       return format === 'table' ? profileTable(got) : format === 'trace' ? profileTrace(got) : got;
     },
     source: () => executor.source?.() ?? `// optimizer ${JSON.stringify(spec.optimizer)}: this function runs the reference interpreter; there is no generated source`,
-    graph: executor.graph,
   });
+  // a getter: a target may optimize the graph only when it is first read (target.ts deferPasses)
+  Object.defineProperty(fn, 'graph', { get: () => executor.graph, enumerable: true });
   // a getter (Object.assign would copy its value once): the provider of the latest call
   Object.defineProperty(fn, 'executionProvider', { get: () => executor.executionProvider?.(), enumerable: true });
   return fn as unknown as CompiledFunction;

@@ -4,11 +4,22 @@
 // recent); specialisations that hold memory are also bounded in bytes over all programs, and a
 // program's specialisations go once no live function uses it. Theano caches compiled thunks the
 // same way per function; here the key is the graph's structure, so rebuilt graphs share code.
+//
+// Shape policy: a specialisation is code (small) plus the buffers it holds once run (large). The
+// byte budget sheds buffers, not code, where the target can (`shed`): a function cycling more
+// batch sizes than fit in the budget keeps every compiled shape and re-allocates the buffers of
+// the shape it comes back to (microseconds), instead of compiling it again (milliseconds; LRU over
+// a cycle longer than the cache missed on every call). Code is bounded by count, per program and
+// over all programs.
 
 /** The most optimized graphs kept (per target). */
 export const MAX_PROGRAMS = 256;
-/** The most shape specialisations kept per optimized graph. */
+/** The most shape specialisations kept per optimized graph (a batch size or sequence length each). */
 export const MAX_SPECIALIZATIONS = 16;
+/** The same where the target sheds buffers (`shed`): what is kept per shape is then code only. */
+export const MAX_SHED_SPECIALIZATIONS = 64;
+/** The most shape specialisations kept over every program of a cache. */
+export const MAX_TOTAL_SPECIALIZATIONS = 1024;
 
 /** A cached program: whatever a target keeps per graph structure, with its specialisations by shape key. */
 export interface CachedProgram<S> {
@@ -26,12 +37,20 @@ export interface ProgramCacheOptions<P, S> {
   /** Bytes a specialisation holds, and the most all of them may hold together (least recently used go first). */
   readonly bytes?: (spec: S) => number;
   readonly budgetBytes?: number;
+  /**
+   * Lets a specialisation's buffers go and keeps its code (it allocates them again when run):
+   * what the byte budget does first, where given; without it the budget drops the specialisation.
+   */
+  readonly shed?: (spec: S) => void;
+  readonly maxTotalSpecs?: number;
 }
 
 export class ProgramCache<P extends CachedProgram<S>, S> {
   private readonly programs = new Map<string, P>();
-  /** Specialisations of every program, least recently used first (the byte budget's order). */
+  /** Specialisations of every program holding buffers, least recently used first (the byte budget's order). */
   private readonly used = new Map<S, { readonly program: P; readonly key: string }>();
+  /** Every cached specialisation, least recently used first (the total count's order). */
+  private readonly all = new Map<S, { readonly program: P; readonly key: string }>();
   private held = 0;
   /** Live functions per program: when the last one is collected, the program's specialisations go. */
   private readonly live = new Map<P, number>();
@@ -46,13 +65,19 @@ export class ProgramCache<P extends CachedProgram<S>, S> {
   private readonly maxSpecs: number;
   private readonly bytes: (spec: S) => number;
   private readonly budgetBytes: number;
+  private readonly shed: ((spec: S) => void) | undefined;
+  private readonly maxTotalSpecs: number;
+  /** Specialisations whose buffers the budget let go so far (tests read it). */
+  shedCount = 0;
 
   constructor(options: ProgramCacheOptions<P, S> = {}) {
     this.onDropSpec = options.onDropSpec ?? (() => {});
     this.maxPrograms = options.maxPrograms ?? MAX_PROGRAMS;
-    this.maxSpecs = options.maxSpecs ?? MAX_SPECIALIZATIONS;
+    this.maxSpecs = options.maxSpecs ?? (options.shed === undefined ? MAX_SPECIALIZATIONS : MAX_SHED_SPECIALIZATIONS);
     this.bytes = options.bytes ?? (() => 0);
     this.budgetBytes = options.budgetBytes ?? Infinity;
+    this.shed = options.shed;
+    this.maxTotalSpecs = options.maxTotalSpecs ?? MAX_TOTAL_SPECIALIZATIONS;
   }
 
   /** The program cached under `key`, made by `make` on a miss; most recently used last. */
@@ -77,10 +102,21 @@ export class ProgramCache<P extends CachedProgram<S>, S> {
       }
     } else p.specs.delete(key);
     p.specs.set(key, s);
+    this.all.delete(s);
+    this.all.set(s, { program: p, key });
+    // a shed specialisation coming back holds its buffers again once run: counted from now
     if (this.used.delete(s)) this.used.set(s, { program: p, key });
     else { this.used.set(s, { program: p, key }); this.held += this.bytes(s); }
     for (const [old, at] of this.used) {
       if (this.held <= this.budgetBytes || old === s) break;
+      if (this.shed === undefined) { this.drop(at.program, at.key, old); continue; }
+      this.used.delete(old);
+      this.held -= this.bytes(old);
+      this.shedCount++;
+      this.shed(old);
+    }
+    for (const [old, at] of this.all) {
+      if (this.all.size <= this.maxTotalSpecs || old === s) break;
       this.drop(at.program, at.key, old);
     }
     return s;
@@ -97,16 +133,22 @@ export class ProgramCache<P extends CachedProgram<S>, S> {
     return this.held;
   }
 
+  /** Specialisations cached over every program. */
+  specCount(): number {
+    return this.all.size;
+  }
+
   private drop(p: P, key: string, s: S): void {
     if (p.specs.get(key) === s) p.specs.delete(key);
-    if (!this.used.delete(s)) return;
-    this.held -= this.bytes(s);
+    if (!this.all.delete(s)) return;
+    if (this.used.delete(s)) this.held -= this.bytes(s);
     this.onDropSpec(p, key, s);
   }
 
   clear(): void {
     this.programs.clear();
     this.used.clear();
+    this.all.clear();
     this.held = 0;
     this.live.clear();
   }

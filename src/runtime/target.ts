@@ -9,6 +9,7 @@
 // specialisations by shapes (program-cache.ts), Scan bodies through the same passes, the
 // reference interpreter where shapes are known only at run time under the fallback rule
 // (fallback.ts), THEANINE_DEBUG=passes and the compile-phase times.
+import type { TuneOptions } from './tune.js';
 import { attrsKey, type Node, type VariableCell } from '../ir/node.js';
 import { formatShape, type NDArray } from '../ir/ndarray.js';
 import { topoSort, type Graph } from '../ir/graph.js';
@@ -43,10 +44,14 @@ export interface TargetRequest extends Pick<FunctionSpec, 'inputs' | 'updates' |
   readonly optimized?: readonly Pass[];
   /** Time every kernel (K.function's `profile`; src/runtime/profile.ts). */
   readonly profile?: boolean;
+  /** Tune the kernels' schedules (K.function's `tune`, THEANINE_BEAM; the cpu device: src/runtime/tune.ts). */
+  readonly tune?: TuneOptions;
 }
 
 /** What one graph structure optimizes to, independent of shapes and of which leaves it was built from. */
 export interface OptimizedProgram<S> extends CachedProgram<S> {
+  /** Its structural key (the program cache's; the compile cache on disk's starts from it). */
+  readonly key: string;
   /** The passes it was optimized with (Scan bodies go through the same ones). */
   readonly passes: readonly Pass[];
   readonly graph: readonly Node[];
@@ -58,6 +63,8 @@ export interface OptimizedProgram<S> extends CachedProgram<S> {
   readonly variant: string;
   /** Kernels are timed (a profiled function never shares code with an unprofiled one). */
   readonly profile?: boolean;
+  /** Schedules are tuned (a tuned function never shares code with an untuned one). */
+  readonly tune?: TuneOptions;
 }
 
 export interface Target<S = unknown> {
@@ -74,6 +81,11 @@ export interface Target<S = unknown> {
   executor(request: TargetRequest): Executor;
   /** Forgets every cached program (clear_session). */
   clear(): void;
+  /**
+   * Whether the passes may wait until something needs the optimized graph (the cpu with its
+   * compile cache on disk: a specialisation found there needs none). Not in checking mode.
+   */
+  deferPasses?(): boolean;
   /** The dtype it computes float64 values in, where not float64 (TensorFlow.js: float32); checking mode compares with that dtype's tolerance. */
   readonly float64As?: 'float32';
 }
@@ -202,20 +214,28 @@ export function link<S extends Specialised, E extends Executor>(
 ): E {
   const passes = req.optimized ?? target.passes(req.optimizer, req.passes);
   const variant = target.variant?.() ?? '';
-  const how = `${req.optimized !== undefined ? 'optimized' : ''}${req.mode === 'debug' ? '|debug' : ''}${req.profile === true ? '|profile' : ''}`;
+  const how = `${req.optimized !== undefined ? 'optimized' : ''}${req.mode === 'debug' ? '|debug' : ''}${req.profile === true ? '|profile' : ''}${req.tune !== undefined ? `|tune ${req.tune.beam}` : ''}`;
   const { key, variables } = structuralKey(req.inputs, req.targets, `${req.optimizer}[${pipelineKey(passes)}]{${variant}}${how}`, device);
   // Checking mode: the passes' replacements are compared on the reference interpreter (src/passes/check.ts).
   const checked = <T>(f: () => T): T => (req.mode === 'debug' ? withChecking(new ReferenceChecker(), f) : f());
   const program = cache.program(key, () => {
-    const t0 = performance.now();
-    const graph = req.optimized !== undefined ? req.targets : checked(() => optimize(passes, req.targets));
-    compileTimes.passes = performance.now() - t0;
+    const optimized = (): readonly Node[] => {
+      const t0 = performance.now();
+      const graph = req.optimized !== undefined ? req.targets : checked(() => optimize(passes, req.targets));
+      compileTimes.passes = performance.now() - t0;
+      return graph;
+    };
     compileStats.programs++;
-    return {
-      passes, graph, variables, variant, specs: new Map(), ...(req.profile === true ? { profile: true } : {}),
+    const made = {
+      key, passes, variables, variant, specs: new Map(), ...(req.profile === true ? { profile: true } : {}), ...(req.tune !== undefined ? { tune: req.tune } : {}),
       inputSlot: new Map(req.inputs.map((n, i) => [n, i])),
       variableSlot: new Map(variables.map((v, i) => [v, i])),
     };
+    if (req.optimized !== undefined || req.mode === 'debug' || target.deferPasses?.() !== true) return { ...made, graph: optimized() };
+    // The passes run when the graph is first read (the disk cache's hits never read it).
+    compileTimes.passes = 0;
+    let graph: readonly Node[] | undefined;
+    return Object.defineProperty(made, 'graph', { get: () => (graph ??= optimized()), enumerable: true }) as typeof made & { readonly graph: readonly Node[] };
   });
   const cells = variables.map((v) => v.cell!);
   const warned = { warned: false };

@@ -1,7 +1,7 @@
 // The viewer in a real browser: `theanine viz --port 0` (the command, in a child process) serves
 // the page; Debian's Chromium (playwright-core) loads it, runs each example on the cpu device and
 // on the gpu device over WebGL2 (SwiftShader here) and compares the loss and gradients with the
-// same program compiled in Node; steps through reverse mode; and takes the README's picture into
+// same program compiled in Node; steps through reverse mode and forward mode; and takes the README's picture into
 // a temporary folder (sizes compared with docs/pictures/viewer.png; `npm run docs:viewer-picture`
 // refreshes that one); clicking a kernel highlights the program line that built it. Skips
 // visibly without Chromium (CI: a failure).
@@ -22,7 +22,7 @@ import { needs } from '../helpers/needs.js';
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
 interface RunResult { device: string; numbers: number[][]; cpu: number[][]; reference: number[][] }
-interface StepResult { index: number; phase: string; node?: string; value?: string; adjoint?: string; from?: string[] }
+interface StepResult { index: number; phase: string; node?: string; value?: string; adjoint?: string; tangent?: string; from?: string[] }
 
 /** Same values within `tol`, relative to the larger magnitude (absolute near zero). */
 function expectClose(got: readonly number[][], want: readonly number[][], tol: number, what: string): void {
@@ -164,6 +164,41 @@ describe('in Chromium: the viewer served by theanine viz', function () {
     expect(r.check).to.deep.equal({ ok: true });
     expect(r.red).to.equal(backward.length);
     expect(r.green).to.equal(forward.length);
+  });
+
+  it('steps through forward mode (the jvp example): value and tangent together, one pass, the loss\' tangent checked', async () => {
+    await runInPage('jvp', 'cpu');
+    const r = await page.evaluate(() => {
+      const g = globalThis as unknown as { theanineViewer: { tab(n: string): void; steps(): number; step(k: number): StepResult; check(): { ok: boolean }; count(s: string): number }; document: { querySelector(s: string): { textContent: string } | null } };
+      const v = g.theanineViewer;
+      v.tab('reverse');
+      const total = v.steps();
+      const start = v.step(0);
+      const seen: StepResult[] = [];
+      for (let k = 1; k <= total; k++) seen.push(v.step(k));
+      const rows = g.document.querySelector('#fd-table tbody')?.textContent ?? '';
+      return {
+        total, start, seen, check: v.check(), blue: v.count('#step-graph g.node.has-tangent'), red: v.count('#step-graph g.node.has-grad'),
+        tab: g.document.querySelector('#tabs button[data-tab="reverse"]')?.textContent, rows,
+      };
+    });
+    expect(r.tab).to.equal('Forward mode');
+    expect(r.start.phase).to.equal('start');
+    expect(r.seen.length).to.equal(r.total);
+    expect(r.seen.every((s) => s.phase === 'forward')).to.equal(true);
+    // The direction seeds W; the dot's tangent is x V; the loss' is -1.5375 (docs/autodiff.md's numbers).
+    expect(r.seen.find((s) => s.node === 'placeholder "W"')!.tangent).to.equal('[1, 0, -1]');
+    expect(r.seen.find((s) => s.node!.startsWith('dot'))!.tangent).to.equal('[-2, -1.5000, -2, 2]');
+    expect(r.seen.at(-1)!.node).to.match(/^mean/);
+    expect(r.seen.at(-1)!.tangent).to.equal('-1.5375');
+    expect(r.check).to.deep.equal({ ok: true });
+    expect(r.blue).to.equal(r.total);
+    expect(r.red).to.equal(0);
+    expect(r.rows).to.contain('jvp (forward mode)');
+    expect(r.rows).to.contain('<gradient, v> (reverse mode)');
+    // A reverse-mode example afterwards names the tab back.
+    await runInPage('autodiff-linear', 'cpu');
+    expect(await page.textContent('#tabs button[data-tab="reverse"]')).to.equal('Reverse mode');
   });
 
   it('takes the README\'s picture (same size as docs/pictures/viewer.png)', async () => {

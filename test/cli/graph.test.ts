@@ -15,6 +15,7 @@ describe('cli: theanine graph', function () {
       ['softmax-crossentropy', ['placeholder "logits"', 'log [id']],
       ['jvp', ['placeholder "v"', 'stop_gradient']],
       ['hessian-vector-product', ['placeholder "v_dense1/W"', 'placeholder "v_dense2/b"', 'sum_to_like']],
+      ['vmap', ['float32 (None, 784, 32)', 'placeholder "x"', 'placeholder "y"']],
     ] as const) {
       const r = await runCli('graph', ex);
       expect(r.code, r.err).to.equal(0);

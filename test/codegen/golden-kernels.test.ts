@@ -18,7 +18,8 @@ import { pipeline } from '../../src/passes/pipeline.js';
 import { lower } from '../../src/codegen/lower.js';
 import type { Program } from '../../src/codegen/kernel.js';
 import { CPU_TILE, cpuFusion } from '../../src/runtime/compile.js';
-import { Unsupported, renderLoopStore, renderMatmul } from '../../src/codegen/gpu/render.js';
+import { renderLoopStore, renderMatmul } from '../../src/codegen/gpu/render.js';
+import { chooseGpuStrategies } from '../../src/codegen/gpu/strategy.js';
 import { planPool } from '../../src/codegen/wasm/pool.js';
 import { planPhilox } from '../../src/codegen/wasm/philox.js';
 import { planElementwise } from '../../src/codegen/wasm/elementwise.js';
@@ -62,17 +63,14 @@ function tierBytes(p: Program): string[] {
 
 function gpuSources(p: Program): string[] {
   const info = { dtype: (b: number) => p.buffers[b]!.dtype, size: (b: number) => p.buffers[b]!.size };
-  return p.steps.flatMap((s) => {
-    try {
-      switch (s.kind) {
-        case 'loop': return s.stores.map((st) => renderLoopStore(s, st, info, Infinity).kernel.source);
-        case 'matmul': return [renderMatmul(s, info, Infinity).kernel.source];
-        default: return [`// ${s.kind}`];
-      }
-    } catch (e) {
-      if (e instanceof Unsupported) return [`// gpu: ${e.message}`];
-      throw e;
-    }
+  const chosen = chooseGpuStrategies(p, { maxLoop: Infinity });
+  return p.steps.flatMap((s, i) => {
+    const c = chosen[i]!;
+    if (s.kind !== 'loop' && s.kind !== 'matmul') return [`// ${s.kind}`];
+    if (c.kind === 'host') return [`// gpu: ${c.why}`];
+    if (s.kind === 'matmul') return [renderMatmul(s, info).kernel.source];
+    if (c.kind !== 'loop') throw new Error(`step ${i}: a ${c.kind} strategy for a loop step`);
+    return c.stores.map((st) => renderLoopStore(s, st, info).kernel.source);
   });
 }
 

@@ -12,7 +12,9 @@ import { pipeline } from '../../src/passes/pipeline.js';
 import { lower } from '../../src/codegen/lower.js';
 import type { Program } from '../../src/codegen/kernel.js';
 import { CPU_TILE, cpuFusion } from '../../src/runtime/compile.js';
-import { Unsupported, renderLoopStore, renderMatmul } from '../../src/codegen/gpu/render.js';
+import { renderLoopStore, renderMatmul } from '../../src/codegen/gpu/render.js';
+import { chooseGpuStrategies } from '../../src/codegen/gpu/strategy.js';
+import { loopIterations } from '../../src/codegen/gpu/source.js';
 
 const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'golden');
 
@@ -24,14 +26,17 @@ function program(inputs: readonly Node[], outputs: readonly Node[]): Program {
   });
 }
 
-/** Every step of the program as the gpu device prepares it: kernel sources, or what is not a kernel. */
+/** Every step of the program as the gpu device prepares it: kernel sources, what is not a kernel, or why a step runs on the host. */
 function gpuSources(inputs: readonly Node[], outputs: readonly Node[], maxLoop = Infinity): string[] {
   const p = program(inputs, outputs);
   const info = { dtype: (b: number) => p.buffers[b]!.dtype, size: (b: number) => p.buffers[b]!.size };
-  return p.steps.flatMap((s) => {
+  const chosen = chooseGpuStrategies(p, { maxLoop });
+  return p.steps.flatMap((s, i) => {
+    const c = chosen[i]!;
+    if (c.kind === 'host') return [`// host: ${c.why}`];
     switch (s.kind) {
-      case 'loop': return s.stores.map((st) => renderLoopStore(s, st, info, maxLoop).kernel.source);
-      case 'matmul': return [renderMatmul(s, info, maxLoop).kernel.source];
+      case 'loop': return c.kind === 'loop' ? c.stores.map((st) => renderLoopStore(s, st, info).kernel.source) : [`// ${c.kind}?`];
+      case 'matmul': return [renderMatmul(s, info).kernel.source];
       case 'extern': return [`// extern ${s.def.name}`];
       case 'scan': return ['// scan'];
       case 'print': return ['// print'];
@@ -88,8 +93,26 @@ describe('gpu kernel sources (golden, src/codegen/gpu/render.ts)', () => {
 
   it('a kernel looping more than the device allows per element is left to the host', () => {
     const x = f32(100000);
-    expect(() => gpuSources([x], [K.sum(x)], 65535)).to.throw(Unsupported, /100000 loop iterations per element \(this GL stops at 65535\)/);
-    expect(gpuSources([x], [K.sum(x)], 200000)).to.have.length(1);
+    expect(gpuSources([x], [K.sum(x)], 65535)).to.deep.equal(['// host: 100000 loop iterations per element (this GL stops at 65535)']);
+    const [src] = gpuSources([x], [K.sum(x)], 200000);
+    expect(loopIterations(src!)).to.equal(100000);
+  });
+
+  it('the strategy counts the loop iterations the renderer writes (a kernel at the limit runs on the device, one over it on the host)', () => {
+    const graphs: [string, () => { inputs: Node[]; outputs: Node[] }][] = [
+      ['softmax', () => { const x = f32(4, 7); return { inputs: [x], outputs: [K.softmax(x)] }; }],
+      ['two reductions', () => { const x = f32(3, 5, 6); return { inputs: [x], outputs: [K.sum(K.max(x, 2, true), 1)] }; }],
+      ['variance', () => { const x = f32(6, 9); return { inputs: [x], outputs: [K.var(x, 1)] }; }],
+      ['conv2d', () => { const [x, w] = [f32(1, 6, 6, 2), f32(3, 3, 2, 4)]; return { inputs: [x, w], outputs: [K.conv2d(x, w)] }; }],
+      ['dot', () => { const [x, y] = [f32(2, 13), f32(13, 3)]; return { inputs: [x, y], outputs: [K.dot(x, y)] }; }],
+    ];
+    for (const [name, build] of graphs) {
+      const { inputs, outputs } = build();
+      const most = Math.max(...gpuSources(inputs, outputs).map((src) => loopIterations(src)));
+      expect(most, name).to.be.greaterThan(0);
+      expect(gpuSources(inputs, outputs, most).join('\n'), name).to.not.include('// host');
+      expect(gpuSources(inputs, outputs, most - 1).join('\n'), name).to.include(`// host: ${most} loop iterations per element (this GL stops at ${most - 1})`);
+    }
   });
 
   it('grouped convolutions and pooling adjoints are kernel-IR kernels, not extern steps', () => {

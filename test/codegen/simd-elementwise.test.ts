@@ -4,7 +4,10 @@
 // approximations, are within 1 ulp of the reference's value in float32 (the bound stated in the tier's header).
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
-import { CHUNK, F32_MIN_ELEMENTS, MIN_ELEMENTS, setFloat32Approximations, setSimdTier } from '../../src/codegen/wasm/elementwise.js';
+import { CHUNK, F32_MIN_ELEMENTS, MIN_ELEMENTS, nodeKind, setFloat32Approximations, setSimdTier } from '../../src/codegen/wasm/elementwise.js';
+import { ExprBuilder, KERNEL_ROWS, type ScalarOp } from '../../src/codegen/expr.js';
+import { ivar, newVar } from '../../src/codegen/index-expr.js';
+import { elementwiseOps, type ElementwiseOp } from '../../src/ir/ops/elementwise.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
 import type { Node } from '../../src/ir/node.js';
 
@@ -107,6 +110,20 @@ describe('codegen/wasm SIMD elementwise tier', () => {
     expect(got.out.data[0]).to.equal(0);
     expect(worst, 'worst ulp distance').to.be.at.most(1);
     expect(off, 'elements not equal to the reference\'s').to.be.below(N / 1000);
+  });
+
+  it('the tier renders the kernel ops whose elementwise row names a lane instruction (its `wasm` spelling), comparisons as masks', () => {
+    const b = new ExprBuilder(() => 'float32');
+    const v = newVar(8);
+    const [x, y] = [b.load(0, ivar(v)), b.load(1, ivar(v))];
+    const named = Object.values(elementwiseOps as Record<string, ElementwiseOp>).filter((r) => r.spelling.wasm !== undefined);
+    expect(named.map((r) => r.name)).to.include.members(['add', 'sub', 'mul', 'div', 'maximum', 'minimum', 'neg', 'abs', 'sqrt', 'equal', 'less']);
+    for (const [op, row] of KERNEL_ROWS) {
+      if (op === 'select' || ['tanh', 'exp', 'sigmoid', 'log'].includes(row.name)) continue; // selects and the approximated functions have renderings of their own
+      const e = b.op(op as ScalarOp, ...(row.arity === 1 ? [x] : [x, y]));
+      const want = row.spelling.wasm === undefined ? undefined : ['eq', 'ne', 'lt', 'gt', 'le', 'ge'].includes(row.spelling.wasm) ? 'branch' : 'plain';
+      expect(nodeKind(e), `${row.name} (${op})`).to.equal(want);
+    }
   });
 
   it('a fused chain of arithmetic, comparisons, selects, max, abs, sqrt is bit-identical to the JavaScript kernel', () => {

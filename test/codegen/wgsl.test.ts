@@ -3,13 +3,27 @@
 import { expect } from 'chai';
 import { ExprBuilder } from '../../src/codegen/expr.js';
 import { iadd, iscale, ivar, newVar } from '../../src/codegen/index-expr.js';
-import type { LoopKernel, MatmulKernel } from '../../src/codegen/kernel.js';
+import type { LoopKernel, MatmulKernel, Program, Step } from '../../src/codegen/kernel.js';
 import type { DType } from '../../src/ir/dtype.js';
-import { NoElements, Unsupported, renderLoop, renderMatmul, type BufferInfo } from '../../src/codegen/wgsl/render.js';
+import { renderLoop, renderMatmul, type BufferInfo } from '../../src/codegen/wgsl/render.js';
+import { chooseWebStrategies, type WebStrategy } from '../../src/codegen/wgsl/strategy.js';
 import { f32Literal, helperSources, storageOf } from '../../src/codegen/wgsl/scalar.js';
 
 function info(dtypes: DType[], sizes: number[]): BufferInfo {
   return { dtype: (b) => dtypes[b]!, size: (b) => sizes[b]!, storage: (b) => storageOf(dtypes[b]!) };
+}
+
+/** The strategy (codegen step 4) of a one-step program over buffers of these dtypes and sizes. */
+function choose(k: Step, dtypes: DType[], sizes: number[]): WebStrategy {
+  const p: Program = { buffers: dtypes.map((dtype, id) => ({ id, dtype, size: sizes[id]!, role: 'scratch' })), steps: [k], targets: [] };
+  return chooseWebStrategies(p, 8)[0]!;
+}
+
+/** A loop kernel the strategy puts on the device, rendered. */
+function render(k: LoopKernel, dtypes: DType[], sizes: number[]) {
+  const c = choose(k, dtypes, sizes);
+  if (c.kind !== 'loop') throw new Error(`not a device loop: ${JSON.stringify(c)}`);
+  return renderLoop(k, c.plan, info(dtypes, sizes));
 }
 
 describe('WGSL renderer', () => {
@@ -38,7 +52,7 @@ describe('WGSL renderer', () => {
       kind: 'loop', label: 'tanh,sum', vars: [i],
       stores: [{ buf: 1, index: ivar(i), value: b.cast('float32', sum), dtype: 'float32' }, { buf: 2, index: ivar(i), value: b.cast('int32', sum), dtype: 'int32' }],
     };
-    const w = renderLoop(k, info(['float32', 'float32', 'int32'], [35, 5, 5]));
+    const w = render(k, ['float32', 'float32', 'int32'], [35, 5, 5]);
     expect(w.binds).to.deep.equal([0, 1, 2]);
     expect(w.writes).to.have.members([1, 2]);
     expect(w.groups).to.deep.equal([1, 1, 1]);
@@ -47,17 +61,24 @@ describe('WGSL renderer', () => {
     expect(w.code).to.match(/fn t_tanh\(/).and.match(/= i32\(t_int\(/);
   });
 
-  it('splits large dispatches over y, and says what it cannot render', () => {
+  it('splits large dispatches over y; the strategy says what runs on the host and why', () => {
     const b = new ExprBuilder(() => 'float32');
     const i = newVar(70000 * 64);
     const big: LoopKernel = { kind: 'loop', label: 'neg', vars: [i], stores: [{ buf: 1, index: ivar(i), value: b.op('neg', b.load(0, ivar(i))), dtype: 'float32' }] };
-    expect(renderLoop(big, info(['float32', 'float32'], [70000 * 64, 70000 * 64])).groups).to.deep.equal([65535, 2, 1]);
+    expect(render(big, ['float32', 'float32'], [70000 * 64, 70000 * 64]).groups).to.deep.equal([65535, 2, 1]);
     const scatter: LoopKernel = { ...big, stores: [{ ...big.stores[0]!, accumulate: true }] };
-    expect(() => renderLoop(scatter, info(['float32', 'float32'], [1, 1]))).to.throw(Unsupported, /rows chosen by data/);
+    expect(choose(scatter, ['float32', 'float32'], [1, 1])).to.deep.equal({ where: 'host', kind: 'host', why: 'scatters into rows chosen by data' });
     const f64: LoopKernel = { ...big, stores: [{ ...big.stores[0]!, dtype: 'int64' }] };
-    expect(() => renderLoop(f64, info(['float32', 'int64'], [1, 1]))).to.throw(Unsupported, /stores int64/);
+    expect(choose(f64, ['float32', 'int64'], [1, 1])).to.deep.equal({ where: 'host', kind: 'host', why: 'stores int64' });
     const empty: LoopKernel = { ...big, vars: [newVar(0)] };
-    expect(() => renderLoop(empty, info(['float32', 'float32'], [0, 0]))).to.throw(NoElements);
+    expect(choose(empty, ['float32', 'float32'], [0, 0])).to.deep.equal({ where: 'device', kind: 'empty' });
+    // ten buffers in one shader, where the device binds at most eight
+    const j = newVar(4);
+    const wide: LoopKernel = {
+      kind: 'loop', label: 'add', vars: [j],
+      stores: [{ buf: 9, index: ivar(j), value: Array.from({ length: 9 }, (_, k) => b.load(k, ivar(j))).reduce((x, y) => b.op('add', x, y)), dtype: 'float32' }],
+    };
+    expect(choose(wide, new Array<DType>(10).fill('float32'), new Array<number>(10).fill(4))).to.deep.equal({ where: 'host', kind: 'host', why: 'binds 10 buffers (a shader binds at most 8 on this device)' });
   });
 
   it('renders a product as workgroup tiles, its operands read through their index expressions', () => {
@@ -71,6 +92,7 @@ describe('WGSL renderer', () => {
       out: { buf: 3, index: iadd(iscale(ivar(m), 6), ivar(n)), value: b.op('add', b.acc(), b.load(2, ivar(n))), dtype: 'float32' },
       packA: 4, packB: 5, mr: 4, nr: 4, sum: 'float32',
     };
+    expect(choose(mm, ['float32', 'float32', 'float32', 'float32'], [200, 120, 6, 60])).to.deep.equal({ where: 'device', kind: 'matmul' });
     const w = renderMatmul(mm, info(['float32', 'float32', 'float32', 'float32'], [200, 120, 6, 60]));
     expect(w.groups).to.deep.equal([1, 1, 1]);
     expect(w.code).to.match(/var<workgroup> tA: array<array<f32, 16>, 64>/).and.match(/workgroupBarrier\(\)/);

@@ -1,12 +1,15 @@
 // docs/autodiff.md: the tangent graph's listing is what debugprint prints, and the `ts` blocks of
 // "The autodiff functions, by example" run as one program (imports merged, 'theanine' meaning this
-// package) whose assertions hold.
+// package) whose assertions hold; the viewer program of "In the CLI and the viewer" steps through
+// forward mode as the viewer's jvp example does.
 import { expect } from 'chai';
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { autodiff, backend as K, debugprint } from '../../src/index.js';
 import { emptyFolder } from '../helpers/exported.js';
+import { VIEWER_EXAMPLES } from '../../src/examples/viewer-programs.js';
+import { analyze, runProgram, stepThrough } from '../../viewer/model.js';
 
 const page = readFileSync('docs/autodiff.md', 'utf8');
 
@@ -23,6 +26,20 @@ describe('docs/autodiff.md', function () {
     const loss = K.mean(K.square(K.subtract(K.dot(x, W), t)));
     const V = K.placeholder([3, 1], null, 'float32', false, 'V');
     expect(debugprint(autodiff.jvp(loss, W, V))).to.equal(listing![1]!.trimEnd());
+  });
+
+  it("the viewer program with tangents is stepped through in forward mode, with the jvp example's tangents", () => {
+    const block = /## In the CLI and the viewer[\s\S]*?```js\n([\s\S]*?)```/.exec(page);
+    expect(block, 'the section has a js block').to.not.equal(null);
+    const tangentsOf = (code: string) => {
+      const s = stepThrough(analyze(runProgram(code)));
+      expect(s.mode).to.equal('forward');
+      expect(s.check).to.deep.equal({ ok: true });
+      return s.forward.map((f) => [f.label, Array.from(f.tangent?.data as ArrayLike<number> ?? [])]);
+    };
+    const docs = tangentsOf(block![1]!);
+    expect(docs.at(-1)![1]![0]).to.be.closeTo(-1.5375, 1e-6);
+    expect(docs).to.deep.equal(tangentsOf(VIEWER_EXAMPLES.jvp));
   });
 
   it('the examples run and their assertions hold', () => {

@@ -100,6 +100,37 @@ describe('viewer model', function () {
         expect(new Set(linked.map((k) => k.node)).size, 'one kernel per node').to.equal(linked.length);
       });
 
+      const forwardMode = a.tangents !== undefined;
+      it(`steps through ${forwardMode ? 'forward' : 'reverse'} mode (the program ${forwardMode ? 'gives' : 'gives no'} tangents)`, () => {
+        expect(stepThrough(a, { verify: false }).mode).to.equal(forwardMode ? 'forward' : 'reverse');
+      });
+
+      if (forwardMode) {
+        it('forward mode step by step: inputs carry their directions, the loss its jvp, which equals <gradient, v> and finite differences', () => {
+          const s = stepThrough(a);
+          expect(s.backward).to.deep.equal([]);
+          expect(s.forward.map((f) => f.node)).to.deep.equal(topoSort([a.loss]));
+          a.wrt.forEach((i, k) => {
+            const step = s.forward.find((f) => f.node === a.placeholders[i])!;
+            expect(Array.from(step.tangent!.data as ArrayLike<number>)).to.deep.equal(Array.from(a.tangents![k]!.data as ArrayLike<number>));
+          });
+          // Each node comes after the inputs its tangent was computed from (one forward pass).
+          const at = new Map(s.forward.map((f, i) => [f.node, i] as const));
+          for (const f of s.forward) for (const c of f.from ?? []) expect(at.get(c)!).to.be.below(at.get(f.node)!);
+          // The loss' tangent against the compiled gradients dotted with the direction.
+          const compiled = numbers(compile(a, 'cpu'), a);
+          const gv = a.wrt.reduce((p, _i, k) => p + compiled[k + 1]!.reduce((q, g, j) => q + g * Number(a.tangents![k]!.data[j]), 0), 0);
+          const jvp = Array.from(s.forward.at(-1)!.tangent!.data as ArrayLike<number>).reduce((p, x) => p + x, 0);
+          expect(s.forward.at(-1)!.node).to.equal(a.loss);
+          expect(Math.abs(jvp - gv)).to.be.at.most(1e-5 * Math.max(1, Math.abs(gv)));
+          expect(s.check).to.deep.equal({ ok: true });
+          expect(s.table.map((t) => t.name)).to.deep.equal(['jvp (forward mode)', '<gradient, v> (reverse mode)']);
+          for (const t of s.table) expect(Math.abs(t.analytic[0]! - t.numeric[0]!)).to.be.at.most(2e-3 + 1e-2 * Math.abs(t.numeric[0]!));
+          expect(s.dot).to.match(/tangent /);
+        });
+        return;
+      }
+
       it('reverse mode step by step: the loss starts at 1, input adjoints are the compiled gradients, verify_grad passes', () => {
         const s = stepThrough(a);
         expect(s.forward.length).to.be.above(3);
@@ -141,6 +172,31 @@ describe('viewer model', function () {
       });
     });
   }
+
+  it('jvp: every node\'s tangent is the directional derivative of its value (central differences on the reference interpreter)', () => {
+    const a = analyze(runProgram(VIEWER_EXAMPLES.jvp));
+    const s = stepThrough(a);
+    // The docs' numbers, by hand: x V = [-2, -1.5, -2, 2]; square: 2 r dr; mean: their mean.
+    const byOp = (op: string) => Array.from(s.forward.find((f) => f.node.op === op)!.tangent!.data as ArrayLike<number>);
+    expect(byOp('dot')).to.deep.equal([-2, -1.5, -2, 2]);
+    byOp('square').forEach((x, j) => expect(x).to.be.closeTo([-1.6, -1.35, 1.2, -4.4][j]!, 1e-6));
+    expect(byOp('mean')[0]).to.be.closeTo(-1.5375, 1e-6);
+    // x and t do not depend on W: zero tangents, computed from nothing.
+    for (const f of s.forward.filter((g) => g.node.op === 'placeholder' && g.node !== a.placeholders[2])) {
+      expect(Array.from(f.tangent!.data as ArrayLike<number>).every((x) => x === 0)).to.equal(true);
+      expect(f.from).to.deep.equal([]);
+    }
+  });
+
+  it('forward mode: clear errors for tangents that name no wrt input or have the wrong shape; a wrong derivative fails the check', () => {
+    expect(() => runProgram('return { inputs: { x: [1], y: [2] }, wrt: ["x"], tangents: { y: [1] }, loss: (x, y) => K.sum(K.multiply(x, y)) };')).to.throw(/tangents must map names of its wrt inputs \(x\) to directions, got \{"y":\[1\]\}/);
+    expect(() => analyze(runProgram('return { inputs: { x: [1, 2] }, tangents: { x: [1] }, loss: (x) => K.sum(x) };'))).to.throw(/the tangent of x must have its shape \(2,\), got \(1,\)/);
+    // sign at its jump: both modes give 0, central differences (1 - (-1)) / 2e-3 = 1000.
+    const s = stepThrough(analyze(runProgram('return { inputs: { x: [0] }, tangents: { x: [1] }, loss: (x) => K.sum(K.sign(x)) };')));
+    expect(s.mode).to.equal('forward');
+    expect(s.check.ok).to.equal(false);
+    expect(s.check.ok ? '' : s.check.message).to.match(/forward mode 0, reverse mode 0, finite differences 1000(\.\d+)? /);
+  });
 
   it('verify_grad\'s failure is reported with its message (|x| at its kink: symbolic 0, finite difference 1)', () => {
     const a = analyze(runProgram('return { inputs: { x: [0, 0.5] }, loss: (x) => K.sum(K.abs(x)) };'));

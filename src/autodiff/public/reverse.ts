@@ -1,4 +1,5 @@
 // Lop / vjp and grad: reverse mode from given output cotangents, with Theano's options.
+import { isInt } from '../../ir/dtype.js';
 import { ValueError } from '../../ir/errors.js';
 import { Node } from '../../ir/node.js';
 import { describe } from '../../ir/ndarray.js';
@@ -42,7 +43,11 @@ const RETURN = ['zero', 'None'] as const;
 /**
  * d cost / d wrt with Theano's semantics: `cost` is a scalar (or null when known_grads seeds the
  * walk), a wrt that the cost does not reach is an error unless `disconnected_inputs` says
- * otherwise, and integer wrt get zeros (Theano: their gradient is defined as zero).
+ * otherwise. Integers follow Theano's op contract (backprop's realIntegers): an integer wrt read
+ * by an op with a float output gets that op's derivative extended to the reals (a float
+ * tensor); one reached only through casts or integer-valued ops gets zeros of its own dtype.
+ * An integer cost is differentiable with respect to itself (1, float64: Theano's default floatX)
+ * and to what reaches it through float ops.
  */
 export function grad<W extends Tensors>(cost: Node | null, wrt: W, options: GradOptions = {}): W extends Node ? Node | null : (Node | null)[] {
   const fn = 'autodiff.grad';
@@ -55,13 +60,13 @@ export function grad<W extends Tensors>(cost: Node | null, wrt: W, options: Grad
   if (cost !== null) {
     if (!(cost instanceof Node)) throw new TypeError(`${fn}: cost must be a tensor or null, got ${describe(cost)}`);
     if (cost.ndim !== 0) throw new TypeError(`${fn}: cost must be a scalar, got a tensor of rank ${cost.ndim}; sum it or use autodiff.Lop / autodiff.jacobian`);
-    if (!differentiable(cost)) throw new TypeError(`${fn}: cost is ${cost.dtype}; gradients need a float cost`);
-    seeds.unshift([cost, scalar(1, cost.dtype)]);
+    if (!differentiable(cost) && !isInt(cost.dtype)) throw new TypeError(`${fn}: cost is ${cost.dtype}; gradients need a float or integer cost`);
+    seeds.unshift([cost, scalar(1, differentiable(cost) ? cost.dtype : 'float64')]);
   } else if (seeds.length === 0) {
     throw new ValueError(`${fn}: cost is null and known_grads is empty; give a cost, known gradients, or both`);
   }
   const consider = new Set(listOf(fn, 'consider_constant', options.consider_constant ?? []));
-  const gs = backprop(seeds, ws, { fn, considerConstant: consider });
+  const gs = backprop(seeds, ws, { fn, considerConstant: consider, realIntegers: true });
   const out = gs.map((g, i) => {
     if (g !== undefined) return g;
     const w = ws[i]!;
@@ -87,7 +92,7 @@ function knownGrads(fn: string, kg: GradOptions['known_grads']): [Node, Node][] 
   const pairs = kg instanceof Map ? [...kg] : [...kg];
   return pairs.map(([v, g], i) => {
     const [x, gx] = [listOf(fn, `known_grads[${i}][0]`, v)[0]!, listOf(fn, `known_grads[${i}][1]`, g)[0]!];
-    checkPairs(fn, `known_grads[${i}][1]`, [x], `known_grads[${i}][0]`, [gx]);
+    checkPairs(fn, `known_grads[${i}][1]`, [x], `known_grads[${i}][0]`, [gx], true);
     return [x, gx];
   });
 }
@@ -104,4 +109,27 @@ export function reachable(roots: readonly Node[], w: Node, constant: ReadonlySet
     stack.push(...n.inputs);
   }
   return false;
+}
+
+/**
+ * Theano's subgraph_grad: a backward pass in pieces. The gradients of `cost` and of the known
+ * cotangents `start` (pairs of a node and its cotangent, as known_grads), or of either, with
+ * respect to `wrt` and to `end`, where `end` are treated as constants (the pass stops there).
+ * Returns `[wrt gradients, end gradients]`; the end gradients, paired with `end`, are the next
+ * piece's `start`, so a network's gradients can be taken layer by layer (adding each layer's own
+ * cost on the way) with the same values as one pass. Disconnected entries get zeros.
+ */
+export function subgraph_grad(wrt: readonly Node[], end: readonly Node[], start: GradOptions['known_grads'] | null = null, cost: Node | null = null): [Node[], Node[]] {
+  const fn = 'autodiff.subgraph_grad';
+  if (!Array.isArray(wrt) || !Array.isArray(end)) throw new TypeError(`${fn}: wrt and end must be arrays of tensors, got ${describe(wrt)} and ${describe(end)}`);
+  const ws = listOf(fn, 'wrt', wrt);
+  const es = listOf(fn, 'end', end);
+  const known = start ?? undefined;
+  if (cost === null && (known === undefined || (known instanceof Map ? known.size : known.length) === 0)) {
+    throw new ValueError(`${fn}: give a cost, start (the cotangents of nodes above), or both`);
+  }
+  const params = [...new Set([...ws, ...es])];
+  const gs = grad(cost, params, { ...(known !== undefined ? { known_grads: known } : {}), consider_constant: es, disconnected_inputs: 'ignore' }) as Node[];
+  const of = new Map(params.map((p, i) => [p, gs[i]!] as const));
+  return [ws.map((w) => of.get(w)!), es.map((e) => of.get(e)!)];
 }

@@ -48,7 +48,7 @@ function checkAxis(a: number | null, ndim: number, what: string, shape: Node['sh
  * convolutions, Scan and the elementwise, reduction and shape ops). Arguments with a null axis and
  * tensors `fn` reads from outside are shared by all examples.
  */
-export function vmap(fn: Batchable, in_axes: Axes = 0, out_axes: Axes = 0): (...args: Node[]) => Node | Node[] {
+export function vmap<R extends Node | readonly Node[]>(fn: (...args: Node[]) => R, in_axes: Axes = 0, out_axes: Axes = 0): (...args: Node[]) => R extends Node ? Node : Node[] {
   if (typeof fn !== 'function') throw new TypeError(`${FN}: fn must be a function that builds a graph from tensors, got ${describe(fn)}`);
   return (...args: Node[]) => {
     args.forEach((x, i) => { if (!(x instanceof Node)) throw new TypeError(`${FN}: argument ${i} must be a tensor, got ${describe(x)}`); });
@@ -80,7 +80,7 @@ export function vmap(fn: Batchable, in_axes: Axes = 0, out_axes: Axes = 0): (...
       return moveAxis(materialize(v, ctx), 0, ax);
     });
     checkClosed(built, subst);
-    return Array.isArray(result) ? built : built[0]!;
+    return (Array.isArray(result) ? built : built[0]!) as R extends Node ? Node : Node[];
   };
 }
 

@@ -141,8 +141,8 @@ export function renderDriver({ program: p, plan, strategies }: Prepared, b: Driv
           after.push(`  if (${keep.when}) ${keep.done}`);
         }
       }
-      if (indirect) lines.push(...renderIndirectTiles(s, name(s.packA), name(s.packB), name).map((l) => `  ${l}`));
-      else if (all) lines.push(`  ${renderAllTiles(s, name(s.packA), name(s.packB))}`);
+      if (indirect) lines.push(...renderIndirectTiles(s, name(s.packA), name(s.packB), name, st.schedule).map((l) => `  ${l}`));
+      else if (all) lines.push(`  ${renderAllTiles(s, name(s.packA), name(s.packB), st.schedule)}`);
       lines.push(...after);
       // A whole float32 product's epilogue runs in the SIMD tier where the tier can render it.
       const epilogue = st.epilogue;

@@ -17,6 +17,7 @@ import { commentText, storeRounds } from './js.js';
 import { IGEMM_VARIANT, PARALLEL_MIN_MACS, ROWVEC_EXPORT, WINDOW_GRAD_VARIANT } from './threads.js';
 import { blockVariant } from './wasm-kernel.js';
 import type { DType } from '../../ir/dtype.js';
+import { DEFAULT_MATMUL_SCHEDULE, isDefaultSchedule, type MatmulSchedule, type TilesCall } from './matmul-schedule.js';
 import { planElementwise, renderElementwise, type EwPlan } from '../wasm/elementwise.js';
 import { ROWVEC_MAX_ROWS } from '../wasm/matmul.js';
 
@@ -188,7 +189,7 @@ export function indirectSums(k: MatmulKernel, wasm: boolean): boolean {
  * The runtime calls of an indirect product: its input's cells and pointers into the arena at A's
  * packing buffer (igemmA), then every tile sum by the igemm kernel (split over the worker threads).
  */
-export function renderIndirectTiles(k: MatmulKernel, pa: string, pb: string, name: (id: number) => string): string[] {
+export function renderIndirectTiles(k: MatmulKernel, pa: string, pb: string, name: (id: number) => string, schedule: MatmulSchedule = DEFAULT_MATMUL_SCHEDULE): string[] {
   const a = k.indirect!;
   const { mr, nr } = k;
   const MP = Math.ceil(k.m.size / mr), NP = Math.ceil(k.n.size / nr), K = k.k.size;
@@ -197,12 +198,12 @@ export function renderIndirectTiles(k: MatmulKernel, pa: string, pb: string, nam
   if (a.over === 'terms') {
     return [
       `const ind = rt.windowGradA(${pa}, ${name(a.buf)}, ${a.offset}, [${geom.join(', ')}], ${mr});`,
-      `rt.arena.tiles(ind, ${(mr + 1) * 4}, ${pb}.byteOffset, ${NP * K * nr * 4}, ${MP}, ${K}, acc.byteOffset, ${NP}, 1, ${mr * nr * 4}, ${WINDOW_GRAD_VARIANT});`,
+      `rt.arena.tiles(ind, ${(mr + 1) * 4}, ${pb}.byteOffset, ${NP * K * nr * 4}, ${MP}, ${K}, acc.byteOffset, ${NP}, 1, ${mr * nr * 4}, ${WINDOW_GRAD_VARIANT}${scheduleArgs(schedule, true)});`,
     ];
   }
   return [
     `const ind = rt.igemmA(${pa}, ${name(a.buf)}, ${a.offset}, [${geom.join(', ')}], ${mr});`,
-    `rt.arena.tiles(ind, ${taps * mr * 4}, ${pb}.byteOffset, ${NP * K * nr * 4}, ${MP}, ${K}, acc.byteOffset, ${NP}, 1, ${mr * nr * 4}, ${IGEMM_VARIANT});`,
+    `rt.arena.tiles(ind, ${taps * mr * 4}, ${pb}.byteOffset, ${NP * K * nr * 4}, ${MP}, ${K}, acc.byteOffset, ${NP}, 1, ${mr * nr * 4}, ${IGEMM_VARIANT}${scheduleArgs(schedule, true)});`,
   ];
 }
 
@@ -210,11 +211,26 @@ export function renderIndirectTiles(k: MatmulKernel, pa: string, pb: string, nam
  * The runtime call that computes every tile sum of the product (rt.arena.tiles, split over the
  * worker threads), before the compute function applies the epilogue (renderMatmulCompute's `all`).
  */
-export function renderAllTiles(k: MatmulKernel, pa: string, pb: string): string {
+export function renderAllTiles(k: MatmulKernel, pa: string, pb: string, schedule: MatmulSchedule = DEFAULT_MATMUL_SCHEDULE): string {
+  const c = tilesCall(k, false);
+  const tail = isDefaultSchedule(schedule) ? (c.par ? '' : ', false') : scheduleArgs(schedule, c.par);
+  return `rt.arena.tiles(${pa}.byteOffset, ${c.strideA}, ${pb}.byteOffset, ${c.strideB}, ${c.MP}, ${c.K}, acc.byteOffset, ${c.NP}, ${c.B}, ${c.T}, ${c.variant}${tail});`;
+}
+
+/** PackArena.tiles' arguments after `variant` for a tuned schedule (none for the default, so that untuned code is unchanged). */
+function scheduleArgs(s: MatmulSchedule, par: boolean): string {
+  return isDefaultSchedule(s) ? '' : `, ${par && s.split}, ${s.blockBytes}, ${s.maxPanels}, ${s.perThread}`;
+}
+
+/** The cost-deciding arguments of a whole product's tile sums (renderAllTiles, renderIndirectTiles): what a tuned schedule is keyed by. */
+export function tilesCall(k: MatmulKernel, indirect: boolean): TilesCall {
   const { mr, nr } = k;
   const MP = Math.ceil(k.m.size / mr), NP = Math.ceil(k.n.size / nr), K = k.k.size;
-  const e = sumBytes(k);
-  return `rt.arena.tiles(${pa}.byteOffset, ${K * mr * e}, ${pb}.byteOffset, ${NP * K * nr * e}, ${MP}, ${K}, acc.byteOffset, ${NP}, ${k.batch.size}, ${mr * nr * e}, ${blockVariant(mr, k.sum === 'float32', true)}${sumsAlone(k) ? ', false' : ''});`;
+  const e = indirect ? 4 : sumBytes(k);
+  const a = k.indirect;
+  const strideA = indirect && a !== undefined ? (a.over === 'terms' ? (mr + 1) * 4 : a.window.reduce((p, v) => p * v, 1) * mr * 4) : K * mr * e;
+  const variant = !indirect ? blockVariant(mr, k.sum === 'float32', true) : a?.over === 'terms' ? WINDOW_GRAD_VARIANT : IGEMM_VARIANT;
+  return { B: indirect ? 1 : k.batch.size, MP, NP, K, T: mr * nr * e, strideA, strideB: NP * K * nr * e, variant, par: indirect || !sumsAlone(k), indirect };
 }
 
 /** JavaScript for an index expression whose variables are spelled by `name`. */

@@ -4,15 +4,18 @@
 // runs the steps in order. Generated once per shape specialisation; the source is cached, so
 // the same program never compiles twice.
 import type { TypedArray } from '../../ir/dtype.js';
-import { provenanceComment, withBuiltBy } from '../../ir/provenance.js';
+import { builtBy, provenanceComment, withBuiltBy, withBuiltByLine, type Provenance } from '../../ir/provenance.js';
 import type { ScalarFn } from '../expr.js';
 import type { MatmulKernel, Program } from '../kernel.js';
 import { prepare, type Prepared } from '../pipeline.js';
+import type { ScheduleChooser } from './strategy.js';
+import type { Plan } from '../plan.js';
 import { renderDriver, type DriverBinding } from './driver.js';
 import { commentText } from './js.js';
 import { accSize } from './matmul.js';
 import { allocateSlots, CTOR, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
 import { KeptSlot, packArena } from './wasm-kernel.js';
+import type { SlotStore } from './slot-store.js';
 
 export { runtimeHelpers, type RunFn };
 
@@ -29,6 +32,15 @@ export interface ModuleOptions {
   readonly invariantFrom?: number;
   /** Of those, the inputs that are a constant's or a variable's array (their packs are kept across calls, while the array is the same). */
   readonly immutableInputs?: ReadonlySet<number>;
+  /** The tuned schedule of a whole product in a Scan body (the outer program's are chosen by its own prepare). */
+  readonly schedule?: ScheduleChooser;
+  /** The planned arrays shared with the program's other shape specialisations (slot-store.ts); without it, its own. */
+  readonly store?: SlotStore;
+  /**
+   * Kept packs of variables (and of a Scan body's fixed inputs) shared with the program's other
+   * shape specialisations, by what they hold: a weight is packed once per program, not per batch size.
+   */
+  readonly keptPacks?: { readonly map: Map<string, KeptSlot>; readonly prefix: string };
 }
 
 export interface CpuModule {
@@ -40,6 +52,8 @@ export interface CpuModule {
   readonly profile?: StepProfile;
   /** Gives back the places of its kept packs in the packing arena (the compile cache drops it; a later call packs them again). */
   readonly release: () => void;
+  /** Lets its planned buffers and kept packs go, keeping its code: a later call allocates and packs them again. */
+  readonly shed: () => void;
 }
 
 /** The kept packs of functions that are collected without being released. */
@@ -114,26 +128,91 @@ export function clearKernelCaches(): void {
   factories.clear();
 }
 
+/**
+ * What code generation makes of a prepared program, as plain data (the disk cache, src/runtime/
+ * disk-cache.ts, stores it): the driver's source, each kernel's source, the constants, the packs
+ * kept between calls, the buffer plan's slots, and the same for each Scan body. `bindModule`
+ * makes it a run-time module. The host functions a program calls (extern steps, print hooks,
+ * a kernel's scalar functions) are not data: they are in `ModuleLive`.
+ */
+export interface ModuleImage {
+  /** The driver's source (the body of its factory). */
+  readonly driver: string;
+  /** Each kernel's source, named `k` (compiled once per source, kernelFn). */
+  readonly kernels: readonly string[];
+  /** The source f.source() shows: kernels named by position with their user's calls, the driver, the Scan bodies. */
+  readonly source: string;
+  readonly consts: readonly TypedArray[];
+  /** Indices of the constants each instance has its own copy of (the learning phase, the epoch). */
+  readonly perCall: readonly number[];
+  readonly subs: readonly ModuleImage[];
+  /** Doubles of each pack kept in the arena (wasm-kernel.ts' KeptSlot). */
+  readonly packs: readonly number[];
+  /** For each pack, the name it shares across the program's shape specialisations (BindOptions.keptPacks), or none. */
+  readonly packKeys?: readonly (string | null | undefined)[];
+  readonly slots: Plan['slots'];
+  /** With `profile`: what each timed step is. */
+  readonly labels?: readonly string[];
+  readonly bytes: number;
+  /** Whether it holds no extern step or print hook, in it or its Scan bodies (a host function that is not data). */
+  readonly plain: boolean;
+  /** How many scalar functions each kernel calls (f0, f1...: given by ModuleLive). */
+  readonly fnCounts: readonly number[];
+  /** Each step's `built by` line (a stored image; a fresh one has its provenance in ModuleLive). */
+  readonly builtBy?: readonly (string | null)[];
+}
+
+/** The host functions and provenance of a module (not data): a fresh one's, or made for a stored image (no externs, no origins). */
+export interface ModuleLive {
+  readonly externs: readonly Extern[];
+  /** Each kernel's scalar functions (f0, f1... in its source). */
+  readonly fns: readonly (readonly ScalarFn[])[];
+  readonly origins: readonly (readonly Provenance[] | undefined)[];
+  readonly subs: readonly ModuleLive[];
+}
+
+export interface GeneratedModule {
+  readonly image: ModuleImage;
+  readonly live: ModuleLive;
+}
+
 /** The run-time module of a prepared program (../pipeline.ts `prepare` with the WebAssembly tiers). */
 export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuModule {
+  const g = generateModule(prepared, opts);
+  return bindModule(g.image, g.live, { store: opts.store, keptPacks: opts.keptPacks });
+}
+
+/** The image with each step's provenance as its `built by` line (what a stored image keeps). */
+export function withBuiltByLines(g: GeneratedModule): ModuleImage {
+  const walk = (image: ModuleImage, live: ModuleLive): ModuleImage => ({
+    ...image,
+    builtBy: live.origins.map((o) => (o === undefined ? null : builtBy(o) ?? null)),
+    subs: image.subs.map((s, i) => walk(s, live.subs[i]!)),
+  });
+  return walk(g.image, g.live);
+}
+
+/** Code generation (step 6 of ../pipeline.ts): the module's sources and data. */
+export function generateModule(prepared: Prepared, opts: ModuleOptions = {}): GeneratedModule {
   const { program: p, plan } = prepared;
   const consts: TypedArray[] = [];
   let subBytes = 0;
   /** Which consts are written per call (the learning phase, the epoch): each instance gets its own. */
-  const perCall: (() => TypedArray)[] = [];
-  const subs: RunFn[] = [];
-  const subProfiles: StepProfile[] = [];
+  const perCall: number[] = [];
+  const subs: ModuleImage[] = [];
+  const subLive: ModuleLive[] = [];
   const subSources: string[] = [];
   const externs: Extern[] = [];
-  const kernelList: KernelFn[] = [];
+  const kernelSources: string[] = [];
+  const kernelFnsOf: ScalarFn[][] = [];
   const kernels: string[] = [];
   /** Values the factory makes once per instance (views of planned arrays, a Scan's argument arrays). */
   const views: string[] = [];
   let nViews = 0;
   const labels: string[] = [];
-  /** Packs kept in the arena between calls (constants, variables) or between a Scan's steps (its constants). */
-  const packs: KeptSlot[] = [];
-  const subReleases: (() => void)[] = [];
+  /** Packs kept in the arena between calls (constants, variables) or between a Scan's steps (its constants): their sizes, and the name a pack shares across the program's shapes (or undefined). */
+  const packs: number[] = [];
+  const packKeys: (string | undefined)[] = [];
   let usesStep = false;
   const immutable = (id: number): boolean => {
     const d = p.buffers[id]!;
@@ -151,8 +230,8 @@ export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuMo
   };
   // Which step runs (`at`), so that an error a step raises names the user's calls it computes.
   const origins = p.steps.map((s) => s.origin);
-  const constant = (data: TypedArray, fresh?: () => TypedArray) => {
-    if (fresh !== undefined) perCall[consts.length] = fresh;
+  const constant = (data: TypedArray, fresh?: boolean) => {
+    if (fresh === true) perCall.push(consts.length);
     consts.push(data);
     return `consts[${consts.length - 1}]`;
   };
@@ -168,8 +247,9 @@ export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuMo
           return `f${k}`;
         },
       });
-      const name = `k${kernelList.length}`;
-      kernelList.push(kernelFn(src.source.replace(/^function \w+/, 'function k'), fns));
+      const name = `k${kernelSources.length}`;
+      kernelSources.push(src.source.replace(/^function \w+/, 'function k'));
+      kernelFnsOf.push(fns);
       // The shown source names the user's calls the kernel computes (the compiled kernel is shared by source, so it has no such line).
       const shown = src.source.replace(/^function \w+/, `function ${name}`);
       const note = provenanceComment(s.origin);
@@ -186,19 +266,20 @@ export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuMo
     input: (slot) => `ins[${slot}]`,
     variable: (slot) => `cells[${slot}].value.data`,
     constant: (v) => constant(v.data),
-    phase: (name) => [`const ${name} = ${constant(new Uint8Array(1), () => new Uint8Array(1))}; ${name}[0] = phase;`],
-    epoch: (name) => [`const ${name} = ${constant(new Float64Array(1), () => new Float64Array(1))}; ${name}[0] = ctx.epoch;`],
+    phase: (name) => [`const ${name} = ${constant(new Uint8Array(1), true)}; ${name}[0] = phase;`],
+    epoch: (name) => [`const ${name} = ${constant(new Float64Array(1), true)}; ${name}[0] = ctx.epoch;`],
     out: opts.targetsOut === true ? (k) => `outs[${k}]` : undefined,
-    matmul: arenaMatmul(p, keepable, packs, () => { usesStep = true; }),
+    matmul: arenaMatmul(p, keepable, packs, packKeys, () => { usesStep = true; }),
     scan(s, k, ins, outs) {
       const from = s.seqs.length + s.inits.length;
       const fixed = new Set(s.consts.flatMap((v, i) => (immutable(v.buf) ? [from + i] : [])));
-      const sub = buildModule(prepare(s.body, { wasm: true }), { targetsOut: true, invariantFrom: from, immutableInputs: fixed, profile: opts.profile === true });
-      subBytes += sub.bytes;
-      subReleases.push(sub.release);
-      if (sub.profile !== undefined) subProfiles[subs.length] = sub.profile;
-      subs.push(sub.run);
-      subSources.push(`// scan body s${k}:\n${sub.source}`);
+      const sub = generateModule(prepare(s.body, { wasm: true }, opts.schedule), {
+        targetsOut: true, invariantFrom: from, immutableInputs: fixed, profile: opts.profile === true, ...(opts.schedule !== undefined ? { schedule: opts.schedule } : {}),
+      });
+      subBytes += sub.image.bytes;
+      subs.push(sub.image);
+      subLive.push(sub.live);
+      subSources.push(`// scan body s${k}:\n${sub.image.source}`);
       // The step's arguments are two arrays made once; what changes per step is written into them.
       views.push(`const si${k} = new Array(${ins.length}), so${k} = new Array(${outs.length});`);
       const set = (fixed: boolean) => [
@@ -231,7 +312,7 @@ export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuMo
   const source = [
     '"use strict";',
     ...Array.from({ length: externs.length }, (_, i) => `const x${i} = ext[${i}];`),
-    ...Array.from({ length: kernelList.length }, (_, i) => `const k${i} = kern[${i}];`),
+    ...Array.from({ length: kernelSources.length }, (_, i) => `const k${i} = kern[${i}];`),
     ...Array.from({ length: subs.length }, (_, i) => `const s${i} = subs[${i}];`),
     ...views,
     `return function run(ins, cells, phase, ctx, outs${usesStep ? ', step' : ''}) {`,
@@ -243,23 +324,75 @@ export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuMo
     '  } catch (e) { throw where(e, at); }',
     '};',
   ].join('\n');
-  const factory = factoryFor(source);
-  const prof = { t: 0, ms: new Float64Array(labels.length) };
-  const where = (e: unknown, at: number): unknown => withBuiltBy(e, origins[at]);
-  const make = (): RunFn => {
-    const own = consts.map((c, i) => perCall[i]?.() ?? c);
-    return factory(runtimeHelpers, own, allocateSlots(plan), externs, kernelList, subs, prof, where, packs);
+  const bytes = plan.slots.reduce((a, sl) => a + sl.size * CTOR[sl.cls](0).BYTES_PER_ELEMENT, 0) + packs.reduce((a, n) => a + 8 * n, 0) + subBytes;
+  const plain = externs.length === 0 && subs.every((x) => x.plain);
+  const image: ModuleImage = {
+    driver: source, kernels: kernelSources, source: [...kernels, source, ...subSources].join('\n'), consts, perCall, subs, packs, packKeys, slots: plan.slots, bytes, plain, fnCounts: kernelFnsOf.map((f) => f.length),
+    ...(opts.profile === true ? { labels } : {}),
   };
-  const bytes = plan.slots.reduce((a, sl) => a + sl.size * CTOR[sl.cls](0).BYTES_PER_ELEMENT, 0) + packs.reduce((a, k) => a + 8 * k.size, 0) + subBytes;
-  const run = pooled(make);
+  return { image, live: { externs, fns: kernelFnsOf, origins, subs: subLive } };
+}
+
+/** Where a bound module's planned arrays and kept packs live, when its program's shapes share them. */
+export interface BindOptions {
+  /** The planned arrays shared with the program's other shape specialisations (slot-store.ts); without it, its own. */
+  readonly store?: SlotStore | undefined;
+  /**
+   * Kept packs of variables (and of a Scan body's fixed inputs) shared with the program's other
+   * shape specialisations, by what they hold: a weight is packed once per program, not per batch size.
+   */
+  readonly keptPacks?: { readonly map: Map<string, KeptSlot>; readonly prefix: string } | undefined;
+}
+
+/**
+ * A run-time module of an image: kernels and driver compiled (shared by source), packs placed in
+ * the arena. `live` is the generating call's (a stored image has none, and holds no host function).
+ */
+export function bindModule(image: ModuleImage, live?: ModuleLive, opts: BindOptions = {}): CpuModule {
+  const externs = live?.externs ?? [];
+  if (!image.plain && externs.length === 0) throw new Error('bindModule: an image with extern steps needs the live parts of the call that generated it');
+  if (image.fnCounts.some((n, i) => (live?.fns[i]?.length ?? 0) !== n)) throw new Error('bindModule: a kernel\'s scalar functions are missing');
+  const program = opts.keptPacks;
+  const subMods = image.subs.map((s, i) => bindModule(s, live?.subs[i], program === undefined ? {} : { keptPacks: { map: program.map, prefix: `${program.prefix}s${i}/` } }));
+  const kernelList = image.kernels.map((src, i) => kernelFn(src, live?.fns[i] ?? []));
+  const packs = image.packs.map((n, i) => {
+    const key = image.packKeys?.[i];
+    if (program === undefined || key === undefined || key === null) return new KeptSlot(n);
+    const wide = `${program.prefix}${key}`;
+    let slot = program.map.get(wide);
+    if (slot === undefined) program.map.set(wide, slot = new KeptSlot(n));
+    return slot;
+  });
+  const subProfiles: StepProfile[] = [];
+  subMods.forEach((m, i) => { if (m.profile !== undefined) subProfiles[i] = m.profile; });
+  const subs = subMods.map((m) => m.run);
+  const factory = factoryFor(image.driver);
+  const labels = image.labels ?? [];
+  const prof = { t: 0, ms: new Float64Array(labels.length) };
+  const lines = image.builtBy;
+  const where = lines === undefined
+    ? (e: unknown, at: number): unknown => withBuiltBy(e, live?.origins[at])
+    : (e: unknown, at: number): unknown => withBuiltByLine(e, lines[at] ?? undefined);
+  const fresh = new Set(image.perCall);
+  const make = (slots: TypedArray[] = allocateSlots({ slots: image.slots })): RunFn => {
+    const own = image.consts.map((c, i) => (fresh.has(i) ? (new (c.constructor as new (n: number) => TypedArray)(c.length)) : c));
+    return factory(runtimeHelpers, own, slots, externs, kernelList, subs, prof, where, packs);
+  };
+  const { run, empty } = opts.store === undefined ? pooled(make) : onStore(opts.store, { slots: image.slots }, make);
+  const subSheds = subMods.map((m) => m.shed);
   if (packs.length > 0) collectedPacks.register(run, packs);
   const release = () => {
+    empty();
     for (const k of packs) packArena.freeSlot(k);
-    for (const r of subReleases) r();
+    for (const m of subMods) m.release();
+  };
+  const shed = () => {
+    release();
+    for (const sh of subSheds) sh();
   };
   return {
-    source: [...kernels, source, ...subSources].join('\n'), run, bytes, release,
-    ...(opts.profile === true ? { profile: { ms: prof.ms, labels, subs: subProfiles } } : {}),
+    source: image.source, run, bytes: image.bytes, release, shed,
+    ...(image.labels !== undefined ? { profile: { ms: prof.ms, labels, subs: subProfiles } } : {}),
   };
 }
 
@@ -272,9 +405,16 @@ export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuMo
  * the kept packs (rt.arena.base). Offsets in the arena count doubles; a float32 product's packs
  * and sums are float32 views of the same memory (its element n at float32 index 2*offset + n).
  */
-function arenaMatmul(p: Program, keepable: (id: number | undefined) => 'calls' | 'steps' | undefined, packs: KeptSlot[], onStep: () => void): DriverBinding['matmul'] {
+function arenaMatmul(
+  p: Program, keepable: (id: number | undefined) => 'calls' | 'steps' | undefined, packs: number[], packKeys: (string | undefined)[], onStep: () => void,
+): DriverBinding['matmul'] {
   /** Kept packs by what they hold (array, view, layout). */
   const shared = new Map<string, number>();
+  /** A variable's or an input's name that every shape specialisation of the program gives it (buffer ids may differ between them). */
+  const stable = (id: number): string | undefined => {
+    const d = p.buffers[id]!;
+    return d.role === 'variable' ? `v${d.slot!}` : d.role === 'input' ? `i${d.slot!}` : undefined;
+  };
   return (s, m, sources, name) => {
     const all = m.all;
     const nAcc = accSize(s, all);
@@ -299,7 +439,10 @@ function arenaMatmul(p: Program, keepable: (id: number | undefined) => 'calls' |
         let j = key === undefined ? undefined : shared.get(key);
         if (j === undefined) {
           j = packs.length;
-          packs.push(new KeptSlot(doubles(s, n)));
+          const name = stable(src!);
+          packs.push(doubles(s, n));
+          packKeys.push(c === undefined || name === undefined ? undefined
+            : `${name}|${c.op.base},${c.op.sb},${c.op.sr},${c.op.st}|${s.batch.size},${c.rows},${s.k.size},${c.p}|${s.sum}|${n}`);
           if (key !== undefined) shared.set(key, j);
         }
         // a variable's operand has a pack per variable cell (twin functions share the program)
@@ -332,15 +475,43 @@ const doubles = (s: MatmulKernel, n: number): number => (s.sum === 'float32' ? M
  */
 const POOL_KEEP = 2;
 
-function pooled(make: () => RunFn): RunFn {
+function pooled(make: () => RunFn): { run: RunFn; empty: () => void } {
   // Made at the first call: a specialisation compiled but never run holds no buffers.
-  const free: RunFn[] = [];
-  return (ins, cells, phase, ctx, outs, step) => {
-    const inst = free.pop() ?? make();
+  let free: RunFn[] = [];
+  const run: RunFn = (ins, cells, phase, ctx, outs, step) => {
+    const pool = free;
+    const inst = pool.pop() ?? make();
     try {
       return inst(ins, cells, phase, ctx, outs, step);
     } finally {
-      if (free.length < POOL_KEEP) free.push(inst);
+      // an instance in use when the pool was emptied goes with it
+      if (pool === free && pool.length < POOL_KEEP) pool.push(inst);
     }
   };
+  return { run, empty: () => { free = []; } };
+}
+
+/**
+ * A specialisation whose planned arrays are views of its program's store: one instance, made again
+ * when the store's arrays changed; a call made while the store is in use runs on an instance of its own.
+ */
+function onStore(store: SlotStore, plan: Pick<Plan, 'slots'>, make: (slots?: TypedArray[]) => RunFn): { run: RunFn; empty: () => void } {
+  const holder = {};
+  let inst: RunFn | undefined;
+  let gen = -1;
+  const run: RunFn = (ins, cells, phase, ctx, outs, step) => {
+    if (store.busy) return make()(ins, cells, phase, ctx, outs, step);
+    store.busy = true;
+    try {
+      if (inst === undefined || gen !== store.gen) {
+        const slots = store.slots(plan, holder);
+        inst = make(slots);
+        gen = store.gen;
+      }
+      return inst(ins, cells, phase, ctx, outs, step);
+    } finally {
+      store.busy = false;
+    }
+  };
+  return { run, empty: () => { inst = undefined; store.unhold(holder); } };
 }

@@ -98,7 +98,7 @@ export type Factory = (
 ) => RunFn;
 
 /** Allocates the planned arrays of a specialisation. */
-export function allocateSlots(plan: Plan): TypedArray[] {
+export function allocateSlots(plan: Pick<Plan, 'slots'>): TypedArray[] {
   return plan.slots.map((s) => CTOR[s.cls](s.size));
 }
 

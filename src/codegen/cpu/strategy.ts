@@ -14,8 +14,9 @@ import { planPool, type PoolPlan } from '../wasm/pool.js';
 import { planReduce, type RedPlan } from '../wasm/reduce.js';
 import { planRowPair } from '../wasm/reduce-pair.js';
 import { fusablePair, planPhilox, type PhiloxPlan } from '../wasm/philox.js';
-import { indirectSums, packing, stagedPacks, sumsWhole, tierEpilogue } from './matmul.js';
+import { indirectSums, packing, stagedPacks, sumsWhole, tierEpilogue, tilesCall } from './matmul.js';
 import { wasmTileModule } from './wasm-kernel.js';
+import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule, type ScheduleChooser } from './matmul-schedule.js';
 import { jsLoop, type JsLoop } from './loop.js';
 
 /** How a loop step runs. */
@@ -50,7 +51,11 @@ export interface MatmulStrategy {
   readonly staged: ReturnType<typeof stagedPacks>;
   /** The epilogue in the SIMD tier, where it can render it. */
   readonly epilogue?: EwPlan | undefined;
+  /** How its tile sums are blocked and split over the threads (the default unless tuned: src/runtime/tune.ts). */
+  readonly schedule: MatmulSchedule;
 }
+
+export { DEFAULT_MATMUL_SCHEDULE, isDefaultSchedule, type MatmulSchedule, type ScheduleChooser, type TilesCall } from './matmul-schedule.js';
 
 /** A packing loop kernel (collapsed), cut and scheduled for the JavaScript renderer. */
 export interface PackKernel { readonly kernel: LoopKernel; readonly js: JsLoop }
@@ -58,7 +63,7 @@ export interface PackKernel { readonly kernel: LoopKernel; readonly js: JsLoop }
 export type StepStrategy = LoopStrategy | MatmulStrategy | { readonly kind: 'scan' | 'print' | 'extern' };
 
 /** The strategy of every step of `p`, in step order; `wasm`: whether the target has the WebAssembly tiers. */
-export function chooseStrategies(p: Program, wasm: boolean): StepStrategy[] {
+export function chooseStrategies(p: Program, wasm: boolean, schedule?: ScheduleChooser): StepStrategy[] {
   const dtype = (id: number) => p.buffers[id]!.dtype;
   let drawn: PhiloxPlan | undefined;
   let paired: RedPlan | undefined;
@@ -69,7 +74,7 @@ export function chooseStrategies(p: Program, wasm: boolean): StepStrategy[] {
       if (s.kind !== 'loop') throw new Error(`internal: step ${i} follows the first of a row-kernel pair but is a ${s.kind}`);
       return { kind: 'loop', tier: 'reduce-pair', plan };
     }
-    if (s.kind === 'matmul') return matmulStrategy(s, wasm, dtype);
+    if (s.kind === 'matmul') return matmulStrategy(s, wasm, dtype, schedule);
     if (s.kind !== 'loop') { drawn = undefined; return { kind: s.kind }; }
     const prev = drawn;
     drawn = undefined;
@@ -109,7 +114,7 @@ function drawnByNext(p: Program, i: number, out: number): boolean {
     && p.steps.every((t, j) => j === i || (j === i + 1 ? !stepBuffers(t).writes.includes(out) : !stepBuffers(t).reads.includes(out) && !stepBuffers(t).writes.includes(out)));
 }
 
-function matmulStrategy(s: MatmulKernel, target: boolean, dtype: (id: number) => DType): MatmulStrategy {
+function matmulStrategy(s: MatmulKernel, target: boolean, dtype: (id: number) => DType, schedule?: ScheduleChooser): MatmulStrategy {
   const wasm = target && wasmTileModule() !== null;
   const all = wasm && sumsWhole(s);
   const indirect = all && indirectSums(s, wasm);
@@ -124,5 +129,6 @@ function matmulStrategy(s: MatmulKernel, target: boolean, dtype: (id: number) =>
     packing: { calls: pk.calls, kernels },
     staged: all ? stagedPacks(s, dtype) : { staged: new Map(), size: 0 },
     epilogue: all ? tierEpilogue(s, dtype) : undefined,
+    schedule: (all && schedule !== undefined ? schedule(s, tilesCall(s, indirect)) : undefined) ?? DEFAULT_MATMUL_SCHEDULE,
   };
 }

@@ -360,9 +360,10 @@ export class PackArena {
    * WORK: every panel is packed before any tile reads it, and the workers wake once per product:
    * 2 threads, dot 256 0.88-0.95 -> 0.84-0.89 ms, dot 1024 35.2 -> 33.3 ms against a job for
    * the packing and another for the sums). With `par` false, all on the calling thread
-   * (small products: matmul.ts sumsAlone).
+   * (small products: matmul.ts sumsAlone). `blockBytes`, `maxPanels` and `perThread` bound a block of A panels
+   * (its schedule: strategy.ts MatmulSchedule; they change which panels go together, never a sum).
    */
-  tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, B: number, T = 128, variant = 0, par = true): void {
+  tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, B: number, T = 128, variant = 0, par = true, blockBytes = BLOCK_BYTES, maxPanels = MAX_BLOCK_PANELS, perThread = MIN_BLOCKS_PER_THREAD): void {
     // multiply-adds (float64 tiles count twice: half the lanes), and the threads the hand-off model gives them (./handoff.ts)
     const work = B * MP * NP * K * (T / 4);
     const threads = handoffThreads(work, this.shared && par ? threadCount() : 1);
@@ -372,10 +373,10 @@ export class PackArena {
     this.pending = [];
     while (ops.length > 2) this.run(threads, [0, ops[0]![0] + ops[1]![0], 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, ops[0]![0] + ops[1]![0], ...ops.shift()!, ...ops.shift()!]);
     const o1 = ops[0] ?? NO_OPERAND, o2 = ops[1] ?? NO_OPERAND;
-    // Blocks of A panels that fit L2; with threads, at least 4 blocks per thread, so that a worker
+    // Blocks of A panels that fit L2; with threads, at least `perThread` blocks per thread, so that a worker
     // that wakes late still finds work and the caller waits for a small block at most.
-    const fit = Math.max(1, Math.min(16, Math.floor(BLOCK_BYTES / strideA)));
-    const G = threads > 1 && B === 1 ? Math.max(1, Math.min(fit, Math.ceil(MP / (4 * threads)))) : fit;
+    const fit = Math.max(1, Math.min(maxPanels, Math.floor(blockBytes / strideA)));
+    const G = threads > 1 && B === 1 ? Math.max(1, Math.min(fit, Math.ceil(MP / (perThread * threads)))) : fit;
     const P = o1[0] + o2[0];
     this.run(threads, [0, P + B * Math.ceil(MP / G), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP, T, variant, P, ...o1, ...o2]);
     handoffMeasured(work, threads, performance.now() - t0);
@@ -398,7 +399,11 @@ const align = (x: number): number => Math.ceil(x / KEPT_ALIGN) * KEPT_ALIGN;
  * A panels 37.4 GFLOP/s, K = 256 37.2, K = 512 35.0, and the kernel on operands that stay in L1
  * 38-41: the kernel's own arithmetic is the limit, not the caches (bench/README.md).
  */
-const BLOCK_BYTES = 256 * 1024;
+export const BLOCK_BYTES = 256 * 1024;
+/** Most A panels in one block. */
+export const MAX_BLOCK_PANELS = 16;
+/** With threads, the fewest blocks each thread gets. */
+export const MIN_BLOCKS_PER_THREAD = 4;
 
 /** The thread pool, once started (tests). */
 export { threadPool };

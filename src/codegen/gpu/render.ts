@@ -5,26 +5,25 @@
 // are placed by the same schedule as on the cpu (src/codegen/schedule.ts), so a softmax row's
 // max is computed once per element, not once per term of its sum.
 //
-// What the gpu cannot do is reported as `Unsupported` (the step then runs on the host): dtypes
-// other than float32 and the small integer types, ops without a gpu spelling, stores that do
-// not cover their buffer in row-major order, loops longer than the device allows.
+// What runs here is chosen before rendering (strategy.ts, codegen step 4): a loop kernel's store
+// comes with its schedule, and an expression without a gpu spelling is an internal error here.
 import type { DType } from '../../ir/dtype.js';
 import type { OpName } from '../../ir/registry.js';
-import { ExprBuilder, FOLD_ROWS, REDUCE_INIT, exprOrder, type Expr, type ReduceOp, type ScalarOp } from '../expr.js';
+import { FOLD_ROWS, REDUCE_INIT, exprOrder, type Expr, type ReduceOp, type ScalarOp } from '../expr.js';
 import { range, type IExpr, type Var } from '../index-expr.js';
-import type { LoopKernel, MatmulKernel, Store } from '../kernel.js';
-import { schedule, type Scope } from '../schedule.js';
+import type { LoopKernel, MatmulKernel } from '../kernel.js';
+import type { Scope } from '../schedule.js';
 import { userCallOf, userGpuHelper, userTemplates } from '../user.js';
 import type { Node } from '../../ir/node.js';
 import { spell } from '../cpu/js.js';
 import { GPU_CALLS, floatLiteral, gpuOpCode, helperSources, helpersIn, storeAs } from './scalar.js';
-import { MAX_ELEMENTS, loopIterations, rowMajorStrides, type KernelSource } from './source.js';
+import type { KernelSource } from './source.js';
+import { loadedBuffers, outputLayout, type BufferInfo, type StorePlan } from './strategy.js';
 
-export class Unsupported extends Error {}
+export type { BufferInfo } from './strategy.js';
 
-/** dtypes a float32 texel holds exactly (float16 values are float32 values; ints within 2^24). */
-const STORED: ReadonlySet<DType> = new Set(['float32', 'int32', 'int16', 'int8', 'uint8', 'bool']);
-const LOADED: ReadonlySet<DType> = new Set([...STORED, 'float16']);
+/** An expression strategy.ts should have sent to the host. */
+const unspelled = (what: string): Error => new Error(`internal: the gpu renderer has no spelling for ${what} (strategy.ts runs such a step on the host)`);
 
 /** A kernel argument: a buffer of the program, or infinity (GLSL has no literal for it). */
 export type ArgRef = { readonly kind: 'buf'; readonly buf: number } | { readonly kind: 'inf' };
@@ -35,11 +34,6 @@ export interface GpuKernel {
   /** The buffer it writes (all of it). */
   readonly out: number;
   readonly label: string;
-}
-
-export interface BufferInfo {
-  dtype(buf: number): DType;
-  size(buf: number): number;
 }
 
 /** Spells expressions: a `const` per computed expression, index arithmetic in integers. */
@@ -96,14 +90,11 @@ class Writer {
   private raw(e: Expr): string {
     switch (e.t) {
       case 'load': {
-        const dt = this.bufs.dtype(e.buf);
-        if (!LOADED.has(dt)) throw new Unsupported(`reads a ${dt} buffer`);
         return `buf${e.buf}[${this.indexCode(e)}]`;
       }
       case 'index': return this.indexCode(e);
       case 'cast':
         if (e.dtype === 'float32') return this.code(e.x);
-        if (!STORED.has(e.dtype)) throw new Unsupported(`rounds to ${e.dtype}`);
         return storeAs(e.dtype, this.code(e.x));
       case 'call': {
         const args = e.args.map((a) => this.code(a));
@@ -111,7 +102,7 @@ class Writer {
         if (f !== undefined) return f(args);
         // A user op's cpu template: its gpu template instead, as a helper of the kernel.
         const u = userCallOf(e.fn);
-        if (u === undefined || userTemplates(u.op)?.gpu === undefined) throw new Unsupported(`calls ${e.name}, which has no gpu spelling`);
+        if (u === undefined || userTemplates(u.op)?.gpu === undefined) throw unspelled(`a call of ${e.name}`);
         const h = userGpuHelper({ op: u.op, attrs: u.attrs, inputs: Array.from({ length: u.nInputs }) as Node[] });
         this.extra.set(h.name, h.source);
         return `${h.name}(${args.join(', ')})`;
@@ -123,10 +114,10 @@ class Writer {
         if (e.op === 'idiv') return `Math.floor(${a[0]} / ${a[1]})`;
         if (e.op === 'imod') return `t_mod(${a[0]}, ${a[1]})`;
         const code = gpuOpCode(e.op, a);
-        if (code === undefined) throw new Unsupported(`op ${e.op}`);
+        if (code === undefined) throw unspelled(`op ${e.op}`);
         return code;
       }
-      // Negative rows count from the end; the range is checked on the host before the kernel runs (rowChecks).
+      // Negative rows count from the end; the range is checked on the host before the kernel runs (strategy.ts `RowCheck`).
       case 'row': { const x = this.code(e.x, true); return `(${x} < 0.0 ? ${x} + ${e.rows}.0 : ${x})`; }
       default: throw new Error(`internal: ${e.t} has no line`);
     }
@@ -157,7 +148,7 @@ function indexOp(op: ScalarOp, a: readonly string[]): string {
     // which GLSL ES 1.0 lacks.
     case 'max': return `Math.max(${x}, ${y})`;
     case 'min': return `Math.min(${x}, ${y})`;
-    default: throw new Unsupported(`index op ${op}`);
+    default: throw unspelled(`index op ${op}`);
   }
 }
 
@@ -199,20 +190,11 @@ function foldCode(op: ReduceOp, acc: string, v: string): string {
   return spell(sp.gpu ?? sp.js!, [acc, v]);
 }
 
-/**
- * `const` lines giving the output loop variables their values at output element `i`, when the
- * store writes the whole buffer in row-major order of its variables taken in some order (the
- * output of lowering; a grouped convolution's group variable sits between its rows and columns);
- * else Unsupported.
- */
+/** `const` lines giving the output loop variables their values at output element `i` (the layout strategy.ts checked). */
 function coordLines(vars: readonly Var[], index: IExpr, bufSize: number): string[] {
-  const total = vars.reduce((p, v) => p * v.size, 1);
-  // The variables by falling stride; size-1 variables are 0 wherever they stand.
-  const used = vars.filter((v) => v.size > 1).sort((p, q) => index.coef(q) - index.coef(p));
-  const st = rowMajorStrides(used.map((v) => v.size));
-  const ok = index.c === 0 && total === bufSize && index.terms.every(([a]) => a.kind === 'var' && vars.some((v) => v.id === a.v.id))
-    && used.every((v, p) => index.coef(v) === st[p]);
-  if (!ok) throw new Unsupported('a store that does not write its whole buffer in order');
+  const layout = outputLayout(vars, index, bufSize);
+  if (layout === undefined) throw new Error('internal: a gpu store that does not write its whole buffer in order');
+  const { used, strides: st } = layout;
   return vars.map((v) => {
     if (v.size === 1) return `const i${v.id} = 0;`;
     const p = used.indexOf(v);
@@ -221,16 +203,12 @@ function coordLines(vars: readonly Var[], index: IExpr, bufSize: number): string
   });
 }
 
-function finish(label: string, lines: readonly string[], result: string, w: Writer, bufs: readonly number[], out: number, size: number, maxLoop: number): GpuKernel {
-  if (size > MAX_ELEMENTS) throw new Unsupported(`${size} elements (indices are exact in float32 below 2^24)`);
-  if (size === 0 || bufs.some((b) => w.bufs.size(b) === 0)) throw new Unsupported('no elements');
+function finish(lines: readonly string[], result: string, w: Writer, bufs: readonly number[], out: number, size: number, label: string): GpuKernel {
   const args: ArgRef[] = bufs.map((b) => ({ kind: 'buf', buf: b }));
   if (w.usesInf) args.push({ kind: 'inf' });
   const params = args.map((a) => (a.kind === 'buf' ? `buf${a.buf}` : 'inf'));
   const raw = `function (${params.join(', ')}) {\n  const i = this.thread.x;\n${lines.map((l) => `  ${l}`).join('\n')}\n  return ${result};\n}`;
   const source = canonicalNames(raw);
-  const it = loopIterations(source);
-  if (it > maxLoop) throw new Unsupported(`${it} loop iterations per element (this GL stops at ${maxLoop})`);
   return { kernel: { source, functions: [...helperSources(helpersIn(source)), ...w.extra.values()], size }, args, out, label };
 }
 
@@ -250,13 +228,6 @@ function canonicalNames(src: string): string {
   });
 }
 
-/** The buffers an expression tree loads. */
-function loadedBuffers(roots: readonly Expr[]): number[] {
-  const out = new Set<number>();
-  for (const e of exprOrder(roots)) if (e.t === 'load') out.add(e.buf);
-  return [...out].sort((p, q) => p - q);
-}
-
 /**
  * What a store keeps: a texture holds float32, so a store of another dtype rounds explicitly
  * (the cpu's typed arrays round as they store) unless the value is that rounding already.
@@ -266,17 +237,9 @@ function storedResult(w: Writer, value: Expr, dtype: DType): string {
   return dtype === 'float32' ? w.code(value) : storeAs(dtype, w.code(value));
 }
 
-/** One store of a loop kernel as a gpu.js kernel. */
-export function renderLoopStore(k: LoopKernel, st: Store, bufs: BufferInfo, maxLoop: number): GpuKernel {
-  if (!STORED.has(st.dtype)) throw new Unsupported(`stores ${st.dtype}`);
-  // One thread per output element cannot add into rows chosen by data (scatter_add_rows).
-  if (st.accumulate === true || st.dyn !== undefined) throw new Unsupported('scatters into rows chosen by data');
-  // A scan (cumsum): each element reads the one stored before it, so its elements are not independent.
-  if (loadedBuffers([st.value]).some((buf) => k.stores.some((o) => o.buf === buf))) throw new Unsupported('a running value along an axis');
-  const b = new ExprBuilder(() => 'float64');
-  const s = schedule(k.vars, [st], b);
-  const indexNodes = new Set<Expr>();
-  for (const ix of s.loadIndex.values()) for (const e of exprOrder([ix])) indexNodes.add(e);
+/** One store of a loop kernel as a gpu.js kernel, scheduled by strategy.ts. */
+export function renderLoopStore(k: LoopKernel, plan: StorePlan, bufs: BufferInfo): GpuKernel {
+  const { store: st, sched: s, indexNodes } = plan;
   const w = new Writer(bufs, (e) => s.loadIndex.get(e), (e) => indexNodes.has(e));
   const outputVars = new Set(k.vars.map((v) => v.id));
   const lines = coordLines(k.vars, st.index, bufs.size(st.buf));
@@ -315,14 +278,12 @@ export function renderLoopStore(k: LoopKernel, st: Store, bufs: BufferInfo, maxL
   /** Expressions placed in `scope` or the scopes inside it. */
   const declaredIn = (scope: Scope): Expr[] => scope.items.flatMap((it) => (it.kind === 'loop' ? declaredIn(it.scope) : [it.e]));
   emit(s.top, '');
-  return finish(k.label, lines, storedResult(w, s.stores[0]!.value, st.dtype), w, loadedBuffers([st.value]), st.buf, bufs.size(st.buf), maxLoop);
+  return finish(lines, storedResult(w, s.stores[0]!.value, st.dtype), w, loadedBuffers([st.value]), st.buf, bufs.size(st.buf), k.label);
 }
 
 /** A matmul kernel: per output element, the dot product over k, then the epilogue. */
-export function renderMatmul(k: MatmulKernel, bufs: BufferInfo, maxLoop: number): GpuKernel {
+export function renderMatmul(k: MatmulKernel, bufs: BufferInfo): GpuKernel {
   const st = k.out;
-  if (!STORED.has(st.dtype)) throw new Unsupported(`stores ${st.dtype}`);
-  if (exprOrder([k.a, k.b, st.value]).some((e) => e.t === 'reduce')) throw new Unsupported('a reduction inside a matmul');
   const w = new Writer(bufs, () => undefined, () => false);
   const lines = coordLines([k.batch, k.m, k.n], st.index, bufs.size(st.buf));
   const declare = (roots: readonly Expr[], ind: string): Expr[] => {
@@ -338,29 +299,5 @@ export function renderMatmul(k: MatmulKernel, bufs: BufferInfo, maxLoop: number)
   w.forget(inner);
   declare([st.value], '');
   const result = storedResult(w, st.value, st.dtype);
-  return finish(k.label, lines, result, w, loadedBuffers([k.a, k.b, st.value]), st.buf, bufs.size(st.buf), maxLoop);
-}
-
-
-/** A row index the host checks before a kernel runs (gpu kernels cannot throw). */
-export interface RowCheck {
-  readonly buf: number;
-  /** Elements [lo, hi] of the buffer are row numbers. */
-  readonly lo: number;
-  readonly hi: number;
-  readonly rows: number;
-  readonly op: string;
-  readonly shape: string;
-}
-
-/** The data-chosen rows a loop kernel reads ('row' expressions over plain loads). */
-export function rowChecks(k: LoopKernel): RowCheck[] {
-  const out: RowCheck[] = [];
-  for (const e of exprOrder(k.stores.map((st) => st.value))) {
-    if (e.t !== 'row') continue;
-    if (e.x.t !== 'load' || e.x.dyn !== undefined) throw new Unsupported('a row number that is not a plain read');
-    const [lo, hi] = range(e.x.index);
-    out.push({ buf: e.x.buf, lo, hi, rows: e.rows, op: e.op, shape: e.shape });
-  }
-  return out;
+  return finish(lines, result, w, loadedBuffers([k.a, k.b, st.value]), st.buf, bufs.size(st.buf), k.label);
 }

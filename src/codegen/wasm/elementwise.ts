@@ -30,10 +30,10 @@
 import type { IExpr, Var } from '../index-expr.js';
 import type { Expr, ScalarOp } from '../expr.js';
 import { handoffMeasured, handoffThreads } from '../cpu/handoff.js';
-import { exprOrder } from '../expr.js';
+import { KERNEL_ROWS, exprOrder } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
 import type { DType } from '../../ir/dtype.js';
-import { elementwiseOps, type ElementwiseOp } from '../../ir/ops/elementwise.js';
+import { elementwiseOps, type ElementwiseOp, type Spelling } from '../../ir/ops/elementwise.js';
 
 const ROWS: ReadonlyMap<string, ElementwiseOp> = new Map(Object.entries(elementwiseOps));
 import { Body, I32, SHARED_MAX_PAGES, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
@@ -55,9 +55,13 @@ export const MIN_ELEMENTS = 8192;
  */
 export const F32_MIN_ELEMENTS = 1024;
 
-const BINARY: Partial<Record<ScalarOp, number>> = { add: S.add, sub: S.sub, mul: S.mul, div: S.div, min: S.min, max: S.max };
-const UNARY: Partial<Record<ScalarOp, number>> = { neg: S.neg, abs: S.abs, sqrt: S.sqrt };
-export const COMPARE: Partial<Record<ScalarOp, number>> = { eq: S.eq, ne: S.ne, lt: S.lt, gt: S.gt, le: S.le, ge: S.ge };
+type Lane = NonNullable<Spelling['wasm']>;
+/** Lane instructions whose result is a lane mask (all bits set where true). */
+const MASKS: ReadonlySet<Lane> = new Set<Lane>(['eq', 'ne', 'lt', 'gt', 'le', 'ge']);
+/** The lane instruction of each kernel op whose elementwise row names one (the row's `wasm` spelling). */
+const LANE: ReadonlyMap<ScalarOp, Lane> = new Map([...KERNEL_ROWS].flatMap(([op, r]): [ScalarOp, Lane][] => (r.spelling.wasm === undefined ? [] : [[op, r.spelling.wasm]])));
+/** The kernel ops whose lane instruction is a comparison. */
+const COMPARE: ReadonlySet<ScalarOp> = new Set([...LANE].filter(([, l]) => MASKS.has(l)).map(([op]) => op));
 
 /**
  * Buffers the tier loads: float32, and small integers and flags, whose values float32 holds
@@ -120,8 +124,8 @@ export function nodeKind(e: Expr): 'approx' | 'branch' | 'plain' | undefined {
     case 'cast': return e.dtype === 'float32' || e.dtype === 'float64' ? 'plain' : undefined;
     case 'op':
       if (approxOf(e) !== undefined) return e.args[0]!.t === 'const' ? undefined : 'approx';
-      if (e.op === 'select' || e.op in COMPARE) return 'branch';
-      return e.op in BINARY || e.op in UNARY ? 'plain' : undefined;
+      if (e.op === 'select' || COMPARE.has(e.op)) return 'branch';
+      return LANE.has(e.op) ? 'plain' : undefined;
     case 'call': return approxOf(e) === undefined || e.args[0]!.t === 'const' ? undefined : 'approx';
     default: return undefined;
   }
@@ -176,7 +180,7 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType,
     if (s.accumulate === true || s.dyn !== undefined) return undefined; // scatters: rows chosen by data
     const acc = rowAccess(s.index, v, u);
     // float32 stores, or bool ones of a comparison (0 or 1, converted as the results are copied out)
-    const flag = s.dtype === 'bool' && bufDType(s.buf) === 'bool' && s.value.t === 'op' && s.value.op in COMPARE;
+    const flag = s.dtype === 'bool' && bufDType(s.buf) === 'bool' && s.value.t === 'op' && COMPARE.has(s.value.op);
     if (acc === undefined || (u !== undefined && acc.row < v.size) || !((s.dtype === 'float32' && bufDType(s.buf) === 'float32') || flag)) return undefined;
     stores.push({ buf: s.buf, ...acc });
     roundedParent.add(s.value);
@@ -220,7 +224,9 @@ export function constsOf(order: readonly Expr[]): Set<number> {
  * float32 operations, casts unchanged, approximations on each half (approxF32; 6 scratch locals).
  */
 export function renderNode(b: Body, c: Consts, e: Expr, push: (x: Expr) => void, local: (x: Expr) => number, scratch: number, c32?: Consts): void {
-  const ops: Readonly<Record<string, number>> = c32 !== undefined ? F32 : { ...BINARY, ...UNARY, ...COMPARE };
+  // the lane instructions' opcodes: f32x4 in the float32 form, else f64x2
+  const ops: Readonly<Record<string, number>> = c32 !== undefined ? F32 : S;
+  const lane = (op: ScalarOp): number => ops[LANE.get(op)!]!;
   const cc = c32 ?? c;
   const approx = (name: string, x: number) => (c32 === undefined ? APPROX[name]!.render(b, c, x, scratch)
     : F32_APPROX && Object.hasOwn(APPROX32, name) ? APPROX32[name]!.render(b, c32, x, scratch) : approxF32(b, c, APPROX[name]!.render, x, scratch));
@@ -233,14 +239,14 @@ export function renderNode(b: Body, c: Consts, e: Expr, push: (x: Expr) => void,
         // select(q, x, y): x where q is nonzero (NaN is nonzero, as in JavaScript's q !== 0)
         push(e.args[1]!); push(e.args[2]!);
         const q = e.args[0]!;
-        if (q.t === 'op' && q.op in COMPARE) { push(q.args[0]!); push(q.args[1]!); b.v(ops[q.op]!); }
+        if (q.t === 'op' && COMPARE.has(q.op)) { push(q.args[0]!); push(q.args[1]!); b.v(lane(q.op)); }
         else { push(q); cc.get(0).v(ops['ne']!); }
         b.v(S.bitselect);
         break;
       }
-      if (e.op in COMPARE) { cc.get(1); cc.get(0); push(e.args[0]!); push(e.args[1]!); b.v(ops[e.op]!).v(S.bitselect); break; }
+      if (COMPARE.has(e.op)) { cc.get(1); cc.get(0); push(e.args[0]!); push(e.args[1]!); b.v(lane(e.op)).v(S.bitselect); break; }
       for (const x of e.args) push(x);
-      b.v(ops[e.op]!);
+      b.v(lane(e.op));
       break;
     }
     case 'call': approx(approxOf(e)!, local(e.args[0]!)); break;
@@ -255,6 +261,10 @@ let F32_APPROX = true;
  */
 export function setFloat32Approximations(on: boolean): void {
   F32_APPROX = on;
+}
+/** Whether the float32 form uses its own approximations (setFloat32Approximations; the disk cache's key). */
+export function float32Approximations(): boolean {
+  return F32_APPROX;
 }
 
 /** Independent vectors per loop iteration: the approximations are long dependency chains, so the out-of-order core needs several in flight. */
@@ -462,6 +472,18 @@ export function runBlocks(sid: number, blocks: number, blockBytes: number, per: 
   handoffMeasured(work, threads, performance.now() - t0, sid + 1);
 }
 
+/** What a tier kernel is compiled from (the compile cache on disk stores it to make the kernel again in another process). */
+export interface TierRecipe {
+  readonly bytes: Uint8Array;
+  readonly shared: boolean;
+  readonly regions: number;
+}
+const recipes: TierRecipe[] = [];
+/** What kernel `id` was compiled from. */
+export function ewRecipe(id: number): TierRecipe | undefined {
+  return recipes[id];
+}
+
 /** The id of the kernel compiled from `bytes` (compiled once per process; generated code calls rt.ew(id)). */
 export function ewKernelId(bytes: Uint8Array, shared = false, regions = 0): number {
   const key = Array.from(bytes, (x) => String.fromCharCode(x)).join('');
@@ -469,6 +491,7 @@ export function ewKernelId(bytes: Uint8Array, shared = false, regions = 0): numb
   if (id === undefined) {
     const module = new WA!.Module(bytes) as WasmModule;
     id = kernels.length;
+    recipes[id] = { bytes, shared, regions };
     if (shared) {
       sharedMem(PAGES * 65536);
       const run = new WA!.Instance(module, { env: { mem: sharedMemory } }).exports['run'] as EwRun;

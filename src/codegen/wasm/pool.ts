@@ -68,6 +68,10 @@ export function setPoolParallelMin(n: number | undefined): void {
   if (n !== undefined && !(Number.isInteger(n) && n >= 0)) throw new RangeError(`setPoolParallelMin: argument n is ${n}; allowed: a non-negative integer, or undefined`);
   parallelMin = n ?? POOL_PARALLEL_MIN_ELEMENTS;
 }
+/** The size from which poolings are split over the threads (setPoolParallelMin; the disk cache's key). */
+export function poolParallelMin(): number {
+  return parallelMin;
+}
 /** Bytes of the shared memory one pass over the images may use (passes of fewer images beyond). */
 const PASS_BYTES = 64 * 1024 * 1024;
 /** Most taps of a window whose adjoint the tier scatters (one bit per tap in each output cell's mask). */

@@ -21,6 +21,10 @@ let PAIRS = true;
 export function setRowPairs(on: boolean): void {
   PAIRS = on;
 }
+/** Whether row pairs run as one kernel (setRowPairs; the disk cache's key). */
+export function rowPairs(): boolean {
+  return PAIRS;
+}
 
 /**
  * The plan of steps i and i + 1 of `p` run as one row kernel, or undefined: both rows-form plans of

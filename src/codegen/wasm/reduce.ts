@@ -36,7 +36,7 @@ import type { LoopKernel } from '../kernel.js';
 import { foldCode, literal } from '../cpu/js.js';
 import type { DType } from '../../ir/dtype.js';
 import { WA, moduleBytes, type WasmMemory, type WasmModule } from './encode.js';
-import { CHUNK, LOADED, MIN_ELEMENTS, ewKernel, ewKernelId, nodeKind, rowAccess, runBlocks, sharedMem, sharedTier, tierOn } from './elementwise.js';
+import { CHUNK, LOADED, MIN_ELEMENTS, ewKernel, ewKernelId, nodeKind, rowAccess, runBlocks, sharedMem, sharedTier, tierOn, type TierRecipe } from './elementwise.js';
 
 import { REG, PAGES, MAX_REGIONS, COL_BLOCK, FOLD, type RedRegion, type RedPlan, PARALLEL_MIN_ELEMENTS, PASS_BLOCKS, type Reduce, type Scope, vectorFin, findRegion, rowsBody, columnsBody, stripVar } from './reduce-body.js';
 
@@ -250,6 +250,16 @@ let view64: Float64Array | undefined;
 const modules = new Map<string, number>();
 const kernels: RedKernel[] = [];
 
+const recipes: TierRecipe[] = [];
+/** What kernel `id` was compiled from (the compile cache on disk stores it). */
+export function redRecipe(id: number): TierRecipe | undefined {
+  return recipes[id];
+}
+/** The id of the kernel compiled from `r` in this process. */
+export function redKernelFrom(r: TierRecipe): number {
+  return r.shared ? redSharedKernelId(r.bytes, r.regions) : redKernelId(r.bytes);
+}
+
 /** The id of the kernel compiled from `bytes` (once per process; generated code calls rt.red(id)). */
 export function redKernelId(bytes: Uint8Array): number {
   const key = Array.from(bytes, (x) => String.fromCharCode(x)).join('');
@@ -259,6 +269,7 @@ export function redKernelId(bytes: Uint8Array): number {
     view ??= new Float32Array(memory.buffer);
     const inst = new WA!.Instance(new WA!.Module(bytes) as WasmModule, { env: { mem: memory } });
     id = kernels.length;
+    recipes[id] = { bytes, shared: false, regions: 0 };
     view64 ??= new Float64Array(memory.buffer);
     const ex = inst.exports as Record<string, (...args: number[]) => void>;
     kernels.push({ run: ex['run']!, tail: ex['tail'], fin: ex['fin'] as () => void, mem: view, mem64: view64 });
@@ -274,6 +285,7 @@ function redSharedKernelId(bytes: Uint8Array, regions: number): number {
   if (id === undefined) {
     const ek = ewKernel(ewKernelId(bytes, true, regions));
     id = kernels.length;
+    recipes[id] = { bytes, shared: true, regions };
     kernels.push({ run: ek.run, get mem() { return ek.mem; }, par: (lo, hi, ins, outs, layout, gap) => parallelRows(ek.sid!, lo, hi, ins, outs, layout, gap) });
     modules.set(key, id);
   }

@@ -4,40 +4,25 @@
 // share reductions (rows.ts), one workgroup per row folding them together in workgroup memory;
 // expressions are placed by the same schedule as on the cpu and the gpu.js renderer
 // (src/codegen/schedule.ts). Matrix products: matmul.ts. Values are f32; index arithmetic i32
-// (WGSL has exact integers). What is not rendered yet is `Unsupported` with its reason; the
-// runtime runs that step on the host and reports it.
-import { ExprBuilder, REDUCE_INIT, exprOrder, type Expr } from '../expr.js';
-import { range } from '../index-expr.js';
+// (WGSL has exact integers). Which steps run here, their schedule and form are chosen before
+// rendering (strategy.ts, codegen step 4); the runtime runs the others on the host and reports it.
+import { REDUCE_INIT, type Expr } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
-import { schedule, type Scope } from '../schedule.js';
+import type { Scope } from '../schedule.js';
 import { f32Literal, roundAs, storageOf } from './scalar.js';
-import { NoElements, Unsupported, WG, Writer, assemble, foldCode, groups1d, kahanStep, loaded, type BufferInfo, type WgslKernel } from './writer.js';
-import { renderRows, rowsForm } from './rows.js';
+import { WG, Writer, assemble, foldCode, groups1d, kahanStep, type BufferInfo, type WgslKernel } from './writer.js';
+import { renderRows } from './rows.js';
+import type { LoopPlan } from './strategy.js';
 
-export { NoElements, Unsupported, type BufferInfo, type WgslKernel } from './writer.js';
+export type { BufferInfo, WgslKernel } from './writer.js';
 export { renderMatmul } from './matmul.js';
 
-/** A loop kernel: one invocation per element of its output loops, every store in the one shader. */
-export function renderLoop(k: LoopKernel, bufs: BufferInfo): WgslKernel {
-  const written = new Set(k.stores.map((st) => st.buf));
-  for (const st of k.stores) {
-    if (storageOf(st.dtype) === undefined) throw new Unsupported(`stores ${st.dtype}`);
-    if (st.accumulate === true || st.dyn !== undefined) throw new Unsupported('scatters into rows chosen by data');
-  }
-  const reads = loaded(k.stores.map((st) => st.value));
-  if (reads.some((b) => written.has(b))) throw new Unsupported('a running value along an axis (elements read the ones stored before them)');
-  const total = k.vars.reduce((p, v) => p * v.size, 1);
-  if (total === 0) throw new NoElements();
-  if (total > 2 ** 31 - 1) throw new Unsupported(`${total} elements (i32 indices)`);
-  const b = new ExprBuilder(() => 'float64');
-  const s = schedule(k.vars, k.stores, b);
-  const indexNodes = new Set<Expr>();
-  for (const ix of s.loadIndex.values()) for (const e of exprOrder([ix])) indexNodes.add(e);
-  for (const st of s.stores) for (const e of exprOrder([st.index])) indexNodes.add(e);
+/** A loop kernel as strategy.ts planned it: one invocation per element of its output loops (or per row: rows.ts), every store in the one shader. */
+export function renderLoop(k: LoopKernel, plan: LoopPlan, bufs: BufferInfo): WgslKernel {
+  const { sched: s, indexNodes, total } = plan;
   const w = new Writer(bufs, (e) => s.loadIndex.get(e), (e) => indexNodes.has(e));
-  const binds = [...new Set([...written, ...reads])].sort((p, q) => p - q);
-  const rowLoops = rowsForm(k, s);
-  if (rowLoops !== undefined) return renderRows(k, s, rowLoops, w, bufs, binds, [...written]);
+  const binds = [...plan.binds];
+  if (plan.rows !== undefined) return renderRows(k, s, plan.rows, w, bufs, binds, [...plan.written]);
   const outputVars = new Set(k.vars.map((v) => v.id));
   const lines: string[] = [`let i = i32(gid.x + gid.y * nwg.x * ${WG}u);`, `if (i >= ${total}i) { return; }`];
   // Output coordinates: row-major over the kernel's output loops.
@@ -88,27 +73,5 @@ export function renderLoop(k: LoopKernel, bufs: BufferInfo): WgslKernel {
     ...lines.map((l) => `  ${l}`),
     '}',
   ];
-  return assemble(k.label, body, binds, [...written], bufs, groups1d(total));
-}
-
-/** A row index the host checks before a kernel runs (shaders cannot throw). */
-export interface RowCheck {
-  readonly buf: number;
-  readonly lo: number;
-  readonly hi: number;
-  readonly rows: number;
-  readonly op: string;
-  readonly shape: string;
-}
-
-/** The data-chosen rows a loop kernel reads ('row' expressions over plain loads). */
-export function rowChecks(k: LoopKernel): RowCheck[] {
-  const out: RowCheck[] = [];
-  for (const e of exprOrder(k.stores.map((st) => st.value))) {
-    if (e.t !== 'row') continue;
-    if (e.x.t !== 'load' || e.x.dyn !== undefined) throw new Unsupported('a row number that is not a plain read');
-    const [lo, hi] = range(e.x.index);
-    out.push({ buf: e.x.buf, lo, hi, rows: e.rows, op: e.op, shape: e.shape });
-  }
-  return out;
+  return assemble(k.label, body, binds, [...plan.written], bufs, groups1d(total));
 }

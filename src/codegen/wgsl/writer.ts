@@ -8,9 +8,8 @@ import { range, type IExpr } from '../index-expr.js';
 import { DRAW, philoxDraw } from '../random-fn.js';
 import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, f32Literal, helperSources, i32Literal, roundAs, storageOf } from './scalar.js';
 
-export class Unsupported extends Error {}
-/** A kernel of no elements: nothing to run (its buffers have no elements either). */
-export class NoElements extends Error {}
+/** An expression strategy.ts should have sent to the host. */
+const unspelled = (what: string): Error => new Error(`internal: the WGSL renderer has no spelling for ${what} (strategy.ts runs such a step on the host)`);
 
 export interface BufferInfo {
   dtype(buf: number): DType;
@@ -87,24 +86,24 @@ export class Writer {
   private raw(e: Expr): string {
     switch (e.t) {
       case 'load': {
-        if (this.bufs.storage(e.buf) === undefined) throw new Unsupported(`reads a ${this.bufs.dtype(e.buf)} buffer`);
+        if (this.bufs.storage(e.buf) === undefined) throw unspelled(`a read of a ${this.bufs.dtype(e.buf)} buffer`);
         return `b${e.buf}[${this.indexCode(e)}]`;
       }
       case 'index': return this.indexCode(e);
       case 'cast': {
-        if (storageOf(e.dtype) === undefined) throw new Unsupported(`rounds to ${e.dtype}`);
+        if (storageOf(e.dtype) === undefined) throw unspelled(`a rounding to ${e.dtype}`);
         return roundAs(e.dtype, this.code(e.x, 'f32'));
       }
       case 'call': {
         if (e.fn === philoxDraw) return this.philox(e.args);
         const f = WGSL_CALLS[e.name as OpName];
-        if (f === undefined) throw new Unsupported(`calls ${e.name}, which has no WGSL spelling yet`);
+        if (f === undefined) throw unspelled(`a call of ${e.name}`);
         return f(e.args.map((a) => this.code(a, 'f32')));
       }
       case 'op': {
         const idx = this.isIndex(e);
         const r = (idx ? INDEX_OPS : WGSL_OPS)[e.op];
-        if (r === undefined) throw new Unsupported(`${idx ? 'index ' : ''}op ${e.op} has no WGSL spelling yet`);
+        if (r === undefined) throw unspelled(`${idx ? 'index ' : ''}op ${e.op}`);
         return r(e.args.map((a) => this.code(a, idx ? 'i32' : 'f32')));
       }
       // Negative rows count from the end; the range is checked on the host before the kernel runs.
@@ -120,7 +119,7 @@ export class Writer {
   private philox(args: readonly Expr[]): string {
     const c = (k: number): number => {
       const a = args[k]!;
-      if (a.t !== 'const') throw new Unsupported('a random draw whose parameters are not constants');
+      if (a.t !== 'const') throw unspelled('a random draw whose parameters are not constants');
       return a.v;
     };
     const [kind, k0, stream, lo, hi, bits] = [c(0), c(2), c(4), c(5), c(6), c(7)];
@@ -144,7 +143,7 @@ export class Writer {
         if (n >= 2 ** 32) return f32Literal(1);
         return `select(0.0, 1.0, ${w}.x < ${n}u)`;
       }
-      default: throw new Unsupported(`random draw kind ${kind}`);
+      default: throw unspelled(`random draw kind ${kind}`);
     }
   }
 
@@ -188,7 +187,7 @@ export function kahanStep(id: number, v: string): string {
 export function bindings(binds: readonly number[], writes: readonly number[], bufs: BufferInfo): string[] {
   return binds.map((b, k) => {
     const ty = bufs.storage(b);
-    if (ty === undefined) throw new Unsupported(`${writes.includes(b) ? 'stores' : 'reads'} a ${bufs.dtype(b)} buffer`);
+    if (ty === undefined) throw unspelled(`a binding of a ${bufs.dtype(b)} buffer`);
     return `@group(0) @binding(${k}) var<storage, ${writes.includes(b) ? 'read_write' : 'read'}> b${b}: array<${ty}>;`;
   });
 }
@@ -211,7 +210,7 @@ export const MAX_BINDINGS = 8;
 
 export function assemble(label: string, body: string[], binds: number[], writes: number[], bufs: BufferInfo, groups: [number, number, number], header: string[] = []): WgslKernel {
   const most = bufs.maxBindings ?? MAX_BINDINGS;
-  if (binds.length > most) throw new Unsupported(`binds ${binds.length} buffers (a shader binds at most ${most} on this device)`);
+  if (binds.length > most) throw unspelled(`${binds.length} bindings (at most ${most} on this device)`);
   const text = body.join('\n');
   const code = [...bindings(binds, writes, bufs), ...header, ...helperSources(text), text].join('\n');
   return { label, code, binds, writes, groups };

@@ -41,6 +41,12 @@ export interface Spelling {
    * holds the helpers), where WGSL has no built-in of the reference's accuracy or none at all.
    */
   readonly wgsl?: string;
+  /**
+   * The WebAssembly SIMD tier's lane instruction (f64x2.<wasm>, or f32x4.<wasm> in its float32
+   * form; src/codegen/wasm/elementwise.ts) where one computes the op exactly as `js` does; a
+   * comparison's gives a lane mask. Without one the tier leaves the op to JavaScript.
+   */
+  readonly wasm?: 'add' | 'sub' | 'mul' | 'div' | 'min' | 'max' | 'neg' | 'abs' | 'sqrt' | 'eq' | 'ne' | 'lt' | 'gt' | 'le' | 'ge';
   /** The TensorFlow.js function of the same meaning (`tf.<name>`; src/runtime/tfjs/kernels/elementwise.ts). */
   readonly tf?: string;
   /** The ai.onnx operator of the same meaning (export and import; src/runtime/onnx/ops/elementwise.ts, src/api/onnx.ts). */
@@ -124,23 +130,23 @@ function erf(x: number): number {
 
 export const elementwiseOps = {
   // arithmetic
-  add: ew('add', 2, 'promote', (a, b) => a + b, { kernel: 'add', js: '($0 + $1)', tf: 'add', onnx: 'Add' }),
-  sub: ew('sub', 2, 'promote', (a, b) => a - b, { kernel: 'sub', js: '($0 - $1)', tf: 'sub', onnx: 'Sub' }),
-  mul: ew('mul', 2, 'promote', (a, b) => a * b, { kernel: 'mul', js: '($0 * $1)', tf: 'mul', onnx: 'Mul' }),
-  div: ew('div', 2, 'float', (a, b) => a / b, { kernel: 'div', js: '($0 / $1)', tf: 'div', onnx: 'Div' }),
+  add: ew('add', 2, 'promote', (a, b) => a + b, { kernel: 'add', js: '($0 + $1)', wasm: 'add', tf: 'add', onnx: 'Add' }),
+  sub: ew('sub', 2, 'promote', (a, b) => a - b, { kernel: 'sub', js: '($0 - $1)', wasm: 'sub', tf: 'sub', onnx: 'Sub' }),
+  mul: ew('mul', 2, 'promote', (a, b) => a * b, { kernel: 'mul', js: '($0 * $1)', wasm: 'mul', tf: 'mul', onnx: 'Mul' }),
+  div: ew('div', 2, 'float', (a, b) => a / b, { kernel: 'div', js: '($0 / $1)', wasm: 'div', tf: 'div', onnx: 'Div' }),
   pow: ew('pow', 2, 'promote', (a, b) => a ** b, { kernel: 'pow', js: '($0 ** $1)', tf: 'pow', onnx: 'Pow' }),
   mod: ew('mod', 2, 'promote', pyMod, { kernel: 'mod', js: 'rt.mod', tf: 'mod', onnx: 'Mod' }),
-  maximum: ew('maximum', 2, 'promote', (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.max(a, b)), { kernel: 'max', js: 'Math.max', tf: 'maximum', onnx: 'Max' }),
-  minimum: ew('minimum', 2, 'promote', (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.min(a, b)), { kernel: 'min', js: 'Math.min', tf: 'minimum', onnx: 'Min' }),
-  neg: ew('neg', 1, 'promote', (a) => -a, { kernel: 'neg', js: '(-$0)', tf: 'neg', onnx: 'Neg' }),
-  abs: ew('abs', 1, 'promote', Math.abs, { kernel: 'abs', js: 'Math.abs', tf: 'abs', onnx: 'Abs' }),
+  maximum: ew('maximum', 2, 'promote', (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.max(a, b)), { kernel: 'max', js: 'Math.max', wasm: 'max', tf: 'maximum', onnx: 'Max' }),
+  minimum: ew('minimum', 2, 'promote', (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.min(a, b)), { kernel: 'min', js: 'Math.min', wasm: 'min', tf: 'minimum', onnx: 'Min' }),
+  neg: ew('neg', 1, 'promote', (a) => -a, { kernel: 'neg', js: '(-$0)', wasm: 'neg', tf: 'neg', onnx: 'Neg' }),
+  abs: ew('abs', 1, 'promote', Math.abs, { kernel: 'abs', js: 'Math.abs', wasm: 'abs', tf: 'abs', onnx: 'Abs' }),
   sign: ew('sign', 1, 'promote', (a) => (a > 0 ? 1 : a < 0 ? -1 : a === 0 ? 0 : NaN), { kernel: 'sign', js: 'rt.sign', tf: 'sign', onnx: 'Sign' }),
   square: ew('square', 1, 'promote', (a) => a * a, { tf: 'square' }),
   floor: ew('floor', 1, 'promote', Math.floor, { kernel: 'floor', js: 'Math.floor', tf: 'floor', onnx: 'Floor' }),
   ceil: ew('ceil', 1, 'promote', Math.ceil, { kernel: 'ceil', js: 'Math.ceil', tf: 'ceil', onnx: 'Ceil' }),
   round: ew('round', 1, 'promote', roundHalfEven, { kernel: 'round', js: 'rt.round', tf: 'round', onnx: 'Round' }),
   // transcendental: ints become float32
-  sqrt: ew('sqrt', 1, 'float', Math.sqrt, { kernel: 'sqrt', js: 'Math.sqrt', tf: 'sqrt', onnx: 'Sqrt' }),
+  sqrt: ew('sqrt', 1, 'float', Math.sqrt, { kernel: 'sqrt', js: 'Math.sqrt', wasm: 'sqrt', tf: 'sqrt', onnx: 'Sqrt' }),
   exp: ew('exp', 1, 'float', Math.exp, { kernel: 'exp', js: 'Math.exp', tf: 'exp', onnx: 'Exp' }),
   log: ew('log', 1, 'float', Math.log, { kernel: 'log', js: 'Math.log', tf: 'log', onnx: 'Log' }),
   log1p: ew('log1p', 1, 'float', Math.log1p, { kernel: 'log1p', js: 'Math.log1p', wgsl: 't_log1p', tf: 'log1p' }),
@@ -153,12 +159,12 @@ export const elementwiseOps = {
   erf: ew('erf', 1, 'float', erf, { wgsl: 't_erf', tf: 'erf', onnx: 'Erf' }),
   reciprocal: ew('reciprocal', 1, 'float', (a) => 1 / a, { kernel: 'recip', js: '(1 / $0)', tf: 'reciprocal', onnx: 'Reciprocal' }),
   // comparisons and logic: bool results
-  equal: ew('equal', 2, 'bool', (a, b) => (a === b ? 1 : 0), { kernel: 'eq', js: '($0 === $1 ? 1 : 0)', tf: 'equal', onnx: 'Equal' }),
-  not_equal: ew('not_equal', 2, 'bool', (a, b) => (a !== b ? 1 : 0), { kernel: 'ne', js: '($0 !== $1 ? 1 : 0)', tf: 'notEqual' }),
-  greater: ew('greater', 2, 'bool', (a, b) => (a > b ? 1 : 0), { kernel: 'gt', js: '($0 > $1 ? 1 : 0)', tf: 'greater', onnx: 'Greater' }),
-  greater_equal: ew('greater_equal', 2, 'bool', (a, b) => (a >= b ? 1 : 0), { kernel: 'ge', js: '($0 >= $1 ? 1 : 0)', tf: 'greaterEqual', onnx: 'GreaterOrEqual' }),
-  less: ew('less', 2, 'bool', (a, b) => (a < b ? 1 : 0), { kernel: 'lt', js: '($0 < $1 ? 1 : 0)', tf: 'less', onnx: 'Less' }),
-  less_equal: ew('less_equal', 2, 'bool', (a, b) => (a <= b ? 1 : 0), { kernel: 'le', js: '($0 <= $1 ? 1 : 0)', tf: 'lessEqual', onnx: 'LessOrEqual' }),
+  equal: ew('equal', 2, 'bool', (a, b) => (a === b ? 1 : 0), { kernel: 'eq', js: '($0 === $1 ? 1 : 0)', wasm: 'eq', tf: 'equal', onnx: 'Equal' }),
+  not_equal: ew('not_equal', 2, 'bool', (a, b) => (a !== b ? 1 : 0), { kernel: 'ne', js: '($0 !== $1 ? 1 : 0)', wasm: 'ne', tf: 'notEqual' }),
+  greater: ew('greater', 2, 'bool', (a, b) => (a > b ? 1 : 0), { kernel: 'gt', js: '($0 > $1 ? 1 : 0)', wasm: 'gt', tf: 'greater', onnx: 'Greater' }),
+  greater_equal: ew('greater_equal', 2, 'bool', (a, b) => (a >= b ? 1 : 0), { kernel: 'ge', js: '($0 >= $1 ? 1 : 0)', wasm: 'ge', tf: 'greaterEqual', onnx: 'GreaterOrEqual' }),
+  less: ew('less', 2, 'bool', (a, b) => (a < b ? 1 : 0), { kernel: 'lt', js: '($0 < $1 ? 1 : 0)', wasm: 'lt', tf: 'less', onnx: 'Less' }),
+  less_equal: ew('less_equal', 2, 'bool', (a, b) => (a <= b ? 1 : 0), { kernel: 'le', js: '($0 <= $1 ? 1 : 0)', wasm: 'le', tf: 'lessEqual', onnx: 'LessOrEqual' }),
   logical_and: ew('logical_and', 2, 'bool', (a, b) => (a !== 0 && b !== 0 ? 1 : 0), { kernel: 'and', js: '($0 !== 0 && $1 !== 0 ? 1 : 0)', tf: 'logicalAnd', onnx: 'And' }),
   logical_or: ew('logical_or', 2, 'bool', (a, b) => (a !== 0 || b !== 0 ? 1 : 0), { kernel: 'or', js: '($0 !== 0 || $1 !== 0 ? 1 : 0)', tf: 'logicalOr', onnx: 'Or' }),
   logical_not: ew('logical_not', 1, 'bool', (a) => (a === 0 ? 1 : 0), { kernel: 'not', js: '($0 === 0 ? 1 : 0)', tf: 'logicalNot', onnx: 'Not' }),

@@ -1,5 +1,5 @@
 // Running a lowered Program (src/codegen/kernel.ts) on the gpu device. Each step is prepared
-// once per shape specialisation as one of:
+// once per shape specialisation, where src/codegen/gpu/strategy.ts puts it, as one of:
 //   kernel  a loop or matmul kernel rendered by src/codegen/gpu/render.ts (one per store);
 //   op      an extern step of a user op with only a gpu template (src/codegen/gpu/extern.ts);
 //   scan    a Scan: a host loop over its body's own prepared program, states on the device;
@@ -7,7 +7,6 @@
 //           extern's reference implementation, with its inputs read back.
 // Values stay on the device between kernels; only what a host step reads is read back.
 import { withBuiltBy, type Provenance } from '../../ir/provenance.js';
-import type { DType } from '../../ir/dtype.js';
 import { rethrow } from '../../ir/build.js';
 import { NDArray, formatShape } from '../../ir/ndarray.js';
 import type { VariableCell } from '../../ir/node.js';
@@ -16,10 +15,11 @@ import { formatValue } from '../../ir/ops/misc.js';
 import { stepBuffers } from '../../codegen/kernel.js';
 import { prepare as prepareCpu } from '../../codegen/pipeline.js';
 import { buildModule, type RunFn } from '../../codegen/cpu/module.js';
-import { Unsupported, renderLoopStore, renderMatmul, rowChecks, type BufferInfo, type GpuKernel, type RowCheck } from '../../codegen/gpu/render.js';
+import { renderLoopStore, renderMatmul, type GpuKernel } from '../../codegen/gpu/render.js';
+import { chooseGpuStrategies, type BufferInfo, type GpuStrategy, type RowCheck } from '../../codegen/gpu/strategy.js';
 import { runtimeHelpers } from '../../codegen/cpu/runtime.js';
 import { userElementwise, type ExternKernel } from '../../codegen/gpu/extern.js';
-import { userGpuHelper, userTemplates } from '../../codegen/user.js';
+import { userGpuHelper } from '../../codegen/user.js';
 import type { DeviceBuffer } from './buffer.js';
 import { warnOnce, type GpuDevice } from './device.js';
 import { uploadKernelRun } from './kernels.js';
@@ -42,39 +42,35 @@ export interface Prepared {
   readonly uploads: Map<number, DeviceBuffer>;
 }
 
-const DEVICE_DTYPES: ReadonlySet<DType> = new Set(['float32', 'int32', 'int16', 'int8', 'uint8', 'bool']);
-
-/** Renders every step for the device, or says why it runs on the host. */
+/** Renders every step the gpu strategy (src/codegen/gpu/strategy.ts) puts on the device; the others run on the host. */
 export function prepare(p: Program, device: GpuDevice): Prepared {
+  return prepareChosen(p, chooseGpuStrategies(p, device));
+}
+
+function prepareChosen(p: Program, chosen: readonly GpuStrategy[]): Prepared {
   const info: BufferInfo = { dtype: (b) => p.buffers[b]!.dtype, size: (b) => p.buffers[b]!.size };
-  const steps = p.steps.map((s): PreparedStep => {
-    try {
-      switch (s.kind) {
-        case 'loop': {
-          const checks = rowChecks(s);
-          return { kind: 'kernels', kernels: s.stores.map((st) => renderLoopStore(s, st, info, device.maxLoop)), ...(checks.length > 0 ? { checks } : {}), ...(s.origin !== undefined ? { origin: s.origin } : {}) };
-        }
-        case 'matmul': return { kind: 'kernels', kernels: [renderMatmul(s, info, device.maxLoop)], ...(s.origin !== undefined ? { origin: s.origin } : {}) };
-        case 'scan': return { kind: 'scan', step: s, body: prepare(s.body, device) };
-        // print_tensor's host callback: the value read back and written through the print hook.
-        case 'print': return { kind: 'print', step: s };
-        case 'extern': {
-          const out = s.outs[0]!;
-          if (s.tuple || !DEVICE_DTYPES.has(out.dtype) || sizeOf(out.shape) === 0 || s.inputs.some((v) => sizeOf(v.shape) === 0)) {
-            throw new Unsupported(`op ${s.def.name} runs its reference implementation`);
-          }
-          // A user op with only a gpu template: its helper per element.
-          const l = userTemplates(s.def.name)?.gpu === undefined
-            ? undefined
-            : userElementwise({ dtype: out.dtype, shape: out.shape, inputs: s.inputs }, userGpuHelper({ op: s.def.name, attrs: s.attrs, inputs: s.inputs }));
-          if (l === undefined) throw new Unsupported(`op ${s.def.name} runs its reference implementation`);
-          return { kind: 'op', step: s, lowered: l };
-        }
+  const steps = p.steps.map((s, i): PreparedStep => {
+    const c = chosen[i]!;
+    const origin = s.origin !== undefined ? { origin: s.origin } : {};
+    if (c.kind === 'host') return { kind: 'host', step: s, why: c.why, run: s.kind === 'extern' ? undefined : hostModule(p, s) };
+    switch (s.kind) {
+      case 'loop': {
+        if (c.kind !== 'loop') break;
+        return { kind: 'kernels', kernels: c.stores.map((st) => renderLoopStore(s, st, info)), ...(c.checks.length > 0 ? { checks: c.checks } : {}), ...origin };
       }
-    } catch (e) {
-      if (!(e instanceof Unsupported)) throw e;
-      return { kind: 'host', step: s, why: e.message, run: s.kind === 'extern' ? undefined : hostModule(p, s) };
+      case 'matmul': return { kind: 'kernels', kernels: [renderMatmul(s, info)], ...origin };
+      case 'scan': if (c.kind === 'scan') return { kind: 'scan', step: s, body: prepareChosen(s.body, c.body) }; break;
+      // print_tensor's host callback: the value read back and written through the print hook.
+      case 'print': return { kind: 'print', step: s };
+      case 'extern': {
+        // A user op with only a gpu template: its helper per element.
+        const out = s.outs[0]!;
+        const l = userElementwise({ dtype: out.dtype, shape: out.shape, inputs: s.inputs }, userGpuHelper({ op: s.def.name, attrs: s.attrs, inputs: s.inputs }));
+        if (l === undefined) break;
+        return { kind: 'op', step: s, lowered: l };
+      }
     }
+    throw new Error(`internal: the gpu strategy of step ${i} (${c.kind}) does not fit its ${s.kind} step`);
   });
   return { program: p, steps, uploads: new Map() };
 }

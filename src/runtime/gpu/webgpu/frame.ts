@@ -9,6 +9,7 @@ import type { EvalContext } from '../../../ir/op.js';
 import type { Program } from '../../../codegen/kernel.js';
 import type { WgslKernel } from '../../../codegen/wgsl/render.js';
 import { storageOf } from '../../../codegen/wgsl/scalar.js';
+import { storageIn } from '../../../codegen/wgsl/strategy.js';
 import { newBufferId, type Reply, type WebGpu } from './session.js';
 import { residentId, uploadVariable } from './resident.js';
 
@@ -94,11 +95,6 @@ export class Batch {
     }
     return r.data!;
   }
-}
-
-/** How the device holds a program buffer: its dtype's storage; the epoch (a random key word) as its u32 bits. */
-export function storageIn(p: Program, b: number): 'f32' | 'i32' | undefined {
-  return p.buffers[b]!.role === 'epoch' ? 'i32' : storageOf(p.buffers[b]!.dtype);
 }
 
 function fromDevice(dtype: DType, bytes: ArrayBuffer, n: number): NDArray {

@@ -1,7 +1,7 @@
 // Running a lowered Program (src/codegen/kernel.ts) on the gpu device's webgpu mode. Each step is
-// prepared once per shape specialisation as a WGSL kernel (src/codegen/wgsl), a Scan whose body's
-// steps are all kernels (scan.ts: every step recorded into the call's command buffer), or, where
-// the renderer does not cover it yet, a host step (the cpu's code for that one step, or an
+// prepared once per shape specialisation, where src/codegen/wgsl/strategy.ts puts it, as a WGSL
+// kernel (src/codegen/wgsl), a Scan whose body's steps are all kernels (scan.ts: every step
+// recorded into the call's command buffer), or, where the renderer does not cover it yet, a host step (the cpu's code for that one step, or an
 // extern's reference implementation), which the compile reports as a fallback naming the op and
 // the reason. A call gathers its kernels into one request (one command buffer) to the device's
 // worker; values stay in device buffers between kernels and across calls (the program's
@@ -18,11 +18,12 @@ import { stepBuffers, type BufferDecl, type ExternStep, type Program, type ScanS
 import { prepare as prepareCpu } from '../../../codegen/pipeline.js';
 import { buildModule, type RunFn } from '../../../codegen/cpu/module.js';
 import { runtimeHelpers } from '../../../codegen/cpu/runtime.js';
-import { NoElements, Unsupported, renderLoop, renderMatmul, rowChecks, type BufferInfo, type RowCheck, type WgslKernel } from '../../../codegen/wgsl/render.js';
+import { renderLoop, renderMatmul, type WgslKernel } from '../../../codegen/wgsl/render.js';
+import { chooseWebStrategies, webBufferInfo, type RowCheck, type WebStrategy } from '../../../codegen/wgsl/strategy.js';
 import type { Fallback } from '../../fallback.js';
 import type { WebGpu } from './session.js';
 import { warnOnce } from '../device.js';
-import { Batch, Frame, storageIn, type DeviceBuffers } from './frame.js';
+import { Batch, Frame, type DeviceBuffers } from './frame.js';
 import { runScan } from './scan.js';
 
 export type WebStep =
@@ -39,40 +40,28 @@ export interface WebPrepared extends DeviceBuffers {
 /** A label with the step's op names, for warnings and fallbacks. */
 const opOf = (s: Step): string => (s.kind === 'extern' ? s.def.name : s.label);
 
-function prepareStep(p: Program, s: Step, info: BufferInfo, maxBindings: number): WebStep {
-  try {
-    switch (s.kind) {
-      case 'loop': {
-        const checks = rowChecks(s);
-        return { kind: 'kernel', kernel: renderLoop(s, info), checks, ...(s.origin !== undefined ? { origin: s.origin } : {}) };
-      }
-      case 'matmul': return { kind: 'kernel', kernel: renderMatmul(s, info), checks: [], ...(s.origin !== undefined ? { origin: s.origin } : {}) };
-      case 'scan': {
-        const body = prepareWeb(s.body, maxBindings);
-        for (const b of body.steps) {
-          if (b.kind === 'host') throw new Unsupported(`its body's ${b.step.kind === 'extern' ? 'op' : 'kernel'} ${opOf(b.step)} runs on the host (${b.why})`);
-          if (b.kind === 'kernel' && b.checks.length > 0) throw new Unsupported('its body checks row numbers read from data on the host');
-        }
-        return { kind: 'scan', step: s, body };
-      }
-      case 'extern': throw new Unsupported(`op ${s.def.name} has no kernel (${s.reason})`);
-      case 'print': throw new Unsupported('print_tensor is a host callback');
-    }
-  } catch (e) {
-    if (e instanceof NoElements) return { kind: 'empty', writes: stepBuffers(s).writes };
-    if (!(e instanceof Unsupported)) throw e;
-    return { kind: 'host', step: s, why: e.message, run: s.kind === 'extern' || s.kind === 'print' ? undefined : hostModule(p, s) };
-  }
+/** Renders every step the WebGPU strategy (src/codegen/wgsl/strategy.ts) puts on the device; the others run on the host. */
+export function prepareWeb(p: Program, maxBindings: number): WebPrepared {
+  return prepareChosen(p, chooseWebStrategies(p, maxBindings), maxBindings);
 }
 
-/** Renders every step, or says why it runs on the host. */
-export function prepareWeb(p: Program, maxBindings: number): WebPrepared {
-  const info: BufferInfo = { dtype: (b) => p.buffers[b]!.dtype, size: (b) => p.buffers[b]!.size, storage: (b) => storageIn(p, b), maxBindings };
+function prepareChosen(p: Program, chosen: readonly WebStrategy[], maxBindings: number): WebPrepared {
   // (the cpu's packing buffers are not the device's)
   if (p.buffers.some((b) => b.dtype === 'float64' && b.role !== 'epoch' && b.role !== 'arena')) {
     warnOnce('webgpu-float64', 'theanine: device "gpu:webgpu" computes float64 values in float32 (WebGPU has no float64), as the tensorflow backend does');
   }
-  return { program: p, steps: p.steps.map((s) => prepareStep(p, s, info, maxBindings)), dev: new Map(), uploaded: new Set() };
+  const info = webBufferInfo(p, maxBindings);
+  const steps = p.steps.map((s, i): WebStep => {
+    const c = chosen[i]!;
+    const origin = s.origin !== undefined ? { origin: s.origin } : {};
+    if (c.kind === 'host') return { kind: 'host', step: s, why: c.why, run: s.kind === 'extern' || s.kind === 'print' ? undefined : hostModule(p, s) };
+    if (c.kind === 'empty') return { kind: 'empty', writes: stepBuffers(s).writes };
+    if (s.kind === 'loop' && c.kind === 'loop') return { kind: 'kernel', kernel: renderLoop(s, c.plan, info), checks: c.checks, ...origin };
+    if (s.kind === 'matmul' && c.kind === 'matmul') return { kind: 'kernel', kernel: renderMatmul(s, info), checks: [], ...origin };
+    if (s.kind === 'scan' && c.kind === 'scan') return { kind: 'scan', step: s, body: prepareChosen(s.body, c.body, maxBindings) };
+    throw new Error(`internal: the WebGPU strategy of step ${i} (${c.kind}) does not fit its ${s.kind} step`);
+  });
+  return { program: p, steps, dev: new Map(), uploaded: new Set() };
 }
 
 /** What runs on the host instead of the device, for the fallback rule (print_tensor is a host op everywhere, not a fallback). */

@@ -1,0 +1,100 @@
+// "tuned vs default": each graph compiled twice in one process on the cpu device, once with the
+// default schedules and once with `tune` (src/runtime/tune.ts: a beam search over each whole
+// product's cache blocks and thread split, timed on this machine), from an empty tuning cache in a
+// fresh folder, so the search's cost is this run's. Run time is the median over rounds that
+// alternate between the two functions in ABBA order, by wall time (the thread split is what is
+// tuned; BENCH_CLOCK=cpu for process CPU time). The load average is printed at the start and the
+// end: on a shared machine a ratio within a few percent of 1 is noise.
+// `node --import tsx bench/tune.ts [filter]`; BENCH_ROUNDS (default 21), BENCH_BEAM (default 2),
+// BENCH_BUDGET_MS (default 4000, per specialisation).
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { backend as K } from '../src/index.js';
+import { setEnvironment } from '../src/api/config.js';
+import type { Node } from '../src/ir/node.js';
+import type { NDArray } from '../src/ir/ndarray.js';
+import { clearCompileCache } from '../src/runtime/compile.js';
+import { tuneStats, tuneCache } from '../src/runtime/tune.js';
+import { mlpGraph, nd, oneHot } from './cases.js';
+
+interface Graph { inputs: Node[]; outputs: Node[]; updates: NonNullable<Parameters<typeof K.function>[2]>; feeds: NDArray[] }
+
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 21);
+const BEAM = Number(process.env['BENCH_BEAM'] ?? 2);
+const BUDGET = Number(process.env['BENCH_BUDGET_MS'] ?? 4000);
+const CPU = process.env['BENCH_CLOCK'] === 'cpu';
+const clock = (): number => {
+  if (!CPU) return performance.now();
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
+
+const dot = (n: number) => (): Graph => {
+  const a = K.placeholder([n, n], null, 'float32', false, 'a');
+  const b = K.placeholder([n, n], null, 'float32', false, 'b');
+  return { inputs: [a, b], outputs: [K.dot(a, b)], updates: [], feeds: [nd([n, n], 3), nd([n, n], 4)] };
+};
+
+const cases: { name: string; build: () => Graph }[] = [
+  { name: 'dot 256x256x256', build: dot(256) },
+  { name: 'dot 512x512x512', build: dot(512) },
+  { name: 'dot 1024x1024x1024', build: dot(1024) },
+  {
+    name: 'conv2d 8x32x32x16 -> 32, 3x3 (igemm)',
+    build: () => {
+      const x = K.placeholder([8, 32, 32, 16], null, 'float32');
+      const w = K.variable(nd([3, 3, 16, 32], 6, -0.1, 0.1));
+      return { inputs: [x], outputs: [K.conv2d(x, w, [1, 1], 'same')], updates: [], feeds: [nd([8, 32, 32, 16], 5)] };
+    },
+  },
+  {
+    name: 'MLP train step 784-256-10 b128',
+    build: () => {
+      const { x, t, loss, updates } = mlpGraph();
+      return { inputs: [x, t], outputs: [loss], updates, feeds: [nd([128, 784], 1), oneHot(0)] };
+    },
+  },
+];
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[s.length >> 1]!;
+}
+
+function main(): void {
+  const filter = process.argv[2];
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'theanine-tune-bench-'));
+  setEnvironment({ THEANINE_CACHE_DIR: dir });
+  tuneCache.forget();
+  const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+  console.log(`tuned vs default, cpu device, beam ${BEAM}, budget ${BUDGET} ms, ${ROUNDS} rounds, ${CPU ? 'CPU' : 'wall'} time; ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}); load average at start ${load()}`);
+  console.log('| graph | default ms | tuned ms | speedup | search ms | candidates | schedules kept |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | --- |');
+  for (const c of cases) {
+    if (filter !== undefined && !c.name.includes(filter)) continue;
+    clearCompileCache();
+    const g = c.build();
+    const base = K.function(g.inputs, g.outputs, g.updates);
+    const before = { ...tuneStats };
+    const tuned = K.function(g.inputs, g.outputs, g.updates, { tune: { beam: BEAM, budgetMs: BUDGET } });
+    tuned(g.feeds); // the search runs at the first call (the specialisation)
+    const searchMs = tuneStats.searchMs - before.searchMs, candidates = tuneStats.candidates - before.candidates;
+    const kept = [...tuned.source().matchAll(/rt\.arena\.tiles\(([^;]*)\);/g)].map((m) => {
+      const args = m[1]!.split(', ');
+      return args.length > 12 ? `${args[11] === 'true' ? 'split' : 'alone'} ${Number(args[12]) / 1024}K/${args[13]}/${args[14]}` : 'default';
+    });
+    for (let i = 0; i < 3; i++) { base(g.feeds); tuned(g.feeds); }
+    const tb: number[] = [], tt: number[] = [];
+    const time = (f: (x: NDArray[]) => unknown, into: number[]) => { const t0 = clock(); f(g.feeds); into.push(clock() - t0); };
+    for (let r = 0; r < ROUNDS; r++) {
+      if (r % 2 === 0) { time(base, tb); time(tuned, tt); } else { time(tuned, tt); time(base, tb); }
+    }
+    const mb = median(tb), mt = median(tt);
+    console.log(`| ${c.name} | ${mb.toFixed(3)} | ${mt.toFixed(3)} | ${(mb / mt).toFixed(2)}x | ${searchMs.toFixed(0)} | ${candidates} | ${kept.join('; ') || 'no whole product'} |`);
+  }
+  console.log(`load average at end ${load()}; searches ${tuneStats.searches}, out of budget ${tuneStats.outOfBudget}, untimed ${tuneStats.untimed}`);
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+main();

@@ -1,0 +1,174 @@
+// Codegen step 4 on the gpu device's WebGPU mode (src/codegen/pipeline.ts): where each step
+// runs, chosen before rendering, so render.ts and matmul.ts only spell what is chosen here (as
+// cpu/strategy.ts and gpu/strategy.ts do; tinygrad decides on the kernel AST before its
+// renderer sees it). A loop step on the device comes scheduled (../schedule.ts) in its form: one
+// invocation per element, or one workgroup per row (rows.ts `rowsForm`). A step runs on the
+// host with the reason where WGSL has no spelling for it yet: dtypes the device does not hold,
+// ops and calls without a WGSL spelling (scalar.ts), scatters and running values, more
+// elements than i32 indices reach, more bindings than the device allows; extern and print
+// steps always.
+import type { OpName } from '../../ir/registry.js';
+import { ExprBuilder, exprOrder, type Expr } from '../expr.js';
+import { range } from '../index-expr.js';
+import type { LoopKernel, MatmulKernel, Program, Step } from '../kernel.js';
+import { DRAW, philoxDraw } from '../random-fn.js';
+import { schedule, type Schedule } from '../schedule.js';
+import { rowsForm } from './rows.js';
+import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, storageOf } from './scalar.js';
+import { MAX_BINDINGS, MAX_GROUPS, loaded, type BufferInfo } from './writer.js';
+
+/** A row index the host checks before a kernel runs (shaders cannot throw). */
+export interface RowCheck {
+  readonly buf: number;
+  readonly lo: number;
+  readonly hi: number;
+  readonly rows: number;
+  readonly op: string;
+  readonly shape: string;
+}
+
+/** A loop kernel as render.ts spells it: scheduled, its index arithmetic, its form and bindings. */
+export interface LoopPlan {
+  readonly sched: Schedule;
+  readonly indexNodes: ReadonlySet<Expr>;
+  /** Output loops that make a row in the rows form (rows.ts); undefined: one invocation per element. */
+  readonly rows: number | undefined;
+  readonly total: number;
+  readonly written: readonly number[];
+  readonly binds: readonly number[];
+}
+
+/** Where a step runs. */
+export type WebStrategy =
+  | { readonly where: 'device'; readonly kind: 'loop'; readonly plan: LoopPlan; readonly checks: readonly RowCheck[] }
+  | { readonly where: 'device'; readonly kind: 'matmul' }
+  /** a Scan whose body's steps all run on the device (recorded into the call's command buffer) */
+  | { readonly where: 'device'; readonly kind: 'scan'; readonly body: readonly WebStrategy[] }
+  /** a kernel of no elements: nothing to run (its buffers hold none) */
+  | { readonly where: 'device'; readonly kind: 'empty' }
+  | { readonly where: 'host'; readonly kind: 'host'; readonly why: string };
+
+/** A step WGSL cannot spell yet, with the reason. */
+class HostStep extends Error {}
+class Empty extends Error {}
+
+/** How the device holds buffer `b` of `p`: f32 or i32 (the epoch of unseeded random keys: its u32 bits). */
+export function storageIn(p: Program, b: number): 'f32' | 'i32' | undefined {
+  return p.buffers[b]!.role === 'epoch' ? 'i32' : storageOf(p.buffers[b]!.dtype);
+}
+
+/** The buffers of `p` as the renderer sees them on a device binding at most `maxBindings` storage buffers per shader. */
+export function webBufferInfo(p: Program, maxBindings: number): BufferInfo {
+  return { dtype: (b) => p.buffers[b]!.dtype, size: (b) => p.buffers[b]!.size, storage: (b) => storageIn(p, b), maxBindings };
+}
+
+/** The strategy of every step of `p`, in step order, on a device binding at most `maxBindings` storage buffers per shader. */
+export function chooseWebStrategies(p: Program, maxBindings: number): WebStrategy[] {
+  const info = webBufferInfo(p, maxBindings);
+  return p.steps.map((s) => webStrategy(s, info, maxBindings));
+}
+
+function webStrategy(s: Step, info: BufferInfo, maxBindings: number): WebStrategy {
+  try {
+    switch (s.kind) {
+      case 'loop': {
+        const checks = rowChecks(s);
+        return { where: 'device', kind: 'loop', plan: planLoop(s, info), checks };
+      }
+      case 'matmul': checkMatmul(s, info); return { where: 'device', kind: 'matmul' };
+      case 'scan': {
+        const body = chooseWebStrategies(s.body, maxBindings);
+        body.forEach((b, i) => {
+          const step = s.body.steps[i]!;
+          if (b.kind === 'host') throw new HostStep(`its body's ${step.kind === 'extern' ? 'op' : 'kernel'} ${step.kind === 'extern' ? step.def.name : step.label} runs on the host (${b.why})`);
+          if (b.kind === 'loop' && b.checks.length > 0) throw new HostStep('its body checks row numbers read from data on the host');
+        });
+        return { where: 'device', kind: 'scan', body };
+      }
+      case 'extern': throw new HostStep(`op ${s.def.name} has no kernel (${s.reason})`);
+      case 'print': throw new HostStep('print_tensor is a host callback');
+    }
+  } catch (e) {
+    if (e instanceof Empty) return { where: 'device', kind: 'empty' };
+    if (!(e instanceof HostStep)) throw e;
+    return { where: 'host', kind: 'host', why: e.message };
+  }
+}
+
+function planLoop(k: LoopKernel, info: BufferInfo): LoopPlan {
+  const written = new Set(k.stores.map((st) => st.buf));
+  for (const st of k.stores) {
+    if (storageOf(st.dtype) === undefined) throw new HostStep(`stores ${st.dtype}`);
+    if (st.accumulate === true || st.dyn !== undefined) throw new HostStep('scatters into rows chosen by data');
+  }
+  const reads = loaded(k.stores.map((st) => st.value));
+  if (reads.some((b) => written.has(b))) throw new HostStep('a running value along an axis (elements read the ones stored before them)');
+  const total = k.vars.reduce((p, v) => p * v.size, 1);
+  if (total === 0) throw new Empty();
+  if (total > 2 ** 31 - 1) throw new HostStep(`${total} elements (i32 indices)`);
+  const sched = schedule(k.vars, k.stores, new ExprBuilder(() => 'float64'));
+  const indexNodes = new Set<Expr>();
+  for (const ix of sched.loadIndex.values()) for (const e of exprOrder([ix])) indexNodes.add(e);
+  for (const st of sched.stores) for (const e of exprOrder([st.index])) indexNodes.add(e);
+  checkSpelled([...sched.stores.flatMap((st) => [st.value, st.index]), ...sched.loadIndex.values()], info, (e) => indexNodes.has(e));
+  const binds = [...new Set([...written, ...reads])].sort((p, q) => p - q);
+  checkBinds(binds, [...written], info);
+  return { sched, indexNodes, rows: rowsForm(k, sched), total, written: [...written], binds };
+}
+
+function checkMatmul(k: MatmulKernel, info: BufferInfo): void {
+  const st = k.out;
+  if (storageOf(st.dtype) === undefined) throw new HostStep(`stores ${st.dtype}`);
+  if (st.accumulate === true || st.dyn !== undefined) throw new HostStep('a product stored into rows chosen by data');
+  if (exprOrder([k.a, k.b, st.value]).some((e) => e.t === 'reduce')) throw new HostStep('a reduction inside a matmul');
+  if (k.batch.size * k.m.size * k.n.size === 0) throw new Empty();
+  const reads = loaded([k.a, k.b, st.value]);
+  if (reads.includes(st.buf)) throw new HostStep('a product reading its own output');
+  checkSpelled([k.a, k.b, st.value], info, () => false);
+  if (k.batch.size > MAX_GROUPS) throw new HostStep(`${k.batch.size} products in a batch (at most ${MAX_GROUPS} per dispatch)`);
+  checkBinds([...new Set([st.buf, ...reads])].sort((p, q) => p - q), [st.buf], info);
+}
+
+const DRAWS: ReadonlySet<number> = new Set(Object.values(DRAW));
+
+/** Every expression the Writer (writer.ts) would spell has a WGSL spelling (`isIndex`: the index arithmetic). */
+function checkSpelled(roots: readonly Expr[], info: BufferInfo, isIndex: (e: Expr) => boolean): void {
+  for (const e of exprOrder(roots)) {
+    switch (e.t) {
+      case 'load': if (info.storage(e.buf) === undefined) throw new HostStep(`reads a ${info.dtype(e.buf)} buffer`); break;
+      case 'cast': if (storageOf(e.dtype) === undefined) throw new HostStep(`rounds to ${e.dtype}`); break;
+      case 'call':
+        if (e.fn === philoxDraw) {
+          if ([0, 2, 4, 5, 6, 7].some((k) => e.args[k]!.t !== 'const')) throw new HostStep('a random draw whose parameters are not constants');
+          const kind = (e.args[0] as Expr & { t: 'const' }).v;
+          if (!DRAWS.has(kind)) throw new HostStep(`random draw kind ${kind}`);
+        } else if (WGSL_CALLS[e.name as OpName] === undefined) throw new HostStep(`calls ${e.name}, which has no WGSL spelling yet`);
+        break;
+      case 'op': {
+        const idx = isIndex(e);
+        if ((idx ? INDEX_OPS : WGSL_OPS)[e.op] === undefined) throw new HostStep(`${idx ? 'index ' : ''}op ${e.op} has no WGSL spelling yet`);
+        break;
+      }
+      default: break;
+    }
+  }
+}
+
+/** The shader's bindings: at most the device's count, each buffer in a storage the device holds. */
+function checkBinds(binds: readonly number[], writes: readonly number[], info: BufferInfo): void {
+  const most = info.maxBindings ?? MAX_BINDINGS;
+  if (binds.length > most) throw new HostStep(`binds ${binds.length} buffers (a shader binds at most ${most} on this device)`);
+  for (const b of binds) if (info.storage(b) === undefined) throw new HostStep(`${writes.includes(b) ? 'stores' : 'reads'} a ${info.dtype(b)} buffer`);
+}
+
+/** The data-chosen rows a loop kernel reads ('row' expressions over plain loads). */
+function rowChecks(k: LoopKernel): RowCheck[] {
+  const out: RowCheck[] = [];
+  for (const e of exprOrder(k.stores.map((st) => st.value))) {
+    if (e.t !== 'row') continue;
+    if (e.x.t !== 'load' || e.x.dyn !== undefined) throw new HostStep('a row number that is not a plain read');
+    const [lo, hi] = range(e.x.index);
+    out.push({ buf: e.x.buf, lo, hi, rows: e.rows, op: e.op, shape: e.shape });
+  }
+  return out;
+}

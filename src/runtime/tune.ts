@@ -1,0 +1,247 @@
+// Kernel autotuning on the cpu device (K.function's `tune`, THEANINE_BEAM=N): a beam search over
+// each whole matrix product's schedule (../codegen/cpu/strategy.ts MatmulSchedule: the cache
+// block of A panels, the most panels in a block, whether the worker threads may take it, the
+// fewest blocks per thread), each
+// candidate timed on this machine on the product's own kernel over random operands of its shape,
+// within a time budget; the best is kept on disk per kernel structure and machine
+// (./tune-cache.ts) and reused by later processes. tinygrad's BEAM=N (a beam of N schedules
+// widened one optimisation axis at a time, kernels timed in isolation on random buffers, results in
+// a disk cache) is the anchor. A schedule only moves work between blocks and threads, so a tuned
+// product computes bit-identical results. WebGPU workgroup sizes are not tuned (the gpu device's
+// kernels keep their fixed sizes).
+import { platform } from '#platform';
+import { ValueError } from '../ir/errors.js';
+import { igemmA } from '../codegen/cpu/igemm.js';
+import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule, type ScheduleChooser, type TilesCall } from '../codegen/cpu/strategy.js';
+import { threadCount } from '../codegen/cpu/threads.js';
+import { packArena } from '../codegen/cpu/wasm-kernel.js';
+import type { MatmulKernel } from '../codegen/kernel.js';
+import { machineKey, TuneCache, type TunedEntry } from './tune-cache.js';
+
+/** How a function is tuned: schedules kept in the beam, and the milliseconds one specialisation may spend searching. */
+export interface TuneOptions {
+  readonly beam: number;
+  readonly budgetMs: number;
+}
+
+/** K.function's `tune`: true (THEANINE_BEAM's beam, else 2), a beam width, or both fields. */
+export type TuneOption = boolean | number | { readonly beam?: number; readonly budgetMs?: number };
+
+/** Milliseconds a specialisation spends searching unless told (THEANINE_BEAM_MS, `tune.budgetMs`). */
+export const DEFAULT_BUDGET_MS = 2000;
+/** The beam width of `tune: true` without THEANINE_BEAM. */
+const DEFAULT_BEAM = 2;
+/** A candidate replaces the default only when its median is this fraction faster (timings on a loaded machine vary by a few percent). */
+export const MIN_GAIN = 0.03;
+
+const isBeam = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 1 && x <= 64;
+const isBudget = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x) && x >= 0;
+
+function envInt(name: string, ok: (x: number) => boolean, allowed: string): number | undefined {
+  const v = platform.env(name);
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!ok(n)) throw new ValueError(`${name} is ${JSON.stringify(v)}; allowed: ${allowed}`);
+  return n;
+}
+
+/** THEANINE_BEAM: the beam width every cpu function is tuned with (0 or unset: none). */
+export function beamFromEnv(): number | undefined {
+  const n = envInt('THEANINE_BEAM', (x) => x === 0 || isBeam(x), 'an integer from 0 (off) to 64');
+  return n === 0 ? undefined : n;
+}
+
+const budgetFromEnv = (): number => envInt('THEANINE_BEAM_MS', isBudget, 'milliseconds, a number >= 0') ?? DEFAULT_BUDGET_MS;
+
+/** A function's tuning from its `tune` option and THEANINE_BEAM / THEANINE_BEAM_MS; undefined: not tuned. */
+export function tuneOptions(opt: unknown, fn = 'function'): TuneOptions | undefined {
+  if (opt === undefined) {
+    const beam = beamFromEnv();
+    return beam === undefined ? undefined : { beam, budgetMs: budgetFromEnv() };
+  }
+  if (opt === false) return undefined;
+  if (opt === true) return { beam: beamFromEnv() ?? DEFAULT_BEAM, budgetMs: budgetFromEnv() };
+  if (isBeam(opt)) return { beam: opt, budgetMs: budgetFromEnv() };
+  if (typeof opt === 'object' && opt !== null && !Array.isArray(opt)) {
+    const o = opt as Record<string, unknown>;
+    const extra = Object.keys(o).filter((k) => k !== 'beam' && k !== 'budgetMs');
+    if (extra.length > 0) throw new ValueError(`${fn}: tune has unknown field ${JSON.stringify(extra[0])} (allowed: beam, budgetMs)`);
+    if (o['beam'] !== undefined && !isBeam(o['beam'])) throw new ValueError(`${fn}: tune.beam must be an integer from 1 to 64, got ${String(o['beam'])}`);
+    if (o['budgetMs'] !== undefined && !isBudget(o['budgetMs'])) throw new ValueError(`${fn}: tune.budgetMs must be a number of milliseconds >= 0, got ${String(o['budgetMs'])}`);
+    return { beam: (o['beam'] as number | undefined) ?? beamFromEnv() ?? DEFAULT_BEAM, budgetMs: (o['budgetMs'] as number | undefined) ?? budgetFromEnv() };
+  }
+  throw new ValueError(`${fn}: tune must be true, false, a beam width (an integer from 1 to 64) or { beam, budgetMs }, got ${typeof opt === 'number' ? opt : JSON.stringify(opt)}`);
+}
+
+/** One axis of the search: a schedule field and the values it takes. */
+export interface Axis {
+  readonly field: 'blockBytes' | 'maxPanels' | 'split' | 'perThread';
+  readonly values: readonly (number | boolean)[];
+}
+
+/** The cpu search space, in the order the beam widens it: cache block bytes, panels per block, then with threads the split and the blocks per thread. */
+export function searchAxes(call: TilesCall, threads: number): Axis[] {
+  const axes: Axis[] = [
+    { field: 'blockBytes', values: [32, 64, 128, 256, 512, 1024, 2048].map((k) => k * 1024) },
+    { field: 'maxPanels', values: [2, 4, 8, 16, 32, 64] },
+  ];
+  if (call.par && threads > 1) axes.push({ field: 'split', values: [true, false] }, { field: 'perThread', values: [1, 2, 4, 8, 16] });
+  return axes;
+}
+
+/** A search's outcome: the schedule kept, its time and the default's, what it cost, and whether the budget cut it short. */
+export interface SearchResult {
+  readonly best: MatmulSchedule;
+  readonly ms: number;
+  readonly defaultMs: number;
+  readonly candidates: number;
+  readonly searchMs: number;
+  readonly complete: boolean;
+}
+
+const scheduleKey = (s: MatmulSchedule): string => `${s.blockBytes}/${s.maxPanels}/${s.split}/${s.perThread}`;
+
+/**
+ * Beam search from the default: the beam (the `beam` fastest schedules so far) is widened by
+ * every value of one axis at a time, each new schedule timed once (`time`: its median in ms).
+ * The default is always timed first; no new candidate is timed once `now()` reaches `deadline`
+ * (the budget is exceeded by one candidate's timing at most). The fastest schedule is timed
+ * CONFIRM more times against the default, alternately, while the budget lasts; it wins where it
+ * is faster in every confirming pair and the median of its timings beats the default's by
+ * MIN_GAIN, else the default stays.
+ */
+export function beamSearch(axes: readonly Axis[], beam: number, time: (s: MatmulSchedule) => number, deadline: number, now: () => number = () => performance.now()): SearchResult {
+  const t0 = now();
+  const timed = new Map<string, { s: MatmulSchedule; ms: number }>();
+  const measure = (s: MatmulSchedule) => {
+    const k = scheduleKey(s);
+    if (!timed.has(k)) timed.set(k, { s, ms: time(s) });
+    return timed.get(k)!;
+  };
+  const defaultMs = measure(DEFAULT_MATMUL_SCHEDULE).ms;
+  let front = [DEFAULT_MATMUL_SCHEDULE];
+  let complete = true;
+  search: for (const axis of axes) {
+    const next: { s: MatmulSchedule; ms: number }[] = [];
+    for (const s of front) {
+      for (const v of axis.values) {
+        const c = { ...s, [axis.field]: v } as MatmulSchedule;
+        if (!timed.has(scheduleKey(c)) && now() >= deadline) { complete = false; next.push(...front.map(measure)); break search; }
+        next.push(measure(c));
+      }
+    }
+    const seen = new Set<string>();
+    front = next.sort((a, b) => a.ms - b.ms).filter((x) => !seen.has(scheduleKey(x.s)) && seen.add(scheduleKey(x.s))).slice(0, beam).map((x) => x.s);
+  }
+  let best = { s: DEFAULT_MATMUL_SCHEDULE, ms: defaultMs };
+  for (const x of timed.values()) if (x.ms < best.ms) best = x;
+  if (best.s === DEFAULT_MATMUL_SCHEDULE) return { best: best.s, ms: defaultMs, defaultMs, candidates: timed.size, searchMs: now() - t0, complete };
+  // The fastest of many noisy timings is biased low: it is timed again against the default,
+  // alternately, while the budget lasts, and kept on the medians of all their timings.
+  const mine = [best.ms], theirs = [defaultMs];
+  let every = true;
+  for (let i = 0; i < CONFIRM && now() < deadline; i++) {
+    theirs.push(time(DEFAULT_MATMUL_SCHEDULE));
+    mine.push(time(best.s));
+    every &&= mine[mine.length - 1]! < theirs[theirs.length - 1]!;
+  }
+  const ms = median(mine), dms = median(theirs);
+  const win = every && ms < dms * (1 - MIN_GAIN);
+  return { best: win ? best.s : DEFAULT_MATMUL_SCHEDULE, ms: win ? ms : dms, defaultMs: dms, candidates: timed.size, searchMs: now() - t0, complete };
+}
+
+/** Timings of the winner and the default, alternately, before the winner is kept. */
+const CONFIRM = 2;
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((p, q) => p - q);
+  return s.length % 2 === 1 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
+
+/** The cache key of a product's tile sums: every argument that decides its cost. */
+export function kernelKey(c: TilesCall): string {
+  return `tiles B${c.B} MP${c.MP} NP${c.NP} K${c.K} T${c.T} A${c.strideA} Bs${c.strideB} v${c.variant}${c.par ? '' : ' alone'}${c.indirect ? ' igemm' : ''}`;
+}
+
+const align16 = (x: number): number => Math.ceil(x / 16) * 16;
+
+/**
+ * A timer of schedules for one product's tile sums: random operands of its shape placed in the
+ * packing arena after its kept packs (an indirect product's pointers built by igemmA from a random
+ * input of its geometry), and the product's own kernel run through PackArena.tiles: the median of
+ * several runs after one to warm up. Undefined for a kernel gradient's indirect product (its
+ * origin table is not built here: the default schedule).
+ */
+export function tilesTimer(k: MatmulKernel, c: TilesCall): ((s: MatmulSchedule) => number) | undefined {
+  const a = k.indirect;
+  if (c.indirect && (a === undefined || a.over === 'terms')) return undefined;
+  const accBytes = c.B * c.MP * c.NP * c.T, bBytes = c.B * c.strideB;
+  let aBytes = c.B * c.MP * c.strideA;
+  let cells = 0;
+  if (c.indirect && a !== undefined) {
+    cells = a.batch * a.inSize.reduce((p, v) => p * v, 1) * a.channels;
+    aBytes = 4 * (cells + a.channels) + c.MP * c.strideA;
+  }
+  const total = align16(aBytes) + align16(bBytes) + accBytes;
+  const view = packArena.f64(Math.ceil(total / 8) + 2);
+  const base = packArena.base * 8;
+  const f32 = packArena.f32();
+  const pb0 = base + align16(aBytes), acc0 = pb0 + align16(bBytes);
+  const fill = (from: number, bytes: number) => {
+    if (c.T === 128 && !c.indirect) for (let i = from / 8; i < (from + bytes) / 8; i++) view[i] = Math.random() - 0.5;
+    else for (let i = from / 4; i < (from + bytes) / 4; i++) f32[i] = Math.random() - 0.5;
+  };
+  let pa0 = base;
+  if (c.indirect && a !== undefined) {
+    const x = Float32Array.from({ length: cells }, () => Math.random() - 0.5);
+    const geom = [a.batch, a.channels, a.inSize.length, ...a.inSize, ...a.outSize, ...a.window, ...a.step, ...a.tapStep, ...a.start, ...a.div];
+    pa0 = igemmA(f32.subarray(base / 4, base / 4 + aBytes / 4), x, 0, geom, k.mr);
+  } else fill(base, aBytes);
+  fill(pb0, bBytes);
+  const run = (s: MatmulSchedule) => packArena.tiles(pa0, c.strideA, pb0, c.strideB, c.MP, c.K, acc0, c.NP, c.B, c.T, c.variant, c.par && s.split, s.blockBytes, s.maxPanels, s.perThread);
+  return (s) => {
+    // one run to warm up (its time sets the repetitions: about 5 ms of runs, 3 to 15), then the median
+    const t0 = performance.now();
+    run(s);
+    const reps = Math.max(3, Math.min(15, Math.ceil(5 / Math.max(performance.now() - t0, 1e-3))));
+    const times: number[] = [];
+    for (let i = 0; i < reps; i++) {
+      const t = performance.now();
+      run(s);
+      times.push(performance.now() - t);
+    }
+    return median(times);
+  };
+}
+
+/** What tuning did in this process (tests and the bench read it). */
+export const tuneStats = { searches: 0, candidates: 0, searchMs: 0, outOfBudget: 0, untimed: 0 };
+
+/** The process's tuned schedules (read from the cache folder on first use). */
+export const tuneCache = new TuneCache(() => machineKey(threadCount()));
+
+const entrySchedule = (e: TunedEntry): MatmulSchedule => ({ blockBytes: e.blockBytes, maxPanels: e.maxPanels, split: e.split, perThread: e.perThread });
+
+/**
+ * The schedule chooser of one specialisation (../codegen/pipeline.ts prepare): a product's stored
+ * schedule where the cache has it, else a search within what is left of `opts.budgetMs` (a
+ * complete search is stored; one the budget cut short is used but not stored); the default once
+ * the budget is spent.
+ */
+export function scheduleChooser(opts: TuneOptions, now: () => number = () => performance.now()): ScheduleChooser {
+  const deadline = now() + opts.budgetMs;
+  return (k, call) => {
+    const key = kernelKey(call);
+    const hit = tuneCache.get(key);
+    if (hit !== undefined) return entrySchedule(hit);
+    if (now() >= deadline) { tuneStats.outOfBudget++; return undefined; }
+    const timer = tilesTimer(k, call);
+    if (timer === undefined) { tuneStats.untimed++; return undefined; }
+    const r = beamSearch(searchAxes(call, threadCount()), opts.beam, timer, deadline, now);
+    tuneStats.searches++;
+    tuneStats.candidates += r.candidates;
+    tuneStats.searchMs += r.searchMs;
+    if (r.complete) tuneCache.set(key, { ...r.best, ms: r.ms, defaultMs: r.defaultMs, searchMs: r.searchMs, candidates: r.candidates });
+    return r.best;
+  };
+}
