@@ -31,9 +31,13 @@ async function loadTfWebgpu(): Promise<Tf> {
   Object.assign(globalThis, dawn.globals);
   const options = (process.env['THEANINE_WEBGPU_OPTIONS'] ?? 'backend=vulkan').split(',').filter((s) => s !== '');
   Object.defineProperty(globalThis, 'navigator', { value: { gpu: dawn.create(options), userAgent: 'node' }, configurable: true });
-  const tf = req('@tensorflow/tfjs-core') as Tf;
-  req('@tensorflow/tfjs-core/dist/register_all_gradients');
-  req('@tensorflow/tfjs-backend-webgpu');
+  // BENCH_TFJS_BUNDLE: the three as one CommonJS file (bench/device/prepare.sh; their ESM gradient files need a bundler or tsx)
+  const bundle = process.env['BENCH_TFJS_BUNDLE'];
+  const tf = (bundle !== undefined ? req(bundle) : req('@tensorflow/tfjs-core')) as Tf;
+  if (bundle === undefined) {
+    req('@tensorflow/tfjs-core/dist/register_all_gradients');
+    req('@tensorflow/tfjs-backend-webgpu');
+  }
   await tf.setBackend('webgpu');
   await tf.ready();
   return tf;

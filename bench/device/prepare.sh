@@ -2,8 +2,8 @@
 # Run HERE (the development machine), in the repository root: gathers what bench/device/run.sh
 # needs on the GPU machine into .devcarry/ (ignored by git; carried by the device tool's `carry`):
 #   node.xz            this machine's node binary, compressed (the GPU machine's image may have none)
-#   mods.tar.xz        webgpu 0.6.2 (index.js and linux-x64 dawn.node only), @tensorflow/tfjs-core,
-#                      @tensorflow/tfjs-backend-webgpu 4.22.0 and their dependencies
+#   mods.tar.xz        webgpu 0.6.2 (index.js and linux-x64 dawn.node only) and its dependencies
+#   tfjs.cjs           @tensorflow/tfjs-core (every gradient registered) and tfjs-backend-webgpu 4.22.0, one file
 #   bench.mjs          bench/webgpu-steps.ts bundled with theanine's sources (esbuild), one file
 #   *.deb              the Vulkan loader (libvulkan1) for amd64, unpacked there with dpkg -x
 # Needs: BENCH_MODULES=<a node_modules holding webgpu 0.6.2 and the two tfjs packages>.
@@ -14,9 +14,12 @@ rm -rf .devcarry && mkdir -p .devcarry
 xz -T2 -6 -c "$(command -v node)" > .devcarry/node.xz
 tar -C "$MODS" -cJf .devcarry/mods.tar.xz \
   --exclude='webgpu/dist/darwin-*' --exclude='webgpu/dist/win32-*' --exclude='webgpu/dist/linux-arm64' \
-  --exclude='*.map' --exclude='*/src' --exclude='*.es2017.js' --exclude='*.esm.js' --exclude='*.min.js' --exclude='*.fesm.js' \
-  webgpu debug ms @webgpu @tensorflow/tfjs-core @tensorflow/tfjs-backend-cpu @tensorflow/tfjs-backend-webgpu long seedrandom node-fetch whatwg-url tr46 webidl-conversions
-node_modules/.bin/esbuild bench/webgpu-steps.ts --bundle --platform=node --format=esm --log-level=error \
+  webgpu debug ms
+# tfjs-core with every gradient registered and tfjs-backend-webgpu, as one CommonJS file
+T=$(mktemp -d); printf '%s\n' "module.exports = require('@tensorflow/tfjs-core');" "require('@tensorflow/tfjs-core/dist/register_all_gradients');" "require('@tensorflow/tfjs-backend-webgpu');" > "$T/tfjs.cjs"
+NODE_PATH="$MODS" node_modules/.bin/esbuild "$T/tfjs.cjs" --bundle --platform=node --format=cjs --log-level=error --outfile=.devcarry/tfjs.cjs
+rm -rf "$T"
+node_modules/.bin/esbuild bench/webgpu-steps.ts --bundle --platform=node --format=esm --log-level=error --ignore-annotations \
   --outfile=.devcarry/bench.mjs --external:webgpu \
   --banner:js="import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);"
 cp bench/device/torch_steps.py .devcarry/

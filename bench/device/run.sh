@@ -16,8 +16,8 @@ log "node $($NODE --version) ($NODE)"
 # the Vulkan loader where the image has none; the NVIDIA driver's ICD
 ldconfig -p | grep -q libvulkan.so.1 || { for f in $C/*.deb; do dpkg -x "$f" /; done; ldconfig; }
 [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ] && export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-mkdir -p /tmp/mods && tar -C /tmp/mods -xJf $C/mods.tar.xz
+mkdir -p /tmp/mods/node_modules && tar -C /tmp/mods/node_modules -xJf $C/mods.tar.xz
 export XDG_RUNTIME_DIR=/tmp/xdg; mkdir -p $XDG_RUNTIME_DIR
-export THEANINE_WEBGPU_MODULE=/tmp/mods/webgpu/index.js BENCH_TFJS_DIR=/tmp/mods BENCH_SIZE=large BENCH_REPS=${BENCH_REPS:-20}
-THEANINE_DEBUG=gpu BENCH_CASES=matmul,mlp,lstm,cnn timeout 300 $NODE $C/bench.mjs 2>&1 | grep -v '^Warning: maxDynamic' | tee -a "$OUT/bench.txt"
+export THEANINE_WEBGPU_MODULE=/tmp/mods/node_modules/webgpu/index.js BENCH_TFJS_DIR=/tmp/mods/node_modules BENCH_TFJS_BUNDLE=$PWD/$C/tfjs.cjs BENCH_SIZE=large BENCH_REPS=${BENCH_REPS:-20}
+THEANINE_DEBUG=cli BENCH_CASES=matmul,mlp,lstm,cnn timeout 300 $NODE $C/bench.mjs 2>&1 | grep -v '^Warning: maxDynamic' | tee -a "$OUT/bench.txt"
 PYTHONUNBUFFERED=1 timeout 180 python3 $C/torch_steps.py 2>&1 | tee -a "$OUT/bench.txt"
