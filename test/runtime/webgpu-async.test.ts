@@ -48,6 +48,15 @@ describe('callAsync', function () {
     expect(K.get_value(b.W).toArray()).to.deep.equal(K.get_value(a.W).toArray());
   });
 
+  it('on the tensorflow backend: the same values as a call', async () => {
+    const x = K.placeholder([2, 3]);
+    const f = K.function([x], [K.softmax(x), K.sum(x, 1)], [], { backend: 'tensorflow' });
+    const v = rand([2, 3], 3);
+    const want = f([v]);
+    const got = await f.callAsync([v]);
+    got.forEach((g, k) => expect(g.toArray()).to.deep.equal(want[k]!.toArray()));
+  });
+
   it('rejects bad input with the call\'s error', async () => {
     const x = K.placeholder([2]);
     const f = K.function([x], [x.mul(2)]);
