@@ -33,5 +33,5 @@ export type { ImportedOnnx } from './api/onnx.js';
 export { OnnxExportError } from './runtime/onnx/builder.js';
 export type { OnnxExportOptions } from './runtime/onnx/export.js';
 export { provideModule } from './platform/types.js';
-export { configuredTarget, describeTarget, setWarningSink } from './api/runtime-info.js';
+export { configuredTarget, describeTarget, GPU_MODE_CHOICES, setWarningSink } from './api/runtime-info.js';
 export type { BackendName, DeviceName, WarningSink } from './api/runtime-info.js';

@@ -9,6 +9,7 @@ import { setTracing } from '../ir/provenance.js';
 import { setConfiguredThreads } from '../codegen/cpu/threads.js';
 import { MATMUL_PRECISIONS, setConfiguredMatmulPrecision, type MatmulPrecision } from '../codegen/cpu/wasm-kernel.js';
 import { OPTIMIZERS, type Optimizer } from '../runtime/function.js';
+import { GPU_MODE_CHOICES, setConfiguredGpuMode, type GpuModeChoice } from '../runtime/gpu/device.js';
 import { setConfiguredCacheDir } from '../runtime/disk-cache.js';
 
 export type BackendName = 'theanine' | 'tensorflow' | 'onnx';
@@ -48,6 +49,12 @@ export interface KerasConfig {
    * "default" does not. K.function's `mode` option wins.
    */
   mode?: CompileMode;
+  /**
+   * The gpu device's mode (theanine's addition; keras.json "gpu_mode"; THEANINE_GPU_MODE wins):
+   * "webgpu" (WGSL on WebGPU), "auto" (WebGPU where an adapter opens, else gpu.js' best mode), or
+   * one of gpu.js' modes "headlessgl", "webgl2", "webgl", "webasm". Absent: gpu.js' best mode.
+   */
+  gpu_mode?: GpuModeChoice;
   /**
    * The folder of the compile cache on disk (theanine's addition; keras.json "cache_dir" or
    * THEANINE_CACHE_DIR, which wins): compiled cpu specialisations are kept there for later
@@ -180,6 +187,9 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
     if (level !== undefined) cfg.optimizer = level;
     const mode = pick('mode', COMPILE_MODES);
     if (mode !== undefined) cfg.mode = mode;
+    // (THEANINE_GPU_MODE is read where a function is made, so that it wins over this at any time)
+    const gpuMode = pick('gpu_mode', GPU_MODE_CHOICES);
+    if (gpuMode !== undefined) cfg.gpu_mode = gpuMode;
     if (Object.hasOwn(raw, 'epsilon')) {
       const v = raw['epsilon'];
       if (!isEpsilon(v)) throw new ConfigError(`${where}: "epsilon" is ${show(v)}; allowed: ${EPSILON_ALLOWED}`);
@@ -236,6 +246,7 @@ export function getConfig(): Readonly<KerasConfig> {
 
 setConfiguredThreads(() => getConfig().threads);
 setConfiguredMatmulPrecision(() => getConfig().matmul_precision);
+setConfiguredGpuMode(() => getConfig().gpu_mode);
 setConfiguredCacheDir(() => getConfig().cache_dir);
 
 /** Re-reads keras.json and the environment; on error the current config stays. */
@@ -350,7 +361,7 @@ export const ENVIRONMENT_SWITCHES = {
   THEANINE_FALLBACK: 'warn or error when a function runs the reference interpreter (also K.function\'s fallback option)',
   THEANINE_TRACE: '0 or false: nodes record no provenance (the K call and user line that built them; also setTrace)',
   THEANINE_TFJS_BACKEND: 'the TensorFlow.js flavour of the tensorflow backend in Node (a page uses its active tfjs backend)',
-  THEANINE_GPU_MODE: 'force gpu.js\' mode on the gpu device',
+  THEANINE_GPU_MODE: 'the gpu device\'s mode: webgpu, auto (WebGPU where an adapter opens), or gpu.js\' headlessgl, webgl2, webgl, webasm (also keras.json "gpu_mode")',
   THEANINE_ONNX_PROVIDER: 'the ONNX Runtime execution provider (Node only: the onnx backend)',
   THEANINE_WEBGPU_OPTIONS: 'Dawn\'s options for the gpu device\'s webgpu mode, comma-separated (Node only; default backend=vulkan)',
   THEANINE_WEBGPU_MODULE: 'the path of the webgpu package to load (Node only; default: the installed webgpu)',

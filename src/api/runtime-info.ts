@@ -3,12 +3,14 @@
 // go. The CLI uses only these and the rest of the package's surface.
 import { backend, device, type BackendName, type DeviceName } from './config.js';
 import { ortAvailable, requestedProvider } from '../runtime/onnx/session.js';
-import { gpuDevice } from '../runtime/gpu/device.js';
+import { gpuDevice, webgpuRequested } from '../runtime/gpu/device.js';
+import { webgpu } from '../runtime/gpu/webgpu/session.js';
 import { tfjsRuntime } from '../runtime/tfjs/load.js';
 
 export { setWarningSink } from '../runtime/warn.js';
 export type { WarningSink } from '../runtime/warn.js';
 export type { BackendName, DeviceName } from './config.js';
+export { GPU_MODE_CHOICES } from '../runtime/gpu/device.js';
 
 /** The backend and device a `K.function` without options uses (KERAS_BACKEND, THEANINE_DEVICE, keras.json). */
 export function configuredTarget(): { backend: BackendName; device: DeviceName } {
@@ -33,6 +35,8 @@ export function describeTarget(backendName: BackendName, deviceName: DeviceName)
     return `backend onnx, ONNX Runtime execution provider ${requestedProvider()}${ignored}`;
   }
   if (deviceName === 'gpu') {
+    // THEANINE_GPU_MODE / keras.json "gpu_mode": webgpu, or auto where an adapter opens
+    if (webgpuRequested()) return `backend theanine, device gpu:webgpu (WGSL on WebGPU, adapter ${webgpu().description})`;
     const d = gpuDevice();
     return `backend theanine, device ${d.name} (${d.description})`;
   }

@@ -31,7 +31,7 @@ Environment:
   THEANINE_DEVICE=cpu|gpu            default device (else "device" in keras.json)
   KERAS_HOME=<dir>                   where keras.json is (default ~/.keras)
   THEANINE_TFJS_BACKEND=node|wasm|cpu  the TensorFlow.js flavour of the tensorflow backend
-  THEANINE_GPU_MODE=headlessgl|webasm  force gpu.js' mode on the gpu device
+  THEANINE_GPU_MODE=webgpu|auto|headlessgl|webasm  the gpu device's mode (else "gpu_mode" in keras.json)
   THEANINE_DEBUG=cli                 print the stack trace of an error, not only its one line
   THEANINE_DEBUG=passes,gpu          the optimizer's passes, the gpu device and its kernels (all: every topic)
   THEANINE_MODE=debug                checking mode: every rewrite and kernel compared with the reference interpreter

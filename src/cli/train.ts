@@ -5,7 +5,7 @@
 // interactive terminal, one line per epoch otherwise.
 import { Command, Option } from 'commander';
 import cliProgress from 'cli-progress';
-import { backend as K, configuredTarget, describeTarget, set_backend, setWarningSink, type BackendName, type DeviceName, type WarningSink } from '../index.js';
+import { backend as K, configuredTarget, describeTarget, GPU_MODE_CHOICES, set_backend, setEnvironment, setWarningSink, type BackendName, type DeviceName, type WarningSink } from '../index.js';
 import { loadMnist, take } from '../examples/mnist.js';
 import { MODELS, type ModelName } from '../examples/models.js';
 import { trainMnist, type EpochStats } from '../examples/train.js';
@@ -29,6 +29,7 @@ interface TrainFlags {
   decay?: number;
   seed: number;
   device?: DeviceName;
+  gpuMode?: string;
   backend?: BackendName;
   limit?: number;
   data?: string;
@@ -50,6 +51,7 @@ export function trainCommand(io: Io): Command {
     .option('--decay <x>', "learning-rate decay per step, Keras' Adam `decay` (default: per model)", nonNegativeNumber)
     .option('--seed <n>', 'seed for initial weights and batch order', nonNegativeInt, 1)
     .addOption(new Option('--device <name>', 'device for the compiled functions (default: THEANINE_DEVICE, else "device" in keras.json, else cpu)').choices(['cpu', 'gpu']))
+    .addOption(new Option('--gpu-mode <mode>', 'the gpu device\'s mode (default: THEANINE_GPU_MODE, else "gpu_mode" in keras.json, else gpu.js\' best)').choices(GPU_MODE_CHOICES))
     .addOption(new Option('--backend <name>', 'Keras backend (default: KERAS_BACKEND, else "backend" in keras.json, else theanine)').choices(['theanine', 'tensorflow', 'onnx']))
     .option('--unroll', "lstm: unroll K.rnn's 28 steps (Keras' unroll=True) instead of one Scan node (Keras' default)", false)
     .option('--limit <n>', 'train on the first n training digits only (quick runs)', positiveInt)
@@ -67,13 +69,19 @@ function runTrain(io: Io, f: TrainFlags): void {
   if (backend === 'tensorflow' && f.device === 'gpu') {
     throw new CliError('--device gpu is a device of the theanine backend; the tensorflow backend runs where TensorFlow.js does (THEANINE_TFJS_BACKEND=node|wasm|cpu picks its flavour)');
   }
+  if (f.gpuMode !== undefined && device !== 'gpu') {
+    throw new CliError(`--gpu-mode ${f.gpuMode} is a mode of the gpu device; add --device gpu (the device here is ${device})`);
+  }
   const before = K.backend();
   set_backend(backend);
+  // --gpu-mode wins over THEANINE_GPU_MODE and keras.json for this run (setEnvironment: the switch K.function reads)
+  if (f.gpuMode !== undefined) setEnvironment({ THEANINE_GPU_MODE: f.gpuMode });
   try {
     io.out(`${describeTarget(backend, device)}\n`);
     trainWith(io, f, device);
   } finally {
     set_backend(before);
+    if (f.gpuMode !== undefined) setEnvironment({ THEANINE_GPU_MODE: undefined });
   }
 }
 

@@ -143,6 +143,7 @@ export function checkedExecutor(target: Target, req: TargetRequest, device: stri
   const cache = new Map<Node, OneKernel>();
   const said = new Set<Node>();
   return Object.assign(Object.create(inner) as Executor, {
+    runAsync: undefined, // callAsync runs this run, not the inner executor's runAsync
     run(values: readonly NDArray[], learningPhase: number) {
       const ref = reference(req, values, learningPhase);
       const graph = inner.graph;
@@ -184,6 +185,7 @@ function reference(req: TargetRequest, values: readonly NDArray[], learningPhase
 export function guardedExecutor(target: Target, req: TargetRequest, inner: Executor): Executor {
   const cache = new Map<Node, OneKernel>();
   return Object.assign(Object.create(inner) as Executor, {
+    runAsync: undefined, // callAsync runs this run, not the inner executor's runAsync
     run(values: readonly NDArray[], learningPhase: number) {
       const variables = snapshot(inner.graph);
       const results = inner.run(values, learningPhase);

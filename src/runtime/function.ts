@@ -49,6 +49,8 @@ export interface DeviceResult {
  */
 export interface Executor {
   run(inputs: readonly NDArray[], learningPhase: number): (NDArray | DeviceResult)[];
+  /** As run, without blocking where the device answers asynchronously (gpu:webgpu's worker); absent: callAsync runs `run`. */
+  runAsync?(inputs: readonly NDArray[], learningPhase: number): Promise<(NDArray | DeviceResult)[]>;
   /** The graph it runs, for debugprint. */
   readonly graph: readonly Node[];
   /** The generated source (compiled executors). */
@@ -81,6 +83,12 @@ export function interpreterExecutor(inputs: readonly Node[], targets: readonly N
 
 export interface CompiledFunction extends Pick<FunctionSpec, 'inputs' | 'outputs' | 'updates' | 'device' | 'backend' | 'optimizer'> {
   (values: readonly unknown[]): NDArray[];
+  /**
+   * The call, as a Promise: on gpu:webgpu the device's reply is awaited without blocking (a page's
+   * main thread can run it); elsewhere the call runs at once. Calls made this way are applied in
+   * order (each one's variable updates before the next starts).
+   */
+  callAsync(values: readonly unknown[]): Promise<NDArray[]>;
   /** The graph this function runs, in debugprint form (after the optimizer; fused kernels as one node each). */
   debugprint(opts?: { readonly trace?: boolean }): string;
   /** The generated JavaScript (for the input shapes of the latest call). */
@@ -178,32 +186,68 @@ function checkIntegral(what: string, dtype: DType, v: unknown): void {
   }
 }
 
+/** callAsync calls not yet settled (process-wide: they share the devices' queues), and the last one's end. */
+const asyncCalls: { pending: number; tail: Promise<void> } = { pending: 0, tail: Promise.resolve() };
+
 export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFunction {
   const nOut = spec.outputs.length;
-  const call = (values: readonly unknown[]): NDArray[] => {
+  const convert = (values: readonly unknown[]): NDArray[] => {
     if (!Array.isArray(values)) {
       throw new TypeError(`${spec.name}: call with an array of ${spec.inputs.length} input values, got ${describe(values)}`);
     }
     if (values.length !== spec.inputs.length) {
       throw new ValueError(`${spec.name}: expected ${spec.inputs.length} input values (${spec.inputs.map((n) => n.name).join(', ')}), got ${values.length}`);
     }
-    const converted = values.map((v, i) => {
+    return values.map((v, i) => {
       try {
         return convertInput(spec.name, spec.inputs[i]!, i, v);
       } catch (e) {
         throw withBuiltBy(e, spec.inputs[i]!.provenance); // the placeholder the value does not fit, and where it was made
       }
     });
+  };
+  const tooLarge = (e: unknown, converted: readonly NDArray[]): unknown => {
+    // Dims known only now can make a value too large for any typed array: say so, with the shapes that caused it.
+    if (e instanceof RangeError && /Invalid typed array length|Array buffer allocation failed|Invalid array buffer length/.test(e.message)) {
+      return new ValueError(`${spec.name}: a value computed for inputs of shapes ${converted.map((v) => formatShape(v.shape)).join(', ')} is too large to allocate (${e.message}); a typed array holds at most 2^32 - 1 elements. Split the computation or feed smaller inputs`);
+    }
+    return e;
+  };
+  const call = (values: readonly unknown[]): NDArray[] => {
+    if (asyncCalls.pending > 0 && executor.runAsync !== undefined) {
+      throw new ValueError(`${spec.name}: a synchronous call while callAsync calls on ${executor.device ?? spec.device} are pending (their variable updates follow their replies): await them first, or make this call with callAsync too`);
+    }
+    const converted = convert(values);
     let results: (NDArray | DeviceResult)[];
     try {
       results = executor.run(converted, spec.learningPhase());
     } catch (e) {
-      // Dims known only now can make a value too large for any typed array: say so, with the shapes that caused it.
-      if (e instanceof RangeError && /Invalid typed array length|Array buffer allocation failed|Invalid array buffer length/.test(e.message)) {
-        throw new ValueError(`${spec.name}: a value computed for inputs of shapes ${converted.map((v) => formatShape(v.shape)).join(', ')} is too large to allocate (${e.message}); a typed array holds at most 2^32 - 1 elements. Split the computation or feed smaller inputs`);
-      }
-      throw e;
+      throw tooLarge(e, converted);
     }
+    return settle(converted, results);
+  };
+  const callAsync = async (values: readonly unknown[]): Promise<NDArray[]> => {
+    const converted = convert(values);
+    // Calls are applied in the order they were made: each waits for the one before it, updates included.
+    const before = asyncCalls.tail;
+    let release!: () => void;
+    asyncCalls.tail = new Promise<void>((r) => { release = r; });
+    asyncCalls.pending++;
+    try {
+      await before;
+      let results: (NDArray | DeviceResult)[];
+      try {
+        results = executor.runAsync !== undefined ? await executor.runAsync(converted, spec.learningPhase()) : executor.run(converted, spec.learningPhase());
+      } catch (e) {
+        throw tooLarge(e, converted);
+      }
+      return settle(converted, results);
+    } finally {
+      asyncCalls.pending--;
+      release();
+    }
+  };
+  const settle = (converted: readonly NDArray[], results: (NDArray | DeviceResult)[]): NDArray[] => {
     // Every value is computed before any variable changes, so a failed call changes nothing.
     spec.updates.forEach(([variable], k) => {
       const v = results[nOut + k]!;
@@ -227,6 +271,7 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
     return fresh ? outputs : outputs.map((r) => r.clone());
   };
   const fn = Object.assign(call, {
+    callAsync,
     inputs: spec.inputs,
     outputs: spec.outputs,
     updates: spec.updates,

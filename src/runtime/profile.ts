@@ -275,6 +275,7 @@ export const UNTIMED_NOTE: Readonly<Record<string, string>> = {
 /** A function's executor with its calls (and on the cpu, its kernels) recorded by `profiler`. */
 export function profiledExecutor(inner: Executor, profiler: Profiler): Executor {
   return Object.assign(Object.create(inner) as Executor, {
+    runAsync: undefined, // callAsync runs this run, not the inner executor's runAsync
     run(values: readonly NDArray[], learningPhase: number) {
       const specs = compileStats.specializations;
       const t0 = performance.now();

@@ -17,7 +17,13 @@ export type GpuMode = (typeof GPU_MODES)[number];
  * or `auto` (WebGPU where an adapter exists, else gpu.js' best mode).
  */
 export const GPU_MODE_CHOICES = ['auto', 'webgpu', ...GPU_MODES] as const;
-type GpuModeChoice = (typeof GPU_MODE_CHOICES)[number];
+export type GpuModeChoice = (typeof GPU_MODE_CHOICES)[number];
+
+/** keras.json's "gpu_mode" (src/api/config.ts sets the reader; THEANINE_GPU_MODE wins). */
+let configuredMode: () => GpuModeChoice | undefined = () => undefined;
+export function setConfiguredGpuMode(read: () => GpuModeChoice | undefined): void {
+  configuredMode = read;
+}
 
 export interface GpuDevice {
   readonly gpu: GpuInstance;
@@ -57,9 +63,10 @@ export function webgpuRequested(): boolean {
   return m === 'webgpu' || (m === 'auto' && webgpuMissing() === undefined);
 }
 
-function requestedMode(): GpuModeChoice | undefined {
+/** The mode asked for: THEANINE_GPU_MODE, else keras.json's "gpu_mode", else none (gpu.js' best). */
+export function requestedMode(): GpuModeChoice | undefined {
   const v = platform.env('THEANINE_GPU_MODE');
-  if (v === undefined || v === '') return undefined;
+  if (v === undefined || v === '') return configuredMode();
   if (!(GPU_MODE_CHOICES as readonly string[]).includes(v)) {
     throw new ValueError(`THEANINE_GPU_MODE: unknown mode ${JSON.stringify(v)} (allowed: ${GPU_MODE_CHOICES.map((m) => JSON.stringify(m)).join(', ')})`);
   }

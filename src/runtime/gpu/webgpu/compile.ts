@@ -10,11 +10,11 @@ import { DynamicShapeError, lower } from '../../../codegen/lower.js';
 import type { DeviceResult, Executor } from '../../function.js';
 import { CPU_TILE, cpuFusion } from '../../compile.js';
 import { ProgramCache } from '../../program-cache.js';
-import { bodyOptimizer, link, passesFor, type OptimizedProgram, type Shapes, type Specialised, type Target, type TargetRequest } from '../../target.js';
+import { bodyOptimizer, link, passesFor, type OptimizedProgram, type Shapes, type LinkedProgram, type Specialised, type Target, type TargetRequest } from '../../target.js';
 import { debugEnabled, debugLog } from '../../debug.js';
 import { describeFallbacks, type Fallback } from '../../fallback.js';
 import { platform } from '#platform';
-import { prepareWeb, releaseWeb, runWeb, webFallbacks, type WebPrepared } from './program.js';
+import { prepareWeb, releaseWeb, runWeb, runWebAsync, webFallbacks, type WebPrepared, type WebResult } from './program.js';
 import { forgetPipelines } from './frame.js';
 import { webDeviceResult } from './resident.js';
 import { openedWebGpu, webgpu } from './session.js';
@@ -71,32 +71,46 @@ export function webgpuExecutor(req: TargetRequest): Executor & { readonly device
   if (debugEnabled('gpu') || platform.env('THEANINE_DEBUG') !== undefined) debugLog(`function on gpu:webgpu (${gpu.description})`);
   let last: WebPrepared | undefined;
   let notCompiled: readonly Fallback[] | undefined;
-  return link(webgpuTarget, 'gpu:webgpu', programs, req, (linked) => ({
-    get graph(): readonly Node[] {
-      return linked.graph();
-    },
-    device: 'gpu:webgpu',
-    source: () => (notCompiled !== undefined
-      ? `// not compiled: ${describeFallbacks(notCompiled)}; this function runs in the reference interpreter on the host`
-      : last === undefined ? '// not run yet: call the function once, then ask again' : describeWeb(last)),
-    run(values: readonly NDArray[], learningPhase: number): (NDArray | DeviceResult)[] {
-      const spec = linked.runnable(values.map((v) => v.shape));
-      const pp = spec.prepared;
-      if (pp === undefined) {
-        const r = linked.interpret(values, learningPhase, spec);
-        notCompiled = spec.fallbacks;
-        return r;
-      }
-      notCompiled = undefined;
-      last = pp;
-      holding.add(pp); // (again, where a clear_session freed it and this function still runs it)
-      const ctx: EvalContext = evalContext({ learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) });
-      const results = runWeb(gpu, pp, values, linked.cells, ctx, req.nOut);
-      return results.map((r, k) => ('host' in r
-        ? r.host.reshape(req.targets[k]!.shape.map((d, i) => d ?? r.host.shape[i]!))
-        : webDeviceResult(r.dev, r.shape, r.dtype)));
-    },
-  }));
+  let linkedRef: LinkedProgram<WebSpec> | undefined;
+  return link(webgpuTarget, 'gpu:webgpu', programs, req, (linked) => {
+    linkedRef = linked;
+    return {
+      get graph(): readonly Node[] {
+        return linked.graph();
+      },
+      device: 'gpu:webgpu',
+      source: () => (notCompiled !== undefined
+        ? `// not compiled: ${describeFallbacks(notCompiled)}; this function runs in the reference interpreter on the host`
+        : last === undefined ? '// not run yet: call the function once, then ask again' : describeWeb(last)),
+      run(values: readonly NDArray[], learningPhase: number): (NDArray | DeviceResult)[] {
+        const call = begin(values, learningPhase);
+        return 'done' in call ? call.done : finish(runWeb(gpu, call.pp, values, linked.cells, call.ctx, req.nOut));
+      },
+      async runAsync(values: readonly NDArray[], learningPhase: number): Promise<(NDArray | DeviceResult)[]> {
+        const call = begin(values, learningPhase);
+        return 'done' in call ? call.done : finish(await runWebAsync(gpu, call.pp, values, linked.cells, call.ctx, req.nOut));
+      },
+    };
+  });
+  /** The specialisation a call runs, or its results where the reference interpreter runs it. */
+  function begin(values: readonly NDArray[], learningPhase: number): { done: NDArray[] } | { pp: WebPrepared; ctx: EvalContext } {
+    const spec = linkedRef!.runnable(values.map((v) => v.shape));
+    const pp = spec.prepared;
+    if (pp === undefined) {
+      const r = linkedRef!.interpret(values, learningPhase, spec);
+      notCompiled = spec.fallbacks;
+      return { done: r };
+    }
+    notCompiled = undefined;
+    last = pp;
+    holding.add(pp); // (again, where a clear_session freed it and this function still runs it)
+    return { pp, ctx: evalContext({ learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) }) };
+  }
+  function finish(results: readonly WebResult[]): (NDArray | DeviceResult)[] {
+    return results.map((r, k) => ('host' in r
+      ? r.host.reshape(req.targets[k]!.shape.map((d, i) => d ?? r.host.shape[i]!))
+      : webDeviceResult(r.dev, r.shape, r.dtype)));
+  }
 }
 
 export const webgpuTarget: Target<WebSpec> = {

@@ -10,7 +10,7 @@ import type { Program } from '../../../codegen/kernel.js';
 import type { WgslKernel } from '../../../codegen/wgsl/render.js';
 import { storageOf } from '../../../codegen/wgsl/scalar.js';
 import { storageIn } from '../../../codegen/wgsl/strategy.js';
-import { newBufferId, type WebGpu } from './session.js';
+import { newBufferId, type Reply, type WebGpu } from './session.js';
 import { residentId, uploadVariable } from './resident.js';
 
 /** A program prepared for the device: its buffers' device copies (by program buffer), constants uploaded. */
@@ -24,8 +24,14 @@ type Op =
   | { readonly k: 'd'; readonly key: string; readonly binds: readonly number[]; readonly groups: readonly number[] }
   | { readonly k: 'c'; readonly src: number; readonly so: number; readonly dst: number; readonly do: number; readonly bytes: number };
 
-/** Shader sources the worker has compiled (the source is the key: equal kernels share one pipeline). */
+/**
+ * Shader sources the worker has compiled (the source is the key: equal kernels share one
+ * pipeline), least recently dispatched first. At most PIPELINES stay: a function called with many
+ * shapes makes a shader per shape, and each pipeline holds the driver's compiled code (about 1 MB
+ * on lavapipe), so the oldest are dropped, as the compile cache drops specialisations.
+ */
 const compiled = new Set<string>();
+export const PIPELINES = 64;
 
 export function forgetPipelines(): void {
   compiled.clear();
@@ -37,11 +43,15 @@ export class Batch {
   allocs: { id: number; bytes: number }[] = [];
   writes: { id: number; data: Float32Array | Int32Array }[] = [];
   private ops: Op[] = [];
+  /** Shaders this batch dispatches (never dropped by it). */
+  private used = new Set<string>();
 
   constructor(private readonly gpu: WebGpu) {}
 
   dispatch(k: WgslKernel, binds: readonly number[]): void {
-    if (!compiled.has(k.code)) { this.compile.push({ key: k.code, code: k.code }); compiled.add(k.code); }
+    if (compiled.delete(k.code)) compiled.add(k.code); // (most recently used last)
+    else { this.compile.push({ key: k.code, code: k.code }); compiled.add(k.code); }
+    this.used.add(k.code);
     this.ops.push({ k: 'd', key: k.code, binds, groups: k.groups });
   }
 
@@ -53,9 +63,31 @@ export class Batch {
 
   /** Sends what is gathered with these reads; returns their bytes. */
   send(reads: readonly { id: number; bytes: number }[]): readonly ArrayBuffer[] {
-    if (reads.length === 0 && this.ops.length === 0 && this.writes.length === 0 && this.allocs.length === 0) return [];
-    const r = this.gpu.worker.call({ kind: 'run', compile: this.compile, allocs: this.allocs, writes: this.writes, ops: this.ops, reads });
-    this.compile = []; this.allocs = []; this.writes = []; this.ops = [];
+    const req = this.take(reads);
+    return req === undefined ? [] : this.received(this.gpu.worker.call(req));
+  }
+
+  /** As send, without blocking: the reply is awaited (callAsync). */
+  async sendAsync(reads: readonly { id: number; bytes: number }[]): Promise<readonly ArrayBuffer[]> {
+    const req = this.take(reads);
+    return req === undefined ? [] : this.received(await this.gpu.worker.callAsync(req));
+  }
+
+  /** The request of what is gathered (undefined where there is nothing to send); the batch starts empty again. */
+  private take(reads: readonly { id: number; bytes: number }[]): Record<string, unknown> | undefined {
+    if (reads.length === 0 && this.ops.length === 0 && this.writes.length === 0 && this.allocs.length === 0) return undefined;
+    const evict: string[] = [];
+    for (const key of compiled) {
+      if (compiled.size - evict.length <= PIPELINES) break;
+      if (!this.used.has(key)) evict.push(key);
+    }
+    for (const key of evict) compiled.delete(key);
+    const req = { kind: 'run', evict, compile: this.compile, allocs: this.allocs, writes: this.writes, ops: this.ops, reads };
+    this.compile = []; this.allocs = []; this.writes = []; this.ops = []; this.used = new Set();
+    return req;
+  }
+
+  private received(r: Reply): readonly ArrayBuffer[] {
     if (!r.ok) {
       // a failed compile is not cached in the worker
       compiled.clear();
@@ -141,8 +173,21 @@ export class Frame {
 
   /** Sends the batch, reading back those of `ids` that only the device holds. */
   flush(ids: readonly number[]): void {
-    const want = [...new Set(ids)].filter((id) => !this.host.has(id) && this.onDev.has(id));
-    const data = this.batch.send(want.map((id) => ({ id: this.devId(id), bytes: this.bytes(id) })));
+    const want = this.unread(ids);
+    this.readBack(want, this.batch.send(want.map((id) => ({ id: this.devId(id), bytes: this.bytes(id) }))));
+  }
+
+  /** As flush, without blocking (callAsync's last request). */
+  async flushAsync(ids: readonly number[]): Promise<void> {
+    const want = this.unread(ids);
+    this.readBack(want, await this.batch.sendAsync(want.map((id) => ({ id: this.devId(id), bytes: this.bytes(id) }))));
+  }
+
+  private unread(ids: readonly number[]): number[] {
+    return [...new Set(ids)].filter((id) => !this.host.has(id) && this.onDev.has(id));
+  }
+
+  private readBack(want: readonly number[], data: readonly ArrayBuffer[]): void {
     want.forEach((id, k) => this.host.set(id, fromDevice(this.p.buffers[id]!.dtype, data[k]!, this.p.buffers[id]!.size)));
   }
 

@@ -114,6 +114,25 @@ export function runSteps(f: Frame, steps: readonly WebStep[], ctx: EvalContext):
  * outputs (read back), the rest update values (kept on the device where they fill a buffer).
  */
 export function runWeb(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cells: readonly VariableCell[], ctx: EvalContext, nOut: number): WebResult[] {
+  const end = startWeb(gpu, pp, inputs, cells, ctx, nOut);
+  end.frame.flush(end.reads);
+  return end.results();
+}
+
+/**
+ * As runWeb, without blocking for the last request (the one that dispatches the kernels and reads
+ * the outputs back): callAsync. Read-backs a host step needs before then still wait (Node only).
+ */
+export async function runWebAsync(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cells: readonly VariableCell[], ctx: EvalContext, nOut: number): Promise<WebResult[]> {
+  const end = startWeb(gpu, pp, inputs, cells, ctx, nOut);
+  await end.frame.flushAsync(end.reads);
+  return end.results();
+}
+
+/** A call with every step gathered: the buffers still to read back, then the results from the host copies. */
+interface CallEnd { readonly frame: Frame; readonly reads: readonly number[]; results(): WebResult[] }
+
+function startWeb(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cells: readonly VariableCell[], ctx: EvalContext, nOut: number): CallEnd {
   const f = new Frame(pp, new Batch(gpu), cells, ctx, inputs);
   const p = pp.program;
   runSteps(f, pp.steps, ctx);
@@ -125,17 +144,20 @@ export function runWeb(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[],
     return k >= nOut && !f.host.has(t.buf) && f.onDev.has(t.buf) && t.offset === 0 && b.size === t.shape.reduce((a, d) => a * d, 1)
       && targetUse.get(t.buf) === 1 && (b.role === 'temp' || b.role === 'target');
   });
-  f.flush(p.targets.filter((_, k) => !moves[k]).map((t) => t.buf));
-  return p.targets.map((t, k): WebResult => {
-    if (moves[k]) {
-      const id = pp.dev.get(t.buf)!;
-      pp.dev.delete(t.buf); // the variable owns it now; the next call allocates another
-      return { dev: id, shape: t.shape, dtype: t.dtype };
-    }
-    const whole = f.host.get(t.buf)!;
-    const n = t.shape.reduce((a, d) => a * d, 1);
-    return { host: new NDArray(whole.data.slice(t.offset, t.offset + n), t.shape, t.dtype) };
-  });
+  const reads = p.targets.filter((_, k) => !moves[k]).map((t) => t.buf);
+  // The moved buffers leave the program now (before any later call is gathered): the variable owns each, the next call allocates another.
+  const moved = p.targets.map((t, k) => (moves[k] ? f.devId(t.buf) : undefined));
+  for (const [k, t] of p.targets.entries()) if (moves[k]) pp.dev.delete(t.buf);
+  return {
+    frame: f,
+    reads,
+    results: () => p.targets.map((t, k): WebResult => {
+      if (moved[k] !== undefined) return { dev: moved[k], shape: t.shape, dtype: t.dtype };
+      const whole = f.host.get(t.buf)!;
+      const n = t.shape.reduce((a, d) => a * d, 1);
+      return { host: new NDArray(whole.data.slice(t.offset, t.offset + n), t.shape, t.dtype) };
+    }),
+  };
 }
 
 function runHost(f: Frame, s: WebStep & { kind: 'host' }, ctx: EvalContext): void {

@@ -12,8 +12,8 @@ const threads = (): WorkerThreads => platform.nodeBuiltin('worker_threads', 'the
 
 export const WEBGPU_PACKAGE = 'webgpu';
 
-/** What the worker counts: uploads (buffer writes), read-backs, dispatches, buffer copies, command buffers, live buffers. */
-export interface WebGpuCounts { uploads: number; readbacks: number; dispatches: number; copies: number; submits: number; buffers: number }
+/** What the worker counts: uploads (buffer writes), read-backs, dispatches, buffer copies, command buffers, live buffers and their bytes. */
+export interface WebGpuCounts { uploads: number; readbacks: number; dispatches: number; copies: number; submits: number; buffers: number; bytes: number }
 
 export interface Reply {
   readonly ok: boolean;
@@ -28,6 +28,8 @@ class SyncWorker {
   private readonly port: MessagePort;
   private readonly flag: Int32Array;
   private nextId = 1;
+  /** Requests of callAsync waiting for their reply, by id. */
+  private readonly waiting = new Map<number, (r: Reply) => void>();
 
   constructor(path: string) {
     const sab = new SharedArrayBuffer(4);
@@ -37,7 +39,27 @@ class SyncWorker {
     const options = (platform.env('THEANINE_WEBGPU_OPTIONS') ?? 'backend=vulkan').split(',').filter((s) => s !== '');
     this.worker = new (threads().Worker)(WORKER_SOURCE, { eval: true, workerData: { path, options, flag: sab, port: port2 }, transferList: [port2] });
     this.worker.unref();
+    this.port.on('message', (m: Reply & { id: number }) => this.answer(m));
     this.port.unref();
+  }
+
+  /** Hands a reply to the callAsync request waiting for it (a synchronous call's own reply never comes here). */
+  private answer(reply: Reply & { id: number }): void {
+    const resolve = this.waiting.get(reply.id);
+    if (resolve === undefined) return;
+    this.waiting.delete(reply.id);
+    if (this.waiting.size === 0) this.port.unref();
+    resolve(reply);
+  }
+
+  /** Posts a request and resolves with its reply without blocking (the port keeps the process alive meanwhile). */
+  callAsync(req: Record<string, unknown>): Promise<Reply> {
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      this.waiting.set(id, resolve);
+      this.port.ref();
+      this.worker.postMessage({ ...req, id });
+    });
   }
 
   post(req: Record<string, unknown>): void {
@@ -53,6 +75,7 @@ class SyncWorker {
       for (let m = threads().receiveMessageOnPort(this.port); m !== undefined; m = threads().receiveMessageOnPort(this.port)) {
         const reply = m.message as Reply & { id: number };
         if (reply.id === id) return reply;
+        this.answer(reply); // a callAsync request's reply that arrived meanwhile
       }
       const left = deadline - performance.now();
       if (left <= 0) throw new Error('gpu:webgpu: the WebGPU worker did not answer within 10 minutes');

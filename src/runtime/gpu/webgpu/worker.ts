@@ -13,6 +13,25 @@ let gpu, device, info;
 const buffers = new Map();
 const pipelines = new Map();
 const counts = { uploads: 0, readbacks: 0, dispatches: 0, copies: 0, submits: 0 };
+// Bytes of the live buffers (the buffers' sizes as allocated).
+let bytes = 0;
+const sizes = new Map();
+function alloc(id, n) {
+  drop(id);
+  const size = Math.max(4, n);
+  buffers.set(id, device.createBuffer({ size, usage: USAGE() }));
+  sizes.set(id, size);
+  bytes += size;
+}
+function drop(id) {
+  const b = buffers.get(id);
+  if (!b) return;
+  b.destroy();
+  buffers.delete(id);
+  bytes -= sizes.get(id);
+  sizes.delete(id);
+}
+const tally = () => ({ ...counts, buffers: buffers.size, bytes });
 let current = 0;
 function answer(msg) {
   port.postMessage({ ...msg, id: current });
@@ -49,13 +68,18 @@ async function compile(key, code) {
   if (e) throw new Error('pipeline: ' + e.message);
   pipelines.set(key, p);
 }
+// Dawn's objects give their memory back when collected: the worker collects after dropping pipelines.
+require('node:v8').setFlagsFromString('--expose-gc');
+const collect = require('node:vm').runInNewContext('gc');
+let dropped = 0;
+function evict(keys) {
+  for (const k of keys) if (pipelines.delete(k)) dropped++;
+  if (dropped >= 16) { dropped = 0; collect(); }
+}
 async function run(req) {
+  evict(req.evict || []);
   for (const k of req.compile || []) await compile(k.key, k.code);
-  for (const a of req.allocs || []) {
-    const old = buffers.get(a.id);
-    if (old) old.destroy();
-    buffers.set(a.id, device.createBuffer({ size: Math.max(4, a.bytes), usage: USAGE() }));
-  }
+  for (const a of req.allocs || []) alloc(a.id, a.bytes);
   for (const w of req.writes || []) {
     device.queue.writeBuffer(buffers.get(w.id), 0, w.data);
     counts.uploads++;
@@ -99,19 +123,23 @@ async function run(req) {
     counts.readbacks++;
   }
   if (staging.length === 0) await device.queue.onSubmittedWorkDone();
-  for (const id of req.frees || []) { const b = buffers.get(id); if (b) { b.destroy(); buffers.delete(id); } }
+  for (const id of req.frees || []) drop(id);
   return out;
 }
-parentPort.on('message', async (req) => {
+// One request at a time, in the order posted (a request's awaits must not let the next one in:
+// a callAsync's run and a collected owner's free may arrive together).
+async function handle(req) {
   current = req.id;
   try {
     if (req.kind === 'init') answer(await init());
-    else if (req.kind === 'run') { const data = await run(req); answer({ ok: true, data, counts: { ...counts, buffers: buffers.size } }); }
-    else if (req.kind === 'free') { for (const id of req.ids) { const b = buffers.get(id); if (b) { b.destroy(); buffers.delete(id); } } if (!req.quiet) answer({ ok: true }); }
-    else if (req.kind === 'clear') { pipelines.clear(); answer({ ok: true, counts: { ...counts, buffers: buffers.size } }); }
-    else if (req.kind === 'counts') answer({ ok: true, counts: { ...counts, buffers: buffers.size } });
+    else if (req.kind === 'run') { const data = await run(req); answer({ ok: true, data, counts: tally() }); }
+    else if (req.kind === 'free') { for (const id of req.ids) drop(id); if (!req.quiet) answer({ ok: true }); }
+    else if (req.kind === 'clear') { pipelines.clear(); collect(); answer({ ok: true, counts: tally() }); }
+    else if (req.kind === 'counts') answer({ ok: true, counts: tally() });
   } catch (e) {
     answer({ ok: false, error: String(e && e.message ? e.message : e) });
   }
-});
+}
+let queue = Promise.resolve();
+parentPort.on('message', (req) => { queue = queue.then(() => handle(req)); });
 `;
