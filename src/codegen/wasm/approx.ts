@@ -3,7 +3,7 @@
 // instruction for, in f64x2 lanes (APPROX: about 4e-16 to 3e-15 relative in float64) and in f32x4
 // lanes (APPROX32: the float32 form's bounds, docs/architecture.md "Elementwise approximations").
 // The tier's loop kinds (elementwise.ts, reduce.ts, pool.ts) render nodes with them.
-import type { Body } from './encode.js';
+import { op, type Body } from './encode.js';
 
 
 // SIMD opcodes used here (after the 0xfd prefix).
@@ -16,9 +16,9 @@ export const S = {
   and: 0x4e, or: 0x50, not: 0x4d, bitselect: 0x52,
   nearest: 0x94, truncSatZero: 0xfc, extendLowS: 0xc7, i64Add: 0xce, i64Shl: 0xcb, i64ShrU: 0xcd,
   load: 0x00, store: 0x0b, shuffle: 0x0d, f32Splat: 0x13,
+  // i32x4 shifts and subtraction (the float32 exponent's bits)
+  i32x4Shl: 0xab, i32x4ShrS: 0xac, i32x4Sub: 0xb1,
 } as const;
-
-export const I32X4_SHL = 0xab, I32X4_SHR_S = 0xac, I32X4_SUB = 0xb1;
 
 /** The same operations on f32x4 lanes (the float32 form of a kernel: see f32Exact). */
 export const F32: Readonly<Record<string, number>> = {
@@ -40,8 +40,8 @@ export class Consts {
     if (l === undefined) {
       l = this.next++;
       this.at.set(key, l);
-      if (this.f32) this.b.ops(0x43, ...new Uint8Array(new Float32Array([x]).buffer)).v(S.f32Splat).set(l);
-      else this.b.ops(0x44, ...new Uint8Array(new Float64Array([x]).buffer)).v(S.splat).set(l);
+      if (this.f32) this.b.ops(op.f32Const, ...new Uint8Array(new Float32Array([x]).buffer)).v(S.f32Splat).set(l);
+      else this.b.ops(op.f64Const, ...new Uint8Array(new Float64Array([x]).buffer)).v(S.splat).set(l);
     }
     return this.b.get(l);
   }
@@ -183,7 +183,7 @@ function expParts32(b: Body, c: Consts, Y: number, K: number, P: number, KI: num
   // (no float-to-integer conversion, several instructions on x64), K := k as float32 (exact)
   b.get(Y); c.get(Math.fround(Math.LOG2E)).v(F32['mul']!); c.get(EXP32_SHIFT).v(F32['add']!).tee(KI);
   c.get(EXP32_SHIFT).v(F32['sub']!).set(K);
-  b.get(KI).v(S.v128Const, ...i32x4(EXP32_SHIFT_BITS - bias)).v(I32X4_SUB).set(KI);
+  b.get(KI).v(S.v128Const, ...i32x4(EXP32_SHIFT_BITS - bias)).v(S.i32x4Sub).set(KI);
   b.get(Y).get(K); c.get(EXP32_C1).v(F32['mul']!).v(F32['sub']!);
   b.get(K); c.get(EXP32_C2).v(F32['mul']!).v(F32['sub']!).set(P); // r
   c.get(EXPM1_32[5]!);
@@ -202,10 +202,10 @@ const expApprox32: Approx = (b, c, x, t) => {
   expParts32(b, c, Y, K, P, K1, 254);
   // in i32x4 lanes from here: k + 254, (k + 254) >> 1 = k1 + 127 with k1 = floor(k/2), and
   // (k + 254) - (k1 + 127) = k2 + 127 with k2 = k - k1: each 2^k's exponent field, biased
-  b.get(K1).tee(K).i32(1).v(I32X4_SHR_S).set(K1);
+  b.get(K1).tee(K).i32(1).v(S.i32x4ShrS).set(K1);
   b.get(P); c.get(1).v(F32['add']!);
-  b.get(K1).i32(23).v(I32X4_SHL).v(F32['mul']!);
-  b.get(K).get(K1).v(I32X4_SUB).i32(23).v(I32X4_SHL).v(F32['mul']!);
+  b.get(K1).i32(23).v(S.i32x4Shl).v(F32['mul']!);
+  b.get(K).get(K1).v(S.i32x4Sub).i32(23).v(S.i32x4Shl).v(F32['mul']!);
 };
 
 /**
@@ -216,7 +216,7 @@ const tanhApprox32: Approx = (b, c, x, t) => {
   const [Y, K, P, KI] = [t, t + 1, t + 2, t + 3];
   b.get(x).v(F32['abs']!); c.get(9.5).v(F32['pmin']!); c.get(2).v(F32['mul']!).set(Y);
   expParts32(b, c, Y, K, P, KI, 127);
-  b.get(KI).i32(23).v(I32X4_SHL).tee(K).get(P).v(F32['mul']!).get(K); c.get(1).v(F32['sub']!).v(F32['add']!).set(P); // em1
+  b.get(KI).i32(23).v(S.i32x4Shl).tee(K).get(P).v(F32['mul']!).get(K); c.get(1).v(F32['sub']!).v(F32['add']!).set(P); // em1
   b.get(P).get(P); c.get(2).v(F32['add']!).v(F32['div']!);
   b.get(x).v(S.v128Const, ...i32x4(0x7fffffff)).v(S.bitselect); // x's sign bit
 };

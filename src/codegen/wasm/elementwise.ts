@@ -36,7 +36,7 @@ import type { DType } from '../../ir/dtype.js';
 import { elementwiseOps, type ElementwiseOp, type Spelling } from '../../ir/ops/elementwise.js';
 
 const ROWS: ReadonlyMap<string, ElementwiseOp> = new Map(Object.entries(elementwiseOps));
-import { Body, I32, SHARED_MAX_PAGES, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
+import { Body, I32, SHARED_MAX_PAGES, V128, VOID, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
 import { APPROX, APPROX32, Consts, F32, S, approxF32, i64x2 } from './approx.js';
 
 export { Consts, S, i64x2 };
@@ -317,12 +317,12 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
   const b = new Body(2, [[2, I32], [STREAMS * perStream + consts64.size + consts32.size, V128]]);
   const c = new Consts(b, base + STREAMS * perStream, false);
   const c32 = new Consts(b, base + STREAMS * perStream + consts64.size, true);
-  for (const x of consts64) c.get(x).ops(0x1a); // splat each constant once, before the loop (then drop)
-  for (const x of consts32) c32.get(x).ops(0x1a);
+  for (const x of consts64) c.get(x).ops(op.drop); // splat each constant once, before the loop (then drop)
+  for (const x of consts32) c32.get(x).ops(op.drop);
   b.get(BASE).set(I);
-  b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0);
+  b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0);
   b.get(N).i32(4).ops(op.i32Mul).get(BASE).ops(op.i32Add).set(END);
-  b.ops(op.loop, 0x40);
+  b.ops(op.loop, VOID);
   const width = f32 ? 16 : 8; // bytes per vector
   const cc = f32 ? c32 : c;
   // Node by node, each for every stream in turn: independent work stays close together in the code.

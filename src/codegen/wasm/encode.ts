@@ -28,14 +28,29 @@ export const name = (s: string): number[] => [...uleb(s.length), ...Array.from(s
 export const section = (id: number, body: number[]): number[] => [id, ...uleb(body.length), ...body];
 export const memarg = (align: number, offset: number): number[] => [...uleb(align), ...uleb(offset)];
 
+// Section numbers are the WebAssembly core specification's (2.0), chapter 5 "Binary Format".
+/** Value types (5.3.1, 5.3.2): i32, f64, v128. */
 export const I32 = 0x7f, F64 = 0x7c, V128 = 0x7b;
+/** The empty block type (5.4.1): a block, loop or if that leaves no value. */
+export const VOID = 0x40;
 export const op = {
-  block: 0x02, loop: 0x03, end: 0x0b, br: 0x0c, brIf: 0x0d, localGet: 0x20, localSet: 0x21, localTee: 0x22,
-  f64Load: 0x2b, i32Eqz: 0x45, i32LtU: 0x49, i32Const: 0x41, i32Add: 0x6a, i32Sub: 0x6b, i32Mul: 0x6c,
-  i32DivU: 0x6e, i32And: 0x71, i32ShrU: 0x76,
-  if: 0x04, else: 0x05, i32Load: 0x28, i32Store: 0x36, i32Eq: 0x46, i32Ne: 0x47, i32GeU: 0x4f, i32Shl: 0x74,
+  // 5.4.1 control instructions
+  block: 0x02, loop: 0x03, if: 0x04, else: 0x05, end: 0x0b, br: 0x0c, brIf: 0x0d, return: 0x0f, call: 0x10,
+  // 5.4.3 parametric instructions
+  drop: 0x1a,
+  // 5.4.4 variable instructions
+  localGet: 0x20, localSet: 0x21, localTee: 0x22,
+  // 5.4.6 memory instructions (memory.fill is under the MISC prefix: misc below)
+  i32Load: 0x28, f64Load: 0x2b, i32Store: 0x36,
+  // 5.4.7 numeric instructions: constants, i32 comparisons, i32 arithmetic
+  i32Const: 0x41, f32Const: 0x43, f64Const: 0x44,
+  i32Eqz: 0x45, i32Eq: 0x46, i32Ne: 0x47, i32LtU: 0x49, i32GeU: 0x4f,
+  i32Add: 0x6a, i32Sub: 0x6b, i32Mul: 0x6c, i32DivU: 0x6e, i32And: 0x71, i32Shl: 0x74, i32ShrU: 0x76,
 } as const;
-/** SIMD opcodes (after the 0xfd prefix). */
+/** Prefixed opcodes (after the 0xfc prefix, 5.4.6): memory.fill takes the memory's index (0) after it. */
+export const misc = { memoryFill: 0x0b } as const;
+export const MISC = 0xfc;
+/** Vector (SIMD) opcodes (after the 0xfd prefix, 5.4.8). */
 export const simd = {
   v128Load: 0x00, v128Load32Splat: 0x09, v128Load64Splat: 0x0a, v128Store: 0x0b, v128Const: 0x0c, i8x16Shuffle: 0x0d,
   f32x4Splat: 0x13, f64x2Splat: 0x14,
@@ -66,6 +81,16 @@ export class Body {
   }
 }
 
+/** Section ids (5.5.2): the sections a kernel module has, in the order they must come. */
+const sec = { type: 1, import: 2, function: 3, export: 7, code: 10 } as const;
+/** The module's fixed bytes (5.5.16 magic and version, 5.3.6 function type, 5.3.7 limits, 5.5.5 import and 5.5.10 export kinds). */
+const mod = {
+  magic: [0x00, 0x61, 0x73, 0x6d], version: [0x01, 0x00, 0x00, 0x00], funcType: 0x60,
+  // limits: a minimum only, or (shared memories, threads proposal) a minimum and a maximum, shared
+  limitsMin: 0x00, limitsSharedMinMax: 0x03,
+  importMemory: 0x02, exportFunc: 0x00,
+} as const;
+
 /** Pages (64 KiB) a shared memory may grow to: byte offsets stay below 2^31, so they fit the i32 words threads exchange. */
 export const SHARED_MAX_PAGES = 32767;
 
@@ -75,15 +100,15 @@ export const SHARED_MAX_PAGES = 32767;
  * one worker threads use together), true for a plain one.
  */
 export function moduleBytes(funcs: readonly { name: string; params: number; results?: number[]; body: Body }[], memory: boolean | 'shared' = true): Uint8Array {
-  const limits = memory === 'shared' ? [0x03, 0x00, ...uleb(SHARED_MAX_PAGES)] : [0x00, 0x00];
-  const types = funcs.map((f) => [0x60, ...uleb(f.params), ...new Array<number>(f.params).fill(I32), ...uleb(f.results?.length ?? 0), ...(f.results ?? [])]);
+  const limits = memory === 'shared' ? [mod.limitsSharedMinMax, 0, ...uleb(SHARED_MAX_PAGES)] : [mod.limitsMin, 0];
+  const types = funcs.map((f) => [mod.funcType, ...uleb(f.params), ...new Array<number>(f.params).fill(I32), ...uleb(f.results?.length ?? 0), ...(f.results ?? [])]);
   return new Uint8Array([
-    0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-    ...section(1, [...uleb(types.length), ...types.flat()]),
-    ...(memory !== false ? section(2, [1, ...name('env'), ...name('mem'), 0x02, ...limits]) : []),
-    ...section(3, [...uleb(funcs.length), ...funcs.map((_, i) => i)]),
-    ...section(7, [...uleb(funcs.length), ...funcs.flatMap((f, i) => [...name(f.name), 0x00, ...uleb(i)])]),
-    ...section(10, [...uleb(funcs.length), ...funcs.flatMap((f) => f.body.bytes())]),
+    ...mod.magic, ...mod.version,
+    ...section(sec.type, [...uleb(types.length), ...types.flat()]),
+    ...(memory !== false ? section(sec.import, [1, ...name('env'), ...name('mem'), mod.importMemory, ...limits]) : []),
+    ...section(sec.function, [...uleb(funcs.length), ...funcs.map((_, i) => i)]),
+    ...section(sec.export, [...uleb(funcs.length), ...funcs.flatMap((f, i) => [...name(f.name), mod.exportFunc, ...uleb(i)])]),
+    ...section(sec.code, [...uleb(funcs.length), ...funcs.flatMap((f) => f.body.bytes())]),
   ]);
 }
 

@@ -10,7 +10,7 @@
 // 0..K-1 in order, in float32, rounded after the product and after the sum (or one relaxed-SIMD
 // multiply-add with `fused`), so a convolution sums to the same numbers, bit for bit, as its
 // im2col product through panelBlock32 or the JavaScript rowPanel32.
-import { Body, I32, V128, memarg, op, simd } from './encode.js';
+import { Body, I32, V128, VOID, memarg, op, simd } from './encode.js';
 
 /** The igemm register tile: 4 output cells by 8 features (two f32x4 vectors), 8 sums (XNNPACK's x86 wasmsimd igemm tile). */
 export const IGEMM_TILE = { mr: 4, nr: 8 } as const;
@@ -42,21 +42,21 @@ export function igemm32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr: numb
       rowMadd(b, fused, V, VA, VB, (v) => accv(r, v));
     }
   };
-  b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0);
+  b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0);
   b.get(SA).i32(4 * mr).ops(op.i32DivU).set(KS);
   b.get(K).get(KS).ops(op.i32DivU).set(C);
   b.get(SACC).i32(mr).ops(op.i32DivU).set(RS);
   b.get(ACC).set(ACCQ);
-  b.ops(op.loop, 0x40); // B panels
+  b.ops(op.loop, VOID); // B panels
   b.get(PA).set(PAG).get(ACCQ).set(ACCG).get(G).set(GI);
-  b.ops(op.loop, 0x40); // A panels of the block
+  b.ops(op.loop, VOID); // A panels of the block
   for (let r = 0; r < mr; r++) for (let v = 0; v < V; v++) b.vzero().set(accv(r, v));
   b.get(PAG).set(IND).get(PB).set(PBI).get(KS).set(TI);
-  b.ops(op.loop, 0x40); // taps
+  b.ops(op.loop, VOID); // taps
   for (let r = 0; r < mr; r++) b.get(IND).ops(op.i32Load, ...memarg(2, 4 * r)).set(PTR(r));
   b.addTo(IND, 4 * mr);
   b.get(C).set(CI);
-  b.ops(op.loop, 0x40); // channels (one per pass: unrolling by 2 or 4 measured slower, V8 then spills)
+  b.ops(op.loop, VOID); // channels (one per pass: unrolling by 2 or 4 measured slower, V8 then spills)
   step(0);
   for (let r = 0; r < mr; r++) b.addTo(PTR(r), 4);
   b.addTo(PBI, 4 * nr);
@@ -89,17 +89,17 @@ export function windowGrad32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr:
   const VB = (v: number) => nI32 + 8 + mr * V + v;
   const VA = nI32 + 8 + mr * V + V;
   const b = new Body(8, [[nI32, I32], [mr * V + V + 1, V128]]);
-  b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0).get(K).ops(op.i32Eqz, op.brIf, 0);
+  b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0).get(K).ops(op.i32Eqz, op.brIf, 0);
   b.get(SACC).i32(mr).ops(op.i32DivU).set(RS);
   b.get(ACC).set(ACCQ);
-  b.ops(op.loop, 0x40); // B panels
+  b.ops(op.loop, VOID); // B panels
   b.get(PA).set(PAG).get(ACCQ).set(ACCG).get(G).set(GI);
-  b.ops(op.loop, 0x40); // A panels of the block
+  b.ops(op.loop, VOID); // A panels of the block
   for (let r = 0; r < mr; r++) for (let v = 0; v < V; v++) b.vzero().set(accv(r, v));
   b.get(PAG).ops(op.i32Load, ...memarg(2, 0)).set(TBL);
   for (let r = 0; r < mr; r++) b.get(PAG).ops(op.i32Load, ...memarg(2, 4 + 4 * r)).set(OFF(r));
   b.get(PB).set(PBI).get(K).set(TI);
-  b.ops(op.loop, 0x40); // the sum's terms: output cells
+  b.ops(op.loop, VOID); // the sum's terms: output cells
   b.get(TBL).ops(op.i32Load, ...memarg(2, 0)).set(O);
   for (let v = 0; v < V; v++) b.get(PBI).v(simd.v128Load, ...memarg(2, 16 * v)).set(VB(v));
   for (let r = 0; r < mr; r++) {

@@ -10,7 +10,7 @@
 // generated epilogue then writes four whole output rows (contiguous stores, where a column of
 // tiles would touch every row's cache line once per 4 columns). The A panel stays in L1 while
 // B streams through.
-import { Body, I32, V128, memarg, moduleBytes, op, simd } from './encode.js';
+import { Body, I32, V128, VOID, memarg, moduleBytes, op, simd } from './encode.js';
 import { igemm32Body, windowGrad32Body } from './igemm.js';
 
 /**
@@ -34,8 +34,8 @@ interface Tile64 {
 function tile64(b: Body, t: Tile64): void {
   for (let col = 0; col < 4; col++) for (let half = 0; half < 2; half++) b.vzero().set(t.accv(col, half));
   b.get(t.a).set(t.ai).get(t.k).set(t.ki);
-  b.ops(op.block, 0x40).get(t.ki).ops(op.i32Eqz, op.brIf, 0);
-  b.ops(op.loop, 0x40);
+  b.ops(op.block, VOID).get(t.ki).ops(op.i32Eqz, op.brIf, 0);
+  b.ops(op.loop, VOID);
   b.get(t.ai).v(simd.v128Load, ...memarg(3, 0)).set(t.va[0]);
   b.get(t.ai).v(simd.v128Load, ...memarg(3, 16)).set(t.va[1]);
   for (let col = 0; col < 4; col++) {
@@ -58,8 +58,8 @@ function rowPanelBody(): Body {
   const accv = (c: number, half: number) => 7 + 2 * c + half; // column c, rows 0-1 (half 0) or 2-3 (half 1)
   const [VA0, VA1, VB] = [15, 16, 17];
   const b = new Body(5, [[2, I32], [11, V128]]);
-  b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0);
-  b.ops(op.loop, 0x40); // one tile per B panel; B panels are consecutive, so pb runs on
+  b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0);
+  b.ops(op.loop, VOID); // one tile per B panel; B panels are consecutive, so pb runs on
   tile64(b, { a: PA, ai: PAI, bi: PB, k: K, ki: KI, acc: ACC, accv, va: [VA0, VA1], vb: VB });
   b.addTo(ACC, 128);
   b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
@@ -80,11 +80,11 @@ function panelBlockBody(): Body {
   const accv = (c: number, half: number) => 15 + 2 * c + half;
   const [VA0, VA1, VB] = [23, 24, 25];
   const b = new Body(8, [[7, I32], [11, V128]]);
-  b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0);
+  b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0);
   b.get(ACC).set(ACCQ);
-  b.ops(op.loop, 0x40); // B panels
+  b.ops(op.loop, VOID); // B panels
   b.get(PA).set(PAG).get(ACCQ).set(ACCG).get(G).set(GI);
-  b.ops(op.loop, 0x40); // A panels of the block
+  b.ops(op.loop, VOID); // A panels of the block
   b.get(PB).set(PBI);
   tile64(b, { a: PAG, ai: PAI, bi: PBI, k: K, ki: KI, acc: ACCG, accv, va: [VA0, VA1], vb: VB });
   b.get(PAG).get(SA).ops(op.i32Add).set(PAG);
@@ -144,21 +144,21 @@ function panelBlock32Body(mr: number, nr: number, fused: boolean, rows = false):
       }
     }
   };
-  b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0);
+  b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0);
   b.get(ACC).set(ACCQ);
-  b.ops(op.loop, 0x40); // B panels
+  b.ops(op.loop, VOID); // B panels
   b.get(PA).set(PAG).get(ACCQ).set(ACCG).get(G).set(GI);
-  b.ops(op.loop, 0x40); // A panels of the block
+  b.ops(op.loop, VOID); // A panels of the block
   for (let c = 0; c < nr; c++) for (let v = 0; v < V; v++) b.vzero().set(accv(c, v));
   b.get(PAG).set(PAI).get(PB).set(PBI).get(K).i32(1).ops(op.i32ShrU).set(KI);
-  b.ops(op.block, 0x40).get(KI).ops(op.i32Eqz, op.brIf, 0);
-  b.ops(op.loop, 0x40); // pairs of steps
+  b.ops(op.block, VOID).get(KI).ops(op.i32Eqz, op.brIf, 0);
+  b.ops(op.loop, VOID); // pairs of steps
   step(0);
   step(1);
   b.addTo(PAI, 8 * mr).addTo(PBI, 8 * nr);
   b.get(KI).i32(1).ops(op.i32Sub).tee(KI).ops(op.brIf, 0);
   b.ops(op.end, op.end);
-  b.ops(op.block, 0x40).get(K).i32(1).ops(op.i32And, op.i32Eqz, op.brIf, 0); // the last step of an odd K
+  b.ops(op.block, VOID).get(K).i32(1).ops(op.i32And, op.i32Eqz, op.brIf, 0); // the last step of an odd K
   step(0);
   b.addTo(PBI, 4 * nr);
   b.ops(op.end);
@@ -226,13 +226,13 @@ function rowVec32Body(R: number, fused: boolean): Body {
   b.get(PB).set(PBQ).get(ACC).set(ACCQ).get(N).set(Q);
   const groups = [GMAX, ...[4, 2, 1].filter((g) => g < GMAX)];
   for (const G of groups) {
-    b.ops(op.block, 0x40, op.loop, 0x40); // groups of G panels while G are left
+    b.ops(op.block, VOID, op.loop, VOID); // groups of G panels while G are left
     b.get(Q).i32(G).ops(op.i32LtU, op.brIf, 1);
     for (let r = 0; r < R; r++) for (let g = 0; g < G; g++) b.vzero().set(accv(r, g));
     for (let g = 0; g < G; g++) b.get(PBQ).get(KB).i32(g).ops(op.i32Mul, op.i32Add).set(P(g));
     b.get(PA).set(AI).get(K).set(KI);
-    b.ops(op.block, 0x40).get(KI).ops(op.i32Eqz, op.brIf, 0);
-    b.ops(op.loop, 0x40); // steps t
+    b.ops(op.block, VOID).get(KI).ops(op.i32Eqz, op.brIf, 0);
+    b.ops(op.loop, VOID); // steps t
     for (let r = 0; r < R; r++) b.get(AI).v(simd.v128Load32Splat, ...memarg(2, 4 * r)).set(VA(r));
     for (let g = 0; g < G; g++) {
       b.get(P(g)).v(simd.v128Load, ...memarg(2, 0)).set(VB);
@@ -280,18 +280,18 @@ function pack32Body(): Body {
   b.i32(0).set(T0);
   // full panel of a width divisible by 4?
   b.get(ROWS).get(P).ops(op.i32Eq).get(P).i32(3).ops(op.i32And, op.i32Eqz, op.i32And);
-  b.ops(op.if, 0x40);
+  b.ops(op.if, VOID);
   b.get(ST).i32(4).ops(op.i32Eq).get(K).i32(4).ops(op.i32GeU, op.i32And);
-  b.ops(op.if, 0x40);
+  b.ops(op.if, VOID);
   // contiguous along t: groups of 4 rows, 4 steps at a time, each 4 x 4 block transposed
   b.get(K).i32(-4).ops(op.i32And).set(T0);
   b.i32(0).set(G);
-  b.ops(op.block, 0x40, op.loop, 0x40); // row groups
+  b.ops(op.block, VOID, op.loop, VOID); // row groups
   b.get(SRC).get(G).get(SR).ops(op.i32Mul, op.i32Add).tee(S);
   b.get(SR).ops(op.i32Add).tee(S1).get(SR).ops(op.i32Add).tee(S2).get(SR).ops(op.i32Add).set(S3);
   b.get(DST).get(G).i32(2).ops(op.i32Shl, op.i32Add).set(D);
   b.get(K).i32(2).ops(op.i32ShrU).set(N);
-  b.ops(op.loop, 0x40); // 4 steps
+  b.ops(op.loop, VOID); // 4 steps
   b.get(S).v(simd.v128Load, ...memarg(0, 0)).set(V(0));
   b.get(S1).v(simd.v128Load, ...memarg(0, 0)).set(V(1));
   b.get(S2).v(simd.v128Load, ...memarg(0, 0)).set(V(2));
@@ -312,12 +312,12 @@ function pack32Body(): Body {
   b.ops(op.end, op.end);
   b.ops(op.else);
   b.get(SR).i32(4).ops(op.i32Eq);
-  b.ops(op.if, 0x40);
+  b.ops(op.if, VOID);
   // contiguous along the rows: each step's p values copied 4 at a time
   b.get(K).set(T0);
-  b.ops(op.block, 0x40).get(K).ops(op.i32Eqz, op.brIf, 0);
+  b.ops(op.block, VOID).get(K).ops(op.i32Eqz, op.brIf, 0);
   b.get(SRC).set(S).get(DST).set(D).get(K).set(N);
-  b.ops(op.loop, 0x40); // steps
+  b.ops(op.loop, VOID); // steps
   copyStep(b, S, D, G, PS);
   b.get(S).get(ST).ops(op.i32Add).set(S);
   b.get(D).get(PS).ops(op.i32Add).set(D);
@@ -328,12 +328,12 @@ function pack32Body(): Body {
   b.ops(op.end); // if full panel
   // the steps left, element by element (zeros past `rows`)
   b.get(T0).set(T);
-  b.ops(op.block, 0x40).get(T).get(K).ops(op.i32GeU, op.brIf, 0);
-  b.ops(op.loop, 0x40); // steps
+  b.ops(op.block, VOID).get(T).get(K).ops(op.i32GeU, op.brIf, 0);
+  b.ops(op.loop, VOID); // steps
   b.get(SRC).get(T).get(ST).ops(op.i32Mul, op.i32Add).set(S);
   b.get(DST).get(T).get(PS).ops(op.i32Mul, op.i32Add).set(D);
   b.i32(0).set(R);
-  b.ops(op.loop, 0x40); // rows
+  b.ops(op.loop, VOID); // rows
   b.get(D);
   b.get(R).get(ROWS).ops(op.i32LtU);
   b.ops(op.if, I32).get(S).ops(op.i32Load, ...memarg(2, 0)).ops(op.else).i32(0).ops(op.end);
@@ -350,7 +350,7 @@ function pack32Body(): Body {
 /** Copies one step of a panel, PS bytes (a multiple of 16) from S to D, 4 rows per vector (G: the byte counter). */
 function copyStep(b: Body, S: number, D: number, G: number, PS: number): void {
   b.i32(0).set(G);
-  b.ops(op.loop, 0x40); // groups of 4 rows
+  b.ops(op.loop, VOID); // groups of 4 rows
   b.get(D).get(G).ops(op.i32Add).get(S).get(G).ops(op.i32Add).v(simd.v128Load, ...memarg(0, 0)).v(simd.v128Store, ...memarg(0, 0));
   b.get(G).i32(16).ops(op.i32Add).tee(G).get(PS).ops(op.i32LtU, op.brIf, 0);
   b.ops(op.end);
@@ -369,11 +369,11 @@ function packCols32Body(): Body {
   const b = new Body(6, [[7, I32]]);
   b.get(P).i32(2).ops(op.i32Shl).set(PS); // bytes of one panel's step
   b.get(K).get(PS).ops(op.i32Mul).set(DS); // bytes of one packed panel
-  b.ops(op.block, 0x40).get(K).ops(op.i32Eqz, op.brIf, 0).get(NP).ops(op.i32Eqz, op.brIf, 0);
+  b.ops(op.block, VOID).get(K).ops(op.i32Eqz, op.brIf, 0).get(NP).ops(op.i32Eqz, op.brIf, 0);
   b.get(K).set(N);
-  b.ops(op.loop, 0x40); // steps
+  b.ops(op.loop, VOID); // steps
   b.get(SRC).set(S).get(DST).set(D).get(NP).set(J);
-  b.ops(op.loop, 0x40); // panels
+  b.ops(op.loop, VOID); // panels
   copyStep(b, S, D, G, PS);
   b.get(S).get(PS).ops(op.i32Add).set(S);
   b.get(D).get(DS).ops(op.i32Add).set(D);

@@ -4,7 +4,7 @@
 // hoist it out of the loop nor share it between chains (a loop of acc += x*y would measure adds
 // only: x*y is loop-invariant). bench/run.ts prints each kernel's
 // GFLOP/s as a fraction of it, so "how far from the limit" is a measured figure, not a datasheet's.
-import { Body, moduleBytes, op, simd, V128, WA, I32 } from './encode.js';
+import { Body, moduleBytes, op, simd, V128, VOID, WA, I32 } from './encode.js';
 
 /** Chains: enough to cover a multiply then an add on every FP pipe, few enough for 16 registers with x and y. */
 const ACC = 12;
@@ -18,10 +18,10 @@ function peakBody(lanes: 2 | 4, fused: boolean): Body {
   const add = lanes === 2 ? simd.f64x2Add : simd.f32x4Add;
   const madd = lanes === 2 ? simd.f64x2RelaxedMadd : simd.f32x4RelaxedMadd;
   // x = 0.5, y = 1: every chain tends to 2 (no overflow, no subnormals, however many iterations)
-  if (lanes === 2) { b.ops(0x44, ...new Uint8Array(new Float64Array([0.5]).buffer)).v(splat).set(X); b.ops(0x44, ...new Uint8Array(new Float64Array([1]).buffer)).v(splat).set(Y); }
-  else { b.ops(0x43, ...new Uint8Array(new Float32Array([0.5]).buffer)).v(splat).set(X); b.ops(0x43, ...new Uint8Array(new Float32Array([1]).buffer)).v(splat).set(Y); }
+  if (lanes === 2) { b.ops(op.f64Const, ...new Uint8Array(new Float64Array([0.5]).buffer)).v(splat).set(X); b.ops(op.f64Const, ...new Uint8Array(new Float64Array([1]).buffer)).v(splat).set(Y); }
+  else { b.ops(op.f32Const, ...new Uint8Array(new Float32Array([0.5]).buffer)).v(splat).set(X); b.ops(op.f32Const, ...new Uint8Array(new Float32Array([1]).buffer)).v(splat).set(Y); }
   for (let i = 0; i < ACC; i++) b.vzero().set(1 + i);
-  b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0, op.loop, 0x40);
+  b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0, op.loop, VOID);
   for (let i = 0; i < ACC; i++) {
     if (fused) b.get(1 + i).get(X).get(Y).v(madd).set(1 + i);
     else b.get(1 + i).get(X).v(mul).get(Y).v(add).set(1 + i);

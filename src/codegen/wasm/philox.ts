@@ -14,7 +14,7 @@ import type { Expr } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
 import type { DType } from '../../ir/dtype.js';
 import { DRAW, philoxDraw } from '../random-fn.js';
-import { Body, I32, V128, memarg, moduleBytes, op } from './encode.js';
+import { Body, I32, V128, VOID, memarg, moduleBytes, op } from './encode.js';
 import { CHUNK, type EwPlan, ewKernelId, tierOn } from './elementwise.js';
 
 /**
@@ -136,9 +136,9 @@ function philoxModule(kind: number, stream: number, a: number, b: number): Uint8
     vconst(splat64(a), C3);
   }
   f.get(BASE).set(I).get(I0).set(J);
-  f.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0);
+  f.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0);
   f.get(N).i32(4).ops(op.i32Mul).get(BASE).ops(op.i32Add).set(END);
-  f.ops(op.loop, 0x40);
+  f.ops(op.loop, VOID);
   // counter (i, 0, 0, stream) for the elements i = J .. J + 4 STREAMS - 1
   for (const { IOTA, X } of L) {
     f.get(J).v(S.i32Splat).get(IOTA).v(S.i32Add).set(X[0]);

@@ -30,7 +30,7 @@ import type { LoopKernel, PoolSpec } from '../kernel.js';
 import type { Node } from '../../ir/node.js';
 import type { DType } from '../../ir/dtype.js';
 import { sizeOf } from '../../ir/ndarray.js';
-import { Body, I32, V128, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
+import { Body, I32, MISC, V128, VOID, WA, memarg, misc, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
 import { ewKernel, ewKernelId, runBlocks, sharedMem, sharedTier, tierOn } from './elementwise.js';
 
 /** Poolings whose input has fewer elements stay JavaScript (the copies and the call cost more than they save). */
@@ -84,7 +84,6 @@ const S = {
   load64Zero: 0x5d, demote: 0x5e, promote: 0x5f,
   f32Add: 0xe4, f32Max: 0xe9, f64Add: 0xf0, f64Div: 0xf3,
 } as const;
-const I32_LOAD = 0x28, I32_SHL = 0x74, I32_SHR_U = 0x76, I32_AND = 0x71;
 /** Shuffle lanes: the low halves of two vectors (two float32 each, after demote) as one. */
 const LOW_HALVES = [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
 /** The high half of a vector in its low half (to promote lanes 2 and 3). */
@@ -216,7 +215,7 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
   const b = new Body(q, [[7 + 2 * d, I32], [2 * T + 8, V128]]);
   const f32 = (o: number) => memarg(2, o), f64 = (o: number) => memarg(3, o);
   /** PA: the float64 sums' address of the cell at A (twice its offset in the block). */
-  const toAcc = () => { b.get(A).i32(1).ops(I32_SHL); if (plan.shared) b.get(BASE).ops(op.i32Sub); b.set(PA); };
+  const toAcc = () => { b.get(A).i32(1).ops(op.i32Shl); if (plan.shared) b.get(BASE).ops(op.i32Sub); b.set(PA); };
   const zero = () => b.v(S.v128Const, ...ZERO16);
 
   const group = (cg: number) => {
@@ -263,7 +262,7 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
       // avg over tiling windows: 0 + dy / count at every tap
       for (const half of [0, 8]) {
         b.get(B).v(S.load64Zero, ...f64(L.dy + cg + half)).v(S.promote);
-        b.ops(0x44, ...new Uint8Array(new Float64Array([T]).buffer)).v(S.f64x2Splat).v(S.f64Div);
+        b.ops(op.f64Const, ...new Uint8Array(new Float64Array([T]).buffer)).v(S.f64x2Splat).v(S.f64Div);
         zero().v(S.f64Add).v(S.demote);
       }
       b.v(S.shuffle, ...LOW_HALVES).set(DYV);
@@ -284,10 +283,10 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
   const cell = () => {
     // per output cell J: its output pointer, its count or tap mask
     b.get(J).i32(C * 4).ops(op.i32Mul); plusBase(); b.set(PO);
-    if (p.mode === 'avg' && form !== 'tiled') { b.get(J).i32(3).ops(I32_SHL); plusBase(); b.ops(op.f64Load, ...memarg(3, L.cnt)).v(S.f64x2Splat).set(CNTV); }
+    if (p.mode === 'avg' && form !== 'tiled') { b.get(J).i32(3).ops(op.i32Shl); plusBase(); b.ops(op.f64Load, ...memarg(3, L.cnt)).v(S.f64x2Splat).set(CNTV); }
     if (form === 'scatter' && p.mode === 'max') {
-      b.get(J).i32(2).ops(I32_SHL); plusBase(); b.ops(I32_LOAD, ...memarg(2, L.mask)).set(MK);
-      for (let t = 0; t < T; t++) b.i32(0).get(MK).i32(t).ops(I32_SHR_U).i32(1).ops(I32_AND).ops(op.i32Sub).v(S.i32x4Splat).set(VT(t));
+      b.get(J).i32(2).ops(op.i32Shl); plusBase(); b.ops(op.i32Load, ...memarg(2, L.mask)).set(MK);
+      for (let t = 0; t < T; t++) b.i32(0).get(MK).i32(t).ops(op.i32ShrU).i32(1).ops(op.i32And).ops(op.i32Sub).v(S.i32x4Splat).set(VT(t));
     }
     const groups = C / 4;
     const u = unrollOf(groups);
@@ -299,7 +298,7 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
     b.i32(0).set(CC);
     if (groups === u) inner();
     else {
-      b.ops(op.loop, 0x40);
+      b.ops(op.loop, VOID);
       inner();
       b.addTo(CC, 16 * u);
       b.get(CC).i32(C * 4).ops(op.i32LtU, op.brIf, 0, op.end);
@@ -308,12 +307,12 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
   };
 
   const pst = axisStrides(ext, C);
-  if (form === 'scatter') { b.i32(L.acc); plusBase(); b.i32(0).i32(sizeOf(ext) * C * 8).ops(0xfc, 0x0b, 0x00); } // memory.fill: the sums start at +0
+  if (form === 'scatter') { b.i32(L.acc); plusBase(); b.i32(0).i32(sizeOf(ext) * C * 8).ops(MISC, misc.memoryFill, 0); } // the sums start at +0 (memory 0)
   // loops over the output cells, outermost axis first
   b.i32(0); plusBase(); b.set(P(0)).i32(0).set(J);
   const axis = (i: number) => {
     b.i32(p.outSize[i]!).set(N(i));
-    b.ops(op.loop, 0x40);
+    b.ops(op.loop, VOID);
     if (i + 1 < d) { b.get(P(i)).set(P(i + 1)); axis(i + 1); } else cell();
     b.addTo(P(i), p.strides[i]! * st[i]! * 4);
     b.get(N(i)).i32(1).ops(op.i32Sub).tee(N(i)).ops(op.brIf, 0, op.end);
@@ -325,14 +324,14 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
     b.i32(8 * pst.reduce((a, x, i) => a + p.pads[i]! * x, 0)); plusBase(); b.set(P(0)).i32(0); plusBase(); b.set(A);
     const rows = (i: number) => {
       if (i < d - 1) {
-        b.i32(p.inSize[i]!).set(N(i)).ops(op.loop, 0x40);
+        b.i32(p.inSize[i]!).set(N(i)).ops(op.loop, VOID);
         if (i + 1 < d - 1) { b.get(P(i)).set(P(i + 1)); rows(i + 1); } else rowCopy(P(i));
         b.addTo(P(i), pst[i]! * 8);
         b.get(N(i)).i32(1).ops(op.i32Sub).tee(N(i)).ops(op.brIf, 0, op.end);
       } else rowCopy(P(0));
     };
     const rowCopy = (from: number) => {
-      b.get(from).set(B).i32(row / 4).set(CC).ops(op.loop, 0x40);
+      b.get(from).set(B).i32(row / 4).set(CC).ops(op.loop, VOID);
       b.get(A).get(B).v(S.load, ...f64(L.acc)).v(S.demote).get(B).v(S.load, ...f64(L.acc + 16)).v(S.demote).v(S.shuffle, ...LOW_HALVES).v(S.store, ...f32(L.out));
       b.addTo(B, 32).addTo(A, 16);
       b.get(CC).i32(1).ops(op.i32Sub).tee(CC).ops(op.brIf, 0, op.end);

@@ -6,7 +6,7 @@ import { IExpr, type Var } from '../index-expr.js';
 import type { Expr, ReduceOp } from '../expr.js';
 import { exprOrder, FOLD_ROWS, REDUCE_INIT } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
-import { Body, I32, V128, memarg, op } from './encode.js';
+import { Body, I32, V128, VOID, memarg, op } from './encode.js';
 import { CHUNK, Consts, S, constsOf, f32Exact, renderNode, rowAccess } from './elementwise.js';
 
 /** Floats per region of the tier's memory: a chunk and a little slack (a pair read or written past a row's end). */
@@ -26,12 +26,15 @@ export const STREAMS = 4;
 
 /** Each fold's lane op, from its row's `wasm` spelling (src/ir/ops/reduce.ts); a fold without one stays in JavaScript. */
 export const FOLD: Partial<Record<ReduceOp, number>> = Object.fromEntries([...FOLD_ROWS].flatMap(([op, r]) => (r.spelling.wasm === undefined ? [] : [[op, S[r.spelling.wasm]]])));
-export const extra = { load: 0x00, store: 0x0b, load64Zero: 0x5d, store32Lane: 0x5a, shuffle: 0x0d } as const;
+/** Vector opcodes the reductions use beyond S's (after the 0xfd prefix, 5.4.8): loads and stores, then f32x4 and conversions. */
+export const extra = {
+  load: 0x00, load32Splat: 0x09, load64Splat: 0x0a, store: 0x0b, shuffle: 0x0d, store32Lane: 0x5a, load64Zero: 0x5d,
+  f64x2PromoteLow: 0x5f, f32x4Min: 0xe8, f32x4Max: 0xe9,
+} as const;
 /** i8x16.shuffle's lanes that swap the two f64 lanes. */
 export const SWAP = [8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7];
 /** i8x16.shuffle's lanes that swap neighbouring f32 lanes (0 with 1, 2 with 3). */
 export const SWAP32 = [4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11];
-export const F32_MAX = 0xe9, F32_MIN = 0xe8, PROMOTE_LOW = 0x5f, LOAD32_SPLAT = 0x09, LOAD64_SPLAT = 0x0a;
 /** A v128 constant of four float32 lanes. */
 export const f32x4 = (x: number): number[] => Array.from(new Uint8Array(new Float32Array([x, x, x, x]).buffer));
 /** A v128 mask of lane 1 (float64). */
@@ -97,10 +100,10 @@ export function vectorFin(k: LoopKernel, order: readonly Expr[], scope: Readonly
   const loc = new Map<Expr, number>(nodes.map((e, i) => [e, i]));
   const b = new Body(0, [[nodes.length + 4 + consts.size, V128]]);
   const c = new Consts(b, nodes.length + 4);
-  for (const x of consts) c.get(x).ops(0x1a);
+  for (const x of consts) c.get(x).ops(op.drop);
   const push = (e: Expr) => { if (e.t === 'const') c.get(e.v); else b.get(loc.get(e)!); };
   for (const e of nodes) {
-    if (e.t === 'reduce') b.i32(0).v(LOAD64_SPLAT, ...memarg(3, (nLoads + 1) * REGB + 8 * reduces.indexOf(e)));
+    if (e.t === 'reduce') b.i32(0).v(extra.load64Splat, ...memarg(3, (nLoads + 1) * REGB + 8 * reduces.indexOf(e)));
     else renderNode(b, c, e, push, (x) => loc.get(x)!, nodes.length);
     b.set(loc.get(e)!);
   }
@@ -163,7 +166,7 @@ export function rowsBody(k: LoopKernel, L: number, elements: boolean, order: rea
   const b = new Body(2, [[4, I32], [rowNodes.length + STREAMS + STREAMS * perStream + 1 + row32.size + C32_LOCALS + consts.size, V128]]);
   const c32 = new Consts(b, maskLocal + 1 + row32.size, true);
   const c = new Consts(b, maskLocal + 1 + row32.size + C32_LOCALS);
-  for (const x of consts) c.get(x).ops(0x1a);
+  for (const x of consts) c.get(x).ops(op.drop);
   b.v(S.v128Const, ...LANE1).set(maskLocal);
   const local = (st: number) => {
     const m = new Map<Expr, number>(computed.map((e, i) => [e, streamBase + st * perStream + i]));
@@ -185,7 +188,7 @@ export function rowsBody(k: LoopKernel, L: number, elements: boolean, order: rea
     const it = Math.floor(n / STREAMS);
     if (it > 0) {
       b.i32(0).set(J);
-      b.ops(op.loop, 0x40);
+      b.ops(op.loop, VOID);
       b.get(RB).get(J).ops(op.i32Add).set(A);
       for (let st = 0; st < STREAMS; st++) visit(st, width * st);
       b.addTo(J, width * STREAMS);
@@ -203,7 +206,7 @@ export function rowsBody(k: LoopKernel, L: number, elements: boolean, order: rea
   // max or min over the row's float32 values at region byte offset `reg`, into every lane of accBase (f32x4).
   const maxMin32 = (o: 'max' | 'min', reg: number) => {
     const init = (i: number) => { b.v(S.v128Const, ...f32x4(REDUCE_INIT[o])).set(accBase + i); };
-    const f = () => b.v(o === 'max' ? F32_MAX : F32_MIN);
+    const f = () => b.v(o === 'max' ? extra.f32x4Max : extra.f32x4Min);
     for (let i = 0; i < STREAMS; i++) init(i);
     const at = (i: number, off: number) => { b.get(accBase + i).get(A).v(extra.load, ...memarg(4, reg + off)); f(); b.set(accBase + i); };
     const rest = streams(L >> 2, 16, at);
@@ -229,15 +232,15 @@ export function rowsBody(k: LoopKernel, L: number, elements: boolean, order: rea
     b.get(BASE).get(ROW).i32(8 * reduceList.length).ops(op.i32Mul).ops(op.i32Add).get(rowLocal.get(e)!);
     b.v(S.store64Lane, ...memarg(3, loads.length * REGB + 8 * (reduceList as readonly Expr[]).indexOf(e)), 0);
   };
-  b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0);
+  b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0);
   b.i32(0).set(ROW);
   b.get(BASE).set(RB);
-  b.ops(op.loop, 0x40);
+  b.ops(op.loop, VOID);
   const rowOut = (e: Expr) => { if (e.t === 'const') c.get(e.v); else b.get(rowLocal.get(e)!); };
   for (const e of rowNodes) {
     if (e.t === 'load') {
       // a value per row: v128.load32_splat, then promoted
-      b.get(BASE).get(ROW).i32(4).ops(op.i32Mul).ops(op.i32Add).v(LOAD32_SPLAT, ...memarg(2, findRegion(loads, e.buf, { off: rowAccess(e.index, u, undefined)!.off, row: -1 }) * REGB)).v(PROMOTE_LOW);
+      b.get(BASE).get(ROW).i32(4).ops(op.i32Mul).ops(op.i32Add).v(extra.load32Splat, ...memarg(2, findRegion(loads, e.buf, { off: rowAccess(e.index, u, undefined)!.off, row: -1 }) * REGB)).v(extra.f64x2PromoteLow);
       b.set(rowLocal.get(e)!);
       continue;
     }
@@ -252,7 +255,7 @@ export function rowsBody(k: LoopKernel, L: number, elements: boolean, order: rea
       // The max or min of float32 values (a row of a load): in f32x4 lanes, four per instruction,
       // the same value as in float64 (promotion is exact and keeps the order, NaN and signed zeros).
       maxMin32(e.op, loadRegion(loads, e.body, rv, u) * REGB);
-      b.get(accBase).v(PROMOTE_LOW).set(rowLocal.get(e)!);
+      b.get(accBase).v(extra.f64x2PromoteLow).set(rowLocal.get(e)!);
       storePartial(e);
       continue;
     }
@@ -300,7 +303,7 @@ export function rowsBody(k: LoopKernel, L: number, elements: boolean, order: rea
     const it = Math.floor(quads / STREAMS);
     if (it > 0) {
       b.i32(0).set(J);
-      b.ops(op.loop, 0x40);
+      b.ops(op.loop, VOID);
       b.get(RB).get(J).ops(op.i32Add).set(A);
       for (let st = 0; st < STREAMS; st++) quad(st, 16 * st, 4);
       b.addTo(J, 16 * STREAMS);
@@ -353,15 +356,15 @@ export function columnsBody(k: LoopKernel, order: readonly Expr[], reduces: read
   const scratch = vbase + computed.length;
   const b = new Body(3, [[5, I32], [computed.length + 4 + consts.size, V128]]);
   const c = new Consts(b, scratch + 4);
-  for (const x of consts) c.get(x).ops(0x1a);
+  for (const x of consts) c.get(x).ops(op.drop);
   const accOff = (i: number) => (loads.length + nStores + i) * REGB;
   const push = (e: Expr) => { if (e.t === 'const') c.get(e.v); else b.get(loc.get(e)!); };
   // QEND := pairs of columns * 8 (bytes of float32 pairs); a loop over Q = 0, 8, ..., QEND - 8 running `inner`.
-  b.get(W).i32(1).ops(op.i32Add).i32(1).ops(0x76 /* i32.shr_u */).i32(3).ops(0x74 /* i32.shl */).set(QEND);
+  b.get(W).i32(1).ops(op.i32Add).i32(1).ops(op.i32ShrU).i32(3).ops(op.i32Shl).set(QEND);
   const overPairs = (inner: () => void) => {
     b.i32(0).set(Q);
-    b.ops(op.block, 0x40).get(QEND).ops(op.i32Eqz, op.brIf, 0);
-    b.ops(op.loop, 0x40);
+    b.ops(op.block, VOID).get(QEND).ops(op.i32Eqz, op.brIf, 0);
+    b.ops(op.loop, VOID);
     inner();
     b.addTo(Q, 8);
     b.get(Q).get(QEND).ops(op.i32LtU, op.brIf, 0, op.end, op.end);
@@ -369,15 +372,15 @@ export function columnsBody(k: LoopKernel, order: readonly Expr[], reduces: read
   // Q2 (the accumulators' byte offset) is 2 Q: pushed as Q + Q.
   const accAddr = () => b.get(Q).get(Q).ops(op.i32Add);
   // mode 0
-  b.ops(op.block, 0x40).get(MODE).ops(op.brIf, 0);
+  b.ops(op.block, VOID).get(MODE).ops(op.brIf, 0);
   overPairs(() => reduces.forEach((r, i) => { accAddr(); c.get(REDUCE_INIT[r.op]); b.v(extra.store, ...memarg(4, accOff(i))); }));
-  b.ops(0x0f, op.end);
+  b.ops(op.return, op.end);
   // mode 1
-  b.ops(op.block, 0x40).get(MODE).i32(1).ops(0x47 /* i32.ne */, op.brIf, 0);
-  b.ops(op.block, 0x40).get(N).ops(op.i32Eqz, op.brIf, 0);
+  b.ops(op.block, VOID).get(MODE).i32(1).ops(op.i32Ne, op.brIf, 0);
+  b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0);
   b.i32(0).set(ROW);
   b.i32(0).set(RB);
-  b.ops(op.loop, 0x40);
+  b.ops(op.loop, VOID);
   overPairs(() => {
     b.get(RB).get(Q).ops(op.i32Add).set(A);
     reduces.forEach((r, i) => {
@@ -393,7 +396,7 @@ export function columnsBody(k: LoopKernel, order: readonly Expr[], reduces: read
   b.addTo(ROW, 1);
   b.get(RB).get(W).i32(4).ops(op.i32Mul).ops(op.i32Add).set(RB);
   b.get(ROW).get(N).ops(op.i32LtU, op.brIf, 0, op.end, op.end);
-  b.ops(0x0f, op.end);
+  b.ops(op.return, op.end);
   // mode 2
   overPairs(() => {
     for (const e of computed) {

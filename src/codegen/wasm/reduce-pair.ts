@@ -10,11 +10,9 @@
 // stored with the sum, then scale, per row) and oneDNN's are the anchors for the pass structure.
 import { stepBuffers, type Program } from '../kernel.js';
 import type { DType } from '../../ir/dtype.js';
-import { Body, moduleBytes } from './encode.js';
+import { Body, moduleBytes, op } from './encode.js';
 import { planReduce } from './reduce.js';
 import { MAX_REGIONS, REGB, type RedPlan } from './reduce-body.js';
-
-const CALL = 0x10;
 
 let PAIRS = true;
 /** Whether row pairs run as one kernel (tests compare both). */
@@ -56,8 +54,8 @@ function pairOf(a: RedPlan, b: RedPlan | undefined, e: number): RedPlan | undefi
   const shared = a.shared || b.shared;
   // run(n, base): the first body over the block, then the second with its region 0 at E's region
   const run = new Body(2, []);
-  run.get(0).get(1).ops(CALL, 0);
-  run.get(0).get(1).i32(a.loads.length * REGB).ops(0x6a /* i32.add */, CALL, 1);
+  run.get(0).get(1).ops(op.call, 0);
+  run.get(0).get(1).i32(a.loads.length * REGB).ops(op.i32Add, op.call, 1);
   const bytes = moduleBytes([{ name: 'first', params: 2, body: a.body }, { name: 'second', params: 2, body: b.body }, { name: 'run', params: 2, body: run }], shared ? 'shared' : true);
   return { form: 'rows', rows: a.rows, cols: a.cols, elements: b.elements, loads: a.loads, stores: b.stores, accs: 0, bytes, shared, label: `${a.label}; ${b.label}`, gap: 1 };
 }
