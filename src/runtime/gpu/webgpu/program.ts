@@ -14,17 +14,17 @@ import type { EvalContext } from '../../../ir/op.js';
 import type { VariableCell } from '../../../ir/node.js';
 import { formatValue } from '../../../ir/ops/misc.js';
 import { withBuiltBy, type Provenance } from '../../../ir/provenance.js';
-import { stepBuffers, type BufferDecl, type ExternStep, type Program, type ScanStep, type Step } from '../../../codegen/kernel.js';
-import { prepare as prepareCpu } from '../../../codegen/pipeline.js';
-import { buildModule, type RunFn } from '../../../codegen/cpu/module.js';
-import { runtimeHelpers } from '../../../codegen/cpu/runtime.js';
+import { stepBuffers, type ExternStep, type Program, type ScanStep, type Step } from '../../../codegen/kernel.js';
+import type { RunFn } from '../../../codegen/cpu/module.js';
 import { renderLoop, renderMatmul, type WgslKernel } from '../../../codegen/wgsl/render.js';
-import { chooseWebStrategies, webBufferInfo, type RowCheck, type WebStrategy } from '../../../codegen/wgsl/strategy.js';
+import { chooseWebStrategies, webBufferInfo, type WebStrategy } from '../../../codegen/wgsl/strategy.js';
+import type { RowCheck } from '../../../codegen/row-checks.js';
 import type { Fallback } from '../../fallback.js';
 import type { WebGpu } from './session.js';
 import { warnOnce } from '../device.js';
 import { Batch, Frame, type DeviceBuffers } from './frame.js';
 import { runScan } from './scan.js';
+import { hostModule, checkRows } from '../host-step.js';
 
 export type WebStep =
   | { readonly kind: 'kernel'; readonly kernel: WgslKernel; readonly checks: readonly RowCheck[]; readonly origin?: readonly Provenance[] }
@@ -74,19 +74,6 @@ export function webFallbacks(pp: WebPrepared): Fallback[] {
   });
 }
 
-/** One step as a cpu program of its own: the buffers it reads are its inputs, those it writes its results. */
-function hostModule(p: Program, s: Step): RunFn {
-  const io = stepBuffers(s);
-  const buffers: BufferDecl[] = p.buffers.map((b): BufferDecl => {
-    const slot = io.reads.indexOf(b.id);
-    if (slot >= 0) return { id: b.id, dtype: b.dtype, size: b.size, role: 'input', slot };
-    if (io.writes.includes(b.id)) return { id: b.id, dtype: b.dtype, size: b.size, role: 'target' };
-    return { id: b.id, dtype: b.dtype, size: b.size, role: 'scratch' };
-  });
-  const one: Program = { buffers, steps: [s], targets: io.writes.map((w) => ({ buf: w, offset: 0, shape: [p.buffers[w]!.size], dtype: p.buffers[w]!.dtype, copy: false })) };
-  return buildModule(prepareCpu(one, { wasm: true })).run;
-}
-
 /** Result of a call: each target's value on the host, or a device buffer handed to a variable. */
 export type WebResult = { readonly host: NDArray } | { readonly dev: number; readonly shape: readonly number[]; readonly dtype: DType };
 
@@ -96,7 +83,7 @@ export function runSteps(f: Frame, steps: readonly WebStep[], ctx: EvalContext):
     try {
       switch (s.kind) {
         case 'kernel':
-          for (const c of s.checks) { const d = f.hostOf(c.buf).data; for (let i = c.lo; i <= c.hi; i++) runtimeHelpers.row(d[i]!, c.rows, c.op, c.shape); }
+          for (const c of s.checks) checkRows(c, f.hostOf(c.buf).data);
           f.dispatch(s.kernel);
           break;
         case 'scan': runScan(f, s.step, s.body, ctx, runSteps); break;
