@@ -1,5 +1,8 @@
 // What the GL (program.ts) and WebGPU (webgpu/program.ts) runtimes both do on the host between device kernels.
-import type { BufferDecl, Program, Step } from '../../codegen/kernel.js';
+import type { BufferDecl, ExternStep, Program, Step } from '../../codegen/kernel.js';
+import { rethrow } from '../../ir/build.js';
+import { formatShape, type NDArray } from '../../ir/ndarray.js';
+import type { EvalContext } from '../../ir/op.js';
 import { stepBuffers } from '../../codegen/kernel.js';
 import { prepare as prepareCpu } from '../../codegen/pipeline.js';
 import { buildModule, type RunFn } from '../../codegen/cpu/module.js';
@@ -22,4 +25,21 @@ export function hostModule(p: Program, s: Step): RunFn {
 /** The row numbers a kernel will read, checked with the cpu kernels' words (runtimeHelpers.row throws the reference's error). */
 export function checkRows(c: RowCheck, data: ArrayLike<number>): void {
   for (let i = c.lo; i <= c.hi; i++) runtimeHelpers.row(data[i]!, c.rows, c.op, c.shape);
+}
+
+/** Runs extern step `s` by its reference implementation on `ins`; each result, checked against its type, goes flat to `wrote`. */
+export function runExternOnHost(s: ExternStep, ins: NDArray[], ctx: EvalContext, wrote: (buf: number, v: NDArray) => void): void {
+  let outs: NDArray[];
+  try {
+    outs = s.tuple ? s.def.implTuple!(ins, s.attrs, ctx) : [s.def.impl(ins, s.attrs, ctx)];
+  } catch (e) {
+    throw rethrow(e, s.def.name);
+  }
+  s.outs.forEach((o, k) => {
+    const v = outs[k]!;
+    if (v.dtype !== o.dtype || v.shape.length !== o.shape.length || v.shape.some((d, i) => d !== o.shape[i])) {
+      throw new Error(`internal: op ${s.def.name} produced ${v.dtype} ${formatShape(v.shape)} but its type is ${o.dtype} ${formatShape(o.shape)}`);
+    }
+    wrote(o.buf, v.reshape([v.size]));
+  });
 }

@@ -7,8 +7,7 @@
 //           extern's reference implementation, with its inputs read back.
 // Values stay on the device between kernels; only what a host step reads is read back.
 import { withBuiltBy, type Provenance } from '../../ir/provenance.js';
-import { rethrow } from '../../ir/build.js';
-import { NDArray, formatShape } from '../../ir/ndarray.js';
+import { NDArray, } from '../../ir/ndarray.js';
 import type { VariableCell } from '../../ir/node.js';
 import type { ExternStep, PrintStep, Program, ScanStep, Step, ValueRef } from '../../codegen/kernel.js';
 import { formatValue } from '../../ir/ops/misc.js';
@@ -26,7 +25,7 @@ import { deviceCopy, rememberUpload } from './resident.js';
 import { type Runner, hostVal, hostValue, sizeOf, type Val } from './runner.js';
 import { stats } from './stats.js';
 import { offsetKernel, scanLoop } from './scan.js';
-import { hostModule, checkRows } from './host-step.js';
+import { hostModule, checkRows, runExternOnHost } from './host-step.js';
 
 export type PreparedStep =
   | { readonly kind: 'kernels'; readonly kernels: readonly GpuKernel[]; readonly checks?: readonly RowCheck[]; readonly origin?: readonly Provenance[] }
@@ -199,17 +198,5 @@ export function runPrepared(r: Runner, pp: Prepared, inputs: readonly Val[], cel
 
 function runExtern(r: Runner, s: ExternStep, bufs: Map<number, Val>): void {
   const ins = s.inputs.map((v) => hostValue(valueOf(r, bufs, v)));
-  let outs: NDArray[];
-  try {
-    outs = s.tuple ? s.def.implTuple!(ins, s.attrs, r.ctx) : [s.def.impl(ins, s.attrs, r.ctx)];
-  } catch (e) {
-    throw rethrow(e, s.def.name);
-  }
-  s.outs.forEach((o, k) => {
-    const v = outs[k]!;
-    if (v.dtype !== o.dtype || v.shape.length !== o.shape.length || v.shape.some((d, i) => d !== o.shape[i])) {
-      throw new Error(`internal: op ${s.def.name} produced ${v.dtype} ${formatShape(v.shape)} but its type is ${o.dtype} ${formatShape(o.shape)}`);
-    }
-    bufs.set(o.buf, hostVal(v.reshape([v.size])));
-  });
+  runExternOnHost(s, ins, r.ctx, (buf, v) => bufs.set(buf, hostVal(v)));
 }
