@@ -198,3 +198,32 @@ export function substitute(x: IExpr, f: (v: Var) => IExpr | undefined): IExpr {
   }
   return iadd(...parts);
 }
+
+/** How a target's source spells an index expression's parts (gpu/render.ts for gpu.js, wgsl/writer.ts for WGSL). */
+export interface IndexSpelling {
+  /** An integer constant. */
+  int(n: number): string;
+  clamp(inner: string, lo: number, hi: number): string;
+  /** Floor division and floor modulo by d > 0; `nonNeg` when the dividend is never negative. */
+  div(inner: string, d: number, nonNeg: boolean): string;
+  mod(inner: string, d: number, nonNeg: boolean): string;
+}
+
+/** An index expression as source text: its terms summed in order, in the target's spelling. */
+export function spellIndex(x: IExpr, sp: IndexSpelling): string {
+  const parts: string[] = [];
+  for (const [a, k] of x.terms) {
+    let t: string;
+    if (a.kind === 'var') t = `i${a.v.id}`;
+    else {
+      const inner = spellIndex(a.x, sp);
+      const nonNeg = range(a.x)[0] >= 0;
+      if (a.kind === 'clamp') t = sp.clamp(inner, a.lo, a.hi);
+      else if (a.kind === 'div') t = sp.div(inner, a.d, nonNeg);
+      else t = sp.mod(inner, a.d, nonNeg);
+    }
+    parts.push(k === 1 ? t : `${t} * ${sp.int(k)}`);
+  }
+  if (x.c !== 0 || parts.length === 0) parts.push(sp.int(x.c));
+  return parts.length === 1 ? parts[0]! : `(${parts.join(' + ')})`;
+}

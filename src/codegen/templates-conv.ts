@@ -18,6 +18,7 @@ import { firstMaxTap, foldTaps, poolGeom, windowTaps, type PoolGeom } from './lo
 import type { PoolAttrs } from '../ir/ops/pool.js';
 import type { Expr, ExprBuilder } from './expr.js';
 import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, unravel, type IExpr, type Var } from './index-expr.js';
+import type { IndirectA } from './kernel.js';
 import type { LoopTemplate, MatmulTemplate, TemplateCtx } from './templates.js';
 import { allOf, masked, within } from './mask.js';
 import { sizeOf } from '../ir/ndarray.js';
@@ -89,18 +90,26 @@ const featureLayout: Pick<MatmulTemplate, 'dims' | 'b' | 'out'> = {
   },
 };
 
+/**
+ * The table-read operand of a conv or its kernel gradient over input x (n, spatial..., c): output
+ * cells `outSize`, taps `window` at the strides and dilation, from the padding before.
+ */
+function convIndirect(over: 'rows' | 'terms', x: readonly number[], outSize: number[], window: number[], a: ConvCtx['attrs']): Omit<IndirectA, 'buf' | 'offset'> {
+  const d = x.length - 2;
+  return {
+    over, batch: x[0]!, channels: x[d + 1]!, inSize: x.slice(1, d + 1), outSize, window,
+    step: a.strides.slice(0, d), tapStep: a.dilation.slice(0, d),
+    start: x.slice(1, d + 1).map((n, k) => -padsFor(n, window[k]!, a.strides[k]!, a.dilation[k]!, a.padding)[0]), div: x.slice(1, d + 1).map(() => 1),
+  };
+}
+
 export const convT = convMatmul('conv', {
   ...featureLayout,
   indirect(c) {
     if (groupsOf(c) !== 1) return undefined;
     const [x, w] = c.inShapes as [number[], number[]];
     const d = x.length - 2;
-    const a = (c as ConvCtx).attrs;
-    return {
-      over: 'rows', batch: x[0]!, channels: x[d + 1]!, inSize: x.slice(1, d + 1), outSize: c.outShape.slice(1, d + 1), window: w.slice(0, d),
-      step: a.strides.slice(0, d), tapStep: a.dilation.slice(0, d),
-      start: x.slice(1, d + 1).map((n, k) => -padsFor(n, w[k]!, a.strides[k]!, a.dilation[k]!, a.padding)[0]), div: x.slice(1, d + 1).map(() => 1),
-    };
+    return convIndirect('rows', x, c.outShape.slice(1, d + 1), w.slice(0, d), (c as ConvCtx).attrs);
   },
   aValue(at, g, i, t, c) {
     const [x, w] = c.inShapes as [number[], number[]];
@@ -162,13 +171,7 @@ export const convKernelGradT = convMatmul('conv_kernel_grad', {
     if (groupsOf(c) !== 1) return undefined;
     const [x, dy] = c.inShapes as [number[], number[]];
     const d = x.length - 2;
-    const a = (c as ConvCtx).attrs;
-    const window = c.outShape.slice(0, d);
-    return {
-      over: 'terms', batch: x[0]!, channels: x[d + 1]!, inSize: x.slice(1, d + 1), outSize: dy.slice(1, d + 1), window,
-      step: a.strides.slice(0, d), tapStep: a.dilation.slice(0, d),
-      start: x.slice(1, d + 1).map((n, k) => -padsFor(n, window[k]!, a.strides[k]!, a.dilation[k]!, a.padding)[0]), div: x.slice(1, d + 1).map(() => 1),
-    };
+    return convIndirect('terms', x, dy.slice(1, d + 1), c.outShape.slice(0, d), (c as ConvCtx).attrs);
   },
   aValue(at, g, i, t, c) {
     const [x, dy] = c.inShapes as [number[], number[]];

@@ -5,6 +5,17 @@
 // worked examples of docs/autodiff.md (reverse mode, and forward mode along a direction: jvp)
 // and docs/passes.md, which link here.
 
+/** docs/autodiff.md's worked example (a linear model's mean squared error), its inputs and loss: shared by 'autodiff-linear' and 'jvp'. */
+const LINEAR_INPUTS = `  inputs: {
+    x: [[1, 2, 3], [0.5, -1, 2], [-1, 0, 1], [2, 1, 0]],
+    t: [[1], [0], [0.5], [1.5]],
+    W: [[0.1], [0.2], [0.3]],
+  },
+  wrt: ['W'],
+`;
+const LINEAR_LOSS = `  loss: (x, t, W) => K.mean(K.square(K.subtract(K.dot(x, W), t))),
+`;
+
 export const VIEWER_EXAMPLES = {
   'mlp-gradient': `// A 2-layer perceptron: mean crossentropy of its logits against one-hot labels,
 // differentiated with respect to its weights (as src/examples/graphs.ts' mlp-gradient).
@@ -66,28 +77,14 @@ return {
 `,
   'autodiff-linear': `// docs/autodiff.md's worked example: a linear model's mean squared error and d loss / d W.
 return {
-  inputs: {
-    x: [[1, 2, 3], [0.5, -1, 2], [-1, 0, 1], [2, 1, 0]],
-    t: [[1], [0], [0.5], [1.5]],
-    W: [[0.1], [0.2], [0.3]],
-  },
-  wrt: ['W'],
-  loss: (x, t, W) => K.mean(K.square(K.subtract(K.dot(x, W), t))),
-};
+${LINEAR_INPUTS}${LINEAR_LOSS}};
 `,
   'jvp': `// Forward mode (autodiff.jvp) on docs/autodiff.md's worked example: every node carries its
 // value and its tangent, how fast it changes when W moves along the direction V (dual numbers),
 // computed in one pass from the inputs. The loss' tangent is <d loss / d W, V>.
 return {
-  inputs: {
-    x: [[1, 2, 3], [0.5, -1, 2], [-1, 0, 1], [2, 1, 0]],
-    t: [[1], [0], [0.5], [1.5]],
-    W: [[0.1], [0.2], [0.3]],
-  },
-  wrt: ['W'],
-  tangents: { W: [[1], [0], [-1]] },
-  loss: (x, t, W) => K.mean(K.square(K.subtract(K.dot(x, W), t))),
-};
+${LINEAR_INPUTS}  tangents: { W: [[1], [0], [-1]] },
+${LINEAR_LOSS}};
 `,
   'pass-merge': `// docs/passes.md, merge: x*y and y*x become one node once their operands are in one order.
 // (A loss that is not a scalar is summed before differentiating, as Keras does.)

@@ -4,6 +4,7 @@
 // float64, integers exact); a NaN matches a NaN and equal infinities match.
 import { allocate, isFloat, type DType } from './dtype.js';
 import { NDArray, formatShape, stridesOf } from './ndarray.js';
+import { mulberry32 } from './random.js';
 import type { TensorType } from './types.js';
 
 export interface Tolerance {
@@ -94,17 +95,8 @@ export function firstNonFinite(v: NDArray): number {
   return -1;
 }
 
-/** A small seeded generator (mulberry32): test values are the same in every run. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A small seeded generator (mulberry32, random.ts): test values are the same in every run. */
+export const seededRandom: (seed: number) => () => number = mulberry32;
 
 /** The size a test value gives a dim unknown until call time. */
 export const TEST_DIM = 3;

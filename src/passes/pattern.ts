@@ -84,14 +84,17 @@ export function match(p: Pattern, n: Node, b: Map<string, Node>): boolean {
   }
 }
 
+/** What a replacement's ?name stands for: its binding by the match (tree or e-graph), which it must have. */
+export function bound<T>(b: ReadonlyMap<string, T>, name: string): T {
+  const v = b.get(name);
+  if (v === undefined) throw new Error(`replacement uses ?${name}, which the pattern does not bind`);
+  return v;
+}
+
 /** Builds a replacement; numbers become scalar constants of `dtypeOf`'s dtype. */
 export function instantiate(p: Pattern, b: Bindings, like: Node): Node {
   switch (p.kind) {
-    case 'var': {
-      const n = b.get(p.name);
-      if (n === undefined) throw new Error(`replacement uses ?${p.name}, which the pattern does not bind`);
-      return n;
-    }
+    case 'var': return bound(b, p.name);
     case 'num':
       return apply('constant', [], { value: new NDArray([p.value], [], like.dtype) });
     case 'op':

@@ -66,15 +66,11 @@ export interface FunctionProfile {
   readonly note?: string;
 }
 
-/** What a step is, for the profile: name, op class, bytes and FLOPs per call, ops and K calls. */
-interface StepInfo {
-  readonly name: string;
+/** What a step is, for the profile: name, op class, bytes and FLOPs per call (a kernel profile's over its calls), ops and K calls. */
+interface StepInfo extends Pick<KernelProfile, 'name' | 'flops' | 'nodes' | 'kCalls'> {
   readonly op: string;
   readonly read: number;
   readonly written: number;
-  readonly flops?: number;
-  readonly nodes: readonly string[];
-  readonly kCalls: readonly string[];
   /** Runs per function call (a Scan body's steps: the loop's length). */
   readonly per: number;
   /** Where it is: its row in the step timer, under its Scan's (`3`, `3/0`). */

@@ -14,6 +14,20 @@ const unary = (f: (x: ReturnType<typeof op>, g: ReturnType<typeof op>, out: Retu
 /** Step functions (floor, ceil, round, sign) have zero derivative almost everywhere (Theano). */
 const zero: GradRule = (node, g) => [mul(g, scalar(0, g.dtype))].map((z) => sumTo(z, node.inputs[0]!));
 
+/** The comparisons, logical ops and isnan: bool results, with neither a gradient nor a tangent (both tables spread this). */
+export const NO_DERIVATIVE = {
+  equal: 'none',
+  not_equal: 'none',
+  greater: 'none',
+  greater_equal: 'none',
+  less: 'none',
+  less_equal: 'none',
+  logical_and: 'none',
+  logical_or: 'none',
+  logical_not: 'none',
+  isnan: 'none',
+} as const;
+
 export const elementwiseGrads: Record<Name, GradRule | 'none'> = {
   add: (n, g) => [sumTo(g, n.inputs[0]!), sumTo(g, n.inputs[1]!)],
   sub: (n, g) => [sumTo(g, n.inputs[0]!), sumTo(neg(g), n.inputs[1]!)],
@@ -68,16 +82,7 @@ export const elementwiseGrads: Record<Name, GradRule | 'none'> = {
   // d erf(x)/dx = 2/sqrt(pi) exp(-x^2)
   erf: unary((x, g) => mul(g, mul(op('exp', neg(mul(x, x))), 2 / Math.sqrt(Math.PI)))),
   reciprocal: unary((_, g, out) => neg(mul(g, mul(out, out)))),
-  equal: 'none',
-  not_equal: 'none',
-  greater: 'none',
-  greater_equal: 'none',
-  less: 'none',
-  less_equal: 'none',
-  logical_and: 'none',
-  logical_or: 'none',
-  logical_not: 'none',
-  isnan: 'none',
+  ...NO_DERIVATIVE,
 };
 
 export const whereGrad: GradRule = (n, g) => {

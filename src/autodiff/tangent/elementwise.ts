@@ -2,7 +2,7 @@
 // partial derivative (the dual-number rule). The walker broadcasts the result to the output.
 import type { Node } from '../../ir/node.js';
 import type { elementwiseOps } from '../../ir/ops/elementwise.js';
-import { diagonalTangents } from '../rules/elementwise.js';
+import { NO_DERIVATIVE, diagonalTangents } from '../rules/elementwise.js';
 import { add, cast, div, mul, neg, op, sub, where } from '../ops.js';
 import { bilinear, linearIn, zerosLike } from './linear.js';
 import type { TangentRule, TangentTableFor } from './types.js';
@@ -58,16 +58,7 @@ export const elementwiseTangents: TangentTableFor<Name> = {
   floor: zero,
   ceil: zero,
   round: zero,
-  equal: 'none',
-  not_equal: 'none',
-  greater: 'none',
-  greater_equal: 'none',
-  less: 'none',
-  less_equal: 'none',
-  logical_and: 'none',
-  logical_or: 'none',
-  logical_not: 'none',
-  isnan: 'none',
+  ...NO_DERIVATIVE,
 };
 
 /** where(c, a, b): the tangent of the branch chosen; the condition has none. */

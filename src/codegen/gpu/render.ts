@@ -10,9 +10,9 @@
 import type { DType } from '../../ir/dtype.js';
 import type { OpName } from '../../ir/registry.js';
 import { FOLD_ROWS, REDUCE_INIT, exprOrder, type Expr, type ReduceOp, type ScalarOp } from '../expr.js';
-import { range, type IExpr, type Var } from '../index-expr.js';
+import { spellIndex, type IExpr, type IndexSpelling, type Var } from '../index-expr.js';
 import type { LoopKernel, MatmulKernel } from '../kernel.js';
-import type { Scope } from '../schedule.js';
+import { walkScopes } from '../scope-walk.js';
 import { userCallOf, userGpuHelper, userTemplates } from '../user.js';
 import type { Node } from '../../ir/node.js';
 import { spell } from '../cpu/js.js';
@@ -152,23 +152,16 @@ function indexOp(op: ScalarOp, a: readonly string[]): string {
   }
 }
 
+const GPU_INDEX: IndexSpelling = {
+  int: String,
+  clamp: (inner, lo, hi) => `Math.min(Math.max(${inner}, ${lo}), ${hi})`,
+  div: (inner, d) => `Math.floor(${inner} / ${d})`,
+  mod: (inner, d, nonNeg) => (nonNeg ? `(${inner} % ${d})` : `t_mod(${inner}, ${d})`),
+};
+
 /** An index expression in integer arithmetic (matmul operands, which are not scheduled). */
 export function iexprCode(x: IExpr): string {
-  const parts: string[] = [];
-  for (const [a, k] of x.terms) {
-    let t: string;
-    if (a.kind === 'var') t = `i${a.v.id}`;
-    else {
-      const inner = iexprCode(a.x);
-      const nonNeg = range(a.x)[0] >= 0;
-      if (a.kind === 'clamp') t = `Math.min(Math.max(${inner}, ${a.lo}), ${a.hi})`;
-      else if (a.kind === 'div') t = `Math.floor(${inner} / ${a.d})`;
-      else t = nonNeg ? `(${inner} % ${a.d})` : `t_mod(${inner}, ${a.d})`;
-    }
-    parts.push(k === 1 ? t : `${t} * ${k}`);
-  }
-  if (x.c !== 0 || parts.length === 0) parts.push(String(x.c));
-  return parts.length === 1 ? parts[0]! : `(${parts.join(' + ')})`;
+  return spellIndex(x, GPU_INDEX);
 }
 
 /**
@@ -243,41 +236,14 @@ export function renderLoopStore(k: LoopKernel, plan: StorePlan, bufs: BufferInfo
   const w = new Writer(bufs, (e) => s.loadIndex.get(e), (e) => indexNodes.has(e));
   const outputVars = new Set(k.vars.map((v) => v.id));
   const lines = coordLines(k.vars, st.index, bufs.size(st.buf));
-  const emit = (scope: Scope, ind: string): void => {
-    for (const it of scope.items) {
-      if (it.kind === 'loop') {
-        if (outputVars.has(it.scope.v!.id)) emit(it.scope, ind);
-        else loop(it.scope, ind);
-        continue;
-      }
-      const e = it.e;
-      if (e.t === 'reduce') { reduce(e, ind); continue; }
-      const l = w.line(e);
-      if (l !== undefined) lines.push(ind + l);
-    }
-    if (scope.reduce !== undefined && s.reduceLoops.get(scope.reduce)!.last === scope) {
-      const r = scope.reduce as Expr & { t: 'reduce' };
-      lines.push(ind + (COMPENSATED.has(r.op) ? kahanStep(r, w.code(r.body)) : foldCode(r.op, w.name(r), w.code(r.body))));
-    }
-  };
-  const loop = (scope: Scope, ind: string): void => {
-    const v = `i${scope.v!.id}`;
-    const before = new Set(declaredIn(scope));
-    lines.push(`${ind}for (let ${v} = 0; ${v} < ${scope.v!.size}; ${v}++) {`);
-    emit(scope, `${ind}  `);
-    lines.push(`${ind}}`);
-    // Names declared inside the loop are out of scope after it.
-    w.forget(before);
-  };
-  const reduce = (r: Expr & { t: 'reduce' }, ind: string): void => {
-    lines.push(`${ind}let ${w.name(r)} = ${w.literal(REDUCE_INIT[r.op])};${COMPENSATED.has(r.op) ? ` let c${r.id} = ${w.literal(0)};` : ''}`);
-    const loops = s.reduceLoops.get(r)!;
-    if (loops.first === s.scopeOf.get(r)) lines.push(ind + (COMPENSATED.has(r.op) ? kahanStep(r, w.code(r.body)) : foldCode(r.op, w.name(r), w.code(r.body))));
-    else loop(loops.first, ind);
-  };
-  /** Expressions placed in `scope` or the scopes inside it. */
-  const declaredIn = (scope: Scope): Expr[] => scope.items.flatMap((it) => (it.kind === 'loop' ? declaredIn(it.scope) : [it.e]));
-  emit(s.top, '');
+  const fold = (r: Expr & { t: 'reduce' }): string => (COMPENSATED.has(r.op) ? kahanStep(r, w.code(r.body)) : foldCode(r.op, w.name(r), w.code(r.body)));
+  walkScopes(s, outputVars, {
+    line: (e) => w.line(e),
+    loopHead: (v, size) => `for (let ${v} = 0; ${v} < ${size}; ${v}++) {`,
+    init: (r) => `let ${w.name(r)} = ${w.literal(REDUCE_INIT[r.op])};${COMPENSATED.has(r.op) ? ` let c${r.id} = ${w.literal(0)};` : ''}`,
+    fold,
+    forget: (es) => w.forget(es),
+  }, lines);
   return finish(lines, storedResult(w, s.stores[0]!.value, st.dtype), w, loadedBuffers([st.value]), st.buf, bufs.size(st.buf), k.label);
 }
 

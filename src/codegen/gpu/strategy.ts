@@ -8,8 +8,9 @@
 import type { DType } from '../../ir/dtype.js';
 import { sizeOf } from '../../ir/ndarray.js';
 import { ExprBuilder, exprOrder, type Expr, type ScalarOp } from '../expr.js';
-import { range, type IExpr, type Var } from '../index-expr.js';
+import type { IExpr, Var } from '../index-expr.js';
 import type { ExternStep, LoopKernel, MatmulKernel, Program, Step, Store } from '../kernel.js';
+import { rowChecks, type RowCheck } from '../row-checks.js';
 import { schedule, type Schedule, type Scope } from '../schedule.js';
 import { userCallOf, userTemplates } from '../user.js';
 import { GPU_CALLS, gpuOpCode } from './scalar.js';
@@ -39,17 +40,6 @@ export interface StorePlan {
   readonly indexNodes: ReadonlySet<Expr>;
 }
 
-/** A row index the host checks before a kernel runs (gpu kernels cannot throw). */
-export interface RowCheck {
-  readonly buf: number;
-  /** Elements [lo, hi] of the buffer are row numbers. */
-  readonly lo: number;
-  readonly hi: number;
-  readonly rows: number;
-  readonly op: string;
-  readonly shape: string;
-}
-
 /** Where a step runs. */
 export type GpuStrategy =
   | { readonly where: 'device'; readonly kind: 'loop'; readonly stores: readonly StorePlan[]; readonly checks: readonly RowCheck[] }
@@ -75,7 +65,7 @@ function gpuStrategy(s: Step, info: BufferInfo, target: GpuTarget): GpuStrategy 
   try {
     switch (s.kind) {
       case 'loop': {
-        const checks = rowChecks(s);
+        const checks = rowChecks(s, (why) => new HostStep(why));
         return { where: 'device', kind: 'loop', stores: s.stores.map((st) => planLoopStore(s, st, info, target)), checks };
       }
       case 'matmul': checkMatmul(s, info, target); return { where: 'device', kind: 'matmul' };
@@ -212,16 +202,4 @@ export function loadedBuffers(roots: readonly Expr[]): number[] {
   const out = new Set<number>();
   for (const e of exprOrder(roots)) if (e.t === 'load') out.add(e.buf);
   return [...out].sort((p, q) => p - q);
-}
-
-/** The data-chosen rows a loop kernel reads ('row' expressions over plain loads). */
-function rowChecks(k: LoopKernel): RowCheck[] {
-  const out: RowCheck[] = [];
-  for (const e of exprOrder(k.stores.map((st) => st.value))) {
-    if (e.t !== 'row') continue;
-    if (e.x.t !== 'load' || e.x.dyn !== undefined) throw new HostStep('a row number that is not a plain read');
-    const [lo, hi] = range(e.x.index);
-    out.push({ buf: e.x.buf, lo, hi, rows: e.rows, op: e.op, shape: e.shape });
-  }
-  return out;
 }

@@ -8,7 +8,7 @@
 // rendering (strategy.ts, codegen step 4); the runtime runs the others on the host and reports it.
 import { REDUCE_INIT, type Expr } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
-import type { Scope } from '../schedule.js';
+import { walkScopes } from '../scope-walk.js';
 import { f32Literal, roundAs, storageOf } from './scalar.js';
 import { WG, Writer, assemble, foldCode, groups1d, kahanStep, type BufferInfo, type WgslKernel } from './writer.js';
 import { renderRows } from './rows.js';
@@ -32,36 +32,13 @@ export function renderLoop(k: LoopKernel, plan: LoopPlan, bufs: BufferInfo): Wgs
     lines.push(v.size === 1 ? `let i${v.id} = 0i;` : `let i${v.id} = (i / ${stride}i) % ${v.size}i;`);
   }
   const fold = (r: Expr & { t: 'reduce' }): string => (r.op === 'sum' ? kahanStep(r.id, w.code(r.body, 'f32')) : foldCode(r.op, w.name(r), w.code(r.body, 'f32')));
-  const declaredIn = (scope: Scope): Expr[] => scope.items.flatMap((it) => (it.kind === 'loop' ? declaredIn(it.scope) : [it.e]));
-  const emit = (scope: Scope, ind: string): void => {
-    for (const it of scope.items) {
-      if (it.kind === 'loop') {
-        if (outputVars.has(it.scope.v!.id)) emit(it.scope, ind);
-        else loop(it.scope, ind);
-        continue;
-      }
-      const e = it.e;
-      if (e.t === 'reduce') { reduce(e, ind); continue; }
-      const l = w.line(e);
-      if (l !== undefined) lines.push(ind + l);
-    }
-    if (scope.reduce !== undefined && s.reduceLoops.get(scope.reduce)!.last === scope) lines.push(ind + fold(scope.reduce as Expr & { t: 'reduce' }));
-  };
-  const loop = (scope: Scope, ind: string): void => {
-    const v = `i${scope.v!.id}`;
-    const inside = declaredIn(scope);
-    lines.push(`${ind}for (var ${v} = 0i; ${v} < ${scope.v!.size}i; ${v}++) {`);
-    emit(scope, `${ind}  `);
-    lines.push(`${ind}}`);
-    w.forget(inside); // names declared inside the loop are out of scope after it
-  };
-  const reduce = (r: Expr & { t: 'reduce' }, ind: string): void => {
-    lines.push(`${ind}var ${w.name(r)}: f32 = ${f32Literal(REDUCE_INIT[r.op])};${r.op === 'sum' ? ` var c${r.id}: f32 = 0.0;` : ''}`);
-    const loops = s.reduceLoops.get(r)!;
-    if (loops.first === s.scopeOf.get(r)) lines.push(ind + fold(r));
-    else loop(loops.first, ind);
-  };
-  emit(s.top, '');
+  walkScopes(s, outputVars, {
+    line: (e) => w.line(e),
+    loopHead: (v, size) => `for (var ${v} = 0i; ${v} < ${size}i; ${v}++) {`,
+    init: (r) => `var ${w.name(r)}: f32 = ${f32Literal(REDUCE_INIT[r.op])};${r.op === 'sum' ? ` var c${r.id}: f32 = 0.0;` : ''}`,
+    fold,
+    forget: (es) => w.forget(es),
+  }, lines);
   for (const st of s.stores) {
     const ty = storageOf(st.store.dtype)!;
     const v = roundAs(st.store.dtype, w.code(st.value, 'f32'));

@@ -9,23 +9,13 @@
 // steps always.
 import type { OpName } from '../../ir/registry.js';
 import { ExprBuilder, exprOrder, type Expr } from '../expr.js';
-import { range } from '../index-expr.js';
 import type { LoopKernel, MatmulKernel, Program, Step } from '../kernel.js';
 import { DRAW, philoxDraw } from '../random-fn.js';
+import { rowChecks, type RowCheck } from '../row-checks.js';
 import { schedule, type Schedule } from '../schedule.js';
 import { rowsForm } from './rows.js';
 import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, storageOf } from './scalar.js';
 import { MAX_BINDINGS, MAX_GROUPS, loaded, type BufferInfo } from './writer.js';
-
-/** A row index the host checks before a kernel runs (shaders cannot throw). */
-export interface RowCheck {
-  readonly buf: number;
-  readonly lo: number;
-  readonly hi: number;
-  readonly rows: number;
-  readonly op: string;
-  readonly shape: string;
-}
 
 /** A loop kernel as render.ts spells it: scheduled, its index arithmetic, its form and bindings. */
 export interface LoopPlan {
@@ -72,7 +62,7 @@ function webStrategy(s: Step, info: BufferInfo, maxBindings: number): WebStrateg
   try {
     switch (s.kind) {
       case 'loop': {
-        const checks = rowChecks(s);
+        const checks = rowChecks(s, (why) => new HostStep(why));
         return { where: 'device', kind: 'loop', plan: planLoop(s, info), checks };
       }
       case 'matmul': checkMatmul(s, info); return { where: 'device', kind: 'matmul' };
@@ -159,16 +149,4 @@ function checkBinds(binds: readonly number[], writes: readonly number[], info: B
   const most = info.maxBindings ?? MAX_BINDINGS;
   if (binds.length > most) throw new HostStep(`binds ${binds.length} buffers (a shader binds at most ${most} on this device)`);
   for (const b of binds) if (info.storage(b) === undefined) throw new HostStep(`${writes.includes(b) ? 'stores' : 'reads'} a ${info.dtype(b)} buffer`);
-}
-
-/** The data-chosen rows a loop kernel reads ('row' expressions over plain loads). */
-function rowChecks(k: LoopKernel): RowCheck[] {
-  const out: RowCheck[] = [];
-  for (const e of exprOrder(k.stores.map((st) => st.value))) {
-    if (e.t !== 'row') continue;
-    if (e.x.t !== 'load' || e.x.dyn !== undefined) throw new HostStep('a row number that is not a plain read');
-    const [lo, hi] = range(e.x.index);
-    out.push({ buf: e.x.buf, lo, hi, rows: e.rows, op: e.op, shape: e.shape });
-  }
-  return out;
 }

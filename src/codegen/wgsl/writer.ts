@@ -4,7 +4,7 @@
 import type { DType } from '../../ir/dtype.js';
 import type { OpName } from '../../ir/registry.js';
 import { FOLD_ROWS, exprOrder, type Expr, type ReduceOp } from '../expr.js';
-import { range, type IExpr } from '../index-expr.js';
+import { spellIndex, type IExpr, type IndexSpelling } from '../index-expr.js';
 import { DRAW, philoxDraw } from '../random-fn.js';
 import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, f32Literal, helperSources, i32Literal, roundAs, storageOf } from './scalar.js';
 
@@ -153,23 +153,16 @@ export class Writer {
   }
 }
 
+const WGSL_INDEX: IndexSpelling = {
+  int: i32Literal,
+  clamp: (inner, lo, hi) => `clamp(${inner}, ${i32Literal(lo)}, ${i32Literal(hi)})`,
+  div: (inner, d, nonNeg) => (nonNeg ? `(${inner} / ${d}i)` : `t_fdiv(${inner}, ${d}i)`),
+  mod: (inner, d, nonNeg) => (nonNeg ? `(${inner} % ${d}i)` : `t_fmod(${inner}, ${d}i)`),
+};
+
 /** An index expression in i32 (matmul operands, which are not scheduled). */
 export function iexprCode(x: IExpr): string {
-  const parts: string[] = [];
-  for (const [a, k] of x.terms) {
-    let t: string;
-    if (a.kind === 'var') t = `i${a.v.id}`;
-    else {
-      const inner = iexprCode(a.x);
-      const nonNeg = range(a.x)[0] >= 0;
-      if (a.kind === 'clamp') t = `clamp(${inner}, ${i32Literal(a.lo)}, ${i32Literal(a.hi)})`;
-      else if (a.kind === 'div') t = nonNeg ? `(${inner} / ${a.d}i)` : `t_fdiv(${inner}, ${a.d}i)`;
-      else t = nonNeg ? `(${inner} % ${a.d}i)` : `t_fmod(${inner}, ${a.d}i)`;
-    }
-    parts.push(k === 1 ? t : `${t} * ${i32Literal(k)}`);
-  }
-  if (x.c !== 0 || parts.length === 0) parts.push(i32Literal(x.c));
-  return parts.length === 1 ? parts[0]! : `(${parts.join(' + ')})`;
+  return spellIndex(x, WGSL_INDEX);
 }
 
 /** The fold of `v` into accumulator `acc`: the fold row's WGSL spelling, else its gpu.js one, else its JavaScript one (src/ir/ops/reduce.ts). */

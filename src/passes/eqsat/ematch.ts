@@ -5,7 +5,7 @@ import { apply } from '../../ir/build.js';
 import { NDArray } from '../../ir/ndarray.js';
 import type { Attrs } from '../../ir/op.js';
 import { isBuiltin } from '../../ir/registry.js';
-import { COMMUTATIVE, parsePattern, type Pattern } from '../pattern.js';
+import { COMMUTATIVE, bound, parsePattern, type Pattern } from '../pattern.js';
 import type { ClassId, EGraph } from './egraph.js';
 
 /** A pattern whose op nodes may carry a test on the e-node's attrs (matching) and attrs (building). */
@@ -93,11 +93,7 @@ export function search(eg: EGraph, p: EPattern, roots: readonly ClassId[], limit
 /** Adds the pattern's term under `s`; numbers are scalar constants of `like`'s dtype. Undefined when a term cannot be built. */
 export function instantiate(eg: EGraph, p: EPattern, s: Subst, like: ClassId): ClassId | undefined {
   switch (p.kind) {
-    case 'var': {
-      const c = s.get(p.name);
-      if (c === undefined) throw new Error(`replacement uses ?${p.name}, which the pattern does not bind`);
-      return c;
-    }
+    case 'var': return bound(s, p.name);
     case 'num':
       return eg.addNode(apply('constant', [], { value: new NDArray([p.value], [], eg.get(like).type.dtype) }));
     case 'op': {

@@ -10,11 +10,10 @@ import { clearGpuKernels } from './kernels.js';
 import type { NDArray } from '../../ir/ndarray.js';
 import { evalContext, nextEpoch } from '../../ir/interpret.js';
 import type { EvalContext } from '../../ir/op.js';
-import { DynamicShapeError, lower } from '../../codegen/lower.js';
 import type { Executor, DeviceResult } from '../function.js';
-import { CPU_TILE, cpuFusion } from '../compile.js';
+import { cpuFusion } from '../compile.js';
 import { ProgramCache } from '../program-cache.js';
-import { bodyOptimizer, link, passesFor, type OptimizedProgram, type Shapes, type Specialised, type Target, type TargetRequest } from '../target.js';
+import { link, passesFor, type OptimizedProgram, type Shapes, type Specialised, type Target, type TargetRequest } from '../target.js';
 import { debugEnabled, debugLog } from '../debug.js';
 import { gpuDevice, webgpuRequested } from './device.js';
 import { webgpuExecutor, webgpuTarget } from './webgpu/compile.js';
@@ -22,6 +21,7 @@ import type { DeviceBuffer } from './buffer.js';
 import { prepare, runPrepared, type Prepared } from './program.js';
 import { Runner, hostVal, hostValue, type Val } from './runner.js';
 import { storeOnDevice } from './resident.js';
+import { lowerForDevice } from './specialize.js';
 import { describeFallbacks, type Fallback } from '../fallback.js';
 import { platform } from '#platform';
 
@@ -54,19 +54,12 @@ function hostExterns(pp: Prepared): Fallback[] {
 
 function specialize(p: GpuProgram, shapes: Shapes): GpuSpec {
   const device = gpuDevice();
-  try {
-    const prog = lower({
-      targets: p.graph, inputSlot: p.inputSlot, variableSlot: p.variableSlot, inputShapes: shapes, tile: CPU_TILE, optimizeBody: bodyOptimizer(p.passes),
-      // Scans and scatters as gathers where their loops fit the device's limit (a margin for the kernel's other loops).
-      gatherLoops: Number.isFinite(device.maxLoop) ? Math.floor(device.maxLoop / 2) : 65535,
-    });
+  // Scans and scatters as gathers where their loops fit the device's limit (a margin for the kernel's other loops).
+  return lowerForDevice(p, shapes, Number.isFinite(device.maxLoop) ? Math.floor(device.maxLoop / 2) : 65535, (prog) => {
     const prepared = prepare(prog, device);
     if (debugEnabled('gpu')) debugLog(`gpu program for shapes ${shapes.map((s) => `(${s.join(', ')})`).join(' ')}:\n${describe(prepared)}`);
-    return { prepared, fallbacks: hostExterns(prepared), invalid: false };
-  } catch (e) {
-    if (!(e instanceof DynamicShapeError)) throw e;
-    return { prepared: undefined, fallbacks: [{ op: e.op, reason: e.message.slice(e.op.length + 2), whole: true }], invalid: e.invalid };
-  }
+    return { prepared, fallbacks: hostExterns(prepared) };
+  });
 }
 
 /** The kernels of a prepared program, and what runs on the host and why (f.source()). */

@@ -7,17 +7,15 @@
 //           extern's reference implementation, with its inputs read back.
 // Values stay on the device between kernels; only what a host step reads is read back.
 import { withBuiltBy, type Provenance } from '../../ir/provenance.js';
-import { rethrow } from '../../ir/build.js';
-import { NDArray, formatShape } from '../../ir/ndarray.js';
+import { NDArray, } from '../../ir/ndarray.js';
 import type { VariableCell } from '../../ir/node.js';
-import type { BufferDecl, ExternStep, PrintStep, Program, ScanStep, Step, ValueRef } from '../../codegen/kernel.js';
+import type { ExternStep, PrintStep, Program, ScanStep, Step, ValueRef } from '../../codegen/kernel.js';
 import { formatValue } from '../../ir/ops/misc.js';
 import { stepBuffers } from '../../codegen/kernel.js';
-import { prepare as prepareCpu } from '../../codegen/pipeline.js';
-import { buildModule, type RunFn } from '../../codegen/cpu/module.js';
+import type { RunFn } from '../../codegen/cpu/module.js';
 import { renderLoopStore, renderMatmul, type GpuKernel } from '../../codegen/gpu/render.js';
-import { chooseGpuStrategies, type BufferInfo, type GpuStrategy, type RowCheck } from '../../codegen/gpu/strategy.js';
-import { runtimeHelpers } from '../../codegen/cpu/runtime.js';
+import { chooseGpuStrategies, type BufferInfo, type GpuStrategy, } from '../../codegen/gpu/strategy.js';
+import type { RowCheck } from '../../codegen/row-checks.js';
 import { userElementwise, type ExternKernel } from '../../codegen/gpu/extern.js';
 import { userGpuHelper } from '../../codegen/user.js';
 import type { DeviceBuffer } from './buffer.js';
@@ -27,6 +25,7 @@ import { deviceCopy, rememberUpload } from './resident.js';
 import { type Runner, hostVal, hostValue, sizeOf, type Val } from './runner.js';
 import { stats } from './stats.js';
 import { offsetKernel, scanLoop } from './scan.js';
+import { hostModule, checkRows, runExternOnHost } from './host-step.js';
 
 export type PreparedStep =
   | { readonly kind: 'kernels'; readonly kernels: readonly GpuKernel[]; readonly checks?: readonly RowCheck[]; readonly origin?: readonly Provenance[] }
@@ -73,19 +72,6 @@ function prepareChosen(p: Program, chosen: readonly GpuStrategy[]): Prepared {
     throw new Error(`internal: the gpu strategy of step ${i} (${c.kind}) does not fit its ${s.kind} step`);
   });
   return { program: p, steps, uploads: new Map() };
-}
-
-/** One step as a cpu program of its own: the buffers it reads are its inputs, those it writes its results. */
-function hostModule(p: Program, s: Step): RunFn {
-  const io = stepBuffers(s);
-  const buffers: BufferDecl[] = p.buffers.map((b): BufferDecl => {
-    const slot = io.reads.indexOf(b.id);
-    if (slot >= 0) return { id: b.id, dtype: b.dtype, size: b.size, role: 'input', slot };
-    if (io.writes.includes(b.id)) return { id: b.id, dtype: b.dtype, size: b.size, role: 'target' };
-    return { id: b.id, dtype: b.dtype, size: b.size, role: 'scratch' };
-  });
-  const one: Program = { buffers, steps: [s], targets: io.writes.map((w) => ({ buf: w, offset: 0, shape: [p.buffers[w]!.size], dtype: p.buffers[w]!.dtype, copy: false })) };
-  return buildModule(prepareCpu(one, { wasm: true })).run;
 }
 
 /** The value a ValueRef names: its buffer's value, or a slice of it. */
@@ -212,23 +198,5 @@ export function runPrepared(r: Runner, pp: Prepared, inputs: readonly Val[], cel
 
 function runExtern(r: Runner, s: ExternStep, bufs: Map<number, Val>): void {
   const ins = s.inputs.map((v) => hostValue(valueOf(r, bufs, v)));
-  let outs: NDArray[];
-  try {
-    outs = s.tuple ? s.def.implTuple!(ins, s.attrs, r.ctx) : [s.def.impl(ins, s.attrs, r.ctx)];
-  } catch (e) {
-    throw rethrow(e, s.def.name);
-  }
-  s.outs.forEach((o, k) => {
-    const v = outs[k]!;
-    if (v.dtype !== o.dtype || v.shape.length !== o.shape.length || v.shape.some((d, i) => d !== o.shape[i])) {
-      throw new Error(`internal: op ${s.def.name} produced ${v.dtype} ${formatShape(v.shape)} but its type is ${o.dtype} ${formatShape(o.shape)}`);
-    }
-    bufs.set(o.buf, hostVal(v.reshape([v.size])));
-  });
-}
-
-
-/** The row numbers a kernel will read, checked with the cpu kernels' words (runtimeHelpers.row throws the reference's error). */
-function checkRows(c: RowCheck, data: ArrayLike<number>): void {
-  for (let i = c.lo; i <= c.hi; i++) runtimeHelpers.row(data[i]!, c.rows, c.op, c.shape);
+  runExternOnHost(s, ins, r.ctx, (buf, v) => bufs.set(buf, hostVal(v)));
 }

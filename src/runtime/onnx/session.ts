@@ -6,6 +6,7 @@
 // gives worker_threads; a browser build throws saying so).
 import type { MessagePort, Worker } from 'node:worker_threads';
 import { platform } from '#platform';
+import { callSync } from '../worker-call.js';
 
 type WorkerThreads = typeof import('node:worker_threads');
 const threads = (): WorkerThreads => platform.nodeBuiltin('worker_threads', 'the onnx backend (onnxruntime-node)') as WorkerThreads;
@@ -96,22 +97,8 @@ class SyncWorker {
   }
 
   call(req: Record<string, unknown>): Reply {
-    const id = this.nextId++;
-    Atomics.store(this.flag, 0, 0);
-    this.worker.postMessage({ ...req, id });
-    // 10 minutes: a session create or run that takes longer is taken to be stuck
-    const deadline = performance.now() + 600_000;
-    for (;;) {
-      // answers to other requests (none are waited for but releases) are read and dropped
-      for (let m = threads().receiveMessageOnPort(this.port); m !== undefined; m = threads().receiveMessageOnPort(this.port)) {
-        const reply = m.message as Reply & { id: number };
-        if (reply.id === id) return reply;
-      }
-      const left = deadline - performance.now();
-      if (left <= 0) throw new Error('onnx backend: ONNX Runtime did not answer within 10 minutes');
-      Atomics.wait(this.flag, 0, 0, Math.min(left, 50));
-      Atomics.store(this.flag, 0, 0);
-    }
+    // answers to other requests (none are waited for but releases) are dropped
+    return callSync<Reply & { id: number }>({ threads: threads(), worker: this.worker, port: this.port, flag: this.flag }, this.nextId++, req, 'onnx backend: ONNX Runtime did not answer within 10 minutes', () => {});
   }
 }
 

@@ -6,17 +6,17 @@ import type { Node } from '../../../ir/node.js';
 import type { NDArray } from '../../../ir/ndarray.js';
 import { evalContext, nextEpoch } from '../../../ir/interpret.js';
 import type { EvalContext } from '../../../ir/op.js';
-import { DynamicShapeError, lower } from '../../../codegen/lower.js';
 import type { DeviceResult, Executor } from '../../function.js';
-import { CPU_TILE, cpuFusion } from '../../compile.js';
+import { cpuFusion } from '../../compile.js';
 import { ProgramCache } from '../../program-cache.js';
-import { bodyOptimizer, link, passesFor, type OptimizedProgram, type Shapes, type LinkedProgram, type Specialised, type Target, type TargetRequest } from '../../target.js';
+import { link, passesFor, type OptimizedProgram, type Shapes, type LinkedProgram, type Specialised, type Target, type TargetRequest } from '../../target.js';
 import { debugEnabled, debugLog } from '../../debug.js';
 import { describeFallbacks, type Fallback } from '../../fallback.js';
 import { platform } from '#platform';
 import { prepareWeb, releaseWeb, runWeb, runWebAsync, webFallbacks, type WebPrepared, type WebResult } from './program.js';
 import { forgetPipelines } from './frame.js';
 import { webDeviceResult } from './resident.js';
+import { lowerForDevice } from '../specialize.js';
 import { openedWebGpu, webgpu } from './session.js';
 
 interface WebSpec extends Specialised {
@@ -37,20 +37,13 @@ const programs = new ProgramCache<WebProgram, WebSpec>({
 });
 
 function specialize(p: WebProgram, shapes: Shapes): WebSpec {
-  try {
-    const prog = lower({
-      targets: p.graph, inputSlot: p.inputSlot, variableSlot: p.variableSlot, inputShapes: shapes, tile: CPU_TILE, optimizeBody: bodyOptimizer(p.passes),
-      // Scans and scatters as gathers (each element folds its own terms), as for gpu.js.
-      gatherLoops: 65535,
-    });
+  // Scans and scatters as gathers (each element folds its own terms), as for gpu.js.
+  return lowerForDevice(p, shapes, 65535, (prog) => {
     const prepared = prepareWeb(prog, webgpu().maxStorageBuffers);
     holding.add(prepared);
     if (debugEnabled('gpu')) debugLog(`gpu:webgpu program for shapes ${shapes.map((s) => `(${s.join(', ')})`).join(' ')}:\n${describeWeb(prepared)}`);
-    return { prepared, fallbacks: webFallbacks(prepared), invalid: false };
-  } catch (e) {
-    if (!(e instanceof DynamicShapeError)) throw e;
-    return { prepared: undefined, fallbacks: [{ op: e.op, reason: e.message.slice(e.op.length + 2), whole: true }], invalid: e.invalid };
-  }
+    return { prepared, fallbacks: webFallbacks(prepared) };
+  });
 }
 
 /** The WGSL of each kernel, and what runs on the host and why (f.source()). */

@@ -1,30 +1,21 @@
-// Running a lowered Program (src/codegen/kernel.ts) on the gpu device's webgpu mode. Each step is
-// prepared once per shape specialisation, where src/codegen/wgsl/strategy.ts puts it, as a WGSL
-// kernel (src/codegen/wgsl), a Scan whose body's steps are all kernels (scan.ts: every step
-// recorded into the call's command buffer), or, where the renderer does not cover it yet, a host step (the cpu's code for that one step, or an
-// extern's reference implementation), which the compile reports as a fallback naming the op and
-// the reason. A call gathers its kernels into one request (one command buffer) to the device's
-// worker; values stay in device buffers between kernels and across calls (the program's
-// intermediates and constants per specialisation, variables per variable: resident.ts); only what
-// a host step reads and the function's outputs are read back (frame.ts).
-import { rethrow } from '../../../ir/build.js';
+
 import type { DType } from '../../../ir/dtype.js';
-import { NDArray, formatShape } from '../../../ir/ndarray.js';
+import { NDArray, } from '../../../ir/ndarray.js';
 import type { EvalContext } from '../../../ir/op.js';
 import type { VariableCell } from '../../../ir/node.js';
 import { formatValue } from '../../../ir/ops/misc.js';
 import { withBuiltBy, type Provenance } from '../../../ir/provenance.js';
-import { stepBuffers, type BufferDecl, type ExternStep, type Program, type ScanStep, type Step } from '../../../codegen/kernel.js';
-import { prepare as prepareCpu } from '../../../codegen/pipeline.js';
-import { buildModule, type RunFn } from '../../../codegen/cpu/module.js';
-import { runtimeHelpers } from '../../../codegen/cpu/runtime.js';
+import { stepBuffers, type ExternStep, type Program, type ScanStep, type Step } from '../../../codegen/kernel.js';
+import type { RunFn } from '../../../codegen/cpu/module.js';
 import { renderLoop, renderMatmul, type WgslKernel } from '../../../codegen/wgsl/render.js';
-import { chooseWebStrategies, webBufferInfo, type RowCheck, type WebStrategy } from '../../../codegen/wgsl/strategy.js';
+import { chooseWebStrategies, webBufferInfo, type WebStrategy } from '../../../codegen/wgsl/strategy.js';
+import type { RowCheck } from '../../../codegen/row-checks.js';
 import type { Fallback } from '../../fallback.js';
 import type { WebGpu } from './session.js';
 import { warnOnce } from '../device.js';
 import { Batch, Frame, type DeviceBuffers } from './frame.js';
 import { runScan } from './scan.js';
+import { hostModule, checkRows, runExternOnHost } from '../host-step.js';
 
 export type WebStep =
   | { readonly kind: 'kernel'; readonly kernel: WgslKernel; readonly checks: readonly RowCheck[]; readonly origin?: readonly Provenance[] }
@@ -74,19 +65,6 @@ export function webFallbacks(pp: WebPrepared): Fallback[] {
   });
 }
 
-/** One step as a cpu program of its own: the buffers it reads are its inputs, those it writes its results. */
-function hostModule(p: Program, s: Step): RunFn {
-  const io = stepBuffers(s);
-  const buffers: BufferDecl[] = p.buffers.map((b): BufferDecl => {
-    const slot = io.reads.indexOf(b.id);
-    if (slot >= 0) return { id: b.id, dtype: b.dtype, size: b.size, role: 'input', slot };
-    if (io.writes.includes(b.id)) return { id: b.id, dtype: b.dtype, size: b.size, role: 'target' };
-    return { id: b.id, dtype: b.dtype, size: b.size, role: 'scratch' };
-  });
-  const one: Program = { buffers, steps: [s], targets: io.writes.map((w) => ({ buf: w, offset: 0, shape: [p.buffers[w]!.size], dtype: p.buffers[w]!.dtype, copy: false })) };
-  return buildModule(prepareCpu(one, { wasm: true })).run;
-}
-
 /** Result of a call: each target's value on the host, or a device buffer handed to a variable. */
 export type WebResult = { readonly host: NDArray } | { readonly dev: number; readonly shape: readonly number[]; readonly dtype: DType };
 
@@ -96,7 +74,7 @@ export function runSteps(f: Frame, steps: readonly WebStep[], ctx: EvalContext):
     try {
       switch (s.kind) {
         case 'kernel':
-          for (const c of s.checks) { const d = f.hostOf(c.buf).data; for (let i = c.lo; i <= c.hi; i++) runtimeHelpers.row(d[i]!, c.rows, c.op, c.shape); }
+          for (const c of s.checks) checkRows(c, f.hostOf(c.buf).data);
           f.dispatch(s.kernel);
           break;
         case 'scan': runScan(f, s.step, s.body, ctx, runSteps); break;
@@ -183,19 +161,7 @@ function runExtern(f: Frame, s: ExternStep, ctx: EvalContext): void {
     const n = v.shape.reduce((a, d) => a * d, 1);
     return v.offset === 0 && n === whole.size ? whole.reshape(v.shape) : new NDArray(whole.data.slice(v.offset, v.offset + n), v.shape, v.dtype);
   });
-  let outs: NDArray[];
-  try {
-    outs = s.tuple ? s.def.implTuple!(ins, s.attrs, ctx) : [s.def.impl(ins, s.attrs, ctx)];
-  } catch (e) {
-    throw rethrow(e, s.def.name);
-  }
-  s.outs.forEach((o, k) => {
-    const v = outs[k]!;
-    if (v.dtype !== o.dtype || v.shape.length !== o.shape.length || v.shape.some((d, i) => d !== o.shape[i])) {
-      throw new Error(`internal: op ${s.def.name} produced ${v.dtype} ${formatShape(v.shape)} but its type is ${o.dtype} ${formatShape(o.shape)}`);
-    }
-    f.hostWrote(o.buf, v.reshape([v.size]));
-  });
+  runExternOnHost(s, ins, ctx, (buf, v) => f.hostWrote(buf, v));
 }
 
 /** Frees a specialisation's device buffers (its program left the cache), Scan bodies' included. */

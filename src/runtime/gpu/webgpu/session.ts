@@ -5,6 +5,7 @@
 // cannot wait for WebGPU on the page's main thread.
 import type { MessagePort, Worker } from 'node:worker_threads';
 import { platform } from '#platform';
+import { callSync } from '../../worker-call.js';
 import { WORKER_SOURCE } from './worker.js';
 
 type WorkerThreads = typeof import('node:worker_threads');
@@ -67,21 +68,8 @@ class SyncWorker {
   }
 
   call(req: Record<string, unknown>): Reply {
-    const id = this.nextId++;
-    Atomics.store(this.flag, 0, 0);
-    this.worker.postMessage({ ...req, id });
-    const deadline = performance.now() + 600_000;
-    for (;;) {
-      for (let m = threads().receiveMessageOnPort(this.port); m !== undefined; m = threads().receiveMessageOnPort(this.port)) {
-        const reply = m.message as Reply & { id: number };
-        if (reply.id === id) return reply;
-        this.answer(reply); // a callAsync request's reply that arrived meanwhile
-      }
-      const left = deadline - performance.now();
-      if (left <= 0) throw new Error('gpu:webgpu: the WebGPU worker did not answer within 10 minutes');
-      Atomics.wait(this.flag, 0, 0, Math.min(left, 50));
-      Atomics.store(this.flag, 0, 0);
-    }
+    // a callAsync request's reply that arrives meanwhile is handed on
+    return callSync<Reply & { id: number }>({ threads: threads(), worker: this.worker, port: this.port, flag: this.flag }, this.nextId++, req, 'gpu:webgpu: the WebGPU worker did not answer within 10 minutes', (r) => this.answer(r));
   }
 }
 
