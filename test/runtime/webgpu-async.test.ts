@@ -3,9 +3,9 @@
 // variable updates included; a synchronous call while asynchronous ones are pending is an error.
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
-import { webgpuCounts, webgpuMissing } from '../../src/runtime/gpu/webgpu/session.js';
+import { webgpuCounts } from '../../src/runtime/gpu/webgpu/session.js';
 import { expectClose } from '../helpers/assert.js';
-import { needs } from '../helpers/needs.js';
+import { onWebgpu } from '../helpers/webgpu.js';
 
 const rand = (shape: number[], seed: number): NDArray => {
   const n = shape.reduce((a, b) => a * b, 1);
@@ -66,17 +66,7 @@ describe('callAsync', function () {
   });
 
   describe('on gpu:webgpu', () => {
-    let saved: string | undefined;
-    before(function () {
-      needs(this, 'the gpu device\'s webgpu mode', webgpuMissing());
-      saved = process.env['THEANINE_GPU_MODE'];
-      process.env['THEANINE_GPU_MODE'] = 'webgpu';
-    });
-    after(() => {
-      if (saved === undefined) delete process.env['THEANINE_GPU_MODE'];
-      else process.env['THEANINE_GPU_MODE'] = saved;
-      K.clear_session();
-    });
+    onWebgpu();
 
     it('awaits the device without blocking, and matches the synchronous call and the cpu', async () => {
       const cpu = trainingStep('cpu');

@@ -7,8 +7,8 @@ import { expect } from 'chai';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { backend as K, NDArray } from '../../src/index.js';
-import { webgpuCounts, webgpuMissing } from '../../src/runtime/gpu/webgpu/session.js';
-import { needs } from '../helpers/needs.js';
+import { webgpuCounts } from '../../src/runtime/gpu/webgpu/session.js';
+import { onWebgpu } from '../helpers/webgpu.js';
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -16,17 +16,7 @@ const MB = 2 ** 20;
 
 describe('gpu:webgpu memory over many shapes', function () {
   this.timeout(600_000);
-  let saved: string | undefined;
-  before(function () {
-    needs(this, 'the gpu device\'s webgpu mode', webgpuMissing());
-    saved = process.env['THEANINE_GPU_MODE'];
-    process.env['THEANINE_GPU_MODE'] = 'webgpu';
-  });
-  after(() => {
-    if (saved === undefined) delete process.env['THEANINE_GPU_MODE'];
-    else process.env['THEANINE_GPU_MODE'] = saved;
-    K.clear_session();
-  });
+  onWebgpu();
 
   it('200 batch sizes: device bytes, heap and RSS level off, and clear_session gives the device\'s back', () => {
     K.clear_session();

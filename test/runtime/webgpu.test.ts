@@ -4,11 +4,11 @@
 // gradient tables run on this mode through test/helpers/targets.ts (THEANINE_TEST_TARGETS=gpu).
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
-import { webgpuCounts, webgpuMissing } from '../../src/runtime/gpu/webgpu/session.js';
+import { webgpuCounts } from '../../src/runtime/gpu/webgpu/session.js';
 import { FallbackError } from '../../src/runtime/fallback.js';
 import { setWarningSink } from '../../src/runtime/warn.js';
 import { expectClose } from '../helpers/assert.js';
-import { needs } from '../helpers/needs.js';
+import { onWebgpu } from '../helpers/webgpu.js';
 
 const GPU = { device: 'gpu' } as const;
 const REF = { optimizer: 'none' } as const;
@@ -16,17 +16,7 @@ const REF = { optimizer: 'none' } as const;
 describe('gpu device, webgpu mode', function () {
   // lavapipe compiles each shader with LLVM on a loaded machine
   this.timeout(300_000);
-  let saved: string | undefined;
-  before(function () {
-    needs(this, 'the gpu device\'s webgpu mode', webgpuMissing());
-    saved = process.env['THEANINE_GPU_MODE'];
-    process.env['THEANINE_GPU_MODE'] = 'webgpu';
-  });
-  after(() => {
-    if (saved === undefined) delete process.env['THEANINE_GPU_MODE'];
-    else process.env['THEANINE_GPU_MODE'] = saved;
-    K.clear_session();
-  });
+  onWebgpu();
 
   const rand = (shape: number[], seed: number): NDArray => {
     const n = shape.reduce((a, b) => a * b, 1);

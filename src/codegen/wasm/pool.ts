@@ -54,11 +54,9 @@ export function poolAlone(n: Node): boolean {
 const MAX_BYTES = 256 * 1024 * 1024;
 /**
  * Poolings of at least this many input elements (and two images) are split over the worker
- * threads where more than one is configured, an image per claim. Measured on the shared 2-vCPU
- * machine under a load average of about 37, one process alternating the two forms (8x64x64x32,
- * fwd+bwd), the split form was slower: max 2x2 4.99 against 4.06 ms, avg 3x3 22.7 against
- * 18.2 ms (bench/README.md), as the elementwise tier's loops over the shared memory were; so only
- * poolings twice the bench's size take it, as the elementwise tier's PARALLEL_MIN_ELEMENTS.
+ * threads where more than one is configured, an image per claim: at the bench's size (8x64x64x32)
+ * the split form measured slower than one thread, so only poolings twice that size take it, the
+ * same bound as the elementwise tier's PARALLEL_MIN_ELEMENTS.
  */
 export const POOL_PARALLEL_MIN_ELEMENTS = 1 << 22;
 let parallelMin = POOL_PARALLEL_MIN_ELEMENTS;
