@@ -70,7 +70,7 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
   this.timeout(120000);
   // the hand-off model (src/codegen/cpu/handoff.ts) off: the workers take part whatever the machine's load
   beforeEach(() => setHandoffModel(false));
-  afterEach(() => { setWasmKernel(true); setMatmulFma(undefined); setThreads(undefined); setHandoffModel(true); });
+  afterEach(() => { setWasmKernel(true); setMatmulFma(undefined); setThreads(undefined); setHandoffModel(undefined); });
 
   it('the precision is configured ("float64" unless keras.json or THEANINE_MATMUL_PRECISION says otherwise) and checked', () => {
     expect(withPrecision('float32', () => matmulPrecision())).to.equal('float32');

@@ -56,7 +56,7 @@ const kernels = (src: string) => src.match(/^function k\d+/gm)?.length ?? 0;
 describe('codegen/wasm row pairs: softmax and its relatives in one kernel', () => {
   // the hand-off model (src/codegen/cpu/handoff.ts) off: the workers take part whatever the machine's load
   before(() => setHandoffModel(false));
-  after(() => setHandoffModel(true));
+  after(() => setHandoffModel(undefined));
   const L = 1000;
   const cases: [string, Graph, (rows: number) => number[][], number][] = [
     ['softmax', ([x]) => K.softmax(x!), (r) => [[r, L]], 3],

@@ -8,9 +8,14 @@
 // quiet one splits them. TensorFlow.js' WebAssembly backend (XNNPACK's pthreadpool) splits by a
 // fixed tile count instead; PyTorch's at::parallel_for uses a fixed grain size: the measured
 // latency is this project's choice.
+//
+// Off by default (setHandoffModel(true) turns it on): where other work runs between calls, the
+// measured latency rises and the model keeps mid-sized products on one thread, which costs more
+// than the hand-off saves (the bench's dot 512, bench/README.md); off, every job past the tiers'
+// size thresholds splits.
 
 /** Running averages: `rate` the work per millisecond on one thread, by kind of job (0 until measured); `latency` in milliseconds. */
-export const handoff = { rate: 0, latency: 0.05, on: true, splits: 0, kept: 0, rates: new Map<number, number>() };
+export const handoff = { rate: 0, latency: 0.05, on: false, splits: 0, kept: 0, rates: new Map<number, number>() };
 /** Weight of a new measurement in each average. */
 const ALPHA = 0.2;
 /**
@@ -20,9 +25,9 @@ const ALPHA = 0.2;
  */
 const PROBE = 16;
 
-/** Turns the model off (every job that may split does, as before it) or on; tests that count workers' claims turn it off. */
-export function setHandoffModel(on: boolean): void {
-  handoff.on = on;
+/** Turns the model on or off (every job that may split does); undefined: the default, off. */
+export function setHandoffModel(on: boolean | undefined): void {
+  handoff.on = on ?? false;
 }
 
 /** Kind 0: matrix products (`rate`); others: the shared tier kernel of that id + 1 (`rates`). */
