@@ -7,7 +7,7 @@ import type { Node } from '../../../ir/node.js';
 import type { OpNode } from '../../../ir/registry.js';
 import { ValueError } from '../../../ir/errors.js';
 import { formatShape } from '../../../ir/ndarray.js';
-import { FN, ap, batched, firstExample, materialize, mergeBatch, moveAxis, splitBatch } from '../helpers.js';
+import { FN, ap, batched, firstExample, materialize, mergeBatch, moveAxis, splitBatch, unbatched } from '../helpers.js';
 import type { BatchContext, BatchRule, BatchTableFor } from '../types.js';
 
 const dotRule: BatchRule = (_n, [x, y]) => {
@@ -82,6 +82,8 @@ const convRule: BatchRule<OpNode<'conv'>> = (n, [x, w], ctx) => {
 /** dy (N, O.., F), w (K.., Cg, F) [, like]: the adjoint of conv in its input. */
 const convTransposeRule: BatchRule<OpNode<'conv_transpose'>> = (n, [dy, w, like], ctx) => {
   const extra = like === undefined ? [] : [like.batched ? firstExample(like.value) : like.value];
+  // only the size input batched: it is read for its shape, which every example shares, so the result is one
+  if (!dy!.batched && !w!.batched) return unbatched(ap('conv_transpose', [dy!.value, w!.value, ...extra], n.attrs));
   if (!w!.batched) return batched(splitBatch(ap('conv_transpose', [mergeBatch(dy!.value), w!.value, ...extra], n.attrs), n, ctx));
   const dys = intoChannels(materialize(dy!, ctx));
   const ws = intoChannels(w!.value);
