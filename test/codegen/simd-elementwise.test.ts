@@ -50,7 +50,7 @@ function ulps(a: number, b: number): number {
   return Math.abs(ord(a) - ord(b));
 }
 
-describe('codegen/wasm SIMD elementwise tier', () => {
+describe('codegen/cpu/wasm SIMD elementwise tier', () => {
   const sigmoidRef = (x: number) => (x >= 0 ? 1 / (1 + Math.exp(-x)) : Math.exp(x) / (1 + Math.exp(x)));
   const approximated: [string, (x: Node) => Node, (x: number) => number, number][] = [
     ['tanh', (x) => K.tanh(x), Math.tanh, 60],

@@ -53,7 +53,7 @@ function expectSame(got: Float32Array, want: Float32Array, what: string): void {
 
 const kernels = (src: string) => src.match(/^function k\d+/gm)?.length ?? 0;
 
-describe('codegen/wasm row pairs: softmax and its relatives in one kernel', () => {
+describe('codegen/cpu/wasm row pairs: softmax and its relatives in one kernel', () => {
   // the hand-off model (src/codegen/cpu/handoff.ts) off: the workers take part whatever the machine's load
   before(() => setHandoffModel(false));
   after(() => setHandoffModel(undefined));

@@ -57,7 +57,7 @@ function expectSame(got: Float32Array, ref: Float32Array, what: string): void {
   }
 }
 
-describe('codegen/wasm SIMD reduction tier', () => {
+describe('codegen/cpu/wasm SIMD reduction tier', () => {
   // the hand-off model (src/codegen/cpu/handoff.ts) off: the workers take part whatever the machine's load
   before(() => setHandoffModel(false));
   after(() => setHandoffModel(undefined));
