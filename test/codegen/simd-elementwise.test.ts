@@ -1,4 +1,4 @@
-// The WebAssembly SIMD tier for fused elementwise loops (src/codegen/wasm/elementwise.ts):
+// The WebAssembly SIMD tier for fused elementwise loops (src/codegen/cpu/wasm/elementwise.ts):
 // arithmetic, comparisons, selects, max/min, abs, sqrt, float32 rounding and flag (bool) loads
 // and stores are bit-identical to the JavaScript kernels (and so to the reference); tanh, exp, sigmoid and log, the vector
 // approximations, are within 1 ulp of the reference's value in float32 (the bound stated in the tier's header).
