@@ -64,7 +64,7 @@ export class Batch {
   /** Sends what is gathered with these reads; returns their bytes. */
   send(reads: readonly { id: number; bytes: number }[]): readonly ArrayBuffer[] {
     const req = this.take(reads);
-    return req === undefined ? [] : this.received(this.gpu.worker.call(req));
+    return req === undefined ? [] : this.received(this.gpu.worker.call(req, 'a step that runs on the host, reading the device\'s values in the middle of a call,'));
   }
 
   /** As send, without blocking: the reply is awaited (callAsync). */
