@@ -32,6 +32,20 @@ globalThis.theanineWebgpu = {
   adapter: caught(async () => { const a = await navigator.gpu.requestAdapter(); return a === null ? 'none' : [a.info.vendor, a.info.architecture].join(' '); }),
   program: caught(() => runProgramAsync(K, 'gpu', webgpuCountsAsync)),
   runCase: caught((name) => runCaseAsync(K, WEBGPU_CASES.find((c) => c.name === name), { device: 'gpu', fallback: 'error' })),
+  debugLines: caught(async () => {
+    const lines = [];
+    const warn = console.warn;
+    console.warn = (...a) => { lines.push(a.join(' ')); };
+    try {
+      setEnvironment({ THEANINE_DEBUG: 'gpu' });
+      const x = K.placeholder([3]);
+      await K.function([x], [K.exp(x)], [], { device: 'gpu' }).callAsync([[1, 2, 3]]);
+    } finally {
+      setEnvironment({ THEANINE_DEBUG: undefined });
+      console.warn = warn;
+    }
+    return lines;
+  }),
   syncErrors: caught(async () => {
     const x = K.placeholder([2, 3]);
     const W = K.variable(K.ones([3, 2]), 'float32', 'W');
@@ -123,6 +137,12 @@ describe('in Chromium: the gpu device\'s webgpu mode on navigator.gpu, with call
     expectClose(got.weights, want.weights, TABLE_TOL, 'weights after 3 updates');
     expectClose(got.probs, want.probs, TABLE_TOL, 'softmax');
     expect(got.losses[2]!).to.be.lessThan(got.losses[0]!);
+  });
+
+  it('THEANINE_DEBUG=gpu names the adapter and prints each kernel\'s WGSL on the console', async () => {
+    const lines = await inPage<string[]>('debugLines');
+    expect(lines.some((l) => /function on gpu:webgpu \(google swiftshader/.test(l)), lines.join('\n')).to.equal(true);
+    expect(lines.some((l) => /@compute @workgroup_size/.test(l)), 'a kernel\'s WGSL').to.equal(true);
   });
 
   it('a synchronous call is an error naming callAsync; a variable the device holds is read with K.get_value_async', async () => {
