@@ -43,7 +43,7 @@ export interface Spelling {
   readonly wgsl?: string;
   /**
    * The WebAssembly SIMD tier's lane instruction (f64x2.<wasm>, or f32x4.<wasm> in its float32
-   * form; src/codegen/wasm/elementwise.ts) where one computes the op exactly as `js` does; a
+   * form; src/codegen/cpu/wasm/elementwise.ts) where one computes the op exactly as `js` does; a
    * comparison's gives a lane mask. Without one the tier leaves the op to JavaScript.
    */
   readonly wasm?: 'add' | 'sub' | 'mul' | 'div' | 'min' | 'max' | 'neg' | 'abs' | 'sqrt' | 'eq' | 'ne' | 'lt' | 'gt' | 'le' | 'ge';
