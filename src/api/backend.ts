@@ -43,7 +43,7 @@ export {
   int_shape, ndim, dtype, count_params, get_variable_shape, is_keras_tensor, is_sparse, set_value,
   batch_set_value,
 } from './tensors.js';
-export { get_value, batch_get_value } from './eval.js';
+export { get_value, get_value_async, batch_get_value } from './eval.js';
 export { Update } from './function.js';
 export { symbolic, eager } from './misc.js';
 export { get_session, set_session, Session, manual_variable_initialization } from './session.js';
