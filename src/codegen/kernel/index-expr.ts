@@ -39,7 +39,10 @@ export class IExpr {
 }
 
 let nextVar = 1;
+/** Ids whose spelling `i<id>` is a WGSL type or reserved word (i8, i16, i32, i64): a loop variable never takes them. */
+const WGSL_RESERVED_IDS: ReadonlySet<number> = new Set([8, 16, 32, 64]);
 export function newVar(size: number): Var {
+  while (WGSL_RESERVED_IDS.has(nextVar)) nextVar++;
   return { id: nextVar++, size };
 }
 

@@ -12,6 +12,7 @@ import { walkScopes } from '../transform/scope-walk.js';
 import { f32Literal, roundAs, storageOf } from './scalar.js';
 import { WG, Writer, assemble, foldCode, groups1d, kahanStep, type BufferInfo, type WgslKernel } from './writer.js';
 import { renderRows } from './rows.js';
+import { renderSteps } from './steps.js';
 import type { LoopPlan } from './strategy.js';
 
 export type { BufferInfo, WgslKernel } from './writer.js';
@@ -23,6 +24,7 @@ export function renderLoop(k: LoopKernel, plan: LoopPlan, bufs: BufferInfo): Wgs
   const w = new Writer(bufs, (e) => s.loadIndex.get(e), (e) => indexNodes.has(e));
   const binds = [...plan.binds];
   if (plan.rows !== undefined) return renderRows(k, s, plan.rows, w, bufs, binds, [...plan.written]);
+  if (plan.steps !== undefined) return renderSteps(k, s, indexNodes, plan.steps, bufs, binds, [...plan.written]);
   const outputVars = new Set(k.vars.map((v) => v.id));
   const lines: string[] = [`let i = i32(gid.x + gid.y * nwg.x * ${WG}u);`, `if (i >= ${total}i) { return; }`];
   // Output coordinates: row-major over the kernel's output loops.

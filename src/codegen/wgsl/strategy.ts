@@ -14,6 +14,8 @@ import { DRAW, philoxDraw } from '../lower/random-fn.js';
 import { rowChecks, type RowCheck } from '../kernel/row-checks.js';
 import { schedule, type Schedule } from '../transform/schedule.js';
 import { rowsForm } from './rows.js';
+import { planSteps, type StepsPlan } from './steps.js';
+import { CHECKED_CALLS } from './checked.js';
 import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, storageOf } from './scalar.js';
 import { MAX_BINDINGS, MAX_GROUPS, loaded, type BufferInfo } from './writer.js';
 
@@ -26,6 +28,10 @@ export interface LoopPlan {
   readonly total: number;
   readonly written: readonly number[];
   readonly binds: readonly number[];
+  /** The steps form (steps.ts): elements read what others stored, or accumulate into rows chosen by data. */
+  readonly steps?: StepsPlan;
+  /** The kernel calls a function the host checks its arguments with (checked.ts): the cpu's code runs first on the host, its results unused. */
+  readonly hostCheck?: boolean;
 }
 
 /** Where a step runs. */
@@ -87,23 +93,28 @@ function webStrategy(s: Step, info: BufferInfo, maxBindings: number): WebStrateg
 
 function planLoop(k: LoopKernel, info: BufferInfo): LoopPlan {
   const written = new Set(k.stores.map((st) => st.buf));
+  let ordered = false;
   for (const st of k.stores) {
     if (storageOf(st.dtype) === undefined) throw new HostStep(`stores ${st.dtype}`);
-    if (st.accumulate === true || st.dyn !== undefined) throw new HostStep('scatters into rows chosen by data');
+    if (st.accumulate === true || st.dyn !== undefined) ordered = true;
   }
-  const reads = loaded(k.stores.map((st) => st.value));
-  if (reads.some((b) => written.has(b))) throw new HostStep('a running value along an axis (elements read the ones stored before them)');
+  const reads = loaded(k.stores.flatMap((st) => (st.dyn !== undefined ? [st.value, st.dyn.row] : [st.value])));
+  if (reads.some((b) => written.has(b))) ordered = true;
   const total = k.vars.reduce((p, v) => p * v.size, 1);
   if (total === 0) throw new Empty();
   if (total > 2 ** 31 - 1) throw new HostStep(`${total} elements (i32 indices)`);
+  const steps = ordered ? planSteps(k, info.size, (why) => new HostStep(why)) : undefined;
   const sched = schedule(k.vars, k.stores, new ExprBuilder(() => 'float64'));
   const indexNodes = new Set<Expr>();
   for (const ix of sched.loadIndex.values()) for (const e of exprOrder([ix])) indexNodes.add(e);
   for (const st of sched.stores) for (const e of exprOrder([st.index])) indexNodes.add(e);
-  checkSpelled([...sched.stores.flatMap((st) => [st.value, st.index]), ...sched.loadIndex.values()], info, (e) => indexNodes.has(e));
+  const checked = checkSpelled([...sched.stores.flatMap((st) => [st.value, st.index]), ...sched.loadIndex.values()], info, (e) => indexNodes.has(e));
   const binds = [...new Set([...written, ...reads])].sort((p, q) => p - q);
   checkBinds(binds, [...written], info);
-  return { sched, indexNodes, rows: rowsForm(k, sched), total, written: [...written], binds };
+  return {
+    sched, indexNodes, rows: steps === undefined ? rowsForm(k, sched) : undefined, total, written: [...written], binds,
+    ...(steps !== undefined ? { steps } : {}), ...(checked ? { hostCheck: true } : {}),
+  };
 }
 
 function checkMatmul(k: MatmulKernel, info: BufferInfo): void {
@@ -114,15 +125,16 @@ function checkMatmul(k: MatmulKernel, info: BufferInfo): void {
   if (k.batch.size * k.m.size * k.n.size === 0) throw new Empty();
   const reads = loaded([k.a, k.b, st.value]);
   if (reads.includes(st.buf)) throw new HostStep('a product reading its own output');
-  checkSpelled([k.a, k.b, st.value], info, () => false);
+  if (checkSpelled([k.a, k.b, st.value], info, () => false)) throw new HostStep('a checked call inside a product');
   if (k.batch.size > MAX_GROUPS) throw new HostStep(`${k.batch.size} products in a batch (at most ${MAX_GROUPS} per dispatch)`);
   checkBinds([...new Set([st.buf, ...reads])].sort((p, q) => p - q), [st.buf], info);
 }
 
 const DRAWS: ReadonlySet<number> = new Set(Object.values(DRAW));
 
-/** Every expression the Writer (writer.ts) would spell has a WGSL spelling (`isIndex`: the index arithmetic). */
-function checkSpelled(roots: readonly Expr[], info: BufferInfo, isIndex: (e: Expr) => boolean): void {
+/** Every expression the Writer (writer.ts) would spell has a WGSL spelling (`isIndex`: the index arithmetic); whether one is a checked call. */
+function checkSpelled(roots: readonly Expr[], info: BufferInfo, isIndex: (e: Expr) => boolean): boolean {
+  let checked = false;
   for (const e of exprOrder(roots)) {
     switch (e.t) {
       case 'load': if (info.storage(e.buf) === undefined) throw new HostStep(`reads a ${info.dtype(e.buf)} buffer`); break;
@@ -132,7 +144,8 @@ function checkSpelled(roots: readonly Expr[], info: BufferInfo, isIndex: (e: Exp
           if ([0, 2, 4, 5, 6, 7].some((k) => e.args[k]!.t !== 'const')) throw new HostStep('a random draw whose parameters are not constants');
           const kind = (e.args[0] as Expr & { t: 'const' }).v;
           if (!DRAWS.has(kind)) throw new HostStep(`random draw kind ${kind}`);
-        } else if (WGSL_CALLS[e.name as OpName] === undefined) throw new HostStep(`calls ${e.name}, which has no WGSL spelling yet`);
+        } else if (CHECKED_CALLS[e.name] !== undefined) checked = true;
+        else if (WGSL_CALLS[e.name as OpName] === undefined) throw new HostStep(`calls ${e.name}, which has no WGSL spelling yet`);
         break;
       case 'op': {
         const idx = isIndex(e);
@@ -142,6 +155,7 @@ function checkSpelled(roots: readonly Expr[], info: BufferInfo, isIndex: (e: Exp
       default: break;
     }
   }
+  return checked;
 }
 
 /** The shader's bindings: at most the device's count, each buffer in a storage the device holds. */

@@ -6,6 +6,7 @@ import type { OpName } from '../../ir/registry.js';
 import { FOLD_ROWS, exprOrder, type Expr, type ReduceOp } from '../kernel/expr.js';
 import { spellIndex, type IExpr, type IndexSpelling } from '../kernel/index-expr.js';
 import { DRAW, philoxDraw } from '../lower/random-fn.js';
+import { CHECKED_CALLS } from './checked.js';
 import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, f32Literal, helperSources, i32Literal, roundAs, storageOf } from './scalar.js';
 
 /** An expression strategy.ts should have sent to the host. */
@@ -96,7 +97,7 @@ export class Writer {
       }
       case 'call': {
         if (e.fn === philoxDraw) return this.philox(e.args);
-        const f = WGSL_CALLS[e.name as OpName];
+        const f = WGSL_CALLS[e.name as OpName] ?? CHECKED_CALLS[e.name];
         if (f === undefined) throw unspelled(`a call of ${e.name}`);
         return f(e.args.map((a) => this.code(a, 'f32')));
       }

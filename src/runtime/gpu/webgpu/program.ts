@@ -18,7 +18,11 @@ import { runScan } from './scan.js';
 import { hostModule, checkRows, runExternOnHost } from '../host-step.js';
 
 export type WebStep =
-  | { readonly kind: 'kernel'; readonly kernel: WgslKernel; readonly checks: readonly RowCheck[]; readonly origin?: readonly Provenance[] }
+  | {
+    readonly kind: 'kernel'; readonly kernel: WgslKernel; readonly checks: readonly RowCheck[]; readonly origin?: readonly Provenance[];
+    /** The cpu's code of the kernel, run on the host first for the errors of its checked calls (codegen/wgsl/checked.ts), and the buffers it reads. */
+    readonly hostCheck?: { readonly run: RunFn; readonly reads: readonly number[] };
+  }
   | { readonly kind: 'scan'; readonly step: ScanStep; readonly body: WebPrepared }
   | { readonly kind: 'host'; readonly step: Step; readonly why: string; readonly run: RunFn | undefined }
   /** A kernel of no elements: its buffers hold none. */
@@ -47,7 +51,10 @@ function prepareChosen(p: Program, chosen: readonly WebStrategy[], maxBindings: 
     const origin = s.origin !== undefined ? { origin: s.origin } : {};
     if (c.kind === 'host') return { kind: 'host', step: s, why: c.why, run: s.kind === 'extern' || s.kind === 'print' ? undefined : hostModule(p, s) };
     if (c.kind === 'empty') return { kind: 'empty', writes: stepBuffers(s).writes };
-    if (s.kind === 'loop' && c.kind === 'loop') return { kind: 'kernel', kernel: renderLoop(s, c.plan, info), checks: c.checks, ...origin };
+    if (s.kind === 'loop' && c.kind === 'loop') {
+      const hostCheck = c.plan.hostCheck === true ? { hostCheck: { run: hostModule(p, s), reads: stepBuffers(s).reads } } : {};
+      return { kind: 'kernel', kernel: renderLoop(s, c.plan, info), checks: c.checks, ...origin, ...hostCheck };
+    }
     if (s.kind === 'matmul' && c.kind === 'matmul') return { kind: 'kernel', kernel: renderMatmul(s, info), checks: [], ...origin };
     if (s.kind === 'scan' && c.kind === 'scan') return { kind: 'scan', step: s, body: prepareChosen(s.body, c.body, maxBindings) };
     throw new Error(`internal: the WebGPU strategy of step ${i} (${c.kind}) does not fit its ${s.kind} step`);
@@ -82,6 +89,10 @@ export function* runSteps(f: Frame, steps: readonly WebStep[], ctx: EvalContext)
           for (const c of s.checks) {
             yield* f.need([c.buf]);
             checkRows(c, f.hostOf(c.buf).data);
+          }
+          if (s.hostCheck !== undefined) {
+            yield* f.need(s.hostCheck.reads);
+            s.hostCheck.run(s.hostCheck.reads.map((b) => f.hostOf(b).data), [], ctx.learningPhase, ctx);
           }
           f.dispatch(s.kernel);
           break;
