@@ -9,12 +9,12 @@ import { Decoration, type DecorationSet, keymap } from '@codemirror/view';
 import { instance as vizInstance } from '@viz-js/viz';
 import { basicSetup, EditorView } from 'codemirror';
 import { GPU } from 'gpu.js';
-import { provideModule } from '../src/index.js';
+import { provideModule, setEnvironment } from '../src/index.js';
 import type { Node } from '../src/ir/node.js';
 import type { CompiledFunction } from '../src/runtime/function.js';
 import { VIEWER_EXAMPLES, VIEWER_EXAMPLE_NAMES, type ViewerExample } from '../src/examples/viewer-programs.js';
 import {
-  analyze, type ViewerLevel, brief, callsOf, compile, describeNode, kernelsOf, numbers, profileBars, programLineOf, referenceNumbers, runProgram, stepThrough,
+  analyze, type ViewerDevice, type ViewerLevel, brief, callsOf, compile, describeNode, kernelsOf, numbers, numbersAsync, profileBars, programLineOf, referenceNumbers, runProgram, stepThrough,
   type Analysis, type KernelView, type StepThrough,
 } from './model.js';
 import { toDotWithIds } from '../src/ir/dot.js';
@@ -46,7 +46,7 @@ const editor = new EditorView({
   doc: '',
   extensions: [
     // Ctrl-Enter (Cmd-Enter) runs the program, ahead of basicSetup's own bindings.
-    keymap.of([{ key: 'Mod-Enter', run: () => { void run(($('device') as HTMLSelectElement).value as 'cpu' | 'gpu').catch(() => undefined); return true; } }]),
+    keymap.of([{ key: 'Mod-Enter', run: () => { void run(($('device') as HTMLSelectElement).value as ViewerDevice).catch(() => undefined); return true; } }]),
     basicSetup, javascript(), lineField, EditorView.theme({ '.cm-built-here': { backgroundColor: '#fff3b0' } })],
   parent: $('editor'),
 });
@@ -105,7 +105,7 @@ function mark(g: SVGGElement | undefined, cls: string, on = true): void {
 
 interface State {
   analysis: Analysis;
-  device: 'cpu' | 'gpu';
+  device: ViewerDevice;
   fn: CompiledFunction;
   kernels: KernelView[];
   steps: StepThrough;
@@ -345,18 +345,20 @@ function toND(xs: readonly number[]) {
 }
 
 /** Runs the editor's program: analysis, compiled function on `device`, kernels, step-through. */
-async function run(device: 'cpu' | 'gpu'): Promise<State['result']> {
+async function run(device: ViewerDevice): Promise<State['result']> {
   setStatus('running…');
   ($('device') as HTMLSelectElement).value = device;
   editor.dispatch({ effects: setLine.of(undefined) });
   try {
     const t0 = performance.now();
     const analysis = analyze(runProgram(editor.state.doc.toString()), undefined, ($('optimizer') as HTMLSelectElement).value as ViewerLevel);
-    const fn = compile(analysis, device, undefined, true);
-    const got = numbers(fn, analysis);
+    // gpu (WebGPU): the gpu device's webgpu mode on the page's navigator.gpu; its calls are awaited (a page cannot block)
+    setEnvironment({ THEANINE_GPU_MODE: device === 'webgpu' ? 'webgpu' : undefined });
+    const fn = compile(analysis, device === 'cpu' ? 'cpu' : 'gpu', undefined, true);
+    const got = device === 'webgpu' ? await numbersAsync(fn, analysis) : numbers(fn, analysis);
     // the Profile tab: four more calls, the first (compiling) call's kernel times left out
     fn.profile({ reset: true });
-    for (let i = 0; i < 4; i++) fn(analysis.values);
+    for (let i = 0; i < 4; i++) if (device === 'webgpu') await fn.callAsync(analysis.values); else fn(analysis.values);
     const cpu = device === 'cpu' ? got : numbers(compile(analysis, 'cpu'), analysis);
     const kernels = kernelsOf(fn.source(), fn.graph);
     const steps = stepThrough(analysis);
@@ -386,8 +388,8 @@ function load(name: ViewerExample): void {
 // Controls.
 const select = $('example') as HTMLSelectElement;
 for (const n of VIEWER_EXAMPLE_NAMES) select.append(new Option(n, n));
-select.addEventListener('change', () => { load(select.value as ViewerExample); void run(($('device') as HTMLSelectElement).value as 'cpu' | 'gpu').catch(() => undefined); });
-$('run').addEventListener('click', () => void run(($('device') as HTMLSelectElement).value as 'cpu' | 'gpu').catch(() => undefined));
+select.addEventListener('change', () => { load(select.value as ViewerExample); void run(($('device') as HTMLSelectElement).value as ViewerDevice).catch(() => undefined); });
+$('run').addEventListener('click', () => void run(($('device') as HTMLSelectElement).value as ViewerDevice).catch(() => undefined));
 for (const b of document.querySelectorAll<HTMLButtonElement>('#tabs button')) b.addEventListener('click', () => tab(b.dataset['tab']!));
 $('step-back').addEventListener('click', () => { if (state !== undefined) showStep(state, state.step - 1); });
 $('step-next').addEventListener('click', () => { if (state !== undefined) showStep(state, state.step + 1); });
@@ -423,7 +425,7 @@ window.addEventListener('hashchange', () => {
   const name = decodeURIComponent(location.hash.slice(1));
   if ((VIEWER_EXAMPLE_NAMES as readonly string[]).includes(name)) {
     load(name as ViewerExample);
-    void run(($('device') as HTMLSelectElement).value as 'cpu' | 'gpu').catch(() => undefined);
+    void run(($('device') as HTMLSelectElement).value as ViewerDevice).catch(() => undefined);
   }
 });
 

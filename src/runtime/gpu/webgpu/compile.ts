@@ -52,7 +52,7 @@ export function describeWeb(pp: WebPrepared, indent = ''): string {
   return pp.steps.map((s) => {
     switch (s.kind) {
       case 'empty': return `${indent}// a kernel of no elements`;
-      case 'kernel': return `${indent}// ${s.kernel.label.replace(/[^A-Za-z0-9_,. ]/g, '_')}: workgroups ${s.kernel.groups.join(' x ')}\n${s.kernel.code.replace(/^/gm, indent)}`;
+      case 'kernel': return `${indent}// ${s.kernel.label.replace(/[^A-Za-z0-9_,. [\]]/g, '_')}: workgroups ${s.kernel.groups.join(' x ')}\n${s.kernel.code.replace(/^/gm, indent)}`;
       case 'scan': return `${indent}// scan ${s.step.steps} steps, every step's kernels in the call's command buffer:\n${describeWeb(s.body, `${indent}  `)}`;
       case 'host': return `${indent}// on the host: ${s.step.kind === 'extern' ? `op ${s.step.def.name}, not compiled: ${s.step.reason}` : `${s.step.kind} kernel ${s.step.label}`} (${s.why})`;
     }
