@@ -23,7 +23,10 @@ export interface ExternKernel {
 const size = (s: readonly number[]): number => sizeOf(s);
 
 /** The user op's helper per element, inputs broadcast (right-aligned); undefined beyond exact float32 indices. */
-export function userElementwise(n: ExternNode, helper: { readonly name: string; readonly source: string }): ExternKernel | undefined {
+export function userElementwise(
+  n: ExternNode,
+  helper: { readonly name: string; readonly source: string },
+): ExternKernel | undefined {
   if (size(n.shape) > MAX_ELEMENTS) return undefined;
   const b = new KernelBuilder(n.shape);
   const loads = n.inputs.map((inp, k) => {
@@ -32,7 +35,9 @@ export function userElementwise(n: ExternNode, helper: { readonly name: string; 
     const st = rowMajorStrides(inp.shape);
     const strides = new Array<number>(n.shape.length).fill(0);
     const off = n.shape.length - inp.shape.length;
-    inp.shape.forEach((d, i) => { strides[off + i] = d === 1 ? 0 : st[i]!; });
+    inp.shape.forEach((d, i) => {
+      strides[off + i] = d === 1 ? 0 : st[i]!;
+    });
     return `${b.arg(k)}[${b.offset(strides)}]`;
   });
   const value = `${helper.name}(${loads.join(', ')})`;

@@ -23,7 +23,10 @@ export interface KernelSource {
 export function rowMajorStrides(shape: readonly number[]): number[] {
   const s = new Array<number>(shape.length);
   let acc = 1;
-  for (let i = shape.length - 1; i >= 0; i--) { s[i] = acc; acc *= shape[i]!; }
+  for (let i = shape.length - 1; i >= 0; i--) {
+    s[i] = acc;
+    acc *= shape[i]!;
+  }
   return s;
 }
 
@@ -86,7 +89,12 @@ export class KernelBuilder {
   offset(strides: readonly number[], base = 0): string {
     // The output's own layout (or a suffix of it) needs no coordinates at all.
     if (strides.every((s, d) => s === this.strides[d] || this.shape[d] === 1)) return affine([[1, 'i']], base);
-    return affine(strides.map((s, d) => [this.shape[d] === 1 ? 0 : s, s === 0 || this.shape[d] === 1 ? '' : this.coord(d)] as const), base);
+    return affine(
+      strides.map(
+        (s, d) => [this.shape[d] === 1 ? 0 : s, s === 0 || this.shape[d] === 1 ? '' : this.coord(d)] as const,
+      ),
+      base,
+    );
   }
 
   /** Runs `f` with its lines collected apart (for a block nested in a loop); returns them joined. */
