@@ -8,17 +8,8 @@ import { leavesOf } from '../ir/graph.js';
 import { evaluate } from '../ir/interpret.js';
 import { staticSize, type Dim } from '../ir/types.js';
 import { densify, isSparseValue } from '../runtime/values.js';
-import {
-  allOptions,
-  checkDType,
-  checkInt,
-  constantNode,
-  isTensor,
-  need,
-  options,
-  toTensor,
-  type TensorLike,
-} from './args.js';
+import type { TensorLike } from './args.js';
+import { allOptions, checkDType, checkInt, constantNode, isTensor, need, options, toTensor } from './args.js';
 import { floatx, get_uid } from './config.js';
 import { currentLearningPhase, scopedName } from './state.js';
 import { sizeArg, sizeList, type Size, type SizeList } from './sizes.js';

@@ -2,16 +2,8 @@
 // text, DOT text or an SVG picture, before or after the optimizer; and the pass table.
 import { writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import {
-  debugprint,
-  dot,
-  listPasses,
-  optimize,
-  svg,
-  type DotOptions,
-  type OptimizerLevel,
-  type Tensor,
-} from '../index.js';
+import type { DotOptions, OptimizerLevel, Tensor } from '../index.js';
+import { debugprint, dot, listPasses, optimize, svg } from '../index.js';
 import { EXAMPLES, buildExample, type Example, type ExampleName } from '../examples/graphs.js';
 import { CliError, type Io } from './io.js';
 import { existsSync } from 'node:fs';

@@ -7,14 +7,8 @@
 // Test values: the function's placeholders take seeded random values of their type (unknown dims
 // TEST_DIM), variables their current values; every value is cached by node, and nodes are
 // hash-consed and immutable, so a subgraph shared by many replacements is evaluated once.
-import {
-  firstDifference,
-  formatDifference,
-  seededRandom,
-  testValue,
-  type Difference,
-  type Tolerance,
-} from '../ir/compare.js';
+import type { Difference, Tolerance } from '../ir/compare.js';
+import { firstDifference, formatDifference, seededRandom, testValue } from '../ir/compare.js';
 import { topoSort } from '../ir/graph.js';
 import type { NDArray } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';

@@ -23,19 +23,8 @@ import { ValueError } from '../../ir/errors.js';
 import type { Node } from '../../ir/node.js';
 import { isOp } from '../../ir/registry.js';
 import { exportAs, type Expr, type ExprBuilder } from '../kernel/expr.js';
-import {
-  iadd,
-  iclamp,
-  iconst,
-  idiv,
-  imod,
-  iscale,
-  ivar,
-  newVar,
-  ravel,
-  type IExpr,
-  type Var,
-} from '../kernel/index-expr.js';
+import type { IExpr, Var } from '../kernel/index-expr.js';
+import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, ravel } from '../kernel/index-expr.js';
 import type { BufferRole, LoopKernel, Step, Store, ValueRef } from '../kernel/ir.js';
 
 type AddBuf = (dtype: DType, size: number, role: BufferRole) => number;

@@ -13,16 +13,8 @@ import { getOp, isOp, type OpNode } from '../../ir/registry.js';
 import { tensorType, tupleType, type TensorType } from '../../ir/types.js';
 import { ExprBuilder, type Expr } from '../kernel/expr.js';
 import { iadd, iconst, ivar, newVar, ravel, type IExpr, type Var } from '../kernel/index-expr.js';
-import {
-  indirectSize,
-  setOrigin,
-  type BufferDecl,
-  type BufferRole,
-  type Program,
-  type Step,
-  type TargetRef,
-  type ValueRef,
-} from '../kernel/ir.js';
+import type { BufferDecl, BufferRole, Program, Step, TargetRef, ValueRef } from '../kernel/ir.js';
+import { indirectSize, setOrigin } from '../kernel/ir.js';
 import { inherit } from '../../ir/provenance.js';
 import type { KeepMode } from '../../ir/ops/control.js';
 import { lowerScan } from './scan.js';

@@ -20,19 +20,8 @@ import type { DType } from '../../ir/dtype.js';
 import { padsFor } from '../../ir/ops/window.js';
 import type { PoolAttrs } from '../../ir/ops/pool.js';
 import type { ExprBuilder, Expr } from '../kernel/expr.js';
-import {
-  iadd,
-  iclamp,
-  iconst,
-  idiv,
-  imod,
-  iscale,
-  ivar,
-  newVar,
-  ravel,
-  type IExpr,
-  type Var,
-} from '../kernel/index-expr.js';
+import type { IExpr, Var } from '../kernel/index-expr.js';
+import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, ravel } from '../kernel/index-expr.js';
 import type { LoopKernel, PoolSpec, Step, ValueRef, BufferRole } from '../kernel/ir.js';
 import { collapseLoopKernel } from '../transform/collapse.js';
 import { allOf, masked, within } from '../kernel/mask.js';

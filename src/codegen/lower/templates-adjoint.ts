@@ -5,19 +5,8 @@ import { sliceRange } from '../../ir/ops/shape.js';
 import type { GradClipAttrs } from '../../ir/ops/adjoint.js';
 import type { AttrsOf } from '../../ir/registry.js';
 import type { Expr } from '../kernel/expr.js';
-import {
-  iadd,
-  iclamp,
-  iconst,
-  idiv,
-  imod,
-  iscale,
-  ivar,
-  newVar,
-  ravel,
-  unravel,
-  type Var,
-} from '../kernel/index-expr.js';
+import type { Var } from '../kernel/index-expr.js';
+import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, ravel, unravel } from '../kernel/index-expr.js';
 import type { LoopTemplate } from './templates.js';
 import { axisOf, broadcastCoords, notFirst, sumOver, view } from './templates-shape.js';
 import { allOf, masked, within } from '../kernel/mask.js';

@@ -17,19 +17,8 @@ import type { AttrsOf } from '../../ir/registry.js';
 import { firstMaxTap, foldTaps, poolGeom, windowTaps, type PoolGeom } from './pool.js';
 import type { PoolAttrs } from '../../ir/ops/pool.js';
 import type { Expr, ExprBuilder } from '../kernel/expr.js';
-import {
-  iadd,
-  iclamp,
-  iconst,
-  idiv,
-  imod,
-  iscale,
-  ivar,
-  newVar,
-  unravel,
-  type IExpr,
-  type Var,
-} from '../kernel/index-expr.js';
+import type { IExpr, Var } from '../kernel/index-expr.js';
+import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, unravel } from '../kernel/index-expr.js';
 import type { IndirectA } from '../kernel/ir.js';
 import type { LoopTemplate, MatmulTemplate, TemplateCtx } from './templates.js';
 import { allOf, masked, within } from '../kernel/mask.js';

@@ -7,16 +7,8 @@ import { NDArray, formatShape, sizeOf } from '../ndarray.js';
 import { defineOp, type EvalContext, type OpDef } from '../op.js';
 import { tensorType, type Dim, type TensorType } from '../types.js';
 import { InferError } from '../errors.js';
-import {
-  elementBits,
-  seededKey,
-  truncatedNormal,
-  unit32,
-  unitFloat,
-  unseededKey,
-  normalFromBits,
-  type RandomKey,
-} from '../random.js';
+import type { RandomKey } from '../random.js';
+import { elementBits, seededKey, truncatedNormal, unit32, unitFloat, unseededKey, normalFromBits } from '../random.js';
 
 export interface RandomAttrs {
   readonly shape: readonly Dim[];

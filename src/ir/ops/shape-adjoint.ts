@@ -6,18 +6,8 @@ import { defineOp } from '../op.js';
 import { normAxis, tensorType, type Dim } from '../types.js';
 import { InferError } from '../errors.js';
 import { forEachIndex, offsetOf } from './util.js';
-import {
-  concatOp,
-  gatherOp,
-  repeatAxis,
-  repeatedFrom,
-  sliceOp,
-  sliceRange,
-  tiledFrom,
-  unifyDim,
-  type RepeatAttrs,
-  type SliceAttrs,
-} from './shape.js';
+import type { RepeatAttrs, SliceAttrs } from './shape.js';
+import { concatOp, gatherOp, repeatAxis, repeatedFrom, sliceOp, sliceRange, tiledFrom, unifyDim } from './shape.js';
 
 /** The adjoint of a repeat: zeros of `shape`, each element of g added where the repeat read it from. */
 function sumInto(
