@@ -25,6 +25,8 @@ import {
   window,
   type IntOrTuple,
   type OutputShape,
+  type ConvArgs,
+  type Opt,
 } from './conv.js';
 import { convOptions, dataFormatOf, tupleOf } from './conv-args.js';
 import { batch_dot } from './linalg.js';
@@ -32,23 +34,14 @@ import { concatenate, slice_along } from './indexing.js';
 import { permute_dimensions, reshape } from './shape.js';
 import { temporal_padding } from './padding.js';
 
-type Opt<T> = T | Record<string, unknown>;
-
 /**
  * depthwise_conv2d(x, depthwise_kernel (rows, cols, in_channels, depth_multiplier), strides,
  * padding, data_format, dilation_rate): channel c of x convolved with depthwise_kernel[..., c, m]
  * gives output channel c * depth_multiplier + m (TensorFlow's depthwise_conv2d).
  */
-export function depthwise_conv2d(
-  x: TensorLike,
-  depthwise_kernel: TensorLike,
-  strides?: Opt<IntOrTuple>,
-  padding?: Opt<string>,
-  data_format?: Opt<string | null>,
-  dilation_rate?: Opt<IntOrTuple>,
-): Node {
+export function depthwise_conv2d(x: TensorLike, depthwise_kernel: TensorLike, ...args: ConvArgs): Node {
   const fn = 'K.depthwise_conv2d';
-  const o = convOptions(fn, [strides, padding, data_format, dilation_rate], { k2: K2 });
+  const o = convOptions(fn, args, { k2: K2 });
   const xt = toTensor(fn, x, 'x');
   const dk = toTensor(fn, depthwise_kernel, 'depthwise_kernel', xt.dtype);
   const fmt = dataFormatOf(fn, o['data_format']);
@@ -82,13 +75,10 @@ export function separable_conv1d(
   x: TensorLike,
   depthwise_kernel: TensorLike,
   pointwise_kernel: TensorLike,
-  strides?: Opt<IntOrTuple>,
-  padding?: Opt<string>,
-  data_format?: Opt<string | null>,
-  dilation_rate?: Opt<IntOrTuple>,
+  ...args: ConvArgs
 ): Node {
   const fn = 'K.separable_conv1d';
-  const o = convOptions(fn, [strides, padding, data_format, dilation_rate], { k2: K2 });
+  const o = convOptions(fn, args, { k2: K2 });
   let xt = toTensor(fn, x, 'x');
   const dk = toTensor(fn, depthwise_kernel, 'depthwise_kernel', xt.dtype);
   const pk = toTensor(fn, pointwise_kernel, 'pointwise_kernel', xt.dtype);

@@ -43,7 +43,31 @@ export interface ConvOptions {
   pool_size?: IntOrTuple;
   pool_mode?: string;
 }
-type Opt<T> = T | ConvOptions;
+export type Opt<T> = T | ConvOptions;
+/** Keras 2's trailing arguments of a convolution (each may be an options object in their place). */
+export type ConvArgs = [
+  strides?: Opt<IntOrTuple>,
+  padding?: Opt<string>,
+  data_format?: Opt<string | null>,
+  dilation_rate?: Opt<IntOrTuple>,
+];
+/** Keras 1's trailing arguments of conv2d and conv3d (`shape` is image_shape or volume_shape). */
+type ConvK1Args = [
+  strides: IntOrTuple,
+  border_mode: string,
+  dim_ordering: DimOrdering,
+  shape?: Hint,
+  filter_shape?: Hint,
+  filter_dilation?: IntOrTuple,
+];
+/** The trailing arguments of a pooling. */
+type PoolArgs = [
+  pool_size?: Opt<IntOrTuple>,
+  strides?: Opt<IntOrTuple>,
+  padding?: Opt<string>,
+  data_format?: Opt<string | null>,
+  pool_mode?: Opt<string>,
+];
 
 const SPATIAL = ['', 'length', 'rows, cols', 'dim1, dim2, dim3'];
 
@@ -148,14 +172,7 @@ export const K2 = ['strides', 'padding', 'data_format', 'dilation_rate'];
 type Hint = readonly Dim[] | null;
 
 /** Keras 2 conv1d(x, kernel, strides, padding, data_format, dilation_rate); Keras 1 conv1d(x, kernel, stride, border_mode, image_shape, filter_shape). */
-export function conv1d(
-  x: TensorLike,
-  kernel: TensorLike,
-  strides?: Opt<IntOrTuple>,
-  padding?: Opt<string>,
-  data_format?: Opt<string | null>,
-  dilation_rate?: Opt<IntOrTuple>,
-): Node;
+export function conv1d(x: TensorLike, kernel: TensorLike, ...args: ConvArgs): Node;
 export function conv1d(
   x: TensorLike,
   kernel: TensorLike,
@@ -183,47 +200,15 @@ const k1Conv = (shapeHint: string): Signature => ({
 type DimOrdering = 'th' | 'tf' | 'default';
 
 /** conv2d(x, kernel, strides, padding, data_format, dilation_rate); Keras 1's border_mode, dim_ordering, filter_dilation accepted. */
-export function conv2d(
-  x: TensorLike,
-  kernel: TensorLike,
-  strides?: Opt<IntOrTuple>,
-  padding?: Opt<string>,
-  data_format?: Opt<string | null>,
-  dilation_rate?: Opt<IntOrTuple>,
-): Node;
-export function conv2d(
-  x: TensorLike,
-  kernel: TensorLike,
-  strides: IntOrTuple,
-  border_mode: string,
-  dim_ordering: DimOrdering,
-  image_shape?: Hint,
-  filter_shape?: Hint,
-  filter_dilation?: IntOrTuple,
-): Node;
+export function conv2d(x: TensorLike, kernel: TensorLike, ...args: ConvArgs): Node;
+export function conv2d(x: TensorLike, kernel: TensorLike, ...k1: ConvK1Args): Node;
 export function conv2d(x: TensorLike, kernel: TensorLike, ...rest: unknown[]): Node {
   return convN('K.conv2d', 2, x, kernel, convOptions('K.conv2d', rest, k1Conv('image_shape')), CONV_PADDINGS);
 }
 
 /** conv3d(x, kernel, strides, padding, data_format, dilation_rate); Keras 1's spellings accepted. */
-export function conv3d(
-  x: TensorLike,
-  kernel: TensorLike,
-  strides?: Opt<IntOrTuple>,
-  padding?: Opt<string>,
-  data_format?: Opt<string | null>,
-  dilation_rate?: Opt<IntOrTuple>,
-): Node;
-export function conv3d(
-  x: TensorLike,
-  kernel: TensorLike,
-  strides: IntOrTuple,
-  border_mode: string,
-  dim_ordering: DimOrdering,
-  volume_shape?: Hint,
-  filter_shape?: Hint,
-  filter_dilation?: IntOrTuple,
-): Node;
+export function conv3d(x: TensorLike, kernel: TensorLike, ...args: ConvArgs): Node;
+export function conv3d(x: TensorLike, kernel: TensorLike, ...k1: ConvK1Args): Node;
 export function conv3d(x: TensorLike, kernel: TensorLike, ...rest: unknown[]): Node {
   return convN('K.conv3d', 3, x, kernel, convOptions('K.conv3d', rest, k1Conv('volume_shape')), CONV_PADDINGS);
 }
@@ -351,13 +336,10 @@ export function conv2d_transpose(
   x: TensorLike,
   kernel: TensorLike,
   output_shape?: Opt<OutputShape>,
-  strides?: Opt<IntOrTuple>,
-  padding?: Opt<string>,
-  data_format?: Opt<string | null>,
-  dilation_rate?: Opt<IntOrTuple>,
+  ...args: ConvArgs
 ): Node {
   const fn = 'K.conv2d_transpose';
-  const o = convOptions(fn, [output_shape, strides, padding, data_format, dilation_rate], { k2: TRANSPOSE_K2 });
+  const o = convOptions(fn, [output_shape, ...args], { k2: TRANSPOSE_K2 });
   return transposeConv(fn, x, kernel, required(fn, o, 'output_shape'), o, 3, 2);
 }
 
@@ -392,13 +374,10 @@ export function separable_conv2d(
   x: TensorLike,
   depthwise_kernel: TensorLike,
   pointwise_kernel: TensorLike,
-  strides?: Opt<IntOrTuple>,
-  padding?: Opt<string>,
-  data_format?: Opt<string | null>,
-  dilation_rate?: Opt<IntOrTuple>,
+  ...args: ConvArgs
 ): Node {
   const fn = 'K.separable_conv2d';
-  const o = convOptions(fn, [strides, padding, data_format, dilation_rate], {
+  const o = convOptions(fn, args, {
     k2: K2,
     k1: ['strides', 'border_mode', 'dim_ordering'],
   });
@@ -474,33 +453,11 @@ const POOL_NAMES = ['pool_size', 'strides', 'padding', 'data_format', 'pool_mode
 const POOL_K1 = ['pool_size', 'strides', 'border_mode', 'dim_ordering', 'pool_mode'];
 
 /** pool2d(x, pool_size, strides=(1, 1), padding='valid', data_format, pool_mode='max'|'avg'). */
-export function pool2d(
-  x: TensorLike,
-  pool_size?: Opt<IntOrTuple>,
-  strides?: Opt<IntOrTuple>,
-  padding?: Opt<string>,
-  data_format?: Opt<string | null>,
-  pool_mode?: Opt<string>,
-): Node {
-  const o = convOptions('K.pool2d', [pool_size, strides, padding, data_format, pool_mode], {
-    k2: POOL_NAMES,
-    k1: POOL_K1,
-  });
-  return poolN('K.pool2d', 2, x, o);
+export function pool2d(x: TensorLike, ...args: PoolArgs): Node {
+  return poolN('K.pool2d', 2, x, convOptions('K.pool2d', args, { k2: POOL_NAMES, k1: POOL_K1 }));
 }
 
 /** pool3d(x, pool_size, strides=(1, 1, 1), padding='valid', data_format, pool_mode='max'|'avg'). */
-export function pool3d(
-  x: TensorLike,
-  pool_size?: Opt<IntOrTuple>,
-  strides?: Opt<IntOrTuple>,
-  padding?: Opt<string>,
-  data_format?: Opt<string | null>,
-  pool_mode?: Opt<string>,
-): Node {
-  const o = convOptions('K.pool3d', [pool_size, strides, padding, data_format, pool_mode], {
-    k2: POOL_NAMES,
-    k1: POOL_K1,
-  });
-  return poolN('K.pool3d', 3, x, o);
+export function pool3d(x: TensorLike, ...args: PoolArgs): Node {
+  return poolN('K.pool3d', 3, x, convOptions('K.pool3d', args, { k2: POOL_NAMES, k1: POOL_K1 }));
 }
