@@ -102,44 +102,31 @@ function draw(
 
 type NormalOpts = { mean?: number; stddev?: number; dtype?: DType | null; seed?: number | null };
 
-/** Normal draws with the given mean and standard deviation. */
-export function random_normal(
+/** Keras' arguments of a normal draw: shape, mean, stddev, dtype, seed (or an options object). */
+type NormalArgs = [
   shape: RandomShape | ({ shape: RandomShape } & NormalOpts),
   mean?: number | NormalOpts,
   stddev?: number,
   dtype?: DType | null,
   seed?: number | null,
-): Node {
-  const fn = 'random_normal';
-  const o = allOptions(
-    fn,
-    [shape, mean, stddev, dtype, seed],
-    ['shape', 'mean', 'stddev', 'dtype', 'seed'],
-  ) as NormalOpts & { shape?: unknown };
+];
+
+function normalDraw(fn: 'random_normal' | 'truncated_normal', args: NormalArgs): Node {
+  const o = allOptions(fn, args, ['shape', 'mean', 'stddev', 'dtype', 'seed']) as NormalOpts & { shape?: unknown };
   return draw(fn, fn, need(fn, o, 'shape'), o.dtype, o.seed, {
     mean: checkNumber(fn, o.mean ?? 0, 'mean'),
     stddev: checkNumber(fn, o.stddev ?? 1, 'stddev'),
   });
 }
 
+/** Normal draws with the given mean and standard deviation. */
+export function random_normal(...args: NormalArgs): Node {
+  return normalDraw('random_normal', args);
+}
+
 /** Normal draws redrawn until within 2 standard deviations of the mean. */
-export function truncated_normal(
-  shape: RandomShape | ({ shape: RandomShape } & NormalOpts),
-  mean?: number | NormalOpts,
-  stddev?: number,
-  dtype?: DType | null,
-  seed?: number | null,
-): Node {
-  const fn = 'truncated_normal';
-  const o = allOptions(
-    fn,
-    [shape, mean, stddev, dtype, seed],
-    ['shape', 'mean', 'stddev', 'dtype', 'seed'],
-  ) as NormalOpts & { shape?: unknown };
-  return draw(fn, fn, need(fn, o, 'shape'), o.dtype, o.seed, {
-    mean: checkNumber(fn, o.mean ?? 0, 'mean'),
-    stddev: checkNumber(fn, o.stddev ?? 1, 'stddev'),
-  });
+export function truncated_normal(...args: NormalArgs): Node {
+  return normalDraw('truncated_normal', args);
 }
 
 type UniformOpts = { minval?: number; maxval?: number; dtype?: DType | null; seed?: number | null };
