@@ -94,32 +94,24 @@ function fold(
 
 type FoldOpts = { initializer?: TensorLike | null; name?: string | null };
 
-export function foldl(
-  fn: FoldFn,
-  elems: TensorLike,
-  initializer?: TensorLike | null | FoldOpts,
-  name?: string | null,
-): Node {
+/** Keras' arguments of foldl and foldr after fn: elems, initializer, name (or an options object). */
+type FoldArgs = [elems: TensorLike, initializer?: TensorLike | null | FoldOpts, name?: string | null];
+
+function foldArgs(name: 'foldl' | 'foldr', fn: FoldFn, [elems, initializer, nameArg]: FoldArgs): Node {
   const o = options<{ initializer: TensorLike | null; name: string | null }>(
-    'foldl',
-    [initializer, name],
+    name,
+    [initializer, nameArg],
     ['initializer', 'name'],
   );
-  return fold('foldl', fn, elems, o.initializer);
+  return fold(name, fn, elems, o.initializer);
 }
 
-export function foldr(
-  fn: FoldFn,
-  elems: TensorLike,
-  initializer?: TensorLike | null | FoldOpts,
-  name?: string | null,
-): Node {
-  const o = options<{ initializer: TensorLike | null; name: string | null }>(
-    'foldr',
-    [initializer, name],
-    ['initializer', 'name'],
-  );
-  return fold('foldr', fn, elems, o.initializer);
+export function foldl(fn: FoldFn, ...args: FoldArgs): Node {
+  return foldArgs('foldl', fn, args);
+}
+
+export function foldr(fn: FoldFn, ...args: FoldArgs): Node {
+  return foldArgs('foldr', fn, args);
 }
 
 type Branch = TensorLike | (() => TensorLike);
