@@ -215,12 +215,19 @@ const VALUES_FIT: Record<DType, readonly DType[]> = {
   float64: [],
 };
 
-/** Every node reachable from `roots`, children first (reduction bodies included). */
-export function exprOrder(roots: readonly Expr[]): Expr[] {
+/**
+ * Every node reachable from `roots`, children first (reduction bodies included): a depth-first
+ * post-order over `kids`, from the first root (or from the last, `fromLast`).
+ */
+export function exprOrder(
+  roots: readonly Expr[],
+  kids: (e: Expr) => readonly Expr[] = children,
+  fromLast = false,
+): Expr[] {
   const seen = new Set<Expr>();
   const out: Expr[] = [];
   const stack: [Expr, number][] = roots.map((r) => [r, 0]);
-  stack.reverse();
+  if (!fromLast) stack.reverse();
   while (stack.length > 0) {
     const top = stack[stack.length - 1]!;
     const [e, i] = top;
@@ -228,10 +235,10 @@ export function exprOrder(roots: readonly Expr[]): Expr[] {
       stack.pop();
       continue;
     }
-    const kids = children(e);
-    if (i < kids.length) {
+    const ks = kids(e);
+    if (i < ks.length) {
       top[1]++;
-      if (!seen.has(kids[i]!)) stack.push([kids[i]!, 0]);
+      if (!seen.has(ks[i]!)) stack.push([ks[i]!, 0]);
       continue;
     }
     stack.pop();

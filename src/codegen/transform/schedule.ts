@@ -115,39 +115,16 @@ export function schedule(vars: readonly Var[], stores: readonly Store[], b: Expr
     return [...children(e)];
   };
   const roots = storeExprs.flatMap((s) => [s.index, s.value]);
-  const order: Expr[] = [];
-  {
-    const seen = new Set<Expr>();
-    const stack: [Expr, number][] = roots.map((r) => [r, 0]);
-    const kidCache = new Map<Expr, Expr[]>();
-    const kidsOf = (e: Expr) => {
-      let k = kidCache.get(e);
-      if (k === undefined) {
-        k = kids(e);
-        kidCache.set(e, k);
-      }
-      return k;
-    };
-    while (stack.length > 0) {
-      const top = stack[stack.length - 1]!;
-      const [e, i] = top;
-      if (i === 0 && seen.has(e)) {
-        stack.pop();
-        continue;
-      }
-      const ks = kidsOf(e);
-      if (i < ks.length) {
-        top[1]++;
-        if (!seen.has(ks[i]!)) stack.push([ks[i]!, 0]);
-        continue;
-      }
-      stack.pop();
-      if (!seen.has(e)) {
-        seen.add(e);
-        order.push(e);
-      }
+  const kidCache = new Map<Expr, Expr[]>();
+  const kidsOf = (e: Expr) => {
+    let k = kidCache.get(e);
+    if (k === undefined) {
+      k = kids(e);
+      kidCache.set(e, k);
     }
-  }
+    return k;
+  };
+  const order = exprOrder(roots, kidsOf, true);
   const uses = new Map<Expr, number>();
   for (const e of order) for (const k of kids(e)) uses.set(k, (uses.get(k) ?? 0) + 1);
   for (const r of roots) uses.set(r, (uses.get(r) ?? 0) + 1);
