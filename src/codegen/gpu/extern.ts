@@ -3,9 +3,9 @@
 // the kernel IR by render.ts; other extern steps run their reference implementation on the host
 // (src/runtime/gpu/program.ts).
 import type { DType } from '../../ir/dtype.js';
-import { KernelBuilder, MAX_ELEMENTS, rowMajorStrides, type KernelSource } from './source.js';
+import { KernelBuilder, MAX_ELEMENTS, type KernelSource } from './source.js';
 import { storeAs } from './scalar.js';
-import { sizeOf } from '../../ir/ndarray.js';
+import { sizeOf, stridesOf } from '../../ir/ndarray.js';
 
 /** An extern step as the kernel sees it: concrete types. */
 export interface ExternNode {
@@ -32,7 +32,7 @@ export function userElementwise(
   const loads = n.inputs.map((inp, k) => {
     if (size(inp.shape) === 1) return `${b.arg(k)}[0]`;
     // Stride 0 on the axes the input has size 1 (or lacks).
-    const st = rowMajorStrides(inp.shape);
+    const st = stridesOf(inp.shape);
     const strides = new Array<number>(n.shape.length).fill(0);
     const off = n.shape.length - inp.shape.length;
     inp.shape.forEach((d, i) => {

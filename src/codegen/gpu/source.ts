@@ -6,7 +6,7 @@
 // computes it in float32 with an exactness correction on division, so every index must stay
 // below 2^24 (kernels larger than that are not rendered; see MAX_ELEMENTS).
 import { helperSources, helpersIn } from './scalar.js';
-import { sizeOf } from '../../ir/ndarray.js';
+import { sizeOf, stridesOf } from '../../ir/ndarray.js';
 
 /** Float32 holds every integer up to 2^24 exactly; indices beyond it would round. */
 export const MAX_ELEMENTS = 2 ** 24;
@@ -18,16 +18,6 @@ export interface KernelSource {
   readonly functions: readonly string[];
   /** Number of output elements (the kernel's 1-D output size). */
   readonly size: number;
-}
-
-export function rowMajorStrides(shape: readonly number[]): number[] {
-  const s = new Array<number>(shape.length);
-  let acc = 1;
-  for (let i = shape.length - 1; i >= 0; i--) {
-    s[i] = acc;
-    acc *= shape[i]!;
-  }
-  return s;
 }
 
 /** `sum_k coef_k * term_k + c` as integer index source, dropping zero terms. */
@@ -57,7 +47,7 @@ export class KernelBuilder {
 
   /** `shape` is the logical shape whose row-major order the output index walks. */
   constructor(readonly shape: readonly number[]) {
-    this.strides = rowMajorStrides(shape);
+    this.strides = stridesOf(shape);
   }
 
   arg(k: number): string {

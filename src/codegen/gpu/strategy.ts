@@ -6,7 +6,7 @@
 // spelling (scalar.ts), stores that do not write their buffer in row-major order, scatters
 // and running values, sizes beyond exact float32 indices, loops longer than the device allows.
 import type { DType } from '../../ir/dtype.js';
-import { sizeOf } from '../../ir/ndarray.js';
+import { sizeOf, stridesOf } from '../../ir/ndarray.js';
 import { ExprBuilder, exprOrder, type Expr, type ScalarOp } from '../kernel/expr.js';
 import type { IExpr, Var } from '../kernel/index-expr.js';
 import type { ExternStep, LoopKernel, MatmulKernel, Program, Step, Store } from '../kernel/ir.js';
@@ -14,7 +14,7 @@ import { rowChecks, type RowCheck } from '../kernel/row-checks.js';
 import { schedule, type Schedule, type Scope } from '../transform/schedule.js';
 import { userCallOf, userTemplates } from '../lower/user.js';
 import { GPU_CALLS, gpuOpCode } from './scalar.js';
-import { MAX_ELEMENTS, rowMajorStrides } from './source.js';
+import { MAX_ELEMENTS } from './source.js';
 
 /** dtypes a float32 texel holds exactly (float16 values are float32 values; ints within 2^24). */
 export const STORED: ReadonlySet<DType> = new Set(['float32', 'int32', 'int16', 'int8', 'uint8', 'bool']);
@@ -169,7 +169,7 @@ export function outputLayout(
   const total = vars.reduce((p, v) => p * v.size, 1);
   // size-1 variables are 0 wherever they stand
   const used = vars.filter((v) => v.size > 1).sort((p, q) => index.coef(q) - index.coef(p));
-  const strides = rowMajorStrides(used.map((v) => v.size));
+  const strides = stridesOf(used.map((v) => v.size));
   const ok =
     index.c === 0 &&
     total === bufSize &&

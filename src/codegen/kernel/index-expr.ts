@@ -4,6 +4,8 @@
 // index expressions, and the simplifier (with the variables' ranges) turns the div/mod that a
 // reshape introduces back into affine terms whenever the layout allows (tinygrad's symbolic).
 
+import { stridesOf } from '../../ir/ndarray.js';
+
 /** A loop variable: 0 <= v < size. */
 export interface Var {
   readonly id: number;
@@ -193,26 +195,15 @@ export function iclamp(x: IExpr, lo: number, hi: number): IExpr {
   return new IExpr([[{ kind: 'clamp', x, lo, hi, key: `clamp(${x.key},${lo},${hi})` }, 1]], 0);
 }
 
-/** Row-major strides of a shape. */
-export function contiguousStrides(shape: readonly number[]): number[] {
-  const s = new Array<number>(shape.length);
-  let acc = 1;
-  for (let i = shape.length - 1; i >= 0; i--) {
-    s[i] = acc;
-    acc *= shape[i]!;
-  }
-  return s;
-}
-
 /** Flat row-major offset of coordinates in `shape`. */
 export function ravel(coords: readonly IExpr[], shape: readonly number[]): IExpr {
-  const st = contiguousStrides(shape);
+  const st = stridesOf(shape);
   return iadd(...coords.map((c, i) => iscale(c, shape[i] === 1 ? 0 : st[i]!)));
 }
 
 /** Coordinates in `shape` of a flat row-major offset. */
 export function unravel(flat: IExpr, shape: readonly number[]): IExpr[] {
-  const st = contiguousStrides(shape);
+  const st = stridesOf(shape);
   return shape.map((d, i) => (d === 1 ? iconst(0) : i === 0 ? idiv(flat, st[i]!) : imod(idiv(flat, st[i]!), d)));
 }
 
