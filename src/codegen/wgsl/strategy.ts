@@ -78,6 +78,7 @@ function webStrategy(s: Step, info: BufferInfo, maxBindings: number): WebStrateg
           const step = s.body.steps[i]!;
           if (b.kind === 'host') throw new HostStep(`its body's ${step.kind === 'extern' ? 'op' : 'kernel'} ${step.kind === 'extern' ? step.def.name : step.label} runs on the host (${b.why})`);
           if (b.kind === 'loop' && b.checks.length > 0) throw new HostStep('its body checks row numbers read from data on the host');
+          if (b.kind === 'loop' && b.plan.hostCheck === true) throw new HostStep('its body checks values read from data on the host');
         });
         return { where: 'device', kind: 'scan', body };
       }
