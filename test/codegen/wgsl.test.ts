@@ -79,7 +79,14 @@ describe('WGSL renderer', () => {
       kind: 'loop', label: 'add', vars: [j],
       stores: [{ buf: 9, index: ivar(j), value: Array.from({ length: 9 }, (_, k) => b.load(k, ivar(j))).reduce((x, y) => b.op('add', x, y)), dtype: 'float32' }],
     };
-    expect(choose(wide, new Array<DType>(10).fill('float32'), new Array<number>(10).fill(4))).to.deep.equal({ where: 'host', kind: 'host', why: 'binds 10 buffers (a shader binds at most 8 on this device)' });
+    // (three of its read-only buffers packed into one binding: wgsl-pack.test.ts)
+    const packed = choose(wide, new Array<DType>(10).fill('float32'), new Array<number>(10).fill(4));
+    expect(packed.kind === 'loop' && packed.plan.pack?.parts.map((p) => p.buf)).to.deep.equal([0, 1, 2]);
+    // nine stores and one read: too few read-only buffers to pack
+    const stores: LoopKernel = { ...wide, stores: Array.from({ length: 9 }, (_, k) => ({ buf: k + 1, index: ivar(j), value: b.load(0, ivar(j)), dtype: 'float32' as const })) };
+    expect(choose(stores, new Array<DType>(10).fill('float32'), new Array<number>(10).fill(4))).to.deep.equal({
+      where: 'host', kind: 'host', why: 'binds 10 buffers (a shader binds at most 8 on this device, and too few of them are read-only of one type to pack)',
+    });
   });
 
   it('renders a product as workgroup tiles, its operands read through their index expressions', () => {

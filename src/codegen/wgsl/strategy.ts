@@ -16,6 +16,7 @@ import { schedule, type Schedule } from '../transform/schedule.js';
 import { rowsForm } from './rows.js';
 import { planSteps, type StepsPlan } from './steps.js';
 import { CHECKED_CALLS } from './checked.js';
+import { planPack, type Pack } from './pack.js';
 import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, storageOf } from './scalar.js';
 import { MAX_BINDINGS, MAX_GROUPS, loaded, type BufferInfo } from './writer.js';
 
@@ -32,6 +33,8 @@ export interface LoopPlan {
   readonly steps?: StepsPlan;
   /** The kernel calls a function the host checks its arguments with (checked.ts): the cpu's code runs first on the host, its results unused. */
   readonly hostCheck?: boolean;
+  /** Read-only buffers packed into one binding, where the kernel reads more than the device binds (pack.ts). */
+  readonly pack?: Pack;
 }
 
 /** Where a step runs. */
@@ -111,10 +114,12 @@ function planLoop(k: LoopKernel, info: BufferInfo): LoopPlan {
   for (const st of sched.stores) for (const e of exprOrder([st.index])) indexNodes.add(e);
   const checked = checkSpelled([...sched.stores.flatMap((st) => [st.value, st.index]), ...sched.loadIndex.values()], info, (e) => indexNodes.has(e));
   const binds = [...new Set([...written, ...reads])].sort((p, q) => p - q);
-  checkBinds(binds, [...written], info);
+  const pack = planPack(binds, [...written], info);
+  if (typeof pack === 'string') throw new HostStep(pack);
+  checkBinds(binds, [...written], pack === undefined ? info : { ...info, maxBindings: Number.POSITIVE_INFINITY });
   return {
     sched, indexNodes, rows: steps === undefined ? rowsForm(k, sched) : undefined, total, written: [...written], binds,
-    ...(steps !== undefined ? { steps } : {}), ...(checked ? { hostCheck: true } : {}),
+    ...(steps !== undefined ? { steps } : {}), ...(checked ? { hostCheck: true } : {}), ...(pack !== undefined ? { pack } : {}),
   };
 }
 

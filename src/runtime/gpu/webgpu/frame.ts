@@ -12,6 +12,11 @@ import { storageOf } from '../../../codegen/wgsl/scalar.js';
 import { storageIn } from '../../../codegen/wgsl/strategy.js';
 import { newBufferId, type Reply, type WebGpu } from './session.js';
 import { residentId, uploadVariable } from './resident.js';
+import type { Pack, PackedKernel } from '../../../codegen/wgsl/pack.js';
+
+/** Keys of packed bindings in a program's device buffers (negative: program buffers are numbered from 0). */
+const packKeys = new WeakMap<Pack, number>();
+let nextPackKey = -1;
 
 /** A program prepared for the device: its buffers' device copies (by program buffer), constants uploaded. */
 export interface DeviceBuffers {
@@ -209,9 +214,24 @@ export class Frame {
     return h;
   }
 
+  /** The device buffer of a kernel's packed binding (codegen/wgsl/pack.ts), its parts copied in on the device. */
+  private packed(pack: Pack): number {
+    let key = packKeys.get(pack);
+    if (key === undefined) { key = nextPackKey--; packKeys.set(pack, key); }
+    let d = this.pp.dev.get(key);
+    if (d === undefined) {
+      d = newBufferId();
+      this.pp.dev.set(key, d);
+      this.batch.allocs.push({ id: d, bytes: pack.total * 4 });
+    }
+    for (const part of pack.parts) this.batch.copy(this.toDev(part.buf), 0, d, part.at, part.n);
+    return d;
+  }
+
   /** A kernel dispatched: what it reads uploaded where needed, what it writes marked. */
-  dispatch(k: WgslKernel): void {
+  dispatch(k: PackedKernel): void {
     const binds = k.binds.map((id) => (k.writes.includes(id) ? this.devId(id) : this.toDev(id)));
+    if (k.packed !== undefined) binds.push(this.packed(k.packed));
     for (const id of k.writes) {
       // A store that does not cover its buffer keeps the rest: the buffer's host copy goes up first.
       if (this.host.has(id) && !this.onDev.has(id)) this.toDev(id);

@@ -7,7 +7,8 @@ import { formatValue } from '../../../ir/ops/misc.js';
 import { withBuiltBy, type Provenance } from '../../../ir/provenance.js';
 import { stepBuffers, type ExternStep, type Program, type ScanStep, type Step } from '../../../codegen/kernel/ir.js';
 import type { RunFn } from '../../../codegen/cpu/module.js';
-import { renderLoop, renderMatmul, type WgslKernel } from '../../../codegen/wgsl/render.js';
+import { renderLoop, renderMatmul } from '../../../codegen/wgsl/render.js';
+import { packKernel, type PackedKernel } from '../../../codegen/wgsl/pack.js';
 import { chooseWebStrategies, webBufferInfo, type WebStrategy } from '../../../codegen/wgsl/strategy.js';
 import type { RowCheck } from '../../../codegen/kernel/row-checks.js';
 import type { Fallback } from '../../fallback.js';
@@ -19,7 +20,7 @@ import { hostModule, checkRows, runExternOnHost } from '../host-step.js';
 
 export type WebStep =
   | {
-    readonly kind: 'kernel'; readonly kernel: WgslKernel; readonly checks: readonly RowCheck[]; readonly origin?: readonly Provenance[];
+    readonly kind: 'kernel'; readonly kernel: PackedKernel; readonly checks: readonly RowCheck[]; readonly origin?: readonly Provenance[];
     /** The cpu's code of the kernel, run on the host first for the errors of its checked calls (codegen/wgsl/checked.ts), and the buffers it reads. */
     readonly hostCheck?: { readonly run: RunFn; readonly reads: readonly number[] };
   }
@@ -53,7 +54,8 @@ function prepareChosen(p: Program, chosen: readonly WebStrategy[], maxBindings: 
     if (c.kind === 'empty') return { kind: 'empty', writes: stepBuffers(s).writes };
     if (s.kind === 'loop' && c.kind === 'loop') {
       const hostCheck = c.plan.hostCheck === true ? { hostCheck: { run: hostModule(p, s), reads: stepBuffers(s).reads } } : {};
-      return { kind: 'kernel', kernel: renderLoop(s, c.plan, info), checks: c.checks, ...origin, ...hostCheck };
+      const kernel = c.plan.pack === undefined ? renderLoop(s, c.plan, info) : packKernel(renderLoop(s, c.plan, { ...info, maxBindings: Number.POSITIVE_INFINITY }), c.plan.pack);
+      return { kind: 'kernel', kernel, checks: c.checks, ...origin, ...hostCheck };
     }
     if (s.kind === 'matmul' && c.kind === 'matmul') return { kind: 'kernel', kernel: renderMatmul(s, info), checks: [], ...origin };
     if (s.kind === 'scan' && c.kind === 'scan') return { kind: 'scan', step: s, body: prepareChosen(s.body, c.body, maxBindings) };
