@@ -252,7 +252,7 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
     expect(matmulFma()).to.equal(hasRelaxedSimd());
     if (!hasRelaxedSimd()) expect(() => setMatmulFma(true)).to.throw('this runtime has no relaxed SIMD');
     // The same check in a Node started with relaxed SIMD on (Node 20 has it behind a flag): the
-    // wide 12 x 4 tile with f32x4.relaxed_madd (row by row, blocks[2], or whole, tiles variant 4),
+    // 8 x 4 tile with f32x4.relaxed_madd (row by row, blocks[1], or whole, tiles variant 3),
     // within the bound, and not the unfused sums.
     const script = `
       import { backend as K, NDArray } from './src/index.js';
@@ -266,7 +266,7 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
       const run = (optimizer) => { clearCompileCache(); const px = K.placeholder([M, Kd], null, 'float32'), pw = K.placeholder([Kd, N], null, 'float32');
         const f = K.function([px, pw], [K.dot(px, pw)], [], { optimizer }); return { out: Array.from(f([x, w])[0].data), source: f.source() }; };
       const fused = run('fast_run'), tile = tile32(), fma = matmulFma();
-      // one row of x: rowVec32_1 with the multiply-add, A's steps 12 floats apart (the wide tile's panels)
+      // one row of x: rowVec32_1 with the multiply-add, A's steps 8 floats apart (the tile's panels)
       const run1 = (optimizer) => { clearCompileCache(); const px = K.placeholder([1, Kd], null, 'float32'), pw = K.placeholder([Kd, N], null, 'float32');
         const f = K.function([px, pw], [K.dot(px, pw)], [], { optimizer }); return { out: Array.from(f([new NDArray(x.data.slice(0, Kd), [1, Kd]), w])[0].data), source: f.source() }; };
       const fused1 = run1('fast_run');
@@ -281,16 +281,16 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
       } };
       check(fused, M);
       check(fused1, 1);
-      console.log(JSON.stringify({ fma, tile, worst, wide: /rt\\.arena\\.(blocks\\[2\\]|tiles\\([^;]*, 4(, false)?\\);)/.test(fused.source),
-        rowVec: fused1.source.includes('rt.arena.blocks[9]') && fused1.source.includes(', 48, ob'),
+      console.log(JSON.stringify({ fma, tile, worst, tiled: /rt\\.arena\\.(blocks\\[1\\]|tiles\\([^;]*, 3(, false)?\\);)/.test(fused.source),
+        rowVec: fused1.source.includes('rt.arena.blocks[9]') && fused1.source.includes(', 32, ob'),
         rowSame: fused1.out.every((v, j) => v === fused.out[j]), differs: fused.out.some((v, i) => v !== plain.out[i]) }));`;
     const out = execFileSync(process.execPath, ['--experimental-wasm-relaxed-simd', '--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', env: { ...process.env, THEANINE_MATMUL_PRECISION: '' } });
-    const r = JSON.parse(out.trim().split('\n').pop()!) as { fma: boolean; tile: { mr: number; nr: number }; worst: number; wide: boolean; rowVec: boolean; rowSame: boolean; differs: boolean };
+    const r = JSON.parse(out.trim().split('\n').pop()!) as { fma: boolean; tile: { mr: number; nr: number }; worst: number; tiled: boolean; rowVec: boolean; rowSame: boolean; differs: boolean };
     expect(r.fma, 'relaxed SIMD detected').to.equal(true);
-    expect(r.tile).to.deep.equal({ mr: 12, nr: 4 });
-    expect(r.wide, 'the 12 x 4 kernel').to.equal(true);
-    expect(r.rowVec, 'one row: rowVec32_1 over the 12-row panels').to.equal(true);
-    expect(r.rowSame, 'one row: the same sums as the 12 x 4 tile\'s first row, bit for bit').to.equal(true);
+    expect(r.tile).to.deep.equal({ mr: 8, nr: 4 });
+    expect(r.tiled, 'the 8 x 4 kernel').to.equal(true);
+    expect(r.rowVec, 'one row: rowVec32_1 over the 8-row panels').to.equal(true);
+    expect(r.rowSame, 'one row: the same sums as the 8 x 4 tile\'s first row, bit for bit').to.equal(true);
     expect(r.worst, 'largest error over its bound').to.be.at.most(1);
     expect(r.differs, 'fused sums differ from the unfused ones somewhere').to.equal(true);
   });

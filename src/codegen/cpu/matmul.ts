@@ -4,7 +4,7 @@
 // operand expressions, so transposed or strided operands (and any elementwise prologue) cost one
 // pass. The shared micro-kernel (microkernel.ts, ../wasm/matmul.ts) sums an mr x nr tile over t
 // once in the reference's order (s += a*b for t = 0..K-1): in float64 (4 x 4 tiles, f64x2),
-// results match the reference exactly; in float32 (matmul precision "float32": 8 x 4 or 12 x 4
+// results match the reference exactly; in float32 (matmul precision "float32": 8 x 4
 // tiles, f32x4, as XNNPACK and BLAS sum float32 products) they are within the bound stated in
 // docs/architecture.md. The generated part applies the epilogue (bias, activation...) to each
 // sum as it is stored.

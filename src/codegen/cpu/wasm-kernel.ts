@@ -48,12 +48,14 @@ export function setMatmulFma(on: boolean | undefined): void {
 }
 
 /**
- * The float32 register tile a matrix product is lowered for: 12 x 4 with fused multiply-adds
- * (no product register to hold), 8 x 4 without (../wasm/matmul.ts). Every kernel module exports
- * both, so a product lowered for either runs whatever the module's form.
+ * The float32 register tile a matrix product is lowered for: 8 x 4 (../wasm/matmul.ts), with
+ * fused multiply-adds or without. The 12 x 4 tile (TILE32_WIDE, panelBlock32w) holds 12 sums,
+ * 3 A vectors and 4 splats, more than V8's 15 vector registers on x64 once TurboFan schedules a
+ * step's loads ahead of its arithmetic, so it spills: 1024 x 1024 x 1024 with relaxed SIMD, one
+ * thread, 27 GFLOP/s against 49 for 8 x 4 (AMD EPYC, Node 20 with relaxed SIMD on).
  */
 export function tile32(): { readonly mr: number; readonly nr: number } {
-  return matmulFma() ? TILE32_WIDE : TILE32;
+  return TILE32;
 }
 
 /**

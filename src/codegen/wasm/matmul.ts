@@ -100,12 +100,17 @@ function panelBlockBody(): Body {
 
 /**
  * The float32 register tile: 8 rows (two f32x4 vectors of A) by 4 columns (each a splat of one B
- * element), 8 accumulators. Wider tiles spill on x64, where V8 keeps one of the 16 vector
- * registers as scratch: 8 x 4 holds 8 sums, 2 A vectors, a splat and the product (XNNPACK's
- * x86 WebAssembly SIMD kernels use the same count of accumulators, 4 x 8 with B as vectors).
+ * element), 8 accumulators, with or without fused multiply-adds. Wider tiles spill on x64, where
+ * V8 keeps one of the 16 vector registers as scratch: 8 x 4 holds 8 sums, a step's 2 A vectors
+ * and 4 splats, and the product (XNNPACK's x86 WebAssembly SIMD kernels use the same count of
+ * accumulators, 4 x 8 with B as vectors, one step of K per pass).
  */
 export const TILE32 = { mr: 8, nr: 4 } as const;
-/** The float32 tile with fused multiply-adds (relaxed SIMD): 12 x 4, 12 sums, 3 A vectors and a splat (no product to hold). */
+/**
+ * A 12 x 4 float32 tile (12 sums, 3 A vectors, 4 splats: it spills under V8, see
+ * ../cpu/wasm-kernel.ts tile32): exported as panelBlock32w(r) for measurements of other tiles;
+ * no product is lowered for it.
+ */
 export const TILE32_WIDE = { mr: 12, nr: 4 } as const;
 
 /**
@@ -387,7 +392,7 @@ function packCols32Body(): Body {
 /**
  * The kernel module's bytes: imports env.mem (shared: the memory worker threads sum in
  * together), exports rowPanel, panelBlock (float64), panelBlock32 and panelBlock32w (float32,
- * the TILE32 and TILE32_WIDE tiles; panelBlock32r and panelBlock32wr the same with row-major sums),
+ * the TILE32 tile and the TILE32_WIDE one of measurements; panelBlock32r and panelBlock32wr the same with row-major sums),
  * igemm32 and windowGrad32 (convolutions and their kernel gradients through an indirection
  * buffer: ./igemm.ts), pack32 and packCols32 (operand packing), rowVec32_1..3 (products of 1 to 3 rows); with `fused`, relaxed-SIMD multiply-adds, valid only where the
  * runtime has relaxed SIMD). `tile32` replaces panelBlock32's tile (measurements of other tiles).
