@@ -12,10 +12,10 @@ import { setEnvironment } from '../../src/api/config.js';
 import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
 import { setMatmulFma, setWasmKernel } from '../../src/codegen/cpu/wasm-kernel.js';
 import { setThreads } from '../../src/codegen/cpu/threads.js';
-import { WA } from '../../src/codegen/wasm/encode.js';
-import { matmulModuleBytes, TILE32 } from '../../src/codegen/wasm/matmul.js';
+import { WA } from '../../src/codegen/cpu/wasm/encode.js';
+import { matmulModuleBytes, TILE32 } from '../../src/codegen/cpu/wasm/matmul.js';
 import { rowPanel32 } from '../../src/codegen/cpu/microkernel.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { mulberry32 } from '../../src/ir/random.js';
 
 const U = 2 ** -24;
