@@ -394,14 +394,16 @@ export class PackArena {
 const align = (x: number): number => Math.ceil(x / KEPT_ALIGN) * KEPT_ALIGN;
 
 /**
- * Bytes of a block of A panels (summed against each B panel in turn while it is in L1): a share of
- * L2. Goto's GEMM and BLIS are the anchor, without their K split (kc): products are not blocked
- * along K, so at K = 1024 a B panel (16 KiB of float32) and the A panels stream past L1 and all of
- * B from L3. Measured before deciding (1024 x 1024 products, one thread): K = 1024 in blocks of 8
- * A panels 37.4 GFLOP/s, K = 256 37.2, K = 512 35.0, and the kernel on operands that stay in L1
- * 38-41: the kernel's own arithmetic is the limit, not the caches (bench/README.md).
+ * Bytes of a block of A panels (summed against each B panel in turn while it is in L1): half of a
+ * 1 MiB L2. Goto's GEMM and BLIS are the anchor, without their K split (kc): products are not
+ * blocked along K, so at K = 1024 a B panel (16 KiB of float32) stays in L1 while the block's A
+ * panels (32 KiB each) stream from L2, and B streams from L3 once per block. Measured with the
+ * 8 x 4 kernel at one step per pass (1024 x 1024 x 1024, one thread, CPU time, alternating,
+ * AMD EPYC with 1 MiB L2 per core, load 22): blocks of 256 KiB (8 panels) 48.2-48.6 GFLOP/s,
+ * 512 KiB (16) 51.1-51.2, 1 MiB (32) 51.8, 2 MiB (64) 52.0. Products whose A panels take at most
+ * 16 KiB (K <= 512 at 8 rows) get MAX_BLOCK_PANELS of them per block at either size.
  */
-export const BLOCK_BYTES = 256 * 1024;
+export const BLOCK_BYTES = 512 * 1024;
 /** Most A panels in one block. */
 export const MAX_BLOCK_PANELS = 16;
 /** With threads, the fewest blocks each thread gets. */
