@@ -103,7 +103,7 @@ async function main(): Promise<void> {
   // The limit: one core's WebAssembly SIMD multiply-add rate (src/codegen/cpu/wasm/peak.ts). theanine's
   // float32 products sum in float32 (f32x4, fused where the runtime has relaxed SIMD) under matmul
   // precision "float32", in float64 (f64x2, equal to the reference's) under "float64"; XNNPACK sums in float32 (f32x4).
-  const peak = measurePeak(hasRelaxedSimd());
+  const peak = measurePeak(hasRelaxedSimd(), clock);
   const precision = matmulPrecision();
   const ownPeak = peak === undefined ? undefined : precision === 'float64' ? peak.f64x2 : matmulFma() ? peak.f32x4Fused : peak.f32x4;
   const ownPeakName = precision === 'float64' ? 'f64x2' : matmulFma() ? 'f32x4 relaxed FMA' : 'f32x4';
