@@ -21,11 +21,15 @@ import { mulberry32 } from '../../src/ir/random.js';
 const U = 2 ** -24;
 const SIZES = [1, 3, 5, 7, 8, 9, 63, 65, 257];
 
-/** Each size in each of M, N and K at least twice, in different company (two Latin squares' rows). */
-const SHAPES: [number, number, number][] = SIZES.flatMap((m, i) => [
+/**
+ * Each size in each of M, N and K at least twice, in different company (two Latin squares' rows),
+ * then M x K x N = 257 x 1030 x 9: 33 A panels of 32.2 KiB, in cache blocks of 15, 15 and 3
+ * (wasm-kernel.ts BLOCK_BYTES) on one thread and of 5 with two.
+ */
+const SHAPES: [number, number, number][] = [...SIZES.flatMap((m, i) => [
   [m, SIZES[(i + 3) % 9]!, SIZES[(i + 6) % 9]!],
   [m, SIZES[(i + 7) % 9]!, SIZES[(i + 4) % 9]!],
-] as [number, number, number][]);
+] as [number, number, number][]), [257, 1030, 9]];
 
 function fill(shape: number[], seed: number): NDArray {
   const r = mulberry32(seed);
@@ -51,7 +55,7 @@ describe('codegen/cpu float32 products at the tile\'s edges (M, N, K in 1, 3, 5,
   afterEach(() => { setWasmKernel(true); setMatmulFma(undefined); setThreads(undefined); setHandoffModel(undefined); });
 
   it('the shapes take every size in every dimension', () => {
-    for (let d = 0; d < 3; d++) expect(new Set(SHAPES.map((s) => s[d]))).to.deep.equal(new Set(SIZES));
+    for (let d = 0; d < 3; d++) expect(new Set(SHAPES.slice(0, -1).map((s) => s[d]))).to.deep.equal(new Set(SIZES));
   });
 
   for (const [M, Kd, N] of SHAPES) {
