@@ -48,7 +48,7 @@ export function setMatmulFma(on: boolean | undefined): void {
 }
 
 /**
- * The float32 register tile a matrix product is lowered for: 8 x 4 (../wasm/matmul.ts), with
+ * The float32 register tile a matrix product is lowered for: 8 x 4 (./wasm/matmul.ts), with
  * fused multiply-adds or without. The 12 x 4 tile (TILE32_WIDE, panelBlock32w) holds 12 sums,
  * 3 A vectors and 4 splats, more than V8's 15 vector registers on x64 once TurboFan schedules a
  * step's loads ahead of its arithmetic, so it spills: 1024 x 1024 x 1024 with relaxed SIMD, one
