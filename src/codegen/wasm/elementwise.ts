@@ -445,7 +445,7 @@ function parallelRun(sid: number, regions: number, lo: number, hi: number, loads
       const s = p0 + b * CHUNK, e = Math.min(p1, s + CHUNK);
       loads.forEach((a, j) => m.set(a.subarray(s + offs[j]!, e + offs[j]!), b * blockFloats + j * CHUNK));
     }
-    const job = [1, sid, blocks, blockFloats * 4, CHUNK, p1 - p0 - (blocks - 1) * CHUNK] as const;
+    const job = [1, sid, blocks, blockFloats * 4, CHUNK, p1 - p0 - (blocks - 1) * CHUNK, 0] as const;
     if (threads > 1 && blocks > 1 && pool !== undefined) pool.run(threads, undefined, sharedRuns, job);
     else runHere(undefined, sharedRuns, job);
     for (let b = 0; b < blocks; b++) {
@@ -457,18 +457,19 @@ function parallelRun(sid: number, regions: number, lo: number, hi: number, loads
 
 /**
  * Runs shared kernel `sid` over `blocks` blocks of the shared memory (block b at byte
- * b * blockBytes, `per` units each, the last `last`), split over the threads: the form other
- * shared kernels (./reduce.ts) use with their own block layout.
+ * base + b * blockBytes, `per` units each, the last `last`), split over the threads: the form other
+ * shared kernels (./reduce.ts) use with their own block layout. `during`: the calling thread's
+ * own work on other memory, overlapping the workers' (ThreadPool.run).
  */
-export function runBlocks(sid: number, blocks: number, blockBytes: number, per: number, last: number): void {
-  const job = [1, sid, blocks, blockBytes, per, last] as const;
+export function runBlocks(sid: number, blocks: number, blockBytes: number, per: number, last: number, base = 0, during?: () => void): void {
+  const job = [1, sid, blocks, blockBytes, per, last, base] as const;
   const pool = threadPool();
   // split where the hand-off model (../cpu/handoff.ts) says it pays: the work is the blocks' floats, its rate this kernel's
   const work = (blocks * blockBytes) / 4;
   const threads = blocks > 1 && pool !== undefined ? handoffThreads(work, threadCount(), sid + 1) : 1;
   const t0 = performance.now();
-  if (threads > 1) pool!.run(threads, undefined, sharedRuns, job);
-  else runHere(undefined, sharedRuns, job);
+  if (threads > 1) pool!.run(threads, undefined, sharedRuns, job, during);
+  else { during?.(); runHere(undefined, sharedRuns, job); }
   handoffMeasured(work, threads, performance.now() - t0, sid + 1);
 }
 
