@@ -8,6 +8,7 @@ import { exprOrder, FOLD_ROWS, REDUCE_INIT } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
 import { Body, I32, V128, VOID, memarg, op } from './encode.js';
 import { CHUNK, Consts, S, constsOf, f32Exact, renderNode, rowAccess } from './elementwise.js';
+import { F32 } from './approx.js';
 
 /** Floats per region of the tier's memory: a chunk and a little slack (a pair read or written past a row's end). */
 export const REG = CHUNK + 16;
@@ -29,7 +30,7 @@ export const FOLD: Partial<Record<ReduceOp, number>> = Object.fromEntries([...FO
 /** Vector opcodes the reductions use beyond S's (after the 0xfd prefix, 5.4.8): loads and stores, then f32x4 and conversions. */
 export const extra = {
   load: 0x00, load32Splat: 0x09, load64Splat: 0x0a, store: 0x0b, shuffle: 0x0d, store32Lane: 0x5a, load64Zero: 0x5d,
-  f64x2PromoteLow: 0x5f, f32x4Min: 0xe8, f32x4Max: 0xe9,
+  f64x2PromoteLow: 0x5f, f32x4Min: 0xe8, f32x4Max: 0xe9, anyTrue: 0x53,
 } as const;
 /** i8x16.shuffle's lanes that swap the two f64 lanes. */
 export const SWAP = [8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7];
@@ -204,18 +205,31 @@ export function rowsBody(k: LoopKernel, L: number, elements: boolean, order: rea
     if (L % 2 === 1) tail(rest, 8 * rest);
   };
   // max or min over the row's float32 values at region byte offset `reg`, into every lane of accBase (f32x4).
-  const maxMin32 = (o: 'max' | 'min', reg: number) => {
+  // `exact`: f32x4.max/min (IEEE maximum: NaN propagates, +0 beats -0; several x64 instructions
+  // each); else pmax/pmin (one instruction: a < b ? b : a), which agree with them except on NaN
+  // and on zeros of both signs: the fast pass also ORs an x != x mask into accBase + 4 (any NaN),
+  // and a row whose value is NaN-tainted or a zero is folded again exactly (XNNPACK's rmax
+  // kernels fold with pmax; the recheck keeps the reference's NaN and signed-zero rules).
+  const maxMin32 = (o: 'max' | 'min', reg: number, exact = true) => {
     const init = (i: number) => { b.v(S.v128Const, ...f32x4(REDUCE_INIT[o])).set(accBase + i); };
-    const f = () => b.v(o === 'max' ? extra.f32x4Max : extra.f32x4Min);
+    const f = () => b.v(exact ? (o === 'max' ? extra.f32x4Max : extra.f32x4Min) : (o === 'max' ? F32['pmax']! : F32['pmin']!));
+    const NAN = streamBase; // scratch: the stream locals are free while a row's folds run
     for (let i = 0; i < STREAMS; i++) init(i);
-    const at = (i: number, off: number) => { b.get(accBase + i).get(A).v(extra.load, ...memarg(4, reg + off)); f(); b.set(accBase + i); };
+    if (!exact) b.vzero().set(NAN);
+    const fold1 = (i: number) => {
+      if (exact) { f(); b.set(accBase + i); return; }
+      // stack: acc, x; keep x for the NaN mask
+      b.tee(NAN + 1); f(); b.set(accBase + i);
+      b.get(NAN).get(NAN + 1).get(NAN + 1).v(F32['ne']!).v(S.or).set(NAN);
+    };
+    const at = (i: number, off: number) => { b.get(accBase + i).get(A).v(extra.load, ...memarg(4, reg + off)); fold1(i); };
     const rest = streams(L >> 2, 16, at);
     if (L % 4 !== 0) {
       // the last L mod 4 values; the lanes past the row's end take the fold's initial value
       const keep = L % 4;
       b.get(accBase).v(S.v128Const, ...f32x4(REDUCE_INIT[o])).get(A).v(extra.load, ...memarg(4, reg + 16 * rest));
       b.v(S.v128Const, ...Array.from({ length: 16 }, (_, i) => (i >= 4 * keep ? 255 : 0))).v(S.bitselect);
-      f(); b.set(accBase);
+      fold1(0);
     }
     b.get(accBase).get(accBase + 1); f();
     b.get(accBase + 2).get(accBase + 3); f(); f();
@@ -224,6 +238,44 @@ export function rowsBody(k: LoopKernel, L: number, elements: boolean, order: rea
     b.set(accBase);
     b.get(accBase).get(accBase).get(accBase).v(extra.shuffle, ...SWAP32); f();
     b.set(accBase);
+    if (exact) return;
+    b.get(NAN).get(accBase).v(S.v128Const, ...f32x4(0)).v(F32['eq']!).v(S.or).v(extra.anyTrue).ops(op.if, VOID);
+    maxMin32(o, reg, true);
+    b.ops(op.end);
+  };
+  // The float64 sum of the row's float32 values at region byte offset `reg`, pushed (both lanes):
+  // four per f32x4 load, its two halves promoted, element pair i (elements 2i, 2i + 1) into
+  // accumulator i mod 4 as the pair form folds it, so each accumulator adds the same terms in the
+  // same order and the sum is the pair form's bit for bit (lanes past the row's end add the
+  // initial 0 only where the pair form does: the odd last element's pair).
+  const sum32 = (reg: number) => {
+    const HIGH = [8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15];
+    for (let i = 0; i < STREAMS; i++) { c.get(REDUCE_INIT['sum']); b.set(accBase + i); }
+    const at = (st: number, off: number, lanes: number) => {
+      // low pair: elements 0, 1 of the quad (pair 2 st of the group), high pair: 2, 3 (pair 2 st + 1)
+      const acc = (2 * st) % STREAMS;
+      const Q = streamBase + st * perStream;
+      b.get(A).v(extra.load, ...memarg(0, reg + off)).set(Q);
+      // low
+      b.get(accBase + acc);
+      if (lanes === 1) c.get(REDUCE_INIT['sum']);
+      b.get(Q).v(extra.f64x2PromoteLow);
+      if (lanes === 1) b.get(maskLocal).v(S.bitselect);
+      b.v(FOLD['sum']!).set(accBase + acc);
+      if (lanes <= 2) return;
+      // high
+      b.get(accBase + acc + 1);
+      if (lanes === 3) c.get(REDUCE_INIT['sum']);
+      b.get(Q).get(Q).v(extra.shuffle, ...HIGH).v(extra.f64x2PromoteLow);
+      if (lanes === 3) b.get(maskLocal).v(S.bitselect);
+      b.v(FOLD['sum']!).set(accBase + acc + 1);
+    };
+    const rest = streams(L >> 2, 16, (st, off) => at(st, off, 4));
+    if (L % 4 !== 0) at(rest, 16 * rest, L % 4);
+    b.get(accBase).get(accBase + 1).v(FOLD['sum']!);
+    b.get(accBase + 2).get(accBase + 3).v(FOLD['sum']!).v(FOLD['sum']!);
+    b.set(accBase);
+    b.get(accBase).get(accBase).get(accBase).v(extra.shuffle, ...SWAP).v(FOLD['sum']!);
   };
   // partials: fold i's float64 value of row r at region loads, byte (r * folds + i) * 8
   const reduceList = order.filter((x) => x.t === 'reduce');
@@ -254,8 +306,14 @@ export function rowsBody(k: LoopKernel, L: number, elements: boolean, order: rea
     if ((e.op === 'max' || e.op === 'min') && e.body.t === 'load') {
       // The max or min of float32 values (a row of a load): in f32x4 lanes, four per instruction,
       // the same value as in float64 (promotion is exact and keeps the order, NaN and signed zeros).
-      maxMin32(e.op, loadRegion(loads, e.body, rv, u) * REGB);
+      maxMin32(e.op, loadRegion(loads, e.body, rv, u) * REGB, false);
       b.get(accBase).v(extra.f64x2PromoteLow).set(rowLocal.get(e)!);
+      storePartial(e);
+      continue;
+    }
+    if (e.op === 'sum' && e.body.t === 'load' && typeof scope.get(e.body) === 'object') {
+      sum32(loadRegion(loads, e.body, rv, u) * REGB);
+      b.set(rowLocal.get(e)!);
       storePartial(e);
       continue;
     }
