@@ -207,6 +207,16 @@ function approxOf(e: Expr): string | undefined {
   return e.t === 'call' && Object.hasOwn(APPROX, e.name) && e.fn === ROWS.get(e.name)?.scalar ? e.name : undefined;
 }
 
+/** The float32 form's constants the nodes of `order` read (their own, 0 and 1, their float32 approximations'), splatted once before a loop. */
+export function consts32Of(order: readonly Expr[]): Set<number> {
+  const consts = new Set<number>([...order.flatMap((e) => (e.t === 'const' ? [e.v] : [])), 0, 1]);
+  for (const e of order) {
+    const a = approxOf(e);
+    if (F32_APPROX && a !== undefined && Object.hasOwn(APPROX32, a)) for (const x of APPROX32[a]!.consts) consts.add(x);
+  }
+  return consts;
+}
+
 /** The float64 constants the nodes of `order` read (their own, and their approximations'), splatted once before a loop. */
 export function constsOf(order: readonly Expr[]): Set<number> {
   const consts = new Set<number>(order.flatMap((e) => (e.t === 'const' ? [e.v] : [])));
@@ -308,9 +318,8 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
   const nodes = order.filter((e) => e.t !== 'const');
   const perStream = nodes.length + 6;
   // the float32 form: its own constants and 0, 1 in float32, the approximations' in float64
-  const consts32 = new Set<number>(f32 ? [...order.flatMap((e) => (e.t === 'const' ? [e.v] : [])), 0, 1] : []);
+  const consts32 = f32 ? consts32Of(order) : new Set<number>();
   const own = (e: Expr) => F32_APPROX && Object.hasOwn(APPROX32, approxOf(e) ?? '');
-  for (const e of order) if (f32 && own(e)) for (const x of APPROX32[approxOf(e)!]!.consts) consts32.add(x);
   const consts64 = f32 ? constsOf(order.filter((e) => e.t !== 'const' && !own(e))) : constsOf(order);
   const [N, BASE, I, END] = [0, 1, 2, 3];
   const base = 4;

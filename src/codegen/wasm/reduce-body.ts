@@ -7,8 +7,8 @@ import type { Expr, ReduceOp } from '../expr.js';
 import { exprOrder, FOLD_ROWS, REDUCE_INIT } from '../expr.js';
 import type { LoopKernel } from '../kernel.js';
 import { Body, I32, V128, VOID, memarg, op } from './encode.js';
-import { CHUNK, Consts, S, constsOf, f32Exact, renderNode, rowAccess } from './elementwise.js';
-import { F32 } from './approx.js';
+import { CHUNK, Consts, S, consts32Of, constsOf, f32Exact, float32Approximations, renderNode, rowAccess } from './elementwise.js';
+import { EXP_NONPOSITIVE_CONSTS, F32, expNonPositive32 } from './approx.js';
 
 /** Floats per region of the tier's memory: a chunk and a little slack (a pair read or written past a row's end). */
 export const REG = CHUNK + 16;
@@ -143,6 +143,22 @@ function elementForm(k: LoopKernel, computed: readonly Expr[], scope: ReadonlyMa
 }
 
 /**
+ * Whether `e` is exp(x - max) with x an element of a row and max that row's maximum (a softmax's
+ * exp, attention's over its scaled and masked row): its argument is then at most 0, or NaN
+ * (expNonPositive32).
+ */
+function exceedsNone(e: Expr, loads: readonly RedRegion[], v: Var, u: Var): boolean {
+  if (!(e.t === 'op' && e.op === 'exp') && !(e.t === 'call' && e.name === 'exp')) return false;
+  let a = e.args[0]!;
+  if (a.t === 'cast' && a.dtype === 'float32') a = a.x;
+  if (a.t !== 'op' || a.op !== 'sub') return false;
+  const [x, m] = a.args as [Expr, Expr];
+  if (x.t !== 'load' || m.t !== 'reduce' || m.op !== 'max' || m.body.t !== 'load' || m.body.buf !== x.buf) return false;
+  const here = loadRegion(loads, x, v, u);
+  return here >= 0 && here === loadRegion(loads, m.body, m.vars[0]!, u);
+}
+
+/**
  * The rows form: run(n, base) computes n rows of the chunk block at byte offset base (row i of
  * region j at base + (j * REG + i * L) * 4). Per row: each reduction in dependency order (its accumulators, then the row values
  * that follow from it), then, with output loops [u, v], the row's elements.
@@ -163,11 +179,16 @@ export function rowsBody(k: LoopKernel, L: number, elements: boolean, order: rea
   const maskLocal = streamBase + STREAMS * perStream;
   const { f32el, rowRead } = elementForm(k, computed, scope, elements && !partials);
   const row32 = new Map<Expr, number>([...rowRead].map((e, i) => [e, maskLocal + 1 + i]));
-  const C32_LOCALS = f32el ? 64 : 0;
+  const nonPositive = new Set(f32el && v !== undefined && float32Approximations() ? computed.filter((e) => scope.get(e) === 'elem' && exceedsNone(e, loads, v, u)) : []);
+  const consts32 = f32el ? consts32Of(order.filter((x) => x.t === 'const' || scope.get(x) === 'elem')) : new Set<number>();
+  if (nonPositive.size > 0) for (const x of EXP_NONPOSITIVE_CONSTS) consts32.add(x);
+  // every float32 constant is splatted before the row loop (a margin of locals past them: none is expected to be asked for later)
+  const C32_LOCALS = f32el ? Math.max(64, consts32.size + 16) : 0;
   const b = new Body(2, [[4, I32], [rowNodes.length + STREAMS + STREAMS * perStream + 1 + row32.size + C32_LOCALS + consts.size, V128]]);
   const c32 = new Consts(b, maskLocal + 1 + row32.size, true);
   const c = new Consts(b, maskLocal + 1 + row32.size + C32_LOCALS);
   for (const x of consts) c.get(x).ops(op.drop);
+  for (const x of consts32) c32.get(x).ops(op.drop);
   b.v(S.v128Const, ...LANE1).set(maskLocal);
   const local = (st: number) => {
     const m = new Map<Expr, number>(computed.map((e, i) => [e, streamBase + st * perStream + i]));
@@ -347,6 +368,7 @@ export function rowsBody(k: LoopKernel, L: number, elements: boolean, order: rea
       const loc = loc32(st);
       for (const e of computed.filter((x) => scope.get(x) === 'elem')) {
         if (e.t === 'load') b.get(A).v(extra.load, ...memarg(0, loadRegion(loads, e, v, u) * REGB + off));
+        else if (nonPositive.has(e)) expNonPositive32(b, c32, loc((e as Expr & { t: 'op' | 'call' }).args[0]!), streamBase + st * perStream + computed.length);
         else renderNode(b, c, e, (x) => { if (x.t === 'const') c32.get(x.v); else b.get(loc(x)); }, loc, streamBase + st * perStream + computed.length, c32);
         b.set(loc(e));
       }
