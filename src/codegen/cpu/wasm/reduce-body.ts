@@ -158,6 +158,108 @@ function exceedsNone(e: Expr, loads: readonly RedRegion[], v: Var, u: Var): bool
   return here >= 0 && here === loadRegion(loads, m.body, m.vars[0]!, u);
 }
 
+/** rowsBody's locals that its fold helpers read: the body, its float64 constants, the row length, the accumulators, the streams' scratch, the lane-1 mask. */
+interface RowFolds { readonly b: Body; readonly c: Consts; readonly L: number; readonly accBase: number; readonly streamBase: number; readonly perStream: number; readonly maskLocal: number }
+/** rowsBody's i32 local holding the byte address of the current group of element vectors. */
+const ROW_A = 5;
+
+/** `n` visits of `width` bytes from rowsBody's RB: a loop over groups of STREAMS (A at each group's start), then the rest; returns how many the rest took. */
+function streamLoop(b: Body, n: number, width: number, visit: (st: number, off: number) => void): number {
+  const [RB, J, A] = [3, 4, ROW_A];
+  const it = Math.floor(n / STREAMS);
+  if (it > 0) {
+    b.i32(0).set(J);
+    b.ops(op.loop, VOID);
+    b.get(RB).get(J).ops(op.i32Add).set(A);
+    for (let st = 0; st < STREAMS; st++) visit(st, width * st);
+    b.addTo(J, width * STREAMS);
+    b.get(J).i32(it * STREAMS * width).ops(op.i32LtU, op.brIf, 0, op.end);
+  }
+  b.get(RB).i32(it * STREAMS * width).ops(op.i32Add).set(A);
+  const rest = n - it * STREAMS;
+  for (let q = 0; q < rest; q++) visit(q, width * q);
+  return rest;
+}
+
+// max or min over the row's float32 values at region byte offset `reg`, into every lane of accBase (f32x4).
+// `exact`: f32x4.max/min (IEEE maximum: NaN propagates, +0 beats -0; several x64 instructions
+// each); else pmax/pmin (one instruction: a < b ? b : a), which agree with them except on NaN
+// and on zeros of both signs: the fast pass also ORs an x != x mask into a scratch local (any NaN),
+// and a row whose value is NaN-tainted or a zero is folded again exactly (XNNPACK's rmax
+// kernels fold with pmax; the recheck keeps the reference's NaN and signed-zero rules).
+function foldMaxMin32(x: RowFolds, o: 'max' | 'min', reg: number, exact: boolean): void {
+  const { b, L, accBase, streamBase } = x;
+  const A = ROW_A;
+  const init = (i: number) => { b.v(S.v128Const, ...f32x4(REDUCE_INIT[o])).set(accBase + i); };
+  const f = () => b.v(exact ? (o === 'max' ? extra.f32x4Max : extra.f32x4Min) : (o === 'max' ? F32['pmax']! : F32['pmin']!));
+  const NAN = streamBase; // scratch: the stream locals are free while a row's folds run
+  for (let i = 0; i < STREAMS; i++) init(i);
+  if (!exact) b.vzero().set(NAN);
+  const fold1 = (i: number) => {
+    if (exact) { f(); b.set(accBase + i); return; }
+    // stack: acc, x; keep x for the NaN mask
+    b.tee(NAN + 1); f(); b.set(accBase + i);
+    b.get(NAN).get(NAN + 1).get(NAN + 1).v(F32['ne']!).v(S.or).set(NAN);
+  };
+  const at = (i: number, off: number) => { b.get(accBase + i).get(A).v(extra.load, ...memarg(4, reg + off)); fold1(i); };
+  const rest = streamLoop(b, L >> 2, 16, at);
+  if (L % 4 !== 0) {
+    // the last L mod 4 values; the lanes past the row's end take the fold's initial value
+    const keep = L % 4;
+    b.get(accBase).v(S.v128Const, ...f32x4(REDUCE_INIT[o])).get(A).v(extra.load, ...memarg(4, reg + 16 * rest));
+    b.v(S.v128Const, ...Array.from({ length: 16 }, (_, i) => (i >= 4 * keep ? 255 : 0))).v(S.bitselect);
+    fold1(0);
+  }
+  b.get(accBase).get(accBase + 1); f();
+  b.get(accBase + 2).get(accBase + 3); f(); f();
+  b.set(accBase);
+  b.get(accBase).get(accBase).get(accBase).v(extra.shuffle, ...SWAP); f();
+  b.set(accBase);
+  b.get(accBase).get(accBase).get(accBase).v(extra.shuffle, ...SWAP32); f();
+  b.set(accBase);
+  if (exact) return;
+  b.get(NAN).get(accBase).v(S.v128Const, ...f32x4(0)).v(F32['eq']!).v(S.or).v(extra.anyTrue).ops(op.if, VOID);
+  foldMaxMin32(x, o, reg, true);
+  b.ops(op.end);
+}
+
+// The float64 sum of the row's float32 values at region byte offset `reg`, pushed (both lanes):
+// four per f32x4 load, its two halves promoted, element pair i (elements 2i, 2i + 1) into
+// accumulator i mod 4 as the pair form folds it, so each accumulator adds the same terms in the
+// same order and the sum is the pair form's bit for bit (lanes past the row's end add the
+// initial 0 only where the pair form does: the odd last element's pair).
+function foldSum32(x: RowFolds, reg: number): void {
+  const { b, c, L, accBase, streamBase, perStream, maskLocal } = x;
+  const A = ROW_A;
+  const HIGH = [8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15];
+  for (let i = 0; i < STREAMS; i++) { c.get(REDUCE_INIT['sum']); b.set(accBase + i); }
+  const at = (st: number, off: number, lanes: number) => {
+    // low pair: elements 0, 1 of the quad (pair 2 st of the group), high pair: 2, 3 (pair 2 st + 1)
+    const acc = (2 * st) % STREAMS;
+    const Q = streamBase + st * perStream;
+    b.get(A).v(extra.load, ...memarg(0, reg + off)).set(Q);
+    // low
+    b.get(accBase + acc);
+    if (lanes === 1) c.get(REDUCE_INIT['sum']);
+    b.get(Q).v(extra.f64x2PromoteLow);
+    if (lanes === 1) b.get(maskLocal).v(S.bitselect);
+    b.v(FOLD['sum']!).set(accBase + acc);
+    if (lanes <= 2) return;
+    // high
+    b.get(accBase + acc + 1);
+    if (lanes === 3) c.get(REDUCE_INIT['sum']);
+    b.get(Q).get(Q).v(extra.shuffle, ...HIGH).v(extra.f64x2PromoteLow);
+    if (lanes === 3) b.get(maskLocal).v(S.bitselect);
+    b.v(FOLD['sum']!).set(accBase + acc + 1);
+  };
+  const rest = streamLoop(b, L >> 2, 16, (st, off) => at(st, off, 4));
+  if (L % 4 !== 0) at(rest, 16 * rest, L % 4);
+  b.get(accBase).get(accBase + 1).v(FOLD['sum']!);
+  b.get(accBase + 2).get(accBase + 3).v(FOLD['sum']!).v(FOLD['sum']!);
+  b.set(accBase);
+  b.get(accBase).get(accBase).get(accBase).v(extra.shuffle, ...SWAP).v(FOLD['sum']!);
+}
+
 /**
  * The rows form: run(n, base) computes n rows of the chunk block at byte offset base (row i of
  * region j at base + (j * REG + i * L) * 4). Per row: each reduction in dependency order (its accumulators, then the row values
@@ -204,100 +306,15 @@ export function rowsBody(k: LoopKernel, L: number, elements: boolean, order: rea
       b.set(loc(e));
     }
   };
-  // A pass over a row's L elements: `visit(st, off)` for each pair (streams of STREAMS pairs, then the rest), `tail(off)` for an odd last element.
-  // `n` visits of `width` bytes from RB: a loop over groups of STREAMS (A at each group's start), then the rest; returns how many the rest took.
-  const streams = (n: number, width: number, visit: (st: number, off: number) => void): number => {
-    const it = Math.floor(n / STREAMS);
-    if (it > 0) {
-      b.i32(0).set(J);
-      b.ops(op.loop, VOID);
-      b.get(RB).get(J).ops(op.i32Add).set(A);
-      for (let st = 0; st < STREAMS; st++) visit(st, width * st);
-      b.addTo(J, width * STREAMS);
-      b.get(J).i32(it * STREAMS * width).ops(op.i32LtU, op.brIf, 0, op.end);
-    }
-    b.get(RB).i32(it * STREAMS * width).ops(op.i32Add).set(A);
-    const rest = n - it * STREAMS;
-    for (let q = 0; q < rest; q++) visit(q, width * q);
-    return rest;
-  };
+  // A pass over a row's L elements: `visit(st, off)` for each pair (streams of STREAMS pairs, then the rest), `tail(st, off)` for an odd last element.
+  const streams = (n: number, width: number, visit: (st: number, off: number) => void): number => streamLoop(b, n, width, visit);
   const pass = (visit: (st: number, off: number) => void, tail: (st: number, off: number) => void) => {
     const rest = streams(L >> 1, 8, visit);
     if (L % 2 === 1) tail(rest, 8 * rest);
   };
-  // max or min over the row's float32 values at region byte offset `reg`, into every lane of accBase (f32x4).
-  // `exact`: f32x4.max/min (IEEE maximum: NaN propagates, +0 beats -0; several x64 instructions
-  // each); else pmax/pmin (one instruction: a < b ? b : a), which agree with them except on NaN
-  // and on zeros of both signs: the fast pass also ORs an x != x mask into accBase + 4 (any NaN),
-  // and a row whose value is NaN-tainted or a zero is folded again exactly (XNNPACK's rmax
-  // kernels fold with pmax; the recheck keeps the reference's NaN and signed-zero rules).
-  const maxMin32 = (o: 'max' | 'min', reg: number, exact = true) => {
-    const init = (i: number) => { b.v(S.v128Const, ...f32x4(REDUCE_INIT[o])).set(accBase + i); };
-    const f = () => b.v(exact ? (o === 'max' ? extra.f32x4Max : extra.f32x4Min) : (o === 'max' ? F32['pmax']! : F32['pmin']!));
-    const NAN = streamBase; // scratch: the stream locals are free while a row's folds run
-    for (let i = 0; i < STREAMS; i++) init(i);
-    if (!exact) b.vzero().set(NAN);
-    const fold1 = (i: number) => {
-      if (exact) { f(); b.set(accBase + i); return; }
-      // stack: acc, x; keep x for the NaN mask
-      b.tee(NAN + 1); f(); b.set(accBase + i);
-      b.get(NAN).get(NAN + 1).get(NAN + 1).v(F32['ne']!).v(S.or).set(NAN);
-    };
-    const at = (i: number, off: number) => { b.get(accBase + i).get(A).v(extra.load, ...memarg(4, reg + off)); fold1(i); };
-    const rest = streams(L >> 2, 16, at);
-    if (L % 4 !== 0) {
-      // the last L mod 4 values; the lanes past the row's end take the fold's initial value
-      const keep = L % 4;
-      b.get(accBase).v(S.v128Const, ...f32x4(REDUCE_INIT[o])).get(A).v(extra.load, ...memarg(4, reg + 16 * rest));
-      b.v(S.v128Const, ...Array.from({ length: 16 }, (_, i) => (i >= 4 * keep ? 255 : 0))).v(S.bitselect);
-      fold1(0);
-    }
-    b.get(accBase).get(accBase + 1); f();
-    b.get(accBase + 2).get(accBase + 3); f(); f();
-    b.set(accBase);
-    b.get(accBase).get(accBase).get(accBase).v(extra.shuffle, ...SWAP); f();
-    b.set(accBase);
-    b.get(accBase).get(accBase).get(accBase).v(extra.shuffle, ...SWAP32); f();
-    b.set(accBase);
-    if (exact) return;
-    b.get(NAN).get(accBase).v(S.v128Const, ...f32x4(0)).v(F32['eq']!).v(S.or).v(extra.anyTrue).ops(op.if, VOID);
-    maxMin32(o, reg, true);
-    b.ops(op.end);
-  };
-  // The float64 sum of the row's float32 values at region byte offset `reg`, pushed (both lanes):
-  // four per f32x4 load, its two halves promoted, element pair i (elements 2i, 2i + 1) into
-  // accumulator i mod 4 as the pair form folds it, so each accumulator adds the same terms in the
-  // same order and the sum is the pair form's bit for bit (lanes past the row's end add the
-  // initial 0 only where the pair form does: the odd last element's pair).
-  const sum32 = (reg: number) => {
-    const HIGH = [8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15];
-    for (let i = 0; i < STREAMS; i++) { c.get(REDUCE_INIT['sum']); b.set(accBase + i); }
-    const at = (st: number, off: number, lanes: number) => {
-      // low pair: elements 0, 1 of the quad (pair 2 st of the group), high pair: 2, 3 (pair 2 st + 1)
-      const acc = (2 * st) % STREAMS;
-      const Q = streamBase + st * perStream;
-      b.get(A).v(extra.load, ...memarg(0, reg + off)).set(Q);
-      // low
-      b.get(accBase + acc);
-      if (lanes === 1) c.get(REDUCE_INIT['sum']);
-      b.get(Q).v(extra.f64x2PromoteLow);
-      if (lanes === 1) b.get(maskLocal).v(S.bitselect);
-      b.v(FOLD['sum']!).set(accBase + acc);
-      if (lanes <= 2) return;
-      // high
-      b.get(accBase + acc + 1);
-      if (lanes === 3) c.get(REDUCE_INIT['sum']);
-      b.get(Q).get(Q).v(extra.shuffle, ...HIGH).v(extra.f64x2PromoteLow);
-      if (lanes === 3) b.get(maskLocal).v(S.bitselect);
-      b.v(FOLD['sum']!).set(accBase + acc + 1);
-    };
-    const rest = streams(L >> 2, 16, (st, off) => at(st, off, 4));
-    if (L % 4 !== 0) at(rest, 16 * rest, L % 4);
-    b.get(accBase).get(accBase + 1).v(FOLD['sum']!);
-    b.get(accBase + 2).get(accBase + 3).v(FOLD['sum']!).v(FOLD['sum']!);
-    b.set(accBase);
-    b.get(accBase).get(accBase).get(accBase).v(extra.shuffle, ...SWAP).v(FOLD['sum']!);
-  };
+  const rowFolds: RowFolds = { b, c, L, accBase, streamBase, perStream, maskLocal };
+  const maxMin32 = (o: 'max' | 'min', reg: number, exact: boolean) => foldMaxMin32(rowFolds, o, reg, exact);
+  const sum32 = (reg: number) => foldSum32(rowFolds, reg);
   // partials: fold i's float64 value of row r at region loads, byte (r * folds + i) * 8
   const reduceList = order.filter((x) => x.t === 'reduce');
   const storePartial = (e: Expr) => {
