@@ -223,21 +223,20 @@ function foldMaxMin32(x: RowFolds, o: 'max' | 'min', reg: number, exact: boolean
   b.ops(op.end);
 }
 
-// The float64 sum of the row's float32 values at region byte offset `reg`, pushed (both lanes):
-// four per f32x4 load, its two halves promoted, element pair i (elements 2i, 2i + 1) into
+// The float64 sum of a row's float32 terms, pushed (both lanes): `value(st, off)` leaves the four
+// terms at element byte offset off (from A; stream st's locals free) in the local it returns;
+// its two halves promoted, element pair i (elements 2i, 2i + 1) into
 // accumulator i mod 4 as the pair form folds it, so each accumulator adds the same terms in the
 // same order and the sum is the pair form's bit for bit (lanes past the row's end add the
 // initial 0 only where the pair form does: the odd last element's pair).
-function foldSum32(x: RowFolds, reg: number): void {
-  const { b, c, L, accBase, streamBase, perStream, maskLocal } = x;
-  const A = ROW_A;
+function foldSum32(x: RowFolds, value: (st: number, off: number) => number): void {
+  const { b, c, L, accBase, maskLocal } = x;
   const HIGH = [8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15];
   for (let i = 0; i < STREAMS; i++) { c.get(REDUCE_INIT['sum']); b.set(accBase + i); }
   const at = (st: number, off: number, lanes: number) => {
     // low pair: elements 0, 1 of the quad (pair 2 st of the group), high pair: 2, 3 (pair 2 st + 1)
     const acc = (2 * st) % STREAMS;
-    const Q = streamBase + st * perStream;
-    b.get(A).v(extra.load, ...memarg(0, reg + off)).set(Q);
+    const Q = value(st, off);
     // low
     b.get(accBase + acc);
     if (lanes === 1) c.get(REDUCE_INIT['sum']);
@@ -258,6 +257,24 @@ function foldSum32(x: RowFolds, reg: number): void {
   b.get(accBase + 2).get(accBase + 3).v(FOLD['sum']!).v(FOLD['sum']!);
   b.set(accBase);
   b.get(accBase).get(accBase).get(accBase).v(extra.shuffle, ...SWAP).v(FOLD['sum']!);
+}
+
+/**
+ * The sums whose terms run in the float32 form (rowsBody's sumBody32), with the nodes of each
+ * term: a float32 value (a cast to float32 at its root) computed from the sum's own elements and
+ * constants alone, in the float32 form's ops (f32Exact). Not with setReduceF32Elements(false).
+ */
+function sumBodies32(order: readonly Expr[], scope: ReadonlyMap<Expr, Scope>): Map<Reduce, Expr[]> {
+  const out = new Map<Reduce, Expr[]>();
+  if (!F32_ELEMENTS) return out;
+  for (const e of order) {
+    if (e.t !== 'reduce' || e.op !== 'sum' || e.body.t !== 'cast' || e.body.dtype !== 'float32') continue;
+    const all = exprOrder([e.body]);
+    const nodes = all.filter((x) => x.t !== 'const');
+    if (!nodes.every((x) => scope.get(x) === e) || !f32Exact(all, [e.body])) continue;
+    out.set(e as Reduce, nodes);
+  }
+  return out;
 }
 
 /**
@@ -282,10 +299,12 @@ export function rowsBody(k: LoopKernel, L: number, elements: boolean, order: rea
   const { f32el, rowRead } = elementForm(k, computed, scope, elements && !partials);
   const row32 = new Map<Expr, number>([...rowRead].map((e, i) => [e, maskLocal + 1 + i]));
   const nonPositive = new Set(f32el && v !== undefined && float32Approximations() ? computed.filter((e) => scope.get(e) === 'elem' && exceedsNone(e, loads, v, u)) : []);
+  const bodies32 = sumBodies32(order, scope);
   const consts32 = f32el ? consts32Of(order.filter((x) => x.t === 'const' || scope.get(x) === 'elem')) : new Set<number>();
   if (nonPositive.size > 0) for (const x of EXP_NONPOSITIVE_CONSTS) consts32.add(x);
+  for (const [, nodes] of bodies32) for (const x of consts32Of([...order.filter((y) => y.t === 'const'), ...nodes])) consts32.add(x);
   // every float32 constant is splatted before the row loop (a margin of locals past them: none is expected to be asked for later)
-  const C32_LOCALS = f32el ? Math.max(64, consts32.size + 16) : 0;
+  const C32_LOCALS = f32el || bodies32.size > 0 ? Math.max(64, consts32.size + 16) : 0;
   const b = new Body(2, [[4, I32], [rowNodes.length + STREAMS + STREAMS * perStream + 1 + row32.size + C32_LOCALS + consts.size, V128]]);
   const c32 = new Consts(b, maskLocal + 1 + row32.size, true);
   const c = new Consts(b, maskLocal + 1 + row32.size + C32_LOCALS);
@@ -314,7 +333,27 @@ export function rowsBody(k: LoopKernel, L: number, elements: boolean, order: rea
   };
   const rowFolds: RowFolds = { b, c, L, accBase, streamBase, perStream, maskLocal };
   const maxMin32 = (o: 'max' | 'min', reg: number, exact: boolean) => foldMaxMin32(rowFolds, o, reg, exact);
-  const sum32 = (reg: number) => foldSum32(rowFolds, reg);
+  const sum32 = (reg: number) => foldSum32(rowFolds, (st, off) => {
+    const Q = streamBase + st * perStream;
+    b.get(ROW_A).v(extra.load, ...memarg(0, reg + off)).set(Q);
+    return Q;
+  });
+  // a sum whose terms are float32 values computed from the row's elements alone (log-softmax's
+  // exp of x - max): the terms four at a time in the float32 form (its approximations within
+  // their float32 bounds, as docs/numerics.md allows a sum's terms), then summed as sum32 does
+  const sumBody32 = (e: Reduce) => {
+    const rv = e.vars[0]!;
+    const nodes = bodies32.get(e)!;
+    foldSum32(rowFolds, (st, off) => {
+      const loc = local(st);
+      for (const x of nodes) {
+        if (x.t === 'load') b.get(ROW_A).v(extra.load, ...memarg(0, loadRegion(loads, x, rv, u) * REGB + off));
+        else renderNode(b, c, x, (y) => { if (y.t === 'const') c32.get(y.v); else b.get(loc(y)); }, loc, streamBase + st * perStream + computed.length, c32);
+        b.set(loc(x));
+      }
+      return loc(e.body);
+    });
+  };
   // partials: fold i's float64 value of row r at region loads, byte (r * folds + i) * 8
   const reduceList = order.filter((x) => x.t === 'reduce');
   const storePartial = (e: Expr) => {
@@ -351,6 +390,12 @@ export function rowsBody(k: LoopKernel, L: number, elements: boolean, order: rea
     }
     if (e.op === 'sum' && e.body.t === 'load' && typeof scope.get(e.body) === 'object') {
       sum32(loadRegion(loads, e.body, rv, u) * REGB);
+      b.set(rowLocal.get(e)!);
+      storePartial(e);
+      continue;
+    }
+    if (bodies32.has(e)) {
+      sumBody32(e);
       b.set(rowLocal.get(e)!);
       storePartial(e);
       continue;
