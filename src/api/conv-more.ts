@@ -29,6 +29,7 @@ import {
   type Opt,
 } from './conv.js';
 import { convOptions, dataFormatOf, tupleOf } from './conv-args.js';
+import type { DataFormat } from './config.js';
 import { batch_dot } from './linalg.js';
 import { concatenate, slice_along } from './indexing.js';
 import { permute_dimensions, reshape } from './shape.js';
@@ -176,6 +177,17 @@ function localKernel(
   return { kt, featureDim: f, filters };
 }
 
+type LocalFormat = string | null | { data_format?: string | null };
+
+/** A local convolution's data_format, given alone or as an options object. */
+function localFormat(fn: string, data_format: LocalFormat | undefined): DataFormat {
+  const df =
+    typeof data_format === 'object' && data_format !== null
+      ? convOptions(fn, [data_format], { k2: ['data_format'] })['data_format']
+      : data_format;
+  return dataFormatOf(fn, df);
+}
+
 /**
  * local_conv1d(inputs, kernel (output_length, kernel_size * channels, filters), kernel_size,
  * strides, data_format): an unshared-weights 1-D convolution, as Keras 2.3 builds it (a slice
@@ -187,14 +199,10 @@ export function local_conv1d(
   kernel: TensorLike,
   kernel_size: IntOrTuple,
   strides: IntOrTuple,
-  data_format?: string | null | { data_format?: string | null },
+  data_format?: LocalFormat,
 ): Node {
   const fn = 'K.local_conv1d';
-  const df =
-    typeof data_format === 'object' && data_format !== null
-      ? convOptions(fn, [data_format], { k2: ['data_format'] })['data_format']
-      : data_format;
-  const fmt = dataFormatOf(fn, df);
+  const fmt = localFormat(fn, data_format);
   const xt = toTensor(fn, inputs, 'inputs');
   checkRank(fn, 'inputs', xt, 3, dataLayout(1, fmt));
   const [k] = intPair(fn, 'kernel_size', kernel_size, 1);
@@ -225,14 +233,10 @@ export function local_conv2d(
   kernel_size: IntOrTuple,
   strides: IntOrTuple,
   output_shape: readonly number[],
-  data_format?: string | null | { data_format?: string | null },
+  data_format?: LocalFormat,
 ): Node {
   const fn = 'K.local_conv2d';
-  const df =
-    typeof data_format === 'object' && data_format !== null
-      ? convOptions(fn, [data_format], { k2: ['data_format'] })['data_format']
-      : data_format;
-  const fmt = dataFormatOf(fn, df);
+  const fmt = localFormat(fn, data_format);
   const xt = toTensor(fn, inputs, 'inputs');
   checkRank(fn, 'inputs', xt, 4, dataLayout(2, fmt));
   const [kr, kc] = intPair(fn, 'kernel_size', kernel_size, 2) as [number, number];

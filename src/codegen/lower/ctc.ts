@@ -70,18 +70,9 @@ export function ctcCheck(
 }
 
 /** ctcCheck as compiled code runs it: the reference's error class (ValueError). */
-export function ctcCheckLive(
-  op: number,
-  j: number,
-  b: number,
-  x: number,
-  T: number,
-  L: number,
-  n: number,
-  blank: number,
-): number {
+export function ctcCheckLive(...args: Parameters<typeof ctcCheck>): number {
   try {
-    return ctcCheck(op, j, b, x, T, L, n, blank);
+    return ctcCheck(...args);
   } catch (e) {
     throw new ValueError((e as Error).message);
   }
