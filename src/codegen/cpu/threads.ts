@@ -48,8 +48,8 @@ export type RowVec = (pa: number, sa: number, pb: number, K: number, acc: number
 
 /**
  * The kernel module's exports, by the number a job names: 0 panelBlock (float64 sums), 1 and 2
- * panelBlock32 and panelBlock32w (float32 sums, the 8 x 4 tile products are lowered for and the 12 x 4 one kept for measurements), 3 and 4 the same two
- * storing their sums row-major (whole products), 5 pack32 (packing jobs), 6 igemm32 (a
+ * panelBlock32 and panelBlock32w (float32 sums: the 8 x 4 tile products are lowered for, and the
+ * 12 x 4 one kept for measurements), 3 and 4 the same two storing their sums row-major (whole products), 5 pack32 (packing jobs), 6 igemm32 (a
  * convolution's float32 sums through an indirection buffer, row-major: ../wasm/igemm.ts), 7
  * packCols32 (packing jobs: full panels of an operand contiguous along the rows), 8
  * windowGrad32 (a convolution's kernel gradient's float32 sums through a table of window
