@@ -21,6 +21,7 @@ import { matmulPrecision, packArena, tile32, type KeptSlot } from '../codegen/cp
 import { IGEMM_TILE } from '../codegen/wasm/igemm.js';
 import { poolAlone } from '../codegen/wasm/pool.js';
 import { SlotStore } from '../codegen/cpu/slot-store.js';
+import { releaseRows } from '../codegen/cpu/small-matmul.js';
 import type { LowerSpec } from '../codegen/lower.js';
 import { interpreterExecutor, type Executor } from './function.js';
 import { ProgramCache } from './program-cache.js';
@@ -113,6 +114,7 @@ export function clearCompileCache(): void {
   // clear_session returns the process to its baseline: compiled kernels and drivers, and the matmul arena, go too.
   clearKernelCaches();
   packArena.release();
+  releaseRows();
 }
 
 function lowerProgram(p: CompiledProgram, shapes: Shapes): Program {

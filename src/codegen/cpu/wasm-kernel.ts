@@ -194,6 +194,11 @@ export class PackArena {
   blocks: (PanelBlock | PackPanel | RowVec)[] = [];
   /** Operands staged (stage()) and not packed yet: tiles() packs them first. */
   private pending: PackOperand[] = [];
+  /** The WebAssembly memory the packs and sums live in (undefined: the JavaScript kernel's Float64Array); other kernels over it (../wasm/rows.ts) instantiate on it. */
+  get wasmMemory(): WasmMemory | undefined {
+    return this.tile === undefined ? undefined : this.memory;
+  }
+
   /** Bytes it holds now. */
   get bytes(): number {
     return this.memory?.buffer.byteLength ?? this.view.byteLength;

@@ -1,0 +1,95 @@
+// Products of few rows (inference at a small batch: 1 to SMALL_ROWS_MAX rows) under the
+// WebAssembly kernel: A is copied row-major into the packing arena (or its prologue evaluated
+// there row by row) instead of packed into panels of the tile's 8 or 12 rows, B is the usual
+// packed (and kept) operand, and ../wasm/rows.ts' rows32 sums every row on the calling thread,
+// row-major, as a whole product's tiles are (matmul.ts sumsWhole), so the epilogue is the whole
+// product's (in the SIMD tier where it can be). XNNPACK's f32-gemm 1x8 and 4x8 "splat" kernels are
+// the anchor: measured on 784 x 256 (one thread, CPU time), 32 rows 221 us against 351 us for the
+// 8 x 4 tiles, one row 18 us against 87 us (the tile's padding rows) and 19 us (rowVec32_1).
+import type { MatmulKernel } from '../kernel.js';
+import { WA, type WasmMemory, type WasmModule } from '../wasm/encode.js';
+import { rowsModuleBytes, SMALL_ROWS_MAX } from '../wasm/rows.js';
+import { packKernels, stridedOperand, type packing, type StridedOperand } from './matmul.js';
+import { packArena } from './wasm-kernel.js';
+
+/**
+ * Multiply-adds up to which a product of few rows is summed by rows32 on the calling thread. Past
+ * it the tile kernel split over the worker threads is faster where both cores are free: rows32
+ * sums 784 x 256 products at 58 GFLOP/s on one core, the 8 x 4 tiles at 37 on each of two, so
+ * two threads win once the work saved, W (1/58 - 1/74) per GFLOP, exceeds the hand-off (about
+ * 0.05 ms: ./handoff.ts), near 7M multiply-adds; the MLP's 32 x 784 x 256 (6.4M) stays here.
+ */
+export const SMALL_ALONE_MACS = 1 << 23;
+
+/** Whether a product is summed by rows32: float32 sums of one matrix of 1..SMALL_ROWS_MAX rows (not a convolution's indirect A), small enough for one thread. */
+export function smallRows(k: MatmulKernel, wasm: boolean): boolean {
+  return wasm && k.sum === 'float32' && k.indirect === undefined && k.batch.size === 1 && k.m.size <= SMALL_ROWS_MAX
+    && k.m.size * k.n.size * k.k.size <= SMALL_ALONE_MACS;
+}
+
+/** A's strided view when rows32 reads it as copied by rowsA (contiguous along t); undefined: its packing kernel writes it row-major. */
+export function smallA(k: MatmulKernel): StridedOperand | undefined {
+  const sa = stridedOperand(k.a, k.batch, k.m, k.k);
+  return sa !== undefined && sa.st === 1 ? sa : undefined;
+}
+
+/**
+ * The packing of a product rows32 sums: A row-major (a call of rowsA where it is a view contiguous
+ * along t, else its packing kernel with panels of one row: row i, step t at i*K + t), B in the
+ * panels of nr columns every product uses (so its kept pack is the same).
+ */
+export function smallPacking(k: MatmulKernel): ReturnType<typeof packing> {
+  const sa = smallA(k);
+  const sb = stridedOperand(k.b, k.batch, k.n, k.k);
+  return {
+    kernels: [...packKernels({ ...k, mr: 1 }, sa === undefined, false), ...packKernels(k, false, sb === undefined)],
+    calls: [
+      ...(sa !== undefined ? [{ buf: sa.buf, dst: k.packA, op: sa, rows: k.m.size, p: 1 }] : []),
+      ...(sb !== undefined ? [{ buf: sb.buf, dst: k.packB, op: sb, rows: k.n.size, p: k.nr }] : []),
+    ],
+  };
+}
+
+/**
+ * A's rows into the packing buffer row-major (row i at dst[i*K ..]): each row one TypedArray.set
+ * (a memory copy), all of them one where the rows lie back to back.
+ */
+export function rowsA(dst: Float32Array, src: Float32Array | Float64Array, base: number, sr: number, rows: number, K: number): void {
+  if (sr === K) { dst.set(src.subarray(base, base + rows * K)); return; }
+  for (let i = 0; i < rows; i++) dst.set(src.subarray(base + i * sr, base + i * sr + K), i * K);
+}
+
+type Rows32 = (pa: number, lda: number, pb: number, K: number, acc: number, ldc: number, M: number, NP: number) => void;
+
+let modules: { plain?: WasmModule; shared?: WasmModule } = {};
+let bound: { memory: WasmMemory; rows32: Rows32 } | undefined;
+
+/** rows32 over the packing arena's memory (instantiated again when the arena makes a new one). */
+function kernel(): Rows32 {
+  const memory = packArena.wasmMemory;
+  if (memory === undefined) throw new Error('internal: rows32 called without the WebAssembly packing arena');
+  if (bound?.memory === memory) return bound.rows32;
+  const shared = typeof SharedArrayBuffer === 'function' && memory.buffer instanceof SharedArrayBuffer;
+  const m = shared ? (modules.shared ??= new WA!.Module(rowsModuleBytes(true))) : (modules.plain ??= new WA!.Module(rowsModuleBytes(false)));
+  const rows32 = new WA!.Instance(m, { env: { mem: memory } }).exports['rows32'] as Rows32;
+  bound = { memory, rows32 };
+  return rows32;
+}
+
+/** rows32 of the arena (byte offsets into it): M rows of A at pa (lda bytes apart) against NP B panels at pb, sums at acc (ldc bytes a row). */
+export function rows32(pa: number, lda: number, pb: number, K: number, acc: number, ldc: number, M: number, NP: number): void {
+  kernel()(pa, lda, pb, K, acc, ldc, M, NP);
+}
+
+/** Lets the instance go (clear_session: the arena's memory goes too). */
+export function releaseRows(): void {
+  bound = undefined;
+  modules = {};
+}
+
+/** The generated call of rows32 for product `k`: A row-major at pa (K floats a row), B's panels at pb, the sums row-major in `acc` (NP*nr floats a row: the whole product's layout). */
+export function renderSmallSums(k: MatmulKernel, pa: string, pb: string): string {
+  const K = k.k.size, NP = Math.ceil(k.n.size / k.nr);
+  if (k.nr !== 4) throw new Error(`internal: rows32 reads B in panels of 4 columns (nr ${k.nr})`);
+  return `rt.rows32(${pa}.byteOffset, ${4 * K}, ${pb}.byteOffset, ${K}, acc.byteOffset, ${4 * NP * k.nr}, ${k.m.size}, ${NP});`;
+}
