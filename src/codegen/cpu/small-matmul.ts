@@ -10,7 +10,7 @@ import type { MatmulKernel } from '../kernel.js';
 import { WA, type WasmMemory, type WasmModule } from '../wasm/encode.js';
 import { rowsModuleBytes, SMALL_ROWS_MAX } from '../wasm/rows.js';
 import { packKernels, stridedOperand, type packing, type StridedOperand } from './matmul.js';
-import { packArena } from './wasm-kernel.js';
+import { matmulFma, packArena } from './wasm-kernel.js';
 
 /**
  * Multiply-adds up to which a product of few rows is summed by rows32 on the calling thread. Past
@@ -61,18 +61,22 @@ export function rowsA(dst: Float32Array, src: Float32Array | Float64Array, base:
 
 type Rows32 = (pa: number, lda: number, pb: number, K: number, acc: number, ldc: number, M: number, NP: number) => void;
 
-let modules: { plain?: WasmModule; shared?: WasmModule } = {};
-let bound: { memory: WasmMemory; rows32: Rows32 } | undefined;
+/** Compiled modules by form (shared memory, fused multiply-adds). */
+let modules = new Map<string, WasmModule>();
+let bound: { memory: WasmMemory; fused: boolean; rows32: Rows32 } | undefined;
 
-/** rows32 over the packing arena's memory (instantiated again when the arena makes a new one). */
+/** rows32 over the packing arena's memory, in the tile kernels' form (fused or not): instantiated again when the arena makes a new memory. */
 function kernel(): Rows32 {
   const memory = packArena.wasmMemory;
   if (memory === undefined) throw new Error('internal: rows32 called without the WebAssembly packing arena');
-  if (bound?.memory === memory) return bound.rows32;
+  const fused = matmulFma();
+  if (bound !== undefined && bound.memory === memory && bound.fused === fused) return bound.rows32;
   const shared = typeof SharedArrayBuffer === 'function' && memory.buffer instanceof SharedArrayBuffer;
-  const m = shared ? (modules.shared ??= new WA!.Module(rowsModuleBytes(true))) : (modules.plain ??= new WA!.Module(rowsModuleBytes(false)));
+  const key = `${shared}|${fused}`;
+  let m = modules.get(key);
+  if (m === undefined) modules.set(key, m = new WA!.Module(rowsModuleBytes(shared, fused)));
   const rows32 = new WA!.Instance(m, { env: { mem: memory } }).exports['rows32'] as Rows32;
-  bound = { memory, rows32 };
+  bound = { memory, fused, rows32 };
   return rows32;
 }
 
@@ -84,7 +88,7 @@ export function rows32(pa: number, lda: number, pb: number, K: number, acc: numb
 /** Lets the instance go (clear_session: the arena's memory goes too). */
 export function releaseRows(): void {
   bound = undefined;
-  modules = {};
+  modules = new Map();
 }
 
 /** The generated call of rows32 for product `k`: A row-major at pa (K floats a row), B's panels at pb, the sums row-major in `acc` (NP*nr floats a row: the whole product's layout). */

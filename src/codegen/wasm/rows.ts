@@ -19,12 +19,13 @@ const GROUPS: readonly (readonly [rows: number, panels: number])[] = [[4, 2], [2
 
 /**
  * rows32(pa, lda, pb, K, acc, ldc, M, NP): for rows i = 0..M-1 (row i of step t at pa + i*lda +
- * 4t) and the NP B panels, the float32 sums s += a*b for t = 0..K-1 (multiply, then add: the
- * tile kernels' operations, so a row's sums equal theirs bit for bit) stored row-major: row i,
+ * 4t) and the NP B panels, the float32 sums s += a*b for t = 0..K-1 (multiply, then add, or with
+ * `fused` the relaxed multiply-add: the tile kernels' operations in their order, so a row's sums
+ * equal theirs bit for bit) stored row-major: row i,
  * column 4q + c at acc + i*ldc + 16q + 4c. Rows go in groups of 4, then 2, then 1; within a
  * group, B panels in passes of G (then 4, 2, 1 for the panels left).
  */
-function rows32Body(): Body {
+function rows32Body(fused: boolean): Body {
   const [PA, LDA, PB, K, ACC, LDC, M, NP] = [0, 1, 2, 3, 4, 5, 6, 7];
   const [KB, ROWA, ROWC, Q, PBQ, ACCQ, KI, OUT] = [8, 9, 10, 11, 12, 13, 14, 15];
   const AP = (r: number) => 16 + r; // row r's pointer (4 at most)
@@ -54,7 +55,10 @@ function rows32Body(): Body {
       for (let r = 0; r < R; r++) b.get(AP(r)).v(simd.v128Load32Splat, ...memarg(2, 0)).set(VA(r));
       for (let g = 0; g < G; g++) {
         b.get(P(g)).v(simd.v128Load, ...memarg(2, 0)).set(VB);
-        for (let r = 0; r < R; r++) b.get(vacc(r, g, G)).get(VA(r)).get(VB).v(simd.f32x4Mul).v(simd.f32x4Add).set(vacc(r, g, G));
+        for (let r = 0; r < R; r++) {
+          if (fused) b.get(VA(r)).get(VB).get(vacc(r, g, G)).v(simd.f32x4RelaxedMadd).set(vacc(r, g, G));
+          else b.get(vacc(r, g, G)).get(VA(r)).get(VB).v(simd.f32x4Mul).v(simd.f32x4Add).set(vacc(r, g, G));
+        }
         b.addTo(P(g), 16);
       }
       for (let r = 0; r < R; r++) b.addTo(AP(r), 4);
@@ -80,7 +84,7 @@ function rows32Body(): Body {
   return b;
 }
 
-/** The module's bytes: imports env.mem (shared: the packing arena of a process with worker threads), exports rows32. */
-export function rowsModuleBytes(shared: boolean): Uint8Array {
-  return moduleBytes([{ name: 'rows32', params: 8, body: rows32Body() }], shared ? 'shared' : true);
+/** The module's bytes: imports env.mem (shared: the packing arena of a process with worker threads), exports rows32; `fused` only where the runtime has relaxed SIMD. */
+export function rowsModuleBytes(shared: boolean, fused: boolean): Uint8Array {
+  return moduleBytes([{ name: 'rows32', params: 8, body: rows32Body(fused) }], shared ? 'shared' : true);
 }
