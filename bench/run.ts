@@ -16,14 +16,14 @@ import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
 import { backend as K, set_backend } from '../src/index.js';
 import { tfjsRuntime } from '../src/runtime/tfjs/load.js';
 import { ortAvailable, pingMs } from '../src/runtime/onnx/session.js';
-import { clearCompileCache, compileTimes } from '../src/runtime/compile.js';
+import { clearCompileCache, compileTimes } from '../src/runtime/cpu/compile.js';
 import { clearKernelCaches } from '../src/codegen/cpu/module.js';
 import { set_device } from '../src/api/config.js';
 import { loadGpuJs } from '../src/runtime/gpu/gpujs.js';
 import { gpuDevice } from '../src/runtime/gpu/device.js';
 import { cases, type Impl, type ImplName } from './cases.js';
-import { measurePeak } from '../src/codegen/wasm/peak.js';
-import { hasRelaxedSimd } from '../src/codegen/wasm/encode.js';
+import { measurePeak } from '../src/codegen/cpu/wasm/peak.js';
+import { hasRelaxedSimd } from '../src/codegen/cpu/wasm/encode.js';
 import { threadCount } from '../src/codegen/cpu/threads.js';
 import { matmulFma, matmulPrecision } from '../src/codegen/cpu/wasm-kernel.js';
 

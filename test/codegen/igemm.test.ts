@@ -13,7 +13,7 @@ import type { Node } from '../../src/ir/node.js';
 import { setEnvironment } from '../../src/api/config.js';
 import { setMatmulFma, setWasmKernel } from '../../src/codegen/cpu/wasm-kernel.js';
 import { IGEMM_VARIANT, setThreads, threadPool, WINDOW_GRAD_VARIANT } from '../../src/codegen/cpu/threads.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { mulberry32 } from '../../src/ir/random.js';
 
 function fill(shape: readonly number[], seed: number): NDArray {

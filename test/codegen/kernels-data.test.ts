@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { backend as K, NDArray, ValueError } from '../../src/index.js';
 import type { Tensor } from '../../src/index.js';
-import { philoxDraw, DRAW } from '../../src/codegen/random-fn.js';
+import { philoxDraw, DRAW } from '../../src/codegen/lower/random-fn.js';
 import { elementBits, normalFromBits, seededKey, truncatedNormal, unit32, unitFloat, unseededKey } from '../../src/ir/random.js';
 import { emptyFolder, runCalls, typecheck, writeModules } from '../helpers/exported.js';
 

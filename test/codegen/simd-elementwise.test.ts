@@ -4,11 +4,11 @@
 // approximations, are within 1 ulp of the reference's value in float32 (the bound stated in the tier's header).
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
-import { CHUNK, F32_MIN_ELEMENTS, MIN_ELEMENTS, nodeKind, setFloat32Approximations, setSimdTier } from '../../src/codegen/wasm/elementwise.js';
-import { ExprBuilder, KERNEL_ROWS, type ScalarOp } from '../../src/codegen/expr.js';
-import { ivar, newVar } from '../../src/codegen/index-expr.js';
+import { CHUNK, F32_MIN_ELEMENTS, MIN_ELEMENTS, nodeKind, setFloat32Approximations, setSimdTier } from '../../src/codegen/cpu/wasm/elementwise.js';
+import { ExprBuilder, KERNEL_ROWS, type ScalarOp } from '../../src/codegen/kernel/expr.js';
+import { ivar, newVar } from '../../src/codegen/kernel/index-expr.js';
 import { elementwiseOps, type ElementwiseOp } from '../../src/ir/ops/elementwise.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import type { Node } from '../../src/ir/node.js';
 
 /** Not a multiple of the chunk nor of the 8 elements one loop iteration takes: edge chunks are exercised. */

@@ -4,9 +4,9 @@
 // thresholds at the ends of [0, 1], and the same values as the JavaScript kernels with the tier off.
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
-import { CHUNK, setSimdTier } from '../../src/codegen/wasm/elementwise.js';
-import { PHILOX_MIN_ELEMENTS } from '../../src/codegen/wasm/philox.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { CHUNK, setSimdTier } from '../../src/codegen/cpu/wasm/elementwise.js';
+import { PHILOX_MIN_ELEMENTS } from '../../src/codegen/cpu/wasm/philox.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { nextEpoch } from '../../src/ir/interpret.js';
 import { elementBits, seededKey, unit32, unitFloat, unseededKey, type RandomKey } from '../../src/ir/random.js';
 import type { Node } from '../../src/ir/node.js';

@@ -6,10 +6,10 @@
 import { expect } from 'chai';
 import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
 import { backend as K, NDArray } from '../../src/index.js';
-import { setSimdTier } from '../../src/codegen/wasm/elementwise.js';
+import { setSimdTier } from '../../src/codegen/cpu/wasm/elementwise.js';
 import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
-import { setPoolParallelMin } from '../../src/codegen/wasm/pool.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { setPoolParallelMin } from '../../src/codegen/cpu/wasm/pool.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 
 interface Geometry {
   readonly name: string;

@@ -7,10 +7,10 @@
 import { expect } from 'chai';
 import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
 import { backend as K, NDArray } from '../../src/index.js';
-import { setRowPairs } from '../../src/codegen/wasm/reduce-pair.js';
-import { PARALLEL_MIN_ELEMENTS } from '../../src/codegen/wasm/reduce.js';
+import { setRowPairs } from '../../src/codegen/cpu/wasm/reduce-pair.js';
+import { PARALLEL_MIN_ELEMENTS } from '../../src/codegen/cpu/wasm/reduce.js';
 import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import type { Node } from '../../src/ir/node.js';
 
 function values(n: number, seed: number, scale = 4): Float32Array {

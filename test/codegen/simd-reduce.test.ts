@@ -5,10 +5,10 @@
 import { expect } from 'chai';
 import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
 import { backend as K, NDArray } from '../../src/index.js';
-import { setSimdTier } from '../../src/codegen/wasm/elementwise.js';
-import { COL_BLOCK, PARALLEL_MIN_ELEMENTS, setReduceF32Elements } from '../../src/codegen/wasm/reduce.js';
+import { setSimdTier } from '../../src/codegen/cpu/wasm/elementwise.js';
+import { COL_BLOCK, PARALLEL_MIN_ELEMENTS, setReduceF32Elements } from '../../src/codegen/cpu/wasm/reduce.js';
 import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import type { Node } from '../../src/ir/node.js';
 
 const EDGES = [NaN, Infinity, -Infinity, -0, 0, 3.4e38, -3.4e38, 1e-40];

@@ -11,10 +11,10 @@ import { setMatmulFma, setWasmKernel } from '../../src/codegen/cpu/wasm-kernel.j
 import { setThreads } from '../../src/codegen/cpu/threads.js';
 import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
 import { SMALL_ALONE_MACS } from '../../src/codegen/cpu/small-matmul.js';
-import { WA } from '../../src/codegen/wasm/encode.js';
-import { rowsModuleBytes, SMALL_ROWS_MAX } from '../../src/codegen/wasm/rows.js';
-import { matmulModuleBytes } from '../../src/codegen/wasm/matmul.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { WA } from '../../src/codegen/cpu/wasm/encode.js';
+import { rowsModuleBytes, SMALL_ROWS_MAX } from '../../src/codegen/cpu/wasm/rows.js';
+import { matmulModuleBytes } from '../../src/codegen/cpu/wasm/matmul.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { mulberry32 } from '../../src/ir/random.js';
 import type { Node } from '../../src/ir/node.js';
 

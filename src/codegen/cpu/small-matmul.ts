@@ -1,14 +1,14 @@
 // Products of few rows (inference at a small batch: 1 to SMALL_ROWS_MAX rows) under the
 // WebAssembly kernel: A is copied row-major into the packing arena (or its prologue evaluated
 // there row by row) instead of packed into panels of the tile's 8 or 12 rows, B is the usual
-// packed (and kept) operand, and ../wasm/rows.ts' rows32 sums every row on the calling thread,
+// packed (and kept) operand, and ./wasm/rows.ts' rows32 sums every row on the calling thread,
 // row-major, as a whole product's tiles are (matmul.ts sumsWhole), so the epilogue is the whole
 // product's (in the SIMD tier where it can be). XNNPACK's f32-gemm 1x8 and 4x8 "splat" kernels are
 // the anchor: measured on 784 x 256 (one thread, CPU time), 32 rows 221 us against 351 us for the
 // 8 x 4 tiles, one row 18 us against 87 us (the tile's padding rows) and 19 us (rowVec32_1).
-import type { MatmulKernel } from '../kernel.js';
-import { WA, type WasmMemory, type WasmModule } from '../wasm/encode.js';
-import { rowsModuleBytes, SMALL_ROWS_MAX } from '../wasm/rows.js';
+import type { MatmulKernel } from '../kernel/ir.js';
+import { WA, type WasmMemory, type WasmModule } from './wasm/encode.js';
+import { rowsModuleBytes, SMALL_ROWS_MAX } from './wasm/rows.js';
 import { packKernels, stridedOperand, type packing, type StridedOperand } from './matmul.js';
 import { matmulFma, packArena } from './wasm-kernel.js';
 
