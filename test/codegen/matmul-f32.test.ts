@@ -259,7 +259,7 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
       import { backend as K, NDArray } from './src/index.js';
       import { setEnvironment } from './src/api/config.js';
       import { matmulFma, tile32, setMatmulFma } from './src/codegen/cpu/wasm-kernel.js';
-      import { clearCompileCache } from './src/runtime/compile.js';
+      import { clearCompileCache } from './src/runtime/cpu/compile.js';
       setEnvironment({ THEANINE_MATMUL_PRECISION: 'float32' });
       const M = 37, Kd = 301, N = 29;
       const x = new NDArray(Float32Array.from({ length: M * Kd }, (_, i) => Math.sin(i * 0.37)), [M, Kd]);
