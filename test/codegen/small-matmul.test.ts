@@ -139,6 +139,22 @@ describe('codegen/cpu products of few rows (rows32)', function () {
     }
   });
 
+  it('a bias every row reads alike, written into the SIMD tier\'s memory once for all chunks: rows not a multiple of the chunk, the same values as the JavaScript tier', () => {
+    for (const M of [257, 70]) {
+      const x = fill([M, 48], 11), w = fill([48, 64], 12), b = fill([64], 13);
+      const go = () => float32(() => {
+        const px = K.placeholder([M, 48], null, 'float32'), pw = K.placeholder([48, 64], null, 'float32'), pb = K.placeholder([64], null, 'float32');
+        const f = K.function([px, pw, pb], [K.relu(K.dot(px, pw).add(pb))]);
+        return { out: Array.from(f([x, w, b])[0]!.data), source: f.source() };
+      });
+      setWasmKernel(true);
+      const got = go();
+      expect(got.source).to.contain('m.copyWithin(');
+      setWasmKernel(false);
+      expect(got.out, `${M} rows`).to.deep.equal(go().out);
+    }
+  });
+
   it('products past SMALL_ALONE_MACS multiply-adds go to the tile kernel (split over the threads)', () => {
     const [M, Kd, N] = [32, 1024, Math.ceil(SMALL_ALONE_MACS / (32 * 1024)) + 4];
     const src = float32(() => {
