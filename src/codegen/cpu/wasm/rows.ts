@@ -16,6 +16,12 @@ export const SMALL_ROWS_MAX = 32;
  * as scratch): 4 rows x 2 panels, 2 x 4, 1 x 8, the same count of sums as the 8 x 4 tile.
  */
 const GROUPS: readonly (readonly [rows: number, panels: number])[] = [[4, 2], [2, 4], [1, 8]];
+/**
+ * Steps of t per pass of the loop, by rows of the group: two for one row (784 x 256: 18 -> 15 us),
+ * one for more (two steps per pass measured 60 -> 36 GFLOP/s at 4 rows, 58 -> 35 at 2: V8's
+ * registers no longer hold the sums).
+ */
+const UNROLL = new Map([[1, 2]]);
 
 /**
  * rows32(pa, lda, pb, K, acc, ldc, M, NP): for rows i = 0..M-1 (row i of step t at pa + i*lda +
@@ -49,21 +55,31 @@ function rows32Body(fused: boolean): Body {
       for (let r = 0; r < R; r++) for (let g = 0; g < G; g++) b.vzero().set(vacc(r, g, G));
       for (let r = 0; r < R; r++) b.get(ROWA).get(LDA).i32(r).ops(op.i32Mul, op.i32Add).set(AP(r));
       for (let g = 0; g < G; g++) b.get(PBQ).get(KB).i32(g).ops(op.i32Mul, op.i32Add).set(P(g));
-      b.get(K).set(KI);
-      b.ops(op.block, VOID).get(KI).ops(op.i32Eqz, op.brIf, 0);
-      b.ops(op.loop, VOID); // steps t
-      for (let r = 0; r < R; r++) b.get(AP(r)).v(simd.v128Load32Splat, ...memarg(2, 0)).set(VA(r));
-      for (let g = 0; g < G; g++) {
-        b.get(P(g)).v(simd.v128Load, ...memarg(2, 0)).set(VB);
-        for (let r = 0; r < R; r++) {
-          if (fused) b.get(VA(r)).get(VB).get(vacc(r, g, G)).v(simd.f32x4RelaxedMadd).set(vacc(r, g, G));
-          else b.get(vacc(r, g, G)).get(VA(r)).get(VB).v(simd.f32x4Mul).v(simd.f32x4Add).set(vacc(r, g, G));
+      // U steps per pass of the loop (A at offsets 4u, B at 16u; pointers moved once), then the K mod U left one by one
+      const steps = (U: number) => {
+        for (let u = 0; u < U; u++) {
+          for (let r = 0; r < R; r++) b.get(AP(r)).v(simd.v128Load32Splat, ...memarg(2, 4 * u)).set(VA(r));
+          for (let g = 0; g < G; g++) {
+            b.get(P(g)).v(simd.v128Load, ...memarg(2, 16 * u)).set(VB);
+            for (let r = 0; r < R; r++) {
+              if (fused) b.get(VA(r)).get(VB).get(vacc(r, g, G)).v(simd.f32x4RelaxedMadd).set(vacc(r, g, G));
+              else b.get(vacc(r, g, G)).get(VA(r)).get(VB).v(simd.f32x4Mul).v(simd.f32x4Add).set(vacc(r, g, G));
+            }
+          }
         }
-        b.addTo(P(g), 16);
+        for (let g = 0; g < G; g++) b.addTo(P(g), 16 * U);
+        for (let r = 0; r < R; r++) b.addTo(AP(r), 4 * U);
+      };
+      const U = UNROLL.get(R) ?? 1;
+      for (const [n, u] of U > 1 ? [[K, U], [-1, 1]] as const : [[K, 1]] as const) {
+        if (n === K) b.get(K).i32(Math.log2(u)).ops(op.i32ShrU).set(KI);
+        else b.get(K).i32(U - 1).ops(op.i32And).set(KI);
+        b.ops(op.block, VOID).get(KI).ops(op.i32Eqz, op.brIf, 0);
+        b.ops(op.loop, VOID); // steps t
+        steps(u);
+        b.get(KI).i32(1).ops(op.i32Sub).tee(KI).ops(op.brIf, 0);
+        b.ops(op.end, op.end);
       }
-      for (let r = 0; r < R; r++) b.addTo(AP(r), 4);
-      b.get(KI).i32(1).ops(op.i32Sub).tee(KI).ops(op.brIf, 0);
-      b.ops(op.end, op.end);
       b.get(ACCQ).set(OUT);
       for (let r = 0; r < R; r++) {
         for (let g = 0; g < G; g++) b.get(OUT).get(vacc(r, g, G)).v(simd.v128Store, ...memarg(2, 16 * g));
