@@ -8,9 +8,8 @@ import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setEnvironment } from '../../src/api/config.js';
 import { setMatmulFma, setWasmKernel } from '../../src/codegen/cpu/wasm-kernel.js';
-import { setThreads } from '../../src/codegen/cpu/threads.js';
+import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
 import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
-import { SMALL_ALONE_MACS } from '../../src/codegen/cpu/small-matmul.js';
 import { WA } from '../../src/codegen/cpu/wasm/encode.js';
 import { rowsModuleBytes, SMALL_ROWS_MAX } from '../../src/codegen/cpu/wasm/rows.js';
 import { matmulModuleBytes } from '../../src/codegen/cpu/wasm/matmul.js';
@@ -155,13 +154,25 @@ describe('codegen/cpu products of few rows (rows32)', function () {
     }
   });
 
-  it('products past SMALL_ALONE_MACS multiply-adds go to the tile kernel (split over the threads)', () => {
-    const [M, Kd, N] = [32, 1024, Math.ceil(SMALL_ALONE_MACS / (32 * 1024)) + 4];
-    const src = float32(() => {
+  it('a product of 32 rows and 2M multiply-adds or more is split by columns over the worker threads: the same sums as one thread, bit for bit', async () => {
+    const [M, Kd, N] = [32, 301, 250];
+    const x = fill([M, Kd], 21), w = fill([Kd, N], 22);
+    const go = () => float32(() => {
       const px = K.placeholder([M, Kd], null, 'float32'), pw = K.placeholder([Kd, N], null, 'float32');
-      return K.function([px, pw], [K.dot(px, pw)]).source();
+      const f = K.function([px, pw], [K.dot(px, pw)]);
+      return { out: Array.from(f([x, w])[0]!.data), source: f.source() };
     });
-    expect(src).to.not.contain('rt.rows32(');
-    expect(src).to.contain('rt.arena.tiles(');
+    setThreads(1);
+    const one = go();
+    expect(one.source).to.contain('rt.rows32(');
+    setThreads(2);
+    const before = threadPool()?.workerRowPanels ?? 0;
+    let two = go();
+    for (let i = 0; i < 200 && (threadPool()?.workerRowPanels ?? 0) === before; i++) {
+      await new Promise((r) => setTimeout(r, 20)); // the workers start, then take claims
+      two = go();
+    }
+    expect(threadPool()!.workerRowPanels, 'B panels summed by workers').to.be.greaterThan(before);
+    expect(two.out).to.deep.equal(one.out);
   });
 });

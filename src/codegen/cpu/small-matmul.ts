@@ -1,30 +1,23 @@
 // Products of few rows (inference at a small batch: 1 to SMALL_ROWS_MAX rows) under the
 // WebAssembly kernel: A is copied row-major into the packing arena (or its prologue evaluated
 // there row by row) instead of packed into panels of the tile's 8 or 12 rows, B is the usual
-// packed (and kept) operand, and ./wasm/rows.ts' rows32 sums every row on the calling thread,
-// row-major, as a whole product's tiles are (matmul.ts sumsWhole), so the epilogue is the whole
-// product's (in the SIMD tier where it can be). XNNPACK's f32-gemm 1x8 and 4x8 "splat" kernels are
-// the anchor: measured on 784 x 256 (one thread, CPU time), 32 rows 221 us against 351 us for the
-// 8 x 4 tiles, one row 18 us against 87 us (the tile's padding rows) and 19 us (rowVec32_1).
+// packed (and kept) operand, and ./wasm/rows.ts' rows32 sums every row, row-major, as a whole
+// product's tiles are (matmul.ts sumsWhole), so the epilogue is the whole product's (in the SIMD
+// tier where it can be); large ones split by columns over the worker threads. XNNPACK's f32-gemm
+// 1x8 and 4x8 "splat" kernels are the anchor: measured on 784 x 256 (one thread, CPU time), 32
+// rows 221 us against 351 us for the 8 x 4 tiles, one row 15 us against 87 us (the tile's padding
+// rows) and 19 us (rowVec32_1).
 import type { MatmulKernel } from '../kernel/ir.js';
 import { WA, type WasmMemory, type WasmModule } from './wasm/encode.js';
-import { rowsModuleBytes, SMALL_ROWS_MAX } from './wasm/rows.js';
+import { SMALL_ROWS_MAX } from './wasm/rows.js';
+import { handoffMeasured, handoffThreads } from './handoff.js';
+import { PARALLEL_MIN_MACS, ROWS_EXPORT, threadCount, threadPool, type PackPanel, type PanelBlock, type RowVec, type Rows32 } from './threads.js';
 import { packKernels, stridedOperand, type packing, type StridedOperand } from './matmul.js';
-import { matmulFma, packArena } from './wasm-kernel.js';
+import { packArena, rowsModule } from './wasm-kernel.js';
 
-/**
- * Multiply-adds up to which a product of few rows is summed by rows32 on the calling thread. Past
- * it the tile kernel split over the worker threads is faster where both cores are free: rows32
- * sums 784 x 256 products at 58 GFLOP/s on one core, the 8 x 4 tiles at 37 on each of two, so
- * two threads win once the work saved, W (1/58 - 1/74) per GFLOP, exceeds the hand-off (about
- * 0.05 ms: ./handoff.ts), near 7M multiply-adds; the MLP's 32 x 784 x 256 (6.4M) stays here.
- */
-export const SMALL_ALONE_MACS = 1 << 23;
-
-/** Whether a product is summed by rows32: float32 sums of one matrix of 1..SMALL_ROWS_MAX rows (not a convolution's indirect A), small enough for one thread. */
+/** Whether a product is summed by rows32: float32 sums of one matrix of 1..SMALL_ROWS_MAX rows (not a convolution's indirect A). */
 export function smallRows(k: MatmulKernel, wasm: boolean): boolean {
-  return wasm && k.sum === 'float32' && k.indirect === undefined && k.batch.size === 1 && k.m.size <= SMALL_ROWS_MAX
-    && k.m.size * k.n.size * k.k.size <= SMALL_ALONE_MACS;
+  return wasm && k.sum === 'float32' && k.indirect === undefined && k.batch.size === 1 && k.m.size <= SMALL_ROWS_MAX;
 }
 
 /** A's strided view when rows32 reads it as copied by rowsA (contiguous along t); undefined: its packing kernel writes it row-major. */
@@ -59,36 +52,47 @@ export function rowsA(dst: Float32Array, src: Float32Array | Float64Array, base:
   for (let i = 0; i < rows; i++) dst.set(src.subarray(base + i * sr, base + i * sr + K), i * K);
 }
 
-type Rows32 = (pa: number, lda: number, pb: number, K: number, acc: number, ldc: number, M: number, NP: number) => void;
+/** The handoff model's kind of work for rows32 (./handoff.ts: a rate of its own, apart from the tiles'). */
+const ROWS_KIND = -1;
 
-/** Compiled modules by form (shared memory, fused multiply-adds). */
-let modules = new Map<string, WasmModule>();
-let bound: { memory: WasmMemory; fused: boolean; rows32: Rows32 } | undefined;
+let bound: { memory: WasmMemory; module: WasmModule; rows32: Rows32; blocks: (PanelBlock | PackPanel | RowVec | Rows32)[] } | undefined;
 
-/** rows32 over the packing arena's memory, in the tile kernels' form (fused or not): instantiated again when the arena makes a new memory. */
-function kernel(): Rows32 {
+/** rows32 over the packing arena's memory, in the tile kernels' form, and the kernels a rows job runs (the arena's, then rows32): made again when the arena makes a new memory. */
+function kernel(): NonNullable<typeof bound> {
   const memory = packArena.wasmMemory;
   if (memory === undefined) throw new Error('internal: rows32 called without the WebAssembly packing arena');
-  const fused = matmulFma();
-  if (bound !== undefined && bound.memory === memory && bound.fused === fused) return bound.rows32;
-  const shared = typeof SharedArrayBuffer === 'function' && memory.buffer instanceof SharedArrayBuffer;
-  const key = `${shared}|${fused}`;
-  let m = modules.get(key);
-  if (m === undefined) modules.set(key, m = new WA!.Module(rowsModuleBytes(shared, fused)));
-  const rows32 = new WA!.Instance(m, { env: { mem: memory } }).exports['rows32'] as Rows32;
-  bound = { memory, fused, rows32 };
-  return rows32;
+  const module = rowsModule(typeof SharedArrayBuffer === 'function' && memory.buffer instanceof SharedArrayBuffer);
+  if (bound !== undefined && bound.memory === memory && bound.module === module) return bound;
+  const rows32 = new WA!.Instance(module, { env: { mem: memory } }).exports['rows32'] as Rows32;
+  const blocks = [...packArena.blocks];
+  blocks[ROWS_EXPORT] = rows32;
+  return bound = { memory, module, rows32, blocks };
 }
 
-/** rows32 of the arena (byte offsets into it): M rows of A at pa (lda bytes apart) against NP B panels at pb, sums at acc (ldc bytes a row). */
+/**
+ * rows32 of the arena (byte offsets into it): M rows of A at pa (lda bytes apart) against NP B
+ * panels at pb, sums at acc (ldc bytes a row). Products of PARALLEL_MIN_MACS multiply-adds or more
+ * are split by columns over the worker threads where the arena is shared with them (two claims
+ * per thread, each a range of B's panels), as the hand-off model allows (./handoff.ts).
+ */
 export function rows32(pa: number, lda: number, pb: number, K: number, acc: number, ldc: number, M: number, NP: number): void {
-  kernel()(pa, lda, pb, K, acc, ldc, M, NP);
+  const k = kernel();
+  const work = M * NP * 4 * K;
+  const pool = threadPool();
+  const shared = typeof SharedArrayBuffer === 'function' && k.memory.buffer instanceof SharedArrayBuffer;
+  const threads = pool !== undefined && shared && NP >= 2 && work >= PARALLEL_MIN_MACS ? handoffThreads(work, threadCount(), ROWS_KIND) : 1;
+  const t0 = performance.now();
+  if (threads <= 1) k.rows32(pa, lda, pb, K, acc, ldc, M, NP);
+  else {
+    const per = Math.ceil(NP / (2 * threads));
+    pool!.run(threads, k.blocks, [], [2, Math.ceil(NP / per), pa, lda, pb, K, acc, ldc, M, NP, per]);
+  }
+  handoffMeasured(work, threads, performance.now() - t0, ROWS_KIND);
 }
 
 /** Lets the instance go (clear_session: the arena's memory goes too). */
 export function releaseRows(): void {
   bound = undefined;
-  modules = new Map();
 }
 
 /** The generated call of rows32 for product `k`: A row-major at pa (K floats a row), B's panels at pb, the sums row-major in `acc` (NP*nr floats a row: the whole product's layout). */
