@@ -132,8 +132,9 @@ export function renderDriver({ program: p, plan, strategies }: Prepared, b: Driv
             : t === 1 && c.p !== 4 ? `rt.packRows(${name(c.dst)}, ${name(c.buf)}, ${base}, ${sb}, ${sr}, ` : `rt.packStrided(${name(c.dst)}, ${name(c.buf)}, ${base}, ${sb}, ${sr}, ${t}, `;
           pl.push(st.small && c.dst === s.packA ? `${call}${c.rows}, ${s.k.size});` : `${call}${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
         }
-        for (const { kernel: kern, js } of pk.kernels) {
-          if (kern.stores[0]!.buf === dst) pl.push(kernelCall(b.kernel(s, (env) => renderLoopKernel(kern, 'k', env, js)), name));
+        for (const { kernel: kern, js, tier } of pk.kernels) {
+          if (kern.stores[0]!.buf !== dst) continue;
+          pl.push(kernelCall(b.kernel(s, (env) => (tier !== undefined ? renderElementwise(tier, env.bufName) : renderLoopKernel(kern, 'k', env, js))), name));
         }
         if (keep === undefined) lines.push(...pl.map((l) => `  ${l}`));
         else if (!staged.has(dst)) lines.push(`  if (${keep.when}) {`, ...pl.map((l) => `    ${l}`), `    ${keep.done}`, '  }');

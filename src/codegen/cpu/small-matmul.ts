@@ -12,7 +12,13 @@ import { WA, type WasmMemory, type WasmModule } from './wasm/encode.js';
 import { SMALL_ROWS_MAX } from './wasm/rows.js';
 import { handoffMeasured, handoffThreads } from './handoff.js';
 import { PARALLEL_MIN_MACS, ROWS_EXPORT, threadCount, threadPool, type PackPanel, type PanelBlock, type RowVec, type Rows32 } from './threads.js';
-import { packKernels, stridedOperand, type packing, type StridedOperand } from './matmul.js';
+import { packKernels, stridedOperand, tLoops, type packing, type StridedOperand } from './matmul.js';
+import { ExprBuilder } from '../kernel/expr.js';
+import { iadd, iconst, iscale, ivar, newVar, substitute, type IExpr } from '../kernel/index-expr.js';
+import type { LoopKernel } from '../kernel/ir.js';
+import { collapseLoopKernel, mapIndices } from '../transform/collapse.js';
+import { planElementwise, type EwPlan } from './wasm/elementwise.js';
+import type { DType } from '../../ir/dtype.js';
 import { packArena, rowsModule } from './wasm-kernel.js';
 
 /** Whether a product is summed by rows32: float32 sums of one matrix of 1..SMALL_ROWS_MAX rows (not a convolution's indirect A). */
@@ -41,6 +47,27 @@ export function smallPacking(k: MatmulKernel): ReturnType<typeof packing> {
       ...(sb !== undefined ? [{ buf: sb.buf, dst: k.packB, op: sb, rows: k.n.size, p: k.nr }] : []),
     ],
   };
+}
+
+/**
+ * A read through a prologue (an elementwise function of other buffers: the previous layer's bias
+ * and activation) evaluated into its rows by the SIMD tier, where the tier takes the loop (rows of
+ * A, each K long, stored row-major in float32 as the JavaScript packing kernel stores them: the
+ * operand's value rounded once to the float32 packing buffer); undefined: the JavaScript kernel.
+ */
+export function smallPrologue(k: MatmulKernel, dtype: (buf: number) => DType): EwPlan | undefined {
+  if (smallA(k) !== undefined || dtype(k.packA) !== 'float32') return undefined;
+  const b = new ExprBuilder(dtype);
+  const row = newVar(k.m.size);
+  const tv = tLoops(k.a, k.k);
+  const tIdx = iadd(...tv.map(([v, st]) => iscale(ivar(v), st)));
+  const sub = (x: IExpr) => substitute(x, (u) => (u.id === k.m.id ? ivar(row) : u.id === k.k.id ? tIdx : u.id === k.batch.id ? iconst(0) : undefined));
+  const [value] = mapIndices(b, [k.a], sub, (vs) => vs);
+  const kernel: LoopKernel = {
+    kind: 'loop', label: 'pack A rows', vars: [row, ...tv.map(([v]) => v)],
+    stores: [{ buf: k.packA, index: iadd(iscale(ivar(row), k.k.size), tIdx), value: value!, dtype: 'float32' }],
+  };
+  return planElementwise(collapseLoopKernel(kernel, b), dtype);
 }
 
 /**

@@ -16,7 +16,7 @@ import { planRowPair } from './wasm/reduce-pair.js';
 import { fusablePair, planPhilox, type PhiloxPlan } from './wasm/philox.js';
 import { indirectSums, packing, stagedPacks, sumsWhole, tierEpilogue, tilesCall } from './matmul.js';
 import { wasmTileModule } from './wasm-kernel.js';
-import { smallPacking, smallRows } from './small-matmul.js';
+import { smallPacking, smallPrologue, smallRows } from './small-matmul.js';
 import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule, type ScheduleChooser } from './matmul-schedule.js';
 import { jsLoop, type JsLoop } from './loop.js';
 
@@ -60,8 +60,8 @@ export interface MatmulStrategy {
 
 export { DEFAULT_MATMUL_SCHEDULE, isDefaultSchedule, type MatmulSchedule, type ScheduleChooser, type TilesCall } from './matmul-schedule.js';
 
-/** A packing loop kernel (collapsed), cut and scheduled for the JavaScript renderer. */
-export interface PackKernel { readonly kernel: LoopKernel; readonly js: JsLoop }
+/** A packing loop kernel (collapsed), cut and scheduled for the JavaScript renderer; `tier`: rendered by the SIMD tier instead (small-matmul.ts smallPrologue). */
+export interface PackKernel { readonly kernel: LoopKernel; readonly js: JsLoop; readonly tier?: EwPlan }
 
 export type StepStrategy = LoopStrategy | MatmulStrategy | { readonly kind: 'scan' | 'print' | 'extern' };
 
@@ -124,9 +124,10 @@ function matmulStrategy(s: MatmulKernel, target: boolean, dtype: (id: number) =>
   const indirect = all && !small && indirectSums(s, wasm);
   const pk = small ? smallPacking(s) : packing(s, indirect);
   // the packing loop kernels, collapsed as lowering collapses its own (in float64, as they copy)
+  const prologue = small ? smallPrologue(s, dtype) : undefined;
   const kernels = pk.kernels.map((k): PackKernel => {
     const kernel = collapseLoopKernel(k, new ExprBuilder(() => 'float64'));
-    return { kernel, js: jsLoop(kernel) };
+    return { kernel, js: jsLoop(kernel), ...(prologue !== undefined && k.stores[0]!.buf === s.packA ? { tier: prologue } : {}) };
   });
   return {
     kind: 'matmul', wasm, all, indirect, small,
