@@ -100,7 +100,7 @@ async function main(): Promise<void> {
   const results: Record<string, unknown>[] = [];
   const print = (s: string) => process.stdout.write(s + '\n');
   print(`theanine bench: ${os.cpus()[0]?.model ?? 'cpu'} x${os.cpus().length}, node ${process.version}, ${ROUNDS} rounds, tfjs-wasm simd=${wasmSimd}, theanine threads ${threadCount()} (THEANINE_THREADS), load average ${os.loadavg()[0]!.toFixed(1)}${CPU_CLOCK ? ', clock: process CPU time (BENCH_CLOCK=cpu)' : ''}`);
-  // The limit: one core's WebAssembly SIMD multiply-add rate (src/codegen/wasm/peak.ts). theanine's
+  // The limit: one core's WebAssembly SIMD multiply-add rate (src/codegen/cpu/wasm/peak.ts). theanine's
   // float32 products sum in float32 (f32x4, fused where the runtime has relaxed SIMD) under matmul
   // precision "float32", in float64 (f64x2, equal to the reference's) under "float64"; XNNPACK sums in float32 (f32x4).
   const peak = measurePeak(hasRelaxedSimd());

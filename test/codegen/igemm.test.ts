@@ -1,4 +1,4 @@
-// Float32 convolutions summed through an indirection buffer (src/codegen/wasm/igemm.ts,
+// Float32 convolutions summed through an indirection buffer (src/codegen/cpu/wasm/igemm.ts,
 // src/codegen/cpu/igemm.ts): the compiled function runs the igemm kernel (no im2col panels
 // packed), and its sums are those of the im2col product through the JavaScript kernel, bit for
 // bit (the same float32 sums in the same order), for every geometry the indirection handles:

@@ -1,5 +1,5 @@
 // Poolings the WebAssembly pool tier takes stay kernels of their own on the cpu target
-// (FusionTarget.alone, src/codegen/wasm/pool.ts poolAlone): a convolution's bias and relu go to
+// (FusionTarget.alone, src/codegen/cpu/wasm/pool.ts poolAlone): a convolution's bias and relu go to
 // its epilogue instead of into the pooling's loop, and the pooling runs in the tier.
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';

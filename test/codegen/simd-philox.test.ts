@@ -1,4 +1,4 @@
-// Random draws in the WebAssembly SIMD tier (src/codegen/wasm/philox.ts): random_binomial (dropout's
+// Random draws in the WebAssembly SIMD tier (src/codegen/cpu/wasm/philox.ts): random_binomial (dropout's
 // mask) and float32 random_uniform, four Philox blocks per i32x4 step, must give the reference's
 // numbers (src/ir/random.ts) bit for bit: every element, seeded and unseeded keys, edge chunks,
 // thresholds at the ends of [0, 1], and the same values as the JavaScript kernels with the tier off.

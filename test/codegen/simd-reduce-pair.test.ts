@@ -1,4 +1,4 @@
-// Two row kernels of the SIMD reduction tier run as one (src/codegen/wasm/reduce-pair.ts): softmax
+// Two row kernels of the SIMD reduction tier run as one (src/codegen/cpu/wasm/reduce-pair.ts): softmax
 // (max and exp, then sum and division), log-softmax (max and x - max, then log-sum-exp and the
 // subtraction), attention's scaled and masked softmax. The pair runs each kernel's own loop body,
 // so its results equal the two kernels' bit for bit, and so stay within the reference's bound of
@@ -53,7 +53,7 @@ function expectSame(got: Float32Array, want: Float32Array, what: string): void {
 
 const kernels = (src: string) => src.match(/^function k\d+/gm)?.length ?? 0;
 
-describe('codegen/wasm row pairs: softmax and its relatives in one kernel', () => {
+describe('codegen/cpu/wasm row pairs: softmax and its relatives in one kernel', () => {
   // the hand-off model (src/codegen/cpu/handoff.ts) off: the workers take part whatever the machine's load
   before(() => setHandoffModel(false));
   after(() => setHandoffModel(undefined));

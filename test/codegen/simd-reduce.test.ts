@@ -1,4 +1,4 @@
-// The WebAssembly SIMD tier for reductions (src/codegen/wasm/reduce.ts), against the reference
+// The WebAssembly SIMD tier for reductions (src/codegen/cpu/wasm/reduce.ts), against the reference
 // interpreter: column reductions (folded row by row, in the reference's order) and row max/min
 // are bit-identical; row sums and products fold in another order, within the bound of
 // docs/numerics.md ("Reduction precision"): |got - ref| <= ulp32(ref) + 2 gamma_L(2^-53) sum |terms|.
@@ -57,7 +57,7 @@ function expectSame(got: Float32Array, ref: Float32Array, what: string): void {
   }
 }
 
-describe('codegen/wasm SIMD reduction tier', () => {
+describe('codegen/cpu/wasm SIMD reduction tier', () => {
   // the hand-off model (src/codegen/cpu/handoff.ts) off: the workers take part whatever the machine's load
   before(() => setHandoffModel(false));
   after(() => setHandoffModel(undefined));
