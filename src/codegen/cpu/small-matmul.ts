@@ -100,14 +100,15 @@ function kernel(): NonNullable<typeof bound> {
  * rows32 of the arena (byte offsets into it): M rows of A at pa (lda bytes apart) against NP B
  * panels at pb, sums at acc (ldc bytes a row). Products of PARALLEL_MIN_MACS multiply-adds or more
  * are split by columns over the worker threads where the arena is shared with them (two claims
- * per thread, each a range of B's panels), as the hand-off model allows (./handoff.ts).
+ * per thread, each a range of B's panels) where the hand-off model, measured, says it pays
+ * (./handoff.ts, on for these whatever setHandoffModel says: a worker round trip only where it pays).
  */
 export function rows32(pa: number, lda: number, pb: number, K: number, acc: number, ldc: number, M: number, NP: number): void {
   const k = kernel();
   const work = M * NP * 4 * K;
   const pool = threadPool();
   const shared = typeof SharedArrayBuffer === 'function' && k.memory.buffer instanceof SharedArrayBuffer;
-  const threads = pool !== undefined && shared && NP >= 2 && work >= PARALLEL_MIN_MACS ? handoffThreads(work, threadCount(), ROWS_KIND) : 1;
+  const threads = pool !== undefined && shared && NP >= 2 && work >= PARALLEL_MIN_MACS ? handoffThreads(work, threadCount(), ROWS_KIND, true) : 1;
   const t0 = performance.now();
   if (threads <= 1) k.rows32(pa, lda, pb, K, acc, ldc, M, NP);
   else {
