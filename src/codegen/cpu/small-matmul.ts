@@ -11,7 +11,7 @@ import type { MatmulKernel } from '../kernel/ir.js';
 import { WA, type WasmMemory, type WasmModule } from './wasm/encode.js';
 import { SMALL_ROWS_MAX } from './wasm/rows.js';
 import { handoffMeasured, handoffThreads } from './handoff.js';
-import { PARALLEL_MIN_MACS, ROWS_EXPORT, threadCount, threadPool, type PackPanel, type PanelBlock, type RowVec, type Rows32 } from './threads.js';
+import { ROWS_EXPORT, threadCount, threadPool, type PackPanel, type PanelBlock, type RowVec, type Rows32 } from './threads.js';
 import { packKernels, stridedOperand, tLoops, type packing, type StridedOperand } from './matmul.js';
 import { ExprBuilder } from '../kernel/expr.js';
 import { iadd, iconst, iscale, ivar, newVar, substitute, type IExpr } from '../kernel/index-expr.js';
@@ -108,7 +108,7 @@ export function rows32(pa: number, lda: number, pb: number, K: number, acc: numb
   const work = M * NP * 4 * K;
   const pool = threadPool();
   const shared = typeof SharedArrayBuffer === 'function' && k.memory.buffer instanceof SharedArrayBuffer;
-  const threads = pool !== undefined && shared && NP >= 2 && work >= PARALLEL_MIN_MACS ? handoffThreads(work, threadCount(), ROWS_KIND, true) : 1;
+  const threads = pool !== undefined && shared && NP >= 2 ? handoffThreads(work, threadCount(), ROWS_KIND, true) : 1;
   const t0 = performance.now();
   if (threads <= 1) k.rows32(pa, lda, pb, K, acc, ldc, M, NP);
   else {
