@@ -98,10 +98,10 @@ function kernel(): NonNullable<typeof bound> {
 
 /**
  * rows32 of the arena (byte offsets into it): M rows of A at pa (lda bytes apart) against NP B
- * panels at pb, sums at acc (ldc bytes a row). Products of PARALLEL_MIN_MACS multiply-adds or more
- * are split by columns over the worker threads where the arena is shared with them (two claims
- * per thread, each a range of B's panels) where the hand-off model, measured, says it pays
- * (./handoff.ts, on for these whatever setHandoffModel says: a worker round trip only where it pays).
+ * panels at pb, sums at acc (ldc bytes a row). Split by columns over the worker threads where
+ * the arena is shared with them (two claims per thread, each a range of B's panels) where the
+ * hand-off model, measured, says it pays (./handoff.ts, on for these whatever setHandoffModel
+ * says: a worker round trip only where it pays; no size threshold).
  */
 export function rows32(pa: number, lda: number, pb: number, K: number, acc: number, ldc: number, M: number, NP: number): void {
   const k = kernel();
