@@ -293,7 +293,7 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
   const oi = sub(k.out.index);
   const copyRows = rowMajor && v.t === 'acc' && (k.out.dtype === 'float32' || k.out.dtype === 'float64')
     && oi.terms.every(([a]) => a.kind === 'var' && [ip.id, rv.id, jv.id, ib.id].includes(a.v.id))
-    && oi.coef(jv) === 1 && oi.coef(rv) === N && oi.coef(ip) === mr * N;
+    && oi.coef(jv) === 1 && (M === 1 || (oi.coef(rv) === N && oi.coef(ip) === mr * N)); // one row: its index has no row term
   if (copyRows && NP * nr === N) {
     const at = [...(oi.coef(ib) !== 0 ? [`ib * ${oi.coef(ib)}`] : []), `lo * ${mr * N}`, ...(oi.c !== 0 ? [String(oi.c)] : [])].join(' + ');
     lines.push(`  const end = hi < ${MP} ? hi * ${mr * N} : ${M * N};`);

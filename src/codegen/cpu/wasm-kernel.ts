@@ -5,6 +5,7 @@
 import { handoffMeasured, handoffThreads } from './handoff.js';
 import { hasRelaxedSimd, SHARED_MAX_PAGES, WA, type WasmMemory, type WasmModule } from './wasm/encode.js';
 import { matmulModuleBytes, TILE32, TILE32_WIDE } from './wasm/matmul.js';
+import { rowsModuleBytes } from './wasm/rows.js';
 import { BLOCK_EXPORTS, type MatmulJob, NO_OPERAND, type PackOperand, type PackPanel, type PanelBlock, type RowVec, runHere, threadCount, threadPool } from './threads.js';
 
 export type { WasmMemory };
@@ -116,6 +117,18 @@ function sharedTileModule(): WasmModule | null {
   return sharedCompiled;
 }
 
+/** rows32's modules (./wasm/rows.ts) by form: over a shared memory or not, fused multiply-adds or not. */
+const rowsModules = new Map<string, WasmModule>();
+
+/** rows32's module for an arena memory that is `shared` (or not), in the tile kernels' form (matmulFma). */
+export function rowsModule(shared: boolean): WasmModule {
+  const fused = matmulFma();
+  const key = `${shared}|${fused}`;
+  let m = rowsModules.get(key);
+  if (m === undefined) rowsModules.set(key, m = new WA!.Module(rowsModuleBytes(shared, fused)));
+  return m;
+}
+
 /** One A panel against n consecutive B panels; tile q's sums at acc + 128 q (../wasm/matmul.ts). */
 export type WasmTile = (pa: number, pb: number, K: number, acc: number, n: number) => void;
 
@@ -194,6 +207,11 @@ export class PackArena {
   blocks: (PanelBlock | PackPanel | RowVec)[] = [];
   /** Operands staged (stage()) and not packed yet: tiles() packs them first. */
   private pending: PackOperand[] = [];
+  /** The WebAssembly memory the packs and sums live in (undefined: the JavaScript kernel's Float64Array); other kernels over it (./wasm/rows.ts) instantiate on it. */
+  get wasmMemory(): WasmMemory | undefined {
+    return this.tile === undefined ? undefined : this.memory;
+  }
+
   /** Bytes it holds now. */
   get bytes(): number {
     return this.memory?.buffer.byteLength ?? this.view.byteLength;
@@ -323,7 +341,7 @@ export class PackArena {
       const ex = new WA!.Instance(shared ? sm : m, { env: { mem: this.memory } }).exports;
       this.tile = ex['rowPanel'] as WasmTile;
       this.blocks = BLOCK_EXPORTS.map((k) => ex[k] as PanelBlock | PackPanel | RowVec);
-      if (shared) threadPool(true)?.setMemory(this.memory, sm);
+      if (shared) threadPool(true)?.setMemory(this.memory, sm, rowsModule(true));
     } else {
       this.memory.grow(pages - this.memory.buffer.byteLength / 65536);
     }

@@ -19,6 +19,7 @@ import { matmulPrecision, packArena, tile32, type KeptSlot } from '../../codegen
 import { IGEMM_TILE } from '../../codegen/cpu/wasm/igemm.js';
 import { CPU_TILE, cpuTargetFusion } from './fusion.js';
 import { SlotStore } from '../../codegen/cpu/slot-store.js';
+import { releaseRows } from '../../codegen/cpu/small-matmul.js';
 import type { LowerSpec } from '../../codegen/lower/lower.js';
 import { interpreterExecutor, type Executor } from '../function.js';
 import { ProgramCache } from '../program-cache.js';
@@ -103,6 +104,7 @@ export function clearCompileCache(): void {
   // clear_session returns the process to its baseline: compiled kernels and drivers, and the matmul arena, go too.
   clearKernelCaches();
   packArena.release();
+  releaseRows();
 }
 
 function lowerProgram(p: CompiledProgram, shapes: Shapes): Program {
@@ -187,6 +189,9 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
   }
 }
 
+/** Where print_tensor writes in compiled code. */
+const printLine = (m: string): void => console.log(m);
+
 /** An Executor running compiled JavaScript; compiling happens here (passes) and at first call per shape. */
 function compiledExecutor(req: TargetRequest): Executor & { source(): string; lowered: NonNullable<Executor['lowered']> } {
   let last: Specialization | undefined;
@@ -198,20 +203,25 @@ function compiledExecutor(req: TargetRequest): Executor & { source(): string; lo
     },
     freshResults: true,
     run(values: readonly NDArray[], learningPhase: number): NDArray[] {
-      const shapes = values.map((v) => v.shape);
+      // plain loops, no closures: a call makes only what it returns (and its shape and data lists)
+      const n = values.length;
+      const shapes = new Array<readonly number[]>(n), data = new Array<TypedArray>(n);
+      for (let i = 0; i < n; i++) { shapes[i] = values[i]!.shape; data[i] = values[i]!.data; }
       const s = linked.runnable(shapes);
       last = s;
       lastShapes = shapes;
       if (s.run === undefined) return linked.interpret(values, learningPhase, s);
       const first = !s.ran;
       const t0 = first ? performance.now() : 0;
-      const out = s.run(values.map((v) => v.data), linked.cells, learningPhase, evalContext({ learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) }));
+      const out = s.run(data, linked.cells, learningPhase, evalContext({ learningPhase, epoch: nextEpoch(), print: printLine }));
       if (first) {
         s.ran = true;
         compileTimes.firstRun = performance.now() - t0;
         if (debugEnabled('passes')) debugSink(`${formatCompileTimes(shapes)}\n`);
       }
-      return out.map((a: TypedArray, i) => new ND(a, s.shapes[i]!, s.dtypes[i]!));
+      const results = new Array<NDArray>(out.length);
+      for (let i = 0; i < out.length; i++) results[i] = new ND(out[i]!, s.shapes[i]!, s.dtypes[i]!);
+      return results;
     },
     /** The program for these input shapes, over this function's variables (what f.exportModule renders). */
     lowered(shapes: Shapes) {
