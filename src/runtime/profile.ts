@@ -322,6 +322,8 @@ export function profileTrace(p: FunctionProfile): string {
 /** How a target times its kernels (`note` of its profiles), or why a profile has no kernel rows. */
 export const PROFILE_NOTES = {
   gpujs: 'the gpu device times each step on the host until the device has finished it (gl.finish() after its kernels; gpu.js\' webasm mode runs them synchronously); a kernel\'s first run includes gpu.js compiling its shader',
+  webgpuTimestamps: 'the gpu device (webgpu) times each kernel on the device with timestamp queries (a compute pass per kernel, its start and end written by the device); steps run on the host are not timed',
+  webgpuSubmits: 'the gpu device (webgpu) times each kernel on the device with a submit of its own, waited for (onSubmittedWorkDone; the adapter has no timestamp queries, or THEANINE_WEBGPU_TIMING=submits); steps run on the host are not timed',
   tensorflow: 'the tensorflow backend times each graph node from its call until TensorFlow.js has computed it (the node, wasm and cpu backends compute an op when it is called; webgl is waited for by reading the result)',
   onnx: "the onnx backend reads ONNX Runtime's own profile (SessionOptions.enableProfiling): each ONNX node's kernel time, summed per graph node; ONNX Runtime's nodes of its own (input casts, output copies, fusions named after none of ours) are rows of their own",
   none: 'optimizer "none" runs the reference interpreter: there are no kernels to time, so the profile times whole calls',

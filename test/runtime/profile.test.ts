@@ -9,6 +9,7 @@ import { backend as K, NDArray, ValueError } from '../../src/index.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
 import { runCli } from '../helpers/cli.js';
 import { targets } from '../helpers/targets.js';
+import { openWebGpu } from '../../src/runtime/gpu/webgpu/session.js';
 
 const arr = (shape: number[], f: (i: number) => number) => new NDArray(Float32Array.from({ length: shape.reduce((p, d) => p * d, 1) }, (_, i) => f(i)), shape);
 
@@ -154,6 +155,33 @@ describe('profiler', () => {
       expect(q.kernels.length).to.be.greaterThan(0);
       expect(q.kernels.every((k) => k.calls === 1)).to.equal(true);
     });
+
+    if (t.name === 'gpu:webgpu') {
+      it('gpu:webgpu: kernels timed by timestamp queries where the adapter has them; THEANINE_WEBGPU_TIMING=submits times each by a submit of its own', () => {
+        const d = openWebGpu();
+        if (typeof d === 'string') throw new Error(d);
+        const make = () => {
+          const x = K.placeholder([4, 4], null, 'float32', false, 'x');
+          return K.function([x], [K.exp(K.dot(x, x))], [], { ...t.options, profile: true });
+        };
+        const run = (f: ReturnType<typeof make>) => {
+          f([arr([4, 4], (i) => i / 16)]);
+          f([arr([4, 4], (i) => i / 32)]);
+          const p = f.profile();
+          expect(p.kernels.map((k) => k.calls)).to.deep.equal(p.kernels.map(() => 2));
+          expect(p.kernels.some((k) => k.nodes.includes('dot'))).to.equal(true);
+          expect(p.kernels.reduce((a, k) => a + k.totalMs, 0)).to.be.at.most(p.totalMs);
+          return p.note;
+        };
+        expect(run(make())).to.match(d.timestamps ? /with timestamp queries/ : /with a submit of its own/);
+        process.env['THEANINE_WEBGPU_TIMING'] = 'submits';
+        try {
+          expect(run(make())).to.match(/with a submit of its own, waited for/);
+        } finally {
+          delete process.env['THEANINE_WEBGPU_TIMING'];
+        }
+      });
+    }
 
     it(`${t.name}: a Scan's body kernels are rows of their own, one call per step`, () => {
       const xs = K.placeholder([null, 40, 3], null, 'float32', false, 'xs');

@@ -18,6 +18,7 @@ import { forgetPipelines } from './frame.js';
 import { webDeviceResult } from './resident.js';
 import { lowerForDevice } from '../specialize.js';
 import { openedWebGpu, webgpu } from './session.js';
+import { KernelTimer, PROFILE_NOTES } from '../../profile.js';
 
 interface WebSpec extends Specialised {
   readonly prepared: WebPrepared | undefined;
@@ -65,9 +66,13 @@ export function webgpuExecutor(req: TargetRequest): Executor & { readonly device
   let last: WebPrepared | undefined;
   let notCompiled: readonly Fallback[] | undefined;
   let linkedRef: LinkedProgram<WebSpec> | undefined;
+  // The profiler's: every dispatch timed on the device (timestamp queries where it has them).
+  const timing = platform.env('THEANINE_WEBGPU_TIMING') === 'submits' || !gpu.timestamps ? 'submits' : 'timestamps';
+  const timed = req.profile === true ? { timer: new KernelTimer(), timing } as const : undefined;
   return link(webgpuTarget, 'gpu:webgpu', programs, req, (linked) => {
     linkedRef = linked;
     return {
+      ...(timed !== undefined ? { kernelTimes: () => timed.timer.take(), profileNote: PROFILE_NOTES[timing === 'timestamps' ? 'webgpuTimestamps' : 'webgpuSubmits'] } : {}),
       get graph(): readonly Node[] {
         return linked.graph();
       },
@@ -77,11 +82,11 @@ export function webgpuExecutor(req: TargetRequest): Executor & { readonly device
         : last === undefined ? '// not run yet: call the function once, then ask again' : describeWeb(last)),
       run(values: readonly NDArray[], learningPhase: number): (NDArray | DeviceResult)[] {
         const call = begin(values, learningPhase);
-        return 'done' in call ? call.done : finish(runWeb(gpu, call.pp, values, linked.cells, call.ctx, req.nOut));
+        return 'done' in call ? call.done : finish(runWeb(gpu, call.pp, values, linked.cells, call.ctx, req.nOut, timed));
       },
       async runAsync(values: readonly NDArray[], learningPhase: number): Promise<(NDArray | DeviceResult)[]> {
         const call = begin(values, learningPhase);
-        return 'done' in call ? call.done : finish(await runWebAsync(gpu, call.pp, values, linked.cells, call.ctx, req.nOut));
+        return 'done' in call ? call.done : finish(await runWebAsync(gpu, call.pp, values, linked.cells, call.ctx, req.nOut, timed));
       },
     };
   });

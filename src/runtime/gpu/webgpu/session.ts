@@ -21,7 +21,9 @@ export interface Reply {
   readonly error?: string;
   readonly data?: readonly ArrayBuffer[];
   readonly counts?: WebGpuCounts;
-  readonly info?: { description: string; maxStorageBuffers: number; maxBufferSize: number };
+  readonly info?: { description: string; maxStorageBuffers: number; maxBufferSize: number; timestamps: boolean };
+  /** A profiled run's milliseconds per dispatch, in order. */
+  readonly times?: readonly number[];
 }
 
 class SyncWorker {
@@ -79,6 +81,8 @@ export interface WebGpu {
   /** The adapter's vendor, architecture and description (THEANINE_DEBUG, the test targets' line). */
   readonly description: string;
   readonly maxStorageBuffers: number;
+  /** Whether the device has timestamp queries ('timestamp-query'): the profiler times kernels with them, else with a submit per kernel. */
+  readonly timestamps: boolean;
 }
 
 const KEY = Symbol.for('theanine.gpu.webgpu');
@@ -109,7 +113,7 @@ export function openWebGpu(): WebGpu | string {
   }
   const worker = new SyncWorker(path);
   const r = worker.call({ kind: 'init' });
-  shared[KEY] = r.ok ? { worker, description: r.info!.description, maxStorageBuffers: r.info!.maxStorageBuffers } : `${WEBGPU_PACKAGE}: ${r.error}`;
+  shared[KEY] = r.ok ? { worker, description: r.info!.description, maxStorageBuffers: r.info!.maxStorageBuffers, timestamps: r.info!.timestamps } : `${WEBGPU_PACKAGE}: ${r.error}`;
   return shared[KEY];
 }
 
