@@ -12,6 +12,7 @@ import { allOptions, isTensor, need, toTensor, type TensorLike } from './args.js
 import { backend as configuredBackend, device as configuredDevice } from './config.js';
 import { Update, compileFunction } from './function.js';
 import { onClearSession } from './state.js';
+import { cellValueAsync } from '../runtime/gpu/webgpu/resident.js';
 
 /** Compiled functions by their first output, then by the rest of the key (backend, device, other outputs, update target). */
 let compiled = new WeakMap<Node, Map<string, CompiledFunction>>();
@@ -68,6 +69,22 @@ export function evaluateTensor(x: TensorLike | Update): NDArray {
 export function get_value(x: Node): NDArray {
   if (!isTensor(x)) throw new TypeError(`get_value: expected a tensor (a variable, or an expression without placeholders), got ${describe(x)}`);
   return values('get_value', [x])[0]!;
+}
+
+/**
+ * K.get_value_async(x): get_value without blocking. A variable whose current value only the
+ * gpu:webgpu device holds is read back with the device's promise (on a page, the only way: a
+ * page cannot wait for WebGPU synchronously); an expression's variables are read so first, and
+ * the expression runs with callAsync on the configured backend and device.
+ */
+export async function get_value_async(x: Node): Promise<NDArray> {
+  if (!isTensor(x)) throw new TypeError(`get_value_async: expected a tensor (a variable, or an expression without placeholders), got ${describe(x)}`);
+  const vars = x.op === 'variable' ? [x] : leavesOf([x], 'variable');
+  const read = await Promise.all(vars.map((v) => cellValueAsync(v.cell!)));
+  if (x.op === 'variable') return read[0]!.clone();
+  const leaf = leafValue(x);
+  if (leaf !== undefined) return leaf;
+  return (await cachedFunction('get_value_async', [x], undefined).callAsync([]))[0]!;
 }
 
 /**

@@ -15,7 +15,7 @@ import { igemmA } from '../codegen/cpu/igemm.js';
 import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule, type ScheduleChooser, type TilesCall } from '../codegen/cpu/strategy.js';
 import { threadCount } from '../codegen/cpu/threads.js';
 import { packArena } from '../codegen/cpu/wasm-kernel.js';
-import type { MatmulKernel } from '../codegen/kernel.js';
+import type { MatmulKernel } from '../codegen/kernel/ir.js';
 import { machineKey, TuneCache, type TunedEntry } from './tune-cache.js';
 
 /** How a function is tuned: schedules kept in the beam, and the milliseconds one specialisation may spend searching. */

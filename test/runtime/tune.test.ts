@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setEnvironment } from '../../src/api/config.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { setThreads } from '../../src/codegen/cpu/threads.js';
 import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule } from '../../src/codegen/cpu/strategy.js';
 import { beamSearch, MIN_GAIN, tuneCache, tuneOptions, tuneStats, type Axis } from '../../src/runtime/tune.js';

@@ -1,7 +1,7 @@
 // A whole product's schedule (its cache blocks and thread split), apart from the strategy step
 // that chooses it (strategy.ts) and the matmul renderer that spells it (matmul.ts), so that
 // neither imports the other for it.
-import type { MatmulKernel } from '../kernel.js';
+import type { MatmulKernel } from '../kernel/ir.js';
 import { BLOCK_BYTES, MAX_BLOCK_PANELS, MIN_BLOCKS_PER_THREAD } from './wasm-kernel.js';
 
 /**
