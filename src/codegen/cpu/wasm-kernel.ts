@@ -99,15 +99,23 @@ function tileModuleBytes(shared: boolean): { key: string; bytes: Uint8Array } {
   const fma = matmulFma();
   const key = tileKey(shared, fma);
   let bytes = tileBytes.get(key);
-  if (bytes === undefined) tileBytes.set(key, bytes = matmulModuleBytes(shared, fma));
+  if (bytes === undefined) {
+    tileBytes.set(key, bytes = matmulModuleBytes(shared, fma));
+    tileModuleStats.assembled++;
+  }
   return { key, bytes };
 }
+
+/** Kernel modules whose bytes were assembled here, and compiled from bytes handed over (tests). */
+export const tileModuleStats = { assembled: 0, handedOver: 0 };
 
 /** The compiled kernel module: from bytes handed over (seedTileModules) when they compile, else from bytes assembled here. */
 function compileTiles(shared: boolean): WasmModule {
   const { key, bytes } = tileModuleBytes(shared);
   try {
-    return new WA!.Module(bytes);
+    const m = new WA!.Module(bytes);
+    if (seeded.has(key)) tileModuleStats.handedOver++;
+    return m;
   } catch (e) {
     if (!seeded.delete(key)) throw e;
     tileBytes.delete(key);
