@@ -202,7 +202,11 @@ export class Profiler {
     this.calls++;
     this.totalMs += ms;
     this.addTimes(times ?? []);
-    if (timed === undefined) return;
+    if (timed === undefined) {
+      // other targets' buffers are their runtime's: the results are what is known
+      this.peak = Math.max(this.peak, resultBytes);
+      return;
+    }
     this.peak = Math.max(this.peak, timed.bytes + resultBytes);
     let layout = this.layouts.get(timed);
     if (layout === undefined) {

@@ -146,6 +146,7 @@ describe('profiler', () => {
         expect(k.meanMs, k.name).to.be.closeTo(k.totalMs / k.calls, 1e-9);
       }
       expect(p.kernels.reduce((a, k) => a + k.totalMs, 0)).to.be.at.most(p.totalMs);
+      expect(p.peakBytes, 'the results at least').to.be.at.least(5 * 4);
       expect(f.profile({ format: 'table' })).to.match(/\nnote: /);
       // reset: the calls so far leave the figures; the next call's kernels count once
       f.profile({ reset: true });
