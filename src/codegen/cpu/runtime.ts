@@ -44,6 +44,18 @@ export const runtimeHelpers = {
   pool: poolKernel,
   /** A kernel of the WebAssembly SIMD reduction tier (../wasm/reduce.ts). */
   red: redKernel,
+  /**
+   * A typed array of n elements that the steps fill entirely before reading (driver.ts
+   * freshTarget): in Node over an ArrayBuffer not filled with zeros first (Buffer.allocUnsafeSlow:
+   * its own buffer, offset 0), elsewhere a zeroed one.
+   */
+  fresh<T>(C: new (b: ArrayBuffer | number, off?: number, n?: number) => T & { readonly BYTES_PER_ELEMENT?: number }, n: number): T {
+    const B = (globalThis as { Buffer?: { allocUnsafeSlow?: (bytes: number) => Uint8Array } }).Buffer;
+    const bytes = (C as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
+    if (B?.allocUnsafeSlow === undefined) return new C(n);
+    const u = B.allocUnsafeSlow(n * bytes);
+    return new C(u.buffer as ArrayBuffer, u.byteOffset, n);
+  },
   packStrided,
   packRows,
   /** An indirect product's input cells and pointers (igemm.ts). */

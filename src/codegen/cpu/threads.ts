@@ -115,7 +115,7 @@ export const MAX_CLAIMS = 4095;
  * the staged operand at src + b*sb + q*p*sr (strides sr, st; bytes) to
  * dst + (b*panels + q)*K*p*4 by pack32 (full panels of an operand contiguous along the rows
  * by packCols32, step by step across the claim's panels).
- * Elementwise (kind 1): kernel id over chunk block c (byte offset c*blockBytes), CHUNK elements, the last one `last`.
+ * Elementwise (kind 1): kernel id over chunk block c (byte offset base + c*blockBytes), CHUNK elements, the last one `last`.
  * Shared by both sides as source.
  */
 const WORK = `function packClaim(ctrl, block, c) {
@@ -138,7 +138,7 @@ const WORK = `function packClaim(ctrl, block, c) {
 function claim(ctrl, block, ew, c, total, counted) {
   if (ctrl[${JOB}] === 1) {
     const bb = ctrl[${JOB + 3}], chunk = ctrl[${JOB + 4}], last = ctrl[${JOB + 5}];
-    ew[ctrl[${JOB + 1}]](c === total - 1 ? last : chunk, c * bb);
+    ew[ctrl[${JOB + 1}]](c === total - 1 ? last : chunk, ctrl[${JOB + 6}] + c * bb);
     if (counted) Atomics.add(ctrl, ${TAKEN_EW}, 1);
     return;
   }
@@ -232,8 +232,8 @@ export const NO_OPERAND: PackOperand = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1];
  * variant, packing claims (P), the two operands to pack (NO_OPERAND: none): see WORK (the pool adds the generation).
  */
 export type MatmulJob = readonly [kind: 0, claims: number, MP: number, G: number, pa0: number, strideA: number, pb0: number, strideB: number, K: number, acc0: number, NP: number, tileBytes: number, variant: number, packing: number, ...PackOperand, ...PackOperand];
-/** kind 1, kernel id, claims (chunk blocks), block bytes, CHUNK, elements of the last block: see WORK. */
-export type EwJob = readonly [kind: 1, id: number, claims: number, blockBytes: number, chunk: number, last: number];
+/** kind 1, kernel id, claims (chunk blocks), block bytes, CHUNK, elements of the last block, byte offset of block 0: see WORK. */
+export type EwJob = readonly [kind: 1, id: number, claims: number, blockBytes: number, chunk: number, last: number, base: number];
 export type Job = MatmulJob | EwJob;
 
 const claimsOf = (job: Job): number => (job[0] === 0 ? job[1] : job[2]);
@@ -322,11 +322,14 @@ export class ThreadPool {
   /**
    * Runs a job's claims on this thread and up to threads - 1 workers. Workers still starting (or
    * taking new kernels or a new memory) sit this job out; the calling thread then does more.
+   * `during`: work of the calling thread's own that touches none of the job's memory (the next
+   * pass's copies), done once the workers are woken and before it takes claims, so that it
+   * overlaps theirs.
    */
-  run(threads: number, block: Kernels, ew: readonly EwRun[], job: Job): void {
+  run(threads: number, block: Kernels, ew: readonly EwRun[], job: Job, during?: () => void): void {
     const c = this.ctrl;
     const claims = claimsOf(job);
-    if (claims > MAX_CLAIMS || claims < 2) { runHere(block, ew, job); return; }
+    if (claims > MAX_CLAIMS || claims < 2) { during?.(); runHere(block, ew, job); return; }
     this.grow(threads - 1);
     const helpers: number[] = [];
     for (let i = 0; i < this.workers.length && helpers.length < threads - 1 && helpers.length < claims - 1; i++) {
@@ -343,8 +346,11 @@ export class ThreadPool {
     this.tag = (this.tag + 1) & 255;
     Atomics.store(c, NEXT, ((this.tag << 24) | claims) | 0);
     for (const i of helpers) { Atomics.add(c, GO + i, 1); Atomics.notify(c, GO + i); }
+    let failed: { e: unknown } | undefined;
+    if (during !== undefined) try { during(); } catch (e) { failed = { e }; }
     workHere(c, block, this.gen, ew, false);
     for (let d = Atomics.load(c, DONE); d < claims; d = Atomics.load(c, DONE)) Atomics.wait(c, DONE, d);
+    if (failed !== undefined) throw failed.e;
     if (Atomics.load(c, FAILED) !== 0) throw new Error('internal: a worker thread failed (its kernel threw)');
   }
 

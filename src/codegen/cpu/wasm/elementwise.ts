@@ -207,6 +207,16 @@ function approxOf(e: Expr): string | undefined {
   return e.t === 'call' && Object.hasOwn(APPROX, e.name) && e.fn === ROWS.get(e.name)?.scalar ? e.name : undefined;
 }
 
+/** The float32 form's constants the nodes of `order` read (their own, 0 and 1, their float32 approximations'), splatted once before a loop. */
+export function consts32Of(order: readonly Expr[]): Set<number> {
+  const consts = new Set<number>([...order.flatMap((e) => (e.t === 'const' ? [e.v] : [])), 0, 1]);
+  for (const e of order) {
+    const a = approxOf(e);
+    if (F32_APPROX && a !== undefined && Object.hasOwn(APPROX32, a)) for (const x of APPROX32[a]!.consts) consts.add(x);
+  }
+  return consts;
+}
+
 /** The float64 constants the nodes of `order` read (their own, and their approximations'), splatted once before a loop. */
 export function constsOf(order: readonly Expr[]): Set<number> {
   const consts = new Set<number>(order.flatMap((e) => (e.t === 'const' ? [e.v] : [])));
@@ -308,9 +318,8 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
   const nodes = order.filter((e) => e.t !== 'const');
   const perStream = nodes.length + 6;
   // the float32 form: its own constants and 0, 1 in float32, the approximations' in float64
-  const consts32 = new Set<number>(f32 ? [...order.flatMap((e) => (e.t === 'const' ? [e.v] : [])), 0, 1] : []);
+  const consts32 = f32 ? consts32Of(order) : new Set<number>();
   const own = (e: Expr) => F32_APPROX && Object.hasOwn(APPROX32, approxOf(e) ?? '');
-  for (const e of order) if (f32 && own(e)) for (const x of APPROX32[approxOf(e)!]!.consts) consts32.add(x);
   const consts64 = f32 ? constsOf(order.filter((e) => e.t !== 'const' && !own(e))) : constsOf(order);
   const [N, BASE, I, END] = [0, 1, 2, 3];
   const base = 4;
@@ -445,7 +454,7 @@ function parallelRun(sid: number, regions: number, lo: number, hi: number, loads
       const s = p0 + b * CHUNK, e = Math.min(p1, s + CHUNK);
       loads.forEach((a, j) => m.set(a.subarray(s + offs[j]!, e + offs[j]!), b * blockFloats + j * CHUNK));
     }
-    const job = [1, sid, blocks, blockFloats * 4, CHUNK, p1 - p0 - (blocks - 1) * CHUNK] as const;
+    const job = [1, sid, blocks, blockFloats * 4, CHUNK, p1 - p0 - (blocks - 1) * CHUNK, 0] as const;
     if (threads > 1 && blocks > 1 && pool !== undefined) pool.run(threads, undefined, sharedRuns, job);
     else runHere(undefined, sharedRuns, job);
     for (let b = 0; b < blocks; b++) {
@@ -457,18 +466,19 @@ function parallelRun(sid: number, regions: number, lo: number, hi: number, loads
 
 /**
  * Runs shared kernel `sid` over `blocks` blocks of the shared memory (block b at byte
- * b * blockBytes, `per` units each, the last `last`), split over the threads: the form other
- * shared kernels (./reduce.ts) use with their own block layout.
+ * base + b * blockBytes, `per` units each, the last `last`), split over the threads: the form other
+ * shared kernels (./reduce.ts) use with their own block layout. `during`: the calling thread's
+ * own work on other memory, overlapping the workers' (ThreadPool.run).
  */
-export function runBlocks(sid: number, blocks: number, blockBytes: number, per: number, last: number): void {
-  const job = [1, sid, blocks, blockBytes, per, last] as const;
+export function runBlocks(sid: number, blocks: number, blockBytes: number, per: number, last: number, base = 0, during?: () => void): void {
+  const job = [1, sid, blocks, blockBytes, per, last, base] as const;
   const pool = threadPool();
   // split where the hand-off model (../cpu/handoff.ts) says it pays: the work is the blocks' floats, its rate this kernel's
   const work = (blocks * blockBytes) / 4;
   const threads = blocks > 1 && pool !== undefined ? handoffThreads(work, threadCount(), sid + 1) : 1;
   const t0 = performance.now();
-  if (threads > 1) pool!.run(threads, undefined, sharedRuns, job);
-  else runHere(undefined, sharedRuns, job);
+  if (threads > 1) pool!.run(threads, undefined, sharedRuns, job, during);
+  else { during?.(); runHere(undefined, sharedRuns, job); }
   handoffMeasured(work, threads, performance.now() - t0, sid + 1);
 }
 
