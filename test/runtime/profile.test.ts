@@ -174,12 +174,15 @@ describe('profiler', () => {
           expect(p.kernels.reduce((a, k) => a + k.totalMs, 0)).to.be.at.most(p.totalMs);
           return p.note;
         };
-        expect(run(make())).to.match(d.timestamps ? /with timestamp queries/ : /with a submit of its own/);
-        process.env['THEANINE_WEBGPU_TIMING'] = 'submits';
+        const saved = process.env['THEANINE_WEBGPU_TIMING'];
         try {
+          delete process.env['THEANINE_WEBGPU_TIMING'];
+          expect(run(make())).to.match(d.timestamps ? /with timestamp queries/ : /with a submit of its own/);
+          process.env['THEANINE_WEBGPU_TIMING'] = 'submits';
           expect(run(make())).to.match(/with a submit of its own, waited for/);
         } finally {
-          delete process.env['THEANINE_WEBGPU_TIMING'];
+          if (saved === undefined) delete process.env['THEANINE_WEBGPU_TIMING'];
+          else process.env['THEANINE_WEBGPU_TIMING'] = saved;
         }
       });
     }
