@@ -13,7 +13,7 @@ import type { OptimizerLevel } from '../passes/pipeline.js';
 import type { Program } from '../codegen/kernel/ir.js';
 import { exportFunction, type ExportOptions, type ExportedModule } from './export/module.js';
 import { exportOnnx, type OnnxExportOptions } from './onnx/export.js';
-import { profileTable, profileTrace, type FunctionProfile, type Profiler, type TimedProgram } from './profile.js';
+import { profileTable, profileTrace, type FunctionProfile, type KernelTime, type Profiler, type TimedProgram } from './profile.js';
 
 
 export interface FunctionSpec {
@@ -60,6 +60,12 @@ export interface Executor {
   lowered?(shapes: readonly (readonly number[])[]): { program: Program; variables: readonly Node[] };
   /** A profiled function's program and step timer of the latest call (the cpu; src/runtime/profile.ts). */
   lastTimed?(): TimedProgram | undefined;
+  /** A profiled function's kernel times of the latest call, on a target that times kernels itself (src/runtime/profile.ts' KernelTimer); taking them resets them. */
+  kernelTimes?(): readonly KernelTime[];
+  /** Whether kernelTimes is read when the profile is asked for (f.profile()), not after each call (the onnx backend: reading ONNX Runtime's profile ends it). */
+  readonly kernelTimesOnDemand?: boolean;
+  /** How this target times kernels in a profile (its `note`; src/runtime/profile.ts' PROFILE_NOTES). */
+  readonly profileNote?: string;
   /** The input shapes of the latest call. */
   lastInputShapes?(): readonly (readonly number[])[] | undefined;
   /** The onnx backend's execution provider (of the latest call). */

@@ -10,7 +10,7 @@
 // sum as it is stored.
 import { ExprBuilder, exprOrder, type Expr } from '../kernel/expr.js';
 import { iadd, iconst, iscale, ivar, newVar, substitute, type IExpr, type Var } from '../kernel/index-expr.js';
-import type { LoopKernel, MatmulKernel } from '../kernel/ir.js';
+import type { LoopKernel, MatmulKernel, Program } from '../kernel/ir.js';
 import { mapIndices } from '../transform/collapse.js';
 import { ExprWriter, type KernelSource, type RenderEnv } from './loop.js';
 import { commentText, storeRounds } from './js.js';
@@ -178,6 +178,11 @@ export const SMALL_WHOLE_ELEMENTS = 8192;
 /** Whether a product's sums stay on the calling thread: fewer than PARALLEL_MIN_MACS multiply-adds (waking the workers would cost more). */
 export function sumsAlone(k: MatmulKernel): boolean {
   return k.indirect === undefined && k.batch.size * k.m.size * k.n.size * k.k.size < PARALLEL_MIN_MACS;
+}
+
+/** Whether a program (its Scan bodies' included) has a product whose sums the worker threads share (not sumsAlone). */
+export function splitsProducts(p: Program): boolean {
+  return p.steps.some((s) => (s.kind === 'matmul' && !sumsAlone(s)) || (s.kind === 'scan' && splitsProducts(s.body)));
 }
 
 /** Whether a product is summed by the igemm kernel (../wasm/igemm.ts) through an indirection buffer: a float32 convolution under the WebAssembly kernel. */

@@ -320,6 +320,11 @@ export class ThreadPool {
     Atomics.notify(c, GO + i);
   }
 
+  /** Starts workers until `n` are started (a function about to run products split over them starts them first, so that they boot meanwhile). */
+  start(n: number): void {
+    this.grow(n);
+  }
+
   private grow(n: number): void {
     while (this.workers.length < Math.min(n, MAX_WORKERS)) {
       const index = this.workers.length;
@@ -396,6 +401,16 @@ export class ThreadPool {
 }
 
 let pool: ThreadPool | undefined;
+
+/**
+ * Starts the configured thread count's workers now (none with one thread, nor where the platform
+ * starts none): a function whose products the workers will share calls it before it generates or
+ * loads its code, so that they boot meanwhile rather than sit out its first call.
+ */
+export function startWorkers(): void {
+  const n = threadCount();
+  if (n > 1) threadPool(true)?.start(n - 1);
+}
 
 /** The process's pool (made on first use; undefined where SharedArrayBuffer is missing). */
 export function threadPool(create = false): ThreadPool | undefined {

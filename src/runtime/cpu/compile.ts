@@ -18,6 +18,8 @@ import { bindModule, clearKernelCaches, generateModule, profileRows, type RunFn 
 import { matmulPrecision, packArena, tile32, type KeptSlot } from '../../codegen/cpu/wasm-kernel.js';
 import { IGEMM_TILE } from '../../codegen/cpu/wasm/igemm.js';
 import { CPU_TILE, cpuTargetFusion } from './fusion.js';
+import { splitsProducts } from '../../codegen/cpu/matmul.js';
+import { startWorkers } from '../../codegen/cpu/threads.js';
 import { SlotStore } from '../../codegen/cpu/slot-store.js';
 import { releaseRows } from '../../codegen/cpu/small-matmul.js';
 import type { LowerSpec } from '../../codegen/lower/lower.js';
@@ -159,6 +161,8 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
     compileTimes.bodyPasses = 0;
     const t0 = performance.now();
     const prog = lowerProgram(p, shapes);
+    const pool = splitsProducts(prog);
+    if (pool) startWorkers();
     const t1 = performance.now();
     const schedule = p.tune !== undefined ? scheduleChooser(p.tune) : undefined;
     const prepared = prepare(prog, { wasm: true }, schedule);
@@ -166,7 +170,7 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
     const gen = generateModule(prepared, { profile: flags.has('kernels') || p.profile === true, ...(schedule !== undefined ? { schedule } : {}) });
     const mod = bindModule(gen.image, gen.live, { store: storeOf(p), keptPacks: { map: keptPacksOf(p), prefix: '' } });
     Object.assign(compileTimes, { lower: t1 - t0 - compileTimes.bodyPasses, plan: t2 - t1, render: performance.now() - t2, firstRun: 0 });
-    if (key !== undefined) storeSpecialisation(key, gen, prog.targets.map((t) => t.shape), dtypes);
+    if (key !== undefined) storeSpecialisation(key, gen, prog.targets.map((t) => t.shape), dtypes, pool);
     if (flags.has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
     const prof = mod.profile;
     const run: RunFn = prof === undefined || p.profile === true ? mod.run : (ins, cells, phase, ctx) => {
