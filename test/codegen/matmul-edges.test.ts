@@ -1,8 +1,9 @@
 // Float32 products at the edges of the 8 x 4 tile and of its one-step K loop: M, N and K each
 // taken from 1, 3, 5, 7, 8, 9, 63, 65, 257 (one under, at and over a tile's rows and columns, a
 // panel's multiple of 8 and of 4, and sizes past the cache blocks), so every path of the float32
-// product runs: rowVec32 (1 to 3 rows), rows of tiles, whole products on the calling thread and
-// split over the workers. Each product is checked against the reference interpreter within the
+// product runs: rows32 (1 to 32 rows, ../../src/codegen/cpu/small-matmul.ts), rows of tiles, whole
+// products on the calling thread and split over the workers; the tile's edge panels of 7 and 1
+// rows come from M = 63, 65 and 257. Each product is checked against the reference interpreter within the
 // bound of docs/numerics.md (gamma_K sum |a||b| + u |C|), and the WebAssembly kernel against the
 // JavaScript one (microkernel.ts rowPanel32) bit for bit; the kernel itself (panelBlock32 and its
 // row-major form) against rowPanel32 at every K of the list.

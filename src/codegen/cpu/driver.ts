@@ -21,6 +21,7 @@ import { renderPhilox, renderPhiloxPair } from './wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
 import { renderAllTiles, renderIndirectTiles, renderMatmulCompute, renderTierEpilogue } from './matmul.js';
+import { renderSmallSums } from './small-matmul.js';
 import { renderScanLoop, type ScanArg } from './scan.js';
 import type { MatmulStrategy } from './strategy.js';
 
@@ -131,12 +132,14 @@ export function renderDriver({ program: p, plan, strategies }: Prepared, b: Driv
           const { base, sb, sr, st: t } = c.op;
           const sg = staged.get(c.dst);
           // contiguous along t in panels wider than 4: row by row (packRows), else step by step
-          const call = sg !== undefined ? `rt.arena.stage(${name(c.buf)}, ${sg.lo}, ${sg.hi}, ${sg.at === 0 ? stage! : `${stage!} + ${4 * sg.at}`}, ${base}, ${sb}, ${sr}, ${t}, ${name(c.dst)}.byteOffset, `
+          const call = st.small && c.dst === s.packA ? `rt.rowsA(${name(c.dst)}, ${name(c.buf)}, ${base}, ${sr}, `
+            : sg !== undefined ? `rt.arena.stage(${name(c.buf)}, ${sg.lo}, ${sg.hi}, ${sg.at === 0 ? stage! : `${stage!} + ${4 * sg.at}`}, ${base}, ${sb}, ${sr}, ${t}, ${name(c.dst)}.byteOffset, `
             : t === 1 && c.p !== 4 ? `rt.packRows(${name(c.dst)}, ${name(c.buf)}, ${base}, ${sb}, ${sr}, ` : `rt.packStrided(${name(c.dst)}, ${name(c.buf)}, ${base}, ${sb}, ${sr}, ${t}, `;
-          pl.push(`${call}${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
+          pl.push(st.small && c.dst === s.packA ? `${call}${c.rows}, ${s.k.size});` : `${call}${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
         }
-        for (const { kernel: kern, js } of pk.kernels) {
-          if (kern.stores[0]!.buf === dst) pl.push(kernelCall(b.kernel(s, (env) => renderLoopKernel(kern, 'k', env, js)), name));
+        for (const { kernel: kern, js, tier } of pk.kernels) {
+          if (kern.stores[0]!.buf !== dst) continue;
+          pl.push(kernelCall(b.kernel(s, (env) => (tier !== undefined ? renderElementwise(tier, env.bufName) : renderLoopKernel(kern, 'k', env, js))), name));
         }
         if (keep === undefined) lines.push(...pl.map((l) => `  ${l}`));
         else if (!staged.has(dst)) lines.push(`  if (${keep.when}) {`, ...pl.map((l) => `    ${l}`), `    ${keep.done}`, '  }');
@@ -147,6 +150,7 @@ export function renderDriver({ program: p, plan, strategies }: Prepared, b: Driv
         }
       }
       if (indirect) lines.push(...renderIndirectTiles(s, name(s.packA), name(s.packB), name, st.schedule).map((l) => `  ${l}`));
+      else if (st.small) lines.push(`  ${renderSmallSums(s, name(s.packA), name(s.packB))}`);
       else if (all) lines.push(`  ${renderAllTiles(s, name(s.packA), name(s.packB), st.schedule)}`);
       lines.push(...after);
       // A whole float32 product's epilogue runs in the SIMD tier where the tier can render it.

@@ -544,9 +544,17 @@ export function renderElementwise(p: EwPlan, bufName: (id: number) => string): {
     const cols = p.cols;
     const per = Math.floor(CHUNK / cols);
     const rowAt = (r: EwRegion, row: string) => (r.row === 0 ? String(r.off) : at(`${row} * ${r.row}`, r.off));
-    const copyIn = p.loads.map((l, j) => l.row === cols
+    // A region every row reads alike (row stride 0: a bias broadcast over the rows) is the same in
+    // every chunk: written once, before the chunks (its row, then doubled in place by copyWithin),
+    // not row by row in each (a convolution's 18432 rows of 16: 18432 copies a call before).
+    const once = p.loads.flatMap((l, j) => (l.row !== 0 ? [] : [
+      `  { const n = hi - lo < ${per} ? hi - lo : ${per};`,
+      `    m.set(${bufName(l.buf)}.subarray(${l.off}, ${l.off + cols}), ${j * CHUNK});`,
+      `    for (let f = 1; f < n; f *= 2) m.copyWithin(${j * CHUNK} + f * ${cols}, ${j * CHUNK}, ${j * CHUNK} + (f < n - f ? f : n - f) * ${cols}); }`,
+    ]));
+    const copyIn = p.loads.flatMap((l, j) => (l.row === 0 ? [] : [l.row === cols
       ? `    m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r0')}, ${rowAt(l, 'r1')}), ${j * CHUNK});`
-      : `    for (let r = r0, o = ${j * CHUNK}; r < r1; r++, o += ${cols}) m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r')}, ${rowAt(l, 'r')} + ${cols}), o);`);
+      : `    for (let r = r0, o = ${j * CHUNK}; r < r1; r++, o += ${cols}) m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r')}, ${rowAt(l, 'r')} + ${cols}), o);`]));
     const copyOut = p.stores.map((x, j) => {
       const o = (p.loads.length + j) * CHUNK;
       return x.row === cols
@@ -556,6 +564,7 @@ export function renderElementwise(p: EwPlan, bufName: (id: number) => string): {
     const lines2 = [
       `  const w = rt.ew(${id});`,
       '  const m = w.mem;',
+      ...once,
       `  for (let r0 = lo; r0 < hi; r0 += ${per}) {`,
       `    const r1 = hi < r0 + ${per} ? hi : r0 + ${per};`,
       ...copyIn,
