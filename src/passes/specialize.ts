@@ -69,6 +69,7 @@ export const specializeRules: readonly Rewrite[] = [
 ];
 
 export const specializePass = definePass(
-  'specialize', 'pow(x, 2|3|0.5|-1|-0.5) as multiplications, sqrt and reciprocal; sum((a*b)^2) of an outer product as sum(a^2) * sum(b^2)',
+  'specialize',
+  'pow(x, 2|3|0.5|-1|-0.5) as multiplications, sqrt and reciprocal; sum((a*b)^2) of an outer product as sum(a^2) * sum(b^2)',
   (g) => rewriteGraph(g, specializeRules),
 );
