@@ -43,6 +43,8 @@ const clock = (): number => {
 /** `npm run bench -- 'MLP|LSTM Keras-style Scan'`: cases whose name contains any of the alternatives. */
 const filters = (process.argv[2] ?? '').split('|');
 const picked = (name: string) => filters.some((f) => name.includes(f));
+/** BENCH_IMPLS=theanine,tfjs-wasm: only these implementations (default: all); theanine is always measured. */
+const IMPLS = process.env['BENCH_IMPLS']?.split(',');
 /** BENCH_COMPILE_ONLY=1: only the compile times (and their phases) of the picked cases. */
 const COMPILE_ONLY = process.env['BENCH_COMPILE_ONLY'] === '1';
 
@@ -162,6 +164,7 @@ async function main(): Promise<void> {
       } : {}),
     };
     for (const [name, make] of Object.entries({ ...c.impls, ...withTf }) as [ImplName, () => Promise<Impl>][]) {
+      if (IMPLS !== undefined && name !== 'theanine' && !IMPLS.includes(name)) continue;
       await useBackend(name);
       impls.push([name, await make()]);
       if (name === 'theanine' && GPU) impls.push(['theanine-gpu', await onGpu(make)]);
