@@ -302,6 +302,12 @@ async function showStepThrough(s: State): Promise<void> {
 
 /** The Profile tab: a bar per kernel (total time over the calls), then the printed table. */
 function showProfile(s: State): void {
+  if (s.device === 'webgpu') {
+    $('profile-note').textContent = 'not profiled on gpu:webgpu in a page (a profiled call is synchronous; a page awaits WebGPU)';
+    $('profile-bars').replaceChildren();
+    $('profile-table').textContent = '';
+    return;
+  }
   const p = s.fn.profile();
   $('profile-note').textContent = `${p.calls} calls on ${p.target}${p.note !== undefined ? `: ${p.note}` : ''}`;
   const bars = $('profile-bars');
@@ -354,11 +360,14 @@ async function run(device: ViewerDevice): Promise<State['result']> {
     const analysis = analyze(runProgram(editor.state.doc.toString()), undefined, ($('optimizer') as HTMLSelectElement).value as ViewerLevel);
     // gpu (WebGPU): the gpu device's webgpu mode on the page's navigator.gpu; its calls are awaited (a page cannot block)
     setEnvironment({ THEANINE_GPU_MODE: device === 'webgpu' ? 'webgpu' : undefined });
-    const fn = compile(analysis, device === 'cpu' ? 'cpu' : 'gpu', undefined, true);
+    // (a profiled function's calls are synchronous, which a page's WebGPU cannot be: no Profile tab there)
+    const fn = compile(analysis, device === 'cpu' ? 'cpu' : 'gpu', undefined, device !== 'webgpu');
     const got = device === 'webgpu' ? await numbersAsync(fn, analysis) : numbers(fn, analysis);
     // the Profile tab: four more calls, the first (compiling) call's kernel times left out
-    fn.profile({ reset: true });
-    for (let i = 0; i < 4; i++) if (device === 'webgpu') await fn.callAsync(analysis.values); else fn(analysis.values);
+    if (device !== 'webgpu') {
+      fn.profile({ reset: true });
+      for (let i = 0; i < 4; i++) fn(analysis.values);
+    }
     const cpu = device === 'cpu' ? got : numbers(compile(analysis, 'cpu'), analysis);
     const kernels = kernelsOf(fn.source(), fn.graph);
     const steps = stepThrough(analysis);
@@ -415,7 +424,7 @@ const api = {
   },
   /** How many elements of the page match `selector` (tests count highlighted nodes with it). */
   count: (selector: string) => document.querySelectorAll(selector).length,
-  profile: () => state?.fn.profile(),
+  profile: () => (state?.device === 'webgpu' ? undefined : state?.fn.profile()),
   passes: () => state?.analysis.passes.map((p) => ({ name: p.name, nodesBefore: p.nodesBefore, nodesAfter: p.nodesAfter, changed: p.added.length })),
 };
 (globalThis as unknown as { theanineViewer: typeof api }).theanineViewer = api;
