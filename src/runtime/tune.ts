@@ -74,8 +74,8 @@ export function tuneOptions(opt: unknown, fn = 'function'): TuneOptions | undefi
 }
 
 /** One axis of the search: a schedule field and the values it takes. */
-export interface Axis {
-  readonly field: 'blockBytes' | 'maxPanels' | 'split' | 'perThread';
+export interface Axis<S = MatmulSchedule> {
+  readonly field: keyof S & string;
   readonly values: readonly (number | boolean)[];
 }
 
@@ -90,8 +90,8 @@ export function searchAxes(call: TilesCall, threads: number): Axis[] {
 }
 
 /** A search's outcome: the schedule kept, its time and the default's, what it cost, and whether the budget cut it short. */
-export interface SearchResult {
-  readonly best: MatmulSchedule;
+export interface SearchResult<S = MatmulSchedule> {
+  readonly best: S;
   readonly ms: number;
   readonly defaultMs: number;
   readonly candidates: number;
@@ -99,33 +99,53 @@ export interface SearchResult {
   readonly complete: boolean;
 }
 
-const scheduleKey = (s: MatmulSchedule): string => `${s.blockBytes}/${s.maxPanels}/${s.split}/${s.perThread}`;
+/** Timing pairs (default, winner), alternating which runs first, before a winner replaces the default. */
+export const CONFIRM = 4;
 
 /**
- * Beam search from the default: the beam (the `beam` fastest schedules so far) is widened by
- * every value of one axis at a time, each new schedule timed once (`time`: its median in ms).
- * The default is always timed first; no new candidate is timed once `now()` reaches `deadline`
- * (the budget is exceeded by one candidate's timing at most). The fastest schedule is timed
- * CONFIRM more times against the default, alternately, while the budget lasts; it wins where it
- * is faster in every confirming pair and the median of its timings beats the default's by
- * MIN_GAIN, else the default stays.
+ * Whether a searched winner replaces the default, from CONFIRM alternating pairs of timings
+ * (`mine[i]` against `theirs[i]`; the search's first timings, biased low by the choice, are not
+ * among them): only when it was
+ * faster in every pair and its median beats the default's by more than the measured noise (the
+ * spread of the default's own timings, (max - min) / median) and by MIN_GAIN at least. Anything
+ * less keeps the default, so a tuned kernel is never slower than the default within what this
+ * machine can tell apart (tinygrad's BEAM likewise keeps the hand-coded schedule unless the
+ * searched one times faster: BEAM_COMPARE).
  */
-export function beamSearch(axes: readonly Axis[], beam: number, time: (s: MatmulSchedule) => number, deadline: number, now: () => number = () => performance.now()): SearchResult {
+export function confirmWin(mine: readonly number[], theirs: readonly number[]): boolean {
+  if (mine.length < 2 || mine.length !== theirs.length) return false;
+  const dms = median([...theirs]);
+  const noise = dms > 0 ? (Math.max(...theirs) - Math.min(...theirs)) / dms : 0;
+  return mine.every((m, i) => m < theirs[i]!) && median([...mine]) < dms * (1 - Math.max(MIN_GAIN, noise));
+}
+
+/**
+ * Beam search from the default `base`: the beam (the `beam` fastest schedules so far) is widened
+ * by every value of one axis at a time, each new schedule timed once (`time`: its median in ms).
+ * The default is always timed first and is always a candidate; no new candidate is timed once
+ * `now()` reaches `deadline`. The fastest schedule, where it is not the default, is then timed
+ * against the default in CONFIRM alternating pairs (whatever the budget: the decision is never
+ * made on one timing), and kept only as confirmWin says; the budget is exceeded by one
+ * candidate's timing and the 2 * CONFIRM confirming timings at most.
+ */
+export function beamSearch<S extends object = MatmulSchedule>(axes: readonly Axis<S>[], beam: number, time: (s: S) => number, deadline: number, now: () => number = () => performance.now(), base: S = DEFAULT_MATMUL_SCHEDULE as S): SearchResult<S> {
   const t0 = now();
-  const timed = new Map<string, { s: MatmulSchedule; ms: number }>();
-  const measure = (s: MatmulSchedule) => {
+  const fields = Object.keys(base) as (keyof S)[];
+  const scheduleKey = (s: S): string => fields.map((f) => String(s[f])).join('/');
+  const timed = new Map<string, { s: S; ms: number }>();
+  const measure = (s: S) => {
     const k = scheduleKey(s);
     if (!timed.has(k)) timed.set(k, { s, ms: time(s) });
     return timed.get(k)!;
   };
-  const defaultMs = measure(DEFAULT_MATMUL_SCHEDULE).ms;
-  let front = [DEFAULT_MATMUL_SCHEDULE];
+  const defaultMs = measure(base).ms;
+  let front = [base];
   let complete = true;
   search: for (const axis of axes) {
-    const next: { s: MatmulSchedule; ms: number }[] = [];
+    const next: { s: S; ms: number }[] = [];
     for (const s of front) {
       for (const v of axis.values) {
-        const c = { ...s, [axis.field]: v } as MatmulSchedule;
+        const c = { ...s, [axis.field]: v } as S;
         if (!timed.has(scheduleKey(c)) && now() >= deadline) { complete = false; next.push(...front.map(measure)); break search; }
         next.push(measure(c));
       }
@@ -133,25 +153,19 @@ export function beamSearch(axes: readonly Axis[], beam: number, time: (s: Matmul
     const seen = new Set<string>();
     front = next.sort((a, b) => a.ms - b.ms).filter((x) => !seen.has(scheduleKey(x.s)) && seen.add(scheduleKey(x.s))).slice(0, beam).map((x) => x.s);
   }
-  let best = { s: DEFAULT_MATMUL_SCHEDULE, ms: defaultMs };
+  let best = { s: base, ms: defaultMs };
   for (const x of timed.values()) if (x.ms < best.ms) best = x;
-  if (best.s === DEFAULT_MATMUL_SCHEDULE) return { best: best.s, ms: defaultMs, defaultMs, candidates: timed.size, searchMs: now() - t0, complete };
-  // The fastest of many noisy timings is biased low: it is timed again against the default,
-  // alternately, while the budget lasts, and kept on the medians of all their timings.
-  const mine = [best.ms], theirs = [defaultMs];
-  let every = true;
-  for (let i = 0; i < CONFIRM && now() < deadline; i++) {
-    theirs.push(time(DEFAULT_MATMUL_SCHEDULE));
-    mine.push(time(best.s));
-    every &&= mine[mine.length - 1]! < theirs[theirs.length - 1]!;
+  if (scheduleKey(best.s) === scheduleKey(base)) return { best: base, ms: defaultMs, defaultMs, candidates: timed.size, searchMs: now() - t0, complete };
+  // The fastest of many noisy timings is biased low: it is timed again against the default in
+  // alternating pairs (ABBA: the default first in even pairs), and kept only on those.
+  const mine: number[] = [], theirs: number[] = [];
+  for (let i = 0; i < CONFIRM; i++) {
+    if (i % 2 === 0) { theirs.push(time(base)); mine.push(time(best.s)); } else { mine.push(time(best.s)); theirs.push(time(base)); }
   }
+  const win = confirmWin(mine, theirs);
   const ms = median(mine), dms = median(theirs);
-  const win = every && ms < dms * (1 - MIN_GAIN);
-  return { best: win ? best.s : DEFAULT_MATMUL_SCHEDULE, ms: win ? ms : dms, defaultMs: dms, candidates: timed.size, searchMs: now() - t0, complete };
+  return { best: win ? best.s : base, ms: win ? ms : dms, defaultMs: dms, candidates: timed.size, searchMs: now() - t0, complete };
 }
-
-/** Timings of the winner and the default, alternately, before the winner is kept. */
-const CONFIRM = 2;
 
 function median(xs: number[]): number {
   const s = [...xs].sort((p, q) => p - q);

@@ -14,7 +14,7 @@ import { setEnvironment } from '../../src/api/config.js';
 import { clearCompileCache } from '../../src/runtime/compile.js';
 import { setThreads } from '../../src/codegen/cpu/threads.js';
 import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule } from '../../src/codegen/cpu/strategy.js';
-import { beamSearch, MIN_GAIN, tuneCache, tuneOptions, tuneStats, type Axis } from '../../src/runtime/tune.js';
+import { beamSearch, CONFIRM, confirmWin, MIN_GAIN, tuneCache, tuneOptions, tuneStats, type Axis } from '../../src/runtime/tune.js';
 import { TUNE_CACHE_FILE, tuneCacheStats, type TunedEntry } from '../../src/runtime/tune-cache.js';
 import type { Node } from '../../src/ir/node.js';
 
@@ -36,11 +36,13 @@ describe('autotuning: the beam search', () => {
     expect(r.complete).to.equal(true);
     expect(seen[0]).to.equal(JSON.stringify(DEFAULT_MATMUL_SCHEDULE));
     expect(r.candidates, 'distinct schedules timed').to.equal(new Set(seen).size);
-    // every schedule timed once in the search; the winner and the default twice more to confirm
+    // every schedule timed once in the search; the winner and the default CONFIRM times more, in alternating pairs
     const counts = new Map<string, number>();
     for (const k of seen) counts.set(k, (counts.get(k) ?? 0) + 1);
-    expect(counts.get(JSON.stringify(r.best))).to.equal(3);
-    expect(counts.get(JSON.stringify(DEFAULT_MATMUL_SCHEDULE))).to.equal(3);
+    expect(counts.get(JSON.stringify(r.best))).to.equal(1 + CONFIRM);
+    expect(counts.get(JSON.stringify(DEFAULT_MATMUL_SCHEDULE))).to.equal(1 + CONFIRM);
+    const pairs = seen.slice(r.candidates).map((k) => (k === JSON.stringify(r.best) ? 'W' : 'D')).join('');
+    expect(pairs, 'ABBA: the default first in even pairs').to.equal('DWWD'.repeat(CONFIRM / 2));
     expect([...counts.values()].filter((n) => n > 1).length).to.equal(2);
     expect(r.defaultMs).to.equal(landscape(DEFAULT_MATMUL_SCHEDULE));
   });
@@ -70,13 +72,33 @@ describe('autotuning: the beam search', () => {
     expect(r.ms).to.equal(10);
   });
 
-  it('stops timing new candidates at the deadline: the budget is exceeded by one timing at most', () => {
+  it('a winner is kept only when faster in every confirming pair and beyond the default\'s own spread', () => {
+    const d = [10, 10.2, 9.9, 10.1];
+    expect(confirmWin(d.map((x) => x * 0.9), d), '10% faster, default spread 3%').to.equal(true);
+    expect(confirmWin(d.map((x) => x * (1 - MIN_GAIN / 2)), d), 'within MIN_GAIN').to.equal(false);
+    const wide = [10, 12, 9, 11];
+    expect(confirmWin(wide.map((x) => x * 0.8), wide), '20% faster, spread 30%').to.equal(false);
+    expect(confirmWin(wide.map((x) => x * 0.6), wide), '40% faster, spread 30%').to.equal(true);
+    expect(confirmWin([5, 5, 11, 5], [10, 10, 10, 10]), 'slower in one pair').to.equal(false);
+    expect(confirmWin([5], [10]), 'one pair is no confirmation').to.equal(false);
+  });
+
+  it('keeps the default when its timings are as noisy as the gain: a winner 10% faster against a default whose timings spread 25%', () => {
+    let k = 0;
+    const spread = [10, 12.5, 10.5, 11];
+    const noisy = (s: MatmulSchedule) => (JSON.stringify(s) === JSON.stringify(DEFAULT_MATMUL_SCHEDULE) ? spread[k++ % 4]! : s.blockBytes === 131072 ? 9.4 : 11);
+    const r = beamSearch(AXES, 1, noisy, Infinity);
+    expect(r.best).to.deep.equal(DEFAULT_MATMUL_SCHEDULE);
+  });
+
+  it('stops timing new candidates at the deadline: the budget is exceeded by one timing and the confirming pairs at most', () => {
     let clock = 0;
     const cost = 7;
     const r = beamSearch(AXES, 2, (s) => { clock += cost; return landscape(s); }, 30, () => clock);
     expect(r.complete).to.equal(false);
-    expect(r.searchMs).to.be.at.most(30 + cost);
+    expect(r.searchMs).to.be.at.most(30 + cost + 2 * CONFIRM * cost);
     expect(r.candidates).to.equal(Math.ceil(30 / cost));
+    expect(r.best, 'the winner confirmed after the deadline').to.not.deep.equal(DEFAULT_MATMUL_SCHEDULE);
     const none = beamSearch(AXES, 2, (s) => { clock += cost; return landscape(s); }, clock, () => clock);
     expect(none.candidates, 'a spent budget times the default only').to.equal(1);
     expect(none.best).to.deep.equal(DEFAULT_MATMUL_SCHEDULE);
