@@ -7,8 +7,9 @@
 // (./tune-cache.ts) and reused by later processes. tinygrad's BEAM=N (a beam of N schedules
 // widened one optimisation axis at a time, kernels timed in isolation on random buffers, results in
 // a disk cache) is the anchor. A schedule only moves work between blocks and threads, so a tuned
-// product computes bit-identical results. WebGPU workgroup sizes are not tuned (the gpu device's
-// kernels keep their fixed sizes).
+// product computes bit-identical results. The elementwise tier's kernels (../codegen/wasm/
+// elementwise.ts EwSchedule: the unroll, independent vectors per loop iteration) are searched the
+// same way, timed over one chunk of the tier's memory; an unroll computes bit-identical results too.
 import { platform } from '#platform';
 import { ValueError } from '../ir/errors.js';
 import { igemmA } from '../codegen/cpu/igemm.js';
@@ -16,6 +17,7 @@ import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule, type ScheduleChooser, typ
 import { threadCount } from '../codegen/cpu/threads.js';
 import { packArena } from '../codegen/cpu/wasm-kernel.js';
 import type { MatmulKernel } from '../codegen/kernel.js';
+import { CHUNK, DEFAULT_EW_SCHEDULE, EW_STREAMS, ewKernel, ewKernelId, type EwPlan, type EwSchedule } from '../codegen/wasm/elementwise.js';
 import { machineKey, TuneCache, type TunedEntry } from './tune-cache.js';
 
 /** How a function is tuned: schedules kept in the beam, and the milliseconds one specialisation may spend searching. */
@@ -234,7 +236,42 @@ export const tuneStats = { searches: 0, candidates: 0, searchMs: 0, outOfBudget:
 /** The process's tuned schedules (read from the cache folder on first use). */
 export const tuneCache = new TuneCache(() => machineKey(threadCount()));
 
-const entrySchedule = (e: TunedEntry): MatmulSchedule => ({ blockBytes: e.blockBytes, maxPanels: e.maxPanels, split: e.split, perThread: e.perThread });
+const entrySchedule = (e: TunedEntry): MatmulSchedule | undefined => ('blockBytes' in e ? { blockBytes: e.blockBytes, maxPanels: e.maxPanels, split: e.split, perThread: e.perThread } : undefined);
+
+/** FNV-1a of a module's bytes, in hex: an elementwise kernel's structure (its ops, regions and lanes) in the cache key. */
+function digest(bytes: Uint8Array): string {
+  let h = 0x811c9dc5;
+  for (const b of bytes) h = Math.imul(h ^ b, 0x01000193) >>> 0;
+  return h.toString(16).padStart(8, '0');
+}
+
+/** The cache key of an elementwise tier kernel: its default module's digest and length (the loop's length does not change a chunk's cost). */
+export const ewKernelKey = (p: EwPlan): string => `ew ${digest(p.bytes)} ${p.bytes.length}${p.shared ? ' shared' : ''}`;
+
+/**
+ * A timer of an elementwise kernel's schedules: each candidate's module run over one whole chunk
+ * of the tier's memory holding random values in [0.5, 1.5) (inside every approximation's
+ * domain), in batches of about half a millisecond; the median of 7 batches after one to warm up.
+ */
+export function ewTimer(plan: (s: EwSchedule) => EwPlan): (s: EwSchedule) => number {
+  return (s) => {
+    const p = plan(s);
+    const regions = p.loads.length + p.stores.length;
+    const w = ewKernel(ewKernelId(p.bytes, p.shared, regions));
+    const m = w.mem;
+    for (let i = 0; i < regions * CHUNK; i++) m[i] = 0.5 + Math.random();
+    const t0 = performance.now();
+    w.run(CHUNK, 0);
+    const batch = Math.max(1, Math.min(1000, Math.round(0.5 / Math.max(performance.now() - t0, 1e-4))));
+    const times: number[] = [];
+    for (let r = 0; r < 8; r++) {
+      const t = performance.now();
+      for (let i = 0; i < batch; i++) w.run(CHUNK, 0);
+      if (r > 0) times.push((performance.now() - t) / batch);
+    }
+    return median(times);
+  };
+}
 
 /**
  * The schedule chooser of one specialisation (../codegen/pipeline.ts prepare): a product's stored
@@ -244,18 +281,35 @@ const entrySchedule = (e: TunedEntry): MatmulSchedule => ({ blockBytes: e.blockB
  */
 export function scheduleChooser(opts: TuneOptions, now: () => number = () => performance.now()): ScheduleChooser {
   const deadline = now() + opts.budgetMs;
-  return (k, call) => {
-    const key = kernelKey(call);
-    const hit = tuneCache.get(key);
-    if (hit !== undefined) return entrySchedule(hit);
-    if (now() >= deadline) { tuneStats.outOfBudget++; return undefined; }
-    const timer = tilesTimer(k, call);
-    if (timer === undefined) { tuneStats.untimed++; return undefined; }
-    const r = beamSearch(searchAxes(call, threadCount()), opts.beam, timer, deadline, now);
+  const record = <S extends MatmulSchedule | EwSchedule>(key: string, r: SearchResult<S>) => {
     tuneStats.searches++;
     tuneStats.candidates += r.candidates;
     tuneStats.searchMs += r.searchMs;
     if (r.complete) tuneCache.set(key, { ...r.best, ms: r.ms, defaultMs: r.defaultMs, searchMs: r.searchMs, candidates: r.candidates });
-    return r.best;
+  };
+  return {
+    matmul(k, call) {
+      const key = kernelKey(call);
+      const hit = tuneCache.get(key);
+      if (hit !== undefined) return entrySchedule(hit);
+      if (now() >= deadline) { tuneStats.outOfBudget++; return undefined; }
+      const timer = tilesTimer(k, call);
+      if (timer === undefined) { tuneStats.untimed++; return undefined; }
+      const r = beamSearch(searchAxes(call, threadCount()), opts.beam, timer, deadline, now);
+      record(key, r);
+      return r.best;
+    },
+    elementwise(_k, plan) {
+      const base = plan(DEFAULT_EW_SCHEDULE);
+      // A loop shorter than a chunk runs one partial chunk: its unroll does not show.
+      if (base.n < CHUNK) return undefined;
+      const key = ewKernelKey(base);
+      const hit = tuneCache.get(key);
+      if (hit !== undefined) return 'streams' in hit ? { streams: hit.streams } : undefined;
+      if (now() >= deadline) { tuneStats.outOfBudget++; return undefined; }
+      const r = beamSearch<EwSchedule>([{ field: 'streams', values: EW_STREAMS }], opts.beam, ewTimer(plan), deadline, now, DEFAULT_EW_SCHEDULE);
+      record(key, r);
+      return r.best;
+    },
   };
 }

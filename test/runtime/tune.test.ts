@@ -17,6 +17,7 @@ import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule } from '../../src/codegen/
 import { beamSearch, CONFIRM, confirmWin, MIN_GAIN, tuneCache, tuneOptions, tuneStats, type Axis } from '../../src/runtime/tune.js';
 import { TUNE_CACHE_FILE, tuneCacheStats, type TunedEntry } from '../../src/runtime/tune-cache.js';
 import type { Node } from '../../src/ir/node.js';
+import { DEFAULT_EW_SCHEDULE, EW_STREAMS } from '../../src/codegen/wasm/elementwise.js';
 
 const AXES: Axis[] = [
   { field: 'blockBytes', values: [65536, 131072, 262144, 524288] },
@@ -194,7 +195,7 @@ describe('autotuning: compiled products', function () {
   });
 
   it('discards a corrupt cache file, searches again and writes a good one', () => {
-    for (const bad of ['{not json', JSON.stringify({ format: 'theanine-tune/2', machines: { m: { k: { blockBytes: -1 } } } })]) {
+    for (const bad of ['{not json', JSON.stringify({ format: 'theanine-tune/3', machines: { m: { k: { blockBytes: -1 } } } })]) {
       fs.writeFileSync(file(), bad);
       tuneCache.forget();
       clearCompileCache();
@@ -264,6 +265,29 @@ describe('autotuning: compiled products', function () {
       const got = f([X, IMG]);
       expect(f.source(), 'the schedule reaches the generated call').to.include(`, ${s.split}, ${s.blockBytes}, ${s.maxPanels}, ${s.perThread});`);
       got.forEach((g, i) => expect(Array.from(g.data), `output ${i} under ${JSON.stringify(s)}`).to.deep.equal(Array.from(plain[i]!.data)));
+    }
+  });
+
+  it('tunes the elementwise tier\'s unroll: searched, stored under the kernel\'s key, bit-identical under every unroll', () => {
+    const v = K.placeholder([1 << 15]);
+    const y = K.tanh(v).mul(K.sigmoid(v)).add(K.exp(v.mul(v).neg()));
+    const V = NDArray.from(Array.from({ length: 1 << 15 }, (_, i) => Math.sin(i * 0.013) * 3), 'float32');
+    const plain = K.function([v], [y])([V]);
+    const before = tuneStats.searches;
+    K.function([v], [y], [], { tune: { beam: 1, budgetMs: 20000 } })([V]);
+    expect(tuneStats.searches - before, 'one elementwise kernel searched').to.equal(1);
+    const stored = JSON.parse(fs.readFileSync(file(), 'utf8')) as { machines: Record<string, Record<string, TunedEntry>> };
+    const keys = Object.values(stored.machines).flatMap((m) => Object.keys(m));
+    expect(keys.length).to.equal(1);
+    expect(keys[0]).to.match(/^ew [0-9a-f]{8} \d+/);
+    for (const streams of EW_STREAMS) {
+      tuneCache.forget();
+      tuneCache.set(keys[0]!, { streams, ms: 1, defaultMs: 1, searchMs: 1, candidates: 1 });
+      clearCompileCache();
+      const f = K.function([v], [y], [], { tune: { beam: 1, budgetMs: 0 } });
+      const got = f([V]);
+      expect(f.source().includes(`SIMD f32x4 x${streams}:`), `the unroll ${streams} reaches the kernel`).to.equal(streams !== DEFAULT_EW_SCHEDULE.streams);
+      expect(Array.from(got[0]!.data), `unroll ${streams}`).to.deep.equal(Array.from(plain[0]!.data));
     }
   });
 });
