@@ -56,7 +56,7 @@ function validEntry(e: unknown): e is TunedEntry {
   if (typeof e !== 'object' || e === null) return false;
   const r = e as Record<string, unknown>;
   const matmul = isCount(r['blockBytes']) && isCount(r['maxPanels']) && typeof r['split'] === 'boolean' && isCount(r['perThread']);
-  return (matmul || isCount(r['streams']))
+  return (matmul || (isCount(r['streams']) && typeof r['split'] === 'boolean'))
     && isTime(r['ms']) && isTime(r['defaultMs']) && isTime(r['searchMs']) && isCount(r['candidates']);
 }
 

@@ -8,8 +8,9 @@
 // widened one optimisation axis at a time, kernels timed in isolation on random buffers, results in
 // a disk cache) is the anchor. A schedule only moves work between blocks and threads, so a tuned
 // product computes bit-identical results. The elementwise tier's kernels (../codegen/wasm/
-// elementwise.ts EwSchedule: the unroll, independent vectors per loop iteration) are searched the
-// same way, timed over one chunk of the tier's memory; an unroll computes bit-identical results too.
+// elementwise.ts EwSchedule: the unroll, independent vectors per loop iteration, and whether a
+// loop splits over the worker threads) are searched the same way, each timed running its loop on
+// random values; they compute bit-identical results too.
 import { platform } from '#platform';
 import { ValueError } from '../ir/errors.js';
 import { igemmA } from '../codegen/cpu/igemm.js';
@@ -17,7 +18,7 @@ import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule, type ScheduleChooser, typ
 import { threadCount } from '../codegen/cpu/threads.js';
 import { packArena } from '../codegen/cpu/wasm-kernel.js';
 import type { MatmulKernel } from '../codegen/kernel.js';
-import { CHUNK, DEFAULT_EW_SCHEDULE, EW_STREAMS, ewKernel, ewKernelId, type EwPlan, type EwSchedule } from '../codegen/wasm/elementwise.js';
+import { CHUNK, EW_STREAMS, ewKernel, ewKernelId, sharedTier, splitFrom, type EwPlan, type EwSchedule } from '../codegen/wasm/elementwise.js';
 import { machineKey, TuneCache, type TunedEntry } from './tune-cache.js';
 
 /** How a function is tuned: schedules kept in the beam, and the milliseconds one specialisation may spend searching. */
@@ -248,29 +249,64 @@ function digest(bytes: Uint8Array): string {
 /** The cache key of an elementwise tier kernel: its default module's digest and length (the loop's length does not change a chunk's cost). */
 export const ewKernelKey = (p: EwPlan): string => `ew ${digest(p.bytes)} ${p.bytes.length}${p.shared ? ' shared' : ''}`;
 
+/** The most elements an elementwise kernel is timed over (a longer loop is timed over its first this many). */
+const EW_TIMED_ELEMENTS = 1 << 22;
+
 /**
- * A timer of an elementwise kernel's schedules: each candidate's module run over one whole chunk
- * of the tier's memory holding random values in [0.5, 1.5) (inside every approximation's
- * domain), in batches of about half a millisecond; the median of 7 batches after one to warm up.
+ * A timer of an elementwise kernel's schedules, on random values in [0.5, 1.5) (inside every
+ * approximation's domain): a one-loop kernel runs its whole loop as its generated code does (each
+ * chunk copied into the tier's memory, computed and copied out; a split schedule through the
+ * threads), over its length up to EW_TIMED_ELEMENTS; a kernel of rows runs one chunk in place.
+ * Runs are batched to about a millisecond; the median of 5 batches after one to warm up.
  */
-export function ewTimer(plan: (s: EwSchedule) => EwPlan): (s: EwSchedule) => number {
+export function ewTimer(plan: (s: EwSchedule | undefined) => EwPlan): (s: EwSchedule) => number {
+  const base = plan(undefined);
+  const rand = (n: number) => { const a = new Float32Array(n); for (let i = 0; i < n; i++) a[i] = 0.5 + Math.random(); return a; };
+  const n = Math.min(base.n, EW_TIMED_ELEMENTS);
+  const maxOff = Math.max(0, ...base.loads.map((l) => l.off), ...base.stores.map((x) => x.off));
+  const loads = base.cols === undefined ? base.loads.map(() => rand(n + maxOff)) : [];
+  const stores = base.cols === undefined ? base.stores.map(() => new Float32Array(n + maxOff)) : [];
   return (s) => {
     const p = plan(s);
     const regions = p.loads.length + p.stores.length;
     const w = ewKernel(ewKernelId(p.bytes, p.shared, regions));
-    const m = w.mem;
-    for (let i = 0; i < regions * CHUNK; i++) m[i] = 0.5 + Math.random();
+    let run: () => void;
+    if (p.cols !== undefined) {
+      const m = w.mem;
+      for (let i = 0; i < regions * CHUNK; i++) m[i] = 0.5 + Math.random();
+      run = () => w.run(CHUNK, 0);
+    } else if (p.shared && w.par !== undefined && n >= splitFrom(p)) {
+      const offs = [...p.loads, ...p.stores].map((x) => x.off);
+      run = () => w.par!(0, n, loads, stores, offs);
+    } else {
+      run = () => {
+        const m = w.mem;
+        for (let lo = 0; lo < n; lo += CHUNK) {
+          const hi = Math.min(n, lo + CHUNK);
+          p.loads.forEach((l, j) => m.set(loads[j]!.subarray(lo + l.off, hi + l.off), j * CHUNK));
+          w.run(hi - lo, 0);
+          p.stores.forEach((x, j) => stores[j]!.set(m.subarray((p.loads.length + j) * CHUNK, (p.loads.length + j) * CHUNK + hi - lo), lo + x.off));
+        }
+      };
+    }
     const t0 = performance.now();
-    w.run(CHUNK, 0);
-    const batch = Math.max(1, Math.min(1000, Math.round(0.5 / Math.max(performance.now() - t0, 1e-4))));
+    run();
+    const batch = Math.max(1, Math.min(1000, Math.round(1 / Math.max(performance.now() - t0, 1e-4))));
     const times: number[] = [];
-    for (let r = 0; r < 8; r++) {
+    for (let r = 0; r < 6; r++) {
       const t = performance.now();
-      for (let i = 0; i < batch; i++) w.run(CHUNK, 0);
+      for (let i = 0; i < batch; i++) run();
       if (r > 0) times.push((performance.now() - t) / batch);
     }
     return median(times);
   };
+}
+
+/** The elementwise search space: the unroll, then where more than one thread is configured and a one-loop kernel is at least two chunks long, whether it splits over them. */
+export function ewAxes(p: EwPlan): Axis<EwSchedule>[] {
+  const axes: Axis<EwSchedule>[] = [{ field: 'streams', values: EW_STREAMS }];
+  if (sharedTier() && p.cols === undefined && p.n >= 2 * CHUNK) axes.push({ field: 'split', values: [false, true] });
+  return axes;
 }
 
 /**
@@ -300,14 +336,14 @@ export function scheduleChooser(opts: TuneOptions, now: () => number = () => per
       return r.best;
     },
     elementwise(_k, plan) {
-      const base = plan(DEFAULT_EW_SCHEDULE);
+      const base = plan(undefined);
       // A loop shorter than a chunk runs one partial chunk: its unroll does not show.
       if (base.n < CHUNK) return undefined;
       const key = ewKernelKey(base);
       const hit = tuneCache.get(key);
-      if (hit !== undefined) return 'streams' in hit ? { streams: hit.streams } : undefined;
+      if (hit !== undefined) return 'streams' in hit ? { streams: hit.streams, split: hit.split } : undefined;
       if (now() >= deadline) { tuneStats.outOfBudget++; return undefined; }
-      const r = beamSearch<EwSchedule>([{ field: 'streams', values: EW_STREAMS }], opts.beam, ewTimer(plan), deadline, now, DEFAULT_EW_SCHEDULE);
+      const r = beamSearch<EwSchedule>(ewAxes(base), opts.beam, ewTimer(plan), deadline, now, base.schedule);
       record(key, r);
       return r.best;
     },

@@ -17,7 +17,7 @@ import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule } from '../../src/codegen/
 import { beamSearch, CONFIRM, confirmWin, MIN_GAIN, tuneCache, tuneOptions, tuneStats, type Axis } from '../../src/runtime/tune.js';
 import { TUNE_CACHE_FILE, tuneCacheStats, type TunedEntry } from '../../src/runtime/tune-cache.js';
 import type { Node } from '../../src/ir/node.js';
-import { DEFAULT_EW_SCHEDULE, EW_STREAMS } from '../../src/codegen/wasm/elementwise.js';
+import { CHUNK, DEFAULT_STREAMS, EW_STREAMS } from '../../src/codegen/wasm/elementwise.js';
 
 const AXES: Axis[] = [
   { field: 'blockBytes', values: [65536, 131072, 262144, 524288] },
@@ -268,7 +268,7 @@ describe('autotuning: compiled products', function () {
     }
   });
 
-  it('tunes the elementwise tier\'s unroll: searched, stored under the kernel\'s key, bit-identical under every unroll', () => {
+  it('tunes the elementwise tier\'s unroll and thread split: searched, stored under the kernel\'s key, bit-identical under every schedule', () => {
     const v = K.placeholder([1 << 15]);
     const y = K.tanh(v).mul(K.sigmoid(v)).add(K.exp(v.mul(v).neg()));
     const V = NDArray.from(Array.from({ length: 1 << 15 }, (_, i) => Math.sin(i * 0.013) * 3), 'float32');
@@ -280,14 +280,18 @@ describe('autotuning: compiled products', function () {
     const keys = Object.values(stored.machines).flatMap((m) => Object.keys(m));
     expect(keys.length).to.equal(1);
     expect(keys[0]).to.match(/^ew [0-9a-f]{8} \d+/);
-    for (const streams of EW_STREAMS) {
+    const schedules = [...EW_STREAMS.map((streams) => ({ streams, split: false })), { streams: DEFAULT_STREAMS, split: true }, { streams: 8, split: true }];
+    for (const sch of schedules) {
       tuneCache.forget();
-      tuneCache.set(keys[0]!, { streams, ms: 1, defaultMs: 1, searchMs: 1, candidates: 1 });
+      tuneCache.set(keys[0]!, { ...sch, ms: 1, defaultMs: 1, searchMs: 1, candidates: 1 });
       clearCompileCache();
       const f = K.function([v], [y], [], { tune: { beam: 1, budgetMs: 0 } });
       const got = f([V]);
-      expect(f.source().includes(`SIMD f32x4 x${streams}:`), `the unroll ${streams} reaches the kernel`).to.equal(streams !== DEFAULT_EW_SCHEDULE.streams);
-      expect(Array.from(got[0]!.data), `unroll ${streams}`).to.deep.equal(Array.from(plain[0]!.data));
+      const src = f.source();
+      expect(src.includes(`SIMD f32x4 x${sch.streams}:`), `the unroll ${sch.streams} reaches the kernel`).to.equal(sch.streams !== DEFAULT_STREAMS);
+      // two threads (beforeEach): a split schedule sends loops of two chunks and more to them
+      expect(src.includes(`if (hi - lo >= ${2 * CHUNK}) { w.par(`), 'the split reaches the kernel').to.equal(sch.split);
+      expect(Array.from(got[0]!.data), JSON.stringify(sch)).to.deep.equal(Array.from(plain[0]!.data));
     }
   });
 });

@@ -35,8 +35,8 @@ export const isDefaultSchedule = (s: MatmulSchedule): boolean =>
 export interface ScheduleChooser {
   /** A whole product's schedule. */
   matmul(k: MatmulKernel, tiles: TilesCall): MatmulSchedule | undefined;
-  /** An elementwise tier kernel's schedule, given its plan under a schedule (`plan(DEFAULT_EW_SCHEDULE)` is the default's). */
-  elementwise?(k: LoopKernel, plan: (s: EwSchedule) => EwPlan): EwSchedule | undefined;
+  /** An elementwise tier kernel's schedule, given its plan under a schedule (`plan(undefined)`: the default's). */
+  elementwise?(k: LoopKernel, plan: (s: EwSchedule | undefined) => EwPlan): EwSchedule | undefined;
 }
 
 /** The shape of a whole product's tile sums (PackArena.tiles' arguments that decide its cost): what a tuned schedule is keyed by. */

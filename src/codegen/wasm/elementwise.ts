@@ -99,16 +99,21 @@ export interface EwPlan {
  * An elementwise tier kernel's schedule, the autotuner's search space for it (src/runtime/tune.ts):
  * `streams`, independent vectors per loop iteration (the unroll: more keep an out-of-order core's
  * pipelines full through the approximations' long dependency chains, fewer keep every value in a
- * register). Every element is computed by the same instructions whatever the unroll, so every
- * schedule gives bit-identical results.
+ * register), and `split`, whether a one-loop kernel takes the shared memory and splits over the
+ * worker threads (where more than one is configured). Every element is computed by the same
+ * instructions whatever the schedule, so every schedule gives bit-identical results.
  */
 export interface EwSchedule {
   readonly streams: number;
+  readonly split: boolean;
 }
 
 /** Four vectors per iteration. */
-export const DEFAULT_EW_SCHEDULE: EwSchedule = Object.freeze({ streams: 4 });
-/** The unrolls the tier builds (a chunk, CHUNK elements, is a whole number of iterations of each). */
+export const DEFAULT_STREAMS = 4;
+
+/** The default schedule of a loop of `n` elements (`twoLoops`: rows of columns): four vectors per iteration, split from PARALLEL_MIN_ELEMENTS elements. */
+export const defaultEwSchedule = (n: number, twoLoops: boolean): EwSchedule => ({ streams: DEFAULT_STREAMS, split: !twoLoops && n >= PARALLEL_MIN_ELEMENTS });
+
 export const EW_STREAMS: readonly number[] = [1, 2, 4, 8];
 
 /**
@@ -163,8 +168,8 @@ export function nodeKind(e: Expr): 'approx' | 'branch' | 'plain' | undefined {
  * the chunk's rows as one contiguous pass. `always`: arithmetic alone qualifies too (a loop
  * whose input is drawn into the tier's memory, ./philox.ts, where no copy in is saved by JavaScript).
  */
-export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType, always = false, schedule: EwSchedule = DEFAULT_EW_SCHEDULE): EwPlan | undefined {
-  if (!EW_STREAMS.includes(schedule.streams)) throw new Error(`internal: the elementwise tier builds ${EW_STREAMS.join(', ')} streams, not ${schedule.streams}`);
+export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType, always = false, tuned?: EwSchedule): EwPlan | undefined {
+  if (tuned !== undefined && !EW_STREAMS.includes(tuned.streams)) throw new Error(`internal: the elementwise tier builds ${EW_STREAMS.join(', ')} streams, not ${tuned.streams}`);
   if (!tierOn() || k.vars.length < 1 || k.vars.length > 2) return undefined;
   const v = k.vars[k.vars.length - 1]!;
   const u = k.vars.length === 2 ? k.vars[0]! : undefined;
@@ -213,8 +218,10 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType,
   if ((approximated.length === 0 && !branches && !always && !f32) || (!f32 && n < MIN_ELEMENTS)) return undefined;
 
   // Over a shared memory where more than one thread is configured and the loop is long enough to be
-  // split over the worker threads; shorter loops keep the private memory, which measured faster.
-  const shared = u === undefined && sharedTier() && n >= PARALLEL_MIN_ELEMENTS;
+  // split over the worker threads (or its tuned schedule splits it); shorter loops keep the private
+  // memory, which measured faster.
+  const schedule = tuned ?? defaultEwSchedule(n, u !== undefined);
+  const shared = u === undefined && sharedTier() && schedule.split;
   const bytes = moduleBytes([{ name: 'run', params: 2, body: loopBody(k, v, u, loads, order, f32, schedule.streams) }], shared ? 'shared' : true);
   return { n, f32, ...(u !== undefined ? { cols: v.size, rows: u.size } : {}), loads, stores, bytes, shared, label: k.label, schedule };
 }
@@ -538,7 +545,10 @@ export function ewKernel(id: number): EwKernel {
 }
 
 /** A tuned unroll, as the source's comment names it (nothing for the default). */
-const unrolled = (p: EwPlan): string => (p.schedule.streams === DEFAULT_EW_SCHEDULE.streams ? '' : ` x${p.schedule.streams}`);
+const unrolled = (p: EwPlan): string => (p.schedule.streams === DEFAULT_STREAMS ? '' : ` x${p.schedule.streams}`);
+
+/** Loops from this many elements go to the threads: PARALLEL_MIN_ELEMENTS, or two chunks where a tuned schedule splits a shorter loop. */
+export const splitFrom = (p: EwPlan): number => (p.n >= PARALLEL_MIN_ELEMENTS ? PARALLEL_MIN_ELEMENTS : 2 * CHUNK);
 
 /**
  * The JavaScript side of a tier kernel: chunks of the loop [lo, hi), each copied into the tier's
@@ -579,7 +589,7 @@ export function renderElementwise(p: EwPlan, bufName: (id: number) => string): {
   const lines = [
     `  const w = rt.ew(${id});`,
     ...(p.shared ? [
-      `  if (hi - lo >= ${PARALLEL_MIN_ELEMENTS}) { w.par(lo, hi, [${p.loads.map((l) => bufName(l.buf)).join(', ')}], [${p.stores.map((x) => bufName(x.buf)).join(', ')}], [${[...p.loads, ...p.stores].map((x) => x.off).join(', ')}]); return; }`,
+      `  if (hi - lo >= ${splitFrom(p)}) { w.par(lo, hi, [${p.loads.map((l) => bufName(l.buf)).join(', ')}], [${p.stores.map((x) => bufName(x.buf)).join(', ')}], [${[...p.loads, ...p.stores].map((x) => x.off).join(', ')}]); return; }`,
     ] : []),
     '  const m = w.mem;',
     `  for (let s = lo; s < hi; s += ${CHUNK}) {`,
