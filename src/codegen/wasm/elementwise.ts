@@ -41,6 +41,9 @@ import { APPROX, APPROX32, Consts, F32, S, approxF32, i64x2 } from './approx.js'
 
 export { Consts, S, i64x2 };
 import { type EwRun, runHere, threadCount, threadPool } from '../cpu/threads.js';
+import { DEFAULT_STREAMS, EW_STREAMS, PARALLEL_MIN_ELEMENTS, defaultEwSchedule, type EwSchedule } from './ew-schedule.js';
+
+export { DEFAULT_STREAMS, EW_STREAMS, PARALLEL_MIN_ELEMENTS, defaultEwSchedule, type EwSchedule };
 
 /** Elements per chunk (even: the loop takes two at a time). */
 export const CHUNK = 4096;
@@ -95,26 +98,6 @@ export interface EwPlan {
   readonly schedule: EwSchedule;
 }
 
-/**
- * An elementwise tier kernel's schedule, the autotuner's search space for it (src/runtime/tune.ts):
- * `streams`, independent vectors per loop iteration (the unroll: more keep an out-of-order core's
- * pipelines full through the approximations' long dependency chains, fewer keep every value in a
- * register), and `split`, whether a one-loop kernel takes the shared memory and splits over the
- * worker threads (where more than one is configured). Every element is computed by the same
- * instructions whatever the schedule, so every schedule gives bit-identical results.
- */
-export interface EwSchedule {
-  readonly streams: number;
-  readonly split: boolean;
-}
-
-/** Four vectors per iteration. */
-export const DEFAULT_STREAMS = 4;
-
-/** The default schedule of a loop of `n` elements (`twoLoops`: rows of columns): four vectors per iteration, split from PARALLEL_MIN_ELEMENTS elements. */
-export const defaultEwSchedule = (n: number, twoLoops: boolean): EwSchedule => ({ streams: DEFAULT_STREAMS, split: !twoLoops && n >= PARALLEL_MIN_ELEMENTS });
-
-export const EW_STREAMS: readonly number[] = [1, 2, 4, 8];
 
 /**
  * `index` = u*row + v + off (unit stride along the inner loop v, any non-negative stride `row`
@@ -429,13 +412,6 @@ export function sharedTier(): boolean {
   return threadCount() > 1 && threadPool(true) !== undefined;
 }
 
-/**
- * Loops at least this long are compiled over the shared memory and split over the threads (a chunk
- * per claim). Measured on 2 cores, the bench's 1M-element chain with an approximated function took 15-18 ms over the shared
- * memory (split or not) against 12-13 ms over the private one (the calling thread copies every
- * chunk in and out either way), so only loops four times that long take the shared form.
- */
-export const PARALLEL_MIN_ELEMENTS = 1 << 22;
 
 export function sharedMem(bytes: number): Float32Array {
   if (sharedMemory === undefined) {

@@ -13,9 +13,9 @@ import type { LoopKernel, MatmulKernel, Program, Step } from '../kernel.js';
 import { DRAW, philoxDraw } from '../random-fn.js';
 import { rowChecks, type RowCheck } from '../row-checks.js';
 import { schedule, type Schedule } from '../schedule.js';
-import { rowsForm } from './rows.js';
+import { ROW_WG, rowsForm } from './rows.js';
 import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, storageOf } from './scalar.js';
-import { MAX_BINDINGS, MAX_GROUPS, loaded, type BufferInfo } from './writer.js';
+import { MAX_BINDINGS, MAX_GROUPS, WG, loaded, type BufferInfo } from './writer.js';
 
 /** A loop kernel as render.ts spells it: scheduled, its index arithmetic, its form and bindings. */
 export interface LoopPlan {
@@ -26,6 +26,31 @@ export interface LoopPlan {
   readonly total: number;
   readonly written: readonly number[];
   readonly binds: readonly number[];
+  /** Invocations per workgroup (the default, or what the workgroup chooser gave). */
+  readonly workgroup: number;
+}
+
+/** The workgroup sizes the loop renderers take: powers of two up to 256, WebGPU's least maxComputeInvocationsPerWorkgroup. */
+export const WORKGROUP_SIZES: readonly number[] = [16, 32, 64, 128, 256];
+
+/**
+ * The tuning hook for workgroup sizes: asked once per loop step the device runs, with its plan at
+ * the default size (`plan.rows` set: one workgroup per row, its invocations folding the row's
+ * reductions together; else one invocation per element); undefined keeps the default. A size
+ * only regroups invocations: an elementwise kernel computes the same values, a row's folds
+ * combine their parts in another order. (Matrix products keep their tiling: matmul.ts.)
+ */
+export interface WorkgroupChooser {
+  loop(k: LoopKernel, plan: LoopPlan): number | undefined;
+}
+
+let chooser: WorkgroupChooser | undefined;
+
+/** Installs the workgroup chooser the strategy step asks from now on (undefined: the defaults); returns the one it replaces. */
+export function setWorkgroupChooser(c: WorkgroupChooser | undefined): WorkgroupChooser | undefined {
+  const was = chooser;
+  chooser = c;
+  return was;
 }
 
 /** Where a step runs. */
@@ -63,7 +88,7 @@ function webStrategy(s: Step, info: BufferInfo, maxBindings: number): WebStrateg
     switch (s.kind) {
       case 'loop': {
         const checks = rowChecks(s, (why) => new HostStep(why));
-        return { where: 'device', kind: 'loop', plan: planLoop(s, info), checks };
+        return { where: 'device', kind: 'loop', plan: chosenWorkgroup(s, planLoop(s, info)), checks };
       }
       case 'matmul': checkMatmul(s, info); return { where: 'device', kind: 'matmul' };
       case 'scan': {
@@ -103,7 +128,15 @@ function planLoop(k: LoopKernel, info: BufferInfo): LoopPlan {
   checkSpelled([...sched.stores.flatMap((st) => [st.value, st.index]), ...sched.loadIndex.values()], info, (e) => indexNodes.has(e));
   const binds = [...new Set([...written, ...reads])].sort((p, q) => p - q);
   checkBinds(binds, [...written], info);
-  return { sched, indexNodes, rows: rowsForm(k, sched), total, written: [...written], binds };
+  const rows = rowsForm(k, sched);
+  return { sched, indexNodes, rows, total, written: [...written], binds, workgroup: rows === undefined ? WG : ROW_WG };
+}
+
+function chosenWorkgroup(k: LoopKernel, plan: LoopPlan): LoopPlan {
+  const wg = chooser?.loop(k, plan);
+  if (wg === undefined || wg === plan.workgroup) return plan;
+  if (!WORKGROUP_SIZES.includes(wg)) throw new Error(`the workgroup chooser gave ${wg} invocations for kernel ${k.label}; allowed: ${WORKGROUP_SIZES.join(', ')}`);
+  return { ...plan, workgroup: wg };
 }
 
 function checkMatmul(k: MatmulKernel, info: BufferInfo): void {
