@@ -23,7 +23,7 @@ interface ChildResult {
 async function child(): Promise<void> {
   const { backend: K } = await import('../src/index.js');
   const { kerasLstmGraph, nd, KB, KT, KI, KU } = await import('./cases.js');
-  const { compileTimes } = await import('../src/runtime/compile.js');
+  const { compileTimes } = await import('../src/runtime/cpu/compile.js');
   const { diskCacheStats } = await import('../src/runtime/disk-cache.js');
   const { x, y, loss, updates } = kerasLstmGraph(false);
   const xs = [nd([KB, KT, KI], 33), nd([KB, KU], 34, -0.5, 0.5)];

@@ -18,7 +18,7 @@ import * as vm from 'node:vm';
 import { backend as K } from '../src/index.js';
 import type { Node } from '../src/ir/node.js';
 import type { NDArray } from '../src/ir/ndarray.js';
-import { clearCompileCache, compileTimes } from '../src/runtime/compile.js';
+import { clearCompileCache, compileTimes } from '../src/runtime/cpu/compile.js';
 import { lastEqsatReport } from '../src/passes/eqsat/index.js';
 import { cnnGraph, cnnOneHot, lstmGraph, mlpGraph, nd, oneHot } from './cases.js';
 

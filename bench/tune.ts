@@ -14,7 +14,7 @@ import { backend as K } from '../src/index.js';
 import { setEnvironment } from '../src/api/config.js';
 import type { Node } from '../src/ir/node.js';
 import type { NDArray } from '../src/ir/ndarray.js';
-import { clearCompileCache } from '../src/runtime/compile.js';
+import { clearCompileCache } from '../src/runtime/cpu/compile.js';
 import { tuneStats, tuneCache } from '../src/runtime/tune.js';
 import { mlpGraph, nd, oneHot } from './cases.js';
 

@@ -26,7 +26,7 @@ import { nodeLabel } from '../src/ir/printer.js';
 import { fusedLabel } from '../src/passes/fusion.js';
 import { runPasses } from '../src/passes/pass.js';
 import { resolvePipeline } from '../src/passes/user.js';
-import { cpuFusion } from '../src/runtime/compile.js';
+import { cpuFusion } from '../src/runtime/cpu/fusion.js';
 import type { CompiledFunction } from '../src/runtime/function.js';
 import type { FunctionProfile } from '../src/runtime/profile.js';
 

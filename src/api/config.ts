@@ -8,7 +8,7 @@ import { environmentOverrides, type ConfigRead } from '../platform/types.js';
 import { setTracing } from '../ir/provenance.js';
 import { setConfiguredThreads } from '../codegen/cpu/threads.js';
 import { MATMUL_PRECISIONS, setConfiguredMatmulPrecision, type MatmulPrecision } from '../codegen/cpu/wasm-kernel.js';
-import { OPTIMIZERS, type Optimizer } from '../runtime/function.js';
+import { OPTIMIZER_LEVELS, type OptimizerLevel } from '../passes/pipeline.js';
 import { GPU_MODE_CHOICES, setConfiguredGpuMode, type GpuModeChoice } from '../runtime/gpu/device.js';
 import { setConfiguredCacheDir } from '../runtime/disk-cache.js';
 
@@ -42,7 +42,7 @@ export interface KerasConfig {
    * flag; keras.json "optimizer" or THEANINE_OPTIMIZER): "fast_run", "fast_compile", "eqsat" or
    * "none". Absent: "fast_run".
    */
-  optimizer?: Optimizer;
+  optimizer?: OptimizerLevel;
   /**
    * The compile mode of every function (theanine's addition; keras.json "mode" or THEANINE_MODE):
    * "debug" checks every rewrite and kernel on the reference interpreter (docs/debugging.md);
@@ -183,7 +183,7 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
     cfg.device = pick('device', DEVICES) ?? cfg.device;
     const precision = pick('matmul_precision', MATMUL_PRECISIONS);
     if (precision !== undefined) cfg.matmul_precision = precision;
-    const level = pick('optimizer', OPTIMIZERS);
+    const level = pick('optimizer', OPTIMIZER_LEVELS);
     if (level !== undefined) cfg.optimizer = level;
     const mode = pick('mode', COMPILE_MODES);
     if (mode !== undefined) cfg.mode = mode;
@@ -223,7 +223,7 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
   cfg.device = fromEnv('THEANINE_DEVICE', DEVICES) ?? cfg.device;
   const precision = env['THEANINE_MATMUL_PRECISION'] === '' ? undefined : fromEnv('THEANINE_MATMUL_PRECISION', MATMUL_PRECISIONS);
   if (precision !== undefined) cfg.matmul_precision = precision;
-  const level = env['THEANINE_OPTIMIZER'] === '' ? undefined : fromEnv('THEANINE_OPTIMIZER', OPTIMIZERS);
+  const level = env['THEANINE_OPTIMIZER'] === '' ? undefined : fromEnv('THEANINE_OPTIMIZER', OPTIMIZER_LEVELS);
   if (level !== undefined) cfg.optimizer = level;
   const mode = env['THEANINE_MODE'] === '' ? undefined : fromEnv('THEANINE_MODE', COMPILE_MODES);
   if (mode !== undefined) cfg.mode = mode;
@@ -312,7 +312,7 @@ export function set_image_dim_ordering(dim_ordering: DimOrdering): void {
 }
 
 /** The optimizer level of functions made without an `optimizer` option (keras.json "optimizer", THEANINE_OPTIMIZER; default "fast_run"). */
-export function optimizerLevel(): Optimizer {
+export function optimizerLevel(): OptimizerLevel {
   return getConfig().optimizer ?? 'fast_run';
 }
 

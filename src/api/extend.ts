@@ -2,7 +2,7 @@
 // optional gradient built from existing ops, and optional code templates. They take part in
 // K.gradients, verify_grad, the printer, the verifier and the compile cache like built-in ops;
 // codegen runs them through their reference implementation (the compiler's extern path) unless
-// a `cpu` template is given, which makes them elementwise kernels that fuse (src/codegen/user.ts).
+// a `cpu` template is given, which makes them elementwise kernels that fuse (src/codegen/lower/user.ts).
 import { traced } from './trace.js';
 import { apply } from '../ir/build.js';
 import { isDType, type DType } from '../ir/dtype.js';
@@ -12,7 +12,7 @@ import type { Node } from '../ir/node.js';
 import type { Attrs, EvalContext, OpDef } from '../ir/op.js';
 import { isBuiltin, registerOp } from '../ir/registry.js';
 import { broadcastShapes, tensorType, type StaticShape, type TensorType } from '../ir/types.js';
-import { JS_RESERVED, checkTemplate, registerUserTemplates } from '../codegen/user.js';
+import { JS_RESERVED, checkTemplate, registerUserTemplates } from '../codegen/lower/user.js';
 import { registerGradRule } from '../autodiff/grad.js';
 import { toTensor, type TensorLike } from './args.js';
 

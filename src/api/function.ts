@@ -6,13 +6,14 @@ import { NDArray, describe, formatShape } from '../ir/ndarray.js';
 import { coerce, isFloat } from '../ir/dtype.js';
 import type { Node } from '../ir/node.js';
 import { leavesOf } from '../ir/graph.js';
-import { OPTIMIZERS, makeFunction, type CompiledFunction, type Optimizer } from '../runtime/function.js';
+import { makeFunction, type CompiledFunction } from '../runtime/function.js';
+import { OPTIMIZER_LEVELS, type OptimizerLevel } from '../passes/pipeline.js';
 import type { Target, TargetRequest } from '../runtime/target.js';
 import { checkedExecutor, guardedExecutor } from '../runtime/check.js';
 import { Profiler, UNTIMED_NOTE, profiledExecutor } from '../runtime/profile.js';
 import { compileStats, compileTimes } from '../runtime/target.js';
 import { platform } from '#platform';
-import { cpuTarget } from '../runtime/compile.js';
+import { cpuTarget } from '../runtime/cpu/compile.js';
 import { gpuTarget } from '../runtime/gpu/compile.js';
 import { tfjsTarget } from '../runtime/tfjs/executor.js';
 import { onnxTarget } from '../runtime/onnx/executor.js';
@@ -98,7 +99,7 @@ export interface FunctionOptions {
   /** Overrides the configured backend (keras.json / KERAS_BACKEND) for this function. */
   backend?: BackendName;
   device?: DeviceName;
-  optimizer?: Optimizer;
+  optimizer?: OptimizerLevel;
   name?: string;
   /** User passes to add and passes to remove, by name (docs/extending.md). */
   passes?: PassSelection;
@@ -207,7 +208,7 @@ export function compileFunction(
   const device = opts.device ?? configuredDevice();
   if (device !== 'cpu' && device !== 'gpu') throw new ValueError(`function: unknown device ${JSON.stringify(device)} (allowed: "cpu", "gpu")`);
   const optimizer = opts.optimizer ?? configuredOptimizer();
-  if (!OPTIMIZERS.includes(optimizer)) throw new ValueError(`function: unknown optimizer ${JSON.stringify(optimizer)} (allowed: ${OPTIMIZERS.map((o) => JSON.stringify(o)).join(', ')})`);
+  if (!OPTIMIZER_LEVELS.includes(optimizer)) throw new ValueError(`function: unknown optimizer ${JSON.stringify(optimizer)} (allowed: ${OPTIMIZER_LEVELS.map((o) => JSON.stringify(o)).join(', ')})`);
   if (inputs.some((p) => p.type.unknownRank === true)) {
     return byRank(opts.name ?? 'function', inputs, outs, ups, { backend, device, optimizer }, (i, o, u) => compileFunction(i, o, u, opts));
   }

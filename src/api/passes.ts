@@ -10,7 +10,8 @@ import {
   builtinPassNames, defineUserPass, isUserPass, resolvePipeline, undefineUserPass, userPasses,
   type PassOptions, type PassRewrite, type PassSelection, type UserPass,
 } from '../passes/user.js';
-import { cpuTargetFusion } from '../runtime/compile.js';
+import { cpuTargetFusion } from '../runtime/cpu/fusion.js';
+import type { PassLevel } from '../passes/pipeline.js';
 import { optimizerLevel } from './config.js';
 
 export type { PassOptions, PassRewrite, PassSelection, UserPass };
@@ -32,7 +33,7 @@ export function undefinePass(name: string): boolean {
 }
 
 export interface OptimizeOptions {
-  readonly optimizer?: 'fast_run' | 'fast_compile' | 'eqsat';
+  readonly optimizer?: PassLevel;
   readonly passes?: PassSelection;
 }
 
@@ -46,12 +47,12 @@ export interface OptimizedGraph {
 }
 
 /** The configured default level (keras.json "optimizer", THEANINE_OPTIMIZER) where it runs passes; else fast_run. */
-function defaultLevel(): 'fast_run' | 'fast_compile' | 'eqsat' {
+function defaultLevel(): PassLevel {
   const l = optimizerLevel();
   return l === 'none' ? 'fast_run' : l;
 }
 
-function options(fn: string, o: unknown): { level: 'fast_run' | 'fast_compile' | 'eqsat'; passes: PassSelection | undefined } {
+function options(fn: string, o: unknown): { level: PassLevel; passes: PassSelection | undefined } {
   if (o === undefined) return { level: defaultLevel(), passes: undefined };
   if (typeof o !== 'object' || o === null) throw new TypeError(`${fn}: options must be an object, got ${describe(o)}`);
   const { optimizer = defaultLevel(), passes } = o as OptimizeOptions;

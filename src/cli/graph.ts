@@ -2,7 +2,7 @@
 // text, DOT text or an SVG picture, before or after the optimizer; and the pass table.
 import { writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { debugprint, dot, listPasses, optimize, svg, type DotOptions, type Tensor } from '../index.js';
+import { debugprint, dot, listPasses, optimize, svg, type DotOptions, type OptimizerLevel, type Tensor } from '../index.js';
 import { EXAMPLES, buildExample, type Example, type ExampleName } from '../examples/graphs.js';
 import { CliError, type Io } from './io.js';
 import { existsSync } from 'node:fs';
@@ -22,7 +22,7 @@ async function requireAll(files: readonly string[]): Promise<void> {
 
 const exampleArgument = () => new Command().createArgument('<example>', `one of: ${EXAMPLES.join(', ')}`).choices(EXAMPLES);
 
-type Level = 'fast_run' | 'fast_compile' | 'eqsat';
+type Level = Exclude<OptimizerLevel, 'none'>;
 const levelOption = () => new Option('--optimizer <level>', 'the optimizer level (default: keras.json "optimizer" or THEANINE_OPTIMIZER, else fast_run)').choices(['fast_run', 'fast_compile', 'eqsat']);
 
 interface GraphFlags { optimized?: boolean; svg?: string; dot?: boolean; require: string[]; optimizer?: Level }

@@ -4,7 +4,7 @@ import type { Keyed } from './op.js';
 import type { Node } from './node.js';
 import { topoSort } from './graph.js';
 
-/** How the fusion pass may group a node (each target's templates say, src/codegen/templates.ts). */
+/** How the fusion pass may group a node (each target's templates say, src/codegen/lower/templates.ts). */
 export type FuseKind =
   | 'elementwise' // a scalar function of its inputs at the same index (broadcasting)
   | 'view' // index arithmetic on its input: transpose, reshape, index, slices...

@@ -20,7 +20,7 @@ import { scanArgOp, scanOp, tupleGetOp } from './ops/control.js';
 import { ctcOps } from './ops/ctc.js';
 import { ctcTheanoOps } from './ops/ctc-theano.js';
 import { ctcDecodeOps } from './ops/ctc-decode.js';
-import { fusedOpWith, softmaxCrossEntropyOp } from './ops/optimizer.js';
+import { fusedOpWith, softmaxCrossEntropyOp } from './ops/introduced.js';
 
 export const builtinOps = {
   placeholder: placeholderOp,

@@ -11,7 +11,7 @@ import { Node } from '../ir/node.js';
 import { sameType, typeToString } from '../ir/types.js';
 import { verify } from '../ir/verify.js';
 import type { Pass } from './pass.js';
-import { pipeline, type OptimizerLevel } from './pipeline.js';
+import { pipeline, type PassLevel } from './pipeline.js';
 import type { FusionTarget } from './fusion.js';
 import { RewriteError, rewriteGraph, type Rewrite } from './rewrite.js';
 
@@ -210,7 +210,7 @@ function resolveAdd(a: UserPass | string, i: number): UserPass {
 }
 
 /** The passes a function runs: the level's pipeline, global and added user passes at their positions, removals taken out. */
-export function resolvePipeline(level: OptimizerLevel, target: FusionTarget, sel: PassSelection = {}): Pass[] {
+export function resolvePipeline(level: PassLevel, target: FusionTarget, sel: PassSelection = {}): Pass[] {
   const users = new Map<string, UserPass>();
   for (const p of registry.values()) if (p.global) users.set(p.name, p);
   if (sel.add !== undefined && !Array.isArray(sel.add)) throw new TypeError('passes.add must be an array of passes or pass names');

@@ -9,13 +9,12 @@ import { debugprintNodes } from '../ir/printer.js';
 import { withBuiltBy } from '../ir/provenance.js';
 import { densify, isSparseValue } from './values.js';
 import { fusedLabel } from '../passes/fusion.js';
-import type { Program } from '../codegen/kernel.js';
+import type { OptimizerLevel } from '../passes/pipeline.js';
+import type { Program } from '../codegen/kernel/ir.js';
 import { exportFunction, type ExportOptions, type ExportedModule } from './export/module.js';
 import { exportOnnx, type OnnxExportOptions } from './onnx/export.js';
 import { profileTable, profileTrace, type FunctionProfile, type Profiler, type TimedProgram } from './profile.js';
 
-export type Optimizer = 'fast_run' | 'fast_compile' | 'eqsat' | 'none';
-export const OPTIMIZERS: readonly Optimizer[] = ['fast_run', 'fast_compile', 'eqsat', 'none'];
 
 export interface FunctionSpec {
   readonly inputs: readonly Node[];
@@ -25,7 +24,7 @@ export interface FunctionSpec {
   readonly device: string;
   /** 'theanine' or 'tensorflow': which executor runs the graph. */
   readonly backend: string;
-  readonly optimizer: Optimizer;
+  readonly optimizer: OptimizerLevel;
   /** The learning phase for graphs that use it without feeding it. */
   readonly learningPhase: () => number;
   readonly name: string;

@@ -7,7 +7,7 @@
 // calls and say why in `note`.
 import { itemsize } from '../ir/dtype.js';
 import { formatProvenance } from '../ir/provenance.js';
-import { stepBuffers, type Program, type Step } from '../codegen/kernel.js';
+import { stepBuffers, type Program, type Step } from '../codegen/kernel/ir.js';
 import type { StepProfile } from '../codegen/cpu/module.js';
 import { NDArray as NDArrayClass, type NDArray } from '../ir/ndarray.js';
 import type { Executor } from './function.js';

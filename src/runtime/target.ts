@@ -24,7 +24,8 @@ import { ReferenceChecker, withChecking } from '../passes/check.js';
 import { shapesKey, type CachedProgram, type ProgramCache } from './program-cache.js';
 import { checkFallbacks, type Fallback, type FallbackPolicy } from './fallback.js';
 import { debugEnabled } from './debug.js';
-import type { Executor, FunctionSpec, Optimizer } from './function.js';
+import type { Executor, FunctionSpec } from './function.js';
+import type { OptimizerLevel } from '../passes/pipeline.js';
 import { platform } from '#platform';
 
 export type Shapes = readonly (readonly number[])[];
@@ -69,7 +70,7 @@ export interface OptimizedProgram<S> extends CachedProgram<S> {
 
 export interface Target<S = unknown> {
   /** The passes of an optimizer level (none for `none`), with the user's selection. */
-  passes(level: Optimizer, selection?: PassSelection): readonly Pass[];
+  passes(level: OptimizerLevel, selection?: PassSelection): readonly Pass[];
   /**
    * What besides the graph and the passes decides the code, read when a function is made (the
    * cpu's matmul precision): part of the cache key, and the program's `variant`.

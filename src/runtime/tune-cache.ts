@@ -9,7 +9,7 @@ import type * as Fs from 'node:fs';
 import type * as Os from 'node:os';
 import { platform } from '#platform';
 import type { MatmulSchedule } from '../codegen/cpu/strategy.js';
-import type { EwSchedule } from '../codegen/wasm/elementwise.js';
+import type { EwSchedule } from '../codegen/cpu/wasm/elementwise.js';
 
 /** The cache file's name in the cache folder. */
 export const TUNE_CACHE_FILE = 'theanine-tune.json';

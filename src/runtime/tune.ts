@@ -7,8 +7,8 @@
 // (./tune-cache.ts) and reused by later processes. tinygrad's BEAM=N (a beam of N schedules
 // widened one optimisation axis at a time, kernels timed in isolation on random buffers, results in
 // a disk cache) is the anchor. A schedule only moves work between blocks and threads, so a tuned
-// product computes bit-identical results. The elementwise tier's kernels (../codegen/wasm/
-// elementwise.ts EwSchedule: the unroll, independent vectors per loop iteration, and whether a
+// product computes bit-identical results. The elementwise tier's kernels (../codegen/cpu/wasm/
+// ew-schedule.ts EwSchedule: the unroll, independent vectors per loop iteration, and whether a
 // loop splits over the worker threads) are searched the same way, each timed running its loop on
 // random values; they compute bit-identical results too.
 import { platform } from '#platform';
@@ -17,8 +17,8 @@ import { igemmA } from '../codegen/cpu/igemm.js';
 import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule, type ScheduleChooser, type TilesCall } from '../codegen/cpu/strategy.js';
 import { threadCount } from '../codegen/cpu/threads.js';
 import { packArena } from '../codegen/cpu/wasm-kernel.js';
-import type { MatmulKernel } from '../codegen/kernel.js';
-import { CHUNK, EW_STREAMS, ewKernel, ewKernelId, sharedTier, splitFrom, type EwPlan, type EwSchedule } from '../codegen/wasm/elementwise.js';
+import type { MatmulKernel } from '../codegen/kernel/ir.js';
+import { CHUNK, EW_STREAMS, ewKernel, ewKernelId, sharedTier, splitFrom, type EwPlan, type EwSchedule } from '../codegen/cpu/wasm/elementwise.js';
 import { machineKey, TuneCache, type TunedEntry } from './tune-cache.js';
 
 /** How a function is tuned: schedules kept in the beam, and the milliseconds one specialisation may spend searching. */

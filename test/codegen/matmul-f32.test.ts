@@ -11,9 +11,9 @@ import { backend as K, NDArray } from '../../src/index.js';
 import { setEnvironment } from '../../src/api/config.js';
 import { matmulFma, matmulPrecision, setMatmulFma, setWasmKernel, tile32 } from '../../src/codegen/cpu/wasm-kernel.js';
 import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
-import { hasRelaxedSimd, WA } from '../../src/codegen/wasm/encode.js';
-import { matmulModuleBytes } from '../../src/codegen/wasm/matmul.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { hasRelaxedSimd, WA } from '../../src/codegen/cpu/wasm/encode.js';
+import { matmulModuleBytes } from '../../src/codegen/cpu/wasm/matmul.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { mulberry32 } from '../../src/ir/random.js';
 import { packStrided } from '../../src/codegen/cpu/microkernel.js';
 

@@ -1,9 +1,9 @@
 // The WGSL renderer (src/codegen/wgsl) on hand-built kernels: what it spells and what it refuses,
 // without a device (test/runtime/webgpu.test.ts runs its kernels on an adapter).
 import { expect } from 'chai';
-import { ExprBuilder } from '../../src/codegen/expr.js';
-import { iadd, iscale, ivar, newVar } from '../../src/codegen/index-expr.js';
-import type { LoopKernel, MatmulKernel, Program, Step } from '../../src/codegen/kernel.js';
+import { ExprBuilder } from '../../src/codegen/kernel/expr.js';
+import { iadd, iscale, ivar, newVar } from '../../src/codegen/kernel/index-expr.js';
+import type { LoopKernel, MatmulKernel, Program, Step } from '../../src/codegen/kernel/ir.js';
 import type { DType } from '../../src/ir/dtype.js';
 import { renderLoop, renderMatmul, type BufferInfo } from '../../src/codegen/wgsl/render.js';
 import { chooseWebStrategies, type WebStrategy } from '../../src/codegen/wgsl/strategy.js';

@@ -15,7 +15,7 @@ import { evaluate } from '../../src/ir/interpret.js';
 import { verify } from '../../src/ir/verify.js';
 import { EGraph, builtinRules, costModel, graphCost, optimizeGraph, saturate, type EqsatLimits } from '../../src/passes/eqsat/index.js';
 import { bestNodes } from '../../src/passes/eqsat/extract.js';
-import { cpuFusion } from '../../src/runtime/compile.js';
+import { cpuFusion } from '../../src/runtime/cpu/fusion.js';
 import { expectClose } from '../helpers/assert.js';
 import { values } from './helpers.js';
 

@@ -5,7 +5,7 @@ import type { Node } from '../../src/ir/node.js';
 import { topoSort } from '../../src/ir/graph.js';
 import { verify } from '../../src/ir/verify.js';
 import { EGraph, costModel, eqsatPass, graphCost, lastEqsatReport, limitsFromEnv, optimizeGraph, builtinRules } from '../../src/passes/eqsat/index.js';
-import { cpuFusion } from '../../src/runtime/compile.js';
+import { cpuFusion } from '../../src/runtime/cpu/fusion.js';
 import { optimize } from '../../src/api/passes.js';
 import { c, expectSameValues, op, show, values } from './helpers.js';
 

@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { backend as K, NDArray } from '../../src/index.js';
 import { lstm } from '../helpers/disk-cache-lstm.js';
-import { clearCompileCache, setDebugSink } from '../../src/runtime/compile.js';
+import { clearCompileCache, setDebugSink } from '../../src/runtime/cpu/compile.js';
 import { diskCacheDir, diskCacheStats, setDiskCacheDir, setDiskCacheMaxBytes } from '../../src/runtime/disk-cache.js';
 import { ConfigError, loadConfig, reloadConfig } from '../../src/api/config.js';
 import { platform as browserPlatform } from '../../src/platform/browser.js';

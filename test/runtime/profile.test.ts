@@ -6,7 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { backend as K, NDArray, ValueError } from '../../src/index.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { runCli } from '../helpers/cli.js';
 import { targets } from '../helpers/targets.js';
 

@@ -11,13 +11,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setEnvironment } from '../../src/api/config.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { setThreads } from '../../src/codegen/cpu/threads.js';
 import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule } from '../../src/codegen/cpu/strategy.js';
 import { beamSearch, CONFIRM, confirmWin, MIN_GAIN, tuneCache, tuneOptions, tuneStats, type Axis } from '../../src/runtime/tune.js';
 import { TUNE_CACHE_FILE, tuneCacheStats, type TunedEntry } from '../../src/runtime/tune-cache.js';
 import type { Node } from '../../src/ir/node.js';
-import { CHUNK, DEFAULT_STREAMS, EW_STREAMS } from '../../src/codegen/wasm/elementwise.js';
+import { CHUNK, DEFAULT_STREAMS, EW_STREAMS } from '../../src/codegen/cpu/wasm/elementwise.js';
 
 const AXES: Axis[] = [
   { field: 'blockBytes', values: [65536, 131072, 262144, 524288] },

@@ -10,14 +10,14 @@
 // pieces are kept is the binding's.
 import type { NDArray } from '../../ir/ndarray.js';
 import { sizeOf } from '../../ir/ndarray.js';
-import { exprOrder, type Expr } from '../expr.js';
-import type { BufferDecl, ExternStep, MatmulKernel, PrintStep, Program, ScanStep, Step } from '../kernel.js';
-import type { Plan } from '../plan.js';
+import { exprOrder, type Expr } from '../kernel/expr.js';
+import type { BufferDecl, ExternStep, MatmulKernel, PrintStep, Program, ScanStep, Step } from '../kernel/ir.js';
+import type { Plan } from '../transform/plan.js';
 import type { Prepared } from '../pipeline.js';
-import { renderElementwise } from '../wasm/elementwise.js';
-import { renderPool } from '../wasm/pool.js';
-import { renderReduce } from '../wasm/reduce.js';
-import { renderPhilox, renderPhiloxPair } from '../wasm/philox.js';
+import { renderElementwise } from './wasm/elementwise.js';
+import { renderPool } from './wasm/pool.js';
+import { renderReduce } from './wasm/reduce.js';
+import { renderPhilox, renderPhiloxPair } from './wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
 import { renderAllTiles, renderIndirectTiles, renderMatmulCompute, renderTierEpilogue } from './matmul.js';

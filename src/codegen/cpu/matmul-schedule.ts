@@ -2,8 +2,8 @@
 // schedules (products' and the elementwise tier's), apart from the strategy step
 // that chooses it (strategy.ts) and the matmul renderer that spells it (matmul.ts), so that
 // neither imports the other for it.
-import type { LoopKernel, MatmulKernel } from '../kernel.js';
-import type { EwPlan, EwSchedule } from '../wasm/elementwise.js';
+import type { LoopKernel, MatmulKernel } from '../kernel/ir.js';
+import type { EwPlan, EwSchedule } from './wasm/elementwise.js';
 import { BLOCK_BYTES, MAX_BLOCK_PANELS, MIN_BLOCKS_PER_THREAD } from './wasm-kernel.js';
 
 /**

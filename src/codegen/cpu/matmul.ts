@@ -8,18 +8,18 @@
 // tiles, f32x4, as XNNPACK and BLAS sum float32 products) they are within the bound stated in
 // docs/architecture.md. The generated part applies the epilogue (bias, activation...) to each
 // sum as it is stored.
-import { ExprBuilder, exprOrder, type Expr } from '../expr.js';
-import { iadd, iconst, iscale, ivar, newVar, substitute, type IExpr, type Var } from '../index-expr.js';
-import type { LoopKernel, MatmulKernel } from '../kernel.js';
-import { mapIndices } from '../collapse.js';
+import { ExprBuilder, exprOrder, type Expr } from '../kernel/expr.js';
+import { iadd, iconst, iscale, ivar, newVar, substitute, type IExpr, type Var } from '../kernel/index-expr.js';
+import type { LoopKernel, MatmulKernel } from '../kernel/ir.js';
+import { mapIndices } from '../transform/collapse.js';
 import { ExprWriter, type KernelSource, type RenderEnv } from './loop.js';
 import { commentText, storeRounds } from './js.js';
 import { IGEMM_VARIANT, PARALLEL_MIN_MACS, ROWVEC_EXPORT, WINDOW_GRAD_VARIANT } from './threads.js';
 import { blockVariant } from './wasm-kernel.js';
 import type { DType } from '../../ir/dtype.js';
 import { DEFAULT_MATMUL_SCHEDULE, isDefaultSchedule, type MatmulSchedule, type TilesCall } from './matmul-schedule.js';
-import { planElementwise, renderElementwise, type EwPlan } from '../wasm/elementwise.js';
-import { ROWVEC_MAX_ROWS } from '../wasm/matmul.js';
+import { planElementwise, renderElementwise, type EwPlan } from './wasm/elementwise.js';
+import { ROWVEC_MAX_ROWS } from './wasm/matmul.js';
 
 /** Bytes of one packed element or sum. */
 export const sumBytes = (k: MatmulKernel): number => (k.sum === 'float32' ? 4 : 8);

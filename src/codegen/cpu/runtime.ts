@@ -8,14 +8,14 @@ import { NDArray, formatShape } from '../../ir/ndarray.js';
 import type { EvalContext } from '../../ir/op.js';
 import type { VariableCell } from '../../ir/node.js';
 import { pyMod, roundHalfEven } from '../../ir/ops/elementwise.js';
-import type { ExternStep } from '../kernel.js';
-import type { Plan, StorageClass } from '../plan.js';
+import type { ExternStep } from '../kernel/ir.js';
+import type { Plan, StorageClass } from '../transform/plan.js';
 import { packRows, packStrided, rowPanel32, rowPanel4x4, tile4x4 } from './microkernel.js';
 import { packArena, type KeptSlot } from './wasm-kernel.js';
 import { igemmA, windowGradA } from './igemm.js';
-import { ewKernel } from '../wasm/elementwise.js';
-import { poolKernel } from '../wasm/pool.js';
-import { redKernel } from '../wasm/reduce.js';
+import { ewKernel } from './wasm/elementwise.js';
+import { poolKernel } from './wasm/pool.js';
+import { redKernel } from './wasm/reduce.js';
 
 /** Helpers generated code calls (the reference's own functions, so results match it). */
 export const runtimeHelpers = {

@@ -6,14 +6,14 @@
 // kernel; fused elementwise loops: ../wasm/elementwise.ts; reductions: ../wasm/reduce.ts) where
 // one applies, else JavaScript. A matmul gets how its tiles are summed and its packing kernels.
 import type { DType } from '../../ir/dtype.js';
-import { ExprBuilder } from '../expr.js';
-import { collapseLoopKernel } from '../collapse.js';
-import { stepBuffers, type LoopKernel, type MatmulKernel, type Program } from '../kernel.js';
-import { planElementwise, type EwPlan } from '../wasm/elementwise.js';
-import { planPool, type PoolPlan } from '../wasm/pool.js';
-import { planReduce, type RedPlan } from '../wasm/reduce.js';
-import { planRowPair } from '../wasm/reduce-pair.js';
-import { fusablePair, planPhilox, type PhiloxPlan } from '../wasm/philox.js';
+import { ExprBuilder } from '../kernel/expr.js';
+import { collapseLoopKernel } from '../transform/collapse.js';
+import { stepBuffers, type LoopKernel, type MatmulKernel, type Program } from '../kernel/ir.js';
+import { planElementwise, type EwPlan } from './wasm/elementwise.js';
+import { planPool, type PoolPlan } from './wasm/pool.js';
+import { planReduce, type RedPlan } from './wasm/reduce.js';
+import { planRowPair } from './wasm/reduce-pair.js';
+import { fusablePair, planPhilox, type PhiloxPlan } from './wasm/philox.js';
 import { indirectSums, packing, stagedPacks, sumsWhole, tierEpilogue, tilesCall } from './matmul.js';
 import { wasmTileModule } from './wasm-kernel.js';
 import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule, type ScheduleChooser } from './matmul-schedule.js';

@@ -12,7 +12,7 @@
 // may use (platform.cores()). In a browser the platform starts no workers: one thread.
 import { platform } from '#platform';
 import type { PlatformWorker } from '../../platform/types.js';
-import type { WasmMemory, WasmModule } from '../wasm/encode.js';
+import type { WasmMemory, WasmModule } from './wasm/encode.js';
 
 let override: number | undefined;
 /** The configured count (keras.json "threads", THEANINE_THREADS): the configuration registers its reader here. */

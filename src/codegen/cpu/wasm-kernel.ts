@@ -3,8 +3,8 @@
 // reads them in place; where WebAssembly SIMD is missing, compiled functions use the JavaScript
 // kernel (microkernel.ts).
 import { handoffMeasured, handoffThreads } from './handoff.js';
-import { hasRelaxedSimd, SHARED_MAX_PAGES, WA, type WasmMemory, type WasmModule } from '../wasm/encode.js';
-import { matmulModuleBytes, TILE32, TILE32_WIDE } from '../wasm/matmul.js';
+import { hasRelaxedSimd, SHARED_MAX_PAGES, WA, type WasmMemory, type WasmModule } from './wasm/encode.js';
+import { matmulModuleBytes, TILE32, TILE32_WIDE } from './wasm/matmul.js';
 import { BLOCK_EXPORTS, type MatmulJob, NO_OPERAND, type PackOperand, type PackPanel, type PanelBlock, type RowVec, runHere, threadCount, threadPool } from './threads.js';
 
 export type { WasmMemory };

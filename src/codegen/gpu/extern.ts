@@ -1,4 +1,4 @@
-// The gpu kernel of an extern step: a user op that brings only a gpu template (src/codegen/user.ts)
+// The gpu kernel of an extern step: a user op that brings only a gpu template (src/codegen/lower/user.ts)
 // runs its helper per element, inputs broadcast. Every built-in op the gpu runs is rendered from
 // the kernel IR by render.ts; other extern steps run their reference implementation on the host
 // (src/runtime/gpu/program.ts).

@@ -1,19 +1,19 @@
-// Rendering the kernel IR (src/codegen/kernel.ts) as gpu.js kernels. gpu.js runs a kernel once
+// Rendering the kernel IR (src/codegen/kernel/ir.ts) as gpu.js kernels. gpu.js runs a kernel once
 // per element of its output, so a loop kernel's output loops become the coordinates of the
 // element being computed (`this.thread.x` unravelled), and only reduction loops remain loops;
 // a matmul kernel becomes one dot product per output element with its epilogue. Expressions
-// are placed by the same schedule as on the cpu (src/codegen/schedule.ts), so a softmax row's
+// are placed by the same schedule as on the cpu (src/codegen/transform/schedule.ts), so a softmax row's
 // max is computed once per element, not once per term of its sum.
 //
 // What runs here is chosen before rendering (strategy.ts, codegen step 4): a loop kernel's store
 // comes with its schedule, and an expression without a gpu spelling is an internal error here.
 import type { DType } from '../../ir/dtype.js';
 import type { OpName } from '../../ir/registry.js';
-import { FOLD_ROWS, REDUCE_INIT, exprOrder, type Expr, type ReduceOp, type ScalarOp } from '../expr.js';
-import { spellIndex, type IExpr, type IndexSpelling, type Var } from '../index-expr.js';
-import type { LoopKernel, MatmulKernel } from '../kernel.js';
-import { walkScopes } from '../scope-walk.js';
-import { userCallOf, userGpuHelper, userTemplates } from '../user.js';
+import { FOLD_ROWS, REDUCE_INIT, exprOrder, type Expr, type ReduceOp, type ScalarOp } from '../kernel/expr.js';
+import { spellIndex, type IExpr, type IndexSpelling, type Var } from '../kernel/index-expr.js';
+import type { LoopKernel, MatmulKernel } from '../kernel/ir.js';
+import { walkScopes } from '../transform/scope-walk.js';
+import { userCallOf, userGpuHelper, userTemplates } from '../lower/user.js';
 import type { Node } from '../../ir/node.js';
 import { spell } from '../cpu/js.js';
 import { GPU_CALLS, floatLiteral, gpuOpCode, helperSources, helpersIn, storeAs } from './scalar.js';

@@ -5,7 +5,7 @@
 // need care call helpers defined here.
 import type { OpName } from '../../ir/registry.js';
 import type { DType } from '../../ir/dtype.js';
-import { KERNEL_ROWS, type ScalarOp } from '../expr.js';
+import { KERNEL_ROWS, type ScalarOp } from '../kernel/expr.js';
 import { spell } from '../cpu/js.js';
 
 /** A helper function a kernel may call; gpu.js translates it with the kernel. */

@@ -7,12 +7,12 @@
 // and running values, sizes beyond exact float32 indices, loops longer than the device allows.
 import type { DType } from '../../ir/dtype.js';
 import { sizeOf } from '../../ir/ndarray.js';
-import { ExprBuilder, exprOrder, type Expr, type ScalarOp } from '../expr.js';
-import type { IExpr, Var } from '../index-expr.js';
-import type { ExternStep, LoopKernel, MatmulKernel, Program, Step, Store } from '../kernel.js';
-import { rowChecks, type RowCheck } from '../row-checks.js';
-import { schedule, type Schedule, type Scope } from '../schedule.js';
-import { userCallOf, userTemplates } from '../user.js';
+import { ExprBuilder, exprOrder, type Expr, type ScalarOp } from '../kernel/expr.js';
+import type { IExpr, Var } from '../kernel/index-expr.js';
+import type { ExternStep, LoopKernel, MatmulKernel, Program, Step, Store } from '../kernel/ir.js';
+import { rowChecks, type RowCheck } from '../kernel/row-checks.js';
+import { schedule, type Schedule, type Scope } from '../transform/schedule.js';
+import { userCallOf, userTemplates } from '../lower/user.js';
 import { GPU_CALLS, gpuOpCode } from './scalar.js';
 import { MAX_ELEMENTS, rowMajorStrides } from './source.js';
 

@@ -1,7 +1,7 @@
 // A matmul kernel of the kernel IR as a workgroup-tiled WGSL product.
-import { exprOrder, type Expr } from '../expr.js';
-import type { Var } from '../index-expr.js';
-import type { MatmulKernel } from '../kernel.js';
+import { exprOrder, type Expr } from '../kernel/expr.js';
+import type { Var } from '../kernel/index-expr.js';
+import type { MatmulKernel } from '../kernel/ir.js';
 import { roundAs, storageOf } from './scalar.js';
 import { Writer, assemble, iexprCode, loaded, type BufferInfo, type WgslKernel } from './writer.js';
 

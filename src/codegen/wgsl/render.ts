@@ -1,14 +1,14 @@
-// Rendering the kernel IR (src/codegen/kernel.ts) as WGSL compute shaders for the gpu device's
+// Rendering the kernel IR (src/codegen/kernel/ir.ts) as WGSL compute shaders for the gpu device's
 // WebGPU mode. A loop kernel is one invocation per element of its output loops (all its stores
 // in one shader, each at its own index), reduction loops inside the invocation, or, where rows
 // share reductions (rows.ts), one workgroup per row folding them together in workgroup memory;
 // expressions are placed by the same schedule as on the cpu and the gpu.js renderer
-// (src/codegen/schedule.ts). Matrix products: matmul.ts. Values are f32; index arithmetic i32
+// (src/codegen/transform/schedule.ts). Matrix products: matmul.ts. Values are f32; index arithmetic i32
 // (WGSL has exact integers). Which steps run here, their schedule and form are chosen before
 // rendering (strategy.ts, codegen step 4); the runtime runs the others on the host and reports it.
-import { REDUCE_INIT, type Expr } from '../expr.js';
-import type { LoopKernel } from '../kernel.js';
-import { walkScopes } from '../scope-walk.js';
+import { REDUCE_INIT, type Expr } from '../kernel/expr.js';
+import type { LoopKernel } from '../kernel/ir.js';
+import { walkScopes } from '../transform/scope-walk.js';
 import { f32Literal, roundAs, storageOf } from './scalar.js';
 import { Writer, assemble, foldCode, groups1d, kahanStep, type BufferInfo, type WgslKernel } from './writer.js';
 import { renderRows } from './rows.js';

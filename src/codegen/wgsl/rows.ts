@@ -4,9 +4,9 @@
 // between them. The per-invocation form (render.ts) would instead fold the whole reduction once
 // per element of the row, or use one invocation for a long one. tfjs-backend-webgpu's reduce
 // program (a workgroup per output, a tree in shared memory) is the anchor.
-import { FOLD_ROWS, REDUCE_INIT, type Expr, type ReduceOp } from '../expr.js';
-import type { LoopKernel } from '../kernel.js';
-import type { Schedule, Scope, ScopeItem } from '../schedule.js';
+import { FOLD_ROWS, REDUCE_INIT, type Expr, type ReduceOp } from '../kernel/expr.js';
+import type { LoopKernel } from '../kernel/ir.js';
+import type { Schedule, Scope, ScopeItem } from '../transform/schedule.js';
 import { WGSL_OPS, f32Literal, roundAs, storageOf } from './scalar.js';
 import { MAX_GROUPS, assemble, foldCode, kahanStep, type BufferInfo, type WgslKernel, type Writer } from './writer.js';
 

@@ -8,11 +8,11 @@
 // elements than i32 indices reach, more bindings than the device allows; extern and print
 // steps always.
 import type { OpName } from '../../ir/registry.js';
-import { ExprBuilder, exprOrder, type Expr } from '../expr.js';
-import type { LoopKernel, MatmulKernel, Program, Step } from '../kernel.js';
-import { DRAW, philoxDraw } from '../random-fn.js';
-import { rowChecks, type RowCheck } from '../row-checks.js';
-import { schedule, type Schedule } from '../schedule.js';
+import { ExprBuilder, exprOrder, type Expr } from '../kernel/expr.js';
+import type { LoopKernel, MatmulKernel, Program, Step } from '../kernel/ir.js';
+import { DRAW, philoxDraw } from '../lower/random-fn.js';
+import { rowChecks, type RowCheck } from '../kernel/row-checks.js';
+import { schedule, type Schedule } from '../transform/schedule.js';
 import { ROW_WG, rowsForm } from './rows.js';
 import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, storageOf } from './scalar.js';
 import { MAX_BINDINGS, MAX_GROUPS, WG, loaded, type BufferInfo } from './writer.js';

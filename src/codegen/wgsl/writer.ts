@@ -3,9 +3,9 @@
 // bindings and a shader's assembly with the helpers it calls.
 import type { DType } from '../../ir/dtype.js';
 import type { OpName } from '../../ir/registry.js';
-import { FOLD_ROWS, exprOrder, type Expr, type ReduceOp } from '../expr.js';
-import { spellIndex, type IExpr, type IndexSpelling } from '../index-expr.js';
-import { DRAW, philoxDraw } from '../random-fn.js';
+import { FOLD_ROWS, exprOrder, type Expr, type ReduceOp } from '../kernel/expr.js';
+import { spellIndex, type IExpr, type IndexSpelling } from '../kernel/index-expr.js';
+import { DRAW, philoxDraw } from '../lower/random-fn.js';
 import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, f32Literal, helperSources, i32Literal, roundAs, storageOf } from './scalar.js';
 
 /** An expression strategy.ts should have sent to the host. */

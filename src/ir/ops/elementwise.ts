@@ -29,7 +29,7 @@ function resultDType(rule: DTypeRule, ins: readonly TensorType[]): DType {
  */
 export interface Spelling {
   /**
-   * The kernel IR's scalar op that is this op (src/codegen/expr.ts), with `js`, its JavaScript on
+   * The kernel IR's scalar op that is this op (src/codegen/kernel/expr.ts), with `js`, its JavaScript on
    * the cpu (the gpu's spelling too, unless src/codegen/gpu/scalar.ts overrides it): a function
    * called with the operands (`Math.exp`), or an expression over $0, $1 (`($0 + $1)`). Without
    * a kernel op, compiled code calls the row's scalar function.
@@ -43,7 +43,7 @@ export interface Spelling {
   readonly wgsl?: string;
   /**
    * The WebAssembly SIMD tier's lane instruction (f64x2.<wasm>, or f32x4.<wasm> in its float32
-   * form; src/codegen/wasm/elementwise.ts) where one computes the op exactly as `js` does; a
+   * form; src/codegen/cpu/wasm/elementwise.ts) where one computes the op exactly as `js` does; a
    * comparison's gives a lane mask. Without one the tier leaves the op to JavaScript.
    */
   readonly wasm?: 'add' | 'sub' | 'mul' | 'div' | 'min' | 'max' | 'neg' | 'abs' | 'sqrt' | 'eq' | 'ne' | 'lt' | 'gt' | 'le' | 'ge';
@@ -177,7 +177,7 @@ export type ElementwiseName = keyof Rows;
 export type SpelledIn<F extends keyof Spelling> = { [K in ElementwiseName]: Rows[K]['spelling'] extends Record<F, string> ? K : never }[ElementwiseName];
 /** The name field F of row K (a string literal type). */
 export type SpellingOf<K extends ElementwiseName, F extends keyof Spelling> = Rows[K]['spelling'] extends Record<F, infer S> ? S : never;
-/** The kernel IR's scalar ops that are elementwise ops (src/codegen/expr.ts adds select and the index arithmetic). */
+/** The kernel IR's scalar ops that are elementwise ops (src/codegen/kernel/expr.ts adds select and the index arithmetic). */
 export type KernelOp = { [K in SpelledIn<'kernel'>]: SpellingOf<K, 'kernel'> }[SpelledIn<'kernel'>];
 
 /** The rows that name field F, each with its name there: what the backends build their tables from. */

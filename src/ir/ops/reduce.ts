@@ -62,7 +62,7 @@ export type ReduceFamily = 'arith' | 'extremum' | 'logical';
  */
 export interface ReduceSpelling {
   /**
-   * The kernel IR's fold that computes it (src/codegen/expr.ts `ReduceOp`): a row whose `kernel`
+   * The kernel IR's fold that computes it (src/codegen/kernel/expr.ts `ReduceOp`): a row whose `kernel`
    * is its own name is a fold and spells it; `mean` is the `sum` fold divided by the count.
    */
   readonly kernel: string;
@@ -85,9 +85,9 @@ export interface ReduceSpelling {
    * src/runtime/onnx/ops/core.ts), or for a `logical` row the one its export folds int32 0/1 with.
    */
   readonly onnx: string;
-  /** The kernel IR's scalar op that combines two partial results (src/codegen/expr.ts). */
+  /** The kernel IR's scalar op that combines two partial results (src/codegen/kernel/expr.ts). */
   readonly combine: 'add' | 'mul' | 'max' | 'min' | 'or' | 'and';
-  /** The running op whose elements are this fold's prefixes (cumsum), lowered as this fold (src/codegen/lower-data.ts). */
+  /** The running op whose elements are this fold's prefixes (cumsum), lowered as this fold (src/codegen/lower/data.ts). */
   readonly cumulative?: string;
 }
 

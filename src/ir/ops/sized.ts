@@ -4,7 +4,7 @@
 // sizes. Static inference keeps what it can (`attrs.known`, null where unknown). A compiled
 // function is specialised per set of input shapes, and there the size vectors are usually known
 // (they are computed from shapes and constants), so `resolve` replaces the node by its static op
-// (src/codegen/lower.ts): the kernels, the gpu and export see only static ops. Theano's Reshape
+// (src/codegen/lower/lower.ts): the kernels, the gpu and export see only static ops. Theano's Reshape
 // takes its shape as an input the same way; its shape feature folds it per graph, XLA's dynamic
 // dimensions per compilation.
 import { isInt, type DType } from '../dtype.js';

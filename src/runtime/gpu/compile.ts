@@ -1,17 +1,17 @@
 // The compiler behind K.function on the gpu device: the same passes and the same kernel IR as
-// the cpu (src/runtime/compile.ts), rendered as gpu.js kernels (src/codegen/gpu/render.ts) and
+// the cpu (src/runtime/cpu/compile.ts), rendered as gpu.js kernels (src/codegen/gpu/render.ts) and
 // run by program.ts. Cached like the cpu: optimized graphs by structural key, prepared programs
 // by input shapes. Optimizer `none` lowers the graph as built (one kernel per node). Shapes known
 // only from values (an op whose output size depends on them) are interpreted, as on the cpu.
 import { provenanceComment } from '../../ir/provenance.js';
 import type { Node } from '../../ir/node.js';
-import { requireGpuTemplates } from '../../codegen/user.js';
+import { requireGpuTemplates } from '../../codegen/lower/user.js';
 import { clearGpuKernels } from './kernels.js';
 import type { NDArray } from '../../ir/ndarray.js';
 import { evalContext, nextEpoch } from '../../ir/interpret.js';
 import type { EvalContext } from '../../ir/op.js';
 import type { Executor, DeviceResult } from '../function.js';
-import { cpuFusion } from '../compile.js';
+import { cpuFusion } from '../cpu/fusion.js';
 import { ProgramCache } from '../program-cache.js';
 import { link, passesFor, type OptimizedProgram, type Shapes, type Specialised, type Target, type TargetRequest } from '../target.js';
 import { debugEnabled, debugLog } from '../debug.js';
@@ -146,7 +146,7 @@ export const gpuTarget: Target<GpuSpec> = {
   executor: (req) => {
     // THEANINE_GPU_MODE=webgpu: WGSL kernels on WebGPU (user ops' gpu.js templates run on the host there, reported).
     if (webgpuRequested()) return webgpuExecutor(req);
-    requireGpuTemplates(req.targets); // user ops need a gpu template (src/codegen/user.ts)
+    requireGpuTemplates(req.targets); // user ops need a gpu template (src/codegen/lower/user.ts)
     return gpuCompiledExecutor(req);
   },
   clear: () => { clearGpuCompileCache(); webgpuTarget.clear(); },

@@ -1,4 +1,4 @@
-// Running a lowered Program (src/codegen/kernel.ts) on the gpu device. Each step is prepared
+// Running a lowered Program (src/codegen/kernel/ir.ts) on the gpu device. Each step is prepared
 // once per shape specialisation, where src/codegen/gpu/strategy.ts puts it, as one of:
 //   kernel  a loop or matmul kernel rendered by src/codegen/gpu/render.ts (one per store);
 //   op      an extern step of a user op with only a gpu template (src/codegen/gpu/extern.ts);
@@ -9,15 +9,15 @@
 import { withBuiltBy, type Provenance } from '../../ir/provenance.js';
 import { NDArray, } from '../../ir/ndarray.js';
 import type { VariableCell } from '../../ir/node.js';
-import type { ExternStep, PrintStep, Program, ScanStep, Step, ValueRef } from '../../codegen/kernel.js';
+import type { ExternStep, PrintStep, Program, ScanStep, Step, ValueRef } from '../../codegen/kernel/ir.js';
 import { formatValue } from '../../ir/ops/misc.js';
-import { stepBuffers } from '../../codegen/kernel.js';
+import { stepBuffers } from '../../codegen/kernel/ir.js';
 import type { RunFn } from '../../codegen/cpu/module.js';
 import { renderLoopStore, renderMatmul, type GpuKernel } from '../../codegen/gpu/render.js';
 import { chooseGpuStrategies, type BufferInfo, type GpuStrategy, } from '../../codegen/gpu/strategy.js';
-import type { RowCheck } from '../../codegen/row-checks.js';
+import type { RowCheck } from '../../codegen/kernel/row-checks.js';
 import { userElementwise, type ExternKernel } from '../../codegen/gpu/extern.js';
-import { userGpuHelper } from '../../codegen/user.js';
+import { userGpuHelper } from '../../codegen/lower/user.js';
 import type { DeviceBuffer } from './buffer.js';
 import { warnOnce, type GpuDevice } from './device.js';
 import { uploadKernelRun } from './kernels.js';

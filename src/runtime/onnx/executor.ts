@@ -16,7 +16,7 @@ import type { FusionTarget } from '../../passes/fusion.js';
 import { rebuild } from '../../passes/rewrite.js';
 import { ProgramCache } from '../program-cache.js';
 import { link, optimize, passesFor, type OptimizedProgram, type Shapes, type Specialised, type Target, type TargetRequest } from '../target.js';
-import { DynamicShapeError, specializeShapes } from '../../codegen/lower.js';
+import { DynamicShapeError, specializeShapes } from '../../codegen/lower/lower.js';
 import { OnnxExportError } from './builder.js';
 import { fromHalfBits, onnxData } from './dtypes.js';
 import { OrtSession, type WireTensor } from './session.js';
@@ -81,7 +81,7 @@ function withShapes(inputs: readonly Node[], targets: readonly Node[], shapes: S
 
 /**
  * Sized ops (sizes from tensors, src/ir/ops/sized.ts) replaced by their static ops, now that every
- * input shape is known (the compiler's specialisation, src/codegen/lower.ts). A size that depends
+ * input shape is known (the compiler's specialisation, src/codegen/lower/lower.ts). A size that depends
  * on values stays: the translation then names the op.
  */
 function resolveSizes(outs: readonly Node[]): readonly Node[] {

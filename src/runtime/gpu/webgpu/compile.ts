@@ -7,7 +7,7 @@ import type { NDArray } from '../../../ir/ndarray.js';
 import { evalContext, nextEpoch } from '../../../ir/interpret.js';
 import type { EvalContext } from '../../../ir/op.js';
 import type { DeviceResult, Executor } from '../../function.js';
-import { cpuFusion } from '../../compile.js';
+import { cpuFusion } from '../../cpu/fusion.js';
 import { ProgramCache } from '../../program-cache.js';
 import { link, passesFor, type OptimizedProgram, type Shapes, type LinkedProgram, type Specialised, type Target, type TargetRequest } from '../../target.js';
 import { debugEnabled, debugLog } from '../../debug.js';

@@ -6,7 +6,7 @@ import type { DType } from '../../../ir/dtype.js';
 import { NDArray } from '../../../ir/ndarray.js';
 import type { VariableCell } from '../../../ir/node.js';
 import type { EvalContext } from '../../../ir/op.js';
-import type { Program } from '../../../codegen/kernel.js';
+import type { Program } from '../../../codegen/kernel/ir.js';
 import type { WgslKernel } from '../../../codegen/wgsl/render.js';
 import { storageOf } from '../../../codegen/wgsl/scalar.js';
 import { storageIn } from '../../../codegen/wgsl/strategy.js';

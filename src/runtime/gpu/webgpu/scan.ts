@@ -5,7 +5,7 @@
 // between passes; WebGPU orders them with the dispatches). The body's buffers are the same for
 // every step, so memory does not grow with the number of steps.
 import type { EvalContext } from '../../../ir/op.js';
-import type { ScanStep } from '../../../codegen/kernel.js';
+import type { ScanStep } from '../../../codegen/kernel/ir.js';
 import { Frame, type DeviceBuffers } from './frame.js';
 
 const count = (shape: readonly number[]): number => shape.reduce((a, d) => a * d, 1);
