@@ -113,6 +113,12 @@ const cases: BenchCase[] = [
   },
 ];
 
+/** Whether two compiled functions run the same code, up to the numbering of generated names (t123, i45). */
+const sameCode = (a: { source(): string }, b: { source(): string }) => {
+  const norm = (src: string) => src.replace(/\b([a-z])[0-9]+\b/g, '$1N');
+  return a.source() !== '' && norm(a.source()) === norm(b.source());
+};
+
 const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]!; };
 
 function compile(g: Graph, optimizer: 'fast_run' | 'eqsat', backend?: 'tensorflow') {
@@ -154,7 +160,7 @@ function main(): void {
     const mg = median(tg);
     const me = median(te);
     const nodes = rep.iterations.at(-1)?.nodes ?? 0;
-    console.log(`| ${c.name} | ${c.expect} | ${mg.toFixed(3)} | ${me.toFixed(3)} | ${(mg / me).toFixed(2)}x | ${greedy.ms.toFixed(0)} | ${eq.ms.toFixed(0)} | ${rep.ms.toFixed(1)} | ${nodes} | ${rep.stop} | ${rep.chose === 'eqsat' ? 'rewritten' : "greedy's"} |`);
+    console.log(`| ${c.name} | ${c.expect} | ${mg.toFixed(3)} | ${me.toFixed(3)} | ${(mg / me).toFixed(2)}x | ${greedy.ms.toFixed(0)} | ${eq.ms.toFixed(0)} | ${rep.ms.toFixed(1)} | ${nodes} | ${rep.stop} | ${rep.chose === 'eqsat' ? 'rewritten' : "greedy's"}${sameCode(greedy.f, eq.f) ? ' (same code)' : ''} |`);
   }
   console.log(`load average at end ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
 }

@@ -125,11 +125,12 @@ export function confirmWin(mine: readonly number[], theirs: readonly number[]): 
 /**
  * Beam search from the default `base`: the beam (the `beam` fastest schedules so far) is widened
  * by every value of one axis at a time, each new schedule timed once (`time`: its median in ms).
- * The default is always timed first and is always a candidate; no new candidate is timed once
- * `now()` reaches `deadline`. The fastest schedule, where it is not the default, is then timed
- * against the default in CONFIRM alternating pairs (whatever the budget: the decision is never
- * made on one timing), and kept only as confirmWin says; the budget is exceeded by one
- * candidate's timing and the 2 * CONFIRM confirming timings at most.
+ * The default is always timed first and is always a candidate. The budget keeps room for the
+ * confirmation: no new candidate is timed once `now()` is within 2 * CONFIRM timings of the
+ * default (as long as its first timing took) of `deadline`. The fastest schedule, where it is not
+ * the default, is then timed against the default in CONFIRM alternating pairs, each started only
+ * before `deadline`, and kept only when every pair ran and confirmWin says so; the budget is
+ * exceeded by one pair of timings at most.
  */
 export function beamSearch<S extends object = MatmulSchedule>(axes: readonly Axis<S>[], beam: number, time: (s: S) => number, deadline: number, now: () => number = () => performance.now(), base: S = DEFAULT_MATMUL_SCHEDULE as S): SearchResult<S> {
   const t0 = now();
@@ -141,7 +142,9 @@ export function beamSearch<S extends object = MatmulSchedule>(axes: readonly Axi
     if (!timed.has(k)) timed.set(k, { s, ms: time(s) });
     return timed.get(k)!;
   };
+  const d0 = now();
   const defaultMs = measure(base).ms;
+  const stopAt = deadline - 2 * CONFIRM * (now() - d0);
   let front = [base];
   let complete = true;
   search: for (const axis of axes) {
@@ -149,7 +152,7 @@ export function beamSearch<S extends object = MatmulSchedule>(axes: readonly Axi
     for (const s of front) {
       for (const v of axis.values) {
         const c = { ...s, [axis.field]: v } as S;
-        if (!timed.has(scheduleKey(c)) && now() >= deadline) { complete = false; next.push(...front.map(measure)); break search; }
+        if (!timed.has(scheduleKey(c)) && now() >= stopAt) { complete = false; next.push(...front.map(measure)); break search; }
         next.push(measure(c));
       }
     }
@@ -162,11 +165,11 @@ export function beamSearch<S extends object = MatmulSchedule>(axes: readonly Axi
   // The fastest of many noisy timings is biased low: it is timed again against the default in
   // alternating pairs (ABBA: the default first in even pairs), and kept only on those.
   const mine: number[] = [], theirs: number[] = [];
-  for (let i = 0; i < CONFIRM; i++) {
+  for (let i = 0; i < CONFIRM && now() < deadline; i++) {
     if (i % 2 === 0) { theirs.push(time(base)); mine.push(time(best.s)); } else { mine.push(time(best.s)); theirs.push(time(base)); }
   }
-  const win = confirmWin(mine, theirs);
-  const ms = median(mine), dms = median(theirs);
+  const win = mine.length === CONFIRM && confirmWin(mine, theirs);
+  const ms = mine.length > 0 ? median(mine) : best.ms, dms = theirs.length > 0 ? median(theirs) : defaultMs;
   return { best: win ? best.s : base, ms: win ? ms : dms, defaultMs: dms, candidates: timed.size, searchMs: now() - t0, complete };
 }
 
