@@ -35,15 +35,31 @@ import { switchFn } from './control.js';
 import { variance } from './numeric.js';
 
 export {
-  backend, epsilon, set_epsilon, floatx, set_floatx, image_data_format, set_image_data_format,
-  image_dim_ordering, set_image_dim_ordering, get_uid, reset_uids,
+  backend,
+  epsilon,
+  set_epsilon,
+  floatx,
+  set_floatx,
+  image_data_format,
+  set_image_data_format,
+  image_dim_ordering,
+  set_image_dim_ordering,
+  get_uid,
+  reset_uids,
 } from './config.js';
 export { set_learning_phase, clear_session } from './state.js';
 export {
-  int_shape, ndim, dtype, count_params, get_variable_shape, is_keras_tensor, is_sparse, set_value,
+  int_shape,
+  ndim,
+  dtype,
+  count_params,
+  get_variable_shape,
+  is_keras_tensor,
+  is_sparse,
+  set_value,
   batch_set_value,
 } from './tensors.js';
-export { get_value, batch_get_value } from './eval.js';
+export { get_value, get_value_async, batch_get_value } from './eval.js';
 export { Update } from './function.js';
 export { symbolic, eager } from './misc.js';
 export { get_session, set_session, Session, manual_variable_initialization } from './session.js';
@@ -52,54 +68,114 @@ export { is_tensor, is_variable, is_placeholder, normalize_data_format } from '.
 export const { learning_phase } = tracedAll(stateApi);
 export const { name_scope } = tracedAll(stateApi, { callbacks: true });
 export const {
-  placeholder, variable, constant, zeros, ones, eye, zeros_like, ones_like, identity, cast, cast_to_floatx,
-  shape, to_dense,
+  placeholder,
+  variable,
+  constant,
+  zeros,
+  ones,
+  eye,
+  zeros_like,
+  ones_like,
+  identity,
+  cast,
+  cast_to_floatx,
+  shape,
+  to_dense,
 } = tracedAll(tensorsApi);
 export const {
-  add, subtract, multiply, divide, mod, negative, floor, ceil, maximum, minimum, equal, not_equal, greater,
-  greater_equal, less, less_equal, abs, sqrt, exp, log, round, sign, square, sin, cos, pow, sum, prod, mean,
-  max, min, any, all, argmax, argmin, dot,
+  add,
+  subtract,
+  multiply,
+  divide,
+  mod,
+  negative,
+  floor,
+  ceil,
+  maximum,
+  minimum,
+  equal,
+  not_equal,
+  greater,
+  greater_equal,
+  less,
+  less_equal,
+  abs,
+  sqrt,
+  exp,
+  log,
+  round,
+  sign,
+  square,
+  sin,
+  cos,
+  pow,
+  sum,
+  prod,
+  mean,
+  max,
+  min,
+  any,
+  all,
+  argmax,
+  argmin,
+  dot,
 } = tracedAll(mathApi);
+export const { conv1d, conv2d, conv3d, conv2d_transpose, deconv2d, separable_conv2d, pool2d, pool3d } =
+  tracedAll(convApi);
 export const {
-  conv1d, conv2d, conv3d, conv2d_transpose, deconv2d, separable_conv2d, pool2d, pool3d,
-} = tracedAll(convApi);
-export const {
-  transpose, permute_dimensions, reshape, repeat, repeat_elements, tile, flatten, batch_flatten, expand_dims,
-  squeeze, pattern_broadcast,
+  transpose,
+  permute_dimensions,
+  reshape,
+  repeat,
+  repeat_elements,
+  tile,
+  flatten,
+  batch_flatten,
+  expand_dims,
+  squeeze,
+  pattern_broadcast,
 } = tracedAll(shapeApi);
+export const { slice, slice_along, reverse, concatenate, stack, gather, one_hot, arange } = tracedAll(indexingApi);
 export const {
-  slice, slice_along, reverse, concatenate, stack, gather, one_hot, arange,
-} = tracedAll(indexingApi);
-export const {
-  temporal_padding, asymmetric_temporal_padding, spatial_2d_padding, spatial_3d_padding,
-  asymmetric_spatial_2d_padding, resize_images, resize_volumes,
+  temporal_padding,
+  asymmetric_temporal_padding,
+  spatial_2d_padding,
+  spatial_3d_padding,
+  asymmetric_spatial_2d_padding,
+  resize_images,
+  resize_volumes,
 } = tracedAll(paddingApi);
 export const { batch_dot } = tracedAll(linalgApi);
 export const { update, update_add, update_sub, moving_average_update } = tracedAll(functionApi);
 export const { gradients, stop_gradient } = tracedAll(gradientsApi);
 export const { rnn } = tracedAll(rnnApi, { callbacks: true });
 export const {
-  ctc_batch_cost, ctc_interleave_blanks, ctc_create_skip_idxs, ctc_update_log_p, ctc_path_probs, ctc_cost,
+  ctc_batch_cost,
+  ctc_interleave_blanks,
+  ctc_create_skip_idxs,
+  ctc_update_log_p,
+  ctc_path_probs,
+  ctc_cost,
 } = tracedAll(ctcApi);
 export const { map_fn, foldl, foldr, in_train_phase, in_test_phase } = tracedAll(controlApi, { callbacks: true });
 export const { logsumexp, std, cumsum, cumprod, clip } = tracedAll(numericApi);
 export const { relu, elu, softmax, softplus, softsign, sigmoid, hard_sigmoid } = tracedAll(activationsApi);
+export const { l2_normalize, bias_add, batch_normalization, normalize_batch_in_training, in_top_k } = tracedAll(nnApi);
+export const { categorical_crossentropy, sparse_categorical_crossentropy, binary_crossentropy } = tracedAll(lossesApi);
 export const {
-  l2_normalize, bias_add, batch_normalization, normalize_batch_in_training, in_top_k,
-} = tracedAll(nnApi);
-export const {
-  categorical_crossentropy, sparse_categorical_crossentropy, binary_crossentropy,
-} = tracedAll(lossesApi);
-export const {
-  random_normal, random_uniform, random_binomial, truncated_normal, random_uniform_variable,
-  random_normal_variable, dropout,
+  random_normal,
+  random_uniform,
+  random_binomial,
+  truncated_normal,
+  random_uniform_variable,
+  random_normal_variable,
+  dropout,
 } = tracedAll(randomApi);
 export const { print_tensor } = tracedAll(miscApi);
 export const { control_dependencies } = tracedAll(sessionApi, { callbacks: true });
 export const { size } = tracedAll(inspectApi);
-export const {
-  depthwise_conv2d, separable_conv1d, conv3d_transpose, local_conv1d, local_conv2d,
-} = tracedAll(convMoreApi);
+export const { depthwise_conv2d, separable_conv1d, conv3d_transpose, local_conv1d, local_conv2d } =
+  tracedAll(convMoreApi);
 export const { ctc_decode, ctc_label_dense_to_sparse } = tracedAll(ctcDecodeApi);
 
 const eval_t = traced('K.eval', evaluateTensor);

@@ -18,14 +18,18 @@ export type FuseKind =
  * so two fused nodes with equal bodies share the same root node, and the key is its id.
  */
 export class FusedBody implements Keyed {
-  constructor(readonly params: readonly Node[], readonly root: Node) {}
+  constructor(
+    readonly params: readonly Node[],
+    readonly root: Node,
+  ) {}
   attrKey(): string {
     return `fused#${this.root.id}`;
   }
   /** The ops inside, in evaluation order (for debugprint: `fused{sub,exp,sum}`). */
   ops(): string[] {
     const ps = new Set(this.params);
-    return topoSort([this.root]).filter((n) => !ps.has(n) && n.op !== 'constant').map((n) => n.op);
+    return topoSort([this.root])
+      .filter((n) => !ps.has(n) && n.op !== 'constant')
+      .map((n) => n.op);
   }
 }
-

@@ -29,7 +29,11 @@ export type PassLevel = Exclude<OptimizerLevel, 'none'>;
  * (Theano's scan dead-code and "save memory" rewrites), short scans are unrolled. Dead code
  * elsewhere needs no pass: a graph here is the closure of its outputs.
  */
-export const scanPass = definePass('scan', 'hoist loop-invariant work out of Scan steps, drop unread outputs, unroll short scans', (g) => ({ outputs: optimizeScans(g.outputs) }));
+export const scanPass = definePass(
+  'scan',
+  'hoist loop-invariant work out of Scan steps, drop unread outputs, unroll short scans',
+  (g) => ({ outputs: optimizeScans(g.outputs) }),
+);
 
 /** The passes of `level` for `target`; `eqsatRules` (user passes' local rewrites) join the e-graph at level eqsat. */
 export function pipeline(level: PassLevel, target: FusionTarget, eqsatRules: readonly Rewrite[] = []): readonly Pass[] {

@@ -13,6 +13,7 @@ export const specializeRules: readonly Rewrite[] = [
 ];
 
 export const specializePass = definePass(
-  'specialize', 'pow(x, 2|3|0.5|-1|-0.5) as multiplications, sqrt and reciprocal',
+  'specialize',
+  'pow(x, 2|3|0.5|-1|-0.5) as multiplications, sqrt and reciprocal',
   (g) => rewriteGraph(g, specializeRules),
 );

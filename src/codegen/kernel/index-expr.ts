@@ -4,6 +4,8 @@
 // index expressions, and the simplifier (with the variables' ranges) turns the div/mod that a
 // reshape introduces back into affine terms whenever the layout allows (tinygrad's symbolic).
 
+import { stridesOf } from '../../ir/ndarray.js';
+
 /** A loop variable: 0 <= v < size. */
 export interface Var {
   readonly id: number;
@@ -19,10 +21,15 @@ export type Atom =
 
 export class IExpr {
   readonly key: string;
-  constructor(readonly terms: readonly (readonly [Atom, number])[], readonly c: number) {
+  constructor(
+    readonly terms: readonly (readonly [Atom, number])[],
+    readonly c: number,
+  ) {
     this.key = terms.map(([a, k]) => `${k}*${a.key}`).join('+') + (terms.length > 0 ? `+${c}` : `${c}`);
   }
-  get isConst(): boolean { return this.terms.length === 0; }
+  get isConst(): boolean {
+    return this.terms.length === 0;
+  }
   /** Coefficient of loop variable `v` as a top-level term (0 when absent). */
   coef(v: Var): number {
     for (const [a, k] of this.terms) if (a.kind === 'var' && a.v.id === v.id) return k;
@@ -35,7 +42,9 @@ export class IExpr {
   mentions(v: Var): boolean {
     return this.terms.some(([a]) => (a.kind === 'var' ? a.v.id === v.id : a.x.mentions(v)));
   }
-  toString(): string { return this.key; }
+  toString(): string {
+    return this.key;
+  }
 }
 
 let nextVar = 1;
@@ -49,7 +58,10 @@ export function newVar(size: number): Var {
 const varAtoms = new WeakMap<Var, Atom>();
 function varAtom(v: Var): Atom {
   let a = varAtoms.get(v);
-  if (a === undefined) { a = { kind: 'var', v, key: `v${v.id}` }; varAtoms.set(v, a); }
+  if (a === undefined) {
+    a = { kind: 'var', v, key: `v${v.id}` };
+    varAtoms.set(v, a);
+  }
   return a;
 }
 
@@ -70,14 +82,20 @@ export function range(x: IExpr): [number, number] {
   let hi = x.c;
   for (const [a, k] of x.terms) {
     const [l, h] = atomRange(a);
-    if (k >= 0) { lo += k * l; hi += k * h; } else { lo += k * h; hi += k * l; }
+    if (k >= 0) {
+      lo += k * l;
+      hi += k * h;
+    } else {
+      lo += k * h;
+      hi += k * l;
+    }
   }
   return [lo, hi];
 }
 
 /** Sums like terms, drops zeros, sorts by key, and folds d*(x div d) + (x mod d) back into x. */
 function normalize(terms: Map<string, [Atom, number]>, c: number): IExpr {
-  for (let changed = true; changed;) {
+  for (let changed = true; changed; ) {
     changed = false;
     for (const [key, [a, k]] of terms) {
       if (a.kind !== 'mod') continue;
@@ -98,7 +116,9 @@ function normalize(terms: Map<string, [Atom, number]>, c: number): IExpr {
       break;
     }
   }
-  const list = [...terms.values()].filter(([, k]) => k !== 0).sort((p, q) => (p[0].key < q[0].key ? -1 : p[0].key > q[0].key ? 1 : 0));
+  const list = [...terms.values()]
+    .filter(([, k]) => k !== 0)
+    .sort((p, q) => (p[0].key < q[0].key ? -1 : p[0].key > q[0].key ? 1 : 0));
   return new IExpr(list, c);
 }
 
@@ -120,7 +140,10 @@ export function iadd(...xs: IExpr[]): IExpr {
 
 export function iscale(x: IExpr, k: number): IExpr {
   if (k === 0) return iconst(0);
-  return new IExpr(x.terms.map(([a, j]) => [a, j * k] as const), x.c * k);
+  return new IExpr(
+    x.terms.map(([a, j]) => [a, j * k] as const),
+    x.c * k,
+  );
 }
 
 /** x = d*q + r with q collecting the terms divisible by d; when 0 <= r < d always, floor(x/d) = q and x mod d = r. */
@@ -132,7 +155,13 @@ function split(x: IExpr, d: number): { q: IExpr; r: IExpr } | undefined {
   const r = new IExpr(rs, x.c - cq * d);
   const [lo, hi] = range(r);
   if (lo < 0 || hi >= d) return undefined;
-  return { q: new IExpr(qs.map(([a, k]) => [a, k / d] as const), cq), r };
+  return {
+    q: new IExpr(
+      qs.map(([a, k]) => [a, k / d] as const),
+      cq,
+    ),
+    r,
+  };
 }
 
 /** Floor division by a positive integer. */
@@ -166,23 +195,15 @@ export function iclamp(x: IExpr, lo: number, hi: number): IExpr {
   return new IExpr([[{ kind: 'clamp', x, lo, hi, key: `clamp(${x.key},${lo},${hi})` }, 1]], 0);
 }
 
-/** Row-major strides of a shape. */
-export function contiguousStrides(shape: readonly number[]): number[] {
-  const s = new Array<number>(shape.length);
-  let acc = 1;
-  for (let i = shape.length - 1; i >= 0; i--) { s[i] = acc; acc *= shape[i]!; }
-  return s;
-}
-
 /** Flat row-major offset of coordinates in `shape`. */
 export function ravel(coords: readonly IExpr[], shape: readonly number[]): IExpr {
-  const st = contiguousStrides(shape);
+  const st = stridesOf(shape);
   return iadd(...coords.map((c, i) => iscale(c, shape[i] === 1 ? 0 : st[i]!)));
 }
 
 /** Coordinates in `shape` of a flat row-major offset. */
 export function unravel(flat: IExpr, shape: readonly number[]): IExpr[] {
-  const st = contiguousStrides(shape);
+  const st = stridesOf(shape);
   return shape.map((d, i) => (d === 1 ? iconst(0) : i === 0 ? idiv(flat, st[i]!) : imod(idiv(flat, st[i]!), d)));
 }
 
@@ -193,7 +214,12 @@ export function substitute(x: IExpr, f: (v: Var) => IExpr | undefined): IExpr {
     if (a.kind === 'var') parts.push(iscale(f(a.v) ?? ivar(a.v), k));
     else {
       const inner = substitute(a.x, f);
-      parts.push(iscale(a.kind === 'div' ? idiv(inner, a.d) : a.kind === 'mod' ? imod(inner, a.d) : iclamp(inner, a.lo, a.hi), k));
+      parts.push(
+        iscale(
+          a.kind === 'div' ? idiv(inner, a.d) : a.kind === 'mod' ? imod(inner, a.d) : iclamp(inner, a.lo, a.hi),
+          k,
+        ),
+      );
     }
   }
   return iadd(...parts);

@@ -155,7 +155,8 @@ const prodOf = (xs: readonly number[]) => xs.reduce((p, v) => p * v, 1);
  * position any tap reads (lo, at most 0) and the copy's size, so that every window is inside it.
  */
 export function paddedInput(a: Omit<IndirectA, 'buf' | 'offset'>): { lo: number[]; size: number[] } {
-  const lo: number[] = [], size: number[] = [];
+  const lo: number[] = [],
+    size: number[] = [];
   a.inSize.forEach((n, k) => {
     const first = a.start[k]! + Math.min(0, (a.window[k]! - 1) * a.tapStep[k]!);
     const last = (a.outSize[k]! - 1) * a.step[k]! + a.start[k]! + Math.max(0, (a.window[k]! - 1) * a.tapStep[k]!);
@@ -173,7 +174,10 @@ export function paddedInput(a: Omit<IndirectA, 'buf' | 'offset'>): { lo: number[
 export function indirectSize(a: Omit<IndirectA, 'buf' | 'offset'>, mr: number): number {
   const cellsOut = a.batch * prodOf(a.outSize);
   const taps = prodOf(a.window);
-  if (a.over === 'terms') return a.batch * prodOf(paddedInput(a).size) * a.channels + cellsOut + Math.ceil(taps * a.channels / mr) * (mr + 1);
+  if (a.over === 'terms')
+    return (
+      a.batch * prodOf(paddedInput(a).size) * a.channels + cellsOut + Math.ceil((taps * a.channels) / mr) * (mr + 1)
+    );
   return a.batch * prodOf(a.inSize) * a.channels + a.channels + Math.ceil(cellsOut / mr) * mr * taps;
 }
 
@@ -258,8 +262,10 @@ export function setOrigin(s: Step, records: readonly Provenance[]): void {
 /** Buffers a step reads and writes (for planning). */
 export function stepBuffers(s: Step): { reads: number[]; writes: number[]; scratch: number[] } {
   switch (s.kind) {
-    case 'extern': return { reads: s.inputs.map((v) => v.buf), writes: s.outs.map((o) => o.buf), scratch: [] };
-    case 'print': return { reads: [s.input.buf], writes: [], scratch: [] };
+    case 'extern':
+      return { reads: s.inputs.map((v) => v.buf), writes: s.outs.map((o) => o.buf), scratch: [] };
+    case 'print':
+      return { reads: [s.input.buf], writes: [], scratch: [] };
     case 'loop': {
       const reads = new Set<number>();
       for (const st of s.stores) {
@@ -269,11 +275,12 @@ export function stepBuffers(s: Step): { reads: number[]; writes: number[]; scrat
       }
       return { reads: [...reads], writes: s.stores.map((st) => st.buf), scratch: [] };
     }
-    case 'scan': return {
-      reads: [...s.seqs, ...s.inits, ...s.consts].map((v) => v.buf),
-      writes: [...s.outItems.map((o) => o.buf), ...s.finalItems, ...s.stateItems.map((o) => o.buf)],
-      scratch: [...s.seqStep, ...s.stateA, ...s.stateB, ...s.outStep],
-    };
+    case 'scan':
+      return {
+        reads: [...s.seqs, ...s.inits, ...s.consts].map((v) => v.buf),
+        writes: [...s.outItems.map((o) => o.buf), ...s.finalItems, ...s.stateItems.map((o) => o.buf)],
+        scratch: [...s.seqStep, ...s.stateA, ...s.stateB, ...s.outStep],
+      };
     case 'matmul': {
       const reads = new Set<number>();
       collectLoads(s.a, reads);
@@ -287,8 +294,10 @@ export function stepBuffers(s: Step): { reads: number[]; writes: number[]; scrat
 function collectLoads(e: Expr, into: Set<number>, seen = new Set<Expr>()): void {
   if (seen.has(e)) return;
   seen.add(e);
-  if (e.t === 'load') { into.add(e.buf); if (e.dyn !== undefined) collectLoads(e.dyn.row, into, seen); }
-  else if (e.t === 'row') collectLoads(e.x, into, seen);
+  if (e.t === 'load') {
+    into.add(e.buf);
+    if (e.dyn !== undefined) collectLoads(e.dyn.row, into, seen);
+  } else if (e.t === 'row') collectLoads(e.x, into, seen);
   else if (e.t === 'op' || e.t === 'call') for (const a of e.args) collectLoads(a, into, seen);
   else if (e.t === 'cast') collectLoads(e.x, into, seen);
   else if (e.t === 'reduce') collectLoads(e.body, into, seen);

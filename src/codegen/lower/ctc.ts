@@ -23,7 +23,8 @@ import { ValueError } from '../../ir/errors.js';
 import type { Node } from '../../ir/node.js';
 import { isOp } from '../../ir/registry.js';
 import { exportAs, type Expr, type ExprBuilder } from '../kernel/expr.js';
-import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, ravel, type IExpr, type Var } from '../kernel/index-expr.js';
+import type { IExpr, Var } from '../kernel/index-expr.js';
+import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, ravel } from '../kernel/index-expr.js';
 import type { BufferRole, LoopKernel, Step, Store, ValueRef } from '../kernel/ir.js';
 
 type AddBuf = (dtype: DType, size: number, role: BufferRole) => number;
@@ -34,16 +35,27 @@ type AddBuf = (dtype: DType, size: number, role: BufferRole) => number;
  * sample's label_length. Returns x, or throws the reference's message. Self-contained (no helpers
  * or imports), because exportModule copies it by its source text; it throws a RangeError there.
  */
-export function ctcCheck(op: number, j: number, b: number, x: number, T: number, L: number, n: number, blank: number): number {
+export function ctcCheck(
+  op: number,
+  j: number,
+  b: number,
+  x: number,
+  T: number,
+  L: number,
+  n: number,
+  blank: number,
+): number {
   let msg = '';
   // op 3 (ctc_decode): x is input_length[b], T the time steps
   if (op === 3) {
-    if (!(x >= 0 && x <= T)) throw new RangeError(`ctc_decode: input_length[${b}] = ${x} is outside [0, ${T}] (the time axis of y_pred)`);
+    if (!(x >= 0 && x <= T))
+      throw new RangeError(`ctc_decode: input_length[${b}] = ${x} is outside [0, ${T}] (the time axis of y_pred)`);
     return x;
   }
   // op 2 (ctc_path_probs): x is Y[j], T the number of classes
   if (op === 2) {
-    if (!(x >= -T && x < T)) throw new RangeError(`ctc_path_probs: Y[${j}] = ${x} is not a class index for ${T} classes (-1 is the blank)`);
+    if (!(x >= -T && x < T))
+      throw new RangeError(`ctc_path_probs: Y[${j}] = ${x} is not a class index for ${T} classes (-1 is the blank)`);
     return x;
   }
   if (j === 0) {
@@ -58,9 +70,9 @@ export function ctcCheck(op: number, j: number, b: number, x: number, T: number,
 }
 
 /** ctcCheck as compiled code runs it: the reference's error class (ValueError). */
-export function ctcCheckLive(op: number, j: number, b: number, x: number, T: number, L: number, n: number, blank: number): number {
+export function ctcCheckLive(...args: Parameters<typeof ctcCheck>): number {
   try {
-    return ctcCheck(op, j, b, x, T, L, n, blank);
+    return ctcCheck(...args);
   } catch (e) {
     throw new ValueError((e as Error).message);
   }
@@ -69,7 +81,13 @@ exportAs(ctcCheckLive, ctcCheck);
 
 /** Kernels for ctc_loss, ctc_loss_grad or ctc_interleave_blanks, or undefined for other ops. */
 export function lowerCtc(
-  n: Node, outShape: readonly number[], outDType: DType, ins: readonly ValueRef[], b: ExprBuilder, addBuf: AddBuf, outRole: BufferRole,
+  n: Node,
+  outShape: readonly number[],
+  outDType: DType,
+  ins: readonly ValueRef[],
+  b: ExprBuilder,
+  addBuf: AddBuf,
+  outRole: BufferRole,
   shared: Map<string, unknown> = new Map(),
 ): { steps: Step[]; value: ValueRef } | undefined {
   if (n.op === 'ctc_interleave_blanks') {
@@ -80,9 +98,21 @@ export function lowerCtc(
     const vs = newVar(outShape[0]!);
     const is = ivar(vs);
     const blankV = b.const(-1);
-    const value = len === 0 ? blankV
-      : b.op('select', b.op('eq', b.op('imod', b.index(is), b.const(2)), b.const(1)), b.load(y.buf, iadd(iclamp(idiv(is, 2), 0, len - 1), iconst(y.offset))), blankV);
-    const k: LoopKernel = { kind: 'loop', label: n.op, vars: [vs], stores: [{ buf: out, index: is, value: b.cast(outDType, value), dtype: outDType }] };
+    const value =
+      len === 0
+        ? blankV
+        : b.op(
+            'select',
+            b.op('eq', b.op('imod', b.index(is), b.const(2)), b.const(1)),
+            b.load(y.buf, iadd(iclamp(idiv(is, 2), 0, len - 1), iconst(y.offset))),
+            blankV,
+          );
+    const k: LoopKernel = {
+      kind: 'loop',
+      label: n.op,
+      vars: [vs],
+      stores: [{ buf: out, index: is, value: b.cast(outDType, value), dtype: outDType }],
+    };
     return { steps: [k], value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
   }
   if (n.op !== 'ctc_loss' && n.op !== 'ctc_loss_grad') return undefined;
@@ -94,13 +124,24 @@ export function lowerCtc(
   const blank = C - 1;
   const NEG = b.const(-Infinity);
   const steps: Step[] = [];
-  const kernel = (label: string, vars: Var[], stores: Store[]) => steps.push({ kind: 'loop', label, vars, stores } satisfies LoopKernel);
+  const kernel = (label: string, vars: Var[], stores: Store[]) =>
+    steps.push({ kind: 'loop', label, vars, stores } satisfies LoopKernel);
   const at = (v: ValueRef, ix: IExpr) => b.load(v.buf, iadd(ix, iconst(v.offset)));
   const num = (x: IExpr) => b.index(x);
   const op = b.op.bind(b);
   /** The reference's logAdd(x, y): exact where either is -inf, else max + log1p(exp(-|x - y|)). */
-  const logAdd = (x: Expr, y: Expr): Expr => op('select', op('eq', x, NEG), y, op('select', op('eq', y, NEG), x,
-    op('add', op('max', x, y), op('log1p', op('exp', op('neg', op('abs', op('sub', x, y))))))));
+  const logAdd = (x: Expr, y: Expr): Expr =>
+    op(
+      'select',
+      op('eq', x, NEG),
+      y,
+      op(
+        'select',
+        op('eq', y, NEG),
+        x,
+        op('add', op('max', x, y), op('log1p', op('exp', op('neg', op('abs', op('sub', x, y)))))),
+      ),
+    );
 
   // check: lengths and labels, in the reference's order (sample by sample: input_length, label_length, labels).
   // check, extend and alpha are the same for ctc_loss and ctc_loss_grad of the same inputs (a training step has both): computed once
@@ -112,9 +153,26 @@ export function lowerCtc(
     const [ib, ij] = [ivar(vb), ivar(vj)];
     const j = num(ij);
     let x = op('select', op('eq', j, b.const(0)), at(il, ib), at(ll, ib));
-    if (L > 0) x = op('select', op('lt', j, b.const(2)), x, at(labels, iadd(iscale(ib, L), iclamp(iadd(ij, iconst(-2)), 0, L - 1))));
+    if (L > 0)
+      x = op(
+        'select',
+        op('lt', j, b.const(2)),
+        x,
+        at(labels, iadd(iscale(ib, L), iclamp(iadd(ij, iconst(-2)), 0, L - 1))),
+      );
     const args = [b.const(grad ? 1 : 0), j, num(ib), x, b.const(T), b.const(L), at(ll, ib), b.const(blank)];
-    kernel(`${n.op}:check`, [vb, vj], [{ buf: chk, index: ravel([ib, ij], [B, L + 2]), value: b.call(ctcCheckLive, 'ctc_check', args), dtype: 'float64' }]);
+    kernel(
+      `${n.op}:check`,
+      [vb, vj],
+      [
+        {
+          buf: chk,
+          index: ravel([ib, ij], [B, L + 2]),
+          value: b.call(ctcCheckLive, 'ctc_check', args),
+          dtype: 'float64',
+        },
+      ],
+    );
   }
   const stepsOf = (ib: IExpr) => b.load(chk, iscale(ib, L + 2));
   const lenOf = (ib: IExpr) => b.load(chk, iadd(iscale(ib, L + 2), iconst(1)));
@@ -131,16 +189,30 @@ export function lowerCtc(
     if (L > 0) {
       // chk[b, 2 + floor(s / 2)]: label (s - 1) / 2 at odd s; in range at even s too (s <= 2 L), where it is not used
       const sym = b.load(chk, iadd(iscale(ib, L + 2), iconst(2), idiv(is, 2)));
-      value = op('select', op('and', op('eq', op('imod', s, b.const(2)), b.const(1)), op('lt', s, extLen(ib))), sym, value);
+      value = op(
+        'select',
+        op('and', op('eq', op('imod', s, b.const(2)), b.const(1)), op('lt', s, extLen(ib))),
+        sym,
+        value,
+      );
     }
     kernel(`${n.op}:extend`, [vb, vs], [{ buf: ext, index: ravel([ib, is], [B, S]), value, dtype: 'float64' }]);
   }
   const extAt = (ib: IExpr, is: IExpr) => b.load(ext, iadd(iscale(ib, S), is));
   /** logp[b, t, ext[b, s]]: a load at a class read from data. */
-  const emit = (ib: IExpr, it: IExpr, is: IExpr) => b.load(lp.buf, iadd(iconst(lp.offset), iscale(ib, T * C), iscale(it, C)), { row: extAt(ib, is), stride: 1 });
+  const emit = (ib: IExpr, it: IExpr, is: IExpr) =>
+    b.load(lp.buf, iadd(iconst(lp.offset), iscale(ib, T * C), iscale(it, C)), { row: extAt(ib, is), stride: 1 });
   /** Whether position s may be reached from s - 2 (a symbol that differs from the one before it). */
-  const canSkip = (ib: IExpr, is: IExpr, s: Expr) => op('and', op('ge', s, b.const(2)),
-    op('and', op('ne', extAt(ib, is), b.const(blank)), op('ne', extAt(ib, is), extAt(ib, iclamp(iadd(is, iconst(-2)), 0, S - 1)))));
+  const canSkip = (ib: IExpr, is: IExpr, s: Expr) =>
+    op(
+      'and',
+      op('ge', s, b.const(2)),
+      op(
+        'and',
+        op('ne', extAt(ib, is), b.const(blank)),
+        op('ne', extAt(ib, is), extAt(ib, iclamp(iadd(is, iconst(-2)), 0, S - 1))),
+      ),
+    );
 
   // alpha[t, b, s], t outermost: each step reads the step before, already stored.
   const alpha = done?.alpha ?? addBuf('float64', T * B * S, 'temp');
@@ -155,8 +227,17 @@ export function lowerCtc(
     const v2 = op('select', op('ge', s, b.const(1)), logAdd(v1, prev(1)), v1);
     const v3 = op('select', canSkip(ib, is, s), logAdd(v2, prev(2)), v2);
     const v = op('select', op('eq', t, b.const(0)), op('select', op('le', s, b.const(1)), b.const(0), NEG), v3);
-    const value = op('select', op('lt', s, extLen(ib)), op('select', op('eq', v, NEG), NEG, op('add', v, emit(ib, it, is))), NEG);
-    kernel(`${n.op}:alpha`, [vt, vb, vs], [{ buf: alpha, index: ravel([it, ib, is], [T, B, S]), value, dtype: 'float64' }]);
+    const value = op(
+      'select',
+      op('lt', s, extLen(ib)),
+      op('select', op('eq', v, NEG), NEG, op('add', v, emit(ib, it, is))),
+      NEG,
+    );
+    kernel(
+      `${n.op}:alpha`,
+      [vt, vb, vs],
+      [{ buf: alpha, index: ravel([it, ib, is], [T, B, S]), value, dtype: 'float64' }],
+    );
   }
 
   shared.set(key, { chk, ext, alpha });
@@ -166,10 +247,15 @@ export function lowerCtc(
     const nSteps = stepsOf(ib);
     const len = lenOf(ib);
     // alpha[steps - 1, b, 2 n - k] (the row clamped at 0 where it is not used)
-    const last = (k: number) => b.load(alpha, iscale(ib, S), {
-      row: op('add', op('mul', op('max', op('sub', nSteps, b.const(1)), b.const(0)), b.const(B * S)), op('max', op('sub', op('mul', len, b.const(2)), b.const(k)), b.const(0))),
-      stride: 1,
-    });
+    const last = (k: number) =>
+      b.load(alpha, iscale(ib, S), {
+        row: op(
+          'add',
+          op('mul', op('max', op('sub', nSteps, b.const(1)), b.const(0)), b.const(B * S)),
+          op('max', op('sub', op('mul', len, b.const(2)), b.const(k)), b.const(0)),
+        ),
+        stride: 1,
+      });
     const end = logAdd(last(0), op('select', op('gt', len, b.const(0)), last(1), NEG));
     return op('select', op('eq', nSteps, b.const(0)), op('select', op('eq', len, b.const(0)), b.const(0), NEG), end);
   };
@@ -178,7 +264,11 @@ export function lowerCtc(
     const out = addBuf(outDType, B, outRole);
     const vb = newVar(B);
     const ib = ivar(vb);
-    kernel('ctc_loss', [vb], [{ buf: out, index: ib, value: b.cast(outDType, op('neg', logLik(ib))), dtype: outDType }]);
+    kernel(
+      'ctc_loss',
+      [vb],
+      [{ buf: out, index: ib, value: b.cast(outDType, op('neg', logLik(ib))), dtype: outDType }],
+    );
     return { steps, value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
   }
 
@@ -203,11 +293,25 @@ export function lowerCtc(
     const v1 = next(0);
     const v2 = op('select', op('lt', op('add', s, b.const(1)), Sb), logAdd(v1, next(1)), v1);
     const s2 = iclamp(iadd(is, iconst(2)), 0, S - 1);
-    const v3 = op('select', op('and', op('lt', op('add', s, b.const(2)), Sb), canSkip(ib, s2, op('add', s, b.const(2)))), logAdd(v2, next(2)), v2);
+    const v3 = op(
+      'select',
+      op('and', op('lt', op('add', s, b.const(2)), Sb), canSkip(ib, s2, op('add', s, b.const(2)))),
+      logAdd(v2, next(2)),
+      v2,
+    );
     const init = op('select', op('ge', s, op('sub', Sb, b.const(2))), b.const(0), NEG);
     const v = op('select', op('gt', t, last), NEG, op('select', op('eq', t, last), init, v3));
-    const value = op('select', op('lt', s, Sb), op('select', op('eq', v, NEG), NEG, op('add', v, emit(ib, it, is))), NEG);
-    kernel('ctc_loss_grad:beta', [vu, vb, vs], [{ buf: beta, index: ravel([it, ib, is], [T, B, S]), value, dtype: 'float64' }]);
+    const value = op(
+      'select',
+      op('lt', s, Sb),
+      op('select', op('eq', v, NEG), NEG, op('add', v, emit(ib, it, is))),
+      NEG,
+    );
+    kernel(
+      'ctc_loss_grad:beta',
+      [vu, vb, vs],
+      [{ buf: beta, index: ravel([it, ib, is], [T, B, S]), value, dtype: 'float64' }],
+    );
   }
 
   // grad: acc[b, t, ext[b, s]] -= exp(alpha + beta - logp - logP) over s in order, in float64.
@@ -225,22 +329,49 @@ export function lowerCtc(
     const e = emit(ib, it, is);
     const at3 = ravel([it, ib, is], [T, B, S]);
     const occ = op('sub', op('sub', op('add', b.load(alpha, at3), b.load(beta, at3)), e), lpB);
-    const live = op('and', op('lt', num(it), stepsOf(ib)), op('and', op('lt', num(is), extLen(ib)), op('and', op('ne', lpB, NEG), op('ne', occ, NEG))));
-    kernel('ctc_loss_grad', [vb, vt, vs], [{
-      buf: acc, index: iadd(iscale(ib, T * C), iscale(it, C)), dyn: { row: extAt(ib, is), stride: 1 }, accumulate: true, dtype: 'float64',
-      value: op('select', live, op('neg', op('exp', occ)), b.const(0)),
-    }]);
+    const live = op(
+      'and',
+      op('lt', num(it), stepsOf(ib)),
+      op('and', op('lt', num(is), extLen(ib)), op('and', op('ne', lpB, NEG), op('ne', occ, NEG))),
+    );
+    kernel(
+      'ctc_loss_grad',
+      [vb, vt, vs],
+      [
+        {
+          buf: acc,
+          index: iadd(iscale(ib, T * C), iscale(it, C)),
+          dyn: { row: extAt(ib, is), stride: 1 },
+          accumulate: true,
+          dtype: 'float64',
+          value: op('select', live, op('neg', op('exp', occ)), b.const(0)),
+        },
+      ],
+    );
   }
   if (wide) return { steps, value: { buf: acc, offset: 0, shape: outShape, dtype: outDType } };
   const out = addBuf(outDType, size, outRole);
   const v = newVar(size);
-  kernel('ctc_loss_grad:round', [v], [{ buf: out, index: ivar(v), value: b.cast(outDType, b.load(acc, ivar(v))), dtype: outDType }]);
+  kernel(
+    'ctc_loss_grad:round',
+    [v],
+    [{ buf: out, index: ivar(v), value: b.cast(outDType, b.load(acc, ivar(v))), dtype: outDType }],
+  );
   return { steps, value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
 }
 
-export const CTC_OPS = ['ctc_loss', 'ctc_loss_grad', 'ctc_interleave_blanks', 'ctc_update_log_p', 'ctc_path_probs'] as const;
+export const CTC_OPS = [
+  'ctc_loss',
+  'ctc_loss_grad',
+  'ctc_interleave_blanks',
+  'ctc_update_log_p',
+  'ctc_path_probs',
+] as const;
 
-interface Item { readonly shape: readonly number[]; readonly dtype: DType }
+interface Item {
+  readonly shape: readonly number[];
+  readonly dtype: DType;
+}
 
 /**
  * Kernels for Keras 1's tuple-valued Theano helpers (src/ir/ops/ctc-theano.ts), or undefined for
@@ -249,13 +380,20 @@ interface Item { readonly shape: readonly number[]; readonly dtype: DType }
  * over time), the forward and the reversed recursion (rows over time, each reading the row before),
  * then log_probs and the mask. Same operations as the reference, in its order.
  */
-export function lowerCtcTuple(n: Node, items: readonly Item[], ins: readonly ValueRef[], b: ExprBuilder, addBuf: AddBuf): { steps: Step[]; items: ValueRef[] } | undefined {
+export function lowerCtcTuple(
+  n: Node,
+  items: readonly Item[],
+  ins: readonly ValueRef[],
+  b: ExprBuilder,
+  addBuf: AddBuf,
+): { steps: Step[]; items: ValueRef[] } | undefined {
   if (n.op === 'ctc_decode') return n.attrs['greedy'] === true ? greedyDecode(items, ins, b, addBuf) : undefined;
   if (n.op !== 'ctc_update_log_p' && n.op !== 'ctc_path_probs') return undefined;
   const op = b.op.bind(b);
   const NEG = b.const(-Infinity);
   const steps: Step[] = [];
-  const kernel = (label: string, vars: Var[], stores: Store[]) => steps.push({ kind: 'loop', label, vars, stores } satisfies LoopKernel);
+  const kernel = (label: string, vars: Var[], stores: Store[]) =>
+    steps.push({ kind: 'loop', label, vars, stores } satisfies LoopKernel);
   const at = (v: ValueRef, ix: IExpr) => b.load(v.buf, iadd(ix, iconst(v.offset)));
   const ref = (buf: number, it: Item): ValueRef => ({ buf, offset: 0, shape: it.shape, dtype: it.dtype });
 
@@ -283,12 +421,16 @@ export function lowerCtcTuple(n: Node, items: readonly Item[], ins: readonly Val
         const vs = newVar(N);
         common = b.reduce('max', [vs], op('select', op('lt', b.index(ivar(vs)), act), at(prev, ivar(vs)), NEG));
       }
-      kernel('ctc_update_log_p:count', [v0], [
-        { buf: hdr, index: iconst(0), value: act, dtype: 'float64' },
-        { buf: hdr, index: iconst(1), value: next, dtype: 'float64' },
-        { buf: hdr, index: iconst(2), value: common, dtype: 'float64' },
-        { buf: nextOut, index: iconst(0), value: b.cast('int32', next), dtype: 'int32' },
-      ]);
+      kernel(
+        'ctc_update_log_p:count',
+        [v0],
+        [
+          { buf: hdr, index: iconst(0), value: act, dtype: 'float64' },
+          { buf: hdr, index: iconst(1), value: next, dtype: 'float64' },
+          { buf: hdr, index: iconst(2), value: common, dtype: 'float64' },
+          { buf: nextOut, index: iconst(0), value: b.cast('int32', next), dtype: 'int32' },
+        ],
+      );
     }
     const row = addBuf(rowItem.dtype, N, 'temp');
     if (N > 0) {
@@ -300,7 +442,12 @@ export function lowerCtcTuple(n: Node, items: readonly Item[], ins: readonly Val
       const pAt = (ix: IExpr) => op('exp', op('sub', at(prev, ix), common));
       const q = (ix: IExpr, j: Expr) => op('select', op('lt', j, act), pAt(ix), at(zeros, ix));
       const before = iclamp(iadd(is, iconst(-1)), 0, N - 1);
-      const base = op('select', op('eq', s, b.const(0)), q(is, s), op('add', q(is, s), q(before, op('sub', s, b.const(1)))));
+      const base = op(
+        'select',
+        op('eq', s, b.const(0)),
+        q(is, s),
+        op('add', q(is, s), q(before, op('sub', s, b.const(1)))),
+      );
       let moved = base;
       if (K > 0) {
         // the skip from i = s - 2 (p[i], or NaN where the reference's p[i] is undefined), once per listed i, in list order
@@ -309,10 +456,23 @@ export function lowerCtcTuple(n: Node, items: readonly Item[], ins: readonly Val
         const j = op('sub', s, b.const(2));
         const two = iclamp(iadd(is, iconst(-2)), 0, N - 1);
         const p = op('select', op('and', op('ge', j, b.const(0)), op('lt', j, act)), pAt(two), b.const(Number.NaN));
-        moved = op('add', base, b.reduce('sum', [vk], op('select', op('and', op('lt', sk, a), op('eq', sk, j)), p, b.const(0))));
+        moved = op(
+          'add',
+          base,
+          b.reduce('sum', [vk], op('select', op('and', op('lt', sk, a), op('eq', sk, j)), p, b.const(0))),
+        );
       }
-      const value = op('select', op('lt', s, next), op('add', op('add', at(curr, is), op('log', moved)), common), at(zeros, is));
-      kernel('ctc_update_log_p', [vs], [{ buf: row, index: is, value: b.cast(rowItem.dtype, value), dtype: rowItem.dtype }]);
+      const value = op(
+        'select',
+        op('lt', s, next),
+        op('add', op('add', at(curr, is), op('log', moved)), common),
+        at(zeros, is),
+      );
+      kernel(
+        'ctc_update_log_p',
+        [vs],
+        [{ buf: row, index: is, value: b.cast(rowItem.dtype, value), dtype: rowItem.dtype }],
+      );
     }
     return { steps, items: [ref(nextOut, nextItem), ref(row, rowItem)] };
   }
@@ -332,18 +492,58 @@ export function lowerCtcTuple(n: Node, items: readonly Item[], ins: readonly Val
   {
     const vs = newVar(N);
     const is = ivar(vs);
-    const x = b.call(ctcCheckLive, 'ctc_check', [b.const(2), b.index(is), b.const(0), at(y, is), b.const(C), b.const(0), b.const(0), b.const(0)]);
-    kernel('ctc_path_probs:classes', [vs], [{ buf: cls, index: is, value: op('select', op('lt', x, b.const(0)), op('add', x, b.const(C)), x), dtype: 'float64' }]);
+    const x = b.call(ctcCheckLive, 'ctc_check', [
+      b.const(2),
+      b.index(is),
+      b.const(0),
+      at(y, is),
+      b.const(C),
+      b.const(0),
+      b.const(0),
+      b.const(0),
+    ]);
+    kernel(
+      'ctc_path_probs:classes',
+      [vs],
+      [
+        {
+          buf: cls,
+          index: is,
+          value: op('select', op('lt', x, b.const(0)), op('add', x, b.const(C)), x),
+          dtype: 'float64',
+        },
+      ],
+    );
   }
   /** L[t, s] = log((1 - alpha) predict[t, cls[s]] + alpha / n), for position s of the label, or of the reversed one. */
-  const Lt = (it: IExpr, is: IExpr) => op('log', op('add', op('mul', b.const(1 - alpha), b.load(pred.buf, iadd(iconst(pred.offset), iscale(it, C)), { row: b.load(cls, is), stride: 1 })), b.const(alpha / N)));
+  const Lt = (it: IExpr, is: IExpr) =>
+    op(
+      'log',
+      op(
+        'add',
+        op(
+          'mul',
+          b.const(1 - alpha),
+          b.load(pred.buf, iadd(iconst(pred.offset), iscale(it, C)), { row: b.load(cls, is), stride: 1 }),
+        ),
+        b.const(alpha / N),
+      ),
+    );
   // Theano's skip indices: odd i < 2 K + 1 with K = floor((n - 3) / 2) and Y[i] != Y[i + 2] (of Y, or of Y reversed)
   const K = Math.max(0, Math.floor((N - 3) / 2));
   const isSkip = (reversed: boolean, is: IExpr): Expr => {
     if (K === 0) return b.const(0);
     const s = b.index(is);
-    const yAt = (k: number) => at(y, reversed ? iclamp(iadd(iconst(N - 1 - k), iscale(is, -1)), 0, N - 1) : iclamp(iadd(is, iconst(k)), 0, N - 1));
-    return op('and', op('and', op('eq', op('imod', s, b.const(2)), b.const(1)), op('lt', s, b.const(2 * K + 1))), op('ne', yAt(0), yAt(2)));
+    const yAt = (k: number) =>
+      at(
+        y,
+        reversed ? iclamp(iadd(iconst(N - 1 - k), iscale(is, -1)), 0, N - 1) : iclamp(iadd(is, iconst(k)), 0, N - 1),
+      );
+    return op(
+      'and',
+      op('and', op('eq', op('imod', s, b.const(2)), b.const(1)), op('lt', s, b.const(2 * K + 1))),
+      op('ne', yAt(0), yAt(2)),
+    );
   };
   /** The forward recursion (or the reversed one): reachable counts A[0..T], rows F[t, s]. */
   const recursion = (reversed: boolean): { A: number; F: number } => {
@@ -354,9 +554,33 @@ export function lowerCtcTuple(n: Node, items: readonly Item[], ins: readonly Val
       const iu = ivar(vu);
       const prevA = b.load(A, imod(iadd(iu, iconst(T)), T + 1)); // A[u - 1], in range at u = 0 (where it is not used)
       const vi = newVar(N);
-      const top = op('max', b.const(-1), b.reduce('max', [vi], op('select', op('and', isSkip(reversed, ivar(vi)), op('lt', b.index(ivar(vi)), prevA)), b.index(ivar(vi)), b.const(-Infinity))));
+      const top = op(
+        'max',
+        b.const(-1),
+        b.reduce(
+          'max',
+          [vi],
+          op(
+            'select',
+            op('and', isSkip(reversed, ivar(vi)), op('lt', b.index(ivar(vi)), prevA)),
+            b.index(ivar(vi)),
+            b.const(-Infinity),
+          ),
+        ),
+      );
       const next = op('min', op('max', op('add', prevA, b.const(1)), op('add', top, b.const(3))), b.const(N));
-      kernel(`ctc_path_probs:${tag} counts`, [vu], [{ buf: A, index: iu, value: op('select', op('eq', b.index(iu), b.const(0)), b.const(1), next), dtype: 'float64' }]);
+      kernel(
+        `ctc_path_probs:${tag} counts`,
+        [vu],
+        [
+          {
+            buf: A,
+            index: iu,
+            value: op('select', op('eq', b.index(iu), b.const(0)), b.const(1), next),
+            dtype: 'float64',
+          },
+        ],
+      );
     }
     const F = addBuf('float64', T * N, 'temp');
     const [vt, vs] = [newVar(T), newVar(N)];
@@ -366,7 +590,8 @@ export function lowerCtcTuple(n: Node, items: readonly Item[], ins: readonly Val
     const after = b.load(A, iadd(it, iconst(1)));
     const act = op('max', b.const(0), op('min', before, b.const(N)));
     const prevT = imod(iadd(it, iconst(T - 1)), T); // row t - 1 (zeros at t = 0)
-    const prevAt = (ix: IExpr) => op('select', op('eq', t, b.const(0)), b.const(0), b.load(F, ravel([prevT, ix], [T, N])));
+    const prevAt = (ix: IExpr) =>
+      op('select', op('eq', t, b.const(0)), b.const(0), b.load(F, ravel([prevT, ix], [T, N])));
     const vc = newVar(N);
     const common = b.reduce('max', [vc], op('select', op('lt', b.index(ivar(vc)), act), prevAt(ivar(vc)), NEG));
     const pAt = (ix: IExpr) => op('exp', op('sub', prevAt(ix), common));
@@ -375,7 +600,12 @@ export function lowerCtcTuple(n: Node, items: readonly Item[], ins: readonly Val
     const s2 = iclamp(iadd(is, iconst(-2)), 0, N - 1);
     const base = op('select', op('eq', s, b.const(0)), q(is, s), op('add', q(is, s), q(s1, op('sub', s, b.const(1)))));
     const j = op('sub', s, b.const(2));
-    const moved = op('select', op('and', op('ge', j, b.const(0)), op('and', isSkip(reversed, s2), op('lt', j, before))), op('add', base, pAt(s2)), base);
+    const moved = op(
+      'select',
+      op('and', op('ge', j, b.const(0)), op('and', isSkip(reversed, s2), op('lt', j, before))),
+      op('add', base, pAt(s2)),
+      base,
+    );
     // row u of the reversed problem is step T - 1 - u at position n - 1 - s
     const curr = reversed ? Lt(iadd(iconst(T - 1), iscale(it, -1)), iadd(iconst(N - 1), iscale(is, -1))) : Lt(it, is);
     const value = op('select', op('lt', s, after), op('add', op('add', curr, op('log', moved)), common), b.const(0));
@@ -391,11 +621,19 @@ export function lowerCtcTuple(n: Node, items: readonly Item[], ins: readonly Val
     const rs = iadd(iconst(N - 1), iscale(is, -1));
     const index = ravel([it, is], [T, N]);
     const lp = op('sub', op('add', b.load(f.F, index), b.load(r.F, ravel([ru, rs], [T, N]))), Lt(it, is));
-    const m = op('and', op('lt', b.index(is), b.load(f.A, iadd(it, iconst(1)))), op('lt', b.index(rs), b.load(r.A, iadd(ru, iconst(1)))));
-    kernel('ctc_path_probs', [vt, vs], [
-      { buf: probs, index, value: b.cast(probsItem.dtype, lp), dtype: probsItem.dtype },
-      { buf: mask, index, value: m, dtype: 'bool' },
-    ]);
+    const m = op(
+      'and',
+      op('lt', b.index(is), b.load(f.A, iadd(it, iconst(1)))),
+      op('lt', b.index(rs), b.load(r.A, iadd(ru, iconst(1)))),
+    );
+    kernel(
+      'ctc_path_probs',
+      [vt, vs],
+      [
+        { buf: probs, index, value: b.cast(probsItem.dtype, lp), dtype: probsItem.dtype },
+        { buf: mask, index, value: m, dtype: 'bool' },
+      ],
+    );
   }
   return { steps, items: [ref(probs, probsItem), ref(mask, maskItem)] };
 }
@@ -406,14 +644,20 @@ export function lowerCtcTuple(n: Node, items: readonly Item[], ins: readonly Val
  * the step before; emitted labels are packed to the left of a -1-padded row (a running count over
  * time gives each its place); the score is minus the sum of each step's largest input.
  */
-function greedyDecode(items: readonly Item[], ins: readonly ValueRef[], b: ExprBuilder, addBuf: AddBuf): { steps: Step[]; items: ValueRef[] } | undefined {
+function greedyDecode(
+  items: readonly Item[],
+  ins: readonly ValueRef[],
+  b: ExprBuilder,
+  addBuf: AddBuf,
+): { steps: Step[]; items: ValueRef[] } | undefined {
   const [y, len] = ins as [ValueRef, ValueRef];
   const [B, T, C] = y.shape as [number, number, number];
   if (len.shape[0] !== B || items.length !== 2) return undefined; // the reference reports it
   const [pathItem, scoreItem] = items as [Item, Item];
   const op = b.op.bind(b);
   const steps: Step[] = [];
-  const kernel = (label: string, vars: Var[], stores: Store[]) => steps.push({ kind: 'loop', label, vars, stores } satisfies LoopKernel);
+  const kernel = (label: string, vars: Var[], stores: Store[]) =>
+    steps.push({ kind: 'loop', label, vars, stores } satisfies LoopKernel);
   const at = (v: ValueRef, ix: IExpr) => b.load(v.buf, iadd(ix, iconst(v.offset)));
   const path = addBuf('int32', B * T, 'temp');
   const score = addBuf(scoreItem.dtype, B, 'temp');
@@ -422,14 +666,24 @@ function greedyDecode(items: readonly Item[], ins: readonly ValueRef[], b: ExprB
     const vb = newVar(B);
     const ib = ivar(vb);
     const args = [b.const(3), b.const(0), b.index(ib), at(len, ib), b.const(T), b.const(0), b.const(0), b.const(0)];
-    kernel('ctc_decode:check', [vb], [{ buf: steps_, index: ib, value: b.call(ctcCheckLive, 'ctc_check', args), dtype: 'float64' }]);
+    kernel(
+      'ctc_decode:check',
+      [vb],
+      [{ buf: steps_, index: ib, value: b.call(ctcCheckLive, 'ctc_check', args), dtype: 'float64' }],
+    );
   }
   if (B * T === 0) {
     if (B > 0) {
       const vb = newVar(B);
       kernel('ctc_decode:score', [vb], [{ buf: score, index: ivar(vb), value: b.const(0), dtype: scoreItem.dtype }]);
     }
-    return { steps, items: [{ buf: path, offset: 0, shape: pathItem.shape, dtype: pathItem.dtype }, { buf: score, offset: 0, shape: scoreItem.shape, dtype: scoreItem.dtype }] };
+    return {
+      steps,
+      items: [
+        { buf: path, offset: 0, shape: pathItem.shape, dtype: pathItem.dtype },
+        { buf: score, offset: 0, shape: scoreItem.shape, dtype: scoreItem.dtype },
+      ],
+    };
   }
   // best[b, t]: the first class with the largest input; top[b, t]: that input
   const best = addBuf('float64', B * T, 'temp');
@@ -443,17 +697,25 @@ function greedyDecode(items: readonly Item[], ins: readonly ValueRef[], b: ExprB
     const vk = newVar(C);
     const first = b.reduce('min', [vk], op('select', op('eq', row(ivar(vk)), m), b.index(ivar(vk)), b.const(C)));
     const index = iadd(iscale(ib, T), it);
-    kernel('ctc_decode:best', [vb, vt], [
-      { buf: best, index, value: op('select', op('lt', first, b.const(C)), first, b.const(0)), dtype: 'float64' },
-      { buf: top, index, value: m, dtype: 'float64' },
-    ]);
+    kernel(
+      'ctc_decode:best',
+      [vb, vt],
+      [
+        { buf: best, index, value: op('select', op('lt', first, b.const(C)), first, b.const(0)), dtype: 'float64' },
+        { buf: top, index, value: m, dtype: 'float64' },
+      ],
+    );
   }
   // count[b, t]: labels emitted up to and including step t (each step reads the one before)
   const count = addBuf('float64', B * T, 'temp');
   const emitted = (ib: IExpr, it: IExpr, t: Expr) => {
     const cur = b.load(best, iadd(iscale(ib, T), it));
     const before = b.load(best, iadd(iscale(ib, T), imod(iadd(it, iconst(T - 1)), Math.max(T, 1))));
-    return op('and', op('lt', t, b.load(steps_, ib)), op('and', op('ne', cur, b.const(C - 1)), op('or', op('eq', t, b.const(0)), op('ne', cur, before))));
+    return op(
+      'and',
+      op('lt', t, b.load(steps_, ib)),
+      op('and', op('ne', cur, b.const(C - 1)), op('or', op('eq', t, b.const(0)), op('ne', cur, before))),
+    );
   };
   {
     const [vb, vt] = [newVar(B), newVar(T)];
@@ -469,17 +731,44 @@ function greedyDecode(items: readonly Item[], ins: readonly ValueRef[], b: ExprB
     const [ib, ii] = [ivar(vb), ivar(vi)];
     const vt = newVar(T);
     const it = ivar(vt);
-    const hit = op('and', emitted(ib, it, b.index(it)), op('eq', b.load(count, iadd(iscale(ib, T), it)), op('add', b.index(ii), b.const(1))));
+    const hit = op(
+      'and',
+      emitted(ib, it, b.index(it)),
+      op('eq', b.load(count, iadd(iscale(ib, T), it)), op('add', b.index(ii), b.const(1))),
+    );
     const value = b.reduce('max', [vt], op('select', hit, b.load(best, iadd(iscale(ib, T), it)), b.const(-1)));
-    kernel('ctc_decode:path', [vb, vi], [{ buf: path, index: iadd(iscale(ib, T), ii), value: b.cast('int32', value), dtype: 'int32' }]);
+    kernel(
+      'ctc_decode:path',
+      [vb, vi],
+      [{ buf: path, index: iadd(iscale(ib, T), ii), value: b.cast('int32', value), dtype: 'int32' }],
+    );
   }
   // score[b] = 0 - top[b, 0] - top[b, 1] - ... over the first input_length steps, as the reference subtracts
   {
     const vb = newVar(B);
     const ib = ivar(vb);
     const vt = newVar(T);
-    const sum = b.reduce('sum', [vt], op('select', op('lt', b.index(ivar(vt)), b.load(steps_, ib)), b.load(top, iadd(iscale(ib, T), ivar(vt))), b.const(0)));
-    kernel('ctc_decode:score', [vb], [{ buf: score, index: ib, value: b.cast(scoreItem.dtype, op('sub', b.const(0), sum)), dtype: scoreItem.dtype }]);
+    const sum = b.reduce(
+      'sum',
+      [vt],
+      op(
+        'select',
+        op('lt', b.index(ivar(vt)), b.load(steps_, ib)),
+        b.load(top, iadd(iscale(ib, T), ivar(vt))),
+        b.const(0),
+      ),
+    );
+    kernel(
+      'ctc_decode:score',
+      [vb],
+      [{ buf: score, index: ib, value: b.cast(scoreItem.dtype, op('sub', b.const(0), sum)), dtype: scoreItem.dtype }],
+    );
   }
-  return { steps, items: [{ buf: path, offset: 0, shape: pathItem.shape, dtype: pathItem.dtype }, { buf: score, offset: 0, shape: scoreItem.shape, dtype: scoreItem.dtype }] };
+  return {
+    steps,
+    items: [
+      { buf: path, offset: 0, shape: pathItem.shape, dtype: pathItem.dtype },
+      { buf: score, offset: 0, shape: scoreItem.shape, dtype: scoreItem.dtype },
+    ],
+  };
 }

@@ -46,10 +46,26 @@ const plus = (x: IExpr, k: number): IExpr => iadd(x, iconst(k));
 
 /** Kernels for node `n` (output `out` of `outRole`), or undefined when it is not one of these ops. */
 export function lowerDataOp(
-  n: Node, outShape: readonly number[], outDType: DType, ins: readonly ValueRef[], env: DataLowerEnv, outRole: BufferRole,
+  n: Node,
+  outShape: readonly number[],
+  outDType: DType,
+  ins: readonly ValueRef[],
+  env: DataLowerEnv,
+  outRole: BufferRole,
 ): { steps: Step[]; value: ValueRef } | undefined {
   const b = new ExprBuilder((buf) => env.buffers[buf]!.dtype);
-  const loop = (label: string, shape: readonly number[], body: (coords: IExpr[]) => { buf: number; index: IExpr; value: Expr; dtype: DType; dyn?: { row: Expr; stride: number }; accumulate?: boolean }): LoopKernel => {
+  const loop = (
+    label: string,
+    shape: readonly number[],
+    body: (coords: IExpr[]) => {
+      buf: number;
+      index: IExpr;
+      value: Expr;
+      dtype: DType;
+      dyn?: { row: Expr; stride: number };
+      accumulate?: boolean;
+    },
+  ): LoopKernel => {
     const vars = shape.map((d) => newVar(d));
     const st = body(vars.map(ivar));
     return collapseLoopKernel({ kind: 'loop', label, vars, stores: [st] }, b);
@@ -63,7 +79,10 @@ export function lowerDataOp(
       const out = env.addBuf(outDType, sizeOf(outShape), outRole);
       const k = loop('gather', outShape, (co) => {
         const row = b.row(load(ind, co.slice(0, ind.shape.length)), rows, 'gather', formatShape(ref.shape));
-        const value = b.load(ref.buf, plus(ravel(co.slice(ind.shape.length), rowShape), ref.offset), { row, stride: sizeOf(rowShape) });
+        const value = b.load(ref.buf, plus(ravel(co.slice(ind.shape.length), rowShape), ref.offset), {
+          row,
+          stride: sizeOf(rowShape),
+        });
         return { buf: out, index: ravel(co, outShape), value, dtype: outDType };
       });
       return { steps: [k], value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
@@ -81,8 +100,18 @@ export function lowerDataOp(
           const j = newVar(nInd);
           const jc = ravel([ivar(j)], [nInd]);
           const row = b.row(b.load(ind.buf, plus(jc, ind.offset)), rows, 'scatter_add_rows', formatShape(outShape));
-          const term = b.op('select', b.op('eq', row, b.index(co[0]!)), load(g, [...unravel(ivar(j), ind.shape), ...co.slice(1)]), b.const(0));
-          return { buf: out, index: ravel(co, outShape), value: b.cast(outDType, b.reduce('sum', [j], term)), dtype: outDType };
+          const term = b.op(
+            'select',
+            b.op('eq', row, b.index(co[0]!)),
+            load(g, [...unravel(ivar(j), ind.shape), ...co.slice(1)]),
+            b.const(0),
+          );
+          return {
+            buf: out,
+            index: ravel(co, outShape),
+            value: b.cast(outDType, b.reduce('sum', [j], term)),
+            dtype: outDType,
+          };
         });
         return { steps: [k], value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
       }
@@ -90,24 +119,58 @@ export function lowerDataOp(
       const wide = outDType === 'float64';
       const acc = wide ? env.addBuf('float64', size, outRole) : env.addBuf('float64', size, 'temp');
       const steps: Step[] = [
-        loop('scatter_add_rows:zero', [size], (co) => ({ buf: acc, index: co[0]!, value: b.const(0), dtype: 'float64' })),
+        loop('scatter_add_rows:zero', [size], (co) => ({
+          buf: acc,
+          index: co[0]!,
+          value: b.const(0),
+          dtype: 'float64',
+        })),
         loop('scatter_add_rows', g.shape, (co) => ({
-          buf: acc, index: ravel(co.slice(ind.shape.length), rowShape), dtype: 'float64', accumulate: true,
-          dyn: { row: b.row(load(ind, co.slice(0, ind.shape.length)), rows, 'scatter_add_rows', formatShape(outShape)), stride: sizeOf(rowShape) },
+          buf: acc,
+          index: ravel(co.slice(ind.shape.length), rowShape),
+          dtype: 'float64',
+          accumulate: true,
+          dyn: {
+            row: b.row(load(ind, co.slice(0, ind.shape.length)), rows, 'scatter_add_rows', formatShape(outShape)),
+            stride: sizeOf(rowShape),
+          },
           value: load(g, co),
         })),
       ];
       if (wide) return { steps, value: { buf: acc, offset: 0, shape: outShape, dtype: outDType } };
       const out = env.addBuf(outDType, size, outRole);
-      steps.push(loop('scatter_add_rows:round', [size], (co) => ({ buf: out, index: co[0]!, value: b.cast(outDType, b.load(acc, co[0]!)), dtype: outDType })));
+      steps.push(
+        loop('scatter_add_rows:round', [size], (co) => ({
+          buf: out,
+          index: co[0]!,
+          value: b.cast(outDType, b.load(acc, co[0]!)),
+          dtype: outDType,
+        })),
+      );
       return { steps, value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
     }
-    case 'random_uniform': case 'random_normal': case 'random_binomial': case 'truncated_normal': {
-      if (!isOp(n, 'random_uniform', 'random_normal', 'random_binomial', 'truncated_normal')) throw new Error(`internal: random lowering given ${n.op}`);
+    case 'random_uniform':
+    case 'random_normal':
+    case 'random_binomial':
+    case 'truncated_normal': {
+      if (!isOp(n, 'random_uniform', 'random_normal', 'random_binomial', 'truncated_normal'))
+        throw new Error(`internal: random lowering given ${n.op}`);
       const a: RandomAttrs = n.attrs;
-      const kind = n.op === 'random_uniform' ? DRAW.uniform : n.op === 'random_normal' ? DRAW.normal : n.op === 'random_binomial' ? DRAW.binomial : DRAW.truncated;
-      const [p1, p2] = isOp(n, 'random_uniform') ? [n.attrs.low, n.attrs.high]
-        : isOp(n, 'random_binomial') ? [n.attrs.p, 0] : isOp(n, 'random_normal', 'truncated_normal') ? [n.attrs.mean, n.attrs.stddev] : [0, 0];
+      const kind =
+        n.op === 'random_uniform'
+          ? DRAW.uniform
+          : n.op === 'random_normal'
+            ? DRAW.normal
+            : n.op === 'random_binomial'
+              ? DRAW.binomial
+              : DRAW.truncated;
+      const [p1, p2] = isOp(n, 'random_uniform')
+        ? [n.attrs.low, n.attrs.high]
+        : isOp(n, 'random_binomial')
+          ? [n.attrs.p, 0]
+          : isOp(n, 'random_normal', 'truncated_normal')
+            ? [n.attrs.mean, n.attrs.stddev]
+            : [0, 0];
       // The key as the reference makes it (src/ir/random.ts: seededKey / unseededKey).
       const seeded = a.seed !== null;
       const k0 = seeded ? a.seed! >>> 0 : a.uid! >>> 0;
@@ -116,12 +179,27 @@ export function lowerDataOp(
       const out = env.addBuf(outDType, sizeOf(outShape), outRole);
       const k = loop(n.op, outShape, (co) => {
         const i = b.index(ravel(co, outShape));
-        const args = [b.const(kind), i, b.const(k0), k1, b.const(seeded ? 0 : 1), b.const(p1), b.const(p2), b.const(bits)];
-        return { buf: out, index: ravel(co, outShape), value: b.cast(outDType, b.call(philoxDraw, n.op, args)), dtype: outDType };
+        const args = [
+          b.const(kind),
+          i,
+          b.const(k0),
+          k1,
+          b.const(seeded ? 0 : 1),
+          b.const(p1),
+          b.const(p2),
+          b.const(bits),
+        ];
+        return {
+          buf: out,
+          index: ravel(co, outShape),
+          value: b.cast(outDType, b.call(philoxDraw, n.op, args)),
+          dtype: outDType,
+        };
       });
       return { steps: [k], value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
     }
-    case 'cumsum': case 'cumprod': {
+    case 'cumsum':
+    case 'cumprod': {
       // A scan along the axis: acc[o, k, i] = (k == 0 ? init : acc[o, k - 1, i]) (op) x[o, k, i] in
       // float64 as the reference accumulates, each element also rounded into the result. The loops
       // run in row-major order, so acc[o, k - 1, i] is stored before acc[o, k, i] reads it.
@@ -137,8 +215,18 @@ export function lowerDataOp(
         const k = loop(n.op, outShape, (co) => {
           const kv = newVar(outShape[axis]!);
           const xs = co.map((c, d) => (d === axis ? ivar(kv) : c));
-          const term = b.op('select', b.op('le', b.index(ivar(kv)), b.index(co[axis]!)), load(x, xs), b.const(row.identity));
-          return { buf: out, index: ravel(co, outShape), value: b.cast(outDType, b.reduce(row.spelling.kernel as ReduceOp, [kv], term)), dtype: outDType };
+          const term = b.op(
+            'select',
+            b.op('le', b.index(ivar(kv)), b.index(co[axis]!)),
+            load(x, xs),
+            b.const(row.identity),
+          );
+          return {
+            buf: out,
+            index: ravel(co, outShape),
+            value: b.cast(outDType, b.reduce(row.spelling.kernel as ReduceOp, [kv], term)),
+            dtype: outDType,
+          };
         });
         return { steps: [k], value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
       }
@@ -152,19 +240,42 @@ export function lowerDataOp(
       const row = cumulativeRow(n.op)!;
       const nAxis = outShape[axis]!;
       const prev = co.map((c, d) => (d === axis ? imod(iadd(c, iconst(nAxis - 1)), Math.max(nAxis, 1)) : c));
-      const before = b.op('select', b.op('eq', b.index(k), b.const(0)), b.const(row.identity), b.load(acc, ravel(prev, outShape)));
+      const before = b.op(
+        'select',
+        b.op('eq', b.index(k), b.const(0)),
+        b.const(row.identity),
+        b.load(acc, ravel(prev, outShape)),
+      );
       const value = b.op(row.spelling.combine, before, load(x, co));
       const index = ravel(co, outShape);
       const kern: LoopKernel = {
-        kind: 'loop', label: n.op, vars,
-        stores: [{ buf: acc, index, value, dtype: 'float64' }, { buf: out, index, value: b.cast(outDType, value), dtype: outDType }],
+        kind: 'loop',
+        label: n.op,
+        vars,
+        stores: [
+          { buf: acc, index, value, dtype: 'float64' },
+          { buf: out, index, value: b.cast(outDType, value), dtype: outDType },
+        ],
       };
       return { steps: [collapseLoopKernel(kern, b)], value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
     }
-    case 'pool_grad': return isOp(n, 'pool_grad') ? lowerPoolGrad(n, b, ins, outShape, outDType, env.addBuf, outRole) : undefined;
-    default: return lowerCtc(n, outShape, outDType, ins, b, env.addBuf, outRole, env.shared);
+    case 'pool_grad':
+      return isOp(n, 'pool_grad') ? lowerPoolGrad(n, b, ins, outShape, outDType, env.addBuf, outRole) : undefined;
+    default:
+      return lowerCtc(n, outShape, outDType, ins, b, env.addBuf, outRole, env.shared);
   }
 }
 
 /** Ops lowered here (for docs and tests). */
-export const DATA_OPS = ['gather', 'scatter_add_rows', 'random_uniform', 'random_normal', 'random_binomial', 'truncated_normal', 'cumsum', 'cumprod', 'pool_grad', ...CTC_OPS] as const;
+export const DATA_OPS = [
+  'gather',
+  'scatter_add_rows',
+  'random_uniform',
+  'random_normal',
+  'random_binomial',
+  'truncated_normal',
+  'cumsum',
+  'cumprod',
+  'pool_grad',
+  ...CTC_OPS,
+] as const;

@@ -13,7 +13,8 @@ import { getOp, isOp, type OpNode } from '../../ir/registry.js';
 import { tensorType, tupleType, type TensorType } from '../../ir/types.js';
 import { ExprBuilder, type Expr } from '../kernel/expr.js';
 import { iadd, iconst, ivar, newVar, ravel, type IExpr, type Var } from '../kernel/index-expr.js';
-import { indirectSize, setOrigin, type BufferDecl, type BufferRole, type Program, type Step, type TargetRef, type ValueRef } from '../kernel/ir.js';
+import type { BufferDecl, BufferRole, Program, Step, TargetRef, ValueRef } from '../kernel/ir.js';
+import { indirectSize, setOrigin } from '../kernel/ir.js';
 import { inherit } from '../../ir/provenance.js';
 import type { KeepMode } from '../../ir/ops/control.js';
 import { lowerScan } from './scan.js';
@@ -30,7 +31,8 @@ export { DynamicShapeError, type Concrete, type LowerSpec };
 
 /** The product of a concrete shape (ir/ndarray.ts), re-exported for the lowering's modules. */
 export { sizeOf };
-const sameShape = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
+const sameShape = (a: readonly number[], b: readonly number[]) =>
+  a.length === b.length && a.every((d, i) => d === b[i]);
 
 export function lower(spec: LowerSpec): Program {
   const { types, known, subst } = specializeShapes(spec.targets, (n) => {
@@ -41,7 +43,12 @@ export function lower(spec: LowerSpec): Program {
   const order = valueOrder(targetNodes);
 
   const buffers: BufferDecl[] = [];
-  const addBuf = (dtype: DType, size: number, role: BufferRole, extra: { slot?: number; value?: NDArray } = {}): number => {
+  const addBuf = (
+    dtype: DType,
+    size: number,
+    role: BufferRole,
+    extra: { slot?: number; value?: NDArray } = {},
+  ): number => {
     buffers.push({ id: buffers.length, dtype, size, role, ...extra });
     return buffers.length - 1;
   };
@@ -52,16 +59,25 @@ export function lower(spec: LowerSpec): Program {
 
   let epochBuf: number | undefined;
   const dataEnv: DataLowerEnv = {
-    buffers, addBuf: (dtype, size, role) => addBuf(dtype, size, role), epochBuf: () => (epochBuf ??= addBuf('float64', 1, 'epoch')), shared: new Map(),
+    buffers,
+    addBuf: (dtype, size, role) => addBuf(dtype, size, role),
+    epochBuf: () => (epochBuf ??= addBuf('float64', 1, 'epoch')),
+    shared: new Map(),
     ...(spec.gatherLoops !== undefined ? { gatherLoops: spec.gatherLoops } : {}),
   };
-  const constant = (nd: NDArray): ValueRef => ({ buf: addBuf(nd.dtype, nd.size, 'constant', { value: nd }), offset: 0, shape: nd.shape, dtype: nd.dtype });
+  const constant = (nd: NDArray): ValueRef => ({
+    buf: addBuf(nd.dtype, nd.size, 'constant', { value: nd }),
+    offset: 0,
+    shape: nd.shape,
+    dtype: nd.dtype,
+  });
 
   // Each step records the provenance of the node it computes (comments in generated source, errors at call time).
   let tagFrom = 0;
   let tagNode: Node | undefined;
   const tag = () => {
-    if (tagNode !== undefined && tagNode.provenance.length > 0) for (let k = tagFrom; k < steps.length; k++) setOrigin(steps[k]!, tagNode.provenance);
+    if (tagNode !== undefined && tagNode.provenance.length > 0)
+      for (let k = tagFrom; k < steps.length; k++) setOrigin(steps[k]!, tagNode.provenance);
   };
   for (const n of order) {
     tag();
@@ -69,12 +85,31 @@ export function lower(spec: LowerSpec): Program {
     tagNode = n;
     const t = types.get(n)!;
     const slot = spec.inputSlot.get(n);
-    if (slot !== undefined) { values.set(n, { buf: addBuf(t.dtype, sizeOf(t.shape), 'input', { slot }), offset: 0, ...t }); continue; }
-    if (n.op === 'variable') { values.set(n, { buf: addBuf(t.dtype, sizeOf(t.shape), 'variable', { slot: spec.variableSlot.get(n)! }), offset: 0, ...t }); continue; }
-    if (n.op === 'learning_phase') { values.set(n, { buf: addBuf('uint8', 1, 'phase'), offset: 0, ...t }); continue; }
-    if (isOp(n, 'constant')) { values.set(n, constant(n.attrs.value)); continue; }
+    if (slot !== undefined) {
+      values.set(n, { buf: addBuf(t.dtype, sizeOf(t.shape), 'input', { slot }), offset: 0, ...t });
+      continue;
+    }
+    if (n.op === 'variable') {
+      values.set(n, {
+        buf: addBuf(t.dtype, sizeOf(t.shape), 'variable', { slot: spec.variableSlot.get(n)! }),
+        offset: 0,
+        ...t,
+      });
+      continue;
+    }
+    if (n.op === 'learning_phase') {
+      values.set(n, { buf: addBuf('uint8', 1, 'phase'), offset: 0, ...t });
+      continue;
+    }
+    if (isOp(n, 'constant')) {
+      values.set(n, constant(n.attrs.value));
+      continue;
+    }
     const kv = known.get(n);
-    if (kv !== undefined && n.inputs.length > 0) { values.set(n, constant(kv)); continue; }
+    if (kv !== undefined && n.inputs.length > 0) {
+      values.set(n, constant(kv));
+      continue;
+    }
     if (isOp(n, 'print')) {
       // A host callback in the generated code; the value passes through.
       const v = values.get(n.inputs[0]!)!;
@@ -82,10 +117,16 @@ export function lower(spec: LowerSpec): Program {
       values.set(n, v);
       continue;
     }
-    if (isOp(n, 'tuple_get')) { values.set(n, tupleItems.get(n.inputs[0]!)![n.attrs.index]!); continue; }
+    if (isOp(n, 'tuple_get')) {
+      values.set(n, tupleItems.get(n.inputs[0]!)![n.attrs.index]!);
+      continue;
+    }
     let why = externReason(n.op);
     if (isOp(n, 'scan')) {
-      const lowered = spec.optimizeBody === undefined ? { reason: 'Scan bodies are not compiled here' } : lowerScan(n, t, spec, values, addBuf, lower);
+      const lowered =
+        spec.optimizeBody === undefined
+          ? { reason: 'Scan bodies are not compiled here' }
+          : lowerScan(n, t, spec, values, addBuf, lower);
       if ('step' in lowered) {
         steps.push(lowered.step);
         tupleItems.set(n, lowered.items);
@@ -94,7 +135,13 @@ export function lower(spec: LowerSpec): Program {
       why = lowered.reason;
     }
     if (t.items !== undefined && n.op !== 'scan') {
-      const lt = lowerCtcTuple(n, t.items, n.inputs.map((i) => values.get(i)!), new ExprBuilder((buf) => buffers[buf]!.dtype), (dtype, size, role) => addBuf(dtype, size, role));
+      const lt = lowerCtcTuple(
+        n,
+        t.items,
+        n.inputs.map((i) => values.get(i)!),
+        new ExprBuilder((buf) => buffers[buf]!.dtype),
+        (dtype, size, role) => addBuf(dtype, size, role),
+      );
       if (lt !== undefined) {
         steps.push(...lt.steps);
         tupleItems.set(n, lt.items);
@@ -103,30 +150,69 @@ export function lower(spec: LowerSpec): Program {
     }
     if (t.items !== undefined) {
       // A tuple-valued op (a Scan, ctc_decode): its implTuple, one buffer per item.
-      const outs = t.items.map((it) => ({ buf: addBuf(it.dtype, sizeOf(it.shape), 'extern'), shape: it.shape, dtype: it.dtype }));
-      steps.push({ kind: 'extern', label: n.op, reason: why, def: getOp(n.op), attrs: n.attrs, inputs: n.inputs.map((i) => values.get(i)!), tuple: true, outs });
-      tupleItems.set(n, outs.map((o) => ({ ...o, offset: 0 })));
+      const outs = t.items.map((it) => ({
+        buf: addBuf(it.dtype, sizeOf(it.shape), 'extern'),
+        shape: it.shape,
+        dtype: it.dtype,
+      }));
+      steps.push({
+        kind: 'extern',
+        label: n.op,
+        reason: why,
+        def: getOp(n.op),
+        attrs: n.attrs,
+        inputs: n.inputs.map((i) => values.get(i)!),
+        tuple: true,
+        outs,
+      });
+      tupleItems.set(
+        n,
+        outs.map((o) => ({ ...o, offset: 0 })),
+      );
       continue;
     }
 
     const outRole: BufferRole = isTarget.has(n) ? 'target' : 'temp';
-    const lowered = lowerNode(n, types, values, buffers, (dtype, size, role) => addBuf(dtype, size, role), outRole, spec.tile);
+    const lowered = lowerNode(
+      n,
+      types,
+      values,
+      buffers,
+      (dtype, size, role) => addBuf(dtype, size, role),
+      outRole,
+      spec.tile,
+    );
     if (lowered !== undefined) {
       if (lowered.step !== undefined) steps.push(lowered.step);
       values.set(n, lowered.value);
       continue;
     }
-    const data = lowerDataOp(n, t.shape, t.dtype, n.inputs.map((i) => values.get(i)!), dataEnv, outRole);
+    const data = lowerDataOp(
+      n,
+      t.shape,
+      t.dtype,
+      n.inputs.map((i) => values.get(i)!),
+      dataEnv,
+      outRole,
+    );
     if (data !== undefined) {
       steps.push(...data.steps);
       values.set(n, data.value);
       continue;
     }
-    if (n.inputs.some((i) => !values.has(i))) throw new Error(`internal: ${n.op} runs as an extern step but reads an input that was left uncomputed as read for its shape only`);
+    if (n.inputs.some((i) => !values.has(i)))
+      throw new Error(
+        `internal: ${n.op} runs as an extern step but reads an input that was left uncomputed as read for its shape only`,
+      );
     const out = addBuf(t.dtype, sizeOf(t.shape), 'extern');
     steps.push({
-      kind: 'extern', label: n.op, reason: isOp(n, 'fused') ? `a fused kernel of ${fusedOps(n)} that the lowering cannot render` : why,
-      def: getOp(n.op), attrs: n.attrs, inputs: n.inputs.map((i) => values.get(i)!), tuple: false,
+      kind: 'extern',
+      label: n.op,
+      reason: isOp(n, 'fused') ? `a fused kernel of ${fusedOps(n)} that the lowering cannot render` : why,
+      def: getOp(n.op),
+      attrs: n.attrs,
+      inputs: n.inputs.map((i) => values.get(i)!),
+      tuple: false,
       outs: [{ buf: out, shape: t.shape, dtype: t.dtype }],
     });
     values.set(n, { buf: out, offset: 0, ...t });
@@ -137,7 +223,11 @@ export function lower(spec: LowerSpec): Program {
   const targets: TargetRef[] = targetNodes.map((n) => {
     const v = values.get(n)!;
     const role = buffers[v.buf]!.role;
-    const fresh = (role === 'target' || role === 'extern') && v.offset === 0 && !claimed.has(v.buf) && sizeOf(v.shape) === buffers[v.buf]!.size;
+    const fresh =
+      (role === 'target' || role === 'extern') &&
+      v.offset === 0 &&
+      !claimed.has(v.buf) &&
+      sizeOf(v.shape) === buffers[v.buf]!.size;
     if (fresh) claimed.add(v.buf);
     return { ...v, copy: !fresh };
   });
@@ -151,7 +241,11 @@ function typeOf(c: Concrete): TensorType {
 const KNOWN_MAX = 4096;
 const shapeCtx: EvalContext = evalContext({ learningPhase: 0, epoch: 0, print: () => undefined });
 
-function knownValue(n: Node, types: ReadonlyMap<Node, Concrete>, known: ReadonlyMap<Node, NDArray>): NDArray | undefined {
+function knownValue(
+  n: Node,
+  types: ReadonlyMap<Node, Concrete>,
+  known: ReadonlyMap<Node, NDArray>,
+): NDArray | undefined {
   if (isOp(n, 'constant')) return n.attrs.value;
   if (n.op === 'shape_of') return new NDArray(types.get(n.inputs[0]!)!.shape, [n.inputs[0]!.ndim], 'int32');
   const t = types.get(n)!;
@@ -159,14 +253,22 @@ function knownValue(n: Node, types: ReadonlyMap<Node, Concrete>, known: Readonly
   const def = getOp(n.op);
   if (def.impure === true || !n.inputs.every((i) => known.has(i))) return undefined;
   try {
-    return def.impl(n.inputs.map((i) => known.get(i)!), n.attrs, shapeCtx);
+    return def.impl(
+      n.inputs.map((i) => known.get(i)!),
+      n.attrs,
+      shapeCtx,
+    );
   } catch {
     return undefined; // the run-time call reports it
   }
 }
 
 function fusedOps(n: OpNode<'fused'>): string {
-  const ops = new Set(topoSort([n.attrs.body.root]).filter((m) => m.inputs.length > 0).map((m) => m.op));
+  const ops = new Set(
+    topoSort([n.attrs.body.root])
+      .filter((m) => m.inputs.length > 0)
+      .map((m) => m.op),
+  );
   return [...ops].join(', ');
 }
 
@@ -178,7 +280,8 @@ function fusedOps(n: OpNode<'fused'>): string {
  * the inputs' types (placeholders, a Scan body's args); other leaves have their static type.
  */
 export function specializeShapes(
-  roots: readonly Node[], leaf: (n: Node) => Concrete | undefined,
+  roots: readonly Node[],
+  leaf: (n: Node) => Concrete | undefined,
 ): { types: Map<Node, Concrete>; known: Map<Node, NDArray>; subst: (n: Node) => Node } {
   const types = new Map<Node, Concrete>();
   const known = new Map<Node, NDArray>();
@@ -191,8 +294,17 @@ export function specializeShapes(
       const ins = n.inputs.map((i) => subst.get(i) ?? i);
       try {
         if (ins.some((x, k) => x !== n.inputs[k])) m = apply(n.op, ins, n.attrs);
-        const r = getOp(m.op).resolve?.(ins.map((i) => known.get(i)), ins.map((i) => types.get(i)!), m.attrs);
-        if (r !== undefined) m = apply(r.op, r.inputs.map((k) => ins[k]!), r.attrs);
+        const r = getOp(m.op).resolve?.(
+          ins.map((i) => known.get(i)),
+          ins.map((i) => types.get(i)!),
+          m.attrs,
+        );
+        if (r !== undefined)
+          m = apply(
+            r.op,
+            r.inputs.map((k) => ins[k]!),
+            r.attrs,
+          );
         if (m !== n) inherit(m, [n]); // the specialised node is still the user's call
       } catch (e) {
         // Sizes that do not fit: the reference interpreter reports it, in its words.
@@ -210,10 +322,17 @@ export function specializeShapes(
 
 function concreteType(n: Node, types: ReadonlyMap<Node, Concrete>, known: ReadonlyMap<Node, NDArray>): Concrete {
   if (n.inputs.length === 0) return concrete(n, n.type);
-  if (isOp(n, 'scan')) return scanType(n, n.inputs.map((i) => types.get(i)!));
+  if (isOp(n, 'scan'))
+    return scanType(
+      n,
+      n.inputs.map((i) => types.get(i)!),
+    );
   let t: TensorType;
   try {
-    t = getOp(n.op).infer(n.inputs.map((i) => typeOf(types.get(i)!)), n.attrs);
+    t = getOp(n.op).infer(
+      n.inputs.map((i) => typeOf(types.get(i)!)),
+      n.attrs,
+    );
   } catch (e) {
     // Shapes that do not fit at run time: the reference interpreter reports it, in its words.
     throw new DynamicShapeError(n.op, rethrow(e, n.op).message, true);
@@ -221,7 +340,11 @@ function concreteType(n: Node, types: ReadonlyMap<Node, Concrete>, known: Readon
   // A shape read from input values (random_normal(K.shape(x))): when those values are known, run the op once to learn it.
   if (t.items === undefined && t.shape.some((d) => d === null) && n.inputs.every((i) => known.has(i))) {
     try {
-      const v = getOp(n.op).impl(n.inputs.map((i) => known.get(i)!), n.attrs, shapeCtx);
+      const v = getOp(n.op).impl(
+        n.inputs.map((i) => known.get(i)!),
+        n.attrs,
+        shapeCtx,
+      );
       t = tensorType(v.dtype, v.shape);
     } catch {
       // leave it unknown: the interpreter reports the error
@@ -231,9 +354,16 @@ function concreteType(n: Node, types: ReadonlyMap<Node, Concrete>, known: Readon
     // Small int inputs whose values are not fixed by the shapes: name the leaves they are computed from.
     const fromValues = n.inputs.filter((i) => !known.has(i) && i.shape.length <= 1 && !isFloatish(i));
     const leaves = [...new Set(topoSort(fromValues).filter((m) => m.op === 'placeholder' || m.op === 'variable'))];
-    const what = leaves.length > 0 ? leaves.map((m) => `${m.op} ${m.name}`) : fromValues.map((i) => `the ${i.op} tensor ${i.name}`);
-    throw new DynamicShapeError(n.op, `shape ${formatShape(t.shape)} is not known from the input shapes${
-      what.length > 0 ? ` (it depends on the values of ${what.join(', ')}, not only on shapes)` : ''}`);
+    const what =
+      leaves.length > 0
+        ? leaves.map((m) => `${m.op} ${m.name}`)
+        : fromValues.map((i) => `the ${i.op} tensor ${i.name}`);
+    throw new DynamicShapeError(
+      n.op,
+      `shape ${formatShape(t.shape)} is not known from the input shapes${
+        what.length > 0 ? ` (it depends on the values of ${what.join(', ')}, not only on shapes)` : ''
+      }`,
+    );
   }
   return concrete(n, t);
 }
@@ -251,7 +381,8 @@ function scanType(n: OpNode<'scan'>, ins: readonly Concrete[]): Concrete {
   const nSeq = b.sequences.length;
   const nState = b.states.length;
   const nOut = b.outputs.length;
-  if (ins.length !== nSeq + nState + b.constants.length) throw new DynamicShapeError('scan', `takes ${nSeq + nState + b.constants.length} inputs, got ${ins.length}`, true);
+  if (ins.length !== nSeq + nState + b.constants.length)
+    throw new DynamicShapeError('scan', `takes ${nSeq + nState + b.constants.length} inputs, got ${ins.length}`, true);
   const steps = a.n_steps ?? ins[0]?.shape[0];
   if (steps === undefined) throw new DynamicShapeError('scan', 'a scan without sequences needs n_steps', true);
   const argShapes = new Map<Node, Concrete>();
@@ -266,15 +397,20 @@ function scanType(n: OpNode<'scan'>, ins: readonly Concrete[]): Concrete {
     inner = r.types;
     innerOf = r.subst;
   } catch (e) {
-    if (e instanceof DynamicShapeError) throw new DynamicShapeError(e.op, `in a scan body: ${e.message.slice(e.op.length + 2)}`, e.invalid);
+    if (e instanceof DynamicShapeError)
+      throw new DynamicShapeError(e.op, `in a scan body: ${e.message.slice(e.op.length + 2)}`, e.invalid);
     throw e;
   }
-  const stacked = (c: Concrete, keep: KeepMode): Concrete => (keep === 'last' ? c : { shape: [keep === 'none' ? 0 : steps, ...c.shape], dtype: c.dtype });
+  const stacked = (c: Concrete, keep: KeepMode): Concrete =>
+    keep === 'last' ? c : { shape: [keep === 'none' ? 0 : steps, ...c.shape], dtype: c.dtype };
   const states = ins.slice(nSeq, nSeq + nState);
   b.newStates.forEach((s, j) => {
     const got = inner.get(innerOf(s))!;
     if (!sameShape(got.shape, states[j]!.shape)) {
-      throw new DynamicShapeError('scan', `the body's new state ${j} has shape ${formatShape(got.shape)} but the state has shape ${formatShape(states[j]!.shape)}`);
+      throw new DynamicShapeError(
+        'scan',
+        `the body's new state ${j} has shape ${formatShape(got.shape)} but the state has shape ${formatShape(states[j]!.shape)}`,
+      );
     }
   });
   const items: Concrete[] = [
@@ -287,7 +423,8 @@ function scanType(n: OpNode<'scan'>, ins: readonly Concrete[]): Concrete {
 
 function concrete(n: Node, t: TensorType): Concrete {
   if (t.items !== undefined) return { shape: [], dtype: t.dtype, items: t.items.map((it) => concrete(n, it)) };
-  if (t.shape.some((d) => d === null)) throw new DynamicShapeError(n.op, `shape ${formatShape(t.shape)} is not known from the input shapes`);
+  if (t.shape.some((d) => d === null))
+    throw new DynamicShapeError(n.op, `shape ${formatShape(t.shape)} is not known from the input shapes`);
   return { shape: t.shape as number[], dtype: t.dtype };
 }
 
@@ -299,7 +436,10 @@ type AddBuf = (dtype: DType, size: number, role: BufferRole) => number;
  * shape-only input, or a fused node's parameter that every member of its body reads so.
  */
 function readsShapeOnly(n: Node, k: number): boolean {
-  const only = (m: Node, j: number) => { const t = templateOf(m); return t !== undefined && t.kind !== 'matmul' && t.shapeOnly?.(j) === true; };
+  const only = (m: Node, j: number) => {
+    const t = templateOf(m);
+    return t !== undefined && t.kind !== 'matmul' && t.shapeOnly?.(j) === true;
+  };
   if (isOp(n, 'fused')) {
     const body = n.attrs.body;
     const param = body.params[k];
@@ -328,13 +468,20 @@ function valueOrder(targets: readonly Node[]): Node[] {
   for (let i = all.length - 1; i >= 0; i--) {
     const n = all[i]!;
     if (!needed.has(n)) continue;
-    n.inputs.forEach((x, k) => { if (!readsShapeOnly(n, k)) needed.add(x); });
+    n.inputs.forEach((x, k) => {
+      if (!readsShapeOnly(n, k)) needed.add(x);
+    });
   }
   return all.filter((n) => needed.has(n));
 }
 
 function lowerNode(
-  n: Node, types: ReadonlyMap<Node, Concrete>, values: ReadonlyMap<Node, ValueRef>, buffers: readonly BufferDecl[], addBuf: AddBuf, outRole: BufferRole,
+  n: Node,
+  types: ReadonlyMap<Node, Concrete>,
+  values: ReadonlyMap<Node, ValueRef>,
+  buffers: readonly BufferDecl[],
+  addBuf: AddBuf,
+  outRole: BufferRole,
   tile: LowerSpec['tile'],
 ): { step?: Step; value: ValueRef } | undefined {
   let root: Node;
@@ -344,13 +491,22 @@ function lowerNode(
     const body = n.attrs.body;
     root = body.root;
     // a parameter read for its shape only may have no value (valueOrder): it is never loaded
-    body.params.forEach((p, i) => { const v = values.get(n.inputs[i]!); if (v !== undefined) params.set(p, v); });
+    body.params.forEach((p, i) => {
+      const v = values.get(n.inputs[i]!);
+      if (v !== undefined) params.set(p, v);
+    });
     const bt = new Map<Node, Concrete>();
     body.params.forEach((p, i) => bt.set(p, types.get(n.inputs[i]!)!));
     for (const m of topoSort([root])) {
       if (bt.has(m)) continue;
-      if (m.inputs.length === 0) { bt.set(m, { shape: m.shape as number[], dtype: m.dtype }); continue; }
-      const t = getOp(m.op).infer(m.inputs.map((i) => tensorType(bt.get(i)!.dtype, bt.get(i)!.shape)), m.attrs);
+      if (m.inputs.length === 0) {
+        bt.set(m, { shape: m.shape as number[], dtype: m.dtype });
+        continue;
+      }
+      const t = getOp(m.op).infer(
+        m.inputs.map((i) => tensorType(bt.get(i)!.dtype, bt.get(i)!.shape)),
+        m.attrs,
+      );
       bt.set(m, { shape: t.shape as number[], dtype: t.dtype });
     }
     bodyTypes = bt;
@@ -358,7 +514,10 @@ function lowerNode(
     const t = templateOf(n);
     if (t === undefined) return undefined;
     root = n;
-    n.inputs.forEach((i) => { const v = values.get(i); if (v !== undefined) params.set(i, v); });
+    n.inputs.forEach((i) => {
+      const v = values.get(i);
+      if (v !== undefined) params.set(i, v);
+    });
     bodyTypes = types;
   }
   // the kernel's leaves: its inputs, those read for their shape only (without a value) included
@@ -369,13 +528,20 @@ function lowerNode(
   const bufDTypes = new Map<number, DType>();
   for (const v of params.values()) bufDTypes.set(v.buf, v.dtype);
   const b = new ExprBuilder((buf) => bufDTypes.get(buf)!);
-  const label = members.filter((m) => m.op !== 'constant').map((m) => m.op).join(',');
+  const label = members
+    .filter((m) => m.op !== 'constant')
+    .map((m) => m.op)
+    .join(',');
 
   const memo = new Map<string, Expr>();
   let accNode: Node | undefined;
   const ctxOf = (m: Node): TemplateCtx => ({
-    b, attrs: m.attrs, inShapes: m.inputs.map((i) => bodyTypes.get(i)!.shape), inDTypes: m.inputs.map((i) => bodyTypes.get(i)!.dtype),
-    outShape: bodyTypes.get(m)!.shape, outDType: bodyTypes.get(m)!.dtype,
+    b,
+    attrs: m.attrs,
+    inShapes: m.inputs.map((i) => bodyTypes.get(i)!.shape),
+    inDTypes: m.inputs.map((i) => bodyTypes.get(i)!.dtype),
+    outShape: bodyTypes.get(m)!.shape,
+    outDType: bodyTypes.get(m)!.dtype,
   });
   const at = (m: Node, coords: readonly IExpr[]): Expr => {
     if (m === accNode) return b.cast(bodyTypes.get(m)!.dtype, b.acc()); // round the sum to the matmul dtype before the epilogue, as the reference does
@@ -386,12 +552,18 @@ function lowerNode(
     const p = params.get(m);
     if (p !== undefined) {
       const data = buffers[p.buf]!.value;
-      e = data !== undefined && data.size === 1 ? b.const(data.data[0]!) : b.load(p.buf, iadd(iconst(p.offset), ravel(coords, p.shape)));
+      e =
+        data !== undefined && data.size === 1
+          ? b.const(data.data[0]!)
+          : b.load(p.buf, iadd(iconst(p.offset), ravel(coords, p.shape)));
     } else if (isOp(m, 'constant')) {
       e = b.const(m.attrs.value.data[0]!);
     } else {
       const t = templateOf(m) as LoopTemplate;
-      e = b.cast(bodyTypes.get(m)!.dtype, t.expr((i, co) => at(m.inputs[i]!, co), coords, ctxOf(m)));
+      e = b.cast(
+        bodyTypes.get(m)!.dtype,
+        t.expr((i, co) => at(m.inputs[i]!, co), coords, ctxOf(m)),
+      );
     }
     memo.set(key, e);
     return e;
@@ -406,19 +578,32 @@ function lowerNode(
     const d = t.dims(c);
     const [bv, iv, jv, kv] = [newVar(d.batch), newVar(d.m), newVar(d.n), newVar(d.k)];
     const [B, I, J, K] = [ivar(bv), ivar(iv), ivar(jv), ivar(kv)];
-    const aE = b.cast(c.inDTypes[0]!, t.aValue !== undefined ? t.aValue((k, co) => at(mm.inputs[k]!, co), B, I, K, c) : at(mm.inputs[0]!, t.a(B, I, K, c)));
+    const aE = b.cast(
+      c.inDTypes[0]!,
+      t.aValue !== undefined
+        ? t.aValue((k, co) => at(mm.inputs[k]!, co), B, I, K, c)
+        : at(mm.inputs[0]!, t.a(B, I, K, c)),
+    );
     const bE = b.cast(c.inDTypes[1]!, at(mm.inputs[1]!, t.b(B, K, J, c)));
     accNode = mm;
     const outCoords = t.out(B, I, J, c);
     // The epilogue runs at the matmul's output coordinates; the root has the matmul's shape (fusion guarantees it).
     const value = at(root, outCoords);
     const out = addBuf(outT.dtype, size, outRole);
-    const sum = tile.f32 !== undefined && c.inDTypes[0] === 'float32' && c.inDTypes[1] === 'float32' && bodyTypes.get(mm)!.dtype === 'float32' ? 'float32' : 'float64';
+    const sum =
+      tile.f32 !== undefined &&
+      c.inDTypes[0] === 'float32' &&
+      c.inDTypes[1] === 'float32' &&
+      bodyTypes.get(mm)!.dtype === 'float32'
+        ? 'float32'
+        : 'float64';
     // A convolution's window read cell by cell from its input (an indirect product), where the target has such a kernel.
     const ind = sum === 'float32' && tile.igemm !== undefined ? t.indirect?.(c) : undefined;
     const x = ind !== undefined ? params.get(mm.inputs[0]!) : undefined;
-    const indirect = ind !== undefined && x !== undefined && buffers[x.buf]!.value?.size !== 1 && x.dtype === 'float32'
-      ? { ...ind, buf: x.buf, offset: x.offset } : undefined;
+    const indirect =
+      ind !== undefined && x !== undefined && buffers[x.buf]!.value?.size !== 1 && x.dtype === 'float32'
+        ? { ...ind, buf: x.buf, offset: x.offset }
+        : undefined;
     const { mr, nr } = indirect !== undefined ? tile.igemm! : sum === 'float32' ? tile.f32! : tile;
     // The indirect product's A: the input's cells, a row of zeros and the pointers (MP*mr per tap), or the packed panels.
     const aSize = d.batch * Math.ceil(d.m / mr) * mr * d.k;
@@ -426,7 +611,20 @@ function lowerNode(
     const packB = addBuf(sum, d.batch * Math.ceil(d.n / nr) * nr * d.k, 'arena');
     return {
       step: {
-        kind: 'matmul', label, batch: bv, m: iv, n: jv, k: kv, a: aE, b: bE, packA, packB, mr, nr, sum, ...(indirect !== undefined ? { indirect } : {}),
+        kind: 'matmul',
+        label,
+        batch: bv,
+        m: iv,
+        n: jv,
+        k: kv,
+        a: aE,
+        b: bE,
+        packA,
+        packB,
+        mr,
+        nr,
+        sum,
+        ...(indirect !== undefined ? { indirect } : {}),
         out: { buf: out, index: ravel(outCoords, outT.shape), value, dtype: outT.dtype },
       },
       value: { buf: out, offset: 0, ...outT },
@@ -438,15 +636,26 @@ function lowerNode(
   const value = at(root, coords);
   const index = ravel(coords, outT.shape);
   // A copy of a contiguous range of another value is that value (reshape, index, identity): alias it.
-  if (outRole === 'temp' && value.t === 'load' && value.index.key === iadd(index, iconst(value.index.c - index.c)).key && bufDTypes.get(value.buf) === outT.dtype) {
+  if (
+    outRole === 'temp' &&
+    value.t === 'load' &&
+    value.index.key === iadd(index, iconst(value.index.c - index.c)).key &&
+    bufDTypes.get(value.buf) === outT.dtype
+  ) {
     return { value: { buf: value.buf, offset: value.index.c - index.c, ...outT } };
   }
   const out = addBuf(outT.dtype, size, outRole);
-  const step = collapseLoopKernel({ kind: 'loop', label, vars, stores: [{ buf: out, index, value, dtype: outT.dtype }] }, b);
+  const step = collapseLoopKernel(
+    { kind: 'loop', label, vars, stores: [{ buf: out, index, value, dtype: outT.dtype }] },
+    b,
+  );
   // a pooling alone (nothing fused into it): described for the targets with a form of their own (LoopKernel.pool)
   const pooled = members.filter((m) => m.op !== 'constant');
   const px = pooled.length === 1 && isOp(root, 'pool') ? params.get(root.inputs[0]!) : undefined;
-  const pool = px !== undefined && isOp(root, 'pool') ? poolSpec(poolGeom(root.attrs, px.shape, outT.shape), false, px, undefined, out) : undefined;
+  const pool =
+    px !== undefined && isOp(root, 'pool')
+      ? poolSpec(poolGeom(root.attrs, px.shape, outT.shape), false, px, undefined, out)
+      : undefined;
   return { step: pool !== undefined ? { ...step, pool } : step, value: { buf: out, offset: 0, ...outT } };
 }
 

@@ -20,34 +20,59 @@ import type { DType } from '../../ir/dtype.js';
 import { padsFor } from '../../ir/ops/window.js';
 import type { PoolAttrs } from '../../ir/ops/pool.js';
 import type { ExprBuilder, Expr } from '../kernel/expr.js';
-import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, ravel, type IExpr, type Var } from '../kernel/index-expr.js';
+import type { IExpr, Var } from '../kernel/index-expr.js';
+import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, ravel } from '../kernel/index-expr.js';
 import type { LoopKernel, PoolSpec, Step, ValueRef, BufferRole } from '../kernel/ir.js';
 import { collapseLoopKernel } from '../transform/collapse.js';
 import { allOf, masked, within } from '../kernel/mask.js';
 import { sizeOf } from '../../ir/ndarray.js';
 import type { OpNode } from '../../ir/registry.js';
 
-
 /** Geometry of one pooling: the input's spatial sizes, the window, and each axis' padding before. */
-export interface PoolGeom { readonly a: PoolAttrs; readonly inSize: readonly number[]; readonly outSize: readonly number[]; readonly pads: readonly number[] }
+export interface PoolGeom {
+  readonly a: PoolAttrs;
+  readonly inSize: readonly number[];
+  readonly outSize: readonly number[];
+  readonly pads: readonly number[];
+}
 
 export function poolGeom(a: PoolAttrs, xShape: readonly number[], outShape: readonly number[]): PoolGeom {
   const d = a.window.length;
   const inSize = xShape.slice(1, d + 1);
-  return { a, inSize, outSize: outShape.slice(1, d + 1), pads: inSize.map((s, i) => padsFor(s, a.window[i]!, a.strides[i]!, a.dilation[i]!, a.padding)[0]) };
+  return {
+    a,
+    inSize,
+    outSize: outShape.slice(1, d + 1),
+    pads: inSize.map((s, i) => padsFor(s, a.window[i]!, a.strides[i]!, a.dilation[i]!, a.padding)[0]),
+  };
 }
 
 /** The description of a pooling (grad: its adjoint) that the kernel computing it carries (kernel.ts, LoopKernel.pool). */
 export function poolSpec(g: PoolGeom, grad: boolean, x: ValueRef, dy: ValueRef | undefined, out: number): PoolSpec {
   const d = g.a.window.length;
   return {
-    grad, mode: g.a.mode, window: g.a.window, strides: g.a.strides, dilation: g.a.dilation, pads: g.pads,
-    inSize: g.inSize, outSize: g.outSize, batch: x.shape[0]!, channels: x.shape[d + 1]!, x, ...(dy !== undefined ? { dy } : {}), out,
+    grad,
+    mode: g.a.mode,
+    window: g.a.window,
+    strides: g.a.strides,
+    dilation: g.a.dilation,
+    pads: g.pads,
+    inSize: g.inSize,
+    outSize: g.outSize,
+    batch: x.shape[0]!,
+    channels: x.shape[d + 1]!,
+    x,
+    ...(dy !== undefined ? { dy } : {}),
+    out,
   };
 }
 
 /** A fresh loop over the window's taps at output cell `o`: input positions (clamped) and whether all are inside the input. */
-export function windowTaps(b: ExprBuilder, g: PoolGeom, o: readonly IExpr[]): { vars: Var[]; pos: IExpr[]; flat: Expr; valid: Expr | undefined } {
+export function windowTaps(
+  b: ExprBuilder,
+  g: PoolGeom,
+  o: readonly IExpr[],
+): { vars: Var[]; pos: IExpr[]; flat: Expr; valid: Expr | undefined } {
   const vars = g.a.window.map((k) => newVar(k));
   const conds: (Expr | undefined)[] = [];
   const pos = o.map((od, i) => {
@@ -62,7 +87,12 @@ export function windowTaps(b: ExprBuilder, g: PoolGeom, o: readonly IExpr[]): { 
  * The flat tap of the first maximal cell of the window at (n, o, c) (NaN the maximum, the first
  * one winning); Infinity when no tap is inside the input. `x(pos)` reads the input's spatial cell.
  */
-export function firstMaxTap(b: ExprBuilder, g: PoolGeom, o: readonly IExpr[], x: (pos: readonly IExpr[]) => Expr): Expr {
+export function firstMaxTap(
+  b: ExprBuilder,
+  g: PoolGeom,
+  o: readonly IExpr[],
+  x: (pos: readonly IExpr[]) => Expr,
+): Expr {
   const m = foldTaps(b, g, o, 'max', (t) => masked(b, t.valid, x(t.pos), -Infinity));
   return foldTaps(b, g, o, 'min', (t) => {
     const v = x(t.pos);
@@ -80,7 +110,13 @@ const UNROLL_TAPS = 9;
  * the reduction's -inf or +inf start changes no value), which runs as straight-line code (a
  * 2 x 2 max pool's loops of two iterations cost about as much as their work).
  */
-export function foldTaps(b: ExprBuilder, g: PoolGeom, o: readonly IExpr[], op: 'max' | 'min', term: (t: { pos: readonly IExpr[]; flat: Expr; valid: Expr | undefined }) => Expr): Expr {
+export function foldTaps(
+  b: ExprBuilder,
+  g: PoolGeom,
+  o: readonly IExpr[],
+  op: 'max' | 'min',
+  term: (t: { pos: readonly IExpr[]; flat: Expr; valid: Expr | undefined }) => Expr,
+): Expr {
   const n = sizeOf(g.a.window);
   if (n > UNROLL_TAPS) {
     const t = windowTaps(b, g, o);
@@ -104,7 +140,10 @@ export function foldTaps(b: ExprBuilder, g: PoolGeom, o: readonly IExpr[], op: '
 /** Row-major coordinates of flat index f in `shape`. */
 function unravelConst(f: number, shape: readonly number[]): number[] {
   const out = new Array<number>(shape.length);
-  for (let i = shape.length - 1; i >= 0; i--) { out[i] = f % shape[i]!; f = Math.floor(f / shape[i]!); }
+  for (let i = shape.length - 1; i >= 0; i--) {
+    out[i] = f % shape[i]!;
+    f = Math.floor(f / shape[i]!);
+  }
   return out;
 }
 
@@ -112,7 +151,11 @@ function unravelConst(f: number, shape: readonly number[]): number[] {
  * Loops over the (o, t) pairs that reach input cell `s`: taps from last to first (so o rises in
  * row-major order), the output cell o (clamped) and whether the pair exists.
  */
-function reachingTaps(b: ExprBuilder, g: PoolGeom, s: readonly IExpr[]): { vars: Var[]; o: IExpr[]; flat: Expr; valid: Expr | undefined } {
+function reachingTaps(
+  b: ExprBuilder,
+  g: PoolGeom,
+  s: readonly IExpr[],
+): { vars: Var[]; o: IExpr[]; flat: Expr; valid: Expr | undefined } {
   const vars = g.a.window.map((k) => newVar(k));
   const conds: (Expr | undefined)[] = [];
   const taps = vars.map((v, i) => iadd(iconst(g.a.window[i]! - 1), iscale(ivar(v), -1)));
@@ -131,7 +174,15 @@ function reachingTaps(b: ExprBuilder, g: PoolGeom, s: readonly IExpr[]): { vars:
 type AddBuf = (dtype: DType, size: number, role: BufferRole) => number;
 
 /** pool_grad's kernels (x, dy -> dx of dy's dtype). */
-export function lowerPoolGrad(n: OpNode<'pool_grad'>, b: ExprBuilder, ins: readonly ValueRef[], outShape: readonly number[], outDType: DType, addBuf: AddBuf, outRole: BufferRole): { steps: Step[]; value: ValueRef } {
+export function lowerPoolGrad(
+  n: OpNode<'pool_grad'>,
+  b: ExprBuilder,
+  ins: readonly ValueRef[],
+  outShape: readonly number[],
+  outDType: DType,
+  addBuf: AddBuf,
+  outRole: BufferRole,
+): { steps: Step[]; value: ValueRef } {
   const a = n.attrs;
   const [x, dy] = ins as [ValueRef, ValueRef];
   const d = a.window.length;
@@ -143,7 +194,11 @@ export function lowerPoolGrad(n: OpNode<'pool_grad'>, b: ExprBuilder, ins: reado
     steps.push({ ...tiledPoolGrad(b, g, x, dy, out, outShape, outDType, load), pool: poolSpec(g, true, x, dy, out) });
     return { steps, value: { buf: out, offset: 0, shape: outShape, dtype: outDType } };
   }
-  const loop = (label: string, shape: readonly number[], body: (co: IExpr[]) => { buf: number; value: Expr; dtype: DType }): void => {
+  const loop = (
+    label: string,
+    shape: readonly number[],
+    body: (co: IExpr[]) => { buf: number; value: Expr; dtype: DType },
+  ): void => {
     const vars = shape.map((k) => newVar(k));
     const co = vars.map(ivar);
     const st = body(co);
@@ -156,13 +211,22 @@ export function lowerPoolGrad(n: OpNode<'pool_grad'>, b: ExprBuilder, ins: reado
   if (a.mode === 'max') {
     const arg = addBuf('int32', sizeOf(dy.shape), 'temp');
     loop('pool_grad:argmax', dy.shape, (co) => ({
-      buf: arg, dtype: 'int32',
-      value: b.cast('int32', firstMaxTap(b, g, co.slice(1, d + 1), (pos) => b.cast(x.dtype, load(x, [co[0]!, ...pos, co[d + 1]!])))),
+      buf: arg,
+      dtype: 'int32',
+      value: b.cast(
+        'int32',
+        firstMaxTap(b, g, co.slice(1, d + 1), (pos) => b.cast(x.dtype, load(x, [co[0]!, ...pos, co[d + 1]!]))),
+      ),
     }));
     term = (co, r) => {
       const oc = [co[0]!, ...r.o, co[d + 1]!];
       const hit = b.op('eq', b.load(arg, ravel(oc, dy.shape)), r.flat);
-      return b.op('select', r.valid === undefined ? hit : b.op('and', r.valid, hit), b.cast(dy.dtype, load(dy, oc)), b.const(0));
+      return b.op(
+        'select',
+        r.valid === undefined ? hit : b.op('and', r.valid, hit),
+        b.cast(dy.dtype, load(dy, oc)),
+        b.const(0),
+      );
     };
   } else {
     const cnt = addBuf('int32', sizeOf(g.outSize), 'temp');
@@ -171,7 +235,11 @@ export function lowerPoolGrad(n: OpNode<'pool_grad'>, b: ExprBuilder, ins: reado
       return { buf: cnt, dtype: 'int32', value: b.reduce('sum', t.vars, t.valid ?? b.const(1)) };
     });
     term = (co, r) => {
-      const v = b.op('div', b.cast(dy.dtype, load(dy, [co[0]!, ...r.o, co[d + 1]!])), b.load(cnt, ravel(r.o, g.outSize)));
+      const v = b.op(
+        'div',
+        b.cast(dy.dtype, load(dy, [co[0]!, ...r.o, co[d + 1]!])),
+        b.load(cnt, ravel(r.o, g.outSize)),
+      );
       return masked(b, r.valid, v, 0);
     };
   }
@@ -188,7 +256,9 @@ export function lowerPoolGrad(n: OpNode<'pool_grad'>, b: ExprBuilder, ins: reado
  * O*k = S on every axis, so every input cell is in exactly one window (the common 2x2 pooling).
  */
 function tiled(g: PoolGeom): boolean {
-  return g.a.window.every((k, i) => g.a.strides[i] === k && g.a.dilation[i] === 1 && g.pads[i] === 0 && g.outSize[i]! * k === g.inSize[i]);
+  return g.a.window.every(
+    (k, i) => g.a.strides[i] === k && g.a.dilation[i] === 1 && g.pads[i] === 0 && g.outSize[i]! * k === g.inSize[i],
+  );
 }
 
 /**
@@ -199,7 +269,13 @@ function tiled(g: PoolGeom): boolean {
  * plus 0, as the reference's sum gives it (0 + -0 is +0).
  */
 function tiledPoolGrad(
-  b: ExprBuilder, g: PoolGeom, x: ValueRef, dy: ValueRef, out: number, outShape: readonly number[], outDType: DType,
+  b: ExprBuilder,
+  g: PoolGeom,
+  x: ValueRef,
+  dy: ValueRef,
+  out: number,
+  outShape: readonly number[],
+  outDType: DType,
   load: (v: ValueRef, co: readonly IExpr[]) => Expr,
 ): LoopKernel {
   const d = g.a.window.length;
@@ -218,7 +294,16 @@ function tiledPoolGrad(
   }
   const s = o.map((oi, i) => iadd(iscale(ivar(oi), g.a.window[i]!), ivar(t[i]!)));
   return {
-    kind: 'loop', label: 'pool_grad', vars: [n, ...o, c, ...t],
-    stores: [{ buf: out, dtype: outDType, index: ravel([ivar(n), ...s, ivar(c)], outShape), value: b.cast(outDType, b.op('add', b.const(0), term)) }],
+    kind: 'loop',
+    label: 'pool_grad',
+    vars: [n, ...o, c, ...t],
+    stores: [
+      {
+        buf: out,
+        dtype: outDType,
+        index: ravel([ivar(n), ...s, ivar(c)], outShape),
+        value: b.cast(outDType, b.op('add', b.const(0), term)),
+      },
+    ],
   };
 }

@@ -9,7 +9,11 @@ import { DynamicShapeError, type Concrete, type LowerSpec } from './types.js';
 
 /** A Scan as a loop over its compiled body, or why it must run as an extern (no steps, a body that does not compile). */
 export function lowerScan(
-  n: OpNode<'scan'>, t: Concrete, spec: LowerSpec, values: ReadonlyMap<Node, ValueRef>, addBuf: (dtype: DType, size: number, role: BufferRole) => number,
+  n: OpNode<'scan'>,
+  t: Concrete,
+  spec: LowerSpec,
+  values: ReadonlyMap<Node, ValueRef>,
+  addBuf: (dtype: DType, size: number, role: BufferRole) => number,
   lower: (spec: LowerSpec) => Program,
 ): { step: ScanStep; items: ValueRef[] } | { reason: string } {
   const a = n.attrs;
@@ -22,14 +26,19 @@ export function lowerScan(
   const inits = ins.slice(nSeq, nSeq + nState);
   const consts = ins.slice(nSeq + nState);
   const steps = a.n_steps ?? seqs[0]?.shape[0];
-  if (steps === undefined || steps < 1) return { reason: `a scan of ${steps ?? 'unknown'} steps runs its reference implementation` };
+  if (steps === undefined || steps < 1)
+    return { reason: `a scan of ${steps ?? 'unknown'} steps runs its reference implementation` };
   const args = body.args;
   const argShapes = [...seqs.map((v) => v.shape.slice(1)), ...inits.map((v) => v.shape), ...consts.map((v) => v.shape)];
   let prog: Program;
   try {
     prog = lower({
-      targets: spec.optimizeBody!(body), inputSlot: new Map(args.map((x, i) => [x, i])), variableSlot: new Map(),
-      inputShapes: argShapes, tile: spec.tile, optimizeBody: spec.optimizeBody,
+      targets: spec.optimizeBody!(body),
+      inputSlot: new Map(args.map((x, i) => [x, i])),
+      variableSlot: new Map(),
+      inputShapes: argShapes,
+      tile: spec.tile,
+      optimizeBody: spec.optimizeBody,
       ...(spec.gatherLoops !== undefined ? { gatherLoops: spec.gatherLoops } : {}),
     });
   } catch (e) {
@@ -38,8 +47,11 @@ export function lowerScan(
   }
   // New states keep the states' shapes (the reference checks it at every step).
   const sameAs = (x: readonly number[], y: readonly number[]) => x.length === y.length && x.every((d, i) => d === y[i]);
-  const odd = inits.findIndex((v, j) => !sameAs(prog.targets[nOut + j]!.shape, v.shape) || prog.targets[nOut + j]!.dtype !== v.dtype);
-  if (odd >= 0) return { reason: `the body's new state ${odd} does not keep the state's type (the reference reports it)` };
+  const odd = inits.findIndex(
+    (v, j) => !sameAs(prog.targets[nOut + j]!.shape, v.shape) || prog.targets[nOut + j]!.dtype !== v.dtype,
+  );
+  if (odd >= 0)
+    return { reason: `the body's new state ${odd} does not keep the state's type (the reference reports it)` };
   const items = t.items!;
   const item = (k: number): ValueRef => {
     const it = items[k]!;
@@ -50,9 +62,17 @@ export function lowerScan(
   const stateRefs = body.states.map((_, j) => item(nOut + nState + j));
   const scratch = (v: { dtype: DType; shape: readonly number[] }) => addBuf(v.dtype, sizeOf(v.shape), 'scratch');
   const step: ScanStep = {
-    kind: 'scan', label: `scan ${steps} steps`, steps, backwards: a.go_backwards, body: prog, seqs, inits, consts,
+    kind: 'scan',
+    label: `scan ${steps} steps`,
+    steps,
+    backwards: a.go_backwards,
+    body: prog,
+    seqs,
+    inits,
+    consts,
     seqStep: seqs.map((v) => scratch({ dtype: v.dtype, shape: v.shape.slice(1) })),
-    stateA: inits.map(scratch), stateB: inits.map(scratch),
+    stateA: inits.map(scratch),
+    stateB: inits.map(scratch),
     outStep: prog.targets.slice(0, nOut).map(scratch),
     outItems: outRefs.map((r, k) => ({ buf: r.buf, keep: a.keep[k]! })),
     finalItems: finalRefs.map((r) => r.buf),

@@ -5,9 +5,8 @@ import { sliceRange } from '../../ir/ops/shape.js';
 import type { GradClipAttrs } from '../../ir/ops/adjoint.js';
 import type { AttrsOf } from '../../ir/registry.js';
 import type { Expr } from '../kernel/expr.js';
-import {
-  iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, ravel, unravel, type Var,
-} from '../kernel/index-expr.js';
+import type { Var } from '../kernel/index-expr.js';
+import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, ravel, unravel } from '../kernel/index-expr.js';
 import type { LoopTemplate } from './templates.js';
 import { axisOf, broadcastCoords, notFirst, sumOver, view } from './templates-shape.js';
 import { allOf, masked, within } from '../kernel/mask.js';
@@ -71,7 +70,10 @@ const concatPartT: LoopTemplate<AttrsOf<'concat_part'>> = {
     const axis = axisOf(c, c.outShape.length);
     const index = c.attrs.index;
     const before = c.inShapes.slice(1, 1 + index).reduce((s, t) => s + t[axis]!, 0);
-    return at(0, out.map((o, i) => (i === axis ? iadd(o, iconst(before)) : o)));
+    return at(
+      0,
+      out.map((o, i) => (i === axis ? iadd(o, iconst(before)) : o)),
+    );
   },
 };
 
@@ -107,7 +109,12 @@ const unrepeatT: LoopTemplate<AttrsOf<'unrepeat'>> = {
     const axis = axisOf(c, c.outShape.length);
     const rep = c.attrs.rep;
     const v = newVar(rep);
-    return sumOver(at, c, rep === 1 ? [] : [v], out.map((o, i) => (i === axis && rep > 1 ? iadd(iscale(o, rep), ivar(v)) : o)));
+    return sumOver(
+      at,
+      c,
+      rep === 1 ? [] : [v],
+      out.map((o, i) => (i === axis && rep > 1 ? iadd(iscale(o, rep), ivar(v)) : o)),
+    );
   },
 };
 

@@ -17,7 +17,8 @@ import type { AttrsOf } from '../../ir/registry.js';
 import { firstMaxTap, foldTaps, poolGeom, windowTaps, type PoolGeom } from './pool.js';
 import type { PoolAttrs } from '../../ir/ops/pool.js';
 import type { Expr, ExprBuilder } from '../kernel/expr.js';
-import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, unravel, type IExpr, type Var } from '../kernel/index-expr.js';
+import type { IExpr, Var } from '../kernel/index-expr.js';
+import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, unravel } from '../kernel/index-expr.js';
 import type { IndirectA } from '../kernel/ir.js';
 import type { LoopTemplate, MatmulTemplate, TemplateCtx } from './templates.js';
 import { allOf, masked, within } from '../kernel/mask.js';
@@ -27,14 +28,22 @@ type ConvCtx = TemplateCtx & { readonly attrs: WindowAttrs & { readonly groups: 
 
 const groupsOf = (c: TemplateCtx) => (c as ConvCtx).attrs.groups;
 /** Channel `x` of group `g` (blocks of `size`): g*size + x (x alone when there is one group). */
-const inGroup = (c: TemplateCtx, g: IExpr, size: number, x: IExpr) => (groupsOf(c) === 1 ? x : iadd(iscale(g, size), x));
+const inGroup = (c: TemplateCtx, g: IExpr, size: number, x: IExpr) =>
+  groupsOf(c) === 1 ? x : iadd(iscale(g, size), x);
 const prod = (xs: readonly number[]) => sizeOf(xs);
 
 /** `value` where every condition holds, else 0. */
-const maskedAll = (c: TemplateCtx<unknown>, conds: readonly (Expr | undefined)[], value: Expr): Expr => masked(c.b, allOf(c.b, conds), value);
+const maskedAll = (c: TemplateCtx<unknown>, conds: readonly (Expr | undefined)[], value: Expr): Expr =>
+  masked(c.b, allOf(c.b, conds), value);
 
 /** Input position o*stride + tap*dil - pad on each spatial axis, clamped, with its in-range conditions. */
-function tapRead(c: TemplateCtx<WindowAttrs>, o: readonly IExpr[], tap: readonly IExpr[], inSize: readonly number[], window: readonly number[]) {
+function tapRead(
+  c: TemplateCtx<WindowAttrs>,
+  o: readonly IExpr[],
+  tap: readonly IExpr[],
+  inSize: readonly number[],
+  window: readonly number[],
+) {
   const conds: (Expr | undefined)[] = [];
   const pos = o.map((od, i) => {
     const pb = padsFor(inSize[i]!, window[i]!, c.attrs.strides[i]!, c.attrs.dilation[i]!, c.attrs.padding)[0];
@@ -50,7 +59,13 @@ function tapRead(c: TemplateCtx<WindowAttrs>, o: readonly IExpr[], tap: readonly
  * o*stride + tap*dil - pad = s on each spatial axis (clamped), with the conditions that it
  * exists (s + pad - tap*dil a multiple of the stride, and inside dy). dy is (N, O..., F), w (K..., Cg, F).
  */
-function transposeTapRead(c: ConvCtx, s: readonly IExpr[], tap: readonly IExpr[], dy: readonly number[], w: readonly number[]) {
+function transposeTapRead(
+  c: ConvCtx,
+  s: readonly IExpr[],
+  tap: readonly IExpr[],
+  dy: readonly number[],
+  w: readonly number[],
+) {
   const conds: (Expr | undefined)[] = [];
   const pos = s.map((sk, k) => {
     const stride = c.attrs.strides[k]!;
@@ -66,8 +81,18 @@ function transposeTapRead(c: ConvCtx, s: readonly IExpr[], tap: readonly IExpr[]
 }
 
 /** A convolution as a matmul template: A packed through `aValue` only (each element read many times, so no prologue). */
-function convMatmul(op: string, t: Pick<MatmulTemplate, 'shapeOnly' | 'dims' | 'aValue' | 'b' | 'out' | 'indirect'>): MatmulTemplate {
-  return { kind: 'matmul', prologue: false, ...t, a: () => { throw new Error(`internal: ${op} packs through aValue`); } };
+function convMatmul(
+  op: string,
+  t: Pick<MatmulTemplate, 'shapeOnly' | 'dims' | 'aValue' | 'b' | 'out' | 'indirect'>,
+): MatmulTemplate {
+  return {
+    kind: 'matmul',
+    prologue: false,
+    ...t,
+    a: () => {
+      throw new Error(`internal: ${op} packs through aValue`);
+    },
+  };
 }
 
 /**
@@ -78,7 +103,12 @@ function convMatmul(op: string, t: Pick<MatmulTemplate, 'shapeOnly' | 'dims' | '
 const featureLayout: Pick<MatmulTemplate, 'dims' | 'b' | 'out'> = {
   dims(c) {
     const y = c.inShapes[1]!;
-    return { batch: groupsOf(c), m: prod(c.outShape.slice(0, -1)), n: y[y.length - 1]! / groupsOf(c), k: prod(y.slice(0, -1)) };
+    return {
+      batch: groupsOf(c),
+      m: prod(c.outShape.slice(0, -1)),
+      n: y[y.length - 1]! / groupsOf(c),
+      k: prod(y.slice(0, -1)),
+    };
   },
   b(g, t, j, c) {
     const y = c.inShapes[1]!;
@@ -94,12 +124,25 @@ const featureLayout: Pick<MatmulTemplate, 'dims' | 'b' | 'out'> = {
  * The table-read operand of a conv or its kernel gradient over input x (n, spatial..., c): output
  * cells `outSize`, taps `window` at the strides and dilation, from the padding before.
  */
-function convIndirect(over: 'rows' | 'terms', x: readonly number[], outSize: number[], window: number[], a: ConvCtx['attrs']): Omit<IndirectA, 'buf' | 'offset'> {
+function convIndirect(
+  over: 'rows' | 'terms',
+  x: readonly number[],
+  outSize: number[],
+  window: number[],
+  a: ConvCtx['attrs'],
+): Omit<IndirectA, 'buf' | 'offset'> {
   const d = x.length - 2;
   return {
-    over, batch: x[0]!, channels: x[d + 1]!, inSize: x.slice(1, d + 1), outSize, window,
-    step: a.strides.slice(0, d), tapStep: a.dilation.slice(0, d),
-    start: x.slice(1, d + 1).map((n, k) => -padsFor(n, window[k]!, a.strides[k]!, a.dilation[k]!, a.padding)[0]), div: x.slice(1, d + 1).map(() => 1),
+    over,
+    batch: x[0]!,
+    channels: x[d + 1]!,
+    inSize: x.slice(1, d + 1),
+    outSize,
+    window,
+    step: a.strides.slice(0, d),
+    tapStep: a.dilation.slice(0, d),
+    start: x.slice(1, d + 1).map((n, k) => -padsFor(n, window[k]!, a.strides[k]!, a.dilation[k]!, a.padding)[0]),
+    div: x.slice(1, d + 1).map(() => 1),
   };
 }
 
@@ -130,15 +173,29 @@ export const convTransposeT = convMatmul('conv_transpose', {
     const [dy, w] = c.inShapes as [number[], number[]];
     const d = dy.length - 2;
     return {
-      over: 'rows', batch: dy[0]!, channels: dy[d + 1]!, inSize: dy.slice(1, d + 1), outSize: c.outShape.slice(1, d + 1), window: w.slice(0, d),
-      step: dy.slice(1, d + 1).map(() => 1), tapStep: a.dilation.slice(0, d).map((v) => -v),
-      start: dy.slice(1, d + 1).map((_, k) => padsFor(c.outShape[k + 1]!, w[k]!, a.strides[k]!, a.dilation[k]!, a.padding)[0]), div: a.strides.slice(0, d),
+      over: 'rows',
+      batch: dy[0]!,
+      channels: dy[d + 1]!,
+      inSize: dy.slice(1, d + 1),
+      outSize: c.outShape.slice(1, d + 1),
+      window: w.slice(0, d),
+      step: dy.slice(1, d + 1).map(() => 1),
+      tapStep: a.dilation.slice(0, d).map((v) => -v),
+      start: dy
+        .slice(1, d + 1)
+        .map((_, k) => padsFor(c.outShape[k + 1]!, w[k]!, a.strides[k]!, a.dilation[k]!, a.padding)[0]),
+      div: a.strides.slice(0, d),
     };
   },
   dims(c) {
     const [dy, w] = c.inShapes as [number[], number[]];
     const d = dy.length - 2;
-    return { batch: groupsOf(c), m: prod(c.outShape.slice(0, d + 1)), n: w[d]!, k: prod(w.slice(0, d)) * (w[d + 1]! / groupsOf(c)) };
+    return {
+      batch: groupsOf(c),
+      m: prod(c.outShape.slice(0, d + 1)),
+      n: w[d]!,
+      k: prod(w.slice(0, d)) * (w[d + 1]! / groupsOf(c)),
+    };
   },
   aValue(at, g, i, t, c) {
     const cc = c as ConvCtx;
@@ -178,22 +235,35 @@ export const convKernelGradT = convMatmul('conv_kernel_grad', {
     const d = x.length - 2;
     const tapC = unravel(i, c.outShape.slice(0, d + 1));
     const no = unravel(t, dy.slice(0, d + 1));
-    const { pos, conds } = tapRead(c as ConvCtx, no.slice(1), tapC.slice(0, d), x.slice(1, d + 1), c.outShape.slice(0, d));
+    const { pos, conds } = tapRead(
+      c as ConvCtx,
+      no.slice(1),
+      tapC.slice(0, d),
+      x.slice(1, d + 1),
+      c.outShape.slice(0, d),
+    );
     return maskedAll(c, conds, at(0, [no[0]!, ...pos, inGroup(c, g, c.outShape[d]!, tapC[d]!)]));
   },
 });
-
 
 /**
  * A pooling template: `reduce` gets the builder, the geometry, the output cell's spatial
  * coordinates, and a read of input k at spatial positions (in the output cell's batch and channel).
  */
-function poolTemplate<A extends PoolAttrs>(reduce: (b: ExprBuilder, g: PoolGeom, o: readonly IExpr[], read: (input: number, pos: readonly IExpr[]) => Expr) => Expr): LoopTemplate<A> {
+function poolTemplate<A extends PoolAttrs>(
+  reduce: (
+    b: ExprBuilder,
+    g: PoolGeom,
+    o: readonly IExpr[],
+    read: (input: number, pos: readonly IExpr[]) => Expr,
+  ) => Expr,
+): LoopTemplate<A> {
   return {
     kind: 'reduction',
     expr(at, out, c) {
       const d = c.attrs.window.length;
-      const read = (k: number, pos: readonly IExpr[]) => c.b.cast(c.inDTypes[k]!, at(k, [out[0]!, ...pos, out[d + 1]!]));
+      const read = (k: number, pos: readonly IExpr[]) =>
+        c.b.cast(c.inDTypes[k]!, at(k, [out[0]!, ...pos, out[d + 1]!]));
       return reduce(c.b, poolGeom(c.attrs, c.inShapes[0]!, c.outShape), out.slice(1, d + 1), read);
     },
   };
@@ -233,7 +303,11 @@ export const groupedConvT: LoopTemplate = {
     const taps = w.slice(0, d).map((k) => newVar(k));
     const ch = newVar(cg);
     const { pos, conds } = tapRead(c as ConvCtx, out.slice(1, d + 1), taps.map(ivar), x.slice(1, d + 1), w.slice(0, d));
-    const xv = maskedAll(c, conds, c.b.cast(c.inDTypes[0]!, at(0, [out[0]!, ...pos, iadd(iscale(idiv(f, fg), cg), ivar(ch))])));
+    const xv = maskedAll(
+      c,
+      conds,
+      c.b.cast(c.inDTypes[0]!, at(0, [out[0]!, ...pos, iadd(iscale(idiv(f, fg), cg), ivar(ch))])),
+    );
     return sumOver(c, [...taps, ch], mul(c, xv, c.b.cast(c.inDTypes[1]!, at(1, [...taps.map(ivar), ivar(ch), f]))));
   },
 };
@@ -255,7 +329,11 @@ export const groupedConvTransposeT: LoopTemplate = {
     const { pos, conds } = transposeTapRead(cc, out.slice(1, d + 1), taps.map(ivar), dy, w);
     const fAbs = iadd(iscale(g, fg), ivar(fv));
     const dv = maskedAll(c, conds, c.b.cast(c.inDTypes[0]!, at(0, [out[0]!, ...pos, fAbs])));
-    return sumOver(c, [...taps, fv], mul(c, dv, c.b.cast(c.inDTypes[1]!, at(1, [...taps.map(ivar), imod(chOut, cg), fAbs]))));
+    return sumOver(
+      c,
+      [...taps, fv],
+      mul(c, dv, c.b.cast(c.inDTypes[1]!, at(1, [...taps.map(ivar), imod(chOut, cg), fAbs]))),
+    );
   },
 };
 
@@ -271,8 +349,18 @@ export const groupedConvKernelGradT: LoopTemplate = {
     const f = out[d + 1]!;
     const nv = newVar(dy[0]!);
     const ov = dy.slice(1, d + 1).map((k) => newVar(k));
-    const { pos, conds } = tapRead(c as ConvCtx, ov.map(ivar), out.slice(0, d), x.slice(1, d + 1), c.outShape.slice(0, d));
-    const xv = maskedAll(c, conds, c.b.cast(c.inDTypes[0]!, at(0, [ivar(nv), ...pos, iadd(iscale(idiv(f, fg), cg), out[d]!)])));
+    const { pos, conds } = tapRead(
+      c as ConvCtx,
+      ov.map(ivar),
+      out.slice(0, d),
+      x.slice(1, d + 1),
+      c.outShape.slice(0, d),
+    );
+    const xv = maskedAll(
+      c,
+      conds,
+      c.b.cast(c.inDTypes[0]!, at(0, [ivar(nv), ...pos, iadd(iscale(idiv(f, fg), cg), out[d]!)])),
+    );
     return sumOver(c, [nv, ...ov], mul(c, xv, c.b.cast(c.inDTypes[1]!, at(1, [ivar(nv), ...ov.map(ivar), f]))));
   },
 };
@@ -284,7 +372,11 @@ export const groupedConvKernelGradT: LoopTemplate = {
  * 9 against 44 ms; Cg = Fg = 2 22 against 14 ms; depthwise (Cg = Fg = 1) 17 against 13 ms, and a
  * depthwise step with max pooling 176 against 64 ms (bench/README.md).
  */
-export function narrowGroups(n: { readonly op: string; readonly attrs: { readonly [k: string]: unknown }; readonly inputs?: readonly { readonly shape: readonly (number | null)[] }[] }): boolean {
+export function narrowGroups(n: {
+  readonly op: string;
+  readonly attrs: { readonly [k: string]: unknown };
+  readonly inputs?: readonly { readonly shape: readonly (number | null)[] }[];
+}): boolean {
   const g = n.attrs['groups'];
   if (typeof g !== 'number' || !(g > 1) || n.inputs === undefined || n.inputs.length < 2) return false;
   const [a, b] = [n.inputs[0]!.shape, n.inputs[1]!.shape];

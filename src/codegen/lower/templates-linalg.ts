@@ -6,7 +6,10 @@ import type { MatmulTemplate } from './templates.js';
 
 /** A batch_dot operand's coordinates: batch `bb`, the summed axis at `t`, the other axes unravelled from `flat`. */
 function batchOperand(shape: readonly number[], axis: number, bb: IExpr, flat: IExpr, t: IExpr): IExpr[] {
-  const rest = unravel(flat, shape.filter((_, k) => k !== 0 && k !== axis));
+  const rest = unravel(
+    flat,
+    shape.filter((_, k) => k !== 0 && k !== axis),
+  );
   let j = 0;
   return shape.map((_, k) => (k === 0 ? bb : k === axis ? t : rest[j++]!));
 }
@@ -25,7 +28,17 @@ const batchDotT: MatmulTemplate<AttrsOf<'batch_dot'>> = {
   out(bb, i, jj, c) {
     const [xs, ys] = c.inShapes as [number[], number[]];
     const [ax, ay] = c.attrs.axes;
-    return [bb, ...unravel(i, xs.filter((_, k) => k !== 0 && k !== ax)), ...unravel(jj, ys.filter((_, k) => k !== 0 && k !== ay))];
+    return [
+      bb,
+      ...unravel(
+        i,
+        xs.filter((_, k) => k !== 0 && k !== ax),
+      ),
+      ...unravel(
+        jj,
+        ys.filter((_, k) => k !== 0 && k !== ay),
+      ),
+    ];
   },
 };
 

@@ -4,19 +4,24 @@
 import { sliceRange } from '../../ir/ops/shape.js';
 import type { AttrsOf } from '../../ir/registry.js';
 import type { Expr } from '../kernel/expr.js';
-import {
-  iadd, iclamp, iconst, idiv, imod, iscale, unravel, type IExpr, type Var,
-} from '../kernel/index-expr.js';
+import { iadd, iclamp, iconst, idiv, imod, iscale, unravel, type IExpr, type Var } from '../kernel/index-expr.js';
 import type { At, LoopTemplate, TemplateCtx } from './templates.js';
 import { allOf, masked, within } from '../kernel/mask.js';
 
 /** Right-aligned broadcast: coordinates of an input of shape `inShape` inside `outShape`. */
-export function broadcastCoords(coords: readonly IExpr[], inShape: readonly number[], outShape: readonly number[]): IExpr[] {
+export function broadcastCoords(
+  coords: readonly IExpr[],
+  inShape: readonly number[],
+  outShape: readonly number[],
+): IExpr[] {
   const off = outShape.length - inShape.length;
   return inShape.map((d, k) => (d === 1 && outShape[k + off] !== 1 ? iconst(0) : coords[k + off]!));
 }
 
-export const view = <A>(coords: (out: readonly IExpr[], c: TemplateCtx<A>) => IExpr[], shapeOnly?: (input: number) => boolean): LoopTemplate<A> => ({
+export const view = <A>(
+  coords: (out: readonly IExpr[], c: TemplateCtx<A>) => IExpr[],
+  shapeOnly?: (input: number) => boolean,
+): LoopTemplate<A> => ({
   kind: 'view',
   expr: (at, out, c) => at(0, coords(out, c)),
   ...(shapeOnly !== undefined ? { shapeOnly } : {}),
@@ -29,10 +34,12 @@ export function sumOver(at: At, c: TemplateCtx<unknown>, vars: readonly Var[], i
   return vars.length === 0 ? body : c.b.reduce('sum', vars, body);
 }
 
-const sliceT = view<AttrsOf<'slice'>>((out, c) => c.attrs.axes.map((s, i) => {
-  const { first } = sliceRange(s, c.inShapes[0]![i]!);
-  return iadd(iconst(first), iscale(out[i]!, s.step));
-}));
+const sliceT = view<AttrsOf<'slice'>>((out, c) =>
+  c.attrs.axes.map((s, i) => {
+    const { first } = sliceRange(s, c.inShapes[0]![i]!);
+    return iadd(iconst(first), iscale(out[i]!, s.step));
+  }),
+);
 
 const padT: LoopTemplate<AttrsOf<'pad'>> = {
   kind: 'view',
@@ -58,8 +65,17 @@ const concatT: LoopTemplate<AttrsOf<'concat'>> = {
     const axis = axisOf(c, c.outShape.length);
     const offs: number[] = [];
     let acc = 0;
-    for (const s of c.inShapes) { offs.push(acc); acc += s[axis]!; }
-    const part = (j: number) => at(j, out.map((o, i) => (i === axis ? iclamp(iadd(o, iconst(-offs[j]!)), 0, Math.max(c.inShapes[j]![axis]! - 1, 0)) : o)));
+    for (const s of c.inShapes) {
+      offs.push(acc);
+      acc += s[axis]!;
+    }
+    const part = (j: number) =>
+      at(
+        j,
+        out.map((o, i) =>
+          i === axis ? iclamp(iadd(o, iconst(-offs[j]!)), 0, Math.max(c.inShapes[j]![axis]! - 1, 0)) : o,
+        ),
+      );
     let e = part(c.inShapes.length - 1);
     for (let j = c.inShapes.length - 2; j >= 0; j--) {
       if (c.inShapes[j]![axis] === 0) continue;

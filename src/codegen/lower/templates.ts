@@ -47,7 +47,12 @@ export interface LoopTemplate<A = Attrs> {
   supports?(attrs: A): boolean;
 }
 
-export interface MatmulDims { readonly batch: number; readonly m: number; readonly n: number; readonly k: number }
+export interface MatmulDims {
+  readonly batch: number;
+  readonly m: number;
+  readonly n: number;
+  readonly k: number;
+}
 
 /** A matmul: out[b, i, j] = sum_t A[b, i, t] * B[b, t, j], each given as coordinates of the op's inputs/output. */
 export interface MatmulTemplate<A = Attrs> {
@@ -73,12 +78,15 @@ export type OpTemplate<A = Attrs> = LoopTemplate<A> | MatmulTemplate<A>;
 /** Templates for some built-in ops, each typed by its op's attrs (as TfTableFor and GradTableFor are). */
 export type TemplateTableFor<K extends OpName> = { readonly [P in K]?: OpTemplate<AttrsOf<P>> };
 
-
 /** An elementwise op from a function of its broadcast input values. */
 function ew(f: (args: Expr[], c: TemplateCtx) => Expr): LoopTemplate {
   return {
     kind: 'elementwise',
-    expr: (at, coords, c) => f(c.inShapes.map((s, i) => at(i, broadcastCoords(coords, s, c.outShape))), c),
+    expr: (at, coords, c) =>
+      f(
+        c.inShapes.map((s, i) => at(i, broadcastCoords(coords, s, c.outShape))),
+        c,
+      ),
   };
 }
 const unary = (op: ScalarOp) => ew(([a], c) => c.b.op(op, a!));
@@ -87,7 +95,9 @@ const binary = (op: ScalarOp) => ew(([a, x], c) => c.b.op(op, a!, x!));
 const scalarCall = (name: string, fn: ScalarFn) => ew((args, c) => c.b.call(fn, name, args));
 
 /** Every reduction row's template: its kernel fold (divided by the count for a mean). */
-const reductionTemplates = Object.fromEntries(reductionRows.map((r) => [r.name, reduction(r.spelling.kernel as ReduceOp, r.spelling.mean === true)])) as TemplateTableFor<ReductionName>;
+const reductionTemplates = Object.fromEntries(
+  reductionRows.map((r) => [r.name, reduction(r.spelling.kernel as ReduceOp, r.spelling.mean === true)]),
+) as TemplateTableFor<ReductionName>;
 
 function reduction(op: ReduceOp, mean = false): LoopTemplate<ReduceAttrs> {
   return {
@@ -101,7 +111,10 @@ function reduction(op: ReduceOp, mean = false): LoopTemplate<ReduceAttrs> {
       let j = 0;
       shape.forEach((_, d) => {
         const r = axes.indexOf(d);
-        if (r >= 0) { inCoords.push(ivar(vars[r]!)); if (keep) j++; } else inCoords.push(coords[j++]!);
+        if (r >= 0) {
+          inCoords.push(ivar(vars[r]!));
+          if (keep) j++;
+        } else inCoords.push(coords[j++]!);
       });
       const body = c.b.cast(c.inDTypes[0]!, at(0, inCoords));
       const red = c.b.reduce(op, vars, body);
@@ -164,13 +177,22 @@ const dotTemplate: MatmulTemplate = {
   b(_b, t, j, c) {
     const ys = c.inShapes[1]!;
     const ya = dotAxisOfY(ys.length);
-    const jc = unravel(j, ys.filter((_, i) => i !== ya));
+    const jc = unravel(
+      j,
+      ys.filter((_, i) => i !== ya),
+    );
     return [...jc.slice(0, ya), t, ...jc.slice(ya)];
   },
   out(_b, i, j, c) {
     const xs = c.inShapes[0]!;
     const ys = c.inShapes[1]!;
-    return [...unravel(i, xs.slice(0, -1)), ...unravel(j, ys.filter((_, k) => k !== dotAxisOfY(ys.length)))];
+    return [
+      ...unravel(i, xs.slice(0, -1)),
+      ...unravel(
+        j,
+        ys.filter((_, k) => k !== dotAxisOfY(ys.length)),
+      ),
+    ];
   },
 };
 
@@ -208,7 +230,11 @@ const inTopK: LoopTemplate<AttrsOf<'in_top_k'>> = {
     const target = at(1, [i!]);
     const score = (j: IExpr) => b.cast(c.inDTypes[0]!, at(0, [i!, j]));
     const j1 = newVar(classes);
-    const v = b.reduce('max', [j1], b.op('select', b.op('eq', b.index(ivar(j1)), target), score(ivar(j1)), b.const(-Infinity)));
+    const v = b.reduce(
+      'max',
+      [j1],
+      b.op('select', b.op('eq', b.index(ivar(j1)), target), score(ivar(j1)), b.const(-Infinity)),
+    );
     const j2 = newVar(classes);
     const higher = b.reduce('sum', [j2], b.op('gt', score(ivar(j2)), v));
     const inRange = b.op('and', b.op('ge', target, b.const(0)), b.op('lt', target, b.const(classes)));
@@ -222,7 +248,8 @@ const inTopK: LoopTemplate<AttrsOf<'in_top_k'>> = {
  */
 function scalarOpTemplates(): { -readonly [K in SpelledIn<'kernel'>]?: LoopTemplate } {
   const out: { -readonly [K in SpelledIn<'kernel'>]?: LoopTemplate } = {};
-  for (const { op, name, row } of rowsSpelledIn('kernel')) out[op] = row.arity === 1 ? unary(name as KernelOp) : binary(name as KernelOp);
+  for (const { op, name, row } of rowsSpelledIn('kernel'))
+    out[op] = row.arity === 1 ? unary(name as KernelOp) : binary(name as KernelOp);
   return out;
 }
 
@@ -231,7 +258,9 @@ const ops = elementwiseOps;
 export const templates: TemplateTableFor<OpName> = {
   ...scalarOpTemplates(),
   square: ew(([a], c) => c.b.op('mul', a!, a!)),
-  sigmoid: scalarCall('sigmoid', ops.sigmoid.scalar), softplus: scalarCall('softplus', ops.softplus.scalar), erf: scalarCall('erf', ops.erf.scalar),
+  sigmoid: scalarCall('sigmoid', ops.sigmoid.scalar),
+  softplus: scalarCall('softplus', ops.softplus.scalar),
+  erf: scalarCall('erf', ops.erf.scalar),
   where: ew(([cond, a, x], c) => c.b.op('select', cond!, a!, x!)),
   cast: ew(([a]) => a!), // the cast itself is the store-rounding every node gets
   identity: ew(([a]) => a!),
@@ -239,7 +268,9 @@ export const templates: TemplateTableFor<OpName> = {
   transpose: view((out, c) => {
     const perm = c.attrs.perm;
     const inC = new Array<IExpr>(perm.length);
-    perm.forEach((p, k) => { inC[p] = out[k]!; });
+    perm.forEach((p, k) => {
+      inC[p] = out[k]!;
+    });
     return inC;
   }),
   reshape: view((out, c) => unravel(ravel(out, c.outShape), c.inShapes[0]!)),
@@ -249,7 +280,8 @@ export const templates: TemplateTableFor<OpName> = {
     return [iconst(i < 0 ? i + d : i), ...out];
   }),
   ...reductionTemplates,
-  argmax: argExtreme('max'), argmin: argExtreme('min'),
+  argmax: argExtreme('max'),
+  argmin: argExtreme('min'),
   dot: dotTemplate,
   softmax_cross_entropy: softmaxXent,
   in_top_k: inTopK,
@@ -271,7 +303,9 @@ export function registerTemplate(op: string, t: OpTemplate): void {
  * A node's template: its op's entry (when it supports the node's attrs), or for elementwise ops
  * defined with a scalar function (src/ir/ops/elementwise.ts' `ew`), a call of that function.
  */
-export function templateOf(n: Pick<Node, 'op' | 'attrs'> & { readonly inputs?: Node['inputs'] }): OpTemplate | undefined {
+export function templateOf(
+  n: Pick<Node, 'op' | 'attrs'> & { readonly inputs?: Node['inputs'] },
+): OpTemplate | undefined {
   const t = (templates as Partial<Record<string, OpTemplate>>)[n.op] ?? registered.get(n.op);
   if (t !== undefined) {
     const alt = (convAlternates as Partial<Record<string, OpTemplate>>)[n.op];
@@ -281,7 +315,10 @@ export function templateOf(n: Pick<Node, 'op' | 'attrs'> & { readonly inputs?: N
   const def = getOp(n.op) as { kind: string; scalar?: unknown; impure?: boolean };
   if (def.kind === 'elementwise' && typeof def.scalar === 'function' && def.impure !== true) {
     let c = scalarCalls.get(n.op);
-    if (c === undefined) { c = scalarCall(n.op, def.scalar as ScalarFn); scalarCalls.set(n.op, c); }
+    if (c === undefined) {
+      c = scalarCall(n.op, def.scalar as ScalarFn);
+      scalarCalls.set(n.op, c);
+    }
     return c;
   }
   return undefined;

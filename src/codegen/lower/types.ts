@@ -9,7 +9,11 @@ import type { ScanBody } from '../../ir/scanbody.js';
  * values), or shapes that do not fit (`invalid`: the reference interpreter then reports the error).
  */
 export class DynamicShapeError extends Error {
-  constructor(readonly op: string, message: string, readonly invalid = false) {
+  constructor(
+    readonly op: string,
+    message: string,
+    readonly invalid = false,
+  ) {
     super(`${op}: ${message}`);
   }
 }
@@ -26,7 +30,9 @@ export interface LowerSpec {
    * into float32 panels of that tile; without it every product sums in float64.
    */
   readonly tile: {
-    readonly mr: number; readonly nr: number; readonly f32?: { readonly mr: number; readonly nr: number };
+    readonly mr: number;
+    readonly nr: number;
+    readonly f32?: { readonly mr: number; readonly nr: number };
     /** With `f32`: the tile of float32 convolutions summed through an indirection buffer (MatmulKernel.indirect), where the target has that kernel. */
     readonly igemm?: { readonly mr: number; readonly nr: number };
   };
@@ -40,4 +46,8 @@ export interface LowerSpec {
   readonly gatherLoops?: number;
 }
 
-export interface Concrete { readonly shape: readonly number[]; readonly dtype: DType; readonly items?: readonly Concrete[] }
+export interface Concrete {
+  readonly shape: readonly number[];
+  readonly dtype: DType;
+  readonly items?: readonly Concrete[];
+}

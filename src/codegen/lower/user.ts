@@ -26,9 +26,13 @@ const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 const INPUT = /^x\d+$/;
 const RESERVED = new Set(['Math', 'Infinity', 'NaN', 'undefined', 'arguments', 'eval']);
 /** JavaScript's reserved words (strict mode): no template can name an attr called one of these. */
-export const JS_RESERVED: ReadonlySet<string> = new Set(('break case catch class const continue debugger default delete do else enum export extends false finally '
-  + 'for function if import in instanceof new null return super switch this throw true try typeof var void while with yield let static implements '
-  + 'interface package private protected public await').split(' '));
+export const JS_RESERVED: ReadonlySet<string> = new Set(
+  (
+    'break case catch class const continue debugger default delete do else enum export extends false finally ' +
+    'for function if import in instanceof new null return super switch this throw true try typeof var void while with yield let static implements ' +
+    'interface package private protected public await'
+  ).split(' '),
+);
 
 /** The attrs a template sees: numbers and booleans (as 0/1) whose names are identifiers, not x0, x1... */
 function scalarAttrs(attrs: Attrs): [string, number][] {
@@ -53,12 +57,15 @@ function numberSource(v: number, float = false): string {
 
 /** Checks a template's syntax now, so a typo is reported by defineOp and not by the first compile. */
 export function checkTemplate(op: string, which: 'cpu' | 'gpu', src: unknown, arity: number | undefined): string {
-  if (typeof src !== 'string' || src.trim() === '') throw new TypeError(`defineOp(${op}): ${which} must be a JavaScript expression string, such as 'x0 * x1'`);
+  if (typeof src !== 'string' || src.trim() === '')
+    throw new TypeError(`defineOp(${op}): ${which} must be a JavaScript expression string, such as 'x0 * x1'`);
   const params = Array.from({ length: arity ?? 8 }, (_, i) => `x${i}`);
   try {
     new Function(...params, `return (${src}\n);`);
   } catch (e) {
-    throw new ValueError(`defineOp(${op}): the ${which} template ${JSON.stringify(src)} is not a JavaScript expression: ${(e as Error).message}`);
+    throw new ValueError(
+      `defineOp(${op}): the ${which} template ${JSON.stringify(src)} is not a JavaScript expression: ${(e as Error).message}`,
+    );
   }
   return src;
 }
@@ -86,7 +93,9 @@ export function userTemplates(op: string): UserTemplates | undefined {
 const callInfo = new WeakMap<ScalarFn, { readonly op: string; readonly attrs: Attrs; readonly nInputs: number }>();
 
 /** The user op behind a kernel IR `call` of `fn` (the gpu renders its gpu template instead). */
-export function userCallOf(fn: ScalarFn): { readonly op: string; readonly attrs: Attrs; readonly nInputs: number } | undefined {
+export function userCallOf(
+  fn: ScalarFn,
+): { readonly op: string; readonly attrs: Attrs; readonly nInputs: number } | undefined {
   return callInfo.get(fn);
 }
 
@@ -97,7 +106,9 @@ export function userScalarFn(op: string, attrs: Attrs, nInputs: number): ScalarF
   if (f === undefined) {
     const src = sources.get(op)?.cpu;
     if (src === undefined) throw new Error(`internal: user op ${op} has no cpu template`);
-    const consts = scalarAttrs(attrs).map(([k, v]) => `const ${k} = ${numberSource(v)};`).join(' ');
+    const consts = scalarAttrs(attrs)
+      .map(([k, v]) => `const ${k} = ${numberSource(v)};`)
+      .join(' ');
     const params = Array.from({ length: nInputs }, (_, i) => `x${i}`);
     // Its source (Function.prototype.toString) is what an exported module embeds.
     f = new Function(...params, `${consts} return (${src}\n);`) as ScalarFn;
@@ -129,8 +140,8 @@ export function requireGpuTemplates(outputs: readonly Node[], fn = 'function'): 
   for (const n of everyNode(outputs)) {
     if (!isUserOp(n) || sources.get(n.op)?.gpu !== undefined) continue;
     throw new ValueError(
-      `${fn}: device "gpu" cannot run the user op ${JSON.stringify(n.op)}: it was defined without a gpu template, and its reference implementation `
-      + `runs on the cpu only. Give defineOp a gpu expression of its inputs x0, x1, ... (for example gpu: 'x0 * x1'), or compile this function for device "cpu"`,
+      `${fn}: device "gpu" cannot run the user op ${JSON.stringify(n.op)}: it was defined without a gpu template, and its reference implementation ` +
+        `runs on the cpu only. Give defineOp a gpu expression of its inputs x0, x1, ... (for example gpu: 'x0 * x1'), or compile this function for device "cpu"`,
     );
   }
 }
@@ -140,13 +151,22 @@ export function requireGpuTemplates(outputs: readonly Node[], fn = 'function'): 
  * the node's attrs as constants inside. For the gpu renderer (src/codegen/gpu): call it with
  * the inputs' broadcast elements and add `source` to the kernel's functions.
  */
-export function userGpuHelper(n: { readonly op: string; readonly attrs: Node['attrs']; readonly inputs: readonly unknown[] }): { name: string; source: string } {
+export function userGpuHelper(n: {
+  readonly op: string;
+  readonly attrs: Node['attrs'];
+  readonly inputs: readonly unknown[];
+}): { name: string; source: string } {
   const src = sources.get(n.op)?.gpu;
   if (src === undefined) throw new ValueError(`op ${JSON.stringify(n.op)} has no gpu template`);
-  const consts = scalarAttrs(n.attrs).map(([k, v]) => `const ${k} = ${numberSource(v, true)}; `).join('');
+  const consts = scalarAttrs(n.attrs)
+    .map(([k, v]) => `const ${k} = ${numberSource(v, true)}; `)
+    .join('');
   const key = `${n.inputs.length}|${attrsKey(n.attrs)}`;
   let id = gpuIds.get(`${n.op}|${key}`);
-  if (id === undefined) { id = gpuIds.size; gpuIds.set(`${n.op}|${key}`, id); }
+  if (id === undefined) {
+    id = gpuIds.size;
+    gpuIds.set(`${n.op}|${key}`, id);
+  }
   const name = `u_${n.op}_${id}`;
   const params = n.inputs.map((_, i) => `x${i}`).join(', ');
   return { name, source: `function ${name}(${params}) { ${consts}return (${src}); }` };

@@ -64,19 +64,26 @@ export function schedule(vars: readonly Var[], stores: readonly Store[], b: Expr
   const toInt = (x: IExpr): Expr => {
     const hit = conv.get(x.key);
     if (hit !== undefined) return hit;
-    const terms = x.terms.map(([a, k]) => {
-      let base: Expr;
-      let r: number;
-      if (a.kind === 'var') { base = leafOf(a.v); r = rank.get(a.v.id) ?? 0; } else {
-        const inner = toInt(a.x);
-        const [alo] = range(a.x);
-        if (a.kind === 'clamp') base = b.op('min', b.op('max', inner, b.const(a.lo)), b.const(a.hi));
-        else if (alo >= 0) base = b.op(a.kind === 'div' ? 'idiv' : 'imod', inner, b.const(a.d));
-        else base = a.kind === 'div' ? b.op('floor', b.op('div', inner, b.const(a.d))) : b.op('mod', inner, b.const(a.d));
-        r = Math.max(-1, ...[...atomVars(a.x)].map((id) => rank.get(id) ?? 0));
-      }
-      return { e: k === 1 ? base : b.op('mul', base, b.const(k)), r };
-    }).sort((p, q) => p.r - q.r);
+    const terms = x.terms
+      .map(([a, k]) => {
+        let base: Expr;
+        let r: number;
+        if (a.kind === 'var') {
+          base = leafOf(a.v);
+          r = rank.get(a.v.id) ?? 0;
+        } else {
+          const inner = toInt(a.x);
+          const [alo] = range(a.x);
+          if (a.kind === 'clamp') base = b.op('min', b.op('max', inner, b.const(a.lo)), b.const(a.hi));
+          else if (alo >= 0) base = b.op(a.kind === 'div' ? 'idiv' : 'imod', inner, b.const(a.d));
+          else
+            base =
+              a.kind === 'div' ? b.op('floor', b.op('div', inner, b.const(a.d))) : b.op('mod', inner, b.const(a.d));
+          r = Math.max(-1, ...[...atomVars(a.x)].map((id) => rank.get(id) ?? 0));
+        }
+        return { e: k === 1 ? base : b.op('mul', base, b.const(k)), r };
+      })
+      .sort((p, q) => p.r - q.r);
     let acc: Expr | undefined = x.c !== 0 || terms.length === 0 ? b.const(x.c) : undefined;
     for (const t of terms) acc = acc === undefined ? t.e : b.op('add', acc, t.e);
     conv.set(x.key, acc!);
@@ -84,40 +91,40 @@ export function schedule(vars: readonly Var[], stores: readonly Store[], b: Expr
   };
   const loadIndex = new Map<Expr, Expr>();
   // A data-dependent row (gather, scatter_add_rows) adds row * stride to the affine index.
-  const withDyn = (ix: Expr, dyn: Dyn | undefined): Expr => (dyn === undefined ? ix
-    : b.op('add', ix, dyn.stride === 1 ? dyn.row : b.op('mul', dyn.row, b.const(dyn.stride))));
+  const withDyn = (ix: Expr, dyn: Dyn | undefined): Expr =>
+    dyn === undefined ? ix : b.op('add', ix, dyn.stride === 1 ? dyn.row : b.op('mul', dyn.row, b.const(dyn.stride)));
   const storeExprs = stores.map((s) => ({ store: s, index: withDyn(toInt(s.index), s.dyn), value: s.value }));
   // Dependencies (with load indices and index leaves expanded).
   const kids = (e: Expr): Expr[] => {
     if (e.t === 'load') {
       let ix = loadIndex.get(e);
-      if (ix === undefined) { ix = withDyn(toInt(e.index), e.dyn); loadIndex.set(e, ix); }
+      if (ix === undefined) {
+        ix = withDyn(toInt(e.index), e.dyn);
+        loadIndex.set(e, ix);
+      }
       return [ix];
     }
     if (e.t === 'index') {
       let ix = loadIndex.get(e);
-      if (ix === undefined) { ix = toInt(e.i); loadIndex.set(e, ix); }
+      if (ix === undefined) {
+        ix = toInt(e.i);
+        loadIndex.set(e, ix);
+      }
       return [ix];
     }
     return [...children(e)];
   };
   const roots = storeExprs.flatMap((s) => [s.index, s.value]);
-  const order: Expr[] = [];
-  {
-    const seen = new Set<Expr>();
-    const stack: [Expr, number][] = roots.map((r) => [r, 0]);
-    const kidCache = new Map<Expr, Expr[]>();
-    const kidsOf = (e: Expr) => { let k = kidCache.get(e); if (k === undefined) { k = kids(e); kidCache.set(e, k); } return k; };
-    while (stack.length > 0) {
-      const top = stack[stack.length - 1]!;
-      const [e, i] = top;
-      if (i === 0 && seen.has(e)) { stack.pop(); continue; }
-      const ks = kidsOf(e);
-      if (i < ks.length) { top[1]++; if (!seen.has(ks[i]!)) stack.push([ks[i]!, 0]); continue; }
-      stack.pop();
-      if (!seen.has(e)) { seen.add(e); order.push(e); }
+  const kidCache = new Map<Expr, Expr[]>();
+  const kidsOf = (e: Expr) => {
+    let k = kidCache.get(e);
+    if (k === undefined) {
+      k = kids(e);
+      kidCache.set(e, k);
     }
-  }
+    return k;
+  };
+  const order = exprOrder(roots, kidsOf, true);
   const uses = new Map<Expr, number>();
   for (const e of order) for (const k of kids(e)) uses.set(k, (uses.get(k) ?? 0) + 1);
   for (const r of roots) uses.set(r, (uses.get(r) ?? 0) + 1);
@@ -146,7 +153,10 @@ export function schedule(vars: readonly Var[], stores: readonly Store[], b: Expr
   const inner = cur;
   const deepest = (ids: Iterable<number>): Scope => {
     let best = top;
-    for (const id of ids) { const s = varScope.get(id)!; if (s.depth > best.depth) best = s; }
+    for (const id of ids) {
+      const s = varScope.get(id)!;
+      if (s.depth > best.depth) best = s;
+    }
     return best;
   };
   const reduceLoops = new Map<Expr, { first: Scope; last: Scope }>();
@@ -161,7 +171,8 @@ export function schedule(vars: readonly Var[], stores: readonly Store[], b: Expr
     let first: Scope | undefined;
     for (const v of e.vars) {
       const n: Scope = { depth: s.depth + 1, parent: s, v, reduce: e, items: [] };
-      if (first === undefined) first = n; else s.items.push({ kind: 'loop', scope: n });
+      if (first === undefined) first = n;
+      else s.items.push({ kind: 'loop', scope: n });
       varScope.set(v.id, n);
       s = n;
     }

@@ -29,11 +29,15 @@ export function walkScopes(s: Schedule, outputVars: ReadonlySet<number>, sp: Sco
         continue;
       }
       const e = it.e;
-      if (e.t === 'reduce') { reduce(e, ind); continue; }
+      if (e.t === 'reduce') {
+        reduce(e, ind);
+        continue;
+      }
       const l = sp.line(e);
       if (l !== undefined) lines.push(ind + l);
     }
-    if (scope.reduce !== undefined && s.reduceLoops.get(scope.reduce)!.last === scope) lines.push(ind + sp.fold(scope.reduce as Reduce));
+    if (scope.reduce !== undefined && s.reduceLoops.get(scope.reduce)!.last === scope)
+      lines.push(ind + sp.fold(scope.reduce as Reduce));
   };
   const loop = (scope: Scope, ind: string): void => {
     const inside = declaredIn(scope);

@@ -35,13 +35,22 @@ function decided(op: ScalarOp, a: [number, number], b: [number, number]): number
   const [alo, ahi] = a;
   const [blo, bhi] = b;
   switch (op) {
-    case 'lt': return ahi < blo ? 1 : alo >= bhi ? 0 : undefined;
-    case 'le': return ahi <= blo ? 1 : alo > bhi ? 0 : undefined;
-    case 'gt': return alo > bhi ? 1 : ahi <= blo ? 0 : undefined;
-    case 'ge': return alo >= bhi ? 1 : ahi < blo ? 0 : undefined;
-    case 'eq': return alo === ahi && blo === bhi && alo === blo ? 1 : ahi < blo || alo > bhi ? 0 : undefined;
-    case 'ne': { const eq = decided('eq', a, b); return eq === undefined ? undefined : 1 - eq; }
-    default: return undefined;
+    case 'lt':
+      return ahi < blo ? 1 : alo >= bhi ? 0 : undefined;
+    case 'le':
+      return ahi <= blo ? 1 : alo > bhi ? 0 : undefined;
+    case 'gt':
+      return alo > bhi ? 1 : ahi <= blo ? 0 : undefined;
+    case 'ge':
+      return alo >= bhi ? 1 : ahi < blo ? 0 : undefined;
+    case 'eq':
+      return alo === ahi && blo === bhi && alo === blo ? 1 : ahi < blo || alo > bhi ? 0 : undefined;
+    case 'ne': {
+      const eq = decided('eq', a, b);
+      return eq === undefined ? undefined : 1 - eq;
+    }
+    default:
+      return undefined;
   }
 }
 
@@ -56,7 +65,8 @@ function fold(b: ExprBuilder, roots: readonly Expr[]): { roots: Expr[]; folded: 
       const args = e.args.map((a) => memo.get(a)!);
       const [x, y] = args;
       if (COMPARE.has(e.op)) {
-        const bx = bounds(x!), by = bounds(y!);
+        const bx = bounds(x!),
+          by = bounds(y!);
         const d = bx !== undefined && by !== undefined ? decided(e.op, bx, by) : undefined;
         out = d !== undefined ? b.const(d) : b.op(e.op, ...args);
       } else if (e.op === 'and' && (isConst(x!, 0) || isConst(y!, 0))) out = b.const(0);
@@ -66,9 +76,16 @@ function fold(b: ExprBuilder, roots: readonly Expr[]): { roots: Expr[]; folded: 
       else if (e.op === 'or' && (isConst(x!, 1) || isConst(y!, 1))) out = b.const(1);
       else if (e.op === 'or' && isConst(x!, 0) && isConst(y!, 0)) out = b.const(0);
       else if (e.op === 'not' && x!.t === 'const') out = b.const(x!.v === 0 ? 1 : 0);
-      else if (e.op === 'select' && x!.t === 'const') { out = x!.v !== 0 ? args[1]! : args[2]!; folded++; }
-      else out = b.op(e.op, ...args);
-    } else if (e.t === 'call') out = b.call(e.fn, e.name, e.args.map((a) => memo.get(a)!));
+      else if (e.op === 'select' && x!.t === 'const') {
+        out = x!.v !== 0 ? args[1]! : args[2]!;
+        folded++;
+      } else out = b.op(e.op, ...args);
+    } else if (e.t === 'call')
+      out = b.call(
+        e.fn,
+        e.name,
+        e.args.map((a) => memo.get(a)!),
+      );
     else if (e.t === 'cast') out = b.cast(e.dtype, memo.get(e.x)!);
     else if (e.t === 'reduce') out = b.reduce(e.op, e.vars, memo.get(e.body)!);
     else if (e.t === 'row') out = b.row(memo.get(e.x)!, e.rows, e.op, e.shape);
@@ -104,11 +121,26 @@ export function splitInnerLoop(k: LoopKernel): { start: number; kernel: LoopKern
     if (a === undefined || a.k === 0) continue;
     const c = q.v;
     const cmp = (x: number, y: number) => {
-      switch (e.op) { case 'lt': return x < y; case 'le': return x <= y; case 'gt': return x > y; case 'ge': return x >= y; case 'eq': return x === y; default: return x !== y; }
+      switch (e.op) {
+        case 'lt':
+          return x < y;
+        case 'le':
+          return x <= y;
+        case 'gt':
+          return x > y;
+        case 'ge':
+          return x >= y;
+        case 'eq':
+          return x === y;
+        default:
+          return x !== y;
+      }
     };
     tests.push(p === l ? (x) => cmp(a.k * x + a.d, c) : (x) => cmp(c, a.k * x + a.d));
     // k v + d meets c - 1, c, c + 1 near these: the only places a comparison with c can change
-    for (const t of [c - 1, c, c + 1]) for (const x of [Math.floor((t - a.d) / a.k), Math.floor((t - a.d) / a.k) + 1]) if (x > 0 && x < v.size) candidates.add(x);
+    for (const t of [c - 1, c, c + 1])
+      for (const x of [Math.floor((t - a.d) / a.k), Math.floor((t - a.d) / a.k) + 1])
+        if (x > 0 && x < v.size) candidates.add(x);
   }
   // Cuts where some comparison differs between the last index before and the first after.
   const cuts = [...candidates].filter((x) => tests.some((t) => t(x - 1) !== t(x)));
@@ -121,12 +153,21 @@ export function splitInnerLoop(k: LoopKernel): { start: number; kernel: LoopKern
     const [start, end] = [ends[i]!, ends[i + 1]!];
     const w = newVar(end - start);
     const f = (x: IExpr) => substitute(x, (u) => (u.id === v.id ? iadd(ivar(w), iconst(start)) : undefined));
-    const values = mapIndices(b, k.stores.map((s) => s.value), f, (vs) => vs);
+    const values = mapIndices(
+      b,
+      k.stores.map((s) => s.value),
+      f,
+      (vs) => vs,
+    );
     const r = fold(b, values);
     folded += r.folded;
     pieces.push({
       start,
-      kernel: { ...k, vars: [...k.vars.slice(0, -1), w], stores: k.stores.map((s, j) => ({ ...s, index: f(s.index), value: r.roots[j]! })) },
+      kernel: {
+        ...k,
+        vars: [...k.vars.slice(0, -1), w],
+        stores: k.stores.map((s, j) => ({ ...s, index: f(s.index), value: r.roots[j]! })),
+      },
     });
   }
   return folded > 0 ? pieces : undefined;

@@ -13,18 +13,33 @@ import { normAxis, tensorType, type TensorType } from '../types.js';
 
 /** Types through the body for given input types (the body's static types may have had unknown dims). */
 function inferBody(body: FusedBody, ins: readonly TensorType[], getOp: (name: string) => OpDef): TensorType {
-  if (ins.length !== body.params.length) throw new InferError(`fused: ${ins.length} inputs for ${body.params.length} params`, 'value');
+  if (ins.length !== body.params.length)
+    throw new InferError(`fused: ${ins.length} inputs for ${body.params.length} params`, 'value');
   const types = new Map<Node, TensorType>();
   body.params.forEach((p, i) => {
     const t = ins[i]!;
-    if (t.dtype !== p.dtype || t.shape.length !== p.ndim || p.shape.some((d, k) => d !== null && t.shape[k] !== null && d !== t.shape[k])) {
-      throw new InferError(`fused: input ${i} has type ${t.dtype} ${formatShape(t.shape)}, the body expects ${p.dtype} ${formatShape(p.shape)}`);
+    if (
+      t.dtype !== p.dtype ||
+      t.shape.length !== p.ndim ||
+      p.shape.some((d, k) => d !== null && t.shape[k] !== null && d !== t.shape[k])
+    ) {
+      throw new InferError(
+        `fused: input ${i} has type ${t.dtype} ${formatShape(t.shape)}, the body expects ${p.dtype} ${formatShape(p.shape)}`,
+      );
     }
     types.set(p, t);
   });
   for (const n of topoSort([body.root])) {
     if (types.has(n)) continue;
-    types.set(n, n.inputs.length === 0 ? n.type : getOp(n.op).infer(n.inputs.map((i) => types.get(i)!), n.attrs));
+    types.set(
+      n,
+      n.inputs.length === 0
+        ? n.type
+        : getOp(n.op).infer(
+            n.inputs.map((i) => types.get(i)!),
+            n.attrs,
+          ),
+    );
   }
   return types.get(body.root)!;
 }
@@ -33,17 +48,18 @@ function inferBody(body: FusedBody, ins: readonly TensorType[], getOp: (name: st
  * The fused op, given the registry's lookup: its type inference runs every member op's (the
  * registry hands itself in, so this module needs no import of it).
  */
-export const fusedOpWith = (getOp: (name: string) => OpDef) => defineOp<{ readonly body: FusedBody }>({
-  name: 'fused',
-  kind: 'other',
-  arity: 'variadic',
-  infer: (ins, a) => inferBody(a.body, ins, getOp),
-  impl: (ins, a, ctx) => {
-    const feeds = new Map<Node, NDArray>();
-    a.body.params.forEach((p, i) => feeds.set(p, ins[i]!));
-    return ctx.evaluate([a.body.root], feeds)[0]!;
-  },
-});
+export const fusedOpWith = (getOp: (name: string) => OpDef) =>
+  defineOp<{ readonly body: FusedBody }>({
+    name: 'fused',
+    kind: 'other',
+    arity: 'variadic',
+    infer: (ins, a) => inferBody(a.body, ins, getOp),
+    impl: (ins, a, ctx) => {
+      const feeds = new Map<Node, NDArray>();
+      a.body.params.forEach((p, i) => feeds.set(p, ins[i]!));
+      return ctx.evaluate([a.body.root], feeds)[0]!;
+    },
+  });
 
 export interface SoftmaxXentAttrs {
   readonly axis: number;
@@ -59,11 +75,17 @@ export const softmaxCrossEntropyOp = defineOp<SoftmaxXentAttrs>({
   arity: 2,
   infer: ([x, t], a) => {
     const ax = normAxis(a.axis, x!.shape.length);
-    if (x!.shape.length !== t!.shape.length || x!.shape.some((d, i) => d !== null && t!.shape[i] !== null && d !== t!.shape[i])) {
+    if (
+      x!.shape.length !== t!.shape.length ||
+      x!.shape.some((d, i) => d !== null && t!.shape[i] !== null && d !== t!.shape[i])
+    ) {
       throw new InferError(`logits ${formatShape(x!.shape)} and target ${formatShape(t!.shape)} must have one shape`);
     }
     const p = promote(x!.dtype, t!.dtype);
-    return tensorType(isFloat(p) ? p : 'float32', x!.shape.map((d, i) => d ?? t!.shape[i]!).filter((_, i) => i !== ax));
+    return tensorType(
+      isFloat(p) ? p : 'float32',
+      x!.shape.map((d, i) => d ?? t!.shape[i]!).filter((_, i) => i !== ax),
+    );
   },
   impl: ([x, t], a) => {
     const shape = x!.shape;
@@ -86,6 +108,10 @@ export const softmaxCrossEntropyOp = defineOp<SoftmaxXentAttrs>({
       }
     }
     const p = promote(x!.dtype, t!.dtype);
-    return new NDArray(out, shape.filter((_, i) => i !== ax), isFloat(p) ? p : 'float32');
+    return new NDArray(
+      out,
+      shape.filter((_, i) => i !== ax),
+      isFloat(p) ? p : 'float32',
+    );
   },
 });

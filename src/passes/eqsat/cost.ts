@@ -43,7 +43,12 @@ export interface CostWeights {
 export const DEFAULT_WEIGHTS: CostWeights = { byte: 0.25, transcendental: 8, fusedTraffic: 0.1 };
 
 /** Transcendental (or divide-like) elementwise ops: the rows whose result is always a float (division, roots, exp, log, trigonometry, sigmoid...), and pow. */
-const TRANSCENDENTAL = new Set([...Object.values(elementwiseOps).filter((r) => r.dtypeRule === 'float').map((r) => r.name), 'pow']);
+const TRANSCENDENTAL = new Set([
+  ...Object.values(elementwiseOps)
+    .filter((r) => r.dtypeRule === 'float')
+    .map((r) => r.name),
+  'pow',
+]);
 
 export function elements(t: TensorType): number {
   let n = 1;
@@ -86,7 +91,8 @@ export function costModel(target: FusionTarget, w: CostWeights = DEFAULT_WEIGHTS
     }
     const flops = elements(n.type) * (TRANSCENDENTAL.has(n.op) ? w.transcendental : 1);
     if (kind === 'elementwise') return flops + w.byte * w.fusedTraffic * outBytes + 1;
-    if (kind === 'reduction') return n.inputs.reduce((s, i) => s + elements(i.type), 0) + w.byte * (w.fusedTraffic * inBytes + outBytes) + 1;
+    if (kind === 'reduction')
+      return n.inputs.reduce((s, i) => s + elements(i.type), 0) + w.byte * (w.fusedTraffic * inBytes + outBytes) + 1;
     return flops + w.byte * (inBytes + outBytes) + 1;
   };
   /** One fused kernel: the larger of its body's arithmetic and its traffic (sources in, result out), plus one for the launch. */

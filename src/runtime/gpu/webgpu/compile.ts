@@ -17,7 +17,8 @@ import { prepareWeb, releaseWeb, runWeb, runWebAsync, webFallbacks, type WebPrep
 import { forgetPipelines } from './frame.js';
 import { webDeviceResult } from './resident.js';
 import { lowerForDevice } from '../specialize.js';
-import { openedWebGpu, webgpu } from './session.js';
+import { openedWebGpu, webgpu, webgpuOpened } from './session.js';
+import { syncOnPage } from './page.js';
 
 interface WebSpec extends Specialised {
   readonly prepared: WebPrepared | undefined;
@@ -61,7 +62,8 @@ export function describeWeb(pp: WebPrepared, indent = ''): string {
 /** K.function's executor on gpu:webgpu. */
 export function webgpuExecutor(req: TargetRequest): Executor & { readonly device: string } {
   const gpu = webgpu();
-  if (debugEnabled('gpu') || platform.env('THEANINE_DEBUG') !== undefined) debugLog(`function on gpu:webgpu (${gpu.description})`);
+  const debug = debugEnabled('gpu') || platform.env('THEANINE_DEBUG') !== undefined;
+  if (debug && gpu.worker.blocking) debugLog(`function on gpu:webgpu (${gpu.description})`);
   let last: WebPrepared | undefined;
   let notCompiled: readonly Fallback[] | undefined;
   let linkedRef: LinkedProgram<WebSpec> | undefined;
@@ -76,10 +78,14 @@ export function webgpuExecutor(req: TargetRequest): Executor & { readonly device
         ? `// not compiled: ${describeFallbacks(notCompiled)}; this function runs in the reference interpreter on the host`
         : last === undefined ? '// not run yet: call the function once, then ask again' : describeWeb(last)),
       run(values: readonly NDArray[], learningPhase: number): (NDArray | DeviceResult)[] {
+        if (!gpu.worker.blocking) throw syncOnPage(`calling function ${JSON.stringify(req.name)} synchronously`);
         const call = begin(values, learningPhase);
         return 'done' in call ? call.done : finish(runWeb(gpu, call.pp, values, linked.cells, call.ctx, req.nOut));
       },
       async runAsync(values: readonly NDArray[], learningPhase: number): Promise<(NDArray | DeviceResult)[]> {
+        // (a page's device opens on its first call: the adapter's limits are known from then on)
+        await webgpuOpened();
+        if (debug && !gpu.worker.blocking && last === undefined) debugLog(`function on gpu:webgpu (${gpu.description})`);
         const call = begin(values, learningPhase);
         return 'done' in call ? call.done : finish(await runWebAsync(gpu, call.pp, values, linked.cells, call.ctx, req.nOut));
       },
@@ -117,6 +123,7 @@ export const webgpuTarget: Target<WebSpec> = {
     if (d === undefined) return;
     for (const pp of holding) releaseWeb(d, pp);
     holding.clear();
-    d.worker.call({ kind: 'clear' });
+    if (d.worker.blocking) d.worker.call({ kind: 'clear' });
+    else d.worker.post({ kind: 'clear' });
   },
 };

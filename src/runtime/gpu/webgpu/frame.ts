@@ -64,7 +64,7 @@ export class Batch {
   /** Sends what is gathered with these reads; returns their bytes. */
   send(reads: readonly { id: number; bytes: number }[]): readonly ArrayBuffer[] {
     const req = this.take(reads);
-    return req === undefined ? [] : this.received(this.gpu.worker.call(req));
+    return req === undefined ? [] : this.received(this.gpu.worker.call(req, 'a step that runs on the host, reading the device\'s values in the middle of a call,'));
   }
 
   /** As send, without blocking: the reply is awaited (callAsync). */
@@ -101,6 +101,11 @@ function fromDevice(dtype: DType, bytes: ArrayBuffer, n: number): NDArray {
   const raw = storageOf(dtype) === 'f32' ? new Float32Array(bytes, 0, n) : new Int32Array(bytes, 0, n);
   return new NDArray(raw, [n], dtype);
 }
+
+/** Values a step needs from the device before it runs (runSteps yields them; its driver reads them back). */
+export interface ReadNeed { readonly frame: Frame; readonly ids: readonly number[] }
+/** A run of steps that yields the read-backs it needs. */
+export type Steps = Generator<ReadNeed, void, void>;
 
 /** One program's buffers during a call. */
 export class Frame {
@@ -189,6 +194,12 @@ export class Frame {
 
   private readBack(want: readonly number[], data: readonly ArrayBuffer[]): void {
     want.forEach((id, k) => this.host.set(id, fromDevice(this.p.buffers[id]!.dtype, data[k]!, this.p.buffers[id]!.size)));
+  }
+
+  /** Yields the read-back of those of `ids` that only the device holds, if any (a step's need, for runSteps' driver). */
+  *need(ids: readonly number[]): Steps {
+    const want = this.unread(ids);
+    if (want.length > 0) yield { frame: this, ids: want };
   }
 
   hostOf(id: number): NDArray {

@@ -13,7 +13,7 @@ import type { RowCheck } from '../../../codegen/kernel/row-checks.js';
 import type { Fallback } from '../../fallback.js';
 import type { WebGpu } from './session.js';
 import { warnOnce } from '../device.js';
-import { Batch, Frame, type DeviceBuffers } from './frame.js';
+import { Batch, Frame, type DeviceBuffers, type Steps } from './frame.js';
 import { runScan } from './scan.js';
 import { hostModule, checkRows, runExternOnHost } from '../host-step.js';
 
@@ -68,22 +68,48 @@ export function webFallbacks(pp: WebPrepared): Fallback[] {
 /** Result of a call: each target's value on the host, or a device buffer handed to a variable. */
 export type WebResult = { readonly host: NDArray } | { readonly dev: number; readonly shape: readonly number[]; readonly dtype: DType };
 
-/** Runs a prepared program's steps in `f` (the function's frame, or a Scan body's for one step). */
-export function runSteps(f: Frame, steps: readonly WebStep[], ctx: EvalContext): void {
+/**
+ * Runs a prepared program's steps in `f` (the function's frame, or a Scan body's for one step).
+ * A generator: where a step needs values only the device holds, it yields them, and the driver
+ * (`drive`, or `driveAsync` for callAsync) sends the batch and reads them back before resuming;
+ * a failed read is thrown back in at the yield, so it carries the step's `built by`.
+ */
+export function* runSteps(f: Frame, steps: readonly WebStep[], ctx: EvalContext): Steps {
   for (const s of steps) {
     try {
       switch (s.kind) {
         case 'kernel':
-          for (const c of s.checks) checkRows(c, f.hostOf(c.buf).data);
+          for (const c of s.checks) {
+            yield* f.need([c.buf]);
+            checkRows(c, f.hostOf(c.buf).data);
+          }
           f.dispatch(s.kernel);
           break;
-        case 'scan': runScan(f, s.step, s.body, ctx, runSteps); break;
+        case 'scan': yield* runScan(f, s.step, s.body, ctx, runSteps); break;
         case 'empty': for (const id of s.writes) if (f.p.buffers[id]!.size === 0) f.hostWrote(id, NDArray.zeros([0], f.p.buffers[id]!.dtype)); break;
-        case 'host': runHost(f, s, ctx); break;
+        case 'host': yield* runHost(f, s, ctx); break;
       }
     } catch (e) {
       throw withBuiltBy(e, s.kind === 'kernel' ? s.origin : s.kind === 'host' || s.kind === 'scan' ? s.step.origin : undefined);
     }
+  }
+}
+
+/** Runs `steps`, each read-back they ask for sent and waited for (Node's worker). */
+function drive(steps: Steps): void {
+  for (let r = steps.next(); r.done !== true;) {
+    let failed: { e: unknown } | undefined;
+    try { r.value.frame.flush(r.value.ids); } catch (e) { failed = { e }; }
+    r = failed === undefined ? steps.next() : steps.throw(failed.e);
+  }
+}
+
+/** As drive, each read-back awaited (callAsync: a page's only way). */
+async function driveAsync(steps: Steps): Promise<void> {
+  for (let r = steps.next(); r.done !== true;) {
+    let failed: { e: unknown } | undefined;
+    try { await r.value.frame.flushAsync(r.value.ids); } catch (e) { failed = { e }; }
+    r = failed === undefined ? steps.next() : steps.throw(failed.e);
   }
 }
 
@@ -92,17 +118,18 @@ export function runSteps(f: Frame, steps: readonly WebStep[], ctx: EvalContext):
  * outputs (read back), the rest update values (kept on the device where they fill a buffer).
  */
 export function runWeb(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cells: readonly VariableCell[], ctx: EvalContext, nOut: number): WebResult[] {
-  const end = startWeb(gpu, pp, inputs, cells, ctx, nOut);
+  const f = new Frame(pp, new Batch(gpu), cells, ctx, inputs);
+  drive(runSteps(f, pp.steps, ctx));
+  const end = endWeb(f, nOut);
   end.frame.flush(end.reads);
   return end.results();
 }
 
-/**
- * As runWeb, without blocking for the last request (the one that dispatches the kernels and reads
- * the outputs back): callAsync. Read-backs a host step needs before then still wait (Node only).
- */
+/** As runWeb, without blocking: every request to the device awaited (callAsync). */
 export async function runWebAsync(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cells: readonly VariableCell[], ctx: EvalContext, nOut: number): Promise<WebResult[]> {
-  const end = startWeb(gpu, pp, inputs, cells, ctx, nOut);
+  const f = new Frame(pp, new Batch(gpu), cells, ctx, inputs);
+  await driveAsync(runSteps(f, pp.steps, ctx));
+  const end = endWeb(f, nOut);
   await end.frame.flushAsync(end.reads);
   return end.results();
 }
@@ -110,10 +137,9 @@ export async function runWebAsync(gpu: WebGpu, pp: WebPrepared, inputs: readonly
 /** A call with every step gathered: the buffers still to read back, then the results from the host copies. */
 interface CallEnd { readonly frame: Frame; readonly reads: readonly number[]; results(): WebResult[] }
 
-function startWeb(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cells: readonly VariableCell[], ctx: EvalContext, nOut: number): CallEnd {
-  const f = new Frame(pp, new Batch(gpu), cells, ctx, inputs);
+function endWeb(f: Frame, nOut: number): CallEnd {
+  const pp = f.pp;
   const p = pp.program;
-  runSteps(f, pp.steps, ctx);
   // Update values that fill a buffer computed here move to their variable; everything else is read back.
   const targetUse = new Map<number, number>();
   for (const t of p.targets) targetUse.set(t.buf, (targetUse.get(t.buf) ?? 0) + 1);
@@ -138,16 +164,18 @@ function startWeb(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cell
   };
 }
 
-function runHost(f: Frame, s: WebStep & { kind: 'host' }, ctx: EvalContext): void {
+function* runHost(f: Frame, s: WebStep & { kind: 'host' }, ctx: EvalContext): Steps {
   const step = s.step;
   if (step.kind === 'print') {
+    yield* f.need([step.input.buf]);
     const v = f.hostOf(step.input.buf);
     const n = step.input.shape.reduce((a, d) => a * d, 1);
     ctx.print(`${step.message}${formatValue(new NDArray(v.data.slice(step.input.offset, step.input.offset + n), step.input.shape, step.input.dtype))}`);
     return;
   }
   const io = stepBuffers(step);
-  f.flush(io.reads);
+  // (always: what the batch holds is sent first, so the host's writes cannot overtake its dispatches)
+  yield { frame: f, ids: io.reads };
   if (step.kind === 'extern') { runExtern(f, step, ctx); return; }
   const p = f.p;
   const ins = io.reads.map((b) => (f.host.has(b) ? f.host.get(b)!.data : NDArray.zeros([p.buffers[b]!.size], p.buffers[b]!.dtype).data));
