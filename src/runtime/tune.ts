@@ -249,8 +249,8 @@ function digest(bytes: Uint8Array): string {
   return h.toString(16).padStart(8, '0');
 }
 
-/** The cache key of an elementwise tier kernel: its default module's digest and length (the loop's length does not change a chunk's cost). */
-export const ewKernelKey = (p: EwPlan): string => `ew ${digest(p.bytes)} ${p.bytes.length}${p.shared ? ' shared' : ''}`;
+/** The cache key of an elementwise tier kernel: its default module's digest and length, and the loop's length (whether a split pays depends on it). */
+export const ewKernelKey = (p: EwPlan): string => `ew ${digest(p.bytes)} ${p.bytes.length} n${p.n}${p.cols !== undefined ? ` cols${p.cols}` : ''}`;
 
 /** The most elements an elementwise kernel is timed over (a longer loop is timed over its first this many). */
 const EW_TIMED_ELEMENTS = 1 << 22;

@@ -289,7 +289,7 @@ describe('autotuning: compiled products', function () {
     const stored = JSON.parse(fs.readFileSync(file(), 'utf8')) as { machines: Record<string, Record<string, TunedEntry>> };
     const keys = Object.values(stored.machines).flatMap((m) => Object.keys(m));
     expect(keys.length).to.equal(1);
-    expect(keys[0]).to.match(/^ew [0-9a-f]{8} \d+/);
+    expect(keys[0]).to.match(/^ew [0-9a-f]{8} \d+ n32768$/);
     const schedules = [...EW_STREAMS.map((streams) => ({ streams, split: false })), { streams: DEFAULT_STREAMS, split: true }, { streams: 8, split: true }];
     for (const sch of schedules) {
       tuneCache.forget();
