@@ -14,10 +14,10 @@ import { setEnvironment } from '../../src/api/config.js';
 import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { setThreads } from '../../src/codegen/cpu/threads.js';
 import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule } from '../../src/codegen/cpu/strategy.js';
-import { beamSearch, CONFIRM, confirmWin, MIN_GAIN, tuneCache, tuneOptions, tuneStats, type Axis } from '../../src/runtime/tune.js';
+import { beamSearch, CONFIRM, confirmWin, ewAxes, MIN_GAIN, tuneCache, tuneOptions, tuneStats, type Axis } from '../../src/runtime/tune.js';
 import { TUNE_CACHE_FILE, tuneCacheStats, type TunedEntry } from '../../src/runtime/tune-cache.js';
 import type { Node } from '../../src/ir/node.js';
-import { CHUNK, DEFAULT_STREAMS, EW_STREAMS } from '../../src/codegen/cpu/wasm/elementwise.js';
+import { CHUNK, DEFAULT_STREAMS, EW_STREAMS, type EwPlan } from '../../src/codegen/cpu/wasm/elementwise.js';
 
 const AXES: Axis[] = [
   { field: 'blockBytes', values: [65536, 131072, 262144, 524288] },
@@ -276,6 +276,16 @@ describe('autotuning: compiled products', function () {
       expect(f.source(), 'the schedule reaches the generated call').to.include(`, ${s.split}, ${s.blockBytes}, ${s.maxPanels}, ${s.perThread});`);
       got.forEach((g, i) => expect(Array.from(g.data), `output ${i} under ${JSON.stringify(s)}`).to.deep.equal(Array.from(plain[i]!.data)));
     }
+  });
+
+  it('searches an elementwise kernel\'s split only with worker threads, for one loop of two chunks or more', () => {
+    const plan = (n: number, cols?: number) => ({ n, ...(cols !== undefined ? { cols } : {}) }) as EwPlan;
+    const fields = (p: EwPlan) => ewAxes(p).map((a) => a.field);
+    expect(fields(plan(1 << 15))).to.deep.equal(['streams', 'split']); // two threads (beforeEach)
+    expect(fields(plan(CHUNK))).to.deep.equal(['streams']);
+    expect(fields(plan(1 << 15, 64))).to.deep.equal(['streams']);
+    setThreads(1);
+    expect(fields(plan(1 << 15))).to.deep.equal(['streams']);
   });
 
   it('tunes the elementwise tier\'s unroll and thread split: searched, stored under the kernel\'s key, bit-identical under every schedule', () => {
