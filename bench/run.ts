@@ -43,6 +43,8 @@ const clock = (): number => {
 /** `npm run bench -- 'MLP|LSTM Keras-style Scan'`: cases whose name contains any of the alternatives. */
 const filters = (process.argv[2] ?? '').split('|');
 const picked = (name: string) => filters.some((f) => name.includes(f));
+/** BENCH_IMPLS=theanine,tfjs-wasm: only these implementations (default: all); theanine is always measured. */
+const IMPLS = process.env['BENCH_IMPLS']?.split(',');
 /** BENCH_COMPILE_ONLY=1: only the compile times (and their phases) of the picked cases. */
 const COMPILE_ONLY = process.env['BENCH_COMPILE_ONLY'] === '1';
 
@@ -103,7 +105,7 @@ async function main(): Promise<void> {
   // The limit: one core's WebAssembly SIMD multiply-add rate (src/codegen/cpu/wasm/peak.ts). theanine's
   // float32 products sum in float32 (f32x4, fused where the runtime has relaxed SIMD) under matmul
   // precision "float32", in float64 (f64x2, equal to the reference's) under "float64"; XNNPACK sums in float32 (f32x4).
-  const peak = measurePeak(hasRelaxedSimd());
+  const peak = measurePeak(hasRelaxedSimd(), clock);
   const precision = matmulPrecision();
   const ownPeak = peak === undefined ? undefined : precision === 'float64' ? peak.f64x2 : matmulFma() ? peak.f32x4Fused : peak.f32x4;
   const ownPeakName = precision === 'float64' ? 'f64x2' : matmulFma() ? 'f32x4 relaxed FMA' : 'f32x4';
@@ -162,6 +164,7 @@ async function main(): Promise<void> {
       } : {}),
     };
     for (const [name, make] of Object.entries({ ...c.impls, ...withTf }) as [ImplName, () => Promise<Impl>][]) {
+      if (IMPLS !== undefined && name !== 'theanine' && !IMPLS.includes(name)) continue;
       await useBackend(name);
       impls.push([name, await make()]);
       if (name === 'theanine' && GPU) impls.push(['theanine-gpu', await onGpu(make)]);

@@ -376,6 +376,8 @@ export const ENVIRONMENT_SWITCHES = {
   THEANINE_WEBGPU_OPTIONS:
     "Dawn's options for the gpu device's webgpu mode, comma-separated (Node only; default backend=vulkan)",
   THEANINE_WEBGPU_MODULE: 'the path of the webgpu package to load (Node only; default: the installed webgpu)',
+  THEANINE_WEBGPU_TIMING:
+    'submits: profiled functions on gpu:webgpu time each kernel by a submit of its own, even where the adapter has timestamp queries (docs/debugging.md)',
   THEANINE_OPTIMIZER:
     'the default optimizer level: fast_run, fast_compile, eqsat or none (also keras.json "optimizer")',
   THEANINE_EQSAT:

@@ -10,7 +10,7 @@ import { makeFunction, type CompiledFunction } from '../runtime/function.js';
 import { OPTIMIZER_LEVELS, type OptimizerLevel } from '../passes/pipeline.js';
 import type { Target, TargetRequest } from '../runtime/target.js';
 import { checkedExecutor, guardedExecutor } from '../runtime/check.js';
-import { Profiler, UNTIMED_NOTE, profiledExecutor } from '../runtime/profile.js';
+import { PROFILE_NOTES, Profiler, profiledExecutor } from '../runtime/profile.js';
 import { compileStats, compileTimes } from '../runtime/target.js';
 import { platform } from '#platform';
 import { cpuTarget } from '../runtime/cpu/compile.js';
@@ -317,13 +317,9 @@ export function compileFunction(
   const programs = compileStats.programs;
   let executor = target.executor(req);
   const where = executor.device ?? device;
-  const profiler = chk.profile
-    ? new Profiler(
-        name,
-        backend === 'theanine' ? where : backend,
-        UNTIMED_NOTE[optimizer === 'none' ? 'none' : backend === 'theanine' ? device : backend],
-      )
-    : undefined;
+  const untimed = executor.lastTimed === undefined && executor.kernelTimes === undefined;
+  const note = executor.profileNote ?? (untimed ? PROFILE_NOTES.none : undefined);
+  const profiler = chk.profile ? new Profiler(name, backend === 'theanine' ? where : backend, note) : undefined;
   if (profiler !== undefined) {
     if (compileStats.programs !== programs) profiler.compiled({ passes: compileTimes.passes }, false);
     executor = profiledExecutor(executor, profiler);

@@ -33,14 +33,19 @@ export function evalContext(opts: {
   readonly epoch: number;
   readonly print: (message: string) => void;
 }): EvalContext {
-  const ctx: EvalContext = {
-    learningPhase: opts.learningPhase,
-    epoch: opts.epoch,
-    print: opts.print,
-    evaluate: (outputs, feeds) =>
-      evaluate(outputs, { feeds, learningPhase: ctx.learningPhase, epoch: ctx.epoch, print: ctx.print }),
-  };
-  return ctx;
+  return new Context(opts.learningPhase, opts.epoch, opts.print);
+}
+
+/** evalContext's object: a class, so that a compiled call makes no closure for it (one per call before). */
+class Context implements EvalContext {
+  constructor(
+    readonly learningPhase: number,
+    readonly epoch: number,
+    readonly print: (message: string) => void,
+  ) {}
+  evaluate(outputs: readonly Node[], feeds: ReadonlyMap<Node, NDArray>): NDArray[] {
+    return evaluate(outputs, { feeds, learningPhase: this.learningPhase, epoch: this.epoch, print: this.print });
+  }
 }
 
 export function evaluate(outputs: readonly Node[], opts: EvalOptions = {}): NDArray[] {

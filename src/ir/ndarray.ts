@@ -29,6 +29,14 @@ function isTypedArray(x: unknown): x is TypedArray | Uint16Array | Uint32Array |
   return ArrayBuffer.isView(x) && !(x instanceof DataView);
 }
 
+/** The typed array constructor of each dtype (allocate's), found once. */
+const ARRAYS = new Map<DType, unknown>();
+const arrayOf = (dt: DType): unknown => {
+  let c = ARRAYS.get(dt);
+  if (c === undefined) ARRAYS.set(dt, (c = allocate(dt, 0).constructor));
+  return c;
+};
+
 export class NDArray {
   readonly data: TypedArray;
   readonly shape: readonly number[];
@@ -46,7 +54,7 @@ export class NDArray {
     if (data.length !== n) {
       throw new RangeError(`NDArray: ${data.length} values do not fill shape ${formatShape(shape)} (${n} elements)`);
     }
-    const want = allocate(dt, 0).constructor;
+    const want = arrayOf(dt);
     if (data.constructor === want && storeCoerces(dt)) {
       this.data = data as TypedArray;
     } else {

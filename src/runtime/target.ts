@@ -209,6 +209,16 @@ export interface LinkedProgram<S> {
  * executor is given back once made, so that the program's specialisations go when the last
  * function using them is collected.
  */
+function sameShapes(a: Shapes, b: Shapes): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const p = a[i]!, q = b[i]!;
+    if (p.length !== q.length) return false;
+    for (let j = 0; j < p.length; j++) if (p[j] !== q[j]) return false;
+  }
+  return true;
+}
+
 export function link<S extends Specialised, E extends Executor>(
   target: Target<S>, device: string, cache: ProgramCache<OptimizedProgram<S>, S>, req: TargetRequest,
   executor: (linked: LinkedProgram<S>) => E,
@@ -241,10 +251,18 @@ export function link<S extends Specialised, E extends Executor>(
   const cells = variables.map((v) => v.cell!);
   const warned = { warned: false };
   let own: readonly Node[] | undefined;
-  const spec = (shapes: Shapes): S => cache.spec(program, shapesKey(shapes), () => {
-    compileStats.specializations++;
-    return checked(() => target.specialize(program, shapes));
-  });
+  // A call with the shapes of this function's previous one, nothing else cached or used since (the
+  // cache's version unchanged), runs that specialisation again without building its key.
+  let last: { readonly shapes: Shapes; readonly spec: S; readonly version: number } | undefined;
+  const spec = (shapes: Shapes): S => {
+    if (last !== undefined && last.version === cache.version && sameShapes(last.shapes, shapes)) return last.spec;
+    const s = cache.spec(program, shapesKey(shapes), () => {
+      compileStats.specializations++;
+      return checked(() => target.specialize(program, shapes));
+    });
+    last = { shapes: shapes.map((sh) => [...sh]), spec: s, version: cache.version };
+    return s;
+  };
   const e = executor({
     program, variables, cells,
     graph: () => (own ??= withLeaves(program, req.inputs, variables)),

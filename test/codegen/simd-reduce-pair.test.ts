@@ -2,7 +2,7 @@
 // (max and exp, then sum and division), log-softmax (max and x - max, then log-sum-exp and the
 // subtraction), attention's scaled and masked softmax. The pair runs each kernel's own loop body,
 // so its results equal the two kernels' bit for bit, and so stay within the reference's bound of
-// docs/architecture.md ("Reduction precision", exp within 1 ulp: 3 ulps of a softmax element);
+// docs/numerics.md ("Reduction precision", exp within 1 ulp: a softmax element within 7 * 2^-24 relative);
 // with 1 and 2 threads the same numbers.
 import { expect } from 'chai';
 import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';

@@ -23,7 +23,7 @@ export interface MatmulSchedule {
   readonly perThread: number;
 }
 
-/** Today's schedule: blocks of 256 KiB of A panels, at most 16, split where the hand-off model says so, at least 4 blocks per thread. */
+/** Today's schedule: blocks of 512 KiB of A panels, at most 16, split where the hand-off model says so, at least 4 blocks per thread. */
 export const DEFAULT_MATMUL_SCHEDULE: MatmulSchedule = Object.freeze({ blockBytes: BLOCK_BYTES, maxPanels: MAX_BLOCK_PANELS, split: true, perThread: MIN_BLOCKS_PER_THREAD });
 
 /** Whether `s` is the default schedule (then the generated code is what it was before tuning existed). */

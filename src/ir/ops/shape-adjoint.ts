@@ -7,7 +7,17 @@ import { normAxis, tensorType, type Dim } from '../types.js';
 import { InferError } from '../errors.js';
 import { forEachIndex, offsetOf } from './util.js';
 import type { RepeatAttrs, SliceAttrs } from './shape.js';
-import { concatOp, gatherOp, repeatAxis, repeatedFrom, sliceOp, sliceRange, tiledFrom, unifyDim } from './shape.js';
+import {
+  concatOp,
+  gatherOp,
+  gatherRow,
+  repeatAxis,
+  repeatedFrom,
+  sliceOp,
+  sliceRange,
+  tiledFrom,
+  unifyDim,
+} from './shape.js';
 
 /** The adjoint of a repeat: zeros of `shape`, each element of g added where the repeat read it from. */
 function sumInto(
@@ -100,13 +110,7 @@ export const scatterAddRowsOp = defineOp<Record<string, never>>({
     const row = ref!.size / (n || 1);
     const out = new Float64Array(ref!.size);
     for (let j = 0; j < ind!.size; j++) {
-      const raw = ind!.data[j]!;
-      const k = raw < 0 ? raw + n : raw;
-      if (k < 0 || k >= n)
-        throw new InferError(
-          `index ${raw} is out of range for reference of shape ${formatShape(ref!.shape)} (allowed: ${-n}..${n - 1})`,
-          'value',
-        );
+      const k = gatherRow(ind!.data[j]!, ref!.shape);
       for (let t = 0; t < row; t++) out[k * row + t] = out[k * row + t]! + g!.data[j * row + t]!;
     }
     return new NDArray(out, ref!.shape, g!.dtype);

@@ -125,6 +125,22 @@ export const padOp = defineOp<PadAttrs>({
 // concat: inputs joined along one axis; every other dim must agree.
 
 /** Unifies two dims that must be equal: a known dim wins over an unknown one. */
+/**
+ * The row of a gather's reference an index names: negative indices count from the end (NumPy and
+ * Theano); anything else outside is an error.
+ */
+export function gatherRow(raw: number, refShape: readonly number[]): number {
+  const n = refShape[0]!;
+  const k = raw < 0 ? raw + n : raw;
+  if (k < 0 || k >= n) {
+    throw new InferError(
+      `index ${raw} is out of range for reference of shape ${formatShape(refShape)} (allowed: ${-n}..${n - 1})`,
+      'value',
+    );
+  }
+  return k;
+}
+
 export function unifyDim(p: Dim, q: Dim): Dim | undefined {
   if (p === null) return q;
   if (q === null || p === q) return p;
@@ -215,14 +231,7 @@ export const gatherOp = defineOp<Record<string, never>>({
     const row = ref!.size / (n || 1);
     const out = new Float64Array(ind!.size * row);
     for (let j = 0; j < ind!.size; j++) {
-      const raw = ind!.data[j]!;
-      // negative indices count from the end (NumPy and Theano); anything else outside is an error
-      const k = raw < 0 ? raw + n : raw;
-      if (k < 0 || k >= n)
-        throw new InferError(
-          `index ${raw} is out of range for reference of shape ${formatShape(ref!.shape)} (allowed: ${-n}..${n - 1})`,
-          'value',
-        );
+      const k = gatherRow(ind!.data[j]!, ref!.shape);
       for (let t = 0; t < row; t++) out[j * row + t] = ref!.data[k * row + t]!;
     }
     return new NDArray(out, [...ind!.shape, ...ref!.shape.slice(1)], ref!.dtype);

@@ -17,8 +17,8 @@ import { redKernelFrom, redRecipe } from '../../codegen/cpu/wasm/reduce.js';
 import { F32_ELEMENTS } from '../../codegen/cpu/wasm/reduce-body.js';
 import { rowPairs } from '../../codegen/cpu/wasm/reduce-pair.js';
 import { poolParallelMin } from '../../codegen/cpu/wasm/pool.js';
-import { threadCount } from '../../codegen/cpu/threads.js';
-import { wasmTileModule } from '../../codegen/cpu/wasm-kernel.js';
+import { startWorkers, threadCount } from '../../codegen/cpu/threads.js';
+import { seedTileModules, tileModuleImages, wasmTileModule } from '../../codegen/cpu/wasm-kernel.js';
 import { platform } from '#platform';
 import { diskCacheOn, discardEntry, readEntry, writeEntry } from '../disk-cache.js';
 import { shapesKey } from '../program-cache.js';
@@ -34,6 +34,10 @@ interface Stored {
   readonly red: readonly (readonly [number, TierRecipe])[];
   /** The scalar functions of each kernel, by built-in op name (Scan bodies' after their module's, depth first). */
   readonly fns: readonly (readonly string[])[];
+  /** The matmul kernel modules' bytes by what they depend on (wasm-kernel.ts' tileModuleImages): assembling them takes longer than compiling them. */
+  readonly tiles?: readonly (readonly [string, Uint8Array])[];
+  /** Whether it has products the worker threads share (their workers start while it loads). */
+  readonly pool?: boolean;
 }
 
 /** Built-in elementwise ops' scalar functions, and their names. */
@@ -147,12 +151,12 @@ function renamed(image: ModuleImage, ew: ReadonlyMap<number, number>, red: Reado
 }
 
 /** Stores a freshly generated specialisation under `key`, where it is all data. */
-export function storeSpecialisation(key: string, g: GeneratedModule, shapes: Shapes, dtypes: readonly DType[]): void {
+export function storeSpecialisation(key: string, g: GeneratedModule, shapes: Shapes, dtypes: readonly DType[], pool: boolean): void {
   if (!g.image.plain) return;
   const tiers = tierRecipes(g.image);
   const fns = fnNames(g.live);
   if (tiers === undefined || fns === undefined) return;
-  const stored: Stored = { image: withBuiltByLines(g), shapes, dtypes, ew: [...tiers.ew], red: [...tiers.red], fns };
+  const stored: Stored = { image: withBuiltByLines(g), shapes, dtypes, ew: [...tiers.ew], red: [...tiers.red], fns, tiles: tileModuleImages(), pool };
   writeEntry(key, stored, replacer);
 }
 
@@ -169,6 +173,8 @@ export function loadSpecialisation(key: string): { module: CpuModule; shapes: Sh
   try {
     if (typeof s.image?.driver !== 'string' || !s.image.plain || !Array.isArray(s.shapes) || !Array.isArray(s.dtypes)) throw new Error('not a stored specialisation');
     // What a fresh compile makes while it chooses strategies: the matmul tiles' module (its first run would otherwise compile it).
+    if (s.pool === true) startWorkers();
+    if (Array.isArray(s.tiles)) seedTileModules(s.tiles);
     wasmTileModule();
     const ew = new Map(s.ew.map(([id, r]) => [id, ewKernelId(r.bytes, r.shared, r.regions)] as const));
     const red = new Map(s.red.map(([id, r]) => [id, redKernelFrom(r)] as const));

@@ -18,7 +18,10 @@ import { bindModule, clearKernelCaches, generateModule, profileRows, type RunFn 
 import { matmulPrecision, packArena, tile32, type KeptSlot } from '../../codegen/cpu/wasm-kernel.js';
 import { IGEMM_TILE } from '../../codegen/cpu/wasm/igemm.js';
 import { CPU_TILE, cpuTargetFusion } from './fusion.js';
+import { splitsProducts } from '../../codegen/cpu/matmul.js';
+import { startWorkers } from '../../codegen/cpu/threads.js';
 import { SlotStore } from '../../codegen/cpu/slot-store.js';
+import { releaseRows } from '../../codegen/cpu/small-matmul.js';
 import type { LowerSpec } from '../../codegen/lower/lower.js';
 import { interpreterExecutor, type Executor } from '../function.js';
 import { ProgramCache } from '../program-cache.js';
@@ -103,6 +106,7 @@ export function clearCompileCache(): void {
   // clear_session returns the process to its baseline: compiled kernels and drivers, and the matmul arena, go too.
   clearKernelCaches();
   packArena.release();
+  releaseRows();
 }
 
 function lowerProgram(p: CompiledProgram, shapes: Shapes): Program {
@@ -157,6 +161,8 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
     compileTimes.bodyPasses = 0;
     const t0 = performance.now();
     const prog = lowerProgram(p, shapes);
+    const pool = splitsProducts(prog);
+    if (pool) startWorkers();
     const t1 = performance.now();
     const schedule = p.tune !== undefined ? scheduleChooser(p.tune) : undefined;
     const prepared = prepare(prog, { wasm: true }, schedule);
@@ -164,7 +170,7 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
     const gen = generateModule(prepared, { profile: flags.has('kernels') || p.profile === true, ...(schedule !== undefined ? { schedule } : {}) });
     const mod = bindModule(gen.image, gen.live, { store: storeOf(p), keptPacks: { map: keptPacksOf(p), prefix: '' } });
     Object.assign(compileTimes, { lower: t1 - t0 - compileTimes.bodyPasses, plan: t2 - t1, render: performance.now() - t2, firstRun: 0 });
-    if (key !== undefined) storeSpecialisation(key, gen, prog.targets.map((t) => t.shape), dtypes);
+    if (key !== undefined) storeSpecialisation(key, gen, prog.targets.map((t) => t.shape), dtypes, pool);
     if (flags.has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
     const prof = mod.profile;
     const run: RunFn = prof === undefined || p.profile === true ? mod.run : (ins, cells, phase, ctx) => {
@@ -187,6 +193,9 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
   }
 }
 
+/** Where print_tensor writes in compiled code. */
+const printLine = (m: string): void => console.log(m);
+
 /** An Executor running compiled JavaScript; compiling happens here (passes) and at first call per shape. */
 function compiledExecutor(req: TargetRequest): Executor & { source(): string; lowered: NonNullable<Executor['lowered']> } {
   let last: Specialization | undefined;
@@ -198,20 +207,25 @@ function compiledExecutor(req: TargetRequest): Executor & { source(): string; lo
     },
     freshResults: true,
     run(values: readonly NDArray[], learningPhase: number): NDArray[] {
-      const shapes = values.map((v) => v.shape);
+      // plain loops, no closures: a call makes only what it returns (and its shape and data lists)
+      const n = values.length;
+      const shapes = new Array<readonly number[]>(n), data = new Array<TypedArray>(n);
+      for (let i = 0; i < n; i++) { shapes[i] = values[i]!.shape; data[i] = values[i]!.data; }
       const s = linked.runnable(shapes);
       last = s;
       lastShapes = shapes;
       if (s.run === undefined) return linked.interpret(values, learningPhase, s);
       const first = !s.ran;
       const t0 = first ? performance.now() : 0;
-      const out = s.run(values.map((v) => v.data), linked.cells, learningPhase, evalContext({ learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) }));
+      const out = s.run(data, linked.cells, learningPhase, evalContext({ learningPhase, epoch: nextEpoch(), print: printLine }));
       if (first) {
         s.ran = true;
         compileTimes.firstRun = performance.now() - t0;
         if (debugEnabled('passes')) debugSink(`${formatCompileTimes(shapes)}\n`);
       }
-      return out.map((a: TypedArray, i) => new ND(a, s.shapes[i]!, s.dtypes[i]!));
+      const results = new Array<NDArray>(out.length);
+      for (let i = 0; i < out.length; i++) results[i] = new ND(out[i]!, s.shapes[i]!, s.dtypes[i]!);
+      return results;
     },
     /** The program for these input shapes, over this function's variables (what f.exportModule renders). */
     lowered(shapes: Shapes) {

@@ -6,7 +6,8 @@
 import { provenanceComment } from '../../ir/provenance.js';
 import type { Node } from '../../ir/node.js';
 import { requireGpuTemplates } from '../../codegen/lower/user.js';
-import { clearGpuKernels } from './kernels.js';
+import { clearGpuKernels, finishKernels } from './kernels.js';
+import { KernelTimer, PROFILE_NOTES } from '../profile.js';
 import type { NDArray } from '../../ir/ndarray.js';
 import { evalContext, nextEpoch } from '../../ir/interpret.js';
 import type { EvalContext } from '../../ir/op.js';
@@ -102,7 +103,9 @@ function gpuCompiledExecutor(req: TargetRequest): GpuExecutor {
   if (debugEnabled('gpu') || platform.env('THEANINE_DEBUG') !== undefined) debugLog(`function on ${device.name} (${device.description})`);
   let last: Prepared | undefined;
   let notCompiled: readonly Fallback[] | undefined;
+  const timer = req.profile === true ? new KernelTimer() : undefined;
   return link(gpuTarget, 'gpu', programs, req, (linked) => ({
+    ...(timer !== undefined ? { kernelTimes: () => timer.take(), profileNote: PROFILE_NOTES.gpujs } : {}),
     get graph(): readonly Node[] {
       return linked.graph();
     },
@@ -121,7 +124,7 @@ function gpuCompiledExecutor(req: TargetRequest): GpuExecutor {
       notCompiled = undefined;
       last = pp;
       const ctx: EvalContext = evalContext({ learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) });
-      const r = new Runner(device, ctx);
+      const r = new Runner(device, ctx, timer, finishKernels);
       try {
         const vals = runPrepared(r, pp, values.map((v): Val => hostVal(v)), linked.cells, learningPhase);
         return vals.map((v, k) => {

@@ -209,6 +209,26 @@ const expApprox32: Approx = (b, c, x, t) => {
 };
 
 /**
+ * exp of an argument known to be at most 0 or NaN (softmax's x - max of x's row: rowsBody): the
+ * same value as expApprox32, bit for bit, in fewer instructions. y = max(x, -104) (NaN kept), so
+ * k is in [-150, 0]: (1 + P) 2^(k + 64) is exact (a normal float32: k + 64 >= -86), and its
+ * product by 2^-64 rounds once, as expApprox32's second product does, to the same value. XNNPACK's
+ * softmax exp (f32-raddstoreexpminusmax) also uses that its argument is not positive.
+ */
+export const expNonPositive32: Approx = (b, c, x, t) => {
+  // constants: EXP_NONPOSITIVE_CONSTS
+  const [Y, K, P, KI] = [t, t + 1, t + 2, t + 3];
+  b.get(x); c.get(-104).v(F32['pmax']!).set(Y);
+  expParts32(b, c, Y, K, P, KI, 127 + 64);
+  b.get(P); c.get(1).v(F32['add']!);
+  b.get(KI).i32(23).v(S.i32x4Shl).v(F32['mul']!);
+  c.get(2 ** -64).v(F32['mul']!);
+};
+
+/** The constants expNonPositive32 reads. */
+export const EXP_NONPOSITIVE_CONSTS: readonly number[] = [...EXP32_CONSTS, 2 ** -64];
+
+/**
  * tanh: a = min(|x|, 9.5) (tanh(9.5) is 1 in float32), em1 = e^(2a) - 1 = 2^k P + (2^k - 1)
  * (no cancellation: both terms have a's sign), em1 / (em1 + 2) with x's sign (tanh(-0) = -0).
  */

@@ -216,6 +216,16 @@ function approxOf(e: Expr): string | undefined {
   return e.t === 'call' && Object.hasOwn(APPROX, e.name) && e.fn === ROWS.get(e.name)?.scalar ? e.name : undefined;
 }
 
+/** The float32 form's constants the nodes of `order` read (their own, 0 and 1, their float32 approximations'), splatted once before a loop. */
+export function consts32Of(order: readonly Expr[]): Set<number> {
+  const consts = new Set<number>([...order.flatMap((e) => (e.t === 'const' ? [e.v] : [])), 0, 1]);
+  for (const e of order) {
+    const a = approxOf(e);
+    if (F32_APPROX && a !== undefined && Object.hasOwn(APPROX32, a)) for (const x of APPROX32[a]!.consts) consts.add(x);
+  }
+  return consts;
+}
+
 /** The float64 constants the nodes of `order` read (their own, and their approximations'), splatted once before a loop. */
 export function constsOf(order: readonly Expr[]): Set<number> {
   const consts = new Set<number>(order.flatMap((e) => (e.t === 'const' ? [e.v] : [])));
@@ -315,9 +325,8 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
   const nodes = order.filter((e) => e.t !== 'const');
   const perStream = nodes.length + 6;
   // the float32 form: its own constants and 0, 1 in float32, the approximations' in float64
-  const consts32 = new Set<number>(f32 ? [...order.flatMap((e) => (e.t === 'const' ? [e.v] : [])), 0, 1] : []);
+  const consts32 = f32 ? consts32Of(order) : new Set<number>();
   const own = (e: Expr) => F32_APPROX && Object.hasOwn(APPROX32, approxOf(e) ?? '');
-  for (const e of order) if (f32 && own(e)) for (const x of APPROX32[approxOf(e)!]!.consts) consts32.add(x);
   const consts64 = f32 ? constsOf(order.filter((e) => e.t !== 'const' && !own(e))) : constsOf(order);
   const [N, BASE, I, END] = [0, 1, 2, 3];
   const base = 4;
@@ -445,7 +454,7 @@ function parallelRun(sid: number, regions: number, lo: number, hi: number, loads
       const s = p0 + b * CHUNK, e = Math.min(p1, s + CHUNK);
       loads.forEach((a, j) => m.set(a.subarray(s + offs[j]!, e + offs[j]!), b * blockFloats + j * CHUNK));
     }
-    const job = [1, sid, blocks, blockFloats * 4, CHUNK, p1 - p0 - (blocks - 1) * CHUNK] as const;
+    const job = [1, sid, blocks, blockFloats * 4, CHUNK, p1 - p0 - (blocks - 1) * CHUNK, 0] as const;
     if (threads > 1 && blocks > 1 && pool !== undefined) pool.run(threads, undefined, sharedRuns, job);
     else runHere(undefined, sharedRuns, job);
     for (let b = 0; b < blocks; b++) {
@@ -457,18 +466,19 @@ function parallelRun(sid: number, regions: number, lo: number, hi: number, loads
 
 /**
  * Runs shared kernel `sid` over `blocks` blocks of the shared memory (block b at byte
- * b * blockBytes, `per` units each, the last `last`), split over the threads: the form other
- * shared kernels (./reduce.ts) use with their own block layout.
+ * base + b * blockBytes, `per` units each, the last `last`), split over the threads: the form other
+ * shared kernels (./reduce.ts) use with their own block layout. `during`: the calling thread's
+ * own work on other memory, overlapping the workers' (ThreadPool.run).
  */
-export function runBlocks(sid: number, blocks: number, blockBytes: number, per: number, last: number): void {
-  const job = [1, sid, blocks, blockBytes, per, last] as const;
+export function runBlocks(sid: number, blocks: number, blockBytes: number, per: number, last: number, base = 0, during?: () => void): void {
+  const job = [1, sid, blocks, blockBytes, per, last, base] as const;
   const pool = threadPool();
   // split where the hand-off model (../cpu/handoff.ts) says it pays: the work is the blocks' floats, its rate this kernel's
   const work = (blocks * blockBytes) / 4;
   const threads = blocks > 1 && pool !== undefined ? handoffThreads(work, threadCount(), sid + 1) : 1;
   const t0 = performance.now();
-  if (threads > 1) pool!.run(threads, undefined, sharedRuns, job);
-  else runHere(undefined, sharedRuns, job);
+  if (threads > 1) pool!.run(threads, undefined, sharedRuns, job, during);
+  else { during?.(); runHere(undefined, sharedRuns, job); }
   handoffMeasured(work, threads, performance.now() - t0, sid + 1);
 }
 
@@ -540,9 +550,17 @@ export function renderElementwise(p: EwPlan, bufName: (id: number) => string): {
     const cols = p.cols;
     const per = Math.floor(CHUNK / cols);
     const rowAt = (r: EwRegion, row: string) => (r.row === 0 ? String(r.off) : at(`${row} * ${r.row}`, r.off));
-    const copyIn = p.loads.map((l, j) => l.row === cols
+    // A region every row reads alike (row stride 0: a bias broadcast over the rows) is the same in
+    // every chunk: written once, before the chunks (its row, then doubled in place by copyWithin),
+    // not row by row in each (a convolution's 18432 rows of 16: 18432 copies a call before).
+    const once = p.loads.flatMap((l, j) => (l.row !== 0 ? [] : [
+      `  { const n = hi - lo < ${per} ? hi - lo : ${per};`,
+      `    m.set(${bufName(l.buf)}.subarray(${l.off}, ${l.off + cols}), ${j * CHUNK});`,
+      `    for (let f = 1; f < n; f *= 2) m.copyWithin(${j * CHUNK} + f * ${cols}, ${j * CHUNK}, ${j * CHUNK} + (f < n - f ? f : n - f) * ${cols}); }`,
+    ]));
+    const copyIn = p.loads.flatMap((l, j) => (l.row === 0 ? [] : [l.row === cols
       ? `    m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r0')}, ${rowAt(l, 'r1')}), ${j * CHUNK});`
-      : `    for (let r = r0, o = ${j * CHUNK}; r < r1; r++, o += ${cols}) m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r')}, ${rowAt(l, 'r')} + ${cols}), o);`);
+      : `    for (let r = r0, o = ${j * CHUNK}; r < r1; r++, o += ${cols}) m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r')}, ${rowAt(l, 'r')} + ${cols}), o);`]));
     const copyOut = p.stores.map((x, j) => {
       const o = (p.loads.length + j) * CHUNK;
       return x.row === cols
@@ -552,6 +570,7 @@ export function renderElementwise(p: EwPlan, bufName: (id: number) => string): {
     const lines2 = [
       `  const w = rt.ew(${id});`,
       '  const m = w.mem;',
+      ...once,
       `  for (let r0 = lo; r0 < hi; r0 += ${per}) {`,
       `    const r1 = hi < r0 + ${per} ? hi : r0 + ${per};`,
       ...copyIn,

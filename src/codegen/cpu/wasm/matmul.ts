@@ -100,12 +100,17 @@ function panelBlockBody(): Body {
 
 /**
  * The float32 register tile: 8 rows (two f32x4 vectors of A) by 4 columns (each a splat of one B
- * element), 8 accumulators. Wider tiles spill on x64, where V8 keeps one of the 16 vector
- * registers as scratch: 8 x 4 holds 8 sums, 2 A vectors, a splat and the product (XNNPACK's
- * x86 WebAssembly SIMD kernels use the same count of accumulators, 4 x 8 with B as vectors).
+ * element), 8 accumulators, with or without fused multiply-adds. Wider tiles spill on x64, where
+ * V8 keeps one of the 16 vector registers as scratch: 8 x 4 holds 8 sums, a step's 2 A vectors
+ * and 4 splats, and the product (XNNPACK's x86 WebAssembly SIMD kernels use the same count of
+ * accumulators, 4 x 8 with B as vectors, one step of K per pass).
  */
 export const TILE32 = { mr: 8, nr: 4 } as const;
-/** The float32 tile with fused multiply-adds (relaxed SIMD): 12 x 4, 12 sums, 3 A vectors and a splat (no product to hold). */
+/**
+ * A 12 x 4 float32 tile (12 sums, 3 A vectors, 4 splats: it spills under V8, see
+ * ../wasm-kernel.ts tile32): exported as panelBlock32w(r) for measurements of other tiles;
+ * no product is lowered for it.
+ */
 export const TILE32_WIDE = { mr: 12, nr: 4 } as const;
 
 /**
@@ -114,8 +119,12 @@ export const TILE32_WIDE = { mr: 12, nr: 4 } as const;
  * consecutive B panels of nr columns (column c of step t at pb + 4(nr t + c)); tile (g, q)'s
  * float32 sums column-major at acc + g*sacc + 4 mr nr q + 4(mr c + r). Each sum is s += a*b
  * for t = 0..K-1 in float32 (rounded after the product and after the sum), or with `fused` a
- * relaxed-SIMD multiply-add (one rounding where the runtime fuses it). Two steps of t per pass
- * of the loop (the loop's counter and pointers move once per two).
+ * relaxed-SIMD multiply-add (one rounding where the runtime fuses it). One step of t per pass of
+ * the loop: V8's TurboFan schedules a pass's loads ahead of its arithmetic, so a pass of two
+ * steps holds 2(mr/4 + nr) loaded vectors beside the mr nr / 4 sums and spills sums to the stack
+ * (8 x 4: 4 sums spilled and reloaded every pass, the sums' add chains then wait on store-to-load
+ * forwarding: 36 GFLOP/s against 55 in one pass, 1024 x 1024 x 1024 on one core of 62 GFLOP/s
+ * peak). TurboFan unrolls the one-step loop itself, without the spills.
  * With `rows` (panelBlock32r, panelBlock32wr: the whole products' form), the sums go row-major
  * instead, as the product's rows: tile (g, q)'s row r at acc + g*sacc + r*(sacc/mr) + 4 nr q
  * (each 4 x 4 block of sums transposed with shuffles), so the epilogue reads each output row in
@@ -150,18 +159,13 @@ function panelBlock32Body(mr: number, nr: number, fused: boolean, rows = false):
   b.get(PA).set(PAG).get(ACCQ).set(ACCG).get(G).set(GI);
   b.ops(op.loop, VOID); // A panels of the block
   for (let c = 0; c < nr; c++) for (let v = 0; v < V; v++) b.vzero().set(accv(c, v));
-  b.get(PAG).set(PAI).get(PB).set(PBI).get(K).i32(1).ops(op.i32ShrU).set(KI);
+  b.get(PAG).set(PAI).get(PB).set(PBI).get(K).set(KI);
   b.ops(op.block, VOID).get(KI).ops(op.i32Eqz, op.brIf, 0);
-  b.ops(op.loop, VOID); // pairs of steps
+  b.ops(op.loop, VOID); // steps of t, one per pass (see above)
   step(0);
-  step(1);
-  b.addTo(PAI, 8 * mr).addTo(PBI, 8 * nr);
+  b.addTo(PAI, 4 * mr).addTo(PBI, 4 * nr);
   b.get(KI).i32(1).ops(op.i32Sub).tee(KI).ops(op.brIf, 0);
   b.ops(op.end, op.end);
-  b.ops(op.block, VOID).get(K).i32(1).ops(op.i32And, op.i32Eqz, op.brIf, 0); // the last step of an odd K
-  step(0);
-  b.addTo(PBI, 4 * nr);
-  b.ops(op.end);
   if (rows) {
     // rows 4v..4v+3: transpose the 4 x 4 block (columns in accv(0..3, v)) into 4 row vectors
     b.get(ACCG).set(ROW);
@@ -389,7 +393,7 @@ function packCols32Body(): Body {
 /**
  * The kernel module's bytes: imports env.mem (shared: the memory worker threads sum in
  * together), exports rowPanel, panelBlock (float64), panelBlock32 and panelBlock32w (float32,
- * the TILE32 and TILE32_WIDE tiles; panelBlock32r and panelBlock32wr the same with row-major sums),
+ * the TILE32 tile and the TILE32_WIDE one of measurements; panelBlock32r and panelBlock32wr the same with row-major sums),
  * igemm32 and windowGrad32 (convolutions and their kernel gradients through an indirection
  * buffer: ./igemm.ts), pack32 and packCols32 (operand packing), rowVec32_1..3 (products of 1 to 3 rows); with `fused`, relaxed-SIMD multiply-adds, valid only where the
  * runtime has relaxed SIMD). `tile32` replaces panelBlock32's tile (measurements of other tiles).

@@ -297,6 +297,10 @@ function redSharedKernelId(bytes: Uint8Array, regions: number): number {
  * block's rows copied into a block of the shared memory of its own, the blocks computed by this
  * thread and the workers (claimed one at a time: every row is computed by the same code whichever
  * thread takes it, so the results are the same with 1 or N threads), the results copied out.
+ * Passes alternate between two halves of the memory: while the workers compute pass q in one,
+ * the calling thread copies pass q - 1's results out of the other and pass q + 1's rows in, then
+ * takes what blocks of pass q are left (XNNPACK's pthreadpool has the caller work beside the pool
+ * the same way; the copies are this tier's own cost, so they overlap the compute).
  * layout: L, per, elements (1 or 0), then (row stride, offset) of each input and each output.
  */
 function parallelRows(sid: number, lo: number, hi: number, ins: readonly Float32Array[], outs: readonly Float32Array[], layout: readonly number[], gap = 0): void {
@@ -304,30 +308,49 @@ function parallelRows(sid: number, lo: number, hi: number, ins: readonly Float32
   const blockFloats = (ins.length + gap + outs.length) * REG;
   const row = (k: number) => layout[3 + 2 * k]!;
   const off = (k: number) => layout[4 + 2 * k]!;
-  for (let p0 = lo; p0 < hi; p0 += PASS_BLOCKS * per) {
-    const p1 = Math.min(hi, p0 + PASS_BLOCKS * per);
-    const blocks = Math.ceil((p1 - p0) / per);
-    const m = sharedMem(blocks * blockFloats * 4);
-    for (let b = 0; b < blocks; b++) {
-      const r0 = p0 + b * per, r1 = Math.min(p1, r0 + per);
+  const passRows = PASS_BLOCKS * per;
+  const passes = Math.ceil((hi - lo) / passRows);
+  const halfFloats = Math.min(PASS_BLOCKS, Math.ceil((hi - lo) / per)) * blockFloats;
+  const m = sharedMem((passes > 1 ? 2 : 1) * halfFloats * 4);
+  const span = (q: number) => [lo + q * passRows, Math.min(hi, lo + (q + 1) * passRows)] as const;
+  const copyIn = (q: number) => {
+    const [p0, p1] = span(q);
+    const h = (q & 1) * halfFloats;
+    for (let r0 = p0, b = h; r0 < p1; r0 += per, b += blockFloats) {
+      const r1 = Math.min(p1, r0 + per);
       ins.forEach((a, j) => {
-        const o = b * blockFloats + j * REG, s = row(j), f = off(j);
+        const o = b + j * REG, s = row(j), f = off(j);
         if (s === -1) m.set(a.subarray(r0 + f, r1 + f), o);
         else if (s === L) m.set(a.subarray(r0 * L + f, r1 * L + f), o);
         else for (let r = r0; r < r1; r++) m.set(a.subarray(r * s + f, r * s + f + L), o + (r - r0) * L);
       });
     }
-    runBlocks(sid, blocks, blockFloats * 4, per, p1 - p0 - (blocks - 1) * per);
-    for (let b = 0; b < blocks; b++) {
-      const r0 = p0 + b * per, r1 = Math.min(p1, r0 + per);
+  };
+  const copyOut = (q: number) => {
+    const [p0, p1] = span(q);
+    const h = (q & 1) * halfFloats;
+    for (let r0 = p0, b = h; r0 < p1; r0 += per, b += blockFloats) {
+      const r1 = Math.min(p1, r0 + per);
       outs.forEach((a, j) => {
-        const k = ins.length + j, o = b * blockFloats + (k + gap) * REG, s = row(k), f = off(k);
+        const k = ins.length + j, o = b + (k + gap) * REG, s = row(k), f = off(k);
         if (elements === 0) a.set(m.subarray(o, o + r1 - r0), r0 + f);
         else if (s === L) a.set(m.subarray(o, o + (r1 - r0) * L), r0 * L + f);
         else for (let r = r0; r < r1; r++) a.set(m.subarray(o + (r - r0) * L, o + (r - r0 + 1) * L), r * s + f);
       });
     }
+  };
+  copyIn(0);
+  for (let q = 0; q < passes; q++) {
+    const [p0, p1] = span(q);
+    const blocks = Math.ceil((p1 - p0) / per);
+    // the other half: pass q - 1's results out before pass q + 1's rows overwrite them
+    const during = passes === 1 ? undefined : () => {
+      if (q > 0) copyOut(q - 1);
+      if (q + 1 < passes) copyIn(q + 1);
+    };
+    runBlocks(sid, blocks, blockFloats * 4, per, p1 - p0 - (blocks - 1) * per, (q & 1) * halfFloats * 4, during);
   }
+  copyOut(passes - 1);
 }
 
 /** The kernel with this id (runtime helper `rt.red`). */

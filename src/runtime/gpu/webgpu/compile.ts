@@ -19,6 +19,7 @@ import { webDeviceResult } from './resident.js';
 import { lowerForDevice } from '../specialize.js';
 import { openedWebGpu, webgpu, webgpuOpened } from './session.js';
 import { syncOnPage } from './page.js';
+import { KernelTimer, PROFILE_NOTES } from '../../profile.js';
 
 interface WebSpec extends Specialised {
   readonly prepared: WebPrepared | undefined;
@@ -67,9 +68,14 @@ export function webgpuExecutor(req: TargetRequest): Executor & { readonly device
   let last: WebPrepared | undefined;
   let notCompiled: readonly Fallback[] | undefined;
   let linkedRef: LinkedProgram<WebSpec> | undefined;
+  // The profiler's: every dispatch timed on the device, by timestamp queries where it has them
+  // (a page's device: once it has opened before this function is made).
+  const timing = platform.env('THEANINE_WEBGPU_TIMING') === 'submits' || !gpu.timestamps ? 'submits' : 'timestamps';
+  const timed = req.profile === true ? ({ timer: new KernelTimer(), timing } as const) : undefined;
   return link(webgpuTarget, 'gpu:webgpu', programs, req, (linked) => {
     linkedRef = linked;
     return {
+      ...(timed !== undefined ? { kernelTimes: () => timed.timer.take(), profileNote: PROFILE_NOTES[timing === 'timestamps' ? 'webgpuTimestamps' : 'webgpuSubmits'] } : {}),
       get graph(): readonly Node[] {
         return linked.graph();
       },
@@ -80,14 +86,14 @@ export function webgpuExecutor(req: TargetRequest): Executor & { readonly device
       run(values: readonly NDArray[], learningPhase: number): (NDArray | DeviceResult)[] {
         if (!gpu.worker.blocking) throw syncOnPage(`calling function ${JSON.stringify(req.name)} synchronously`);
         const call = begin(values, learningPhase);
-        return 'done' in call ? call.done : finish(runWeb(gpu, call.pp, values, linked.cells, call.ctx, req.nOut));
+        return 'done' in call ? call.done : finish(runWeb(gpu, call.pp, values, linked.cells, call.ctx, req.nOut, timed));
       },
       async runAsync(values: readonly NDArray[], learningPhase: number): Promise<(NDArray | DeviceResult)[]> {
         // (a page's device opens on its first call: the adapter's limits are known from then on)
         await webgpuOpened();
         if (debug && !gpu.worker.blocking && last === undefined) debugLog(`function on gpu:webgpu (${gpu.description})`);
         const call = begin(values, learningPhase);
-        return 'done' in call ? call.done : finish(await runWebAsync(gpu, call.pp, values, linked.cells, call.ctx, req.nOut));
+        return 'done' in call ? call.done : finish(await runWebAsync(gpu, call.pp, values, linked.cells, call.ctx, req.nOut, timed));
       },
     };
   });

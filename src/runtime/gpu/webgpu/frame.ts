@@ -12,6 +12,7 @@ import { storageOf } from '../../../codegen/wgsl/scalar.js';
 import { storageIn } from '../../../codegen/wgsl/strategy.js';
 import { newBufferId, type Reply, type WebGpu } from './session.js';
 import { residentId, uploadVariable } from './resident.js';
+import type { KernelTimer, StepInfo } from '../../profile.js';
 
 /** A program prepared for the device: its buffers' device copies (by program buffer), constants uploaded. */
 export interface DeviceBuffers {
@@ -37,8 +38,20 @@ export function forgetPipelines(): void {
   compiled.clear();
 }
 
+/** How a profiled call's kernels are timed: timestamp queries where the device has them, else a submit per kernel (THEANINE_WEBGPU_TIMING=submits chooses that one). */
+export type Timing = 'timestamps' | 'submits';
+
+/** A profiled dispatch: its row's path and what it is. */
+export interface DispatchTag {
+  readonly path: string;
+  readonly info: () => StepInfo;
+}
+
 /** Requests gathered for one message to the worker. */
 export class Batch {
+  /** The profiled dispatches gathered, in order (each dispatch has one when the batch is timed), and those of the request sent. */
+  private tags: DispatchTag[] = [];
+  private sent: DispatchTag[] = [];
   private compile: { key: string; code: string }[] = [];
   allocs: { id: number; bytes: number }[] = [];
   writes: { id: number; data: Float32Array | Int32Array }[] = [];
@@ -46,9 +59,14 @@ export class Batch {
   /** Shaders this batch dispatches (never dropped by it). */
   private used = new Set<string>();
 
-  constructor(private readonly gpu: WebGpu) {}
+  /** `timed`: the profiler's timer and how the worker times each dispatch. */
+  constructor(private readonly gpu: WebGpu, readonly timed?: { readonly timer: KernelTimer; readonly timing: Timing }) {}
 
-  dispatch(k: WgslKernel, binds: readonly number[]): void {
+  dispatch(k: WgslKernel, binds: readonly number[], tag?: DispatchTag): void {
+    if (this.timed !== undefined) {
+      if (tag === undefined) throw new Error('internal: a dispatch of a profiled call without its row');
+      this.tags.push(tag);
+    }
     if (compiled.delete(k.code)) compiled.add(k.code); // (most recently used last)
     else { this.compile.push({ key: k.code, code: k.code }); compiled.add(k.code); }
     this.used.add(k.code);
@@ -82,8 +100,10 @@ export class Batch {
       if (!this.used.has(key)) evict.push(key);
     }
     for (const key of evict) compiled.delete(key);
-    const req = { kind: 'run', evict, compile: this.compile, allocs: this.allocs, writes: this.writes, ops: this.ops, reads };
+    const req = { kind: 'run', evict, compile: this.compile, allocs: this.allocs, writes: this.writes, ops: this.ops, reads, ...(this.timed !== undefined ? { timing: this.timed.timing } : {}) };
     this.compile = []; this.allocs = []; this.writes = []; this.ops = []; this.used = new Set();
+    this.sent = this.tags;
+    this.tags = [];
     return req;
   }
 
@@ -92,6 +112,11 @@ export class Batch {
       // a failed compile is not cached in the worker
       compiled.clear();
       throw new Error(`gpu:webgpu: ${r.error}`);
+    }
+    if (this.timed !== undefined) {
+      const times = r.times ?? [];
+      if (times.length !== this.sent.length) throw new Error(`internal: the worker timed ${times.length} dispatches of ${this.sent.length}`);
+      this.sent.forEach((t, i) => this.timed!.timer.add(t.path, t.info, times[i]!));
     }
     return r.data!;
   }
@@ -209,14 +234,17 @@ export class Frame {
     return h;
   }
 
-  /** A kernel dispatched: what it reads uploaded where needed, what it writes marked. */
-  dispatch(k: WgslKernel): void {
+  /** Where this program's steps are, for the profiler (a Scan body's: under its Scan's path and name). */
+  at = { path: '', name: '', depth: 0 };
+
+  /** A kernel dispatched: what it reads uploaded where needed, what it writes marked; `tag`: its profile row. */
+  dispatch(k: WgslKernel, tag?: DispatchTag): void {
     const binds = k.binds.map((id) => (k.writes.includes(id) ? this.devId(id) : this.toDev(id)));
     for (const id of k.writes) {
       // A store that does not cover its buffer keeps the rest: the buffer's host copy goes up first.
       if (this.host.has(id) && !this.onDev.has(id)) this.toDev(id);
       this.deviceWrote(id);
     }
-    this.batch.dispatch(k, binds);
+    this.batch.dispatch(k, binds, tag);
   }
 }

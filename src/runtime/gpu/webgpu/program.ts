@@ -16,9 +16,10 @@ import { warnOnce } from '../device.js';
 import { Batch, Frame, type DeviceBuffers, type Steps } from './frame.js';
 import { runScan } from './scan.js';
 import { hostModule, checkRows, runExternOnHost } from '../host-step.js';
+import { describeStep, stepName } from '../../profile.js';
 
 export type WebStep =
-  | { readonly kind: 'kernel'; readonly kernel: WgslKernel; readonly checks: readonly RowCheck[]; readonly origin?: readonly Provenance[] }
+  | { readonly kind: 'kernel'; readonly step: Step; readonly kernel: WgslKernel; readonly checks: readonly RowCheck[]; readonly origin?: readonly Provenance[] }
   | { readonly kind: 'scan'; readonly step: ScanStep; readonly body: WebPrepared }
   | { readonly kind: 'host'; readonly step: Step; readonly why: string; readonly run: RunFn | undefined }
   /** A kernel of no elements: its buffers hold none. */
@@ -47,8 +48,8 @@ function prepareChosen(p: Program, chosen: readonly WebStrategy[], maxBindings: 
     const origin = s.origin !== undefined ? { origin: s.origin } : {};
     if (c.kind === 'host') return { kind: 'host', step: s, why: c.why, run: s.kind === 'extern' || s.kind === 'print' ? undefined : hostModule(p, s) };
     if (c.kind === 'empty') return { kind: 'empty', writes: stepBuffers(s).writes };
-    if (s.kind === 'loop' && c.kind === 'loop') return { kind: 'kernel', kernel: renderLoop(s, c.plan, info), checks: c.checks, ...origin };
-    if (s.kind === 'matmul' && c.kind === 'matmul') return { kind: 'kernel', kernel: renderMatmul(s, info), checks: [], ...origin };
+    if (s.kind === 'loop' && c.kind === 'loop') return { kind: 'kernel', step: s, kernel: renderLoop(s, c.plan, info), checks: c.checks, ...origin };
+    if (s.kind === 'matmul' && c.kind === 'matmul') return { kind: 'kernel', step: s, kernel: renderMatmul(s, info), checks: [], ...origin };
     if (s.kind === 'scan' && c.kind === 'scan') return { kind: 'scan', step: s, body: prepareChosen(s.body, c.body, maxBindings) };
     throw new Error(`internal: the WebGPU strategy of step ${i} (${c.kind}) does not fit its ${s.kind} step`);
   });
@@ -75,17 +76,26 @@ export type WebResult = { readonly host: NDArray } | { readonly dev: number; rea
  * a failed read is thrown back in at the yield, so it carries the step's `built by`.
  */
 export function* runSteps(f: Frame, steps: readonly WebStep[], ctx: EvalContext): Steps {
-  for (const s of steps) {
+  const timed = f.batch.timed !== undefined;
+  const at = f.at;
+  let scans = 0;
+  for (const [i, s] of steps.entries()) {
     try {
       switch (s.kind) {
-        case 'kernel':
+        case 'kernel': {
           for (const c of s.checks) {
             yield* f.need([c.buf]);
             checkRows(c, f.hostOf(c.buf).data);
           }
-          f.dispatch(s.kernel);
+          const path = `${at.path}${i}`;
+          f.dispatch(s.kernel, timed ? { path, info: () => describeStep(f.p, s.step, `${at.name}${stepName(s.step, -1)}`, path, at.depth) } : undefined);
           break;
-        case 'scan': yield* runScan(f, s.step, s.body, ctx, runSteps); break;
+        }
+        case 'scan': {
+          const k = scans++;
+          yield* runScan(f, s.step, s.body, ctx, runSteps, timed ? { path: `${at.path}${i}/`, name: `${at.name}s${k}: `, depth: at.depth + 1 } : undefined);
+          break;
+        }
         case 'empty': for (const id of s.writes) if (f.p.buffers[id]!.size === 0) f.hostWrote(id, NDArray.zeros([0], f.p.buffers[id]!.dtype)); break;
         case 'host': yield* runHost(f, s, ctx); break;
       }
@@ -117,8 +127,8 @@ async function driveAsync(steps: Steps): Promise<void> {
  * Runs a prepared program: `inputs` by input slot, `cells` by variable slot; `nOut` targets are
  * outputs (read back), the rest update values (kept on the device where they fill a buffer).
  */
-export function runWeb(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cells: readonly VariableCell[], ctx: EvalContext, nOut: number): WebResult[] {
-  const f = new Frame(pp, new Batch(gpu), cells, ctx, inputs);
+export function runWeb(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cells: readonly VariableCell[], ctx: EvalContext, nOut: number, timed?: Batch['timed']): WebResult[] {
+  const f = new Frame(pp, new Batch(gpu, timed), cells, ctx, inputs);
   drive(runSteps(f, pp.steps, ctx));
   const end = endWeb(f, nOut);
   end.frame.flush(end.reads);
@@ -126,8 +136,8 @@ export function runWeb(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[],
 }
 
 /** As runWeb, without blocking: every request to the device awaited (callAsync). */
-export async function runWebAsync(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cells: readonly VariableCell[], ctx: EvalContext, nOut: number): Promise<WebResult[]> {
-  const f = new Frame(pp, new Batch(gpu), cells, ctx, inputs);
+export async function runWebAsync(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cells: readonly VariableCell[], ctx: EvalContext, nOut: number, timed?: Batch['timed']): Promise<WebResult[]> {
+  const f = new Frame(pp, new Batch(gpu, timed), cells, ctx, inputs);
   await driveAsync(runSteps(f, pp.steps, ctx));
   const end = endWeb(f, nOut);
   await end.frame.flushAsync(end.reads);

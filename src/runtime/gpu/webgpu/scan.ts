@@ -10,11 +10,12 @@ import { Frame, type DeviceBuffers, type Steps } from './frame.js';
 
 const count = (shape: readonly number[]): number => shape.reduce((a, d) => a * d, 1);
 
-/** Runs `s` with its body prepared as `body`; `run` runs a program's steps in a frame (yielding the read-backs they need). */
+/** Runs `s` with its body prepared as `body`; `run` runs a program's steps in a frame (yielding the read-backs they need); `at`: where the body's steps are (the profiler's rows). */
 export function* runScan<B extends DeviceBuffers & { readonly steps: readonly S[] }, S>(
-  outer: Frame, s: ScanStep, body: B, ctx: EvalContext, run: (f: Frame, steps: readonly S[], ctx: EvalContext) => Steps,
+  outer: Frame, s: ScanStep, body: B, ctx: EvalContext, run: (f: Frame, steps: readonly S[], ctx: EvalContext) => Steps, at?: Frame['at'],
 ): Steps {
   const f = new Frame(body, outer.batch, outer.cells, ctx);
+  if (at !== undefined) f.at = at;
   const bp = body.program;
   const T = s.steps;
   const nSeq = s.seqs.length, nState = s.inits.length, nOut = s.outItems.length;

@@ -23,7 +23,9 @@ export interface Reply {
   readonly error?: string;
   readonly data?: readonly ArrayBuffer[];
   readonly counts?: WebGpuCounts;
-  readonly info?: { description: string; maxStorageBuffers: number; maxBufferSize: number };
+  readonly info?: { description: string; maxStorageBuffers: number; maxBufferSize: number; timestamps: boolean };
+  /** A profiled run's milliseconds per dispatch, in order. */
+  readonly times?: readonly number[];
 }
 
 /** The way to the device: Node's worker, or a page's own thread. */
@@ -96,6 +98,8 @@ export interface WebGpu {
   maxStorageBuffers: number;
   /** Settles when the device has opened (Node: at once, opening is synchronous); rejects where no adapter opens. */
   readonly opened: Promise<void>;
+  /** Whether the device has timestamp queries ('timestamp-query'): the profiler times kernels with them, else with a submit per kernel. On a page, known once `opened` settles. */
+  timestamps: boolean;
 }
 
 const KEY = Symbol.for('theanine.gpu.webgpu');
@@ -122,7 +126,7 @@ export function openWebGpu(): WebGpu | string {
   }
   const worker = new SyncWorker(path);
   const r = worker.call({ kind: 'init' });
-  shared[KEY] = r.ok ? { worker, description: r.info!.description, maxStorageBuffers: r.info!.maxStorageBuffers, opened: Promise.resolve() } : `${WEBGPU_PACKAGE}: ${r.error}`;
+  shared[KEY] = r.ok ? { worker, description: r.info!.description, maxStorageBuffers: r.info!.maxStorageBuffers, opened: Promise.resolve(), timestamps: r.info!.timestamps } : `${WEBGPU_PACKAGE}: ${r.error}`;
   return shared[KEY];
 }
 
@@ -142,6 +146,7 @@ function openOnPage(): WebGpu | string {
     worker,
     description: 'an adapter not opened yet',
     maxStorageBuffers: 8,
+    timestamps: false,
     opened: worker.callAsync({ kind: 'init' }).then((r) => {
       if (!r.ok) {
         shared[KEY] = `WebGPU: ${r.error}`;
@@ -149,6 +154,7 @@ function openOnPage(): WebGpu | string {
       }
       d.description = r.info!.description;
       d.maxStorageBuffers = r.info!.maxStorageBuffers;
+      d.timestamps = r.info!.timestamps;
     }),
   };
   d.opened.catch(() => undefined); // (its rejection is the next caller's, through webgpuOpened)

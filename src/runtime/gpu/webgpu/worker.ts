@@ -45,10 +45,12 @@ function makeDeviceSide(gpu, collect, noAdapter) {
     const want = ['maxStorageBuffersPerShaderStage', 'maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize'];
     const requiredLimits = {};
     for (const k of want) requiredLimits[k] = adapter.limits[k];
-    device = await adapter.requestDevice({ requiredLimits });
+    // timestamp queries where the adapter has them (the profiler's kernel times)
+    const timestamps = !!(adapter.features && adapter.features.has('timestamp-query'));
+    device = await adapter.requestDevice({ requiredLimits, ...(timestamps ? { requiredFeatures: ['timestamp-query'] } : {}) });
     device.addEventListener && device.addEventListener('uncapturederror', (e) => { lastError = String(e.error && e.error.message || e); });
     const a = adapter.info || {};
-    info = { description: [a.vendor, a.architecture, a.device, a.description].filter((s) => s).join(' ') || 'unknown adapter', maxStorageBuffers: adapter.limits.maxStorageBuffersPerShaderStage, maxBufferSize: Math.min(adapter.limits.maxBufferSize, adapter.limits.maxStorageBufferBindingSize) };
+    info = { description: [a.vendor, a.architecture, a.device, a.description].filter((s) => s).join(' ') || 'unknown adapter', maxStorageBuffers: adapter.limits.maxStorageBuffersPerShaderStage, maxBufferSize: Math.min(adapter.limits.maxBufferSize, adapter.limits.maxStorageBufferBindingSize), timestamps };
     return { ok: true, info };
   }
   let lastError;
@@ -80,17 +82,39 @@ function makeDeviceSide(gpu, collect, noAdapter) {
       counts.uploads++;
     }
     device.pushErrorScope('validation');
-    const enc = device.createCommandEncoder();
-    // Dispatches in compute passes, buffer copies between them, in the request's order.
-    let pass = null;
+    let enc = device.createCommandEncoder();
+    // Dispatches in compute passes, buffer copies between them, in the request's order. Profiled
+    // (req.timing), every dispatch is a pass of its own, timed by timestamp queries written at its
+    // pass' start and end ('timestamps'), or by a submit of its own waited for ('submits'): times
+    // holds each dispatch's milliseconds, in order.
+    const times = [];
+    const timed = req.timing === 'timestamps' ? timestampSets((req.ops || []).filter((op) => op.k === 'd').length) : null;
+    const submitted = async () => {
+      device.queue.submit([enc.finish()]);
+      counts.submits++;
+      await device.queue.onSubmittedWorkDone();
+      enc = device.createCommandEncoder();
+    };
+    let pass = null, d = 0;
     for (const op of req.ops || []) {
       if (op.k === 'd') {
-        if (!pass) pass = enc.beginComputePass();
+        if (req.timing === 'submits') {
+          if (pass) { pass.end(); pass = null; }
+          await submitted(); // what came before, finished first
+        }
+        if (!pass) pass = enc.beginComputePass(timed ? { timestampWrites: timed.writes(d) } : undefined);
         const p = pipelines.get(op.key);
         pass.setPipeline(p);
         pass.setBindGroup(0, device.createBindGroup({ layout: p.getBindGroupLayout(0), entries: op.binds.map((id, k) => ({ binding: k, resource: { buffer: buffers.get(id) } })) }));
         pass.dispatchWorkgroups(op.groups[0], op.groups[1], op.groups[2]);
         counts.dispatches++;
+        d++;
+        if (req.timing !== undefined) { pass.end(); pass = null; }
+        if (req.timing === 'submits') {
+          const t0 = performance.now();
+          await submitted();
+          times.push(performance.now() - t0);
+        }
       } else {
         if (pass) { pass.end(); pass = null; }
         enc.copyBufferToBuffer(buffers.get(op.src), op.so, buffers.get(op.dst), op.do, op.bytes);
@@ -98,6 +122,7 @@ function makeDeviceSide(gpu, collect, noAdapter) {
       }
     }
     if (pass) pass.end();
+    const stamps = timed ? timed.resolve(enc) : null;
     const staging = [];
     for (const r of req.reads || []) {
       const s = device.createBuffer({ size: Math.max(4, r.bytes), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
@@ -119,12 +144,40 @@ function makeDeviceSide(gpu, collect, noAdapter) {
     }
     if (staging.length === 0) await device.queue.onSubmittedWorkDone();
     for (const id of req.frees || []) drop(id);
-    return out;
+    if (stamps) times.push(...(await stamps()));
+    return { data: out, times };
+  }
+  // Timestamp queries for n dispatches: a begin and an end per dispatch, in query sets of at most
+  // 4096 queries; resolve() records their copy to a staging buffer and returns the read of each
+  // dispatch's milliseconds (end - begin, nanoseconds on the device's clock).
+  function timestampSets(n) {
+    const per = 2048;
+    const sets = [];
+    for (let i = 0; i < n; i += per) sets.push(device.createQuerySet({ type: 'timestamp', count: 2 * Math.min(per, n - i) }));
+    return {
+      writes: (d) => ({ querySet: sets[Math.floor(d / per)], beginningOfPassWriteIndex: 2 * (d % per), endOfPassWriteIndex: 2 * (d % per) + 1 }),
+      resolve(enc) {
+        const bytes = 16 * n;
+        const all = device.createBuffer({ size: Math.max(8, bytes), usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+        const read = device.createBuffer({ size: Math.max(8, bytes), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+        sets.forEach((q, k) => enc.resolveQuerySet(q, 0, q.count, all, k * per * 16));
+        if (n > 0) enc.copyBufferToBuffer(all, 0, read, 0, bytes);
+        return async () => {
+          await read.mapAsync(GPUMapMode.READ);
+          const t = new BigInt64Array(read.getMappedRange().slice(0, bytes));
+          read.unmap(); read.destroy(); all.destroy();
+          for (const q of sets) q.destroy();
+          const ms = [];
+          for (let i = 0; i < n; i++) ms.push(Math.max(0, Number(t[2 * i + 1] - t[2 * i]) / 1e6));
+          return ms;
+        };
+      },
+    };
   }
   async function handle(req) {
     try {
       if (req.kind === 'init') return await init();
-      if (req.kind === 'run') { const data = await run(req); return { ok: true, data, counts: tally() }; }
+      if (req.kind === 'run') { const r = await run(req); return { ok: true, data: r.data, ...(req.timing ? { times: r.times } : {}), counts: tally() }; }
       if (req.kind === 'free') { for (const id of req.ids) drop(id); return req.quiet ? undefined : { ok: true }; }
       if (req.kind === 'clear') { pipelines.clear(); collect(); return { ok: true, counts: tally() }; }
       if (req.kind === 'counts') return { ok: true, counts: tally() };
