@@ -98,7 +98,6 @@ export interface EwPlan {
   readonly schedule: EwSchedule;
 }
 
-
 /**
  * `index` = u*row + v + off (unit stride along the inner loop v, any non-negative stride `row`
  * along the outer loop u, 0 for a row read by every row): { off, row }, else undefined.
