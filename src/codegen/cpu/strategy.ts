@@ -103,7 +103,10 @@ export function chooseStrategies(p: Program, wasm: boolean, schedule?: ScheduleC
     }
     if (!wasm) return js(s);
     const simd = planElementwise(s, dtype);
-    if (simd !== undefined) return { kind: 'loop', tier: 'elementwise', plan: simd };
+    if (simd !== undefined) {
+      const tuned = schedule?.elementwise?.(s, (x) => planElementwise(s, dtype, false, x)!);
+      return { kind: 'loop', tier: 'elementwise', plan: tuned === undefined ? simd : planElementwise(s, dtype, false, tuned)! };
+    }
     const red = planReduce(s, dtype);
     return red !== undefined ? { kind: 'loop', tier: 'reduce', plan: red } : js(s);
   });
@@ -134,6 +137,6 @@ function matmulStrategy(s: MatmulKernel, target: boolean, dtype: (id: number) =>
     packing: { calls: pk.calls, kernels },
     staged: all && !small ? stagedPacks(s, dtype) : { staged: new Map(), size: 0 },
     epilogue: all ? tierEpilogue(s, dtype) : undefined,
-    schedule: (all && !small && schedule !== undefined ? schedule(s, tilesCall(s, indirect)) : undefined) ?? DEFAULT_MATMUL_SCHEDULE,
+    schedule: (all && !small && schedule !== undefined ? schedule.matmul(s, tilesCall(s, indirect)) : undefined) ?? DEFAULT_MATMUL_SCHEDULE,
   };
 }

@@ -10,7 +10,7 @@ import { REDUCE_INIT, type Expr } from '../kernel/expr.js';
 import type { LoopKernel } from '../kernel/ir.js';
 import { walkScopes } from '../transform/scope-walk.js';
 import { f32Literal, roundAs, storageOf } from './scalar.js';
-import { WG, Writer, assemble, foldCode, groups1d, kahanStep, type BufferInfo, type WgslKernel } from './writer.js';
+import { Writer, assemble, foldCode, groups1d, kahanStep, type BufferInfo, type WgslKernel } from './writer.js';
 import { renderRows } from './rows.js';
 import { renderSteps } from './steps.js';
 import type { LoopPlan } from './strategy.js';
@@ -23,10 +23,11 @@ export function renderLoop(k: LoopKernel, plan: LoopPlan, bufs: BufferInfo): Wgs
   const { sched: s, indexNodes, total } = plan;
   const w = new Writer(bufs, (e) => s.loadIndex.get(e), (e) => indexNodes.has(e));
   const binds = [...plan.binds];
-  if (plan.rows !== undefined) return renderRows(k, s, plan.rows, w, bufs, binds, [...plan.written]);
+  if (plan.rows !== undefined) return renderRows(k, s, plan.rows, w, bufs, binds, [...plan.written], plan.workgroup);
   if (plan.steps !== undefined) return renderSteps(k, s, indexNodes, plan.steps, bufs, binds, [...plan.written]);
   const outputVars = new Set(k.vars.map((v) => v.id));
-  const lines: string[] = [`let i = i32(gid.x + gid.y * nwg.x * ${WG}u);`, `if (i >= ${total}i) { return; }`];
+  const wg = plan.workgroup;
+  const lines: string[] = [`let i = i32(gid.x + gid.y * nwg.x * ${wg}u);`, `if (i >= ${total}i) { return; }`];
   // Output coordinates: row-major over the kernel's output loops.
   let stride = total;
   for (const v of k.vars) {
@@ -47,10 +48,10 @@ export function renderLoop(k: LoopKernel, plan: LoopPlan, bufs: BufferInfo): Wgs
     lines.push(`b${st.store.buf}[${w.code(st.index, 'i32')}] = ${ty === 'f32' ? v : `i32(${v})`};`);
   }
   const body = [
-    `@compute @workgroup_size(${WG})`,
+    `@compute @workgroup_size(${wg})`,
     'fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {',
     ...lines.map((l) => `  ${l}`),
     '}',
   ];
-  return assemble(k.label, body, binds, [...plan.written], bufs, groups1d(total));
+  return assemble(k.label, body, binds, [...plan.written], bufs, groups1d(total, wg));
 }

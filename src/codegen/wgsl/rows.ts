@@ -59,8 +59,8 @@ export function rowsForm(k: LoopKernel, s: Schedule): number | undefined {
   return (inner > 1 && longest > 1) || longest >= 256 || (rows < 4096 && longest >= 32) ? d : undefined;
 }
 
-/** A loop kernel in the rows form: `d` output loops make a row (rowsForm). */
-export function renderRows(k: LoopKernel, s: Schedule, d: number, w: Writer, bufs: BufferInfo, binds: number[], written: number[]): WgslKernel {
+/** A loop kernel in the rows form: `d` output loops make a row (rowsForm), `lanes` invocations per row (a power of two; Kahan's compensation from ROW_WG * KAHAN_FROM elements whatever the lanes). */
+export function renderRows(k: LoopKernel, s: Schedule, d: number, w: Writer, bufs: BufferInfo, binds: number[], written: number[], lanes = ROW_WG): WgslKernel {
   const rowVars = k.vars.slice(0, d), innerVars = k.vars.slice(d);
   const rows = rowVars.reduce((p, v) => p * v.size, 1);
   const inner = innerVars.reduce((p, v) => p * v.size, 1);
@@ -85,7 +85,7 @@ export function renderRows(k: LoopKernel, s: Schedule, d: number, w: Writer, buf
     const n = r.vars.reduce((p, v) => p * v.size, 1);
     const a = w.name(r);
     lines.push(`${ind}var ${a}: f32 = ${f32Literal(REDUCE_INIT[r.op])};${r.op === 'sum' && n > ROW_WG * KAHAN_FROM ? ` var c${r.id}: f32 = 0.0;` : ''}`);
-    lines.push(`${ind}for (var q = lane; q < ${n}i; q += ${ROW_WG}i) {`);
+    lines.push(`${ind}for (var q = lane; q < ${n}i; q += ${lanes}i) {`);
     coords(r.vars, 'q', `${ind}  `);
     const inside: Expr[] = [];
     for (const sc of scopes) {
@@ -98,7 +98,7 @@ export function renderRows(k: LoopKernel, s: Schedule, d: number, w: Writer, buf
     lines.push(`${ind}}`);
     w.forget(inside);
     lines.push(`${ind}red[lane] = ${a};`, `${ind}workgroupBarrier();`);
-    lines.push(`${ind}for (var h = ${ROW_WG / 2}i; h > 0i; h = h / 2i) {`);
+    lines.push(`${ind}for (var h = ${lanes / 2}i; h > 0i; h = h / 2i) {`);
     lines.push(`${ind}  if (lane < h) { red[lane] = ${combine(r.op, 'red[lane]', 'red[lane + h]')}; }`);
     lines.push(`${ind}  workgroupBarrier();`, `${ind}}`);
     lines.push(`${ind}${a} = red[0];`, `${ind}workgroupBarrier();`);
@@ -111,7 +111,7 @@ export function renderRows(k: LoopKernel, s: Schedule, d: number, w: Writer, buf
     if (next?.kind !== 'loop' || next.scope.reduce !== undefined || next.scope.depth > d) break;
     sc = next.scope;
   }
-  lines.push(`for (var e = lane; e < ${inner}i; e += ${ROW_WG}i) {`);
+  lines.push(`for (var e = lane; e < ${inner}i; e += ${lanes}i) {`);
   coords(innerVars, 'e', '  ');
   for (let next: ScopeItem | undefined = sc.items.find((it) => it.kind === 'loop'); next?.kind === 'loop' && next.scope.reduce === undefined; next = next.scope.items.find((it) => it.kind === 'loop')) {
     exprs(next.scope, '  ');
@@ -122,8 +122,8 @@ export function renderRows(k: LoopKernel, s: Schedule, d: number, w: Writer, buf
   }
   lines.push('}');
   const body = [
-    `var<workgroup> red: array<f32, ${ROW_WG}>;`,
-    `@compute @workgroup_size(${ROW_WG})`,
+    `var<workgroup> red: array<f32, ${lanes}>;`,
+    `@compute @workgroup_size(${lanes})`,
     'fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {',
     ...lines.map((l) => `  ${l}`),
     '}',

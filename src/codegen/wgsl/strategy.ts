@@ -13,12 +13,12 @@ import type { LoopKernel, MatmulKernel, Program, Step } from '../kernel/ir.js';
 import { DRAW, philoxDraw } from '../lower/random-fn.js';
 import { rowChecks, type RowCheck } from '../kernel/row-checks.js';
 import { schedule, type Schedule } from '../transform/schedule.js';
-import { rowsForm } from './rows.js';
+import { ROW_WG, rowsForm } from './rows.js';
 import { planSteps, type StepsPlan } from './steps.js';
 import { CHECKED_CALLS } from './checked.js';
 import { planPack, type Pack } from './pack.js';
 import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, storageOf } from './scalar.js';
-import { MAX_BINDINGS, MAX_GROUPS, loaded, type BufferInfo } from './writer.js';
+import { MAX_BINDINGS, MAX_GROUPS, WG, loaded, type BufferInfo } from './writer.js';
 
 /** A loop kernel as render.ts spells it: scheduled, its index arithmetic, its form and bindings. */
 export interface LoopPlan {
@@ -35,6 +35,31 @@ export interface LoopPlan {
   readonly hostCheck?: boolean;
   /** Read-only buffers packed into one binding, where the kernel reads more than the device binds (pack.ts). */
   readonly pack?: Pack;
+  /** Invocations per workgroup (the default, or what the workgroup chooser gave). */
+  readonly workgroup: number;
+}
+
+/** The workgroup sizes the loop renderers take: powers of two up to 256, WebGPU's least maxComputeInvocationsPerWorkgroup. */
+export const WORKGROUP_SIZES: readonly number[] = [16, 32, 64, 128, 256];
+
+/**
+ * The tuning hook for workgroup sizes: asked once per loop step the device runs, with its plan at
+ * the default size (`plan.rows` set: one workgroup per row, its invocations folding the row's
+ * reductions together; else one invocation per element); undefined keeps the default. A size
+ * only regroups invocations: an elementwise kernel computes the same values, a row's folds
+ * combine their parts in another order. (Matrix products keep their tiling: matmul.ts.)
+ */
+export interface WorkgroupChooser {
+  loop(k: LoopKernel, plan: LoopPlan): number | undefined;
+}
+
+let chooser: WorkgroupChooser | undefined;
+
+/** Installs the workgroup chooser the strategy step asks from now on (undefined: the defaults); returns the one it replaces. */
+export function setWorkgroupChooser(c: WorkgroupChooser | undefined): WorkgroupChooser | undefined {
+  const was = chooser;
+  chooser = c;
+  return was;
 }
 
 /** Where a step runs. */
@@ -72,7 +97,7 @@ function webStrategy(s: Step, info: BufferInfo, maxBindings: number): WebStrateg
     switch (s.kind) {
       case 'loop': {
         const checks = rowChecks(s, (why) => new HostStep(why));
-        return { where: 'device', kind: 'loop', plan: planLoop(s, info), checks };
+        return { where: 'device', kind: 'loop', plan: chosenWorkgroup(s, planLoop(s, info)), checks };
       }
       case 'matmul': checkMatmul(s, info); return { where: 'device', kind: 'matmul' };
       case 'scan': {
@@ -117,10 +142,19 @@ function planLoop(k: LoopKernel, info: BufferInfo): LoopPlan {
   const pack = planPack(binds, [...written], info);
   if (typeof pack === 'string') throw new HostStep(pack);
   checkBinds(binds, [...written], pack === undefined ? info : { ...info, maxBindings: Number.POSITIVE_INFINITY });
+  const rows = steps === undefined ? rowsForm(k, sched) : undefined;
   return {
-    sched, indexNodes, rows: steps === undefined ? rowsForm(k, sched) : undefined, total, written: [...written], binds,
+    sched, indexNodes, rows, total, written: [...written], binds, workgroup: rows === undefined ? WG : ROW_WG,
     ...(steps !== undefined ? { steps } : {}), ...(checked ? { hostCheck: true } : {}), ...(pack !== undefined ? { pack } : {}),
   };
+}
+
+function chosenWorkgroup(k: LoopKernel, plan: LoopPlan): LoopPlan {
+  if (plan.steps !== undefined) return plan; // one workgroup walks the steps (steps.ts)
+  const wg = chooser?.loop(k, plan);
+  if (wg === undefined || wg === plan.workgroup) return plan;
+  if (!WORKGROUP_SIZES.includes(wg)) throw new Error(`the workgroup chooser gave ${wg} invocations for kernel ${k.label}; allowed: ${WORKGROUP_SIZES.join(', ')}`);
+  return { ...plan, workgroup: wg };
 }
 
 function checkMatmul(k: MatmulKernel, info: BufferInfo): void {

@@ -192,9 +192,9 @@ export function loaded(roots: readonly Expr[]): number[] {
   return [...out].sort((p, q) => p - q);
 }
 
-/** A 1-D dispatch of `n` invocations, split over y where x would pass the per-dimension limit. */
-export function groups1d(n: number): [number, number, number] {
-  const g = Math.ceil(n / WG);
+/** A 1-D dispatch of `n` invocations in workgroups of `wg`, split over y where x would pass the per-dimension limit. */
+export function groups1d(n: number, wg = WG): [number, number, number] {
+  const g = Math.ceil(n / wg);
   if (g <= MAX_GROUPS) return [g, 1, 1];
   return [MAX_GROUPS, Math.ceil(g / MAX_GROUPS), 1];
 }

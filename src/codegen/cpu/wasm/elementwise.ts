@@ -41,6 +41,9 @@ import { APPROX, APPROX32, Consts, F32, S, approxF32, i64x2 } from './approx.js'
 
 export { Consts, S, i64x2 };
 import { type EwRun, runHere, threadCount, threadPool } from '../threads.js';
+import { DEFAULT_STREAMS, EW_STREAMS, PARALLEL_MIN_ELEMENTS, defaultEwSchedule, type EwSchedule } from './ew-schedule.js';
+
+export { DEFAULT_STREAMS, EW_STREAMS, PARALLEL_MIN_ELEMENTS, defaultEwSchedule, type EwSchedule };
 
 /** Elements per chunk (even: the loop takes two at a time). */
 export const CHUNK = 4096;
@@ -91,6 +94,8 @@ export interface EwPlan {
   /** Whether the module imports the tier's shared memory (then long loops are split over threads). */
   readonly shared: boolean;
   readonly label: string;
+  /** The schedule it was built with. */
+  readonly schedule: EwSchedule;
 }
 
 /**
@@ -145,7 +150,8 @@ export function nodeKind(e: Expr): 'approx' | 'branch' | 'plain' | undefined {
  * the chunk's rows as one contiguous pass. `always`: arithmetic alone qualifies too (a loop
  * whose input is drawn into the tier's memory, ./philox.ts, where no copy in is saved by JavaScript).
  */
-export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType, always = false): EwPlan | undefined {
+export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType, always = false, tuned?: EwSchedule): EwPlan | undefined {
+  if (tuned !== undefined && !EW_STREAMS.includes(tuned.streams)) throw new Error(`internal: the elementwise tier builds ${EW_STREAMS.join(', ')} streams, not ${tuned.streams}`);
   if (!tierOn() || k.vars.length < 1 || k.vars.length > 2) return undefined;
   const v = k.vars[k.vars.length - 1]!;
   const u = k.vars.length === 2 ? k.vars[0]! : undefined;
@@ -194,10 +200,12 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType,
   if ((approximated.length === 0 && !branches && !always && !f32) || (!f32 && n < MIN_ELEMENTS)) return undefined;
 
   // Over a shared memory where more than one thread is configured and the loop is long enough to be
-  // split over the worker threads; shorter loops keep the private memory, which measured faster.
-  const shared = u === undefined && sharedTier() && n >= PARALLEL_MIN_ELEMENTS;
-  const bytes = moduleBytes([{ name: 'run', params: 2, body: loopBody(k, v, u, loads, order, f32) }], shared ? 'shared' : true);
-  return { n, f32, ...(u !== undefined ? { cols: v.size, rows: u.size } : {}), loads, stores, bytes, shared, label: k.label };
+  // split over the worker threads (or its tuned schedule splits it); shorter loops keep the private
+  // memory, which measured faster.
+  const schedule = tuned ?? defaultEwSchedule(n, u !== undefined);
+  const shared = u === undefined && sharedTier() && schedule.split;
+  const bytes = moduleBytes([{ name: 'run', params: 2, body: loopBody(k, v, u, loads, order, f32, schedule.streams) }], shared ? 'shared' : true);
+  return { n, f32, ...(u !== undefined ? { cols: v.size, rows: u.size } : {}), loads, stores, bytes, shared, label: k.label, schedule };
 }
 
 /** The approximated function a node computes, if it is one of the tier's approximations. */
@@ -277,9 +285,6 @@ export function float32Approximations(): boolean {
   return F32_APPROX;
 }
 
-/** Independent vectors per loop iteration: the approximations are long dependency chains, so the out-of-order core needs several in flight. */
-const STREAMS = 4;
-
 /**
  * Operations whose float64 value rounded to float32 equals the float32 operation on the same
  * float32 arguments: both are correctly rounded, and rounding twice (to float64, then to
@@ -312,7 +317,8 @@ export function f32Exact(order: readonly Expr[], stored: readonly Expr[]): boole
   return order.every((e) => e.t !== 'op' || !ROUNDED_OPS.has(e.op) || uses.get(e) === rounding.get(e));
 }
 
-function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwRegion[], order: readonly Expr[], f32: boolean): Body {
+/** The loop over a chunk, streams independent vectors per iteration (the approximations are long dependency chains, so the out-of-order core needs several in flight). */
+function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwRegion[], order: readonly Expr[], f32: boolean, streams: number): Body {
   // params n, base (the byte offset of the chunk block); i32 locals: i (byte offset), end; v128
   // locals: per stream, one per node and 6 scratch; then the constants (float64 splats, then float32 ones)
   const nodes = order.filter((e) => e.t !== 'const');
@@ -323,9 +329,9 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
   const consts64 = f32 ? constsOf(order.filter((e) => e.t !== 'const' && !own(e))) : constsOf(order);
   const [N, BASE, I, END] = [0, 1, 2, 3];
   const base = 4;
-  const b = new Body(2, [[2, I32], [STREAMS * perStream + consts64.size + consts32.size, V128]]);
-  const c = new Consts(b, base + STREAMS * perStream, false);
-  const c32 = new Consts(b, base + STREAMS * perStream + consts64.size, true);
+  const b = new Body(2, [[2, I32], [streams * perStream + consts64.size + consts32.size, V128]]);
+  const c = new Consts(b, base + streams * perStream, false);
+  const c32 = new Consts(b, base + streams * perStream + consts64.size, true);
   for (const x of consts64) c.get(x).ops(op.drop); // splat each constant once, before the loop (then drop)
   for (const x of consts32) c32.get(x).ops(op.drop);
   b.get(BASE).set(I);
@@ -335,9 +341,9 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
   const width = f32 ? 16 : 8; // bytes per vector
   const cc = f32 ? c32 : c;
   // Node by node, each for every stream in turn: independent work stays close together in the code.
-  const locals = Array.from({ length: STREAMS }, (_, st) => new Map<Expr, number>(nodes.map((e, i) => [e, base + st * perStream + i])));
+  const locals = Array.from({ length: streams }, (_, st) => new Map<Expr, number>(nodes.map((e, i) => [e, base + st * perStream + i])));
   for (const e of nodes) {
-    for (let st = 0; st < STREAMS; st++) {
+    for (let st = 0; st < streams; st++) {
       const local = locals[st]!;
       const push = (e: Expr) => (e.t === 'const' ? cc.get(e.v) : b.get(local.get(e)!));
       if (e.t === 'load') {
@@ -349,7 +355,7 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
     }
   }
   k.stores.forEach((s, j) => {
-    for (let st = 0; st < STREAMS; st++) {
+    for (let st = 0; st < streams; st++) {
       const at = (loads.length + j) * CHUNK * 4 + width * st;
       b.get(I);
       if (s.value.t === 'const') cc.get(s.value.v); else b.get(locals[st]!.get(s.value)!);
@@ -357,7 +363,7 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
       else b.v(S.demote).v(S.store64Lane, ...memarg(3, at), 0);
     }
   });
-  b.addTo(I, width * STREAMS);
+  b.addTo(I, width * streams);
   b.get(I).get(END).ops(op.i32LtU, op.brIf, 0, op.end, op.end);
   return b;
 }
@@ -414,13 +420,6 @@ export function sharedTier(): boolean {
   return threadCount() > 1 && threadPool(true) !== undefined;
 }
 
-/**
- * Loops at least this long are compiled over the shared memory and split over the threads (a chunk
- * per claim). Measured on 2 cores, the bench's 1M-element chain with an approximated function took 15-18 ms over the shared
- * memory (split or not) against 12-13 ms over the private one (the calling thread copies every
- * chunk in and out either way), so only loops four times that long take the shared form.
- */
-export const PARALLEL_MIN_ELEMENTS = 1 << 22;
 
 export function sharedMem(bytes: number): Float32Array {
   if (sharedMemory === undefined) {
@@ -530,6 +529,12 @@ export function ewKernel(id: number): EwKernel {
   return kernels[id]!;
 }
 
+/** A tuned unroll, as the source's comment names it (nothing for the default). */
+const unrolled = (p: EwPlan): string => (p.schedule.streams === DEFAULT_STREAMS ? '' : ` x${p.schedule.streams}`);
+
+/** Loops from this many elements go to the threads: PARALLEL_MIN_ELEMENTS, or two chunks where a tuned schedule splits a shorter loop. */
+export const splitFrom = (p: EwPlan): number => (p.n >= PARALLEL_MIN_ELEMENTS ? PARALLEL_MIN_ELEMENTS : 2 * CHUNK);
+
 /**
  * The JavaScript side of a tier kernel: chunks of the loop [lo, hi), each copied into the tier's
  * memory, computed, and copied out. Same parameters as renderLoopKernel's function.
@@ -572,13 +577,13 @@ export function renderElementwise(p: EwPlan, bufName: (id: number) => string): {
       ...copyOut,
       '  }',
     ];
-    const source = `function k(${[...buffers.map(bufName), 'lo', 'hi'].join(', ')}) { // WebAssembly SIMD ${p.f32 ? 'f32x4' : 'f64x2'}, ${p.rows} rows of ${cols}: ${p.label.replace(/[^\w,. -]/g, '')}\n${lines2.join('\n')}\n}`;
+    const source = `function k(${[...buffers.map(bufName), 'lo', 'hi'].join(', ')}) { // WebAssembly SIMD ${p.f32 ? 'f32x4' : 'f64x2'}${unrolled(p)}, ${p.rows} rows of ${cols}: ${p.label.replace(/[^\w,. -]/g, '')}\n${lines2.join('\n')}\n}`;
     return { source, buffers, rows: p.rows! };
   }
   const lines = [
     `  const w = rt.ew(${id});`,
     ...(p.shared ? [
-      `  if (hi - lo >= ${PARALLEL_MIN_ELEMENTS}) { w.par(lo, hi, [${p.loads.map((l) => bufName(l.buf)).join(', ')}], [${p.stores.map((x) => bufName(x.buf)).join(', ')}], [${[...p.loads, ...p.stores].map((x) => x.off).join(', ')}]); return; }`,
+      `  if (hi - lo >= ${splitFrom(p)}) { w.par(lo, hi, [${p.loads.map((l) => bufName(l.buf)).join(', ')}], [${p.stores.map((x) => bufName(x.buf)).join(', ')}], [${[...p.loads, ...p.stores].map((x) => x.off).join(', ')}]); return; }`,
     ] : []),
     '  const m = w.mem;',
     `  for (let s = lo; s < hi; s += ${CHUNK}) {`,
@@ -588,6 +593,6 @@ export function renderElementwise(p: EwPlan, bufName: (id: number) => string): {
     ...p.stores.map((s, j) => `    ${bufName(s.buf)}.set(m.subarray(${(p.loads.length + j) * CHUNK}, ${(p.loads.length + j) * CHUNK} + e - s), ${at('s', s.off)});`),
     '  }',
   ];
-  const source = `function k(${[...buffers.map(bufName), 'lo', 'hi'].join(', ')}) { // WebAssembly SIMD ${p.f32 ? 'f32x4' : 'f64x2'}: ${p.label.replace(/[^\w,. -]/g, '')}\n${lines.join('\n')}\n}`;
+  const source = `function k(${[...buffers.map(bufName), 'lo', 'hi'].join(', ')}) { // WebAssembly SIMD ${p.f32 ? 'f32x4' : 'f64x2'}${unrolled(p)}: ${p.label.replace(/[^\w,. -]/g, '')}\n${lines.join('\n')}\n}`;
   return { source, buffers, rows: p.n };
 }
