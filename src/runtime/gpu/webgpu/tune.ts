@@ -59,11 +59,11 @@ export function wgslKernelKey(code: string): string {
 const DISPATCHES = 6;
 
 /**
- * A timer of workgroup sizes for one kernel: `base` its kernel at the default size, `render(wg)` at a size. Every binding gets a
- * device buffer of its size (f32 values in [0.5, 1.5), inside every approximation's domain; i32
- * zeros: in-bounds indices), and each timing is one request to the device dispatching the
- * candidate DISPATCHES times, each in a pass of its own: the median of all but the first.
- * `release` frees the buffers and the candidates' pipelines.
+ * A timer of workgroup sizes for one kernel: `base` its kernel at the default size, `render(wg)`
+ * at a size. Every binding gets a device buffer of its size (f32 values in [0.5, 1.5), inside
+ * every approximation's domain; i32 zeros: in-bounds indices), and each timing is one request to the device dispatching the
+ * candidate DISPATCHES times, each in a pass of its own: the median of all but the first. The
+ * buffers and every candidate's pipeline are made first, untimed. `release` frees them.
  */
 export function workgroupTimer(gpu: WebGpu, p: Program, base: PackedKernel, render: (wg: number) => WgslKernel): { time(s: WorkgroupSchedule): number; release(): void } {
   const timing = platform.env('THEANINE_WEBGPU_TIMING') === 'submits' || !gpu.timestamps ? 'submits' : 'timestamps';
@@ -76,27 +76,30 @@ export function workgroupTimer(gpu: WebGpu, p: Program, base: PackedKernel, rend
   const bufs = base.binds.map((b) => ({ id: newBufferId(), n: p.buffers[b]!.size, ty: storageIn(p, b) }));
   if (base.packed !== undefined) bufs.push({ id: newBufferId(), n: base.packed.total, ty: base.packed.ty });
   const ids = bufs.map((b) => b.id);
-  let pending: Record<string, unknown> | undefined = {
+  const keys = new Map(WORKGROUP_SIZES.map((wg): [number, { key: string; code: WgslKernel }] => {
+    const code = render(wg);
+    return [wg, { key: `tune|${code.code}`, code }];
+  }));
+  // the buffers and every candidate's pipeline, before any timing (a compile is not a candidate's time)
+  const r = gpu.worker.call({
+    kind: 'run',
     allocs: bufs.map((b) => ({ id: b.id, bytes: 4 * b.n })),
     writes: bufs.map((b) => ({ id: b.id, data: fill(b.ty, b.n) })),
-  };
-  const keys = new Map<number, string>();
+    compile: [...keys.values()].map((k) => ({ key: k.key, code: k.code.code })),
+    reads: [],
+  }, 'a tuning timing');
+  const release = () => gpu.worker.call({ kind: 'run', evict: [...keys.values()].map((k) => k.key), frees: ids, reads: [] }, 'a tuning timing');
+  if (!r.ok) { release(); throw new Error(`gpu:webgpu: compiling the workgroup sizes of kernel ${base.label}: ${r.error}`); }
   const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 === 1 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2; };
   return {
     time(s) {
-      const k = render(s.workgroup);
-      let key = keys.get(s.workgroup);
-      const compile = key === undefined ? [{ key: `tune|${k.code}`, code: k.code }] : [];
-      if (key === undefined) { key = `tune|${k.code}`; keys.set(s.workgroup, key); }
-      const op = { k: 'd', key, binds: ids, groups: k.groups };
-      const r = gpu.worker.call({ kind: 'run', ...pending, compile, ops: Array.from({ length: DISPATCHES }, () => op), reads: [], timing }, 'a tuning timing');
-      pending = undefined;
-      if (!r.ok) throw new Error(`gpu:webgpu: timing workgroup size ${s.workgroup} of kernel ${k.label}: ${r.error}`);
-      return median(r.times!.slice(1));
+      const k = keys.get(s.workgroup)!;
+      const op = { k: 'd', key: k.key, binds: ids, groups: k.code.groups };
+      const t = gpu.worker.call({ kind: 'run', ops: Array.from({ length: DISPATCHES }, () => op), reads: [], timing }, 'a tuning timing');
+      if (!t.ok) throw new Error(`gpu:webgpu: timing workgroup size ${s.workgroup} of kernel ${k.code.label}: ${t.error}`);
+      return median(t.times!.slice(1));
     },
-    release() {
-      if (pending === undefined) gpu.worker.call({ kind: 'run', evict: [...keys.values()], frees: ids, reads: [] }, 'a tuning timing');
-    },
+    release,
   };
 }
 
@@ -125,7 +128,9 @@ export function workgroupChooser(opts: TuneOptions, gpu: WebGpu, p: Program, max
       const hit = store.get(key);
       if (hit !== undefined) return 'workgroup' in hit ? hit.workgroup : undefined;
       if (now() >= deadline) { tuneStats.outOfBudget++; return undefined; }
+      const t0 = now();
       const timer = workgroupTimer(gpu, p, base, render);
+      const setupMs = now() - t0;
       let r: SearchResult<WorkgroupSchedule>;
       try {
         r = beamSearch<WorkgroupSchedule>([{ field: 'workgroup', values: WORKGROUP_SIZES }], opts.beam, timer.time, deadline, now, { workgroup: plan.workgroup });
@@ -134,8 +139,8 @@ export function workgroupChooser(opts: TuneOptions, gpu: WebGpu, p: Program, max
       }
       tuneStats.searches++;
       tuneStats.candidates += r.candidates;
-      tuneStats.searchMs += r.searchMs;
-      if (r.complete) store.set(key, { ...r.best, ms: r.ms, defaultMs: r.defaultMs, searchMs: r.searchMs, candidates: r.candidates });
+      tuneStats.searchMs += setupMs + r.searchMs;
+      if (r.complete) store.set(key, { ...r.best, ms: r.ms, defaultMs: r.defaultMs, searchMs: setupMs + r.searchMs, candidates: r.candidates });
       return r.best.workgroup;
     },
   };
