@@ -9,7 +9,8 @@
 // end: on a shared machine a ratio within a few percent of 1 is noise.
 // The gpu:webgpu rows (where an adapter opens; src/runtime/gpu/webgpu/tune.ts: each loop kernel's
 // workgroup size, timed on the device by timestamp queries) time each call as the user sees it:
-// upload, the kernels and the read-back.
+// upload, the kernels and the read-back; "device kernels" is the kernels' own time on the device
+// (default / tuned, mean per call, the profiler's timestamp queries).
 // `node --import tsx bench/tune.ts [filter]`; BENCH_ROUNDS (default 21), BENCH_BEAM (default 2),
 // BENCH_BUDGET_MS (default 4000, per specialisation); BENCH_WEBGPU=0 leaves the WebGPU rows out.
 import * as fs from 'node:fs';
@@ -153,6 +154,16 @@ function main(): void {
       if (r % 2 === 0) { time(base, tb); time(tuned, tt); } else { time(tuned, tt); time(base, tb); }
     }
     const mb = median(tb), mt = median(tt);
+    if (c.webgpu === true) {
+      // the kernels' own time on the device (the profiler's timestamp queries), profiled copies of both functions in alternating calls
+      const pb = K.function(g.inputs, g.outputs, g.updates, { ...device, profile: true });
+      const pt = K.function(g.inputs, g.outputs, g.updates, { ...device, profile: true, tune: { beam: BEAM, budgetMs: BUDGET } });
+      for (let i = 0; i < 3; i++) { pb(g.feeds); pt(g.feeds); }
+      pb.profile({ reset: true }); pt.profile({ reset: true });
+      for (let r = 0; r < ROUNDS; r++) { if (r % 2 === 0) { pb(g.feeds); pt(g.feeds); } else { pt(g.feeds); pb(g.feeds); } }
+      const kms = (f: typeof pb) => { const p = f.profile(); return p.kernels.reduce((a, k) => a + k.totalMs, 0) / p.calls; };
+      kept.push(`device kernels ${kms(pb).toFixed(3)} / ${kms(pt).toFixed(3)} ms`);
+    }
     console.log(`| ${c.name} | ${mb.toFixed(3)} | ${mt.toFixed(3)} | ${(mb / mt).toFixed(2)}x | ${searchMs.toFixed(0)} | ${candidates} | ${kept.join('; ') || 'no whole product'} | ${norm(src) === norm(base.source()) ? 'same as default' : 'tuned'} |`);
   }
   console.log(`load average at end ${load()}; searches ${tuneStats.searches}, out of budget ${tuneStats.outOfBudget}, untimed ${tuneStats.untimed}`);
