@@ -114,7 +114,7 @@ function main(): void {
   setEnvironment({ THEANINE_CACHE_DIR: dir });
   tuneCache.forget();
   const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
-  console.log(`tuned vs default, cpu device, beam ${BEAM}, budget ${BUDGET} ms, ${ROUNDS} rounds, ${CPU ? 'CPU' : 'wall'} time; ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}); load average at start ${load()}`);
+  console.log(`tuned vs default, cpu device (and gpu:webgpu rows), beam ${BEAM}, budget ${BUDGET} ms, ${ROUNDS} rounds, ${CPU ? 'CPU' : 'wall'} time; ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}); load average at start ${load()}`);
   console.log('| graph | default ms | tuned ms | speedup | search ms | candidates | schedules kept | code |');
   console.log('| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |');
   const noWebgpu = process.env['BENCH_WEBGPU'] === '0' ? 'BENCH_WEBGPU=0' : webgpuMissing();
