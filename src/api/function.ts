@@ -143,8 +143,9 @@ export interface FunctionOptions {
   /** Time every kernel: `f.profile()` (docs/debugging.md). */
   profile?: boolean;
   /**
-   * Tune the cpu kernels' schedules on this machine (docs/optimizer-research.md, "Kernel
-   * autotuning"): true, a beam width, or `{ beam, budgetMs }`. Default: THEANINE_BEAM=N, else off.
+   * Tune the kernels' schedules on this machine (the cpu's, and gpu:webgpu's workgroup sizes;
+   * docs/optimizer-research.md, "Kernel autotuning"): true, a beam width, or `{ beam, budgetMs }`.
+   * Default: THEANINE_BEAM=N, else off.
    */
   tune?: TuneOption;
 }
