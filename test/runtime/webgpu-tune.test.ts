@@ -120,4 +120,19 @@ describe('gpu device, webgpu mode: tuned workgroup sizes', function () {
       setEnvironment({ THEANINE_BEAM: undefined, THEANINE_BEAM_MS: undefined });
     }
   });
+
+  it('times by a submit per dispatch under THEANINE_WEBGPU_TIMING=submits, with the same values', () => {
+    const base = run();
+    setEnvironment({ THEANINE_WEBGPU_TIMING: 'submits' });
+    try {
+      const s = { ...tuneStats };
+      const tuned = run({ beam: 1, budgetMs: 60_000 });
+      expect(tuneStats.searches - s.searches).to.be.at.least(2);
+      expect(Object.keys(stored()).length).to.equal(tuneStats.searches - s.searches);
+      expect(Array.from(tuned.got[0]!.data)).to.deep.equal(Array.from(base.got[0]!.data));
+      expectClose(tuned.got[1]!, base.got[1]!, { atol: 1e-6, rtol: 1e-5 }, 'softmax rows');
+    } finally {
+      setEnvironment({ THEANINE_WEBGPU_TIMING: undefined });
+    }
+  });
 });
