@@ -109,7 +109,8 @@ export function workgroupTimer(gpu: WebGpu, p: Program, base: PackedKernel, rend
  * within what is left of `opts.budgetMs` (a complete search is stored; one the budget cut short is
  * used but not stored); the default once the budget is spent, for the kernels of a Scan body (their
  * buffers are the body's), and where the device cannot be waited for (a page's: tuning needs
- * Node's worker).
+ * Node's worker). The budget is exceeded by one kernel's setup (its buffers and pipelines) and
+ * one pair of timings at most.
  */
 export function workgroupChooser(opts: TuneOptions, gpu: WebGpu, p: Program, maxBindings: number, now: () => number = () => performance.now()): WorkgroupChooser {
   const deadline = now() + opts.budgetMs;
