@@ -203,6 +203,9 @@ export class KeptPack {
   /** The arena's generation it was placed in (a released arena places it anew). */
   gen = -1;
   source: unknown = undefined;
+  /** The array last read in place of this pack (rowsFirst), and in how many calls in a row. */
+  rowSource: unknown = undefined;
+  rowUses = 0;
   /** Whose it is (KeptSlot.pick), and when it was last picked. */
   owner: unknown = undefined;
   used = 0;
@@ -325,6 +328,20 @@ export class PackArena {
   /** Gives back the places of every pack of `slot`. */
   freeSlot(slot: KeptSlot): void {
     for (const p of slot.packs) this.free(p);
+  }
+
+  /**
+   * Whether a stale pack `p` of `source`, which a few-row product can also read row-major from a
+   * copy (small-matmul.ts smallB), is read so at this call instead of packed: until `source` has
+   * been read so in `uses` calls in a row (then packing pays: the caller packs it), always where
+   * reuse is off. The copy goes into p's place, so p holds no pack until packed again.
+   */
+  rowsFirst(p: KeptPack, source: unknown, uses: number): boolean {
+    if (p.rowSource === source) p.rowUses++;
+    else { p.rowSource = source; p.rowUses = 1; }
+    if (this.reuse && p.rowUses > uses) return false;
+    p.source = undefined;
+    return true;
   }
 
   /** Records that `p` now holds the pack of `source`. */
