@@ -43,7 +43,7 @@ export function smallA(k: MatmulKernel): StridedOperand | undefined {
  */
 export function smallB(k: MatmulKernel): StridedOperand | undefined {
   const sb = stridedOperand(k.b, k.batch, k.n, k.k);
-  return sb !== undefined && sb.sr === 1 && k.nr === 4 ? sb : undefined;
+  return sb !== undefined && (sb.sr === 1 || k.n.size === 1) && k.nr === 4 ? sb : undefined;
 }
 
 /**
