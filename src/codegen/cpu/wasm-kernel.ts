@@ -256,6 +256,8 @@ export class PackArena {
   reuse = true;
   /** Kept packs made so far (tests count them). */
   packsMade = 0;
+  /** Kept operands copied row-major instead of packed (rowsFirst; tests count them). */
+  rowCopies = 0;
   private picks = 0;
   private view = new Float64Array(0);
   private view32 = new Float32Array(0);
@@ -341,6 +343,7 @@ export class PackArena {
     else { p.rowSource = source; p.rowUses = 1; }
     if (this.reuse && p.rowUses > uses) return false;
     p.source = undefined;
+    this.rowCopies++;
     return true;
   }
 
