@@ -179,7 +179,7 @@ describe('codegen/cpu products of few rows (rows32)', function () {
         const first = Array.from(f([x])[0]!.data);
         expect(f.source()).to.contain('rt.arena.rowsFirst(');
         const n = panelsAfter({ m: { size: M } } as Parameters<typeof panelsAfter>[0]);
-        expect(n).to.equal(12);
+        expect(n).to.equal(4);
         const made = packArena.packsMade;
         for (let i = 1; i < n; i++) expect(Array.from(f([x])[0]!.data), `call ${i + 1}`).to.deep.equal(first);
         expect(packArena.packsMade, 'packed while read row-major').to.equal(made);

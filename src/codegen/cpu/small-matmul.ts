@@ -48,12 +48,14 @@ export function smallB(k: MatmulKernel): StridedOperand | undefined {
 
 /**
  * Calls in a row that read one kept B row-major before it is packed into panels (PackArena.rowsFirst):
- * the ski-rental rule (pack once the row-major reads have lost what packing costs), from the
- * figures above: packing costs about 145 us more than the copy, a call on panels saves about 4 us
- * at one row and 25 us from 6 rows on, so 36 calls at one row down to 6.
+ * the ski-rental rule (pack once the row-major reads have cost what packing costs; at most twice
+ * the best choice in hindsight), from the figures above (784 x 256): packing costs about 145 us
+ * more than a copy, and a call reading a copy costs the copy (35 us) and slower sums (4 us at one
+ * row, about 4 us a row more up to 6 rows) over a call on kept panels: 4 calls at 1 to 3 rows, 3
+ * from 4 rows on. Measured on one shape: the ratio, not the size, is what the rule keeps.
  */
 export function panelsAfter(k: MatmulKernel): number {
-  return Math.ceil(36 / Math.min(k.m.size, 6));
+  return Math.ceil(145 / (35 + 4 * Math.min(k.m.size, 6)));
 }
 
 /**
