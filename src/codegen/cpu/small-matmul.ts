@@ -38,8 +38,9 @@ export function smallA(k: MatmulKernel): StridedOperand | undefined {
  * The copy costs K memory copies of a row (one in all where the rows lie back to back); packing
  * into panels a strided gather of every element, 4-5x the copy (784 x 256: 180 us against 35 us,
  * one thread). The sums are the same, in the same order; rows32 on panels is faster per call
- * (32 x 784 x 256: 218 us against 245 us; one row: 16 against 20 us). So a B packed anew at every
- * call (not a kept pack) is read row-major, and a kept one too until panelsAfter says packing pays.
+ * (the kernels alone, 784 x 256, one thread: 32 rows 193-204 us against 211-219 us, 4 rows 25
+ * against 26 us, one row 15 against 16.5 us). So a B packed anew at every call (not a kept pack)
+ * is read row-major, and a kept one too until panelsAfter says packing pays.
  */
 export function smallB(k: MatmulKernel): StridedOperand | undefined {
   const sb = stridedOperand(k.b, k.batch, k.n, k.k);
@@ -50,12 +51,12 @@ export function smallB(k: MatmulKernel): StridedOperand | undefined {
  * Calls in a row that read one kept B row-major before it is packed into panels (PackArena.rowsFirst):
  * the ski-rental rule (pack once the row-major reads have cost what packing costs; at most twice
  * the best choice in hindsight), from the figures above (784 x 256): packing costs about 145 us
- * more than a copy, and a call reading a copy costs the copy (35 us) and slower sums (4 us at one
- * row, about 4 us a row more up to 6 rows) over a call on kept panels: 4 calls at 1 to 3 rows, 3
- * from 4 rows on. Measured on one shape: the ratio, not the size, is what the rule keeps.
+ * more than a copy, and a call reading a copy costs the copy (35 us) and slower sums (about
+ * 0.5 us a row) over a call on kept panels: 5 calls at 1 or 2 rows, 4 at 3 to 26 rows, 3 from 27
+ * on. Measured on one shape: the ratio, not the size, is what the rule keeps.
  */
 export function panelsAfter(k: MatmulKernel): number {
-  return Math.ceil(145 / (35 + 4 * Math.min(k.m.size, 6)));
+  return Math.ceil(145 / (35 + 0.5 * k.m.size));
 }
 
 /**

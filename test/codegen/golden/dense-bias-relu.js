@@ -27,7 +27,7 @@ return function run(ins, cells, phase, ctx, outs) {
     rt.rowsA(b4, b1, 0, 12, 8, 12);
     let axB = 0;
     if (p0) {
-      if (rt.arena.rowsFirst(q0, b2, 3)) { rt.rowsB(b5, b2, 0, 6, 12, 6, 8); axB = 1; }
+      if (rt.arena.rowsFirst(q0, b2, 4)) { rt.rowsB(b5, b2, 0, 6, 12, 6, 8); axB = 1; }
       else { rt.packStrided(b5, b2, 0, 0, 1, 6, 1, 6, 12, 4); rt.arena.packed(q0, b2); }
     }
     rt.rows32(b4.byteOffset, 48, b5.byteOffset, 12, acc.byteOffset, 32, 8, 2, axB);

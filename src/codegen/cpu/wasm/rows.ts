@@ -22,6 +22,12 @@ const GROUPS: readonly (readonly [rows: number, panels: number])[] = [[4, 2], [2
  * registers no longer hold the sums).
  */
 const UNROLL = new Map([[1, 2]]);
+/**
+ * axpy32's row groups: one pass reads G * 16 bytes of each of B's rows, so 2 x 4 and 1 x 8 read
+ * whole 64-byte lines where 4 x 2 reads half of one (32 x 784 x 256 on one thread: 210 us against
+ * 229 us; rows32 on panels 192 us).
+ */
+const ROW_MAJOR_GROUPS = GROUPS.filter(([, panels]) => panels >= 4);
 /** The select instruction (5.4.3: the first operand where the condition is non-zero, else the second). */
 const SELECT = 0x1b;
 /**
@@ -65,7 +71,7 @@ function rows32Body(fused: boolean, rowMajorB = false, NB = PANEL_BLOCK): Body {
   b.get(QB).ops(op.i32Eqz, op.brIf, 1);
   b.i32(NB).get(QB).get(QB).i32(NB).ops(op.i32GeU, SELECT).set(NBL);
   b.get(PA).set(ROWA).get(ACCB).set(ROWC).get(M).set(MI);
-  for (const [R, GMAX] of GROUPS) {
+  for (const [R, GMAX] of rowMajorB ? ROW_MAJOR_GROUPS : GROUPS) {
     b.ops(op.block, VOID, op.loop, VOID); // groups of R rows while R are left
     b.get(MI).i32(R).ops(op.i32LtU, op.brIf, 1);
     b.get(PBB).set(PBQ).get(ROWC).set(ACCQ).get(NBL).set(Q);
@@ -73,16 +79,18 @@ function rows32Body(fused: boolean, rowMajorB = false, NB = PANEL_BLOCK): Body {
     for (const G of passes) {
       b.ops(op.block, VOID, op.loop, VOID); // passes of G panels while G are left
       b.get(Q).i32(G).ops(op.i32LtU, op.brIf, 1);
+      const U = UNROLL.get(R) ?? 1;
       for (let r = 0; r < R; r++) for (let g = 0; g < G; g++) b.vzero().set(vacc(r, g, G));
       for (let r = 0; r < R; r++) b.get(ROWA).get(LDA).i32(r).ops(op.i32Mul, op.i32Add).set(AP(r));
-      if (rowMajorB) b.get(PBQ).set(P(0)); // one pointer: panel g at offset 16g of the row
+      // B row-major: a pointer per step of a pass of the loop (step u's row at P(u)), panel g at offset 16g of the row
+      if (rowMajorB) for (let u = 0; u < U; u++) b.get(PBQ).get(LDC).i32(u).ops(op.i32Mul, op.i32Add).set(P(u));
       else for (let g = 0; g < G; g++) b.get(PBQ).get(KB).i32(g).ops(op.i32Mul, op.i32Add).set(P(g));
       // U steps per pass of the loop (A at offsets 4u, B at 16u; pointers moved once), then the K mod U left one by one
       const steps = (U: number) => {
         for (let u = 0; u < U; u++) {
           for (let r = 0; r < R; r++) b.get(AP(r)).v(simd.v128Load32Splat, ...memarg(2, 4 * u)).set(VA(r));
           for (let g = 0; g < G; g++) {
-            if (rowMajorB) b.get(P(0)).v(simd.v128Load, ...memarg(2, 16 * g)).set(VB);
+            if (rowMajorB) b.get(P(u)).v(simd.v128Load, ...memarg(2, 16 * g)).set(VB);
             else b.get(P(g)).v(simd.v128Load, ...memarg(2, 16 * u)).set(VB);
             for (let r = 0; r < R; r++) {
               if (fused) b.get(VA(r)).get(VB).get(vacc(r, g, G)).v(simd.f32x4RelaxedMadd).set(vacc(r, g, G));
@@ -90,11 +98,10 @@ function rows32Body(fused: boolean, rowMajorB = false, NB = PANEL_BLOCK): Body {
             }
           }
         }
-        if (rowMajorB) b.get(P(0)).get(LDC).ops(op.i32Add).set(P(0));
+        if (rowMajorB) for (let v = 0; v < U; v++) b.get(P(v)).get(LDC).i32(U).ops(op.i32Mul, op.i32Add).set(P(v));
         else for (let g = 0; g < G; g++) b.addTo(P(g), 16 * U);
         for (let r = 0; r < R; r++) b.addTo(AP(r), 4 * U);
       };
-      const U = rowMajorB ? 1 : UNROLL.get(R) ?? 1;
       for (const [n, u] of U > 1 ? [[K, U], [-1, 1]] as const : [[K, 1]] as const) {
         if (n === K) b.get(K).i32(Math.log2(u)).ops(op.i32ShrU).set(KI);
         else b.get(K).i32(U - 1).ops(op.i32And).set(KI);
