@@ -168,6 +168,24 @@ describe('codegen/cpu products of few rows (rows32)', function () {
     }
   });
 
+  it('B a slice (rows st apart, from an offset) read row-major: padded copies of its rows, the JavaScript tier\'s values bit for bit', () => {
+    for (const [M, Kd, N] of [[1, 37, 13], [3, 64, 30], [32, 19, 5]] as [number, number, number][]) {
+      const x = fill([M, Kd], 41), w = fill([Kd + 1, N + 3], 42);
+      const go = () => float32(() => {
+        const px = K.placeholder([M, Kd], null, 'float32'), pw = K.placeholder([Kd + 1, N + 3], null, 'float32');
+        const f = K.function([px, pw], [K.dot(px, K.slice(pw, [1, 2], [Kd, N]))]);
+        return { out: Array.from(f([x, w])[0]!.data), source: f.source() };
+      });
+      setWasmKernel(true);
+      const got = go();
+      expect(got.source).to.contain(`rt.rowsB(`);
+      expect(got.source).to.contain(`, ${N + 3 + 2}, ${N + 3}, ${Kd}, ${N}, ${Math.ceil(N / 4) * 4});`);
+      setWasmKernel(false);
+      expect(got.out, `${M}x${Kd}x${N}`).to.deep.equal(go().out);
+      setWasmKernel(true);
+    }
+  });
+
   it('a kept B (a variable) is read row-major until panelsAfter calls in a row, then packed into panels once; with reuse off, never packed: the same values at every call, 1 and 2 threads', () => {
     const [M, Kd, N] = [3, 45, 30];
     const x = fill([M, Kd], 31), w = fill([Kd, N], 32);
