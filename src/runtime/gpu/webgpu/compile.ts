@@ -20,6 +20,7 @@ import { lowerForDevice } from '../specialize.js';
 import { openedWebGpu, webgpu, webgpuOpened } from './session.js';
 import { syncOnPage } from './page.js';
 import { KernelTimer, PROFILE_NOTES } from '../../profile.js';
+import { withWorkgroupChooser, workgroupChooser } from './tune.js';
 
 interface WebSpec extends Specialised {
   readonly prepared: WebPrepared | undefined;
@@ -41,7 +42,10 @@ const programs = new ProgramCache<WebProgram, WebSpec>({
 function specialize(p: WebProgram, shapes: Shapes): WebSpec {
   // Scans and scatters as gathers (each element folds its own terms), as for gpu.js.
   return lowerForDevice(p, shapes, 65535, (prog) => {
-    const prepared = prepareWeb(prog, webgpu().maxStorageBuffers);
+    const gpu = webgpu();
+    const prepared = p.tune === undefined
+      ? prepareWeb(prog, gpu.maxStorageBuffers)
+      : withWorkgroupChooser(workgroupChooser(p.tune, gpu, prog, gpu.maxStorageBuffers), () => prepareWeb(prog, gpu.maxStorageBuffers));
     holding.add(prepared);
     if (debugEnabled('gpu')) debugLog(`gpu:webgpu program for shapes ${shapes.map((s) => `(${s.join(', ')})`).join(' ')}:\n${describeWeb(prepared)}`);
     return { prepared, fallbacks: webFallbacks(prepared) };
