@@ -81,7 +81,7 @@ describe('WGSL renderer', () => {
     expect(choose(wide, new Array<DType>(10).fill('float32'), new Array<number>(10).fill(4))).to.deep.equal({ where: 'host', kind: 'host', why: 'binds 10 buffers (a shader binds at most 8 on this device)' });
   });
 
-  it('renders a product as workgroup tiles, its operands read through their index expressions', () => {
+  it('renders a product as register tiles read from memory, its operands read through their index expressions', () => {
     const b = new ExprBuilder(() => 'float32');
     const [bt, m, n, kk] = [newVar(1), newVar(10), newVar(6), newVar(20)];
     // A transposed (read as A^T's rows), B plain; the epilogue adds a bias per column.
@@ -94,8 +94,9 @@ describe('WGSL renderer', () => {
     };
     expect(choose(mm, ['float32', 'float32', 'float32', 'float32'], [200, 120, 6, 60])).to.deep.equal({ where: 'device', kind: 'matmul' });
     const w = renderMatmul(mm, info(['float32', 'float32', 'float32', 'float32'], [200, 120, 6, 60]));
-    expect(w.groups).to.deep.equal([1, 1, 1]);
-    expect(w.code).to.match(/var<workgroup> tA: array<array<f32, 16>, 64>/).and.match(/workgroupBarrier\(\)/);
+    // 8 rows per workgroup (2 blocks of the 10), one column per invocation (the 6 in one block of 8 lanes).
+    expect(w.groups).to.deep.equal([2, 1, 1]);
+    expect(w.code).to.match(/@workgroup_size\(8\)/).and.match(/var c7_0 = 0\.0;/).and.not.match(/var c0_1/).and.not.match(/workgroupBarrier/);
     expect(w.code).to.match(/fn opA\(/).and.match(/fn epilogue\(/);
   });
 });

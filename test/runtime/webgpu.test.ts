@@ -38,8 +38,8 @@ describe('gpu device, webgpu mode', function () {
     const got = f(vals);
     const want = K.function([x, w], graph, [], REF)(vals);
     got.forEach((g, k) => expectClose(g, want[k]!, { atol: 2e-5, rtol: 1e-4 }, `output ${k}`));
-    // products in workgroup tiles, row reductions as trees in workgroup memory
-    expect(f.source()).to.match(/var<workgroup> tA/).and.to.match(/var<workgroup> red: array<f32, 64>/);
+    // products in register tiles (8 rows per workgroup), row reductions as trees in workgroup memory
+    expect(f.source()).to.match(/var c7_0 = 0\.0;/).and.to.match(/var<workgroup> red: array<f32, 64>/);
   });
 
   it('runs batched products and int32 arithmetic exactly', () => {
