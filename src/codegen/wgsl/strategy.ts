@@ -2,7 +2,7 @@
 // runs, chosen before rendering, so render.ts and matmul.ts only spell what is chosen here (as
 // cpu/strategy.ts and gpu/strategy.ts do; tinygrad decides on the kernel AST before its
 // renderer sees it). A loop step on the device comes scheduled (../schedule.ts) in its form: one
-// invocation per element, or one workgroup per row (rows.ts `rowsForm`). A step runs on the
+// invocation per element, or one workgroup or one invocation per row (rows.ts `rowsForm`, `rowLanes`). A step runs on the
 // host with the reason where WGSL has no spelling for it yet: dtypes the device does not hold,
 // ops and calls without a WGSL spelling (scalar.ts), scatters and running values, more
 // elements than i32 indices reach, more bindings than the device allows; extern and print
@@ -13,7 +13,7 @@ import type { LoopKernel, MatmulKernel, Program, Step } from '../kernel.js';
 import { DRAW, philoxDraw } from '../random-fn.js';
 import { rowChecks, type RowCheck } from '../row-checks.js';
 import { schedule, type Schedule } from '../schedule.js';
-import { rowsForm } from './rows.js';
+import { rowLanes, rowsForm } from './rows.js';
 import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, storageOf } from './scalar.js';
 import { MAX_BINDINGS, MAX_GROUPS, loaded, type BufferInfo } from './writer.js';
 
@@ -23,6 +23,8 @@ export interface LoopPlan {
   readonly indexNodes: ReadonlySet<Expr>;
   /** Output loops that make a row in the rows form (rows.ts); undefined: one invocation per element. */
   readonly rows: number | undefined;
+  /** Invocations per row in the rows form (rows.ts `rowLanes`). */
+  readonly lanes: number;
   readonly total: number;
   readonly written: readonly number[];
   readonly binds: readonly number[];
@@ -52,22 +54,34 @@ export function webBufferInfo(p: Program, maxBindings: number): BufferInfo {
   return { dtype: (b) => p.buffers[b]!.dtype, size: (b) => p.buffers[b]!.size, storage: (b) => storageIn(p, b), maxBindings };
 }
 
-/** The strategy of every step of `p`, in step order, on a device binding at most `maxBindings` storage buffers per shader. */
-export function chooseWebStrategies(p: Program, maxBindings: number): WebStrategy[] {
-  const info = webBufferInfo(p, maxBindings);
-  return p.steps.map((s) => webStrategy(s, info, maxBindings));
+/**
+ * Whether an adapter runs a workgroup's invocations as SIMD lanes on CPU threads (Mesa's lavapipe,
+ * SwiftShader), from its vendor, architecture and description: there a barrier switches between
+ * the lanes' coroutines, and the strategy avoids them (rows.ts `rowLanes`).
+ */
+export function simdAdapter(description: string): boolean {
+  return /\b(software|llvmpipe|lavapipe|swiftshader)\b/i.test(description);
 }
 
-function webStrategy(s: Step, info: BufferInfo, maxBindings: number): WebStrategy {
+/**
+ * The strategy of every step of `p`, in step order, on a device binding at most `maxBindings`
+ * storage buffers per shader; `simdLanes`: the device is one `simdAdapter` says so of.
+ */
+export function chooseWebStrategies(p: Program, maxBindings: number, simdLanes = false): WebStrategy[] {
+  const info = webBufferInfo(p, maxBindings);
+  return p.steps.map((s) => webStrategy(s, info, maxBindings, simdLanes));
+}
+
+function webStrategy(s: Step, info: BufferInfo, maxBindings: number, simdLanes: boolean): WebStrategy {
   try {
     switch (s.kind) {
       case 'loop': {
         const checks = rowChecks(s, (why) => new HostStep(why));
-        return { where: 'device', kind: 'loop', plan: planLoop(s, info), checks };
+        return { where: 'device', kind: 'loop', plan: planLoop(s, info, simdLanes), checks };
       }
       case 'matmul': checkMatmul(s, info); return { where: 'device', kind: 'matmul' };
       case 'scan': {
-        const body = chooseWebStrategies(s.body, maxBindings);
+        const body = chooseWebStrategies(s.body, maxBindings, simdLanes);
         body.forEach((b, i) => {
           const step = s.body.steps[i]!;
           if (b.kind === 'host') throw new HostStep(`its body's ${step.kind === 'extern' ? 'op' : 'kernel'} ${step.kind === 'extern' ? step.def.name : step.label} runs on the host (${b.why})`);
@@ -85,7 +99,7 @@ function webStrategy(s: Step, info: BufferInfo, maxBindings: number): WebStrateg
   }
 }
 
-function planLoop(k: LoopKernel, info: BufferInfo): LoopPlan {
+function planLoop(k: LoopKernel, info: BufferInfo, simdLanes: boolean): LoopPlan {
   const written = new Set(k.stores.map((st) => st.buf));
   for (const st of k.stores) {
     if (storageOf(st.dtype) === undefined) throw new HostStep(`stores ${st.dtype}`);
@@ -103,7 +117,8 @@ function planLoop(k: LoopKernel, info: BufferInfo): LoopPlan {
   checkSpelled([...sched.stores.flatMap((st) => [st.value, st.index]), ...sched.loadIndex.values()], info, (e) => indexNodes.has(e));
   const binds = [...new Set([...written, ...reads])].sort((p, q) => p - q);
   checkBinds(binds, [...written], info);
-  return { sched, indexNodes, rows: rowsForm(k, sched), total, written: [...written], binds };
+  const rows = rowsForm(k, sched);
+  return { sched, indexNodes, rows, lanes: rows === undefined ? 1 : rowLanes(k, rows, simdLanes), total, written: [...written], binds };
 }
 
 function checkMatmul(k: MatmulKernel, info: BufferInfo): void {

@@ -18,6 +18,7 @@ import { forgetPipelines } from './frame.js';
 import { webDeviceResult } from './resident.js';
 import { lowerForDevice } from '../specialize.js';
 import { openedWebGpu, webgpu } from './session.js';
+import { simdAdapter } from '../../../codegen/wgsl/strategy.js';
 
 interface WebSpec extends Specialised {
   readonly prepared: WebPrepared | undefined;
@@ -39,7 +40,8 @@ const programs = new ProgramCache<WebProgram, WebSpec>({
 function specialize(p: WebProgram, shapes: Shapes): WebSpec {
   // Scans and scatters as gathers (each element folds its own terms), as for gpu.js.
   return lowerForDevice(p, shapes, 65535, (prog) => {
-    const prepared = prepareWeb(prog, webgpu().maxStorageBuffers);
+    const gpu = webgpu();
+    const prepared = prepareWeb(prog, gpu.maxStorageBuffers, simdAdapter(gpu.description));
     holding.add(prepared);
     if (debugEnabled('gpu')) debugLog(`gpu:webgpu program for shapes ${shapes.map((s) => `(${s.join(', ')})`).join(' ')}:\n${describeWeb(prepared)}`);
     return { prepared, fallbacks: webFallbacks(prepared) };

@@ -31,9 +31,12 @@ export interface WebPrepared extends DeviceBuffers {
 /** A label with the step's op names, for warnings and fallbacks. */
 const opOf = (s: Step): string => (s.kind === 'extern' ? s.def.name : s.label);
 
-/** Renders every step the WebGPU strategy (src/codegen/wgsl/strategy.ts) puts on the device; the others run on the host. */
-export function prepareWeb(p: Program, maxBindings: number): WebPrepared {
-  return prepareChosen(p, chooseWebStrategies(p, maxBindings), maxBindings);
+/**
+ * Renders every step the WebGPU strategy (src/codegen/wgsl/strategy.ts) puts on the device; the
+ * others run on the host. `simdLanes`: the adapter runs invocations as SIMD lanes on CPU threads.
+ */
+export function prepareWeb(p: Program, maxBindings: number, simdLanes = false): WebPrepared {
+  return prepareChosen(p, chooseWebStrategies(p, maxBindings, simdLanes), maxBindings);
 }
 
 function prepareChosen(p: Program, chosen: readonly WebStrategy[], maxBindings: number): WebPrepared {
