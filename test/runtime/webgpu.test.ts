@@ -4,7 +4,8 @@
 // gradient tables run on this mode through test/helpers/targets.ts (THEANINE_TEST_TARGETS=gpu).
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
-import { webgpuCounts } from '../../src/runtime/gpu/webgpu/session.js';
+import { webgpu, webgpuCounts } from '../../src/runtime/gpu/webgpu/session.js';
+import { simdAdapter } from '../../src/codegen/wgsl/strategy.js';
 import { FallbackError } from '../../src/runtime/fallback.js';
 import { setWarningSink } from '../../src/runtime/warn.js';
 import { expectClose } from '../helpers/assert.js';
@@ -40,6 +41,24 @@ describe('gpu device, webgpu mode', function () {
     got.forEach((g, k) => expectClose(g, want[k]!, { atol: 2e-5, rtol: 1e-4 }, `output ${k}`));
     // products in register tiles (8 rows per workgroup), row reductions as trees in workgroup memory
     expect(f.source()).to.match(/var c7_0 = 0\.0;/).and.to.match(/var<workgroup> red: array<f32, 64>/);
+  });
+
+  it('matches the reference on products over several register tiles, transposed operands, and rows of one invocation each', () => {
+    const a = K.placeholder([67, 33]);
+    const b = K.placeholder([33, 130]);
+    const graph = [
+      K.dot(a, b), // 9 blocks of 8 rows, 2 of 64 columns: the last of each part outside the product
+      K.dot(K.transpose(b), K.transpose(a)), // operands read through transposed indices
+      K.softmax(K.dot(a, b)), // 67 rows
+      K.sum(K.exp(a), 1),
+    ];
+    const f = K.function([a, b], graph, [], GPU);
+    const vals = [rand([67, 33], 3), rand([33, 130], 4)];
+    const got = f(vals);
+    const want = K.function([a, b], graph, [], REF)(vals);
+    got.forEach((g, k) => expectClose(g, want[k]!, { atol: 2e-5, rtol: 1e-4 }, `output ${k}`));
+    // On an adapter that runs invocations as SIMD lanes on CPU threads (CI's lavapipe), rows without barriers.
+    if (simdAdapter(webgpu().description)) expect(f.source()).to.match(/@workgroup_size\(8\)\nfn main\(@builtin\(global_invocation_id\) gid: vec3u/);
   });
 
   it('runs batched products and int32 arithmetic exactly', () => {
