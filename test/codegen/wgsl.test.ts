@@ -109,7 +109,7 @@ describe('WGSL renderer', () => {
     expect(choose(wide, new Array<DType>(10).fill('float32'), new Array<number>(10).fill(4))).to.deep.equal({ where: 'host', kind: 'host', why: 'binds 10 buffers (a shader binds at most 8 on this device)' });
   });
 
-  it('renders a product as register tiles read from memory, its operands read through their index expressions', () => {
+  it('renders a product as workgroup tiles on a GPU and as register tiles read from memory on a CPU-emulated adapter, its operands read through their index expressions', () => {
     const b = new ExprBuilder(() => 'float32');
     const [bt, m, n, kk] = [newVar(1), newVar(10), newVar(6), newVar(20)];
     // A transposed (read as A^T's rows), B plain; the epilogue adds a bias per column.
@@ -120,11 +120,18 @@ describe('WGSL renderer', () => {
       out: { buf: 3, index: iadd(iscale(ivar(m), 6), ivar(n)), value: b.op('add', b.acc(), b.load(2, ivar(n))), dtype: 'float32' },
       packA: 4, packB: 5, mr: 4, nr: 4, sum: 'float32',
     };
-    expect(choose(mm, ['float32', 'float32', 'float32', 'float32'], [200, 120, 6, 60])).to.deep.equal({ where: 'device', kind: 'matmul' });
-    const w = renderMatmul(mm, info(['float32', 'float32', 'float32', 'float32'], [200, 120, 6, 60]));
-    // 8 rows per workgroup (2 blocks of the 10), one column per invocation (the 6 in one block of 8 lanes).
-    expect(w.groups).to.deep.equal([2, 1, 1]);
-    expect(w.code).to.match(/@workgroup_size\(8\)/).and.match(/var c7_0 = 0\.0;/).and.not.match(/var c0_1/).and.not.match(/workgroupBarrier/);
-    expect(w.code).to.match(/fn opA\(/).and.match(/fn epilogue\(/);
+    const dtypes: DType[] = ['float32', 'float32', 'float32', 'float32'];
+    const sizes = [200, 120, 6, 60];
+    expect(choose(mm, dtypes, sizes)).to.deep.equal({ where: 'device', kind: 'matmul', form: 'tiles' });
+    expect(choose(mm, dtypes, sizes, true)).to.deep.equal({ where: 'device', kind: 'matmul', form: 'lanes' });
+    // A GPU: 64 x 64 workgroup tiles staged in workgroup memory.
+    const tiles = renderMatmul(mm, info(dtypes, sizes), 'tiles');
+    expect(tiles.groups).to.deep.equal([1, 1, 1]);
+    expect(tiles.code).to.match(/var<workgroup> tA: array<array<f32, 16>, 64>/).and.match(/workgroupBarrier\(\)/);
+    // A CPU-emulated adapter: 8 rows per workgroup (2 blocks of the 10), one column per invocation (the 6 in one block of 8 lanes).
+    const lanes = renderMatmul(mm, info(dtypes, sizes), 'lanes');
+    expect(lanes.groups).to.deep.equal([2, 1, 1]);
+    expect(lanes.code).to.match(/@workgroup_size\(8\)/).and.match(/var c7_0 = 0\.0;/).and.not.match(/var c0_1/).and.not.match(/workgroupBarrier/);
+    for (const w of [tiles, lanes]) expect(w.code).to.match(/fn opA\(/).and.match(/fn epilogue\(/);
   });
 });

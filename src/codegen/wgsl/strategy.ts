@@ -13,6 +13,7 @@ import type { LoopKernel, MatmulKernel, Program, Step } from '../kernel.js';
 import { DRAW, philoxDraw } from '../random-fn.js';
 import { rowChecks, type RowCheck } from '../row-checks.js';
 import { schedule, type Schedule } from '../schedule.js';
+import type { MatmulForm } from './matmul.js';
 import { rowLanes, rowsForm } from './rows.js';
 import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, storageOf } from './scalar.js';
 import { MAX_BINDINGS, MAX_GROUPS, loaded, type BufferInfo } from './writer.js';
@@ -33,7 +34,7 @@ export interface LoopPlan {
 /** Where a step runs. */
 export type WebStrategy =
   | { readonly where: 'device'; readonly kind: 'loop'; readonly plan: LoopPlan; readonly checks: readonly RowCheck[] }
-  | { readonly where: 'device'; readonly kind: 'matmul' }
+  | { readonly where: 'device'; readonly kind: 'matmul'; readonly form: MatmulForm }
   /** a Scan whose body's steps all run on the device (recorded into the call's command buffer) */
   | { readonly where: 'device'; readonly kind: 'scan'; readonly body: readonly WebStrategy[] }
   /** a kernel of no elements: nothing to run (its buffers hold none) */
@@ -57,7 +58,7 @@ export function webBufferInfo(p: Program, maxBindings: number): BufferInfo {
 /**
  * Whether an adapter runs a workgroup's invocations as SIMD lanes on CPU threads (Mesa's lavapipe,
  * SwiftShader), from its vendor, architecture and description: there a barrier switches between
- * the lanes' coroutines, and the strategy avoids them (rows.ts `rowLanes`).
+ * the lanes' coroutines, and the strategy avoids them (rows.ts `rowLanes`, matmul.ts' lanes form).
  */
 export function simdAdapter(description: string): boolean {
   return /\b(software|llvmpipe|lavapipe|swiftshader)\b/i.test(description);
@@ -79,7 +80,7 @@ function webStrategy(s: Step, info: BufferInfo, maxBindings: number, simdLanes: 
         const checks = rowChecks(s, (why) => new HostStep(why));
         return { where: 'device', kind: 'loop', plan: planLoop(s, info, simdLanes), checks };
       }
-      case 'matmul': checkMatmul(s, info); return { where: 'device', kind: 'matmul' };
+      case 'matmul': checkMatmul(s, info); return { where: 'device', kind: 'matmul', form: simdLanes ? 'lanes' : 'tiles' };
       case 'scan': {
         const body = chooseWebStrategies(s.body, maxBindings, simdLanes);
         body.forEach((b, i) => {

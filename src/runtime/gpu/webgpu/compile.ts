@@ -41,11 +41,20 @@ function specialize(p: WebProgram, shapes: Shapes): WebSpec {
   // Scans and scatters as gathers (each element folds its own terms), as for gpu.js.
   return lowerForDevice(p, shapes, 65535, (prog) => {
     const gpu = webgpu();
-    const prepared = prepareWeb(prog, gpu.maxStorageBuffers, simdAdapter(gpu.description));
+    const prepared = prepareWeb(prog, gpu.maxStorageBuffers, simdLanes(gpu.description));
     holding.add(prepared);
     if (debugEnabled('gpu')) debugLog(`gpu:webgpu program for shapes ${shapes.map((s) => `(${s.join(', ')})`).join(' ')}:\n${describeWeb(prepared)}`);
     return { prepared, fallbacks: webFallbacks(prepared) };
   });
+}
+
+/**
+ * Whether the adapter runs invocations as SIMD lanes on CPU threads (strategy.ts `simdAdapter`, from
+ * its description); THEANINE_WEBGPU_SIMD=1 or 0 says so instead (both forms tested on one adapter).
+ */
+function simdLanes(description: string): boolean {
+  const said = platform.env('THEANINE_WEBGPU_SIMD');
+  return said === '1' ? true : said === '0' ? false : simdAdapter(description);
 }
 
 /** The WGSL of each kernel, and what runs on the host and why (f.source()). */

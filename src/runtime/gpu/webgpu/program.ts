@@ -51,7 +51,7 @@ function prepareChosen(p: Program, chosen: readonly WebStrategy[], maxBindings: 
     if (c.kind === 'host') return { kind: 'host', step: s, why: c.why, run: s.kind === 'extern' || s.kind === 'print' ? undefined : hostModule(p, s) };
     if (c.kind === 'empty') return { kind: 'empty', writes: stepBuffers(s).writes };
     if (s.kind === 'loop' && c.kind === 'loop') return { kind: 'kernel', kernel: renderLoop(s, c.plan, info), checks: c.checks, ...origin };
-    if (s.kind === 'matmul' && c.kind === 'matmul') return { kind: 'kernel', kernel: renderMatmul(s, info), checks: [], ...origin };
+    if (s.kind === 'matmul' && c.kind === 'matmul') return { kind: 'kernel', kernel: renderMatmul(s, info, c.form), checks: [], ...origin };
     if (s.kind === 'scan' && c.kind === 'scan') return { kind: 'scan', step: s, body: prepareChosen(s.body, c.body, maxBindings) };
     throw new Error(`internal: the WebGPU strategy of step ${i} (${c.kind}) does not fit its ${s.kind} step`);
   });
