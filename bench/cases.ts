@@ -682,7 +682,7 @@ async function ctcTf(): Promise<Impl> {
   };
 }
 
-// --- reductions: a sum over each axis of a 1024x1024 float32, a row softmax of 4096x1000 ---
+// --- reductions: a sum over each axis of a 1024x1024 float32, a row softmax and log-softmax of 4096x1000 ---
 // The sum over axis 0 (columns, as a bias gradient sums over the batch) reads rows at a stride;
 // the sum over axis 1 and the softmax's row max and sum read each row in order.
 function reduceCase(name: string, shape: [number, number], build: (x: Node) => Node, tfBuild: (x: tf.Tensor2D) => tf.Tensor): Case {
@@ -712,7 +712,8 @@ const sumAxis0 = reduceCase('reduce sum over axis 0 of 1024x1024 f32', [1024, 10
 const sumAxis1 = reduceCase('reduce sum over axis 1 of 1024x1024 f32', [1024, 1024], (x) => K.sum(x, 1), (x) => tf.sum(x, 1));
 const sumAll = reduceCase('reduce sum of every element of 1024x1024 f32', [1024, 1024], (x) => K.sum(x), (x) => tf.sum(x));
 const softmaxRows = reduceCase('reduce softmax of 4096x1000 f32', [4096, 1000], (x) => K.softmax(x), (x) => tf.softmax(x));
+const logSoftmaxRows = reduceCase('reduce log-softmax of 4096x1000 f32', [4096, 1000], (x) => K.log(K.softmax(x)), (x) => tf.logSoftmax(x));
 
 export function cases(): Case[] {
-  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, inferenceCase(32, true), inferenceCase(32, false), inferenceCase(1, true), inferenceCase(1, false), cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, depthwiseCase, poolCase('max'), poolCase('avg'), dropoutCase, ctcCase, sumAxis0, sumAxis1, sumAll, softmaxRows, ...autodiffCases()];
+  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, inferenceCase(32, true), inferenceCase(32, false), inferenceCase(1, true), inferenceCase(1, false), cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, depthwiseCase, poolCase('max'), poolCase('avg'), dropoutCase, ctcCase, sumAxis0, sumAxis1, sumAll, softmaxRows, logSoftmaxRows, ...autodiffCases()];
 }

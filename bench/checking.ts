@@ -5,7 +5,7 @@
 // Per call: default; nanGuard off (explicitly); nanGuard on; profile on; mode debug. Compile
 // (K.function + first call, from an empty cache): default against mode debug.
 import { backend as K, NDArray, type Tensor } from '../src/index.js';
-import { clearCompileCache } from '../src/runtime/compile.js';
+import { clearCompileCache } from '../src/runtime/cpu/compile.js';
 import { mlp } from '../src/examples/models.js';
 import { Rng } from '../src/examples/random.js';
 

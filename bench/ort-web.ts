@@ -15,8 +15,8 @@ import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
 import { backend as K, NDArray } from '../src/index.js';
 import type { Node } from '../src/ir/node.js';
 import { threadCount } from '../src/codegen/cpu/threads.js';
-import { measurePeak } from '../src/codegen/wasm/peak.js';
-import { hasRelaxedSimd } from '../src/codegen/wasm/encode.js';
+import { measurePeak } from '../src/codegen/cpu/wasm/peak.js';
+import { hasRelaxedSimd } from '../src/codegen/cpu/wasm/encode.js';
 import { matmulFma } from '../src/codegen/cpu/wasm-kernel.js';
 
 const require = createRequire(import.meta.url);

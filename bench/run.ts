@@ -16,14 +16,14 @@ import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
 import { backend as K, set_backend } from '../src/index.js';
 import { tfjsRuntime } from '../src/runtime/tfjs/load.js';
 import { ortAvailable, pingMs } from '../src/runtime/onnx/session.js';
-import { clearCompileCache, compileTimes } from '../src/runtime/compile.js';
+import { clearCompileCache, compileTimes } from '../src/runtime/cpu/compile.js';
 import { clearKernelCaches } from '../src/codegen/cpu/module.js';
 import { set_device } from '../src/api/config.js';
 import { loadGpuJs } from '../src/runtime/gpu/gpujs.js';
 import { gpuDevice } from '../src/runtime/gpu/device.js';
 import { cases, type Impl, type ImplName } from './cases.js';
-import { measurePeak } from '../src/codegen/wasm/peak.js';
-import { hasRelaxedSimd } from '../src/codegen/wasm/encode.js';
+import { measurePeak } from '../src/codegen/cpu/wasm/peak.js';
+import { hasRelaxedSimd } from '../src/codegen/cpu/wasm/encode.js';
 import { threadCount } from '../src/codegen/cpu/threads.js';
 import { matmulFma, matmulPrecision } from '../src/codegen/cpu/wasm-kernel.js';
 
@@ -43,6 +43,8 @@ const clock = (): number => {
 /** `npm run bench -- 'MLP|LSTM Keras-style Scan'`: cases whose name contains any of the alternatives. */
 const filters = (process.argv[2] ?? '').split('|');
 const picked = (name: string) => filters.some((f) => name.includes(f));
+/** BENCH_IMPLS=theanine,tfjs-wasm: only these implementations (default: all); theanine is always measured. */
+const IMPLS = process.env['BENCH_IMPLS']?.split(',');
 /** BENCH_COMPILE_ONLY=1: only the compile times (and their phases) of the picked cases. */
 const COMPILE_ONLY = process.env['BENCH_COMPILE_ONLY'] === '1';
 
@@ -100,10 +102,10 @@ async function main(): Promise<void> {
   const results: Record<string, unknown>[] = [];
   const print = (s: string) => process.stdout.write(s + '\n');
   print(`theanine bench: ${os.cpus()[0]?.model ?? 'cpu'} x${os.cpus().length}, node ${process.version}, ${ROUNDS} rounds, tfjs-wasm simd=${wasmSimd}, theanine threads ${threadCount()} (THEANINE_THREADS), load average ${os.loadavg()[0]!.toFixed(1)}${CPU_CLOCK ? ', clock: process CPU time (BENCH_CLOCK=cpu)' : ''}`);
-  // The limit: one core's WebAssembly SIMD multiply-add rate (src/codegen/wasm/peak.ts). theanine's
+  // The limit: one core's WebAssembly SIMD multiply-add rate (src/codegen/cpu/wasm/peak.ts). theanine's
   // float32 products sum in float32 (f32x4, fused where the runtime has relaxed SIMD) under matmul
   // precision "float32", in float64 (f64x2, equal to the reference's) under "float64"; XNNPACK sums in float32 (f32x4).
-  const peak = measurePeak(hasRelaxedSimd());
+  const peak = measurePeak(hasRelaxedSimd(), clock);
   const precision = matmulPrecision();
   const ownPeak = peak === undefined ? undefined : precision === 'float64' ? peak.f64x2 : matmulFma() ? peak.f32x4Fused : peak.f32x4;
   const ownPeakName = precision === 'float64' ? 'f64x2' : matmulFma() ? 'f32x4 relaxed FMA' : 'f32x4';
@@ -162,6 +164,7 @@ async function main(): Promise<void> {
       } : {}),
     };
     for (const [name, make] of Object.entries({ ...c.impls, ...withTf }) as [ImplName, () => Promise<Impl>][]) {
+      if (IMPLS !== undefined && name !== 'theanine' && !IMPLS.includes(name)) continue;
       await useBackend(name);
       impls.push([name, await make()]);
       if (name === 'theanine' && GPU) impls.push(['theanine-gpu', await onGpu(make)]);

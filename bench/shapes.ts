@@ -8,7 +8,7 @@
 // the first round's cost per call (the compiles themselves).
 //   node --expose-gc --import tsx bench/shapes.ts [rounds]
 import { backend as K, NDArray } from '../src/index.js';
-import { compileCacheStats, compileStats } from '../src/runtime/compile.js';
+import { compileCacheStats, compileStats } from '../src/runtime/cpu/compile.js';
 import type { Node } from '../src/ir/node.js';
 import { kerasLstmGraph, nd } from './cases.js';
 

@@ -1,25 +1,31 @@
 // "tuned vs default": each graph compiled twice in one process on the cpu device, once with the
 // default schedules and once with `tune` (src/runtime/tune.ts: a beam search over each whole
-// product's cache blocks and thread split, timed on this machine), from an empty tuning cache in a
-// fresh folder, so the search's cost is this run's. Run time is the median over rounds that
-// alternate between the two functions in ABBA order, by wall time (the thread split is what is
-// tuned; BENCH_CLOCK=cpu for process CPU time). The load average is printed at the start and the
+// product's cache blocks and thread split and each elementwise kernel's unroll and thread split,
+// timed on this machine, a winner kept only when it beats the default in confirming rounds), from
+// an empty tuning cache in a fresh folder, so the search's cost is this run's. Run time is the
+// median over rounds that alternate between the two functions in ABBA order, each call from a
+// collected heap (a full collection, not timed: neither pays for the other's garbage), by wall
+// time (the thread split is among what is tuned; BENCH_CLOCK=cpu for process CPU time). The load average is printed at the start and the
 // end: on a shared machine a ratio within a few percent of 1 is noise.
 // `node --import tsx bench/tune.ts [filter]`; BENCH_ROUNDS (default 21), BENCH_BEAM (default 2),
 // BENCH_BUDGET_MS (default 4000, per specialisation).
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import * as v8 from 'node:v8';
+import * as vm from 'node:vm';
 import { backend as K } from '../src/index.js';
 import { setEnvironment } from '../src/api/config.js';
 import type { Node } from '../src/ir/node.js';
 import type { NDArray } from '../src/ir/ndarray.js';
-import { clearCompileCache } from '../src/runtime/compile.js';
+import { clearCompileCache } from '../src/runtime/cpu/compile.js';
 import { tuneStats, tuneCache } from '../src/runtime/tune.js';
 import { mlpGraph, nd, oneHot } from './cases.js';
 
 interface Graph { inputs: Node[]; outputs: Node[]; updates: NonNullable<Parameters<typeof K.function>[2]>; feeds: NDArray[] }
 
+v8.setFlagsFromString('--expose-gc');
+const gc = vm.runInNewContext('gc') as () => void;
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 21);
 const BEAM = Number(process.env['BENCH_BEAM'] ?? 2);
 const BUDGET = Number(process.env['BENCH_BUDGET_MS'] ?? 4000);
@@ -49,6 +55,13 @@ const cases: { name: string; build: () => Graph }[] = [
     },
   },
   {
+    name: 'elementwise tanh(x)*sigmoid(x) + exp(-x*x), 1M f32',
+    build: () => {
+      const x = K.placeholder([1 << 20], null, 'float32', false, 'x');
+      return { inputs: [x], outputs: [K.tanh(x).mul(K.sigmoid(x)).add(K.exp(x.mul(x).neg()))], updates: [], feeds: [nd([1 << 20], 7, -3, 3)] };
+    },
+  },
+  {
     name: 'MLP train step 784-256-10 b128',
     build: () => {
       const { x, t, loss, updates } = mlpGraph();
@@ -56,6 +69,9 @@ const cases: { name: string; build: () => Graph }[] = [
     },
   },
 ];
+
+/** Generated source up to the numbering of generated names (t123, i45), which differ between two compiles of one graph. */
+const norm = (src: string) => src.replace(/\b([a-z])[0-9]+\b/g, '$1N');
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -69,8 +85,8 @@ function main(): void {
   tuneCache.forget();
   const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
   console.log(`tuned vs default, cpu device, beam ${BEAM}, budget ${BUDGET} ms, ${ROUNDS} rounds, ${CPU ? 'CPU' : 'wall'} time; ${os.cpus().length} cores (${os.cpus()[0]?.model.trim()}); load average at start ${load()}`);
-  console.log('| graph | default ms | tuned ms | speedup | search ms | candidates | schedules kept |');
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | --- |');
+  console.log('| graph | default ms | tuned ms | speedup | search ms | candidates | schedules kept | code |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |');
   for (const c of cases) {
     if (filter !== undefined && !c.name.includes(filter)) continue;
     clearCompileCache();
@@ -80,18 +96,23 @@ function main(): void {
     const tuned = K.function(g.inputs, g.outputs, g.updates, { tune: { beam: BEAM, budgetMs: BUDGET } });
     tuned(g.feeds); // the search runs at the first call (the specialisation)
     const searchMs = tuneStats.searchMs - before.searchMs, candidates = tuneStats.candidates - before.candidates;
-    const kept = [...tuned.source().matchAll(/rt\.arena\.tiles\(([^;]*)\);/g)].map((m) => {
+    const src = tuned.source();
+    const kept = [...src.matchAll(/rt\.arena\.tiles\(([^;]*)\);/g)].map((m) => {
       const args = m[1]!.split(', ');
       return args.length > 12 ? `${args[11] === 'true' ? 'split' : 'alone'} ${Number(args[12]) / 1024}K/${args[13]}/${args[14]}` : 'default';
     });
+    // elementwise kernels: a tuned unroll shows as "xN" in the kernel's comment, a tuned split as a threshold of two chunks
+    const ew = [...src.matchAll(/WebAssembly SIMD f(?:32x4|64x2)( x\d)?[,:]/g)].map((m) => m[1]?.trim() ?? 'x4');
+    const split = (src.match(/if \(hi - lo >= 8192\) \{ w\.par/g) ?? []).length;
+    if (ew.length > 0) kept.push(`elementwise ${ew.join(',')}${split > 0 ? ` (${split} split)` : ''}`);
     for (let i = 0; i < 3; i++) { base(g.feeds); tuned(g.feeds); }
     const tb: number[] = [], tt: number[] = [];
-    const time = (f: (x: NDArray[]) => unknown, into: number[]) => { const t0 = clock(); f(g.feeds); into.push(clock() - t0); };
+    const time = (f: (x: NDArray[]) => unknown, into: number[]) => { gc(); const t0 = clock(); f(g.feeds); into.push(clock() - t0); };
     for (let r = 0; r < ROUNDS; r++) {
       if (r % 2 === 0) { time(base, tb); time(tuned, tt); } else { time(tuned, tt); time(base, tb); }
     }
     const mb = median(tb), mt = median(tt);
-    console.log(`| ${c.name} | ${mb.toFixed(3)} | ${mt.toFixed(3)} | ${(mb / mt).toFixed(2)}x | ${searchMs.toFixed(0)} | ${candidates} | ${kept.join('; ') || 'no whole product'} |`);
+    console.log(`| ${c.name} | ${mb.toFixed(3)} | ${mt.toFixed(3)} | ${(mb / mt).toFixed(2)}x | ${searchMs.toFixed(0)} | ${candidates} | ${kept.join('; ') || 'no whole product'} | ${norm(src) === norm(base.source()) ? 'same as default' : 'tuned'} |`);
   }
   console.log(`load average at end ${load()}; searches ${tuneStats.searches}, out of budget ${tuneStats.outOfBudget}, untimed ${tuneStats.untimed}`);
   fs.rmSync(dir, { recursive: true, force: true });

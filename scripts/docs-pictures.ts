@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { backend as K, debugprint, svg, type Tensor } from '../src/index.js';
 import { runPasses } from '../src/passes/pass.js';
 import { pipeline } from '../src/passes/pipeline.js';
-import { cpuFusion } from '../src/runtime/compile.js';
+import { cpuFusion } from '../src/runtime/cpu/fusion.js';
 import { optimizeScans } from '../src/passes/scan.js';
 import { main } from '../src/cli/main.js';
 import { EXAMPLES, gradientCluster } from '../src/examples/graphs.js';

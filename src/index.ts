@@ -21,6 +21,7 @@ export type { PassOptions, PassRewrite, PassSelection, UserPass, OptimizeOptions
 export { verify_grad, GradientError } from './api/gradients.js';
 export type { VerifyGradOptions } from './api/gradients.js';
 export type { CompiledFunction } from './runtime/function.js';
+export type { OptimizerLevel } from './passes/pipeline.js';
 export { ExportError } from './runtime/export/module.js';
 export type { ExportOptions, ExportedModule } from './runtime/export/module.js';
 export { FallbackError, NO_KERNEL_YET } from './runtime/fallback.js';

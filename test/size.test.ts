@@ -1,14 +1,15 @@
 // Size limits on src/: a file of more than MAX_FILE_LINES lines, or a function of more than
-// MAX_FUNCTION_LINES, is a sign that it does two things. The limits are a little above the
-// largest today (a 519-line file, a 187-line function), so they stop growth without forcing a split.
+// MAX_FUNCTION_LINES, is a sign that it does two things. Lines are counted as Biome's formatter
+// writes them (width 120); the limits are a little above the largest formatted today (a 795-line
+// file, a 319-line function), so they stop growth without forcing a split.
 import { expect } from 'chai';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { ts } from 'ts-morph';
 
 const SRC = join(import.meta.dirname, '../src');
-const MAX_FILE_LINES = 600;
-const MAX_FUNCTION_LINES = 200;
+const MAX_FILE_LINES = 800;
+const MAX_FUNCTION_LINES = 320;
 
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((f) => {

@@ -26,7 +26,7 @@ import { nodeLabel } from '../src/ir/printer.js';
 import { fusedLabel } from '../src/passes/fusion.js';
 import { runPasses } from '../src/passes/pass.js';
 import { resolvePipeline } from '../src/passes/user.js';
-import { cpuFusion } from '../src/runtime/compile.js';
+import { cpuFusion } from '../src/runtime/cpu/fusion.js';
 import type { CompiledFunction } from '../src/runtime/function.js';
 import type { FunctionProfile } from '../src/runtime/profile.js';
 
@@ -233,6 +233,9 @@ export function analyze(program: Program, k: Backend = K, level: ViewerLevel = '
 }
 
 /** A compiled function of the analysis (loss and gradients) on `device`. */
+/** The page's device choices: the cpu, the gpu device's gpu.js mode, its webgpu mode (the page sets THEANINE_GPU_MODE). */
+export type ViewerDevice = 'cpu' | 'gpu' | 'webgpu';
+
 export function compile(a: Analysis, device: 'cpu' | 'gpu', k: Backend = K, profile = false): CompiledFunction {
   return k.function([...a.placeholders], [a.loss, ...a.grads], [], { device, optimizer: a.level, ...(profile ? { profile: true } : {}) });
 }
@@ -246,6 +249,11 @@ export function profileBars(p: FunctionProfile): { name: string; ms: number; wid
 /** Runs a compiled function on the analysis' inputs: loss then gradients, flattened. */
 export function numbers(f: CompiledFunction, a: Analysis): number[][] {
   return f(a.values).map((v) => Array.from(v.data as ArrayLike<number>, Number));
+}
+
+/** As numbers, the call awaited (the gpu device's webgpu mode on a page, where a call cannot block). */
+export async function numbersAsync(f: CompiledFunction, a: Analysis): Promise<number[][]> {
+  return (await f.callAsync(a.values)).map((v) => Array.from(v.data as ArrayLike<number>, Number));
 }
 
 /** The same numbers from the reference interpreter (the definition of meaning). */
@@ -295,9 +303,10 @@ export function kernelsOf(source: string, graph: readonly Node[]): KernelView[] 
   };
   let gpuCount = 0;
   for (const line of lines) {
-    // cpu: `function k3(...) { // matmul 3x2x4 [transpose,dot]`; gpu: `// max,sub: 12 elements` over a kernel.
+    // cpu: `function k3(...) { // matmul 3x2x4 [transpose,dot]`; gpu: `// max,sub: 12 elements` over a kernel;
+    // gpu:webgpu: `// max,sub: workgroups 1 x 1 x 1` over its WGSL (indented inside a Scan's body).
     const m = /^function (\w+)\(.*\)\s*\{\s*\/\/\s*(.*)$/.exec(line);
-    const g = /^\/\/ (.+): \d+ elements?/.exec(line);
+    const g = /^\s*\/\/ (.+): (?:\d+ elements?|workgroups \d+ x \d+ x \d+$)/.exec(line);
     if (m !== null || g !== null) {
       flush();
       cur = m !== null ? { name: m[1]!, label: m[2]!.trim(), lines: [line] } : { name: `kernel ${gpuCount++}`, label: g![1]!.trim(), lines: [line] };

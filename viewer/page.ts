@@ -9,12 +9,12 @@ import { Decoration, type DecorationSet, keymap } from '@codemirror/view';
 import { instance as vizInstance } from '@viz-js/viz';
 import { basicSetup, EditorView } from 'codemirror';
 import { GPU } from 'gpu.js';
-import { provideModule } from '../src/index.js';
+import { provideModule, setEnvironment } from '../src/index.js';
 import type { Node } from '../src/ir/node.js';
 import type { CompiledFunction } from '../src/runtime/function.js';
 import { VIEWER_EXAMPLES, VIEWER_EXAMPLE_NAMES, type ViewerExample } from '../src/examples/viewer-programs.js';
 import {
-  analyze, type ViewerLevel, brief, callsOf, compile, describeNode, kernelsOf, numbers, profileBars, programLineOf, referenceNumbers, runProgram, stepThrough,
+  analyze, type ViewerDevice, type ViewerLevel, brief, callsOf, compile, describeNode, kernelsOf, numbers, numbersAsync, profileBars, programLineOf, referenceNumbers, runProgram, stepThrough,
   type Analysis, type KernelView, type StepThrough,
 } from './model.js';
 import { toDotWithIds } from '../src/ir/dot.js';
@@ -46,7 +46,7 @@ const editor = new EditorView({
   doc: '',
   extensions: [
     // Ctrl-Enter (Cmd-Enter) runs the program, ahead of basicSetup's own bindings.
-    keymap.of([{ key: 'Mod-Enter', run: () => { void run(($('device') as HTMLSelectElement).value as 'cpu' | 'gpu').catch(() => undefined); return true; } }]),
+    keymap.of([{ key: 'Mod-Enter', run: () => { void run(($('device') as HTMLSelectElement).value as ViewerDevice).catch(() => undefined); return true; } }]),
     basicSetup, javascript(), lineField, EditorView.theme({ '.cm-built-here': { backgroundColor: '#fff3b0' } })],
   parent: $('editor'),
 });
@@ -105,7 +105,7 @@ function mark(g: SVGGElement | undefined, cls: string, on = true): void {
 
 interface State {
   analysis: Analysis;
-  device: 'cpu' | 'gpu';
+  device: ViewerDevice;
   fn: CompiledFunction;
   kernels: KernelView[];
   steps: StepThrough;
@@ -302,6 +302,12 @@ async function showStepThrough(s: State): Promise<void> {
 
 /** The Profile tab: a bar per kernel (total time over the calls), then the printed table. */
 function showProfile(s: State): void {
+  if (s.device === 'webgpu') {
+    $('profile-note').textContent = 'not profiled on gpu:webgpu in a page (a profiled call is synchronous; a page awaits WebGPU)';
+    $('profile-bars').replaceChildren();
+    $('profile-table').textContent = '';
+    return;
+  }
   const p = s.fn.profile();
   $('profile-note').textContent = `${p.calls} calls on ${p.target}${p.note !== undefined ? `: ${p.note}` : ''}`;
   const bars = $('profile-bars');
@@ -345,18 +351,23 @@ function toND(xs: readonly number[]) {
 }
 
 /** Runs the editor's program: analysis, compiled function on `device`, kernels, step-through. */
-async function run(device: 'cpu' | 'gpu'): Promise<State['result']> {
+async function run(device: ViewerDevice): Promise<State['result']> {
   setStatus('running…');
   ($('device') as HTMLSelectElement).value = device;
   editor.dispatch({ effects: setLine.of(undefined) });
   try {
     const t0 = performance.now();
     const analysis = analyze(runProgram(editor.state.doc.toString()), undefined, ($('optimizer') as HTMLSelectElement).value as ViewerLevel);
-    const fn = compile(analysis, device, undefined, true);
-    const got = numbers(fn, analysis);
+    // gpu (WebGPU): the gpu device's webgpu mode on the page's navigator.gpu; its calls are awaited (a page cannot block)
+    setEnvironment({ THEANINE_GPU_MODE: device === 'webgpu' ? 'webgpu' : undefined });
+    // (a profiled function's calls are synchronous, which a page's WebGPU cannot be: no Profile tab there)
+    const fn = compile(analysis, device === 'cpu' ? 'cpu' : 'gpu', undefined, device !== 'webgpu');
+    const got = device === 'webgpu' ? await numbersAsync(fn, analysis) : numbers(fn, analysis);
     // the Profile tab: four more calls, the first (compiling) call's kernel times left out
-    fn.profile({ reset: true });
-    for (let i = 0; i < 4; i++) fn(analysis.values);
+    if (device !== 'webgpu') {
+      fn.profile({ reset: true });
+      for (let i = 0; i < 4; i++) fn(analysis.values);
+    }
     const cpu = device === 'cpu' ? got : numbers(compile(analysis, 'cpu'), analysis);
     const kernels = kernelsOf(fn.source(), fn.graph);
     const steps = stepThrough(analysis);
@@ -386,8 +397,8 @@ function load(name: ViewerExample): void {
 // Controls.
 const select = $('example') as HTMLSelectElement;
 for (const n of VIEWER_EXAMPLE_NAMES) select.append(new Option(n, n));
-select.addEventListener('change', () => { load(select.value as ViewerExample); void run(($('device') as HTMLSelectElement).value as 'cpu' | 'gpu').catch(() => undefined); });
-$('run').addEventListener('click', () => void run(($('device') as HTMLSelectElement).value as 'cpu' | 'gpu').catch(() => undefined));
+select.addEventListener('change', () => { load(select.value as ViewerExample); void run(($('device') as HTMLSelectElement).value as ViewerDevice).catch(() => undefined); });
+$('run').addEventListener('click', () => void run(($('device') as HTMLSelectElement).value as ViewerDevice).catch(() => undefined));
 for (const b of document.querySelectorAll<HTMLButtonElement>('#tabs button')) b.addEventListener('click', () => tab(b.dataset['tab']!));
 $('step-back').addEventListener('click', () => { if (state !== undefined) showStep(state, state.step - 1); });
 $('step-next').addEventListener('click', () => { if (state !== undefined) showStep(state, state.step + 1); });
@@ -413,7 +424,7 @@ const api = {
   },
   /** How many elements of the page match `selector` (tests count highlighted nodes with it). */
   count: (selector: string) => document.querySelectorAll(selector).length,
-  profile: () => state?.fn.profile(),
+  profile: () => (state?.device === 'webgpu' ? undefined : state?.fn.profile()),
   passes: () => state?.analysis.passes.map((p) => ({ name: p.name, nodesBefore: p.nodesBefore, nodesAfter: p.nodesAfter, changed: p.added.length })),
 };
 (globalThis as unknown as { theanineViewer: typeof api }).theanineViewer = api;
@@ -423,7 +434,7 @@ window.addEventListener('hashchange', () => {
   const name = decodeURIComponent(location.hash.slice(1));
   if ((VIEWER_EXAMPLE_NAMES as readonly string[]).includes(name)) {
     load(name as ViewerExample);
-    void run(($('device') as HTMLSelectElement).value as 'cpu' | 'gpu').catch(() => undefined);
+    void run(($('device') as HTMLSelectElement).value as ViewerDevice).catch(() => undefined);
   }
 });
 

@@ -10,7 +10,8 @@ import { clip } from './numeric.js';
 import { markSoftmax } from './argorder.js';
 
 function num(fn: string, v: unknown, what: string): number {
-  if (typeof v !== 'number' || Number.isNaN(v)) throw new ValueError(`${fn}: ${what} must be a number, got ${describe(v)}`);
+  if (typeof v !== 'number' || Number.isNaN(v))
+    throw new ValueError(`${fn}: ${what} must be a number, got ${describe(v)}`);
   return v;
 }
 
@@ -55,7 +56,11 @@ export function relu(x: TensorLike, alpha?: number | ReluOpts, max_value?: numbe
   const fn = 'relu';
   const F = 'K.relu';
   const t = toTensor(fn, x);
-  const o = options<{ alpha: number; max_value: number | null; threshold: number }>(fn, [alpha, max_value, threshold], ['alpha', 'max_value', 'threshold']);
+  const o = options<{ alpha: number; max_value: number | null; threshold: number }>(
+    fn,
+    [alpha, max_value, threshold],
+    ['alpha', 'max_value', 'threshold'],
+  );
   const a = num(fn, o.alpha === undefined ? 0 : o.alpha, 'alpha');
   const th = num(fn, o.threshold === undefined ? 0 : o.threshold, 'threshold');
   const mx = o.max_value === undefined || o.max_value === null ? null : num(fn, o.max_value, 'max_value');
@@ -93,7 +98,10 @@ export function softmax(x: TensorLike, axis?: number | { axis?: number }): Node 
   const F = 'K.softmax';
   const t = toTensor(fn, x);
   const o = options<{ axis: number }>(fn, [axis], ['axis']);
-  if (t.ndim < 2) throw new ValueError(`softmax: cannot apply softmax to a tensor of rank ${t.ndim} (shape ${formatShape(t.shape)}); it needs rank >= 2`);
+  if (t.ndim < 2)
+    throw new ValueError(
+      `softmax: cannot apply softmax to a tensor of rank ${t.ndim} (shape ${formatShape(t.shape)}); it needs rank >= 2`,
+    );
   if (Array.isArray(o.axis)) throw new ValueError(`softmax: axis must be one integer, got ${describe(o.axis)}`);
   const axes = checkAxes(fn, o.axis ?? -1, t.ndim);
   // softmax does not depend on the shift, so no gradient flows through it

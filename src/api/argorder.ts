@@ -22,7 +22,11 @@ function activationOf(n: Node): string | undefined {
   return undefined;
 }
 
-const LEAVES: Readonly<Record<string, string>> = { placeholder: 'a placeholder', constant: 'a constant', variable: 'a variable' };
+const LEAVES: Readonly<Record<string, string>> = {
+  placeholder: 'a placeholder',
+  constant: 'a constant',
+  variable: 'a variable',
+};
 
 const warnedSites = new Set<string>();
 
@@ -36,7 +40,12 @@ function callSite(): string {
  * Warns (once per call site) when `output` is a leaf and `target` an activation's result: the
  * Keras 2.0.7+ order (target, output) given to a function that takes (output, target).
  */
-export function checkArgumentOrder(fn: string, output: unknown, target: unknown, isNode: (x: unknown) => x is Node): void {
+export function checkArgumentOrder(
+  fn: string,
+  output: unknown,
+  target: unknown,
+  isNode: (x: unknown) => x is Node,
+): void {
   if (!isNode(output) || !isNode(target)) return;
   const leaf = LEAVES[output.op];
   const act = activationOf(target);
@@ -47,8 +56,8 @@ export function checkArgumentOrder(fn: string, output: unknown, target: unknown,
   warnedSites.add(key);
   warn(
     `theanine: K.${fn}${site === '' ? '' : ` at ${site}`}: the arguments look swapped: the first (output) is ${leaf} ` +
-    `(${JSON.stringify(output.name)}) and the second (target) is computed by ${act}. theanine takes (output, target), ` +
-    `the order of the Keras 2.0 backend docs; Keras 2.0.7 and later (losses.py of 2.2 and 2.3) write (target, output). ` +
-    `Swap them to K.${fn}(y_pred, y_true) (docs/keras-migration.md).`,
+      `(${JSON.stringify(output.name)}) and the second (target) is computed by ${act}. theanine takes (output, target), ` +
+      `the order of the Keras 2.0 backend docs; Keras 2.0.7 and later (losses.py of 2.2 and 2.3) write (target, output). ` +
+      `Swap them to K.${fn}(y_pred, y_true) (docs/keras-migration.md).`,
   );
 }

@@ -30,19 +30,28 @@ function dropTrailingUndefined(given: readonly unknown[]): unknown[] {
  * whose positional order depends on the arguments picks it there). Giving one parameter both
  * ways is an error.
  */
-export function trailingOptions(fn: string, given: readonly unknown[], allowed: readonly string[], namesFor: (positional: readonly unknown[]) => readonly string[]): Record<string, unknown> {
+export function trailingOptions(
+  fn: string,
+  given: readonly unknown[],
+  allowed: readonly string[],
+  namesFor: (positional: readonly unknown[]) => readonly string[],
+): Record<string, unknown> {
   let args = dropTrailingUndefined(given);
   const out: Record<string, unknown> = {};
   const last = args[args.length - 1];
   if (args.length > 0 && isPlainObject(last)) {
     args = args.slice(0, -1);
     for (const [k, v] of Object.entries(last)) {
-      if (!allowed.includes(k)) throw new ValueError(`${fn}: unknown option ${JSON.stringify(k)} (allowed: ${allowed.map((n) => JSON.stringify(n)).join(', ')})`);
+      if (!allowed.includes(k))
+        throw new ValueError(
+          `${fn}: unknown option ${JSON.stringify(k)} (allowed: ${allowed.map((n) => JSON.stringify(n)).join(', ')})`,
+        );
       out[k] = v;
     }
   }
   const names = namesFor(args);
-  if (args.length > names.length) throw new ValueError(`${fn}: too many arguments (${args.length} optional given, at most ${names.length})`);
+  if (args.length > names.length)
+    throw new ValueError(`${fn}: too many arguments (${args.length} optional given, at most ${names.length})`);
   args.forEach((v, i) => {
     const k = names[i]!;
     if (v === undefined) return;
@@ -57,7 +66,11 @@ export function trailingOptions(fn: string, given: readonly unknown[], allowed: 
  * keyed by Keras' names. `given` are the arguments from position `first` on;
  * `names` are the parameter names from that position. Unknown keys are an error.
  */
-export function options<T extends Record<string, unknown>>(fn: string, given: readonly unknown[], names: readonly (keyof T & string)[]): Partial<T> {
+export function options<T extends Record<string, unknown>>(
+  fn: string,
+  given: readonly unknown[],
+  names: readonly (keyof T & string)[],
+): Partial<T> {
   return trailingOptions(fn, given, names, () => names) as Partial<T>;
 }
 
@@ -68,7 +81,12 @@ export function options<T extends Record<string, unknown>>(fn: string, given: re
  * options object for every parameter (`aliases` maps other spellings, such as Keras 2.3's renames,
  * to the name here). Otherwise the arguments are positional as usual (`options`).
  */
-export function allOptions(fn: string, given: readonly unknown[], names: readonly string[], aliases: Readonly<Record<string, string>> = {}): Record<string, unknown> {
+export function allOptions(
+  fn: string,
+  given: readonly unknown[],
+  names: readonly string[],
+  aliases: Readonly<Record<string, string>> = {},
+): Record<string, unknown> {
   const args = dropTrailingUndefined(given);
   const first = args[0];
   const keyOf = (k: string): string => aliases[k] ?? k;
@@ -76,9 +94,19 @@ export function allOptions(fn: string, given: readonly unknown[], names: readonl
     const out: Record<string, unknown> = {};
     const allowed = [...names, ...Object.keys(aliases)];
     for (const [k, v] of Object.entries(first)) {
-      if (!allowed.includes(k)) throw new ValueError(`${fn}: unknown option ${JSON.stringify(k)} (allowed: ${allowed.map((n) => JSON.stringify(n)).join(', ')})`);
+      if (!allowed.includes(k))
+        throw new ValueError(
+          `${fn}: unknown option ${JSON.stringify(k)} (allowed: ${allowed.map((n) => JSON.stringify(n)).join(', ')})`,
+        );
       const c = keyOf(k);
-      if (c in out) throw new ValueError(`${fn}: give ${c} once (${Object.keys(aliases).filter((a) => aliases[a] === c).concat(c).map((n) => JSON.stringify(n)).join(' and ')} name the same parameter)`);
+      if (c in out)
+        throw new ValueError(
+          `${fn}: give ${c} once (${Object.keys(aliases)
+            .filter((a) => aliases[a] === c)
+            .concat(c)
+            .map((n) => JSON.stringify(n))
+            .join(' and ')} name the same parameter)`,
+        );
       out[c] = v;
     }
     return out;
@@ -100,7 +128,9 @@ export function isTensor(x: unknown): x is Node {
 export function checkDType(fn: string, dtype: unknown, what = 'dtype'): DType {
   if (!isDType(dtype)) {
     // Keras raises TypeError here (TensorFlow's as_dtype: "Cannot convert ... to a TensorFlow DType")
-    throw new TypeError(`${fn}: ${what} ${JSON.stringify(dtype)} is not a dtype (allowed: float16, float32, float64, int8, int16, int32, int64, uint8, bool)`);
+    throw new TypeError(
+      `${fn}: ${what} ${JSON.stringify(dtype)} is not a dtype (allowed: float16, float32, float64, int8, int16, int32, int64, uint8, bool)`,
+    );
   }
   return dtype;
 }
@@ -122,7 +152,8 @@ export function toTensor(fn: string, x: unknown, what = 'x', like?: DType): Node
     if (like !== undefined && !isFloat(like) && !Number.isInteger(x)) dt = floatx();
     if (like === 'bool' && Number.isInteger(x)) dt = 'int32'; // JAX: True + 1 is 2, not True
     // An integer the other operand's int dtype cannot hold would wrap (int8 + 300 adding 44): widen instead.
-    if (like !== undefined && isInt(like) && Number.isInteger(x) && coerce(like, x) !== x) dt = Math.abs(x) < 2 ** 31 ? 'int32' : 'int64';
+    if (like !== undefined && isInt(like) && Number.isInteger(x) && coerce(like, x) !== x)
+      dt = Math.abs(x) < 2 ** 31 ? 'int32' : 'int64';
     return constantNode(new NDArray([x], [], dt));
   }
   if (typeof x === 'boolean') return constantNode(new NDArray([x ? 1 : 0], [], 'bool'));
@@ -151,9 +182,16 @@ function pack(fn: string, x: readonly unknown[], what: string, like?: DType): No
   const parts = x.map((e, i) => toTensor(fn, e, `${what}[${i}]`, dt));
   const first = parts[0]!;
   parts.forEach((t, i) => {
-    if (t.dtype !== first.dtype) throw new TypeError(`${fn}: ${what} is a list of tensors of different dtypes (${what}[0] is ${first.dtype}, ${what}[${i}] is ${t.dtype}); cast them to one dtype first`);
-    const same = t.ndim === first.ndim && t.shape.every((d, k) => d === null || first.shape[k] === null || d === first.shape[k]);
-    if (!same) throw new ValueError(`${fn}: ${what} is a list of tensors of different shapes (${what}[0] is ${formatShape(first.shape)}, ${what}[${i}] is ${formatShape(t.shape)}); a list is packed into one tensor, so the shapes must agree`);
+    if (t.dtype !== first.dtype)
+      throw new TypeError(
+        `${fn}: ${what} is a list of tensors of different dtypes (${what}[0] is ${first.dtype}, ${what}[${i}] is ${t.dtype}); cast them to one dtype first`,
+      );
+    const same =
+      t.ndim === first.ndim && t.shape.every((d, k) => d === null || first.shape[k] === null || d === first.shape[k]);
+    if (!same)
+      throw new ValueError(
+        `${fn}: ${what} is a list of tensors of different shapes (${what}[0] is ${formatShape(first.shape)}, ${what}[${i}] is ${formatShape(t.shape)}); a list is packed into one tensor, so the shapes must agree`,
+      );
   });
   const rows = parts.map((t) => apply('expand_dims', [t], { axis: 0 }, `K.${fn}`));
   return rows.length === 1 ? rows[0]! : apply('concat', rows, { axis: 0 }, `K.${fn}`);
@@ -181,7 +219,10 @@ export function checkAxes(fn: string, axis: unknown, ndim: number): number[] {
   const out = list.map((a) => {
     const v = checkInt(fn, a, 'axis');
     const n = v < 0 ? v + ndim : v;
-    if (n < 0 || n >= ndim) throw new ValueError(`${fn}: axis ${v} is out of range for a tensor of rank ${ndim} (allowed: ${-ndim}..${ndim - 1})`);
+    if (n < 0 || n >= ndim)
+      throw new ValueError(
+        `${fn}: axis ${v} is out of range for a tensor of rank ${ndim} (allowed: ${-ndim}..${ndim - 1})`,
+      );
     return n;
   });
   if (new Set(out).size !== out.length) throw new ValueError(`${fn}: axis ${JSON.stringify(axis)} repeats an axis`);

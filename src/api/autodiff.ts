@@ -7,7 +7,14 @@ import { scan_checkpoints as scanCheckpoints } from './scan-checkpoints.js';
 import { traced } from './trace.js';
 
 export type { ScanCheckpointOptions } from './scan-checkpoints.js';
-export type { RopOptions, GradOptions, JacobianOptions, CustomGrad, VmapAxes, Batchable } from '../autodiff/public/index.js';
+export type {
+  RopOptions,
+  GradOptions,
+  JacobianOptions,
+  CustomGrad,
+  VmapAxes,
+  Batchable,
+} from '../autodiff/public/index.js';
 
 const t = <F extends (...args: never[]) => unknown>(name: string, f: F): F => traced(`autodiff.${name}`, f);
 

@@ -1,220 +1,192 @@
 // The Keras backend namespace: `import { backend as K } from 'theanine'`.
-// Names are Keras' own; reserved words are exported under their Keras names all the same.
+// Names are Keras' own, each written once here. A builder (a function that builds nodes) is
+// exported traced (./trace.ts): its nodes record `K.<name>` and the user's line; those traced with
+// `callbacks` take user functions, which run as user code. Configuration and inspection functions
+// are exported as they are. Reserved words are exported under their Keras names all the same.
 import './methods.js';
-import { traced } from './trace.js';
+import { traced, tracedAll } from './trace.js';
 import { unary } from './args.js';
-import { backend as backend_, epsilon as epsilon_, set_epsilon as set_epsilon_, floatx as floatx_, set_floatx as set_floatx_, image_data_format as image_data_format_, set_image_data_format as set_image_data_format_, image_dim_ordering as image_dim_ordering_, set_image_dim_ordering as set_image_dim_ordering_, get_uid as get_uid_, reset_uids as reset_uids_ } from './config.js';
-import { learning_phase as learning_phase_, set_learning_phase as set_learning_phase_, clear_session as clear_session_, name_scope as name_scope_ } from './state.js';
-import { placeholder as placeholder_, variable as variable_, constant as constant_, zeros as zeros_, ones as ones_, eye as eye_, zeros_like as zeros_like_, ones_like as ones_like_, identity as identity_, cast as cast_, cast_to_floatx as cast_to_floatx_, int_shape as int_shape_, ndim as ndim_, dtype as dtype_, shape as shape_, count_params as count_params_, get_variable_shape as get_variable_shape_, is_keras_tensor as is_keras_tensor_, is_sparse as is_sparse_, to_dense as to_dense_, set_value as set_value_, batch_set_value as batch_set_value_ } from './tensors.js';
-import { get_value as get_value_, batch_get_value as batch_get_value_, evaluateTensor as evaluateTensor_ } from './eval.js';
-import { add as add_, subtract as subtract_, multiply as multiply_, divide as divide_, mod as mod_, negative as negative_, floor as floor_, ceil as ceil_, maximum as maximum_, minimum as minimum_, equal as equal_, not_equal as not_equal_, greater as greater_, greater_equal as greater_equal_, less as less_, less_equal as less_equal_, abs as abs_, sqrt as sqrt_, exp as exp_, log as log_, round as round_, sign as sign_, square as square_, sin as sin_, cos as cos_, pow as pow_, sum as sum_, prod as prod_, mean as mean_, max as max_, min as min_, any as any_, all as all_, argmax as argmax_, argmin as argmin_, dot as dot_ } from './math.js';
-import { conv1d as conv1d_, conv2d as conv2d_, conv3d as conv3d_, conv2d_transpose as conv2d_transpose_, deconv2d as deconv2d_, separable_conv2d as separable_conv2d_, pool2d as pool2d_, pool3d as pool3d_ } from './conv.js';
-import { transpose as transpose_, permute_dimensions as permute_dimensions_, reshape as reshape_, repeat as repeat_, repeat_elements as repeat_elements_, tile as tile_, flatten as flatten_, batch_flatten as batch_flatten_, expand_dims as expand_dims_, squeeze as squeeze_, pattern_broadcast as pattern_broadcast_ } from './shape.js';
-import { slice as slice_, slice_along as slice_along_, reverse as reverse_, concatenate as concatenate_, stack as stack_, gather as gather_, one_hot as one_hot_, arange as arange_ } from './indexing.js';
-import { temporal_padding as temporal_padding_, asymmetric_temporal_padding as asymmetric_temporal_padding_, spatial_2d_padding as spatial_2d_padding_, spatial_3d_padding as spatial_3d_padding_, asymmetric_spatial_2d_padding as asymmetric_spatial_2d_padding_, resize_images as resize_images_, resize_volumes as resize_volumes_ } from './padding.js';
-import { batch_dot as batch_dot_ } from './linalg.js';
-import { update as update_, update_add as update_add_, update_sub as update_sub_, moving_average_update as moving_average_update_, compileFunction as compileFunction_, Update as Update_ } from './function.js';
-import { gradients as gradients_, stop_gradient as stop_gradient_ } from './gradients.js';
-import { rnn as rnn_ } from './rnn.js';
-import { ctc_batch_cost as ctc_batch_cost_, ctc_interleave_blanks as ctc_interleave_blanks_, ctc_create_skip_idxs as ctc_create_skip_idxs_, ctc_update_log_p as ctc_update_log_p_, ctc_path_probs as ctc_path_probs_, ctc_cost as ctc_cost_ } from './ctc.js';
-import { map_fn as map_fn_, foldl as foldl_, foldr as foldr_, switchFn as switchFn_, in_train_phase as in_train_phase_, in_test_phase as in_test_phase_ } from './control.js';
-import { logsumexp as logsumexp_, variance as variance_, std as std_, cumsum as cumsum_, cumprod as cumprod_, clip as clip_ } from './numeric.js';
-import { relu as relu_, elu as elu_, softmax as softmax_, softplus as softplus_, softsign as softsign_, sigmoid as sigmoid_, hard_sigmoid as hard_sigmoid_ } from './activations.js';
-import { l2_normalize as l2_normalize_, bias_add as bias_add_, batch_normalization as batch_normalization_, normalize_batch_in_training as normalize_batch_in_training_, in_top_k as in_top_k_ } from './nn.js';
-import { categorical_crossentropy as categorical_crossentropy_, sparse_categorical_crossentropy as sparse_categorical_crossentropy_, binary_crossentropy as binary_crossentropy_ } from './losses.js';
-import { random_normal as random_normal_, random_uniform as random_uniform_, random_binomial as random_binomial_, truncated_normal as truncated_normal_, random_uniform_variable as random_uniform_variable_, random_normal_variable as random_normal_variable_, dropout as dropout_ } from './random.js';
-import { print_tensor as print_tensor_, symbolic as symbolic_, eager as eager_ } from './misc.js';
-import { get_session as get_session_, set_session as set_session_, Session as Session_, control_dependencies as control_dependencies_, manual_variable_initialization as manual_variable_initialization_ } from './session.js';
-import { is_tensor as is_tensor_, is_variable as is_variable_, is_placeholder as is_placeholder_, size as size_, normalize_data_format as normalize_data_format_ } from './inspect.js';
-import { depthwise_conv2d as depthwise_conv2d_, separable_conv1d as separable_conv1d_, conv3d_transpose as conv3d_transpose_, local_conv1d as local_conv1d_, local_conv2d as local_conv2d_ } from './conv-more.js';
-import { ctc_decode as ctc_decode_, ctc_label_dense_to_sparse as ctc_label_dense_to_sparse_ } from './ctc-decode.js';
+import * as stateApi from './state.js';
+import * as tensorsApi from './tensors.js';
+import * as mathApi from './math.js';
+import * as convApi from './conv.js';
+import * as shapeApi from './shape.js';
+import * as indexingApi from './indexing.js';
+import * as paddingApi from './padding.js';
+import * as linalgApi from './linalg.js';
+import * as functionApi from './function.js';
+import * as gradientsApi from './gradients.js';
+import * as rnnApi from './rnn.js';
+import * as ctcApi from './ctc.js';
+import * as controlApi from './control.js';
+import * as numericApi from './numeric.js';
+import * as activationsApi from './activations.js';
+import * as nnApi from './nn.js';
+import * as lossesApi from './losses.js';
+import * as randomApi from './random.js';
+import * as miscApi from './misc.js';
+import * as sessionApi from './session.js';
+import * as inspectApi from './inspect.js';
+import * as convMoreApi from './conv-more.js';
+import * as ctcDecodeApi from './ctc-decode.js';
+import { evaluateTensor } from './eval.js';
+import { compileFunction } from './function.js';
+import { switchFn } from './control.js';
+import { variance } from './numeric.js';
 
-// Every function that builds nodes is a traced public call (./trace.ts): its nodes record
-// `K.<name>` and the user's line. Configuration and inspection functions are exported as they are.
-export { backend_ as backend };
-export { epsilon_ as epsilon };
-export { set_epsilon_ as set_epsilon };
-export { floatx_ as floatx };
-export { set_floatx_ as set_floatx };
-export { image_data_format_ as image_data_format };
-export { set_image_data_format_ as set_image_data_format };
-export { image_dim_ordering_ as image_dim_ordering };
-export { set_image_dim_ordering_ as set_image_dim_ordering };
-export { get_uid_ as get_uid };
-export { reset_uids_ as reset_uids };
-export const learning_phase = traced('K.learning_phase', learning_phase_);
-export { set_learning_phase_ as set_learning_phase };
-export { clear_session_ as clear_session };
-export const name_scope = traced('K.name_scope', name_scope_, true);
-export const placeholder = traced('K.placeholder', placeholder_);
-export const variable = traced('K.variable', variable_);
-export const constant = traced('K.constant', constant_);
-export const zeros = traced('K.zeros', zeros_);
-export const ones = traced('K.ones', ones_);
-export const eye = traced('K.eye', eye_);
-export const zeros_like = traced('K.zeros_like', zeros_like_);
-export const ones_like = traced('K.ones_like', ones_like_);
-export const identity = traced('K.identity', identity_);
-export const cast = traced('K.cast', cast_);
-export const cast_to_floatx = traced('K.cast_to_floatx', cast_to_floatx_);
-export { int_shape_ as int_shape };
-export { ndim_ as ndim };
-export { dtype_ as dtype };
-export const shape = traced('K.shape', shape_);
-export { count_params_ as count_params };
-export { get_variable_shape_ as get_variable_shape };
-export { is_keras_tensor_ as is_keras_tensor };
-export { is_sparse_ as is_sparse };
-export const to_dense = traced('K.to_dense', to_dense_);
-export { get_value_ as get_value };
-export { batch_get_value_ as batch_get_value };
-export { set_value_ as set_value };
-export { batch_set_value_ as batch_set_value };
-const eval_t = traced('K.eval', evaluateTensor_);
+export {
+  backend,
+  epsilon,
+  set_epsilon,
+  floatx,
+  set_floatx,
+  image_data_format,
+  set_image_data_format,
+  image_dim_ordering,
+  set_image_dim_ordering,
+  get_uid,
+  reset_uids,
+} from './config.js';
+export { set_learning_phase, clear_session } from './state.js';
+export {
+  int_shape,
+  ndim,
+  dtype,
+  count_params,
+  get_variable_shape,
+  is_keras_tensor,
+  is_sparse,
+  set_value,
+  batch_set_value,
+} from './tensors.js';
+export { get_value, get_value_async, batch_get_value } from './eval.js';
+export { Update } from './function.js';
+export { symbolic, eager } from './misc.js';
+export { get_session, set_session, Session, manual_variable_initialization } from './session.js';
+export { is_tensor, is_variable, is_placeholder, normalize_data_format } from './inspect.js';
+
+export const { learning_phase } = tracedAll(stateApi);
+export const { name_scope } = tracedAll(stateApi, { callbacks: true });
+export const {
+  placeholder,
+  variable,
+  constant,
+  zeros,
+  ones,
+  eye,
+  zeros_like,
+  ones_like,
+  identity,
+  cast,
+  cast_to_floatx,
+  shape,
+  to_dense,
+} = tracedAll(tensorsApi);
+export const {
+  add,
+  subtract,
+  multiply,
+  divide,
+  mod,
+  negative,
+  floor,
+  ceil,
+  maximum,
+  minimum,
+  equal,
+  not_equal,
+  greater,
+  greater_equal,
+  less,
+  less_equal,
+  abs,
+  sqrt,
+  exp,
+  log,
+  round,
+  sign,
+  square,
+  sin,
+  cos,
+  pow,
+  sum,
+  prod,
+  mean,
+  max,
+  min,
+  any,
+  all,
+  argmax,
+  argmin,
+  dot,
+} = tracedAll(mathApi);
+export const { conv1d, conv2d, conv3d, conv2d_transpose, deconv2d, separable_conv2d, pool2d, pool3d } =
+  tracedAll(convApi);
+export const {
+  transpose,
+  permute_dimensions,
+  reshape,
+  repeat,
+  repeat_elements,
+  tile,
+  flatten,
+  batch_flatten,
+  expand_dims,
+  squeeze,
+  pattern_broadcast,
+} = tracedAll(shapeApi);
+export const { slice, slice_along, reverse, concatenate, stack, gather, one_hot, arange } = tracedAll(indexingApi);
+export const {
+  temporal_padding,
+  asymmetric_temporal_padding,
+  spatial_2d_padding,
+  spatial_3d_padding,
+  asymmetric_spatial_2d_padding,
+  resize_images,
+  resize_volumes,
+} = tracedAll(paddingApi);
+export const { batch_dot } = tracedAll(linalgApi);
+export const { update, update_add, update_sub, moving_average_update } = tracedAll(functionApi);
+export const { gradients, stop_gradient } = tracedAll(gradientsApi);
+export const { rnn } = tracedAll(rnnApi, { callbacks: true });
+export const {
+  ctc_batch_cost,
+  ctc_interleave_blanks,
+  ctc_create_skip_idxs,
+  ctc_update_log_p,
+  ctc_path_probs,
+  ctc_cost,
+} = tracedAll(ctcApi);
+export const { map_fn, foldl, foldr, in_train_phase, in_test_phase } = tracedAll(controlApi, { callbacks: true });
+export const { logsumexp, std, cumsum, cumprod, clip } = tracedAll(numericApi);
+export const { relu, elu, softmax, softplus, softsign, sigmoid, hard_sigmoid } = tracedAll(activationsApi);
+export const { l2_normalize, bias_add, batch_normalization, normalize_batch_in_training, in_top_k } = tracedAll(nnApi);
+export const { categorical_crossentropy, sparse_categorical_crossentropy, binary_crossentropy } = tracedAll(lossesApi);
+export const {
+  random_normal,
+  random_uniform,
+  random_binomial,
+  truncated_normal,
+  random_uniform_variable,
+  random_normal_variable,
+  dropout,
+} = tracedAll(randomApi);
+export const { print_tensor } = tracedAll(miscApi);
+export const { control_dependencies } = tracedAll(sessionApi, { callbacks: true });
+export const { size } = tracedAll(inspectApi);
+export const { depthwise_conv2d, separable_conv1d, conv3d_transpose, local_conv1d, local_conv2d } =
+  tracedAll(convMoreApi);
+export const { ctc_decode, ctc_label_dense_to_sparse } = tracedAll(ctcDecodeApi);
+
+const eval_t = traced('K.eval', evaluateTensor);
 export { eval_t as eval };
-export const add = traced('K.add', add_);
-export const subtract = traced('K.subtract', subtract_);
-export const multiply = traced('K.multiply', multiply_);
-export const divide = traced('K.divide', divide_);
-export const mod = traced('K.mod', mod_);
-export const negative = traced('K.negative', negative_);
-export const floor = traced('K.floor', floor_);
-export const ceil = traced('K.ceil', ceil_);
-export const maximum = traced('K.maximum', maximum_);
-export const minimum = traced('K.minimum', minimum_);
-export const equal = traced('K.equal', equal_);
-export const not_equal = traced('K.not_equal', not_equal_);
-export const greater = traced('K.greater', greater_);
-export const greater_equal = traced('K.greater_equal', greater_equal_);
-export const less = traced('K.less', less_);
-export const less_equal = traced('K.less_equal', less_equal_);
-export const abs = traced('K.abs', abs_);
-export const sqrt = traced('K.sqrt', sqrt_);
-export const exp = traced('K.exp', exp_);
-export const log = traced('K.log', log_);
-export const round = traced('K.round', round_);
-export const sign = traced('K.sign', sign_);
-export const square = traced('K.square', square_);
-export const sin = traced('K.sin', sin_);
-export const cos = traced('K.cos', cos_);
-export const pow = traced('K.pow', pow_);
-export const sum = traced('K.sum', sum_);
-export const prod = traced('K.prod', prod_);
-export const mean = traced('K.mean', mean_);
-export const max = traced('K.max', max_);
-export const min = traced('K.min', min_);
-export const any = traced('K.any', any_);
-export const all = traced('K.all', all_);
-export const argmax = traced('K.argmax', argmax_);
-export const argmin = traced('K.argmin', argmin_);
-export const dot = traced('K.dot', dot_);
-export const conv1d = traced('K.conv1d', conv1d_);
-export const conv2d = traced('K.conv2d', conv2d_);
-export const conv3d = traced('K.conv3d', conv3d_);
-export const conv2d_transpose = traced('K.conv2d_transpose', conv2d_transpose_);
-export const deconv2d = traced('K.deconv2d', deconv2d_);
-export const separable_conv2d = traced('K.separable_conv2d', separable_conv2d_);
-export const pool2d = traced('K.pool2d', pool2d_);
-export const pool3d = traced('K.pool3d', pool3d_);
-export const transpose = traced('K.transpose', transpose_);
-export const permute_dimensions = traced('K.permute_dimensions', permute_dimensions_);
-export const reshape = traced('K.reshape', reshape_);
-export const repeat = traced('K.repeat', repeat_);
-export const repeat_elements = traced('K.repeat_elements', repeat_elements_);
-export const tile = traced('K.tile', tile_);
-export const flatten = traced('K.flatten', flatten_);
-export const batch_flatten = traced('K.batch_flatten', batch_flatten_);
-export const expand_dims = traced('K.expand_dims', expand_dims_);
-export const squeeze = traced('K.squeeze', squeeze_);
-export const pattern_broadcast = traced('K.pattern_broadcast', pattern_broadcast_);
-export const slice = traced('K.slice', slice_);
-export const slice_along = traced('K.slice_along', slice_along_);
-export const reverse = traced('K.reverse', reverse_);
-export const concatenate = traced('K.concatenate', concatenate_);
-export const stack = traced('K.stack', stack_);
-export const gather = traced('K.gather', gather_);
-export const one_hot = traced('K.one_hot', one_hot_);
-export const arange = traced('K.arange', arange_);
-export const temporal_padding = traced('K.temporal_padding', temporal_padding_);
-export const asymmetric_temporal_padding = traced('K.asymmetric_temporal_padding', asymmetric_temporal_padding_);
-export const spatial_2d_padding = traced('K.spatial_2d_padding', spatial_2d_padding_);
-export const spatial_3d_padding = traced('K.spatial_3d_padding', spatial_3d_padding_);
-export const asymmetric_spatial_2d_padding = traced('K.asymmetric_spatial_2d_padding', asymmetric_spatial_2d_padding_);
-export const resize_images = traced('K.resize_images', resize_images_);
-export const resize_volumes = traced('K.resize_volumes', resize_volumes_);
-export const batch_dot = traced('K.batch_dot', batch_dot_);
-export const update = traced('K.update', update_);
-export const update_add = traced('K.update_add', update_add_);
-export const update_sub = traced('K.update_sub', update_sub_);
-export const moving_average_update = traced('K.moving_average_update', moving_average_update_);
-export { compileFunction_ as function };
-export { Update_ as Update };
-export const gradients = traced('K.gradients', gradients_);
-export const stop_gradient = traced('K.stop_gradient', stop_gradient_);
-export const rnn = traced('K.rnn', rnn_, true);
-export const ctc_batch_cost = traced('K.ctc_batch_cost', ctc_batch_cost_);
-export const ctc_interleave_blanks = traced('K.ctc_interleave_blanks', ctc_interleave_blanks_);
-export const ctc_create_skip_idxs = traced('K.ctc_create_skip_idxs', ctc_create_skip_idxs_);
-export const ctc_update_log_p = traced('K.ctc_update_log_p', ctc_update_log_p_);
-export const ctc_path_probs = traced('K.ctc_path_probs', ctc_path_probs_);
-export const ctc_cost = traced('K.ctc_cost', ctc_cost_);
-export const map_fn = traced('K.map_fn', map_fn_, true);
-export const foldl = traced('K.foldl', foldl_, true);
-export const foldr = traced('K.foldr', foldr_, true);
-const switch_t = traced('K.switch', switchFn_, true);
+export { compileFunction as function };
+const switch_t = traced('K.switch', switchFn, true);
 export { switch_t as switch };
-export const in_train_phase = traced('K.in_train_phase', in_train_phase_, true);
-export const in_test_phase = traced('K.in_test_phase', in_test_phase_, true);
-export const logsumexp = traced('K.logsumexp', logsumexp_);
-const var_t = traced('K.var', variance_);
+const var_t = traced('K.var', variance);
 export { var_t as var };
-export const std = traced('K.std', std_);
-export const cumsum = traced('K.cumsum', cumsum_);
-export const cumprod = traced('K.cumprod', cumprod_);
-export const clip = traced('K.clip', clip_);
-export const relu = traced('K.relu', relu_);
-export const elu = traced('K.elu', elu_);
-export const softmax = traced('K.softmax', softmax_);
-export const softplus = traced('K.softplus', softplus_);
-export const softsign = traced('K.softsign', softsign_);
-export const sigmoid = traced('K.sigmoid', sigmoid_);
-export const hard_sigmoid = traced('K.hard_sigmoid', hard_sigmoid_);
 export const tanh = traced('K.tanh', unary('tanh', 'tanh')); // one elementwise op: no builder of its own
-export const l2_normalize = traced('K.l2_normalize', l2_normalize_);
-export const bias_add = traced('K.bias_add', bias_add_);
-export const batch_normalization = traced('K.batch_normalization', batch_normalization_);
-export const normalize_batch_in_training = traced('K.normalize_batch_in_training', normalize_batch_in_training_);
-export const in_top_k = traced('K.in_top_k', in_top_k_);
-export const categorical_crossentropy = traced('K.categorical_crossentropy', categorical_crossentropy_);
-export const sparse_categorical_crossentropy = traced('K.sparse_categorical_crossentropy', sparse_categorical_crossentropy_);
-export const binary_crossentropy = traced('K.binary_crossentropy', binary_crossentropy_);
-export const random_normal = traced('K.random_normal', random_normal_);
-export const random_uniform = traced('K.random_uniform', random_uniform_);
-export const random_binomial = traced('K.random_binomial', random_binomial_);
-export const truncated_normal = traced('K.truncated_normal', truncated_normal_);
-export const random_uniform_variable = traced('K.random_uniform_variable', random_uniform_variable_);
-export const random_normal_variable = traced('K.random_normal_variable', random_normal_variable_);
-export const dropout = traced('K.dropout', dropout_);
-export const print_tensor = traced('K.print_tensor', print_tensor_);
-export { symbolic_ as symbolic };
-export { eager_ as eager };
-export { get_session_ as get_session };
-export { set_session_ as set_session };
-export { Session_ as Session };
-export const control_dependencies = traced('K.control_dependencies', control_dependencies_, true);
-export { manual_variable_initialization_ as manual_variable_initialization };
-export { is_tensor_ as is_tensor };
-export { is_variable_ as is_variable };
-export { is_placeholder_ as is_placeholder };
-export const size = traced('K.size', size_);
-export { normalize_data_format_ as normalize_data_format };
-export const depthwise_conv2d = traced('K.depthwise_conv2d', depthwise_conv2d_);
-export const separable_conv1d = traced('K.separable_conv1d', separable_conv1d_);
-export const conv3d_transpose = traced('K.conv3d_transpose', conv3d_transpose_);
-export const local_conv1d = traced('K.local_conv1d', local_conv1d_);
-export const local_conv2d = traced('K.local_conv2d', local_conv2d_);
-export const ctc_decode = traced('K.ctc_decode', ctc_decode_);
-export const ctc_label_dense_to_sparse = traced('K.ctc_label_dense_to_sparse', ctc_label_dense_to_sparse_);
+
 export type { ConvOptions } from './conv.js';
 export type { FunctionOptions } from './function.js';
 export type { StepFunction, RnnOptions } from './rnn.js';

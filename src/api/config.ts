@@ -8,7 +8,7 @@ import { environmentOverrides, type ConfigRead } from '../platform/types.js';
 import { setTracing } from '../ir/provenance.js';
 import { setConfiguredThreads } from '../codegen/cpu/threads.js';
 import { MATMUL_PRECISIONS, setConfiguredMatmulPrecision, type MatmulPrecision } from '../codegen/cpu/wasm-kernel.js';
-import { OPTIMIZERS, type Optimizer } from '../runtime/function.js';
+import { OPTIMIZER_LEVELS, type OptimizerLevel } from '../passes/pipeline.js';
 import { GPU_MODE_CHOICES, setConfiguredGpuMode, type GpuModeChoice } from '../runtime/gpu/device.js';
 import { setConfiguredCacheDir } from '../runtime/disk-cache.js';
 
@@ -42,7 +42,7 @@ export interface KerasConfig {
    * flag; keras.json "optimizer" or THEANINE_OPTIMIZER): "fast_run", "fast_compile", "eqsat" or
    * "none". Absent: "fast_run".
    */
-  optimizer?: Optimizer;
+  optimizer?: OptimizerLevel;
   /**
    * The compile mode of every function (theanine's addition; keras.json "mode" or THEANINE_MODE):
    * "debug" checks every rewrite and kernel on the reference interpreter (docs/debugging.md);
@@ -143,7 +143,9 @@ function readConfigFile(file: string, where: string): Record<string, unknown> | 
     throw new ConfigError(`${where}: cannot be read (${messageOf(e)})`);
   }
   if (read.kind === 'special') {
-    throw new ConfigError(`${where}: is ${read.what}; only a regular file is read as the Keras config (remove it or point KERAS_HOME elsewhere)`);
+    throw new ConfigError(
+      `${where}: is ${read.what}; only a regular file is read as the Keras config (remove it or point KERAS_HOME elsewhere)`,
+    );
   }
   if (read.kind === 'missing') {
     platform.writeConfigDefaults(file, JSON.stringify(DEFAULT_CONFIG, null, 4) + '\n');
@@ -183,7 +185,7 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
     cfg.device = pick('device', DEVICES) ?? cfg.device;
     const precision = pick('matmul_precision', MATMUL_PRECISIONS);
     if (precision !== undefined) cfg.matmul_precision = precision;
-    const level = pick('optimizer', OPTIMIZERS);
+    const level = pick('optimizer', OPTIMIZER_LEVELS);
     if (level !== undefined) cfg.optimizer = level;
     const mode = pick('mode', COMPILE_MODES);
     if (mode !== undefined) cfg.mode = mode;
@@ -197,7 +199,8 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
     }
     if (Object.hasOwn(raw, 'cache_dir')) {
       const v = raw['cache_dir'];
-      if (typeof v !== 'string' || v === '') throw new ConfigError(`${where}: "cache_dir" is ${show(v)}; allowed: a folder path (a non-empty string)`);
+      if (typeof v !== 'string' || v === '')
+        throw new ConfigError(`${where}: "cache_dir" is ${show(v)}; allowed: a folder path (a non-empty string)`);
       cfg.cache_dir = v;
     }
     if (Object.hasOwn(raw, 'threads')) {
@@ -221,16 +224,18 @@ export function loadConfig(opts: LoadConfigOptions = {}): KerasConfig {
   };
   cfg.backend = fromEnv('KERAS_BACKEND', BACKENDS) ?? cfg.backend;
   cfg.device = fromEnv('THEANINE_DEVICE', DEVICES) ?? cfg.device;
-  const precision = env['THEANINE_MATMUL_PRECISION'] === '' ? undefined : fromEnv('THEANINE_MATMUL_PRECISION', MATMUL_PRECISIONS);
+  const precision =
+    env['THEANINE_MATMUL_PRECISION'] === '' ? undefined : fromEnv('THEANINE_MATMUL_PRECISION', MATMUL_PRECISIONS);
   if (precision !== undefined) cfg.matmul_precision = precision;
-  const level = env['THEANINE_OPTIMIZER'] === '' ? undefined : fromEnv('THEANINE_OPTIMIZER', OPTIMIZERS);
+  const level = env['THEANINE_OPTIMIZER'] === '' ? undefined : fromEnv('THEANINE_OPTIMIZER', OPTIMIZER_LEVELS);
   if (level !== undefined) cfg.optimizer = level;
   const mode = env['THEANINE_MODE'] === '' ? undefined : fromEnv('THEANINE_MODE', COMPILE_MODES);
   if (mode !== undefined) cfg.mode = mode;
   const threads = env['THEANINE_THREADS'];
   if (threads !== undefined && threads !== '') {
     const n = /^[0-9]+$/.test(threads) ? Number(threads) : NaN;
-    if (!isThreads(n)) throw new ConfigError(`environment variable THEANINE_THREADS is ${show(threads)}; allowed: ${THREADS_ALLOWED}`);
+    if (!isThreads(n))
+      throw new ConfigError(`environment variable THEANINE_THREADS is ${show(threads)}; allowed: ${THREADS_ALLOWED}`);
     cfg.threads = n;
   }
   return cfg;
@@ -312,7 +317,7 @@ export function set_image_dim_ordering(dim_ordering: DimOrdering): void {
 }
 
 /** The optimizer level of functions made without an `optimizer` option (keras.json "optimizer", THEANINE_OPTIMIZER; default "fast_run"). */
-export function optimizerLevel(): Optimizer {
+export function optimizerLevel(): OptimizerLevel {
   return getConfig().optimizer ?? 'fast_run';
 }
 
@@ -344,7 +349,9 @@ const TRACE_OFF = ['0', 'false'];
 export function traceSwitch(v: string | undefined): boolean {
   if (v === undefined || TRACE_ON.includes(v.trim().toLowerCase())) return true;
   if (TRACE_OFF.includes(v.trim().toLowerCase())) return false;
-  throw new ConfigError(`environment variable THEANINE_TRACE is ${JSON.stringify(v)}; allowed: ${allowed([...TRACE_ON, ...TRACE_OFF])}`);
+  throw new ConfigError(
+    `environment variable THEANINE_TRACE is ${JSON.stringify(v)}; allowed: ${allowed([...TRACE_ON, ...TRACE_OFF])}`,
+  );
 }
 
 /**
@@ -356,30 +363,49 @@ export const ENVIRONMENT_SWITCHES = {
   KERAS_HOME: 'the folder of keras.json (Node only: a browser reads no files)',
   THEANINE_DEVICE: 'the default device (also K.set_device)',
   THEANINE_THREADS: 'worker threads for large matrix products (Node only: a page uses one thread)',
-  THEANINE_MATMUL_PRECISION: 'float32 or float64: the dtype the cpu device sums float32 matrix products in (for functions made from then on)',
-  THEANINE_DEBUG: 'debug topics: passes, gpu, source, cli, cache, all (output: stderr, a browser\'s console)',
-  THEANINE_FALLBACK: 'warn or error when a function runs the reference interpreter (also K.function\'s fallback option)',
+  THEANINE_MATMUL_PRECISION:
+    'float32 or float64: the dtype the cpu device sums float32 matrix products in (for functions made from then on)',
+  THEANINE_DEBUG: "debug topics: passes, gpu, source, cli, cache, all (output: stderr, a browser's console)",
+  THEANINE_FALLBACK: "warn or error when a function runs the reference interpreter (also K.function's fallback option)",
   THEANINE_TRACE: '0 or false: nodes record no provenance (the K call and user line that built them; also setTrace)',
-  THEANINE_TFJS_BACKEND: 'the TensorFlow.js flavour of the tensorflow backend in Node (a page uses its active tfjs backend)',
-  THEANINE_GPU_MODE: 'the gpu device\'s mode: webgpu, auto (WebGPU where an adapter opens), or gpu.js\' headlessgl, webgl2, webgl, webasm (also keras.json "gpu_mode")',
+  THEANINE_TFJS_BACKEND:
+    'the TensorFlow.js flavour of the tensorflow backend in Node (a page uses its active tfjs backend)',
+  THEANINE_GPU_MODE:
+    'the gpu device\'s mode: webgpu, auto (WebGPU where an adapter opens), or gpu.js\' headlessgl, webgl2, webgl, webasm (also keras.json "gpu_mode")',
   THEANINE_ONNX_PROVIDER: 'the ONNX Runtime execution provider (Node only: the onnx backend)',
-  THEANINE_WEBGPU_OPTIONS: 'Dawn\'s options for the gpu device\'s webgpu mode, comma-separated (Node only; default backend=vulkan)',
+  THEANINE_WEBGPU_OPTIONS:
+    "Dawn's options for the gpu device's webgpu mode, comma-separated (Node only; default backend=vulkan)",
   THEANINE_WEBGPU_MODULE: 'the path of the webgpu package to load (Node only; default: the installed webgpu)',
-  THEANINE_OPTIMIZER: 'the default optimizer level: fast_run, fast_compile, eqsat or none (also keras.json "optimizer")',
-  THEANINE_EQSAT: 'limits of the eqsat optimizer: nodes=N,iterations=N,ms=N,matches=N,gain=P (any subset; gain: the percent a search result must save)',
-  THEANINE_MODE: 'debug: every function checks its rewrites and kernels on the reference interpreter (docs/debugging.md; also K.function\'s mode)',
-  THEANINE_NAN_GUARD: '1: every function raises at the first kernel that writes NaN or Inf from finite inputs (also K.function\'s nanGuard)',
-  THEANINE_BEAM: 'N: tune every cpu function\'s kernel schedules with a beam of N (0: off; also K.function\'s tune)',
+  THEANINE_WEBGPU_TIMING:
+    'submits: profiled functions on gpu:webgpu time each kernel by a submit of its own, even where the adapter has timestamp queries (docs/debugging.md)',
+  THEANINE_OPTIMIZER:
+    'the default optimizer level: fast_run, fast_compile, eqsat or none (also keras.json "optimizer")',
+  THEANINE_EQSAT:
+    'limits of the eqsat optimizer: nodes=N,iterations=N,ms=N,matches=N,gain=P (any subset; gain: the percent a search result must save)',
+  THEANINE_MODE:
+    "debug: every function checks its rewrites and kernels on the reference interpreter (docs/debugging.md; also K.function's mode)",
+  THEANINE_NAN_GUARD:
+    "1: every function raises at the first kernel that writes NaN or Inf from finite inputs (also K.function's nanGuard)",
+  THEANINE_BEAM: "N: tune every cpu function's kernel schedules with a beam of N (0: off; also K.function's tune)",
   THEANINE_BEAM_MS: 'milliseconds one specialisation may spend tuning (default 2000)',
-  THEANINE_VERIFY_PASSES: '1: run the graph verifier after every optimizer pass (the test suite does; a cost per compile)',
-  THEANINE_CACHE_DIR: 'the folder of theanine\'s disk caches: the compile cache (Node only; also keras.json "cache_dir"; docs/debugging.md) and the tuned schedules (which default to keras.json\'s folder)',
-  THEANINE_CACHE_MAX_BYTES: 'the most bytes the compile cache\'s folder holds (default 256 MiB; least recently used files go first)',
+  THEANINE_VERIFY_PASSES:
+    '1: run the graph verifier after every optimizer pass (the test suite does; a cost per compile)',
+  THEANINE_CACHE_DIR:
+    'the folder of theanine\'s disk caches: the compile cache (Node only; also keras.json "cache_dir"; docs/debugging.md) and the tuned schedules (which default to keras.json\'s folder)',
+  THEANINE_CACHE_MAX_BYTES:
+    "the most bytes the compile cache's folder holds (default 256 MiB; least recently used files go first)",
 } as const;
 export type EnvironmentSwitch = keyof typeof ENVIRONMENT_SWITCHES;
 
 /** Config fields the environment sets (re-read when setEnvironment changes them). */
 const CONFIG_SWITCHES: Partial<Record<EnvironmentSwitch, keyof KerasConfig | 'all'>> = {
-  KERAS_BACKEND: 'backend', THEANINE_DEVICE: 'device', THEANINE_THREADS: 'threads', THEANINE_MATMUL_PRECISION: 'matmul_precision', THEANINE_OPTIMIZER: 'optimizer', THEANINE_MODE: 'mode', KERAS_HOME: 'all',
+  KERAS_BACKEND: 'backend',
+  THEANINE_DEVICE: 'device',
+  THEANINE_THREADS: 'threads',
+  THEANINE_MATMUL_PRECISION: 'matmul_precision',
+  THEANINE_OPTIMIZER: 'optimizer',
+  THEANINE_MODE: 'mode',
+  KERAS_HOME: 'all',
 };
 
 /**
@@ -391,11 +417,16 @@ const CONFIG_SWITCHES: Partial<Record<EnvironmentSwitch, keyof KerasConfig | 'al
  * as their environment variables are.
  */
 export function setEnvironment(vars: Readonly<Record<string, string | undefined>>): void {
-  if (typeof vars !== 'object' || vars === null || Array.isArray(vars)) throw new TypeError(`setEnvironment: argument vars must be an object of switch names to strings, got ${show(vars)}`);
+  if (typeof vars !== 'object' || vars === null || Array.isArray(vars))
+    throw new TypeError(
+      `setEnvironment: argument vars must be an object of switch names to strings, got ${show(vars)}`,
+    );
   const names = Object.keys(ENVIRONMENT_SWITCHES);
   for (const [k, v] of Object.entries(vars)) {
-    if (!names.includes(k)) throw new ValueError(`setEnvironment: unknown switch ${JSON.stringify(k)} (allowed: ${names.join(', ')})`);
-    if (v !== undefined && typeof v !== 'string') throw new TypeError(`setEnvironment: ${k} must be a string or undefined, got ${show(v)}`);
+    if (!names.includes(k))
+      throw new ValueError(`setEnvironment: unknown switch ${JSON.stringify(k)} (allowed: ${names.join(', ')})`);
+    if (v !== undefined && typeof v !== 'string')
+      throw new TypeError(`setEnvironment: ${k} must be a string or undefined, got ${show(v)}`);
   }
   if (Object.hasOwn(vars, 'THEANINE_TRACE')) setTracing(traceSwitch(vars['THEANINE_TRACE']));
   const before = new Map(environmentOverrides);
@@ -403,7 +434,9 @@ export function setEnvironment(vars: Readonly<Record<string, string | undefined>
     if (v === undefined) environmentOverrides.delete(k);
     else environmentOverrides.set(k, v);
   }
-  const fields = Object.keys(vars).map((k) => CONFIG_SWITCHES[k as EnvironmentSwitch]).filter((f) => f !== undefined);
+  const fields = Object.keys(vars)
+    .map((k) => CONFIG_SWITCHES[k as EnvironmentSwitch])
+    .filter((f) => f !== undefined);
   if (fields.length === 0) return;
   try {
     const fresh = loadConfig();

@@ -24,7 +24,12 @@ function sequence(fn: string, elems: TensorLike): Node {
 const stepType = (e: Node) => tensorType(e.dtype, e.shape.slice(1));
 
 /** `map_fn(fn, elems, name, dtype)`: fn applied to each slice of elems along axis 0, results stacked. */
-export function map_fn(fn: (x: Node) => TensorLike, elems: TensorLike, name?: string | null | { name?: string | null; dtype?: DType | null }, dtype?: DType | null): Node {
+export function map_fn(
+  fn: (x: Node) => TensorLike,
+  elems: TensorLike,
+  name?: string | null | { name?: string | null; dtype?: DType | null },
+  dtype?: DType | null,
+): Node {
   const o = options<{ name: string | null; dtype: DType | null }>('map_fn', [name, dtype], ['name', 'dtype']);
   callable('K.map_fn', fn);
   const e = sequence('K.map_fn', elems);
@@ -38,7 +43,8 @@ export function map_fn(fn: (x: Node) => TensorLike, elems: TensorLike, name?: st
     fn: 'K.map_fn',
     outer: { sequences: [e], states: [], constants: [] },
     args: { sequences: [x], states: [], constants: [] },
-    outputs: [out], newStates: [],
+    outputs: [out],
+    newStates: [],
   });
   return r.outputs[0]!;
 }
@@ -49,7 +55,12 @@ type FoldFn = (acc: Node, x: Node) => TensorLike;
  * A fold as one Scan: `acc = fn(acc, x)` over elems along axis 0, left to right (foldl) or
  * right to left (foldr). Without an initializer the first element walked starts the fold.
  */
-function fold(name: 'foldl' | 'foldr', fn: FoldFn, elems: TensorLike, initializer: TensorLike | null | undefined): Node {
+function fold(
+  name: 'foldl' | 'foldr',
+  fn: FoldFn,
+  elems: TensorLike,
+  initializer: TensorLike | null | undefined,
+): Node {
   const fname = `K.${name}`;
   callable(fname, fn);
   const e = sequence(fname, elems);
@@ -63,28 +74,44 @@ function fold(name: 'foldl' | 'foldr', fn: FoldFn, elems: TensorLike, initialize
       fn: fname,
       outer: { sequences: [e], states: [init], constants: [] },
       args: { sequences: [x], states: [acc], constants: [] },
-      outputs: [], newStates: [next], goBackwards: back,
+      outputs: [],
+      newStates: [next],
+      goBackwards: back,
     });
     return r.finalStates[0]!;
   }
-  if (e.shape[0] === 0) throw new ValueError(`${fname}: elems of shape ${formatShape(e.shape)} is empty and there is no initializer`);
+  if (e.shape[0] === 0)
+    throw new ValueError(`${fname}: elems of shape ${formatShape(e.shape)} is empty and there is no initializer`);
   // The first element walked starts the fold; the rest are walked (Theano: elems[1:] / elems[:-1]).
   const full = { start: null, stop: null, step: 1 };
   const init = apply('index', [e], { index: back ? -1 : 0 }, fname);
-  const rest = sliceAxes(fname, e, [back ? { start: null, stop: -1, step: 1 } : { start: 1, stop: null, step: 1 }, ...e.shape.slice(1).map(() => full)]);
+  const rest = sliceAxes(fname, e, [
+    back ? { start: null, stop: -1, step: 1 } : { start: 1, stop: null, step: 1 },
+    ...e.shape.slice(1).map(() => full),
+  ]);
   return fold(name, fn, rest, init);
 }
 
 type FoldOpts = { initializer?: TensorLike | null; name?: string | null };
 
-export function foldl(fn: FoldFn, elems: TensorLike, initializer?: TensorLike | null | FoldOpts, name?: string | null): Node {
-  const o = options<{ initializer: TensorLike | null; name: string | null }>('foldl', [initializer, name], ['initializer', 'name']);
-  return fold('foldl', fn, elems, o.initializer);
+/** Keras' arguments of foldl and foldr after fn: elems, initializer, name (or an options object). */
+type FoldArgs = [elems: TensorLike, initializer?: TensorLike | null | FoldOpts, name?: string | null];
+
+function foldArgs(name: 'foldl' | 'foldr', fn: FoldFn, [elems, initializer, nameArg]: FoldArgs): Node {
+  const o = options<{ initializer: TensorLike | null; name: string | null }>(
+    name,
+    [initializer, nameArg],
+    ['initializer', 'name'],
+  );
+  return fold(name, fn, elems, o.initializer);
 }
 
-export function foldr(fn: FoldFn, elems: TensorLike, initializer?: TensorLike | null | FoldOpts, name?: string | null): Node {
-  const o = options<{ initializer: TensorLike | null; name: string | null }>('foldr', [initializer, name], ['initializer', 'name']);
-  return fold('foldr', fn, elems, o.initializer);
+export function foldl(fn: FoldFn, ...args: FoldArgs): Node {
+  return foldArgs('foldl', fn, args);
+}
+
+export function foldr(fn: FoldFn, ...args: FoldArgs): Node {
+  return foldArgs('foldr', fn, args);
 }
 
 type Branch = TensorLike | (() => TensorLike);
@@ -101,10 +128,15 @@ function branch(b: Branch): TensorLike {
 export function switchFn(condition: TensorLike, then_expression: Branch, else_expression: Branch): Node {
   const fn = 'K.switch';
   const c = toTensor('switch', condition, 'condition');
-  const [t, e] = operands('switch', branch(then_expression), branch(else_expression), ['then_expression', 'else_expression']);
+  const [t, e] = operands('switch', branch(then_expression), branch(else_expression), [
+    'then_expression',
+    'else_expression',
+  ]);
   const r = Math.max(t.ndim, e.ndim);
   if (c.ndim > r) {
-    throw new ValueError(`${fn}: rank of condition should be less than or equal to rank of then_expression and else_expression; ndim(condition)=${c.ndim}, ndim(then_expression)=${t.ndim}, ndim(else_expression)=${e.ndim}`);
+    throw new ValueError(
+      `${fn}: rank of condition should be less than or equal to rank of then_expression and else_expression; ndim(condition)=${c.ndim}, ndim(then_expression)=${t.ndim}, ndim(else_expression)=${e.ndim}`,
+    );
   }
   let cx = c;
   if (c.ndim > 0) for (let k = c.ndim; k < r; k++) cx = apply('expand_dims', [cx], { axis: -1 }, fn);
@@ -121,8 +153,10 @@ type Phase = number | boolean | Node | null | undefined;
 export function in_train_phase(x: Branch, alt: Branch, training?: Phase | { training?: Phase }): Node {
   const o = options<{ training: Phase }>('in_train_phase', [training], ['training']);
   const tr = o.training === undefined || o.training === null ? learning_phase() : o.training;
-  if (typeof tr === 'boolean' || typeof tr === 'number') return toTensor('in_train_phase', branch(tr !== 0 && tr !== false ? x : alt));
-  if (!isTensor(tr)) throw new TypeError(`K.in_train_phase: training must be a number, a boolean or a tensor, got ${describe(tr)}`);
+  if (typeof tr === 'boolean' || typeof tr === 'number')
+    return toTensor('in_train_phase', branch(tr !== 0 && tr !== false ? x : alt));
+  if (!isTensor(tr))
+    throw new TypeError(`K.in_train_phase: training must be a number, a boolean or a tensor, got ${describe(tr)}`);
   return switchFn(tr, x, alt);
 }
 

@@ -34,15 +34,21 @@ export interface Signature {
  */
 export function convOptions(fn: string, given: readonly unknown[], sig: Signature): Record<string, unknown> {
   const allowed = [...new Set([...sig.k2, ...(sig.k1 ?? [])])];
-  const raw = trailingOptions(fn, given, allowed, (positional) => (sig.k1 !== undefined && sig.isK1?.(positional) === true ? sig.k1 : sig.k2));
+  const raw = trailingOptions(fn, given, allowed, (positional) =>
+    sig.k1 !== undefined && sig.isK1?.(positional) === true ? sig.k1 : sig.k2,
+  );
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(raw)) {
     if (HINTS.includes(k)) {
-      if (v !== null && !Array.isArray(v)) throw new ValueError(`${fn}: ${k} must be a list of dims or null, got ${describe(v)}`);
+      if (v !== null && !Array.isArray(v))
+        throw new ValueError(`${fn}: ${k} must be a list of dims or null, got ${describe(v)}`);
       continue;
     }
     const canon = ALIASES[k] ?? k;
-    if (canon in out || (canon !== k && canon in raw)) throw new ValueError(`${fn}: give ${canon} or its Keras 1 name ${Object.keys(ALIASES).find((a) => ALIASES[a] === canon)}, not both`);
+    if (canon in out || (canon !== k && canon in raw))
+      throw new ValueError(
+        `${fn}: give ${canon} or its Keras 1 name ${Object.keys(ALIASES).find((a) => ALIASES[a] === canon)}, not both`,
+      );
     out[canon] = v;
   }
   return out;
@@ -55,7 +61,9 @@ export function dataFormatOf(fn: string, v: unknown): DataFormat {
   if (v === undefined || v === null || v === 'default') return image_data_format();
   if (v === 'channels_last' || v === 'tf') return 'channels_last';
   if (v === 'channels_first' || v === 'th') return 'channels_first';
-  throw new ValueError(`${fn}: unknown data_format ${typeof v === 'string' ? JSON.stringify(v) : describe(v)} (allowed: ${FORMAT_NAMES})`);
+  throw new ValueError(
+    `${fn}: unknown data_format ${typeof v === 'string' ? JSON.stringify(v) : describe(v)} (allowed: ${FORMAT_NAMES})`,
+  );
 }
 
 /** padding (Keras 1: border_mode), default 'valid', one of `allowed`. */
@@ -63,7 +71,9 @@ export function paddingOf(fn: string, v: unknown, allowed: readonly PaddingMode[
   if (v === undefined || v === null) return 'valid';
   if (typeof v === 'string' && (allowed as readonly string[]).includes(v)) return v as PaddingMode;
   const extra = v === 'causal' ? ' (causal padding is for conv1d only)' : '';
-  throw new ValueError(`${fn}: unknown padding ${typeof v === 'string' ? JSON.stringify(v) : describe(v)} (allowed: ${allowed.map((p) => `'${p}'`).join(', ')})${extra}`);
+  throw new ValueError(
+    `${fn}: unknown padding ${typeof v === 'string' ? JSON.stringify(v) : describe(v)} (allowed: ${allowed.map((p) => `'${p}'`).join(', ')})${extra}`,
+  );
 }
 
 /** An int (repeated `d` times) or a list of `d` positive ints, for strides, dilation_rate, pool_size. */
@@ -72,7 +82,9 @@ export function tupleOf(fn: string, what: string, v: unknown, d: number, dflt = 
   const ok = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x >= 1;
   if (ok(v)) return new Array<number>(d).fill(v);
   if (Array.isArray(v) && v.length === d && v.every(ok)) return [...v];
-  throw new ValueError(`${fn}: ${what} must be a positive integer or a list of ${d} positive integer${d > 1 ? 's' : ''}, got ${Array.isArray(v) ? JSON.stringify(v) : describe(v)}`);
+  throw new ValueError(
+    `${fn}: ${what} must be a positive integer or a list of ${d} positive integer${d > 1 ? 's' : ''}, got ${Array.isArray(v) ? JSON.stringify(v) : describe(v)}`,
+  );
 }
 
 /** Keras 1 passed dim_ordering ('th', 'tf', 'default') where Keras 2 passes data_format. */

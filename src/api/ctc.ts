@@ -24,17 +24,29 @@ function lengths(x: TensorLike, what: string): Node {
  * -log P(y_true[:label_length] | y_pred[:input_length]). y_pred is (samples, time, classes)
  * of probabilities with the blank last; labels past label_length are padding (-1).
  */
-export function ctc_batch_cost(y_true: TensorLike, y_pred: TensorLike, input_length: TensorLike, label_length: TensorLike): Node {
+export function ctc_batch_cost(
+  y_true: TensorLike,
+  y_pred: TensorLike,
+  input_length: TensorLike,
+  label_length: TensorLike,
+): Node {
   const yp = toTensor('ctc_batch_cost', y_pred, 'y_pred');
-  if (yp.ndim !== 3) throw new ShapeError(`${FN}: y_pred must be (samples, time, classes), got shape ${formatShape(yp.shape)}`);
+  if (yp.ndim !== 3)
+    throw new ShapeError(`${FN}: y_pred must be (samples, time, classes), got shape ${formatShape(yp.shape)}`);
   let yt = toTensor('ctc_batch_cost', y_true, 'y_true');
-  if (yt.ndim !== 2) throw new ShapeError(`${FN}: y_true must be (samples, max_string_length), got shape ${formatShape(yt.shape)}`);
+  if (yt.ndim !== 2)
+    throw new ShapeError(`${FN}: y_true must be (samples, max_string_length), got shape ${formatShape(yt.shape)}`);
   if (yt.dtype !== 'int32') yt = apply('cast', [yt], { dtype: 'int32' }, FN);
   const il = lengths(input_length, 'input_length');
   const ll = lengths(label_length, 'label_length');
   // log softmax(log(y + eps)) = log(y + eps) - log(sum(y + eps)): the log-probabilities TensorFlow's loss sees
   const z = apply('add', [yp, constantNode(new NDArray([epsilon()], [], yp.dtype))], {}, FN);
-  const logp = apply('sub', [apply('log', [z], {}, FN), apply('log', [apply('sum', [z], { axes: [2], keepdims: true }, FN)], {}, FN)], {}, FN);
+  const logp = apply(
+    'sub',
+    [apply('log', [z], {}, FN), apply('log', [apply('sum', [z], { axes: [2], keepdims: true }, FN)], {}, FN)],
+    {},
+    FN,
+  );
   const loss = apply('ctc_loss', [logp, yt, il, ll], {}, FN);
   return apply('reshape', [loss], { shape: [-1, 1] }, FN);
 }
@@ -56,20 +68,38 @@ export function ctc_create_skip_idxs(Y: TensorLike): Node {
 }
 
 /** `ctc_update_log_p(skip_idxs, zeros, active, log_p_curr, log_p_prev)` -> [active_next, log_p_next]. */
-export function ctc_update_log_p(skip_idxs: TensorLike, zeros: TensorLike, active: TensorLike, log_p_curr: TensorLike, log_p_prev: TensorLike): [Node, Node] {
+export function ctc_update_log_p(
+  skip_idxs: TensorLike,
+  zeros: TensorLike,
+  active: TensorLike,
+  log_p_curr: TensorLike,
+  log_p_prev: TensorLike,
+): [Node, Node] {
   const fn = 'ctc_update_log_p';
   const ins = [
-    toTensor(fn, skip_idxs, 'skip_idxs', 'int64'), toTensor(fn, zeros, 'zeros'), toTensor(fn, active, 'active', 'int32'),
-    toTensor(fn, log_p_curr, 'log_p_curr'), toTensor(fn, log_p_prev, 'log_p_prev'),
+    toTensor(fn, skip_idxs, 'skip_idxs', 'int64'),
+    toTensor(fn, zeros, 'zeros'),
+    toTensor(fn, active, 'active', 'int32'),
+    toTensor(fn, log_p_curr, 'log_p_curr'),
+    toTensor(fn, log_p_prev, 'log_p_prev'),
   ];
   const t = apply('ctc_update_log_p', ins, {}, `K.${fn}`);
   return [apply('tuple_get', [t], { index: 0 }), apply('tuple_get', [t], { index: 1 })];
 }
 
 /** `ctc_path_probs(predict, Y, alpha=1e-4)` -> [log_probs (time, n), mask (time, n)] for an interleaved Y. */
-export function ctc_path_probs(predict: TensorLike, Y: TensorLike, alpha: number | { alpha?: number } = 1e-4): [Node, Node] {
+export function ctc_path_probs(
+  predict: TensorLike,
+  Y: TensorLike,
+  alpha: number | { alpha?: number } = 1e-4,
+): [Node, Node] {
   const a = options<{ alpha: number }>('ctc_path_probs', [alpha], ['alpha']).alpha ?? 1e-4;
-  const t = apply('ctc_path_probs', [toTensor('ctc_path_probs', predict, 'predict'), labelsArg('ctc_path_probs', Y)], { alpha: a }, 'K.ctc_path_probs');
+  const t = apply(
+    'ctc_path_probs',
+    [toTensor('ctc_path_probs', predict, 'predict'), labelsArg('ctc_path_probs', Y)],
+    { alpha: a },
+    'K.ctc_path_probs',
+  );
   return [apply('tuple_get', [t], { index: 0 }), apply('tuple_get', [t], { index: 1 })];
 }
 
@@ -86,6 +116,11 @@ export function ctc_cost(predict: TensorLike, Y: TensorLike): Node {
   const reachable = apply('where', [mask, lp, minusInf], {}, fn);
   const m = apply('max', [reachable], { axes: [0, 1], keepdims: false }, fn);
   const shifted = apply('exp', [apply('sub', [reachable, m], {}, fn)], {}, fn);
-  const total = apply('add', [apply('log', [apply('sum', [shifted], { axes: [0, 1], keepdims: false }, fn)], {}, fn), m], {}, fn);
+  const total = apply(
+    'add',
+    [apply('log', [apply('sum', [shifted], { axes: [0, 1], keepdims: false }, fn)], {}, fn), m],
+    {},
+    fn,
+  );
   return apply('neg', [total], {}, fn);
 }

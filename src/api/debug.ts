@@ -30,24 +30,35 @@ export interface DebugprintOptions {
 
 function checkPrintOptions(opts: unknown): DebugprintOptions {
   if (opts === undefined) return {};
-  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw new TypeError(`debugprint: options must be an object, got ${describe(opts)}`);
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts))
+    throw new TypeError(`debugprint: options must be an object, got ${describe(opts)}`);
   for (const k of Object.keys(opts)) {
     if (k !== 'trace') throw new ValueError(`debugprint: unknown option ${JSON.stringify(k)} (allowed: trace)`);
   }
   const t = (opts as DebugprintOptions).trace;
-  if (t !== undefined && typeof t !== 'boolean') throw new TypeError(`debugprint: option trace must be true or false, got ${describe(t)}`);
+  if (t !== undefined && typeof t !== 'boolean')
+    throw new TypeError(`debugprint: option trace must be true or false, got ${describe(t)}`);
   return opts as DebugprintOptions;
 }
 
-export function debugprint(x: Node | readonly Node[] | CompiledFunction | { debugprint(opts?: DebugprintOptions): string }, options?: DebugprintOptions): string {
+export function debugprint(
+  x: Node | readonly Node[] | CompiledFunction | { debugprint(opts?: DebugprintOptions): string },
+  options?: DebugprintOptions,
+): string {
   const opts = checkPrintOptions(options);
   const trace = opts.trace === true;
   // Fused kernels (in graphs from optimize) list their ops.
   if (x instanceof Node) return debugprintNodes([x], { label: fusedLabel, trace });
   if (Array.isArray(x) && x.every((n) => n instanceof Node)) return debugprintNodes(x, { label: fusedLabel, trace });
   // A compiled function, or optimize()'s result: each prints its optimized graph.
-  if ((typeof x === 'function' || (typeof x === 'object' && x !== null)) && typeof (x as CompiledFunction).debugprint === 'function') return (x as CompiledFunction).debugprint({ trace });
-  throw new TypeError(`debugprint: expected a tensor, an array of tensors, a compiled function or an optimized graph, got ${describe(x)}`);
+  if (
+    (typeof x === 'function' || (typeof x === 'object' && x !== null)) &&
+    typeof (x as CompiledFunction).debugprint === 'function'
+  )
+    return (x as CompiledFunction).debugprint({ trace });
+  throw new TypeError(
+    `debugprint: expected a tensor, an array of tensors, a compiled function or an optimized graph, got ${describe(x)}`,
+  );
 }
 
 /** Graphviz DOT text of the graph; `opts` groups nodes into clusters and relabels them. */
@@ -60,10 +71,12 @@ export async function svg(x: Seeable | string, opts: DotOptions = {}): Promise<s
   const text = typeof x === 'string' ? x : toDot(rootsOf('svg', x), checkDotOptions('svg', opts));
   let viz: typeof import('@viz-js/viz');
   try {
-    viz = await platform.importModule('@viz-js/viz') as typeof import('@viz-js/viz');
+    viz = (await platform.importModule('@viz-js/viz')) as typeof import('@viz-js/viz');
   } catch (e) {
     // An optional peer dependency: a library install does not bring it (README, Dependencies).
-    throw new Error(`svg needs the optional package @viz-js/viz; ${platform.installHint('@viz-js/viz')} (${firstLine(e)})`);
+    throw new Error(
+      `svg needs the optional package @viz-js/viz; ${platform.installHint('@viz-js/viz')} (${firstLine(e)})`,
+    );
   }
   return (await viz.instance()).renderString(text, { format: 'svg' });
 }

@@ -2,7 +2,7 @@
 // optional gradient built from existing ops, and optional code templates. They take part in
 // K.gradients, verify_grad, the printer, the verifier and the compile cache like built-in ops;
 // codegen runs them through their reference implementation (the compiler's extern path) unless
-// a `cpu` template is given, which makes them elementwise kernels that fuse (src/codegen/user.ts).
+// a `cpu` template is given, which makes them elementwise kernels that fuse (src/codegen/lower/user.ts).
 import { traced } from './trace.js';
 import { apply } from '../ir/build.js';
 import { isDType, type DType } from '../ir/dtype.js';
@@ -12,7 +12,7 @@ import type { Node } from '../ir/node.js';
 import type { Attrs, EvalContext, OpDef } from '../ir/op.js';
 import { isBuiltin, registerOp } from '../ir/registry.js';
 import { broadcastShapes, tensorType, type StaticShape, type TensorType } from '../ir/types.js';
-import { JS_RESERVED, checkTemplate, registerUserTemplates } from '../codegen/user.js';
+import { JS_RESERVED, checkTemplate, registerUserTemplates } from '../codegen/lower/user.js';
 import { registerGradRule } from '../autodiff/grad.js';
 import { toTensor, type TensorLike } from './args.js';
 
@@ -41,18 +41,22 @@ export interface UserOpSpec<A extends Attrs = Attrs> {
 }
 
 /** A user op as a builder: `op(x, y, { attrs })`. */
-export type UserOp<A extends Attrs = Attrs> = ((...args: (TensorLike | { attrs: A })[]) => Node) & { readonly opName: string };
+export type UserOp<A extends Attrs = Attrs> = ((...args: (TensorLike | { attrs: A })[]) => Node) & {
+  readonly opName: string;
+};
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export function defineOp<A extends Attrs = Attrs>(spec: UserOpSpec<A>): UserOp<A> {
-  if (typeof spec !== 'object' || spec === null) throw new TypeError(`defineOp: expected a spec object, got ${describe(spec)}`);
+  if (typeof spec !== 'object' || spec === null)
+    throw new TypeError(`defineOp: expected a spec object, got ${describe(spec)}`);
   if (typeof spec.name !== 'string' || !NAME.test(spec.name)) {
     throw new ValueError(`defineOp: name ${JSON.stringify(spec.name)} must be letters, digits and underscores`);
   }
   if (isBuiltin(spec.name)) throw new ValueError(`defineOp: ${JSON.stringify(spec.name)} is a built-in op`);
   for (const k of ['infer', 'reference'] as const) {
-    if (typeof spec[k] !== 'function') throw new TypeError(`defineOp(${spec.name}): ${k} must be a function, got ${describe(spec[k])}`);
+    if (typeof spec[k] !== 'function')
+      throw new TypeError(`defineOp(${spec.name}): ${k} must be a function, got ${describe(spec[k])}`);
   }
   const fn = `${spec.name}`;
   const templates = {
@@ -80,7 +84,8 @@ export function defineOp<A extends Attrs = Attrs>(spec: UserOpSpec<A>): UserOp<A
     },
     impl(inputs: readonly NDArray[], attrs: A, _ctx: EvalContext) {
       const out = spec.reference(inputs, attrs);
-      if (!(out instanceof NDArray)) throw new InferError(`reference returned ${describe(out)}; expected an NDArray`, 'type');
+      if (!(out instanceof NDArray))
+        throw new InferError(`reference returned ${describe(out)}; expected an NDArray`, 'type');
       return out;
     },
   };
@@ -95,7 +100,14 @@ export function defineOp<A extends Attrs = Attrs>(spec: UserOpSpec<A>): UserOp<A
   const builder = (...args: (TensorLike | { attrs: A })[]): Node => {
     const last = args[args.length - 1];
     let attrs = {} as A;
-    if (last !== undefined && typeof last === 'object' && last !== null && !Array.isArray(last) && 'attrs' in last && Object.keys(last).length === 1) {
+    if (
+      last !== undefined &&
+      typeof last === 'object' &&
+      last !== null &&
+      !Array.isArray(last) &&
+      'attrs' in last &&
+      Object.keys(last).length === 1
+    ) {
       attrs = (last as { attrs: A }).attrs;
       args = args.slice(0, -1);
     }
@@ -104,7 +116,9 @@ export function defineOp<A extends Attrs = Attrs>(spec: UserOpSpec<A>): UserOp<A
       // Templates see number and boolean attrs as constants by name (`if` gave a raw SyntaxError).
       for (const [k, v] of Object.entries(attrs)) {
         if ((typeof v === 'number' || typeof v === 'boolean') && JS_RESERVED.has(k)) {
-          throw new ValueError(`${fn}: attr ${JSON.stringify(k)} is a JavaScript reserved word, so the op's ${spec.cpu !== undefined ? 'cpu' : 'gpu'} template could not name it; rename the attr (for example ${JSON.stringify(`${k}_`)})`);
+          throw new ValueError(
+            `${fn}: attr ${JSON.stringify(k)} is a JavaScript reserved word, so the op's ${spec.cpu !== undefined ? 'cpu' : 'gpu'} template could not name it; rename the attr (for example ${JSON.stringify(`${k}_`)})`,
+          );
         }
       }
     }
@@ -120,9 +134,15 @@ function checkElementwise(inputs: readonly TensorType[], shape: StaticShape): vo
   try {
     b = broadcastShapes(inputs.map((t) => t.shape));
   } catch (e) {
-    throw new InferError(`an op with a cpu or gpu template is elementwise, and its inputs do not broadcast: ${(e as Error).message}`, 'shape');
+    throw new InferError(
+      `an op with a cpu or gpu template is elementwise, and its inputs do not broadcast: ${(e as Error).message}`,
+      'shape',
+    );
   }
   if (b.length !== shape.length || b.some((d, i) => d !== null && shape[i] !== null && d !== shape[i])) {
-    throw new InferError(`an op with a cpu or gpu template is elementwise: its result shape must be its inputs' broadcast shape ${formatShape(b)}, but infer gave ${formatShape(shape)}`, 'shape');
+    throw new InferError(
+      `an op with a cpu or gpu template is elementwise: its result shape must be its inputs' broadcast shape ${formatShape(b)}, but infer gave ${formatShape(shape)}`,
+      'shape',
+    );
   }
 }

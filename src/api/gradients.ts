@@ -14,7 +14,9 @@ import { mulberry32 } from '../ir/random.js';
 export function gradients(loss: Node, variables: readonly Node[] | Node): Node[] {
   if (!isTensor(loss)) throw new TypeError(`gradients: loss must be a tensor, got ${describe(loss)}`);
   const wrt = Array.isArray(variables) ? variables : [variables];
-  wrt.forEach((v, i) => { if (!isTensor(v)) throw new TypeError(`gradients: variables[${i}] must be a tensor, got ${describe(v)}`); });
+  wrt.forEach((v, i) => {
+    if (!isTensor(v)) throw new TypeError(`gradients: variables[${i}] must be a tensor, got ${describe(v)}`);
+  });
   return reverseMode(loss, wrt);
 }
 
@@ -23,7 +25,9 @@ export function stop_gradient(variables: readonly Node[]): Node[];
 export function stop_gradient(variables: TensorLike): Node;
 export function stop_gradient(variables: TensorLike | readonly Node[]): Node | Node[] {
   const one = (x: TensorLike) => apply('stop_gradient', [toTensor('stop_gradient', x)], {}, 'K.stop_gradient');
-  return Array.isArray(variables) && variables.length > 0 && variables.every(isTensor) ? variables.map(one) : one(variables as TensorLike);
+  return Array.isArray(variables) && variables.length > 0 && variables.every(isTensor)
+    ? variables.map(one)
+    : one(variables as TensorLike);
 }
 
 export interface VerifyGradOptions {
@@ -61,16 +65,24 @@ export function computesInFloat32(o: FunctionOptions): boolean {
  * weights in [0.5, 1.5), and compares the symbolic gradient of that scalar with one-sided finite
  * differences, element by element. Throws GradientError naming the input and element that fail.
  */
-export function verify_grad(fn: (...xs: Node[]) => Node, inputs: readonly (NDArray | NestedArray)[], options: VerifyGradOptions = {}): void {
+export function verify_grad(
+  fn: (...xs: Node[]) => Node,
+  inputs: readonly (NDArray | NestedArray)[],
+  options: VerifyGradOptions = {},
+): void {
   const values = inputs.map((v) => (v instanceof NDArray ? v : NDArray.from(v, 'float64', 'verify_grad: input')));
   const phs = values.map((v, i) => placeholder(v.shape, null, v.dtype, false, `verify_grad_input_${i}`));
   const out = fn(...phs);
   if (!isTensor(out)) throw new TypeError(`verify_grad: fn must return a tensor, got ${describe(out)}`);
-  if (!isFloat(out.dtype)) throw new GradientError(`verify_grad: fn returns ${out.dtype}; gradients need a float output`);
+  if (!isFloat(out.dtype))
+    throw new GradientError(`verify_grad: fn returns ${out.dtype}; gradients need a float output`);
   const fopts = options.functionOptions ?? {};
   // Theano's step and tolerance follow the precision computed in: the inputs' dtype, or float32
   // where the backend computes float64 in float32
-  const lowPrecision = values.some((v) => v.dtype === 'float32' || v.dtype === 'float16') || out.dtype !== 'float64' || computesInFloat32(fopts);
+  const lowPrecision =
+    values.some((v) => v.dtype === 'float32' || v.dtype === 'float16') ||
+    out.dtype !== 'float64' ||
+    computesInFloat32(fopts);
   const eps = options.eps ?? (lowPrecision ? 3e-4 : 1e-7);
   const absTol = options.absTol ?? (lowPrecision ? 1e-2 : 1e-4);
   const relTol = options.relTol ?? (lowPrecision ? 1e-2 : 1e-4);
@@ -79,9 +91,22 @@ export function verify_grad(fn: (...xs: Node[]) => Node, inputs: readonly (NDArr
   const floatIdx = values.map((v, i) => (isFloat(v.dtype) ? i : -1)).filter((i) => i >= 0);
 
   for (let t = 0; t < (options.nTests ?? 2); t++) {
-    const w = new NDArray(Array.from({ length: sizeOf(outShape) }, () => 0.5 + random()), outShape, out.dtype as DType);
-    const cost = apply('sum', [apply('mul', [out, apply('constant', [], { value: w })])], { axes: outShape.map((_, i) => i), keepdims: false }, 'verify_grad');
-    const grads = reverseMode(cost, floatIdx.map((i) => phs[i]!), 'verify_grad');
+    const w = new NDArray(
+      Array.from({ length: sizeOf(outShape) }, () => 0.5 + random()),
+      outShape,
+      out.dtype as DType,
+    );
+    const cost = apply(
+      'sum',
+      [apply('mul', [out, apply('constant', [], { value: w })])],
+      { axes: outShape.map((_, i) => i), keepdims: false },
+      'verify_grad',
+    );
+    const grads = reverseMode(
+      cost,
+      floatIdx.map((i) => phs[i]!),
+      'verify_grad',
+    );
     const fCost = compileFunction(phs, [cost], [], fopts);
     const fGrad = compileFunction(phs, grads, [], fopts);
     const c0 = Number(fCost(values)[0]!.item());
@@ -100,7 +125,7 @@ export function verify_grad(fn: (...xs: Node[]) => Node, inputs: readonly (NDArr
         if (!(absErr <= absTol || relErr <= relTol)) {
           throw new GradientError(
             `verify_grad: input ${inputIdx}, element ${j}: analytic gradient ${a} vs finite difference ${numeric} ` +
-            `(abs err ${absErr.toExponential(3)} > ${absTol}, rel err ${relErr.toExponential(3)} > ${relTol}; eps ${eps}, projection ${t})`,
+              `(abs err ${absErr.toExponential(3)} > ${absTol}, rel err ${relErr.toExponential(3)} > ${relTol}; eps ${eps}, projection ${t})`,
           );
         }
       }

@@ -44,17 +44,31 @@ function bound(fn: string, v: unknown, what: string): number | null {
 
 /** `x[start:stop:step]` along one axis, with Python's meaning (negative counts from the end, bounds clamp). */
 export function slice_along(
-  x: TensorLike, axis: number,
+  x: TensorLike,
+  axis: number,
   start?: number | null | { start?: number | null; stop?: number | null; step?: number },
-  stop?: number | null, step?: number,
+  stop?: number | null,
+  step?: number,
 ): Node {
   const t = toTensor('K.slice_along', x);
   const a = axisArg('K.slice_along', axis, t.ndim);
-  const o = options<{ start: number | null; stop: number | null; step: number }>('K.slice_along', [start, stop, step], ['start', 'stop', 'step']);
+  const o = options<{ start: number | null; stop: number | null; step: number }>(
+    'K.slice_along',
+    [start, stop, step],
+    ['start', 'stop', 'step'],
+  );
   const st = checkInt('K.slice_along', o.step ?? 1, 'step');
   if (st === 0) throw new ValueError('K.slice_along: step must not be zero');
-  const s: SliceAxis = { start: bound('K.slice_along', o.start, 'start'), stop: bound('K.slice_along', o.stop, 'stop'), step: st };
-  return sliceAxes('K.slice_along', t, t.shape.map((_, i) => (i === a ? s : FULL)));
+  const s: SliceAxis = {
+    start: bound('K.slice_along', o.start, 'start'),
+    stop: bound('K.slice_along', o.stop, 'stop'),
+    step: st,
+  };
+  return sliceAxes(
+    'K.slice_along',
+    t,
+    t.shape.map((_, i) => (i === a ? s : FULL)),
+  );
 }
 
 /**
@@ -68,11 +82,14 @@ export function slice(x: TensorLike, start: SizeList, size: SizeList): Node {
   const ns = sizeList('K.slice', 'size', size, -1);
   const len = (v: typeof bs) => ('static' in v ? v.static.length : v.known.length);
   if (len(bs) !== t.ndim || len(ns) !== t.ndim) {
-    throw new ValueError(`K.slice: start (${len(bs)} entries) and size (${len(ns)} entries) must each have one entry per axis of x of shape ${formatShape(t.shape)}`);
+    throw new ValueError(
+      `K.slice: start (${len(bs)} entries) and size (${len(ns)} entries) must each have one entry per axis of x of shape ${formatShape(t.shape)}`,
+    );
   }
   if (!('static' in bs) || !('static' in ns)) {
     // Start or size from tensors: the sized op, checked against x when the values are known.
-    const vec = (v: typeof bs) => ('static' in v ? constantNode(new NDArray(v.static, [v.static.length], 'int32')) : v.vector);
+    const vec = (v: typeof bs) =>
+      'static' in v ? constantNode(new NDArray(v.static, [v.static.length], 'int32')) : v.vector;
     const known = (v: typeof bs) => ('static' in v ? v.static : v.known);
     return apply('slice_dims', [t, vec(bs), vec(ns)], { start: known(bs), size: known(ns) }, 'K.slice');
   }
@@ -81,11 +98,20 @@ export function slice(x: TensorLike, start: SizeList, size: SizeList): Node {
   t.shape.forEach((d, i) => {
     if (d === null) return;
     const end = n[i] === -1 ? d : b[i]! + n[i]!;
-    if (b[i]! > d || end > d) throw new ShapeError(`K.slice: start ${b[i]} with size ${n[i]} runs past axis ${i} of shape ${formatShape(t.shape)}`);
+    if (b[i]! > d || end > d)
+      throw new ShapeError(
+        `K.slice: start ${b[i]} with size ${n[i]} runs past axis ${i} of shape ${formatShape(t.shape)}`,
+      );
   });
-  const out = sliceAxes('K.slice', t, b.map((s, i) => ({ start: s, stop: n[i] === -1 ? null : s + n[i]!, step: 1 })));
+  const out = sliceAxes(
+    'K.slice',
+    t,
+    b.map((s, i) => ({ start: s, stop: n[i] === -1 ? null : s + n[i]!, step: 1 })),
+  );
   const unknown = t.shape.some((d, i) => d === null && n[i] !== -1);
-  return unknown ? apply('specify_shape', [out], { shape: out.shape.map((d, i) => (n[i] === -1 ? d : n[i]!)) }, 'K.slice') : out;
+  return unknown
+    ? apply('specify_shape', [out], { shape: out.shape.map((d, i) => (n[i] === -1 ? d : n[i]!)) }, 'K.slice')
+    : out;
 }
 
 /** Reverses the order along each of `axes` (an int or a list). */
@@ -93,11 +119,16 @@ export function reverse(x: TensorLike, axes: number | readonly number[]): Node {
   const t = toTensor('K.reverse', x);
   if (axes === null || axes === undefined) throw new ValueError('K.reverse: axes must be an int or a list of ints');
   const set = checkAxes('K.reverse', axes, t.ndim);
-  return sliceAxes('K.reverse', t, t.shape.map((_, i) => (set.includes(i) ? { start: null, stop: null, step: -1 } : FULL)));
+  return sliceAxes(
+    'K.reverse',
+    t,
+    t.shape.map((_, i) => (set.includes(i) ? { start: null, stop: null, step: -1 } : FULL)),
+  );
 }
 
 function tensorList(fn: string, xs: unknown, what: string): Node[] {
-  if (!Array.isArray(xs) || xs.length === 0) throw new ValueError(`${fn}: ${what} must be a non-empty array of tensors, got ${describe(xs)}`);
+  if (!Array.isArray(xs) || xs.length === 0)
+    throw new ValueError(`${fn}: ${what} must be a non-empty array of tensors, got ${describe(xs)}`);
   const like = xs.find((v): v is Node => v instanceof Node)?.dtype;
   return xs.map((v, i) => toTensor(fn, v, `${what}[${i}]`, like));
 }
@@ -119,7 +150,10 @@ export function stack(x: readonly TensorLike[], axis?: number | { axis?: number 
   const first = ts[0]!;
   ts.forEach((t, j) => {
     const ok = t.ndim === first.ndim && t.shape.every((d, i) => unifyDim(d, first.shape[i]!) !== undefined);
-    if (!ok) throw new ShapeError(`K.stack: all tensors must have the same shape: x[0] has ${formatShape(first.shape)} but x[${j}] has ${formatShape(t.shape)}`);
+    if (!ok)
+      throw new ShapeError(
+        `K.stack: all tensors must have the same shape: x[0] has ${formatShape(first.shape)} but x[${j}] has ${formatShape(t.shape)}`,
+      );
   });
   const a = axisArg('K.stack', o.axis ?? 0, first.ndim + 1);
   const parts = ts.map((t) => expandDims('K.stack', t, a));
@@ -149,10 +183,18 @@ export function gather(reference: TensorLike, indices: TensorLike): Node {
  * (..., ) integer indices -> (..., num_classes) of floatx: 1 where the class equals the index.
  * An index outside 0..num_classes-1 gives a row of zeros (TensorFlow's one_hot).
  */
-export function one_hot(indices: TensorLike, num_classes?: number | { num_classes?: number; nb_classes?: number }): Node {
+export function one_hot(
+  indices: TensorLike,
+  num_classes?: number | { num_classes?: number; nb_classes?: number },
+): Node {
   const idx = intTensor('K.one_hot', indices, 'indices');
-  const o = options<{ num_classes: number; nb_classes: number }>('K.one_hot', [num_classes], ['num_classes', 'nb_classes']);
-  if (o.num_classes !== undefined && o.nb_classes !== undefined) throw new ValueError('K.one_hot: give num_classes or its Keras 1 name nb_classes, not both');
+  const o = options<{ num_classes: number; nb_classes: number }>(
+    'K.one_hot',
+    [num_classes],
+    ['num_classes', 'nb_classes'],
+  );
+  if (o.num_classes !== undefined && o.nb_classes !== undefined)
+    throw new ValueError('K.one_hot: give num_classes or its Keras 1 name nb_classes, not both');
   const n = checkInt('K.one_hot', o.num_classes ?? o.nb_classes, 'num_classes', 1);
   const classes = constantNode(rangeArray(0, n, 1, idx.dtype));
   const hit = apply('equal', [expandDims('K.one_hot', idx, idx.ndim), classes], {}, 'K.one_hot');
@@ -172,27 +214,39 @@ function rangeArray(start: number, stop: number, step: number, dtype: DType): ND
  * double precision, then converted to `dtype` (default int32), as NumPy's arange with a dtype.
  */
 export function arange(
-  start: Size, stop?: Size | null | { stop?: Size | null; step?: Size; dtype?: DType },
-  step?: Size, dtype?: DType,
+  start: Size,
+  stop?: Size | null | { stop?: Size | null; step?: Size; dtype?: DType },
+  step?: Size,
+  dtype?: DType,
 ): Node {
-  const o = options<{ stop: Size | null; step: Size; dtype: DType }>('K.arange', [stop, step, dtype], ['stop', 'step', 'dtype']);
+  const o = options<{ stop: Size | null; step: Size; dtype: DType }>(
+    'K.arange',
+    [stop, step, dtype],
+    ['stop', 'step', 'dtype'],
+  );
   const dt = checkDType('K.arange', o.dtype ?? 'int32');
-  const given: unknown[] = o.stop === undefined || o.stop === null ? [0, start, o.step ?? 1] : [start, o.stop, o.step ?? 1];
+  const given: unknown[] =
+    o.stop === undefined || o.stop === null ? [0, start, o.step ?? 1] : [start, o.stop, o.step ?? 1];
   if (given.some((v) => v instanceof Node)) {
     // Bounds from tensors (K.arange(K.shape(x)[1])): the sized op, resolved per specialisation.
     const parts = given.map((v, i) => {
       const what = ['start', 'stop', 'step'][i]!;
       if (v instanceof Node) {
-        if (v.ndim !== 0) throw new ValueError(`K.arange: ${what} must be a number or a scalar tensor, got shape ${formatShape(v.shape)}`);
+        if (v.ndim !== 0)
+          throw new ValueError(
+            `K.arange: ${what} must be a number or a scalar tensor, got shape ${formatShape(v.shape)}`,
+          );
         return v;
       }
-      if (typeof v !== 'number' || !Number.isFinite(v)) throw new ValueError(`K.arange: ${what} must be a finite number or a scalar tensor, got ${describe(v)}`);
+      if (typeof v !== 'number' || !Number.isFinite(v))
+        throw new ValueError(`K.arange: ${what} must be a finite number or a scalar tensor, got ${describe(v)}`);
       return constantNode(new NDArray([v], [], Number.isInteger(v) ? 'int32' : 'float64'));
     });
     return apply('arange_dims', parts, { dtype: dt }, 'K.arange');
   }
   const num = (v: unknown, what: string): number => {
-    if (typeof v !== 'number' || !Number.isFinite(v)) throw new ValueError(`K.arange: ${what} must be a finite number, got ${describe(v)}`);
+    if (typeof v !== 'number' || !Number.isFinite(v))
+      throw new ValueError(`K.arange: ${what} must be a finite number, got ${describe(v)}`);
     return v;
   };
   const lo = num(given[0], 'start');

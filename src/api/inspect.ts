@@ -41,7 +41,9 @@ export function normalize_data_format(value?: string | null): DataFormat {
   if (value === undefined || value === null) return image_data_format();
   const v = typeof value === 'string' ? value.toLowerCase() : value;
   if (v !== 'channels_first' && v !== 'channels_last') {
-    throw new ValueError(`normalize_data_format: the data_format argument must be one of "channels_first", "channels_last"; got ${typeof value === 'string' ? JSON.stringify(value) : describe(value)}`);
+    throw new ValueError(
+      `normalize_data_format: the data_format argument must be one of "channels_first", "channels_last"; got ${typeof value === 'string' ? JSON.stringify(value) : describe(value)}`,
+    );
   }
   return v;
 }

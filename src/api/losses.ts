@@ -17,7 +17,8 @@ type CEOpts = { from_logits?: boolean; axis?: number };
 
 function ceOptions(fn: string, from_logits: boolean | CEOpts | undefined, axis: number | undefined, ndim: number) {
   const o = options<{ from_logits: boolean; axis: number }>(fn, [from_logits, axis], ['from_logits', 'axis']);
-  if (o.from_logits !== undefined && typeof o.from_logits !== 'boolean') throw new ValueError(`${fn}: from_logits must be a boolean, got ${describe(o.from_logits)}`);
+  if (o.from_logits !== undefined && typeof o.from_logits !== 'boolean')
+    throw new ValueError(`${fn}: from_logits must be a boolean, got ${describe(o.from_logits)}`);
   if (ndim === 0) throw new ShapeError(`${fn}: output must have rank >= 1 (a class axis), got a scalar`);
   if (Array.isArray(o.axis)) throw new ValueError(`${fn}: axis must be one integer, got ${describe(o.axis)}`);
   return { logits: o.from_logits === true, axis: checkAxes(fn, o.axis ?? -1, ndim)[0]! };
@@ -26,10 +27,13 @@ function ceOptions(fn: string, from_logits: boolean | CEOpts | undefined, axis: 
 /** Static shapes must agree wherever both dims are known (TensorFlow requires equal shapes). */
 function checkSameShape(fn: string, target: Node, output: Node, drop: number | null = null): void {
   const want = drop === null ? output.shape : output.shape.filter((_, i) => i !== drop);
-  const bad = target.ndim !== want.length || target.shape.some((d, i) => d !== null && want[i] !== null && d !== want[i]);
+  const bad =
+    target.ndim !== want.length || target.shape.some((d, i) => d !== null && want[i] !== null && d !== want[i]);
   if (bad) {
     const how = drop === null ? '' : ` without the class axis ${drop}, ${formatShape(want)}`;
-    throw new ShapeError(`${fn}: target shape ${formatShape(target.shape)} does not match output shape ${formatShape(output.shape)}${how}`);
+    throw new ShapeError(
+      `${fn}: target shape ${formatShape(target.shape)} does not match output shape ${formatShape(output.shape)}${how}`,
+    );
   }
 }
 
@@ -51,7 +55,12 @@ function floatOutput(fn: string, output: TensorLike): Node {
 }
 
 /** -sum(target * log p, axis), p the output's probabilities (see logProbs). Shape: output's without axis. */
-export function categorical_crossentropy(output: TensorLike, target: TensorLike, from_logits?: boolean | CEOpts, axis?: number): Node {
+export function categorical_crossentropy(
+  output: TensorLike,
+  target: TensorLike,
+  from_logits?: boolean | CEOpts,
+  axis?: number,
+): Node {
   const fn = 'categorical_crossentropy';
   checkArgumentOrder(fn, output, target, isTensor);
   const F = `K.${fn}`;
@@ -89,24 +98,37 @@ function flattenTarget(fn: string, tgt: Node, out: Node, axis: number): Node {
  * without the class axis (or with a trailing 1, as Keras' flattening allows); float targets are
  * truncated to ints. A class id outside [0, classes) picks nothing and gives 0.
  */
-export function sparse_categorical_crossentropy(output: TensorLike, target: TensorLike, from_logits?: boolean | CEOpts, axis?: number): Node {
+export function sparse_categorical_crossentropy(
+  output: TensorLike,
+  target: TensorLike,
+  from_logits?: boolean | CEOpts,
+  axis?: number,
+): Node {
   const fn = 'sparse_categorical_crossentropy';
   checkArgumentOrder(fn, output, target, isTensor);
   const F = `K.${fn}`;
   const out = floatOutput(fn, output);
-  let tgt = Array.isArray(target) ? constantNode(NDArray.from(target, 'int32', `${fn}: target`)) : toTensor(fn, target, 'target', 'int32');
+  let tgt = Array.isArray(target)
+    ? constantNode(NDArray.from(target, 'int32', `${fn}: target`))
+    : toTensor(fn, target, 'target', 'int32');
   const { logits, axis: a } = ceOptions(fn, from_logits, axis, out.ndim);
   const r = out.ndim;
   const classes = out.shape[a]!;
-  if (classes === null) throw new ShapeError(`${fn}: the class axis ${a} of output ${formatShape(out.shape)} must have a known size`);
+  if (classes === null)
+    throw new ShapeError(`${fn}: the class axis ${a} of output ${formatShape(out.shape)} must have a known size`);
   if (!isInt(tgt.dtype)) tgt = apply('cast', [tgt], { dtype: 'int32' }, F);
-  if (tgt.ndim === r && r >= 1 && tgt.shape[r - 1] === 1) tgt = apply('max', [tgt], { axes: [r - 1], keepdims: false }, F);
+  if (tgt.ndim === r && r >= 1 && tgt.shape[r - 1] === 1)
+    tgt = apply('max', [tgt], { axes: [r - 1], keepdims: false }, F);
   tgt = flattenTarget(fn, tgt, out, a);
   checkSameShape(fn, tgt, out, a);
   // Class axis first: log-probs (C, rest...) against ids [0..C) shaped (C, 1, ..., 1) broadcast over the targets.
   const perm = [a, ...Array.from({ length: r }, (_, i) => i).filter((i) => i !== a)];
   const lp = apply('transpose', [logProbs(fn, out, a, logits)], { perm }, F);
-  const ids = new NDArray(Array.from({ length: classes }, (_, i) => i), [classes, ...new Array<number>(r - 1).fill(1)], 'int32');
+  const ids = new NDArray(
+    Array.from({ length: classes }, (_, i) => i),
+    [classes, ...new Array<number>(r - 1).fill(1)],
+    'int32',
+  );
   const hit = apply('equal', [constantNode(ids), tgt], {}, F);
   const picked = apply('where', [hit, lp, toTensor(fn, 0, 'zero', lp.dtype)], {}, F);
   return apply('neg', [apply('sum', [picked], { axes: [0], keepdims: false }, F)], {}, F);
@@ -116,14 +138,19 @@ export function sparse_categorical_crossentropy(output: TensorLike, target: Tens
  * Elementwise -(z log p + (1 - z) log(1 - p)), p clipped to [epsilon, 1 - epsilon]; from logits x,
  * the stable form max(x, 0) - x z + log(1 + e^-|x|) (TensorFlow's sigmoid crossentropy).
  */
-export function binary_crossentropy(output: TensorLike, target: TensorLike, from_logits?: boolean | { from_logits?: boolean }): Node {
+export function binary_crossentropy(
+  output: TensorLike,
+  target: TensorLike,
+  from_logits?: boolean | { from_logits?: boolean },
+): Node {
   const fn = 'binary_crossentropy';
   checkArgumentOrder(fn, output, target, isTensor);
   const F = `K.${fn}`;
   const out = floatOutput(fn, output);
   const z = toTensor(fn, target, 'target', out.dtype);
   const o = options<{ from_logits: boolean }>(fn, [from_logits], ['from_logits']);
-  if (o.from_logits !== undefined && typeof o.from_logits !== 'boolean') throw new ValueError(`${fn}: from_logits must be a boolean, got ${describe(o.from_logits)}`);
+  if (o.from_logits !== undefined && typeof o.from_logits !== 'boolean')
+    throw new ValueError(`${fn}: from_logits must be a boolean, got ${describe(o.from_logits)}`);
   checkSameShape(fn, z, out);
   const one = toTensor(fn, 1, 'one', out.dtype);
   if (o.from_logits === true) {

@@ -29,13 +29,27 @@ declare module '../ir/node.js' {
 }
 
 const proto = Node.prototype as unknown as Record<string, unknown>;
-proto['add'] = traced('Tensor.add', function (this: Node, y: TensorLike) { return add(this, y); });
-proto['sub'] = traced('Tensor.sub', function (this: Node, y: TensorLike) { return subtract(this, y); });
-proto['mul'] = traced('Tensor.mul', function (this: Node, y: TensorLike) { return multiply(this, y); });
-proto['div'] = traced('Tensor.div', function (this: Node, y: TensorLike) { return divide(this, y); });
-proto['neg'] = traced('Tensor.neg', function (this: Node) { return negative(this); });
-proto['pow'] = traced('Tensor.pow', function (this: Node, a: TensorLike) { return pow(this, a); });
-proto['dot'] = traced('Tensor.dot', function (this: Node, y: TensorLike) { return dot(this, y); });
+proto['add'] = traced('Tensor.add', function (this: Node, y: TensorLike) {
+  return add(this, y);
+});
+proto['sub'] = traced('Tensor.sub', function (this: Node, y: TensorLike) {
+  return subtract(this, y);
+});
+proto['mul'] = traced('Tensor.mul', function (this: Node, y: TensorLike) {
+  return multiply(this, y);
+});
+proto['div'] = traced('Tensor.div', function (this: Node, y: TensorLike) {
+  return divide(this, y);
+});
+proto['neg'] = traced('Tensor.neg', function (this: Node) {
+  return negative(this);
+});
+proto['pow'] = traced('Tensor.pow', function (this: Node, a: TensorLike) {
+  return pow(this, a);
+});
+proto['dot'] = traced('Tensor.dot', function (this: Node, y: TensorLike) {
+  return dot(this, y);
+});
 proto['get'] = traced('Tensor.get', function (this: Node, i: number) {
   if (this.ndim === 0) throw new ValueError(`get: cannot index the scalar tensor ${this.name}`);
   if (!Number.isInteger(i)) throw new ValueError(`get: index must be an integer, got ${String(i)}`);

@@ -54,11 +54,12 @@ export function eager<A extends unknown[], R>(fn: (...args: A) => R): (...args: 
     collect(result, nodes);
     const ph = leavesOf(nodes, 'placeholder');
     if (ph.length > 0) {
-      throw new ValueError(`eager: the result depends on placeholder ${JSON.stringify(ph[0]!.name)}; an eager function computes values, so pass values instead`);
+      throw new ValueError(
+        `eager: the result depends on placeholder ${JSON.stringify(ph[0]!.name)}; an eager function computes values, so pass values instead`,
+      );
     }
     const vals = evaluate(nodes, { learningPhase: currentLearningPhase() });
     const map = new Map<Node, NDArray>(nodes.map((n, i) => [n, vals[i]!]));
     return substitute(result, map) as Eager<R>;
   };
 }
-

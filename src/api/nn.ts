@@ -12,13 +12,18 @@ import { varianceOf } from './numeric.js';
 /** A static target shape for `reshape`: unknown dims become -1, at most one of them. */
 export function reshapeTarget(fn: string, dims: readonly Dim[], what: string, original: readonly Dim[]): number[] {
   if (dims.filter((d) => d === null).length > 1) {
-    throw new ShapeError(`${fn}: ${what} has shape ${formatShape(original)}, with more than one unknown dim; give it a known shape`);
+    throw new ShapeError(
+      `${fn}: ${what} has shape ${formatShape(original)}, with more than one unknown dim; give it a known shape`,
+    );
   }
   return dims.map((d) => d ?? -1);
 }
 
 /** x / sqrt(max(sum(x^2, axis), 1e-12)) (TensorFlow's l2_normalize; axis null = all axes). */
-export function l2_normalize(x: TensorLike, axis?: number | readonly number[] | null | { axis?: number | readonly number[] | null }): Node {
+export function l2_normalize(
+  x: TensorLike,
+  axis?: number | readonly number[] | null | { axis?: number | readonly number[] | null },
+): Node {
   const fn = 'l2_normalize';
   const F = 'K.l2_normalize';
   const t = toTensor(fn, x);
@@ -35,7 +40,9 @@ type DataFormat = (typeof DATA_FORMATS)[number];
 export function checkDataFormat(fn: string, v: unknown): DataFormat {
   if (v === undefined || v === null) return image_data_format();
   if (!DATA_FORMATS.includes(v as DataFormat)) {
-    throw new ValueError(`${fn}: unknown data_format ${typeof v === 'string' ? JSON.stringify(v) : describe(v)} (allowed: "channels_first", "channels_last")`);
+    throw new ValueError(
+      `${fn}: unknown data_format ${typeof v === 'string' ? JSON.stringify(v) : describe(v)} (allowed: "channels_first", "channels_last")`,
+    );
   }
   return v as DataFormat;
 }
@@ -47,7 +54,11 @@ export function checkDataFormat(fn: string, v: unknown): DataFormat {
  * `(1, bias.shape[-1]) + bias.shape[:-1]` for channels_first (a reshape, not a transpose).
  * Other ranks add a rank-1 bias along the last axis.
  */
-export function bias_add(x: TensorLike, bias: TensorLike, data_format?: string | null | { data_format?: string | null }): Node {
+export function bias_add(
+  x: TensorLike,
+  bias: TensorLike,
+  data_format?: string | null | { data_format?: string | null },
+): Node {
   const fn = 'bias_add';
   const F = 'K.bias_add';
   const [t, b] = operands(fn, x, bias, ['x', 'bias']);
@@ -56,11 +67,15 @@ export function bias_add(x: TensorLike, bias: TensorLike, data_format?: string |
   const r = t.ndim;
   if (r < 2) throw new ShapeError(`${fn}: x must have rank >= 2, got shape ${formatShape(t.shape)}`);
   if (b.ndim !== 1 && b.ndim !== r - 1) {
-    throw new ShapeError(`${fn}: unexpected bias dimensions ${b.ndim} (bias shape ${formatShape(b.shape)}), expected 1 or ${r - 1} for x of shape ${formatShape(t.shape)}`);
+    throw new ShapeError(
+      `${fn}: unexpected bias dimensions ${b.ndim} (bias shape ${formatShape(b.shape)}), expected 1 or ${r - 1} for x of shape ${formatShape(t.shape)}`,
+    );
   }
   const first = df === 'channels_first' && r >= 3 && r <= 5;
   if (r > 5 && b.ndim !== 1) {
-    throw new ShapeError(`${fn}: a bias of rank ${b.ndim} needs x of rank 3 to 5; for x of shape ${formatShape(t.shape)} give a rank-1 bias`);
+    throw new ShapeError(
+      `${fn}: a bias of rank ${b.ndim} needs x of rank 3 to 5; for x of shape ${formatShape(t.shape)} give a rank-1 bias`,
+    );
   }
   let target: readonly Dim[];
   if (b.ndim === 1) {
@@ -73,7 +88,9 @@ export function bias_add(x: TensorLike, bias: TensorLike, data_format?: string |
   const have = t.shape[chAxis]!;
   const want = target[chAxis]!;
   if (have !== null && want !== null && have !== want) {
-    throw new ShapeError(`${fn}: bias of shape ${formatShape(b.shape)} gives ${want} channels but x of shape ${formatShape(t.shape)} has ${have} on axis ${chAxis} (${df})`);
+    throw new ShapeError(
+      `${fn}: bias of shape ${formatShape(b.shape)} gives ${want} channels but x of shape ${formatShape(t.shape)} has ${have} on axis ${chAxis} (${df})`,
+    );
   }
   const rb = apply('reshape', [b], { shape: reshapeTarget(fn, target, 'bias', b.shape) }, F);
   return apply('add', [t, rb], {}, F);
@@ -92,7 +109,13 @@ type BNOpts = { axis?: number; epsilon?: number };
  * along that axis (its fused_batch_norm path); otherwise they broadcast against x as given.
  */
 export function batch_normalization(
-  x: TensorLike, mean: TensorLike, variance: TensorLike, beta: Maybe, gamma: Maybe, axis?: number | BNOpts, epsilon?: number | BNOpts,
+  x: TensorLike,
+  mean: TensorLike,
+  variance: TensorLike,
+  beta: Maybe,
+  gamma: Maybe,
+  axis?: number | BNOpts,
+  epsilon?: number | BNOpts,
 ): Node {
   const fn = 'batch_normalization';
   const F = `K.${fn}`;
@@ -100,12 +123,21 @@ export function batch_normalization(
   let given: unknown[] = [axis, epsilon];
   const validAxis = (a: unknown): boolean => typeof a === 'number' && Number.isInteger(a) && a >= -t.ndim && a < t.ndim;
   // Keras 2.0: batch_normalization(x, mean, var, beta, gamma, epsilon)
-  if (typeof axis === 'number' && !validAxis(axis) && (epsilon === undefined || (typeof epsilon === 'object' && epsilon !== null))) given = [undefined, axis, epsilon];
+  if (
+    typeof axis === 'number' &&
+    !validAxis(axis) &&
+    (epsilon === undefined || (typeof epsilon === 'object' && epsilon !== null))
+  )
+    given = [undefined, axis, epsilon];
   const o = options<{ axis: number; epsilon: number }>(fn, given, ['axis', 'epsilon']);
   const eps = o.epsilon ?? 1e-3;
-  if (typeof eps !== 'number' || !(eps >= 0)) throw new ValueError(`${fn}: epsilon must be a non-negative number, got ${describe(eps)}`);
+  if (typeof eps !== 'number' || !(eps >= 0))
+    throw new ValueError(`${fn}: epsilon must be a non-negative number, got ${describe(eps)}`);
   const ax = o.axis ?? -1;
-  if (!validAxis(ax)) throw new ValueError(`${fn}: axis ${describe(ax)} is not an axis of x ${formatShape(t.shape)} (allowed: integers ${-t.ndim}..${t.ndim - 1})`);
+  if (!validAxis(ax))
+    throw new ValueError(
+      `${fn}: axis ${describe(ax)} is not an axis of x ${formatShape(t.shape)} (allowed: integers ${-t.ndim}..${t.ndim - 1})`,
+    );
   const a = ax < 0 ? ax + t.ndim : ax;
   if (t.ndim === 4 && (a === 1 || a === 3)) {
     // Keras 2.3's fused path: each parameter reshaped to (-1) and placed on the channel axis.
@@ -118,7 +150,9 @@ export function batch_normalization(
       const c = t.shape[a]!;
       const size = n.shape.every((d) => d !== null) ? n.shape.reduce((q, d) => q! * d!, 1) : null;
       if (c !== null && size !== null && size !== c) {
-        throw new ShapeError(`${fn}: ${what} of shape ${formatShape(n.shape)} has ${size} entries but x ${formatShape(t.shape)} has ${c} channels on axis ${a}`);
+        throw new ShapeError(
+          `${fn}: ${what} of shape ${formatShape(n.shape)} has ${size} entries but x ${formatShape(t.shape)} has ${c} channels on axis ${a}`,
+        );
       }
       return apply('reshape', [n], { shape: target }, F);
     };
@@ -127,7 +161,15 @@ export function batch_normalization(
   return normalize(fn, t, mean, variance, beta, gamma, eps);
 }
 
-function normalize(fn: string, t: Node, mean: TensorLike, variance: TensorLike, beta: Maybe, gamma: Maybe, eps: number): Node {
+function normalize(
+  fn: string,
+  t: Node,
+  mean: TensorLike,
+  variance: TensorLike,
+  beta: Maybe,
+  gamma: Maybe,
+  eps: number,
+): Node {
   const F = `K.${fn}`;
   const [, m] = operands(fn, t, mean, ['x', 'mean']);
   const [, v] = operands(fn, t, variance, ['x', 'var']);
@@ -144,7 +186,11 @@ function normalize(fn: string, t: Node, mean: TensorLike, variance: TensorLike, 
  * beta have that shape too (or x's rank, already broadcastable), as in Keras.
  */
 export function normalize_batch_in_training(
-  x: TensorLike, gamma: Maybe, beta: Maybe, reduction_axes: readonly number[], epsilon?: number | { epsilon?: number },
+  x: TensorLike,
+  gamma: Maybe,
+  beta: Maybe,
+  reduction_axes: readonly number[],
+  epsilon?: number | { epsilon?: number },
 ): [Node, Node, Node] {
   const fn = 'normalize_batch_in_training';
   const F = `K.${fn}`;
@@ -155,7 +201,8 @@ export function normalize_batch_in_training(
   const axes = checkAxes(fn, reduction_axes, t.ndim);
   const o = options<{ epsilon: number }>(fn, [epsilon], ['epsilon']);
   const eps = o.epsilon ?? 1e-3;
-  if (typeof eps !== 'number' || !(eps >= 0)) throw new ValueError(`${fn}: epsilon must be a non-negative number, got ${describe(eps)}`);
+  if (typeof eps !== 'number' || !(eps >= 0))
+    throw new ValueError(`${fn}: epsilon must be a non-negative number, got ${describe(eps)}`);
   const meanK = apply('mean', [t], { axes, keepdims: true }, F);
   const varK = varianceOf(fn, t, axes, true);
   const spread = (p: Maybe, what: string): Maybe => {
@@ -163,7 +210,9 @@ export function normalize_batch_in_training(
     const n = toTensor(fn, p, what, t.dtype);
     if (n.ndim === t.ndim) return n;
     if (n.ndim !== t.ndim - axes.length) {
-      throw new ShapeError(`${fn}: ${what} has shape ${formatShape(n.shape)}; expected rank ${t.ndim - axes.length} (x ${formatShape(t.shape)} without reduction axes ${JSON.stringify(axes)}) or rank ${t.ndim}`);
+      throw new ShapeError(
+        `${fn}: ${what} has shape ${formatShape(n.shape)}; expected rank ${t.ndim - axes.length} (x ${formatShape(t.shape)} without reduction axes ${JSON.stringify(axes)}) or rank ${t.ndim}`,
+      );
     }
     const dims: Dim[] = [];
     let k = 0;
@@ -183,6 +232,8 @@ export function in_top_k(predictions: TensorLike, targets: TensorLike, k: number
   const kk = checkInt(fn, k, 'k');
   const p = toTensor(fn, predictions, 'predictions');
   // nested arrays of class ids become int32, not floatx
-  const t = Array.isArray(targets) ? constantNode(NDArray.from(targets, 'int32', `${fn}: targets`)) : toTensor(fn, targets, 'targets', 'int32');
+  const t = Array.isArray(targets)
+    ? constantNode(NDArray.from(targets, 'int32', `${fn}: targets`))
+    : toTensor(fn, targets, 'targets', 'int32');
   return apply('in_top_k', [p, t], { k: kk }, 'K.in_top_k');
 }

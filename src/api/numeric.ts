@@ -12,7 +12,8 @@ type ReduceOpts = { axis?: AxisArg; keepdims?: boolean };
 function reduceArgs(fn: string, x: TensorLike, axis: AxisArg | ReduceOpts | undefined, keepdims: boolean | undefined) {
   const t = toTensor(fn, x);
   const o = options<{ axis: AxisArg; keepdims: boolean }>(fn, [axis, keepdims], ['axis', 'keepdims']);
-  if (o.keepdims !== undefined && typeof o.keepdims !== 'boolean') throw new ValueError(`${fn}: keepdims must be a boolean, got ${describe(o.keepdims)}`);
+  if (o.keepdims !== undefined && typeof o.keepdims !== 'boolean')
+    throw new ValueError(`${fn}: keepdims must be a boolean, got ${describe(o.keepdims)}`);
   return { t, axes: checkAxes(fn, o.axis, t.ndim), keepdims: o.keepdims === true };
 }
 
@@ -80,7 +81,10 @@ export function clip(x: TensorLike, min_value?: TensorLike | null, max_value?: T
   const F = 'K.clip';
   const lo = min_value ?? null;
   let hi = max_value ?? null;
-  for (const [v, what] of [[lo, 'min_value'], [hi, 'max_value']] as const) {
+  for (const [v, what] of [
+    [lo, 'min_value'],
+    [hi, 'max_value'],
+  ] as const) {
     if (typeof v === 'number' && Number.isNaN(v)) throw new ValueError(`clip: ${what} is NaN`);
   }
   if (typeof lo === 'number' && typeof hi === 'number' && hi < lo) hi = lo;

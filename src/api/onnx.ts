@@ -42,16 +42,23 @@ function attrs(n: NodeJson): Map<string, Attr> {
   return new Map((n.attribute ?? []).map((a) => [a.name, a]));
 }
 const int = (m: Map<string, Attr>, k: string, d: number): number => (m.has(k) ? Number(m.get(k)!.i) : d);
-const ints = (m: Map<string, Attr>, k: string): number[] | undefined => (m.has(k) ? (m.get(k)!.ints ?? []).map(Number) : undefined);
+const ints = (m: Map<string, Attr>, k: string): number[] | undefined =>
+  m.has(k) ? (m.get(k)!.ints ?? []).map(Number) : undefined;
 const float = (m: Map<string, Attr>, k: string, d: number): number => (m.has(k) ? Number(m.get(k)!.f) : d);
-const str = (m: Map<string, Attr>, k: string, d: string): string => (m.has(k) ? new TextDecoder().decode(m.get(k)!.s) : d);
-const strs = (m: Map<string, Attr>, k: string): string[] | undefined => (m.has(k) ? (m.get(k)!.strings ?? []).map((b) => new TextDecoder().decode(b)) : undefined);
+const str = (m: Map<string, Attr>, k: string, d: string): string =>
+  m.has(k) ? new TextDecoder().decode(m.get(k)!.s) : d;
+const strs = (m: Map<string, Attr>, k: string): string[] | undefined =>
+  m.has(k) ? (m.get(k)!.strings ?? []).map((b) => new TextDecoder().decode(b)) : undefined;
 
 function constOf(n: Node | undefined, what: string, op: string): NDArray {
-  if (n === undefined || !isOp(n, 'constant')) throw new OnnxImportError(`importOnnx: ${op}'s ${what} must be a constant (theanine takes it as an attribute), got a computed tensor`);
+  if (n === undefined || !isOp(n, 'constant'))
+    throw new OnnxImportError(
+      `importOnnx: ${op}'s ${what} must be a constant (theanine takes it as an attribute), got a computed tensor`,
+    );
   return n.attrs.value;
 }
-const intsOf = (n: Node | undefined, what: string, op: string): number[] => Array.from(constOf(n, what, op).data, Number);
+const intsOf = (n: Node | undefined, what: string, op: string): number[] =>
+  Array.from(constOf(n, what, op).data, Number);
 
 function scalar(v: number, dtype: DType): Node {
   return constantNode(new NDArray([v], [], dtype));
@@ -74,17 +81,32 @@ function reduce(op: string, x: Node, m: Map<string, Attr>, axesIn: Node | undefi
 }
 
 /** ONNX's explicit pads or auto_pad as theanine's 'valid'/'same', or an explicit zero pad before a valid window op. */
-function windowPadding(x: Node, m: Map<string, Attr>, k: readonly number[], strides: readonly number[], dil: readonly number[], op: string): { x: Node; padding: 'valid' | 'same' } {
+function windowPadding(
+  x: Node,
+  m: Map<string, Attr>,
+  k: readonly number[],
+  strides: readonly number[],
+  dil: readonly number[],
+  op: string,
+): { x: Node; padding: 'valid' | 'same' } {
   const auto = str(m, 'auto_pad', 'NOTSET');
   if (auto === 'SAME_UPPER') return { x, padding: 'same' };
   if (auto === 'VALID') return { x, padding: 'valid' };
-  if (auto === 'SAME_LOWER') throw new OnnxImportError(`importOnnx: ${op} with auto_pad SAME_LOWER has no theanine form (theanine's 'same' puts the extra cell after)`);
+  if (auto === 'SAME_LOWER')
+    throw new OnnxImportError(
+      `importOnnx: ${op} with auto_pad SAME_LOWER has no theanine form (theanine's 'same' puts the extra cell after)`,
+    );
   const pads = ints(m, 'pads') ?? new Array<number>(2 * k.length).fill(0);
   if (pads.every((p) => p === 0)) return { x, padding: 'valid' };
-  void strides; void dil;
+  void strides;
+  void dil;
   // channels-last x (N, S..., C): zeros before and after each spatial axis, then a valid window
   const d = k.length;
-  const all: [number, number][] = [[0, 0], ...Array.from({ length: d }, (_, i): [number, number] => [pads[i]!, pads[d + i]!]), [0, 0]];
+  const all: [number, number][] = [
+    [0, 0],
+    ...Array.from({ length: d }, (_, i): [number, number] => [pads[i]!, pads[d + i]!]),
+    [0, 0],
+  ];
   return { x: apply('pad', [x], { pads: all }, `importOnnx ${op}`), padding: 'valid' };
 }
 
@@ -115,11 +137,17 @@ function dimsOf(n: Node | undefined): (number | null)[] | undefined {
     return [(v as number[]).reduce(red.fold, red.identity)];
   }
   switch (n.op) {
-    case 'cast': case 'identity': case 'reshape': case 'expand_dims': case 'squeeze': return dimsOf(n.inputs[0]);
-    case 'shape_of': return [...n.inputs[0]!.shape];
+    case 'cast':
+    case 'identity':
+    case 'reshape':
+    case 'expand_dims':
+    case 'squeeze':
+      return dimsOf(n.inputs[0]);
+    case 'shape_of':
+      return [...n.inputs[0]!.shape];
     case 'concat': {
       const parts = n.inputs.map(dimsOf);
-      return parts.some((p) => p === undefined) ? undefined : parts.flat() as (number | null)[];
+      return parts.some((p) => p === undefined) ? undefined : (parts.flat() as (number | null)[]);
     }
     case 'gather': {
       const v = dimsOf(n.inputs[0]);
@@ -127,7 +155,8 @@ function dimsOf(n: Node | undefined): (number | null)[] | undefined {
       if (v === undefined || idx === undefined || idx.some((i) => i === null)) return undefined;
       return idx.map((i) => v[i! < 0 ? i! + v.length : i!] ?? null);
     }
-    case 'mul': case 'add': {
+    case 'mul':
+    case 'add': {
       const a = dimsOf(n.inputs[0]);
       const c = dimsOf(n.inputs[1]);
       if (a === undefined || c === undefined) return undefined;
@@ -138,7 +167,8 @@ function dimsOf(n: Node | undefined): (number | null)[] | undefined {
         return p === null || q === null ? null : n.op === 'mul' ? p * q : p + q;
       });
     }
-    default: return undefined;
+    default:
+      return undefined;
   }
 }
 
@@ -150,14 +180,19 @@ type Handler = (ins: (Node | undefined)[], m: Map<string, Attr>, n: NodeJson) =>
  */
 function rowHandlers(): Record<string, Handler> {
   const out: Record<string, Handler> = {};
-  for (const { op, name, row } of rowsSpelledIn('onnx')) out[name] = (x) => (row.arity === 1 ? un(op) : bin(op))(x as Node[]);
+  for (const { op, name, row } of rowsSpelledIn('onnx'))
+    out[name] = (x) => (row.arity === 1 ? un(op) : bin(op))(x as Node[]);
   return out;
 }
 
 /** Each reduction row's ONNX operator (src/ir/ops/reduce.ts) as its op; a logical row's operator folds 0/1 and is not its meaning. */
 function reductionHandlers(): Record<string, Handler> {
   const rows = reductionRows.filter((r) => r.family !== 'logical');
-  return Object.fromEntries(rows.map((r) => [r.spelling.onnx, ([x, a], m) => reduce(r.name, x!, m, a, r.spelling.onnx)] satisfies [string, Handler]));
+  return Object.fromEntries(
+    rows.map(
+      (r) => [r.spelling.onnx, ([x, a], m) => reduce(r.name, x!, m, a, r.spelling.onnx)] satisfies [string, Handler],
+    ),
+  );
 }
 
 const handlers: Record<string, Handler> = {
@@ -168,11 +203,17 @@ const handlers: Record<string, Handler> = {
   Max: (x) => (x as Node[]).reduce((a, b) => apply('maximum', [a, b])),
   Min: (x) => (x as Node[]).reduce((a, b) => apply('minimum', [a, b])),
   Mod: (x, m) => {
-    if (int(m, 'fmod', 0) === 1) throw new OnnxImportError('importOnnx: Mod with fmod=1 (C fmod) has no theanine op (mod is Python\'s)');
+    if (int(m, 'fmod', 0) === 1)
+      throw new OnnxImportError("importOnnx: Mod with fmod=1 (C fmod) has no theanine op (mod is Python's)");
     return bin('mod')(x as Node[]);
   },
   Relu: ([x]) => apply('maximum', [x!, scalar(0, x!.dtype)]),
-  LeakyRelu: ([x], m) => apply('where', [apply('greater', [x!, scalar(0, x!.dtype)]), x!, apply('mul', [x!, scalar(float(m, 'alpha', 0.01), x!.dtype)])]),
+  LeakyRelu: ([x], m) =>
+    apply('where', [
+      apply('greater', [x!, scalar(0, x!.dtype)]),
+      x!,
+      apply('mul', [x!, scalar(float(m, 'alpha', 0.01), x!.dtype)]),
+    ]),
   Clip: ([x, lo, hi]) => {
     let y = x!;
     if (lo !== undefined) y = apply('maximum', [y, lo]);
@@ -192,7 +233,9 @@ const handlers: Record<string, Handler> = {
   MatMul: ([a, b]) => {
     if (b!.ndim <= 2) return apply('dot', [a!, b!]);
     if (a!.ndim === 3 && b!.ndim === 3) return apply('batch_dot', [a!, b!], { axes: [2, 1] });
-    throw new OnnxImportError(`importOnnx: MatMul of ranks ${a!.ndim} and ${b!.ndim} has no translation yet (supported: any rank against a matrix, and 3-D batches)`);
+    throw new OnnxImportError(
+      `importOnnx: MatMul of ranks ${a!.ndim} and ${b!.ndim} has no translation yet (supported: any rank against a matrix, and 3-D batches)`,
+    );
   },
   Gemm: ([a, b, c], m) => {
     let A = a!;
@@ -210,7 +253,10 @@ const handlers: Record<string, Handler> = {
   },
   Reshape: ([x, s], m) => {
     const target = dimsOf(s);
-    if (target === undefined) throw new OnnxImportError("importOnnx: Reshape's shape must be a constant or computed from shapes (Shape, Slice, Gather, Concat...), got a value computed from data");
+    if (target === undefined)
+      throw new OnnxImportError(
+        "importOnnx: Reshape's shape must be a constant or computed from shapes (Shape, Slice, Gather, Concat...), got a value computed from data",
+      );
     const allowzero = int(m, 'allowzero', 0) === 1;
     // 0 copies the input's dim (unless allowzero); run-time dims are null
     const dims = target.map((d, i) => (d === 0 && !allowzero ? (x!.shape[i] ?? null) : d));
@@ -221,7 +267,9 @@ const handlers: Record<string, Handler> = {
     if (dims[k] === -1 && dims.slice(0, k).every((d, i) => d === (x!.shape[i] ?? null))) {
       return k < x!.ndim - 1 ? apply('merge_axes', [x!], { start: k, stop: x!.ndim }) : x!;
     }
-    throw new OnnxImportError(`importOnnx: Reshape to [${dims.map((d) => d ?? '?').join(', ')}] needs more than one run-time dim; theanine's reshape takes one unknown dim`);
+    throw new OnnxImportError(
+      `importOnnx: Reshape to [${dims.map((d) => d ?? '?').join(', ')}] needs more than one run-time dim; theanine's reshape takes one unknown dim`,
+    );
   },
   Flatten: ([x], m) => {
     const r = x!.ndim;
@@ -242,17 +290,29 @@ const handlers: Record<string, Handler> = {
     const perm = [axis, ...Array.from({ length: r }, (_, k) => k).filter((k) => k !== axis)];
     const g = apply('gather', [transpose(x!, perm), i!]);
     const q = i!.ndim;
-    const back = [...Array.from({ length: axis }, (_, k) => q + k), ...Array.from({ length: q }, (_, k) => k), ...Array.from({ length: r - 1 - axis }, (_, k) => q + axis + k)];
+    const back = [
+      ...Array.from({ length: axis }, (_, k) => q + k),
+      ...Array.from({ length: q }, (_, k) => k),
+      ...Array.from({ length: r - 1 - axis }, (_, k) => q + axis + k),
+    ];
     return transpose(g, back);
   },
   Unsqueeze: ([x, a], m) => {
     const axes = ints(m, 'axes') ?? intsOf(a, 'axes', 'Unsqueeze');
     const r = x!.ndim + axes.length;
-    return [...axes.map((q) => norm(q, r))].sort((p, q) => p - q).reduce((y, ax) => apply('expand_dims', [y], { axis: ax }), x!);
+    return [...axes.map((q) => norm(q, r))]
+      .sort((p, q) => p - q)
+      .reduce((y, ax) => apply('expand_dims', [y], { axis: ax }), x!);
   },
   Squeeze: ([x, a], m) => {
-    const axes = ints(m, 'axes') ?? (a !== undefined ? intsOf(a, 'axes', 'Squeeze') : x!.shape.map((d, i) => (d === 1 ? i : -1)).filter((i) => i >= 0));
-    return [...axes.map((q) => norm(q, x!.ndim))].sort((p, q) => q - p).reduce((y, ax) => apply('squeeze', [y], { axis: ax }), x!);
+    const axes =
+      ints(m, 'axes') ??
+      (a !== undefined
+        ? intsOf(a, 'axes', 'Squeeze')
+        : x!.shape.map((d, i) => (d === 1 ? i : -1)).filter((i) => i >= 0));
+    return [...axes.map((q) => norm(q, x!.ndim))]
+      .sort((p, q) => q - p)
+      .reduce((y, ax) => apply('squeeze', [y], { axis: ax }), x!);
   },
   Shape: ([x], m) => {
     const s = apply('cast', [apply('shape_of', [x!])], { dtype: 'int64' });
@@ -262,7 +322,9 @@ const handlers: Record<string, Handler> = {
   },
   ConstantOfShape: ([s], m) => {
     const shape = intsOf(s, 'shape', 'ConstantOfShape');
-    const v = m.has('value') ? fromTensorProto(m.get('value')!.t!, 'ConstantOfShape value') : new NDArray([0], [1], 'float32');
+    const v = m.has('value')
+      ? fromTensorProto(m.get('value')!.t!, 'ConstantOfShape value')
+      : new NDArray([0], [1], 'float32');
     return constantNode(new NDArray(new Float64Array(sizeOf(shape)).fill(v.data[0]!), shape, v.dtype));
   },
   Slice: ([x, st, en, ax, sp]) => {
@@ -271,21 +333,30 @@ const handlers: Record<string, Handler> = {
     const axes = ax !== undefined ? intsOf(ax, 'axes', 'Slice').map((q) => norm(q, x!.ndim)) : starts.map((_, i) => i);
     const steps = sp !== undefined ? intsOf(sp, 'steps', 'Slice') : starts.map(() => 1);
     const all: SliceAxis[] = x!.shape.map(() => ({ start: null, stop: null, step: 1 }));
-    axes.forEach((a, i) => { all[a] = { start: starts[i]!, stop: ends[i]!, step: steps[i]! }; });
+    axes.forEach((a, i) => {
+      all[a] = { start: starts[i]!, stop: ends[i]!, step: steps[i]! };
+    });
     return apply('slice', [x!], { axes: all });
   },
   Pad: ([x, p, v], m) => {
-    if (str(m, 'mode', 'constant') !== 'constant') throw new OnnxImportError(`importOnnx: Pad mode ${str(m, 'mode', '')} has no theanine op (constant zeros only)`);
-    if (v !== undefined && constOf(v, 'constant_value', 'Pad').data[0] !== 0) throw new OnnxImportError('importOnnx: Pad with a nonzero constant_value has no theanine op');
+    if (str(m, 'mode', 'constant') !== 'constant')
+      throw new OnnxImportError(`importOnnx: Pad mode ${str(m, 'mode', '')} has no theanine op (constant zeros only)`);
+    if (v !== undefined && constOf(v, 'constant_value', 'Pad').data[0] !== 0)
+      throw new OnnxImportError('importOnnx: Pad with a nonzero constant_value has no theanine op');
     const pads = ints(m, 'pads') ?? intsOf(p, 'pads', 'Pad');
     const r = x!.ndim;
-    if (pads.some((q) => q < 0)) throw new OnnxImportError('importOnnx: Pad with negative pads (cropping) has no translation yet');
-    return apply('pad', [x!], { pads: Array.from({ length: r }, (_, i): [number, number] => [pads[i]!, pads[r + i]!]) });
+    if (pads.some((q) => q < 0))
+      throw new OnnxImportError('importOnnx: Pad with negative pads (cropping) has no translation yet');
+    return apply('pad', [x!], {
+      pads: Array.from({ length: r }, (_, i): [number, number] => [pads[i]!, pads[r + i]!]),
+    });
   },
   Tile: ([x, rep]) => apply('tile', [x!], { reps: intsOf(rep, 'repeats', 'Tile') }),
   Expand: ([x, s]) => {
     const shape = intsOf(s, 'shape', 'Expand');
-    const ones = constantNode(new NDArray(new Float64Array(sizeOf(shape)).fill(1), shape, x!.dtype === 'bool' ? 'uint8' : x!.dtype));
+    const ones = constantNode(
+      new NDArray(new Float64Array(sizeOf(shape)).fill(1), shape, x!.dtype === 'bool' ? 'uint8' : x!.dtype),
+    );
     const y = apply('mul', [x!.dtype === 'bool' ? apply('cast', [x!], { dtype: 'uint8' }) : x!, ones]);
     return x!.dtype === 'bool' ? apply('cast', [y], { dtype: 'bool' }) : y;
   },
@@ -300,7 +371,8 @@ const handlers: Record<string, Handler> = {
     return int(m, 'keepdims', 1) === 1 ? apply('expand_dims', [y], { axis }) : y;
   },
   CumSum: ([x, a], m) => {
-    if (int(m, 'exclusive', 0) === 1 || int(m, 'reverse', 0) === 1) throw new OnnxImportError('importOnnx: CumSum with exclusive or reverse has no translation yet');
+    if (int(m, 'exclusive', 0) === 1 || int(m, 'reverse', 0) === 1)
+      throw new OnnxImportError('importOnnx: CumSum with exclusive or reverse has no translation yet');
     return apply('cumsum', [x!], { axis: norm(intsOf(a, 'axis', 'CumSum')[0]!, x!.ndim) });
   },
   Softmax: ([x], m) => {
@@ -329,10 +401,12 @@ const handlers: Record<string, Handler> = {
   },
   MaxPool: ([x], m, n) => pool(x!, m, 'max', n),
   AveragePool: ([x], m, n) => pool(x!, m, 'avg', n),
-  GlobalAveragePool: ([x]) => apply('mean', [x!], { axes: Array.from({ length: x!.ndim - 2 }, (_, i) => i + 2), keepdims: true }),
+  GlobalAveragePool: ([x]) =>
+    apply('mean', [x!], { axes: Array.from({ length: x!.ndim - 2 }, (_, i) => i + 2), keepdims: true }),
   LSTM: (ins, m) => recurrent('LSTM', ins, m),
   GRU: (ins, m) => recurrent('GRU', ins, m),
-  GlobalMaxPool: ([x]) => apply('max', [x!], { axes: Array.from({ length: x!.ndim - 2 }, (_, i) => i + 2), keepdims: true }),
+  GlobalMaxPool: ([x]) =>
+    apply('max', [x!], { axes: Array.from({ length: x!.ndim - 2 }, (_, i) => i + 2), keepdims: true }),
   // inference form: (x - mean) / sqrt(var + eps) * scale + B, per channel (axis 1)
   BatchNormalization: ([x, scale, b, mean, vr], m) => {
     const r = x!.ndim;
@@ -345,7 +419,9 @@ const handlers: Record<string, Handler> = {
 
 /** Columns [k * h, (k + 1) * h) of a (.., n * h) tensor: one gate's block. */
 function gate(x: Node, k: number, h: number): Node {
-  const axes: SliceAxis[] = x.shape.map((_, i) => (i === x.ndim - 1 ? { start: k * h, stop: (k + 1) * h, step: 1 } : { start: null, stop: null, step: 1 }));
+  const axes: SliceAxis[] = x.shape.map((_, i) =>
+    i === x.ndim - 1 ? { start: k * h, stop: (k + 1) * h, step: 1 } : { start: null, stop: null, step: 1 },
+  );
   return apply('slice', [x], { axes: axes });
 }
 /** Row `d` of a per-direction parameter (num_directions, ...). */
@@ -361,10 +437,17 @@ const RNN_ACTIVATIONS: readonly string[] = ['Relu', 'Sigmoid', 'Softplus', 'Tanh
 function activations(kind: 'LSTM' | 'GRU', m: Map<string, Attr>): ((v: Node) => Node)[] {
   const names = strs(m, 'activations') ?? DEFAULT_ACTIVATIONS[kind];
   const want = DEFAULT_ACTIVATIONS[kind].length;
-  if (names.length !== want) throw new OnnxImportError(`importOnnx: ${kind} with one direction takes ${want} activations, got ${names.length} (${names.join(', ')})`);
-  if (m.has('activation_alpha') || m.has('activation_beta')) throw new OnnxImportError(`importOnnx: ${kind} with activation_alpha or activation_beta has no translation yet`);
+  if (names.length !== want)
+    throw new OnnxImportError(
+      `importOnnx: ${kind} with one direction takes ${want} activations, got ${names.length} (${names.join(', ')})`,
+    );
+  if (m.has('activation_alpha') || m.has('activation_beta'))
+    throw new OnnxImportError(`importOnnx: ${kind} with activation_alpha or activation_beta has no translation yet`);
   return names.map((a) => {
-    if (!RNN_ACTIVATIONS.includes(a)) throw new OnnxImportError(`importOnnx: ${kind} activation ${a} has no translation yet; supported: ${RNN_ACTIVATIONS.join(', ')}`);
+    if (!RNN_ACTIVATIONS.includes(a))
+      throw new OnnxImportError(
+        `importOnnx: ${kind} activation ${a} has no translation yet; supported: ${RNN_ACTIVATIONS.join(', ')}`,
+      );
     return (v: Node) => {
       const y = handlers[a]!([v], new Map(), { input: [], output: [], opType: a });
       if (Array.isArray(y)) throw new Error(`internal: the ${a} handler gave ${y.length} values`);
@@ -382,7 +465,10 @@ function activations(kind: 'LSTM' | 'GRU', m: Map<string, Attr>): ((v: Node) => 
 function recurrent(kind: 'LSTM' | 'GRU', ins: (Node | undefined)[], m: Map<string, Attr>): Node[] {
   const [X, W, R, B, seqLens, h0, c0, peep] = ins;
   const dir = str(m, 'direction', 'forward');
-  if (dir === 'bidirectional') throw new OnnxImportError(`importOnnx: ${kind} with direction bidirectional has no translation yet (forward and reverse do)`);
+  if (dir === 'bidirectional')
+    throw new OnnxImportError(
+      `importOnnx: ${kind} with direction bidirectional has no translation yet (forward and reverse do)`,
+    );
   if (seqLens !== undefined) throw new OnnxImportError(`importOnnx: ${kind} with sequence_lens has no translation yet`);
   if (peep !== undefined) throw new OnnxImportError('importOnnx: LSTM with peepholes has no translation yet');
   if (m.has('clip')) throw new OnnxImportError(`importOnnx: ${kind} with clip has no translation yet`);
@@ -404,7 +490,8 @@ function recurrent(kind: 'LSTM' | 'GRU', ins: (Node | undefined)[], m: Map<strin
     return apply('add', [apply('expand_dims', [perRow], { axis: 1 }), constantNode(NDArray.zeros([H], xs.dtype))]);
   };
   const init = (s: Node | undefined) => (s !== undefined ? dirRow(s) : zeroState());
-  const withBias = (v: Node, b: Node | undefined, k: number) => (b === undefined ? v : apply('add', [v, gate(b, k, H)]));
+  const withBias = (v: Node, b: Node | undefined, k: number) =>
+    b === undefined ? v : apply('add', [v, gate(b, k, H)]);
   const step = (xt: Node, states: Node[]): [Node, Node[]] => {
     const h = states[0]!;
     const xw = matT(xt, w);
@@ -423,9 +510,22 @@ function recurrent(kind: 'LSTM' | 'GRU', ins: (Node | undefined)[], m: Map<strin
     const z = actF(gates(0));
     const rr = actF(gates(1));
     const xh = withBias(gate(xw, 2, H), wb, 2);
-    const hh = int(m, 'linear_before_reset', 0) === 1
-      ? apply('mul', [rr, withBias(gate(hr, 2, H), rb, 2)])
-      : withBias(matT(apply('mul', [rr, h]), apply('slice', [r], { axes: [{ start: 2 * H, stop: 3 * H, step: 1 }, { start: null, stop: null, step: 1 }] })), rb, 2);
+    const hh =
+      int(m, 'linear_before_reset', 0) === 1
+        ? apply('mul', [rr, withBias(gate(hr, 2, H), rb, 2)])
+        : withBias(
+            matT(
+              apply('mul', [rr, h]),
+              apply('slice', [r], {
+                axes: [
+                  { start: 2 * H, stop: 3 * H, step: 1 },
+                  { start: null, stop: null, step: 1 },
+                ],
+              }),
+            ),
+            rb,
+            2,
+          );
     const ht = actG(apply('add', [xh, hh]));
     const one = scalar(1, z.dtype);
     const hNew = apply('add', [apply('mul', [apply('sub', [one, z]), ht]), apply('mul', [z, h])]);
@@ -435,14 +535,23 @@ function recurrent(kind: 'LSTM' | 'GRU', ins: (Node | undefined)[], m: Map<strin
   const [last, outs, finals] = rnn(step, xs, states, { go_backwards: dir === 'reverse' });
   // K.rnn stacks a backward walk in walking order; ONNX keeps each output at its time position
   let y = transpose(outs, [1, 0, 2]); // (T, N, H)
-  if (dir === 'reverse') y = apply('slice', [y], { axes: [{ start: null, stop: null, step: -1 }, { start: null, stop: null, step: 1 }, { start: null, stop: null, step: 1 }] });
+  if (dir === 'reverse')
+    y = apply('slice', [y], {
+      axes: [
+        { start: null, stop: null, step: -1 },
+        { start: null, stop: null, step: 1 },
+        { start: null, stop: null, step: 1 },
+      ],
+    });
   const one = (v: Node) => apply('expand_dims', [v], { axis: 0 });
   return [apply('expand_dims', [y], { axis: 1 }), one(last), ...(kind === 'LSTM' ? [one(finals[1]!)] : [])];
 }
 
 function pool(x: Node, m: Map<string, Attr>, mode: 'max' | 'avg', n: NodeJson): Node {
-  if (int(m, 'ceil_mode', 0) === 1) throw new OnnxImportError(`importOnnx: ${n.opType} with ceil_mode=1 has no theanine form`);
-  if ((n.output.length > 1) && n.output[1] !== '') throw new OnnxImportError('importOnnx: MaxPool\'s Indices output has no translation yet');
+  if (int(m, 'ceil_mode', 0) === 1)
+    throw new OnnxImportError(`importOnnx: ${n.opType} with ceil_mode=1 has no theanine form`);
+  if (n.output.length > 1 && n.output[1] !== '')
+    throw new OnnxImportError("importOnnx: MaxPool's Indices output has no translation yet");
   const r = x.ndim;
   const d = r - 2;
   const window = ints(m, 'kernel_shape')!;
@@ -455,9 +564,12 @@ function pool(x: Node, m: Map<string, Attr>, mode: 'max' | 'avg', n: NodeJson): 
   if (auto === 'SAME_UPPER') padding = 'same';
   else if (pads.some((p) => p !== 0) || auto === 'SAME_LOWER') {
     // explicit pads: padding never wins a max and is not counted by count_include_pad=0, which is theanine's 'same' only when the pads are TensorFlow's split
-    throw new OnnxImportError(`importOnnx: ${n.opType} with explicit pads has no translation yet (auto_pad SAME_UPPER and VALID do)`);
+    throw new OnnxImportError(
+      `importOnnx: ${n.opType} with explicit pads has no translation yet (auto_pad SAME_UPPER and VALID do)`,
+    );
   }
-  if (mode === 'avg' && int(m, 'count_include_pad', 0) === 1 && padding === 'same') throw new OnnxImportError('importOnnx: AveragePool counting the padding has no theanine form');
+  if (mode === 'avg' && int(m, 'count_include_pad', 0) === 1 && padding === 'same')
+    throw new OnnxImportError('importOnnx: AveragePool counting the padding has no theanine form');
   const y = apply('pool', [xl], { window, strides, dilation, padding, mode }, `importOnnx ${n.opType}`);
   return transpose(y, toFirst(r));
 }
@@ -466,7 +578,7 @@ function pool(x: Node, m: Map<string, Attr>, mode: 'max' | 'avg', n: NodeJson): 
 export const ONNX_IMPORTABLE: readonly string[] = [...Object.keys(handlers), 'Constant'].sort();
 
 export function importOnnx(bytes: Uint8Array): ImportedOnnx {
-  if (!(bytes instanceof Uint8Array)) throw new TypeError('importOnnx: pass the model\'s bytes as a Uint8Array');
+  if (!(bytes instanceof Uint8Array)) throw new TypeError("importOnnx: pass the model's bytes as a Uint8Array");
   let model;
   try {
     model = decodeModel(bytes);
@@ -476,7 +588,8 @@ export function importOnnx(bytes: Uint8Array): ImportedOnnx {
   const g = model.graph;
   if (g === undefined || g === null) throw new OnnxImportError('importOnnx: the model has no graph');
   for (const o of model.opsetImport) {
-    if (o.domain !== '' && o.domain !== 'ai.onnx') throw new OnnxImportError(`importOnnx: operator set ${JSON.stringify(o.domain)} is not supported (ai.onnx only)`);
+    if (o.domain !== '' && o.domain !== 'ai.onnx')
+      throw new OnnxImportError(`importOnnx: operator set ${JSON.stringify(o.domain)} is not supported (ai.onnx only)`);
   }
   const theanineMade = model.producerName === 'theanine';
   const values = new Map<string, Node>();
@@ -495,31 +608,45 @@ export function importOnnx(bytes: Uint8Array): ImportedOnnx {
     if (values.has(i.name)) continue;
     const tt = i.type?.tensorType;
     if (tt === undefined || tt === null) throw new OnnxImportError(`importOnnx: input ${i.name} is not a tensor`);
-    const shape: Dim[] = (tt.shape?.dim ?? []).map((d) => (d.dimValue !== undefined && d.dimValue !== null && Number(d.dimValue) > 0 && (d.dimParam ?? '') === '' ? Number(d.dimValue) : null));
+    const shape: Dim[] = (tt.shape?.dim ?? []).map((d) =>
+      d.dimValue !== undefined && d.dimValue !== null && Number(d.dimValue) > 0 && (d.dimParam ?? '') === ''
+        ? Number(d.dimValue)
+        : null,
+    );
     const p = placeholder(shape, null, fromOnnxDType(tt.elemType, `input ${i.name}`), false, i.name);
     values.set(i.name, p);
     inputs.push(p);
   }
   for (const n of g.node) {
-    if ((n.domain ?? '') !== '' && n.domain !== 'ai.onnx') throw new OnnxImportError(`importOnnx: operator ${n.domain}.${n.opType} is not supported (ai.onnx only)`);
+    if ((n.domain ?? '') !== '' && n.domain !== 'ai.onnx')
+      throw new OnnxImportError(`importOnnx: operator ${n.domain}.${n.opType} is not supported (ai.onnx only)`);
     const m = attrs(n);
     let out: Node | Node[];
     if (n.opType === 'Constant') {
-      if (!m.has('value')) throw new OnnxImportError('importOnnx: Constant without a tensor value has no translation yet');
+      if (!m.has('value'))
+        throw new OnnxImportError('importOnnx: Constant without a tensor value has no translation yet');
       out = constantNode(fromTensorProto(m.get('value')!.t!, `Constant ${n.output[0]}`));
     } else {
       const h = handlers[n.opType];
-      if (h === undefined) throw new OnnxImportError(`importOnnx: operator ${n.opType} (node ${JSON.stringify(n.name ?? '')}) is not supported; supported: ${ONNX_IMPORTABLE.join(', ')}`);
+      if (h === undefined)
+        throw new OnnxImportError(
+          `importOnnx: operator ${n.opType} (node ${JSON.stringify(n.name ?? '')}) is not supported; supported: ${ONNX_IMPORTABLE.join(', ')}`,
+        );
       const ins = n.input.map((name) => {
         if (name === '') return undefined;
         const v = values.get(name);
-        if (v === undefined) throw new OnnxImportError(`importOnnx: ${n.opType} reads ${JSON.stringify(name)}, which no earlier node or input defines`);
+        if (v === undefined)
+          throw new OnnxImportError(
+            `importOnnx: ${n.opType} reads ${JSON.stringify(name)}, which no earlier node or input defines`,
+          );
         return v;
       });
       out = h(ins, m, n);
     }
     const outs = Array.isArray(out) ? out : [out];
-    n.output.forEach((name, i) => { if (name !== '' && outs[i] !== undefined) values.set(name, outs[i]!); });
+    n.output.forEach((name, i) => {
+      if (name !== '' && outs[i] !== undefined) values.set(name, outs[i]!);
+    });
   }
   const outputs = g.output.map((o) => {
     const v = values.get(o.name);

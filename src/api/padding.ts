@@ -21,7 +21,8 @@ const FORMATS = "'channels_first', 'channels_last'";
  * takes either spelling, since Keras 1 had dim_ordering where Keras 2 has data_format.
  */
 export function dataFormatArg(fn: string, o: FormatOpts): DataFormat {
-  if (o.data_format != null && o.dim_ordering != null) throw new ValueError(`${fn}: give data_format or its Keras 1 name dim_ordering, not both`);
+  if (o.data_format != null && o.dim_ordering != null)
+    throw new ValueError(`${fn}: give data_format or its Keras 1 name dim_ordering, not both`);
   if (o.dim_ordering != null) {
     const d = o.dim_ordering;
     if (d === 'th') return 'channels_first';
@@ -42,8 +43,12 @@ function checkRank(fn: string, x: Node, rank: number, layout: string): void {
 
 /** One axis' padding: an int (both sides) or a [before, after] pair. */
 function pairArg(fn: string, v: unknown, what: string): Pair {
-  if (typeof v === 'number') { const p = checkInt(fn, v, what, 0); return [p, p]; }
-  if (Array.isArray(v) && v.length === 2) return [checkInt(fn, v[0], `${what}[0]`, 0), checkInt(fn, v[1], `${what}[1]`, 0)];
+  if (typeof v === 'number') {
+    const p = checkInt(fn, v, what, 0);
+    return [p, p];
+  }
+  if (Array.isArray(v) && v.length === 2)
+    return [checkInt(fn, v[0], `${what}[0]`, 0), checkInt(fn, v[1], `${what}[1]`, 0)];
   throw new ValueError(`${fn}: ${what} must be an int or a pair [before, after] of ints, got ${describe(v)}`);
 }
 
@@ -54,14 +59,19 @@ function pairArg(fn: string, v: unknown, what: string): Pair {
 function padPairs(fn: string, padding: unknown, k: number): Pair[] {
   if (typeof padding === 'number') return new Array<Pair>(k).fill(pairArg(fn, padding, 'padding'));
   if (!Array.isArray(padding) || padding.length !== k) {
-    throw new ValueError(`${fn}: padding must be an int or ${k} entries (ints or [before, after] pairs), got ${describe(padding)}`);
+    throw new ValueError(
+      `${fn}: padding must be an int or ${k} entries (ints or [before, after] pairs), got ${describe(padding)}`,
+    );
   }
   return padding.map((p, i) => pairArg(fn, p, `padding[${i}]`));
 }
 
 /** Pads the given axes of x; the others get [0, 0]. */
 function padAxes(fn: string, x: Node, axes: readonly number[], pairs: readonly Pair[]): Node {
-  const pads = x.shape.map((_, i) => { const j = axes.indexOf(i); return j < 0 ? [0, 0] : [...pairs[j]!]; });
+  const pads = x.shape.map((_, i) => {
+    const j = axes.indexOf(i);
+    return j < 0 ? [0, 0] : [...pairs[j]!];
+  });
   if (pads.every((p) => p[0] === 0 && p[1] === 0)) return x;
   return apply('pad', [x], { pads }, fn);
 }
@@ -81,9 +91,17 @@ export function temporal_padding(x: TensorLike, padding?: number | Pair | { padd
 }
 
 /** Keras 1: `left_pad` zeros before and `right_pad` after the steps axis. */
-export function asymmetric_temporal_padding(x: TensorLike, left_pad?: number | { left_pad?: number; right_pad?: number }, right_pad?: number): Node {
+export function asymmetric_temporal_padding(
+  x: TensorLike,
+  left_pad?: number | { left_pad?: number; right_pad?: number },
+  right_pad?: number,
+): Node {
   const t = toTensor('K.asymmetric_temporal_padding', x);
-  const o = options<{ left_pad: number; right_pad: number }>('K.asymmetric_temporal_padding', [left_pad, right_pad], ['left_pad', 'right_pad']);
+  const o = options<{ left_pad: number; right_pad: number }>(
+    'K.asymmetric_temporal_padding',
+    [left_pad, right_pad],
+    ['left_pad', 'right_pad'],
+  );
   checkRank('K.asymmetric_temporal_padding', t, 3, '(batch, steps, features)');
   const l = checkInt('K.asymmetric_temporal_padding', o.left_pad ?? 1, 'left_pad', 0);
   const r = checkInt('K.asymmetric_temporal_padding', o.right_pad ?? 1, 'right_pad', 0);
@@ -96,17 +114,34 @@ function spatialPadding(fn: string, x: TensorLike, args: readonly unknown[], k: 
   const t = toTensor(fn, x);
   const o = options<SpatialOpts>(fn, args, ['padding', 'data_format', 'dim_ordering']);
   const fmt = dataFormatArg(fn, o);
-  checkRank(fn, t, k + 2, k === 2 ? '(batch, rows, cols, channels) or (batch, channels, rows, cols)' : '(batch, dim1, dim2, dim3, channels) or (batch, channels, dim1, dim2, dim3)');
+  checkRank(
+    fn,
+    t,
+    k + 2,
+    k === 2
+      ? '(batch, rows, cols, channels) or (batch, channels, rows, cols)'
+      : '(batch, dim1, dim2, dim3, channels) or (batch, channels, dim1, dim2, dim3)',
+  );
   return padAxes(fn, t, spatialAxes(k + 2, fmt), padPairs(fn, o.padding ?? 1, k));
 }
 
 /** Pads the two spatial axes of a 4-D tensor: ((top, bottom), (left, right)), or Keras 1's (rows, cols). */
-export function spatial_2d_padding(x: TensorLike, padding?: PadSpec | SpatialOpts, data_format?: string | null, dim_ordering?: string | null): Node {
+export function spatial_2d_padding(
+  x: TensorLike,
+  padding?: PadSpec | SpatialOpts,
+  data_format?: string | null,
+  dim_ordering?: string | null,
+): Node {
   return spatialPadding('K.spatial_2d_padding', x, [padding, data_format, dim_ordering], 2);
 }
 
 /** Pads the three spatial axes of a 5-D tensor. */
-export function spatial_3d_padding(x: TensorLike, padding?: PadSpec | SpatialOpts, data_format?: string | null, dim_ordering?: string | null): Node {
+export function spatial_3d_padding(
+  x: TensorLike,
+  padding?: PadSpec | SpatialOpts,
+  data_format?: string | null,
+  dim_ordering?: string | null,
+): Node {
   return spatialPadding('K.spatial_3d_padding', x, [padding, data_format, dim_ordering], 3);
 }
 
@@ -114,15 +149,27 @@ type AsymOpts = { top_pad?: number; bottom_pad?: number; left_pad?: number; righ
 
 /** Keras 1: rows padded top/bottom, columns left/right, of a 4-D tensor. */
 export function asymmetric_spatial_2d_padding(
-  x: TensorLike, top_pad?: number | AsymOpts, bottom_pad?: number, left_pad?: number, right_pad?: number, dim_ordering?: string | null,
+  x: TensorLike,
+  top_pad?: number | AsymOpts,
+  bottom_pad?: number,
+  left_pad?: number,
+  right_pad?: number,
+  dim_ordering?: string | null,
 ): Node {
   const fn = 'K.asymmetric_spatial_2d_padding';
   const t = toTensor(fn, x);
-  const o = options<AsymOpts>(fn, [top_pad, bottom_pad, left_pad, right_pad, dim_ordering], ['top_pad', 'bottom_pad', 'left_pad', 'right_pad', 'dim_ordering', 'data_format']);
+  const o = options<AsymOpts>(
+    fn,
+    [top_pad, bottom_pad, left_pad, right_pad, dim_ordering],
+    ['top_pad', 'bottom_pad', 'left_pad', 'right_pad', 'dim_ordering', 'data_format'],
+  );
   const fmt = dataFormatArg(fn, o);
   checkRank(fn, t, 4, '(batch, rows, cols, channels) or (batch, channels, rows, cols)');
   const p = (v: number | undefined, what: string) => checkInt(fn, v ?? 1, what, 0);
-  const pairs: Pair[] = [[p(o.top_pad, 'top_pad'), p(o.bottom_pad, 'bottom_pad')], [p(o.left_pad, 'left_pad'), p(o.right_pad, 'right_pad')]];
+  const pairs: Pair[] = [
+    [p(o.top_pad, 'top_pad'), p(o.bottom_pad, 'bottom_pad')],
+    [p(o.left_pad, 'left_pad'), p(o.right_pad, 'right_pad')],
+  ];
   return padAxes(fn, t, spatialAxes(4, fmt), pairs);
 }
 
@@ -148,7 +195,9 @@ function repeatBy(fn: string, x: Node, axis: number, rep: Node): Node {
   const shape = apply('shape_of', [x], {}, fn);
   const dims: (number | Node)[] = x.shape.map((d, j) => {
     const dj = d ?? apply('index', [shape], { index: j }, fn);
-    return j === axis ? apply('mul', [typeof dj === 'number' ? constantNode(new NDArray([dj], [], 'int32')) : dj, rep], {}, fn) : dj;
+    return j === axis
+      ? apply('mul', [typeof dj === 'number' ? constantNode(new NDArray([dj], [], 'int32')) : dj, rep], {}, fn)
+      : dj;
   });
   return reshape(tiled, dims);
 }
@@ -174,7 +223,8 @@ function interpolationArg(fn: string, o: ResizeOpts): 'nearest' | 'bilinear' {
  */
 function bilinearAxis(fn: string, x: Node, axis: number, f: number): Node {
   const n = x.shape[axis]!;
-  if (n === null) throw new ShapeError(`${fn}: bilinear interpolation needs the size of axis ${axis} of x ${formatShape(x.shape)}`);
+  if (n === null)
+    throw new ShapeError(`${fn}: bilinear interpolation needs the size of axis ${axis} of x ${formatShape(x.shape)}`);
   const m = n * f;
   const w = new Float64Array(n * m);
   for (let i = 0; i < m; i++) {
@@ -200,14 +250,31 @@ function bilinearAxis(fn: string, x: Node, axis: number, f: number): Node {
  * parameter `x` (2.0: `X`); the options form ({ x, height_factor, ... }) takes either.
  */
 export function resize_images(
-  x: TensorLike | ResizeAll, height_factor?: Size, width_factor?: Size,
-  data_format?: string | null | ResizeOpts, interpolation?: string | ResizeOpts,
+  x: TensorLike | ResizeAll,
+  height_factor?: Size,
+  width_factor?: Size,
+  data_format?: string | null | ResizeOpts,
+  interpolation?: string | ResizeOpts,
 ): Node {
   const fn = 'K.resize_images';
   if (typeof x === 'object' && x !== null && !Array.isArray(x) && !(x instanceof NDArray) && !isTensor(x)) {
-    const a = allOptions(fn, [x], ['x', 'height_factor', 'width_factor', 'data_format', 'interpolation', 'dim_ordering'], { X: 'x' });
-    const rest: ResizeOpts = { data_format: a['data_format'] as string | null, dim_ordering: a['dim_ordering'] as string | null, interpolation: a['interpolation'] as string };
-    return resize_images(need(fn, a, 'x') as TensorLike, need(fn, a, 'height_factor') as number, need(fn, a, 'width_factor') as number, rest);
+    const a = allOptions(
+      fn,
+      [x],
+      ['x', 'height_factor', 'width_factor', 'data_format', 'interpolation', 'dim_ordering'],
+      { X: 'x' },
+    );
+    const rest: ResizeOpts = {
+      data_format: a['data_format'] as string | null,
+      dim_ordering: a['dim_ordering'] as string | null,
+      interpolation: a['interpolation'] as string,
+    };
+    return resize_images(
+      need(fn, a, 'x') as TensorLike,
+      need(fn, a, 'height_factor') as number,
+      need(fn, a, 'width_factor') as number,
+      rest,
+    );
   }
   const t = toTensor(fn, x, 'x');
   const o = options<ResizeOpts>(fn, [data_format, interpolation], ['data_format', 'interpolation', 'dim_ordering']);
@@ -225,12 +292,22 @@ export function resize_images(
 
 /** Upsamples the three spatial axes of a 5-D tensor by integer factors. */
 export function resize_volumes(
-  X: TensorLike, depth_factor: Size, height_factor: Size, width_factor: Size, data_format?: string | null | FormatOpts,
+  X: TensorLike,
+  depth_factor: Size,
+  height_factor: Size,
+  width_factor: Size,
+  data_format?: string | null | FormatOpts,
 ): Node {
   const fn = 'K.resize_volumes';
   const t = toTensor(fn, X, 'X');
   const o = options<FormatOpts>(fn, [data_format], ['data_format', 'dim_ordering']);
   const fmt = dataFormatArg(fn, o);
   checkRank(fn, t, 5, '(batch, dim1, dim2, dim3, channels) or (batch, channels, dim1, dim2, dim3)');
-  return resize(fn, t, [depth_factor, height_factor, width_factor], ['depth_factor', 'height_factor', 'width_factor'], fmt);
+  return resize(
+    fn,
+    t,
+    [depth_factor, height_factor, width_factor],
+    ['depth_factor', 'height_factor', 'width_factor'],
+    fmt,
+  );
 }

@@ -7,10 +7,19 @@ import { ValueError } from '../ir/errors.js';
 import { runPasses, type PassReport } from '../passes/pass.js';
 import { fusedLabel } from '../passes/fusion.js';
 import {
-  builtinPassNames, defineUserPass, isUserPass, resolvePipeline, undefineUserPass, userPasses,
-  type PassOptions, type PassRewrite, type PassSelection, type UserPass,
+  builtinPassNames,
+  defineUserPass,
+  isUserPass,
+  resolvePipeline,
+  undefineUserPass,
+  userPasses,
+  type PassOptions,
+  type PassRewrite,
+  type PassSelection,
+  type UserPass,
 } from '../passes/user.js';
-import { cpuTargetFusion } from '../runtime/compile.js';
+import { cpuTargetFusion } from '../runtime/cpu/fusion.js';
+import type { PassLevel } from '../passes/pipeline.js';
 import { optimizerLevel } from './config.js';
 
 export type { PassOptions, PassRewrite, PassSelection, UserPass };
@@ -32,7 +41,7 @@ export function undefinePass(name: string): boolean {
 }
 
 export interface OptimizeOptions {
-  readonly optimizer?: 'fast_run' | 'fast_compile' | 'eqsat';
+  readonly optimizer?: PassLevel;
   readonly passes?: PassSelection;
 }
 
@@ -46,17 +55,19 @@ export interface OptimizedGraph {
 }
 
 /** The configured default level (keras.json "optimizer", THEANINE_OPTIMIZER) where it runs passes; else fast_run. */
-function defaultLevel(): 'fast_run' | 'fast_compile' | 'eqsat' {
+function defaultLevel(): PassLevel {
   const l = optimizerLevel();
   return l === 'none' ? 'fast_run' : l;
 }
 
-function options(fn: string, o: unknown): { level: 'fast_run' | 'fast_compile' | 'eqsat'; passes: PassSelection | undefined } {
+function options(fn: string, o: unknown): { level: PassLevel; passes: PassSelection | undefined } {
   if (o === undefined) return { level: defaultLevel(), passes: undefined };
   if (typeof o !== 'object' || o === null) throw new TypeError(`${fn}: options must be an object, got ${describe(o)}`);
   const { optimizer = defaultLevel(), passes } = o as OptimizeOptions;
   if (optimizer !== 'fast_run' && optimizer !== 'fast_compile' && optimizer !== 'eqsat') {
-    throw new ValueError(`${fn}: optimizer must be "fast_run", "fast_compile" or "eqsat", got ${JSON.stringify(optimizer)}`);
+    throw new ValueError(
+      `${fn}: optimizer must be "fast_run", "fast_compile" or "eqsat", got ${JSON.stringify(optimizer)}`,
+    );
   }
   return { level: optimizer, passes };
 }
@@ -64,11 +75,21 @@ function options(fn: string, o: unknown): { level: 'fast_run' | 'fast_compile' |
 /** Runs the optimizer (the pipeline K.function would run on the cpu) on the graph of `outputs`. */
 export function optimize(outputs: Node | readonly Node[], opts?: OptimizeOptions): OptimizedGraph {
   const outs = outputs instanceof Node ? [outputs] : outputs;
-  if (!Array.isArray(outs) || !outs.every((o) => o instanceof Node)) throw new TypeError(`optimize: expected a tensor or an array of tensors, got ${describe(outputs)}`);
+  if (!Array.isArray(outs) || !outs.every((o) => o instanceof Node))
+    throw new TypeError(`optimize: expected a tensor or an array of tensors, got ${describe(outputs)}`);
   const { level, passes } = options('optimize', opts);
   const reports: PassReport[] = [];
-  const g = runPasses(resolvePipeline(level, cpuTargetFusion, passes), { outputs: outs }, { onPass: (r) => reports.push(r) });
-  return { outputs: g.outputs, passes: reports, debugprint: (opts?: { readonly trace?: boolean }) => debugprintNodes(g.outputs, { label: fusedLabel, trace: opts?.trace === true }) };
+  const g = runPasses(
+    resolvePipeline(level, cpuTargetFusion, passes),
+    { outputs: outs },
+    { onPass: (r) => reports.push(r) },
+  );
+  return {
+    outputs: g.outputs,
+    passes: reports,
+    debugprint: (opts?: { readonly trace?: boolean }) =>
+      debugprintNodes(g.outputs, { label: fusedLabel, trace: opts?.trace === true }),
+  };
 }
 
 export interface PassInfo {
@@ -93,7 +114,8 @@ export function listPasses(opts?: OptimizeOptions): PassInfo[] {
     seen.add(p.name);
     out.push({ name: p.name, doc: p.doc, origin: isUserPass(p) ? 'user' : 'builtin', enabled: true });
   }
-  for (const p of userPasses()) if (!seen.has(p.name)) out.push({ name: p.name, doc: p.doc, origin: 'user', enabled: false });
+  for (const p of userPasses())
+    if (!seen.has(p.name)) out.push({ name: p.name, doc: p.doc, origin: 'user', enabled: false });
   return out;
 }
 
@@ -109,8 +131,14 @@ export { builtinPassNames };
  * `run(outputs)` gives the optimized outputs and one record per pass.
  */
 export const optimizer = {
-  run(outputs: readonly Node[], opts?: OptimizeOptions): { outputs: readonly Node[]; passes: { name: string; seconds: number; nodes: number }[] } {
+  run(
+    outputs: readonly Node[],
+    opts?: OptimizeOptions,
+  ): { outputs: readonly Node[]; passes: { name: string; seconds: number; nodes: number }[] } {
     const g = optimize(outputs, opts);
-    return { outputs: g.outputs, passes: g.passes.map((p) => ({ name: p.name, seconds: p.ms / 1000, nodes: p.nodesAfter })) };
+    return {
+      outputs: g.outputs,
+      passes: g.passes.map((p) => ({ name: p.name, seconds: p.ms / 1000, nodes: p.nodesAfter })),
+    };
   },
 };

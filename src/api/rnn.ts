@@ -28,17 +28,28 @@ const range = (from: number, to: number) => Array.from({ length: Math.max(0, to 
  * (zeros before the first step) and every state keeps its value.
  */
 export function rnn(
-  step_function: StepFunction, inputs: TensorLike, initial_states: readonly TensorLike[],
-  go_backwards?: boolean | RnnOptions, mask?: TensorLike | null, constants?: readonly TensorLike[] | null,
-  unroll?: boolean, input_length?: number | null,
+  step_function: StepFunction,
+  inputs: TensorLike,
+  initial_states: readonly TensorLike[],
+  go_backwards?: boolean | RnnOptions,
+  mask?: TensorLike | null,
+  constants?: readonly TensorLike[] | null,
+  unroll?: boolean,
+  input_length?: number | null,
 ): [Node, Node, Node[]] {
-  const o = options<Required<RnnOptions>>('rnn', [go_backwards, mask, constants, unroll, input_length],
-    ['go_backwards', 'mask', 'constants', 'unroll', 'input_length']);
+  const o = options<Required<RnnOptions>>(
+    'rnn',
+    [go_backwards, mask, constants, unroll, input_length],
+    ['go_backwards', 'mask', 'constants', 'unroll', 'input_length'],
+  );
   if (typeof step_function !== 'function') {
-    throw new TypeError(`${FN}: step_function must be a function (x_t, states) => [output_t, new_states], got ${describe(step_function)}`);
+    throw new TypeError(
+      `${FN}: step_function must be a function (x_t, states) => [output_t, new_states], got ${describe(step_function)}`,
+    );
   }
   const x = toTensor('rnn', inputs, 'inputs');
-  if (x.ndim < 3) throw new ValueError(`${FN}: inputs should be at least 3D (samples, time, ...), got shape ${formatShape(x.shape)}`);
+  if (x.ndim < 3)
+    throw new ValueError(`${FN}: inputs should be at least 3D (samples, time, ...), got shape ${formatShape(x.shape)}`);
   const states = tensorList('initial_states', initial_states, x);
   const consts = o.constants === undefined || o.constants === null ? [] : tensorList('constants', o.constants, x);
   const back = flag('go_backwards', o.go_backwards);
@@ -46,7 +57,10 @@ export function rnn(
   let steps = x.shape[1]!;
   if (o.input_length !== undefined && o.input_length !== null) {
     const n = checkInt(FN, o.input_length, 'input_length', 0);
-    if (steps !== null && steps !== n) throw new ShapeError(`${FN}: input_length ${n} contradicts the ${steps} time steps of inputs of shape ${formatShape(x.shape)}`);
+    if (steps !== null && steps !== n)
+      throw new ShapeError(
+        `${FN}: input_length ${n} contradicts the ${steps} time steps of inputs of shape ${formatShape(x.shape)}`,
+      );
     steps = n;
   }
   const m = o.mask === undefined || o.mask === null ? null : maskOf(o.mask, x);
@@ -55,14 +69,19 @@ export function rnn(
   const ms = m === null ? null : apply('transpose', [m], { perm: [1, 0] }, FN);
   if (doUnroll) {
     if (steps === null) {
-      throw new ValueError(`${FN}: unrolling requires a fixed number of time steps: inputs have shape ${formatShape(x.shape)}; give input_length`);
+      throw new ValueError(
+        `${FN}: unrolling requires a fixed number of time steps: inputs have shape ${formatShape(x.shape)}; give input_length`,
+      );
     }
     if (steps === 0) throw new ValueError(`${FN}: cannot unroll over 0 time steps`);
     return unrolled(step_function, xs, ms, states, consts, steps, back);
   }
   // rnn returns the last step's output, which 0 steps do not have (this was
   // "index -1 is out of range" from inside the graph). TensorFlow's K.rnn refuses 0 steps too.
-  if (steps === 0) throw new ValueError(`${FN}: inputs of shape ${formatShape(x.shape)} have 0 time steps; rnn needs at least one (it returns the last step's output). Give inputs with a time axis of length 1 or more`);
+  if (steps === 0)
+    throw new ValueError(
+      `${FN}: inputs of shape ${formatShape(x.shape)} have 0 time steps; rnn needs at least one (it returns the last step's output). Give inputs with a time axis of length 1 or more`,
+    );
   return scanned(step_function, xs, ms, states, consts, back);
 }
 
@@ -80,7 +99,10 @@ function tensorList(what: string, v: unknown, like: Node): Node[] {
 /** The mask as (samples, time): Keras also takes (samples, time, 1). */
 function maskOf(mask: TensorLike, x: Node): Node {
   let m = toTensor('rnn', mask, 'mask');
-  const bad = () => new ShapeError(`${FN}: mask of shape ${formatShape(m.shape)} does not fit inputs of shape ${formatShape(x.shape)}; give (samples, time)`);
+  const bad = () =>
+    new ShapeError(
+      `${FN}: mask of shape ${formatShape(m.shape)} does not fit inputs of shape ${formatShape(x.shape)}; give (samples, time)`,
+    );
   if (m.ndim < 2) throw bad();
   if (m.ndim > 2) {
     if (m.shape.slice(2).some((d) => d !== 1 && d !== null)) throw bad();
@@ -96,11 +118,14 @@ function maskOf(mask: TensorLike, x: Node): Node {
 
 function callStep(step: StepFunction, xt: Node, states: Node[], nStates: number): [Node, Node[]] {
   const r: unknown = step(xt, states);
-  if (!Array.isArray(r) || r.length !== 2) throw new TypeError(`${FN}: the step function must return [output, new_states], got ${describe(r)}`);
+  if (!Array.isArray(r) || r.length !== 2)
+    throw new TypeError(`${FN}: the step function must return [output, new_states], got ${describe(r)}`);
   const out = toTensor('rnn', r[0], 'the step output');
   const ns: unknown = r[1];
-  if (!Array.isArray(ns)) throw new TypeError(`${FN}: the step function's new_states must be an array of tensors, got ${describe(ns)}`);
-  if (ns.length !== nStates) throw new ValueError(`${FN}: the step function returned ${ns.length} new states for ${nStates} initial states`);
+  if (!Array.isArray(ns))
+    throw new TypeError(`${FN}: the step function's new_states must be an array of tensors, got ${describe(ns)}`);
+  if (ns.length !== nStates)
+    throw new ValueError(`${FN}: the step function returned ${ns.length} new states for ${nStates} initial states`);
   return [out, ns.map((s, j) => toTensor('rnn', s, `new state ${j}`, states[j]?.dtype))];
 }
 
@@ -116,7 +141,14 @@ function masked(m: Node, now: Node, before: Node, what: string): Node {
   return apply('where', [rowMask(m, now.ndim, what), now, before], {}, FN);
 }
 
-function scanned(step: StepFunction, xs: Node, ms: Node | null, states: Node[], consts: Node[], back: boolean): [Node, Node, Node[]] {
+function scanned(
+  step: StepFunction,
+  xs: Node,
+  ms: Node | null,
+  states: Node[],
+  consts: Node[],
+  back: boolean,
+): [Node, Node, Node[]] {
   const n = states.length;
   const seqArgs = [scanArg(tensorType(xs.dtype, xs.shape.slice(1)), 'seq0')];
   const stateArgs = states.map((s, i) => scanArg(s.type, `state${i}`));
@@ -128,9 +160,17 @@ function scanned(step: StepFunction, xs: Node, ms: Node | null, states: Node[], 
     const mArg = scanArg(tensorType(ms.dtype, ms.shape.slice(1)), 'seq1');
     seqArgs.push(mArg);
     sequences.push(ms);
-    const zeros = zeroOutput(out, xs, () => callStep(step, apply('index', [xs], { index: 0 }, FN), [...states, ...consts], n)[0]);
+    const zeros = zeroOutput(
+      out,
+      xs,
+      () => callStep(step, apply('index', [xs], { index: 0 }, FN), [...states, ...consts], n)[0],
+    );
     const prevArg = scanArg(zeros.type, `state${n}`);
-    checkNewStates(FN, stateArgs.map((s) => s.type), newStates);
+    checkNewStates(
+      FN,
+      stateArgs.map((s) => s.type),
+      newStates,
+    );
     out = masked(mArg, out, prevArg, 'the step output');
     newStates = [...newStates.map((s, j) => masked(mArg, s, stateArgs[j]!, `state ${j}`)), out];
     stateArgs.push(prevArg);
@@ -140,7 +180,9 @@ function scanned(step: StepFunction, xs: Node, ms: Node | null, states: Node[], 
     fn: FN,
     outer: { sequences, states: initial, constants: consts },
     args: { sequences: seqArgs, states: stateArgs, constants: constArgs },
-    outputs: [out], newStates, goBackwards: back,
+    outputs: [out],
+    newStates,
+    goBackwards: back,
   });
   const outs = r.outputs[0]!;
   const last = apply('index', [outs], { index: -1 }, FN);
@@ -154,7 +196,8 @@ function scanned(step: StepFunction, xs: Node, ms: Node | null, states: Node[], 
  * otherwise from a call of the step on the first input (what Keras does).
  */
 function zeroOutput(out: Node, xs: Node, firstOutput: () => Node): Node {
-  if (out.ndim === 0) throw new ShapeError(`${FN}: with a mask, the step output needs a samples axis, but it is a scalar`);
+  if (out.ndim === 0)
+    throw new ShapeError(`${FN}: with a mask, the step output needs a samples axis, but it is a scalar`);
   const rest = out.shape.slice(1);
   if (isFullyKnown(out.shape)) return constantNode(NDArray.zeros(out.shape, out.dtype));
   if (!isFullyKnown(rest)) return apply('fill_like', [firstOutput()], { value: 0, dtype: out.dtype }, FN);
@@ -169,7 +212,13 @@ function zeroOutput(out: Node, xs: Node, firstOutput: () => Node): Node {
 }
 
 function unrolled(
-  step: StepFunction, xs: Node, ms: Node | null, initial: Node[], consts: Node[], steps: number, back: boolean,
+  step: StepFunction,
+  xs: Node,
+  ms: Node | null,
+  initial: Node[],
+  consts: Node[],
+  steps: number,
+  back: boolean,
 ): [Node, Node, Node[]] {
   const types = initial.map((s) => s.type);
   let states = initial;

@@ -36,7 +36,8 @@ export function describeTarget(backendName: BackendName, deviceName: DeviceName)
   }
   if (deviceName === 'gpu') {
     // THEANINE_GPU_MODE / keras.json "gpu_mode": webgpu, or auto where an adapter opens
-    if (webgpuRequested()) return `backend theanine, device gpu:webgpu (WGSL on WebGPU, adapter ${webgpu().description})`;
+    if (webgpuRequested())
+      return `backend theanine, device gpu:webgpu (WGSL on WebGPU, adapter ${webgpu().description})`;
     const d = gpuDevice();
     return `backend theanine, device ${d.name} (${d.description})`;
   }

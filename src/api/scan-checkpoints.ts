@@ -33,20 +33,38 @@ export interface ScanCheckpointOptions {
  * memory of the stored states falls from T to about T / N + N states; the forward steps run
  * about twice. The number of time steps must be static; mask and go_backwards are not supported.
  */
-export function scan_checkpoints(step_function: StepFunction, inputs: TensorLike, initial_states: readonly TensorLike[], options: ScanCheckpointOptions): [Node, Node, Node[]] {
-  if (typeof step_function !== 'function') throw new TypeError(`${FN}: step_function must be a function (x_t, states) => [output_t, new_states], got ${describe(step_function)}`);
-  if (options === null || typeof options !== 'object') throw new TypeError(`${FN}: options must be { save_every_N, constants? }, got ${describe(options)}`);
+export function scan_checkpoints(
+  step_function: StepFunction,
+  inputs: TensorLike,
+  initial_states: readonly TensorLike[],
+  options: ScanCheckpointOptions,
+): [Node, Node, Node[]] {
+  if (typeof step_function !== 'function')
+    throw new TypeError(
+      `${FN}: step_function must be a function (x_t, states) => [output_t, new_states], got ${describe(step_function)}`,
+    );
+  if (options === null || typeof options !== 'object')
+    throw new TypeError(`${FN}: options must be { save_every_N, constants? }, got ${describe(options)}`);
   for (const k of Object.keys(options)) {
-    if (k !== 'save_every_N' && k !== 'constants') throw new ValueError(`${FN}: unknown option ${JSON.stringify(k)} (allowed: "save_every_N", "constants"; mask and go_backwards are not supported)`);
+    if (k !== 'save_every_N' && k !== 'constants')
+      throw new ValueError(
+        `${FN}: unknown option ${JSON.stringify(k)} (allowed: "save_every_N", "constants"; mask and go_backwards are not supported)`,
+      );
   }
   const x = toTensor('scan_checkpoints', inputs, 'inputs');
-  if (x.ndim < 3) throw new ValueError(`${FN}: inputs should be at least 3D (samples, time, ...), got shape ${formatShape(x.shape)}`);
+  if (x.ndim < 3)
+    throw new ValueError(`${FN}: inputs should be at least 3D (samples, time, ...), got shape ${formatShape(x.shape)}`);
   const T = x.shape[1];
-  if (T === null || T === undefined) throw new ValueError(`${FN}: the number of time steps must be static, got inputs of shape ${formatShape(x.shape)}`);
+  if (T === null || T === undefined)
+    throw new ValueError(`${FN}: the number of time steps must be static, got inputs of shape ${formatShape(x.shape)}`);
   const rest = x.shape.slice(2);
-  if (rest.some((d) => d === null)) throw new ValueError(`${FN}: the feature dims of inputs must be static, got shape ${formatShape(x.shape)}`);
+  if (rest.some((d) => d === null))
+    throw new ValueError(`${FN}: the feature dims of inputs must be static, got shape ${formatShape(x.shape)}`);
   const N = options.save_every_N;
-  if (!Number.isInteger(N) || N < 1 || N > T) throw new ValueError(`${FN}: save_every_N must be an integer from 1 to the ${T} time steps of inputs, got ${describe(N)}`);
+  if (!Number.isInteger(N) || N < 1 || N > T)
+    throw new ValueError(
+      `${FN}: save_every_N must be an integer from 1 to the ${T} time steps of inputs, got ${describe(N)}`,
+    );
   const consts = options.constants ?? [];
   const nState = initial_states.length;
   const segments = Math.floor(T / N);
@@ -67,7 +85,10 @@ export function scan_checkpoints(step_function: StepFunction, inputs: TensorLike
   };
   const [, outer, finals] = rnn(segment, segs, states, { constants: consts });
   const stepShape = outer.shape.slice(3);
-  if (stepShape.some((d) => d === null)) throw new ValueError(`${FN}: the step output must have static dims after the samples axis, got ${formatShape(outer.shape.slice(2))}`);
+  if (stepShape.some((d) => d === null))
+    throw new ValueError(
+      `${FN}: the step output must have static dims after the samples axis, got ${formatShape(outer.shape.slice(2))}`,
+    );
   outputs.push(reshape(outer, [-1, segments * N, ...(stepShape as number[])]));
   const all = outputs.length === 1 ? outputs[0]! : concatenate(outputs, 1);
   const last = squeeze(slice_along(all, 1, T - 1, T), 1);

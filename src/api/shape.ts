@@ -12,7 +12,10 @@ import { sizeArg, sizeList, type Size, type SizeList, type Sizes } from './sizes
 export function axisArg(fn: string, axis: unknown, ndim: number, what = 'axis'): number {
   const v = checkInt(fn, axis, what);
   const a = v < 0 ? v + ndim : v;
-  if (a < 0 || a >= ndim) throw new ValueError(`${fn}: ${what} ${v} is out of range for a tensor of rank ${ndim} (allowed: ${-ndim}..${ndim - 1})`);
+  if (a < 0 || a >= ndim)
+    throw new ValueError(
+      `${fn}: ${what} ${v} is out of range for a tensor of rank ${ndim} (allowed: ${-ndim}..${ndim - 1})`,
+    );
   return a;
 }
 
@@ -49,10 +52,12 @@ export function reshape(x: TensorLike, shape: SizeList): Node {
   const t = toTensor('K.reshape', x);
   const s = sizeList('K.reshape', 'shape', shape, -1);
   if ('static' in s) {
-    if (s.static.filter((d) => d === -1).length > 1) throw new ValueError(`K.reshape: shape ${formatShape(s.static)} has more than one -1`);
+    if (s.static.filter((d) => d === -1).length > 1)
+      throw new ValueError(`K.reshape: shape ${formatShape(s.static)} has more than one -1`);
     return apply('reshape', [t], { shape: s.static }, 'K.reshape');
   }
-  if (s.known.filter((d) => d === -1).length > 1) throw new ValueError(`K.reshape: shape ${formatShape(s.known)} has more than one -1`);
+  if (s.known.filter((d) => d === -1).length > 1)
+    throw new ValueError(`K.reshape: shape ${formatShape(s.known)} has more than one -1`);
   return apply('reshape_dims', [t, s.vector], { known: s.known }, 'K.reshape');
 }
 
@@ -61,7 +66,11 @@ export function repeat(x: TensorLike, n: Size): Node {
   const t = toTensor('K.repeat', x);
   if (t.ndim !== 2) throw new ShapeError(`K.repeat: x must be 2-D (samples, dim), got shape ${formatShape(t.shape)}`);
   const k = sizeArg('K.repeat', 'n', n, 0);
-  return tileBy('K.repeat', expandDims('K.repeat', t, 1), sizeList('K.repeat', 'n', [1, 'static' in k ? k.static : k.tensor, 1], 0));
+  return tileBy(
+    'K.repeat',
+    expandDims('K.repeat', t, 1),
+    sizeList('K.repeat', 'n', [1, 'static' in k ? k.static : k.tensor, 1], 0),
+  );
 }
 
 /** tile with checked reps of x's rank: static, or the sized op. */
@@ -91,7 +100,15 @@ export function tile(x: TensorLike, n: Size | SizeList): Node {
   const pad = t.ndim - len;
   if ('static' in s) return tileBy('K.tile', t, { static: [...new Array<number>(pad).fill(1), ...s.static] });
   // a shorter list repeats the trailing axes: ones in front of the vector
-  const vector = pad === 0 ? s.vector : apply('concat', [constantNode(new NDArray(new Array<number>(pad).fill(1), [pad], 'int32')), s.vector], { axis: 0 }, 'K.tile');
+  const vector =
+    pad === 0
+      ? s.vector
+      : apply(
+          'concat',
+          [constantNode(new NDArray(new Array<number>(pad).fill(1), [pad], 'int32')), s.vector],
+          { axis: 0 },
+          'K.tile',
+        );
   return tileBy('K.tile', t, { vector, known: [...new Array<number>(pad).fill(1), ...s.known] });
 }
 
@@ -114,7 +131,8 @@ export function batch_flatten(x: TensorLike): Node {
 export function expand_dims(x: TensorLike, axis?: number | { axis?: number; dim?: number }): Node {
   const t = toTensor('K.expand_dims', x);
   const o = options<{ axis: number; dim: number }>('K.expand_dims', [axis], ['axis', 'dim']);
-  if (o.axis !== undefined && o.dim !== undefined) throw new ValueError('K.expand_dims: give axis or its Keras 1 name dim, not both');
+  if (o.axis !== undefined && o.dim !== undefined)
+    throw new ValueError('K.expand_dims: give axis or its Keras 1 name dim, not both');
   const a = axisArg('K.expand_dims', o.axis ?? o.dim ?? -1, t.ndim + 1);
   return expandDims('K.expand_dims', t, a);
 }
@@ -129,18 +147,31 @@ export function squeeze(x: TensorLike, axis: number): Node {
  * Theano's broadcast pattern: axes marked true have size 1 (and are then known to be 1, so
  * they broadcast); a known size other than 1 there is an error.
  */
-export function pattern_broadcast(x: TensorLike, broadcastable: readonly boolean[] | { broadcastable?: readonly boolean[]; broatcastable?: readonly boolean[] }): Node {
+export function pattern_broadcast(
+  x: TensorLike,
+  broadcastable: readonly boolean[] | { broadcastable?: readonly boolean[]; broatcastable?: readonly boolean[] },
+): Node {
   const t = toTensor('K.pattern_broadcast', x);
   // the seed page spells the parameter `broatcastable`; both names are accepted
-  const o = options<{ broadcastable: readonly boolean[]; broatcastable: readonly boolean[] }>('K.pattern_broadcast', [broadcastable], ['broadcastable', 'broatcastable']);
+  const o = options<{ broadcastable: readonly boolean[]; broatcastable: readonly boolean[] }>(
+    'K.pattern_broadcast',
+    [broadcastable],
+    ['broadcastable', 'broatcastable'],
+  );
   const pat: unknown = o.broadcastable ?? o.broatcastable;
   if (!Array.isArray(pat) || pat.some((b) => typeof b !== 'boolean')) {
     throw new ValueError(`K.pattern_broadcast: broadcastable must be an array of booleans, got ${describe(pat)}`);
   }
-  if (pat.length !== t.ndim) throw new ValueError(`K.pattern_broadcast: broadcastable has ${pat.length} entries for a tensor of shape ${formatShape(t.shape)}`);
+  if (pat.length !== t.ndim)
+    throw new ValueError(
+      `K.pattern_broadcast: broadcastable has ${pat.length} entries for a tensor of shape ${formatShape(t.shape)}`,
+    );
   pat.forEach((b, i) => {
     const d = t.shape[i];
-    if (b && d !== null && d !== 1) throw new ShapeError(`K.pattern_broadcast: axis ${i} of shape ${formatShape(t.shape)} is marked broadcastable but has size ${d}, not 1`);
+    if (b && d !== null && d !== 1)
+      throw new ShapeError(
+        `K.pattern_broadcast: axis ${i} of shape ${formatShape(t.shape)} is marked broadcastable but has size ${d}, not 1`,
+      );
   });
   if (pat.every((b, i) => !b || t.shape[i] === 1)) return t;
   return apply('specify_shape', [t], { shape: t.shape.map((d, i) => (pat[i] ? 1 : d)) }, 'K.pattern_broadcast');

@@ -25,8 +25,11 @@ export function staticInt(n: Node): number | null {
 }
 
 const ARITH: Readonly<Record<string, (a: number, b: number) => number>> = {
-  add: (a, b) => a + b, sub: (a, b) => a - b, mul: (a, b) => a * b,
-  maximum: Math.max, minimum: Math.min,
+  add: (a, b) => a + b,
+  sub: (a, b) => a - b,
+  mul: (a, b) => a * b,
+  maximum: Math.max,
+  minimum: Math.min,
   floordiv: (a, b) => Math.floor(a / b),
 };
 
@@ -42,7 +45,9 @@ export function staticEntries(n: Node): Dim[] | null {
   if (n.op === 'concat') {
     const parts = n.inputs.map((i) => {
       const len = i.shape[0];
-      return i.ndim === 1 && len !== null && len !== undefined ? staticEntries(i) ?? new Array<Dim>(len).fill(null) : null;
+      return i.ndim === 1 && len !== null && len !== undefined
+        ? (staticEntries(i) ?? new Array<Dim>(len).fill(null))
+        : null;
     });
     return parts.some((p) => p === null) ? null : parts.flatMap((p) => p!);
   }
@@ -79,7 +84,8 @@ function scalarOf(n: Node): Dim {
   };
   if (isOp(n, 'index')) return pick(n.inputs[0]!, n.attrs.index);
   const row = n.inputs[1];
-  if (n.op === 'gather' && row !== undefined && isOp(row, 'constant') && row.ndim === 0) return pick(n.inputs[0]!, Number(row.attrs.value.data[0]));
+  if (n.op === 'gather' && row !== undefined && isOp(row, 'constant') && row.ndim === 0)
+    return pick(n.inputs[0]!, Number(row.attrs.value.data[0]));
   const f = ARITH[n.op];
   if (f !== undefined && n.inputs.length === 2) {
     const [a, b] = n.inputs.map(scalarOf);
@@ -97,10 +103,13 @@ export type Sizes = { readonly static: number[] } | { readonly vector: Node; rea
  */
 export function sizeList(fn: string, what: string, v: unknown, min: number, fixedLength?: number): Sizes {
   const bad = (why: string): never => {
-    throw new ValueError(`${fn}: ${what}${why}; give numbers, scalar integer tensors (K.shape(x)[i]) or a 1-D integer tensor of known length (K.shape(x)), got ${describeSizes(v)}`);
+    throw new ValueError(
+      `${fn}: ${what}${why}; give numbers, scalar integer tensors (K.shape(x)[i]) or a 1-D integer tensor of known length (K.shape(x)), got ${describeSizes(v)}`,
+    );
   };
   const check = (d: Dim, i: number | null) => {
-    if (d !== null && (!Number.isInteger(d) || d < min)) bad(`${i === null ? ' has' : `[${i}] is`} ${d}, not an integer >= ${min}`);
+    if (d !== null && (!Number.isInteger(d) || d < min))
+      bad(`${i === null ? ' has' : `[${i}] is`} ${d}, not an integer >= ${min}`);
   };
   let known: Dim[];
   let vector: () => Node;
@@ -110,10 +119,14 @@ export function sizeList(fn: string, what: string, v: unknown, min: number, fixe
     known.forEach((d) => check(d, null));
     vector = () => (v.dtype === 'int32' ? v : apply('cast', [v], { dtype: 'int32' }, fn));
   } else {
-    if (!Array.isArray(v)) throw new ValueError(`${fn}: ${what} must be an array of integers (or integer scalar tensors), or a 1-D integer tensor, got ${describe(v)}`);
+    if (!Array.isArray(v))
+      throw new ValueError(
+        `${fn}: ${what} must be an array of integers (or integer scalar tensors), or a 1-D integer tensor, got ${describe(v)}`,
+      );
     known = v.map((d: unknown, i) => {
       if (isTensor(d)) {
-        if (d.ndim !== 0 || !isInt(d.dtype)) bad(`[${i}] must be an integer scalar tensor, not ${d.dtype} ${formatShape(d.shape)}`);
+        if (d.ndim !== 0 || !isInt(d.dtype))
+          bad(`[${i}] must be an integer scalar tensor, not ${d.dtype} ${formatShape(d.shape)}`);
         const k = staticInt(d);
         check(k, i);
         return k;
@@ -130,21 +143,26 @@ export function sizeList(fn: string, what: string, v: unknown, min: number, fixe
       return parts.length === 1 ? parts[0]! : apply('concat', parts, { axis: 0 }, fn);
     };
   }
-  if (fixedLength !== undefined && known.length !== fixedLength) bad(` must have ${fixedLength} entries, not ${known.length}`);
+  if (fixedLength !== undefined && known.length !== fixedLength)
+    bad(` must have ${fixedLength} entries, not ${known.length}`);
   if (known.every((d) => d !== null)) return { static: known as number[] };
   return { vector: vector(), known };
 }
 
 function describeSizes(v: unknown): string {
   if (isTensor(v)) return `the ${v.dtype} tensor ${v.name} of shape ${formatShape(v.shape)}`;
-  if (Array.isArray(v)) return `[${v.map((d: unknown) => (isTensor(d) ? `<${d.dtype} tensor ${formatShape(d.shape)}>` : describe(d))).join(', ')}]`;
+  if (Array.isArray(v))
+    return `[${v.map((d: unknown) => (isTensor(d) ? `<${d.dtype} tensor ${formatShape(d.shape)}>` : describe(d))).join(', ')}]`;
   return describe(v);
 }
 
 /** One size: a number, or a scalar int tensor (static when the shapes fix it). */
 export function sizeArg(fn: string, what: string, v: unknown, min: number): { static: number } | { tensor: Node } {
   if (isTensor(v)) {
-    if (v.ndim !== 0 || !isInt(v.dtype)) throw new ValueError(`${fn}: ${what} must be an integer or an integer scalar tensor, got ${v.dtype} ${formatShape(v.shape)}`);
+    if (v.ndim !== 0 || !isInt(v.dtype))
+      throw new ValueError(
+        `${fn}: ${what} must be an integer or an integer scalar tensor, got ${v.dtype} ${formatShape(v.shape)}`,
+      );
     const k = staticInt(v);
     if (k !== null) {
       if (k < min) throw new ValueError(`${fn}: ${what} is ${k}, not an integer >= ${min}`);

@@ -35,8 +35,12 @@ export function set_learning_phase(value: 0 | 1): void {
  * named `scope/name` (Keras' `with K.name_scope(...)`, as a callback).
  */
 export function name_scope<T>(name: string, fn: () => T): T {
-  if (typeof name !== 'string' || name === '') throw new ValueError(`name_scope: name must be a non-empty string, got ${describe(name)}`);
-  if (typeof fn !== 'function') throw new TypeError(`name_scope: the second argument must be the function to run inside the scope, got ${describe(fn)}`);
+  if (typeof name !== 'string' || name === '')
+    throw new ValueError(`name_scope: name must be a non-empty string, got ${describe(name)}`);
+  if (typeof fn !== 'function')
+    throw new TypeError(
+      `name_scope: the second argument must be the function to run inside the scope, got ${describe(fn)}`,
+    );
   scopes.push(name);
   try {
     return fn();

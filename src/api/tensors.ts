@@ -8,7 +8,8 @@ import { leavesOf } from '../ir/graph.js';
 import { evaluate } from '../ir/interpret.js';
 import { staticSize, type Dim } from '../ir/types.js';
 import { densify, isSparseValue } from '../runtime/values.js';
-import { allOptions, checkDType, checkInt, constantNode, isTensor, need, options, toTensor, type TensorLike } from './args.js';
+import type { TensorLike } from './args.js';
+import { allOptions, checkDType, checkInt, constantNode, isTensor, need, options, toTensor } from './args.js';
 import { floatx, get_uid } from './config.js';
 import { currentLearningPhase, scopedName } from './state.js';
 import { sizeArg, sizeList, type Size, type SizeList } from './sizes.js';
@@ -20,9 +21,14 @@ function checkShape(fn: string, shape: unknown, allowUnknown: boolean): Dim[] {
   return shape.map((d, i) => {
     if (d === null || d === undefined) {
       if (allowUnknown) return null;
-      throw new ValueError(`${fn}: shape ${formatShape(shape)} has an unknown dim at index ${i}; a concrete shape is needed`);
+      throw new ValueError(
+        `${fn}: shape ${formatShape(shape)} has an unknown dim at index ${i}; a concrete shape is needed`,
+      );
     }
-    if (typeof d !== 'number' || !Number.isInteger(d) || d < 0) throw new ValueError(`${fn}: shape ${JSON.stringify(shape)} has a bad dim at index ${i} (dims are non-negative integers${allowUnknown ? ' or null' : ''})`);
+    if (typeof d !== 'number' || !Number.isInteger(d) || d < 0)
+      throw new ValueError(
+        `${fn}: shape ${JSON.stringify(shape)} has a bad dim at index ${i} (dims are non-negative integers${allowUnknown ? ' or null' : ''})`,
+      );
     return d;
   });
 }
@@ -31,14 +37,22 @@ function checkShape(fn: string, shape: unknown, allowUnknown: boolean): Dim[] {
 export function placeholder(
   shape?: ShapeArg | null | { shape?: ShapeArg | null; ndim?: number; dtype?: DType; sparse?: boolean; name?: string },
   ndim?: number | null | { ndim?: number; dtype?: DType; sparse?: boolean; name?: string },
-  dtype?: DType | null, sparse?: boolean, name?: string | null,
+  dtype?: DType | null,
+  sparse?: boolean,
+  name?: string | null,
 ): Node {
-  const o = options<{ shape: ShapeArg | null; ndim: number | null; dtype: DType | null; sparse: boolean; name: string | null }>(
-    'placeholder', [shape, ndim, dtype, sparse, name], ['shape', 'ndim', 'dtype', 'sparse', 'name']);
+  const o = options<{
+    shape: ShapeArg | null;
+    ndim: number | null;
+    dtype: DType | null;
+    sparse: boolean;
+    name: string | null;
+  }>('placeholder', [shape, ndim, dtype, sparse, name], ['shape', 'ndim', 'dtype', 'sparse', 'name']);
   let dims: Dim[];
   if (o.shape !== undefined && o.shape !== null) {
     dims = checkShape('placeholder', o.shape, true);
-    if (o.ndim !== undefined && o.ndim !== null && o.ndim !== dims.length) throw new ValueError(`placeholder: shape ${formatShape(dims)} has rank ${dims.length} but ndim is ${o.ndim}`);
+    if (o.ndim !== undefined && o.ndim !== null && o.ndim !== dims.length)
+      throw new ValueError(`placeholder: shape ${formatShape(dims)} has rank ${dims.length} but ndim is ${o.ndim}`);
   } else if (o.ndim !== undefined && o.ndim !== null) {
     dims = new Array<Dim>(checkInt('placeholder', o.ndim, 'ndim', 0)).fill(null);
   } else {
@@ -48,7 +62,14 @@ export function placeholder(
   const dt = o.dtype === undefined || o.dtype === null ? floatx() : checkDType('placeholder', o.dtype);
   const uid = get_uid('placeholder');
   const nm = scopedName(o.name ?? `placeholder_${uid}`);
-  return leaf('placeholder', { uid, name: nm, dtype: dt, shape: dims, sparse: o.sparse === true, ...(unknownRank ? { unknownRank: true } : {}) });
+  return leaf('placeholder', {
+    uid,
+    name: nm,
+    dtype: dt,
+    shape: dims,
+    sparse: o.sparse === true,
+    ...(unknownRank ? { unknownRank: true } : {}),
+  });
 }
 
 /** A variable's constraint: what Keras' optimizers apply to its new value (`p.constraint(new_p)`). */
@@ -68,7 +89,8 @@ export function setConstraint(fn: string, x: Node, c: unknown): void {
   if (c !== undefined && c !== null && typeof c !== 'function') {
     throw new TypeError(`${fn}: constraint must be a function from tensor to tensor (or null), got ${describe(c)}`);
   }
-  if (x.op !== 'variable') throw new TypeError(`${fn}: only a variable has a constraint; ${x.name} is a ${x.op} tensor`);
+  if (x.op !== 'variable')
+    throw new TypeError(`${fn}: only a variable has a constraint; ${x.name} is a ${x.op} tensor`);
   if (typeof c === 'function') constraints.set(x, c as Constraint);
   else constraints.delete(x);
 }
@@ -78,10 +100,21 @@ export function setConstraint(fn: string, x: Node, c: unknown): void {
  * 2.1+) is a function from tensor to tensor that optimizers apply to the variable's new value;
  * theanine keeps it on the variable (`v.constraint`, assignable) and applies it nowhere itself, as Keras' backend.
  */
-export function variable(value: unknown, dtype?: DType | null | { dtype?: DType | null; name?: string | null; constraint?: Constraint | null }, name?: string | null, constraint?: Constraint | null): Node {
-  const o = options<{ dtype: DType | null; name: string | null; constraint: Constraint | null }>('variable', [dtype, name, constraint], ['dtype', 'name', 'constraint']);
+export function variable(
+  value: unknown,
+  dtype?: DType | null | { dtype?: DType | null; name?: string | null; constraint?: Constraint | null },
+  name?: string | null,
+  constraint?: Constraint | null,
+): Node {
+  const o = options<{ dtype: DType | null; name: string | null; constraint: Constraint | null }>(
+    'variable',
+    [dtype, name, constraint],
+    ['dtype', 'name', 'constraint'],
+  );
   if (o.constraint !== undefined && o.constraint !== null && typeof o.constraint !== 'function') {
-    throw new TypeError(`variable: constraint must be a function from tensor to tensor (or null), got ${describe(o.constraint)}`);
+    throw new TypeError(
+      `variable: constraint must be a function from tensor to tensor (or null), got ${describe(o.constraint)}`,
+    );
   }
   const v = makeVariable(value, o);
   setConstraint('variable', v, o.constraint);
@@ -102,15 +135,27 @@ function makeVariable(value: unknown, o: { dtype?: DType | null; name?: string |
 }
 
 /** Keras' constant(value, dtype, shape, name): a scalar value with a shape is filled. */
-export function constant(value: unknown, dtype?: DType | null | object, shape?: ShapeArg | null, name?: string | null): Node {
-  const o = options<{ dtype: DType | null; shape: ShapeArg | null; name: string | null }>('constant', [dtype, shape, name], ['dtype', 'shape', 'name']);
+export function constant(
+  value: unknown,
+  dtype?: DType | null | object,
+  shape?: ShapeArg | null,
+  name?: string | null,
+): Node {
+  const o = options<{ dtype: DType | null; shape: ShapeArg | null; name: string | null }>(
+    'constant',
+    [dtype, shape, name],
+    ['dtype', 'shape', 'name'],
+  );
   const dt = o.dtype === undefined || o.dtype === null ? floatx() : checkDType('constant', o.dtype);
-  let nd = isTensor(value) ? evalTensor('constant', value) : NDArray.from(value, value instanceof NDArray ? undefined : dt, 'constant: value');
+  let nd = isTensor(value)
+    ? evalTensor('constant', value)
+    : NDArray.from(value, value instanceof NDArray ? undefined : dt, 'constant: value');
   if (o.shape !== undefined && o.shape !== null) {
     const dims = checkShape('constant', o.shape, false) as number[];
     if (nd.size === 1) nd = new NDArray(new Float64Array(sizeOf(dims)).fill(nd.data[0]!), dims, dt);
     else if (nd.size === sizeOf(dims)) nd = nd.reshape(dims);
-    else throw new ShapeError(`constant: value of shape ${formatShape(nd.shape)} does not fit shape ${formatShape(dims)}`);
+    else
+      throw new ShapeError(`constant: value of shape ${formatShape(nd.shape)} does not fit shape ${formatShape(dims)}`);
   }
   return constantNode(nd.astype(dt));
 }
@@ -120,12 +165,16 @@ function filled(fn: string, shape: unknown, dtype: DType | null | undefined, v: 
   const dt = dtype === undefined || dtype === null ? floatx() : checkDType(fn, dtype);
   const n = sizeOf(dims);
   // a huge shape failed with "Invalid typed array length", naming nothing
-  if (n > MAX_ELEMENTS) throw new ValueError(`${fn}: shape ${formatShape(dims)} has ${n} elements; a typed array holds at most ${MAX_ELEMENTS} (2^32 - 1). Reduce the shape`);
+  if (n > MAX_ELEMENTS)
+    throw new ValueError(
+      `${fn}: shape ${formatShape(dims)} has ${n} elements; a typed array holds at most ${MAX_ELEMENTS} (2^32 - 1). Reduce the shape`,
+    );
   return new NDArray(new Float64Array(n).fill(v), dims, dt);
 }
 
 type DTypeName = { dtype?: DType | null; name?: string | null };
-const dtypeName = (fn: string, dtype: unknown, name: unknown) => options<{ dtype: DType | null; name: string | null }>(fn, [dtype, name], ['dtype', 'name']);
+const dtypeName = (fn: string, dtype: unknown, name: unknown) =>
+  options<{ dtype: DType | null; name: string | null }>(fn, [dtype, name], ['dtype', 'name']);
 
 /**
  * Keras' zeros/ones/eye return variables. With a size from tensors (`K.zeros([K.shape(x)[0], 3])`,
@@ -136,15 +185,29 @@ const dtypeName = (fn: string, dtype: unknown, name: unknown) => options<{ dtype
 type ShapeOrInt = ShapeArg | number | SizeList;
 const asShape = (shape: unknown): unknown => (typeof shape === 'number' ? [shape] : shape);
 
-export function zeros(shape: ShapeOrInt | ({ shape: ShapeOrInt } & DTypeName), dtype?: DType | null | DTypeName, name?: string | null): Node {
+export function zeros(
+  shape: ShapeOrInt | ({ shape: ShapeOrInt } & DTypeName),
+  dtype?: DType | null | DTypeName,
+  name?: string | null,
+): Node {
   const o = allOptions('zeros', [shape, dtype, name], ['shape', 'dtype', 'name']) as DTypeName & { shape?: unknown };
   const s = asShape(need('zeros', o, 'shape'));
-  return sizedFill('zeros', s, o.dtype, 0) ?? variable(filled('zeros', staticShape('zeros', s), o.dtype, 0), o.dtype ?? null, o.name ?? null);
+  return (
+    sizedFill('zeros', s, o.dtype, 0) ??
+    variable(filled('zeros', staticShape('zeros', s), o.dtype, 0), o.dtype ?? null, o.name ?? null)
+  );
 }
-export function ones(shape: ShapeOrInt | ({ shape: ShapeOrInt } & DTypeName), dtype?: DType | null | DTypeName, name?: string | null): Node {
+export function ones(
+  shape: ShapeOrInt | ({ shape: ShapeOrInt } & DTypeName),
+  dtype?: DType | null | DTypeName,
+  name?: string | null,
+): Node {
   const o = allOptions('ones', [shape, dtype, name], ['shape', 'dtype', 'name']) as DTypeName & { shape?: unknown };
   const s = asShape(need('ones', o, 'shape'));
-  return sizedFill('ones', s, o.dtype, 1) ?? variable(filled('ones', staticShape('ones', s), o.dtype, 1), o.dtype ?? null, o.name ?? null);
+  return (
+    sizedFill('ones', s, o.dtype, 1) ??
+    variable(filled('ones', staticShape('ones', s), o.dtype, 1), o.dtype ?? null, o.name ?? null)
+  );
 }
 
 const hasTensors = (shape: unknown) => isTensor(shape) || (Array.isArray(shape) && shape.some(isTensor));
@@ -169,11 +232,16 @@ function sizedFill(fn: string, shape: unknown, dtype: DType | null | undefined, 
  * Keras' eye(size, dtype, name): size is n (n x n) or a pair [n, m] (Keras 2.3's `n, m = size`;
  * ones on the diagonal i == j). A size from tensors gives a tensor, as in zeros/ones.
  */
-export function eye(size: Size | readonly [Size, Size] | ({ size: Size | readonly [Size, Size] } & DTypeName), dtype?: DType | null | DTypeName, name?: string | null): Node {
+export function eye(
+  size: Size | readonly [Size, Size] | ({ size: Size | readonly [Size, Size] } & DTypeName),
+  dtype?: DType | null | DTypeName,
+  name?: string | null,
+): Node {
   const o = allOptions('eye', [size, dtype, name], ['size', 'dtype', 'name']) as DTypeName & { size?: unknown };
   const given = need('eye', o, 'size');
-  if (Array.isArray(given) && given.length !== 2) throw new ValueError(`eye: size must be an integer or a pair [n, m], got an array of ${given.length} entries`);
-  const [nGiven, mGiven] = Array.isArray(given) ? given as [unknown, unknown] : [given, given];
+  if (Array.isArray(given) && given.length !== 2)
+    throw new ValueError(`eye: size must be an integer or a pair [n, m], got an array of ${given.length} entries`);
+  const [nGiven, mGiven] = Array.isArray(given) ? (given as [unknown, unknown]) : [given, given];
   const n = eyeSize(nGiven);
   const m = eyeSize(mGiven);
   if (typeof n !== 'number' || typeof m !== 'number') {
@@ -181,8 +249,19 @@ export function eye(size: Size | readonly [Size, Size] | ({ size: Size | readonl
     const dt = o.dtype === undefined || o.dtype === null ? floatx() : checkDType('eye', o.dtype);
     const zero = constantNode(new NDArray([0], [], 'int32'));
     const one = constantNode(new NDArray([1], [], 'int32'));
-    const range = (k: number | Node) => apply('arange_dims', [zero, typeof k === 'number' ? constantNode(new NDArray([k], [], 'int32')) : k, one], { dtype: 'int32' }, 'K.eye');
-    const eq = apply('equal', [apply('expand_dims', [range(n)], { axis: 1 }, 'K.eye'), apply('expand_dims', [range(m)], { axis: 0 }, 'K.eye')], {}, 'K.eye');
+    const range = (k: number | Node) =>
+      apply(
+        'arange_dims',
+        [zero, typeof k === 'number' ? constantNode(new NDArray([k], [], 'int32')) : k, one],
+        { dtype: 'int32' },
+        'K.eye',
+      );
+    const eq = apply(
+      'equal',
+      [apply('expand_dims', [range(n)], { axis: 1 }, 'K.eye'), apply('expand_dims', [range(m)], { axis: 0 }, 'K.eye')],
+      {},
+      'K.eye',
+    );
     return apply('cast', [eq], { dtype: dt }, 'K.eye');
   }
   const nd = filled('eye', [n, m], o.dtype, 0);
@@ -217,7 +296,8 @@ function fillLike(fn: string, x: TensorLike, dtype: DType | null | undefined, v:
 /** Keras' identity(x, name): a new tensor with x's value (names are not kept on tensors here). */
 export function identity(x: TensorLike, name?: string | null | { name?: string | null }): Node {
   const o = options<{ name: string | null }>('identity', [name], ['name']);
-  if (o.name !== undefined && o.name !== null && typeof o.name !== 'string') throw new ValueError(`identity: name must be a string, got ${describe(o.name)}`);
+  if (o.name !== undefined && o.name !== null && typeof o.name !== 'string')
+    throw new ValueError(`identity: name must be a string, got ${describe(o.name)}`);
   return apply('identity', [toTensor('identity', x)], {}, 'K.identity');
 }
 
@@ -261,7 +341,7 @@ export function count_params(x: Node): number {
   return n;
 }
 export function get_variable_shape(x: Node): number[] {
-  return [...variableArg('get_variable_shape', x).shape as number[]];
+  return [...(variableArg('get_variable_shape', x).shape as number[])];
 }
 
 /**
@@ -270,7 +350,8 @@ export function get_variable_shape(x: Node): number[] {
  * An error for non-tensors.
  */
 export function is_keras_tensor(x: unknown): boolean {
-  if (!isTensor(x)) throw new ValueError(`is_keras_tensor: unexpectedly found ${describe(x)}; expected a symbolic tensor`);
+  if (!isTensor(x))
+    throw new ValueError(`is_keras_tensor: unexpectedly found ${describe(x)}; expected a symbolic tensor`);
   return (x as { _keras_history?: unknown })._keras_history !== undefined;
 }
 
@@ -283,14 +364,19 @@ export function to_dense(x: Node): Node {
 }
 
 function variableArg(fn: string, x: unknown): Node {
-  if (!isTensor(x) || x.op !== 'variable') throw new TypeError(`${fn}: expected a variable (from K.variable), got ${isTensor(x) ? `the ${x.op} tensor ${x.name}` : describe(x)}`);
+  if (!isTensor(x) || x.op !== 'variable')
+    throw new TypeError(
+      `${fn}: expected a variable (from K.variable), got ${isTensor(x) ? `the ${x.op} tensor ${x.name}` : describe(x)}`,
+    );
   return x;
 }
 
 function evalTensor(fn: string, x: Node): NDArray {
   const ph = leavesOf([x], 'placeholder');
   if (ph.length > 0) {
-    throw new ValueError(`${fn}: ${x.name} depends on placeholder ${JSON.stringify(ph[0]!.name)}; evaluate it with K.function and feed the placeholder`);
+    throw new ValueError(
+      `${fn}: ${x.name} depends on placeholder ${JSON.stringify(ph[0]!.name)}; evaluate it with K.function and feed the placeholder`,
+    );
   }
   return evaluate([x], { learningPhase: currentLearningPhase() })[0]!;
 }
@@ -304,7 +390,9 @@ function convertForVariable(fn: string, x: Node, value: unknown): NDArray {
   const nd = NDArray.from(value, value instanceof NDArray ? undefined : x.dtype, `${fn}: value`).astype(x.dtype);
   const want = x.shape as number[];
   if (nd.shape.length !== want.length || nd.shape.some((d, i) => d !== want[i])) {
-    throw new ShapeError(`${fn}: value of shape ${formatShape(nd.shape)} does not match variable ${JSON.stringify(x.name)} of shape ${formatShape(want)}`);
+    throw new ShapeError(
+      `${fn}: value of shape ${formatShape(nd.shape)} does not match variable ${JSON.stringify(x.name)} of shape ${formatShape(want)}`,
+    );
   }
   return nd.clone(); // the variable owns its value, even when the user's array shares storage with `nd`
 }
@@ -316,9 +404,11 @@ export function set_value(x: Node, value: NDArray | NestedArray): void {
 
 /** All values are converted and checked before any variable changes. */
 export function batch_set_value(tuples: readonly (readonly [Node, NDArray | NestedArray])[]): void {
-  if (!Array.isArray(tuples)) throw new TypeError(`batch_set_value: expected an array of [variable, value] pairs, got ${describe(tuples)}`);
+  if (!Array.isArray(tuples))
+    throw new TypeError(`batch_set_value: expected an array of [variable, value] pairs, got ${describe(tuples)}`);
   const staged = tuples.map((t, i) => {
-    if (!Array.isArray(t) || t.length !== 2) throw new TypeError(`batch_set_value: entry ${i} is not a [variable, value] pair`);
+    if (!Array.isArray(t) || t.length !== 2)
+      throw new TypeError(`batch_set_value: entry ${i} is not a [variable, value] pair`);
     const v = variableArg('batch_set_value', t[0]);
     return [v, convertForVariable('batch_set_value', v, t[1])] as const;
   });

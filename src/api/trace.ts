@@ -68,6 +68,18 @@ export function traced<F extends (...args: never[]) => unknown>(name: string, f:
   return w as unknown as F;
 }
 
+/**
+ * Every function a module exports, traced as `K.<its export name>` (classes and values as they
+ * are), so src/api/backend.ts names each K function once.
+ */
+export function tracedAll<M extends object>(m: M, { callbacks = false } = {}): M {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(m)) {
+    out[k] = typeof v === 'function' && !isClass(v) ? traced(`K.${k}`, v as Callable, callbacks) : v;
+  }
+  return out as M;
+}
+
 function isClass(f: unknown): boolean {
   return Function.prototype.toString.call(f as Callable).startsWith('class');
 }

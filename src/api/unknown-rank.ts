@@ -26,18 +26,31 @@ function rankOf(fn: string, ph: Node, v: unknown): number {
 }
 
 /** The graph over placeholders of the given ranks (-1: keep the placeholder). */
-function withRanks(inputs: readonly Node[], ranks: readonly number[], targets: readonly Node[]): { inputs: Node[]; map: Map<Node, Node> } {
+function withRanks(
+  inputs: readonly Node[],
+  ranks: readonly number[],
+  targets: readonly Node[],
+): { inputs: Node[]; map: Map<Node, Node> } {
   const map = new Map<Node, Node>();
   const ins = inputs.map((p, i) => {
     const r = ranks[i]!;
     if (r < 0) return p;
-    const q = leaf('placeholder', { uid: get_uid('placeholder'), name: p.name, dtype: p.dtype, shape: new Array<null>(r).fill(null), sparse: false });
+    const q = leaf('placeholder', {
+      uid: get_uid('placeholder'),
+      name: p.name,
+      dtype: p.dtype,
+      shape: new Array<null>(r).fill(null),
+      sparse: false,
+    });
     map.set(p, q);
     return q;
   });
   for (const n of topoSort(targets)) {
     if (map.has(n) || n.inputs.length === 0) continue;
-    const m = rebuild(n, n.inputs.map((x) => map.get(x) ?? x));
+    const m = rebuild(
+      n,
+      n.inputs.map((x) => map.get(x) ?? x),
+    );
     if (m !== n) map.set(n, m);
   }
   return { inputs: ins, map };
@@ -45,38 +58,53 @@ function withRanks(inputs: readonly Node[], ranks: readonly number[], targets: r
 
 /** A compiled function whose placeholders of unknown rank take their ranks from each call's values. */
 export function byRank(
-  name: string, inputs: readonly Node[], outputs: readonly Node[], updates: readonly Pair[],
-  info: Pick<CompiledFunction, 'backend' | 'device' | 'optimizer'>, make: Make,
+  name: string,
+  inputs: readonly Node[],
+  outputs: readonly Node[],
+  updates: readonly Pair[],
+  info: Pick<CompiledFunction, 'backend' | 'device' | 'optimizer'>,
+  make: Make,
 ): CompiledFunction {
   const made = new Map<string, CompiledFunction>();
   let latest: CompiledFunction | undefined;
   const current = (what: string): CompiledFunction => {
-    if (latest === undefined) throw new ValueError(`${name}: ${what} needs the ranks of its inputs of unknown rank; call the function first`);
+    if (latest === undefined)
+      throw new ValueError(`${name}: ${what} needs the ranks of its inputs of unknown rank; call the function first`);
     return latest;
   };
   const call = (values: readonly unknown[]): NDArray[] => {
     if (!Array.isArray(values)) throw new TypeError(`${name}: call with an array of ${inputs.length} input values`);
-    if (values.length !== inputs.length) throw new ValueError(`${name}: expected ${inputs.length} input values (${inputs.map((n) => n.name).join(', ')}), got ${values.length}`);
+    if (values.length !== inputs.length)
+      throw new ValueError(
+        `${name}: expected ${inputs.length} input values (${inputs.map((n) => n.name).join(', ')}), got ${values.length}`,
+      );
     const ranks = inputs.map((p, i) => (p.type.unknownRank === true ? rankOf(name, p, values[i]) : -1));
     const key = ranks.join(',');
     let f = made.get(key);
     if (f === undefined) {
       const { inputs: ins, map } = withRanks(inputs, ranks, [...outputs, ...updates.map(([, v]) => v)]);
       const at = (n: Node) => map.get(n) ?? n;
-      f = make(ins, outputs.map(at), updates.map(([t, v]) => [t, at(v)] as const));
+      f = make(
+        ins,
+        outputs.map(at),
+        updates.map(([t, v]) => [t, at(v)] as const),
+      );
       made.set(key, f);
     }
     latest = f;
     return f(values);
   };
   const fn = Object.assign(call, {
-    inputs, outputs, updates,
+    inputs,
+    outputs,
+    updates,
     debugprint: (opts?: { readonly trace?: boolean }) => current('debugprint').debugprint(opts),
     source: () => current('source').source(),
     exportModule: (o: Parameters<CompiledFunction['exportModule']>[0]) => current('exportModule').exportModule(o),
     exportOnnx: (o?: Parameters<CompiledFunction['exportOnnx']>[0]) => current('exportOnnx').exportOnnx(o),
   });
-  for (const k of ['device', 'backend', 'optimizer'] as const) Object.defineProperty(fn, k, { get: () => latest?.[k] ?? info[k], enumerable: true });
+  for (const k of ['device', 'backend', 'optimizer'] as const)
+    Object.defineProperty(fn, k, { get: () => latest?.[k] ?? info[k], enumerable: true });
   Object.defineProperty(fn, 'graph', { get: () => current('graph').graph, enumerable: true });
   Object.defineProperty(fn, 'executionProvider', { get: () => latest?.executionProvider, enumerable: true });
   return fn as unknown as CompiledFunction;

@@ -19,10 +19,16 @@ export function benchCommand(root: string = packageRoot): Command {
       const entry = ENTRIES.find((e) => existsSync(join(root, e)));
       if (entry === undefined) {
         // bench/ is not published: it needs the repository's dev dependencies (TensorFlow.js, tsx).
-        throw new CliError(`bench runs the benchmark suite of a theanine checkout, which an installed package does not include (no ${ENTRIES.join(' or ')} under ${root}): clone the repository, run npm install there, then npx theanine bench`);
+        throw new CliError(
+          `bench runs the benchmark suite of a theanine checkout, which an installed package does not include (no ${ENTRIES.join(' or ')} under ${root}): clone the repository, run npm install there, then npx theanine bench`,
+        );
       }
       // As `npm run bench`: TypeScript through tsx, --expose-gc so the suite can collect garbage between rounds.
-      const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', entry, ...(filter === undefined ? [] : [filter])], { cwd: root, stdio: 'inherit' });
+      const r = spawnSync(
+        process.execPath,
+        ['--expose-gc', '--import', 'tsx', entry, ...(filter === undefined ? [] : [filter])],
+        { cwd: root, stdio: 'inherit' },
+      );
       if (r.status !== 0) throw new CliError(`the benchmark suite failed (exit code ${r.status ?? r.signal})`);
     });
 }

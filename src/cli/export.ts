@@ -25,7 +25,9 @@ const IDENT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 
 /** The output file's name as an identifier: `model.ts` -> `model`, `my-net.ts` -> `my_net`. */
 export function nameFromPath(out: string): string {
-  let n = basename(out, extname(out)).replace(/[^A-Za-z0-9_$]/g, '_').replace(/^_+/, '');
+  let n = basename(out, extname(out))
+    .replace(/[^A-Za-z0-9_$]/g, '_')
+    .replace(/^_+/, '');
   if (n === '' || /^\d/.test(n)) n = `model${n === '' ? '' : `_${n}`}`;
   return IDENT.test(n) ? n : 'model';
 }
@@ -34,16 +36,18 @@ export function nameFromPath(out: string): string {
 export async function loadUserModule(path: string): Promise<Record<string, unknown>> {
   const url = pathToFileURL(path).href;
   try {
-    return await import(url) as Record<string, unknown>;
+    return (await import(url)) as Record<string, unknown>;
   } catch (e) {
     // Node without a TypeScript loader: load .ts files through tsx when it is installed.
     const code = (e as NodeJS.ErrnoException).code;
     if (code !== 'ERR_UNKNOWN_FILE_EXTENSION' || !/\.[mc]?ts$/.test(path)) throw e;
     let tsx: { tsImport(specifier: string, parent: string): Promise<Record<string, unknown>> };
     try {
-      tsx = await import('tsx/esm/api' as string) as typeof tsx;
+      tsx = (await import('tsx/esm/api' as string)) as typeof tsx;
     } catch {
-      throw new Error(`${path} is TypeScript: install tsx (npm install --save-dev tsx) so theanine can load it, or compile it to JavaScript first`);
+      throw new Error(
+        `${path} is TypeScript: install tsx (npm install --save-dev tsx) so theanine can load it, or compile it to JavaScript first`,
+      );
     }
     return tsx.tsImport(url, import.meta.url);
   }
@@ -57,16 +61,28 @@ function isCompiled(f: unknown): f is CompiledFunction {
  * Loads `file` (a module whose default export, or only exported function, or `builder`, returns a
  * compiled function, or a promise of one), and writes that function's standalone module to `out`.
  */
-export async function exportCommand(file: string, out: string, opts: ExportCommandOptions = {}): Promise<ExportCommandResult> {
+export async function exportCommand(
+  file: string,
+  out: string,
+  opts: ExportCommandOptions = {},
+): Promise<ExportCommandResult> {
   const f = await builtFunction(file, opts.builder);
   const name = opts.name ?? nameFromPath(out);
   const binFile = `${basename(out, extname(out))}.bin`;
-  const exported = f.exportModule({ name, binFile, ...(opts.binThreshold !== undefined ? { binThreshold: opts.binThreshold } : {}) });
+  const exported = f.exportModule({
+    name,
+    binFile,
+    ...(opts.binThreshold !== undefined ? { binThreshold: opts.binThreshold } : {}),
+  });
   return { name, written: exported.write(out) };
 }
 
 /** `theanine export <file> --format onnx --out model.onnx`: the function as a serialized ONNX model. */
-export async function exportOnnxCommand(file: string, out: string, opts: { name?: string; builder?: string; opset?: number } = {}): Promise<ExportCommandResult & { opset: number; bytes: number }> {
+export async function exportOnnxCommand(
+  file: string,
+  out: string,
+  opts: { name?: string; builder?: string; opset?: number } = {},
+): Promise<ExportCommandResult & { opset: number; bytes: number }> {
   const f = await builtFunction(file, opts.builder);
   const name = opts.name ?? nameFromPath(out);
   const opset = opts.opset ?? 17;
@@ -86,14 +102,18 @@ async function builtFunction(file: string, builderName: string | undefined): Pro
   else if (typeof mod['default'] === 'function') key = 'default';
   else if (fns.length === 1) key = fns[0]![0];
   else {
-    throw new Error(`${file} must export a function that returns a compiled function (as its default export, or its only exported function); `
-      + `it exports ${fns.length === 0 ? 'no functions' : `the functions ${fns.map(([k]) => k).join(', ')}: say which with --builder`}`);
+    throw new Error(
+      `${file} must export a function that returns a compiled function (as its default export, or its only exported function); ` +
+        `it exports ${fns.length === 0 ? 'no functions' : `the functions ${fns.map(([k]) => k).join(', ')}: say which with --builder`}`,
+    );
   }
   const builder = mod[key];
   if (typeof builder !== 'function') throw new Error(`${file} has no exported function ${JSON.stringify(key)}`);
   const f: unknown = await (builder as () => unknown)();
   if (!isCompiled(f)) {
-    throw new Error(`${file}: ${key === 'default' ? 'the default export' : key}() returned ${f === null ? 'null' : typeof f}; it must return a compiled function (K.function(...))`);
+    throw new Error(
+      `${file}: ${key === 'default' ? 'the default export' : key}() returned ${f === null ? 'null' : typeof f}; it must return a compiled function (K.function(...))`,
+    );
   }
   return f;
 }

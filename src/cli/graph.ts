@@ -2,7 +2,8 @@
 // text, DOT text or an SVG picture, before or after the optimizer; and the pass table.
 import { writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { debugprint, dot, listPasses, optimize, svg, type DotOptions, type Tensor } from '../index.js';
+import type { DotOptions, OptimizerLevel, Tensor } from '../index.js';
+import { debugprint, dot, listPasses, optimize, svg } from '../index.js';
 import { EXAMPLES, buildExample, type Example, type ExampleName } from '../examples/graphs.js';
 import { CliError, type Io } from './io.js';
 import { existsSync } from 'node:fs';
@@ -20,12 +21,23 @@ async function requireAll(files: readonly string[]): Promise<void> {
   }
 }
 
-const exampleArgument = () => new Command().createArgument('<example>', `one of: ${EXAMPLES.join(', ')}`).choices(EXAMPLES);
+const exampleArgument = () =>
+  new Command().createArgument('<example>', `one of: ${EXAMPLES.join(', ')}`).choices(EXAMPLES);
 
-type Level = 'fast_run' | 'fast_compile' | 'eqsat';
-const levelOption = () => new Option('--optimizer <level>', 'the optimizer level (default: keras.json "optimizer" or THEANINE_OPTIMIZER, else fast_run)').choices(['fast_run', 'fast_compile', 'eqsat']);
+type Level = Exclude<OptimizerLevel, 'none'>;
+const levelOption = () =>
+  new Option(
+    '--optimizer <level>',
+    'the optimizer level (default: keras.json "optimizer" or THEANINE_OPTIMIZER, else fast_run)',
+  ).choices(['fast_run', 'fast_compile', 'eqsat']);
 
-interface GraphFlags { optimized?: boolean; svg?: string; dot?: boolean; require: string[]; optimizer?: Level }
+interface GraphFlags {
+  optimized?: boolean;
+  svg?: string;
+  dot?: boolean;
+  require: string[];
+  optimizer?: Level;
+}
 
 /** DOT options of an example's `outputs` (as built or optimized): output names and its groups. */
 export function dotOptionsOf(ex: Example, outputs: readonly Tensor[], optimized: boolean): DotOptions {
@@ -44,11 +56,19 @@ export function graphCommand(io: Io): Command {
     .addOption(levelOption())
     .option('--svg <file>', 'write an SVG picture (Graphviz via @viz-js/viz) to <file>')
     .addOption(new Option('--dot', 'print DOT text instead of debugprint').conflicts('svg'))
-    .option('--require <file>', 'load a module first (e.g. one defining passes with { global: true }); repeatable', collect, [])
+    .option(
+      '--require <file>',
+      'load a module first (e.g. one defining passes with { global: true }); repeatable',
+      collect,
+      [],
+    )
     .action(async (name: ExampleName, f: GraphFlags) => {
       await requireAll(f.require);
       const ex = buildExample(name);
-      const outputs = f.optimized === true ? optimize(ex.outputs, f.optimizer !== undefined ? { optimizer: f.optimizer } : {}).outputs : ex.outputs;
+      const outputs =
+        f.optimized === true
+          ? optimize(ex.outputs, f.optimizer !== undefined ? { optimizer: f.optimizer } : {}).outputs
+          : ex.outputs;
       const opts = dotOptionsOf(ex, outputs, f.optimized === true);
       if (f.svg !== undefined) {
         const text = await svg(outputs, opts);
@@ -71,7 +91,12 @@ export function passesCommand(io: Io): Command {
     .description('run the optimizer on a built-in example and list each pass with its time and node count')
     .addArgument(exampleArgument())
     .addOption(levelOption())
-    .option('--require <file>', 'load a module first (e.g. one defining passes with { global: true }); repeatable', collect, [])
+    .option(
+      '--require <file>',
+      'load a module first (e.g. one defining passes with { global: true }); repeatable',
+      collect,
+      [],
+    )
     .action(async (name: ExampleName, f: { require: string[]; optimizer?: Level }) => {
       await requireAll(f.require);
       const ex = buildExample(name);
@@ -82,7 +107,9 @@ export function passesCommand(io: Io): Command {
       io.out(`${ex.name}: ${ex.description}\n`);
       io.out(`${'pass'.padEnd(w)}  ${'time (ms)'.padStart(9)}  ${'nodes'.padStart(13)}  what it rewrites\n`);
       for (const p of passes) {
-        io.out(`${p.name.padEnd(w)}  ${p.ms.toFixed(2).padStart(9)}  ${`${p.nodesBefore} -> ${p.nodesAfter}`.padStart(13)}  ${docs.get(p.name) ?? ''}\n`);
+        io.out(
+          `${p.name.padEnd(w)}  ${p.ms.toFixed(2).padStart(9)}  ${`${p.nodesBefore} -> ${p.nodesAfter}`.padStart(13)}  ${docs.get(p.name) ?? ''}\n`,
+        );
         if (p.note !== undefined) io.out(`${''.padEnd(w)}  ${p.note}\n`);
       }
     });

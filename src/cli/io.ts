@@ -47,7 +47,9 @@ function writeAll(fd: number, text: string): void {
 }
 
 export const processIo: Io = {
-  out: (t) => { writeAll(1, t); },
+  out: (t) => {
+    writeAll(1, t);
+  },
   err: (t) => {
     try {
       writeAll(2, t);

@@ -25,7 +25,9 @@ export function buildProgram(io: Io = processIo, opts: ProgramOptions = {}): Com
   const program = new Command('theanine')
     .description('theanine: the Keras backend API for TypeScript, as a Theano-like graph compiler')
     .version(version())
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Environment:
   KERAS_BACKEND=theanine|tensorflow  default backend (else "backend" in keras.json)
   THEANINE_DEVICE=cpu|gpu            default device (else "device" in keras.json)
@@ -36,14 +38,29 @@ Environment:
   THEANINE_DEBUG=passes,gpu          the optimizer's passes, the gpu device and its kernels (all: every topic)
   THEANINE_MODE=debug                checking mode: every rewrite and kernel compared with the reference interpreter
   THEANINE_NAN_GUARD=1               raise at the first kernel that writes NaN or Inf from finite inputs
-`)
+`,
+    )
     .configureOutput({
       writeOut: (s) => io.out(s),
       writeErr: (s) => io.err(s),
       // One line: commander's suggestion ('Did you mean --epochs?') joins the message.
-      outputError: (s, write) => write(`theanine: ${s.replace(/^error: /, '').trimEnd().replace(/\s*\n\s*/g, ' ')}\n`),
+      outputError: (s, write) =>
+        write(
+          `theanine: ${s
+            .replace(/^error: /, '')
+            .trimEnd()
+            .replace(/\s*\n\s*/g, ' ')}\n`,
+        ),
     });
-  for (const c of [trainCommand(io), graphCommand(io), passesCommand(io), exportCli(io), vizCommand(io), profileCommand(io), benchCommand(...(opts.benchRoot === undefined ? [] : [opts.benchRoot]))]) {
+  for (const c of [
+    trainCommand(io),
+    graphCommand(io),
+    passesCommand(io),
+    exportCli(io),
+    vizCommand(io),
+    profileCommand(io),
+    benchCommand(...(opts.benchRoot === undefined ? [] : [opts.benchRoot])),
+  ]) {
     program.addCommand(c.configureOutput(program.configureOutput()));
   }
   program.exitOverride();
@@ -63,7 +80,8 @@ export async function main(argv: readonly string[], io: Io = processIo, opts: Pr
     if (e instanceof OutputClosed) return 0;
     // One line: an error's provenance line (`built by K.gather at train.ts:41`) joins it.
     io.err(`theanine: ${(e instanceof Error ? e.message : String(e)).replace(/\n(built by [^\n]*)$/, ' ($1)')}\n`);
-    if (process.env['THEANINE_DEBUG']?.split(',').includes('cli') === true && e instanceof Error) io.err(`${e.stack ?? ''}\n`);
+    if (process.env['THEANINE_DEBUG']?.split(',').includes('cli') === true && e instanceof Error)
+      io.err(`${e.stack ?? ''}\n`);
     return 2;
   }
 }

@@ -28,9 +28,11 @@ async function graphOf(what: string): Promise<GraphSpec> {
   if (!existsSync(path)) throw new CliError(`${what} is neither an example (${EXAMPLES.join(', ')}) nor a file`);
   const mod = await loadUserModule(path);
   const build = mod['default'] ?? mod['graph'];
-  if (typeof build !== 'function') throw new CliError(`${what}: export a function (default, or named graph) returning { inputs, outputs }`);
-  const g = await (build as () => unknown)() as Partial<GraphSpec> | undefined;
-  if (!Array.isArray(g?.inputs) || !Array.isArray(g?.outputs)) throw new CliError(`${what}: its graph function must return { inputs: placeholders, outputs: tensors }`);
+  if (typeof build !== 'function')
+    throw new CliError(`${what}: export a function (default, or named graph) returning { inputs, outputs }`);
+  const g = (await (build as () => unknown)()) as Partial<GraphSpec> | undefined;
+  if (!Array.isArray(g?.inputs) || !Array.isArray(g?.outputs))
+    throw new CliError(`${what}: its graph function must return { inputs: placeholders, outputs: tensors }`);
   return g as GraphSpec;
 }
 
@@ -40,17 +42,30 @@ function inputsFor(inputs: readonly Tensor[], batch: number): NDArray[] {
   return inputs.map((x) => {
     const shape = x.shape.map((d) => d ?? batch);
     const n = shape.reduce((a, b) => a * b, 1);
-    const data = Array.from({ length: n }, () => (x.dtype.startsWith('float') ? 2 * rng.next() - 1 : Math.floor(4 * rng.next())));
+    const data = Array.from({ length: n }, () =>
+      x.dtype.startsWith('float') ? 2 * rng.next() - 1 : Math.floor(4 * rng.next()),
+    );
     return NDArray.from(data, x.dtype).reshape(shape);
   });
 }
 
-interface ProfileFlags { calls: number; batch: number; device?: 'cpu' | 'gpu'; trace?: string; json?: boolean }
+interface ProfileFlags {
+  calls: number;
+  batch: number;
+  device?: 'cpu' | 'gpu';
+  trace?: string;
+  json?: boolean;
+}
 
 export function profileCommand(io: Io): Command {
   return new Command('profile')
-    .description('compile a built-in example (or the graph a module builds) with { profile: true }, run it on seeded inputs and print its profile')
-    .argument('<example|file>', `one of: ${EXAMPLES.join(', ')}; or a module whose default export returns { inputs, outputs }`)
+    .description(
+      'compile a built-in example (or the graph a module builds) with { profile: true }, run it on seeded inputs and print its profile',
+    )
+    .argument(
+      '<example|file>',
+      `one of: ${EXAMPLES.join(', ')}; or a module whose default export returns { inputs, outputs }`,
+    )
     .option('--calls <n>', 'calls to profile (after one warm-up call)', positiveInt, 20)
     .option('--batch <n>', 'the size of unknown dims (the batch)', positiveInt, 64)
     .addOption(new Option('--device <device>', 'the device').choices(['cpu', 'gpu']))
@@ -58,7 +73,11 @@ export function profileCommand(io: Io): Command {
     .option('--json', 'print the profile as JSON instead of the table')
     .action(async (what: string, f: ProfileFlags) => {
       const g = await graphOf(what);
-      const fn = K.function([...g.inputs], [...g.outputs], [], { profile: true, name: what, ...(f.device !== undefined ? { device: f.device } : {}) });
+      const fn = K.function([...g.inputs], [...g.outputs], [], {
+        profile: true,
+        name: what,
+        ...(f.device !== undefined ? { device: f.device } : {}),
+      });
       const values = inputsFor(g.inputs, f.batch);
       fn(values); // warm-up: compiles, and V8 starts on the generated code
       fn.profile({ reset: true }); // the warm-up's kernel times stay out (its compile phases stay in)

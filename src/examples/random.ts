@@ -5,7 +5,9 @@ import { mulberry32 } from '../ir/random.js';
 export class Rng {
   /** Uniform in [0, 1). */
   readonly next: () => number;
-  constructor(seed: number) { this.next = mulberry32(seed); }
+  constructor(seed: number) {
+    this.next = mulberry32(seed);
+  }
 
   /** Uniform in [-limit, limit). */
   uniform(n: number, limit: number): Float32Array {
@@ -19,7 +21,9 @@ export class Rng {
     const p = Int32Array.from({ length: n }, (_, i) => i);
     for (let i = n - 1; i > 0; i--) {
       const j = Math.floor(this.next() * (i + 1));
-      const t = p[i]!; p[i] = p[j]!; p[j] = t;
+      const t = p[i]!;
+      p[i] = p[j]!;
+      p[j] = t;
     }
     return p;
   }

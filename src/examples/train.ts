@@ -90,7 +90,10 @@ export function trainMnist(data: Mnist, opts: TrainOptions, hooks: TrainHooks = 
   // result, which the gpu device keeps on the host. A tie for the largest counts as right.
   const right = K.sum(K.cast(K.equal(K.max(logits, -1), K.sum(logits.mul(y), -1)), 'float32'));
   const grads = K.gradients(loss, model.params);
-  const { updates } = adam(model.params, grads, { lr: opts.lr, ...(opts.decay !== undefined ? { decay: opts.decay } : {}) });
+  const { updates } = adam(model.params, grads, {
+    lr: opts.lr,
+    ...(opts.decay !== undefined ? { decay: opts.decay } : {}),
+  });
   // Outputs read the weights before the step's updates (K.function's rule), as Keras' metrics do.
   const step = K.function([x, y], [loss, right], updates, { device: opts.device, name: 'train_step' });
   const evaluate = K.function([x, y], [loss, right], [], { device: opts.device, name: 'evaluate' });
@@ -114,28 +117,60 @@ export function trainMnist(data: Mnist, opts: TrainOptions, hooks: TrainHooks = 
       const [xb, yb] = batchOf(data.train, order, start, size, model.exampleShape);
       const [lossOut, rightOut] = step([xb, yb]);
       const lossValue = lossOut!.item() as number;
-      if (!Number.isFinite(lossValue)) throw new Error(`training diverged: the loss is ${lossValue} at epoch ${e}, batch ${b + 1} (try a smaller --lr)`);
+      if (!Number.isFinite(lossValue))
+        throw new Error(
+          `training diverged: the loss is ${lossValue} at epoch ${e}, batch ${b + 1} (try a smaller --lr)`,
+        );
       total += lossValue;
       rightSoFar += rightOut!.item() as number;
       const sec = seconds(te);
-      hooks.onBatch?.({ epoch: e, batch: b + 1, batches, loss: total / (b + 1), accuracy: rightSoFar / (start + size), seconds: sec, examplesPerSecond: (start + size) / sec });
+      hooks.onBatch?.({
+        epoch: e,
+        batch: b + 1,
+        batches,
+        loss: total / (b + 1),
+        accuracy: rightSoFar / (start + size),
+        seconds: sec,
+        examplesPerSecond: (start + size) / sec,
+      });
     }
     const s = seconds(te);
     const tv = performance.now();
     const val = evaluateSplit(evaluate, data.test, model.exampleShape);
     validationSeconds += seconds(tv);
-    const stats = { epoch: e, loss: total / batches, accuracy: rightSoFar / n, valLoss: val.loss, valAccuracy: val.accuracy, seconds: s, examplesPerSecond: n / s };
+    const stats = {
+      epoch: e,
+      loss: total / batches,
+      accuracy: rightSoFar / n,
+      valLoss: val.loss,
+      valAccuracy: val.accuracy,
+      seconds: s,
+      examplesPerSecond: n / s,
+    };
     epochs.push(stats);
     hooks.onEpochEnd?.(stats);
   }
   const trainSeconds = seconds(t1) - validationSeconds;
   const t2 = performance.now();
   const testAccuracy = accuracy(predict, data.test, model.exampleShape);
-  return { model, epochs, testAccuracy, predict, buildSeconds, trainSeconds, validationSeconds, evalSeconds: seconds(t2) };
+  return {
+    model,
+    epochs,
+    testAccuracy,
+    predict,
+    buildSeconds,
+    trainSeconds,
+    validationSeconds,
+    evalSeconds: seconds(t2),
+  };
 }
 
 /** Mean loss and accuracy of `evaluate` ([loss, right] of a batch) over `s`, in batches of 500. */
-function evaluateSplit(evaluate: (v: unknown[]) => NDArray[], s: Split, shape: readonly number[]): { loss: number; accuracy: number } {
+function evaluateSplit(
+  evaluate: (v: unknown[]) => NDArray[],
+  s: Split,
+  shape: readonly number[],
+): { loss: number; accuracy: number } {
   const order = Int32Array.from({ length: s.count }, (_, i) => i);
   let loss = 0;
   let right = 0;
@@ -160,4 +195,3 @@ export function accuracy(predict: (v: unknown[]) => NDArray[], s: Split, shape: 
   }
   return right / s.count;
 }
-

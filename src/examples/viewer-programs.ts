@@ -36,7 +36,7 @@ return {
   },
 };
 `,
-  'lstm': `// An LSTM reading 3 time steps through K.rnn (one Scan node), a dense layer on its last
+  lstm: `// An LSTM reading 3 time steps through K.rnn (one Scan node), a dense layer on its last
 // output, and a squared loss (as src/examples/models.ts' lstm, with one weight matrix per kind).
 const units = 3;
 return {
@@ -79,7 +79,7 @@ return {
 return {
 ${LINEAR_INPUTS}${LINEAR_LOSS}};
 `,
-  'jvp': `// Forward mode (autodiff.jvp) on docs/autodiff.md's worked example: every node carries its
+  jvp: `// Forward mode (autodiff.jvp) on docs/autodiff.md's worked example: every node carries its
 // value and its tangent, how fast it changes when W moves along the direction V (dual numbers),
 // computed in one pass from the inputs. The loss' tangent is <d loss / d W, V>.
 return {

@@ -27,10 +27,22 @@ export function apply(op: string, inputs: readonly Node[], given: unknown = {}, 
     // ops need ranks (TensorFlow's shape functions refuse too) and say which operand lacks one.
     if (unknown !== undefined) {
       if (def.kind !== 'elementwise') {
-        throw new ValueError(`${fn}: ${op} needs the rank of its operands, but ${unknown.name} has unknown rank (a placeholder made with neither shape nor ndim); give it a shape or an ndim`);
+        throw new ValueError(
+          `${fn}: ${op} needs the rank of its operands, but ${unknown.name} has unknown rank (a placeholder made with neither shape nor ndim); give it a shape or an ndim`,
+        );
       }
-      type = { ...def.infer(inputs.map((n) => ({ dtype: n.type.dtype, shape: n.type.unknownRank === true ? [] : n.type.shape })), attrs), unknownRank: true };
-    } else type = def.infer(inputs.map((n) => n.type), attrs);
+      type = {
+        ...def.infer(
+          inputs.map((n) => ({ dtype: n.type.dtype, shape: n.type.unknownRank === true ? [] : n.type.shape })),
+          attrs,
+        ),
+        unknownRank: true,
+      };
+    } else
+      type = def.infer(
+        inputs.map((n) => n.type),
+        attrs,
+      );
   } catch (e) {
     throw e instanceof InferError ? inferenceFailure(rethrow(e, fn)) : e;
   }
@@ -50,7 +62,11 @@ function checkSize(fn: string, op: string, t: TensorType): void {
   let n = 1;
   for (const d of t.shape) if (d !== null) n *= d;
   if (n > MAX_ELEMENTS) {
-    throw inferenceFailure(new ValueError(`${fn}: the result of ${op} would have shape ${formatShape(t.shape)}, ${n} elements; a typed array holds at most ${MAX_ELEMENTS} (2^32 - 1), so no backend can hold it. Split the computation or reduce the shape`));
+    throw inferenceFailure(
+      new ValueError(
+        `${fn}: the result of ${op} would have shape ${formatShape(t.shape)}, ${n} elements; a typed array holds at most ${MAX_ELEMENTS} (2^32 - 1), so no backend can hold it. Split the computation or reduce the shape`,
+      ),
+    );
   }
 }
 

@@ -52,12 +52,22 @@ export interface Difference {
  * float64 values, `float64As`'s: a target that computes float64 in float32), or undefined.
  */
 export function firstDifference(got: NDArray, want: NDArray, float64As?: DType): Difference | undefined {
-  const tolerance = toleranceOf(want.dtype === 'float64' && float64As !== undefined ? float64As : want.dtype, isFloat(want.dtype) ? maxAbs(want) : 1);
+  const tolerance = toleranceOf(
+    want.dtype === 'float64' && float64As !== undefined ? float64As : want.dtype,
+    isFloat(want.dtype) ? maxAbs(want) : 1,
+  );
   // Empty values have no element to differ in. (The reference's Scan of zero steps stacks its
   // outputs as (0, 0, ...) where compiled code keeps the batch dim: a shape, not a value.)
   if (got.size === 0 && want.size === 0) return undefined;
   if (got.shape.length !== want.shape.length || got.shape.some((d, i) => d !== want.shape[i])) {
-    return { flat: -1, index: [], got: NaN, want: NaN, tolerance, why: `shape ${formatShape(got.shape)} instead of ${formatShape(want.shape)}` };
+    return {
+      flat: -1,
+      index: [],
+      got: NaN,
+      want: NaN,
+      tolerance,
+      why: `shape ${formatShape(got.shape)} instead of ${formatShape(want.shape)}`,
+    };
   }
   for (let i = 0; i < want.data.length; i++) {
     const x = got.data[i]!;

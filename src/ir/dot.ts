@@ -20,20 +20,27 @@ const RANKDIRS = ['TB', 'BT', 'LR', 'RL'] as const;
  */
 export function checkDotOptions(fn: string, opts: unknown): DotOptions {
   if (opts === undefined) return {};
-  if (opts === null || typeof opts !== 'object' || Array.isArray(opts)) throw new TypeError(`${fn}: options must be an object, got ${describe(opts)}`);
+  if (opts === null || typeof opts !== 'object' || Array.isArray(opts))
+    throw new TypeError(`${fn}: options must be an object, got ${describe(opts)}`);
   const o = opts as Record<string, unknown>;
   const known = ['title', 'rankdir', 'label', 'cluster', 'inner', 'outputNames', 'calls'];
   for (const k of Object.keys(o)) {
-    if (!known.includes(k)) throw new ValueError(`${fn}: unknown option ${JSON.stringify(k)} (allowed: ${known.join(', ')})`);
+    if (!known.includes(k))
+      throw new ValueError(`${fn}: unknown option ${JSON.stringify(k)} (allowed: ${known.join(', ')})`);
   }
   if (o['rankdir'] !== undefined && !(RANKDIRS as readonly unknown[]).includes(o['rankdir'])) {
-    throw new ValueError(`${fn}: option rankdir must be one of ${RANKDIRS.map((r) => JSON.stringify(r)).join(', ')}, got ${describe(o['rankdir'])}`);
+    throw new ValueError(
+      `${fn}: option rankdir must be one of ${RANKDIRS.map((r) => JSON.stringify(r)).join(', ')}, got ${describe(o['rankdir'])}`,
+    );
   }
-  if (o['title'] !== undefined && typeof o['title'] !== 'string') throw new TypeError(`${fn}: option title must be a string, got ${describe(o['title'])}`);
+  if (o['title'] !== undefined && typeof o['title'] !== 'string')
+    throw new TypeError(`${fn}: option title must be a string, got ${describe(o['title'])}`);
   for (const k of ['label', 'cluster', 'inner']) {
-    if (o[k] !== undefined && typeof o[k] !== 'function') throw new TypeError(`${fn}: option ${k} must be a function of a node, got ${describe(o[k])}`);
+    if (o[k] !== undefined && typeof o[k] !== 'function')
+      throw new TypeError(`${fn}: option ${k} must be a function of a node, got ${describe(o[k])}`);
   }
-  if (o['calls'] !== undefined && typeof o['calls'] !== 'boolean') throw new TypeError(`${fn}: option calls must be true or false, got ${describe(o['calls'])}`);
+  if (o['calls'] !== undefined && typeof o['calls'] !== 'boolean')
+    throw new TypeError(`${fn}: option calls must be true or false, got ${describe(o['calls'])}`);
   const names = o['outputNames'];
   if (names !== undefined && (!Array.isArray(names) || names.some((n) => typeof n !== 'string'))) {
     throw new TypeError(`${fn}: option outputNames must be an array of strings, got ${describe(names)}`);
@@ -96,17 +103,25 @@ const CLUSTER_STYLE: Readonly<Record<string, string>> = {
  * Graphviz cannot read a NUL character at all, so `what` (which name it is) is refused clearly.
  */
 export function dotString(s: string, what = 'a label'): string {
-  if (s.includes('\0')) throw new ValueError(`dot: ${what} ${JSON.stringify(s)} contains a NUL character (\\0), which Graphviz cannot read; give it a name without one`);
+  if (s.includes('\0'))
+    throw new ValueError(
+      `dot: ${what} ${JSON.stringify(s)} contains a NUL character (\\0), which Graphviz cannot read; give it a name without one`,
+    );
   return '"' + s.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\r?\n/g, '\\n') + '"';
 }
 
 function nodeStyle(n: Node): string {
   switch (n.op) {
-    case 'placeholder': return 'shape=ellipse, style=filled, fillcolor="#d5f5e3"';
-    case 'variable': return 'shape=box3d, style=filled, fillcolor="#fcf3cf"';
-    case 'constant': return 'shape=note, fontcolor="#555555"';
-    case 'scan_arg': return 'shape=ellipse, style="filled,dashed", fillcolor="#eafaf1"';
-    default: return 'shape=box, style="rounded,filled", fillcolor="#ffffff"';
+    case 'placeholder':
+      return 'shape=ellipse, style=filled, fillcolor="#d5f5e3"';
+    case 'variable':
+      return 'shape=box3d, style=filled, fillcolor="#fcf3cf"';
+    case 'constant':
+      return 'shape=note, fontcolor="#555555"';
+    case 'scan_arg':
+      return 'shape=ellipse, style="filled,dashed", fillcolor="#eafaf1"';
+    default:
+      return 'shape=box, style="rounded,filled", fillcolor="#ffffff"';
   }
 }
 
@@ -114,7 +129,8 @@ function nodeStyle(n: Node): string {
 function graphIn(v: AttrValue | undefined): { outputs: readonly Node[]; args: readonly Node[] } | undefined {
   if (v === null || typeof v !== 'object' || Array.isArray(v) || v instanceof Node) return undefined;
   const o = v as { results?: unknown; outputs?: unknown; root?: unknown; args?: unknown; params?: unknown };
-  const nodes = (x: unknown): readonly Node[] | undefined => (Array.isArray(x) && x.length > 0 && x.every((e) => e instanceof Node) ? x : undefined);
+  const nodes = (x: unknown): readonly Node[] | undefined =>
+    Array.isArray(x) && x.length > 0 && x.every((e) => e instanceof Node) ? x : undefined;
   const outputs = nodes(o.results) ?? nodes(o.outputs) ?? (o.root instanceof Node ? [o.root] : undefined);
   if (outputs === undefined) return undefined;
   return { outputs, args: nodes(o.args) ?? nodes(o.params) ?? [] };
@@ -131,8 +147,11 @@ export function innerGraphsOf(n: Node): InnerGraph[] {
     if (g === undefined) continue;
     const fused = n.op === 'fused' || n.op.startsWith('fused_');
     found.push({
-      label: fused ? `fused kernel (${n.op})` : `${n.op} ${k}`, kind: n.op === 'scan' ? 'scan' : fused ? 'fused' : n.op,
-      outputs: g.outputs, args: g.args, inline: fused && g.outputs.length === 1 && g.args.length === n.inputs.length,
+      label: fused ? `fused kernel (${n.op})` : `${n.op} ${k}`,
+      kind: n.op === 'scan' ? 'scan' : fused ? 'fused' : n.op,
+      outputs: g.outputs,
+      args: g.args,
+      inline: fused && g.outputs.length === 1 && g.args.length === n.inputs.length,
     });
   }
   return found;
@@ -154,7 +173,10 @@ export function toDot(outputs: readonly Node[], options: DotOptions = {}): strin
  * as a box of its ops, the box's `cluster_inner<k>` (Graphviz writes these as the `<title>` of the
  * SVG group, so a page can find a node's shape in the picture). Nodes of inner graphs are included.
  */
-export function toDotWithIds(outputs: readonly Node[], options: DotOptions = {}): { text: string; ids: Map<Node, string> } {
+export function toDotWithIds(
+  outputs: readonly Node[],
+  options: DotOptions = {},
+): { text: string; ids: Map<Node, string> } {
   const opts = checkDotOptions('dot', options);
   const allIds = new Map<Node, string>();
   const emitted: Emitted[] = [];
@@ -168,7 +190,9 @@ export function toDotWithIds(outputs: readonly Node[], options: DotOptions = {})
     for (let k = c; k !== undefined; k = k.parent) clusters.set(k.id, k);
   };
   const edge = (from: string, to: string, n: Node, k: number) => {
-    edges.push(`${from} -> ${to}${n.inputs.length > 1 && !COMMUTATIVE.has(n.op) ? ` [label="${k}", fontsize=9]` : ''};`);
+    edges.push(
+      `${from} -> ${to}${n.inputs.length > 1 && !COMMUTATIVE.has(n.op) ? ` [label="${k}", fontsize=9]` : ''};`,
+    );
   };
 
   /**
@@ -198,14 +222,23 @@ export function toDotWithIds(outputs: readonly Node[], options: DotOptions = {})
     const key = `${parent?.id ?? ''}/${callIds.get(p) ?? callIds.set(p, callIds.size).get(p)}`;
     let c = callBoxes.get(key);
     if (c === undefined) {
-      c = { id: `call${callBoxes.size}`, label: p.toString(), kind: 'call', ...(parent !== undefined ? { parent } : {}) };
+      c = {
+        id: `call${callBoxes.size}`,
+        label: p.toString(),
+        kind: 'call',
+        ...(parent !== undefined ? { parent } : {}),
+      };
       callBoxes.set(key, c);
     }
     return c;
   };
   const callIds = new Map<Provenance, number>();
 
-  const draw = (outs: readonly Node[], within: DotCluster | undefined, bound: ReadonlyMap<Node, string>): Map<Node, string> => {
+  const draw = (
+    outs: readonly Node[],
+    within: DotCluster | undefined,
+    bound: ReadonlyMap<Node, string>,
+  ): Map<Node, string> => {
     const local = new Map<Node, string>(bound);
     for (const n of topoSort(outs)) {
       if (local.has(n)) continue;
@@ -213,7 +246,12 @@ export function toDotWithIds(outputs: readonly Node[], options: DotOptions = {})
       const inners = innerOf(n);
       const inline = inners.length === 1 && inners[0]!.inline === true ? inners[0]! : undefined;
       if (inline !== undefined) {
-        const c: DotCluster = { id: `inner${innerCount++}`, label: inline.label, kind: inline.kind, ...(cluster !== undefined ? { parent: cluster } : {}) };
+        const c: DotCluster = {
+          id: `inner${innerCount++}`,
+          label: inline.label,
+          kind: inline.kind,
+          ...(cluster !== undefined ? { parent: cluster } : {}),
+        };
         useCluster(c);
         const args = new Map((inline.args ?? []).map((a, i) => [a, local.get(n.inputs[i]!)!] as const));
         const ids = draw(inline.outputs, c, args);
@@ -228,18 +266,31 @@ export function toDotWithIds(outputs: readonly Node[], options: DotOptions = {})
       const head = opts.label?.(n) ?? nodeLabel(n);
       const text = `${head}\n${n.dtype} ${formatShape(n.shape)}`;
       // The tooltip (an SVG <title>) names the calls that built the node and the user's lines.
-      const tip = n.provenance.length > 0 ? `, tooltip=${dotString(formatProvenance(n.provenance, 6), `the tooltip of node ${JSON.stringify(n.name)}`)}` : '';
-      emitted.push({ id, cluster, line: `${id} [label=${dotString(text, `the label of node ${JSON.stringify(n.name)}`)}, ${nodeStyle(n)}${tip}];` });
+      const tip =
+        n.provenance.length > 0
+          ? `, tooltip=${dotString(formatProvenance(n.provenance, 6), `the tooltip of node ${JSON.stringify(n.name)}`)}`
+          : '';
+      emitted.push({
+        id,
+        cluster,
+        line: `${id} [label=${dotString(text, `the label of node ${JSON.stringify(n.name)}`)}, ${nodeStyle(n)}${tip}];`,
+      });
       n.inputs.forEach((input, k) => edge(local.get(input)!, id, n, k));
       for (const g of inners) {
-        const c: DotCluster = { id: `inner${innerCount++}`, label: g.label, kind: g.kind, ...(cluster !== undefined ? { parent: cluster } : {}) };
+        const c: DotCluster = {
+          id: `inner${innerCount++}`,
+          label: g.label,
+          kind: g.kind,
+          ...(cluster !== undefined ? { parent: cluster } : {}),
+        };
         useCluster(c);
         const ids = draw(g.outputs, c, new Map());
         // The body's args stand for the node's inputs (a Scan's sequences, states, constants).
         (g.args ?? []).forEach((a, i) => {
           const inner = ids.get(a);
           const outer = local.get(n.inputs[i]!);
-          if (inner !== undefined && outer !== undefined) edges.push(`${outer} -> ${inner} [style=dotted, color="#1e8449", arrowhead=none];`);
+          if (inner !== undefined && outer !== undefined)
+            edges.push(`${outer} -> ${inner} [style=dotted, color="#1e8449", arrowhead=none];`);
         });
         for (const o of g.outputs) edges.push(`${ids.get(o)!} -> ${id} [style=dashed, color="#1e8449"];`);
       }
@@ -254,7 +305,8 @@ export function toDotWithIds(outputs: readonly Node[], options: DotOptions = {})
     '  node [fontname="Helvetica", fontsize=11];',
     '  edge [color="#555555", arrowsize=0.7, fontname="Helvetica"];',
   ];
-  if (opts.title !== undefined) lines.push(`  label=${dotString(opts.title, 'option title')}; labelloc=t; fontname="Helvetica";`);
+  if (opts.title !== undefined)
+    lines.push(`  label=${dotString(opts.title, 'option title')}; labelloc=t; fontname="Helvetica";`);
 
   // Clusters nest: emit each cluster's own nodes, then its child clusters, inside its braces.
   const children = new Map<string | undefined, DotCluster[]>();
@@ -267,7 +319,9 @@ export function toDotWithIds(outputs: readonly Node[], options: DotOptions = {})
   const emitCluster = (c: DotCluster, depth: number): void => {
     const pad = '  '.repeat(depth);
     lines.push(`${pad}subgraph ${dotString(`cluster_${c.id}`, 'a cluster id')} {`);
-    lines.push(`${pad}  label=${dotString(c.label, 'a cluster label')}; fontname="Helvetica"; ${CLUSTER_STYLE[c.kind ?? ''] ?? 'style=rounded'};`);
+    lines.push(
+      `${pad}  label=${dotString(c.label, 'a cluster label')}; fontname="Helvetica"; ${CLUSTER_STYLE[c.kind ?? ''] ?? 'style=rounded'};`,
+    );
     for (const l of members.get(c.id) ?? []) lines.push(`${pad}  ${l}`);
     for (const k of children.get(c.id) ?? []) emitCluster(k, depth + 1);
     lines.push(`${pad}}`);

@@ -23,12 +23,21 @@ export function isInt(d: DType): boolean {
  */
 export function allocate(dtype: DType, size: number): TypedArray {
   switch (dtype) {
-    case 'float16': case 'float32': return new Float32Array(size);
-    case 'float64': case 'int64': return new Float64Array(size);
-    case 'int8': return new Int8Array(size);
-    case 'int16': return new Int16Array(size);
-    case 'int32': return new Int32Array(size);
-    case 'uint8': case 'bool': return new Uint8Array(size);
+    case 'float16':
+    case 'float32':
+      return new Float32Array(size);
+    case 'float64':
+    case 'int64':
+      return new Float64Array(size);
+    case 'int8':
+      return new Int8Array(size);
+    case 'int16':
+      return new Int16Array(size);
+    case 'int32':
+      return new Int32Array(size);
+    case 'uint8':
+    case 'bool':
+      return new Uint8Array(size);
   }
 }
 
@@ -51,18 +60,28 @@ export function roundHalf(x: number): number {
 /** Converts a JS number to the value a store of `dtype` keeps (the cast semantics of NumPy/Theano). */
 export function coerce(dtype: DType, x: number): number {
   switch (dtype) {
-    case 'float64': return x;
-    case 'float32': f32[0] = x; return f32[0]!;
-    case 'float16': return roundHalf(x);
-    case 'bool': return x !== 0 && !Number.isNaN(x) ? 1 : 0;
-    case 'int64': return Number.isFinite(x) ? Math.trunc(x) + 0 : 0; // + 0: integers have no -0 (1 / -x must stay +inf for x = 0)
+    case 'float64':
+      return x;
+    case 'float32':
+      f32[0] = x;
+      return f32[0]!;
+    case 'float16':
+      return roundHalf(x);
+    case 'bool':
+      return x !== 0 && !Number.isNaN(x) ? 1 : 0;
+    case 'int64':
+      return Number.isFinite(x) ? Math.trunc(x) + 0 : 0; // + 0: integers have no -0 (1 / -x must stay +inf for x = 0)
     default: {
       const t = Number.isFinite(x) ? Math.trunc(x) : 0;
       switch (dtype) {
-        case 'int8': return (t << 24) >> 24;
-        case 'int16': return (t << 16) >> 16;
-        case 'int32': return t | 0;
-        case 'uint8': return t & 255;
+        case 'int8':
+          return (t << 24) >> 24;
+        case 'int16':
+          return (t << 16) >> 16;
+        case 'int32':
+          return t | 0;
+        case 'uint8':
+          return t & 255;
       }
     }
   }
@@ -77,7 +96,15 @@ export function storeCoerces(dtype: DType): boolean {
 // Promotion follows JAX's lattice, simplified: bool < ints < floats; within a kind the wider wins;
 // an int meeting a float takes the float; uint8 with a signed int takes the next signed width.
 const RANK: Record<DType, number> = {
-  bool: 0, uint8: 1, int8: 1, int16: 2, int32: 3, int64: 4, float16: 10, float32: 11, float64: 12,
+  bool: 0,
+  uint8: 1,
+  int8: 1,
+  int16: 2,
+  int32: 3,
+  int64: 4,
+  float16: 10,
+  float32: 11,
+  float64: 12,
 };
 
 export function promote(a: DType, b: DType): DType {
@@ -88,9 +115,16 @@ export function promote(a: DType, b: DType): DType {
 
 export function itemsize(d: DType): number {
   switch (d) {
-    case 'float64': case 'int64': return 8;
-    case 'float32': case 'int32': return 4;
-    case 'float16': case 'int16': return 2;
-    default: return 1;
+    case 'float64':
+    case 'int64':
+      return 8;
+    case 'float32':
+    case 'int32':
+      return 4;
+    case 'float16':
+    case 'int16':
+      return 2;
+    default:
+      return 1;
   }
 }

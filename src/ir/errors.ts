@@ -12,7 +12,10 @@ export class ShapeError extends ValueError {
 
 /** Thrown by an op's type inference without the user-facing function name; `apply` adds it. */
 export class InferError extends Error {
-  constructor(message: string, readonly kind: 'shape' | 'value' | 'type' = 'shape') {
+  constructor(
+    message: string,
+    readonly kind: 'shape' | 'value' | 'type' = 'shape',
+  ) {
     super(message);
   }
 }

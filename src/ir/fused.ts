@@ -4,7 +4,7 @@ import type { Keyed } from './op.js';
 import type { Node } from './node.js';
 import { topoSort } from './graph.js';
 
-/** How the fusion pass may group a node (each target's templates say, src/codegen/templates.ts). */
+/** How the fusion pass may group a node (each target's templates say, src/codegen/lower/templates.ts). */
 export type FuseKind =
   | 'elementwise' // a scalar function of its inputs at the same index (broadcasting)
   | 'view' // index arithmetic on its input: transpose, reshape, index, slices...
@@ -18,14 +18,18 @@ export type FuseKind =
  * so two fused nodes with equal bodies share the same root node, and the key is its id.
  */
 export class FusedBody implements Keyed {
-  constructor(readonly params: readonly Node[], readonly root: Node) {}
+  constructor(
+    readonly params: readonly Node[],
+    readonly root: Node,
+  ) {}
   attrKey(): string {
     return `fused#${this.root.id}`;
   }
   /** The ops inside, in evaluation order (for debugprint: `fused{sub,exp,sum}`). */
   ops(): string[] {
     const ps = new Set(this.params);
-    return topoSort([this.root]).filter((n) => !ps.has(n) && n.op !== 'constant').map((n) => n.op);
+    return topoSort([this.root])
+      .filter((n) => !ps.has(n) && n.op !== 'constant')
+      .map((n) => n.op);
   }
 }
-

@@ -20,7 +20,10 @@ export function topoSort(outputs: readonly Node[]): Node[] {
       if (i < n.inputs.length) {
         top[1] = i + 1;
         const c = n.inputs[i]!;
-        if (!state.has(c)) { state.set(c, 1); stack.push([c, 0]); }
+        if (!state.has(c)) {
+          state.set(c, 1);
+          stack.push([c, 0]);
+        }
       } else {
         stack.pop();
         state.set(n, 2);

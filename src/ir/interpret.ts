@@ -28,14 +28,24 @@ export function nextEpoch(): number {
  * The context ops' reference implementations run in; its `evaluate` runs inner graphs (a Scan's
  * step, a fused body) through this interpreter with the same learning phase, epoch and printer.
  */
-export function evalContext(opts: { readonly learningPhase: number; readonly epoch: number; readonly print: (message: string) => void }): EvalContext {
-  const ctx: EvalContext = {
-    learningPhase: opts.learningPhase,
-    epoch: opts.epoch,
-    print: opts.print,
-    evaluate: (outputs, feeds) => evaluate(outputs, { feeds, learningPhase: ctx.learningPhase, epoch: ctx.epoch, print: ctx.print }),
-  };
-  return ctx;
+export function evalContext(opts: {
+  readonly learningPhase: number;
+  readonly epoch: number;
+  readonly print: (message: string) => void;
+}): EvalContext {
+  return new Context(opts.learningPhase, opts.epoch, opts.print);
+}
+
+/** evalContext's object: a class, so that a compiled call makes no closure for it (one per call before). */
+class Context implements EvalContext {
+  constructor(
+    readonly learningPhase: number,
+    readonly epoch: number,
+    readonly print: (message: string) => void,
+  ) {}
+  evaluate(outputs: readonly Node[], feeds: ReadonlyMap<Node, NDArray>): NDArray[] {
+    return evaluate(outputs, { feeds, learningPhase: this.learningPhase, epoch: this.epoch, print: this.print });
+  }
 }
 
 export function evaluate(outputs: readonly Node[], opts: EvalOptions = {}): NDArray[] {
@@ -65,8 +75,11 @@ export function evaluate(outputs: readonly Node[], opts: EvalOptions = {}): NDAr
 
 /** The value must have the type's dtype and agree with every known static dim. */
 export function checkAgainstType(n: Node, t: TensorType, v: NDArray, where = ''): void {
-  const ok = v.dtype === t.dtype && v.shape.length === t.shape.length && t.shape.every((d, i) => d === null || d === v.shape[i]);
+  const ok =
+    v.dtype === t.dtype && v.shape.length === t.shape.length && t.shape.every((d, i) => d === null || d === v.shape[i]);
   if (!ok) {
-    throw new Error(`internal: op ${n.op}${where} produced ${v.dtype} ${formatShape(v.shape)} but its type is ${t.dtype} ${formatShape(t.shape)}`);
+    throw new Error(
+      `internal: op ${n.op}${where} produced ${v.dtype} ${formatShape(v.shape)} but its type is ${t.dtype} ${formatShape(t.shape)}`,
+    );
   }
 }

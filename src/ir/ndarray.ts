@@ -14,7 +14,10 @@ export function sizeOf(shape: Shape): number {
 export function stridesOf(shape: Shape): number[] {
   const s = new Array<number>(shape.length);
   let acc = 1;
-  for (let i = shape.length - 1; i >= 0; i--) { s[i] = acc; acc *= shape[i]!; }
+  for (let i = shape.length - 1; i >= 0; i--) {
+    s[i] = acc;
+    acc *= shape[i]!;
+  }
   return s;
 }
 
@@ -26,6 +29,14 @@ function isTypedArray(x: unknown): x is TypedArray | Uint16Array | Uint32Array |
   return ArrayBuffer.isView(x) && !(x instanceof DataView);
 }
 
+/** The typed array constructor of each dtype (allocate's), found once. */
+const ARRAYS = new Map<DType, unknown>();
+const arrayOf = (dt: DType): unknown => {
+  let c = ARRAYS.get(dt);
+  if (c === undefined) ARRAYS.set(dt, (c = allocate(dt, 0).constructor));
+  return c;
+};
+
 export class NDArray {
   readonly data: TypedArray;
   readonly shape: readonly number[];
@@ -36,13 +47,14 @@ export class NDArray {
     const dt: DType = dtype ?? inferTypedDType(data);
     if (!isDType(dt)) throw new TypeError(`NDArray: unknown dtype ${JSON.stringify(dt)}`);
     for (const d of shape) {
-      if (!Number.isInteger(d) || d < 0) throw new RangeError(`NDArray: shape ${formatShape(shape)} has a dimension that is not a non-negative integer`);
+      if (!Number.isInteger(d) || d < 0)
+        throw new RangeError(`NDArray: shape ${formatShape(shape)} has a dimension that is not a non-negative integer`);
     }
     const n = sizeOf(shape);
     if (data.length !== n) {
       throw new RangeError(`NDArray: ${data.length} values do not fill shape ${formatShape(shape)} (${n} elements)`);
     }
-    const want = allocate(dt, 0).constructor;
+    const want = arrayOf(dt);
     if (data.constructor === want && storeCoerces(dt)) {
       this.data = data as TypedArray;
     } else {
@@ -56,8 +68,12 @@ export class NDArray {
     this.dtype = dt;
   }
 
-  get size(): number { return this.data.length; }
-  get ndim(): number { return this.shape.length; }
+  get size(): number {
+    return this.data.length;
+  }
+  get ndim(): number {
+    return this.shape.length;
+  }
 
   /** Zeros of the given shape and dtype. */
   static zeros(shape: Shape, dtype: DType): NDArray {
@@ -80,7 +96,10 @@ export class NDArray {
     if (Array.isArray(value)) {
       const shape: number[] = [];
       let probe: unknown = value;
-      while (Array.isArray(probe)) { shape.push(probe.length); probe = probe[0]; }
+      while (Array.isArray(probe)) {
+        shape.push(probe.length);
+        probe = probe[0];
+      }
       const flat: number[] = [];
       let sawBool = false;
       let sawNumber = false;
@@ -88,12 +107,17 @@ export class NDArray {
         if (depth === shape.length) {
           if (typeof v === 'number') sawNumber = true;
           else if (typeof v === 'boolean') sawBool = true;
-          else throw new TypeError(`${what}: element at index [${path.join(', ')}] is ${describe(v)}, expected a number or boolean`);
+          else
+            throw new TypeError(
+              `${what}: element at index [${path.join(', ')}] is ${describe(v)}, expected a number or boolean`,
+            );
           flat.push(Number(v));
           return;
         }
         if (!Array.isArray(v) || v.length !== shape[depth]) {
-          throw new TypeError(`${what}: ragged nested array: index [${path.join(', ')}] has ${Array.isArray(v) ? `length ${v.length}` : describe(v)} where length ${shape[depth]} was expected (from index [${path.map(() => 0).join(', ')}])`);
+          throw new TypeError(
+            `${what}: ragged nested array: index [${path.join(', ')}] has ${Array.isArray(v) ? `length ${v.length}` : describe(v)} where length ${shape[depth]} was expected (from index [${path.map(() => 0).join(', ')}])`,
+          );
         }
         for (let i = 0; i < v.length; i++) walk(v[i], depth + 1, [...path, i]);
       };
@@ -101,7 +125,9 @@ export class NDArray {
       const dt = dtype ?? (sawBool && !sawNumber ? 'bool' : 'float32');
       return new NDArray(flat, shape, dt);
     }
-    throw new TypeError(`${what}: cannot convert ${describe(value)} to an NDArray (give a number, boolean, nested array, typed array or NDArray)`);
+    throw new TypeError(
+      `${what}: cannot convert ${describe(value)} to an NDArray (give a number, boolean, nested array, typed array or NDArray)`,
+    );
   }
 
   astype(dtype: DType): NDArray {
@@ -133,19 +159,24 @@ export class NDArray {
 
   /** The single element of a size-1 array. */
   item(): number | boolean {
-    if (this.data.length !== 1) throw new RangeError(`NDArray.item: array of shape ${formatShape(this.shape)} has ${this.data.length} elements, not 1`);
+    if (this.data.length !== 1)
+      throw new RangeError(
+        `NDArray.item: array of shape ${formatShape(this.shape)} has ${this.data.length} elements, not 1`,
+      );
     return this.dtype === 'bool' ? this.data[0] !== 0 : this.data[0]!;
   }
 
   /** Element at a full index (negative indices count from the end). */
   get(...index: number[]): number {
-    if (index.length !== this.shape.length) throw new RangeError(`NDArray.get: ${index.length} indices for ${this.shape.length} dims`);
+    if (index.length !== this.shape.length)
+      throw new RangeError(`NDArray.get: ${index.length} indices for ${this.shape.length} dims`);
     let off = 0;
     for (let i = 0; i < index.length; i++) {
       const d = this.shape[i]!;
       let k = index[i]!;
       if (k < 0) k += d;
-      if (k < 0 || k >= d) throw new RangeError(`NDArray.get: index ${index[i]} out of range for axis ${i} of size ${d}`);
+      if (k < 0 || k >= d)
+        throw new RangeError(`NDArray.get: index ${index[i]} out of range for axis ${i} of size ${d}`);
       off = off * d + k;
     }
     return this.data[off]!;

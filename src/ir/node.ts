@@ -47,9 +47,15 @@ export class Node {
   }
 
   /** Static shape, `null` where unknown. */
-  get shape(): StaticShape { return this.type.shape; }
-  get dtype(): DType { return this.type.dtype; }
-  get ndim(): number { return this.type.shape.length; }
+  get shape(): StaticShape {
+    return this.type.shape;
+  }
+  get dtype(): DType {
+    return this.type.dtype;
+  }
+  get ndim(): number {
+    return this.type.shape.length;
+  }
   /** The user's name for leaves; `op_id` otherwise. */
   get name(): string {
     const n = this.attrs['name'];
@@ -120,7 +126,14 @@ function valueKey(v: AttrValue): string {
   if (Array.isArray(v)) return '[' + v.map((x) => valueKey(x as AttrValue)).join(',') + ']';
   if (typeof (v as Keyed).attrKey === 'function') return (v as Keyed).attrKey();
   const o = v as { readonly [k: string]: AttrValue };
-  return '{' + Object.keys(o).sort().map((k) => `${k}:${valueKey(o[k]!)}`).join(',') + '}';
+  return (
+    '{' +
+    Object.keys(o)
+      .sort()
+      .map((k) => `${k}:${valueKey(o[k]!)}`)
+      .join(',') +
+    '}'
+  );
 }
 
 /** Two independent 32-bit hashes of the data's bytes (64 bits), plus its size; small arrays carry their values. */

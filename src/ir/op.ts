@@ -8,8 +8,14 @@ import type { Node } from './node.js';
 
 /** Attributes: JSON-like data, NDArrays, or objects that give their own structural key. */
 export type AttrValue =
-  | null | boolean | number | string | readonly AttrValue[]
-  | { readonly [k: string]: AttrValue } | NDArray | Keyed;
+  | null
+  | boolean
+  | number
+  | string
+  | readonly AttrValue[]
+  | { readonly [k: string]: AttrValue }
+  | NDArray
+  | Keyed;
 export type Attrs = { readonly [k: string]: AttrValue };
 
 /** An attribute value with its own structural key (e.g. a Scan's inner graph). */
@@ -55,7 +61,10 @@ export interface OpDef<A = Attrs> {
   resolve?(known: readonly (NDArray | undefined)[], types: readonly ConcreteType[], attrs: A): Resolved | undefined;
 }
 
-export interface ConcreteType { readonly shape: readonly number[]; readonly dtype: DType }
+export interface ConcreteType {
+  readonly shape: readonly number[];
+  readonly dtype: DType;
+}
 
 /** What a sized op becomes once its sizes are known: a static op over some of its inputs. */
 export interface Resolved {

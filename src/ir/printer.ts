@@ -20,7 +20,10 @@ export interface PrintOptions {
 /** Short id letters as Theano uses: A..Z, BA.., in first-visit order. */
 function idName(k: number): string {
   let s = '';
-  do { s = String.fromCharCode(65 + (k % 26)) + s; k = Math.floor(k / 26); } while (k > 0);
+  do {
+    s = String.fromCharCode(65 + (k % 26)) + s;
+    k = Math.floor(k / 26);
+  } while (k > 0);
   return s;
 }
 
@@ -29,7 +32,13 @@ function formatData(v: unknown): string {
   if (typeof v === 'number') return Object.is(v, -0) ? '-0' : String(v);
   if (Array.isArray(v)) return '[' + v.map(formatData).join(',') + ']';
   if (v !== null && typeof v === 'object') {
-    return '{' + Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}:${formatData(x)}`).join(',') + '}';
+    return (
+      '{' +
+      Object.entries(v)
+        .map(([k, x]) => `${JSON.stringify(k)}:${formatData(x)}`)
+        .join(',') +
+      '}'
+    );
   }
   return JSON.stringify(v);
 }
@@ -38,7 +47,12 @@ export function formatAttr(v: AttrValue): string {
   if (v instanceof NDArray) {
     return v.size <= 6 ? formatData(v.toArray()) : `<${v.dtype} ${formatShape(v.shape)}>`;
   }
-  if (v !== null && typeof v === 'object' && !Array.isArray(v) && typeof (v as { attrKey?: unknown }).attrKey === 'function') {
+  if (
+    v !== null &&
+    typeof v === 'object' &&
+    !Array.isArray(v) &&
+    typeof (v as { attrKey?: unknown }).attrKey === 'function'
+  ) {
     return '<graph>';
   }
   return formatData(v);
@@ -48,8 +62,12 @@ const namedLeaf = (op: string) => op === 'placeholder' || op === 'variable' || o
 
 export function formatAttrs(op: string, attrs: Attrs): string {
   // Leaves show their name instead of their attrs; inner graphs are printed below their node.
-  const ks = Object.keys(attrs).filter((k) => !(attrs[k] instanceof ScanBody) &&
-    (!namedLeaf(op) || (k !== 'uid' && k !== 'shape' && k !== 'dtype' && k !== 'name' && !(k === 'sparse' && attrs[k] === false))));
+  const ks = Object.keys(attrs).filter(
+    (k) =>
+      !(attrs[k] instanceof ScanBody) &&
+      (!namedLeaf(op) ||
+        (k !== 'uid' && k !== 'shape' && k !== 'dtype' && k !== 'name' && !(k === 'sparse' && attrs[k] === false))),
+  );
   if (op === 'constant') {
     const v = attrs['value'];
     return v instanceof NDArray ? `{${formatAttr(v)}}` : '';
@@ -62,9 +80,7 @@ export function nodeLabel(n: Node, withAttrs = true): string {
   return `${head}${withAttrs ? formatAttrs(n.op, n.attrs) : ''}`;
 }
 
-type Entry =
-  | { readonly node: Node; readonly prefix: string; readonly role?: string }
-  | { readonly line: () => string };
+type Entry = { readonly node: Node; readonly prefix: string; readonly role?: string } | { readonly line: () => string };
 
 /**
  * Text of the graph computing `outputs`, one root per output. A node with an inner graph (a
@@ -79,7 +95,10 @@ export function debugprintNodes(outputs: readonly Node[], opts: PrintOptions = {
   let counter = 0;
   const idOf = (n: Node) => {
     let s = ids.get(n);
-    if (s === undefined) { s = idName(counter++); ids.set(n, s); }
+    if (s === undefined) {
+      s = idName(counter++);
+      ids.set(n, s);
+    }
     return s;
   };
   // Iterative pre-order walk; entries pushed in reverse so they pop in order.
@@ -87,12 +106,17 @@ export function debugprintNodes(outputs: readonly Node[], opts: PrintOptions = {
     const stack: Entry[] = [{ node: out, prefix: '' }];
     while (stack.length > 0) {
       const e = stack.pop()!;
-      if ('line' in e) { lines.push(e.line()); continue; }
+      if ('line' in e) {
+        lines.push(e.line());
+        continue;
+      }
       const { node: n, prefix } = e;
       const label = opts.label?.(n) ?? nodeLabel(n, opts.attrs !== false);
       const seen = printed.has(n);
       const trace = opts.trace === true && n.provenance.length > 0 ? ` ← ${formatProvenance(n.provenance)}` : '';
-      lines.push(`${prefix}${e.role ?? ''}${label} [id ${idOf(n)}] ${typeToString(n.type)}${seen && n.inputs.length > 0 ? ' (printed above)' : ''}${trace}`);
+      lines.push(
+        `${prefix}${e.role ?? ''}${label} [id ${idOf(n)}] ${typeToString(n.type)}${seen && n.inputs.length > 0 ? ' (printed above)' : ''}${trace}`,
+      );
       if (seen) continue;
       printed.add(n);
       const childPrefix = prefix + ' |';
@@ -103,11 +127,14 @@ export function debugprintNodes(outputs: readonly Node[], opts: PrintOptions = {
           ...body.outputs.map((o, k): [string, Node] => [`output ${k}: `, o]),
           ...body.newStates.map((o, j): [string, Node] => [`new state ${j}: `, o]),
         ];
-        for (let i = roles.length - 1; i >= 0; i--) stack.push({ node: roles[i]![1], prefix: inner, role: roles[i]![0] });
+        for (let i = roles.length - 1; i >= 0; i--)
+          stack.push({ node: roles[i]![1], prefix: inner, role: roles[i]![0] });
         // The header names each arg after the outer input it stands for; the inputs pop (and
         // get their ids) before it, so it is rendered lazily.
         const mapping = () => body.args.map((a, i) => `${a.name} = [id ${idOf(n.inputs[i]!)}]`).join(', ');
-        stack.push({ line: () => `${childPrefix}body of ${n.op} [id ${idOf(n)}]${body.args.length > 0 ? ` (${mapping()})` : ''}:` });
+        stack.push({
+          line: () => `${childPrefix}body of ${n.op} [id ${idOf(n)}]${body.args.length > 0 ? ` (${mapping()})` : ''}:`,
+        });
       }
       for (let i = n.inputs.length - 1; i >= 0; i--) stack.push({ node: n.inputs[i]!, prefix: childPrefix });
     }

@@ -51,7 +51,8 @@ export class Provenance {
 
   /** The first frame of the captured stack outside theanine (parsed on first use). */
   get site(): Site | undefined {
-    if (this.parsed === undefined) this.parsed = this.holder === undefined ? null : userSite(this.holder.stack) ?? null;
+    if (this.parsed === undefined)
+      this.parsed = this.holder === undefined ? null : (userSite(this.holder.stack) ?? null);
     return this.parsed ?? undefined;
   }
 
@@ -73,7 +74,10 @@ export class Provenance {
   /** `K.relu at model.ts:12`; gradients: `K.gradients of relu_12 (K.relu at model.ts:12) at train.ts:30`. */
   toString(): string {
     const s = this.site;
-    const of = this.of === undefined ? '' : ` of ${this.of.name}${this.of.provenance.length > 0 ? ` (${formatProvenance(this.of.provenance, 1)})` : ''}`;
+    const of =
+      this.of === undefined
+        ? ''
+        : ` of ${this.of.name}${this.of.provenance.length > 0 ? ` (${formatProvenance(this.of.provenance, 1)})` : ''}`;
     return `${this.call}${of}${s === undefined ? '' : ` at ${shortSite(s)}`}`;
   }
 
@@ -82,7 +86,9 @@ export class Provenance {
     return {
       call: this.call,
       ...(s !== undefined ? { file: s.file, line: s.line, column: s.column } : {}),
-      ...(this.of !== undefined ? { of: { node: this.of.name, provenance: this.of.provenance.map((p) => p.toJSON()) } } : {}),
+      ...(this.of !== undefined
+        ? { of: { node: this.of.name, provenance: this.of.provenance.map((p) => p.toJSON()) } }
+        : {}),
     };
   }
 }
@@ -118,7 +124,10 @@ export function builtBy(ps: readonly Provenance[]): string | undefined {
  * one line, no comment terminator. User strings (file paths, URLs) only reach source through it.
  */
 export function commentSafe(s: string, max = 400): string {
-  const one = s.replace(/[\r\n\u2028\u2029]/g, ' ').replace(/\*\//g, '* /').replace(/\/\*/g, '/ *');
+  const one = s
+    .replace(/[\r\n\u2028\u2029]/g, ' ')
+    .replace(/\*\//g, '* /')
+    .replace(/\/\*/g, '/ *');
   return one.length > max ? `${one.slice(0, max)}...` : one;
 }
 
@@ -140,7 +149,8 @@ export function withBuiltBy<E>(e: E, ps: readonly Provenance[] | undefined): E {
 
 /** withBuiltBy with the `built by` line already made (a compiled module read from the disk cache keeps its lines). */
 export function withBuiltByLine<E>(e: E, built: string | undefined): E {
-  if (!(e instanceof Error) || built === undefined || (e as unknown as Record<symbol, unknown>)[ANNOTATED] === true) return e;
+  if (!(e instanceof Error) || built === undefined || (e as unknown as Record<symbol, unknown>)[ANNOTATED] === true)
+    return e;
   const line = built.replace(/[\r\n\u2028\u2029]/g, ' ');
   const old = e.message;
   const stack = e.stack; // formatted on first read: read it before the message changes
@@ -267,7 +277,10 @@ export function unionProvenance(lists: readonly (readonly Provenance[])[]): read
   let out: readonly Provenance[] = EMPTY;
   for (const l of lists) {
     if (l.length === 0 || l === out) continue;
-    if (out.length === 0) { out = l; continue; }
+    if (out.length === 0) {
+      out = l;
+      continue;
+    }
     let grown: Provenance[] | undefined;
     for (const p of l) {
       if (out.includes(p) || grown?.includes(p) === true) continue;
@@ -318,7 +331,13 @@ export function addProvenance(target: Node, records: readonly Provenance[]): voi
  * `passMark`: the id mark when the pass began (constants it folded count as its own nodes).
  */
 export function inheritReplaced(
-  root: Node, replacement: Node, mark: number, uses: ReadonlyMap<Node, number>, extra: readonly Node[] = [], passMark = mark, depth = 3,
+  root: Node,
+  replacement: Node,
+  mark: number,
+  uses: ReadonlyMap<Node, number>,
+  extra: readonly Node[] = [],
+  passMark = mark,
+  depth = 3,
 ): void {
   // What the replacement is made of: new nodes, and the old nodes they stand on.
   const made: Node[] = [];
@@ -329,7 +348,11 @@ export function inheritReplaced(
     const m = stack.pop()!;
     if (m === replacement || m.id >= mark) {
       made.push(m);
-      for (const i of m.inputs) if (!seen.has(i)) { seen.add(i); stack.push(i); }
+      for (const i of m.inputs)
+        if (!seen.has(i)) {
+          seen.add(i);
+          stack.push(i);
+        }
     } else kept.add(m);
   }
   const lists: (readonly Provenance[])[] = [root.provenance];
@@ -376,9 +399,15 @@ function frameSite(line: string): Site | undefined {
 }
 
 /** This module's own file, found from a stack at load time. */
-const HERE: string | undefined = new Error().stack?.split('\n').map(frameSite).find((s) => s !== undefined)?.file;
+const HERE: string | undefined = new Error().stack
+  ?.split('\n')
+  .map(frameSite)
+  .find((s) => s !== undefined)?.file;
 /** theanine's source root (".../src/" or ".../dist/"); undefined in a bundle, where HERE is the whole bundle. */
-const ROOT: string | undefined = HERE !== undefined && /[\\/]ir[\\/]provenance\.[cm]?[jt]s$/.test(HERE) ? HERE.replace(/ir[\\/]provenance\.[cm]?[jt]s$/, '') : undefined;
+const ROOT: string | undefined =
+  HERE !== undefined && /[\\/]ir[\\/]provenance\.[cm]?[jt]s$/.test(HERE)
+    ? HERE.replace(/ir[\\/]provenance\.[cm]?[jt]s$/, '')
+    : undefined;
 
 /** theanine's own code; its examples and CLI call the public API as users do, so they count as user code. */
 function internal(file: string): boolean {

@@ -30,11 +30,26 @@ export function mulhi32(a: number, b: number): number {
  * (a Feistel-like network); the key advances by (W0, W1) before every round after the first.
  * Writes the four output words to `out` (uint32 values as non-negative numbers).
  */
-export function philox4x32(c0: number, c1: number, c2: number, c3: number, k0: number, k1: number, out: Uint32Array): Uint32Array {
-  let x0 = c0 >>> 0, x1 = c1 >>> 0, x2 = c2 >>> 0, x3 = c3 >>> 0;
-  let key0 = k0 >>> 0, key1 = k1 >>> 0;
+export function philox4x32(
+  c0: number,
+  c1: number,
+  c2: number,
+  c3: number,
+  k0: number,
+  k1: number,
+  out: Uint32Array,
+): Uint32Array {
+  let x0 = c0 >>> 0,
+    x1 = c1 >>> 0,
+    x2 = c2 >>> 0,
+    x3 = c3 >>> 0;
+  let key0 = k0 >>> 0,
+    key1 = k1 >>> 0;
   for (let r = 0; r < 10; r++) {
-    if (r > 0) { key0 = (key0 + W0) >>> 0; key1 = (key1 + W1) >>> 0; }
+    if (r > 0) {
+      key0 = (key0 + W0) >>> 0;
+      key1 = (key1 + W1) >>> 0;
+    }
     const hi0 = mulhi32(M0, x0);
     const lo0 = Math.imul(M0, x0) >>> 0;
     const hi1 = mulhi32(M1, x2);
@@ -44,7 +59,10 @@ export function philox4x32(c0: number, c1: number, c2: number, c3: number, k0: n
     x2 = (hi0 ^ x3 ^ key1) >>> 0;
     x3 = lo0;
   }
-  out[0] = x0; out[1] = x1; out[2] = x2; out[3] = x3;
+  out[0] = x0;
+  out[1] = x1;
+  out[2] = x2;
+  out[3] = x3;
   return out;
 }
 

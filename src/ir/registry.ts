@@ -7,7 +7,18 @@ import { argOps, reduceOps } from './ops/reduce.js';
 import { convOps } from './ops/conv.js';
 import { gradOps } from './ops/adjoint.js';
 import {
-  castOp, constantOp, fillLikeOp, indexOp, dotOp, identityOp, learningPhaseOp, placeholderOp, reshapeOp, shapeOfOp, transposeOp, variableOp,
+  castOp,
+  constantOp,
+  fillLikeOp,
+  indexOp,
+  dotOp,
+  identityOp,
+  learningPhaseOp,
+  placeholderOp,
+  reshapeOp,
+  shapeOfOp,
+  transposeOp,
+  variableOp,
 } from './ops/core.js';
 import { cumulativeOps, inTopKOp, printOp } from './ops/misc.js';
 import { randomOps } from './ops/random.js';
@@ -20,7 +31,7 @@ import { scanArgOp, scanOp, tupleGetOp } from './ops/control.js';
 import { ctcOps } from './ops/ctc.js';
 import { ctcTheanoOps } from './ops/ctc-theano.js';
 import { ctcDecodeOps } from './ops/ctc-decode.js';
-import { fusedOpWith, softmaxCrossEntropyOp } from './ops/optimizer.js';
+import { fusedOpWith, softmaxCrossEntropyOp } from './ops/introduced.js';
 
 export const builtinOps = {
   placeholder: placeholderOp,
@@ -66,7 +77,8 @@ export type OpName = keyof typeof builtinOps;
 const userOps = new Map<string, OpDef>();
 
 export function registerOp(def: OpDef): void {
-  if (def.name in builtinOps || userOps.has(def.name)) throw new Error(`defineOp: an op named ${JSON.stringify(def.name)} already exists`);
+  if (def.name in builtinOps || userOps.has(def.name))
+    throw new Error(`defineOp: an op named ${JSON.stringify(def.name)} already exists`);
   userOps.set(def.name, def);
 }
 
@@ -89,7 +101,11 @@ export function hasOp(name: string): boolean {
 }
 
 /** The attrs record of built-in op `K`, as its definition types them (for a union of ops, the union of theirs). */
-export type AttrsOf<K extends OpName> = K extends OpName ? ((typeof builtinOps)[K] extends OpDef<infer A> ? A : never) : never;
+export type AttrsOf<K extends OpName> = K extends OpName
+  ? (typeof builtinOps)[K] extends OpDef<infer A>
+    ? A
+    : never
+  : never;
 
 /** A node of built-in op `K`, its attrs typed. */
 export type OpNode<K extends OpName> = Node & { readonly op: K; readonly attrs: AttrsOf<K> };

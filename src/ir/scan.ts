@@ -54,15 +54,30 @@ export interface ScanResult {
 /** Checks the step's results, closes the body over its free tensors, and builds the scan node. */
 export function buildScan(p: ScanParts): ScanResult {
   const { outer, args } = p;
-  if (args.sequences.length !== outer.sequences.length || args.states.length !== outer.states.length || args.constants.length !== outer.constants.length) {
+  if (
+    args.sequences.length !== outer.sequences.length ||
+    args.states.length !== outer.states.length ||
+    args.constants.length !== outer.constants.length
+  ) {
     throw new Error('internal: buildScan needs one arg per outer input');
   }
-  checkNewStates(p.fn, args.states.map((a) => a.type), p.newStates);
-  const closed = closeBody([...args.sequences, ...args.states, ...args.constants], [...p.outputs, ...p.newStates], args.constants.length);
+  checkNewStates(
+    p.fn,
+    args.states.map((a) => a.type),
+    p.newStates,
+  );
+  const closed = closeBody(
+    [...args.sequences, ...args.states, ...args.constants],
+    [...p.outputs, ...p.newStates],
+    args.constants.length,
+  );
   const nOut = p.outputs.length;
   const body = new ScanBody(
-    args.sequences, args.states, [...args.constants, ...closed.capturedArgs],
-    closed.results.slice(0, nOut), closed.results.slice(nOut),
+    args.sequences,
+    args.states,
+    [...args.constants, ...closed.capturedArgs],
+    closed.results.slice(0, nOut),
+    closed.results.slice(nOut),
   );
   const attrs: ScanAttrs = {
     body,
@@ -70,22 +85,33 @@ export function buildScan(p: ScanParts): ScanResult {
     n_steps: p.nSteps ?? null,
     keep: new Array<KeepMode>(nOut + args.states.length).fill('all'),
   };
-  const node = apply('scan', [...outer.sequences, ...outer.states, ...outer.constants, ...closed.captured], attrs, p.fn);
+  const node = apply(
+    'scan',
+    [...outer.sequences, ...outer.states, ...outer.constants, ...closed.captured],
+    attrs,
+    p.fn,
+  );
   return scanResult(node, body);
 }
 
 /** A loop's new states must keep the number, dtype and shape of its states. */
 export function checkNewStates(fn: string, states: readonly TensorType[], newStates: readonly Node[]): void {
   if (newStates.length !== states.length) {
-    throw new ValueError(`${fn}: the step function returned ${newStates.length} new states for ${states.length} states`);
+    throw new ValueError(
+      `${fn}: the step function returned ${newStates.length} new states for ${states.length} states`,
+    );
   }
   newStates.forEach((s, j) => {
     const want = states[j]!;
     if (s.dtype !== want.dtype) {
-      throw new TypeError(`${fn}: the step function's new state ${j} is ${s.dtype} but the state is ${want.dtype}; a state keeps its dtype (cast it with K.cast)`);
+      throw new TypeError(
+        `${fn}: the step function's new state ${j} is ${s.dtype} but the state is ${want.dtype}; a state keeps its dtype (cast it with K.cast)`,
+      );
     }
     if (!compatibleTypes(want, s.type)) {
-      throw new ShapeError(`${fn}: the step function's new state ${j} has shape ${formatShape(s.shape)} but the state has ${formatShape(want.shape)}; a state keeps its shape`);
+      throw new ShapeError(
+        `${fn}: the step function's new state ${j} has shape ${formatShape(s.shape)} but the state has ${formatShape(want.shape)}; a state keeps its shape`,
+      );
     }
   });
 }
@@ -113,7 +139,11 @@ export function scanResult(node: Node, body: ScanBody): ScanResult {
  * `constant` leaf) by a new constant arg, returning the rewritten results and the captured
  * outer nodes with their args, in order of first use.
  */
-export function closeBody(args: readonly Node[], results: readonly Node[], firstConst = 0): { results: Node[]; captured: Node[]; capturedArgs: Node[] } {
+export function closeBody(
+  args: readonly Node[],
+  results: readonly Node[],
+  firstConst = 0,
+): { results: Node[]; captured: Node[]; capturedArgs: Node[] } {
   const own = new Set(args);
   const order = topoSort(results);
   const dependent = new Set<Node>();

@@ -28,10 +28,14 @@ export class ScanBody implements Keyed {
     if (newStates.length !== states.length) {
       throw new Error(`internal: scan body has ${states.length} states but ${newStates.length} new states`);
     }
-    for (const a of this.args) if (a.op !== 'scan_arg') throw new Error(`internal: scan body arg ${a.name} is a ${a.op}, not a scan_arg`);
+    for (const a of this.args)
+      if (a.op !== 'scan_arg') throw new Error(`internal: scan body arg ${a.name} is a ${a.op}, not a scan_arg`);
     if (new Set(this.args).size !== this.args.length) throw new Error('internal: a scan body lists the same arg twice');
-    Object.freeze(this.sequences); Object.freeze(this.states); Object.freeze(this.constants);
-    Object.freeze(this.outputs); Object.freeze(this.newStates);
+    Object.freeze(this.sequences);
+    Object.freeze(this.states);
+    Object.freeze(this.constants);
+    Object.freeze(this.outputs);
+    Object.freeze(this.newStates);
     this.key = this.structuralKey();
   }
 

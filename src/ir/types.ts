@@ -93,9 +93,17 @@ export function broadcastShapes(shapes: readonly StaticShape[], names: readonly 
       const s = shapes[j]!;
       const d: Dim = k <= s.length ? s[s.length - k]! : 1;
       if (d === 1) continue;
-      if (acc === 1) { acc = d; from = j; continue; }
+      if (acc === 1) {
+        acc = d;
+        from = j;
+        continue;
+      }
       if (d === null) continue;
-      if (acc === null) { acc = d; from = j; continue; }
+      if (acc === null) {
+        acc = d;
+        from = j;
+        continue;
+      }
       if (acc !== d) {
         const a = names[from] ?? `operand ${from}`;
         const b = names[j] ?? `operand ${j}`;
@@ -114,7 +122,10 @@ export function normAxis(axis: number, ndim: number, what = 'axis'): number {
   if (!Number.isInteger(axis)) throw new InferError(`${what} ${axis} is not an integer`, 'value');
   const a = axis < 0 ? axis + ndim : axis;
   if (a < 0 || a >= ndim) {
-    throw new InferError(`${what} ${axis} is out of range for a tensor of rank ${ndim} (allowed: ${-ndim}..${ndim - 1})`, 'value');
+    throw new InferError(
+      `${what} ${axis} is out of range for a tensor of rank ${ndim} (allowed: ${-ndim}..${ndim - 1})`,
+      'value',
+    );
   }
   return a;
 }

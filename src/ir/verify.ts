@@ -14,7 +14,11 @@ export class VerifyError extends Error {
 export function verify(outputs: readonly Node[]): void {
   for (const n of topoSort(outputs)) {
     let def;
-    try { def = getOp(n.op); } catch { throw new VerifyError(`node ${n.name}: unknown op ${JSON.stringify(n.op)}`); }
+    try {
+      def = getOp(n.op);
+    } catch {
+      throw new VerifyError(`node ${n.name}: unknown op ${JSON.stringify(n.op)}`);
+    }
     if (def.arity !== 'variadic' && def.arity !== n.inputs.length) {
       throw new VerifyError(`node ${n.name}: op ${n.op} takes ${def.arity} inputs but has ${n.inputs.length}`);
     }
@@ -23,12 +27,21 @@ export function verify(outputs: readonly Node[]): void {
       throw new VerifyError(`node ${n.name}: bad static shape ${JSON.stringify(n.type.shape)}`);
     }
     if (isOp(n, 'scan')) verifyBody(n, n.attrs.body);
-    if (n.op === 'variable' && n.cell === undefined) throw new VerifyError(`node ${n.name}: variable without a value cell`);
+    if (n.op === 'variable' && n.cell === undefined)
+      throw new VerifyError(`node ${n.name}: variable without a value cell`);
     let t;
-    try { t = def.infer(n.inputs.map((i) => i.type), n.attrs); } catch (e) {
+    try {
+      t = def.infer(
+        n.inputs.map((i) => i.type),
+        n.attrs,
+      );
+    } catch (e) {
       throw new VerifyError(`node ${n.name} (${n.op}): its op rejects its inputs: ${(e as Error).message}`);
     }
-    if (!sameType(t, n.type)) throw new VerifyError(`node ${n.name} (${n.op}): stored type ${typeToString(n.type)} but its op infers ${typeToString(t)}`);
+    if (!sameType(t, n.type))
+      throw new VerifyError(
+        `node ${n.name} (${n.op}): stored type ${typeToString(n.type)} but its op infers ${typeToString(t)}`,
+      );
   }
 }
 
@@ -42,7 +55,9 @@ function verifyBody(n: Node, body: ScanBody): void {
   const own = new Set(body.args);
   for (const x of topoSort(body.results)) {
     if (x.inputs.length === 0 && x.op !== 'constant' && !own.has(x)) {
-      throw new VerifyError(`node ${n.name} (scan): its body reads the ${x.op} leaf ${x.name}, which is not one of its args`);
+      throw new VerifyError(
+        `node ${n.name} (scan): its body reads the ${x.op} leaf ${x.name}, which is not one of its args`,
+      );
     }
   }
 }

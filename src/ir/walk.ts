@@ -22,13 +22,20 @@ export interface Evaluation<V> {
 }
 
 /** Evaluates `order` (topologically sorted, ending in `targets`) into `values`; returns the targets' values. */
-export function walkGraph<V>(order: readonly Node[], targets: readonly Node[], values: Map<Node, V>, ev: Evaluation<V>): V[] {
+export function walkGraph<V>(
+  order: readonly Node[],
+  targets: readonly Node[],
+  values: Map<Node, V>,
+  ev: Evaluation<V>,
+): V[] {
   const tuples = new Map<Node, V[]>();
-  const inputsOf = (n: Node): V[] => n.inputs.map((i) => {
-    const v = values.get(i);
-    if (v === undefined) throw new Error(`internal: ${n.op} takes the tuple ${i.name} as an input; only tuple_get may`);
-    return v;
-  });
+  const inputsOf = (n: Node): V[] =>
+    n.inputs.map((i) => {
+      const v = values.get(i);
+      if (v === undefined)
+        throw new Error(`internal: ${n.op} takes the tuple ${i.name} as an input; only tuple_get may`);
+      return v;
+    });
   for (const n of order) {
     if (values.has(n) || tuples.has(n)) continue;
     const items = n.type.items;
@@ -39,7 +46,8 @@ export function walkGraph<V>(order: readonly Node[], targets: readonly Node[], v
       } catch (e) {
         throw withBuiltBy(rethrow(e, n.op), n.provenance);
       }
-      if (out.length !== items.length) throw new Error(`internal: op ${n.op} produced ${out.length} items but its type has ${items.length}`);
+      if (out.length !== items.length)
+        throw new Error(`internal: op ${n.op} produced ${out.length} items but its type has ${items.length}`);
       out.forEach((v, i) => ev.check(n, items[i]!, v, ` (item ${i})`));
       tuples.set(n, out);
       continue;
@@ -49,7 +57,8 @@ export function walkGraph<V>(order: readonly Node[], targets: readonly Node[], v
       if (isOp(n, 'tuple_get')) {
         const k = n.attrs.index;
         const got = tuples.get(n.inputs[0]!)?.[k];
-        if (got === undefined) throw new Error(`internal: tuple_get{index=${k}} of ${n.inputs[0]!.name}, which has no such item`);
+        if (got === undefined)
+          throw new Error(`internal: tuple_get{index=${k}} of ${n.inputs[0]!.name}, which has no such item`);
         out = got;
       } else {
         try {

@@ -12,7 +12,6 @@ import { definePass } from './pass.js';
 import { rule } from './pattern.js';
 import { rewrite, rewriteGraph, type Rewrite } from './rewrite.js';
 
-
 /** Identities written as data. */
 export const algebraicRules: readonly Rewrite[] = [
   rule({ name: 'mul_one', from: '(mul ?x 1)', to: '?x' }),
@@ -25,7 +24,12 @@ export const algebraicRules: readonly Rewrite[] = [
   rule({ name: 'neg_neg', from: '(neg (neg ?x))', to: '?x' }),
   rule({ name: 'abs_abs', from: '(abs (abs ?x))', to: '(abs ?x)' }),
   // For unsigned dtypes neg wraps (neg(3) is 253 in uint8), so |−x| is not |x| there.
-  rule({ name: 'abs_neg', from: '(abs (neg ?x))', to: '(abs ?x)', when: (b) => b.get('x')!.dtype !== 'uint8' && b.get('x')!.dtype !== 'bool' }),
+  rule({
+    name: 'abs_neg',
+    from: '(abs (neg ?x))',
+    to: '(abs ?x)',
+    when: (b) => b.get('x')!.dtype !== 'uint8' && b.get('x')!.dtype !== 'bool',
+  }),
   rule({ name: 'not_not', from: '(logical_not (logical_not ?x))', to: '?x' }),
   rule({ name: 'identity', from: '(identity ?x)', to: '?x' }),
   // Gradients are built before the optimizer runs, so in the graph being compiled this is the identity.
@@ -35,7 +39,9 @@ export const algebraicRules: readonly Rewrite[] = [
   rule({ name: 'where_same', from: '(where ?c ?x ?x)', to: '?x' }),
 ];
 
-const castSame = rewrite('cast_same', ['cast'], (n) => (n.inputs[0]!.dtype === n.attrs.dtype ? n.inputs[0] : undefined));
+const castSame = rewrite('cast_same', ['cast'], (n) =>
+  n.inputs[0]!.dtype === n.attrs.dtype ? n.inputs[0] : undefined,
+);
 
 /** transpose(transpose(x, p), q) = transpose(x, p∘q); the identity permutation disappears. */
 const transposeRule = rewrite('transpose_transpose', ['transpose'], (n) => {
@@ -67,13 +73,23 @@ const shapeOfRule = rewrite('shape_of_static', ['shape_of'], (n) => {
 });
 
 /** A reduction over no axes is the identity (when it keeps the dtype; the engine checks). */
-const emptyReduceRule = rewrite('reduce_no_axes', reductionNames, (n) => (n.attrs.axes.length === 0 ? n.inputs[0] : undefined));
+const emptyReduceRule = rewrite('reduce_no_axes', reductionNames, (n) =>
+  n.attrs.axes.length === 0 ? n.inputs[0] : undefined,
+);
 
 export const canonicalRules: readonly Rewrite[] = [
-  foldRule, commuteRule, ...algebraicRules, castSame, transposeRule, reshapeRule, shapeOfRule, emptyReduceRule,
+  foldRule,
+  commuteRule,
+  ...algebraicRules,
+  castSame,
+  transposeRule,
+  reshapeRule,
+  shapeOfRule,
+  emptyReduceRule,
 ];
 
 export const canonicalizePass = definePass(
-  'canonicalize', 'algebraic identities (x*1, x+0, neg(neg x), transpose/reshape chains, identity) and constant folding, to a fixed point',
+  'canonicalize',
+  'algebraic identities (x*1, x+0, neg(neg x), transpose/reshape chains, identity) and constant folding, to a fixed point',
   (g) => rewriteGraph(g, canonicalRules),
 );

@@ -7,7 +7,8 @@
 // Test values: the function's placeholders take seeded random values of their type (unknown dims
 // TEST_DIM), variables their current values; every value is cached by node, and nodes are
 // hash-consed and immutable, so a subgraph shared by many replacements is evaluated once.
-import { firstDifference, formatDifference, seededRandom, testValue, type Difference, type Tolerance } from '../ir/compare.js';
+import type { Difference, Tolerance } from '../ir/compare.js';
+import { firstDifference, formatDifference, seededRandom, testValue } from '../ir/compare.js';
 import { topoSort } from '../ir/graph.js';
 import type { NDArray } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
@@ -32,7 +33,9 @@ export class BadOptimization extends Error {
     readonly provenance: readonly Provenance[],
     what: string,
   ) {
-    super(`BadOptimization: ${what} ${JSON.stringify(rule)} replaced ${describe(before)} with ${describe(after)}, which computes another value on the reference interpreter: ${formatDifference(difference)}${provenance.length > 0 ? `; the replaced node was built by ${formatProvenance(provenance)}` : ''}`);
+    super(
+      `BadOptimization: ${what} ${JSON.stringify(rule)} replaced ${describe(before)} with ${describe(after)}, which computes another value on the reference interpreter: ${formatDifference(difference)}${provenance.length > 0 ? `; the replaced node was built by ${formatProvenance(provenance)}` : ''}`,
+    );
   }
 
   get tolerance(): Tolerance {
@@ -85,14 +88,20 @@ export class ReferenceChecker {
     };
     if (n.type.items !== undefined) {
       walkGraph(order.slice(0, -1), [], this.values, ev);
-      return ev.computeTuple(n, n.inputs.map((i) => this.values.get(i)!));
+      return ev.computeTuple(
+        n,
+        n.inputs.map((i) => this.values.get(i)!),
+      );
     }
     return walkGraph(order, [n], this.values, ev);
   }
 
   /** Compares `out` with `cur` (the node it replaces); throws BadOptimization on a difference. */
   replaced(rule: string, cur: Node, out: Node, what = 'rewrite'): void {
-    if (impure(cur) || impure(out)) { this.counts.unchecked++; return; }
+    if (impure(cur) || impure(out)) {
+      this.counts.unchecked++;
+      return;
+    }
     let want: NDArray[];
     try {
       want = this.valuesOf(cur);
@@ -104,13 +113,28 @@ export class ReferenceChecker {
     try {
       got = this.valuesOf(out);
     } catch (e) {
-      const d: Difference = { flat: -1, index: [], got: NaN, want: NaN, tolerance: { atol: 0, rtol: 0 }, why: `the replacement throws where the original does not: ${e instanceof Error ? e.message : String(e)}` };
+      const d: Difference = {
+        flat: -1,
+        index: [],
+        got: NaN,
+        want: NaN,
+        tolerance: { atol: 0, rtol: 0 },
+        why: `the replacement throws where the original does not: ${e instanceof Error ? e.message : String(e)}`,
+      };
       throw new BadOptimization(rule, cur, out, d, cur.provenance, what);
     }
     this.counts.checked++;
     for (let i = 0; i < want.length; i++) {
       const d = firstDifference(got[i]!, want[i]!);
-      if (d !== undefined) throw new BadOptimization(rule, cur, out, want.length > 1 ? { ...d, why: `item ${i}: ${formatDifference(d)}` } : d, cur.provenance, what);
+      if (d !== undefined)
+        throw new BadOptimization(
+          rule,
+          cur,
+          out,
+          want.length > 1 ? { ...d, why: `item ${i}: ${formatDifference(d)}` } : d,
+          cur.provenance,
+          what,
+        );
     }
   }
 }

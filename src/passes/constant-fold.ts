@@ -17,7 +17,9 @@ export const MAX_FOLDED_ELEMENTS = 1 << 20;
 const foldCtx: EvalContext = evalContext({
   learningPhase: 0,
   epoch: 0,
-  print: () => { throw new Error('constant folding evaluated an impure op'); },
+  print: () => {
+    throw new Error('constant folding evaluated an impure op');
+  },
 });
 
 /** Constant inputs' values, or undefined when an input is not a constant. */
@@ -50,4 +52,6 @@ export const foldRule: Rewrite = {
   },
 };
 
-export const constantFoldPass = definePass('constant_fold', 'evaluate pure ops whose inputs are all constants', (g) => rewriteGraph(g, [foldRule]));
+export const constantFoldPass = definePass('constant_fold', 'evaluate pure ops whose inputs are all constants', (g) =>
+  rewriteGraph(g, [foldRule]),
+);

@@ -65,7 +65,14 @@ function expandsOnlyTrailing(inner: StaticShape, outer: StaticShape): boolean {
   return true;
 }
 
-const COMPARISONS: ReadonlySet<string> = new Set(['less', 'less_equal', 'greater', 'greater_equal', 'equal', 'not_equal']);
+const COMPARISONS: ReadonlySet<string> = new Set([
+  'less',
+  'less_equal',
+  'greater',
+  'greater_equal',
+  'equal',
+  'not_equal',
+]);
 
 const isScalarConst = (n: Node) => n.op === 'constant' && staticSize(n.shape) === 1 && n.ndim === 0;
 
@@ -117,14 +124,20 @@ export function fuseGraph(g: Graph, target: FusionTarget): Graph {
 
   const tryAbsorb = (p: Node, grp: Group): boolean => {
     if (grp.members.has(p)) return false;
-    if (isScalarConst(p)) { grp.members.add(p); grp.shared.add(p); grp.space.set(p, 'out'); return true; }
+    if (isScalarConst(p)) {
+      grp.members.add(p);
+      grp.shared.add(p);
+      grp.space.set(p, 'out');
+      return true;
+    }
     if (p.inputs.length === 0 || owner.has(p)) return false;
     const sp = spaceFor(p, grp);
     if (sp === undefined) return false;
     const users = [...(consumers.get(p) ?? [])].filter((c) => grp.members.has(c));
     const kind = target.classify(p);
     // Only elementwise users broadcast; views and reductions see p at its own shape.
-    const fits = () => users.every((c) => target.classify(c) !== 'elementwise' || expandsOnlyTrailing(p.shape, c.shape));
+    const fits = () =>
+      users.every((c) => target.classify(c) !== 'elementwise' || expandsOnlyTrailing(p.shape, c.shape));
     const excl = exclusiveIn(p, grp);
     switch (kind) {
       case 'view':
@@ -132,11 +145,23 @@ export function fuseGraph(g: Graph, target: FusionTarget): Graph {
       case 'elementwise':
         if (!(excl || recomputable(p)) || (sp !== 'dotin' && !fits())) return false;
         if (typeof sp !== 'string' && target.alone?.(sp) === true) return false;
-        if (sp === 'dotin' && !users.every((c) => target.classify(c) !== 'matmul' || target.matmulPrologue?.(c) !== false)) return false;
+        if (
+          sp === 'dotin' &&
+          !users.every((c) => target.classify(c) !== 'matmul' || target.matmulPrologue?.(c) !== false)
+        )
+          return false;
         break;
       case 'reduction':
         // Under a view (tile, a broadcast) a reduction would be recomputed per element it is read at.
-        if (target.alone?.(p) === true || !excl || sp !== 'out' || grp.hasMatmul || !fits() || !users.every((c) => target.classify(c) === 'elementwise')) return false;
+        if (
+          target.alone?.(p) === true ||
+          !excl ||
+          sp !== 'out' ||
+          grp.hasMatmul ||
+          !fits() ||
+          !users.every((c) => target.classify(c) === 'elementwise')
+        )
+          return false;
         grp.hasReduction = true;
         break;
       case 'matmul': {
@@ -149,10 +174,16 @@ export function fuseGraph(g: Graph, target: FusionTarget): Graph {
         const onPath = new Map<Node, boolean>();
         const reaches = (m: Node): boolean => {
           let r = onPath.get(m);
-          if (r === undefined) { r = m.inputs.some((i) => i === p || (grp.members.has(i) && reaches(i))); onPath.set(m, r); }
+          if (r === undefined) {
+            r = m.inputs.some((i) => i === p || (grp.members.has(i) && reaches(i)));
+            onPath.set(m, r);
+          }
           return r;
         };
-        const ok = (m: Node) => isScalarConst(m) || (target.classify(m) === 'elementwise' && same(m)) || (target.classify(m) === 'view' && !reaches(m));
+        const ok = (m: Node) =>
+          isScalarConst(m) ||
+          (target.classify(m) === 'elementwise' && same(m)) ||
+          (target.classify(m) === 'view' && !reaches(m));
         if (![...grp.members].every(ok)) return false;
         grp.hasMatmul = true;
         break;
@@ -173,8 +204,12 @@ export function fuseGraph(g: Graph, target: FusionTarget): Graph {
     const kind = target.classify(root);
     if (kind === 'opaque') continue;
     const grp: Group = {
-      root, members: new Set([root]), shared: new Set(), space: new Map([[root, 'out']]),
-      hasMatmul: kind === 'matmul', hasReduction: kind === 'reduction',
+      root,
+      members: new Set([root]),
+      shared: new Set(),
+      space: new Map([[root, 'out']]),
+      hasMatmul: kind === 'matmul',
+      hasReduction: kind === 'reduction',
     };
     owner.set(root, grp);
     // Candidates in decreasing topological order, so all of a candidate's consumers are decided first.
@@ -207,7 +242,11 @@ export function fuseGraph(g: Graph, target: FusionTarget): Graph {
     const grp = byRoot.get(n);
     let out: Node;
     if (grp !== undefined && [...grp.members].some((m) => m !== n && !isScalarConst(m))) out = buildFused(grp, build);
-    else out = rebuild(n, n.inputs.map((i) => build(i)));
+    else
+      out = rebuild(
+        n,
+        n.inputs.map((i) => build(i)),
+      );
     built.set(n, out);
     return out;
   };
@@ -231,16 +270,27 @@ function buildFused(grp: Group, outer: (n: Node) => Node): Node {
       const k = sources.length;
       sources.push(n);
       // Interned (not fresh like user placeholders): equal bodies then share one root node.
-      out = intern('placeholder', [], { uid: -(k + 1), name: `p${k}`, dtype: n.dtype, shape: n.shape, sparse: false }, tensorType(n.dtype, n.shape));
+      out = intern(
+        'placeholder',
+        [],
+        { uid: -(k + 1), name: `p${k}`, dtype: n.dtype, shape: n.shape, sparse: false },
+        tensorType(n.dtype, n.shape),
+      );
     }
     inner.set(n, out);
     return out;
   };
   const root = visit(grp.root);
-  const body = new FusedBody(sources.map((s) => inner.get(s)!), root);
+  const body = new FusedBody(
+    sources.map((s) => inner.get(s)!),
+    root,
+  );
   const fused = apply('fused', sources.map(outer), { body });
   // The kernel carries the records of all its members (scalar constants shared between groups excepted).
-  inherit(fused, [...grp.members].filter((m) => !grp.shared.has(m)));
+  inherit(
+    fused,
+    [...grp.members].filter((m) => !grp.shared.has(m)),
+  );
   return fused;
 }
 
@@ -251,5 +301,7 @@ export function fusedLabel(n: Node): string | undefined {
 }
 
 export function fusionPass(target: FusionTarget): Pass {
-  return definePass('fusion', 'elementwise ops, views, reductions and matmul epilogues into fused kernels', (g) => fuseGraph(g, target));
+  return definePass('fusion', 'elementwise ops, views, reductions and matmul epilogues into fused kernels', (g) =>
+    fuseGraph(g, target),
+  );
 }

@@ -18,4 +18,6 @@ export const commuteRule = rewrite('commute', COMMUTATIVE, (n) => {
   return rank(a) > rank(b) ? apply(n.op, [b, a], n.attrs) : undefined;
 });
 
-export const mergePass = definePass('merge', 'merge nodes that differ only in the order of commutative operands', (g) => rewriteGraph(g, [commuteRule]));
+export const mergePass = definePass('merge', 'merge nodes that differ only in the order of commutative operands', (g) =>
+  rewriteGraph(g, [commuteRule]),
+);

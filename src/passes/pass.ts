@@ -65,18 +65,34 @@ function runAll(passes: readonly Pass[], g: Graph, opts: RunOptions): Graph {
       try {
         verify(next.outputs);
       } catch (e) {
-        throw new Error(`pass ${JSON.stringify(p.name)} produced a graph the verifier rejects: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+        throw new Error(
+          `pass ${JSON.stringify(p.name)} produced a graph the verifier rejects: ${e instanceof Error ? e.message : String(e)}`,
+          { cause: e },
+        );
       }
     }
     // Checking mode: each output after the pass computes what it did before (src/passes/check.ts).
     const checker = activeChecker();
-    if (checker !== undefined) cur.outputs.forEach((o, i) => { if (next.outputs[i] !== o) checker.replaced(p.name, o, next.outputs[i]!, 'pass'); });
+    if (checker !== undefined)
+      cur.outputs.forEach((o, i) => {
+        if (next.outputs[i] !== o) checker.replaced(p.name, o, next.outputs[i]!, 'pass');
+      });
     if (count) {
       const afterNodes = topoSort(next.outputs);
       const made = afterNodes.filter((n) => !beforeNodes.has(n));
       const touched = unionProvenance(made.map((n) => n.provenance));
       const note = p.note?.();
-      opts.onPass!({ name: p.name, ms, nodesBefore: beforeNodes.size, nodesAfter: afterNodes.length, ...(touched.length > 0 ? { touched } : {}), ...(note !== undefined ? { note } : {}) }, next);
+      opts.onPass!(
+        {
+          name: p.name,
+          ms,
+          nodesBefore: beforeNodes.size,
+          nodesAfter: afterNodes.length,
+          ...(touched.length > 0 ? { touched } : {}),
+          ...(note !== undefined ? { note } : {}),
+        },
+        next,
+      );
       beforeNodes = new Set(afterNodes);
     }
     cur = next;
@@ -87,7 +103,8 @@ function runAll(passes: readonly Pass[], g: Graph, opts: RunOptions): Graph {
 /** The THEANINE_DEBUG=passes line for one pass, followed by the graph after it. */
 export function formatPassReport(r: PassReport, after: Graph, print: PrintOptions = {}): string {
   const head = `[theanine passes] ${r.name}: ${r.ms.toFixed(3)} ms, ${r.nodesBefore} -> ${r.nodesAfter} nodes`;
-  const touched = r.touched === undefined ? '' : `\n[theanine passes] ${r.name} touched: ${formatProvenance(r.touched, 8)}`;
+  const touched =
+    r.touched === undefined ? '' : `\n[theanine passes] ${r.name} touched: ${formatProvenance(r.touched, 8)}`;
   const note = r.note === undefined ? '' : `\n[theanine passes] ${r.name}: ${r.note}`;
   return `${head}${touched}${note}\n${debugprintNodes(after.outputs, print)}\n`;
 }

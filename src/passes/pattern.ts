@@ -16,7 +16,16 @@ export type Pattern =
 export type Bindings = ReadonlyMap<string, Node>;
 
 /** Ops whose two operands may be swapped without changing the result (IEEE add/mul are commutative). */
-export const COMMUTATIVE: readonly OpName[] = ['add', 'mul', 'maximum', 'minimum', 'equal', 'not_equal', 'logical_and', 'logical_or'];
+export const COMMUTATIVE: readonly OpName[] = [
+  'add',
+  'mul',
+  'maximum',
+  'minimum',
+  'equal',
+  'not_equal',
+  'logical_and',
+  'logical_or',
+];
 
 export function parsePattern(src: string): Pattern {
   const toks = src.replace(/\(/g, ' ( ').replace(/\)/g, ' ) ').trim().split(/\s+/);
@@ -26,7 +35,8 @@ export function parsePattern(src: string): Pattern {
     if (t === undefined) throw new Error(`pattern ${JSON.stringify(src)}: unexpected end`);
     if (t === '(') {
       const op = toks[pos++];
-      if (op === undefined || op === '(' || op === ')') throw new Error(`pattern ${JSON.stringify(src)}: expected an op name after '('`);
+      if (op === undefined || op === '(' || op === ')')
+        throw new Error(`pattern ${JSON.stringify(src)}: expected an op name after '('`);
       const args: Pattern[] = [];
       while (toks[pos] !== ')') {
         if (pos >= toks.length) throw new Error(`pattern ${JSON.stringify(src)}: missing ')'`);
@@ -38,7 +48,8 @@ export function parsePattern(src: string): Pattern {
     if (t === ')') throw new Error(`pattern ${JSON.stringify(src)}: unexpected ')'`);
     if (t.startsWith('?')) return { kind: 'var', name: t.slice(1) };
     const v = Number(t);
-    if (Number.isNaN(v)) throw new Error(`pattern ${JSON.stringify(src)}: ${JSON.stringify(t)} is neither (op ...), ?var nor a number`);
+    if (Number.isNaN(v))
+      throw new Error(`pattern ${JSON.stringify(src)}: ${JSON.stringify(t)} is neither (op ...), ?var nor a number`);
     return { kind: 'num', value: v };
   };
   const p = next();
@@ -94,11 +105,16 @@ export function bound<T>(b: ReadonlyMap<string, T>, name: string): T {
 /** Builds a replacement; numbers become scalar constants of `dtypeOf`'s dtype. */
 export function instantiate(p: Pattern, b: Bindings, like: Node): Node {
   switch (p.kind) {
-    case 'var': return bound(b, p.name);
+    case 'var':
+      return bound(b, p.name);
     case 'num':
       return apply('constant', [], { value: new NDArray([p.value], [], like.dtype) });
     case 'op':
-      return apply(p.op, p.args.map((a) => instantiate(a, b, like)), {});
+      return apply(
+        p.op,
+        p.args.map((a) => instantiate(a, b, like)),
+        {},
+      );
   }
 }
 
@@ -125,9 +141,15 @@ export function rule(spec: RuleSpec): Rewrite & { readonly from: Pattern; readon
   const from = parsePattern(spec.from);
   const to = typeof spec.to === 'string' ? parsePattern(spec.to) : spec.to;
   for (const op of [...opsIn(from), ...(typeof to === 'function' ? [] : opsIn(to))]) {
-    if (!isBuiltin(op)) throw new Error(`rule ${JSON.stringify(spec.name)}: pattern names op ${JSON.stringify(op)}, which is not a built-in op`);
+    if (!isBuiltin(op))
+      throw new Error(
+        `rule ${JSON.stringify(spec.name)}: pattern names op ${JSON.stringify(op)}, which is not a built-in op`,
+      );
   }
-  if (from.kind !== 'op') throw new Error(`rule ${JSON.stringify(spec.name)}: pattern ${JSON.stringify(spec.from)} must start with an op, (op ...)`);
+  if (from.kind !== 'op')
+    throw new Error(
+      `rule ${JSON.stringify(spec.name)}: pattern ${JSON.stringify(spec.from)} must start with an op, (op ...)`,
+    );
   return {
     name: spec.name,
     on: [from.op as OpName],

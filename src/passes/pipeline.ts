@@ -4,7 +4,7 @@
 // equality saturation over their result (src/passes/eqsat/, never worse than greedy under the
 // target's cost model), then scan and fusion; `none` runs no pass and no codegen (the reference
 // interpreter). What follows the list is codegen's, shape by shape: lowering
-// to kernels, then buffer planning (src/codegen/plan.ts), then rendering (src/codegen/cpu).
+// to kernels, then buffer planning (src/codegen/transform/plan.ts), then rendering (src/codegen/cpu).
 import type { Pass } from './pass.js';
 import { mergePass } from './merge.js';
 import { constantFoldPass } from './constant-fold.js';
@@ -17,7 +17,11 @@ import { fusionPass, type FusionTarget } from './fusion.js';
 import { eqsatPass } from './eqsat/index.js';
 import type { Rewrite } from './rewrite.js';
 
-export type OptimizerLevel = 'fast_run' | 'fast_compile' | 'eqsat';
+/** Theano's `optimizer` flag: which rewrites run before codegen (`none`: the graph as built). */
+export type OptimizerLevel = 'fast_run' | 'fast_compile' | 'eqsat' | 'none';
+export const OPTIMIZER_LEVELS: readonly OptimizerLevel[] = ['fast_run', 'fast_compile', 'eqsat', 'none'];
+/** The levels that run passes. */
+export type PassLevel = Exclude<OptimizerLevel, 'none'>;
 
 /**
  * Scan rewrites (src/passes/scan.ts, from the control-flow work): loop-invariant work leaves the
@@ -25,10 +29,14 @@ export type OptimizerLevel = 'fast_run' | 'fast_compile' | 'eqsat';
  * (Theano's scan dead-code and "save memory" rewrites), short scans are unrolled. Dead code
  * elsewhere needs no pass: a graph here is the closure of its outputs.
  */
-export const scanPass = definePass('scan', 'hoist loop-invariant work out of Scan steps, drop unread outputs, unroll short scans', (g) => ({ outputs: optimizeScans(g.outputs) }));
+export const scanPass = definePass(
+  'scan',
+  'hoist loop-invariant work out of Scan steps, drop unread outputs, unroll short scans',
+  (g) => ({ outputs: optimizeScans(g.outputs) }),
+);
 
 /** The passes of `level` for `target`; `eqsatRules` (user passes' local rewrites) join the e-graph at level eqsat. */
-export function pipeline(level: OptimizerLevel, target: FusionTarget, eqsatRules: readonly Rewrite[] = []): readonly Pass[] {
+export function pipeline(level: PassLevel, target: FusionTarget, eqsatRules: readonly Rewrite[] = []): readonly Pass[] {
   if (level === 'fast_compile') {
     return [
       mergePass, //         commutative operands in canonical order (hash-consing did the rest)

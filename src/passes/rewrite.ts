@@ -22,14 +22,24 @@ export interface Rewrite {
 }
 
 /** A rule over the nodes of `on`, each given with its attrs typed by its op. */
-export function rewrite<K extends OpName>(name: string, on: readonly K[], fn: (n: OpNode<K>) => Node | undefined): Rewrite {
+export function rewrite<K extends OpName>(
+  name: string,
+  on: readonly K[],
+  fn: (n: OpNode<K>) => Node | undefined,
+): Rewrite {
   return { name, on, apply: (n) => fn(n as OpNode<K>) };
 }
 
 /** A rule threw something other than an inference failure: a bug in the rule, reported with its name and node. */
 export class RewriteError extends Error {
-  constructor(readonly rule: string, readonly node: Node, override readonly cause: unknown) {
-    super(`rewrite ${JSON.stringify(rule)} threw on node ${node.name} (${node.op}, ${typeToString(node.type)}): ${cause instanceof Error ? cause.message : String(cause)}`);
+  constructor(
+    readonly rule: string,
+    readonly node: Node,
+    override readonly cause: unknown,
+  ) {
+    super(
+      `rewrite ${JSON.stringify(rule)} threw on node ${node.name} (${node.op}, ${typeToString(node.type)}): ${cause instanceof Error ? cause.message : String(cause)}`,
+    );
   }
 }
 
@@ -106,7 +116,10 @@ export function rewriteGraph(g: Graph, rules: readonly Rewrite[], stats?: Rewrit
     const cur = rebuild(n, ins);
     if (cur !== n) {
       const again = done.get(cur);
-      if (again !== undefined) { done.set(n, again); return again; }
+      if (again !== undefined) {
+        done.set(n, again);
+        return again;
+      }
     }
     const mark = nodeIdMark();
     const out = budget > 0 ? replacement(cur, index, stats) : undefined;

@@ -59,7 +59,13 @@ export function optimizeScans(given: readonly Node[], opts: OptimizeScansOptions
         for (let i = 0; i < nOut + 2 * lowered.states.length; i++) pos.push(i < nOut && !live[i]! ? -1 : next++);
         itemIndex.set(n, pos);
         keep = keep.filter((_, i) => i >= nOut || live[i]!);
-        lowered = new ScanBody(lowered.sequences, lowered.states, lowered.constants, lowered.outputs.filter((_, k) => live[k]!), lowered.newStates);
+        lowered = new ScanBody(
+          lowered.sequences,
+          lowered.states,
+          lowered.constants,
+          lowered.outputs.filter((_, k) => live[k]!),
+          lowered.newStates,
+        );
       }
       const body = hoistInvariants(lowered, n.inputs.map(get));
       const bodySize = topoSort(body.body.results).length;
@@ -67,7 +73,8 @@ export function optimizeScans(given: readonly Node[], opts: OptimizeScansOptions
         const mark = nodeIdMark();
         const items = unroll(body.body, body.inputs, a.go_backwards, steps, keep);
         // The step's slices and the stacks that replace the Scan node stand for it.
-        for (const m of topoSort(items.filter((x): x is Node => x !== undefined))) if (m.id >= mark) addProvenance(m, n.provenance);
+        for (const m of topoSort(items.filter((x): x is Node => x !== undefined)))
+          if (m.id >= mark) addProvenance(m, n.provenance);
         const pos = itemIndex.get(n);
         unrolledItems.set(n, pos === undefined ? items : pos.map((p) => (p < 0 ? undefined : items[p])));
       } else {
@@ -124,9 +131,22 @@ function mergeScans(outputs: readonly Node[]): readonly Node[] {
     let best: OpNode<'scan'> | undefined;
     for (const t of scans) {
       const b = t.attrs;
-      if (t === s || into.has(t) || b.go_backwards !== a.go_backwards || b.n_steps !== a.n_steps || !same(t.inputs, s.inputs)) continue;
+      if (
+        t === s ||
+        into.has(t) ||
+        b.go_backwards !== a.go_backwards ||
+        b.n_steps !== a.n_steps ||
+        !same(t.inputs, s.inputs)
+      )
+        continue;
       const [p, q] = [a.body, b.body];
-      if (!same(p.sequences, q.sequences) || !same(p.states, q.states) || !same(p.constants, q.constants) || !same(p.newStates, q.newStates)) continue;
+      if (
+        !same(p.sequences, q.sequences) ||
+        !same(p.states, q.states) ||
+        !same(p.constants, q.constants) ||
+        !same(p.newStates, q.newStates)
+      )
+        continue;
       if (q.outputs.length < p.outputs.length || !p.outputs.every((o, i) => o === q.outputs[i])) continue;
       if (q.outputs.length === p.outputs.length && scans.indexOf(t) > scans.indexOf(s)) continue; // equal bodies: the first one stays
       if (best === undefined || best.attrs.body.outputs.length < q.outputs.length) best = t;
@@ -160,7 +180,13 @@ function mergeScans(outputs: readonly Node[]): readonly Node[] {
     if (n.inputs.length === 0 || into.has(n) || done.has(n)) continue;
     if (isOp(n, 'tuple_get') && into.has(n.inputs[0]!)) {
       const m = target(n.inputs[0]!);
-      done.set(n, withRecordsOf(apply('tuple_get', [rebuilt(m.to)], { ...n.attrs, index: m.index(n.attrs.index) }, FN), [n, n.inputs[0]!]));
+      done.set(
+        n,
+        withRecordsOf(apply('tuple_get', [rebuilt(m.to)], { ...n.attrs, index: m.index(n.attrs.index) }, FN), [
+          n,
+          n.inputs[0]!,
+        ]),
+      );
       continue;
     }
     rebuilt(n);
@@ -170,8 +196,13 @@ function mergeScans(outputs: readonly Node[]): readonly Node[] {
 
 /** What item `i` of scan `s` must keep, given who reads it. Records tuple_gets narrowed to 'last'. */
 function narrowKeep(
-  s: OpNode<'scan'>, i: number, keep: KeepMode, steps: number | null,
-  readers: Map<Node, Node[]>, isOutput: Set<Node>, lastened: Set<Node>,
+  s: OpNode<'scan'>,
+  i: number,
+  keep: KeepMode,
+  steps: number | null,
+  readers: Map<Node, Node[]>,
+  isOutput: Set<Node>,
+  lastened: Set<Node>,
 ): KeepMode {
   if (keep !== 'all') return keep;
   const nOut = s.attrs.body.outputs.length;
@@ -179,7 +210,8 @@ function narrowKeep(
   const index = i < nOut ? i : i + nState; // stacked items: outputs, then state sequences
   const gets = (readers.get(s) ?? []).filter((r) => isOp(r, 'tuple_get') && r.attrs.index === index);
   if (gets.length === 0) return 'none';
-  const isLast = (r: Node) => isOp(r, 'index') && (r.attrs.index === -1 || (steps !== null && r.attrs.index === steps - 1));
+  const isLast = (r: Node) =>
+    isOp(r, 'index') && (r.attrs.index === -1 || (steps !== null && r.attrs.index === steps - 1));
   if (gets.some((g) => isOutput.has(g) || !(readers.get(g) ?? []).every(isLast))) return 'all';
   gets.forEach((g) => lastened.add(g));
   return 'last';
@@ -242,15 +274,31 @@ function hoistInvariants(b: ScanBody, inputs: readonly Node[]): { body: ScanBody
   if (!keepS.some((k) => k) && nSeq > 0) keepS[0] = true;
   if (hoisted.length === 0 && keepK.every((k) => k) && keepS.every((k) => k)) return { body: b, inputs: [...inputs] };
   const nOut = b.outputs.length;
-  const body = new ScanBody(b.sequences.filter((_, i) => keepS[i]), b.states, consts.filter((_, k) => keepK[k]), results.slice(0, nOut), results.slice(nOut));
+  const body = new ScanBody(
+    b.sequences.filter((_, i) => keepS[i]),
+    b.states,
+    consts.filter((_, k) => keepK[k]),
+    results.slice(0, nOut),
+    results.slice(nOut),
+  );
   return {
     body,
-    inputs: [...inputs.slice(0, nSeq).filter((_, i) => keepS[i]), ...inputs.slice(nSeq, nLoop), ...constInputs.filter((_, k) => keepK[k])],
+    inputs: [
+      ...inputs.slice(0, nSeq).filter((_, i) => keepS[i]),
+      ...inputs.slice(nSeq, nLoop),
+      ...constInputs.filter((_, k) => keepK[k]),
+    ],
   };
 }
 
 /** The scan's items computed by `steps` copies of the body; undefined for items kept 'none'. */
-function unroll(b: ScanBody, inputs: readonly Node[], back: boolean, steps: number, keep: readonly KeepMode[]): (Node | undefined)[] {
+function unroll(
+  b: ScanBody,
+  inputs: readonly Node[],
+  back: boolean,
+  steps: number,
+  keep: readonly KeepMode[],
+): (Node | undefined)[] {
   const nSeq = b.sequences.length;
   const nState = b.states.length;
   const order = topoSort(b.results);
@@ -265,7 +313,13 @@ function unroll(b: ScanBody, inputs: readonly Node[], back: boolean, steps: numb
     b.constants.forEach((arg, c) => value.set(arg, inputs[nSeq + nState + c]!));
     for (const n of order) {
       if (value.has(n) || n.inputs.length === 0) continue;
-      value.set(n, again(n, n.inputs.map((i) => value.get(i) ?? i)));
+      value.set(
+        n,
+        again(
+          n,
+          n.inputs.map((i) => value.get(i) ?? i),
+        ),
+      );
     }
     const at = (n: Node) => value.get(n) ?? n;
     b.outputs.forEach((o, i) => outs[i]!.push(at(o)));

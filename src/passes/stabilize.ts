@@ -15,7 +15,8 @@ function axesOf(n: Node): readonly number[] {
   if (!isOp(n, 'sum', 'max')) throw new Error(`internal: stabilize reads the axes of a sum or max, got ${n.op}`);
   return n.attrs.axes;
 }
-const sameAxes = (a: Node, b: Node) => axesOf(a).length === axesOf(b).length && axesOf(a).every((x, i) => x === axesOf(b)[i]);
+const sameAxes = (a: Node, b: Node) =>
+  axesOf(a).length === axesOf(b).length && axesOf(a).every((x, i) => x === axesOf(b)[i]);
 const keeps = (n: Node) => n.attrs['keepdims'] === true;
 
 /** `x - max(x, axes, keepdims)` (possibly the finite-safe max below): already shifted. */
@@ -72,7 +73,8 @@ function unclip(c: Node): Node | undefined {
     const inner = b.op === 'constant' ? a : a.op === 'constant' ? b : undefined;
     if (inner === undefined) return undefined;
     const other = c.op === 'minimum' ? 'maximum' : 'minimum';
-    if (inner.op === other && inner.inputs.some((i) => i.op === 'constant')) return inner.inputs.find((i) => i.op !== 'constant');
+    if (inner.op === other && inner.inputs.some((i) => i.op === 'constant'))
+      return inner.inputs.find((i) => i.op !== 'constant');
   }
   return undefined;
 }
@@ -102,7 +104,10 @@ function logSoftmaxLogits(l: Node, axes: Node): Node | undefined {
   if (isShifted(a, axes) && logSumExpOf(b, axes) === a) return a.inputs[0];
   // x - (log(sum(exp(x - m))) + m): K.logsumexp, as the crossentropies from logits use it
   if (b.op === 'add') {
-    for (const [lg, m] of [[b.inputs[0]!, b.inputs[1]!], [b.inputs[1]!, b.inputs[0]!]] as const) {
+    for (const [lg, m] of [
+      [b.inputs[0]!, b.inputs[1]!],
+      [b.inputs[1]!, b.inputs[0]!],
+    ] as const) {
       const y = logSumExpOf(lg, axes);
       if (y !== undefined && y.op === 'sub' && y.inputs[0] === a && y.inputs[1] === m && isShifted(y, axes)) return a;
     }
@@ -116,7 +121,10 @@ const softmaxXentRule = rewrite('softmax_cross_entropy', ['neg'], (n) => {
   if (s.op !== 'sum' || keeps(s) || axesOf(s).length !== 1) return undefined;
   const m = s.inputs[0]!;
   if (m.op !== 'mul') return undefined;
-  for (const [t, l] of [[m.inputs[0]!, m.inputs[1]!], [m.inputs[1]!, m.inputs[0]!]] as const) {
+  for (const [t, l] of [
+    [m.inputs[0]!, m.inputs[1]!],
+    [m.inputs[1]!, m.inputs[0]!],
+  ] as const) {
     const x = logSoftmaxLogits(l, s);
     if (x === undefined || t.ndim !== x.ndim) continue;
     return apply('softmax_cross_entropy', [x, t], { axis: axesOf(s)[0]! });
@@ -151,6 +159,7 @@ export const stabilizeRules: readonly Rewrite[] = [
 ];
 
 export const stabilizePass = definePass(
-  'stabilize', 'log1p, expm1, log-sigmoid, log-softmax, softmax crossentropy as one op, max-shifted logsumexp',
+  'stabilize',
+  'log1p, expm1, log-sigmoid, log-softmax, softmax crossentropy as one op, max-shifted logsumexp',
   (g) => rewriteGraph(g, stabilizeRules),
 );

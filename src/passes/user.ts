@@ -11,7 +11,7 @@ import { Node } from '../ir/node.js';
 import { sameType, typeToString } from '../ir/types.js';
 import { verify } from '../ir/verify.js';
 import type { Pass } from './pass.js';
-import { pipeline, type OptimizerLevel } from './pipeline.js';
+import { pipeline, type PassLevel } from './pipeline.js';
 import type { FusionTarget } from './fusion.js';
 import { RewriteError, rewriteGraph, type Rewrite } from './rewrite.js';
 
@@ -57,7 +57,12 @@ let uids = 0;
 const NAME = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 
 export function isUserPass(p: unknown): p is UserPass {
-  return typeof p === 'object' && p !== null && typeof (p as UserPass).uid === 'number' && typeof (p as UserPass).run === 'function';
+  return (
+    typeof p === 'object' &&
+    p !== null &&
+    typeof (p as UserPass).uid === 'number' &&
+    typeof (p as UserPass).run === 'function'
+  );
 }
 
 const describeNode = (n: Node) => `${n.name} (${n.op}, ${typeToString(n.type)})`;
@@ -81,7 +86,10 @@ function localRule(name: string, fn: LocalRewrite): Rewrite {
     apply(n: Node): Node | undefined {
       const r: unknown = fn(n);
       if (r === null || r === undefined || r === n) return undefined;
-      if (!(r instanceof Node)) throw new TypeError(`pass ${JSON.stringify(name)} returned ${typeof r === 'object' ? 'an object' : typeof r} for node ${describeNode(n)}; expected a tensor, or null to leave the node`);
+      if (!(r instanceof Node))
+        throw new TypeError(
+          `pass ${JSON.stringify(name)} returned ${typeof r === 'object' ? 'an object' : typeof r} for node ${describeNode(n)}; expected a tensor, or null to leave the node`,
+        );
       return r;
     },
   };
@@ -98,11 +106,15 @@ function localPass(name: string, fn: LocalRewrite): (g: Graph) => Graph {
         const r: unknown = fn(n);
         if (r === null || r === undefined || r === n) return undefined;
         if (!(r instanceof Node)) {
-          failure = new TypeError(`pass ${JSON.stringify(name)} returned ${typeof r === 'object' ? 'an object' : typeof r} for node ${describeNode(n)}; expected a tensor, or null to leave the node`);
+          failure = new TypeError(
+            `pass ${JSON.stringify(name)} returned ${typeof r === 'object' ? 'an object' : typeof r} for node ${describeNode(n)}; expected a tensor, or null to leave the node`,
+          );
           return undefined;
         }
         if (!sameType(r.type, n.type)) {
-          failure = new ValueError(`pass ${JSON.stringify(name)} replaced ${describeNode(n)} with ${describeNode(r)}; a replacement must keep the node's dtype and static shape`);
+          failure = new ValueError(
+            `pass ${JSON.stringify(name)} replaced ${describeNode(n)} with ${describeNode(r)}; a replacement must keep the node's dtype and static shape`,
+          );
           return undefined;
         }
         return r;
@@ -131,12 +143,16 @@ function graphPass(name: string, fn: GraphRewrite): (g: Graph) => Graph {
     }
     const outs = (out as Partial<Graph> | undefined)?.outputs;
     if (!Array.isArray(outs) || outs.length !== g.outputs.length || !outs.every((o) => o instanceof Node)) {
-      throw new TypeError(`pass ${JSON.stringify(name)} must return { outputs } with ${g.outputs.length} tensors, one per output of the graph it was given`);
+      throw new TypeError(
+        `pass ${JSON.stringify(name)} must return { outputs } with ${g.outputs.length} tensors, one per output of the graph it was given`,
+      );
     }
     outs.forEach((o: Node, i) => {
       const was = g.outputs[i]!;
       if (!sameType(o.type, was.type)) {
-        throw new ValueError(`pass ${JSON.stringify(name)}: output ${i} was ${describeNode(was)} and became ${describeNode(o)}; outputs must keep their dtype and static shape`);
+        throw new ValueError(
+          `pass ${JSON.stringify(name)}: output ${i} was ${describeNode(was)} and became ${describeNode(o)}; outputs must keep their dtype and static shape`,
+        );
       }
     });
     return { outputs: outs };
@@ -149,17 +165,44 @@ function graphPass(name: string, fn: GraphRewrite): (g: Graph) => Graph {
  */
 export function defineUserPass(name: string, rewrite: PassRewrite, opts: PassOptions = {}): UserPass {
   if (typeof name !== 'string' || !NAME.test(name)) {
-    throw new ValueError(`definePass: name ${JSON.stringify(name)} must be letters, digits, '_' and '-', starting with a letter or '_'`);
+    throw new ValueError(
+      `definePass: name ${JSON.stringify(name)} must be letters, digits, '_' and '-', starting with a letter or '_'`,
+    );
   }
-  if (builtinPassNames().includes(name)) throw new ValueError(`definePass: ${JSON.stringify(name)} is a built-in pass (built-in: ${builtinPassNames().join(', ')})`);
+  if (builtinPassNames().includes(name))
+    throw new ValueError(
+      `definePass: ${JSON.stringify(name)} is a built-in pass (built-in: ${builtinPassNames().join(', ')})`,
+    );
   let kind: 'local' | 'graph';
   let run: (g: Graph) => Graph;
   let rule: Rewrite | undefined;
-  if (typeof rewrite === 'function') { kind = 'local'; run = localPass(name, rewrite); rule = localRule(name, rewrite); }
-  else if (typeof rewrite === 'object' && rewrite !== null && 'local' in rewrite && typeof rewrite.local === 'function') { kind = 'local'; run = localPass(name, rewrite.local); rule = localRule(name, rewrite.local); }
-  else if (typeof rewrite === 'object' && rewrite !== null && 'graph' in rewrite && typeof rewrite.graph === 'function') { kind = 'graph'; run = graphPass(name, rewrite.graph); }
-  else throw new TypeError(`definePass(${name}): the rewrite must be a function (node) => replacement | null, { local: fn } or { graph: fn }`);
-  if (opts.before !== undefined && opts.after !== undefined) throw new ValueError(`definePass(${name}): give 'before' or 'after', not both`);
+  if (typeof rewrite === 'function') {
+    kind = 'local';
+    run = localPass(name, rewrite);
+    rule = localRule(name, rewrite);
+  } else if (
+    typeof rewrite === 'object' &&
+    rewrite !== null &&
+    'local' in rewrite &&
+    typeof rewrite.local === 'function'
+  ) {
+    kind = 'local';
+    run = localPass(name, rewrite.local);
+    rule = localRule(name, rewrite.local);
+  } else if (
+    typeof rewrite === 'object' &&
+    rewrite !== null &&
+    'graph' in rewrite &&
+    typeof rewrite.graph === 'function'
+  ) {
+    kind = 'graph';
+    run = graphPass(name, rewrite.graph);
+  } else
+    throw new TypeError(
+      `definePass(${name}): the rewrite must be a function (node) => replacement | null, { local: fn } or { graph: fn }`,
+    );
+  if (opts.before !== undefined && opts.after !== undefined)
+    throw new ValueError(`definePass(${name}): give 'before' or 'after', not both`);
   for (const k of ['before', 'after'] as const) {
     const v = opts[k];
     if (v !== undefined && typeof v !== 'string') throw new TypeError(`definePass(${name}): ${k} must be a pass name`);
@@ -174,8 +217,15 @@ export function defineUserPass(name: string, rewrite: PassRewrite, opts: PassOpt
     return out;
   };
   const p: UserPass = {
-    name, doc: opts.doc ?? `user ${kind} pass`, run: verified, kind, uid: ++uids,
-    before: opts.before, after: opts.after, global: opts.global === true, ...(rule !== undefined ? { rule } : {}),
+    name,
+    doc: opts.doc ?? `user ${kind} pass`,
+    run: verified,
+    kind,
+    uid: ++uids,
+    before: opts.before,
+    after: opts.after,
+    global: opts.global === true,
+    ...(rule !== undefined ? { rule } : {}),
   };
   registry.set(name, p);
   return p;
@@ -192,7 +242,8 @@ export function userPasses(): UserPass[] {
 
 export function builtinPassNames(): string[] {
   const seen = new Set<string>();
-  for (const level of ['fast_run', 'fast_compile', 'eqsat'] as const) for (const p of pipeline(level, { classify: () => 'opaque' })) seen.add(p.name);
+  for (const level of ['fast_run', 'fast_compile', 'eqsat'] as const)
+    for (const p of pipeline(level, { classify: () => 'opaque' })) seen.add(p.name);
   return [...seen];
 }
 
@@ -201,7 +252,9 @@ function resolveAdd(a: UserPass | string, i: number): UserPass {
     const p = registry.get(a);
     if (p === undefined) {
       const known = [...registry.keys()];
-      throw new ValueError(`passes.add[${i}]: no user pass named ${JSON.stringify(a)} (defined: ${known.length === 0 ? 'none' : known.join(', ')})`);
+      throw new ValueError(
+        `passes.add[${i}]: no user pass named ${JSON.stringify(a)} (defined: ${known.length === 0 ? 'none' : known.join(', ')})`,
+      );
     }
     return p;
   }
@@ -210,30 +263,46 @@ function resolveAdd(a: UserPass | string, i: number): UserPass {
 }
 
 /** The passes a function runs: the level's pipeline, global and added user passes at their positions, removals taken out. */
-export function resolvePipeline(level: OptimizerLevel, target: FusionTarget, sel: PassSelection = {}): Pass[] {
+export function resolvePipeline(level: PassLevel, target: FusionTarget, sel: PassSelection = {}): Pass[] {
   const users = new Map<string, UserPass>();
   for (const p of registry.values()) if (p.global) users.set(p.name, p);
-  if (sel.add !== undefined && !Array.isArray(sel.add)) throw new TypeError('passes.add must be an array of passes or pass names');
-  (sel.add ?? []).forEach((a, i) => { const p = resolveAdd(a, i); users.set(p.name, p); });
+  if (sel.add !== undefined && !Array.isArray(sel.add))
+    throw new TypeError('passes.add must be an array of passes or pass names');
+  (sel.add ?? []).forEach((a, i) => {
+    const p = resolveAdd(a, i);
+    users.set(p.name, p);
+  });
   // At level eqsat a local user pass runs at its place and its rewrite also joins the e-graph.
-  const rules = [...users.values()].flatMap((p) => (p.rule !== undefined && !(sel.remove ?? []).includes(p.name) ? [p.rule] : []));
+  const rules = [...users.values()].flatMap((p) =>
+    p.rule !== undefined && !(sel.remove ?? []).includes(p.name) ? [p.rule] : [],
+  );
   const list: Pass[] = [...pipeline(level, target, rules)];
   for (const p of users.values()) {
     const names = list.map((q) => q.name);
     let at: number;
     if (p.before !== undefined) at = names.indexOf(p.before);
-    else if (p.after !== undefined) { at = names.lastIndexOf(p.after); if (at >= 0) at++; }
-    else { at = names.indexOf('scan'); if (at < 0) at = list.length; }
+    else if (p.after !== undefined) {
+      at = names.lastIndexOf(p.after);
+      if (at >= 0) at++;
+    } else {
+      at = names.indexOf('scan');
+      if (at < 0) at = list.length;
+    }
     if (at < 0) {
-      throw new ValueError(`pass ${JSON.stringify(p.name)} runs ${p.before !== undefined ? `before ${JSON.stringify(p.before)}` : `after ${JSON.stringify(p.after)}`}, which is not in this pipeline (${level}: ${names.join(', ')})`);
+      throw new ValueError(
+        `pass ${JSON.stringify(p.name)} runs ${p.before !== undefined ? `before ${JSON.stringify(p.before)}` : `after ${JSON.stringify(p.after)}`}, which is not in this pipeline (${level}: ${names.join(', ')})`,
+      );
     }
     list.splice(at, 0, p);
   }
-  if (sel.remove !== undefined && !Array.isArray(sel.remove)) throw new TypeError('passes.remove must be an array of pass names');
+  if (sel.remove !== undefined && !Array.isArray(sel.remove))
+    throw new TypeError('passes.remove must be an array of pass names');
   const remove = new Set(sel.remove ?? []);
   for (const r of remove) {
     if (!list.some((p) => p.name === r)) {
-      throw new ValueError(`passes.remove: no pass named ${JSON.stringify(r)} in this pipeline (${level}: ${[...new Set(list.map((p) => p.name))].join(', ')})`);
+      throw new ValueError(
+        `passes.remove: no pass named ${JSON.stringify(r)} in this pipeline (${level}: ${[...new Set(list.map((p) => p.name))].join(', ')})`,
+      );
     }
   }
   return list.filter((p) => !remove.has(p.name));

@@ -19,26 +19,49 @@ export const platform: Platform = {
   kerasConfigPath: () => undefined,
   readConfig: () => ({ kind: 'missing' }),
   writeConfigDefaults: () => undefined,
-  writeStderr: (text) => { console.warn(trimNewline(text)); },
+  writeStderr: (text) => {
+    console.warn(trimNewline(text));
+  },
   requireModule(id) {
     if (providedModules.has(id)) return providedModules.get(id);
-    throw moduleNotFound(id, `a browser page imports it itself and hands it over: provideModule(${JSON.stringify(id)}, module)`);
+    throw moduleNotFound(
+      id,
+      `a browser page imports it itself and hands it over: provideModule(${JSON.stringify(id)}, module)`,
+    );
   },
   async importModule(id) {
     if (providedModules.has(id)) return providedModules.get(id);
-    throw moduleNotFound(id, `a browser page imports it itself and hands it over: provideModule(${JSON.stringify(id)}, module)`);
+    throw moduleNotFound(
+      id,
+      `a browser page imports it itself and hands it over: provideModule(${JSON.stringify(id)}, module)`,
+    );
   },
   installHint: (id) => `import it in the page and hand it over: \`provideModule(${JSON.stringify(id)}, module)\``,
-  resolveModule: (id) => { throw nodeOnly(`resolving the package ${JSON.stringify(id)}`); },
-  nodeBuiltin: (name, why) => { throw nodeOnly(`${why} (node:${name})`); },
+  resolveModule: (id) => {
+    throw nodeOnly(`resolving the package ${JSON.stringify(id)}`);
+  },
+  nodeBuiltin: (name, why) => {
+    throw nodeOnly(`${why} (node:${name})`);
+  },
   cores: () => 1,
   startWorker: () => undefined,
   // A page has no file system: the compile cache on disk is always off.
   cacheFiles: () => undefined,
-  readFile: (p) => { throw nodeOnly(`reading ${JSON.stringify(p)}`); },
-  writeFile: (p) => { throw nodeOnly(`writing ${JSON.stringify(p)}`); },
-  join: (...parts) => parts.filter((p) => p !== '').join('/').replace(/\/+/g, '/'),
-  dirname: (p) => { const i = p.lastIndexOf('/'); return i < 0 ? '.' : i === 0 ? '/' : p.slice(0, i); },
+  readFile: (p) => {
+    throw nodeOnly(`reading ${JSON.stringify(p)}`);
+  },
+  writeFile: (p) => {
+    throw nodeOnly(`writing ${JSON.stringify(p)}`);
+  },
+  join: (...parts) =>
+    parts
+      .filter((p) => p !== '')
+      .join('/')
+      .replace(/\/+/g, '/'),
+  dirname: (p) => {
+    const i = p.lastIndexOf('/');
+    return i < 0 ? '.' : i === 0 ? '/' : p.slice(0, i);
+  },
   basename: (p) => p.slice(p.lastIndexOf('/') + 1),
   base64(bytes) {
     let s = '';
@@ -68,7 +91,9 @@ export const platform: Platform = {
  * starts (a module started earlier keeps the unwrapped one: its statuses stay console lines).
  * On globalThis: two copies of theanine in one page share one wrapper.
  */
-interface ConsoleWatch { readonly takers: ((text: string) => boolean)[] }
+interface ConsoleWatch {
+  readonly takers: ((text: string) => boolean)[];
+}
 const WATCH = Symbol.for('theanine.consoleWatch');
 function watchConsole(): ConsoleWatch {
   const g = globalThis as { [WATCH]?: ConsoleWatch };

@@ -23,7 +23,8 @@ function errorCode(e: unknown): string | undefined {
 export const platform: Platform = {
   name: 'node',
   env: (name) => (environmentOverrides.has(name) ? environmentOverrides.get(name) : process.env[name]),
-  environment: () => (environmentOverrides.size === 0 ? process.env : { ...process.env, ...Object.fromEntries(environmentOverrides) }),
+  environment: () =>
+    environmentOverrides.size === 0 ? process.env : { ...process.env, ...Object.fromEntries(environmentOverrides) },
   kerasConfigPath(env, home) {
     const kerasHome = env['KERAS_HOME'];
     const dir = kerasHome !== undefined && kerasHome !== '' ? kerasHome : path.join(home ?? os.homedir(), '.keras');
@@ -56,7 +57,9 @@ export const platform: Platform = {
       // As in Keras: an unwritable config folder is not an error; defaults apply.
     }
   },
-  writeStderr: (text) => { process.stderr.write(text); },
+  writeStderr: (text) => {
+    process.stderr.write(text);
+  },
   requireModule(id, from) {
     if (providedModules.has(id)) return providedModules.get(id);
     return (from === undefined ? nodeRequire : createRequire(from))(id);
@@ -73,11 +76,18 @@ export const platform: Platform = {
   startWorker(source, workerData) {
     const w = new Worker(source, { eval: true, workerData });
     w.unref(); // an idle pool never keeps the process alive
-    return { postMessage: (m) => w.postMessage(m), onError: (l) => { w.on('error', l); } };
+    return {
+      postMessage: (m) => w.postMessage(m),
+      onError: (l) => {
+        w.on('error', l);
+      },
+    };
   },
   cacheFiles: (dir) => nodeCacheFiles(dir),
   readFile: (p) => fs.readFileSync(p),
-  writeFile: (p, data) => { fs.writeFileSync(p, data); },
+  writeFile: (p, data) => {
+    fs.writeFileSync(p, data);
+  },
   join: (...parts) => path.join(...parts),
   dirname: (p) => path.dirname(p),
   basename: (p) => path.basename(p),
@@ -89,7 +99,8 @@ export const platform: Platform = {
       return fn();
     } finally {
       events.forEach((ev, i) => {
-        for (const l of process.listeners(ev as 'uncaughtException')) if (!before[i]!.includes(l)) process.removeListener(ev, l);
+        for (const l of process.listeners(ev as 'uncaughtException'))
+          if (!before[i]!.includes(l)) process.removeListener(ev, l);
       });
     }
   },
@@ -117,10 +128,16 @@ function nodeCacheFiles(dir: string): CacheFiles {
   let tmp = 0;
   return {
     get version() {
-      return (packageVersion ??= (JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version);
+      return (packageVersion ??= (
+        JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+      ).version);
     },
     read(name) {
-      try { return fs.readFileSync(at(name)); } catch { return undefined; }
+      try {
+        return fs.readFileSync(at(name));
+      } catch {
+        return undefined;
+      }
     },
     write(name, data) {
       fs.mkdirSync(dir, { recursive: true });
@@ -129,27 +146,45 @@ function nodeCacheFiles(dir: string): CacheFiles {
         fs.writeFileSync(t, data);
         fs.renameSync(t, at(name));
       } catch (e) {
-        try { fs.unlinkSync(t); } catch { /* never written */ }
+        try {
+          fs.unlinkSync(t);
+        } catch {
+          /* never written */
+        }
         throw e;
       }
     },
     list() {
       let names: string[];
-      try { names = fs.readdirSync(dir); } catch { return []; }
+      try {
+        names = fs.readdirSync(dir);
+      } catch {
+        return [];
+      }
       return names.flatMap((name) => {
         if (name.startsWith('.')) return [];
         try {
           const st = fs.statSync(at(name));
           return st.isFile() ? [{ name, size: st.size, used: st.mtimeMs }] : [];
-        } catch { return []; } // removed by another process meanwhile
+        } catch {
+          return [];
+        } // removed by another process meanwhile
       });
     },
     remove(name) {
-      try { fs.unlinkSync(at(name)); } catch { /* already gone */ }
+      try {
+        fs.unlinkSync(at(name));
+      } catch {
+        /* already gone */
+      }
     },
     touch(name) {
       const now = new Date();
-      try { fs.utimesSync(at(name), now, now); } catch { /* already gone */ }
+      try {
+        fs.utimesSync(at(name), now, now);
+      } catch {
+        /* already gone */
+      }
     },
   };
 }

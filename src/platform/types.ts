@@ -116,7 +116,13 @@ export function moduleNotFound(id: string, detail: string): Error {
 }
 
 /** The optional packages a page can hand over (the ids theanine loads). */
-export const PROVIDABLE = ['gpu.js', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-wasm', 'ts-morph', '@viz-js/viz'] as const;
+export const PROVIDABLE = [
+  'gpu.js',
+  '@tensorflow/tfjs',
+  '@tensorflow/tfjs-backend-wasm',
+  'ts-morph',
+  '@viz-js/viz',
+] as const;
 
 /**
  * Hands theanine an optional package that it would otherwise `require` (a browser cannot load
@@ -126,10 +132,14 @@ export const PROVIDABLE = ['gpu.js', '@tensorflow/tfjs', '@tensorflow/tfjs-backe
  */
 export function provideModule(id: (typeof PROVIDABLE)[number], module: object): void {
   if (!(PROVIDABLE as readonly string[]).includes(id)) {
-    throw new TypeError(`provideModule: argument id is ${JSON.stringify(id)}; allowed: ${PROVIDABLE.map((p) => JSON.stringify(p)).join(', ')}`);
+    throw new TypeError(
+      `provideModule: argument id is ${JSON.stringify(id)}; allowed: ${PROVIDABLE.map((p) => JSON.stringify(p)).join(', ')}`,
+    );
   }
   if (typeof module !== 'object' || module === null) {
-    throw new TypeError(`provideModule: argument module for ${JSON.stringify(id)} is ${module === null ? 'null' : typeof module}; allowed: the package's module object`);
+    throw new TypeError(
+      `provideModule: argument module for ${JSON.stringify(id)} is ${module === null ? 'null' : typeof module}; allowed: the package's module object`,
+    );
   }
   providedModules.set(id, module);
   for (const hook of provideHooks) hook(id);

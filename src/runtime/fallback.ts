@@ -5,12 +5,12 @@
 // an error at the first call, before anything runs or any variable changes. `f.source()` says the
 // same in its comments.
 import { ValueError } from '../ir/errors.js';
-import type { Program } from '../codegen/kernel.js';
+import type { Program } from '../codegen/kernel/ir.js';
 import { withBuiltBy, type Provenance } from '../ir/provenance.js';
 import { warn } from './warn.js';
 import { platform } from '#platform';
 
-export { NO_KERNEL_YET } from '../codegen/no-kernel.js';
+export { NO_KERNEL_YET } from '../codegen/lower/no-kernel.js';
 
 export type FallbackMode = 'warn' | 'error';
 export const FALLBACK_MODES: readonly FallbackMode[] = ['warn', 'error'];

@@ -9,13 +9,12 @@ import { debugprintNodes } from '../ir/printer.js';
 import { withBuiltBy } from '../ir/provenance.js';
 import { densify, isSparseValue } from './values.js';
 import { fusedLabel } from '../passes/fusion.js';
-import type { Program } from '../codegen/kernel.js';
+import type { OptimizerLevel } from '../passes/pipeline.js';
+import type { Program } from '../codegen/kernel/ir.js';
 import { exportFunction, type ExportOptions, type ExportedModule } from './export/module.js';
 import { exportOnnx, type OnnxExportOptions } from './onnx/export.js';
-import { profileTable, profileTrace, type FunctionProfile, type Profiler, type TimedProgram } from './profile.js';
+import { profileTable, profileTrace, type FunctionProfile, type KernelTime, type Profiler, type TimedProgram } from './profile.js';
 
-export type Optimizer = 'fast_run' | 'fast_compile' | 'eqsat' | 'none';
-export const OPTIMIZERS: readonly Optimizer[] = ['fast_run', 'fast_compile', 'eqsat', 'none'];
 
 export interface FunctionSpec {
   readonly inputs: readonly Node[];
@@ -25,7 +24,7 @@ export interface FunctionSpec {
   readonly device: string;
   /** 'theanine' or 'tensorflow': which executor runs the graph. */
   readonly backend: string;
-  readonly optimizer: Optimizer;
+  readonly optimizer: OptimizerLevel;
   /** The learning phase for graphs that use it without feeding it. */
   readonly learningPhase: () => number;
   readonly name: string;
@@ -61,6 +60,12 @@ export interface Executor {
   lowered?(shapes: readonly (readonly number[])[]): { program: Program; variables: readonly Node[] };
   /** A profiled function's program and step timer of the latest call (the cpu; src/runtime/profile.ts). */
   lastTimed?(): TimedProgram | undefined;
+  /** A profiled function's kernel times of the latest call, on a target that times kernels itself (src/runtime/profile.ts' KernelTimer); taking them resets them. */
+  kernelTimes?(): readonly KernelTime[];
+  /** Whether kernelTimes is read when the profile is asked for (f.profile()), not after each call (the onnx backend: reading ONNX Runtime's profile ends it). */
+  readonly kernelTimesOnDemand?: boolean;
+  /** How this target times kernels in a profile (its `note`; src/runtime/profile.ts' PROFILE_NOTES). */
+  readonly profileNote?: string;
   /** The input shapes of the latest call. */
   lastInputShapes?(): readonly (readonly number[])[] | undefined;
   /** The onnx backend's execution provider (of the latest call). */
@@ -117,6 +122,8 @@ export interface CompiledFunction extends Pick<FunctionSpec, 'inputs' | 'outputs
 
 /** Converts and checks one input value against its placeholder. */
 export function convertInput(fnName: string, ph: Node, i: number, v: unknown): NDArray {
+  // An NDArray of the placeholder's dtype, intact and of a shape that fits: taken as it is (the checks below, without their messages).
+  if (v instanceof NDArray && v.dtype === ph.dtype && intactFits(v, ph.shape)) return v;
   const what = `${fnName}: input ${i} (${JSON.stringify(ph.name)})`;
   let nd: NDArray;
   if (isSparseValue(v)) nd = densify(what, v, ph.dtype);
@@ -134,6 +141,19 @@ export function convertInput(fnName: string, ph: Node, i: number, v: unknown): N
     throw new ShapeError(`${what}: value of shape ${formatShape(nd.shape)} does not fit the placeholder's shape ${formatShape(want)}`);
   }
   return nd;
+}
+
+/** Whether nd's shape is a list of non-negative integers that its data fills and that fits `want` (checkIntact and the shape check of convertInput, as one test). */
+function intactFits(nd: NDArray, want: readonly (number | null)[]): boolean {
+  const shape: unknown = nd.shape;
+  if (!Array.isArray(shape) || shape.length !== want.length || !ArrayBuffer.isView(nd.data)) return false;
+  let n = 1;
+  for (let k = 0; k < shape.length; k++) {
+    const d: unknown = shape[k];
+    if (!Number.isInteger(d) || (d as number) < 0 || (want[k] !== null && want[k] !== d)) return false;
+    n *= d as number;
+  }
+  return (nd.data as { length: number }).length === n;
 }
 
 /**
@@ -198,13 +218,15 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
     if (values.length !== spec.inputs.length) {
       throw new ValueError(`${spec.name}: expected ${spec.inputs.length} input values (${spec.inputs.map((n) => n.name).join(', ')}), got ${values.length}`);
     }
-    return values.map((v, i) => {
+    const out = new Array<NDArray>(values.length);
+    for (let i = 0; i < values.length; i++) {
       try {
-        return convertInput(spec.name, spec.inputs[i]!, i, v);
+        out[i] = convertInput(spec.name, spec.inputs[i]!, i, values[i]);
       } catch (e) {
         throw withBuiltBy(e, spec.inputs[i]!.provenance); // the placeholder the value does not fit, and where it was made
       }
-    });
+    }
+    return out;
   };
   const tooLarge = (e: unknown, converted: readonly NDArray[]): unknown => {
     // Dims known only now can make a value too large for any typed array: say so, with the shapes that caused it.
@@ -248,6 +270,9 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
     }
   };
   const settle = (converted: readonly NDArray[], results: (NDArray | DeviceResult)[]): NDArray[] => {
+    const fresh = executor.freshResults === true;
+    // Function outputs are NDArrays whatever the executor (only update values stay on a device).
+    if (spec.updates.length === 0) return fresh ? results as NDArray[] : (results as NDArray[]).map((r) => r.clone());
     // Every value is computed before any variable changes, so a failed call changes nothing.
     spec.updates.forEach(([variable], k) => {
       const v = results[nOut + k]!;
@@ -258,7 +283,6 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
     });
     // Values that share storage with the caller's inputs are copied before a variable keeps them,
     // and outputs are copies, so later changes to the caller's arrays never reach a variable.
-    const fresh = executor.freshResults === true;
     const fromCaller = new Set(converted.map((v) => v.data));
     spec.updates.forEach(([variable], k) => {
       const r = results[nOut + k]!;

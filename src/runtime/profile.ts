@@ -3,11 +3,11 @@
 // came from; per op class the same summed (Theano's ProfileStats: time per Apply node and per Op
 // class); the compile phases; the peak of buffer memory one call holds. Printed as a table, or
 // written as Chrome trace-event JSON (the format Perfetto and chrome://tracing open). The cpu times
-// every step of its generated code (codegen/cpu/module.ts' step timer); other targets time whole
-// calls and say why in `note`.
+// every step of its generated code (codegen/cpu/module.ts' step timer); the other targets time
+// their kernels themselves (KernelTimer) and say how in `note` (PROFILE_NOTES).
 import { itemsize } from '../ir/dtype.js';
 import { formatProvenance } from '../ir/provenance.js';
-import { stepBuffers, type Program, type Step } from '../codegen/kernel.js';
+import { stepBuffers, type Program, type Step } from '../codegen/kernel/ir.js';
 import type { StepProfile } from '../codegen/cpu/module.js';
 import { NDArray as NDArrayClass, type NDArray } from '../ir/ndarray.js';
 import type { Executor } from './function.js';
@@ -67,7 +67,7 @@ export interface FunctionProfile {
 }
 
 /** What a step is, for the profile: name, op class, bytes and FLOPs per call (a kernel profile's over its calls), ops and K calls. */
-interface StepInfo extends Pick<KernelProfile, 'name' | 'flops' | 'nodes' | 'kCalls'> {
+export interface StepInfo extends Pick<KernelProfile, 'name' | 'flops' | 'nodes' | 'kCalls'> {
   readonly op: string;
   readonly read: number;
   readonly written: number;
@@ -81,6 +81,9 @@ interface StepInfo extends Pick<KernelProfile, 'name' | 'flops' | 'nodes' | 'kCa
 
 const timedLabel = (s: Step, k: number): string =>
   (s.kind === 'matmul' ? `matmul ${s.m.size}x${s.k.size}x${s.n.size} [${s.label}]` : s.kind === 'scan' ? `scan body s${k}: ${s.label}` : s.label);
+
+/** A step's name in a profile (the cpu's step timer's row label; a fused loop as fused{ops}); `k`: the Scan's index among its program's Scans. */
+export const stepName = (s: Step, k: number): string => (s.kind === 'loop' && s.label.includes(',') ? `fused{${s.label}}` : timedLabel(s, k));
 
 function infoOf(prog: Program, s: Step, name: string, per: number, path: string, depth: number): StepInfo {
   const size = (id: number) => { const b = prog.buffers[id]!; return b.size * itemsize(b.dtype); };
@@ -128,6 +131,46 @@ interface Row {
   ms: number;
 }
 
+/** What a step is (its name, op class, bytes and FLOPs per run, ops and K calls), for a target that times its steps itself. */
+export function describeStep(prog: Program, s: Step, name: string, path: string, depth: number): StepInfo {
+  return infoOf(prog, s, name, 1, path, depth);
+}
+
+/** A kernel's runs and time in one call, on a target that times kernels itself (KernelTimer). */
+export interface KernelTime {
+  readonly info: StepInfo;
+  calls: number;
+  ms: number;
+}
+
+/**
+ * One call's kernel times on a target that times its kernels itself (the gpu device, the
+ * tensorflow and onnx backends): rows by where the kernel is (its path), summed over its runs.
+ */
+export class KernelTimer {
+  private rows = new Map<string, KernelTime>();
+
+  /** A run of the kernel at `path` that took `ms`; `info` describes it (asked once per path). */
+  add(path: string, info: () => StepInfo, ms: number, runs = 1): void {
+    let r = this.rows.get(path);
+    if (r === undefined) this.rows.set(path, r = { info: info(), calls: 0, ms: 0 });
+    r.calls += runs;
+    r.ms += Math.max(0, ms);
+  }
+
+  /** The call's rows, and a fresh start for the next call. */
+  take(): KernelTime[] {
+    const out = [...this.rows.values()];
+    this.rows = new Map();
+    return out;
+  }
+}
+
+/** A StepInfo for a kernel known only by name and the ops it runs (the tensorflow and onnx backends: one graph node or ONNX node each). */
+export function nodeInfo(name: string, op: string, nodes: readonly string[], kCalls: readonly string[], path: string, depth: number, bytes?: { read: number; written: number }): StepInfo {
+  return { name, op, per: 1, nodes, kCalls, read: bytes?.read ?? 0, written: bytes?.written ?? 0, path, depth };
+}
+
 /** What one specialisation gives the profiler: its program and its step timer. */
 export interface TimedProgram {
   readonly program: Program;
@@ -154,11 +197,16 @@ export class Profiler {
     if (specialization) this.specializations++;
   }
 
-  /** One call: its wall time, and (the cpu) what its steps took; their timers are read and reset. */
-  called(ms: number, timed?: TimedProgram, resultBytes = 0): void {
+  /** One call: its wall time, and what its kernels took: the cpu's step timers (read and reset), or another target's KernelTimer rows. */
+  called(ms: number, timed?: TimedProgram, resultBytes = 0, times?: readonly KernelTime[]): void {
     this.calls++;
     this.totalMs += ms;
-    if (timed === undefined) return;
+    this.addTimes(times ?? []);
+    if (timed === undefined) {
+      // other targets' buffers are their runtime's: the results are what is known
+      this.peak = Math.max(this.peak, resultBytes);
+      return;
+    }
     this.peak = Math.max(this.peak, timed.bytes + resultBytes);
     let layout = this.layouts.get(timed);
     if (layout === undefined) {
@@ -177,14 +225,29 @@ export class Profiler {
     reset(timed.steps);
   }
 
+  /** Kernel times a target gives when asked (the onnx backend's), read when the profile is. */
+  pending: (() => readonly KernelTime[]) | undefined;
+
+  private addTimes(times: readonly KernelTime[]): void {
+    for (const t of times) {
+      const key = `${t.info.path}|${t.info.name}`;
+      let r = this.rows.get(key);
+      if (r === undefined) { r = { info: t.info, calls: 0, ms: 0 }; this.rows.set(key, r); }
+      r.calls += t.calls;
+      r.ms += t.ms;
+    }
+  }
+
   /** Forgets the calls so far (their kernel times); compile phases and the peak stay. */
   reset(): void {
+    this.pending?.();
     this.rows.clear();
     this.calls = 0;
     this.totalMs = 0;
   }
 
   profile(): FunctionProfile {
+    if (this.pending !== undefined) this.addTimes(this.pending());
     const kernels: KernelProfile[] = [...this.rows.values()].map(({ info, calls, ms }) => {
       return {
         name: info.name, calls, totalMs: ms, meanMs: calls === 0 ? 0 : ms / calls,
@@ -260,16 +323,19 @@ export function profileTrace(p: FunctionProfile): string {
   return JSON.stringify({ traceEvents: events, displayTimeUnit: 'ms', otherData: { calls: p.calls, totalMs: p.totalMs, peakBytes: p.peakBytes, ...(p.note !== undefined ? { note: p.note } : {}) } });
 }
 
-/** Why a target's profile has no kernel rows (its calls are timed whole). */
-export const UNTIMED_NOTE: Readonly<Record<string, string>> = {
-  gpu: 'the gpu device times whole calls only: gpu.js runs WebGL kernels without timer queries (EXT_disjoint_timer_query is not exposed through it), so per-kernel times would measure queueing, not the kernels',
-  tensorflow: 'the tensorflow backend times whole calls only: TensorFlow.js times its kernels through tf.profile, which is asynchronous and is not read here yet',
-  onnx: 'the onnx backend times whole calls only: ONNX Runtime profiles a session into a JSON file of its own (SessionOptions.enableProfiling), which is not read here yet',
+/** How a target times its kernels (`note` of its profiles), or why a profile has no kernel rows. */
+export const PROFILE_NOTES = {
+  gpujs: 'the gpu device times each step on the host until the device has finished it (gl.finish() after its kernels; gpu.js\' webasm mode runs them synchronously); a kernel\'s first run includes gpu.js compiling its shader',
+  webgpuTimestamps: 'the gpu device (webgpu) times each kernel on the device with timestamp queries (a compute pass per kernel, its start and end written by the device); steps run on the host are not timed',
+  webgpuSubmits: 'the gpu device (webgpu) times each kernel on the device with a submit of its own, waited for (onSubmittedWorkDone; the adapter has no timestamp queries, or THEANINE_WEBGPU_TIMING=submits); steps run on the host are not timed',
+  tensorflow: 'the tensorflow backend times each graph node from its call until TensorFlow.js has computed it (the node, wasm and cpu backends compute an op when it is called; webgl is waited for by reading the result)',
+  onnx: "the onnx backend reads ONNX Runtime's own profile (SessionOptions.enableProfiling): each ONNX node's kernel time, summed per graph node; ONNX Runtime's nodes of its own (input casts, output copies, fusions named after none of ours) are rows of their own",
   none: 'optimizer "none" runs the reference interpreter: there are no kernels to time, so the profile times whole calls',
-};
+} as const;
 
 /** A function's executor with its calls (and on the cpu, its kernels) recorded by `profiler`. */
 export function profiledExecutor(inner: Executor, profiler: Profiler): Executor {
+  if (inner.kernelTimesOnDemand === true && inner.kernelTimes !== undefined) profiler.pending = inner.kernelTimes.bind(inner);
   return Object.assign(Object.create(inner) as Executor, {
     runAsync: undefined, // callAsync runs this run, not the inner executor's runAsync
     run(values: readonly NDArray[], learningPhase: number) {
@@ -279,7 +345,7 @@ export function profiledExecutor(inner: Executor, profiler: Profiler): Executor 
       const ms = performance.now() - t0;
       if (compileStats.specializations !== specs) profiler.compiled({ ...compileTimes, passes: 0 }, true);
       const resultBytes = out.reduce((a, r) => a + (r instanceof NDArrayClass ? r.data.byteLength : 0), 0);
-      profiler.called(ms, inner.lastTimed?.(), resultBytes);
+      profiler.called(ms, inner.lastTimed?.(), resultBytes, inner.kernelTimesOnDemand === true ? undefined : inner.kernelTimes?.());
       return out;
     },
   });

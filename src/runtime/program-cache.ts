@@ -91,8 +91,16 @@ export class ProgramCache<P extends CachedProgram<S>, S> {
     return p;
   }
 
+  /**
+   * Counts every change of what is cached or of its order (spec, drop, clear): a caller that finds
+   * it where its own last spec() left it knows that specialisation is still cached and the most
+   * recently used, so it may use it again without asking (target.ts' repeated-shape path).
+   */
+  version = 0;
+
   /** The specialisation of `p` for shape key `key`, made by `make` on a miss; most recently used last. */
   spec(p: P, key: string, make: () => S): S {
+    this.version++;
     let s = p.specs.get(key);
     if (s === undefined) {
       s = make();
@@ -139,6 +147,7 @@ export class ProgramCache<P extends CachedProgram<S>, S> {
   }
 
   private drop(p: P, key: string, s: S): void {
+    this.version++;
     if (p.specs.get(key) === s) p.specs.delete(key);
     if (!this.all.delete(s)) return;
     if (this.used.delete(s)) this.held -= this.bytes(s);
@@ -146,6 +155,7 @@ export class ProgramCache<P extends CachedProgram<S>, S> {
   }
 
   clear(): void {
+    this.version++;
     this.programs.clear();
     this.used.clear();
     this.all.clear();

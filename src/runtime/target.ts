@@ -24,7 +24,8 @@ import { ReferenceChecker, withChecking } from '../passes/check.js';
 import { shapesKey, type CachedProgram, type ProgramCache } from './program-cache.js';
 import { checkFallbacks, type Fallback, type FallbackPolicy } from './fallback.js';
 import { debugEnabled } from './debug.js';
-import type { Executor, FunctionSpec, Optimizer } from './function.js';
+import type { Executor, FunctionSpec } from './function.js';
+import type { OptimizerLevel } from '../passes/pipeline.js';
 import { platform } from '#platform';
 
 export type Shapes = readonly (readonly number[])[];
@@ -69,7 +70,7 @@ export interface OptimizedProgram<S> extends CachedProgram<S> {
 
 export interface Target<S = unknown> {
   /** The passes of an optimizer level (none for `none`), with the user's selection. */
-  passes(level: Optimizer, selection?: PassSelection): readonly Pass[];
+  passes(level: OptimizerLevel, selection?: PassSelection): readonly Pass[];
   /**
    * What besides the graph and the passes decides the code, read when a function is made (the
    * cpu's matmul precision): part of the cache key, and the program's `variant`.
@@ -208,6 +209,16 @@ export interface LinkedProgram<S> {
  * executor is given back once made, so that the program's specialisations go when the last
  * function using them is collected.
  */
+function sameShapes(a: Shapes, b: Shapes): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const p = a[i]!, q = b[i]!;
+    if (p.length !== q.length) return false;
+    for (let j = 0; j < p.length; j++) if (p[j] !== q[j]) return false;
+  }
+  return true;
+}
+
 export function link<S extends Specialised, E extends Executor>(
   target: Target<S>, device: string, cache: ProgramCache<OptimizedProgram<S>, S>, req: TargetRequest,
   executor: (linked: LinkedProgram<S>) => E,
@@ -240,10 +251,18 @@ export function link<S extends Specialised, E extends Executor>(
   const cells = variables.map((v) => v.cell!);
   const warned = { warned: false };
   let own: readonly Node[] | undefined;
-  const spec = (shapes: Shapes): S => cache.spec(program, shapesKey(shapes), () => {
-    compileStats.specializations++;
-    return checked(() => target.specialize(program, shapes));
-  });
+  // A call with the shapes of this function's previous one, nothing else cached or used since (the
+  // cache's version unchanged), runs that specialisation again without building its key.
+  let last: { readonly shapes: Shapes; readonly spec: S; readonly version: number } | undefined;
+  const spec = (shapes: Shapes): S => {
+    if (last !== undefined && last.version === cache.version && sameShapes(last.shapes, shapes)) return last.spec;
+    const s = cache.spec(program, shapesKey(shapes), () => {
+      compileStats.specializations++;
+      return checked(() => target.specialize(program, shapes));
+    });
+    last = { shapes: shapes.map((sh) => [...sh]), spec: s, version: cache.version };
+    return s;
+  };
   const e = executor({
     program, variables, cells,
     graph: () => (own ??= withLeaves(program, req.inputs, variables)),

@@ -9,18 +9,19 @@ import type * as Fs from 'node:fs';
 import type * as Os from 'node:os';
 import { platform } from '#platform';
 import type { MatmulSchedule } from '../codegen/cpu/strategy.js';
+import type { EwSchedule } from '../codegen/cpu/wasm/elementwise.js';
 
 /** The cache file's name in the cache folder. */
 export const TUNE_CACHE_FILE = 'theanine-tune.json';
-const FORMAT = 'theanine-tune/2';
+const FORMAT = 'theanine-tune/3';
 
-/** A tuned schedule as stored: the schedule, its time and the default's (ms, medians), and what the search cost. */
-export interface TunedEntry extends MatmulSchedule {
+/** A tuned schedule as stored: the schedule (a product's or an elementwise tier kernel's), its time and the default's (ms, medians), and what the search cost. */
+export type TunedEntry = (MatmulSchedule | EwSchedule) & {
   readonly ms: number;
   readonly defaultMs: number;
   readonly searchMs: number;
   readonly candidates: number;
-}
+};
 
 interface CacheFile { format: string; machines: Record<string, Record<string, TunedEntry>> }
 
@@ -54,7 +55,8 @@ const isTime = (x: unknown): x is number => typeof x === 'number' && Number.isFi
 function validEntry(e: unknown): e is TunedEntry {
   if (typeof e !== 'object' || e === null) return false;
   const r = e as Record<string, unknown>;
-  return isCount(r['blockBytes']) && isCount(r['maxPanels']) && typeof r['split'] === 'boolean' && isCount(r['perThread'])
+  const matmul = isCount(r['blockBytes']) && isCount(r['maxPanels']) && typeof r['split'] === 'boolean' && isCount(r['perThread']);
+  return (matmul || (isCount(r['streams']) && typeof r['split'] === 'boolean'))
     && isTime(r['ms']) && isTime(r['defaultMs']) && isTime(r['searchMs']) && isCount(r['candidates']);
 }
 

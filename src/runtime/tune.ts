@@ -7,15 +7,18 @@
 // (./tune-cache.ts) and reused by later processes. tinygrad's BEAM=N (a beam of N schedules
 // widened one optimisation axis at a time, kernels timed in isolation on random buffers, results in
 // a disk cache) is the anchor. A schedule only moves work between blocks and threads, so a tuned
-// product computes bit-identical results. WebGPU workgroup sizes are not tuned (the gpu device's
-// kernels keep their fixed sizes).
+// product computes bit-identical results. The elementwise tier's kernels (../codegen/cpu/wasm/
+// ew-schedule.ts EwSchedule: the unroll, independent vectors per loop iteration, and whether a
+// loop splits over the worker threads) are searched the same way, each timed running its loop on
+// random values; they compute bit-identical results too.
 import { platform } from '#platform';
 import { ValueError } from '../ir/errors.js';
 import { igemmA } from '../codegen/cpu/igemm.js';
 import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule, type ScheduleChooser, type TilesCall } from '../codegen/cpu/strategy.js';
 import { threadCount } from '../codegen/cpu/threads.js';
 import { packArena } from '../codegen/cpu/wasm-kernel.js';
-import type { MatmulKernel } from '../codegen/kernel.js';
+import type { MatmulKernel } from '../codegen/kernel/ir.js';
+import { CHUNK, EW_STREAMS, ewKernel, ewKernelId, sharedTier, splitFrom, type EwPlan, type EwSchedule } from '../codegen/cpu/wasm/elementwise.js';
 import { machineKey, TuneCache, type TunedEntry } from './tune-cache.js';
 
 /** How a function is tuned: schedules kept in the beam, and the milliseconds one specialisation may spend searching. */
@@ -74,8 +77,8 @@ export function tuneOptions(opt: unknown, fn = 'function'): TuneOptions | undefi
 }
 
 /** One axis of the search: a schedule field and the values it takes. */
-export interface Axis {
-  readonly field: 'blockBytes' | 'maxPanels' | 'split' | 'perThread';
+export interface Axis<S = MatmulSchedule> {
+  readonly field: keyof S & string;
   readonly values: readonly (number | boolean)[];
 }
 
@@ -90,8 +93,8 @@ export function searchAxes(call: TilesCall, threads: number): Axis[] {
 }
 
 /** A search's outcome: the schedule kept, its time and the default's, what it cost, and whether the budget cut it short. */
-export interface SearchResult {
-  readonly best: MatmulSchedule;
+export interface SearchResult<S = MatmulSchedule> {
+  readonly best: S;
   readonly ms: number;
   readonly defaultMs: number;
   readonly candidates: number;
@@ -99,59 +102,76 @@ export interface SearchResult {
   readonly complete: boolean;
 }
 
-const scheduleKey = (s: MatmulSchedule): string => `${s.blockBytes}/${s.maxPanels}/${s.split}/${s.perThread}`;
+/** Timing pairs (default, winner), alternating which runs first, before a winner replaces the default. */
+export const CONFIRM = 4;
 
 /**
- * Beam search from the default: the beam (the `beam` fastest schedules so far) is widened by
- * every value of one axis at a time, each new schedule timed once (`time`: its median in ms).
- * The default is always timed first; no new candidate is timed once `now()` reaches `deadline`
- * (the budget is exceeded by one candidate's timing at most). The fastest schedule is timed
- * CONFIRM more times against the default, alternately, while the budget lasts; it wins where it
- * is faster in every confirming pair and the median of its timings beats the default's by
- * MIN_GAIN, else the default stays.
+ * Whether a searched winner replaces the default, from CONFIRM alternating pairs of timings
+ * (`mine[i]` against `theirs[i]`; the search's first timings, biased low by the choice, are not
+ * among them): only when it was
+ * faster in every pair and its median beats the default's by more than the measured noise (the
+ * spread of the default's own timings, (max - min) / median) and by MIN_GAIN at least. Anything
+ * less keeps the default, so a tuned kernel is never slower than the default within what this
+ * machine can tell apart (tinygrad's BEAM likewise keeps the hand-coded schedule unless the
+ * searched one times faster: BEAM_COMPARE).
  */
-export function beamSearch(axes: readonly Axis[], beam: number, time: (s: MatmulSchedule) => number, deadline: number, now: () => number = () => performance.now()): SearchResult {
+export function confirmWin(mine: readonly number[], theirs: readonly number[]): boolean {
+  if (mine.length < 2 || mine.length !== theirs.length) return false;
+  const dms = median([...theirs]);
+  const noise = dms > 0 ? (Math.max(...theirs) - Math.min(...theirs)) / dms : 0;
+  return mine.every((m, i) => m < theirs[i]!) && median([...mine]) < dms * (1 - Math.max(MIN_GAIN, noise));
+}
+
+/**
+ * Beam search from the default `base`: the beam (the `beam` fastest schedules so far) is widened
+ * by every value of one axis at a time, each new schedule timed once (`time`: its median in ms).
+ * The default is always timed first and is always a candidate. The budget keeps room for the
+ * confirmation: no new candidate is timed once `now()` is within 2 * CONFIRM timings of the
+ * default (as long as its first timing took) of `deadline`. The fastest schedule, where it is not
+ * the default, is then timed against the default in CONFIRM alternating pairs, each started only
+ * before `deadline`, and kept only when every pair ran and confirmWin says so; the budget is
+ * exceeded by one pair of timings at most.
+ */
+export function beamSearch<S extends object = MatmulSchedule>(axes: readonly Axis<S>[], beam: number, time: (s: S) => number, deadline: number, now: () => number = () => performance.now(), base: S = DEFAULT_MATMUL_SCHEDULE as S): SearchResult<S> {
   const t0 = now();
-  const timed = new Map<string, { s: MatmulSchedule; ms: number }>();
-  const measure = (s: MatmulSchedule) => {
+  const fields = Object.keys(base) as (keyof S)[];
+  const scheduleKey = (s: S): string => fields.map((f) => String(s[f])).join('/');
+  const timed = new Map<string, { s: S; ms: number }>();
+  const measure = (s: S) => {
     const k = scheduleKey(s);
     if (!timed.has(k)) timed.set(k, { s, ms: time(s) });
     return timed.get(k)!;
   };
-  const defaultMs = measure(DEFAULT_MATMUL_SCHEDULE).ms;
-  let front = [DEFAULT_MATMUL_SCHEDULE];
+  const d0 = now();
+  const defaultMs = measure(base).ms;
+  const stopAt = deadline - 2 * CONFIRM * (now() - d0);
+  let front = [base];
   let complete = true;
   search: for (const axis of axes) {
-    const next: { s: MatmulSchedule; ms: number }[] = [];
+    const next: { s: S; ms: number }[] = [];
     for (const s of front) {
       for (const v of axis.values) {
-        const c = { ...s, [axis.field]: v } as MatmulSchedule;
-        if (!timed.has(scheduleKey(c)) && now() >= deadline) { complete = false; next.push(...front.map(measure)); break search; }
+        const c = { ...s, [axis.field]: v } as S;
+        if (!timed.has(scheduleKey(c)) && now() >= stopAt) { complete = false; next.push(...front.map(measure)); break search; }
         next.push(measure(c));
       }
     }
     const seen = new Set<string>();
     front = next.sort((a, b) => a.ms - b.ms).filter((x) => !seen.has(scheduleKey(x.s)) && seen.add(scheduleKey(x.s))).slice(0, beam).map((x) => x.s);
   }
-  let best = { s: DEFAULT_MATMUL_SCHEDULE, ms: defaultMs };
+  let best = { s: base, ms: defaultMs };
   for (const x of timed.values()) if (x.ms < best.ms) best = x;
-  if (best.s === DEFAULT_MATMUL_SCHEDULE) return { best: best.s, ms: defaultMs, defaultMs, candidates: timed.size, searchMs: now() - t0, complete };
-  // The fastest of many noisy timings is biased low: it is timed again against the default,
-  // alternately, while the budget lasts, and kept on the medians of all their timings.
-  const mine = [best.ms], theirs = [defaultMs];
-  let every = true;
+  if (scheduleKey(best.s) === scheduleKey(base)) return { best: base, ms: defaultMs, defaultMs, candidates: timed.size, searchMs: now() - t0, complete };
+  // The fastest of many noisy timings is biased low: it is timed again against the default in
+  // alternating pairs (ABBA: the default first in even pairs), and kept only on those.
+  const mine: number[] = [], theirs: number[] = [];
   for (let i = 0; i < CONFIRM && now() < deadline; i++) {
-    theirs.push(time(DEFAULT_MATMUL_SCHEDULE));
-    mine.push(time(best.s));
-    every &&= mine[mine.length - 1]! < theirs[theirs.length - 1]!;
+    if (i % 2 === 0) { theirs.push(time(base)); mine.push(time(best.s)); } else { mine.push(time(best.s)); theirs.push(time(base)); }
   }
-  const ms = median(mine), dms = median(theirs);
-  const win = every && ms < dms * (1 - MIN_GAIN);
-  return { best: win ? best.s : DEFAULT_MATMUL_SCHEDULE, ms: win ? ms : dms, defaultMs: dms, candidates: timed.size, searchMs: now() - t0, complete };
+  const win = mine.length === CONFIRM && confirmWin(mine, theirs);
+  const ms = mine.length > 0 ? median(mine) : best.ms, dms = theirs.length > 0 ? median(theirs) : defaultMs;
+  return { best: win ? best.s : base, ms: win ? ms : dms, defaultMs: dms, candidates: timed.size, searchMs: now() - t0, complete };
 }
-
-/** Timings of the winner and the default, alternately, before the winner is kept. */
-const CONFIRM = 2;
 
 function median(xs: number[]): number {
   const s = [...xs].sort((p, q) => p - q);
@@ -220,7 +240,77 @@ export const tuneStats = { searches: 0, candidates: 0, searchMs: 0, outOfBudget:
 /** The process's tuned schedules (read from the cache folder on first use). */
 export const tuneCache = new TuneCache(() => machineKey(threadCount()));
 
-const entrySchedule = (e: TunedEntry): MatmulSchedule => ({ blockBytes: e.blockBytes, maxPanels: e.maxPanels, split: e.split, perThread: e.perThread });
+const entrySchedule = (e: TunedEntry): MatmulSchedule | undefined => ('blockBytes' in e ? { blockBytes: e.blockBytes, maxPanels: e.maxPanels, split: e.split, perThread: e.perThread } : undefined);
+
+/** FNV-1a of a module's bytes, in hex: an elementwise kernel's structure (its ops, regions and lanes) in the cache key. */
+function digest(bytes: Uint8Array): string {
+  let h = 0x811c9dc5;
+  for (const b of bytes) h = Math.imul(h ^ b, 0x01000193) >>> 0;
+  return h.toString(16).padStart(8, '0');
+}
+
+/** The cache key of an elementwise tier kernel: its default module's digest and length, and the loop's length (whether a split pays depends on it). */
+export const ewKernelKey = (p: EwPlan): string => `ew ${digest(p.bytes)} ${p.bytes.length} n${p.n}${p.cols !== undefined ? ` cols${p.cols}` : ''}`;
+
+/** The most elements an elementwise kernel is timed over (a longer loop is timed over its first this many). */
+const EW_TIMED_ELEMENTS = 1 << 22;
+
+/**
+ * A timer of an elementwise kernel's schedules, on random values in [0.5, 1.5) (inside every
+ * approximation's domain): a one-loop kernel runs its whole loop as its generated code does (each
+ * chunk copied into the tier's memory, computed and copied out; a split schedule through the
+ * threads), over its length up to EW_TIMED_ELEMENTS; a kernel of rows runs one chunk in place.
+ * Runs are batched to about a millisecond; the median of 5 batches after one to warm up.
+ */
+export function ewTimer(plan: (s: EwSchedule | undefined) => EwPlan): (s: EwSchedule) => number {
+  const base = plan(undefined);
+  const rand = (n: number) => { const a = new Float32Array(n); for (let i = 0; i < n; i++) a[i] = 0.5 + Math.random(); return a; };
+  const n = Math.min(base.n, EW_TIMED_ELEMENTS);
+  const maxOff = Math.max(0, ...base.loads.map((l) => l.off), ...base.stores.map((x) => x.off));
+  const loads = base.cols === undefined ? base.loads.map(() => rand(n + maxOff)) : [];
+  const stores = base.cols === undefined ? base.stores.map(() => new Float32Array(n + maxOff)) : [];
+  return (s) => {
+    const p = plan(s);
+    const regions = p.loads.length + p.stores.length;
+    const w = ewKernel(ewKernelId(p.bytes, p.shared, regions));
+    let run: () => void;
+    if (p.cols !== undefined) {
+      const m = w.mem;
+      for (let i = 0; i < regions * CHUNK; i++) m[i] = 0.5 + Math.random();
+      run = () => w.run(CHUNK, 0);
+    } else if (p.shared && w.par !== undefined && n >= splitFrom(p)) {
+      const offs = [...p.loads, ...p.stores].map((x) => x.off);
+      run = () => w.par!(0, n, loads, stores, offs);
+    } else {
+      run = () => {
+        const m = w.mem;
+        for (let lo = 0; lo < n; lo += CHUNK) {
+          const hi = Math.min(n, lo + CHUNK);
+          p.loads.forEach((l, j) => m.set(loads[j]!.subarray(lo + l.off, hi + l.off), j * CHUNK));
+          w.run(hi - lo, 0);
+          p.stores.forEach((x, j) => stores[j]!.set(m.subarray((p.loads.length + j) * CHUNK, (p.loads.length + j) * CHUNK + hi - lo), lo + x.off));
+        }
+      };
+    }
+    const t0 = performance.now();
+    run();
+    const batch = Math.max(1, Math.min(1000, Math.round(1 / Math.max(performance.now() - t0, 1e-4))));
+    const times: number[] = [];
+    for (let r = 0; r < 6; r++) {
+      const t = performance.now();
+      for (let i = 0; i < batch; i++) run();
+      if (r > 0) times.push((performance.now() - t) / batch);
+    }
+    return median(times);
+  };
+}
+
+/** The elementwise search space: the unroll, then where more than one thread is configured and a one-loop kernel is at least two chunks long, whether it splits over them. */
+export function ewAxes(p: EwPlan): Axis<EwSchedule>[] {
+  const axes: Axis<EwSchedule>[] = [{ field: 'streams', values: EW_STREAMS }];
+  if (sharedTier() && p.cols === undefined && p.n >= 2 * CHUNK) axes.push({ field: 'split', values: [false, true] });
+  return axes;
+}
 
 /**
  * The schedule chooser of one specialisation (../codegen/pipeline.ts prepare): a product's stored
@@ -230,18 +320,35 @@ const entrySchedule = (e: TunedEntry): MatmulSchedule => ({ blockBytes: e.blockB
  */
 export function scheduleChooser(opts: TuneOptions, now: () => number = () => performance.now()): ScheduleChooser {
   const deadline = now() + opts.budgetMs;
-  return (k, call) => {
-    const key = kernelKey(call);
-    const hit = tuneCache.get(key);
-    if (hit !== undefined) return entrySchedule(hit);
-    if (now() >= deadline) { tuneStats.outOfBudget++; return undefined; }
-    const timer = tilesTimer(k, call);
-    if (timer === undefined) { tuneStats.untimed++; return undefined; }
-    const r = beamSearch(searchAxes(call, threadCount()), opts.beam, timer, deadline, now);
+  const record = <S extends MatmulSchedule | EwSchedule>(key: string, r: SearchResult<S>) => {
     tuneStats.searches++;
     tuneStats.candidates += r.candidates;
     tuneStats.searchMs += r.searchMs;
     if (r.complete) tuneCache.set(key, { ...r.best, ms: r.ms, defaultMs: r.defaultMs, searchMs: r.searchMs, candidates: r.candidates });
-    return r.best;
+  };
+  return {
+    matmul(k, call) {
+      const key = kernelKey(call);
+      const hit = tuneCache.get(key);
+      if (hit !== undefined) return entrySchedule(hit);
+      if (now() >= deadline) { tuneStats.outOfBudget++; return undefined; }
+      const timer = tilesTimer(k, call);
+      if (timer === undefined) { tuneStats.untimed++; return undefined; }
+      const r = beamSearch(searchAxes(call, threadCount()), opts.beam, timer, deadline, now);
+      record(key, r);
+      return r.best;
+    },
+    elementwise(_k, plan) {
+      const base = plan(undefined);
+      // A loop shorter than a chunk runs one partial chunk: its unroll does not show.
+      if (base.n < CHUNK) return undefined;
+      const key = ewKernelKey(base);
+      const hit = tuneCache.get(key);
+      if (hit !== undefined) return 'streams' in hit ? { streams: hit.streams, split: hit.split } : undefined;
+      if (now() >= deadline) { tuneStats.outOfBudget++; return undefined; }
+      const r = beamSearch<EwSchedule>(ewAxes(base), opts.beam, ewTimer(plan), deadline, now, base.schedule);
+      record(key, r);
+      return r.best;
+    },
   };
 }

@@ -2,8 +2,8 @@
 import { expect } from 'chai';
 import { backend as K, defineOp, verify_grad, NDArray, debugprint, ValueError } from '../../src/index.js';
 import { expectClose } from '../helpers/assert.js';
-import { clearCompileCache, compileStats } from '../../src/runtime/compile.js';
-import { userGpuHelper } from '../../src/codegen/user.js';
+import { clearCompileCache, compileStats } from '../../src/runtime/cpu/compile.js';
+import { userGpuHelper } from '../../src/codegen/lower/user.js';
 
 const sig = (v: number) => 1 / (1 + Math.exp(-v));
 

@@ -5,7 +5,7 @@ import {
   backend as K, NDArray, debugprint, definePass, undefinePass, optimize, listPasses, passNames, optimizer, ValueError,
 } from '../../src/index.js';
 import type { Tensor } from '../../src/index.js';
-import { clearCompileCache, compileStats } from '../../src/runtime/compile.js';
+import { clearCompileCache, compileStats } from '../../src/runtime/cpu/compile.js';
 import { expectClose } from '../helpers/assert.js';
 
 const expLog = definePass('exp_log_test', (n) => (n.op === 'exp' && n.inputs[0]!.op === 'log' ? n.inputs[0]!.inputs[0]! : null), {

@@ -1,4 +1,4 @@
-// verify_grad of the ops only the optimizer introduces (src/ir/ops/optimizer.ts).
+// verify_grad of the ops only the optimizer introduces (src/ir/ops/introduced.ts).
 import { apply } from '../../src/ir/build.js';
 import { gradTable } from '../helpers/gradtable.js';
 

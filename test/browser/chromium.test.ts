@@ -4,7 +4,9 @@
 // the cpu device, on the gpu device over WebGL2 (SwiftShader, Chromium's software GPU, here),
 // and on the tensorflow backend over tfjs' webgl backend and over a page's own tfjs wasm
 // backend, then compares every number with the same program run in Node; on the page's wasm
-// backend, an XNNPack status (a console line there) fails the call. Skips visibly
+// backend, an XNNPack status (a console line there) fails the call; without navigator.gpu (this
+// origin is not a secure context) the webgpu mode is an error saying why (WebGPU on a page:
+// webgpu.test.ts). Skips visibly
 // without Chromium (CI: a failure).
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
@@ -55,6 +57,15 @@ globalThis.theanineDebugPasses = () => {
     console.warn = warn;
   }
   return lines;
+};
+// A page without WebGPU (this made-up origin is not a secure context): the webgpu mode says why.
+globalThis.theanineNoWebgpu = () => {
+  setEnvironment({ THEANINE_GPU_MODE: 'webgpu' });
+  try {
+    const x = K.placeholder([2]);
+    K.function([x], [K.exp(x)], [], { device: 'gpu' });
+    return 'no error';
+  } catch (e) { return String(e && e.message || e); } finally { setEnvironment({ THEANINE_GPU_MODE: undefined }); }
 };
 globalThis.theanineRun = (device, backend) => {
   try {
@@ -154,6 +165,11 @@ describe('in Chromium: the browser bundle runs K.function, K.gradients and updat
     expectClose(got.grad, want.grad, 1e-5, 'gradient');
     expectClose(got.weights, want.weights, 1e-5, 'weights after 3 updates');
     expectClose(got.probs, want.probs, 1e-5, 'softmax');
+  });
+
+  it('webgpu mode on a page without navigator.gpu: K.function says why (secure context, browsers)', async () => {
+    const msg = await page.evaluate(() => (globalThis as unknown as { theanineNoWebgpu(): string }).theanineNoWebgpu());
+    expect(msg).to.match(/device "gpu" in mode webgpu is unavailable: this page has no WebGPU \(navigator\.gpu is undefined\): WebGPU needs a secure context/);
   });
 
   it('tensorflow backend: TensorFlow.js on its webgl backend, Node\'s numbers within float32 GPU tolerance', async () => {

@@ -61,7 +61,8 @@ describe('in Chromium: the viewer served by theanine viz', function () {
     const bin = findChromium();
     needs(this, 'the viewer in Chromium', bin === undefined ? CHROMIUM_MISSING : undefined);
     viz = await startViz();
-    browser = await chromium.launch({ executablePath: bin!, args: CHROMIUM_ARGS });
+    // (--enable-unsafe-webgpu: navigator.gpu on SwiftShader for the page's "gpu (WebGPU, WGSL)" choice)
+    browser = await chromium.launch({ executablePath: bin!, args: [...CHROMIUM_ARGS, '--enable-unsafe-webgpu'] });
     page = await browser.newPage({ viewport: VIEWPORT });
     page.on('pageerror', (e) => log.push(`pageerror: ${e.message}`));
     page.on('console', (m) => log.push(`${m.type()}: ${m.text()}`));
@@ -76,7 +77,7 @@ describe('in Chromium: the viewer served by theanine viz', function () {
     viz?.child.kill();
   });
 
-  async function runInPage(name: string, device: 'cpu' | 'gpu'): Promise<RunResult> {
+  async function runInPage(name: string, device: 'cpu' | 'gpu' | 'webgpu'): Promise<RunResult> {
     return page.evaluate(async ([n, d]) => {
       const v = (globalThis as unknown as { theanineViewer: { load(n: string): void; run(d: string): Promise<RunResult> } }).theanineViewer;
       v.load(n);
@@ -113,6 +114,17 @@ describe('in Chromium: the viewer served by theanine viz', function () {
       expectClose(r.numbers, want(name), 1e-5, name);
     });
   }
+
+  it('mlp-gradient on WebGPU (gpu:webgpu, the page\'s navigator.gpu): Node\'s numbers, its WGSL kernels linked to their nodes', async () => {
+    const r = await runInPage('mlp-gradient', 'webgpu');
+    expect(r.device).to.equal('gpu:webgpu');
+    expectClose(r.numbers, want('mlp-gradient'), 1e-5, 'mlp-gradient on webgpu');
+    const kernels = await page.evaluate(() => (globalThis as unknown as { theanineViewer: { kernels(): { label: string; node?: string }[] } }).theanineViewer.kernels());
+    expect(kernels.length).to.be.above(1);
+    expect(kernels.filter((k) => k.node !== undefined).length / kernels.length).to.be.above(0.6);
+    // back to the cpu: the page's THEANINE_GPU_MODE is removed again
+    expect((await runInPage('mlp-gradient', 'cpu')).device).to.equal('cpu');
+  });
 
   it('passes and kernels: the pipeline\'s passes with changes, and the kernels Node\'s f.source() has', async () => {
     await runInPage('mlp-gradient', 'cpu');

@@ -1,4 +1,4 @@
-// Float32 convolutions summed through an indirection buffer (src/codegen/wasm/igemm.ts,
+// Float32 convolutions summed through an indirection buffer (src/codegen/cpu/wasm/igemm.ts,
 // src/codegen/cpu/igemm.ts): the compiled function runs the igemm kernel (no im2col panels
 // packed), and its sums are those of the im2col product through the JavaScript kernel, bit for
 // bit (the same float32 sums in the same order), for every geometry the indirection handles:
@@ -13,7 +13,7 @@ import type { Node } from '../../src/ir/node.js';
 import { setEnvironment } from '../../src/api/config.js';
 import { setMatmulFma, setWasmKernel } from '../../src/codegen/cpu/wasm-kernel.js';
 import { IGEMM_VARIANT, setThreads, threadPool, WINDOW_GRAD_VARIANT } from '../../src/codegen/cpu/threads.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { mulberry32 } from '../../src/ir/random.js';
 
 function fill(shape: readonly number[], seed: number): NDArray {

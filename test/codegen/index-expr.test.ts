@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, range, ravel, substitute, unravel } from '../../src/codegen/index-expr.js';
+import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, range, ravel, substitute, unravel } from '../../src/codegen/kernel/index-expr.js';
 
 describe('codegen/index-expr', () => {
   const i = newVar(4);

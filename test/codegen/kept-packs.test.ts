@@ -9,7 +9,7 @@ import { backend as K, NDArray } from '../../src/index.js';
 import type { Tensor } from '../../src/index.js';
 import { packArena, setWasmKernel } from '../../src/codegen/cpu/wasm-kernel.js';
 import { setThreads } from '../../src/codegen/cpu/threads.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { MAX_SHED_SPECIALIZATIONS as MAX_SPECIALIZATIONS } from '../../src/runtime/program-cache.js';
 import { mulberry32 } from '../../src/ir/random.js';
 import { expectClose } from '../helpers/assert.js';

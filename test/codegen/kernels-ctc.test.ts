@@ -1,4 +1,4 @@
-// ctc_loss and ctc_loss_grad as loop kernels (src/codegen/lower-ctc.ts): compiled code with no
+// ctc_loss and ctc_loss_grad as loop kernels (src/codegen/lower/ctc.ts): compiled code with no
 // extern step, the reference interpreter's numbers bit for bit on cpu (the kernels do the
 // reference's operations in its order), closed forms of 1-, 2- and 3-step cases computed by hand,
 // central finite differences, the reference's errors, the gpu device within float32 tolerances,

@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { backend as K, NDArray, ValueError } from '../../src/index.js';
 import type { Tensor } from '../../src/index.js';
-import { philoxDraw, DRAW } from '../../src/codegen/random-fn.js';
+import { philoxDraw, DRAW } from '../../src/codegen/lower/random-fn.js';
 import { elementBits, normalFromBits, seededKey, truncatedNormal, unit32, unitFloat, unseededKey } from '../../src/ir/random.js';
 import { emptyFolder, runCalls, typecheck, writeModules } from '../helpers/exported.js';
 
@@ -26,7 +26,7 @@ function graph(): { inputs: Tensor[]; outputs: Tensor[]; feed: NDArray[] } {
       K.random_normal([3, 5], 0.5, 2, 'float32', 11), K.random_normal([3, 5], 0, 1, 'float64', 2 ** 40 + 3),
       K.random_uniform([4, 3], -1, 3, 'float32', 5), K.random_uniform([4, 3], 0, 1, 'float64', 5), K.random_uniform([9], 0, 1, 'float16', 5),
       K.random_binomial([4, 4], 0.3, 'float32', 9), K.truncated_normal([2, 8], 1, 0.5, 'float32', 13),
-      // long enough for the WebAssembly SIMD draws (src/codegen/wasm/philox.ts), which exported modules compute in JavaScript
+      // long enough for the WebAssembly SIMD draws (src/codegen/cpu/wasm/philox.ts), which exported modules compute in JavaScript
       K.random_binomial([9, 16], 0.3, 'float32', 9), K.random_uniform([10, 10], -1, 3, 'float32', 2 ** 35 + 5),
       K.dropout(x, 0.4, null, 21), K.dropout(x, 0.5, [1, 6], 22),
       // scans: along the first, a middle and the last axis; float32 and float64; and their gradients

@@ -6,10 +6,10 @@
 // calling thread.
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
-import { setSimdTier } from '../../src/codegen/wasm/elementwise.js';
+import { setSimdTier } from '../../src/codegen/cpu/wasm/elementwise.js';
 import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
 import { setWasmKernel } from '../../src/codegen/cpu/wasm-kernel.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { mulberry32 } from '../../src/ir/random.js';
 import type { Node } from '../../src/ir/node.js';
 

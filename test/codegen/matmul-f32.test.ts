@@ -11,9 +11,9 @@ import { backend as K, NDArray } from '../../src/index.js';
 import { setEnvironment } from '../../src/api/config.js';
 import { matmulFma, matmulPrecision, setMatmulFma, setWasmKernel, tile32 } from '../../src/codegen/cpu/wasm-kernel.js';
 import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
-import { hasRelaxedSimd, WA } from '../../src/codegen/wasm/encode.js';
-import { matmulModuleBytes } from '../../src/codegen/wasm/matmul.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { hasRelaxedSimd, WA } from '../../src/codegen/cpu/wasm/encode.js';
+import { matmulModuleBytes } from '../../src/codegen/cpu/wasm/matmul.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { mulberry32 } from '../../src/ir/random.js';
 import { packStrided } from '../../src/codegen/cpu/microkernel.js';
 
@@ -116,16 +116,16 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
     }
   });
 
-  it('products of 1 to 3 rows are summed by rowVec32 (A broadcast against B\'s panels): within the bound, the epilogue applied, equal to the JavaScript kernel bit for bit, at odd K and N', () => {
+  it('products of 1 to 3 rows: of one matrix summed by rows32, of a batch of matrices by rowVec32 (A broadcast against B\'s panels): within the bound, the epilogue applied, equal to the JavaScript kernel bit for bit, at odd K and N', () => {
     setMatmulFma(false);
     for (const [M, Kd, N] of [[1, 784, 256], [1, 37, 13], [1, 1, 5], [2, 301, 29], [3, 129, 37], [3, 5, 1], [1, 256, 10]] as [number, number, number][]) {
       const what = `${M}x${Kd}x${N}`;
       setWasmKernel(true);
       const want = withPrecision('float32', () => products('none', M, Kd, N));
       const got = withPrecision('float32', () => products('fast_run', M, Kd, N));
-      // rowVec32_M is BLOCK_EXPORTS' 8 + M, called with A's step (4 mr bytes) and the B panels
-      expect(got.source, `${what}: rowVec32_${M}`).to.contain(`rt.arena.blocks[${8 + M}]`);
-      expect(got.source, `${what}: its row-major sums read`).to.contain(`acc[r * ${Math.ceil(N / 4) * 4} + jp * 4 + c]`);
+      // rows32 (small-matmul.ts) over A's rows as they are (K floats apart) and the B panels, its sums row-major
+      expect(got.source, `${what}: rows32`).to.contain(`rt.rows32(b`);
+      expect(got.source, `${what}: rows32's M and B panels`).to.contain(`, ${M}, ${Math.ceil(N / 4)});`);
       const { x, w, b } = got;
       expectWithinBound(got.outs[0]!, want.outs[0]!, x, w, `${what} x . w`);
       const fused = Float32Array.from(got.outs[0]!.data, (v, i) => Math.max(0, Math.fround(v + b.data[i % N]!)));
@@ -154,6 +154,7 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
     setWasmKernel(true);
     const four = withPrecision('float32', () => products('fast_run', 4, 37, 13));
     expect(four.source).to.not.match(/rt\.arena\.blocks\[(9|10|11)\]/);
+    expect(four.source).to.contain('rt.rows32(');
   });
 
   it('a whole product with its epilogue (bias, relu) fused: computed from the row-major sums by the SIMD tier, as the JavaScript kernel computes it', () => {
@@ -252,13 +253,13 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
     expect(matmulFma()).to.equal(hasRelaxedSimd());
     if (!hasRelaxedSimd()) expect(() => setMatmulFma(true)).to.throw('this runtime has no relaxed SIMD');
     // The same check in a Node started with relaxed SIMD on (Node 20 has it behind a flag): the
-    // wide 12 x 4 tile with f32x4.relaxed_madd (row by row, blocks[2], or whole, tiles variant 4),
+    // 8 x 4 tile with f32x4.relaxed_madd (row by row, blocks[1], or whole, tiles variant 3),
     // within the bound, and not the unfused sums.
     const script = `
       import { backend as K, NDArray } from './src/index.js';
       import { setEnvironment } from './src/api/config.js';
       import { matmulFma, tile32, setMatmulFma } from './src/codegen/cpu/wasm-kernel.js';
-      import { clearCompileCache } from './src/runtime/compile.js';
+      import { clearCompileCache } from './src/runtime/cpu/compile.js';
       setEnvironment({ THEANINE_MATMUL_PRECISION: 'float32' });
       const M = 37, Kd = 301, N = 29;
       const x = new NDArray(Float32Array.from({ length: M * Kd }, (_, i) => Math.sin(i * 0.37)), [M, Kd]);
@@ -266,7 +267,7 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
       const run = (optimizer) => { clearCompileCache(); const px = K.placeholder([M, Kd], null, 'float32'), pw = K.placeholder([Kd, N], null, 'float32');
         const f = K.function([px, pw], [K.dot(px, pw)], [], { optimizer }); return { out: Array.from(f([x, w])[0].data), source: f.source() }; };
       const fused = run('fast_run'), tile = tile32(), fma = matmulFma();
-      // one row of x: rowVec32_1 with the multiply-add, A's steps 12 floats apart (the wide tile's panels)
+      // one row of x: rows32 with the multiply-add
       const run1 = (optimizer) => { clearCompileCache(); const px = K.placeholder([1, Kd], null, 'float32'), pw = K.placeholder([Kd, N], null, 'float32');
         const f = K.function([px, pw], [K.dot(px, pw)], [], { optimizer }); return { out: Array.from(f([new NDArray(x.data.slice(0, Kd), [1, Kd]), w])[0].data), source: f.source() }; };
       const fused1 = run1('fast_run');
@@ -281,16 +282,16 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
       } };
       check(fused, M);
       check(fused1, 1);
-      console.log(JSON.stringify({ fma, tile, worst, wide: /rt\\.arena\\.(blocks\\[2\\]|tiles\\([^;]*, 4(, false)?\\);)/.test(fused.source),
-        rowVec: fused1.source.includes('rt.arena.blocks[9]') && fused1.source.includes(', 48, ob'),
+      console.log(JSON.stringify({ fma, tile, worst, tiled: /rt\\.arena\\.(blocks\\[1\\]|tiles\\([^;]*, 3(, false)?\\);)/.test(fused.source),
+        rowVec: fused1.source.includes('rt.rows32('),
         rowSame: fused1.out.every((v, j) => v === fused.out[j]), differs: fused.out.some((v, i) => v !== plain.out[i]) }));`;
     const out = execFileSync(process.execPath, ['--experimental-wasm-relaxed-simd', '--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', env: { ...process.env, THEANINE_MATMUL_PRECISION: '' } });
-    const r = JSON.parse(out.trim().split('\n').pop()!) as { fma: boolean; tile: { mr: number; nr: number }; worst: number; wide: boolean; rowVec: boolean; rowSame: boolean; differs: boolean };
+    const r = JSON.parse(out.trim().split('\n').pop()!) as { fma: boolean; tile: { mr: number; nr: number }; worst: number; tiled: boolean; rowVec: boolean; rowSame: boolean; differs: boolean };
     expect(r.fma, 'relaxed SIMD detected').to.equal(true);
-    expect(r.tile).to.deep.equal({ mr: 12, nr: 4 });
-    expect(r.wide, 'the 12 x 4 kernel').to.equal(true);
-    expect(r.rowVec, 'one row: rowVec32_1 over the 12-row panels').to.equal(true);
-    expect(r.rowSame, 'one row: the same sums as the 12 x 4 tile\'s first row, bit for bit').to.equal(true);
+    expect(r.tile).to.deep.equal({ mr: 8, nr: 4 });
+    expect(r.tiled, 'the 8 x 4 kernel').to.equal(true);
+    expect(r.rowVec, 'one row: rows32').to.equal(true);
+    expect(r.rowSame, 'one row: the same sums as the 8 x 4 tile\'s first row, bit for bit').to.equal(true);
     expect(r.worst, 'largest error over its bound').to.be.at.most(1);
     expect(r.differs, 'fused sums differ from the unfused ones somewhere').to.equal(true);
   });
@@ -309,11 +310,11 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
     }
     expect(threadPool()!.workerPanels, 'panels summed by workers').to.be.greaterThan(before);
     two.forEach((g, i) => expect(g, `output ${i}`).to.deep.equal(one[i]));
-    // products of one to three rows (rowVec32, on the calling thread) too
-    for (const M of [1, 3]) {
+    // products of few rows (rows32, on the calling thread) too
+    for (const M of [1, 3, 32]) {
       const few = (n: number) => { setThreads(n); return withPrecision('float32', () => products('fast_run', M, 301, 29)); };
       const a = few(1), b = few(2);
-      expect(b.source).to.contain(`rt.arena.blocks[${8 + M}]`);
+      expect(b.source).to.contain('rt.rows32(');
       b.outs.forEach((g, i) => expect(Array.from(g.data), `${M} rows, output ${i}`).to.deep.equal(Array.from(a.outs[i]!.data)));
     }
   });

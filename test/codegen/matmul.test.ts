@@ -4,7 +4,7 @@
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setWasmKernel, wasmTileModule } from '../../src/codegen/cpu/wasm-kernel.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { expectClose } from '../helpers/assert.js';
 import { setEnvironment } from '../../src/api/config.js';
 

@@ -3,12 +3,12 @@ import { expect } from 'chai';
 import { backend as K } from '../../src/index.js';
 import { apply } from '../../src/ir/build.js';
 import type { Node } from '../../src/ir/node.js';
-import { lower } from '../../src/codegen/lower.js';
-import { planBuffers } from '../../src/codegen/plan.js';
+import { lower } from '../../src/codegen/lower/lower.js';
+import { planBuffers } from '../../src/codegen/transform/plan.js';
 import { runPasses } from '../../src/passes/pass.js';
 import { pipeline } from '../../src/passes/pipeline.js';
-import { CPU_TILE, cpuFusion } from '../../src/runtime/compile.js';
-import type { Program } from '../../src/codegen/kernel.js';
+import { CPU_TILE, cpuFusion } from '../../src/runtime/cpu/fusion.js';
+import type { Program } from '../../src/codegen/kernel/ir.js';
 
 function program(inputs: Node[], outputs: Node[], level: 'fast_run' | 'fast_compile' = 'fast_run'): Program {
   const g = runPasses(pipeline(level, cpuFusion), { outputs }, { verify: true });

@@ -1,12 +1,12 @@
 // Poolings the WebAssembly pool tier takes stay kernels of their own on the cpu target
-// (FusionTarget.alone, src/codegen/wasm/pool.ts poolAlone): a convolution's bias and relu go to
+// (FusionTarget.alone, src/codegen/cpu/wasm/pool.ts poolAlone): a convolution's bias and relu go to
 // its epilogue instead of into the pooling's loop, and the pooling runs in the tier.
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import { fuseGraph } from '../../src/passes/fusion.js';
-import { classify, matmulPrologue, shapeOnly } from '../../src/codegen/templates.js';
-import { poolAlone } from '../../src/codegen/wasm/pool.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { classify, matmulPrologue, shapeOnly } from '../../src/codegen/lower/templates.js';
+import { poolAlone } from '../../src/codegen/cpu/wasm/pool.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import type { Node } from '../../src/ir/node.js';
 
 const fill = (shape: number[], k: number) => new NDArray(Float32Array.from({ length: shape.reduce((p, d) => p * d, 1) }, (_, i) => Math.sin(i * 0.37 + k)), shape, 'float32');

@@ -1,14 +1,14 @@
-// The WebAssembly SIMD tier for fused elementwise loops (src/codegen/wasm/elementwise.ts):
+// The WebAssembly SIMD tier for fused elementwise loops (src/codegen/cpu/wasm/elementwise.ts):
 // arithmetic, comparisons, selects, max/min, abs, sqrt, float32 rounding and flag (bool) loads
 // and stores are bit-identical to the JavaScript kernels (and so to the reference); tanh, exp, sigmoid and log, the vector
 // approximations, are within 1 ulp of the reference's value in float32 (the bound stated in the tier's header).
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
-import { CHUNK, F32_MIN_ELEMENTS, MIN_ELEMENTS, nodeKind, setFloat32Approximations, setSimdTier } from '../../src/codegen/wasm/elementwise.js';
-import { ExprBuilder, KERNEL_ROWS, type ScalarOp } from '../../src/codegen/expr.js';
-import { ivar, newVar } from '../../src/codegen/index-expr.js';
+import { CHUNK, F32_MIN_ELEMENTS, MIN_ELEMENTS, nodeKind, setFloat32Approximations, setSimdTier } from '../../src/codegen/cpu/wasm/elementwise.js';
+import { ExprBuilder, KERNEL_ROWS, type ScalarOp } from '../../src/codegen/kernel/expr.js';
+import { ivar, newVar } from '../../src/codegen/kernel/index-expr.js';
 import { elementwiseOps, type ElementwiseOp } from '../../src/ir/ops/elementwise.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import type { Node } from '../../src/ir/node.js';
 
 /** Not a multiple of the chunk nor of the 8 elements one loop iteration takes: edge chunks are exercised. */
@@ -50,7 +50,7 @@ function ulps(a: number, b: number): number {
   return Math.abs(ord(a) - ord(b));
 }
 
-describe('codegen/wasm SIMD elementwise tier', () => {
+describe('codegen/cpu/wasm SIMD elementwise tier', () => {
   const sigmoidRef = (x: number) => (x >= 0 ? 1 / (1 + Math.exp(-x)) : Math.exp(x) / (1 + Math.exp(x)));
   const approximated: [string, (x: Node) => Node, (x: number) => number, number][] = [
     ['tanh', (x) => K.tanh(x), Math.tanh, 60],

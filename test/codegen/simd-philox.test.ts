@@ -1,12 +1,12 @@
-// Random draws in the WebAssembly SIMD tier (src/codegen/wasm/philox.ts): random_binomial (dropout's
+// Random draws in the WebAssembly SIMD tier (src/codegen/cpu/wasm/philox.ts): random_binomial (dropout's
 // mask) and float32 random_uniform, four Philox blocks per i32x4 step, must give the reference's
 // numbers (src/ir/random.ts) bit for bit: every element, seeded and unseeded keys, edge chunks,
 // thresholds at the ends of [0, 1], and the same values as the JavaScript kernels with the tier off.
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
-import { CHUNK, setSimdTier } from '../../src/codegen/wasm/elementwise.js';
-import { PHILOX_MIN_ELEMENTS } from '../../src/codegen/wasm/philox.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { CHUNK, setSimdTier } from '../../src/codegen/cpu/wasm/elementwise.js';
+import { PHILOX_MIN_ELEMENTS } from '../../src/codegen/cpu/wasm/philox.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { nextEpoch } from '../../src/ir/interpret.js';
 import { elementBits, seededKey, unit32, unitFloat, unseededKey, type RandomKey } from '../../src/ir/random.js';
 import type { Node } from '../../src/ir/node.js';

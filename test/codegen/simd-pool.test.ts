@@ -1,4 +1,4 @@
-// Pooling and its adjoint in the WebAssembly SIMD tier (src/codegen/wasm/pool.ts): max pooling
+// Pooling and its adjoint in the WebAssembly SIMD tier (src/codegen/cpu/wasm/pool.ts): max pooling
 // and every adjoint equal the reference interpreter bit for bit (ties and NaN broken as it breaks
 // them: the first maximal tap in row-major order), average pooling within 1 float32 ulp of it
 // (the tier sums in float64 and divides once, the reference divides every term), the same with
@@ -6,10 +6,10 @@
 import { expect } from 'chai';
 import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
 import { backend as K, NDArray } from '../../src/index.js';
-import { setSimdTier } from '../../src/codegen/wasm/elementwise.js';
+import { setSimdTier } from '../../src/codegen/cpu/wasm/elementwise.js';
 import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
-import { setPoolParallelMin } from '../../src/codegen/wasm/pool.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { setPoolParallelMin } from '../../src/codegen/cpu/wasm/pool.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 
 interface Geometry {
   readonly name: string;

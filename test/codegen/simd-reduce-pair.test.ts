@@ -1,16 +1,16 @@
-// Two row kernels of the SIMD reduction tier run as one (src/codegen/wasm/reduce-pair.ts): softmax
+// Two row kernels of the SIMD reduction tier run as one (src/codegen/cpu/wasm/reduce-pair.ts): softmax
 // (max and exp, then sum and division), log-softmax (max and x - max, then log-sum-exp and the
 // subtraction), attention's scaled and masked softmax. The pair runs each kernel's own loop body,
 // so its results equal the two kernels' bit for bit, and so stay within the reference's bound of
-// docs/architecture.md ("Reduction precision", exp within 1 ulp: 3 ulps of a softmax element);
+// docs/numerics.md ("Reduction precision", exp within 1 ulp: a softmax element within 7 * 2^-24 relative);
 // with 1 and 2 threads the same numbers.
 import { expect } from 'chai';
 import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
 import { backend as K, NDArray } from '../../src/index.js';
-import { setRowPairs } from '../../src/codegen/wasm/reduce-pair.js';
-import { PARALLEL_MIN_ELEMENTS } from '../../src/codegen/wasm/reduce.js';
+import { setRowPairs } from '../../src/codegen/cpu/wasm/reduce-pair.js';
+import { PARALLEL_MIN_ELEMENTS } from '../../src/codegen/cpu/wasm/reduce.js';
 import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import type { Node } from '../../src/ir/node.js';
 
 function values(n: number, seed: number, scale = 4): Float32Array {
@@ -53,7 +53,7 @@ function expectSame(got: Float32Array, want: Float32Array, what: string): void {
 
 const kernels = (src: string) => src.match(/^function k\d+/gm)?.length ?? 0;
 
-describe('codegen/wasm row pairs: softmax and its relatives in one kernel', () => {
+describe('codegen/cpu/wasm row pairs: softmax and its relatives in one kernel', () => {
   // the hand-off model (src/codegen/cpu/handoff.ts) off: the workers take part whatever the machine's load
   before(() => setHandoffModel(false));
   after(() => setHandoffModel(undefined));

@@ -1,14 +1,14 @@
-// The WebAssembly SIMD tier for reductions (src/codegen/wasm/reduce.ts), against the reference
+// The WebAssembly SIMD tier for reductions (src/codegen/cpu/wasm/reduce.ts), against the reference
 // interpreter: column reductions (folded row by row, in the reference's order) and row max/min
 // are bit-identical; row sums and products fold in another order, within the bound of
 // docs/numerics.md ("Reduction precision"): |got - ref| <= ulp32(ref) + 2 gamma_L(2^-53) sum |terms|.
 import { expect } from 'chai';
 import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
 import { backend as K, NDArray } from '../../src/index.js';
-import { setSimdTier } from '../../src/codegen/wasm/elementwise.js';
-import { COL_BLOCK, PARALLEL_MIN_ELEMENTS, setReduceF32Elements } from '../../src/codegen/wasm/reduce.js';
+import { setSimdTier } from '../../src/codegen/cpu/wasm/elementwise.js';
+import { COL_BLOCK, PARALLEL_MIN_ELEMENTS, setReduceF32Elements } from '../../src/codegen/cpu/wasm/reduce.js';
 import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import type { Node } from '../../src/ir/node.js';
 
 const EDGES = [NaN, Infinity, -Infinity, -0, 0, 3.4e38, -3.4e38, 1e-40];
@@ -57,7 +57,7 @@ function expectSame(got: Float32Array, ref: Float32Array, what: string): void {
   }
 }
 
-describe('codegen/wasm SIMD reduction tier', () => {
+describe('codegen/cpu/wasm SIMD reduction tier', () => {
   // the hand-off model (src/codegen/cpu/handoff.ts) off: the workers take part whatever the machine's load
   before(() => setHandoffModel(false));
   after(() => setHandoffModel(undefined));

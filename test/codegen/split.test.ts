@@ -1,4 +1,4 @@
-// Index-set splitting (src/codegen/split.ts): a kernel whose selects choose by its inner loop's
+// Index-set splitting (src/codegen/transform/split.ts): a kernel whose selects choose by its inner loop's
 // index (a concatenation, the adjoint of slices) is rendered as one block per column range, and
 // computes the same values bit for bit as the reference interpreter.
 import { expect } from 'chai';

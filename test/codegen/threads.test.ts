@@ -5,9 +5,9 @@ import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setThreads, threadCount, PARALLEL_MIN_MACS } from '../../src/codegen/cpu/threads.js';
 import { packArena, setMatmulFma, setWasmKernel, threadPool } from '../../src/codegen/cpu/wasm-kernel.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
-import { PARALLEL_MIN_ELEMENTS } from '../../src/codegen/wasm/elementwise.js';
+import { PARALLEL_MIN_ELEMENTS } from '../../src/codegen/cpu/wasm/elementwise.js';
 import { reloadConfig } from '../../src/api/config.js';
 import { threadPool as pool } from '../../src/codegen/cpu/threads.js';
 

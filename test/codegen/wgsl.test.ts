@@ -1,9 +1,9 @@
 // The WGSL renderer (src/codegen/wgsl) on hand-built kernels: what it spells and what it refuses,
 // without a device (test/runtime/webgpu.test.ts runs its kernels on an adapter).
 import { expect } from 'chai';
-import { ExprBuilder } from '../../src/codegen/expr.js';
-import { iadd, iscale, ivar, newVar } from '../../src/codegen/index-expr.js';
-import type { LoopKernel, MatmulKernel, Program, Step } from '../../src/codegen/kernel.js';
+import { ExprBuilder } from '../../src/codegen/kernel/expr.js';
+import { iadd, iscale, ivar, newVar } from '../../src/codegen/kernel/index-expr.js';
+import type { LoopKernel, MatmulKernel, Program, Step } from '../../src/codegen/kernel/ir.js';
 import type { DType } from '../../src/ir/dtype.js';
 import { renderLoop, renderMatmul, type BufferInfo } from '../../src/codegen/wgsl/render.js';
 import { chooseWebStrategies, simdAdapter, type WebStrategy } from '../../src/codegen/wgsl/strategy.js';
@@ -95,7 +95,8 @@ describe('WGSL renderer', () => {
     const big: LoopKernel = { kind: 'loop', label: 'neg', vars: [i], stores: [{ buf: 1, index: ivar(i), value: b.op('neg', b.load(0, ivar(i))), dtype: 'float32' }] };
     expect(render(big, ['float32', 'float32'], [70000 * 64, 70000 * 64]).groups).to.deep.equal([65535, 2, 1]);
     const scatter: LoopKernel = { ...big, stores: [{ ...big.stores[0]!, accumulate: true }] };
-    expect(choose(scatter, ['float32', 'float32'], [1, 1])).to.deep.equal({ where: 'host', kind: 'host', why: 'scatters into rows chosen by data' });
+    // (an accumulation is ordered: the steps form, wgsl-steps.test.ts, checks kernels up to a size)
+    expect(choose(scatter, ['float32', 'float32'], [1, 1])).to.deep.equal({ where: 'host', kind: 'host', why: 'a recursion along an axis of 4480000 elements (beyond what is checked for the steps form)' });
     const f64: LoopKernel = { ...big, stores: [{ ...big.stores[0]!, dtype: 'int64' }] };
     expect(choose(f64, ['float32', 'int64'], [1, 1])).to.deep.equal({ where: 'host', kind: 'host', why: 'stores int64' });
     const empty: LoopKernel = { ...big, vars: [newVar(0)] };
@@ -106,7 +107,14 @@ describe('WGSL renderer', () => {
       kind: 'loop', label: 'add', vars: [j],
       stores: [{ buf: 9, index: ivar(j), value: Array.from({ length: 9 }, (_, k) => b.load(k, ivar(j))).reduce((x, y) => b.op('add', x, y)), dtype: 'float32' }],
     };
-    expect(choose(wide, new Array<DType>(10).fill('float32'), new Array<number>(10).fill(4))).to.deep.equal({ where: 'host', kind: 'host', why: 'binds 10 buffers (a shader binds at most 8 on this device)' });
+    // (three of its read-only buffers packed into one binding: wgsl-pack.test.ts)
+    const packed = choose(wide, new Array<DType>(10).fill('float32'), new Array<number>(10).fill(4));
+    expect(packed.kind === 'loop' && packed.plan.pack?.parts.map((p) => p.buf)).to.deep.equal([0, 1, 2]);
+    // nine stores and one read: too few read-only buffers to pack
+    const stores: LoopKernel = { ...wide, stores: Array.from({ length: 9 }, (_, k) => ({ buf: k + 1, index: ivar(j), value: b.load(0, ivar(j)), dtype: 'float32' as const })) };
+    expect(choose(stores, new Array<DType>(10).fill('float32'), new Array<number>(10).fill(4))).to.deep.equal({
+      where: 'host', kind: 'host', why: 'binds 10 buffers (a shader binds at most 8 on this device, and too few of them are read-only of one type to pack)',
+    });
   });
 
   it('renders a product as workgroup tiles on a GPU and as register tiles read from memory on a CPU-emulated adapter, its operands read through their index expressions', () => {

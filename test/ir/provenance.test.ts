@@ -14,7 +14,7 @@ import { specializePass } from '../../src/passes/specialize.js';
 import { constantFoldPass } from '../../src/passes/constant-fold.js';
 import { scanPass } from '../../src/passes/pipeline.js';
 import { fusionPass } from '../../src/passes/fusion.js';
-import { cpuFusion } from '../../src/runtime/compile.js';
+import { cpuFusion } from '../../src/runtime/cpu/fusion.js';
 import type { Pass } from '../../src/passes/pass.js';
 
 /** The line of the caller of this function (in this file). */

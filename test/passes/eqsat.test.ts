@@ -5,7 +5,7 @@ import type { Node } from '../../src/ir/node.js';
 import { topoSort } from '../../src/ir/graph.js';
 import { verify } from '../../src/ir/verify.js';
 import { EGraph, costModel, eqsatPass, graphCost, lastEqsatReport, limitsFromEnv, optimizeGraph, builtinRules } from '../../src/passes/eqsat/index.js';
-import { cpuFusion } from '../../src/runtime/compile.js';
+import { cpuFusion } from '../../src/runtime/cpu/fusion.js';
 import { optimize } from '../../src/api/passes.js';
 import { c, expectSameValues, op, show, values } from './helpers.js';
 
@@ -66,11 +66,30 @@ describe('passes/eqsat: search beats greedy', () => {
     expectSameValues(before, after, { atol: 1e-10, rtol: 1e-10 });
   });
 
-  it('factors x*y + x*z into x*(y + z)', () => {
+  it('factors x*y + x*z into x*(y + z) where every op is a kernel (no fusion)', () => {
+    const [x, y, z] = [ph([100]), ph([100]), ph([100])];
+    const before = [op('add', op('mul', x, y), op('mul', x, z))];
+    const after = eqsatPass({ classify: () => 'opaque' }).run({ outputs: before }).outputs;
+    expect(ops(after).sort()).to.deep.equal(['add', 'mul']);
+    expectSameValues(before, after, { atol: 1e-12, rtol: 1e-12 });
+  });
+
+  it('keeps x*y + x*z on the cpu: both forms fuse into one loop over x, y, z, rated alike (memory-bound)', () => {
     const [x, y, z] = [ph([100]), ph([100]), ph([100])];
     const before = [op('add', op('mul', x, y), op('mul', x, z))];
     const after = pass.run({ outputs: before }).outputs;
-    expect(ops(after).sort()).to.deep.equal(['add', 'mul']);
+    expect(after[0]).to.equal(before[0]);
+    expect(lastEqsatReport!.chose).to.equal('greedy');
+    expect(lastEqsatReport!.extractedCost).to.equal(lastEqsatReport!.greedyCost);
+  });
+
+  it('factors on the cpu where the fused loop is compute-bound: sin(a)*y + sin(a)*z', () => {
+    const [a, y, z] = [ph([100]), ph([100]), ph([100])];
+    const s = op('sin', a);
+    const before = [op('add', op('mul', s, y), op('mul', s, z))];
+    const after = pass.run({ outputs: before }).outputs;
+    expect(ops(after).sort()).to.deep.equal(['add', 'mul', 'sin']);
+    expect(lastEqsatReport!.chose).to.equal('eqsat');
     expectSameValues(before, after, { atol: 1e-12, rtol: 1e-12 });
   });
 
@@ -184,9 +203,73 @@ describe('passes/eqsat: limits and the level', () => {
     }
   });
 
+  it('rates a graph as the kernels it compiles to: a fused loop costs the larger of its arithmetic and its traffic', () => {
+    const [x, y, z] = [ph([1000]), ph([1000]), ph([1000])];
+    // Three muls or one: the same loop over the same three inputs.
+    const three = graphCost([op('add', op('mul', x, y), op('mul', x, z))], model);
+    const two = graphCost([op('mul', x, op('add', y, z))], model);
+    expect(two).to.equal(three);
+    // Without fusion each op reads and writes memory: the form with fewer ops is cheaper.
+    const flat = costModel({ classify: () => 'opaque' });
+    expect(graphCost([op('mul', x, op('add', y, z))], flat)).to.be.lessThan(graphCost([op('add', op('mul', x, y), op('mul', x, z))], flat));
+  });
+
   it('rates graphs as DAGs: shared work once', () => {
     const x = ph([10]);
     const e = op('exp', x);
     expect(graphCost([op('add', e, e)], model)).to.be.lessThan(graphCost([op('add', e, op('exp', op('neg', op('neg', x))))], model));
+  });
+});
+
+/** The kernels of a compiled function's graph and the bytes they read and write (each kernel's inputs once, its result once). */
+function kernels(f: { readonly graph: readonly Node[] }): { count: number; bytes: number } {
+  const ks = topoSort(f.graph).filter((n) => n.inputs.length > 0 && n.op !== 'constant');
+  const bytes = (n: Node) => (n.shape as number[]).reduce((p, d) => p * d, 1) * (n.dtype === 'float64' ? 8 : 4);
+  return { count: ks.length, bytes: ks.reduce((s, n) => s + bytes(n) + [...new Set(n.inputs)].reduce((t, i) => t + bytes(i), 0), 0) };
+}
+
+describe('passes/eqsat: the compiled function is never worse than greedy\'s', () => {
+  const f32 = (shape: number[], name: string) => K.placeholder(shape, null, 'float32', false, name);
+  const graphs: [string, () => { inputs: Node[]; outputs: Node[] }][] = [
+    ['factoring x*y + x*z', () => {
+      const [x, y, z] = [f32([1 << 12], 'x'), f32([1 << 12], 'y'), f32([1 << 12], 'z')];
+      return { inputs: [x, y, z], outputs: [x.mul(y).add(x.mul(z))] };
+    }],
+    ['matrix chain ((A·B)·C)·v', () => {
+      const [A, B, C, v] = [f32([32, 32], 'A'), f32([32, 32], 'B'), f32([32, 32], 'C'), f32([32], 'v')];
+      return { inputs: [A, B, C, v], outputs: [K.dot(K.dot(K.dot(A, B), C), v)] };
+    }],
+    ['sum of products A·B + A·C', () => {
+      const [A, B, C] = [f32([32, 32], 'A'), f32([32, 32], 'B'), f32([32, 32], 'C')];
+      return { inputs: [A, B, C], outputs: [K.dot(A, B).add(K.dot(A, C))] };
+    }],
+    ['attention block', () => {
+      const [X, Wq, Wk, Wv] = [f32([16, 8], 'X'), f32([8, 8], 'Wq'), f32([8, 8], 'Wk'), f32([8, 8], 'Wv')];
+      const p = K.softmax(K.dot(K.dot(X, Wq), K.transpose(K.dot(X, Wk))));
+      return { inputs: [X, Wq, Wk, Wv], outputs: [K.dot(p, K.dot(X, Wv))] };
+    }],
+  ];
+  for (const [name, build] of graphs) {
+    it(`${name}: no more kernels and no more bytes moved than fast_run's, same values`, () => {
+      const g = build();
+      const feeds = g.inputs.map((p, i) => values(p.shape as number[], 'float32', i + 7));
+      const greedy = K.function(g.inputs, g.outputs, [], { optimizer: 'fast_run' });
+      const eq = K.function(g.inputs, g.outputs, [], { optimizer: 'eqsat' });
+      const a = kernels(greedy), b = kernels(eq);
+      expect(b.count, `kernels\n${greedy.debugprint()}\n${eq.debugprint()}`).to.be.at.most(a.count);
+      expect(b.bytes, 'bytes moved').to.be.at.most(a.bytes);
+      const want = greedy(feeds)[0]!, got = eq(feeds)[0]!;
+      for (let i = 0; i < want.size; i++) expect(got.data[i]).to.be.closeTo(want.data[i]!, 1e-4 * (1 + Math.abs(want.data[i]!)));
+    });
+  }
+
+  it('factoring x*y + x*z compiles to the same code at both levels on the cpu (one loop, greedy\'s graph kept)', () => {
+    const [x, y, z] = [f32([1 << 12], 'x'), f32([1 << 12], 'y'), f32([1 << 12], 'z')];
+    const out = x.mul(y).add(x.mul(z));
+    const greedy = K.function([x, y, z], [out], [], { optimizer: 'fast_run' });
+    const eq = K.function([x, y, z], [out], [], { optimizer: 'eqsat' });
+    expect(lastEqsatReport!.chose).to.equal('greedy');
+    expect(eq.debugprint()).to.equal(greedy.debugprint());
+    expect(kernels(eq)).to.deep.equal({ count: 1, bytes: 4 * 4 * (1 << 12) });
   });
 });

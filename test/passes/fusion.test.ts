@@ -7,7 +7,7 @@ import { topoSort } from '../../src/ir/graph.js';
 import type { Node } from '../../src/ir/node.js';
 import { verify } from '../../src/ir/verify.js';
 import { fusionPass } from '../../src/passes/fusion.js';
-import { cpuFusion } from '../../src/runtime/compile.js';
+import { cpuFusion } from '../../src/runtime/cpu/fusion.js';
 import { c, expectSameValues, op, show } from './helpers.js';
 
 const pass = fusionPass(cpuFusion);

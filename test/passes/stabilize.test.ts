@@ -6,7 +6,7 @@ import type { Node } from '../../src/ir/node.js';
 import { evaluate } from '../../src/ir/interpret.js';
 import { stabilizePass } from '../../src/passes/stabilize.js';
 import { specializePass } from '../../src/passes/specialize.js';
-import { c, expectGraph, expectSameValues, op, show } from './helpers.js';
+import { c, expectGraph, expectSameValues, op, show, values } from './helpers.js';
 import { canonicalizePass } from '../../src/passes/canonicalize.js';
 import { runPasses } from '../../src/passes/pass.js';
 import { topoSort } from '../../src/ir/graph.js';
@@ -116,6 +116,72 @@ describe('passes/specialize', () => {
       expectGraph(specializePass, b, [after()]);
     });
   }
+
+  describe('sum((a*b)^2) of an outer product as sum(a^2) * sum(b^2) (per-example gradient norms)', () => {
+    const sq = (t: Node) => op('square', t);
+    const sum = (t: Node, axes: number[], keepdims = false) => apply('sum', [t], { axes, keepdims });
+    const a = K.placeholder([5, 4, 1], null, 'float64', false, 'a');
+    const b = K.placeholder([5, 1, 3], null, 'float64', false, 'b');
+    it('vmap\'s form: (B, m, 1) * (B, 1, n) summed over m and n', () => {
+      const before = [sum(sq(op('mul', a, b)), [1, 2])];
+      const after = expectGraph(specializePass, before, [
+        apply('squeeze', [apply('squeeze', [op('mul', sum(sq(a), [1], true), sum(sq(b), [2], true))], { axis: 2 })], { axis: 1 }),
+      ]);
+      expectSameValues(before, after);
+    });
+    it('p*p for the square, axes unsorted, keepdims', () => {
+      const p = op('mul', a, b);
+      const before = [sum(op('mul', p, p), [2, 1], true)];
+      const after = expectGraph(specializePass, before, [op('mul', sum(sq(a), [1], true), sum(sq(b), [2], true))]);
+      expectSameValues(before, after);
+    });
+    it('a batch-1 gradient\'s form: dot((m, 1), (1, n)) summed over both axes', () => {
+      const u = K.placeholder([4, 1], null, 'float64', false, 'u');
+      const v = K.placeholder([1, 3], null, 'float64', false, 'v');
+      const before = [sum(sq(op('dot', u, v)), [0, 1])];
+      const after = expectGraph(specializePass, before, [
+        apply('squeeze', [apply('squeeze', [op('mul', sum(sq(u), [0], true), sum(sq(v), [1], true))], { axis: 1 })], { axis: 0 }),
+      ]);
+      expectSameValues(before, after);
+    });
+    it('operands of lower rank broadcast from the right', () => {
+      const r = K.placeholder([3], null, 'float64', false, 'r');
+      const before = [sum(sq(op('mul', a, r)), [1, 2])];
+      const after = expectGraph(specializePass, before, [
+        apply('squeeze', [apply('squeeze', [op('mul', sum(sq(a), [1], true), sum(sq(r), [0], true))], { axis: 2 })], { axis: 1 }),
+      ]);
+      expectSameValues(before, after);
+    });
+    it('kept where a reduced axis varies in both factors, or only one factor varies, or the dtype is not float', () => {
+      const full = K.placeholder([5, 4, 3], null, 'float64');
+      const i = K.placeholder([5, 4, 1], null, 'int32');
+      const j = K.placeholder([5, 1, 3], null, 'int32');
+      for (const before of [
+        [sum(sq(op('mul', full, b)), [1, 2])], // axis 2 varies in both
+        [sum(sq(op('mul', a, b)), [1])], // only a varies along the reduced axis
+        [sum(sq(op('mul', i, j)), [1, 2])],
+        [sum(sq(op('dot', K.placeholder([4, 2]), K.placeholder([2, 3]))), [0, 1])], // a real contraction
+      ]) expectGraph(specializePass, before, before);
+    });
+    it('float32 sums stay within the float32 bound of the unfactored sum (values against float64)', () => {
+      const a32 = K.placeholder([2, 300, 1], null, 'float32', false, 'a');
+      const b32 = K.placeholder([2, 1, 200], null, 'float32', false, 'b');
+      const before = [sum(sq(op('mul', a32, b32)), [1, 2])];
+      const after = specializePass.run({ outputs: before }).outputs;
+      const feeds = new Map<Node, NDArray>([[a32, values([2, 300, 1], 'float32', 3)], [b32, values([2, 1, 200], 'float32', 4)]]);
+      const exact = [0, 1].map((e) => {
+        let sa = 0;
+        let sb = 0;
+        for (let k = 0; k < 300; k++) sa += Number(feeds.get(a32)!.data[e * 300 + k]) ** 2;
+        for (let k = 0; k < 200; k++) sb += Number(feeds.get(b32)!.data[e * 200 + k]) ** 2;
+        return sa * sb;
+      });
+      // gamma_{m+n+1} (m + n + 1 roundings, u = 2^-24) relative: the factored sum's bound
+      const bound = ((300 + 200 + 1) * 2 ** -24) / (1 - (300 + 200 + 1) * 2 ** -24);
+      const got = evaluate(after, { feeds })[0]!;
+      exact.forEach((x, e) => expect(Math.abs(Number(got.data[e]) - x) / x).to.be.at.most(bound));
+    });
+  });
 
   it('keeps pow(x, -1) of an int tensor (reciprocal would make it float)', () => {
     const i = K.placeholder([4], null, 'int32');

@@ -6,7 +6,7 @@
 import { expect } from 'chai';
 import { backend as K, BadKernel, BadOptimization, NDArray, NonFiniteError, defineOp, definePass, setEnvironment } from '../../src/index.js';
 import type { Tensor } from '../../src/index.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { reloadConfig } from '../../src/api/config.js';
 import { expectClose } from '../helpers/assert.js';
 import { targets } from '../helpers/targets.js';

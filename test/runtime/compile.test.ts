@@ -4,7 +4,7 @@ import { expect } from 'chai';
 import { backend as K, debugprint, NDArray } from '../../src/index.js';
 import { defineOp } from '../../src/api/extend.js';
 import { apply } from '../../src/ir/build.js';
-import { clearCompileCache, compileStats, compileTimes, setDebugSink } from '../../src/runtime/compile.js';
+import { clearCompileCache, compileStats, compileTimes, setDebugSink } from '../../src/runtime/cpu/compile.js';
 import { expectClose } from '../helpers/assert.js';
 
 const arr = (shape: number[], f: (i: number) => number = (i) => i * 0.25 - 1) =>

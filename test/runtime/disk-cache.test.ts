@@ -10,7 +10,7 @@ import * as path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { backend as K, NDArray } from '../../src/index.js';
 import { lstm } from '../helpers/disk-cache-lstm.js';
-import { clearCompileCache, setDebugSink } from '../../src/runtime/compile.js';
+import { clearCompileCache, setDebugSink } from '../../src/runtime/cpu/compile.js';
 import { diskCacheDir, diskCacheStats, setDiskCacheDir, setDiskCacheMaxBytes } from '../../src/runtime/disk-cache.js';
 import { ConfigError, loadConfig, reloadConfig } from '../../src/api/config.js';
 import { platform as browserPlatform } from '../../src/platform/browser.js';
@@ -38,23 +38,25 @@ describe('compile cache on disk', function () {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('a second process compiles from the cache and computes the same numbers', () => {
+  it('a second process compiles from the cache and computes the same numbers; it takes the matmul kernel module\'s bytes from the entry', () => {
     const code = `
       const { backend: K } = await import(${url('src/index.ts')});
       const { diskCacheStats } = await import(${url('src/runtime/disk-cache.ts')});
+      const { tileModuleStats } = await import(${url('src/codegen/cpu/wasm-kernel.ts')});
       const { twoCalls } = await import(${url('test/helpers/disk-cache-lstm.ts')});
       const out = twoCalls(K, 4);
-      console.log(JSON.stringify({ out, stats: diskCacheStats }));`;
+      console.log(JSON.stringify({ out, stats: diskCacheStats, tiles: tileModuleStats }));`;
     const run = (cacheDir: string | undefined) => {
       const env: NodeJS.ProcessEnv = { ...process.env };
       delete env['THEANINE_CACHE_DIR'];
       if (cacheDir !== undefined) env['THEANINE_CACHE_DIR'] = cacheDir;
       const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { env, encoding: 'utf8', timeout: 100000 });
       expect(r.status, r.stderr).to.equal(0);
-      return JSON.parse(r.stdout.trim().split('\n').pop()!) as { out: number[]; stats: typeof diskCacheStats };
+      return JSON.parse(r.stdout.trim().split('\n').pop()!) as { out: number[]; stats: typeof diskCacheStats; tiles: { assembled: number; handedOver: number } };
     };
     const first = run(dir);
     expect(first.stats.hits).to.equal(0);
+    expect(first.tiles.assembled, 'the first process assembles the kernel module').to.be.greaterThan(0);
     expect(first.stats.writes).to.be.greaterThan(0);
     expect(cacheFiles(dir)).to.have.length(first.stats.writes);
     const second = run(dir);
@@ -62,6 +64,7 @@ describe('compile cache on disk', function () {
     expect(second.stats.misses).to.equal(0);
     expect(second.stats.writes).to.equal(0);
     expect(second.out).to.deep.equal(first.out);
+    expect(second.tiles, 'the second process compiles the kernel modules from the entry\'s bytes').to.deep.equal({ assembled: 0, handedOver: first.tiles.assembled });
     // and the numbers are those of a process without the cache
     expect(run(undefined).out).to.deep.equal(first.out);
     expect(fs.readdirSync(dir).filter((n) => n.endsWith('.tmp'))).to.deep.equal([]);
@@ -128,6 +131,36 @@ describe('compile cache on disk', function () {
     f(xs);
     expect(diskCacheStats).to.include({ hits: 0, misses: 2, writes: 2 });
     expect(cacheFiles(dir)).to.have.length(2);
+  });
+
+  it('kernel module bytes handed over that do not compile are dropped: the module is assembled here instead', () => {
+    const code = `
+      const { matmulFma, seedTileModules, tileModuleStats, wasmTileModule } = await import(${url('src/codegen/cpu/wasm-kernel.ts')});
+      seedTileModules([['wasm-tiles;shared:false;fma:' + matmulFma(), new Uint8Array([0, 97, 115, 109, 9, 9, 9, 9])]]);
+      const ok = wasmTileModule() !== null;
+      console.log(JSON.stringify({ ok, tiles: tileModuleStats }));`;
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { encoding: 'utf8', timeout: 100000 });
+    expect(r.status, r.stderr).to.equal(0);
+    expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).to.deep.equal({ ok: true, tiles: { assembled: 1, handedOver: 0 } });
+  });
+
+  it('a function whose products the worker threads share starts them when it is specialised, before its first call; one without does not', () => {
+    const code = `
+      const { backend: K, NDArray } = await import(${url('src/index.ts')});
+      const { setThreads, threadPool } = await import(${url('src/codegen/cpu/threads.ts')});
+      setThreads(2);
+      const x = K.placeholder([4], null, 'float32', false, 'x');
+      K.function([x], [K.exp(x)]).source();
+      const small = threadPool()?.size ?? 0;
+      const a = K.placeholder([256, 256], null, 'float32', false, 'a');
+      const w = K.variable(new NDArray(new Float32Array(256 * 256).fill(0.5), [256, 256]), 'float32', 'w');
+      K.function([a], [K.dot(a, w)]).source();
+      console.log(JSON.stringify({ small, big: threadPool()?.size ?? 0 }));`;
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    delete env['THEANINE_CACHE_DIR'];
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { env, encoding: 'utf8', timeout: 100000 });
+    expect(r.status, r.stderr).to.equal(0);
+    expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).to.deep.equal({ small: 0, big: 1 });
   });
 
   for (const [what, damage, why] of [

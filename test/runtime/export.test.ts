@@ -6,7 +6,7 @@ import { backend as K, NDArray, defineOp, ValueError } from '../../src/index.js'
 import type { Tensor } from '../../src/index.js';
 import { ExportError } from '../../src/runtime/export/module.js';
 import { setEnvironment } from '../../src/api/config.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { expectClose } from '../helpers/assert.js';
 import { emptyFolder, runCalls, typecheck, writeModules } from '../helpers/exported.js';
 

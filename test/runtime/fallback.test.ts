@@ -7,7 +7,7 @@ import { backend as K, FallbackError, NDArray } from '../../src/index.js';
 import { apply } from '../../src/ir/build.js';
 import { defineOp } from '../../src/api/extend.js';
 import { setWarningSink, warningSink } from '../../src/runtime/warn.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { targets } from '../helpers/targets.js';
 import { expectClose } from '../helpers/assert.js';
 

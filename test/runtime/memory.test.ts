@@ -6,12 +6,12 @@ import { expect } from 'chai';
 import * as v8 from 'node:v8';
 import * as vm from 'node:vm';
 import { backend as K, NDArray } from '../../src/index.js';
-import { compileCacheBytes, SPEC_BUDGET_BYTES } from '../../src/runtime/compile.js';
+import { compileCacheBytes, SPEC_BUDGET_BYTES } from '../../src/runtime/cpu/compile.js';
 import { packArena } from '../../src/codegen/cpu/wasm-kernel.js';
 import { factoryCacheSize } from '../../src/codegen/cpu/module.js';
 import { _setMaxGpuKernels, gpuKernelCount } from '../../src/runtime/gpu/kernels.js';
 import { targets } from '../helpers/targets.js';
-import { ivar, newVar } from '../../src/codegen/index-expr.js';
+import { ivar, newVar } from '../../src/codegen/kernel/index-expr.js';
 
 function collector(): () => void {
   const g = (globalThis as { gc?: () => void }).gc;

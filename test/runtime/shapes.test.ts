@@ -4,7 +4,7 @@
 // that one shape.
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
-import { clearCompileCache, compileCacheBytes, compileCacheStats, compileStats, SPEC_BUDGET_BYTES, storeBytes } from '../../src/runtime/compile.js';
+import { clearCompileCache, compileCacheBytes, compileCacheStats, compileStats, SPEC_BUDGET_BYTES, storeBytes } from '../../src/runtime/cpu/compile.js';
 import { MAX_SHED_SPECIALIZATIONS, ProgramCache } from '../../src/runtime/program-cache.js';
 import type { Node } from '../../src/ir/node.js';
 import { packArena } from '../../src/codegen/cpu/wasm-kernel.js';

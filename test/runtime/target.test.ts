@@ -5,7 +5,7 @@
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import type { FunctionOptions } from '../../src/api/function.js';
-import { compileStats } from '../../src/runtime/compile.js';
+import { compileStats } from '../../src/runtime/cpu/compile.js';
 import { compileTimes } from '../../src/runtime/target.js';
 import { ortAvailable } from '../../src/runtime/onnx/session.js';
 

@@ -11,12 +11,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setEnvironment } from '../../src/api/config.js';
-import { clearCompileCache } from '../../src/runtime/compile.js';
+import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { setThreads } from '../../src/codegen/cpu/threads.js';
 import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule } from '../../src/codegen/cpu/strategy.js';
-import { beamSearch, MIN_GAIN, tuneCache, tuneOptions, tuneStats, type Axis } from '../../src/runtime/tune.js';
+import { beamSearch, CONFIRM, confirmWin, ewAxes, MIN_GAIN, tuneCache, tuneOptions, tuneStats, type Axis } from '../../src/runtime/tune.js';
 import { TUNE_CACHE_FILE, tuneCacheStats, type TunedEntry } from '../../src/runtime/tune-cache.js';
 import type { Node } from '../../src/ir/node.js';
+import { CHUNK, DEFAULT_STREAMS, EW_STREAMS, type EwPlan } from '../../src/codegen/cpu/wasm/elementwise.js';
 
 const AXES: Axis[] = [
   { field: 'blockBytes', values: [65536, 131072, 262144, 524288] },
@@ -36,11 +37,13 @@ describe('autotuning: the beam search', () => {
     expect(r.complete).to.equal(true);
     expect(seen[0]).to.equal(JSON.stringify(DEFAULT_MATMUL_SCHEDULE));
     expect(r.candidates, 'distinct schedules timed').to.equal(new Set(seen).size);
-    // every schedule timed once in the search; the winner and the default twice more to confirm
+    // every schedule timed once in the search; the winner and the default CONFIRM times more, in alternating pairs
     const counts = new Map<string, number>();
     for (const k of seen) counts.set(k, (counts.get(k) ?? 0) + 1);
-    expect(counts.get(JSON.stringify(r.best))).to.equal(3);
-    expect(counts.get(JSON.stringify(DEFAULT_MATMUL_SCHEDULE))).to.equal(3);
+    expect(counts.get(JSON.stringify(r.best))).to.equal(1 + CONFIRM);
+    expect(counts.get(JSON.stringify(DEFAULT_MATMUL_SCHEDULE))).to.equal(1 + CONFIRM);
+    const pairs = seen.slice(r.candidates).map((k) => (k === JSON.stringify(r.best) ? 'W' : 'D')).join('');
+    expect(pairs, 'ABBA: the default first in even pairs').to.equal('DWWD'.repeat(CONFIRM / 2));
     expect([...counts.values()].filter((n) => n > 1).length).to.equal(2);
     expect(r.defaultMs).to.equal(landscape(DEFAULT_MATMUL_SCHEDULE));
   });
@@ -70,16 +73,46 @@ describe('autotuning: the beam search', () => {
     expect(r.ms).to.equal(10);
   });
 
-  it('stops timing new candidates at the deadline: the budget is exceeded by one timing at most', () => {
+  it('a winner is kept only when faster in every confirming pair and beyond the default\'s own spread', () => {
+    const d = [10, 10.2, 9.9, 10.1];
+    expect(confirmWin(d.map((x) => x * 0.9), d), '10% faster, default spread 3%').to.equal(true);
+    expect(confirmWin(d.map((x) => x * (1 - MIN_GAIN / 2)), d), 'within MIN_GAIN').to.equal(false);
+    const wide = [10, 12, 9, 11];
+    expect(confirmWin(wide.map((x) => x * 0.8), wide), '20% faster, spread 30%').to.equal(false);
+    expect(confirmWin(wide.map((x) => x * 0.6), wide), '40% faster, spread 30%').to.equal(true);
+    expect(confirmWin([5, 5, 11, 5], [10, 10, 10, 10]), 'slower in one pair').to.equal(false);
+    expect(confirmWin([5], [10]), 'one pair is no confirmation').to.equal(false);
+  });
+
+  it('keeps the default when its timings are as noisy as the gain: a winner 10% faster against a default whose timings spread 25%', () => {
+    let k = 0;
+    const spread = [10, 12.5, 10.5, 11];
+    const noisy = (s: MatmulSchedule) => (JSON.stringify(s) === JSON.stringify(DEFAULT_MATMUL_SCHEDULE) ? spread[k++ % 4]! : s.blockBytes === 131072 ? 9.4 : 11);
+    const r = beamSearch(AXES, 1, noisy, Infinity);
+    expect(r.best).to.deep.equal(DEFAULT_MATMUL_SCHEDULE);
+  });
+
+  it('keeps room in the budget for the confirmation: the budget is exceeded by one pair of timings at most', () => {
     let clock = 0;
     const cost = 7;
-    const r = beamSearch(AXES, 2, (s) => { clock += cost; return landscape(s); }, 30, () => clock);
+    const r = beamSearch(AXES, 2, (s) => { clock += cost; return landscape(s); }, 100, () => clock);
     expect(r.complete).to.equal(false);
-    expect(r.searchMs).to.be.at.most(30 + cost);
-    expect(r.candidates).to.equal(Math.ceil(30 / cost));
+    expect(r.searchMs).to.be.at.most(100 + 2 * cost);
+    // new candidates stop once the 2 * CONFIRM confirming timings (as long as the default's) would not fit
+    expect(r.candidates).to.equal(1 + Math.ceil((100 - 2 * CONFIRM * cost - cost) / cost));
+    expect(r.best, 'the winner, confirmed within the budget').to.not.deep.equal(DEFAULT_MATMUL_SCHEDULE);
     const none = beamSearch(AXES, 2, (s) => { clock += cost; return landscape(s); }, clock, () => clock);
     expect(none.candidates, 'a spent budget times the default only').to.equal(1);
     expect(none.best).to.deep.equal(DEFAULT_MATMUL_SCHEDULE);
+  });
+
+  it('keeps the default when the budget ends before every confirming pair ran', () => {
+    let clock = 0;
+    let n = 0;
+    // the default's first timing is fast (so the search reserves little), the rest are slow
+    const r = beamSearch(AXES, 1, (s) => { n++; clock += n === 1 ? 1 : 20; return landscape(s); }, 60, () => clock);
+    expect(r.candidates).to.be.greaterThan(1);
+    expect(r.best).to.deep.equal(DEFAULT_MATMUL_SCHEDULE);
   });
 });
 
@@ -172,7 +205,7 @@ describe('autotuning: compiled products', function () {
   });
 
   it('discards a corrupt cache file, searches again and writes a good one', () => {
-    for (const bad of ['{not json', JSON.stringify({ format: 'theanine-tune/2', machines: { m: { k: { blockBytes: -1 } } } })]) {
+    for (const bad of ['{not json', JSON.stringify({ format: 'theanine-tune/3', machines: { m: { k: { blockBytes: -1 } } } })]) {
       fs.writeFileSync(file(), bad);
       tuneCache.forget();
       clearCompileCache();
@@ -242,6 +275,43 @@ describe('autotuning: compiled products', function () {
       const got = f([X, IMG]);
       expect(f.source(), 'the schedule reaches the generated call').to.include(`, ${s.split}, ${s.blockBytes}, ${s.maxPanels}, ${s.perThread});`);
       got.forEach((g, i) => expect(Array.from(g.data), `output ${i} under ${JSON.stringify(s)}`).to.deep.equal(Array.from(plain[i]!.data)));
+    }
+  });
+
+  it('searches an elementwise kernel\'s split only with worker threads, for one loop of two chunks or more', () => {
+    const plan = (n: number, cols?: number) => ({ n, ...(cols !== undefined ? { cols } : {}) }) as EwPlan;
+    const fields = (p: EwPlan) => ewAxes(p).map((a) => a.field);
+    expect(fields(plan(1 << 15))).to.deep.equal(['streams', 'split']); // two threads (beforeEach)
+    expect(fields(plan(CHUNK))).to.deep.equal(['streams']);
+    expect(fields(plan(1 << 15, 64))).to.deep.equal(['streams']);
+    setThreads(1);
+    expect(fields(plan(1 << 15))).to.deep.equal(['streams']);
+  });
+
+  it('tunes the elementwise tier\'s unroll and thread split: searched, stored under the kernel\'s key, bit-identical under every schedule', () => {
+    const v = K.placeholder([1 << 15]);
+    const y = K.tanh(v).mul(K.sigmoid(v)).add(K.exp(v.mul(v).neg()));
+    const V = NDArray.from(Array.from({ length: 1 << 15 }, (_, i) => Math.sin(i * 0.013) * 3), 'float32');
+    const plain = K.function([v], [y])([V]);
+    const before = tuneStats.searches;
+    K.function([v], [y], [], { tune: { beam: 1, budgetMs: 20000 } })([V]);
+    expect(tuneStats.searches - before, 'one elementwise kernel searched').to.equal(1);
+    const stored = JSON.parse(fs.readFileSync(file(), 'utf8')) as { machines: Record<string, Record<string, TunedEntry>> };
+    const keys = Object.values(stored.machines).flatMap((m) => Object.keys(m));
+    expect(keys.length).to.equal(1);
+    expect(keys[0]).to.match(/^ew [0-9a-f]{8} \d+ n32768$/);
+    const schedules = [...EW_STREAMS.map((streams) => ({ streams, split: false })), { streams: DEFAULT_STREAMS, split: true }, { streams: 8, split: true }];
+    for (const sch of schedules) {
+      tuneCache.forget();
+      tuneCache.set(keys[0]!, { ...sch, ms: 1, defaultMs: 1, searchMs: 1, candidates: 1 });
+      clearCompileCache();
+      const f = K.function([v], [y], [], { tune: { beam: 1, budgetMs: 0 } });
+      const got = f([V]);
+      const src = f.source();
+      expect(src.includes(`SIMD f32x4 x${sch.streams}:`), `the unroll ${sch.streams} reaches the kernel`).to.equal(sch.streams !== DEFAULT_STREAMS);
+      // two threads (beforeEach): a split schedule sends loops of two chunks and more to them
+      expect(src.includes(`if (hi - lo >= ${2 * CHUNK}) { w.par(`), 'the split reaches the kernel').to.equal(sch.split);
+      expect(Array.from(got[0]!.data), JSON.stringify(sch)).to.deep.equal(Array.from(plain[0]!.data));
     }
   });
 });

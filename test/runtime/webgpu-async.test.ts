@@ -65,8 +65,51 @@ describe('callAsync', function () {
     expect(String(err)).to.match(/does not fit the placeholder's shape/);
   });
 
+  it('K.get_value_async: a variable\'s and an expression\'s values, as K.get_value', async () => {
+    const W = K.variable(rand([3, 2], 4), 'float32', 'W');
+    expect((await K.get_value_async(W)).toArray()).to.deep.equal(K.get_value(W).toArray());
+    const e = K.sum(K.exp(W), 0);
+    expect((await K.get_value_async(e)).toArray()).to.deep.equal(K.get_value(e).toArray());
+    let err: unknown;
+    try { await K.get_value_async(3 as never); } catch (x) { err = x; }
+    expect(String(err)).to.match(/get_value_async: expected a tensor/);
+  });
+
   describe('on gpu:webgpu', () => {
     onWebgpu();
+
+    it('K.get_value_async reads a variable the device holds without blocking; later get_value uses that copy', async () => {
+      const cpu = trainingStep('cpu');
+      const gpu = trainingStep('gpu');
+      const xs = rand([8, 4], 6), ys = rand([8, 3], 7);
+      await gpu.step.callAsync([xs, ys]);
+      cpu.step([xs, ys]);
+      const before = webgpuCounts();
+      const read = await countWaits(() => K.get_value_async(gpu.W));
+      const after = webgpuCounts();
+      expect(read.waits, 'no Atomics.wait').to.equal(0);
+      expect(after.readbacks - before.readbacks, 'one read-back').to.equal(1);
+      expectClose(read.value, K.get_value(cpu.W), { atol: 1e-5, rtol: 1e-4 });
+      const again = webgpuCounts();
+      expect(K.get_value(gpu.W).toArray()).to.deep.equal(read.value.toArray());
+      expect(webgpuCounts().readbacks - again.readbacks, 'get_value: the host copy').to.equal(0);
+    });
+
+    it('callAsync awaits the read-backs a step needs mid-call (a gather\'s index check) without blocking', async () => {
+      const x = K.placeholder([5, 4]);
+      const i = K.placeholder([3], null, 'int32');
+      const out = K.gather(x, K.mod(K.abs(i), 5)).mul(2);
+      const f = K.function([x, i], [out], [], { device: 'gpu', fallback: 'error' });
+      const xv = rand([5, 4], 2), iv = NDArray.from([-7, 3, 12], 'int32');
+      const want = K.function([x, i], [out], [], { optimizer: 'none' })([xv, iv]);
+      f([xv, iv]);
+      const before = webgpuCounts();
+      const got = await countWaits(() => f.callAsync([xv, iv]));
+      const after = webgpuCounts();
+      expect(got.waits, 'no Atomics.wait').to.equal(0);
+      expect(after.submits - before.submits, 'the indices read back mid-call, then the rest').to.equal(2);
+      expectClose(got.value[0]!, want[0]!, { atol: 1e-6, rtol: 1e-6 });
+    });
 
     it('awaits the device without blocking, and matches the synchronous call and the cpu', async () => {
       const cpu = trainingStep('cpu');

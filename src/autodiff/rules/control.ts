@@ -11,7 +11,7 @@ import { scanItems, type KeepMode } from '../../ir/ops/control.js';
 import type { SliceAxis } from '../../ir/ops/shape.js';
 import { add, differentiable, mul, reduce } from '../ops.js';
 import type { OpNode } from '../../ir/registry.js';
-import type { GradContext, GradRule, GradTableFor, TupleGradRule } from './types.js';
+import type { GradContext, GradTableFor, TupleGradRule } from './types.js';
 
 const FN = 'K.gradients';
 const FULL: SliceAxis = { start: null, stop: null, step: 1 };
@@ -235,22 +235,9 @@ function scanVjp(n: OpNode<'scan'>, gs: readonly (Node | null)[], { gradients }:
 
 const scanGrad: TupleGradRule<OpNode<'scan'>> = { tuple: scanVjp };
 
-/** d loss[b] / d logp = g[b] * ctc_loss_grad: the alpha/beta occupancies, zero past input_length. */
-const ctcLossGrad: GradRule = (n, g) => {
-  const gb = apply('expand_dims', [apply('expand_dims', [g], { axis: -1 }, FN)], { axis: -1 }, FN);
-  return [mul(gb, apply('ctc_loss_grad', n.inputs, {}, FN)), null, null, null];
-};
-
-
-export const controlGrads: GradTableFor<'scan_arg' | 'scan' | 'tuple_get' | 'ctc_loss' | 'ctc_loss_grad' | 'ctc_interleave_blanks' | 'ctc_create_skip_idxs' | 'ctc_update_log_p' | 'ctc_path_probs'> = {
+export const controlGrads: GradTableFor<'scan_arg' | 'scan' | 'tuple_get'> = {
   scan_arg: 'leaf',
   scan: scanGrad,
   // The walker itself routes a tuple_get's cotangent to its tuple's item.
   tuple_get: 'none',
-  ctc_loss: ctcLossGrad,
-  ctc_loss_grad: { unsupported: 'second derivatives of the CTC loss are not implemented' },
-  ctc_interleave_blanks: 'none',
-  ctc_create_skip_idxs: 'none',
-  ctc_update_log_p: { unsupported: 'it is a Theano CTC helper without a gradient; differentiate K.ctc_batch_cost instead' },
-  ctc_path_probs: { unsupported: 'it is a Theano CTC helper without a gradient; differentiate K.ctc_batch_cost instead' },
 };

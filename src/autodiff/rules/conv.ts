@@ -1,14 +1,10 @@
-// Gradient rules of the convolution and pooling primitives. Each family is closed under
-// differentiation, so gradients of gradients stay in it:
+// Gradient rules of the convolution primitives (pooling's are in ./pool.ts). The family is closed
+// under differentiation, so gradients of gradients stay in it:
 //   conv(x, w)                 dx = conv_transpose(g, w)      dw = conv_kernel_grad(x, g)
 //   conv_transpose(dy, w)      ddy = conv(g, w)               dw = conv_kernel_grad(g, dy)
 //   conv_kernel_grad(x, dy)    dx = conv_transpose(dy, g)     ddy = conv(x, g)
-//   pool(x)                    dx = pool_grad(x, g)
-//   pool_grad(x, dy)           ddy = pool_select(x, g) (max) or pool(g) (avg); none to x
-//   pool_select(x, v)          dv = pool_grad(x, g); none to x
 // (All three conv ops sum x * w * dy over the same (output, tap, input) triples, so each is the
-// adjoint of the others in the corresponding argument.) Max pooling's dependence on x is piecewise
-// constant: x only chooses where values go, so no gradient reaches x through the selection.
+// adjoint of the others in the corresponding argument.)
 import { apply } from '../../ir/build.js';
 import type { Node } from '../../ir/node.js';
 import type { ConvAttrs, ConvSizedAttrs } from '../../ir/ops/conv.js';
@@ -67,21 +63,8 @@ export const convKernelGradGrad: GradRule<OpNode<'conv_kernel_grad'>> = (n, g) =
   return n.inputs.length === 3 ? [...grads, null] : grads;
 };
 
-export const poolGrad: GradRule = (n, g) => [apply('pool_grad', [n.inputs[0]!, g], n.attrs, FN)];
-
-export const poolGradGrad: GradRule<OpNode<'pool_grad'>> = (n, g) => {
-  const a = n.attrs;
-  const x = n.inputs[0]!;
-  return [null, a.mode === 'max' ? apply('pool_select', [x, g], n.attrs, FN) : apply('pool', [g], n.attrs, FN)];
-};
-
-export const poolSelectGrad: GradRule = (n, g) => [null, apply('pool_grad', [n.inputs[0]!, g], n.attrs, FN)];
-
 export const convGrads = {
   conv: convGrad,
   conv_transpose: convTransposeGrad,
   conv_kernel_grad: convKernelGradGrad,
-  pool: poolGrad,
-  pool_grad: poolGradGrad,
-  pool_select: poolSelectGrad,
 } as const;

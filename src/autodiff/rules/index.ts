@@ -3,6 +3,8 @@
 import { castGrad, elementwiseGrads, whereGrad } from './elementwise.js';
 import { reduceGrads } from './reduce.js';
 import { convGrads } from './conv.js';
+import { poolGrads } from './pool.js';
+import { ctcGrads } from './ctc.js';
 import {
   broadcastLikeGrad, dotGrad, identityGrad, indexGrad, reshapeGrad, reshapeLikeGrad, scatterIndexGrad,
   sumToLikeGrad, transposeGrad, unsqueezeGrad,
@@ -10,7 +12,7 @@ import {
 import { cumulativeGrads, miscGrads, randomGrads } from './misc.js';
 import { shapeGrads } from './shape.js';
 import { controlGrads } from './control.js';
-import { optimizerGrads } from './optimizer.js';
+import { optimizerGrads } from './introduced.js';
 import type { GradTable } from './types.js';
 import { apply } from '../../ir/build.js';
 import { mul, scalar } from '../ops.js';
@@ -47,12 +49,10 @@ export const gradRules: GradTable = {
   ...miscGrads,
   ...randomGrads,
   ...convGrads,
+  ...poolGrads,
   ...shapeGrads,
   ...controlGrads,
-  // Decoding picks labels (integers) and a score of the chosen path; TensorFlow gives neither a gradient.
-  ctc_decode: 'none',
-  ctc_trim: 'none',
-  ctc_label_dense_to_sparse: 'none',
+  ...ctcGrads,
   ...optimizerGrads,
   ...sizedGrads,
 };

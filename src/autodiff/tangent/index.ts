@@ -6,6 +6,7 @@ import type { Node } from '../../ir/node.js';
 import type { OpNode } from '../../ir/registry.js';
 import { reduceOps, type ReductionName } from '../../ir/ops/reduce.js';
 import { gradRules } from '../rules/index.js';
+import { ctcNoDerivative } from '../rules/ctc.js';
 import { extremumWeights, prodPartials } from '../rules/reduce.js';
 import type { GradRule } from '../rules/types.js';
 import { cumsumOf, div, mul, reduce } from '../ops.js';
@@ -112,14 +113,7 @@ export const tangentRules: TangentTable = {
   // The walker itself reads a tuple_get's tangent from its tuple's item.
   tuple_get: 'none',
   ctc_loss: fromGradient('ctc_loss'),
-  ctc_loss_grad: { unsupported: 'second derivatives of the CTC loss are not implemented' },
-  ctc_interleave_blanks: 'none',
-  ctc_create_skip_idxs: 'none',
-  ctc_update_log_p: { unsupported: 'it is a Theano CTC helper without a derivative; differentiate K.ctc_batch_cost instead' },
-  ctc_path_probs: { unsupported: 'it is a Theano CTC helper without a derivative; differentiate K.ctc_batch_cost instead' },
-  ctc_decode: 'none',
-  ctc_label_dense_to_sparse: 'none',
-  ctc_trim: 'none',
+  ...ctcNoDerivative,
   fused: { unsupported: 'fused nodes exist only in compiled graphs (the fusion pass runs after differentiation)' },
   softmax_cross_entropy: fromGradient('softmax_cross_entropy'),
 };

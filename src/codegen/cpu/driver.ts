@@ -10,17 +10,18 @@
 // pieces are kept is the binding's.
 import type { NDArray } from '../../ir/ndarray.js';
 import { sizeOf } from '../../ir/ndarray.js';
-import { exprOrder, type Expr } from '../expr.js';
-import type { BufferDecl, ExternStep, MatmulKernel, PrintStep, Program, ScanStep, Step } from '../kernel.js';
-import type { Plan } from '../plan.js';
+import { exprOrder, type Expr } from '../kernel/expr.js';
+import { stepBuffers, type BufferDecl, type ExternStep, type MatmulKernel, type PrintStep, type Program, type ScanStep, type Step } from '../kernel/ir.js';
+import type { Plan } from '../transform/plan.js';
 import type { Prepared } from '../pipeline.js';
-import { renderElementwise } from '../wasm/elementwise.js';
-import { renderPool } from '../wasm/pool.js';
-import { renderReduce } from '../wasm/reduce.js';
-import { renderPhilox, renderPhiloxPair } from '../wasm/philox.js';
+import { renderElementwise } from './wasm/elementwise.js';
+import { renderPool } from './wasm/pool.js';
+import { renderReduce } from './wasm/reduce.js';
+import { renderPhilox, renderPhiloxPair } from './wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
 import { renderAllTiles, renderIndirectTiles, renderMatmulCompute, renderTierEpilogue } from './matmul.js';
+import { renderSmallSums } from './small-matmul.js';
 import { renderScanLoop, type ScanArg } from './scan.js';
 import type { MatmulStrategy } from './strategy.js';
 
@@ -46,6 +47,11 @@ export interface DriverBinding {
   epoch(name: string): string[];
   /** Results written into the caller's arrays (Scan bodies): target `k`'s array. */
   readonly out?: ((k: number) => string) | undefined;
+  /**
+   * A new result array (`ctor` a typed array's name) whose every element the steps store before
+   * any is read (freshTarget): made without filling it with zeros, where the binding can.
+   */
+  readonly fresh?: ((ctor: string, size: number) => string) | undefined;
   /**
    * Opens a matmul's block: its packing buffers and tile sums, and where whole float32 products
    * stage their operands (a byte offset expression; the binding's that have one). `sources` gives,
@@ -126,12 +132,14 @@ export function renderDriver({ program: p, plan, strategies }: Prepared, b: Driv
           const { base, sb, sr, st: t } = c.op;
           const sg = staged.get(c.dst);
           // contiguous along t in panels wider than 4: row by row (packRows), else step by step
-          const call = sg !== undefined ? `rt.arena.stage(${name(c.buf)}, ${sg.lo}, ${sg.hi}, ${sg.at === 0 ? stage! : `${stage!} + ${4 * sg.at}`}, ${base}, ${sb}, ${sr}, ${t}, ${name(c.dst)}.byteOffset, `
+          const call = st.small && c.dst === s.packA ? `rt.rowsA(${name(c.dst)}, ${name(c.buf)}, ${base}, ${sr}, `
+            : sg !== undefined ? `rt.arena.stage(${name(c.buf)}, ${sg.lo}, ${sg.hi}, ${sg.at === 0 ? stage! : `${stage!} + ${4 * sg.at}`}, ${base}, ${sb}, ${sr}, ${t}, ${name(c.dst)}.byteOffset, `
             : t === 1 && c.p !== 4 ? `rt.packRows(${name(c.dst)}, ${name(c.buf)}, ${base}, ${sb}, ${sr}, ` : `rt.packStrided(${name(c.dst)}, ${name(c.buf)}, ${base}, ${sb}, ${sr}, ${t}, `;
-          pl.push(`${call}${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
+          pl.push(st.small && c.dst === s.packA ? `${call}${c.rows}, ${s.k.size});` : `${call}${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p});`);
         }
-        for (const { kernel: kern, js } of pk.kernels) {
-          if (kern.stores[0]!.buf === dst) pl.push(kernelCall(b.kernel(s, (env) => renderLoopKernel(kern, 'k', env, js)), name));
+        for (const { kernel: kern, js, tier } of pk.kernels) {
+          if (kern.stores[0]!.buf !== dst) continue;
+          pl.push(kernelCall(b.kernel(s, (env) => (tier !== undefined ? renderElementwise(tier, env.bufName) : renderLoopKernel(kern, 'k', env, js))), name));
         }
         if (keep === undefined) lines.push(...pl.map((l) => `  ${l}`));
         else if (!staged.has(dst)) lines.push(`  if (${keep.when}) {`, ...pl.map((l) => `    ${l}`), `    ${keep.done}`, '  }');
@@ -142,6 +150,7 @@ export function renderDriver({ program: p, plan, strategies }: Prepared, b: Driv
         }
       }
       if (indirect) lines.push(...renderIndirectTiles(s, name(s.packA), name(s.packB), name, st.schedule).map((l) => `  ${l}`));
+      else if (st.small) lines.push(`  ${renderSmallSums(s, name(s.packA), name(s.packB))}`);
       else if (all) lines.push(`  ${renderAllTiles(s, name(s.packA), name(s.packB), st.schedule)}`);
       lines.push(...after);
       // A whole float32 product's epilogue runs in the SIMD tier where the tier can render it.
@@ -180,6 +189,29 @@ function kernelCall(k: DeclaredKernel, name: (id: number) => string): string {
   return `${k.name}(${args}, 0, 1); ${k.name}(${args}, 1, ${k.rows});`;
 }
 
+/** Result arrays at least this long are made without zeros where freshTarget allows (shorter ones cost little to fill). */
+const FRESH_MIN = 1 << 16;
+
+/**
+ * Whether result buffer `d` is long and the first step using it is a loop kernel that stores every
+ * one of its elements, unconditionally and once (its index a row-major walk of the loops: each
+ * loop's coefficient the product of the sizes of those inside it, offset 0), and reads none
+ * (TensorFlow's and PyTorch's outputs are allocated uninitialised the same way: torch.empty).
+ */
+function freshTarget(p: Program, d: BufferDecl): boolean {
+  if (d.size < FRESH_MIN) return false;
+  const s = p.steps.find((t) => { const u = stepBuffers(t); return u.reads.includes(d.id) || u.writes.includes(d.id) || u.scratch.includes(d.id); });
+  if (s === undefined || s.kind !== 'loop' || s.poolAux === true || stepBuffers(s).reads.includes(d.id)) return false;
+  return s.stores.some((st) => {
+    if (st.buf !== d.id || st.accumulate === true || st.dyn !== undefined || st.index.c !== 0) return false;
+    if (st.index.terms.length !== s.vars.length || st.index.terms.some(([a]) => a.kind !== 'var')) return false;
+    const walk = s.vars.map((v) => [st.index.coef(v), v.size] as const).sort((a, b) => a[0] - b[0]);
+    let stride = 1;
+    for (const [k, n] of walk) { if (k !== stride) return false; stride *= n; }
+    return stride === d.size;
+  });
+}
+
 /** The declaration of buffer `d` in the driver. */
 function bind(d: BufferDecl, p: Program, plan: Plan, b: DriverBinding): string[] {
   const name = `b${d.id}`;
@@ -196,7 +228,8 @@ function bind(d: BufferDecl, p: Program, plan: Plan, b: DriverBinding): string[]
     }
     case 'target': {
       const k = b.out === undefined ? -1 : p.targets.findIndex((t) => t.buf === d.id && !t.copy);
-      return decl(k >= 0 ? b.out!(k) : `new ${arrayType(d.dtype)}(${d.size})`);
+      if (k >= 0) return decl(b.out!(k));
+      return decl(b.fresh !== undefined && freshTarget(p, d) ? b.fresh(arrayType(d.dtype), d.size) : `new ${arrayType(d.dtype)}(${d.size})`);
     }
     case 'extern': case 'arena': return [];
   }

@@ -33,10 +33,16 @@ export function setHandoffModel(on: boolean | undefined): void {
 /** Kind 0: matrix products (`rate`); others: the shared tier kernel of that id + 1 (`rates`). */
 const rateOf = (kind: number) => (kind === 0 ? handoff.rate : handoff.rates.get(kind) ?? 0);
 
-/** The threads to run `work` on (1 or `threads`), by the model; `kind` names the job's kind of work. */
-export function handoffThreads(work: number, threads: number, kind = 0): number {
+/**
+ * The threads to run `work` on (1 or `threads`), by the model; `kind` names the job's kind of work.
+ * `measured`: by the model even where it is off, and on one thread until the kind's rate is
+ * measured (products of few rows, small-matmul.ts: a batch-32 inference's product splits on a
+ * quiet machine and stays on the calling thread where other work delays the workers).
+ */
+export function handoffThreads(work: number, threads: number, kind = 0, measured = false): number {
   const rate = rateOf(kind);
-  if (threads <= 1 || !handoff.on || rate <= 0) return threads;
+  if (threads <= 1 || (!handoff.on && !measured)) return threads;
+  if (rate <= 0) return measured ? 1 : threads;
   const split = (work / rate) * (1 - 1 / threads) > handoff.latency;
   if (split) { handoff.splits++; return threads; }
   handoff.kept++;

@@ -6,7 +6,7 @@
 // shared by every product), so the buffer is written at each call too, one word per (cell, tap)
 // instead of the im2col matrix's C floats. A kernel gradient (windowGradA) reads the input
 // through a table of window origins, one word per output cell, over its explicitly padded copy.
-import { paddedInput } from '../kernel.js';
+import { paddedInput } from '../kernel/ir.js';
 
 /**
  * Fills A's packing buffer `dst` (a float32 view of the arena): x[xOff ..] (geometry g: batch,

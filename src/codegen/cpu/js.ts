@@ -2,8 +2,8 @@
 // literals, typed arrays, and the one way a string from outside ever reaches generated source
 // (an escaped literal).
 import type { DType } from '../../ir/dtype.js';
-import { FOLD_ROWS, KERNEL_ROWS, type ScalarOp, type ReduceOp } from '../expr.js';
-import { CLASS_ARRAY, storageClass } from '../plan.js';
+import { FOLD_ROWS, KERNEL_ROWS, type ScalarOp, type ReduceOp } from '../kernel/expr.js';
+import { CLASS_ARRAY, storageClass } from '../transform/plan.js';
 
 /** A JS string literal that survives any content: quotes, backslashes, newlines, U+2028, `*\/`. */
 export function jsString(s: string): string {

@@ -1,13 +1,13 @@
 // Rendering a scheduled loop kernel as a JavaScript function: nested for-loops with constant
 // bounds, one `const` per expression that is shared or hoisted, reductions as local
 // accumulators, stores into typed arrays. No closures, no allocation, numbers only.
-import type { ScalarFn, Expr } from '../expr.js';
-import type { IExpr } from '../index-expr.js';
-import { ExprBuilder, children, exprOrder } from '../expr.js';
-import type { LoopKernel } from '../kernel.js';
-import { REDUCE_INIT } from '../expr.js';
-import { schedule, type Schedule, type Scope } from '../schedule.js';
-import { splitInnerLoop } from '../split.js';
+import type { ScalarFn, Expr } from '../kernel/expr.js';
+import type { IExpr } from '../kernel/index-expr.js';
+import { ExprBuilder, children, exprOrder } from '../kernel/expr.js';
+import type { LoopKernel } from '../kernel/ir.js';
+import { REDUCE_INIT } from '../kernel/expr.js';
+import { schedule, type Schedule, type Scope } from '../transform/schedule.js';
+import { splitInnerLoop } from '../transform/split.js';
 import { castCode, commentText, foldCode, jsString, literal, opCode, storeRounds } from './js.js';
 
 export interface RenderEnv {

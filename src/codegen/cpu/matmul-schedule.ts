@@ -1,7 +1,9 @@
-// A whole product's schedule (its cache blocks and thread split), apart from the strategy step
+// A whole product's schedule (its cache blocks and thread split), and the chooser of tuned
+// schedules (products' and the elementwise tier's), apart from the strategy step
 // that chooses it (strategy.ts) and the matmul renderer that spells it (matmul.ts), so that
 // neither imports the other for it.
-import type { MatmulKernel } from '../kernel.js';
+import type { LoopKernel, MatmulKernel } from '../kernel/ir.js';
+import type { EwPlan, EwSchedule } from './wasm/elementwise.js';
 import { BLOCK_BYTES, MAX_BLOCK_PANELS, MIN_BLOCKS_PER_THREAD } from './wasm-kernel.js';
 
 /**
@@ -21,7 +23,7 @@ export interface MatmulSchedule {
   readonly perThread: number;
 }
 
-/** Today's schedule: blocks of 256 KiB of A panels, at most 16, split where the hand-off model says so, at least 4 blocks per thread. */
+/** Today's schedule: blocks of 512 KiB of A panels, at most 16, split where the hand-off model says so, at least 4 blocks per thread. */
 export const DEFAULT_MATMUL_SCHEDULE: MatmulSchedule = Object.freeze({ blockBytes: BLOCK_BYTES, maxPanels: MAX_BLOCK_PANELS, split: true, perThread: MIN_BLOCKS_PER_THREAD });
 
 /** Whether `s` is the default schedule (then the generated code is what it was before tuning existed). */
@@ -29,8 +31,13 @@ export const isDefaultSchedule = (s: MatmulSchedule): boolean =>
   s.blockBytes === DEFAULT_MATMUL_SCHEDULE.blockBytes && s.maxPanels === DEFAULT_MATMUL_SCHEDULE.maxPanels && s.split === DEFAULT_MATMUL_SCHEDULE.split
   && s.perThread === DEFAULT_MATMUL_SCHEDULE.perThread;
 
-/** The schedule of a whole product (tuned), or undefined for the default. */
-export type ScheduleChooser = (k: MatmulKernel, tiles: TilesCall) => MatmulSchedule | undefined;
+/** Tuned schedules, asked for at the strategy step (strategy.ts); undefined for the default. */
+export interface ScheduleChooser {
+  /** A whole product's schedule. */
+  matmul(k: MatmulKernel, tiles: TilesCall): MatmulSchedule | undefined;
+  /** An elementwise tier kernel's schedule, given its plan under a schedule (`plan(undefined)`: the default's). */
+  elementwise?(k: LoopKernel, plan: (s: EwSchedule | undefined) => EwPlan): EwSchedule | undefined;
+}
 
 /** The shape of a whole product's tile sums (PackArena.tiles' arguments that decide its cost): what a tuned schedule is keyed by. */
 export interface TilesCall {

@@ -4,22 +4,22 @@
 // operand expressions, so transposed or strided operands (and any elementwise prologue) cost one
 // pass. The shared micro-kernel (microkernel.ts, ../wasm/matmul.ts) sums an mr x nr tile over t
 // once in the reference's order (s += a*b for t = 0..K-1): in float64 (4 x 4 tiles, f64x2),
-// results match the reference exactly; in float32 (matmul precision "float32": 8 x 4 or 12 x 4
+// results match the reference exactly; in float32 (matmul precision "float32": 8 x 4
 // tiles, f32x4, as XNNPACK and BLAS sum float32 products) they are within the bound stated in
 // docs/architecture.md. The generated part applies the epilogue (bias, activation...) to each
 // sum as it is stored.
-import { ExprBuilder, exprOrder, type Expr } from '../expr.js';
-import { iadd, iconst, iscale, ivar, newVar, substitute, type IExpr, type Var } from '../index-expr.js';
-import type { LoopKernel, MatmulKernel } from '../kernel.js';
-import { mapIndices } from '../collapse.js';
+import { ExprBuilder, exprOrder, type Expr } from '../kernel/expr.js';
+import { iadd, iconst, iscale, ivar, newVar, substitute, type IExpr, type Var } from '../kernel/index-expr.js';
+import type { LoopKernel, MatmulKernel, Program } from '../kernel/ir.js';
+import { mapIndices } from '../transform/collapse.js';
 import { ExprWriter, type KernelSource, type RenderEnv } from './loop.js';
 import { commentText, storeRounds } from './js.js';
 import { IGEMM_VARIANT, PARALLEL_MIN_MACS, ROWVEC_EXPORT, WINDOW_GRAD_VARIANT } from './threads.js';
 import { blockVariant } from './wasm-kernel.js';
 import type { DType } from '../../ir/dtype.js';
 import { DEFAULT_MATMUL_SCHEDULE, isDefaultSchedule, type MatmulSchedule, type TilesCall } from './matmul-schedule.js';
-import { planElementwise, renderElementwise, type EwPlan } from '../wasm/elementwise.js';
-import { ROWVEC_MAX_ROWS } from '../wasm/matmul.js';
+import { planElementwise, renderElementwise, type EwPlan } from './wasm/elementwise.js';
+import { ROWVEC_MAX_ROWS } from './wasm/matmul.js';
 
 /** Bytes of one packed element or sum. */
 export const sumBytes = (k: MatmulKernel): number => (k.sum === 'float32' ? 4 : 8);
@@ -180,6 +180,11 @@ export function sumsAlone(k: MatmulKernel): boolean {
   return k.indirect === undefined && k.batch.size * k.m.size * k.n.size * k.k.size < PARALLEL_MIN_MACS;
 }
 
+/** Whether a program (its Scan bodies' included) has a product whose sums the worker threads share (not sumsAlone). */
+export function splitsProducts(p: Program): boolean {
+  return p.steps.some((s) => (s.kind === 'matmul' && !sumsAlone(s)) || (s.kind === 'scan' && splitsProducts(s.body)));
+}
+
 /** Whether a product is summed by the igemm kernel (../wasm/igemm.ts) through an indirection buffer: a float32 convolution under the WebAssembly kernel. */
 export function indirectSums(k: MatmulKernel, wasm: boolean): boolean {
   return wasm && k.indirect !== undefined && k.sum === 'float32';
@@ -293,7 +298,7 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
   const oi = sub(k.out.index);
   const copyRows = rowMajor && v.t === 'acc' && (k.out.dtype === 'float32' || k.out.dtype === 'float64')
     && oi.terms.every(([a]) => a.kind === 'var' && [ip.id, rv.id, jv.id, ib.id].includes(a.v.id))
-    && oi.coef(jv) === 1 && oi.coef(rv) === N && oi.coef(ip) === mr * N;
+    && oi.coef(jv) === 1 && (M === 1 || (oi.coef(rv) === N && oi.coef(ip) === mr * N)); // one row: its index has no row term
   if (copyRows && NP * nr === N) {
     const at = [...(oi.coef(ib) !== 0 ? [`ib * ${oi.coef(ib)}`] : []), `lo * ${mr * N}`, ...(oi.c !== 0 ? [String(oi.c)] : [])].join(' + ');
     lines.push(`  const end = hi < ${MP} ? hi * ${mr * N} : ${M * N};`);

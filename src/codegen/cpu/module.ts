@@ -5,11 +5,11 @@
 // the same program never compiles twice.
 import type { TypedArray } from '../../ir/dtype.js';
 import { builtBy, provenanceComment, withBuiltBy, withBuiltByLine, type Provenance } from '../../ir/provenance.js';
-import type { ScalarFn } from '../expr.js';
-import type { MatmulKernel, Program } from '../kernel.js';
+import type { ScalarFn } from '../kernel/expr.js';
+import type { MatmulKernel, Program } from '../kernel/ir.js';
 import { prepare, type Prepared } from '../pipeline.js';
 import type { ScheduleChooser } from './strategy.js';
-import type { Plan } from '../plan.js';
+import type { Plan } from '../transform/plan.js';
 import { renderDriver, type DriverBinding } from './driver.js';
 import { commentText } from './js.js';
 import { accSize } from './matmul.js';
@@ -269,6 +269,7 @@ export function generateModule(prepared: Prepared, opts: ModuleOptions = {}): Ge
     phase: (name) => [`const ${name} = ${constant(new Uint8Array(1), true)}; ${name}[0] = phase;`],
     epoch: (name) => [`const ${name} = ${constant(new Float64Array(1), true)}; ${name}[0] = ctx.epoch;`],
     out: opts.targetsOut === true ? (k) => `outs[${k}]` : undefined,
+    fresh: (ctor, size) => `rt.fresh(${ctor}, ${size})`,
     matmul: arenaMatmul(p, keepable, packs, packKeys, () => { usesStep = true; }),
     scan(s, k, ins, outs) {
       const from = s.seqs.length + s.inits.length;

@@ -8,14 +8,15 @@ import { NDArray, formatShape } from '../../ir/ndarray.js';
 import type { EvalContext } from '../../ir/op.js';
 import type { VariableCell } from '../../ir/node.js';
 import { pyMod, roundHalfEven } from '../../ir/ops/elementwise.js';
-import type { ExternStep } from '../kernel.js';
-import type { Plan, StorageClass } from '../plan.js';
+import type { ExternStep } from '../kernel/ir.js';
+import type { Plan, StorageClass } from '../transform/plan.js';
 import { packRows, packStrided, rowPanel32, rowPanel4x4, tile4x4 } from './microkernel.js';
 import { packArena, type KeptSlot } from './wasm-kernel.js';
 import { igemmA, windowGradA } from './igemm.js';
-import { ewKernel } from '../wasm/elementwise.js';
-import { poolKernel } from '../wasm/pool.js';
-import { redKernel } from '../wasm/reduce.js';
+import { rows32, rowsA } from './small-matmul.js';
+import { ewKernel } from './wasm/elementwise.js';
+import { poolKernel } from './wasm/pool.js';
+import { redKernel } from './wasm/reduce.js';
 
 /** Helpers generated code calls (the reference's own functions, so results match it). */
 export const runtimeHelpers = {
@@ -44,8 +45,23 @@ export const runtimeHelpers = {
   pool: poolKernel,
   /** A kernel of the WebAssembly SIMD reduction tier (../wasm/reduce.ts). */
   red: redKernel,
+  /**
+   * A typed array of n elements that the steps fill entirely before reading (driver.ts
+   * freshTarget): in Node over an ArrayBuffer not filled with zeros first (Buffer.allocUnsafeSlow:
+   * its own buffer, offset 0), elsewhere a zeroed one.
+   */
+  fresh<T>(C: new (b: ArrayBuffer | number, off?: number, n?: number) => T & { readonly BYTES_PER_ELEMENT?: number }, n: number): T {
+    const B = (globalThis as { Buffer?: { allocUnsafeSlow?: (bytes: number) => Uint8Array } }).Buffer;
+    const bytes = (C as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
+    if (B?.allocUnsafeSlow === undefined) return new C(n);
+    const u = B.allocUnsafeSlow(n * bytes);
+    return new C(u.buffer as ArrayBuffer, u.byteOffset, n);
+  },
   packStrided,
   packRows,
+  /** Products of few rows (small-matmul.ts): A's rows copied row-major, and their sums. */
+  rowsA,
+  rows32,
   /** An indirect product's input cells and pointers (igemm.ts). */
   igemmA,
   windowGradA,

@@ -3,9 +3,9 @@
 // stacked items; states swap two buffers (or, when stacked whole, live in the stack; or, when
 // the step updates them in place, stay in one). The loop is the same for the cpu module and an
 // exported module; how the body is called is the binding's.
-import { exprOrder } from '../expr.js';
-import { stepBuffers, type ScanStep, type ValueRef } from '../kernel.js';
-import { readsOnlyAtStore } from '../plan.js';
+import { exprOrder } from '../kernel/expr.js';
+import { stepBuffers, type ScanStep, type ValueRef } from '../kernel/ir.js';
+import { readsOnlyAtStore } from '../transform/plan.js';
 import { commentText } from './js.js';
 import { sizeOf } from '../../ir/ndarray.js';
 

@@ -5,7 +5,7 @@
 // one call at a time runs on the store: a call made while another runs (re-entrancy: a user op or
 // a print sink calling the function) runs on arrays of its own.
 import type { TypedArray } from '../../ir/dtype.js';
-import type { Plan } from '../plan.js';
+import type { Plan } from '../transform/plan.js';
 import { CTOR } from './runtime.js';
 
 export class SlotStore {

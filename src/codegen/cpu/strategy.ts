@@ -6,16 +6,17 @@
 // kernel; fused elementwise loops: ../wasm/elementwise.ts; reductions: ../wasm/reduce.ts) where
 // one applies, else JavaScript. A matmul gets how its tiles are summed and its packing kernels.
 import type { DType } from '../../ir/dtype.js';
-import { ExprBuilder } from '../expr.js';
-import { collapseLoopKernel } from '../collapse.js';
-import { stepBuffers, type LoopKernel, type MatmulKernel, type Program } from '../kernel.js';
-import { planElementwise, type EwPlan } from '../wasm/elementwise.js';
-import { planPool, type PoolPlan } from '../wasm/pool.js';
-import { planReduce, type RedPlan } from '../wasm/reduce.js';
-import { planRowPair } from '../wasm/reduce-pair.js';
-import { fusablePair, planPhilox, type PhiloxPlan } from '../wasm/philox.js';
+import { ExprBuilder } from '../kernel/expr.js';
+import { collapseLoopKernel } from '../transform/collapse.js';
+import { stepBuffers, type LoopKernel, type MatmulKernel, type Program } from '../kernel/ir.js';
+import { planElementwise, type EwPlan } from './wasm/elementwise.js';
+import { planPool, type PoolPlan } from './wasm/pool.js';
+import { planReduce, type RedPlan } from './wasm/reduce.js';
+import { planRowPair } from './wasm/reduce-pair.js';
+import { fusablePair, planPhilox, type PhiloxPlan } from './wasm/philox.js';
 import { indirectSums, packing, stagedPacks, sumsWhole, tierEpilogue, tilesCall } from './matmul.js';
 import { wasmTileModule } from './wasm-kernel.js';
+import { smallPacking, smallPrologue, smallRows } from './small-matmul.js';
 import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule, type ScheduleChooser } from './matmul-schedule.js';
 import { jsLoop, type JsLoop } from './loop.js';
 
@@ -46,6 +47,8 @@ export interface MatmulStrategy {
   readonly all: boolean;
   /** A float32 convolution summed through an indirection buffer (A never packed). */
   readonly indirect: boolean;
+  /** A product of few rows summed by rows32 on the calling thread, A row-major (small-matmul.ts); `all` is set too (the whole product's sums and epilogue). */
+  readonly small: boolean;
   readonly packing: { readonly calls: ReturnType<typeof packing>['calls']; readonly kernels: readonly PackKernel[] };
   /** Strided float32 operands the thread pool packs from the staging area (where the binding gives one). */
   readonly staged: ReturnType<typeof stagedPacks>;
@@ -57,8 +60,8 @@ export interface MatmulStrategy {
 
 export { DEFAULT_MATMUL_SCHEDULE, isDefaultSchedule, type MatmulSchedule, type ScheduleChooser, type TilesCall } from './matmul-schedule.js';
 
-/** A packing loop kernel (collapsed), cut and scheduled for the JavaScript renderer. */
-export interface PackKernel { readonly kernel: LoopKernel; readonly js: JsLoop }
+/** A packing loop kernel (collapsed), cut and scheduled for the JavaScript renderer; `tier`: rendered by the SIMD tier instead (small-matmul.ts smallPrologue). */
+export interface PackKernel { readonly kernel: LoopKernel; readonly js: JsLoop; readonly tier?: EwPlan }
 
 export type StepStrategy = LoopStrategy | MatmulStrategy | { readonly kind: 'scan' | 'print' | 'extern' };
 
@@ -100,7 +103,10 @@ export function chooseStrategies(p: Program, wasm: boolean, schedule?: ScheduleC
     }
     if (!wasm) return js(s);
     const simd = planElementwise(s, dtype);
-    if (simd !== undefined) return { kind: 'loop', tier: 'elementwise', plan: simd };
+    if (simd !== undefined) {
+      const tuned = schedule?.elementwise?.(s, (x) => planElementwise(s, dtype, false, x)!);
+      return { kind: 'loop', tier: 'elementwise', plan: tuned === undefined ? simd : planElementwise(s, dtype, false, tuned)! };
+    }
     const red = planReduce(s, dtype);
     return red !== undefined ? { kind: 'loop', tier: 'reduce', plan: red } : js(s);
   });
@@ -116,19 +122,21 @@ function drawnByNext(p: Program, i: number, out: number): boolean {
 
 function matmulStrategy(s: MatmulKernel, target: boolean, dtype: (id: number) => DType, schedule?: ScheduleChooser): MatmulStrategy {
   const wasm = target && wasmTileModule() !== null;
-  const all = wasm && sumsWhole(s);
-  const indirect = all && indirectSums(s, wasm);
-  const pk = packing(s, indirect);
+  const small = smallRows(s, wasm);
+  const all = small || (wasm && sumsWhole(s));
+  const indirect = all && !small && indirectSums(s, wasm);
+  const pk = small ? smallPacking(s) : packing(s, indirect);
   // the packing loop kernels, collapsed as lowering collapses its own (in float64, as they copy)
+  const prologue = small ? smallPrologue(s, dtype) : undefined;
   const kernels = pk.kernels.map((k): PackKernel => {
     const kernel = collapseLoopKernel(k, new ExprBuilder(() => 'float64'));
-    return { kernel, js: jsLoop(kernel) };
+    return { kernel, js: jsLoop(kernel), ...(prologue !== undefined && k.stores[0]!.buf === s.packA ? { tier: prologue } : {}) };
   });
   return {
-    kind: 'matmul', wasm, all, indirect,
+    kind: 'matmul', wasm, all, indirect, small,
     packing: { calls: pk.calls, kernels },
-    staged: all ? stagedPacks(s, dtype) : { staged: new Map(), size: 0 },
+    staged: all && !small ? stagedPacks(s, dtype) : { staged: new Map(), size: 0 },
     epilogue: all ? tierEpilogue(s, dtype) : undefined,
-    schedule: (all && schedule !== undefined ? schedule(s, tilesCall(s, indirect)) : undefined) ?? DEFAULT_MATMUL_SCHEDULE,
+    schedule: (all && !small && schedule !== undefined ? schedule.matmul(s, tilesCall(s, indirect)) : undefined) ?? DEFAULT_MATMUL_SCHEDULE,
   };
 }

@@ -12,7 +12,7 @@
 // may use (platform.cores()). In a browser the platform starts no workers: one thread.
 import { platform } from '#platform';
 import type { PlatformWorker } from '../../platform/types.js';
-import type { WasmMemory, WasmModule } from '../wasm/encode.js';
+import type { WasmMemory, WasmModule } from './wasm/encode.js';
 
 let override: number | undefined;
 /** The configured count (keras.json "threads", THEANINE_THREADS): the configuration registers its reader here. */
@@ -57,6 +57,10 @@ export type RowVec = (pa: number, sa: number, pb: number, K: number, acc: number
  * 1 to 3 rows, row-major, on the calling thread: ROWVEC_EXPORT).
  */
 export const BLOCK_EXPORTS = ['panelBlock', 'panelBlock32', 'panelBlock32w', 'panelBlock32r', 'panelBlock32wr', 'pack32', 'igemm32', 'packCols32', 'windowGrad32', 'rowVec32_1', 'rowVec32_2', 'rowVec32_3'] as const;
+/** The kernels' list entry after BLOCK_EXPORTS: rows32 (./wasm/rows.ts) over the same memory, for rows jobs (kind 2). */
+export const ROWS_EXPORT = BLOCK_EXPORTS.length;
+/** rows32: M rows of A (row-major, lda bytes apart) against NP B panels, sums row-major (ldc bytes a row); byte offsets. */
+export type Rows32 = (pa: number, lda: number, pb: number, K: number, acc: number, ldc: number, M: number, NP: number) => void;
 /** BLOCK_EXPORTS' rowVec32_1 (rowVec32_R at ROWVEC_EXPORT + R - 1). */
 export const ROWVEC_EXPORT = 9;
 /** BLOCK_EXPORTS' pack32. */
@@ -85,7 +89,8 @@ const JOB_GEN = JOB + JOB_WORDS - 1;
 const TAKEN = JOB + JOB_WORDS; // matmul A panels workers have summed (since the pool started; tests read it)
 const TAKEN_EW = TAKEN + 1; // elementwise chunks workers have computed (tests)
 const TAKEN_PACK = TAKEN + 2; // operand panels workers have packed (tests)
-const GO = TAKEN + 3; // per worker: bumped to wake it for a job (it waits on it)
+const TAKEN_ROWS = TAKEN + 3; // B panels of rows jobs workers have summed (tests)
+const GO = TAKEN + 4; // per worker: bumped to wake it for a job (it waits on it)
 const CMD = GO + MAX_WORKERS; // per worker: 1 = leave the loop and take the messages waiting
 const WAITING = CMD + MAX_WORKERS; // per worker: 1 while it waits for jobs
 const GEN = WAITING + MAX_WORKERS; // per worker: the generation of the matmul memory it holds
@@ -115,7 +120,10 @@ export const MAX_CLAIMS = 4095;
  * the staged operand at src + b*sb + q*p*sr (strides sr, st; bytes) to
  * dst + (b*panels + q)*K*p*4 by pack32 (full panels of an operand contiguous along the rows
  * by packCols32, step by step across the claim's panels).
- * Elementwise (kind 1): kernel id over chunk block c (byte offset c*blockBytes), CHUNK elements, the last one `last`.
+ * Elementwise (kind 1): kernel id over chunk block c (byte offset base + c*blockBytes), CHUNK elements, the last one `last`.
+ * Rows (kind 2): rows32 (the kernels' ROWS_EXPORT) of M rows of A at pa (lda bytes apart) against
+ * B panels per*c .. per*(c+1) - 1 of NP (at pb, K steps each), their sums at acc + 16 q (ldc bytes
+ * a row): claims split the product by columns, so each thread reads its own part of B.
  * Shared by both sides as source.
  */
 const WORK = `function packClaim(ctrl, block, c) {
@@ -138,8 +146,14 @@ const WORK = `function packClaim(ctrl, block, c) {
 function claim(ctrl, block, ew, c, total, counted) {
   if (ctrl[${JOB}] === 1) {
     const bb = ctrl[${JOB + 3}], chunk = ctrl[${JOB + 4}], last = ctrl[${JOB + 5}];
-    ew[ctrl[${JOB + 1}]](c === total - 1 ? last : chunk, c * bb);
+    ew[ctrl[${JOB + 1}]](c === total - 1 ? last : chunk, ctrl[${JOB + 6}] + c * bb);
     if (counted) Atomics.add(ctrl, ${TAKEN_EW}, 1);
+    return;
+  }
+  if (ctrl[${JOB}] === 2) {
+    const K = ctrl[${JOB + 5}], NP = ctrl[${JOB + 9}], per = ctrl[${JOB + 10}], q0 = c * per, n = NP - q0 < per ? NP - q0 : per;
+    block[${ROWS_EXPORT}](ctrl[${JOB + 2}], ctrl[${JOB + 3}], ctrl[${JOB + 4}] + q0 * K * 16, K, ctrl[${JOB + 6}] + q0 * 16, ctrl[${JOB + 7}], ctrl[${JOB + 8}], n);
+    if (counted) Atomics.add(ctrl, ${TAKEN_ROWS}, n);
     return;
   }
   const P = ctrl[${JOB + 13}];
@@ -204,7 +218,11 @@ parentPort.on('message', (m) => {
   if (m.kind === 'matmul') {
     gen = m.gen;
     if (m.memory === undefined) block = undefined;
-    else { const ex = new WebAssembly.Instance(m.module, { env: { mem: m.memory } }).exports; block = ${JSON.stringify(BLOCK_EXPORTS)}.map((k) => ex[k]); }
+    else {
+      const ex = new WebAssembly.Instance(m.module, { env: { mem: m.memory } }).exports;
+      block = ${JSON.stringify(BLOCK_EXPORTS)}.map((k) => ex[k]);
+      if (m.rows !== undefined) block.push(new WebAssembly.Instance(m.rows, { env: { mem: m.memory } }).exports.rows32);
+    }
   } else if (m.kind === 'ewMemory') {
     ewMemory = m.memory;
   } else if (m.kind === 'ew') {
@@ -215,7 +233,7 @@ parentPort.on('message', (m) => {
 });
 `;
 
-type Kernels = readonly (PanelBlock | PackPanel | RowVec)[] | undefined;
+type Kernels = readonly (PanelBlock | PackPanel | RowVec | Rows32)[] | undefined;
 
 // The same job loop as the workers', compiled once here.
 const [workHere, claimHere] = new Function(`${WORK}\nreturn [work, claim];`)() as [
@@ -232,11 +250,13 @@ export const NO_OPERAND: PackOperand = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1];
  * variant, packing claims (P), the two operands to pack (NO_OPERAND: none): see WORK (the pool adds the generation).
  */
 export type MatmulJob = readonly [kind: 0, claims: number, MP: number, G: number, pa0: number, strideA: number, pb0: number, strideB: number, K: number, acc0: number, NP: number, tileBytes: number, variant: number, packing: number, ...PackOperand, ...PackOperand];
-/** kind 1, kernel id, claims (chunk blocks), block bytes, CHUNK, elements of the last block: see WORK. */
-export type EwJob = readonly [kind: 1, id: number, claims: number, blockBytes: number, chunk: number, last: number];
-export type Job = MatmulJob | EwJob;
+/** kind 1, kernel id, claims (chunk blocks), block bytes, CHUNK, elements of the last block, byte offset of block 0: see WORK. */
+export type EwJob = readonly [kind: 1, id: number, claims: number, blockBytes: number, chunk: number, last: number, base: number];
+/** kind 2, claims, pa, lda, pb, K, acc, ldc, M, NP, panels per claim: see WORK. */
+export type RowsJob = readonly [kind: 2, claims: number, pa: number, lda: number, pb: number, K: number, acc: number, ldc: number, M: number, NP: number, per: number];
+export type Job = MatmulJob | EwJob | RowsJob;
 
-const claimsOf = (job: Job): number => (job[0] === 0 ? job[1] : job[2]);
+const claimsOf = (job: Job): number => (job[0] === 1 ? job[2] : job[1]);
 
 /** Runs a job on the calling thread alone (claims in order: packing before the blocks that read it). */
 export function runHere(block: Kernels, ew: readonly EwRun[], job: Job): void {
@@ -264,16 +284,16 @@ export class ThreadPool {
   private readonly workers: Worker[] = [];
   private gen = 1;
   private tag = 0;
-  private matmul: { memory: WasmMemory | undefined; module: WasmModule | undefined } = { memory: undefined, module: undefined };
+  private matmul: { memory: WasmMemory | undefined; module: WasmModule | undefined; rows: WasmModule | undefined } = { memory: undefined, module: undefined, rows: undefined };
   private ewMemory: WasmMemory | undefined;
   private readonly ewModules: WasmModule[] = [];
 
-  /** The memory (and its kernel module) matmul jobs sum in from now on (undefined: none; workers drop theirs). */
-  setMemory(memory: WasmMemory | undefined, module?: WasmModule): void {
+  /** The memory (and its kernel module, and rows32's) matmul and rows jobs sum in from now on (undefined: none; workers drop theirs). */
+  setMemory(memory: WasmMemory | undefined, module?: WasmModule, rows?: WasmModule): void {
     this.gen++;
-    this.matmul = { memory, module };
+    this.matmul = { memory, module, rows };
     for (let i = 0; i < this.workers.length; i++) {
-      this.workers[i]!.port.postMessage({ kind: 'matmul', gen: this.gen, memory, module });
+      this.workers[i]!.port.postMessage({ kind: 'matmul', gen: this.gen, memory, module, rows });
       if (Atomics.load(this.ctrl, WAITING + i) === 1) this.kick(i);
     }
   }
@@ -300,6 +320,11 @@ export class ThreadPool {
     Atomics.notify(c, GO + i);
   }
 
+  /** Starts workers until `n` are started (a function about to run products split over them starts them first, so that they boot meanwhile). */
+  start(n: number): void {
+    this.grow(n);
+  }
+
   private grow(n: number): void {
     while (this.workers.length < Math.min(n, MAX_WORKERS)) {
       const index = this.workers.length;
@@ -317,11 +342,14 @@ export class ThreadPool {
   /**
    * Runs a job's claims on this thread and up to threads - 1 workers. Workers still starting (or
    * taking new kernels or a new memory) sit this job out; the calling thread then does more.
+   * `during`: work of the calling thread's own that touches none of the job's memory (the next
+   * pass's copies), done once the workers are woken and before it takes claims, so that it
+   * overlaps theirs.
    */
-  run(threads: number, block: Kernels, ew: readonly EwRun[], job: Job): void {
+  run(threads: number, block: Kernels, ew: readonly EwRun[], job: Job, during?: () => void): void {
     const c = this.ctrl;
     const claims = claimsOf(job);
-    if (claims > MAX_CLAIMS || claims < 2) { runHere(block, ew, job); return; }
+    if (claims > MAX_CLAIMS || claims < 2) { during?.(); runHere(block, ew, job); return; }
     this.grow(threads - 1);
     const helpers: number[] = [];
     for (let i = 0; i < this.workers.length && helpers.length < threads - 1 && helpers.length < claims - 1; i++) {
@@ -338,8 +366,11 @@ export class ThreadPool {
     this.tag = (this.tag + 1) & 255;
     Atomics.store(c, NEXT, ((this.tag << 24) | claims) | 0);
     for (const i of helpers) { Atomics.add(c, GO + i, 1); Atomics.notify(c, GO + i); }
+    let failed: { e: unknown } | undefined;
+    if (during !== undefined) try { during(); } catch (e) { failed = { e }; }
     workHere(c, block, this.gen, ew, false);
     for (let d = Atomics.load(c, DONE); d < claims; d = Atomics.load(c, DONE)) Atomics.wait(c, DONE, d);
+    if (failed !== undefined) throw failed.e;
     if (Atomics.load(c, FAILED) !== 0) throw new Error('internal: a worker thread failed (its kernel threw)');
   }
 
@@ -358,6 +389,11 @@ export class ThreadPool {
     return Atomics.load(this.ctrl, TAKEN_PACK);
   }
 
+  /** B panels of rows jobs the workers have summed so far (tests). */
+  get workerRowPanels(): number {
+    return Atomics.load(this.ctrl, TAKEN_ROWS);
+  }
+
   /** Elementwise chunks the workers have computed so far (tests). */
   get workerChunks(): number {
     return Atomics.load(this.ctrl, TAKEN_EW);
@@ -365,6 +401,16 @@ export class ThreadPool {
 }
 
 let pool: ThreadPool | undefined;
+
+/**
+ * Starts the configured thread count's workers now (none with one thread, nor where the platform
+ * starts none): a function whose products the workers will share calls it before it generates or
+ * loads its code, so that they boot meanwhile rather than sit out its first call.
+ */
+export function startWorkers(): void {
+  const n = threadCount();
+  if (n > 1) threadPool(true)?.start(n - 1);
+}
 
 /** The process's pool (made on first use; undefined where SharedArrayBuffer is missing). */
 export function threadPool(create = false): ThreadPool | undefined {

@@ -3,8 +3,9 @@
 // reads them in place; where WebAssembly SIMD is missing, compiled functions use the JavaScript
 // kernel (microkernel.ts).
 import { handoffMeasured, handoffThreads } from './handoff.js';
-import { hasRelaxedSimd, SHARED_MAX_PAGES, WA, type WasmMemory, type WasmModule } from '../wasm/encode.js';
-import { matmulModuleBytes, TILE32, TILE32_WIDE } from '../wasm/matmul.js';
+import { hasRelaxedSimd, SHARED_MAX_PAGES, WA, type WasmMemory, type WasmModule } from './wasm/encode.js';
+import { matmulModuleBytes, TILE32, TILE32_WIDE } from './wasm/matmul.js';
+import { rowsModuleBytes } from './wasm/rows.js';
 import { BLOCK_EXPORTS, type MatmulJob, NO_OPERAND, type PackOperand, type PackPanel, type PanelBlock, type RowVec, runHere, threadCount, threadPool } from './threads.js';
 
 export type { WasmMemory };
@@ -48,12 +49,15 @@ export function setMatmulFma(on: boolean | undefined): void {
 }
 
 /**
- * The float32 register tile a matrix product is lowered for: 12 x 4 with fused multiply-adds
- * (no product register to hold), 8 x 4 without (../wasm/matmul.ts). Every kernel module exports
- * both, so a product lowered for either runs whatever the module's form.
+ * The float32 register tile a matrix product is lowered for: 8 x 4 (./wasm/matmul.ts), with
+ * fused multiply-adds or without. The 12 x 4 tile (TILE32_WIDE, panelBlock32w) holds 12 sums,
+ * 3 A vectors and 4 splats, more than V8's 15 vector registers on x64 once TurboFan schedules a
+ * step's loads ahead of its arithmetic, so it spills: 1024 x 1024 x 1024 with relaxed SIMD, one
+ * thread, 27 GFLOP/s at one step of K per pass and 39.5 at two, against 49.8 for 8 x 4 at one
+ * (AMD EPYC, Node 20 with relaxed SIMD on, CPU time).
  */
 export function tile32(): { readonly mr: number; readonly nr: number } {
-  return matmulFma() ? TILE32_WIDE : TILE32;
+  return TILE32;
 }
 
 /**
@@ -90,12 +94,66 @@ export function matmulPrecision(): MatmulPrecision {
   return configuredPrecision() ?? DEFAULT_MATMUL_PRECISION;
 }
 
+/** The kernel module's bytes by what they depend on (tileKey), as assembled or handed over (seedTileModules) in this process. */
+const tileBytes = new Map<string, Uint8Array>();
+const tileKey = (shared: boolean, fma: boolean): string => `wasm-tiles;shared:${shared};fma:${fma}`;
+
+/** The kernel module's bytes for this process's settings, assembled once per key. */
+function tileModuleBytes(shared: boolean): { key: string; bytes: Uint8Array } {
+  const fma = matmulFma();
+  const key = tileKey(shared, fma);
+  let bytes = tileBytes.get(key);
+  if (bytes === undefined) {
+    tileBytes.set(key, bytes = matmulModuleBytes(shared, fma));
+    tileModuleStats.assembled++;
+  }
+  return { key, bytes };
+}
+
+/** Kernel modules whose bytes were assembled here, and compiled from bytes handed over (tests). */
+export const tileModuleStats = { assembled: 0, handedOver: 0 };
+
+/** The compiled kernel module: from bytes handed over (seedTileModules) when they compile, else from bytes assembled here. */
+function compileTiles(shared: boolean): WasmModule {
+  const { key, bytes } = tileModuleBytes(shared);
+  try {
+    const m = new WA!.Module(bytes);
+    if (seeded.has(key)) tileModuleStats.handedOver++;
+    return m;
+  } catch (e) {
+    if (!seeded.delete(key)) throw e;
+    tileBytes.delete(key);
+    return new WA!.Module(tileModuleBytes(shared).bytes);
+  }
+}
+const seeded = new Set<string>();
+
+/**
+ * The kernel modules' bytes a compiled function needs with this process's settings (the compile
+ * cache on disk stores them beside a specialisation, runtime/compile-disk.ts): the module's, and
+ * the shared-memory module's where more than one thread is configured. Empty without WebAssembly.
+ */
+export function tileModuleImages(): (readonly [string, Uint8Array])[] {
+  if (wasmTileModule() === null) return [];
+  const kinds = threadCount() > 1 && typeof SharedArrayBuffer === 'function' ? [false, true] : [false];
+  return kinds.map((shared) => { const t = tileModuleBytes(shared); return [t.key, t.bytes] as const; });
+}
+
+/** Hands over kernel modules' bytes by key (tileModuleImages' of another process): a module not compiled yet compiles from them instead of assembling its bytes. */
+export function seedTileModules(images: readonly (readonly [string, Uint8Array])[]): void {
+  for (const [key, bytes] of images) {
+    if (tileBytes.has(key) || !(bytes instanceof Uint8Array)) continue;
+    tileBytes.set(key, bytes);
+    seeded.add(key);
+  }
+}
+
 /** The compiled module, or null where WebAssembly SIMD is not available (or it is turned off). */
 export function wasmTileModule(): WasmModule | null {
   if (!enabled) return null;
   if (compiled === undefined) {
     try {
-      compiled = WA === undefined ? null : new WA.Module(matmulModuleBytes(false, matmulFma()));
+      compiled = WA === undefined ? null : compileTiles(false);
     } catch {
       compiled = null;
     }
@@ -104,16 +162,28 @@ export function wasmTileModule(): WasmModule | null {
 }
 
 /** The module over a shared memory (threads.ts), or null where the runtime has no shared WebAssembly memory. */
-function sharedTileModule(): WasmModule | null {
+export function sharedTileModule(): WasmModule | null {
   if (wasmTileModule() === null) return null;
   if (sharedCompiled === undefined) {
     try {
-      sharedCompiled = typeof SharedArrayBuffer === 'function' ? new WA!.Module(matmulModuleBytes(true, matmulFma())) : null;
+      sharedCompiled = typeof SharedArrayBuffer === 'function' ? compileTiles(true) : null;
     } catch {
       sharedCompiled = null;
     }
   }
   return sharedCompiled;
+}
+
+/** rows32's modules (./wasm/rows.ts) by form: over a shared memory or not, fused multiply-adds or not. */
+const rowsModules = new Map<string, WasmModule>();
+
+/** rows32's module for an arena memory that is `shared` (or not), in the tile kernels' form (matmulFma). */
+export function rowsModule(shared: boolean): WasmModule {
+  const fused = matmulFma();
+  const key = `${shared}|${fused}`;
+  let m = rowsModules.get(key);
+  if (m === undefined) rowsModules.set(key, m = new WA!.Module(rowsModuleBytes(shared, fused)));
+  return m;
 }
 
 /** One A panel against n consecutive B panels; tile q's sums at acc + 128 q (../wasm/matmul.ts). */
@@ -194,6 +264,11 @@ export class PackArena {
   blocks: (PanelBlock | PackPanel | RowVec)[] = [];
   /** Operands staged (stage()) and not packed yet: tiles() packs them first. */
   private pending: PackOperand[] = [];
+  /** The WebAssembly memory the packs and sums live in (undefined: the JavaScript kernel's Float64Array); other kernels over it (./wasm/rows.ts) instantiate on it. */
+  get wasmMemory(): WasmMemory | undefined {
+    return this.tile === undefined ? undefined : this.memory;
+  }
+
   /** Bytes it holds now. */
   get bytes(): number {
     return this.memory?.buffer.byteLength ?? this.view.byteLength;
@@ -323,7 +398,7 @@ export class PackArena {
       const ex = new WA!.Instance(shared ? sm : m, { env: { mem: this.memory } }).exports;
       this.tile = ex['rowPanel'] as WasmTile;
       this.blocks = BLOCK_EXPORTS.map((k) => ex[k] as PanelBlock | PackPanel | RowVec);
-      if (shared) threadPool(true)?.setMemory(this.memory, sm);
+      if (shared) threadPool(true)?.setMemory(this.memory, sm, rowsModule(true));
     } else {
       this.memory.grow(pages - this.memory.buffer.byteLength / 65536);
     }
@@ -392,14 +467,16 @@ export class PackArena {
 const align = (x: number): number => Math.ceil(x / KEPT_ALIGN) * KEPT_ALIGN;
 
 /**
- * Bytes of a block of A panels (summed against each B panel in turn while it is in L1): a share of
- * L2. Goto's GEMM and BLIS are the anchor, without their K split (kc): products are not blocked
- * along K, so at K = 1024 a B panel (16 KiB of float32) and the A panels stream past L1 and all of
- * B from L3. Measured before deciding (1024 x 1024 products, one thread): K = 1024 in blocks of 8
- * A panels 37.4 GFLOP/s, K = 256 37.2, K = 512 35.0, and the kernel on operands that stay in L1
- * 38-41: the kernel's own arithmetic is the limit, not the caches (bench/README.md).
+ * Bytes of a block of A panels (summed against each B panel in turn while it is in L1): half of a
+ * 1 MiB L2. Goto's GEMM and BLIS are the anchor, without their K split (kc): products are not
+ * blocked along K, so at K = 1024 a B panel (16 KiB of float32) stays in L1 while the block's A
+ * panels (32 KiB each) stream from L2, and B streams from L3 once per block. Measured with the
+ * 8 x 4 kernel at one step per pass (1024 x 1024 x 1024, one thread, CPU time, alternating,
+ * AMD EPYC with 1 MiB L2 per core, load 22): blocks of 256 KiB (8 panels) 48.2-48.6 GFLOP/s,
+ * 512 KiB (16) 51.1-51.2, 1 MiB (32) 51.8, 2 MiB (64) 52.0. Products whose A panels take at most
+ * 16 KiB (K <= 512 at 8 rows) get MAX_BLOCK_PANELS of them per block at either size.
  */
-export const BLOCK_BYTES = 256 * 1024;
+export const BLOCK_BYTES = 512 * 1024;
 /** Most A panels in one block. */
 export const MAX_BLOCK_PANELS = 16;
 /** With threads, the fewest blocks each thread gets. */

@@ -1,19 +1,19 @@
-// Rendering the kernel IR (src/codegen/kernel.ts) as gpu.js kernels. gpu.js runs a kernel once
+// Rendering the kernel IR (src/codegen/kernel/ir.ts) as gpu.js kernels. gpu.js runs a kernel once
 // per element of its output, so a loop kernel's output loops become the coordinates of the
 // element being computed (`this.thread.x` unravelled), and only reduction loops remain loops;
 // a matmul kernel becomes one dot product per output element with its epilogue. Expressions
-// are placed by the same schedule as on the cpu (src/codegen/schedule.ts), so a softmax row's
+// are placed by the same schedule as on the cpu (src/codegen/transform/schedule.ts), so a softmax row's
 // max is computed once per element, not once per term of its sum.
 //
 // What runs here is chosen before rendering (strategy.ts, codegen step 4): a loop kernel's store
 // comes with its schedule, and an expression without a gpu spelling is an internal error here.
 import type { DType } from '../../ir/dtype.js';
 import type { OpName } from '../../ir/registry.js';
-import { FOLD_ROWS, REDUCE_INIT, exprOrder, type Expr, type ReduceOp, type ScalarOp } from '../expr.js';
-import { spellIndex, type IExpr, type IndexSpelling, type Var } from '../index-expr.js';
-import type { LoopKernel, MatmulKernel } from '../kernel.js';
-import { walkScopes } from '../scope-walk.js';
-import { userCallOf, userGpuHelper, userTemplates } from '../user.js';
+import { FOLD_ROWS, REDUCE_INIT, exprOrder, type Expr, type ReduceOp, type ScalarOp } from '../kernel/expr.js';
+import { spellIndex, type IExpr, type IndexSpelling, type Var } from '../kernel/index-expr.js';
+import type { LoopKernel, MatmulKernel } from '../kernel/ir.js';
+import { walkScopes } from '../transform/scope-walk.js';
+import { userCallOf, userGpuHelper, userTemplates } from '../lower/user.js';
 import type { Node } from '../../ir/node.js';
 import { spell } from '../cpu/js.js';
 import { GPU_CALLS, floatLiteral, gpuOpCode, helperSources, helpersIn, storeAs } from './scalar.js';
@@ -23,7 +23,8 @@ import { loadedBuffers, outputLayout, type BufferInfo, type StorePlan } from './
 export type { BufferInfo } from './strategy.js';
 
 /** An expression strategy.ts should have sent to the host. */
-const unspelled = (what: string): Error => new Error(`internal: the gpu renderer has no spelling for ${what} (strategy.ts runs such a step on the host)`);
+const unspelled = (what: string): Error =>
+  new Error(`internal: the gpu renderer has no spelling for ${what} (strategy.ts runs such a step on the host)`);
 
 /** A kernel argument: a buffer of the program, or infinity (GLSL has no literal for it). */
 export type ArgRef = { readonly kind: 'buf'; readonly buf: number } | { readonly kind: 'inf' };
@@ -73,11 +74,16 @@ class Writer {
 
   code(e: Expr, index = false): string {
     switch (e.t) {
-      case 'const': return index && Number.isFinite(e.v) ? String(e.v) : this.literal(e.v);
-      case 'var': return `i${e.v.id}`;
-      case 'acc': return 'acc';
-      case 'reduce': return `a${e.id}`;
-      default: return this.declared.has(e) ? `t${e.id}` : this.raw(e);
+      case 'const':
+        return index && Number.isFinite(e.v) ? String(e.v) : this.literal(e.v);
+      case 'var':
+        return `i${e.v.id}`;
+      case 'acc':
+        return 'acc';
+      case 'reduce':
+        return `a${e.id}`;
+      default:
+        return this.declared.has(e) ? `t${e.id}` : this.raw(e);
     }
   }
 
@@ -92,7 +98,8 @@ class Writer {
       case 'load': {
         return `buf${e.buf}[${this.indexCode(e)}]`;
       }
-      case 'index': return this.indexCode(e);
+      case 'index':
+        return this.indexCode(e);
       case 'cast':
         if (e.dtype === 'float32') return this.code(e.x);
         return storeAs(e.dtype, this.code(e.x));
@@ -118,8 +125,12 @@ class Writer {
         return code;
       }
       // Negative rows count from the end; the range is checked on the host before the kernel runs (strategy.ts `RowCheck`).
-      case 'row': { const x = this.code(e.x, true); return `(${x} < 0.0 ? ${x} + ${e.rows}.0 : ${x})`; }
-      default: throw new Error(`internal: ${e.t} has no line`);
+      case 'row': {
+        const x = this.code(e.x, true);
+        return `(${x} < 0.0 ? ${x} + ${e.rows}.0 : ${x})`;
+      }
+      default:
+        throw new Error(`internal: ${e.t} has no line`);
     }
   }
 
@@ -136,19 +147,30 @@ class Writer {
 function indexOp(op: ScalarOp, a: readonly string[]): string {
   const [x, y] = a;
   switch (op) {
-    case 'add': return `(${x} + ${y})`;
-    case 'sub': return `(${x} - ${y})`;
-    case 'mul': return `(${x} * ${y})`;
-    case 'idiv': return `Math.floor(${x} / ${y})`;
-    case 'div': return `(${x} / ${y})`;
-    case 'imod': return `(${x} % ${y})`;
-    case 'mod': return `t_mod(${x}, ${y})`;
-    case 'floor': return `Math.floor(${x})`;
+    case 'add':
+      return `(${x} + ${y})`;
+    case 'sub':
+      return `(${x} - ${y})`;
+    case 'mul':
+      return `(${x} * ${y})`;
+    case 'idiv':
+      return `Math.floor(${x} / ${y})`;
+    case 'div':
+      return `(${x} / ${y})`;
+    case 'imod':
+      return `(${x} % ${y})`;
+    case 'mod':
+      return `t_mod(${x}, ${y})`;
+    case 'floor':
+      return `Math.floor(${x})`;
     // Always in a `const` of its own: inside an array index gpu.js would want integer max/min,
     // which GLSL ES 1.0 lacks.
-    case 'max': return `Math.max(${x}, ${y})`;
-    case 'min': return `Math.min(${x}, ${y})`;
-    default: throw unspelled(`index op ${op}`);
+    case 'max':
+      return `Math.max(${x}, ${y})`;
+    case 'min':
+      return `Math.min(${x}, ${y})`;
+    default:
+      throw unspelled(`index op ${op}`);
   }
 }
 
@@ -196,13 +218,26 @@ function coordLines(vars: readonly Var[], index: IExpr, bufSize: number): string
   });
 }
 
-function finish(lines: readonly string[], result: string, w: Writer, bufs: readonly number[], out: number, size: number, label: string): GpuKernel {
+function finish(
+  lines: readonly string[],
+  result: string,
+  w: Writer,
+  bufs: readonly number[],
+  out: number,
+  size: number,
+  label: string,
+): GpuKernel {
   const args: ArgRef[] = bufs.map((b) => ({ kind: 'buf', buf: b }));
   if (w.usesInf) args.push({ kind: 'inf' });
   const params = args.map((a) => (a.kind === 'buf' ? `buf${a.buf}` : 'inf'));
   const raw = `function (${params.join(', ')}) {\n  const i = this.thread.x;\n${lines.map((l) => `  ${l}`).join('\n')}\n  return ${result};\n}`;
   const source = canonicalNames(raw);
-  return { kernel: { source, functions: [...helperSources(helpersIn(source)), ...w.extra.values()], size }, args, out, label };
+  return {
+    kernel: { source, functions: [...helperSources(helpersIn(source)), ...w.extra.values()], size },
+    args,
+    out,
+    label,
+  };
 }
 
 /**
@@ -214,9 +249,15 @@ function canonicalNames(src: string): string {
   const maps = new Map<string, Map<string, string>>();
   return src.replace(/\b(buf|t|a|i|x|c|y|z)(\d+)\b/g, (m, p: string) => {
     let mp = maps.get(p);
-    if (mp === undefined) { mp = new Map(); maps.set(p, mp); }
+    if (mp === undefined) {
+      mp = new Map();
+      maps.set(p, mp);
+    }
     let n = mp.get(m);
-    if (n === undefined) { n = `${p === 'buf' ? 'b' : p}${mp.size}`; mp.set(m, n); }
+    if (n === undefined) {
+      n = `${p === 'buf' ? 'b' : p}${mp.size}`;
+      mp.set(m, n);
+    }
     return n;
   });
 }
@@ -233,28 +274,54 @@ function storedResult(w: Writer, value: Expr, dtype: DType): string {
 /** One store of a loop kernel as a gpu.js kernel, scheduled by strategy.ts. */
 export function renderLoopStore(k: LoopKernel, plan: StorePlan, bufs: BufferInfo): GpuKernel {
   const { store: st, sched: s, indexNodes } = plan;
-  const w = new Writer(bufs, (e) => s.loadIndex.get(e), (e) => indexNodes.has(e));
+  const w = new Writer(
+    bufs,
+    (e) => s.loadIndex.get(e),
+    (e) => indexNodes.has(e),
+  );
   const outputVars = new Set(k.vars.map((v) => v.id));
   const lines = coordLines(k.vars, st.index, bufs.size(st.buf));
-  const fold = (r: Expr & { t: 'reduce' }): string => (COMPENSATED.has(r.op) ? kahanStep(r, w.code(r.body)) : foldCode(r.op, w.name(r), w.code(r.body)));
-  walkScopes(s, outputVars, {
-    line: (e) => w.line(e),
-    loopHead: (v, size) => `for (let ${v} = 0; ${v} < ${size}; ${v}++) {`,
-    init: (r) => `let ${w.name(r)} = ${w.literal(REDUCE_INIT[r.op])};${COMPENSATED.has(r.op) ? ` let c${r.id} = ${w.literal(0)};` : ''}`,
-    fold,
-    forget: (es) => w.forget(es),
-  }, lines);
-  return finish(lines, storedResult(w, s.stores[0]!.value, st.dtype), w, loadedBuffers([st.value]), st.buf, bufs.size(st.buf), k.label);
+  const fold = (r: Expr & { t: 'reduce' }): string =>
+    COMPENSATED.has(r.op) ? kahanStep(r, w.code(r.body)) : foldCode(r.op, w.name(r), w.code(r.body));
+  walkScopes(
+    s,
+    outputVars,
+    {
+      line: (e) => w.line(e),
+      loopHead: (v, size) => `for (let ${v} = 0; ${v} < ${size}; ${v}++) {`,
+      init: (r) =>
+        `let ${w.name(r)} = ${w.literal(REDUCE_INIT[r.op])};${COMPENSATED.has(r.op) ? ` let c${r.id} = ${w.literal(0)};` : ''}`,
+      fold,
+      forget: (es) => w.forget(es),
+    },
+    lines,
+  );
+  return finish(
+    lines,
+    storedResult(w, s.stores[0]!.value, st.dtype),
+    w,
+    loadedBuffers([st.value]),
+    st.buf,
+    bufs.size(st.buf),
+    k.label,
+  );
 }
 
 /** A matmul kernel: per output element, the dot product over k, then the epilogue. */
 export function renderMatmul(k: MatmulKernel, bufs: BufferInfo): GpuKernel {
   const st = k.out;
-  const w = new Writer(bufs, () => undefined, () => false);
+  const w = new Writer(
+    bufs,
+    () => undefined,
+    () => false,
+  );
   const lines = coordLines([k.batch, k.m, k.n], st.index, bufs.size(st.buf));
   const declare = (roots: readonly Expr[], ind: string): Expr[] => {
     const es = exprOrder(roots);
-    for (const e of es) { const l = w.line(e); if (l !== undefined) lines.push(ind + l); }
+    for (const e of es) {
+      const l = w.line(e);
+      if (l !== undefined) lines.push(ind + l);
+    }
     return es;
   };
   lines.push('let acc = 0.0;');

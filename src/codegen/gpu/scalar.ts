@@ -5,7 +5,7 @@
 // need care call helpers defined here.
 import type { OpName } from '../../ir/registry.js';
 import type { DType } from '../../ir/dtype.js';
-import { KERNEL_ROWS, type ScalarOp } from '../expr.js';
+import { KERNEL_ROWS, type ScalarOp } from '../kernel/expr.js';
 import { spell } from '../cpu/js.js';
 
 /** A helper function a kernel may call; gpu.js translates it with the kernel. */
@@ -22,30 +22,56 @@ export interface Helper {
 // so whole-number results are written Math.fround(k) to keep every helper a float function.
 /** A comparison as 0/1, `nan` when either side is NaN (an explicit x != x test Mesa keeps). */
 function compare(name: string, op: string, nan: 0 | 1): Helper {
-  return { name, source: `function ${name}(a, b) { if (a != a || b != b) { return Math.fround(${nan}.0); } if (a ${op} b) { return Math.fround(1.0); } return Math.fround(0.0); }` };
+  return {
+    name,
+    source: `function ${name}(a, b) { if (a != a || b != b) { return Math.fround(${nan}.0); } if (a ${op} b) { return Math.fround(1.0); } return Math.fround(0.0); }`,
+  };
 }
 
 const HELPERS: readonly Helper[] = [
   // Goldberg's log1p: log(u) * x / (u - 1) cancels the rounding of u = 1 + x.
-  { name: 't_log1p', source: 'function t_log1p(x) { const u = 1.0 + x; if (u == 1.0) { return x; } return Math.log(u) * x / (u - 1.0); }' },
+  {
+    name: 't_log1p',
+    source:
+      'function t_log1p(x) { const u = 1.0 + x; if (u == 1.0) { return x; } return Math.log(u) * x / (u - 1.0); }',
+  },
   // Kahan's expm1: (u - 1) * x / log(u) with u = e^x.
   {
     name: 't_expm1',
-    source: 'function t_expm1(x) { if (x > 80.0) { return Math.exp(x); } const u = Math.exp(x); if (u == 1.0) { return x; } const um = u - 1.0; if (um == -1.0) { return -Math.fround(1.0); } return um * x / Math.log(u); }',
+    source:
+      'function t_expm1(x) { if (x > 80.0) { return Math.exp(x); } const u = Math.exp(x); if (u == 1.0) { return x; } const um = u - 1.0; if (um == -1.0) { return -Math.fround(1.0); } return um * x / Math.log(u); }',
   },
   // tanh = expm1(2x) / (expm1(2x) + 2), accurate near 0, saturated where e^2x overflows.
-  { name: 't_tanh', source: 'function t_tanh(x) { if (x > 20.0) { return Math.fround(1.0); } if (x < -20.0) { return -Math.fround(1.0); } const e = t_expm1(2.0 * x); return e / (e + 2.0); }', uses: ['t_expm1'] },
+  {
+    name: 't_tanh',
+    source:
+      'function t_tanh(x) { if (x > 20.0) { return Math.fround(1.0); } if (x < -20.0) { return -Math.fround(1.0); } const e = t_expm1(2.0 * x); return e / (e + 2.0); }',
+    uses: ['t_expm1'],
+  },
   // The two-branch logistic: never exp of a large positive number.
-  { name: 't_sigmoid', source: 'function t_sigmoid(x) { if (x >= 0.0) { return 1.0 / (1.0 + Math.exp(-x)); } const e = Math.exp(x); return e / (1.0 + e); }' },
+  {
+    name: 't_sigmoid',
+    source:
+      'function t_sigmoid(x) { if (x >= 0.0) { return 1.0 / (1.0 + Math.exp(-x)); } const e = Math.exp(x); return e / (1.0 + e); }',
+  },
   // log(1 + e^x) = max(x, 0) + log1p(e^-|x|).
-  { name: 't_softplus', source: 'function t_softplus(x) { return Math.max(x, 0.0) + t_log1p(Math.exp(-Math.abs(x))); }', uses: ['t_log1p'] },
+  {
+    name: 't_softplus',
+    source: 'function t_softplus(x) { return Math.max(x, 0.0) + t_log1p(Math.exp(-Math.abs(x))); }',
+    uses: ['t_log1p'],
+  },
   // Abramowitz-Stegun 7.1.26: |error| < 1.5e-7, below float32's resolution of erf near 1.
   {
     name: 't_erf',
-    source: 'function t_erf(x) { const a = Math.abs(x); const t = 1.0 / (1.0 + 0.3275911 * a); const y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * Math.exp(-a * a); if (x < 0.0) { return -y; } return y; }',
+    source:
+      'function t_erf(x) { const a = Math.abs(x); const t = 1.0 / (1.0 + 0.3275911 * a); const y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * Math.exp(-a * a); if (x < 0.0) { return -y; } return y; }',
   },
   // Round half to even (NumPy's round): floor(x + 0.5), minus one on an odd tie.
-  { name: 't_round', source: 'function t_round(x) { const r = Math.floor(x + 0.5); if (r - x == 0.5) { if (r - 2.0 * Math.floor(r * 0.5) != 0.0) { return r - 1.0; } } return r; }' },
+  {
+    name: 't_round',
+    source:
+      'function t_round(x) { const r = Math.floor(x + 0.5); if (r - x == 0.5) { if (r - 2.0 * Math.floor(r * 0.5) != 0.0) { return r - 1.0; } } return r; }',
+  },
   // Python's modulo: the sign of the divisor.
   { name: 't_mod', source: 'function t_mod(a, b) { return a - b * Math.floor(a / b); }' },
   // x ** y for any sign of x: GLSL's pow is undefined for x < 0, so odd/even integer powers are
@@ -54,20 +80,45 @@ const HELPERS: readonly Helper[] = [
   // 1 / 0 = infinity, also made at run time (GLSL's pow(0, y < 0) is undefined).
   {
     name: 't_pow',
-    source: 'function t_pow(x, y) { if (y == 0.0) { return Math.fround(1.0); } if (x == 0.0) { if (y < 0.0) { return 1.0 / x; } return Math.fround(0.0); } if (x > 0.0) { return Math.pow(x, y); } if (Math.floor(y) != y) { return (x - x) / (x - x); } const p = Math.pow(-x, y); if (y - 2.0 * Math.floor(y * 0.5) != 0.0) { return -p; } return p; }',
+    source:
+      'function t_pow(x, y) { if (y == 0.0) { return Math.fround(1.0); } if (x == 0.0) { if (y < 0.0) { return 1.0 / x; } return Math.fround(0.0); } if (x > 0.0) { return Math.pow(x, y); } if (Math.floor(y) != y) { return (x - x) / (x - x); } const p = Math.pow(-x, y); if (y - 2.0 * Math.floor(y * 0.5) != 0.0) { return -p; } return p; }',
   },
   // NumPy's maximum/minimum: NaN wins (GLSL's max leaves NaN unspecified).
-  { name: 't_nanmax', source: 'function t_nanmax(a, b) { if (a != a || b != b) { return a + b; } return Math.max(a, b); }' },
-  { name: 't_nanmin', source: 'function t_nanmin(a, b) { if (a != a || b != b) { return a + b; } return Math.min(a, b); }' },
+  {
+    name: 't_nanmax',
+    source: 'function t_nanmax(a, b) { if (a != a || b != b) { return a + b; } return Math.max(a, b); }',
+  },
+  {
+    name: 't_nanmin',
+    source: 'function t_nanmin(a, b) { if (a != a || b != b) { return a + b; } return Math.min(a, b); }',
+  },
   // a / b keeping the sign of a zero quotient: gpu.js' exact-integer division check returns +0 for -0 / 1.
-  { name: 't_div', source: 'function t_div(a, b) { const q = a / b; if (q == 0.0) { return a * (1.0 / b); } return q; }' },
+  {
+    name: 't_div',
+    source: 'function t_div(a, b) { const q = a / b; if (q == 0.0) { return a * (1.0 / b); } return q; }',
+  },
   // Comparisons with NaN in mind: Mesa's shader compiler assumes no NaN in a plain `<=` or `==`
   // (so NaN <= 0 comes out true); the explicit x != x test in a function of its own survives.
-  { name: 't_isnan', source: 'function t_isnan(x) { if (x != x) { return Math.fround(1.0); } return Math.fround(0.0); }' },
-  { name: 't_ne0', source: 'function t_ne0(x) { if (x != x) { return Math.fround(1.0); } if (x != 0.0) { return Math.fround(1.0); } return Math.fround(0.0); }' },
-  compare('t_eq', '==', 0), compare('t_ne', '!=', 1),
-  compare('t_lt', '<', 0), compare('t_le', '<=', 0), compare('t_gt', '>', 0), compare('t_ge', '>=', 0),
-  { name: 't_sign', source: 'function t_sign(x) { if (x > 0.0) { return Math.fround(1.0); } if (x < 0.0) { return -Math.fround(1.0); } return x; }' },
+  {
+    name: 't_isnan',
+    source: 'function t_isnan(x) { if (x != x) { return Math.fround(1.0); } return Math.fround(0.0); }',
+  },
+  {
+    name: 't_ne0',
+    source:
+      'function t_ne0(x) { if (x != x) { return Math.fround(1.0); } if (x != 0.0) { return Math.fround(1.0); } return Math.fround(0.0); }',
+  },
+  compare('t_eq', '==', 0),
+  compare('t_ne', '!=', 1),
+  compare('t_lt', '<', 0),
+  compare('t_le', '<=', 0),
+  compare('t_gt', '>', 0),
+  compare('t_ge', '>=', 0),
+  {
+    name: 't_sign',
+    source:
+      'function t_sign(x) { if (x > 0.0) { return Math.fround(1.0); } if (x < 0.0) { return -Math.fround(1.0); } return x; }',
+  },
   // Truncation toward zero (casts to integer dtypes).
   { name: 't_trunc', source: 'function t_trunc(x) { if (x < 0.0) { return Math.ceil(x); } return Math.floor(x); }' },
 ];
@@ -91,7 +142,10 @@ export function helperSources(names: Iterable<string>): string[] {
 }
 
 type Render = (a: readonly string[]) => string;
-const call = (name: string): Render => (a) => `${name}(${a.join(', ')})`;
+const call =
+  (name: string): Render =>
+  (a) =>
+    `${name}(${a.join(', ')})`;
 
 /**
  * The gpu's spellings of the kernel IR's scalar ops where they differ from the cpu's JavaScript
@@ -150,13 +204,20 @@ export function helpersIn(source: string): string[] {
  */
 export function storeAs(dtype: DType, x: string): string {
   switch (dtype) {
-    case 'float32': return x;
-    case 'bool': return `(t_ne0(${x}) * (Math.fround(1.0) - t_isnan(${x})))`;
-    case 'int32': return `t_trunc(${x})`;
-    case 'int16': return `(t_mod(t_trunc(${x}) + 32768.0, 65536.0) - 32768.0)`;
-    case 'int8': return `(t_mod(t_trunc(${x}) + 128.0, 256.0) - 128.0)`;
-    case 'uint8': return `t_mod(t_trunc(${x}), 256.0)`;
-    default: throw new Error(`internal: the gpu device does not store ${dtype}`);
+    case 'float32':
+      return x;
+    case 'bool':
+      return `(t_ne0(${x}) * (Math.fround(1.0) - t_isnan(${x})))`;
+    case 'int32':
+      return `t_trunc(${x})`;
+    case 'int16':
+      return `(t_mod(t_trunc(${x}) + 32768.0, 65536.0) - 32768.0)`;
+    case 'int8':
+      return `(t_mod(t_trunc(${x}) + 128.0, 256.0) - 128.0)`;
+    case 'uint8':
+      return `t_mod(t_trunc(${x}), 256.0)`;
+    default:
+      throw new Error(`internal: the gpu device does not store ${dtype}`);
   }
 }
 

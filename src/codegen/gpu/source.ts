@@ -6,7 +6,7 @@
 // computes it in float32 with an exactness correction on division, so every index must stay
 // below 2^24 (kernels larger than that are not rendered; see MAX_ELEMENTS).
 import { helperSources, helpersIn } from './scalar.js';
-import { sizeOf } from '../../ir/ndarray.js';
+import { sizeOf, stridesOf } from '../../ir/ndarray.js';
 
 /** Float32 holds every integer up to 2^24 exactly; indices beyond it would round. */
 export const MAX_ELEMENTS = 2 ** 24;
@@ -18,13 +18,6 @@ export interface KernelSource {
   readonly functions: readonly string[];
   /** Number of output elements (the kernel's 1-D output size). */
   readonly size: number;
-}
-
-export function rowMajorStrides(shape: readonly number[]): number[] {
-  const s = new Array<number>(shape.length);
-  let acc = 1;
-  for (let i = shape.length - 1; i >= 0; i--) { s[i] = acc; acc *= shape[i]!; }
-  return s;
 }
 
 /** `sum_k coef_k * term_k + c` as integer index source, dropping zero terms. */
@@ -54,7 +47,7 @@ export class KernelBuilder {
 
   /** `shape` is the logical shape whose row-major order the output index walks. */
   constructor(readonly shape: readonly number[]) {
-    this.strides = rowMajorStrides(shape);
+    this.strides = stridesOf(shape);
   }
 
   arg(k: number): string {
@@ -86,7 +79,12 @@ export class KernelBuilder {
   offset(strides: readonly number[], base = 0): string {
     // The output's own layout (or a suffix of it) needs no coordinates at all.
     if (strides.every((s, d) => s === this.strides[d] || this.shape[d] === 1)) return affine([[1, 'i']], base);
-    return affine(strides.map((s, d) => [this.shape[d] === 1 ? 0 : s, s === 0 || this.shape[d] === 1 ? '' : this.coord(d)] as const), base);
+    return affine(
+      strides.map(
+        (s, d) => [this.shape[d] === 1 ? 0 : s, s === 0 || this.shape[d] === 1 ? '' : this.coord(d)] as const,
+      ),
+      base,
+    );
   }
 
   /** Runs `f` with its lines collected apart (for a block nested in a loop); returns them joined. */

@@ -6,21 +6,32 @@
 // spelling (scalar.ts), stores that do not write their buffer in row-major order, scatters
 // and running values, sizes beyond exact float32 indices, loops longer than the device allows.
 import type { DType } from '../../ir/dtype.js';
-import { sizeOf } from '../../ir/ndarray.js';
-import { ExprBuilder, exprOrder, type Expr, type ScalarOp } from '../expr.js';
-import type { IExpr, Var } from '../index-expr.js';
-import type { ExternStep, LoopKernel, MatmulKernel, Program, Step, Store } from '../kernel.js';
-import { rowChecks, type RowCheck } from '../row-checks.js';
-import { schedule, type Schedule, type Scope } from '../schedule.js';
-import { userCallOf, userTemplates } from '../user.js';
+import { sizeOf, stridesOf } from '../../ir/ndarray.js';
+import { ExprBuilder, exprOrder, type Expr, type ScalarOp } from '../kernel/expr.js';
+import type { IExpr, Var } from '../kernel/index-expr.js';
+import type { ExternStep, LoopKernel, MatmulKernel, Program, Step, Store } from '../kernel/ir.js';
+import { rowChecks, type RowCheck } from '../kernel/row-checks.js';
+import { schedule, type Schedule, type Scope } from '../transform/schedule.js';
+import { userCallOf, userTemplates } from '../lower/user.js';
 import { GPU_CALLS, gpuOpCode } from './scalar.js';
-import { MAX_ELEMENTS, rowMajorStrides } from './source.js';
+import { MAX_ELEMENTS } from './source.js';
 
 /** dtypes a float32 texel holds exactly (float16 values are float32 values; ints within 2^24). */
 export const STORED: ReadonlySet<DType> = new Set(['float32', 'int32', 'int16', 'int8', 'uint8', 'bool']);
 const LOADED: ReadonlySet<DType> = new Set([...STORED, 'float16']);
 /** Index arithmetic render.ts spells (integer literals, float32 arithmetic). */
-export const INDEX_OPS: ReadonlySet<ScalarOp> = new Set<ScalarOp>(['add', 'sub', 'mul', 'idiv', 'div', 'imod', 'mod', 'floor', 'max', 'min']);
+export const INDEX_OPS: ReadonlySet<ScalarOp> = new Set<ScalarOp>([
+  'add',
+  'sub',
+  'mul',
+  'idiv',
+  'div',
+  'imod',
+  'mod',
+  'floor',
+  'max',
+  'min',
+]);
 
 export interface BufferInfo {
   dtype(buf: number): DType;
@@ -42,7 +53,12 @@ export interface StorePlan {
 
 /** Where a step runs. */
 export type GpuStrategy =
-  | { readonly where: 'device'; readonly kind: 'loop'; readonly stores: readonly StorePlan[]; readonly checks: readonly RowCheck[] }
+  | {
+      readonly where: 'device';
+      readonly kind: 'loop';
+      readonly stores: readonly StorePlan[];
+      readonly checks: readonly RowCheck[];
+    }
   | { readonly where: 'device'; readonly kind: 'matmul' }
   /** an extern step of a user op with only a gpu template (extern.ts) */
   | { readonly where: 'device'; readonly kind: 'op' }
@@ -66,12 +82,27 @@ function gpuStrategy(s: Step, info: BufferInfo, target: GpuTarget): GpuStrategy 
     switch (s.kind) {
       case 'loop': {
         const checks = rowChecks(s, (why) => new HostStep(why));
-        return { where: 'device', kind: 'loop', stores: s.stores.map((st) => planLoopStore(s, st, info, target)), checks };
+        return {
+          where: 'device',
+          kind: 'loop',
+          stores: s.stores.map((st) => planLoopStore(s, st, info, target)),
+          checks,
+        };
       }
-      case 'matmul': checkMatmul(s, info, target); return { where: 'device', kind: 'matmul' };
-      case 'scan': return { where: 'device', kind: 'scan', body: s.body.steps.map((b) => gpuStrategy(b, bodyInfo(s.body), target)) };
-      case 'print': return { where: 'host', kind: 'print' };
-      case 'extern': checkExtern(s); return { where: 'device', kind: 'op' };
+      case 'matmul':
+        checkMatmul(s, info, target);
+        return { where: 'device', kind: 'matmul' };
+      case 'scan':
+        return {
+          where: 'device',
+          kind: 'scan',
+          body: s.body.steps.map((b) => gpuStrategy(b, bodyInfo(s.body), target)),
+        };
+      case 'print':
+        return { where: 'host', kind: 'print' };
+      case 'extern':
+        checkExtern(s);
+        return { where: 'device', kind: 'op' };
     }
   } catch (e) {
     if (!(e instanceof HostStep)) throw e;
@@ -87,7 +118,13 @@ const EXTERN_DTYPES: ReadonlySet<DType> = STORED;
 function checkExtern(s: ExternStep): void {
   const out = s.outs[0]!;
   const why = `op ${s.def.name} runs its reference implementation`;
-  if (s.tuple || !EXTERN_DTYPES.has(out.dtype) || sizeOf(out.shape) === 0 || s.inputs.some((v) => sizeOf(v.shape) === 0)) throw new HostStep(why);
+  if (
+    s.tuple ||
+    !EXTERN_DTYPES.has(out.dtype) ||
+    sizeOf(out.shape) === 0 ||
+    s.inputs.some((v) => sizeOf(v.shape) === 0)
+  )
+    throw new HostStep(why);
   if (userTemplates(s.def.name)?.gpu === undefined || sizeOf(out.shape) > MAX_ELEMENTS) throw new HostStep(why);
 }
 
@@ -97,7 +134,8 @@ function planLoopStore(k: LoopKernel, st: Store, info: BufferInfo, target: GpuTa
   // One thread per output element cannot add into rows chosen by data (scatter_add_rows).
   if (st.accumulate === true || st.dyn !== undefined) throw new HostStep('scatters into rows chosen by data');
   // A scan (cumsum): each element reads the one stored before it, so its elements are not independent.
-  if (loadedBuffers([st.value]).some((buf) => k.stores.some((o) => o.buf === buf))) throw new HostStep('a running value along an axis');
+  if (loadedBuffers([st.value]).some((buf) => k.stores.some((o) => o.buf === buf)))
+    throw new HostStep('a running value along an axis');
   const sched = schedule(k.vars, [st], new ExprBuilder(() => 'float64'));
   const indexNodes = new Set<Expr>();
   for (const ix of sched.loadIndex.values()) for (const e of exprOrder([ix])) indexNodes.add(e);
@@ -123,18 +161,26 @@ function checkMatmul(k: MatmulKernel, info: BufferInfo, target: GpuTarget): void
  * the whole buffer in row-major order of its variables taken in some order (the output of
  * lowering; a grouped convolution's group variable sits between its rows and columns).
  */
-export function outputLayout(vars: readonly Var[], index: IExpr, bufSize: number): { readonly used: readonly Var[]; readonly strides: readonly number[] } | undefined {
+export function outputLayout(
+  vars: readonly Var[],
+  index: IExpr,
+  bufSize: number,
+): { readonly used: readonly Var[]; readonly strides: readonly number[] } | undefined {
   const total = vars.reduce((p, v) => p * v.size, 1);
   // size-1 variables are 0 wherever they stand
   const used = vars.filter((v) => v.size > 1).sort((p, q) => index.coef(q) - index.coef(p));
-  const strides = rowMajorStrides(used.map((v) => v.size));
-  const ok = index.c === 0 && total === bufSize && index.terms.every(([a]) => a.kind === 'var' && vars.some((v) => v.id === a.v.id))
-    && used.every((v, p) => index.coef(v) === strides[p]);
+  const strides = stridesOf(used.map((v) => v.size));
+  const ok =
+    index.c === 0 &&
+    total === bufSize &&
+    index.terms.every(([a]) => a.kind === 'var' && vars.some((v) => v.id === a.v.id)) &&
+    used.every((v, p) => index.coef(v) === strides[p]);
   return ok ? { used, strides } : undefined;
 }
 
 function checkLayout(vars: readonly Var[], index: IExpr, bufSize: number): void {
-  if (outputLayout(vars, index, bufSize) === undefined) throw new HostStep('a store that does not write its whole buffer in order');
+  if (outputLayout(vars, index, bufSize) === undefined)
+    throw new HostStep('a store that does not write its whole buffer in order');
 }
 
 /** Every expression render.ts would spell has a gpu spelling (`isIndex`: the index arithmetic). */
@@ -142,20 +188,28 @@ function checkSpelled(roots: readonly Expr[], info: BufferInfo, isIndex: (e: Exp
   const none = ['x', 'y', 'z'];
   for (const e of exprOrder(roots)) {
     switch (e.t) {
-      case 'load': if (!LOADED.has(info.dtype(e.buf))) throw new HostStep(`reads a ${info.dtype(e.buf)} buffer`); break;
-      case 'cast': if (e.dtype !== 'float32' && !STORED.has(e.dtype)) throw new HostStep(`rounds to ${e.dtype}`); break;
+      case 'load':
+        if (!LOADED.has(info.dtype(e.buf))) throw new HostStep(`reads a ${info.dtype(e.buf)} buffer`);
+        break;
+      case 'cast':
+        if (e.dtype !== 'float32' && !STORED.has(e.dtype)) throw new HostStep(`rounds to ${e.dtype}`);
+        break;
       case 'call': {
         if (GPU_CALLS[e.name as keyof typeof GPU_CALLS] !== undefined) break;
         // a user op's cpu template: its gpu template instead
         const u = userCallOf(e.fn);
-        if (u === undefined || userTemplates(u.op)?.gpu === undefined) throw new HostStep(`calls ${e.name}, which has no gpu spelling`);
+        if (u === undefined || userTemplates(u.op)?.gpu === undefined)
+          throw new HostStep(`calls ${e.name}, which has no gpu spelling`);
         break;
       }
       case 'op':
-        if (isIndex(e)) { if (!INDEX_OPS.has(e.op)) throw new HostStep(`index op ${e.op}`); }
-        else if (e.op !== 'idiv' && e.op !== 'imod' && gpuOpCode(e.op, none.slice(0, e.args.length)) === undefined) throw new HostStep(`op ${e.op}`);
+        if (isIndex(e)) {
+          if (!INDEX_OPS.has(e.op)) throw new HostStep(`index op ${e.op}`);
+        } else if (e.op !== 'idiv' && e.op !== 'imod' && gpuOpCode(e.op, none.slice(0, e.args.length)) === undefined)
+          throw new HostStep(`op ${e.op}`);
         break;
-      default: break;
+      default:
+        break;
     }
   }
 }

@@ -1,9 +1,9 @@
 // A matmul kernel of the kernel IR as a WGSL product, in one of two forms the strategy chooses
 // by adapter (strategy.ts): workgroup tiles staged in workgroup memory for a GPU, register tiles
 // read straight from memory for an adapter that runs invocations as SIMD lanes on CPU threads.
-import { exprOrder, type Expr } from '../expr.js';
-import type { Var } from '../index-expr.js';
-import type { MatmulKernel } from '../kernel.js';
+import { exprOrder, type Expr } from '../kernel/expr.js';
+import type { Var } from '../kernel/index-expr.js';
+import type { MatmulKernel } from '../kernel/ir.js';
 import { roundAs, storageOf } from './scalar.js';
 import { MAX_GROUPS, Writer, assemble, iexprCode, loaded, type BufferInfo, type WgslKernel } from './writer.js';
 

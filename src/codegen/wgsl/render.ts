@@ -1,17 +1,18 @@
-// Rendering the kernel IR (src/codegen/kernel.ts) as WGSL compute shaders for the gpu device's
+// Rendering the kernel IR (src/codegen/kernel/ir.ts) as WGSL compute shaders for the gpu device's
 // WebGPU mode. A loop kernel is one invocation per element of its output loops (all its stores
 // in one shader, each at its own index), reduction loops inside the invocation, or, where rows
 // share reductions (rows.ts), one workgroup per row folding them together in workgroup memory;
 // expressions are placed by the same schedule as on the cpu and the gpu.js renderer
-// (src/codegen/schedule.ts). Matrix products: matmul.ts. Values are f32; index arithmetic i32
+// (src/codegen/transform/schedule.ts). Matrix products: matmul.ts. Values are f32; index arithmetic i32
 // (WGSL has exact integers). Which steps run here, their schedule and form are chosen before
 // rendering (strategy.ts, codegen step 4); the runtime runs the others on the host and reports it.
-import { REDUCE_INIT, type Expr } from '../expr.js';
-import type { LoopKernel } from '../kernel.js';
-import { walkScopes } from '../scope-walk.js';
+import { REDUCE_INIT, type Expr } from '../kernel/expr.js';
+import type { LoopKernel } from '../kernel/ir.js';
+import { walkScopes } from '../transform/scope-walk.js';
 import { f32Literal, roundAs, storageOf } from './scalar.js';
-import { WG, Writer, assemble, coordCode, foldCode, groups1d, kahanStep, type BufferInfo, type WgslKernel } from './writer.js';
+import { Writer, assemble, coordCode, foldCode, groups1d, kahanStep, type BufferInfo, type WgslKernel } from './writer.js';
 import { renderRows } from './rows.js';
+import { renderSteps } from './steps.js';
 import type { LoopPlan } from './strategy.js';
 
 export type { BufferInfo, WgslKernel } from './writer.js';
@@ -22,9 +23,11 @@ export function renderLoop(k: LoopKernel, plan: LoopPlan, bufs: BufferInfo): Wgs
   const { sched: s, indexNodes, total } = plan;
   const w = new Writer(bufs, (e) => s.loadIndex.get(e), (e) => indexNodes.has(e));
   const binds = [...plan.binds];
-  if (plan.rows !== undefined) return renderRows(k, s, plan.rows, plan.lanes, w, bufs, binds, [...plan.written]);
+  if (plan.rows !== undefined) return renderRows(k, s, plan.rows, w, bufs, binds, [...plan.written], plan.workgroup);
+  if (plan.steps !== undefined) return renderSteps(k, s, indexNodes, plan.steps, bufs, binds, [...plan.written]);
   const outputVars = new Set(k.vars.map((v) => v.id));
-  const lines: string[] = [`let i = i32(gid.x + gid.y * nwg.x * ${WG}u);`, `if (i >= ${total}i) { return; }`];
+  const wg = plan.workgroup;
+  const lines: string[] = [`let i = i32(gid.x + gid.y * nwg.x * ${wg}u);`, `if (i >= ${total}i) { return; }`];
   // Output coordinates: row-major over the kernel's output loops.
   const sizes = k.vars.map((v) => v.size);
   k.vars.forEach((v, j) => lines.push(`let i${v.id} = ${coordCode('i', sizes, j)};`));
@@ -42,10 +45,10 @@ export function renderLoop(k: LoopKernel, plan: LoopPlan, bufs: BufferInfo): Wgs
     lines.push(`b${st.store.buf}[${w.code(st.index, 'i32')}] = ${ty === 'f32' ? v : `i32(${v})`};`);
   }
   const body = [
-    `@compute @workgroup_size(${WG})`,
+    `@compute @workgroup_size(${wg})`,
     'fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {',
     ...lines.map((l) => `  ${l}`),
     '}',
   ];
-  return assemble(k.label, body, binds, [...plan.written], bufs, groups1d(total));
+  return assemble(k.label, body, binds, [...plan.written], bufs, groups1d(total, wg));
 }

@@ -4,9 +4,9 @@
 // between them. The per-invocation form (render.ts) would instead fold the whole reduction once
 // per element of the row, or use one invocation for a long one. tfjs-backend-webgpu's reduce
 // program (a workgroup per output, a tree in shared memory) is the anchor.
-import { FOLD_ROWS, REDUCE_INIT, type Expr, type ReduceOp } from '../expr.js';
-import type { LoopKernel } from '../kernel.js';
-import type { Schedule, Scope, ScopeItem } from '../schedule.js';
+import { FOLD_ROWS, REDUCE_INIT, type Expr, type ReduceOp } from '../kernel/expr.js';
+import type { LoopKernel } from '../kernel/ir.js';
+import type { Schedule, Scope, ScopeItem } from '../transform/schedule.js';
 import { WGSL_OPS, f32Literal, roundAs, storageOf } from './scalar.js';
 import { MAX_GROUPS, assemble, coordCode, foldCode, kahanStep, type BufferInfo, type WgslKernel, type Writer } from './writer.js';
 
@@ -75,8 +75,13 @@ export function rowLanes(k: LoopKernel, d: number, simdLanes: boolean): number {
   return simdLanes && rows >= LANE_ROWS_FROM ? 1 : ROW_WG;
 }
 
-/** A loop kernel in the rows form: `d` output loops make a row (rowsForm), `lanes` invocations per row (rowLanes: ROW_WG or 1). */
-export function renderRows(k: LoopKernel, s: Schedule, d: number, lanes: number, w: Writer, bufs: BufferInfo, binds: number[], written: number[]): WgslKernel {
+/**
+ * A loop kernel in the rows form: `d` output loops make a row (rowsForm), `lanes` invocations per
+ * row: a power of two folding together in workgroup memory (Kahan's compensation from ROW_WG *
+ * KAHAN_FROM elements whatever the lanes), or 1 (rowLanes: ROW_LANES rows a workgroup, each
+ * invocation folding its own, compensated from KAHAN_FROM elements).
+ */
+export function renderRows(k: LoopKernel, s: Schedule, d: number, w: Writer, bufs: BufferInfo, binds: number[], written: number[], lanes = ROW_WG): WgslKernel {
   const rowVars = k.vars.slice(0, d), innerVars = k.vars.slice(d);
   const rows = rowVars.reduce((p, v) => p * v.size, 1);
   const inner = innerVars.reduce((p, v) => p * v.size, 1);
@@ -102,7 +107,7 @@ export function renderRows(k: LoopKernel, s: Schedule, d: number, lanes: number,
     const n = r.vars.reduce((p, v) => p * v.size, 1);
     const a = w.name(r);
     // Each lane's part is compensated where it is long; the tree adds log2(lanes) roundings.
-    const kahan = r.op === 'sum' && n > lanes * KAHAN_FROM;
+    const kahan = r.op === 'sum' && n > (tree ? ROW_WG : 1) * KAHAN_FROM;
     lines.push(`${ind}var ${a}: f32 = ${f32Literal(REDUCE_INIT[r.op])};${kahan ? ` var c${r.id}: f32 = 0.0;` : ''}`);
     lines.push(`${ind}for (var q = ${from}; q < ${n}i; q += ${lanes}i) {`);
     coords(r.vars, 'q', `${ind}  `);
@@ -116,7 +121,7 @@ export function renderRows(k: LoopKernel, s: Schedule, d: number, lanes: number,
     w.forget(inside);
     if (!tree) return;
     lines.push(`${ind}red[lane] = ${a};`, `${ind}workgroupBarrier();`);
-    lines.push(`${ind}for (var h = ${ROW_WG / 2}i; h > 0i; h = h / 2i) {`);
+    lines.push(`${ind}for (var h = ${lanes / 2}i; h > 0i; h = h / 2i) {`);
     lines.push(`${ind}  if (lane < h) { red[lane] = ${combine(r.op, 'red[lane]', 'red[lane + h]')}; }`);
     lines.push(`${ind}  workgroupBarrier();`, `${ind}}`);
     lines.push(`${ind}${a} = red[0];`, `${ind}workgroupBarrier();`);
@@ -141,8 +146,8 @@ export function renderRows(k: LoopKernel, s: Schedule, d: number, lanes: number,
   lines.push('}');
   const body = tree
     ? [
-        `var<workgroup> red: array<f32, ${ROW_WG}>;`,
-        `@compute @workgroup_size(${ROW_WG})`,
+        `var<workgroup> red: array<f32, ${lanes}>;`,
+        `@compute @workgroup_size(${lanes})`,
         'fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {',
       ]
     : [

@@ -5,7 +5,7 @@
 // an implementation assume no NaN or infinity, so NaN-aware forms are not attempted here.
 import type { OpName } from '../../ir/registry.js';
 import type { DType } from '../../ir/dtype.js';
-import { KERNEL_ROWS, type ScalarOp } from '../expr.js';
+import { KERNEL_ROWS, type ScalarOp } from '../kernel/expr.js';
 import { elementwiseOps, type ElementwiseOp } from '../../ir/ops/elementwise.js';
 
 type Render = (a: readonly string[]) => string;

@@ -8,15 +8,18 @@
 // elements than i32 indices reach, more bindings than the device allows; extern and print
 // steps always.
 import type { OpName } from '../../ir/registry.js';
-import { ExprBuilder, exprOrder, type Expr } from '../expr.js';
-import type { LoopKernel, MatmulKernel, Program, Step } from '../kernel.js';
-import { DRAW, philoxDraw } from '../random-fn.js';
-import { rowChecks, type RowCheck } from '../row-checks.js';
-import { schedule, type Schedule } from '../schedule.js';
+import { ExprBuilder, exprOrder, type Expr } from '../kernel/expr.js';
+import type { LoopKernel, MatmulKernel, Program, Step } from '../kernel/ir.js';
+import { DRAW, philoxDraw } from '../lower/random-fn.js';
+import { rowChecks, type RowCheck } from '../kernel/row-checks.js';
+import { schedule, type Schedule } from '../transform/schedule.js';
 import type { MatmulForm } from './matmul.js';
 import { rowLanes, rowsForm } from './rows.js';
+import { planSteps, type StepsPlan } from './steps.js';
+import { CHECKED_CALLS } from './checked.js';
+import { planPack, type Pack } from './pack.js';
 import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, storageOf } from './scalar.js';
-import { MAX_BINDINGS, MAX_GROUPS, loaded, type BufferInfo } from './writer.js';
+import { MAX_BINDINGS, MAX_GROUPS, WG, loaded, type BufferInfo } from './writer.js';
 
 /** A loop kernel as render.ts spells it: scheduled, its index arithmetic, its form and bindings. */
 export interface LoopPlan {
@@ -24,11 +27,40 @@ export interface LoopPlan {
   readonly indexNodes: ReadonlySet<Expr>;
   /** Output loops that make a row in the rows form (rows.ts); undefined: one invocation per element. */
   readonly rows: number | undefined;
-  /** Invocations per row in the rows form (rows.ts `rowLanes`). */
-  readonly lanes: number;
   readonly total: number;
   readonly written: readonly number[];
   readonly binds: readonly number[];
+  /** The steps form (steps.ts): elements read what others stored, or accumulate into rows chosen by data. */
+  readonly steps?: StepsPlan;
+  /** The kernel calls a function the host checks its arguments with (checked.ts): the cpu's code runs first on the host, its results unused. */
+  readonly hostCheck?: boolean;
+  /** Read-only buffers packed into one binding, where the kernel reads more than the device binds (pack.ts). */
+  readonly pack?: Pack;
+  /** Invocations per workgroup (the default, or what the workgroup chooser gave); in the rows form, per row (1: each invocation a row, ROW_LANES rows a workgroup). */
+  readonly workgroup: number;
+}
+
+/** The workgroup sizes the loop renderers take: powers of two up to 256, WebGPU's least maxComputeInvocationsPerWorkgroup. */
+export const WORKGROUP_SIZES: readonly number[] = [16, 32, 64, 128, 256];
+
+/**
+ * The tuning hook for workgroup sizes: asked once per loop step the device runs, with its plan at
+ * the default size (`plan.rows` set: one workgroup per row, its invocations folding the row's
+ * reductions together; else one invocation per element); undefined keeps the default. A size
+ * only regroups invocations: an elementwise kernel computes the same values, a row's folds
+ * combine their parts in another order. (Matrix products keep their tiling: matmul.ts.)
+ */
+export interface WorkgroupChooser {
+  loop(k: LoopKernel, plan: LoopPlan): number | undefined;
+}
+
+let chooser: WorkgroupChooser | undefined;
+
+/** Installs the workgroup chooser the strategy step asks from now on (undefined: the defaults); returns the one it replaces. */
+export function setWorkgroupChooser(c: WorkgroupChooser | undefined): WorkgroupChooser | undefined {
+  const was = chooser;
+  chooser = c;
+  return was;
 }
 
 /** Where a step runs. */
@@ -78,7 +110,7 @@ function webStrategy(s: Step, info: BufferInfo, maxBindings: number, simdLanes: 
     switch (s.kind) {
       case 'loop': {
         const checks = rowChecks(s, (why) => new HostStep(why));
-        return { where: 'device', kind: 'loop', plan: planLoop(s, info, simdLanes), checks };
+        return { where: 'device', kind: 'loop', plan: chosenWorkgroup(s, planLoop(s, info, simdLanes)), checks };
       }
       case 'matmul': checkMatmul(s, info); return { where: 'device', kind: 'matmul', form: simdLanes ? 'lanes' : 'tiles' };
       case 'scan': {
@@ -87,6 +119,7 @@ function webStrategy(s: Step, info: BufferInfo, maxBindings: number, simdLanes: 
           const step = s.body.steps[i]!;
           if (b.kind === 'host') throw new HostStep(`its body's ${step.kind === 'extern' ? 'op' : 'kernel'} ${step.kind === 'extern' ? step.def.name : step.label} runs on the host (${b.why})`);
           if (b.kind === 'loop' && b.checks.length > 0) throw new HostStep('its body checks row numbers read from data on the host');
+          if (b.kind === 'loop' && b.plan.hostCheck === true) throw new HostStep('its body checks values read from data on the host');
         });
         return { where: 'device', kind: 'scan', body };
       }
@@ -102,24 +135,39 @@ function webStrategy(s: Step, info: BufferInfo, maxBindings: number, simdLanes: 
 
 function planLoop(k: LoopKernel, info: BufferInfo, simdLanes: boolean): LoopPlan {
   const written = new Set(k.stores.map((st) => st.buf));
+  let ordered = false;
   for (const st of k.stores) {
     if (storageOf(st.dtype) === undefined) throw new HostStep(`stores ${st.dtype}`);
-    if (st.accumulate === true || st.dyn !== undefined) throw new HostStep('scatters into rows chosen by data');
+    if (st.accumulate === true || st.dyn !== undefined) ordered = true;
   }
-  const reads = loaded(k.stores.map((st) => st.value));
-  if (reads.some((b) => written.has(b))) throw new HostStep('a running value along an axis (elements read the ones stored before them)');
+  const reads = loaded(k.stores.flatMap((st) => (st.dyn !== undefined ? [st.value, st.dyn.row] : [st.value])));
+  if (reads.some((b) => written.has(b))) ordered = true;
   const total = k.vars.reduce((p, v) => p * v.size, 1);
   if (total === 0) throw new Empty();
   if (total > 2 ** 31 - 1) throw new HostStep(`${total} elements (i32 indices)`);
+  const steps = ordered ? planSteps(k, info.size, (why) => new HostStep(why)) : undefined;
   const sched = schedule(k.vars, k.stores, new ExprBuilder(() => 'float64'));
   const indexNodes = new Set<Expr>();
   for (const ix of sched.loadIndex.values()) for (const e of exprOrder([ix])) indexNodes.add(e);
   for (const st of sched.stores) for (const e of exprOrder([st.index])) indexNodes.add(e);
-  checkSpelled([...sched.stores.flatMap((st) => [st.value, st.index]), ...sched.loadIndex.values()], info, (e) => indexNodes.has(e));
+  const checked = checkSpelled([...sched.stores.flatMap((st) => [st.value, st.index]), ...sched.loadIndex.values()], info, (e) => indexNodes.has(e));
   const binds = [...new Set([...written, ...reads])].sort((p, q) => p - q);
-  checkBinds(binds, [...written], info);
-  const rows = rowsForm(k, sched);
-  return { sched, indexNodes, rows, lanes: rows === undefined ? 1 : rowLanes(k, rows, simdLanes), total, written: [...written], binds };
+  const pack = planPack(binds, [...written], info);
+  if (typeof pack === 'string') throw new HostStep(pack);
+  checkBinds(binds, [...written], pack === undefined ? info : { ...info, maxBindings: Number.POSITIVE_INFINITY });
+  const rows = steps === undefined ? rowsForm(k, sched) : undefined;
+  return {
+    sched, indexNodes, rows, total, written: [...written], binds, workgroup: rows === undefined ? WG : rowLanes(k, rows, simdLanes),
+    ...(steps !== undefined ? { steps } : {}), ...(checked ? { hostCheck: true } : {}), ...(pack !== undefined ? { pack } : {}),
+  };
+}
+
+function chosenWorkgroup(k: LoopKernel, plan: LoopPlan): LoopPlan {
+  if (plan.steps !== undefined) return plan; // one workgroup walks the steps (steps.ts)
+  const wg = chooser?.loop(k, plan);
+  if (wg === undefined || wg === plan.workgroup) return plan;
+  if (!WORKGROUP_SIZES.includes(wg)) throw new Error(`the workgroup chooser gave ${wg} invocations for kernel ${k.label}; allowed: ${WORKGROUP_SIZES.join(', ')}`);
+  return { ...plan, workgroup: wg };
 }
 
 function checkMatmul(k: MatmulKernel, info: BufferInfo): void {
@@ -130,15 +178,16 @@ function checkMatmul(k: MatmulKernel, info: BufferInfo): void {
   if (k.batch.size * k.m.size * k.n.size === 0) throw new Empty();
   const reads = loaded([k.a, k.b, st.value]);
   if (reads.includes(st.buf)) throw new HostStep('a product reading its own output');
-  checkSpelled([k.a, k.b, st.value], info, () => false);
+  if (checkSpelled([k.a, k.b, st.value], info, () => false)) throw new HostStep('a checked call inside a product');
   if (k.batch.size > MAX_GROUPS) throw new HostStep(`${k.batch.size} products in a batch (at most ${MAX_GROUPS} per dispatch)`);
   checkBinds([...new Set([st.buf, ...reads])].sort((p, q) => p - q), [st.buf], info);
 }
 
 const DRAWS: ReadonlySet<number> = new Set(Object.values(DRAW));
 
-/** Every expression the Writer (writer.ts) would spell has a WGSL spelling (`isIndex`: the index arithmetic). */
-function checkSpelled(roots: readonly Expr[], info: BufferInfo, isIndex: (e: Expr) => boolean): void {
+/** Every expression the Writer (writer.ts) would spell has a WGSL spelling (`isIndex`: the index arithmetic); whether one is a checked call. */
+function checkSpelled(roots: readonly Expr[], info: BufferInfo, isIndex: (e: Expr) => boolean): boolean {
+  let checked = false;
   for (const e of exprOrder(roots)) {
     switch (e.t) {
       case 'load': if (info.storage(e.buf) === undefined) throw new HostStep(`reads a ${info.dtype(e.buf)} buffer`); break;
@@ -148,7 +197,8 @@ function checkSpelled(roots: readonly Expr[], info: BufferInfo, isIndex: (e: Exp
           if ([0, 2, 4, 5, 6, 7].some((k) => e.args[k]!.t !== 'const')) throw new HostStep('a random draw whose parameters are not constants');
           const kind = (e.args[0] as Expr & { t: 'const' }).v;
           if (!DRAWS.has(kind)) throw new HostStep(`random draw kind ${kind}`);
-        } else if (WGSL_CALLS[e.name as OpName] === undefined) throw new HostStep(`calls ${e.name}, which has no WGSL spelling yet`);
+        } else if (CHECKED_CALLS[e.name] !== undefined) checked = true;
+        else if (WGSL_CALLS[e.name as OpName] === undefined) throw new HostStep(`calls ${e.name}, which has no WGSL spelling yet`);
         break;
       case 'op': {
         const idx = isIndex(e);
@@ -158,6 +208,7 @@ function checkSpelled(roots: readonly Expr[], info: BufferInfo, isIndex: (e: Exp
       default: break;
     }
   }
+  return checked;
 }
 
 /** The shader's bindings: at most the device's count, each buffer in a storage the device holds. */

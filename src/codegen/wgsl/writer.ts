@@ -3,9 +3,10 @@
 // bindings and a shader's assembly with the helpers it calls.
 import type { DType } from '../../ir/dtype.js';
 import type { OpName } from '../../ir/registry.js';
-import { FOLD_ROWS, exprOrder, type Expr, type ReduceOp } from '../expr.js';
-import { spellIndex, type IExpr, type IndexSpelling } from '../index-expr.js';
-import { DRAW, philoxDraw } from '../random-fn.js';
+import { FOLD_ROWS, exprOrder, type Expr, type ReduceOp } from '../kernel/expr.js';
+import { spellIndex, type IExpr, type IndexSpelling } from '../kernel/index-expr.js';
+import { DRAW, philoxDraw } from '../lower/random-fn.js';
+import { CHECKED_CALLS } from './checked.js';
 import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, f32Literal, helperSources, i32Literal, roundAs, storageOf } from './scalar.js';
 
 /** An expression strategy.ts should have sent to the host. */
@@ -96,7 +97,7 @@ export class Writer {
       }
       case 'call': {
         if (e.fn === philoxDraw) return this.philox(e.args);
-        const f = WGSL_CALLS[e.name as OpName];
+        const f = WGSL_CALLS[e.name as OpName] ?? CHECKED_CALLS[e.name];
         if (f === undefined) throw unspelled(`a call of ${e.name}`);
         return f(e.args.map((a) => this.code(a, 'f32')));
       }
@@ -202,9 +203,9 @@ export function loaded(roots: readonly Expr[]): number[] {
   return [...out].sort((p, q) => p - q);
 }
 
-/** A 1-D dispatch of `n` invocations, split over y where x would pass the per-dimension limit. */
-export function groups1d(n: number): [number, number, number] {
-  const g = Math.ceil(n / WG);
+/** A 1-D dispatch of `n` invocations in workgroups of `wg`, split over y where x would pass the per-dimension limit. */
+export function groups1d(n: number, wg = WG): [number, number, number] {
+  const g = Math.ceil(n / wg);
   if (g <= MAX_GROUPS) return [g, 1, 1];
   return [MAX_GROUPS, Math.ceil(g / MAX_GROUPS), 1];
 }

@@ -13,7 +13,8 @@ export const sumToLikeOp = defineOp<Record<string, never>>({
   kind: 'reduction',
   arity: 2,
   infer: ([g, x]) => {
-    if (x!.shape.length > g!.shape.length) throw new InferError(`target ${formatShape(x!.shape)} has higher rank than ${formatShape(g!.shape)}`);
+    if (x!.shape.length > g!.shape.length)
+      throw new InferError(`target ${formatShape(x!.shape)} has higher rank than ${formatShape(g!.shape)}`);
     return tensorType(g!.dtype, x!.shape);
   },
   impl: ([g, x]) => {
@@ -35,18 +36,24 @@ export const broadcastLikeOp = defineOp<Record<string, never>>({
   infer: ([g, x]) => {
     const gs = g!.shape;
     const xs = x!.shape;
-    if (gs.length > xs.length) throw new InferError(`cannot broadcast ${formatShape(gs)} to the lower-rank ${formatShape(xs)}`);
+    if (gs.length > xs.length)
+      throw new InferError(`cannot broadcast ${formatShape(gs)} to the lower-rank ${formatShape(xs)}`);
     const off = xs.length - gs.length;
     gs.forEach((d, i) => {
       const t = xs[off + i]!;
-      if (d !== null && d !== 1 && t !== null && t !== d) throw new InferError(`cannot broadcast ${formatShape(gs)} to ${formatShape(xs)}: axis ${off + i} has ${d} and ${t}`);
+      if (d !== null && d !== 1 && t !== null && t !== d)
+        throw new InferError(
+          `cannot broadcast ${formatShape(gs)} to ${formatShape(xs)}: axis ${off + i} has ${d} and ${t}`,
+        );
     });
     return tensorType(g!.dtype, xs);
   },
   impl: ([g, x]) => {
     const out = new Float64Array(x!.size);
     const st = broadcastStrides(g!.shape, x!.shape);
-    forEachIndex(x!.shape, (idx, i) => { out[i] = g!.data[offsetOf(idx, st)]!; });
+    forEachIndex(x!.shape, (idx, i) => {
+      out[i] = g!.data[offsetOf(idx, st)]!;
+    });
     return new NDArray(out, x!.shape, g!.dtype);
   },
 });
@@ -58,7 +65,8 @@ export const reshapeLikeOp = defineOp<Record<string, never>>({
   arity: 2,
   infer: ([g, x]) => tensorType(g!.dtype, x!.shape),
   impl: ([g, x]) => {
-    if (g!.size !== x!.size) throw new InferError(`cannot reshape ${formatShape(g!.shape)} to ${formatShape(x!.shape)}`);
+    if (g!.size !== x!.size)
+      throw new InferError(`cannot reshape ${formatShape(g!.shape)} to ${formatShape(x!.shape)}`);
     return g!.reshape(x!.shape);
   },
 });

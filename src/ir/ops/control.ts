@@ -7,7 +7,12 @@ import type { ScanBody } from '../scanbody.js';
 import type { Node } from '../node.js';
 
 /** A leaf of a Scan's inner graph: a per-step slice, a recurrent state or a constant. */
-export const scanArgOp = defineOp<{ readonly uid: number; readonly name: string; readonly dtype: TensorType['dtype']; readonly shape: TensorType['shape'] }>({
+export const scanArgOp = defineOp<{
+  readonly uid: number;
+  readonly name: string;
+  readonly dtype: TensorType['dtype'];
+  readonly shape: TensorType['shape'];
+}>({
   name: 'scan_arg',
   kind: 'leaf',
   arity: 0,
@@ -65,28 +70,45 @@ export const scanOp = defineOp<ScanAttrs>({
     const nState = b.states.length;
     const nIn = nSeq + nState + b.constants.length;
     if (ins.length !== nIn) {
-      throw new InferError(`scan takes ${nIn} inputs (${nSeq} sequences, ${nState} initial states, ${b.constants.length} constants), got ${ins.length}`, 'value');
+      throw new InferError(
+        `scan takes ${nIn} inputs (${nSeq} sequences, ${nState} initial states, ${b.constants.length} constants), got ${ins.length}`,
+        'value',
+      );
     }
     let steps: Dim = a.n_steps;
-    if (steps !== null && (!Number.isInteger(steps) || steps < 0)) throw new InferError(`n_steps ${steps} is not a non-negative integer`, 'value');
+    if (steps !== null && (!Number.isInteger(steps) || steps < 0))
+      throw new InferError(`n_steps ${steps} is not a non-negative integer`, 'value');
     if (nSeq === 0 && steps === null) throw new InferError('a scan without sequences needs n_steps', 'value');
     ins.slice(0, nSeq).forEach((t, i) => {
-      if (t.shape.length === 0) throw new InferError(`sequence ${i} is a scalar; sequences are walked along axis 0`, 'value');
-      checkInput(`a step of sequence ${i} (shape ${formatShape(t.shape)})`, tensorType(t.dtype, t.shape.slice(1)), b.sequences[i]!);
+      if (t.shape.length === 0)
+        throw new InferError(`sequence ${i} is a scalar; sequences are walked along axis 0`, 'value');
+      checkInput(
+        `a step of sequence ${i} (shape ${formatShape(t.shape)})`,
+        tensorType(t.dtype, t.shape.slice(1)),
+        b.sequences[i]!,
+      );
       const d = t.shape[0]!;
       if (steps === null) steps = d;
-      else if (d !== null && d !== steps) throw new InferError(`sequence ${i} of shape ${formatShape(t.shape)} has ${d} steps but the scan runs ${steps}`);
+      else if (d !== null && d !== steps)
+        throw new InferError(
+          `sequence ${i} of shape ${formatShape(t.shape)} has ${d} steps but the scan runs ${steps}`,
+        );
     });
     b.states.forEach((s, j) => {
       checkInput(`initial state ${j}`, ins[nSeq + j]!, s);
       if (!compatibleTypes(s.type, b.newStates[j]!.type)) {
-        throw new InferError(`the body's new state ${j} is ${typeToString(b.newStates[j]!.type)} but the state is ${typeToString(s.type)}`);
+        throw new InferError(
+          `the body's new state ${j} is ${typeToString(b.newStates[j]!.type)} but the state is ${typeToString(s.type)}`,
+        );
       }
     });
     b.constants.forEach((c, k) => checkInput(`constant ${k}`, ins[nSeq + nState + k]!, c));
     const nStacked = b.outputs.length + nState;
     if (a.keep.length !== nStacked || a.keep.some((k) => k !== 'all' && k !== 'last' && k !== 'none')) {
-      throw new InferError(`keep must give 'all', 'last' or 'none' for each of the ${nStacked} stacked items, got ${JSON.stringify(a.keep)}`, 'value');
+      throw new InferError(
+        `keep must give 'all', 'last' or 'none' for each of the ${nStacked} stacked items, got ${JSON.stringify(a.keep)}`,
+        'value',
+      );
     }
     const items: TensorType[] = [
       ...b.outputs.map((o, k) => stackedType(o.type, steps, a.keep[k]!)),
@@ -115,8 +137,14 @@ interface Shaped {
 
 /** A runtime value must fit the static type the body was traced with. */
 export function checkFits(what: string, v: Shaped, t: TensorType, dtype: string | undefined): void {
-  if ((dtype !== undefined && dtype !== t.dtype) || v.shape.length !== t.shape.length || t.shape.some((d, i) => d !== null && d !== v.shape[i])) {
-    throw new InferError(`${what} is ${dtype ?? t.dtype} ${formatShape(v.shape)} but the body expects ${typeToString(t)}`);
+  if (
+    (dtype !== undefined && dtype !== t.dtype) ||
+    v.shape.length !== t.shape.length ||
+    t.shape.some((d, i) => d !== null && d !== v.shape[i])
+  ) {
+    throw new InferError(
+      `${what} is ${dtype ?? t.dtype} ${formatShape(v.shape)} but the body expects ${typeToString(t)}`,
+    );
   }
 }
 
@@ -131,14 +159,25 @@ export function splitScanInputs<T>(ins: readonly T[], body: ScanBody): { seqs: T
  * A scan's outer inputs split into sequences, initial states and constants, each checked against
  * the type the body was traced with, and the number of steps. Every executor starts a scan here.
  */
-export function scanInputs<T extends Shaped>(ins: readonly T[], a: ScanAttrs, dtypeOf: (v: T) => string | undefined = () => undefined): {
-  seqs: T[]; initial: T[]; consts: T[]; steps: number;
+export function scanInputs<T extends Shaped>(
+  ins: readonly T[],
+  a: ScanAttrs,
+  dtypeOf: (v: T) => string | undefined = () => undefined,
+): {
+  seqs: T[];
+  initial: T[];
+  consts: T[];
+  steps: number;
 } {
   const b = a.body;
   const { seqs, initial, consts } = splitScanInputs(ins, b);
   const steps = a.n_steps ?? seqs[0]!.shape[0]!;
   seqs.forEach((s, i) => {
-    if (s.shape[0] !== steps) throw new InferError(`sequence ${i} of shape ${formatShape(s.shape)} has ${s.shape[0]} steps but the scan runs ${steps}`, 'value');
+    if (s.shape[0] !== steps)
+      throw new InferError(
+        `sequence ${i} of shape ${formatShape(s.shape)} has ${s.shape[0]} steps but the scan runs ${steps}`,
+        'value',
+      );
   });
   initial.forEach((s, j) => checkFits(`initial state ${j}`, s, b.states[j]!.type, dtypeOf(s)));
   consts.forEach((c, k) => checkFits(`constant ${k}`, c, b.constants[k]!.type, dtypeOf(c)));
@@ -168,7 +207,9 @@ function stackSteps<T extends Shaped>(host: ScanHost<T>, what: string, steps: re
   if (first === undefined) return host.empty(t);
   steps.forEach((s, k) => {
     if (s.shape.length !== first.shape.length || s.shape.some((d, i) => d !== first.shape[i])) {
-      throw new InferError(`${what}: step ${k} has shape ${formatShape(s.shape)} but step 0 had ${formatShape(first.shape)}; stacked results keep one shape`);
+      throw new InferError(
+        `${what}: step ${k} has shape ${formatShape(s.shape)} but step 0 had ${formatShape(first.shape)}; stacked results keep one shape`,
+      );
     }
   });
   return host.stack(steps);
@@ -200,7 +241,9 @@ export function scanLoop<T extends Shaped>(ins: readonly T[], a: ScanAttrs, host
       checkFits(`new state ${j} at step ${k}`, s, b.states[j]!.type, host.dtypeOf(s));
       const prev = states[j]!;
       if (s.shape.some((d, i) => d !== prev.shape[i])) {
-        throw new InferError(`new state ${j} at step ${k} has shape ${formatShape(s.shape)} but the state had ${formatShape(prev.shape)}; states keep their shape`);
+        throw new InferError(
+          `new state ${j} at step ${k} has shape ${formatShape(s.shape)} but the state had ${formatShape(prev.shape)}; states keep their shape`,
+        );
       }
       stateSeqs[j]!.push(s);
     });
@@ -209,7 +252,8 @@ export function scanLoop<T extends Shaped>(ins: readonly T[], a: ScanAttrs, host
   const kept = (what: string, list: readonly T[], t: TensorType, keep: KeepMode): T => {
     if (keep === 'last') {
       const last = list[list.length - 1];
-      if (last === undefined) throw new InferError(`${what}: the last step is asked for, but the scan ran 0 steps`, 'value');
+      if (last === undefined)
+        throw new InferError(`${what}: the last step is asked for, but the scan ran 0 steps`, 'value');
       return last;
     }
     return stackSteps(host, what, keep === 'none' ? [] : list, t);
@@ -245,7 +289,8 @@ export const tupleGetOp = defineOp<{ readonly index: number }>({
     const items = t!.items;
     if (items === undefined) throw new InferError('tuple_get takes a tuple-valued node (a scan)', 'type');
     const item = items[a.index];
-    if (!Number.isInteger(a.index) || item === undefined) throw new InferError(`tuple_get index ${a.index} is out of range for a tuple of ${items.length} items`, 'value');
+    if (!Number.isInteger(a.index) || item === undefined)
+      throw new InferError(`tuple_get index ${a.index} is out of range for a tuple of ${items.length} items`, 'value');
     return item;
   },
   impl: () => {

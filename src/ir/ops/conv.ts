@@ -33,14 +33,24 @@ function numericType(a: DType, b: DType): DType {
   return t;
 }
 
-function checkRanks(names: readonly [string, string], shapes: readonly [StaticShape, StaticShape], a: ConvAttrs): number {
+function checkRanks(
+  names: readonly [string, string],
+  shapes: readonly [StaticShape, StaticShape],
+  a: ConvAttrs,
+): number {
   const r = shapes[0].length;
-  if (r < 3) throw new InferError(`${names[0]} must have rank >= 3 (batch, spatial..., channels); got shape ${formatShape(shapes[0])}`);
+  if (r < 3)
+    throw new InferError(
+      `${names[0]} must have rank >= 3 (batch, spatial..., channels); got shape ${formatShape(shapes[0])}`,
+    );
   if (shapes[1].length !== r) {
-    throw new InferError(`${names[0]} shape ${formatShape(shapes[0])} and ${names[1]} shape ${formatShape(shapes[1])} must have the same rank`);
+    throw new InferError(
+      `${names[0]} shape ${formatShape(shapes[0])} and ${names[1]} shape ${formatShape(shapes[1])} must have the same rank`,
+    );
   }
   checkWindowAttrs(a, r - 2);
-  if (!Number.isInteger(a.groups) || a.groups < 1) throw new InferError(`groups ${a.groups} must be a positive integer`, 'value');
+  if (!Number.isInteger(a.groups) || a.groups < 1)
+    throw new InferError(`groups ${a.groups} must be a positive integer`, 'value');
   return r - 2;
 }
 
@@ -52,7 +62,7 @@ export function checkInChannels(xName: string, x: StaticShape, w: StaticShape, g
   if (c !== null && cg !== null && c !== cg * g) {
     throw new InferError(
       `kernel shape ${formatShape(w)} does not match ${xName} shape ${formatShape(x)}: axis ${d} of the kernel (input channels) is ${cg}` +
-      `${g > 1 ? ` (times ${g} groups: ${cg * g})` : ''} but axis ${d + 1} of ${xName} (channels) is ${c}`,
+        `${g > 1 ? ` (times ${g} groups: ${cg * g})` : ''} but axis ${d + 1} of ${xName} (channels) is ${c}`,
     );
   }
 }
@@ -60,17 +70,21 @@ export function checkInChannels(xName: string, x: StaticShape, w: StaticShape, g
 function checkFeatures(what: string, f: Dim, fShape: StaticShape, axis: number, w: StaticShape, g: number): void {
   const wf = w[w.length - 1]!;
   if (f !== null && wf !== null && f !== wf) {
-    throw new InferError(`kernel shape ${formatShape(w)} does not match ${what} shape ${formatShape(fShape)}: axis ${w.length - 1} of the kernel (output channels) is ${wf} but axis ${axis} of ${what} is ${f}`);
+    throw new InferError(
+      `kernel shape ${formatShape(w)} does not match ${what} shape ${formatShape(fShape)}: axis ${w.length - 1} of the kernel (output channels) is ${wf} but axis ${axis} of ${what} is ${f}`,
+    );
   }
   const known = f ?? wf;
-  if (known !== null && known % g !== 0) throw new InferError(`output channels ${known} are not divisible by groups ${g}`);
+  if (known !== null && known % g !== 0)
+    throw new InferError(`output channels ${known} are not divisible by groups ${g}`);
 }
 
 /** The spatial size a sized op produces: from attrs, or from the `like` input's dims at `from`. */
 function sizedSpatial(inputs: readonly TensorType[], a: ConvSizedAttrs, d: number, from: number): Dim[] {
   if (a.size !== null) {
     if (inputs.length !== 2) throw new InferError('give the result size as attrs.size or as a third input, not both');
-    if (a.size.length !== d || a.size.some((s) => !Number.isInteger(s) || s < 1)) throw new InferError(`size ${JSON.stringify(a.size)} must be ${d} positive integers`, 'value');
+    if (a.size.length !== d || a.size.some((s) => !Number.isInteger(s) || s < 1))
+      throw new InferError(`size ${JSON.stringify(a.size)} must be ${d} positive integers`, 'value');
     return [...a.size];
   }
   if (inputs.length !== 3) throw new InferError('without attrs.size a third input must give the result size');
@@ -78,7 +92,14 @@ function sizedSpatial(inputs: readonly TensorType[], a: ConvSizedAttrs, d: numbe
 }
 
 /** Checks that data of spatial size `s` convolved with windows `k` gives `o` (when all are known). */
-export function checkOutSizes(what: string, s: readonly Dim[], k: readonly Dim[], o: readonly Dim[], a: ConvAttrs, oShape: StaticShape): void {
+export function checkOutSizes(
+  what: string,
+  s: readonly Dim[],
+  k: readonly Dim[],
+  o: readonly Dim[],
+  a: ConvAttrs,
+  oShape: StaticShape,
+): void {
   s.forEach((si, i) => {
     const ki = k[i]!;
     const oi = o[i]!;
@@ -87,7 +108,7 @@ export function checkOutSizes(what: string, s: readonly Dim[], k: readonly Dim[]
     if (want !== oi) {
       throw new InferError(
         `${what} shape ${formatShape(oShape)} does not fit: along spatial axis ${i}, a ${a.padding} convolution with window ${ki}, ` +
-        `stride ${a.strides[i]} and dilation ${a.dilation[i]} maps size ${si} to ${want === null ? 'nothing (window too large)' : want}, not ${oi}`,
+          `stride ${a.strides[i]} and dilation ${a.dilation[i]} maps size ${si} to ${want === null ? 'nothing (window too large)' : want}, not ${oi}`,
       );
     }
   });
@@ -174,8 +195,14 @@ export const convKernelGradOp = defineOp<ConvSizedAttrs>({
     const k = sizedSpatial(inputs, a, d, 0);
     const c = x.shape[d + 1]!;
     const f = dy.shape[d + 1]!;
-    if (c !== null && c % a.groups !== 0) throw new InferError(`input channels ${c} (shape ${formatShape(x.shape)}) are not divisible by groups ${a.groups}`);
-    if (f !== null && f % a.groups !== 0) throw new InferError(`output channels ${f} (shape ${formatShape(dy.shape)}) are not divisible by groups ${a.groups}`);
+    if (c !== null && c % a.groups !== 0)
+      throw new InferError(
+        `input channels ${c} (shape ${formatShape(x.shape)}) are not divisible by groups ${a.groups}`,
+      );
+    if (f !== null && f % a.groups !== 0)
+      throw new InferError(
+        `output channels ${f} (shape ${formatShape(dy.shape)}) are not divisible by groups ${a.groups}`,
+      );
     checkOutSizes('output gradient', x.shape.slice(1, d + 1), k, dy.shape.slice(1, d + 1), a, dy.shape);
     return tensorType(numericType(x.dtype, dy.dtype), [...k, c === null ? null : c / a.groups, f]);
   },

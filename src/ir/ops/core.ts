@@ -16,7 +16,8 @@ export interface LeafAttrs {
   readonly unknownRank?: boolean;
 }
 
-const leafInfer = (_: unknown, a: LeafAttrs) => (a.unknownRank === true ? { ...tensorType(a.dtype, []), unknownRank: true as const } : tensorType(a.dtype, a.shape));
+const leafInfer = (_: unknown, a: LeafAttrs) =>
+  a.unknownRank === true ? { ...tensorType(a.dtype, []), unknownRank: true as const } : tensorType(a.dtype, a.shape);
 
 export const placeholderOp = defineOp<LeafAttrs & { readonly sparse: boolean }>({
   name: 'placeholder',
@@ -24,7 +25,10 @@ export const placeholderOp = defineOp<LeafAttrs & { readonly sparse: boolean }>(
   arity: 0,
   infer: leafInfer,
   impl: (_, a) => {
-    throw new InferError(`placeholder ${JSON.stringify(a.name)} was not given a value: list it in the function's inputs`, 'value');
+    throw new InferError(
+      `placeholder ${JSON.stringify(a.name)} was not given a value: list it in the function's inputs`,
+      'value',
+    );
   },
 });
 
@@ -88,15 +92,23 @@ export interface ReshapeAttrs {
 export function resolveReshape(from: StaticShape, to: readonly number[]): Dim[] {
   const holes = to.filter((d) => d === -1).length;
   if (holes > 1) throw new InferError(`target shape ${formatShape(to)} has more than one -1`, 'value');
-  if (to.some((d) => !Number.isInteger(d) || d < -1)) throw new InferError(`target shape ${formatShape(to)} has a dimension that is not a non-negative integer or -1`, 'value');
+  if (to.some((d) => !Number.isInteger(d) || d < -1))
+    throw new InferError(
+      `target shape ${formatShape(to)} has a dimension that is not a non-negative integer or -1`,
+      'value',
+    );
   const n = staticSize(from);
   const known = to.filter((d) => d !== -1).reduce((p, d) => p * d, 1);
   if (holes === 0) {
-    if (n !== null && n !== known) throw new InferError(`cannot reshape ${formatShape(from)} (${n} elements) to ${formatShape(to)} (${known} elements)`);
+    if (n !== null && n !== known)
+      throw new InferError(
+        `cannot reshape ${formatShape(from)} (${n} elements) to ${formatShape(to)} (${known} elements)`,
+      );
     return [...to];
   }
   if (n === null) return to.map((d) => (d === -1 ? null : d));
-  if (known === 0 || n % known !== 0) throw new InferError(`cannot reshape ${formatShape(from)} (${n} elements) to ${formatShape(to)}`);
+  if (known === 0 || n % known !== 0)
+    throw new InferError(`cannot reshape ${formatShape(from)} (${n} elements) to ${formatShape(to)}`);
   return to.map((d) => (d === -1 ? n / known : d));
 }
 
@@ -120,16 +132,24 @@ export const transposeOp = defineOp<PermuteAttrs>({
     const r = x!.shape.length;
     const sorted = [...a.perm].sort((p, q) => p - q);
     if (a.perm.length !== r || sorted.some((p, i) => p !== i)) {
-      throw new InferError(`pattern ${formatShape(a.perm)} is not a permutation of the ${r} axes of a tensor of shape ${formatShape(x!.shape)}`, 'value');
+      throw new InferError(
+        `pattern ${formatShape(a.perm)} is not a permutation of the ${r} axes of a tensor of shape ${formatShape(x!.shape)}`,
+        'value',
+      );
     }
-    return tensorType(x!.dtype, a.perm.map((p) => x!.shape[p]!));
+    return tensorType(
+      x!.dtype,
+      a.perm.map((p) => x!.shape[p]!),
+    );
   },
   impl: ([x], a) => {
     const shape = a.perm.map((p) => x!.shape[p]!);
     const st = stridesOf(x!.shape);
     const pst = a.perm.map((p) => st[p]!);
     const out = new Float64Array(sizeOf(shape));
-    forEachIndex(shape, (idx, i) => { out[i] = x!.data[offsetOf(idx, pst)]!; });
+    forEachIndex(shape, (idx, i) => {
+      out[i] = x!.data[offsetOf(idx, pst)]!;
+    });
     return new NDArray(out, shape, x!.dtype);
   },
 });
@@ -146,13 +166,17 @@ export const dotOp = defineOp<Record<string, never>>({
   arity: 2,
   infer: ([x, y]) => {
     if (x!.shape.length === 0 || y!.shape.length === 0) {
-      throw new InferError(`dot needs tensors of rank >= 1; got shapes ${formatShape(x!.shape)} and ${formatShape(y!.shape)}`);
+      throw new InferError(
+        `dot needs tensors of rank >= 1; got shapes ${formatShape(x!.shape)} and ${formatShape(y!.shape)}`,
+      );
     }
     const ya = dotAxisOfY(y!.shape.length);
     const k1 = x!.shape[x!.shape.length - 1]!;
     const k2 = y!.shape[ya]!;
     if (k1 !== null && k2 !== null && k1 !== k2) {
-      throw new InferError(`shapes ${formatShape(x!.shape)} (x) and ${formatShape(y!.shape)} (y) are not aligned: axis ${x!.shape.length - 1} of x has ${k1} but axis ${ya} of y has ${k2}`);
+      throw new InferError(
+        `shapes ${formatShape(x!.shape)} (x) and ${formatShape(y!.shape)} (y) are not aligned: axis ${x!.shape.length - 1} of x has ${k1} but axis ${ya} of y has ${k2}`,
+      );
     }
     const dtype = promote(x!.dtype, y!.dtype);
     return tensorType(dtype, [...x!.shape.slice(0, -1), ...y!.shape.filter((_, i) => i !== ya)]);
@@ -160,7 +184,8 @@ export const dotOp = defineOp<Record<string, never>>({
   impl: ([x, y]) => {
     const ya = dotAxisOfY(y!.shape.length);
     const k = x!.shape[x!.shape.length - 1]!;
-    if (y!.shape[ya] !== k) throw new InferError(`shapes ${formatShape(x!.shape)} and ${formatShape(y!.shape)} are not aligned`);
+    if (y!.shape[ya] !== k)
+      throw new InferError(`shapes ${formatShape(x!.shape)} and ${formatShape(y!.shape)} are not aligned`);
     const m = sizeOf(x!.shape.slice(0, -1)); // not x.size / k, which is 0 when k is 0 (the sums are then 0)
     const yOuter = y!.shape.slice(0, ya);
     const yInner = y!.shape.slice(ya + 1);
@@ -181,7 +206,6 @@ export const dotOp = defineOp<Record<string, never>>({
     return new NDArray(out, shape, dtype);
   },
 });
-
 
 /** The runtime shape of a tensor as a 1-D int32 tensor (Keras' `K.shape`). */
 export const shapeOfOp = defineOp<Record<string, never>>({
@@ -210,7 +234,10 @@ export const indexOp = defineOp<{ readonly index: number }>({
     if (x!.shape.length === 0) throw new InferError('cannot index a scalar', 'value');
     const d = x!.shape[0]!;
     if (d !== null && (a.index >= d || a.index < -d)) {
-      throw new InferError(`index ${a.index} is out of range for axis 0 of size ${d} (shape ${formatShape(x!.shape)})`, 'value');
+      throw new InferError(
+        `index ${a.index} is out of range for axis 0 of size ${d} (shape ${formatShape(x!.shape)})`,
+        'value',
+      );
     }
     return tensorType(x!.dtype, x!.shape.slice(1));
   },

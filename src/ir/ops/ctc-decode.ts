@@ -28,7 +28,12 @@ const logSumExp = (a: number, b: number): number => {
  * the first largest class at each step; blanks dropped, and a class equal to the previous step's
  * dropped when merge_repeated. Score: minus the sum of each step's largest input.
  */
-export function greedyDecode(row: (t: number, c: number) => number, T: number, C: number, mergeRepeated: boolean): { path: number[]; score: number } {
+export function greedyDecode(
+  row: (t: number, c: number) => number,
+  T: number,
+  C: number,
+  mergeRepeated: boolean,
+): { path: number[]; score: number } {
   const path: number[] = [];
   let score = 0;
   let prev = -1;
@@ -42,7 +47,11 @@ export function greedyDecode(row: (t: number, c: number) => number, T: number, C
   return { path, score };
 }
 
-interface Prob { blank: number; label: number; total: number }
+interface Prob {
+  blank: number;
+  label: number;
+  total: number;
+}
 const zeroProb = (): Prob => ({ blank: -Infinity, label: -Infinity, total: -Infinity });
 
 interface Entry {
@@ -61,14 +70,30 @@ interface Entry {
  * mass from its parent (through a blank when the labels repeat); a new child starts from its
  * parent's previous probability. Returns the `topPaths` best prefixes, best first.
  */
-export function beamDecode(row: (t: number, c: number) => number, T: number, C: number, beamWidth: number, topPaths: number, mergeRepeated: boolean): { path: number[]; logp: number }[] {
+export function beamDecode(
+  row: (t: number, c: number) => number,
+  T: number,
+  C: number,
+  beamWidth: number,
+  topPaths: number,
+  mergeRepeated: boolean,
+): { path: number[]; logp: number }[] {
   const blank = C - 1;
-  const root: Entry = { label: -1, parent: null, children: new Map(), oldp: zeroProb(), newp: { blank: 0, label: -Infinity, total: 0 } };
+  const root: Entry = {
+    label: -1,
+    parent: null,
+    children: new Map(),
+    oldp: zeroProb(),
+    newp: { blank: 0, label: -Infinity, total: 0 },
+  };
   let leaves: Entry[] = [root];
   const active = (e: Entry): boolean => e.newp.total !== -Infinity;
   const bottom = (): Entry => leaves.reduce((m, e) => (e.newp.total < m.newp.total ? e : m));
   const push = (e: Entry): void => {
-    if (leaves.length < beamWidth) { leaves.push(e); return; }
+    if (leaves.length < beamWidth) {
+      leaves.push(e);
+      return;
+    }
     const b = bottom();
     if (e.newp.total > b.newp.total) leaves[leaves.indexOf(b)] = e;
   };
@@ -95,7 +120,8 @@ export function beamDecode(row: (t: number, c: number) => number, T: number, C: 
       b.newp.total = logSumExp(b.newp.blank, b.newp.label);
       push(b);
     }
-    const candidate = (p: Prob): boolean => p.total > -Infinity && (leaves.length < beamWidth || p.total > bottom().newp.total);
+    const candidate = (p: Prob): boolean =>
+      p.total > -Infinity && (leaves.length < beamWidth || p.total > bottom().newp.total);
     for (const b of branches) {
       if (!candidate(b.oldp)) continue;
       for (let label = 0; label < C - 1; label++) {
@@ -118,7 +144,10 @@ export function beamDecode(row: (t: number, c: number) => number, T: number, C: 
     }
   }
   if (topPaths > leaves.length) {
-    throw new InferError(`ctc_decode: the beam holds ${leaves.length} prefixes, fewer than top_paths ${topPaths} (TensorFlow: "Less leaves in the beam search than requested")`, 'value');
+    throw new InferError(
+      `ctc_decode: the beam holds ${leaves.length} prefixes, fewer than top_paths ${topPaths} (TensorFlow: "Less leaves in the beam search than requested")`,
+      'value',
+    );
   }
   const best = [...leaves].sort((a, b) => b.newp.total - a.newp.total).slice(0, topPaths);
   return best.map((e) => {
@@ -133,14 +162,26 @@ export function beamDecode(row: (t: number, c: number) => number, T: number, C: 
 }
 
 function checkDecodeInputs(y: TensorType, len: TensorType, a: CtcDecodeAttrs): void {
-  if (y.shape.length !== 3) throw new InferError(`y_pred must be (samples, time, classes), got shape ${formatShape(y.shape)}`);
-  if (len.shape.length !== 1 || !isInt(len.dtype)) throw new InferError(`input_length must be an integer vector (samples,), got ${len.dtype} ${formatShape(len.shape)}`);
+  if (y.shape.length !== 3)
+    throw new InferError(`y_pred must be (samples, time, classes), got shape ${formatShape(y.shape)}`);
+  if (len.shape.length !== 1 || !isInt(len.dtype))
+    throw new InferError(
+      `input_length must be an integer vector (samples,), got ${len.dtype} ${formatShape(len.shape)}`,
+    );
   if (y.shape[0] !== null && len.shape[0] !== null && y.shape[0] !== len.shape[0]) {
-    throw new InferError(`y_pred shape ${formatShape(y.shape)} and input_length shape ${formatShape(len.shape)} disagree on the number of samples`);
+    throw new InferError(
+      `y_pred shape ${formatShape(y.shape)} and input_length shape ${formatShape(len.shape)} disagree on the number of samples`,
+    );
   }
-  if (!a.greedy && !(Number.isInteger(a.beam_width) && a.beam_width >= 1)) throw new InferError(`beam_width must be a positive integer, got ${a.beam_width}`, 'value');
-  if (!Number.isInteger(a.top_paths) || a.top_paths < 1 || (a.greedy && a.top_paths !== 1)) throw new InferError(`top_paths must be a positive integer (1 when greedy), got ${a.top_paths}`, 'value');
-  if (!a.greedy && a.top_paths > a.beam_width) throw new InferError(`top_paths ${a.top_paths} is larger than beam_width ${a.beam_width} (TensorFlow: "requested more paths than the beam width")`, 'value');
+  if (!a.greedy && !(Number.isInteger(a.beam_width) && a.beam_width >= 1))
+    throw new InferError(`beam_width must be a positive integer, got ${a.beam_width}`, 'value');
+  if (!Number.isInteger(a.top_paths) || a.top_paths < 1 || (a.greedy && a.top_paths !== 1))
+    throw new InferError(`top_paths must be a positive integer (1 when greedy), got ${a.top_paths}`, 'value');
+  if (!a.greedy && a.top_paths > a.beam_width)
+    throw new InferError(
+      `top_paths ${a.top_paths} is larger than beam_width ${a.beam_width} (TensorFlow: "requested more paths than the beam width")`,
+      'value',
+    );
 }
 
 /**
@@ -154,20 +195,26 @@ function checkDecodeInputs(y: TensorType, len: TensorType, a: CtcDecodeAttrs): v
  * and the tensorflow backend (which decodes on the host, as TensorFlow does).
  */
 export function decodeBatch(
-  data: ArrayLike<number>, lens: ArrayLike<number>, [B, T, C]: readonly [number, number, number], a: CtcDecodeAttrs,
+  data: ArrayLike<number>,
+  lens: ArrayLike<number>,
+  [B, T, C]: readonly [number, number, number],
+  a: CtcDecodeAttrs,
 ): { paths: Float64Array[]; scores: Float64Array } {
   if (lens.length !== B) throw new InferError(`input_length has ${lens.length} entries for ${B} samples`, 'value');
   const paths = Array.from({ length: a.top_paths }, () => new Float64Array(B * T).fill(-1));
   const scores = new Float64Array(B * a.top_paths);
   for (let b = 0; b < B; b++) {
     const L = lens[b]!;
-    if (!(L >= 0 && L <= T)) throw new InferError(`input_length[${b}] = ${L} is outside [0, ${T}] (the time axis of y_pred)`, 'value');
+    if (!(L >= 0 && L <= T))
+      throw new InferError(`input_length[${b}] = ${L} is outside [0, ${T}] (the time axis of y_pred)`, 'value');
     const row = (t: number, c: number): number => data[(b * T + t) * C + c]!;
     const found = a.greedy
       ? [((r) => ({ path: r.path, logp: r.score }))(greedyDecode(row, L, C, true))]
       : beamDecode(row, L, C, a.beam_width, a.top_paths, a.merge_repeated);
     found.forEach((f, p) => {
-      f.path.forEach((lab, i) => { paths[p]![b * T + i] = lab; });
+      f.path.forEach((lab, i) => {
+        paths[p]![b * T + i] = lab;
+      });
       scores[b * a.top_paths + p] = f.logp;
     });
   }
@@ -182,7 +229,10 @@ export const ctcDecodeOp = defineOp<CtcDecodeAttrs>({
     checkDecodeInputs(y!, len!, a);
     const [B, T] = [y!.shape[0]!, y!.shape[1]!];
     const dt = y!.dtype === 'float64' ? 'float64' : 'float32';
-    return tupleType([...Array.from({ length: a.top_paths }, () => tensorType('int32', [B, T])), tensorType(dt, [B, a.top_paths])]);
+    return tupleType([
+      ...Array.from({ length: a.top_paths }, () => tensorType('int32', [B, T])),
+      tensorType(dt, [B, a.top_paths]),
+    ]);
   },
   impl: () => {
     throw new Error('internal: ctc_decode is tuple-valued');
@@ -205,8 +255,12 @@ export const ctcLabelDenseToSparseOp = defineOp<Record<string, never>>({
   kind: 'other',
   arity: 2,
   infer: ([labels, lens]) => {
-    if (labels!.shape.length !== 2) throw new InferError(`labels must be (samples, max_label_length), got shape ${formatShape(labels!.shape)}`);
-    if (lens!.shape.length !== 1 || !isInt(lens!.dtype)) throw new InferError(`label_lengths must be an integer vector (samples,), got ${lens!.dtype} ${formatShape(lens!.shape)}`);
+    if (labels!.shape.length !== 2)
+      throw new InferError(`labels must be (samples, max_label_length), got shape ${formatShape(labels!.shape)}`);
+    if (lens!.shape.length !== 1 || !isInt(lens!.dtype))
+      throw new InferError(
+        `label_lengths must be an integer vector (samples,), got ${lens!.dtype} ${formatShape(lens!.shape)}`,
+      );
     return tupleType([tensorType('int32', [null, 2]), tensorType(labels!.dtype, [null]), tensorType('int32', [2])]);
   },
   impl: () => {
@@ -220,9 +274,16 @@ export const ctcLabelDenseToSparseOp = defineOp<Record<string, never>>({
     for (let b = 0; b < B; b++) {
       const n = lens!.data[b]!;
       if (!(n >= 0 && n <= L)) throw new InferError(`label_lengths[${b}] = ${n} is outside [0, ${L}]`, 'value');
-      for (let j = 0; j < n; j++) { idx.push(b, j); vals.push(labels!.data[b * L + j]!); }
+      for (let j = 0; j < n; j++) {
+        idx.push(b, j);
+        vals.push(labels!.data[b * L + j]!);
+      }
     }
-    return [new NDArray(idx, [vals.length, 2], 'int32'), new NDArray(vals, [vals.length], labels!.dtype), new NDArray([B, L], [2], 'int32')];
+    return [
+      new NDArray(idx, [vals.length, 2], 'int32'),
+      new NDArray(vals, [vals.length], labels!.dtype),
+      new NDArray([B, L], [2], 'int32'),
+    ];
   },
 });
 
@@ -237,7 +298,10 @@ export const ctcTrimOp = defineOp<Record<string, never>>({
   kind: 'other',
   arity: 1,
   infer: ([p]) => {
-    if (p!.shape.length !== 2 || p!.dtype !== 'int32') throw new InferError(`decoded labels must be an int32 matrix (samples, time), got ${p!.dtype} ${formatShape(p!.shape)}`);
+    if (p!.shape.length !== 2 || p!.dtype !== 'int32')
+      throw new InferError(
+        `decoded labels must be an int32 matrix (samples, time), got ${p!.dtype} ${formatShape(p!.shape)}`,
+      );
     return tensorType('int32', [p!.shape[0]!, null]);
   },
   impl: ([p]) => {

@@ -8,10 +8,10 @@ import { InferError } from '../errors.js';
 import { tensorType, tupleType, type Dim, type TensorType } from '../types.js';
 import { extend } from './ctc.js';
 
-
 function checkLabels(t: TensorType, what: string): void {
   if (t.shape.length !== 1) throw new InferError(`${what} must be a vector, got shape ${formatShape(t.shape)}`);
-  if (!isInt(t.dtype) || t.dtype === 'uint8') throw new InferError(`${what} must be a signed integer vector (blanks are -1), got ${t.dtype}`, 'type');
+  if (!isInt(t.dtype) || t.dtype === 'uint8')
+    throw new InferError(`${what} must be a signed integer vector (blanks are -1), got ${t.dtype}`, 'type');
 }
 
 /** [b, y1, b, y2, ..., b] with b = -1. */
@@ -57,7 +57,13 @@ export const ctcCreateSkipIdxsOp = defineOp<Record<string, never>>({
  * one position on (stay, advance, and skip from i to i + 2 for skip indices i < active), and
  * the next `active` count is returned with log_p_next (entries past it copied from `zeros`).
  */
-function updateLogP(skip: readonly number[], zeros: ArrayLike<number>, active: number, curr: ArrayLike<number>, prev: ArrayLike<number>): [number, Float64Array] {
+function updateLogP(
+  skip: readonly number[],
+  zeros: ArrayLike<number>,
+  active: number,
+  curr: ArrayLike<number>,
+  prev: ArrayLike<number>,
+): [number, Float64Array] {
   const n = zeros.length;
   const act = Math.max(0, Math.min(active, n));
   const activeSkip = skip.filter((i) => i < active);
@@ -78,10 +84,16 @@ export const ctcUpdateLogPOp = defineOp<Record<string, never>>({
   kind: 'other',
   arity: 5,
   infer: ([skip, zeros, active, curr, prev]) => {
-    if (skip!.shape.length !== 1 || !isInt(skip!.dtype)) throw new InferError(`skip_idxs must be an integer vector, got ${skip!.dtype} ${formatShape(skip!.shape)}`);
-    if (active!.shape.length !== 0 || !isInt(active!.dtype)) throw new InferError(`active must be an integer scalar, got ${active!.dtype} ${formatShape(active!.shape)}`);
+    if (skip!.shape.length !== 1 || !isInt(skip!.dtype))
+      throw new InferError(`skip_idxs must be an integer vector, got ${skip!.dtype} ${formatShape(skip!.shape)}`);
+    if (active!.shape.length !== 0 || !isInt(active!.dtype))
+      throw new InferError(`active must be an integer scalar, got ${active!.dtype} ${formatShape(active!.shape)}`);
     let n: Dim = null;
-    for (const [t, what] of [[zeros, 'zeros'], [curr, 'log_p_curr'], [prev, 'log_p_prev']] as const) {
+    for (const [t, what] of [
+      [zeros, 'zeros'],
+      [curr, 'log_p_curr'],
+      [prev, 'log_p_prev'],
+    ] as const) {
       if (t!.shape.length !== 1) throw new InferError(`${what} must be a vector, got shape ${formatShape(t!.shape)}`);
       const d = t!.shape[0]!;
       if (d !== null && n !== null && d !== n) throw new InferError(`${what} has length ${d} but the others have ${n}`);
@@ -95,7 +107,8 @@ export const ctcUpdateLogPOp = defineOp<Record<string, never>>({
   },
   implTuple: ([skip, zeros, active, curr, prev]) => {
     const n = zeros!.size;
-    if (curr!.size !== n || prev!.size !== n) throw new InferError(`zeros, log_p_curr and log_p_prev have lengths ${n}, ${curr!.size}, ${prev!.size}`, 'value');
+    if (curr!.size !== n || prev!.size !== n)
+      throw new InferError(`zeros, log_p_curr and log_p_prev have lengths ${n}, ${curr!.size}, ${prev!.size}`, 'value');
     const [next, out] = updateLogP(Array.from(skip!.data), zeros!.data, active!.data[0]!, curr!.data, prev!.data);
     const dt = promote(promote(zeros!.dtype, curr!.dtype), prev!.dtype);
     return [new NDArray([next], [], 'int32'), new NDArray(out, [n], dt)];
@@ -113,11 +126,16 @@ export const ctcPathProbsOp = defineOp<{ readonly alpha: number }>({
   kind: 'other',
   arity: 2,
   infer: ([pred, y], a) => {
-    if (pred!.shape.length !== 2) throw new InferError(`predict must be (time, classes), got shape ${formatShape(pred!.shape)}`);
+    if (pred!.shape.length !== 2)
+      throw new InferError(`predict must be (time, classes), got shape ${formatShape(pred!.shape)}`);
     checkLabels(y!, 'Y');
-    if (typeof a.alpha !== 'number' || !Number.isFinite(a.alpha)) throw new InferError(`alpha must be a finite number, got ${String(a.alpha)}`, 'value');
+    if (typeof a.alpha !== 'number' || !Number.isFinite(a.alpha))
+      throw new InferError(`alpha must be a finite number, got ${String(a.alpha)}`, 'value');
     const dt = pred!.dtype === 'float64' ? 'float64' : 'float32';
-    return tupleType([tensorType(dt, [pred!.shape[0]!, y!.shape[0]!]), tensorType('bool', [pred!.shape[0]!, y!.shape[0]!])]);
+    return tupleType([
+      tensorType(dt, [pred!.shape[0]!, y!.shape[0]!]),
+      tensorType('bool', [pred!.shape[0]!, y!.shape[0]!]),
+    ]);
   },
   impl: () => {
     throw new Error('internal: ctc_path_probs is tuple-valued');
@@ -127,10 +145,13 @@ export const ctcPathProbsOp = defineOp<{ readonly alpha: number }>({
     const ys = Array.from(y!.data);
     const n = ys.length;
     const cls = ys.map((v, s) => {
-      if (!(v >= -C && v < C)) throw new InferError(`Y[${s}] = ${v} is not a class index for ${C} classes (-1 is the blank)`, 'value');
+      if (!(v >= -C && v < C))
+        throw new InferError(`Y[${s}] = ${v} is not a class index for ${C} classes (-1 is the blank)`, 'value');
       return v < 0 ? v + C : v;
     });
-    const L = Array.from({ length: T }, (_, t) => cls.map((c) => Math.log((1 - a.alpha) * pred!.data[t * C + c]! + a.alpha / n)));
+    const L = Array.from({ length: T }, (_, t) =>
+      cls.map((c) => Math.log((1 - a.alpha) * pred!.data[t * C + c]! + a.alpha / n)),
+    );
     const zeros = new Float64Array(n);
     const run = (rows: number[][], skip: number[]) => {
       let active = 1;
@@ -143,7 +164,10 @@ export const ctcPathProbsOp = defineOp<{ readonly alpha: number }>({
       });
     };
     const f = run(L, skipIdxs(ys));
-    const b = run(L.map((_, t) => [...L[T - 1 - t]!].reverse()), skipIdxs([...ys].reverse()));
+    const b = run(
+      L.map((_, t) => [...L[T - 1 - t]!].reverse()),
+      skipIdxs([...ys].reverse()),
+    );
     const probs = new Float64Array(T * n);
     const mask = new Float64Array(T * n);
     for (let t = 0; t < T; t++) {
@@ -157,7 +181,6 @@ export const ctcPathProbsOp = defineOp<{ readonly alpha: number }>({
     return [new NDArray(probs, [T, n], dt), new NDArray(mask, [T, n], 'bool')];
   },
 });
-
 
 export const ctcTheanoOps = {
   ctc_interleave_blanks: ctcInterleaveBlanksOp,

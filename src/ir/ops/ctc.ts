@@ -23,13 +23,19 @@ export function extend(label: readonly number[], blank: number): number[] {
 }
 
 /** A step may skip the blank before symbol s only when the symbol differs from the one before. */
-const canSkip = (ext: readonly number[], s: number, blank: number) => s >= 2 && ext[s] !== blank && ext[s] !== ext[s - 2];
+const canSkip = (ext: readonly number[], s: number, blank: number) =>
+  s >= 2 && ext[s] !== blank && ext[s] !== ext[s - 2];
 
 /**
  * log alpha[t][s]: log-probability of the paths through l'(0..s) over steps 0..t, ending in s
  * (emission at t included). `lp(t, c)` is the log-probability of class c at step t.
  */
-export function ctcAlpha(lp: (t: number, c: number) => number, ext: readonly number[], steps: number, blank: number): Float64Array[] {
+export function ctcAlpha(
+  lp: (t: number, c: number) => number,
+  ext: readonly number[],
+  steps: number,
+  blank: number,
+): Float64Array[] {
   const S = ext.length;
   const alpha: Float64Array[] = [];
   for (let t = 0; t < steps; t++) {
@@ -51,7 +57,12 @@ export function ctcAlpha(lp: (t: number, c: number) => number, ext: readonly num
 }
 
 /** log beta[t][s]: paths through l'(s..) over steps t..T-1 that start in s (emission at t included). */
-export function ctcBeta(lp: (t: number, c: number) => number, ext: readonly number[], steps: number, blank: number): Float64Array[] {
+export function ctcBeta(
+  lp: (t: number, c: number) => number,
+  ext: readonly number[],
+  steps: number,
+  blank: number,
+): Float64Array[] {
   const S = ext.length;
   const beta: Float64Array[] = new Array<Float64Array>(steps);
   for (let t = steps - 1; t >= 0; t--) {
@@ -84,16 +95,25 @@ function samples(logp: NDArray, labels: NDArray, inputLength: NDArray, labelLeng
   const L = labels.shape[1]!;
   const blank = C - 1;
   if (labels.shape[0] !== B || inputLength.size !== B || labelLength.size !== B) {
-    throw new InferError(`batch sizes differ: log-probabilities ${formatShape(logp.shape)}, labels ${formatShape(labels.shape)}, input_length ${formatShape(inputLength.shape)}, label_length ${formatShape(labelLength.shape)}`, 'value');
+    throw new InferError(
+      `batch sizes differ: log-probabilities ${formatShape(logp.shape)}, labels ${formatShape(labels.shape)}, input_length ${formatShape(inputLength.shape)}, label_length ${formatShape(labelLength.shape)}`,
+      'value',
+    );
   }
   return Array.from({ length: B }, (_, b) => {
     const steps = inputLength.data[b]!;
     const n = labelLength.data[b]!;
-    if (!(steps >= 0 && steps <= T)) throw new InferError(`sample ${b}: input_length ${steps} is outside 0..${T} (the time steps of y_pred)`, 'value');
-    if (!(n >= 0 && n <= L)) throw new InferError(`sample ${b}: label_length ${n} is outside 0..${L} (the width of the labels)`, 'value');
+    if (!(steps >= 0 && steps <= T))
+      throw new InferError(`sample ${b}: input_length ${steps} is outside 0..${T} (the time steps of y_pred)`, 'value');
+    if (!(n >= 0 && n <= L))
+      throw new InferError(`sample ${b}: label_length ${n} is outside 0..${L} (the width of the labels)`, 'value');
     const label = Array.from(labels.data.subarray(b * L, b * L + n));
     label.forEach((l, i) => {
-      if (!(l >= 0 && l < blank)) throw new InferError(`sample ${b}: label ${l} at position ${i} is not a class in 0..${blank - 1} (class ${blank} is the blank; -1 pads labels only past label_length)`, 'value');
+      if (!(l >= 0 && l < blank))
+        throw new InferError(
+          `sample ${b}: label ${l} at position ${i} is not a class in 0..${blank - 1} (class ${blank} is the blank; -1 pads labels only past label_length)`,
+          'value',
+        );
     });
     const base = b * T * C;
     return { steps, ext: extend(label, blank), lp: (t: number, c: number) => logp.data[base + t * C + c]! };
@@ -110,18 +130,29 @@ function logLikelihood(s: Sample, alpha: Float64Array[]): number {
 
 function inferLoss(ins: readonly TensorType[]): { batch: Dim } {
   const [lp, labels, il, ll] = ins as [TensorType, TensorType, TensorType, TensorType];
-  if (lp.shape.length !== 3) throw new InferError(`log-probabilities must be (samples, time, classes), got shape ${formatShape(lp.shape)}`);
-  if (labels.shape.length !== 2) throw new InferError(`labels must be (samples, max_label_length), got shape ${formatShape(labels.shape)}`);
-  for (const [t, what] of [[il, 'input_length'], [ll, 'label_length']] as const) {
+  if (lp.shape.length !== 3)
+    throw new InferError(`log-probabilities must be (samples, time, classes), got shape ${formatShape(lp.shape)}`);
+  if (labels.shape.length !== 2)
+    throw new InferError(`labels must be (samples, max_label_length), got shape ${formatShape(labels.shape)}`);
+  for (const [t, what] of [
+    [il, 'input_length'],
+    [ll, 'label_length'],
+  ] as const) {
     if (t.shape.length !== 1) throw new InferError(`${what} must be (samples,), got shape ${formatShape(t.shape)}`);
     if (!isInt(t.dtype)) throw new InferError(`${what} must be an integer tensor, got ${t.dtype}`, 'type');
   }
   if (!isInt(labels.dtype)) throw new InferError(`labels must be an integer tensor, got ${labels.dtype}`, 'type');
   if (lp.shape[2] === 0) throw new InferError('y_pred needs at least one class (the last is the blank)');
   let batch: Dim = null;
-  for (const [t, what] of [[lp, 'y_pred'], [labels, 'labels'], [il, 'input_length'], [ll, 'label_length']] as const) {
+  for (const [t, what] of [
+    [lp, 'y_pred'],
+    [labels, 'labels'],
+    [il, 'input_length'],
+    [ll, 'label_length'],
+  ] as const) {
     const d = t.shape[0]!;
-    if (d !== null && batch !== null && d !== batch) throw new InferError(`${what} has ${d} samples but y_pred/labels have ${batch}`);
+    if (d !== null && batch !== null && d !== batch)
+      throw new InferError(`${what} has ${d} samples but y_pred/labels have ${batch}`);
     if (d !== null) batch = d;
   }
   return { batch };
@@ -134,7 +165,9 @@ export const ctcLossOp = defineOp<Record<string, never>>({
   arity: 4,
   infer: (ins) => tensorType(ins[0]!.dtype, [inferLoss(ins).batch]),
   impl: ([lp, labels, il, ll]) => {
-    const out = samples(lp!, labels!, il!, ll!).map((s) => -logLikelihood(s, ctcAlpha(s.lp, s.ext, s.steps, lp!.shape[2]! - 1)));
+    const out = samples(lp!, labels!, il!, ll!).map(
+      (s) => -logLikelihood(s, ctcAlpha(s.lp, s.ext, s.steps, lp!.shape[2]! - 1)),
+    );
     return new NDArray(out, [out.length], lp!.dtype);
   },
 });

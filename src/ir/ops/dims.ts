@@ -35,13 +35,23 @@ export const squeezeOp = defineOp<{ readonly axis: number }>({
   infer: ([x], a) => {
     const axis = normAxis(a.axis, x!.shape.length);
     const d = x!.shape[axis];
-    if (d !== null && d !== 1) throw new InferError(`cannot squeeze axis ${a.axis} of shape ${formatShape(x!.shape)}: its size is ${d}, not 1`);
-    return tensorType(x!.dtype, x!.shape.filter((_, i) => i !== axis));
+    if (d !== null && d !== 1)
+      throw new InferError(`cannot squeeze axis ${a.axis} of shape ${formatShape(x!.shape)}: its size is ${d}, not 1`);
+    return tensorType(
+      x!.dtype,
+      x!.shape.filter((_, i) => i !== axis),
+    );
   },
   impl: ([x], a) => {
     const axis = a.axis < 0 ? a.axis + x!.shape.length : a.axis;
-    if (x!.shape[axis] !== 1) throw new InferError(`cannot squeeze axis ${a.axis} of shape ${formatShape(x!.shape)}: its size is ${x!.shape[axis]}, not 1`);
-    return relabel(x!, x!.shape.filter((_, i) => i !== axis));
+    if (x!.shape[axis] !== 1)
+      throw new InferError(
+        `cannot squeeze axis ${a.axis} of shape ${formatShape(x!.shape)}: its size is ${x!.shape[axis]}, not 1`,
+      );
+    return relabel(
+      x!,
+      x!.shape.filter((_, i) => i !== axis),
+    );
   },
 });
 
@@ -64,7 +74,10 @@ export const mergeAxesOp = defineOp<MergeAttrs>({
   infer: ([x], a) => {
     const r = x!.shape.length;
     if (!Number.isInteger(a.start) || !Number.isInteger(a.stop) || a.start < 0 || a.stop > r || a.start >= a.stop) {
-      throw new InferError(`cannot merge axes ${a.start}..${a.stop - 1} of a tensor of shape ${formatShape(x!.shape)}`, 'value');
+      throw new InferError(
+        `cannot merge axes ${a.start}..${a.stop - 1} of a tensor of shape ${formatShape(x!.shape)}`,
+        'value',
+      );
     }
     return tensorType(x!.dtype, mergedShape(x!.shape, a));
   },
@@ -77,16 +90,29 @@ export const specifyShapeOp = defineOp<{ readonly shape: StaticShape }>({
   kind: 'shape',
   arity: 1,
   infer: ([x], a) => {
-    if (a.shape.length !== x!.shape.length) throw new InferError(`shape ${formatShape(a.shape)} has rank ${a.shape.length} but the tensor has shape ${formatShape(x!.shape)}`, 'value');
-    return tensorType(x!.dtype, x!.shape.map((d, i) => {
-      const u = unifyDim(d, a.shape[i]!);
-      if (u === undefined) throw new InferError(`tensor of shape ${formatShape(x!.shape)} cannot have shape ${formatShape(a.shape)}: axis ${i} is ${d}, not ${a.shape[i]}`);
-      return u;
-    }));
+    if (a.shape.length !== x!.shape.length)
+      throw new InferError(
+        `shape ${formatShape(a.shape)} has rank ${a.shape.length} but the tensor has shape ${formatShape(x!.shape)}`,
+        'value',
+      );
+    return tensorType(
+      x!.dtype,
+      x!.shape.map((d, i) => {
+        const u = unifyDim(d, a.shape[i]!);
+        if (u === undefined)
+          throw new InferError(
+            `tensor of shape ${formatShape(x!.shape)} cannot have shape ${formatShape(a.shape)}: axis ${i} is ${d}, not ${a.shape[i]}`,
+          );
+        return u;
+      }),
+    );
   },
   impl: ([x], a) => {
     a.shape.forEach((d, i) => {
-      if (d !== null && x!.shape[i] !== d) throw new InferError(`a value of shape ${formatShape(x!.shape)} was given where shape ${formatShape(a.shape)} is required (axis ${i})`);
+      if (d !== null && x!.shape[i] !== d)
+        throw new InferError(
+          `a value of shape ${formatShape(x!.shape)} was given where shape ${formatShape(a.shape)} is required (axis ${i})`,
+        );
     });
     return x!;
   },

@@ -29,7 +29,7 @@ function resultDType(rule: DTypeRule, ins: readonly TensorType[]): DType {
  */
 export interface Spelling {
   /**
-   * The kernel IR's scalar op that is this op (src/codegen/expr.ts), with `js`, its JavaScript on
+   * The kernel IR's scalar op that is this op (src/codegen/kernel/expr.ts), with `js`, its JavaScript on
    * the cpu (the gpu's spelling too, unless src/codegen/gpu/scalar.ts overrides it): a function
    * called with the operands (`Math.exp`), or an expression over $0, $1 (`($0 + $1)`). Without
    * a kernel op, compiled code calls the row's scalar function.
@@ -43,10 +43,25 @@ export interface Spelling {
   readonly wgsl?: string;
   /**
    * The WebAssembly SIMD tier's lane instruction (f64x2.<wasm>, or f32x4.<wasm> in its float32
-   * form; src/codegen/wasm/elementwise.ts) where one computes the op exactly as `js` does; a
+   * form; src/codegen/cpu/wasm/elementwise.ts) where one computes the op exactly as `js` does; a
    * comparison's gives a lane mask. Without one the tier leaves the op to JavaScript.
    */
-  readonly wasm?: 'add' | 'sub' | 'mul' | 'div' | 'min' | 'max' | 'neg' | 'abs' | 'sqrt' | 'eq' | 'ne' | 'lt' | 'gt' | 'le' | 'ge';
+  readonly wasm?:
+    | 'add'
+    | 'sub'
+    | 'mul'
+    | 'div'
+    | 'min'
+    | 'max'
+    | 'neg'
+    | 'abs'
+    | 'sqrt'
+    | 'eq'
+    | 'ne'
+    | 'lt'
+    | 'gt'
+    | 'le'
+    | 'ge';
   /** The TensorFlow.js function of the same meaning (`tf.<name>`; src/runtime/tfjs/kernels/elementwise.ts). */
   readonly tf?: string;
   /** The ai.onnx operator of the same meaning (export and import; src/runtime/onnx/ops/elementwise.ts, src/api/onnx.ts). */
@@ -60,14 +75,28 @@ export interface ElementwiseOp<S extends Spelling = Spelling> extends OpDef<Reco
   readonly spelling: S;
 }
 
-function ew<const S extends Spelling>(name: string, arity: number, dtypeRule: DTypeRule, scalar: (...xs: number[]) => number, spelling: S): ElementwiseOp<S> {
-  if ((spelling.kernel === undefined) !== (spelling.js === undefined)) throw new Error(`internal: elementwise row ${name} needs both kernel and js, or neither`);
+function ew<const S extends Spelling>(
+  name: string,
+  arity: number,
+  dtypeRule: DTypeRule,
+  scalar: (...xs: number[]) => number,
+  spelling: S,
+): ElementwiseOp<S> {
+  if ((spelling.kernel === undefined) !== (spelling.js === undefined))
+    throw new Error(`internal: elementwise row ${name} needs both kernel and js, or neither`);
   return {
     ...defineOp<Record<string, never>>({
       name,
       kind: 'elementwise',
       arity,
-      infer: (ins) => tensorType(resultDType(dtypeRule, ins), broadcastShapes(ins.map((t) => t.shape), ins.length === 2 ? ['x', 'y'] : [])),
+      infer: (ins) =>
+        tensorType(
+          resultDType(dtypeRule, ins),
+          broadcastShapes(
+            ins.map((t) => t.shape),
+            ins.length === 2 ? ['x', 'y'] : [],
+          ),
+        ),
       impl: (ins) => mapBroadcast(ins, resultDType(dtypeRule, ins), scalar),
     }),
     kind: 'elementwise',
@@ -86,7 +115,7 @@ export function roundHalfEven(x: number): number {
 /** Python's modulo: the result takes the sign of the divisor. */
 export function pyMod(a: number, b: number): number {
   const r = a % b;
-  return r !== 0 && (r < 0) !== (b < 0) ? r + b : r;
+  return r !== 0 && r < 0 !== b < 0 ? r + b : r;
 }
 
 function sigmoid(x: number): number {
@@ -130,17 +159,52 @@ function erf(x: number): number {
 
 export const elementwiseOps = {
   // arithmetic
-  add: ew('add', 2, 'promote', (a, b) => a + b, { kernel: 'add', js: '($0 + $1)', wasm: 'add', tf: 'add', onnx: 'Add' }),
-  sub: ew('sub', 2, 'promote', (a, b) => a - b, { kernel: 'sub', js: '($0 - $1)', wasm: 'sub', tf: 'sub', onnx: 'Sub' }),
-  mul: ew('mul', 2, 'promote', (a, b) => a * b, { kernel: 'mul', js: '($0 * $1)', wasm: 'mul', tf: 'mul', onnx: 'Mul' }),
+  add: ew('add', 2, 'promote', (a, b) => a + b, {
+    kernel: 'add',
+    js: '($0 + $1)',
+    wasm: 'add',
+    tf: 'add',
+    onnx: 'Add',
+  }),
+  sub: ew('sub', 2, 'promote', (a, b) => a - b, {
+    kernel: 'sub',
+    js: '($0 - $1)',
+    wasm: 'sub',
+    tf: 'sub',
+    onnx: 'Sub',
+  }),
+  mul: ew('mul', 2, 'promote', (a, b) => a * b, {
+    kernel: 'mul',
+    js: '($0 * $1)',
+    wasm: 'mul',
+    tf: 'mul',
+    onnx: 'Mul',
+  }),
   div: ew('div', 2, 'float', (a, b) => a / b, { kernel: 'div', js: '($0 / $1)', wasm: 'div', tf: 'div', onnx: 'Div' }),
   pow: ew('pow', 2, 'promote', (a, b) => a ** b, { kernel: 'pow', js: '($0 ** $1)', tf: 'pow', onnx: 'Pow' }),
   mod: ew('mod', 2, 'promote', pyMod, { kernel: 'mod', js: 'rt.mod', tf: 'mod', onnx: 'Mod' }),
-  maximum: ew('maximum', 2, 'promote', (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.max(a, b)), { kernel: 'max', js: 'Math.max', wasm: 'max', tf: 'maximum', onnx: 'Max' }),
-  minimum: ew('minimum', 2, 'promote', (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.min(a, b)), { kernel: 'min', js: 'Math.min', wasm: 'min', tf: 'minimum', onnx: 'Min' }),
+  maximum: ew('maximum', 2, 'promote', (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.max(a, b)), {
+    kernel: 'max',
+    js: 'Math.max',
+    wasm: 'max',
+    tf: 'maximum',
+    onnx: 'Max',
+  }),
+  minimum: ew('minimum', 2, 'promote', (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.min(a, b)), {
+    kernel: 'min',
+    js: 'Math.min',
+    wasm: 'min',
+    tf: 'minimum',
+    onnx: 'Min',
+  }),
   neg: ew('neg', 1, 'promote', (a) => -a, { kernel: 'neg', js: '(-$0)', wasm: 'neg', tf: 'neg', onnx: 'Neg' }),
   abs: ew('abs', 1, 'promote', Math.abs, { kernel: 'abs', js: 'Math.abs', wasm: 'abs', tf: 'abs', onnx: 'Abs' }),
-  sign: ew('sign', 1, 'promote', (a) => (a > 0 ? 1 : a < 0 ? -1 : a === 0 ? 0 : NaN), { kernel: 'sign', js: 'rt.sign', tf: 'sign', onnx: 'Sign' }),
+  sign: ew('sign', 1, 'promote', (a) => (a > 0 ? 1 : a < 0 ? -1 : a === 0 ? 0 : NaN), {
+    kernel: 'sign',
+    js: 'rt.sign',
+    tf: 'sign',
+    onnx: 'Sign',
+  }),
   square: ew('square', 1, 'promote', (a) => a * a, { tf: 'square' }),
   floor: ew('floor', 1, 'promote', Math.floor, { kernel: 'floor', js: 'Math.floor', tf: 'floor', onnx: 'Floor' }),
   ceil: ew('ceil', 1, 'promote', Math.ceil, { kernel: 'ceil', js: 'Math.ceil', tf: 'ceil', onnx: 'Ceil' }),
@@ -153,35 +217,106 @@ export const elementwiseOps = {
   expm1: ew('expm1', 1, 'float', Math.expm1, { kernel: 'expm1', js: 'Math.expm1', wgsl: 't_expm1', tf: 'expm1' }),
   sin: ew('sin', 1, 'float', Math.sin, { kernel: 'sin', js: 'Math.sin', tf: 'sin', onnx: 'Sin' }),
   cos: ew('cos', 1, 'float', Math.cos, { kernel: 'cos', js: 'Math.cos', tf: 'cos', onnx: 'Cos' }),
-  tanh: ew('tanh', 1, 'float', Math.tanh, { kernel: 'tanh', js: 'Math.tanh', wgsl: 't_tanh', tf: 'tanh', onnx: 'Tanh' }),
+  tanh: ew('tanh', 1, 'float', Math.tanh, {
+    kernel: 'tanh',
+    js: 'Math.tanh',
+    wgsl: 't_tanh',
+    tf: 'tanh',
+    onnx: 'Tanh',
+  }),
   sigmoid: ew('sigmoid', 1, 'float', sigmoid, { wgsl: 't_sigmoid', tf: 'sigmoid', onnx: 'Sigmoid' }),
   softplus: ew('softplus', 1, 'float', softplus, { wgsl: 't_softplus', tf: 'softplus', onnx: 'Softplus' }),
   erf: ew('erf', 1, 'float', erf, { wgsl: 't_erf', tf: 'erf', onnx: 'Erf' }),
-  reciprocal: ew('reciprocal', 1, 'float', (a) => 1 / a, { kernel: 'recip', js: '(1 / $0)', tf: 'reciprocal', onnx: 'Reciprocal' }),
+  reciprocal: ew('reciprocal', 1, 'float', (a) => 1 / a, {
+    kernel: 'recip',
+    js: '(1 / $0)',
+    tf: 'reciprocal',
+    onnx: 'Reciprocal',
+  }),
   // comparisons and logic: bool results
-  equal: ew('equal', 2, 'bool', (a, b) => (a === b ? 1 : 0), { kernel: 'eq', js: '($0 === $1 ? 1 : 0)', wasm: 'eq', tf: 'equal', onnx: 'Equal' }),
-  not_equal: ew('not_equal', 2, 'bool', (a, b) => (a !== b ? 1 : 0), { kernel: 'ne', js: '($0 !== $1 ? 1 : 0)', wasm: 'ne', tf: 'notEqual' }),
-  greater: ew('greater', 2, 'bool', (a, b) => (a > b ? 1 : 0), { kernel: 'gt', js: '($0 > $1 ? 1 : 0)', wasm: 'gt', tf: 'greater', onnx: 'Greater' }),
-  greater_equal: ew('greater_equal', 2, 'bool', (a, b) => (a >= b ? 1 : 0), { kernel: 'ge', js: '($0 >= $1 ? 1 : 0)', wasm: 'ge', tf: 'greaterEqual', onnx: 'GreaterOrEqual' }),
-  less: ew('less', 2, 'bool', (a, b) => (a < b ? 1 : 0), { kernel: 'lt', js: '($0 < $1 ? 1 : 0)', wasm: 'lt', tf: 'less', onnx: 'Less' }),
-  less_equal: ew('less_equal', 2, 'bool', (a, b) => (a <= b ? 1 : 0), { kernel: 'le', js: '($0 <= $1 ? 1 : 0)', wasm: 'le', tf: 'lessEqual', onnx: 'LessOrEqual' }),
-  logical_and: ew('logical_and', 2, 'bool', (a, b) => (a !== 0 && b !== 0 ? 1 : 0), { kernel: 'and', js: '($0 !== 0 && $1 !== 0 ? 1 : 0)', tf: 'logicalAnd', onnx: 'And' }),
-  logical_or: ew('logical_or', 2, 'bool', (a, b) => (a !== 0 || b !== 0 ? 1 : 0), { kernel: 'or', js: '($0 !== 0 || $1 !== 0 ? 1 : 0)', tf: 'logicalOr', onnx: 'Or' }),
-  logical_not: ew('logical_not', 1, 'bool', (a) => (a === 0 ? 1 : 0), { kernel: 'not', js: '($0 === 0 ? 1 : 0)', tf: 'logicalNot', onnx: 'Not' }),
-  isnan: ew('isnan', 1, 'bool', (a) => (Number.isNaN(a) ? 1 : 0), { kernel: 'isnan', js: '($0 !== $0 ? 1 : 0)', tf: 'isNaN', onnx: 'IsNaN' }),
+  equal: ew('equal', 2, 'bool', (a, b) => (a === b ? 1 : 0), {
+    kernel: 'eq',
+    js: '($0 === $1 ? 1 : 0)',
+    wasm: 'eq',
+    tf: 'equal',
+    onnx: 'Equal',
+  }),
+  not_equal: ew('not_equal', 2, 'bool', (a, b) => (a !== b ? 1 : 0), {
+    kernel: 'ne',
+    js: '($0 !== $1 ? 1 : 0)',
+    wasm: 'ne',
+    tf: 'notEqual',
+  }),
+  greater: ew('greater', 2, 'bool', (a, b) => (a > b ? 1 : 0), {
+    kernel: 'gt',
+    js: '($0 > $1 ? 1 : 0)',
+    wasm: 'gt',
+    tf: 'greater',
+    onnx: 'Greater',
+  }),
+  greater_equal: ew('greater_equal', 2, 'bool', (a, b) => (a >= b ? 1 : 0), {
+    kernel: 'ge',
+    js: '($0 >= $1 ? 1 : 0)',
+    wasm: 'ge',
+    tf: 'greaterEqual',
+    onnx: 'GreaterOrEqual',
+  }),
+  less: ew('less', 2, 'bool', (a, b) => (a < b ? 1 : 0), {
+    kernel: 'lt',
+    js: '($0 < $1 ? 1 : 0)',
+    wasm: 'lt',
+    tf: 'less',
+    onnx: 'Less',
+  }),
+  less_equal: ew('less_equal', 2, 'bool', (a, b) => (a <= b ? 1 : 0), {
+    kernel: 'le',
+    js: '($0 <= $1 ? 1 : 0)',
+    wasm: 'le',
+    tf: 'lessEqual',
+    onnx: 'LessOrEqual',
+  }),
+  logical_and: ew('logical_and', 2, 'bool', (a, b) => (a !== 0 && b !== 0 ? 1 : 0), {
+    kernel: 'and',
+    js: '($0 !== 0 && $1 !== 0 ? 1 : 0)',
+    tf: 'logicalAnd',
+    onnx: 'And',
+  }),
+  logical_or: ew('logical_or', 2, 'bool', (a, b) => (a !== 0 || b !== 0 ? 1 : 0), {
+    kernel: 'or',
+    js: '($0 !== 0 || $1 !== 0 ? 1 : 0)',
+    tf: 'logicalOr',
+    onnx: 'Or',
+  }),
+  logical_not: ew('logical_not', 1, 'bool', (a) => (a === 0 ? 1 : 0), {
+    kernel: 'not',
+    js: '($0 === 0 ? 1 : 0)',
+    tf: 'logicalNot',
+    onnx: 'Not',
+  }),
+  isnan: ew('isnan', 1, 'bool', (a) => (Number.isNaN(a) ? 1 : 0), {
+    kernel: 'isnan',
+    js: '($0 !== $0 ? 1 : 0)',
+    tf: 'isNaN',
+    onnx: 'IsNaN',
+  }),
 } as const;
 
 type Rows = typeof elementwiseOps;
 export type ElementwiseName = keyof Rows;
 /** The rows whose spelling names field F. */
-export type SpelledIn<F extends keyof Spelling> = { [K in ElementwiseName]: Rows[K]['spelling'] extends Record<F, string> ? K : never }[ElementwiseName];
+export type SpelledIn<F extends keyof Spelling> = {
+  [K in ElementwiseName]: Rows[K]['spelling'] extends Record<F, string> ? K : never;
+}[ElementwiseName];
 /** The name field F of row K (a string literal type). */
-export type SpellingOf<K extends ElementwiseName, F extends keyof Spelling> = Rows[K]['spelling'] extends Record<F, infer S> ? S : never;
-/** The kernel IR's scalar ops that are elementwise ops (src/codegen/expr.ts adds select and the index arithmetic). */
+export type SpellingOf<K extends ElementwiseName, F extends keyof Spelling> =
+  Rows[K]['spelling'] extends Record<F, infer S> ? S : never;
+/** The kernel IR's scalar ops that are elementwise ops (src/codegen/kernel/expr.ts adds select and the index arithmetic). */
 export type KernelOp = { [K in SpelledIn<'kernel'>]: SpellingOf<K, 'kernel'> }[SpelledIn<'kernel'>];
 
 /** The rows that name field F, each with its name there: what the backends build their tables from. */
-export function rowsSpelledIn<F extends keyof Spelling>(field: F): { readonly op: SpelledIn<F>; readonly name: string; readonly row: ElementwiseOp }[] {
+export function rowsSpelledIn<F extends keyof Spelling>(
+  field: F,
+): { readonly op: SpelledIn<F>; readonly name: string; readonly row: ElementwiseOp }[] {
   const out: { op: SpelledIn<F>; name: string; row: ElementwiseOp }[] = [];
   for (const [op, row] of Object.entries(elementwiseOps) as [ElementwiseName, ElementwiseOp][]) {
     const name = row.spelling[field];
@@ -195,6 +330,13 @@ export const whereOp = defineOp<Record<string, never>>({
   name: 'where',
   kind: 'elementwise',
   arity: 3,
-  infer: (ins) => tensorType(promote(ins[1]!.dtype, ins[2]!.dtype), broadcastShapes(ins.map((t) => t.shape), ['condition', 'then', 'else'])),
+  infer: (ins) =>
+    tensorType(
+      promote(ins[1]!.dtype, ins[2]!.dtype),
+      broadcastShapes(
+        ins.map((t) => t.shape),
+        ['condition', 'then', 'else'],
+      ),
+    ),
   impl: (ins) => mapBroadcast(ins, promote(ins[1]!.dtype, ins[2]!.dtype), (c, a, b) => (c !== 0 ? a : b)),
 });

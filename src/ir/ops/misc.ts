@@ -63,19 +63,26 @@ export const inTopKOp = defineOp<{ readonly k: number }>({
   kind: 'other',
   arity: 2,
   infer: ([p, t]) => {
-    if (p!.shape.length !== 2) throw new InferError(`predictions must have rank 2 (batch_size, classes), got shape ${formatShape(p!.shape)}`);
-    if (t!.shape.length !== 1) throw new InferError(`targets must have rank 1 (batch_size,), got shape ${formatShape(t!.shape)}`);
+    if (p!.shape.length !== 2)
+      throw new InferError(`predictions must have rank 2 (batch_size, classes), got shape ${formatShape(p!.shape)}`);
+    if (t!.shape.length !== 1)
+      throw new InferError(`targets must have rank 1 (batch_size,), got shape ${formatShape(t!.shape)}`);
     if (!isInt(t!.dtype)) throw new InferError(`targets must be an integer tensor, got ${t!.dtype}`, 'type');
     const b1 = p!.shape[0]!;
     const b2 = t!.shape[0]!;
     if (b1 !== null && b2 !== null && b1 !== b2) {
-      throw new InferError(`predictions ${formatShape(p!.shape)} and targets ${formatShape(t!.shape)} disagree on the batch size: axis 0 has ${b1} and ${b2}`);
+      throw new InferError(
+        `predictions ${formatShape(p!.shape)} and targets ${formatShape(t!.shape)} disagree on the batch size: axis 0 has ${b1} and ${b2}`,
+      );
     }
     return tensorType('bool', [b1 ?? b2]);
   },
   impl: ([p, t], a) => {
     const [b, c] = p!.shape as [number, number];
-    if (t!.shape[0] !== b) throw new InferError(`predictions ${formatShape(p!.shape)} and targets ${formatShape(t!.shape)} disagree on the batch size`);
+    if (t!.shape[0] !== b)
+      throw new InferError(
+        `predictions ${formatShape(p!.shape)} and targets ${formatShape(t!.shape)} disagree on the batch size`,
+      );
     const out = new Float64Array(b);
     for (let i = 0; i < b; i++) {
       const target = t!.data[i]!;

@@ -24,12 +24,17 @@ export type PoolAttrs = WindowAttrs & {
 function checkPool(x: TensorType, a: PoolAttrs): number {
   const d = a.window.length;
   if (x.shape.length !== d + 2) {
-    throw new InferError(`input of shape ${formatShape(x.shape)} must have rank ${d + 2} (batch, ${d} spatial, channels) for a window of ${d} dims`);
+    throw new InferError(
+      `input of shape ${formatShape(x.shape)} must have rank ${d + 2} (batch, ${d} spatial, channels) for a window of ${d} dims`,
+    );
   }
-  if (a.window.some((k) => !Number.isInteger(k) || k < 1)) throw new InferError(`pool size ${JSON.stringify(a.window)} must be ${d} positive integers`, 'value');
+  if (a.window.some((k) => !Number.isInteger(k) || k < 1))
+    throw new InferError(`pool size ${JSON.stringify(a.window)} must be ${d} positive integers`, 'value');
   checkWindowAttrs(a, d);
-  if (!POOL_MODES.includes(a.mode)) throw new InferError(`pool mode ${JSON.stringify(a.mode)} is not one of ${POOL_MODES.join(', ')}`, 'value');
-  if (a.mode === 'avg' && !isFloat(x.dtype)) throw new InferError(`average pooling needs a float tensor, got ${x.dtype}`, 'type');
+  if (!POOL_MODES.includes(a.mode))
+    throw new InferError(`pool mode ${JSON.stringify(a.mode)} is not one of ${POOL_MODES.join(', ')}`, 'value');
+  if (a.mode === 'avg' && !isFloat(x.dtype))
+    throw new InferError(`average pooling needs a float tensor, got ${x.dtype}`, 'type');
   return d;
 }
 
@@ -65,7 +70,9 @@ function argMaxima(x: NDArray, g: Geometry): Int32Array {
 /** Number of input cells (padding excluded) under each output cell's window. */
 function counts(g: Geometry): Float64Array {
   const cnt = new Float64Array(g.n * sizeOf(g.outSize));
-  forEachTap(g, (o) => { cnt[o] = cnt[o]! + 1; });
+  forEachTap(g, (o) => {
+    cnt[o] = cnt[o]! + 1;
+  });
   return cnt;
 }
 
@@ -103,7 +110,10 @@ export const poolGradOp = defineOp<PoolAttrs>({
   infer: ([x, dy], a) => {
     checkPool(x!, a);
     const want = outType(x!, a);
-    if (!compatibleShapes(dy!.shape, want.shape)) throw new InferError(`output gradient shape ${formatShape(dy!.shape)} does not match the pooled shape ${formatShape(want.shape)} of input ${formatShape(x!.shape)}`);
+    if (!compatibleShapes(dy!.shape, want.shape))
+      throw new InferError(
+        `output gradient shape ${formatShape(dy!.shape)} does not match the pooled shape ${formatShape(want.shape)} of input ${formatShape(x!.shape)}`,
+      );
     return tensorType(dy!.dtype, x!.shape);
   },
   impl: ([x, dy], a) => {
@@ -131,8 +141,12 @@ export const poolSelectOp = defineOp<PoolAttrs>({
   arity: 2,
   infer: ([x, g], a) => {
     checkPool(x!, a);
-    if (a.mode !== 'max') throw new InferError(`pool_select is defined for max pooling only, got mode ${JSON.stringify(a.mode)}`, 'value');
-    if (!compatibleShapes(g!.shape, x!.shape)) throw new InferError(`shapes ${formatShape(x!.shape)} (input) and ${formatShape(g!.shape)} (selected values) must match`);
+    if (a.mode !== 'max')
+      throw new InferError(`pool_select is defined for max pooling only, got mode ${JSON.stringify(a.mode)}`, 'value');
+    if (!compatibleShapes(g!.shape, x!.shape))
+      throw new InferError(
+        `shapes ${formatShape(x!.shape)} (input) and ${formatShape(g!.shape)} (selected values) must match`,
+      );
     return outType(x!, a, g!.dtype);
   },
   impl: ([x, gv], a) => {

@@ -7,9 +7,8 @@ import { NDArray, formatShape, sizeOf } from '../ndarray.js';
 import { defineOp, type EvalContext, type OpDef } from '../op.js';
 import { tensorType, type Dim, type TensorType } from '../types.js';
 import { InferError } from '../errors.js';
-import {
-  elementBits, seededKey, truncatedNormal, unit32, unitFloat, unseededKey, normalFromBits, type RandomKey,
-} from '../random.js';
+import type { RandomKey } from '../random.js';
+import { elementBits, seededKey, truncatedNormal, unit32, unitFloat, unseededKey, normalFromBits } from '../random.js';
 
 export interface RandomAttrs {
   readonly shape: readonly Dim[];
@@ -18,16 +17,33 @@ export interface RandomAttrs {
   readonly seed: number | null;
   readonly uid: number | null;
 }
-export interface UniformAttrs extends RandomAttrs { readonly low: number; readonly high: number }
-export interface NormalAttrs extends RandomAttrs { readonly mean: number; readonly stddev: number }
-export interface BinomialAttrs extends RandomAttrs { readonly p: number }
+export interface UniformAttrs extends RandomAttrs {
+  readonly low: number;
+  readonly high: number;
+}
+export interface NormalAttrs extends RandomAttrs {
+  readonly mean: number;
+  readonly stddev: number;
+}
+export interface BinomialAttrs extends RandomAttrs {
+  readonly p: number;
+}
 
 function inferRandom(ins: readonly TensorType[], a: RandomAttrs, floatOnly: boolean): TensorType {
-  if (floatOnly && !isFloat(a.dtype)) throw new InferError(`dtype ${a.dtype} is not a float dtype (allowed: float16, float32, float64)`, 'value');
+  if (floatOnly && !isFloat(a.dtype))
+    throw new InferError(`dtype ${a.dtype} is not a float dtype (allowed: float16, float32, float64)`, 'value');
   const holes = a.shape.filter((d) => d === null).length;
-  if (ins.length !== holes) throw new InferError(`shape ${formatShape(a.shape)} has ${holes} run-time dims but ${ins.length} dim inputs were given`, 'value');
+  if (ins.length !== holes)
+    throw new InferError(
+      `shape ${formatShape(a.shape)} has ${holes} run-time dims but ${ins.length} dim inputs were given`,
+      'value',
+    );
   ins.forEach((t, i) => {
-    if (t.shape.length !== 0 || !isInt(t.dtype)) throw new InferError(`run-time dim ${i} must be an integer scalar, got ${t.dtype} ${formatShape(t.shape)}`, 'type');
+    if (t.shape.length !== 0 || !isInt(t.dtype))
+      throw new InferError(
+        `run-time dim ${i} must be an integer scalar, got ${t.dtype} ${formatShape(t.shape)}`,
+        'type',
+      );
   });
   if (a.seed === null && a.uid === null) throw new InferError('an unseeded random op needs a uid', 'value');
   return tensorType(a.dtype, a.shape);
@@ -39,7 +55,11 @@ function concreteShape(ins: readonly NDArray[], a: RandomAttrs): number[] {
   return a.shape.map((d) => {
     if (d !== null) return d;
     const v = ins[k++]!.data[0]!;
-    if (!Number.isInteger(v) || v < 0) throw new InferError(`shape ${formatShape(a.shape)}: run-time dim ${k - 1} is ${v}, not a non-negative integer`, 'value');
+    if (!Number.isInteger(v) || v < 0)
+      throw new InferError(
+        `shape ${formatShape(a.shape)}: run-time dim ${k - 1} is ${v}, not a non-negative integer`,
+        'value',
+      );
     return v;
   });
 }
@@ -54,7 +74,9 @@ function unitBits(dtype: DType): number {
 }
 
 function randomOp<A extends RandomAttrs>(
-  name: string, floatOnly: boolean, draw: (key: RandomKey, i: number, a: A, w: Uint32Array) => number,
+  name: string,
+  floatOnly: boolean,
+  draw: (key: RandomKey, i: number, a: A, w: Uint32Array) => number,
 ): OpDef<A> {
   return defineOp<A>({
     name,
@@ -76,15 +98,25 @@ function randomOp<A extends RandomAttrs>(
 
 export const randomOps = {
   /** low + (high - low) * u, u uniform in [0, 1) with the dtype's mantissa bits (words 0-1 of attempt 0). */
-  random_uniform: randomOp<UniformAttrs>('random_uniform', true, (key, i, a, w) =>
-    a.low + (a.high - a.low) * unitFloat(elementBits(key, i, 0, w), unitBits(a.dtype))),
+  random_uniform: randomOp<UniformAttrs>(
+    'random_uniform',
+    true,
+    (key, i, a, w) => a.low + (a.high - a.low) * unitFloat(elementBits(key, i, 0, w), unitBits(a.dtype)),
+  ),
   /** mean + stddev * z, z standard normal by Box–Muller from the four words of attempt 0. */
-  random_normal: randomOp<NormalAttrs>('random_normal', true, (key, i, a, w) =>
-    a.mean + a.stddev * normalFromBits(elementBits(key, i, 0, w))),
+  random_normal: randomOp<NormalAttrs>(
+    'random_normal',
+    true,
+    (key, i, a, w) => a.mean + a.stddev * normalFromBits(elementBits(key, i, 0, w)),
+  ),
   /** mean + stddev * z, z standard normal redrawn (attempt 1, 2, ...) until |z| <= 2. */
-  truncated_normal: randomOp<NormalAttrs>('truncated_normal', true, (key, i, a, w) =>
-    a.mean + a.stddev * truncatedNormal(key, i, w)),
+  truncated_normal: randomOp<NormalAttrs>(
+    'truncated_normal',
+    true,
+    (key, i, a, w) => a.mean + a.stddev * truncatedNormal(key, i, w),
+  ),
   /** 1 where word 0 / 2^32 < p, else 0 (Bernoulli(p)); any dtype. */
   random_binomial: randomOp<BinomialAttrs>('random_binomial', false, (key, i, a, w) =>
-    (unit32(elementBits(key, i, 0, w)) < a.p ? 1 : 0)),
+    unit32(elementBits(key, i, 0, w)) < a.p ? 1 : 0,
+  ),
 } as const;

@@ -30,8 +30,12 @@ function checkAxes(t: TensorType, axes: readonly number[]): void {
  * then applies `finish(acc, count)`.
  */
 function reduceImpl(
-  x: NDArray, attrs: ReduceAttrs, dtype: DType, init: number,
-  step: (acc: number, v: number) => number, finish: (acc: number, n: number) => number = (a) => a,
+  x: NDArray,
+  attrs: ReduceAttrs,
+  dtype: DType,
+  init: number,
+  step: (acc: number, v: number) => number,
+  finish: (acc: number, n: number) => number = (a) => a,
 ): NDArray {
   const outShape = reducedShape(x.shape, attrs.axes, false);
   const outStrides = stridesOf(outShape);
@@ -62,7 +66,7 @@ export type ReduceFamily = 'arith' | 'extremum' | 'logical';
  */
 export interface ReduceSpelling {
   /**
-   * The kernel IR's fold that computes it (src/codegen/expr.ts `ReduceOp`): a row whose `kernel`
+   * The kernel IR's fold that computes it (src/codegen/kernel/expr.ts `ReduceOp`): a row whose `kernel`
    * is its own name is a fold and spells it; `mean` is the `sum` fold divided by the count.
    */
   readonly kernel: string;
@@ -85,9 +89,9 @@ export interface ReduceSpelling {
    * src/runtime/onnx/ops/core.ts), or for a `logical` row the one its export folds int32 0/1 with.
    */
   readonly onnx: string;
-  /** The kernel IR's scalar op that combines two partial results (src/codegen/expr.ts). */
+  /** The kernel IR's scalar op that combines two partial results (src/codegen/kernel/expr.ts). */
   readonly combine: 'add' | 'mul' | 'max' | 'min' | 'or' | 'and';
-  /** The running op whose elements are this fold's prefixes (cumsum), lowered as this fold (src/codegen/lower-data.ts). */
+  /** The running op whose elements are this fold's prefixes (cumsum), lowered as this fold (src/codegen/lower/data.ts). */
   readonly cumulative?: string;
 }
 
@@ -104,10 +108,18 @@ export interface ReductionOp<S extends ReduceSpelling = ReduceSpelling> extends 
 }
 
 function reduction<const S extends ReduceSpelling>(
-  name: string, dtypeOf: (d: DType) => DType, family: ReduceFamily, identity: number,
-  fold: (acc: number, v: number) => number, spelling: S, finish?: (acc: number, n: number) => number,
+  name: string,
+  dtypeOf: (d: DType) => DType,
+  family: ReduceFamily,
+  identity: number,
+  fold: (acc: number, v: number) => number,
+  spelling: S,
+  finish?: (acc: number, n: number) => number,
 ): ReductionOp<S> {
-  if ((spelling.kernel === name) !== (spelling.js !== undefined)) throw new Error(`internal: reduction row ${name} spells its fold in JavaScript exactly when it is its own kernel fold`);
+  if ((spelling.kernel === name) !== (spelling.js !== undefined))
+    throw new Error(
+      `internal: reduction row ${name} spells its fold in JavaScript exactly when it is its own kernel fold`,
+    );
   return {
     ...defineOp<ReduceAttrs>({
       name,
@@ -141,13 +153,83 @@ const nanMin = (a: number, v: number) => (Number.isNaN(a) || Number.isNaN(v) ? N
 // tfjs kernels, the ONNX translations and the canonical rewrites derive their tables from these
 // rows, so adding a reduction is its row, its gradient rule and its K function.
 export const reduceOps = {
-  sum: reduction('sum', sumType, 'arith', 0, (a, v) => a + v, { kernel: 'sum', combine: 'add', js: '$0 += $1;', wasm: 'add', tf: 'sum', onnx: 'ReduceSum', cumulative: 'cumsum' }),
-  prod: reduction('prod', sumType, 'arith', 1, (a, v) => a * v, { kernel: 'prod', combine: 'mul', js: '$0 *= $1;', wasm: 'mul', tf: 'prod', onnx: 'ReduceProd', cumulative: 'cumprod' }),
-  mean: reduction('mean', floatType, 'arith', 0, (a, v) => a + v, { kernel: 'sum', combine: 'add', mean: true, tf: 'mean', onnx: 'ReduceMean' }, (a, n) => a / n),
-  max: reduction('max', same, 'extremum', -Infinity, nanMax, { kernel: 'max', combine: 'max', js: '$0 = Math.max($0, $1);', gpu: '$0 = t_nanmax($0, $1);', wgsl: '$0 = max($0, $1);', wasm: 'max', tf: 'max', onnx: 'ReduceMax' }),
-  min: reduction('min', same, 'extremum', Infinity, nanMin, { kernel: 'min', combine: 'min', js: '$0 = Math.min($0, $1);', gpu: '$0 = t_nanmin($0, $1);', wgsl: '$0 = min($0, $1);', wasm: 'min', tf: 'min', onnx: 'ReduceMin' }),
-  any: reduction('any', () => 'bool', 'logical', 0, (a, v) => (a !== 0 || v !== 0 ? 1 : 0), { kernel: 'any', combine: 'or', js: 'if ($1 !== 0) $0 = 1;', gpu: 'if ($1 != 0.0) { $0 = 1.0; }', tf: 'any', onnx: 'ReduceMax' }),
-  all: reduction('all', () => 'bool', 'logical', 1, (a, v) => (a !== 0 && v !== 0 ? 1 : 0), { kernel: 'all', combine: 'and', js: 'if ($1 === 0) $0 = 0;', gpu: 'if ($1 == 0.0) { $0 = 0.0; }', tf: 'all', onnx: 'ReduceMin' }),
+  sum: reduction('sum', sumType, 'arith', 0, (a, v) => a + v, {
+    kernel: 'sum',
+    combine: 'add',
+    js: '$0 += $1;',
+    wasm: 'add',
+    tf: 'sum',
+    onnx: 'ReduceSum',
+    cumulative: 'cumsum',
+  }),
+  prod: reduction('prod', sumType, 'arith', 1, (a, v) => a * v, {
+    kernel: 'prod',
+    combine: 'mul',
+    js: '$0 *= $1;',
+    wasm: 'mul',
+    tf: 'prod',
+    onnx: 'ReduceProd',
+    cumulative: 'cumprod',
+  }),
+  mean: reduction(
+    'mean',
+    floatType,
+    'arith',
+    0,
+    (a, v) => a + v,
+    { kernel: 'sum', combine: 'add', mean: true, tf: 'mean', onnx: 'ReduceMean' },
+    (a, n) => a / n,
+  ),
+  max: reduction('max', same, 'extremum', -Infinity, nanMax, {
+    kernel: 'max',
+    combine: 'max',
+    js: '$0 = Math.max($0, $1);',
+    gpu: '$0 = t_nanmax($0, $1);',
+    wgsl: '$0 = max($0, $1);',
+    wasm: 'max',
+    tf: 'max',
+    onnx: 'ReduceMax',
+  }),
+  min: reduction('min', same, 'extremum', Infinity, nanMin, {
+    kernel: 'min',
+    combine: 'min',
+    js: '$0 = Math.min($0, $1);',
+    gpu: '$0 = t_nanmin($0, $1);',
+    wgsl: '$0 = min($0, $1);',
+    wasm: 'min',
+    tf: 'min',
+    onnx: 'ReduceMin',
+  }),
+  any: reduction(
+    'any',
+    () => 'bool',
+    'logical',
+    0,
+    (a, v) => (a !== 0 || v !== 0 ? 1 : 0),
+    {
+      kernel: 'any',
+      combine: 'or',
+      js: 'if ($1 !== 0) $0 = 1;',
+      gpu: 'if ($1 != 0.0) { $0 = 1.0; }',
+      tf: 'any',
+      onnx: 'ReduceMax',
+    },
+  ),
+  all: reduction(
+    'all',
+    () => 'bool',
+    'logical',
+    1,
+    (a, v) => (a !== 0 && v !== 0 ? 1 : 0),
+    {
+      kernel: 'all',
+      combine: 'and',
+      js: 'if ($1 === 0) $0 = 0;',
+      gpu: 'if ($1 == 0.0) { $0 = 0.0; }',
+      tf: 'all',
+      onnx: 'ReduceMin',
+    },
+  ),
 } as const;
 
 /** The reductions' names (each op with `axes` and `keepdims` attrs). */
@@ -172,7 +254,10 @@ export interface ArgAttrs {
 
 /** An empty axis has no extremum, so no index to return (NumPy raises too). */
 function emptyAxis(name: string, shape: readonly Dim[], axis: number): InferError {
-  return new InferError(`${name} over axis ${axis} of a tensor of shape ${formatShape(shape)}: the axis is empty`, 'value');
+  return new InferError(
+    `${name} over axis ${axis} of a tensor of shape ${formatShape(shape)}: the axis is empty`,
+    'value',
+  );
 }
 
 /** Index of the first extremum along one axis (int64, as NumPy/TensorFlow); NaN counts as the extremum. */
@@ -184,7 +269,10 @@ function argExtreme(name: string, better: (v: number, best: number) => boolean):
     infer: ([x], a) => {
       normAxis(a.axis, x!.shape.length);
       if (x!.shape[a.axis] === 0) throw emptyAxis(name, x!.shape, a.axis);
-      return tensorType('int64', x!.shape.filter((_, i) => i !== a.axis));
+      return tensorType(
+        'int64',
+        x!.shape.filter((_, i) => i !== a.axis),
+      );
     },
     impl: ([x], a) => {
       const shape: Shape = x!.shape;
@@ -199,12 +287,19 @@ function argExtreme(name: string, better: (v: number, best: number) => boolean):
           let bi = 0;
           for (let k = 0; k < n; k++) {
             const v = x!.data[(o * n + k) * inner + i]!;
-            if (k === 0 || (!Number.isNaN(best) && (Number.isNaN(v) || better(v, best)))) { best = v; bi = k; }
+            if (k === 0 || (!Number.isNaN(best) && (Number.isNaN(v) || better(v, best)))) {
+              best = v;
+              bi = k;
+            }
           }
           out[o * inner + i] = bi;
         }
       }
-      return new NDArray(out, shape.filter((_, i) => i !== a.axis), 'int64');
+      return new NDArray(
+        out,
+        shape.filter((_, i) => i !== a.axis),
+        'int64',
+      );
     },
   });
 }

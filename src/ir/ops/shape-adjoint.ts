@@ -6,10 +6,25 @@ import { defineOp } from '../op.js';
 import { normAxis, tensorType, type Dim } from '../types.js';
 import { InferError } from '../errors.js';
 import { forEachIndex, offsetOf } from './util.js';
-import { concatOp, gatherOp, repeatAxis, repeatedFrom, sliceOp, sliceRange, tiledFrom, unifyDim, type RepeatAttrs, type SliceAttrs } from './shape.js';
+import type { RepeatAttrs, SliceAttrs } from './shape.js';
+import {
+  concatOp,
+  gatherOp,
+  gatherRow,
+  repeatAxis,
+  repeatedFrom,
+  sliceOp,
+  sliceRange,
+  tiledFrom,
+  unifyDim,
+} from './shape.js';
 
 /** The adjoint of a repeat: zeros of `shape`, each element of g added where the repeat read it from. */
-function sumInto(g: NDArray, shape: readonly number[], readFrom: (shape: readonly number[]) => (idx: readonly number[]) => number): NDArray {
+function sumInto(
+  g: NDArray,
+  shape: readonly number[],
+  readFrom: (shape: readonly number[]) => (idx: readonly number[]) => number,
+): NDArray {
   const from = readFrom(shape);
   const out = new Float64Array(sizeOf(shape));
   forEachIndex(g.shape, (idx, j) => {
@@ -40,7 +55,9 @@ export const unsliceOp = defineOp<SliceAttrs>({
     const base = ranges.reduce((o, r, i) => o + r.first * st[i]!, 0);
     const step = a.axes.map((s, i) => s.step * st[i]!);
     const out = new Float64Array(x!.size);
-    forEachIndex(g!.shape, (idx, j) => { out[base + offsetOf(idx, step)] = g!.data[j]!; });
+    forEachIndex(g!.shape, (idx, j) => {
+      out[base + offsetOf(idx, step)] = g!.data[j]!;
+    });
     return new NDArray(out, x!.shape, g!.dtype);
   },
 });
@@ -57,10 +74,14 @@ export const concatPartOp = defineOp<ConcatPartAttrs>({
   kind: 'shape',
   arity: 'variadic',
   infer: ([g, ...xs], a) => {
-    if (g === undefined || a.index < 0 || a.index >= xs.length) throw new InferError(`concat_part: no input ${a.index} among ${xs.length}`, 'value');
+    if (g === undefined || a.index < 0 || a.index >= xs.length)
+      throw new InferError(`concat_part: no input ${a.index} among ${xs.length}`, 'value');
     sameShape('the cotangent', g.shape, concatOp.infer(xs, { axis: a.axis }).shape);
     const part = xs[a.index]!;
-    return tensorType(g.dtype, part.shape.map((d, i) => (i === a.axis ? d : unifyDim(d, g.shape[i]!)!)));
+    return tensorType(
+      g.dtype,
+      part.shape.map((d, i) => (i === a.axis ? d : unifyDim(d, g.shape[i]!)!)),
+    );
   },
   impl: ([g, ...xs], a) => {
     const before = xs.slice(0, a.index).reduce((s, t) => s + t.shape[a.axis]!, 0);
@@ -68,7 +89,9 @@ export const concatPartOp = defineOp<ConcatPartAttrs>({
     const shape = g!.shape.map((e, i) => (i === a.axis ? d : e));
     const st = stridesOf(g!.shape);
     const out = new Float64Array(sizeOf(shape));
-    forEachIndex(shape, (idx, j) => { out[j] = g!.data[offsetOf(idx, st) + before * st[a.axis]!]!; });
+    forEachIndex(shape, (idx, j) => {
+      out[j] = g!.data[offsetOf(idx, st) + before * st[a.axis]!]!;
+    });
     return new NDArray(out, shape, g!.dtype);
   },
 });
@@ -87,9 +110,7 @@ export const scatterAddRowsOp = defineOp<Record<string, never>>({
     const row = ref!.size / (n || 1);
     const out = new Float64Array(ref!.size);
     for (let j = 0; j < ind!.size; j++) {
-      const raw = ind!.data[j]!;
-      const k = raw < 0 ? raw + n : raw;
-      if (k < 0 || k >= n) throw new InferError(`index ${raw} is out of range for reference of shape ${formatShape(ref!.shape)} (allowed: ${-n}..${n - 1})`, 'value');
+      const k = gatherRow(ind!.data[j]!, ref!.shape);
       for (let t = 0; t < row; t++) out[k * row + t] = out[k * row + t]! + g!.data[j * row + t]!;
     }
     return new NDArray(out, ref!.shape, g!.dtype);
@@ -108,10 +129,22 @@ export const untileOp = defineOp<{ readonly reps: readonly number[] }>({
   kind: 'reduction',
   arity: 1,
   infer: ([g], a) => {
-    if (a.reps.length !== g!.shape.length || a.reps.some((r) => !Number.isInteger(r) || r < 1)) throw new InferError(`reps ${formatShape(a.reps)} must be one positive integer per axis of ${formatShape(g!.shape)}`, 'value');
-    return tensorType(g!.dtype, g!.shape.map((d, i) => divided(d, a.reps[i]!, i, g!.shape)));
+    if (a.reps.length !== g!.shape.length || a.reps.some((r) => !Number.isInteger(r) || r < 1))
+      throw new InferError(
+        `reps ${formatShape(a.reps)} must be one positive integer per axis of ${formatShape(g!.shape)}`,
+        'value',
+      );
+    return tensorType(
+      g!.dtype,
+      g!.shape.map((d, i) => divided(d, a.reps[i]!, i, g!.shape)),
+    );
   },
-  impl: ([g], a) => sumInto(g!, g!.shape.map((d, i) => d / a.reps[i]!), tiledFrom),
+  impl: ([g], a) =>
+    sumInto(
+      g!,
+      g!.shape.map((d, i) => d / a.reps[i]!),
+      tiledFrom,
+    ),
 });
 
 /** unrepeat(g): the adjoint of repeat_elements (rep >= 1): x[i] = sum_k g[i rep + k] along `axis`. */
@@ -121,11 +154,18 @@ export const unrepeatOp = defineOp<RepeatAttrs>({
   arity: 1,
   infer: ([g], a) => {
     const axis = repeatAxis(a, g!.shape.length, 1);
-    return tensorType(g!.dtype, g!.shape.map((d, i) => (i === axis ? divided(d, a.rep, i, g!.shape) : d)));
+    return tensorType(
+      g!.dtype,
+      g!.shape.map((d, i) => (i === axis ? divided(d, a.rep, i, g!.shape) : d)),
+    );
   },
   impl: ([g], a) => {
     const axis = normAxis(a.axis, g!.shape.length);
-    return sumInto(g!, g!.shape.map((d, i) => (i === axis ? d / a.rep : d)), (shape) => repeatedFrom(shape, axis, a.rep));
+    return sumInto(
+      g!,
+      g!.shape.map((d, i) => (i === axis ? d / a.rep : d)),
+      (shape) => repeatedFrom(shape, axis, a.rep),
+    );
   },
 });
 

@@ -36,7 +36,8 @@ export function sliceRange(s: SliceAxis, d: number): { first: number; count: num
   };
   const first = clamp(s.start, step > 0 ? lo : hi);
   const stop = clamp(s.stop, step > 0 ? hi : lo);
-  const count = step > 0 ? Math.max(0, Math.ceil((stop - first) / step)) : Math.max(0, Math.ceil((first - stop) / -step));
+  const count =
+    step > 0 ? Math.max(0, Math.ceil((stop - first) / step)) : Math.max(0, Math.ceil((first - stop) / -step));
   return { first, count };
 }
 
@@ -45,9 +46,11 @@ function checkSlice(x: TensorType, a: SliceAttrs): void {
     throw new InferError(`slice gives ${a.axes.length} axes for a tensor of shape ${formatShape(x.shape)}`, 'value');
   }
   a.axes.forEach((s, i) => {
-    if (!Number.isInteger(s.step) || s.step === 0) throw new InferError(`slice step ${s.step} on axis ${i} is not a nonzero integer`, 'value');
+    if (!Number.isInteger(s.step) || s.step === 0)
+      throw new InferError(`slice step ${s.step} on axis ${i} is not a nonzero integer`, 'value');
     for (const v of [s.start, s.stop]) {
-      if (v !== null && !Number.isInteger(v)) throw new InferError(`slice bound ${v} on axis ${i} is not an integer`, 'value');
+      if (v !== null && !Number.isInteger(v))
+        throw new InferError(`slice bound ${v} on axis ${i} is not an integer`, 'value');
     }
   });
 }
@@ -59,7 +62,10 @@ export const sliceOp = defineOp<SliceAttrs>({
   infer: ([x], a) => {
     checkSlice(x!, a);
     // Clamping makes the length depend on the axis size, so an unknown axis stays unknown.
-    return tensorType(x!.dtype, x!.shape.map((d, i) => (d === null ? null : sliceRange(a.axes[i]!, d).count)));
+    return tensorType(
+      x!.dtype,
+      x!.shape.map((d, i) => (d === null ? null : sliceRange(a.axes[i]!, d).count)),
+    );
   },
   impl: ([x], a) => {
     const ranges = a.axes.map((s, i) => sliceRange(s, x!.shape[i]!));
@@ -67,7 +73,11 @@ export const sliceOp = defineOp<SliceAttrs>({
     const base = ranges.reduce((o, r, i) => o + r.first * st[i]!, 0);
     const step = a.axes.map((s, i) => s.step * st[i]!);
     // out[j...] = x[first + j * step, ...] on every axis
-    return generate(ranges.map((r) => r.count), x!.dtype, (idx) => x!.data[base + offsetOf(idx, step)]!);
+    return generate(
+      ranges.map((r) => r.count),
+      x!.dtype,
+      (idx) => x!.data[base + offsetOf(idx, step)]!,
+    );
   },
 });
 
@@ -84,11 +94,16 @@ export const padOp = defineOp<PadAttrs>({
   kind: 'shape',
   arity: 1,
   infer: ([x], a) => {
-    if (a.pads.length !== x!.shape.length) throw new InferError(`pad gives ${a.pads.length} axes for a tensor of shape ${formatShape(x!.shape)}`, 'value');
+    if (a.pads.length !== x!.shape.length)
+      throw new InferError(`pad gives ${a.pads.length} axes for a tensor of shape ${formatShape(x!.shape)}`, 'value');
     a.pads.forEach((p, i) => {
-      if (p.some((v) => !Number.isInteger(v) || v < 0)) throw new InferError(`padding [${p.join(', ')}] on axis ${i} is not a pair of non-negative integers`, 'value');
+      if (p.some((v) => !Number.isInteger(v) || v < 0))
+        throw new InferError(`padding [${p.join(', ')}] on axis ${i} is not a pair of non-negative integers`, 'value');
     });
-    return tensorType(x!.dtype, x!.shape.map((d, i) => (d === null ? null : d + a.pads[i]![0] + a.pads[i]![1])));
+    return tensorType(
+      x!.dtype,
+      x!.shape.map((d, i) => (d === null ? null : d + a.pads[i]![0] + a.pads[i]![1])),
+    );
   },
   impl: ([x], a) => {
     const shape = x!.shape.map((d, i) => d + a.pads[i]![0] + a.pads[i]![1]);
@@ -110,6 +125,22 @@ export const padOp = defineOp<PadAttrs>({
 // concat: inputs joined along one axis; every other dim must agree.
 
 /** Unifies two dims that must be equal: a known dim wins over an unknown one. */
+/**
+ * The row of a gather's reference an index names: negative indices count from the end (NumPy and
+ * Theano); anything else outside is an error.
+ */
+export function gatherRow(raw: number, refShape: readonly number[]): number {
+  const n = refShape[0]!;
+  const k = raw < 0 ? raw + n : raw;
+  if (k < 0 || k >= n) {
+    throw new InferError(
+      `index ${raw} is out of range for reference of shape ${formatShape(refShape)} (allowed: ${-n}..${n - 1})`,
+      'value',
+    );
+  }
+  return k;
+}
+
 export function unifyDim(p: Dim, q: Dim): Dim | undefined {
   if (p === null) return q;
   if (q === null || p === q) return p;
@@ -128,12 +159,21 @@ export const concatOp = defineOp<{ readonly axis: number }>({
     const axis = normAxis(a.axis, r);
     const out: Dim[] = [...first.shape];
     ins.forEach((t, j) => {
-      if (t.shape.length !== r) throw new InferError(`all tensors must have the same rank: tensor 0 has shape ${formatShape(first.shape)} but tensor ${j} has ${formatShape(t.shape)}`);
+      if (t.shape.length !== r)
+        throw new InferError(
+          `all tensors must have the same rank: tensor 0 has shape ${formatShape(first.shape)} but tensor ${j} has ${formatShape(t.shape)}`,
+        );
       if (j === 0) return;
       t.shape.forEach((d, i) => {
-        if (i === axis) { out[i] = out[i] === null || d === null ? null : out[i]! + d; return; }
+        if (i === axis) {
+          out[i] = out[i] === null || d === null ? null : out[i]! + d;
+          return;
+        }
         const u = unifyDim(out[i]!, d);
-        if (u === undefined) throw new InferError(`shapes ${formatShape(first.shape)} (tensor 0) and ${formatShape(t.shape)} (tensor ${j}) differ on axis ${i} (${out[i]} vs ${d}); only axis ${axis} may differ`);
+        if (u === undefined)
+          throw new InferError(
+            `shapes ${formatShape(first.shape)} (tensor 0) and ${formatShape(t.shape)} (tensor ${j}) differ on axis ${i} (${out[i]} vs ${d}); only axis ${axis} may differ`,
+          );
         out[i] = u;
       });
     });
@@ -144,7 +184,9 @@ export const concatOp = defineOp<{ readonly axis: number }>({
     const axis = a.axis < 0 ? a.axis + first.shape.length : a.axis;
     for (const t of ins) {
       if (t.shape.some((d, i) => i !== axis && d !== first.shape[i])) {
-        throw new InferError(`shapes ${ins.map((u) => formatShape(u.shape)).join(', ')} differ off the concatenation axis ${axis}`);
+        throw new InferError(
+          `shapes ${ins.map((u) => formatShape(u.shape)).join(', ')} differ off the concatenation axis ${axis}`,
+        );
       }
     }
     const shape = [...first.shape];
@@ -171,8 +213,15 @@ export const gatherOp = defineOp<Record<string, never>>({
   kind: 'shape',
   arity: 2,
   infer: ([ref, ind]) => {
-    if (ref!.shape.length === 0) throw new InferError('reference must have rank >= 1 (a scalar has no rows to gather)', 'value');
-    if (ind!.dtype !== 'int8' && ind!.dtype !== 'int16' && ind!.dtype !== 'int32' && ind!.dtype !== 'int64' && ind!.dtype !== 'uint8') {
+    if (ref!.shape.length === 0)
+      throw new InferError('reference must have rank >= 1 (a scalar has no rows to gather)', 'value');
+    if (
+      ind!.dtype !== 'int8' &&
+      ind!.dtype !== 'int16' &&
+      ind!.dtype !== 'int32' &&
+      ind!.dtype !== 'int64' &&
+      ind!.dtype !== 'uint8'
+    ) {
       throw new InferError(`indices must be an integer tensor, got ${ind!.dtype}`, 'type');
     }
     return tensorType(ref!.dtype, [...ind!.shape, ...ref!.shape.slice(1)]);
@@ -182,10 +231,7 @@ export const gatherOp = defineOp<Record<string, never>>({
     const row = ref!.size / (n || 1);
     const out = new Float64Array(ind!.size * row);
     for (let j = 0; j < ind!.size; j++) {
-      const raw = ind!.data[j]!;
-      // negative indices count from the end (NumPy and Theano); anything else outside is an error
-      const k = raw < 0 ? raw + n : raw;
-      if (k < 0 || k >= n) throw new InferError(`index ${raw} is out of range for reference of shape ${formatShape(ref!.shape)} (allowed: ${-n}..${n - 1})`, 'value');
+      const k = gatherRow(ind!.data[j]!, ref!.shape);
       for (let t = 0; t < row; t++) out[j * row + t] = ref!.data[k * row + t]!;
     }
     return new NDArray(out, [...ind!.shape, ...ref!.shape.slice(1)], ref!.dtype);
@@ -196,8 +242,10 @@ export const gatherOp = defineOp<Record<string, never>>({
 // tile and repeat_elements: the two ways of repeating along an axis.
 
 function checkCounts(x: TensorType, counts: readonly number[], what: string): void {
-  if (counts.length !== x.shape.length) throw new InferError(`${what} has ${counts.length} entries for a tensor of shape ${formatShape(x.shape)}`, 'value');
-  if (counts.some((r) => !Number.isInteger(r) || r < 0)) throw new InferError(`${what} ${formatShape(counts)} must be non-negative integers`, 'value');
+  if (counts.length !== x.shape.length)
+    throw new InferError(`${what} has ${counts.length} entries for a tensor of shape ${formatShape(x.shape)}`, 'value');
+  if (counts.some((r) => !Number.isInteger(r) || r < 0))
+    throw new InferError(`${what} ${formatShape(counts)} must be non-negative integers`, 'value');
 }
 
 /**
@@ -218,7 +266,8 @@ export function repeatedFrom(shape: readonly number[], axis: number, rep: number
 /** The axis of a repeat (normalised), after checking `rep` is an integer of at least `least`. */
 export function repeatAxis(a: RepeatAttrs, rank: number, least: 0 | 1): number {
   const axis = normAxis(a.axis, rank);
-  if (!Number.isInteger(a.rep) || a.rep < least) throw new InferError(`rep ${a.rep} must be a ${least === 0 ? 'non-negative' : 'positive'} integer`, 'value');
+  if (!Number.isInteger(a.rep) || a.rep < least)
+    throw new InferError(`rep ${a.rep} must be a ${least === 0 ? 'non-negative' : 'positive'} integer`, 'value');
   return axis;
 }
 
@@ -229,11 +278,18 @@ export const tileOp = defineOp<{ readonly reps: readonly number[] }>({
   arity: 1,
   infer: ([x], a) => {
     checkCounts(x!, a.reps, 'reps');
-    return tensorType(x!.dtype, x!.shape.map((d, i) => (d === null ? (a.reps[i] === 0 ? 0 : null) : d * a.reps[i]!)));
+    return tensorType(
+      x!.dtype,
+      x!.shape.map((d, i) => (d === null ? (a.reps[i] === 0 ? 0 : null) : d * a.reps[i]!)),
+    );
   },
   impl: ([x], a) => {
     const from = tiledFrom(x!.shape);
-    return generate(x!.shape.map((d, i) => d * a.reps[i]!), x!.dtype, (idx) => x!.data[from(idx)]!);
+    return generate(
+      x!.shape.map((d, i) => d * a.reps[i]!),
+      x!.dtype,
+      (idx) => x!.data[from(idx)]!,
+    );
   },
 });
 
@@ -250,12 +306,19 @@ export const repeatElementsOp = defineOp<RepeatAttrs>({
   infer: ([x], a) => {
     const axis = repeatAxis(a, x!.shape.length, 0);
     const d = x!.shape[axis]!;
-    return tensorType(x!.dtype, x!.shape.map((e, i) => (i !== axis ? e : d === null ? (a.rep === 0 ? 0 : null) : d * a.rep)));
+    return tensorType(
+      x!.dtype,
+      x!.shape.map((e, i) => (i !== axis ? e : d === null ? (a.rep === 0 ? 0 : null) : d * a.rep)),
+    );
   },
   impl: ([x], a) => {
     const axis = normAxis(a.axis, x!.shape.length);
     const from = repeatedFrom(x!.shape, axis, a.rep);
-    return generate(x!.shape.map((d, i) => (i === axis ? d * a.rep : d)), x!.dtype, (idx) => x!.data[from(idx)]!);
+    return generate(
+      x!.shape.map((d, i) => (i === axis ? d * a.rep : d)),
+      x!.dtype,
+      (idx) => x!.data[from(idx)]!,
+    );
   },
 });
 

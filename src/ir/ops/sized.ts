@@ -4,7 +4,7 @@
 // sizes. Static inference keeps what it can (`attrs.known`, null where unknown). A compiled
 // function is specialised per set of input shapes, and there the size vectors are usually known
 // (they are computed from shapes and constants), so `resolve` replaces the node by its static op
-// (src/codegen/lower.ts): the kernels, the gpu and export see only static ops. Theano's Reshape
+// (src/codegen/lower/lower.ts): the kernels, the gpu and export see only static ops. Theano's Reshape
 // takes its shape as an input the same way; its shape feature folds it per graph, XLA's dynamic
 // dimensions per compilation.
 import { isInt, type DType } from '../dtype.js';
@@ -31,7 +31,10 @@ export interface KnownDims {
 
 function checkVector(what: string, t: TensorType | undefined, n: number): void {
   if (t === undefined || t.shape.length !== 1 || !isInt(t.dtype) || (t.shape[0] !== null && t.shape[0] !== n)) {
-    throw new InferError(`${what} must be a 1-D integer tensor of ${n} entries, got ${t === undefined ? 'nothing' : `${t.dtype} ${formatShape(t.shape)}`}`, 'value');
+    throw new InferError(
+      `${what} must be a 1-D integer tensor of ${n} entries, got ${t === undefined ? 'nothing' : `${t.dtype} ${formatShape(t.shape)}`}`,
+      'value',
+    );
   }
 }
 
@@ -63,7 +66,10 @@ export const reshapeDimsOp = defineSizedOp<KnownDims>({
     const k = a.known;
     if (!k.includes(null)) return tensorType(x!.dtype, resolveReshape(x!.shape, k as number[]));
     // Entries known only at run time: the -1 entry is then unknown too.
-    return tensorType(x!.dtype, k.map((d) => (d === -1 ? null : d)));
+    return tensorType(
+      x!.dtype,
+      k.map((d) => (d === -1 ? null : d)),
+    );
   },
   impl: ([x, d]) => x!.reshape(resolveReshape(x!.shape, ints(d!)) as number[]),
   resolve: staticWith('reshape', 'shape'),
@@ -76,12 +82,19 @@ export const tileDimsOp = defineSizedOp<KnownDims>({
   arity: 2,
   infer: ([x, r], a) => {
     checkVector('the tile reps vector', r, x!.shape.length);
-    if (a.known.length !== x!.shape.length) throw new InferError(`reps has ${a.known.length} entries for a tensor of shape ${formatShape(x!.shape)}`, 'value');
-    return tensorType(x!.dtype, x!.shape.map((d, i) => {
-      const k = a.known[i]!;
-      if (k === 0) return 0;
-      return d === null || k === null ? null : d * k;
-    }));
+    if (a.known.length !== x!.shape.length)
+      throw new InferError(
+        `reps has ${a.known.length} entries for a tensor of shape ${formatShape(x!.shape)}`,
+        'value',
+      );
+    return tensorType(
+      x!.dtype,
+      x!.shape.map((d, i) => {
+        const k = a.known[i]!;
+        if (k === 0) return 0;
+        return d === null || k === null ? null : d * k;
+      }),
+    );
   },
   impl: ([x, r], _a, ctx) => tileOp.impl([x!], { reps: ints(r!) }, ctx),
   resolve: staticWith('tile', 'reps'),
@@ -104,7 +117,8 @@ export const untileDimsOp = defineSizedOp<KnownDims>({
   resolve: (known, shapes): Resolved | undefined => {
     const v = vectors(known.slice(0, 2), 1);
     if (v === undefined) return undefined;
-    if (v[0]!.includes(0)) return { op: 'constant', inputs: [], attrs: { value: NDArray.zeros(shapes[2]!.shape, shapes[0]!.dtype) } }; // nothing was tiled
+    if (v[0]!.includes(0))
+      return { op: 'constant', inputs: [], attrs: { value: NDArray.zeros(shapes[2]!.shape, shapes[0]!.dtype) } }; // nothing was tiled
     return { op: 'untile', inputs: [0], attrs: { reps: v[0]! } };
   },
 });
@@ -131,7 +145,8 @@ export const fillDimsOp = defineSizedOp<FillDimsAttrs>({
   },
   impl: ([d], a) => {
     const s = ints(d!);
-    if (s.some((k) => !Number.isInteger(k) || k < 0)) throw new InferError(`shape ${formatShape(s)} has a negative dim`);
+    if (s.some((k) => !Number.isInteger(k) || k < 0))
+      throw new InferError(`shape ${formatShape(s)} has a negative dim`);
     return filled(s, a.value, a.dtype);
   },
   resolve: (known, _s, a) => {
@@ -148,15 +163,32 @@ export const arangeDimsOp = defineSizedOp<{ readonly dtype: DType }>({
   arity: 3,
   infer: (ins, a) => {
     ins.forEach((t, i) => {
-      if (t!.shape.length !== 0) throw new InferError(`arange's ${['start', 'stop', 'step'][i]} must be a scalar, got shape ${formatShape(t!.shape)}`, 'value');
+      if (t!.shape.length !== 0)
+        throw new InferError(
+          `arange's ${['start', 'stop', 'step'][i]} must be a scalar, got shape ${formatShape(t!.shape)}`,
+          'value',
+        );
     });
     return tensorType(a.dtype, [null]);
   },
-  impl: (ins, a) => arangeOf(ins.map((v) => Number(v.data[0])), a.dtype),
+  impl: (ins, a) =>
+    arangeOf(
+      ins.map((v) => Number(v.data[0])),
+      a.dtype,
+    ),
   resolve: (known, _s, a) => {
     if (!known.every((v) => v !== undefined)) return undefined;
     try {
-      return { op: 'constant', inputs: [], attrs: { value: arangeOf(known.map((v) => Number(v!.data[0])), a.dtype) } };
+      return {
+        op: 'constant',
+        inputs: [],
+        attrs: {
+          value: arangeOf(
+            known.map((v) => Number(v!.data[0])),
+            a.dtype,
+          ),
+        },
+      };
     } catch {
       return undefined; // the reference reports a zero step
     }
@@ -166,7 +198,11 @@ export const arangeDimsOp = defineSizedOp<{ readonly dtype: DType }>({
 function arangeOf([start, stop, step]: number[], dtype: DType): NDArray {
   if (step === 0 || !Number.isFinite(step!)) throw new InferError(`arange step must be a nonzero number, got ${step}`);
   const n = Math.max(0, Math.ceil((stop! - start!) / step!));
-  return new NDArray(Float64Array.from({ length: n }, (_, i) => start! + i * step!), [n], dtype);
+  return new NDArray(
+    Float64Array.from({ length: n }, (_, i) => start! + i * step!),
+    [n],
+    dtype,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -180,8 +216,14 @@ export interface SliceDimsAttrs {
 export function sliceAxes(start: readonly number[], size: readonly number[], shape: readonly number[]): SliceAxis[] {
   return start.map((s, i) => {
     const n = size[i]!;
-    if (!Number.isInteger(s) || s < 0 || !Number.isInteger(n) || n < -1) throw new InferError(`slice start ${formatShape(start)} and size ${formatShape(size)} must be integers (start >= 0, size >= -1)`);
-    if (n !== -1 && s + n > shape[i]!) throw new InferError(`slice of start ${formatShape(start)} and size ${formatShape(size)} runs past axis ${i} of ${formatShape(shape)}`);
+    if (!Number.isInteger(s) || s < 0 || !Number.isInteger(n) || n < -1)
+      throw new InferError(
+        `slice start ${formatShape(start)} and size ${formatShape(size)} must be integers (start >= 0, size >= -1)`,
+      );
+    if (n !== -1 && s + n > shape[i]!)
+      throw new InferError(
+        `slice of start ${formatShape(start)} and size ${formatShape(size)} runs past axis ${i} of ${formatShape(shape)}`,
+      );
     return { start: s, stop: n === -1 ? null : s + n, step: 1 };
   });
 }
@@ -195,11 +237,14 @@ export const sliceDimsOp = defineSizedOp<SliceDimsAttrs>({
     const r = x!.shape.length;
     checkVector('the slice start vector', st, r);
     checkVector('the slice size vector', sz, r);
-    return tensorType(x!.dtype, x!.shape.map((d, i) => {
-      const [s, n] = [a.start[i]!, a.size[i]!];
-      if (n !== null && n !== -1) return n;
-      return n === -1 && s !== null && d !== null ? d - s : null;
-    }));
+    return tensorType(
+      x!.dtype,
+      x!.shape.map((d, i) => {
+        const [s, n] = [a.start[i]!, a.size[i]!];
+        if (n !== null && n !== -1) return n;
+        return n === -1 && s !== null && d !== null ? d - s : null;
+      }),
+    );
   },
   impl: ([x, st, sz], _a, ctx) => sliceOp.impl([x!], { axes: sliceAxes(ints(st!), ints(sz!), x!.shape) }, ctx),
   resolve: (known, shapes) => {
@@ -224,12 +269,18 @@ export const unsliceDimsOp = defineSizedOp<SliceDimsAttrs>({
   resolve: (known, shapes) => {
     const v = vectors(known, 2);
     const axes = v === undefined ? undefined : checkedAxes(v[0]!, v[1]!, shapes[1]!.shape);
-    return axes === undefined ? undefined : { op: 'unslice', inputs: [0, 1], attrs: { axes: axes.map((x) => ({ ...x })) } };
+    return axes === undefined
+      ? undefined
+      : { op: 'unslice', inputs: [0, 1], attrs: { axes: axes.map((x) => ({ ...x })) } };
   },
 });
 
 /** Slice axes when the bounds fit x (otherwise undefined: the reference reports it at run time). */
-function checkedAxes(start: readonly number[], size: readonly number[], shape: readonly number[]): SliceAxis[] | undefined {
+function checkedAxes(
+  start: readonly number[],
+  size: readonly number[],
+  shape: readonly number[],
+): SliceAxis[] | undefined {
   try {
     return sliceAxes(start, size, shape);
   } catch {

@@ -13,7 +13,9 @@ export function broadcastConcrete(shapes: readonly Shape[]): number[] {
       const o = out[rank - k]!;
       if (d === 1) continue;
       if (o !== 1 && o !== d) {
-        throw new InferError(`shapes ${shapes.map((x) => formatShape(x)).join(' and ')} cannot be broadcast: axis -${k} has ${o} and ${d}`);
+        throw new InferError(
+          `shapes ${shapes.map((x) => formatShape(x)).join(' and ')} cannot be broadcast: axis -${k} has ${o} and ${d}`,
+        );
       }
       out[rank - k] = d;
     }
@@ -80,7 +82,9 @@ export function forEachIndex(shape: Shape, f: (index: number[], flat: number) =>
 /** A new array of `shape` whose element at each index is `f(index)`. */
 export function generate(shape: Shape, dtype: DType, f: (index: number[]) => number): NDArray {
   const out = new Float64Array(sizeOf(shape));
-  forEachIndex(shape, (idx, i) => { out[i] = f(idx); });
+  forEachIndex(shape, (idx, i) => {
+    out[i] = f(idx);
+  });
   return new NDArray(out, shape, dtype);
 }
 

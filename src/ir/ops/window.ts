@@ -47,19 +47,28 @@ export function outSizeFor(s: number, k: number, stride: number, dilation: numbe
 
 /** Checks attrs for a d-dimensional window (the API validates user input; this guards internal callers). */
 export function checkWindowAttrs(a: WindowAttrs, d: number): void {
-  for (const [what, v] of [['strides', a.strides], ['dilation', a.dilation]] as const) {
+  for (const [what, v] of [
+    ['strides', a.strides],
+    ['dilation', a.dilation],
+  ] as const) {
     if (v.length !== d || v.some((s) => !Number.isInteger(s) || s < 1)) {
       throw new InferError(`${what} ${JSON.stringify(v)} must be ${d} positive integers`, 'value');
     }
   }
-  if (!PADDING_MODES.includes(a.padding)) throw new InferError(`padding ${JSON.stringify(a.padding)} is not one of ${PADDING_MODES.join(', ')}`, 'value');
+  if (!PADDING_MODES.includes(a.padding))
+    throw new InferError(`padding ${JSON.stringify(a.padding)} is not one of ${PADDING_MODES.join(', ')}`, 'value');
 }
 
 /**
  * Static output spatial dims of data `xShape` (N, S..., C) under windows `k` (nulls where unknown).
  * A window larger than its padded input is an error naming both shapes and the axis.
  */
-export function staticOutSizes(xShape: StaticShape, k: readonly Dim[], a: WindowAttrs, kernelShape: StaticShape = k): Dim[] {
+export function staticOutSizes(
+  xShape: StaticShape,
+  k: readonly Dim[],
+  a: WindowAttrs,
+  kernelShape: StaticShape = k,
+): Dim[] {
   return k.map((kd, i) => {
     const s = xShape[i + 1]!;
     if (s === null || kd === null) return null;
@@ -67,7 +76,7 @@ export function staticOutSizes(xShape: StaticShape, k: readonly Dim[], a: Window
     if (o === null) {
       throw new InferError(
         `input shape ${formatShape(xShape)} is too small for window shape ${formatShape(kernelShape)} with ${a.padding} padding: ` +
-        `axis ${i + 1} has ${s} but the window spans ${effectiveSize(kd, a.dilation[i]!)} (size ${kd}, dilation ${a.dilation[i]})`,
+          `axis ${i + 1} has ${s} but the window spans ${effectiveSize(kd, a.dilation[i]!)} (size ${kd}, dilation ${a.dilation[i]})`,
       );
     }
     return o;
@@ -87,7 +96,10 @@ export interface Geometry {
 export function geometry(n: number, inSize: readonly number[], window: readonly number[], a: WindowAttrs): Geometry {
   const outSize = inSize.map((s, i) => {
     const o = outSizeFor(s, window[i]!, a.strides[i]!, a.dilation[i]!, a.padding);
-    if (o === null) throw new InferError(`input size ${s} on spatial axis ${i} is smaller than the window (${window[i]}, dilation ${a.dilation[i]})`);
+    if (o === null)
+      throw new InferError(
+        `input size ${s} on spatial axis ${i} is smaller than the window (${window[i]}, dilation ${a.dilation[i]})`,
+      );
     return o;
   });
   const padBefore = inSize.map((s, i) => padsFor(s, window[i]!, a.strides[i]!, a.dilation[i]!, a.padding)[0]);
@@ -104,7 +116,9 @@ export function forEachTap(g: Geometry, f: (out: number, tap: number, inp: numbe
   const d = g.inSize.length;
   const inCells = sizeOf(g.inSize);
   const taps: number[][] = [];
-  forEachIndex(g.window, (t) => { taps.push([...t]); });
+  forEachIndex(g.window, (t) => {
+    taps.push([...t]);
+  });
   let outFlat = 0;
   for (let b = 0; b < g.n; b++) {
     forEachIndex(g.outSize, (o) => {

@@ -51,7 +51,11 @@ export class EGraph {
     while (this.parent[r] !== r) r = this.parent[r]!;
     // path compression
     let c = id;
-    while (this.parent[c] !== r) { const n = this.parent[c]!; this.parent[c] = r; c = n; }
+    while (this.parent[c] !== r) {
+      const n = this.parent[c]!;
+      this.parent[c] = r;
+      c = n;
+    }
     return r;
   }
 
@@ -72,7 +76,9 @@ export class EGraph {
   }
 
   key(e: ENode): string {
-    return e.leaf !== undefined ? `#${e.leaf.key}` : `${e.op}${attrsKey(e.attrs)}(${e.children.map((c) => this.find(c)).join(',')})`;
+    return e.leaf !== undefined
+      ? `#${e.leaf.key}`
+      : `${e.op}${attrsKey(e.attrs)}(${e.children.map((c) => this.find(c)).join(',')})`;
   }
 
   /** The IR node of an e-node over its children's representatives (built once per canonical form). */
@@ -81,7 +87,11 @@ export class EGraph {
     const k = this.key(e);
     let n = this.built.get(k);
     if (n === undefined) {
-      n = apply(e.op, e.children.map((c) => this.get(c).rep), e.attrs);
+      n = apply(
+        e.op,
+        e.children.map((c) => this.get(c).rep),
+        e.attrs,
+      );
       this.built.set(k, n);
     }
     return n;
@@ -101,9 +111,13 @@ export class EGraph {
         for (const i of m.inputs) if (!this.fromNode.has(i)) stack.push([i, false]);
         continue;
       }
-      const id = m.inputs.length === 0
-        ? this.insert({ op: m.op, attrs: m.attrs, children: [], leaf: m }, m)
-        : this.insert({ op: m.op, attrs: m.attrs, children: m.inputs.map((i) => this.find(this.fromNode.get(i)!)) }, m);
+      const id =
+        m.inputs.length === 0
+          ? this.insert({ op: m.op, attrs: m.attrs, children: [], leaf: m }, m)
+          : this.insert(
+              { op: m.op, attrs: m.attrs, children: m.inputs.map((i) => this.find(this.fromNode.get(i)!)) },
+              m,
+            );
       this.fromNode.set(m, id);
       if (origin) this.get(id).origins.push(m);
     }
@@ -175,7 +189,10 @@ export class EGraph {
     while (this.pending.length > 0) {
       const todo = new Set(this.pending.map((c) => this.find(c)));
       this.pending = [];
-      for (const c of todo) { touched.add(c); this.repair(c); }
+      for (const c of todo) {
+        touched.add(c);
+        this.repair(c);
+      }
     }
     // Merged classes hold both sides' e-nodes: each once, children canonical. (Other classes'
     // e-nodes may name merged children by an old id; find() reads through that.)

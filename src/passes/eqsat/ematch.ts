@@ -13,9 +13,12 @@ export type EPattern =
   | { readonly kind: 'var'; readonly name: string }
   | { readonly kind: 'num'; readonly value: number }
   | {
-    readonly kind: 'op'; readonly op: string; readonly args: readonly EPattern[];
-    readonly test?: (a: Attrs) => boolean; readonly attrs?: Attrs;
-  };
+      readonly kind: 'op';
+      readonly op: string;
+      readonly args: readonly EPattern[];
+      readonly test?: (a: Attrs) => boolean;
+      readonly attrs?: Attrs;
+    };
 
 export type Subst = ReadonlyMap<string, ClassId>;
 
@@ -31,7 +34,13 @@ export function fromPattern(p: Pattern, o: PatternOptions = {}): EPattern {
   if (!isBuiltin(p.op)) throw new Error(`pattern names op ${JSON.stringify(p.op)}, which is not a built-in op`);
   const test = o.test?.[p.op];
   const attrs = o.attrs?.[p.op];
-  return { kind: 'op', op: p.op, args: p.args.map((a) => fromPattern(a, o)), ...(test ? { test } : {}), ...(attrs ? { attrs } : {}) };
+  return {
+    kind: 'op',
+    op: p.op,
+    args: p.args.map((a) => fromPattern(a, o)),
+    ...(test ? { test } : {}),
+    ...(attrs ? { attrs } : {}),
+  };
 }
 
 /** Parses `(op ?x ...)` (../pattern.ts' syntax) with attr tests and attrs per op name. */
@@ -56,7 +65,8 @@ function matchIn(eg: EGraph, p: EPattern, c: ClassId, s: Subst, k: (s: Subst) =>
     case 'op': {
       const swap = p.args.length === 2 && (COMMUTATIVE as readonly string[]).includes(p.op);
       for (const e of [...eg.get(c).nodes]) {
-        if (e.op !== p.op || e.children.length !== p.args.length || (p.test !== undefined && !p.test(e.attrs))) continue;
+        if (e.op !== p.op || e.children.length !== p.args.length || (p.test !== undefined && !p.test(e.attrs)))
+          continue;
         matchArgs(eg, p.args, e.children, 0, s, k);
         if (swap && e.children[0] !== e.children[1]) matchArgs(eg, p.args, [e.children[1]!, e.children[0]!], 0, s, k);
       }
@@ -64,8 +74,18 @@ function matchIn(eg: EGraph, p: EPattern, c: ClassId, s: Subst, k: (s: Subst) =>
   }
 }
 
-function matchArgs(eg: EGraph, ps: readonly EPattern[], cs: readonly ClassId[], i: number, s: Subst, k: (s: Subst) => void): void {
-  if (i === ps.length) { k(s); return; }
+function matchArgs(
+  eg: EGraph,
+  ps: readonly EPattern[],
+  cs: readonly ClassId[],
+  i: number,
+  s: Subst,
+  k: (s: Subst) => void,
+): void {
+  if (i === ps.length) {
+    k(s);
+    return;
+  }
   matchIn(eg, ps[i]!, cs[i]!, s, (s2) => matchArgs(eg, ps, cs, i + 1, s2, k));
 }
 
@@ -93,7 +113,8 @@ export function search(eg: EGraph, p: EPattern, roots: readonly ClassId[], limit
 /** Adds the pattern's term under `s`; numbers are scalar constants of `like`'s dtype. Undefined when a term cannot be built. */
 export function instantiate(eg: EGraph, p: EPattern, s: Subst, like: ClassId): ClassId | undefined {
   switch (p.kind) {
-    case 'var': return bound(s, p.name);
+    case 'var':
+      return bound(s, p.name);
     case 'num':
       return eg.addNode(apply('constant', [], { value: new NDArray([p.value], [], eg.get(like).type.dtype) }));
     case 'op': {

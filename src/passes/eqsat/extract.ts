@@ -19,7 +19,10 @@ export function bestNodes(eg: EGraph, model: CostModel): Map<ClassId, Best> {
   const own = new Map<ENode, number>();
   const ownCost = (e: ENode): number => {
     let c = own.get(e);
-    if (c === undefined) { c = model.node(eg.materialize(e)); own.set(e, c); }
+    if (c === undefined) {
+      c = model.node(eg.materialize(e));
+      own.set(e, c);
+    }
     return c;
   };
   const best = new Map<ClassId, Best>();
@@ -30,11 +33,17 @@ export function bestNodes(eg: EGraph, model: CostModel): Map<ClassId, Best> {
         let cost = ownCost(e);
         for (const c of e.children) {
           const b = best.get(eg.find(c));
-          if (b === undefined) { cost = Infinity; break; }
+          if (b === undefined) {
+            cost = Infinity;
+            break;
+          }
           cost += b.cost;
         }
         const was = best.get(cls.id);
-        if (cost < (was?.cost ?? Infinity)) { best.set(cls.id, { cost, node: e }); changed = true; }
+        if (cost < (was?.cost ?? Infinity)) {
+          best.set(cls.id, { cost, node: e });
+          changed = true;
+        }
       }
     }
   }
@@ -53,10 +62,15 @@ export function extract(eg: EGraph, roots: readonly ClassId[], model: CostModel)
     let n: Node;
     if (b.node.leaf !== undefined) n = b.node.leaf;
     else {
-      n = apply(b.node.op, b.node.children.map((k) => built.get(eg.find(k))!), b.node.attrs);
+      n = apply(
+        b.node.op,
+        b.node.children.map((k) => built.get(eg.find(k))!),
+        b.node.attrs,
+      );
       inherit(n, cls.origins);
     }
-    if (!sameType(n.type, cls.type)) throw new Error(`internal: extraction built ${n.op} of another type than its e-class`);
+    if (!sameType(n.type, cls.type))
+      throw new Error(`internal: extraction built ${n.op} of another type than its e-class`);
     return n;
   };
   const build = (root: ClassId): Node => {
@@ -65,7 +79,11 @@ export function extract(eg: EGraph, roots: readonly ClassId[], model: CostModel)
     while (stack.length > 0) {
       const [c, expanded] = stack.pop()!;
       if (built.has(c)) continue;
-      if (expanded) { onPath.delete(c); built.set(c, make(c)); continue; }
+      if (expanded) {
+        onPath.delete(c);
+        built.set(c, make(c));
+        continue;
+      }
       const b = best.get(c);
       if (b === undefined) throw new Error(`internal: e-class ${c} has no finite-cost e-node`);
       if (onPath.has(c)) throw new Error(`internal: extraction chose a cycle through e-class ${c}`);

@@ -16,7 +16,13 @@ export { builtinRules, algebraRules, fromRewrite, type EqRule, type PatternRule,
 export { DEFAULT_LIMITS, optimizeGraph, saturate, type EqsatLimits, type EqsatReport } from './saturate.js';
 export { extract } from './extract.js';
 
-const LIMIT_KEYS: Readonly<Record<string, keyof EqsatLimits>> = { nodes: 'nodes', iterations: 'iterations', ms: 'ms', matches: 'matchesPerRule', gain: 'minGain' };
+const LIMIT_KEYS: Readonly<Record<string, keyof EqsatLimits>> = {
+  nodes: 'nodes',
+  iterations: 'iterations',
+  ms: 'ms',
+  matches: 'matchesPerRule',
+  gain: 'minGain',
+};
 
 /** THEANINE_EQSAT's limits over the defaults; a malformed value is an error naming the variable. */
 export function limitsFromEnv(v: string | undefined = platform.env('THEANINE_EQSAT')): EqsatLimits {
@@ -26,8 +32,16 @@ export function limitsFromEnv(v: string | undefined = platform.env('THEANINE_EQS
     const [k, x] = part.split('=').map((s) => s.trim());
     const key = LIMIT_KEYS[k ?? ''];
     const n = Number(x);
-    if (key === undefined || x === undefined || !/^[0-9]+$/.test(x) || (n < 1 && key !== 'minGain') || (key === 'minGain' && n >= 100)) {
-      throw new Error(`environment variable THEANINE_EQSAT is ${JSON.stringify(v)}: each entry must be name=positive integer with name one of ${Object.keys(LIMIT_KEYS).join(', ')} (gain: a percentage 0..99)`);
+    if (
+      key === undefined ||
+      x === undefined ||
+      !/^[0-9]+$/.test(x) ||
+      (n < 1 && key !== 'minGain') ||
+      (key === 'minGain' && n >= 100)
+    ) {
+      throw new Error(
+        `environment variable THEANINE_EQSAT is ${JSON.stringify(v)}: each entry must be name=positive integer with name one of ${Object.keys(LIMIT_KEYS).join(', ')} (gain: a percentage 0..99)`,
+      );
     }
     out[key] = key === 'minGain' ? n / 100 : n;
   }
@@ -56,7 +70,8 @@ export function eqsatPass(target: FusionTarget, opts: EqsatOptions = {}): Pass {
   const model = opts.cost ?? costModel(target);
   const extra: EqRule[] = (opts.rules ?? []).map(fromRewrite);
   let latest: EqsatReport | undefined;
-  const doc = 'equality saturation: the greedy rules and algebraic identities as equalities, the cheapest graph under the target\'s cost model (never worse than greedy)';
+  const doc =
+    "equality saturation: the greedy rules and algebraic identities as equalities, the cheapest graph under the target's cost model (never worse than greedy)";
   return {
     name: 'eqsat',
     doc,

@@ -31,7 +31,13 @@ export interface EqsatLimits {
   readonly minGain: number;
 }
 
-export const DEFAULT_LIMITS: EqsatLimits = { nodes: 10000, iterations: 8, ms: 500, matchesPerRule: 1000, minGain: 0.02 };
+export const DEFAULT_LIMITS: EqsatLimits = {
+  nodes: 10000,
+  iterations: 8,
+  ms: 500,
+  matchesPerRule: 1000,
+  minGain: 0.02,
+};
 
 export interface IterationReport {
   /** E-nodes and e-classes when the iteration started, and the milliseconds since the run began. */
@@ -72,7 +78,10 @@ function guarded<T>(r: EqRule, what: () => string, f: () => T): T | undefined {
   } catch (e) {
     if (isInferenceFailure(e)) return undefined;
     if (e instanceof RewriteError) throw e;
-    throw new Error(`eqsat rule ${JSON.stringify(r.name)} threw on ${what()}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    throw new Error(
+      `eqsat rule ${JSON.stringify(r.name)} threw on ${what()}: ${e instanceof Error ? e.message : String(e)}`,
+      { cause: e },
+    );
   }
 }
 
@@ -85,7 +94,11 @@ function runNodeRule(eg: EGraph, r: NodeRule, byOp: Map<string, ClassId[]>, limi
       for (const e of [...eg.get(id).nodes]) {
         if (e.op !== op || e.leaf !== undefined || n >= limit) continue;
         const node = eg.materialize(e);
-        const out = guarded(r, () => `${node.op} node`, () => r.rewrite.apply(node));
+        const out = guarded(
+          r,
+          () => `${node.op} node`,
+          () => r.rewrite.apply(node),
+        );
         if (out === undefined || out === node || !sameType(out.type, node.type)) continue;
         if (eg.union(id, eg.addNode(out))) n++;
       }
@@ -95,7 +108,11 @@ function runNodeRule(eg: EGraph, r: NodeRule, byOp: Map<string, ClassId[]>, limi
 }
 
 /** Grows `eg` from `roots` by `rules` within `limits`. */
-export function saturate(eg: EGraph, rules: readonly EqRule[], limits: EqsatLimits): { iterations: IterationReport[]; stop: StopReason } {
+export function saturate(
+  eg: EGraph,
+  rules: readonly EqRule[],
+  limits: EqsatLimits,
+): { iterations: IterationReport[]; stop: StopReason } {
   const t0 = performance.now();
   const iterations: IterationReport[] = [];
   const bans = rules.map(() => ({ times: 0, until: 0 }));
@@ -107,7 +124,8 @@ export function saturate(eg: EGraph, rules: readonly EqRule[], limits: EqsatLimi
     if (startMs >= limits.ms) return { iterations, stop: 'time' };
     const unions = eg.unions;
     const byOp = new Map<string, ClassId[]>();
-    for (const c of eg.classes.values()) for (const op of new Set(c.nodes.map((e) => e.op))) (byOp.get(op) ?? byOp.set(op, []).get(op)!).push(c.id);
+    for (const c of eg.classes.values())
+      for (const op of new Set(c.nodes.map((e) => e.op))) (byOp.get(op) ?? byOp.set(op, []).get(op)!).push(c.id);
     // Search every pattern rule on one snapshot, then apply (egg: matches of one iteration see the same graph).
     const it = iterations.length;
     const found = rules.map((r, i) => {
@@ -124,18 +142,39 @@ export function saturate(eg: EGraph, rules: readonly EqRule[], limits: EqsatLimi
     rules.forEach((r, i) => {
       let n = 0;
       if (r.kind === 'node') n = runNodeRule(eg, r, byOp, limits.matchesPerRule);
-      else for (const m of found[i]!) if (guarded(r, () => `e-class ${m.cls}`, () => applyPattern(eg, r, m)) === true) n++;
+      else
+        for (const m of found[i]!)
+          if (
+            guarded(
+              r,
+              () => `e-class ${m.cls}`,
+              () => applyPattern(eg, r, m),
+            ) === true
+          )
+            n++;
       if (n > 0) applied[r.name] = (applied[r.name] ?? 0) + n;
     });
     eg.rebuild();
-    iterations.push({ startNodes, startMs, nodes: eg.size, classes: eg.classes.size, ms: performance.now() - t0, applied });
+    iterations.push({
+      startNodes,
+      startMs,
+      nodes: eg.size,
+      classes: eg.classes.size,
+      ms: performance.now() - t0,
+      applied,
+    });
     // Saturated: nothing new, and no rule sitting out that might still add something.
     if (eg.size === startNodes && eg.unions === unions && !banned) return { iterations, stop: 'saturated' };
   }
 }
 
 /** Equality saturation of `g` and extraction; `g` itself is the floor. */
-export function optimizeGraph(g: Graph, rules: readonly EqRule[], model: CostModel, limits: EqsatLimits): { graph: Graph; report: EqsatReport } {
+export function optimizeGraph(
+  g: Graph,
+  rules: readonly EqRule[],
+  model: CostModel,
+  limits: EqsatLimits,
+): { graph: Graph; report: EqsatReport } {
   const t0 = performance.now();
   const eg = new EGraph();
   const roots = g.outputs.map((o) => eg.addNode(o, true));
@@ -152,6 +191,15 @@ export function optimizeGraph(g: Graph, rules: readonly EqRule[], model: CostMod
   }
   const extractedCost = error !== undefined ? Infinity : graphCost(extracted, model);
   const chose = extractedCost < greedyCost * (1 - limits.minGain) ? 'eqsat' : 'greedy';
-  const report: EqsatReport = { iterations, stop, greedyCost, extractedCost, chose, ms: performance.now() - t0, limits, ...(error !== undefined ? { error } : {}) };
+  const report: EqsatReport = {
+    iterations,
+    stop,
+    greedyCost,
+    extractedCost,
+    chose,
+    ms: performance.now() - t0,
+    limits,
+    ...(error !== undefined ? { error } : {}),
+  };
   return { graph: chose === 'eqsat' ? { outputs: extracted } : g, report };
 }

@@ -4,7 +4,7 @@
 // drift from the compiled code: the text is given a TypeScript signature (a typed `const`
 // contextually types the parameters) and the type check of the whole module catches any
 // function that is not self-contained.
-import { exportedFn, type ScalarFn } from '../../codegen/expr.js';
+import { exportedFn, type ScalarFn } from '../../codegen/kernel/expr.js';
 import { runtimeHelpers } from '../../codegen/cpu/module.js';
 
 /** Typed-array union of the module (declared once when a helper needs it). */

@@ -6,9 +6,9 @@
 // exported: they are refused with the op's name.
 import type { NDArray } from '../../ir/ndarray.js';
 import { isBuiltin } from '../../ir/registry.js';
-import type { ScalarFn } from '../../codegen/expr.js';
-import type { MatmulKernel, Program, ScanStep } from '../../codegen/kernel.js';
-import { CLASS_ARRAY } from '../../codegen/plan.js';
+import type { ScalarFn } from '../../codegen/kernel/expr.js';
+import type { MatmulKernel, Program, ScanStep } from '../../codegen/kernel/ir.js';
+import { CLASS_ARRAY } from '../../codegen/transform/plan.js';
 import { prepare } from '../../codegen/pipeline.js';
 import { renderDriver } from '../../codegen/cpu/driver.js';
 import { arrayType, jsString } from '../../codegen/cpu/js.js';

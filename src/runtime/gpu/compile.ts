@@ -1,17 +1,18 @@
 // The compiler behind K.function on the gpu device: the same passes and the same kernel IR as
-// the cpu (src/runtime/compile.ts), rendered as gpu.js kernels (src/codegen/gpu/render.ts) and
+// the cpu (src/runtime/cpu/compile.ts), rendered as gpu.js kernels (src/codegen/gpu/render.ts) and
 // run by program.ts. Cached like the cpu: optimized graphs by structural key, prepared programs
 // by input shapes. Optimizer `none` lowers the graph as built (one kernel per node). Shapes known
 // only from values (an op whose output size depends on them) are interpreted, as on the cpu.
 import { provenanceComment } from '../../ir/provenance.js';
 import type { Node } from '../../ir/node.js';
-import { requireGpuTemplates } from '../../codegen/user.js';
-import { clearGpuKernels } from './kernels.js';
+import { requireGpuTemplates } from '../../codegen/lower/user.js';
+import { clearGpuKernels, finishKernels } from './kernels.js';
+import { KernelTimer, PROFILE_NOTES } from '../profile.js';
 import type { NDArray } from '../../ir/ndarray.js';
 import { evalContext, nextEpoch } from '../../ir/interpret.js';
 import type { EvalContext } from '../../ir/op.js';
 import type { Executor, DeviceResult } from '../function.js';
-import { cpuFusion } from '../compile.js';
+import { cpuFusion } from '../cpu/fusion.js';
 import { ProgramCache } from '../program-cache.js';
 import { link, passesFor, type OptimizedProgram, type Shapes, type Specialised, type Target, type TargetRequest } from '../target.js';
 import { debugEnabled, debugLog } from '../debug.js';
@@ -102,7 +103,9 @@ function gpuCompiledExecutor(req: TargetRequest): GpuExecutor {
   if (debugEnabled('gpu') || platform.env('THEANINE_DEBUG') !== undefined) debugLog(`function on ${device.name} (${device.description})`);
   let last: Prepared | undefined;
   let notCompiled: readonly Fallback[] | undefined;
+  const timer = req.profile === true ? new KernelTimer() : undefined;
   return link(gpuTarget, 'gpu', programs, req, (linked) => ({
+    ...(timer !== undefined ? { kernelTimes: () => timer.take(), profileNote: PROFILE_NOTES.gpujs } : {}),
     get graph(): readonly Node[] {
       return linked.graph();
     },
@@ -121,7 +124,7 @@ function gpuCompiledExecutor(req: TargetRequest): GpuExecutor {
       notCompiled = undefined;
       last = pp;
       const ctx: EvalContext = evalContext({ learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) });
-      const r = new Runner(device, ctx);
+      const r = new Runner(device, ctx, timer, finishKernels);
       try {
         const vals = runPrepared(r, pp, values.map((v): Val => hostVal(v)), linked.cells, learningPhase);
         return vals.map((v, k) => {
@@ -146,7 +149,7 @@ export const gpuTarget: Target<GpuSpec> = {
   executor: (req) => {
     // THEANINE_GPU_MODE=webgpu: WGSL kernels on WebGPU (user ops' gpu.js templates run on the host there, reported).
     if (webgpuRequested()) return webgpuExecutor(req);
-    requireGpuTemplates(req.targets); // user ops need a gpu template (src/codegen/user.ts)
+    requireGpuTemplates(req.targets); // user ops need a gpu template (src/codegen/lower/user.ts)
     return gpuCompiledExecutor(req);
   },
   clear: () => { clearGpuCompileCache(); webgpuTarget.clear(); },

@@ -56,11 +56,12 @@ export function warnOnce(key: string, message: string): void {
 /**
  * Whether functions on device "gpu" run in the WebGPU mode (src/runtime/gpu/webgpu):
  * THEANINE_GPU_MODE=webgpu, or `auto` where an adapter exists. Unset, the gpu.js modes stay the
- * default until every test table runs on WebGPU (then `auto` becomes the default).
+ * default until every test table runs on WebGPU (then `auto` becomes the default). In a browser
+ * `auto` keeps gpu.js: there only callAsync can wait for WebGPU, so the page chooses webgpu itself.
  */
 export function webgpuRequested(): boolean {
   const m = requestedMode();
-  return m === 'webgpu' || (m === 'auto' && webgpuMissing() === undefined);
+  return m === 'webgpu' || (m === 'auto' && platform.name === 'node' && webgpuMissing() === undefined);
 }
 
 /** The mode asked for: THEANINE_GPU_MODE, else keras.json's "gpu_mode", else none (gpu.js' best). */

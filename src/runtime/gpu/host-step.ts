@@ -1,13 +1,13 @@
 // What the GL (program.ts) and WebGPU (webgpu/program.ts) runtimes both do on the host between device kernels.
-import type { BufferDecl, ExternStep, Program, Step } from '../../codegen/kernel.js';
+import type { BufferDecl, ExternStep, Program, Step } from '../../codegen/kernel/ir.js';
 import { rethrow } from '../../ir/build.js';
 import { formatShape, type NDArray } from '../../ir/ndarray.js';
 import type { EvalContext } from '../../ir/op.js';
-import { stepBuffers } from '../../codegen/kernel.js';
+import { stepBuffers } from '../../codegen/kernel/ir.js';
 import { prepare as prepareCpu } from '../../codegen/pipeline.js';
 import { buildModule, type RunFn } from '../../codegen/cpu/module.js';
 import { runtimeHelpers } from '../../codegen/cpu/runtime.js';
-import type { RowCheck } from '../../codegen/row-checks.js';
+import type { RowCheck } from '../../codegen/kernel/row-checks.js';
 
 /** One step as a cpu program of its own: the buffers it reads are its inputs, those it writes its results. */
 export function hostModule(p: Program, s: Step): RunFn {

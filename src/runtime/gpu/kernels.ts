@@ -72,11 +72,25 @@ function kernelFor(device: GpuDevice, k: KernelSource, kinds: string): GpuKernel
   return kernel;
 }
 
+/** The kernel run last (its GL context is the device's). */
+let lastKernel: GpuKernel | undefined;
+
+/**
+ * Waits until the device has finished every kernel run so far: gl.finish() on the GL context
+ * (gpu.js' headless-gl, WebGL and WebGL2 modes); webasm kernels run synchronously. The profiler
+ * times a step up to here.
+ */
+export function finishKernels(): void {
+  const ctx = (lastKernel as { kernel?: { context?: { finish?: () => void } } } | undefined)?.kernel?.context;
+  ctx?.finish?.();
+}
+
 /** Runs a kernel on device buffers, host arrays and numbers (offsets and slots in scans). */
 export function runKernel(device: GpuDevice, k: KernelSource, args: readonly (DeviceBuffer | Float32Array | number)[]): DeviceBuffer {
   const raw: KernelArg[] = args.map((a) => (a instanceof DeviceBuffer ? a.arg : a));
   const kinds = args.map((a) => (typeof a === 'number' ? 'n' : a instanceof Float32Array ? `a${a.length}` : `t${a.size}`)).join(',');
   const kernel = kernelFor(device, k, kinds);
+  lastKernel = kernel;
   return DeviceBuffer.fromKernel(kernel(...raw), k.size);
 }
 

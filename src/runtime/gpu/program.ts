@@ -1,4 +1,4 @@
-// Running a lowered Program (src/codegen/kernel.ts) on the gpu device. Each step is prepared
+// Running a lowered Program (src/codegen/kernel/ir.ts) on the gpu device. Each step is prepared
 // once per shape specialisation, where src/codegen/gpu/strategy.ts puts it, as one of:
 //   kernel  a loop or matmul kernel rendered by src/codegen/gpu/render.ts (one per store);
 //   op      an extern step of a user op with only a gpu template (src/codegen/gpu/extern.ts);
@@ -9,15 +9,15 @@
 import { withBuiltBy, type Provenance } from '../../ir/provenance.js';
 import { NDArray, } from '../../ir/ndarray.js';
 import type { VariableCell } from '../../ir/node.js';
-import type { ExternStep, PrintStep, Program, ScanStep, Step, ValueRef } from '../../codegen/kernel.js';
+import type { ExternStep, PrintStep, Program, ScanStep, Step, ValueRef } from '../../codegen/kernel/ir.js';
 import { formatValue } from '../../ir/ops/misc.js';
-import { stepBuffers } from '../../codegen/kernel.js';
+import { stepBuffers } from '../../codegen/kernel/ir.js';
 import type { RunFn } from '../../codegen/cpu/module.js';
 import { renderLoopStore, renderMatmul, type GpuKernel } from '../../codegen/gpu/render.js';
 import { chooseGpuStrategies, type BufferInfo, type GpuStrategy, } from '../../codegen/gpu/strategy.js';
-import type { RowCheck } from '../../codegen/row-checks.js';
+import type { RowCheck } from '../../codegen/kernel/row-checks.js';
 import { userElementwise, type ExternKernel } from '../../codegen/gpu/extern.js';
-import { userGpuHelper } from '../../codegen/user.js';
+import { userGpuHelper } from '../../codegen/lower/user.js';
 import type { DeviceBuffer } from './buffer.js';
 import { warnOnce, type GpuDevice } from './device.js';
 import { uploadKernelRun } from './kernels.js';
@@ -26,9 +26,10 @@ import { type Runner, hostVal, hostValue, sizeOf, type Val } from './runner.js';
 import { stats } from './stats.js';
 import { offsetKernel, scanLoop } from './scan.js';
 import { hostModule, checkRows, runExternOnHost } from './host-step.js';
+import { describeStep, stepName } from '../profile.js';
 
 export type PreparedStep =
-  | { readonly kind: 'kernels'; readonly kernels: readonly GpuKernel[]; readonly checks?: readonly RowCheck[]; readonly origin?: readonly Provenance[] }
+  | { readonly kind: 'kernels'; readonly step: Step; readonly kernels: readonly GpuKernel[]; readonly checks?: readonly RowCheck[]; readonly origin?: readonly Provenance[] }
   | { readonly kind: 'op'; readonly step: ExternStep; readonly lowered: ExternKernel }
   | { readonly kind: 'scan'; readonly step: ScanStep; readonly body: Prepared }
   | { readonly kind: 'print'; readonly step: PrintStep }
@@ -55,9 +56,9 @@ function prepareChosen(p: Program, chosen: readonly GpuStrategy[]): Prepared {
     switch (s.kind) {
       case 'loop': {
         if (c.kind !== 'loop') break;
-        return { kind: 'kernels', kernels: c.stores.map((st) => renderLoopStore(s, st, info)), ...(c.checks.length > 0 ? { checks: c.checks } : {}), ...origin };
+        return { kind: 'kernels', step: s, kernels: c.stores.map((st) => renderLoopStore(s, st, info)), ...(c.checks.length > 0 ? { checks: c.checks } : {}), ...origin };
       }
-      case 'matmul': return { kind: 'kernels', kernels: [renderMatmul(s, info)], ...origin };
+      case 'matmul': return { kind: 'kernels', step: s, kernels: [renderMatmul(s, info)], ...origin };
       case 'scan': if (c.kind === 'scan') return { kind: 'scan', step: s, body: prepareChosen(s.body, c.body) }; break;
       // print_tensor's host callback: the value read back and written through the print hook.
       case 'print': return { kind: 'print', step: s };
@@ -142,13 +143,25 @@ export function runPrepared(r: Runner, pp: Prepared, inputs: readonly Val[], cel
     }
     return argOf(v);
   };
-  for (const s of pp.steps) {
+  const at = r.at;
+  let scans = 0;
+  pp.steps.forEach((s, i) => {
+    const t0 = r.timer === undefined ? 0 : performance.now();
+    const scan = s.kind === 'scan' ? scans++ : -1;
     try {
+      if (scan >= 0 && r.timer !== undefined) r.at = { path: `${at.path}${i}/`, name: `${at.name}s${scan}: `, depth: at.depth + 1 };
       runStep(s);
     } catch (e) {
       throw withBuiltBy(e, s.kind === 'kernels' ? s.origin : s.step.origin); // the user's calls the step computes
+    } finally {
+      r.at = at;
     }
-  }
+    if (r.timer !== undefined) {
+      r.finish();
+      const step = s.step;
+      r.timer.add(`${at.path}${i}`, () => describeStep(p, step, `${at.name}${stepName(step, scan)}${s.kind === 'host' ? ' (on the host)' : ''}`, `${at.path}${i}`, at.depth), performance.now() - t0);
+    }
+  });
   return p.targets.map((t) => valueOf(r, bufs, t));
 
   function runStep(s: PreparedStep): void {

@@ -9,6 +9,7 @@ import type { DeviceBuffer } from './buffer.js';
 import type { GpuDevice } from './device.js';
 import { runKernel } from './kernels.js';
 import { stats } from './stats.js';
+import type { KernelTimer } from '../profile.js';
 import { sizeOf } from '../../ir/ndarray.js';
 
 /** A value during a call: on the host, on the device, or both (a read-back copy). */
@@ -33,7 +34,11 @@ export class Runner {
   /** Buffers made in the current scope, released when it ends (scan steps open their own). */
   owned: DeviceBuffer[] = [];
 
-  constructor(readonly device: GpuDevice, readonly ctx: EvalContext) {}
+  /** Where the steps run now are (a Scan body's: under its Scan's path and name), for the profiler. */
+  at = { path: '', name: '', depth: 0 };
+
+  /** `timer`: the profiler's (K.function's `profile`), which times each step, the device finished (`finish`), and the steps' rows. */
+  constructor(readonly device: GpuDevice, readonly ctx: EvalContext, readonly timer?: KernelTimer, readonly finish: () => void = () => {}) {}
 
   /** Runs a kernel; its result belongs to the current scope. */
   run(k: KernelSource, args: readonly (DeviceBuffer | Float32Array | number)[]): DeviceBuffer {

@@ -2,10 +2,10 @@
 // step, each step's slice of a sequence is a kernel reading at an offset (an argument, so all
 // steps share one kernel), and stacked results are written slot by slot into a device buffer.
 // Each step's other buffers are released when the step ends, so memory does not grow with the
-// number of steps. Shapes are fixed when the Scan is lowered (src/codegen/lower.ts): shapes the
+// number of steps. Shapes are fixed when the Scan is lowered (src/codegen/lower/lower.ts): shapes the
 // reference would reject make the whole function interpreted, so the reference reports them.
 import { NDArray } from '../../ir/ndarray.js';
-import type { ScanStep, ValueRef } from '../../codegen/kernel.js';
+import type { ScanStep, ValueRef } from '../../codegen/kernel/ir.js';
 import type { TensorType } from '../../ir/types.js';
 import type { KernelSource } from '../../codegen/gpu/source.js';
 import type { DeviceBuffer } from './buffer.js';

@@ -1,8 +1,8 @@
 // Lowering a device program for one call's shapes: the same steps for gpu.js (compile.ts) and
 // WebGPU (webgpu/compile.ts), each preparing the lowered program for its own device.
-import { DynamicShapeError, lower } from '../../codegen/lower.js';
-import type { Program } from '../../codegen/kernel.js';
-import { CPU_TILE } from '../compile.js';
+import { DynamicShapeError, lower } from '../../codegen/lower/lower.js';
+import type { Program } from '../../codegen/kernel/ir.js';
+import { CPU_TILE } from '../cpu/fusion.js';
 import type { Fallback } from '../fallback.js';
 import { bodyOptimizer, type OptimizedProgram, type Shapes } from '../target.js';
 

@@ -16,11 +16,13 @@ import type { FusionTarget } from '../../passes/fusion.js';
 import { rebuild } from '../../passes/rewrite.js';
 import { ProgramCache } from '../program-cache.js';
 import { link, optimize, passesFor, type OptimizedProgram, type Shapes, type Specialised, type Target, type TargetRequest } from '../target.js';
-import { DynamicShapeError, specializeShapes } from '../../codegen/lower.js';
+import { DynamicShapeError, specializeShapes } from '../../codegen/lower/lower.js';
 import { OnnxExportError } from './builder.js';
 import { fromHalfBits, onnxData } from './dtypes.js';
 import { OrtSession, type WireTensor } from './session.js';
 import { ioDType, translate, type Translated } from './translate.js';
+import { KernelTimer, PROFILE_NOTES, nodeInfo, type KernelTime, type StepInfo } from '../profile.js';
+import { formatProvenance } from '../../ir/provenance.js';
 
 interface OnnxExecutor extends Executor {
   /** The ONNX Runtime execution provider the function's sessions run on. */
@@ -81,7 +83,7 @@ function withShapes(inputs: readonly Node[], targets: readonly Node[], shapes: S
 
 /**
  * Sized ops (sizes from tensors, src/ir/ops/sized.ts) replaced by their static ops, now that every
- * input shape is known (the compiler's specialisation, src/codegen/lower.ts). A size that depends
+ * input shape is known (the compiler's specialisation, src/codegen/lower/lower.ts). A size that depends
  * on values stays: the translation then names the op.
  */
 function resolveSizes(outs: readonly Node[]): readonly Node[] {
@@ -97,7 +99,7 @@ function resolveSizes(outs: readonly Node[]): readonly Node[] {
 function build(p: OnnxProgram, inputs: readonly Node[], targets: readonly Node[]): Compiled {
   const translated = translate({ inputs, targets, mode: 'run', caller: 'onnx backend' });
   const variableSlots = translated.variableInputs.map((v) => p.variableSlot.get(v.node)!);
-  return { translated, session: new OrtSession(translated.bytes), variableSlots };
+  return { translated, session: new OrtSession(translated.bytes, p.profile === true), variableSlots };
 }
 
 function specialize(p: OnnxProgram, shapes: Shapes): OnnxSpec {
@@ -128,9 +130,56 @@ export const onnxTarget: Target<OnnxSpec> = {
   clear: () => programs.clear(),
 };
 
+/**
+ * A profiled session's kernel rows since the last take: ONNX Runtime's node runs grouped by the
+ * graph node each ONNX node was emitted for (Translated.origins), summed; its calls are the runs
+ * of its most run ONNX node. A node ONNX Runtime made itself (a fusion of its own, named after
+ * one of ours where it keeps the name) is matched by the longest of our names its name holds,
+ * else it is a row of its own, named by its op type.
+ */
+function kernelRows(c: Compiled): KernelTime[] {
+  const origins = c.translated.origins;
+  const names = [...origins.keys()].sort((a, b) => b.length - a.length);
+  const rows = new Map<string, { info: (bytes: { read: number; written: number }) => StepInfo; ms: number; runs: Map<string, number>; read: number; written: number }>();
+  for (const e of c.session.takeProfile()) {
+    let o = origins.get(e.node);
+    if (o === undefined) {
+      const hit = names.find((n) => e.node.includes(n));
+      if (hit !== undefined) o = origins.get(hit);
+    }
+    const path = o === undefined ? `ort:${e.node}` : o.path;
+    let r = rows.get(path);
+    if (r === undefined) {
+      const oo = o;
+      const info = oo === undefined
+        ? (bytes: { read: number; written: number }) => nodeInfo(`${e.op} (ONNX Runtime's node ${e.node})`, `onnx:${e.op}`, [], [], path, 0, bytes)
+        : (bytes: { read: number; written: number }) => nodeInfo(`${oo.prefix}${oo.label ?? oo.node.op}`, oo.node.op, [oo.node.op], oo.node.provenance.map((p) => formatProvenance([p], 1)), path, oo.depth, bytes);
+      rows.set(path, r = { info, ms: 0, runs: new Map(), read: 0, written: 0 });
+    }
+    r.ms += e.us / 1000;
+    r.read += e.read;
+    r.written += e.written;
+    r.runs.set(e.node, (r.runs.get(e.node) ?? 0) + 1);
+  }
+  const timer = new KernelTimer();
+  for (const [path, r] of rows) {
+    // bytes per run: the profile's totals over the node's runs
+    const calls = Math.max(...r.runs.values());
+    timer.add(path, () => r.info({ read: r.read / calls, written: r.written / calls }), r.ms, calls);
+  }
+  return timer.take();
+}
+
 function onnxExecutor(req: TargetRequest): OnnxExecutor {
   let last: Compiled | undefined;
+  /** Profiled sessions run since their profile was last taken. */
+  const profiled = new Set<Compiled>();
   return link(onnxTarget, 'onnx', programs, req, (linked) => ({
+    ...(req.profile === true ? {
+      kernelTimes: () => { const out = [...profiled].flatMap(kernelRows); profiled.clear(); return out; },
+      kernelTimesOnDemand: true,
+      profileNote: PROFILE_NOTES.onnx,
+    } : {}),
     get graph(): readonly Node[] {
       return linked.graph();
     },
@@ -150,6 +199,7 @@ function onnxExecutor(req: TargetRequest): OnnxExecutor {
       if (t.learningPhaseInput !== undefined) feeds[t.learningPhaseInput] = wire(new NDArray([learningPhase], [], 'uint8'), 'uint8');
       const fetches = [...t.outputNames, ...t.prints.map((p) => p.name)];
       const out = c.session.run(feeds, fetches);
+      if (c.session.profile) profiled.add(c);
       t.prints.forEach((p) => {
         const v = out[p.name]!;
         console.log(`${p.message}${formatValue(unwire(v, v.type === 'float64' ? 'float64' : v.type === 'float32' ? 'float32' : (v.type as DType)))}`);

@@ -7,7 +7,7 @@ import { ValueError } from '../../ir/errors.js';
 import { runPasses } from '../../passes/pass.js';
 import type { FusionTarget } from '../../passes/fusion.js';
 import { resolvePipeline } from '../../passes/user.js';
-import type { Optimizer } from '../function.js';
+import type { OptimizerLevel } from '../../passes/pipeline.js';
 import { DEFAULT_OPSET, SUPPORTED_OPSETS, translate } from './translate.js';
 
 export interface OnnxExportOptions {
@@ -24,7 +24,7 @@ export interface OnnxExportSource {
   readonly inputs: readonly Node[];
   readonly outputs: readonly Node[];
   readonly updates: readonly (readonly [Node, Node])[];
-  readonly optimizer: Optimizer;
+  readonly optimizer: OptimizerLevel;
 }
 
 const noFusion: FusionTarget = { classify: () => 'opaque' };

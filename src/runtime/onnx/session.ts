@@ -25,6 +25,17 @@ interface Reply {
   readonly error?: string;
   readonly outputs?: Record<string, WireTensor>;
   readonly info?: { version: string; provider: string };
+  readonly events?: readonly OrtNodeEvent[];
+}
+
+/** One node's run in ONNX Runtime's profile (SessionOptions.enableProfiling): the ONNX node's name, its op type, microseconds. */
+export interface OrtNodeEvent {
+  readonly node: string;
+  readonly op: string;
+  readonly us: number;
+  /** Bytes of its inputs (activations and parameters) and outputs, as ONNX Runtime states them. */
+  readonly read: number;
+  readonly written: number;
 }
 
 // The worker's source: CommonJS, loads onnxruntime-node from the path the main thread resolved.
@@ -34,7 +45,28 @@ const ort = require(workerData.ortPath);
 const flag = new Int32Array(workerData.flag);
 const port = workerData.port;
 const sessions = new Map();
+// profiled sessions' model bytes, options and profile file prefix (a profile is read by ending it and starting a fresh session)
+const profiled = new Map();
 let current = 0;
+const options = (provider, prefix) => ({ executionProviders: [provider], graphOptimizationLevel: 'all', ...(prefix ? { enableProfiling: true, profileFilePrefix: prefix } : {}) });
+// ONNX Runtime writes <prefix>_<date>.json: its node events ("cat": "Node", "<node>_kernel_time"), read and removed
+function readProfile(prefix) {
+  const fs = require('node:fs'), path = require('node:path');
+  const dir = path.dirname(prefix), base = path.basename(prefix) + '_';
+  const events = [];
+  for (const f of fs.readdirSync(dir)) {
+    if (!f.startsWith(base) || !f.endsWith('.json')) continue;
+    const file = path.join(dir, f);
+    const all = JSON.parse(fs.readFileSync(file, 'utf8'));
+    fs.rmSync(file, { force: true });
+    for (const e of all) {
+      if (e.cat !== 'Node' || typeof e.name !== 'string' || !e.name.endsWith('_kernel_time')) continue;
+      const a = e.args || {};
+      events.push({ node: e.name.slice(0, -'_kernel_time'.length), op: a.op_name || '', us: Number(e.dur) || 0, read: (Number(a.activation_size) || 0) + (Number(a.parameter_size) || 0), written: Number(a.output_size) || 0 });
+    }
+  }
+  return events;
+}
 function answer(msg) {
   port.postMessage({ ...msg, id: current });
   Atomics.store(flag, 0, 1);
@@ -44,8 +76,10 @@ parentPort.on('message', async (req) => {
   current = req.id;
   try {
     if (req.kind === 'create') {
-      const s = await ort.InferenceSession.create(req.bytes, { executionProviders: [req.provider], graphOptimizationLevel: 'all' });
+      const prefix = req.profile ? require('node:path').join(require('node:os').tmpdir(), 'theanine-ort-profile-' + process.pid + '-' + req.key) : undefined;
+      const s = await ort.InferenceSession.create(req.bytes, options(req.provider, prefix));
       sessions.set(req.key, s);
+      if (prefix) profiled.set(req.key, { bytes: req.bytes, provider: req.provider, prefix });
       answer({ ok: true, info: { version: ort.env.versions.node || ort.env.versions.common, provider: req.provider } });
     } else if (req.kind === 'run') {
       const s = sessions.get(req.key);
@@ -59,9 +93,20 @@ parentPort.on('message', async (req) => {
         if (typeof t.dispose === 'function') t.dispose();
       }
       answer({ ok: true, outputs });
+    } else if (req.kind === 'profile') {
+      const p = profiled.get(req.key);
+      const s = sessions.get(req.key);
+      s.endProfiling();
+      const events = readProfile(p.prefix);
+      sessions.set(req.key, await ort.InferenceSession.create(p.bytes, options(p.provider, p.prefix)));
+      await s.release();
+      answer({ ok: true, events });
     } else if (req.kind === 'release') {
       const s = sessions.get(req.key);
       sessions.delete(req.key);
+      const p = profiled.get(req.key);
+      profiled.delete(req.key);
+      if (s && p) { s.endProfiling(); readProfile(p.prefix); }
       if (s) await s.release();
       if (!req.quiet) answer({ ok: true });
     } else if (req.kind === 'ping') {
@@ -142,10 +187,14 @@ export class OrtSession {
   readonly provider: string;
   readonly version: string;
 
-  constructor(bytes: Uint8Array) {
+  /** Runs since the profile was last read (profiled sessions). */
+  private runs = 0;
+
+  /** `profile`: ONNX Runtime profiles every run (SessionOptions.enableProfiling), read by takeProfile. */
+  constructor(bytes: Uint8Array, readonly profile = false) {
     const w = theWorker();
     const provider = requestedProvider();
-    const r = w.call({ kind: 'create', key: this.key, bytes, provider });
+    const r = w.call({ kind: 'create', key: this.key, bytes, provider, profile });
     if (!r.ok) throw new Error(`onnx backend: ONNX Runtime rejected the model: ${r.error}`);
     this.provider = r.info!.provider;
     this.version = r.info!.version;
@@ -156,7 +205,18 @@ export class OrtSession {
   run(feeds: Record<string, WireTensor>, fetches: readonly string[]): Record<string, WireTensor> {
     const r = theWorker().call({ kind: 'run', key: this.key, feeds, fetches });
     if (!r.ok) throw new Error(`onnx backend: ONNX Runtime failed: ${r.error}`);
+    this.runs++;
     return r.outputs!;
+  }
+
+  /** A profiled session's node runs since the last take: ONNX Runtime's profile is ended and read, and a fresh profiled session takes over. */
+  takeProfile(): readonly OrtNodeEvent[] {
+    if (!this.profile) throw new Error('internal: takeProfile of a session made without profile');
+    if (this.runs === 0) return [];
+    this.runs = 0;
+    const r = theWorker().call({ kind: 'profile', key: this.key });
+    if (!r.ok) throw new Error(`onnx backend: reading ONNX Runtime's profile failed: ${r.error}`);
+    return r.events!;
   }
 }
 

@@ -43,6 +43,18 @@ export interface Translated {
   readonly outputNames: readonly string[];
   readonly prints: readonly { readonly name: string; readonly message: string }[];
   readonly operators: ReadonlySet<string>;
+  /** The graph node each ONNX node was emitted for (by ONNX node name, Loop bodies' included), where it is (path, depth) and its name's prefix (a Scan body's: `scan: `): the profiler's rows. */
+  readonly origins: ReadonlyMap<string, OnnxOrigin>;
+}
+
+/** Where an ONNX node comes from: see Translated.origins. */
+export interface OnnxOrigin {
+  readonly node: Node;
+  /** A Loop body's own nodes (the step's slices of the sequences, its outputs' copies): what they are, named under their Scan. */
+  readonly label?: string;
+  readonly path: string;
+  readonly depth: number;
+  readonly prefix: string;
 }
 
 /** The dtype a value crosses the session boundary in (run mode): ORT's Node binding feeds float16 as raw bits, so it moves as float32. */
@@ -66,6 +78,10 @@ class Translator {
   readonly inputs: ValueInfoJson[] = [];
   readonly variableInputs: { name: string; node: Node }[] = [];
   learningPhaseInput: string | undefined;
+  readonly origins = new Map<string, OnnxOrigin>();
+  /** Where the graph nodes translated now are (a Scan body's: under its Scan node). */
+  private scope = { path: '', depth: 0, prefix: '' };
+  private readonly pathOf = new Map<Node, string>();
 
   constructor(readonly req: TranslateRequest) {
     this.model = new ModelState(req.opset ?? DEFAULT_OPSET);
@@ -109,40 +125,52 @@ class Translator {
 
   /** Translates `order` (leaves already in env) into b. */
   run(b: GraphBuilder, order: readonly Node[], env: Map<Node, string>, tuples: Map<Node, string[]>): void {
-    for (const n of order) {
+    for (const [i, n] of order.entries()) {
       if (env.has(n) || tuples.has(n)) continue;
-      if (!isBuiltin(n.op)) throw new OnnxExportError(`${this.req.caller}: the user op ${JSON.stringify(n.op)} has no ONNX form (it has only a JavaScript reference implementation)`);
-      const entry = onnxTranslations[n.op as OpName] as OnnxEntry<unknown>;
-      if (isOp(n, 'tuple_get')) {
-        const items = tuples.get(n.inputs[0]!);
-        const v = items?.[n.attrs.index];
-        if (v === undefined) throw new Error(`internal: tuple_get of ${n.inputs[0]!.name}, which has no such item`);
-        env.set(n, v);
-        continue;
+      const before = b.nodes.length;
+      const path = `${this.scope.path}${i}`;
+      this.pathOf.set(n, path);
+      this.emit(b, n, env, tuples);
+      for (let k = before; k < b.nodes.length; k++) {
+        const name = b.nodes[k]!.name;
+        if (name !== undefined) this.origins.set(name, { node: n, path, depth: this.scope.depth, prefix: this.scope.prefix });
       }
-      if (entry === 'leaf') throw new Error(`internal: leaf ${n.op} ${n.name} has no value`);
-      if (typeof entry === 'object' && 'unsupported' in entry) {
-        throw new OnnxExportError(`${this.req.caller}: op ${JSON.stringify(n.op)} cannot be expressed in ONNX: ${entry.unsupported}`);
+    }
+  }
+
+  /** Translates node n into b. */
+  private emit(b: GraphBuilder, n: Node, env: Map<Node, string>, tuples: Map<Node, string[]>): void {
+    if (!isBuiltin(n.op)) throw new OnnxExportError(`${this.req.caller}: the user op ${JSON.stringify(n.op)} has no ONNX form (it has only a JavaScript reference implementation)`);
+    const entry = onnxTranslations[n.op as OpName] as OnnxEntry<unknown>;
+    if (isOp(n, 'tuple_get')) {
+      const items = tuples.get(n.inputs[0]!);
+      const v = items?.[n.attrs.index];
+      if (v === undefined) throw new Error(`internal: tuple_get of ${n.inputs[0]!.name}, which has no such item`);
+      env.set(n, v);
+      return;
+    }
+    if (entry === 'leaf') throw new Error(`internal: leaf ${n.op} ${n.name} has no value`);
+    if (typeof entry === 'object' && 'unsupported' in entry) {
+      throw new OnnxExportError(`${this.req.caller}: op ${JSON.stringify(n.op)} cannot be expressed in ONNX: ${entry.unsupported}`);
+    }
+    const ins = n.inputs.map((i) => {
+      const v = env.get(i);
+      if (v === undefined) throw new Error(`internal: input ${i.name} of ${n.op} has no ONNX value`);
+      return v;
+    });
+    const c = this.ctx(b, n);
+    try {
+      if (typeof entry === 'object') {
+        tuples.set(n, (entry as TupleEmit<unknown>).tuple(c, ins, n.attrs));
+      } else {
+        const v = (entry as Emit<unknown>)(c, ins, n.attrs);
+        env.set(n, b.val(v).dtype === n.dtype ? v : b.cast(v, n.dtype));
       }
-      const ins = n.inputs.map((i) => {
-        const v = env.get(i);
-        if (v === undefined) throw new Error(`internal: input ${i.name} of ${n.op} has no ONNX value`);
-        return v;
-      });
-      const c = this.ctx(b, n);
-      try {
-        if (typeof entry === 'object') {
-          tuples.set(n, (entry as TupleEmit<unknown>).tuple(c, ins, n.attrs));
-        } else {
-          const v = (entry as Emit<unknown>)(c, ins, n.attrs);
-          env.set(n, b.val(v).dtype === n.dtype ? v : b.cast(v, n.dtype));
-        }
-      } catch (e) {
-        if (e instanceof OnnxExportError && !e.message.startsWith(this.req.caller)) {
-          throw new OnnxExportError(`${this.req.caller}: op ${JSON.stringify(n.op)}: ${e.message}`);
-        }
-        throw e;
+    } catch (e) {
+      if (e instanceof OnnxExportError && !e.message.startsWith(this.req.caller)) {
+        throw new OnnxExportError(`${this.req.caller}: op ${JSON.stringify(n.op)}: ${e.message}`);
       }
+      throw e;
     }
   }
 
@@ -150,7 +178,19 @@ class Translator {
     const out: Val = { dtype: node.dtype, shape: node.shape };
     return {
       b, node, mode: this.req.mode, out, prints: this.prints,
-      loopBody: (body, seqs, consts, index) => this.loopBody(b, body, seqs, consts, index),
+      loopBody: (body, seqs, consts, index) => {
+        const saved = this.scope;
+        this.scope = { path: `${this.pathOf.get(node)}/`, depth: saved.depth + 1, prefix: `${saved.prefix}${node.op}: ` };
+        try {
+          const g = this.loopBody(b, body, seqs, consts, index);
+          for (const n of g.node ?? []) {
+            if (n.name !== undefined && !this.origins.has(n.name)) this.origins.set(n.name, { node, label: 'the loop step\'s slices and copies', path: `${this.scope.path}loop`, depth: this.scope.depth, prefix: this.scope.prefix });
+          }
+          return g;
+        } finally {
+          this.scope = saved;
+        }
+      },
     };
   }
 
@@ -236,6 +276,7 @@ export function translate(req: TranslateRequest): Translated {
     outputNames,
     prints: printOutputs.map((p) => ({ name: p.name, message: p.message })),
     operators: t.model.ops,
+    origins: t.origins,
   };
 }
 

@@ -20,6 +20,8 @@ import { takeBackendErrors, tfjsRuntime, watchBackendErrors, type TF, type TfRun
 import type { KernelContext, Tensor, TfEntry } from './types.js';
 import { adoptUpdate, readVariable } from './variables.js';
 import { warn } from '../warn.js';
+import { KernelTimer, PROFILE_NOTES, nodeInfo } from '../profile.js';
+import { formatProvenance } from '../../ir/provenance.js';
 
 interface TfjsExecutor extends Executor {
   readonly runtime: TfRuntime;
@@ -52,16 +54,21 @@ export const tfjsTarget: Target<TfjsSpec> = {
 
 function tfjsExecutor(req: TargetRequest): TfjsExecutor {
   const runtime = tfjsRuntime();
+  // The profiler's: each node timed from its call to its result on the host side (the backend
+  // done with it: node, wasm and cpu run ops as they are called; webgl is waited for by a read).
+  const timer = req.profile === true ? new KernelTimer() : undefined;
+  const top: Scope | undefined = timer === undefined ? undefined : { timer, path: '', name: '', depth: 0, sync: runtime.flavour === 'webgl' ? (t) => { t.dataSync(); } : () => {} };
   return link(tfjsTarget, 'tensorflow', programs, req, (linked) => {
     const { order } = linked.spec(ANY_SHAPES);
     warnNarrowed(order);
     return {
+      ...(timer !== undefined ? { kernelTimes: () => timer.take(), profileNote: PROFILE_NOTES.tensorflow } : {}),
       get graph(): readonly Node[] {
         return linked.graph();
       },
       runtime,
       freshResults: true,
-      run: (values: readonly NDArray[], learningPhase: number) => runtime.withBackend(() => runOnce(runtime.tf, linked, order, values, learningPhase, (results, nds) => {
+      run: (values: readonly NDArray[], learningPhase: number) => runtime.withBackend(() => runOnce(runtime.tf, linked, order, values, learningPhase, top, (results, nds) => {
         req.updates.forEach(([variable], k) => {
           const t = results[req.nOut + k]!;
           const want = variable.shape;
@@ -96,8 +103,18 @@ function warnNarrowed(order: readonly Node[]): void {
   }
 }
 
+/** Where the nodes evaluated now are, for the profiler (a Scan body's: under its Scan node's path and name). */
+interface Scope {
+  readonly timer: KernelTimer;
+  readonly path: string;
+  readonly name: string;
+  readonly depth: number;
+  /** Waits for a node's result (an asynchronous backend). */
+  readonly sync: (t: Tensor) => void;
+}
+
 function runOnce(
-  tf: TF, linked: LinkedProgram<TfjsSpec>, order: readonly Node[], values: readonly NDArray[], learningPhase: number,
+  tf: TF, linked: LinkedProgram<TfjsSpec>, order: readonly Node[], values: readonly NDArray[], learningPhase: number, top: Scope | undefined,
   afterDownload: (results: readonly Tensor[], nds: readonly NDArray[]) => void,
 ): NDArray[] {
   const { program } = linked;
@@ -114,11 +131,11 @@ function runOnce(
     // Variables are read at the start of the call: a clone keeps the value it had even if
     // a call made from inside this one (a user op's reference) assigns an update to the tf.Variable.
     for (const n of order) if (n.op === 'variable' && !env.has(n)) env.set(n, tf.clone(readVariable(tf, cellOf(n))));
-    const evaluate = (res: readonly Node[], feeds: ReadonlyMap<Node, Tensor>): Tensor[] => new Graph(tf, new Map(feeds), ctxFor, cellOf).run(topoSort(res), res);
-    const ctxFor = (node: Node): KernelContext => ({
-      tf, node, learningPhase, epoch, print, evaluate, evaluateBody: (b, feeds) => evaluate(optimizeBody(b), feeds),
+    const evaluate = (res: readonly Node[], feeds: ReadonlyMap<Node, Tensor>, scope: Scope | undefined): Tensor[] => new Graph(tf, new Map(feeds), ctxFor, cellOf, scope).run(topoSort(res), res);
+    const ctxFor = (node: Node, scope: Scope | undefined): KernelContext => ({
+      tf, node, learningPhase, epoch, print, evaluate: (res, feeds) => evaluate(res, feeds, scope), evaluateBody: (b, feeds) => evaluate(optimizeBody(b), feeds, scope),
     });
-    const out = new Graph(tf, env, ctxFor, cellOf).run(order, targets);
+    const out = new Graph(tf, env, ctxFor, cellOf, top).run(order, targets);
     // Results get handles of their own (a clone shares the data): a variable's tensor changes when
     // an update is assigned to it, and cached constants outlive the call.
     return out.map((v) => tf.clone(v));
@@ -134,25 +151,50 @@ function runOnce(
 
 /** One evaluation of a graph (the function's, or a Scan body's step): values by node. */
 class Graph {
+  /** Each node's place in the order run (the profiler's rows). */
+  private index: Map<Node, number> | undefined;
+
   constructor(
     private readonly tf: TF,
     private readonly env: Map<Node, Tensor>,
-    private readonly ctxFor: (n: Node) => KernelContext,
+    private readonly ctxForScope: (n: Node, scope: Scope | undefined) => KernelContext,
     private readonly cellOf: (n: Node) => VariableCell,
+    private readonly scope?: Scope,
   ) {}
 
+  /** A node's kernel context: inner graphs it evaluates are profiled under its row. */
+  private ctxFor(n: Node): KernelContext {
+    const s = this.scope;
+    return this.ctxForScope(n, s === undefined ? undefined : { ...s, path: `${s.path}${this.index!.get(n)}/`, name: `${s.name}${n.op}: `, depth: s.depth + 1 });
+  }
+
+  /** Runs `f`, the node's computation; profiled, its time is the node's row. */
+  private timed<T extends Tensor | Tensor[]>(n: Node, ins: readonly Tensor[], f: () => T): T {
+    const s = this.scope;
+    if (s === undefined) return f();
+    const t0 = performance.now();
+    const out = f();
+    const outs: readonly Tensor[] = Array.isArray(out) ? out : [out as Tensor];
+    for (const t of outs) s.sync(t);
+    const at = `${s.path}${this.index!.get(n)}`;
+    const bytes = { read: ins.reduce((a, t) => a + tensorBytes(t), 0), written: outs.reduce((a, t) => a + tensorBytes(t), 0) };
+    s.timer.add(at, () => nodeInfo(`${s.name}${n.op}`, n.op, [n.op], n.provenance.map((p) => formatProvenance([p], 1)), at, s.depth, bytes), performance.now() - t0);
+    return out;
+  }
+
   run(order: readonly Node[], targets: readonly Node[]): Tensor[] {
+    if (this.scope !== undefined) this.index = new Map(order.map((n, i) => [n, i]));
     return walkGraph(order, targets, this.env, {
       given: (n) => (n.op === 'variable' ? readVariable(this.tf, this.cellOf(n)) : undefined),
-      compute: (n, ins) => (isBuiltin(n.op) ? this.compute(n, ins) : this.computeExtern(n, ins)),
-      computeTuple: (n, ins) => {
+      compute: (n, ins) => this.timed(n, ins, () => (isBuiltin(n.op) ? this.compute(n, ins) : this.computeExtern(n, ins))),
+      computeTuple: (n, ins) => this.timed(n, ins, () => {
         const entry = tfKernels[n.op as keyof typeof tfKernels] as TfEntry<unknown>;
         if (typeof entry !== 'object') throw new Error(`internal: op ${n.op} has a tuple type but no tuple kernel`);
         const items = n.type.items!;
         const out = entry.tuple(ins, n.attrs, this.ctxFor(n)).map((t, i) => fit(this.tf, t, items[i]!.dtype));
         checkBackendStatus(n.op);
         return out;
-      },
+      }),
       check: (n, t, v, where) => checkShape(n, t.shape, v, where),
     });
   }
@@ -185,6 +227,9 @@ class Graph {
     return out;
   }
 }
+
+/** Bytes a tensor holds (bool: one per element; float32 and int32: four). */
+const tensorBytes = (t: Tensor): number => t.size * (t.dtype === 'bool' ? 1 : 4);
 
 /** A status the tfjs backend reported while an op ran is that op's error, never its result. */
 function checkBackendStatus(op: string): void {

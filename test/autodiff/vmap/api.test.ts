@@ -8,6 +8,11 @@ import { NDArray } from '../../../src/ir/ndarray.js';
 import type { Node } from '../../../src/ir/node.js';
 import { topoSort } from '../../../src/ir/graph.js';
 import { checkVmap, expectClose } from '../../helpers/vmap.js';
+import { runPasses } from '../../../src/passes/pass.js';
+import { mergePass } from '../../../src/passes/merge.js';
+import { canonicalizePass } from '../../../src/passes/canonicalize.js';
+import { stabilizePass } from '../../../src/passes/stabilize.js';
+import { specializePass } from '../../../src/passes/specialize.js';
 
 const { vmap } = autodiff;
 const nd = (v: unknown) => NDArray.from(v, 'float64');
@@ -193,6 +198,34 @@ describe('autodiff.vmap: per-example gradients of an MLP (vmap(grad)) against a 
         expectClose(g, w, `example ${i} gradient ${k}`, 1e-5);
       });
     }
+  });
+});
+
+describe('autodiff.vmap: per-example squared gradient norms (DP-SGD clipping) from the factors', () => {
+  const [n, d, h, c] = [8, 6, 5, 3];
+  const rnd = (shape: number[], s: number) => NDArray.from(Array.from({ length: shape.reduce((p, q) => p * q, 1) }, (_, i) => Math.sin(i * 1.3 + s) * 0.7), 'float64').reshape(shape);
+  const W1 = K.variable(rnd([d, h], 1), 'float64');
+  const W2 = K.variable(rnd([h, c], 2), 'float64');
+  const loss = (x: Node, y: Node) => { const z = K.dot(K.tanh(K.dot(x, W1)), W2); return K.logsumexp(z).sub(K.sum(y.mul(z))); };
+  const norms = (x: Node, y: Node) => K.gradients(loss(x, y), [W1, W2]).map((g) => K.sum(K.square(g))).reduce((p, q) => p.add(q));
+  const X = K.placeholder([n, d], null, 'float64');
+  const Y = K.placeholder([n, c], null, 'float64');
+  const per = vmap(norms)(X, Y) as Node;
+  const rewrites = [mergePass, canonicalizePass, stabilizePass, specializePass, canonicalizePass];
+  const size = (m: Node) => m.shape.reduce((p: number, q) => p * (q ?? 0), 1);
+  const outerShapes = (outs: readonly Node[]) => topoSort(outs).filter((m) => size(m) === n * d * h || size(m) === n * h * c).map((m) => m.shape);
+
+  it('the optimizer never forms the per-example outer products (vmap\'s graph does)', () => {
+    expect(outerShapes([per])).to.not.deep.equal([]);
+    expect(outerShapes(runPasses(rewrites, { outputs: [per] }).outputs)).to.deep.equal([]);
+  });
+
+  it('the compiled norms equal the reference interpreter\'s, example by example', () => {
+    const xs = rnd([n, d], 3);
+    const ys = NDArray.from(Array.from({ length: n * c }, (_, i) => (i % c === Math.floor(i / c) % c ? 1 : 0)), 'float64').reshape([n, c]);
+    const got = (K.function([X, Y], [per])([xs, ys]) as NDArray[])[0]!;
+    const want = (K.function([X, Y], [per], [], { optimizer: 'none' })([xs, ys]) as NDArray[])[0]!;
+    expectClose(got, want, 'norms', 1e-12);
   });
 });
 

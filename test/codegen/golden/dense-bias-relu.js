@@ -1,18 +1,13 @@
 function k0(acc, b0, b3, b4, b5, lo, hi) { // matmul 8x12x6 [less_equal,dot,add,where]
   // built by K.relu at golden.test.ts:48; Tensor.add at golden.test.ts:48; K.dot at golden.test.ts:48
-  const wt = rt.arena.blocks[1], oa = b4.byteOffset, ob = b5.byteOffset, oc = acc.byteOffset;
   for (let ib = 0; ib < 1; ib++) {
     for (let ip = lo; ip < hi; ip++) {
-      const pa0 = (ib * 1 + ip) * 96;
       const re = 8;
-      wt(oa + pa0 * 4, 0, 1, ob + ib * 384, 12, oc, 0, 2);
+      const ao = (ib * 1 + ip) * 64;
       for (let r = 0; r < re; r++) {
-        for (let jp = 0; jp < 2; jp++) {
-          const ce = jp < 1 ? 4 : 2;
-          for (let c = 0; c < ce; c++) {
-            const t0 = Math.fround((b0[jp * 4 + c] + Math.fround(acc[jp * 32 + c * 8 + r])));
-            b3[ip * 48 + jp * 4 + r * 6 + c] = (t0 <= 0 ? 0 : t0);
-          }
+        for (let j = 0; j < 6; j++) {
+          const t0 = Math.fround((b0[j] + Math.fround(acc[ao + r * 8 + j])));
+          b3[ip * 48 + r * 6 + j] = (t0 <= 0 ? 0 : t0);
         }
       }
     }
@@ -29,11 +24,12 @@ return function run(ins, cells, phase, ctx, outs) {
   try {
   at = 0;
   { const q0 = rt.arena.pick(kp[0], cells[0]), p0 = rt.arena.stale(q0, b2); const ar = rt.arena.f64(80), a0 = rt.arena.f32(), z = rt.arena.base, b4 = a0.subarray(2 * z, 2 * z + 96), b5 = a0.subarray(2 * q0.at, 2 * q0.at + 96), acc = a0.subarray(2 * z + 96, 2 * z + 160);
-    rt.packRows(b4, b1, 0, 0, 12, 1, 8, 12, 8);
+    rt.rowsA(b4, b1, 0, 12, 8, 12);
     if (p0) {
       rt.packStrided(b5, b2, 0, 0, 1, 6, 1, 6, 12, 4);
       rt.arena.packed(q0, b2);
     }
+    rt.rows32(b4.byteOffset, 48, b5.byteOffset, 12, acc.byteOffset, 32, 8, 2);
     k0(acc, b0, b3, b4, b5, 0, 1);
   }
   return [b3];

@@ -10,7 +10,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { elementwiseOps, rowsSpelledIn } from '../../../src/ir/ops/elementwise.js';
 import { ONNX_OPERATORS } from '../../../src/runtime/onnx/operators.js';
-import { KERNEL_ROWS, type ScalarOp } from '../../../src/codegen/expr.js';
+import { KERNEL_ROWS, type ScalarOp } from '../../../src/codegen/kernel/expr.js';
 import { opCode } from '../../../src/codegen/cpu/js.js';
 import { gpuOpCode } from '../../../src/codegen/gpu/scalar.js';
 import { ONNX_IMPORTABLE } from '../../../src/api/onnx.js';

@@ -30,8 +30,9 @@ const dotRule: BatchRule = (_n, [x, y]) => {
 
 /**
  * A contraction over one element (per-example gradients of products: x (m, 1) . g (1, n)) is a
- * broadcast multiply, which fusion folds into what reads it (a norm of per-example gradients then
- * never stores them: 5.7x faster than batch_dot for the MLP's norms, bench/README.md).
+ * broadcast multiply, which fusion folds into what reads it, so a reduction of the per-example
+ * gradients never stores them; their squared norms the specialize pass takes from the factors
+ * (sum_square_outer, src/passes/specialize.ts). Stored, it costs what batch_dot does (bench/README.md).
  */
 function outerProduct(xv: Node, yv: Node, ay: number): Node {
   const xq = ap('squeeze', [xv], { axis: xv.ndim - 1 });

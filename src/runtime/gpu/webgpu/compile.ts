@@ -7,7 +7,7 @@ import type { NDArray } from '../../../ir/ndarray.js';
 import { evalContext, nextEpoch } from '../../../ir/interpret.js';
 import type { EvalContext } from '../../../ir/op.js';
 import type { DeviceResult, Executor } from '../../function.js';
-import { cpuFusion } from '../../compile.js';
+import { cpuFusion } from '../../cpu/fusion.js';
 import { ProgramCache } from '../../program-cache.js';
 import { link, passesFor, type OptimizedProgram, type Shapes, type LinkedProgram, type Specialised, type Target, type TargetRequest } from '../../target.js';
 import { debugEnabled, debugLog } from '../../debug.js';
@@ -17,7 +17,9 @@ import { prepareWeb, releaseWeb, runWeb, runWebAsync, webFallbacks, type WebPrep
 import { forgetPipelines } from './frame.js';
 import { webDeviceResult } from './resident.js';
 import { lowerForDevice } from '../specialize.js';
-import { openedWebGpu, webgpu } from './session.js';
+import { openedWebGpu, webgpu, webgpuOpened } from './session.js';
+import { syncOnPage } from './page.js';
+import { KernelTimer, PROFILE_NOTES } from '../../profile.js';
 import { simdAdapter } from '../../../codegen/wgsl/strategy.js';
 
 interface WebSpec extends Specialised {
@@ -62,7 +64,7 @@ export function describeWeb(pp: WebPrepared, indent = ''): string {
   return pp.steps.map((s) => {
     switch (s.kind) {
       case 'empty': return `${indent}// a kernel of no elements`;
-      case 'kernel': return `${indent}// ${s.kernel.label.replace(/[^A-Za-z0-9_,. ]/g, '_')}: workgroups ${s.kernel.groups.join(' x ')}\n${s.kernel.code.replace(/^/gm, indent)}`;
+      case 'kernel': return `${indent}// ${s.kernel.label.replace(/[^A-Za-z0-9_,. [\]]/g, '_')}: workgroups ${s.kernel.groups.join(' x ')}\n${s.kernel.code.replace(/^/gm, indent)}`;
       case 'scan': return `${indent}// scan ${s.step.steps} steps, every step's kernels in the call's command buffer:\n${describeWeb(s.body, `${indent}  `)}`;
       case 'host': return `${indent}// on the host: ${s.step.kind === 'extern' ? `op ${s.step.def.name}, not compiled: ${s.step.reason}` : `${s.step.kind} kernel ${s.step.label}`} (${s.why})`;
     }
@@ -72,13 +74,19 @@ export function describeWeb(pp: WebPrepared, indent = ''): string {
 /** K.function's executor on gpu:webgpu. */
 export function webgpuExecutor(req: TargetRequest): Executor & { readonly device: string } {
   const gpu = webgpu();
-  if (debugEnabled('gpu') || platform.env('THEANINE_DEBUG') !== undefined) debugLog(`function on gpu:webgpu (${gpu.description})`);
+  const debug = debugEnabled('gpu') || platform.env('THEANINE_DEBUG') !== undefined;
+  if (debug && gpu.worker.blocking) debugLog(`function on gpu:webgpu (${gpu.description})`);
   let last: WebPrepared | undefined;
   let notCompiled: readonly Fallback[] | undefined;
   let linkedRef: LinkedProgram<WebSpec> | undefined;
+  // The profiler's: every dispatch timed on the device, by timestamp queries where it has them
+  // (a page's device: once it has opened before this function is made).
+  const timing = platform.env('THEANINE_WEBGPU_TIMING') === 'submits' || !gpu.timestamps ? 'submits' : 'timestamps';
+  const timed = req.profile === true ? ({ timer: new KernelTimer(), timing } as const) : undefined;
   return link(webgpuTarget, 'gpu:webgpu', programs, req, (linked) => {
     linkedRef = linked;
     return {
+      ...(timed !== undefined ? { kernelTimes: () => timed.timer.take(), profileNote: PROFILE_NOTES[timing === 'timestamps' ? 'webgpuTimestamps' : 'webgpuSubmits'] } : {}),
       get graph(): readonly Node[] {
         return linked.graph();
       },
@@ -87,12 +95,16 @@ export function webgpuExecutor(req: TargetRequest): Executor & { readonly device
         ? `// not compiled: ${describeFallbacks(notCompiled)}; this function runs in the reference interpreter on the host`
         : last === undefined ? '// not run yet: call the function once, then ask again' : describeWeb(last)),
       run(values: readonly NDArray[], learningPhase: number): (NDArray | DeviceResult)[] {
+        if (!gpu.worker.blocking) throw syncOnPage(`calling function ${JSON.stringify(req.name)} synchronously`);
         const call = begin(values, learningPhase);
-        return 'done' in call ? call.done : finish(runWeb(gpu, call.pp, values, linked.cells, call.ctx, req.nOut));
+        return 'done' in call ? call.done : finish(runWeb(gpu, call.pp, values, linked.cells, call.ctx, req.nOut, timed));
       },
       async runAsync(values: readonly NDArray[], learningPhase: number): Promise<(NDArray | DeviceResult)[]> {
+        // (a page's device opens on its first call: the adapter's limits are known from then on)
+        await webgpuOpened();
+        if (debug && !gpu.worker.blocking && last === undefined) debugLog(`function on gpu:webgpu (${gpu.description})`);
         const call = begin(values, learningPhase);
-        return 'done' in call ? call.done : finish(await runWebAsync(gpu, call.pp, values, linked.cells, call.ctx, req.nOut));
+        return 'done' in call ? call.done : finish(await runWebAsync(gpu, call.pp, values, linked.cells, call.ctx, req.nOut, timed));
       },
     };
   });
@@ -128,6 +140,7 @@ export const webgpuTarget: Target<WebSpec> = {
     if (d === undefined) return;
     for (const pp of holding) releaseWeb(d, pp);
     holding.clear();
-    d.worker.call({ kind: 'clear' });
+    if (d.worker.blocking) d.worker.call({ kind: 'clear' });
+    else d.worker.post({ kind: 'clear' });
   },
 };

@@ -6,12 +6,18 @@ import type { DType } from '../../../ir/dtype.js';
 import { NDArray } from '../../../ir/ndarray.js';
 import type { VariableCell } from '../../../ir/node.js';
 import type { EvalContext } from '../../../ir/op.js';
-import type { Program } from '../../../codegen/kernel.js';
+import type { Program } from '../../../codegen/kernel/ir.js';
 import type { WgslKernel } from '../../../codegen/wgsl/render.js';
 import { storageOf } from '../../../codegen/wgsl/scalar.js';
 import { storageIn } from '../../../codegen/wgsl/strategy.js';
 import { newBufferId, type Reply, type WebGpu } from './session.js';
 import { residentId, uploadVariable } from './resident.js';
+import type { Pack, PackedKernel } from '../../../codegen/wgsl/pack.js';
+import type { KernelTimer, StepInfo } from '../../profile.js';
+
+/** Keys of packed bindings in a program's device buffers (negative: program buffers are numbered from 0). */
+const packKeys = new WeakMap<Pack, number>();
+let nextPackKey = -1;
 
 /** A program prepared for the device: its buffers' device copies (by program buffer), constants uploaded. */
 export interface DeviceBuffers {
@@ -37,8 +43,20 @@ export function forgetPipelines(): void {
   compiled.clear();
 }
 
+/** How a profiled call's kernels are timed: timestamp queries where the device has them, else a submit per kernel (THEANINE_WEBGPU_TIMING=submits chooses that one). */
+export type Timing = 'timestamps' | 'submits';
+
+/** A profiled dispatch: its row's path and what it is. */
+export interface DispatchTag {
+  readonly path: string;
+  readonly info: () => StepInfo;
+}
+
 /** Requests gathered for one message to the worker. */
 export class Batch {
+  /** The profiled dispatches gathered, in order (each dispatch has one when the batch is timed), and those of the request sent. */
+  private tags: DispatchTag[] = [];
+  private sent: DispatchTag[] = [];
   private compile: { key: string; code: string }[] = [];
   allocs: { id: number; bytes: number }[] = [];
   writes: { id: number; data: Float32Array | Int32Array }[] = [];
@@ -46,9 +64,14 @@ export class Batch {
   /** Shaders this batch dispatches (never dropped by it). */
   private used = new Set<string>();
 
-  constructor(private readonly gpu: WebGpu) {}
+  /** `timed`: the profiler's timer and how the worker times each dispatch. */
+  constructor(private readonly gpu: WebGpu, readonly timed?: { readonly timer: KernelTimer; readonly timing: Timing }) {}
 
-  dispatch(k: WgslKernel, binds: readonly number[]): void {
+  dispatch(k: WgslKernel, binds: readonly number[], tag?: DispatchTag): void {
+    if (this.timed !== undefined) {
+      if (tag === undefined) throw new Error('internal: a dispatch of a profiled call without its row');
+      this.tags.push(tag);
+    }
     if (compiled.delete(k.code)) compiled.add(k.code); // (most recently used last)
     else { this.compile.push({ key: k.code, code: k.code }); compiled.add(k.code); }
     this.used.add(k.code);
@@ -64,7 +87,7 @@ export class Batch {
   /** Sends what is gathered with these reads; returns their bytes. */
   send(reads: readonly { id: number; bytes: number }[]): readonly ArrayBuffer[] {
     const req = this.take(reads);
-    return req === undefined ? [] : this.received(this.gpu.worker.call(req));
+    return req === undefined ? [] : this.received(this.gpu.worker.call(req, 'a step that runs on the host, reading the device\'s values in the middle of a call,'));
   }
 
   /** As send, without blocking: the reply is awaited (callAsync). */
@@ -82,8 +105,10 @@ export class Batch {
       if (!this.used.has(key)) evict.push(key);
     }
     for (const key of evict) compiled.delete(key);
-    const req = { kind: 'run', evict, compile: this.compile, allocs: this.allocs, writes: this.writes, ops: this.ops, reads };
+    const req = { kind: 'run', evict, compile: this.compile, allocs: this.allocs, writes: this.writes, ops: this.ops, reads, ...(this.timed !== undefined ? { timing: this.timed.timing } : {}) };
     this.compile = []; this.allocs = []; this.writes = []; this.ops = []; this.used = new Set();
+    this.sent = this.tags;
+    this.tags = [];
     return req;
   }
 
@@ -93,6 +118,11 @@ export class Batch {
       compiled.clear();
       throw new Error(`gpu:webgpu: ${r.error}`);
     }
+    if (this.timed !== undefined) {
+      const times = r.times ?? [];
+      if (times.length !== this.sent.length) throw new Error(`internal: the worker timed ${times.length} dispatches of ${this.sent.length}`);
+      this.sent.forEach((t, i) => this.timed!.timer.add(t.path, t.info, times[i]!));
+    }
     return r.data!;
   }
 }
@@ -101,6 +131,11 @@ function fromDevice(dtype: DType, bytes: ArrayBuffer, n: number): NDArray {
   const raw = storageOf(dtype) === 'f32' ? new Float32Array(bytes, 0, n) : new Int32Array(bytes, 0, n);
   return new NDArray(raw, [n], dtype);
 }
+
+/** Values a step needs from the device before it runs (runSteps yields them; its driver reads them back). */
+export interface ReadNeed { readonly frame: Frame; readonly ids: readonly number[] }
+/** A run of steps that yields the read-backs it needs. */
+export type Steps = Generator<ReadNeed, void, void>;
 
 /** One program's buffers during a call. */
 export class Frame {
@@ -191,6 +226,12 @@ export class Frame {
     want.forEach((id, k) => this.host.set(id, fromDevice(this.p.buffers[id]!.dtype, data[k]!, this.p.buffers[id]!.size)));
   }
 
+  /** Yields the read-back of those of `ids` that only the device holds, if any (a step's need, for runSteps' driver). */
+  *need(ids: readonly number[]): Steps {
+    const want = this.unread(ids);
+    if (want.length > 0) yield { frame: this, ids: want };
+  }
+
   hostOf(id: number): NDArray {
     if (!this.host.has(id)) this.flush([id]);
     const h = this.host.get(id);
@@ -198,14 +239,32 @@ export class Frame {
     return h;
   }
 
-  /** A kernel dispatched: what it reads uploaded where needed, what it writes marked. */
-  dispatch(k: WgslKernel): void {
+  /** The device buffer of a kernel's packed binding (codegen/wgsl/pack.ts), its parts copied in on the device. */
+  private packed(pack: Pack): number {
+    let key = packKeys.get(pack);
+    if (key === undefined) { key = nextPackKey--; packKeys.set(pack, key); }
+    let d = this.pp.dev.get(key);
+    if (d === undefined) {
+      d = newBufferId();
+      this.pp.dev.set(key, d);
+      this.batch.allocs.push({ id: d, bytes: pack.total * 4 });
+    }
+    for (const part of pack.parts) this.batch.copy(this.toDev(part.buf), 0, d, part.at, part.n);
+    return d;
+  }
+
+  /** Where this program's steps are, for the profiler (a Scan body's: under its Scan's path and name). */
+  at = { path: '', name: '', depth: 0 };
+
+  /** A kernel dispatched: what it reads uploaded where needed, what it writes marked; `tag`: its profile row. */
+  dispatch(k: PackedKernel, tag?: DispatchTag): void {
     const binds = k.binds.map((id) => (k.writes.includes(id) ? this.devId(id) : this.toDev(id)));
+    if (k.packed !== undefined) binds.push(this.packed(k.packed));
     for (const id of k.writes) {
       // A store that does not cover its buffer keeps the rest: the buffer's host copy goes up first.
       if (this.host.has(id) && !this.onDev.has(id)) this.toDev(id);
       this.deviceWrote(id);
     }
-    this.batch.dispatch(k, binds);
+    this.batch.dispatch(k, binds, tag);
   }
 }

@@ -5,20 +5,26 @@ import type { EvalContext } from '../../../ir/op.js';
 import type { VariableCell } from '../../../ir/node.js';
 import { formatValue } from '../../../ir/ops/misc.js';
 import { withBuiltBy, type Provenance } from '../../../ir/provenance.js';
-import { stepBuffers, type ExternStep, type Program, type ScanStep, type Step } from '../../../codegen/kernel.js';
+import { stepBuffers, type ExternStep, type Program, type ScanStep, type Step } from '../../../codegen/kernel/ir.js';
 import type { RunFn } from '../../../codegen/cpu/module.js';
-import { renderLoop, renderMatmul, type WgslKernel } from '../../../codegen/wgsl/render.js';
+import { renderLoop, renderMatmul } from '../../../codegen/wgsl/render.js';
+import { packKernel, type PackedKernel } from '../../../codegen/wgsl/pack.js';
 import { chooseWebStrategies, webBufferInfo, type WebStrategy } from '../../../codegen/wgsl/strategy.js';
-import type { RowCheck } from '../../../codegen/row-checks.js';
+import type { RowCheck } from '../../../codegen/kernel/row-checks.js';
 import type { Fallback } from '../../fallback.js';
 import type { WebGpu } from './session.js';
 import { warnOnce } from '../device.js';
-import { Batch, Frame, type DeviceBuffers } from './frame.js';
+import { Batch, Frame, type DeviceBuffers, type Steps } from './frame.js';
 import { runScan } from './scan.js';
 import { hostModule, checkRows, runExternOnHost } from '../host-step.js';
+import { describeStep, stepName } from '../../profile.js';
 
 export type WebStep =
-  | { readonly kind: 'kernel'; readonly kernel: WgslKernel; readonly checks: readonly RowCheck[]; readonly origin?: readonly Provenance[] }
+  | {
+    readonly kind: 'kernel'; readonly step: Step; readonly kernel: PackedKernel; readonly checks: readonly RowCheck[]; readonly origin?: readonly Provenance[];
+    /** The cpu's code of the kernel, run on the host first for the errors of its checked calls (codegen/wgsl/checked.ts), and the buffers it reads. */
+    readonly hostCheck?: { readonly run: RunFn; readonly reads: readonly number[] };
+  }
   | { readonly kind: 'scan'; readonly step: ScanStep; readonly body: WebPrepared }
   | { readonly kind: 'host'; readonly step: Step; readonly why: string; readonly run: RunFn | undefined }
   /** A kernel of no elements: its buffers hold none. */
@@ -50,8 +56,12 @@ function prepareChosen(p: Program, chosen: readonly WebStrategy[], maxBindings: 
     const origin = s.origin !== undefined ? { origin: s.origin } : {};
     if (c.kind === 'host') return { kind: 'host', step: s, why: c.why, run: s.kind === 'extern' || s.kind === 'print' ? undefined : hostModule(p, s) };
     if (c.kind === 'empty') return { kind: 'empty', writes: stepBuffers(s).writes };
-    if (s.kind === 'loop' && c.kind === 'loop') return { kind: 'kernel', kernel: renderLoop(s, c.plan, info), checks: c.checks, ...origin };
-    if (s.kind === 'matmul' && c.kind === 'matmul') return { kind: 'kernel', kernel: renderMatmul(s, info, c.form), checks: [], ...origin };
+    if (s.kind === 'loop' && c.kind === 'loop') {
+      const hostCheck = c.plan.hostCheck === true ? { hostCheck: { run: hostModule(p, s), reads: stepBuffers(s).reads } } : {};
+      const kernel = c.plan.pack === undefined ? renderLoop(s, c.plan, info) : packKernel(renderLoop(s, c.plan, { ...info, maxBindings: Number.POSITIVE_INFINITY }), c.plan.pack);
+      return { kind: 'kernel', step: s, kernel, checks: c.checks, ...origin, ...hostCheck };
+    }
+    if (s.kind === 'matmul' && c.kind === 'matmul') return { kind: 'kernel', step: s, kernel: renderMatmul(s, info, c.form), checks: [], ...origin };
     if (s.kind === 'scan' && c.kind === 'scan') return { kind: 'scan', step: s, body: prepareChosen(s.body, c.body, maxBindings) };
     throw new Error(`internal: the WebGPU strategy of step ${i} (${c.kind}) does not fit its ${s.kind} step`);
   });
@@ -71,18 +81,39 @@ export function webFallbacks(pp: WebPrepared): Fallback[] {
 /** Result of a call: each target's value on the host, or a device buffer handed to a variable. */
 export type WebResult = { readonly host: NDArray } | { readonly dev: number; readonly shape: readonly number[]; readonly dtype: DType };
 
-/** Runs a prepared program's steps in `f` (the function's frame, or a Scan body's for one step). */
-export function runSteps(f: Frame, steps: readonly WebStep[], ctx: EvalContext): void {
-  for (const s of steps) {
+/**
+ * Runs a prepared program's steps in `f` (the function's frame, or a Scan body's for one step).
+ * A generator: where a step needs values only the device holds, it yields them, and the driver
+ * (`drive`, or `driveAsync` for callAsync) sends the batch and reads them back before resuming;
+ * a failed read is thrown back in at the yield, so it carries the step's `built by`.
+ */
+export function* runSteps(f: Frame, steps: readonly WebStep[], ctx: EvalContext): Steps {
+  const timed = f.batch.timed !== undefined;
+  const at = f.at;
+  let scans = 0;
+  for (const [i, s] of steps.entries()) {
     try {
       switch (s.kind) {
-        case 'kernel':
-          for (const c of s.checks) checkRows(c, f.hostOf(c.buf).data);
-          f.dispatch(s.kernel);
+        case 'kernel': {
+          for (const c of s.checks) {
+            yield* f.need([c.buf]);
+            checkRows(c, f.hostOf(c.buf).data);
+          }
+          if (s.hostCheck !== undefined) {
+            yield* f.need(s.hostCheck.reads);
+            s.hostCheck.run(s.hostCheck.reads.map((b) => f.hostOf(b).data), [], ctx.learningPhase, ctx);
+          }
+          const path = `${at.path}${i}`;
+          f.dispatch(s.kernel, timed ? { path, info: () => describeStep(f.p, s.step, `${at.name}${stepName(s.step, -1)}`, path, at.depth) } : undefined);
           break;
-        case 'scan': runScan(f, s.step, s.body, ctx, runSteps); break;
+        }
+        case 'scan': {
+          const k = scans++;
+          yield* runScan(f, s.step, s.body, ctx, runSteps, timed ? { path: `${at.path}${i}/`, name: `${at.name}s${k}: `, depth: at.depth + 1 } : undefined);
+          break;
+        }
         case 'empty': for (const id of s.writes) if (f.p.buffers[id]!.size === 0) f.hostWrote(id, NDArray.zeros([0], f.p.buffers[id]!.dtype)); break;
-        case 'host': runHost(f, s, ctx); break;
+        case 'host': yield* runHost(f, s, ctx); break;
       }
     } catch (e) {
       throw withBuiltBy(e, s.kind === 'kernel' ? s.origin : s.kind === 'host' || s.kind === 'scan' ? s.step.origin : undefined);
@@ -90,22 +121,41 @@ export function runSteps(f: Frame, steps: readonly WebStep[], ctx: EvalContext):
   }
 }
 
+/** Runs `steps`, each read-back they ask for sent and waited for (Node's worker). */
+function drive(steps: Steps): void {
+  for (let r = steps.next(); r.done !== true;) {
+    let failed: { e: unknown } | undefined;
+    try { r.value.frame.flush(r.value.ids); } catch (e) { failed = { e }; }
+    r = failed === undefined ? steps.next() : steps.throw(failed.e);
+  }
+}
+
+/** As drive, each read-back awaited (callAsync: a page's only way). */
+async function driveAsync(steps: Steps): Promise<void> {
+  for (let r = steps.next(); r.done !== true;) {
+    let failed: { e: unknown } | undefined;
+    try { await r.value.frame.flushAsync(r.value.ids); } catch (e) { failed = { e }; }
+    r = failed === undefined ? steps.next() : steps.throw(failed.e);
+  }
+}
+
 /**
  * Runs a prepared program: `inputs` by input slot, `cells` by variable slot; `nOut` targets are
  * outputs (read back), the rest update values (kept on the device where they fill a buffer).
  */
-export function runWeb(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cells: readonly VariableCell[], ctx: EvalContext, nOut: number): WebResult[] {
-  const end = startWeb(gpu, pp, inputs, cells, ctx, nOut);
+export function runWeb(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cells: readonly VariableCell[], ctx: EvalContext, nOut: number, timed?: Batch['timed']): WebResult[] {
+  const f = new Frame(pp, new Batch(gpu, timed), cells, ctx, inputs);
+  drive(runSteps(f, pp.steps, ctx));
+  const end = endWeb(f, nOut);
   end.frame.flush(end.reads);
   return end.results();
 }
 
-/**
- * As runWeb, without blocking for the last request (the one that dispatches the kernels and reads
- * the outputs back): callAsync. Read-backs a host step needs before then still wait (Node only).
- */
-export async function runWebAsync(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cells: readonly VariableCell[], ctx: EvalContext, nOut: number): Promise<WebResult[]> {
-  const end = startWeb(gpu, pp, inputs, cells, ctx, nOut);
+/** As runWeb, without blocking: every request to the device awaited (callAsync). */
+export async function runWebAsync(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cells: readonly VariableCell[], ctx: EvalContext, nOut: number, timed?: Batch['timed']): Promise<WebResult[]> {
+  const f = new Frame(pp, new Batch(gpu, timed), cells, ctx, inputs);
+  await driveAsync(runSteps(f, pp.steps, ctx));
+  const end = endWeb(f, nOut);
   await end.frame.flushAsync(end.reads);
   return end.results();
 }
@@ -113,10 +163,9 @@ export async function runWebAsync(gpu: WebGpu, pp: WebPrepared, inputs: readonly
 /** A call with every step gathered: the buffers still to read back, then the results from the host copies. */
 interface CallEnd { readonly frame: Frame; readonly reads: readonly number[]; results(): WebResult[] }
 
-function startWeb(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cells: readonly VariableCell[], ctx: EvalContext, nOut: number): CallEnd {
-  const f = new Frame(pp, new Batch(gpu), cells, ctx, inputs);
+function endWeb(f: Frame, nOut: number): CallEnd {
+  const pp = f.pp;
   const p = pp.program;
-  runSteps(f, pp.steps, ctx);
   // Update values that fill a buffer computed here move to their variable; everything else is read back.
   const targetUse = new Map<number, number>();
   for (const t of p.targets) targetUse.set(t.buf, (targetUse.get(t.buf) ?? 0) + 1);
@@ -141,16 +190,18 @@ function startWeb(gpu: WebGpu, pp: WebPrepared, inputs: readonly NDArray[], cell
   };
 }
 
-function runHost(f: Frame, s: WebStep & { kind: 'host' }, ctx: EvalContext): void {
+function* runHost(f: Frame, s: WebStep & { kind: 'host' }, ctx: EvalContext): Steps {
   const step = s.step;
   if (step.kind === 'print') {
+    yield* f.need([step.input.buf]);
     const v = f.hostOf(step.input.buf);
     const n = step.input.shape.reduce((a, d) => a * d, 1);
     ctx.print(`${step.message}${formatValue(new NDArray(v.data.slice(step.input.offset, step.input.offset + n), step.input.shape, step.input.dtype))}`);
     return;
   }
   const io = stepBuffers(step);
-  f.flush(io.reads);
+  // (always: what the batch holds is sent first, so the host's writes cannot overtake its dispatches)
+  yield { frame: f, ids: io.reads };
   if (step.kind === 'extern') { runExtern(f, step, ctx); return; }
   const p = f.p;
   const ins = io.reads.map((b) => (f.host.has(b) ? f.host.get(b)!.data : NDArray.zeros([p.buffers[b]!.size], p.buffers[b]!.dtype).data));

@@ -9,7 +9,7 @@ import { NDArray } from '../../../ir/ndarray.js';
 import type { VariableCell } from '../../../ir/node.js';
 import type { DeviceResult } from '../../function.js';
 import { storageOf } from '../../../codegen/wgsl/scalar.js';
-import { freeWith, unfreeWith, webgpu } from './session.js';
+import { freeWith, unfreeWith, webgpu, type Reply } from './session.js';
 
 interface Resident {
   dev: number | undefined;
@@ -30,13 +30,31 @@ function free(r: Resident): void {
   r.token = undefined;
 }
 
-function readBack(r: Resident): NDArray {
-  const n = r.shape.reduce((a, d) => a * d, 1);
-  const reply = webgpu().worker.call({ kind: 'run', reads: [{ id: r.dev!, bytes: n * 4 }] });
+const readRequest = (r: Resident): Record<string, unknown> => ({ kind: 'run', reads: [{ id: r.dev!, bytes: r.shape.reduce((a, d) => a * d, 1) * 4 }] });
+
+function fromReply(r: Resident, reply: Reply): NDArray {
   if (!reply.ok) throw new Error(`gpu:webgpu: reading a variable back failed: ${reply.error}`);
+  const n = r.shape.reduce((a, d) => a * d, 1);
   const bytes = reply.data![0]!;
   const raw = storageOf(r.dtype) === 'f32' ? new Float32Array(bytes, 0, n) : new Int32Array(bytes, 0, n);
   return new NDArray(raw, r.shape, r.dtype);
+}
+
+function readBack(r: Resident): NDArray {
+  return fromReply(r, webgpu().worker.call(readRequest(r), 'reading a variable\'s value back from the device (K.get_value, or a function on another device)'));
+}
+
+/**
+ * A variable's current value without blocking: a device copy is read back with the device's
+ * promise (a page's only way; K.get_value_async), kept as the host copy while the device's is current.
+ */
+export async function cellValueAsync(cell: VariableCell): Promise<NDArray> {
+  const r = residents.get(cell);
+  if (r === undefined || r.host !== undefined || r.dev === undefined) return cell.value;
+  const dev = r.dev;
+  const v = fromReply(r, await webgpu().worker.callAsync(readRequest(r)));
+  if (r.dev === dev && r.host === undefined) r.host = v; // (unless an update or set_value came meanwhile)
+  return v;
 }
 
 function attach(cell: VariableCell): Resident {

@@ -5,16 +5,17 @@
 // between passes; WebGPU orders them with the dispatches). The body's buffers are the same for
 // every step, so memory does not grow with the number of steps.
 import type { EvalContext } from '../../../ir/op.js';
-import type { ScanStep } from '../../../codegen/kernel.js';
-import { Frame, type DeviceBuffers } from './frame.js';
+import type { ScanStep } from '../../../codegen/kernel/ir.js';
+import { Frame, type DeviceBuffers, type Steps } from './frame.js';
 
 const count = (shape: readonly number[]): number => shape.reduce((a, d) => a * d, 1);
 
-/** Runs `s` with its body prepared as `body`; `run` runs a program's steps in a frame. */
-export function runScan<B extends DeviceBuffers & { readonly steps: readonly S[] }, S>(
-  outer: Frame, s: ScanStep, body: B, ctx: EvalContext, run: (f: Frame, steps: readonly S[], ctx: EvalContext) => void,
-): void {
+/** Runs `s` with its body prepared as `body`; `run` runs a program's steps in a frame (yielding the read-backs they need); `at`: where the body's steps are (the profiler's rows). */
+export function* runScan<B extends DeviceBuffers & { readonly steps: readonly S[] }, S>(
+  outer: Frame, s: ScanStep, body: B, ctx: EvalContext, run: (f: Frame, steps: readonly S[], ctx: EvalContext) => Steps, at?: Frame['at'],
+): Steps {
   const f = new Frame(body, outer.batch, outer.cells, ctx);
+  if (at !== undefined) f.at = at;
   const bp = body.program;
   const T = s.steps;
   const nSeq = s.seqs.length, nState = s.inits.length, nOut = s.outItems.length;
@@ -36,7 +37,7 @@ export function runScan<B extends DeviceBuffers & { readonly steps: readonly S[]
   for (let k = 0; k < T; k++) {
     const t = s.backwards ? T - 1 - k : k;
     s.seqs.forEach((q, j) => { const n = count(q.shape.slice(1)); fill(j, q.buf, q.offset + t * n, n); });
-    run(f, body.steps, ctx);
+    yield* run(f, body.steps, ctx);
     // The step's outputs, then its new states, into the stacked items (each kept whole, last, or not at all).
     bp.targets.forEach((tg, i) => {
       const it = items[i]!;

@@ -1,12 +1,14 @@
-// The WebGPU device behind a synchronous call: a worker thread (worker.ts) holds Dawn's device
-// (the `webgpu` npm package, an optional peer), and the caller blocks in Atomics.wait on a
-// shared flag until the worker answers, reading the answer with receiveMessageOnPort (the onnx
-// backend's technique, src/runtime/onnx/session.ts). Node only: in a browser a synchronous call
-// cannot wait for WebGPU on the page's main thread.
+// The WebGPU device and the channel to it. In Node, a worker thread (worker.ts) holds Dawn's
+// device (the `webgpu` npm package, an optional peer), and a synchronous call blocks in
+// Atomics.wait on a shared flag until the worker answers, reading the answer with
+// receiveMessageOnPort (the onnx backend's technique, src/runtime/onnx/session.ts). In a browser
+// the device is navigator.gpu's, driven on the page's own thread (page.ts): only callAsync can
+// wait for it there.
 import type { MessagePort, Worker } from 'node:worker_threads';
 import { platform } from '#platform';
 import { callSync } from '../../worker-call.js';
 import { WORKER_SOURCE } from './worker.js';
+import { PageDevice, NO_WEBGPU_ON_PAGE } from './page.js';
 
 type WorkerThreads = typeof import('node:worker_threads');
 const threads = (): WorkerThreads => platform.nodeBuiltin('worker_threads', 'the gpu device\'s webgpu mode') as WorkerThreads;
@@ -21,10 +23,25 @@ export interface Reply {
   readonly error?: string;
   readonly data?: readonly ArrayBuffer[];
   readonly counts?: WebGpuCounts;
-  readonly info?: { description: string; maxStorageBuffers: number; maxBufferSize: number };
+  readonly info?: { description: string; maxStorageBuffers: number; maxBufferSize: number; timestamps: boolean };
+  /** A profiled run's milliseconds per dispatch, in order. */
+  readonly times?: readonly number[];
 }
 
-class SyncWorker {
+/** The way to the device: Node's worker, or a page's own thread. */
+export interface DeviceChannel {
+  /** Whether `call` can wait for a reply (Node's worker); a page's thread cannot. */
+  readonly blocking: boolean;
+  /** Sends a request and waits for its reply; `what` names the wait in a page's error. */
+  call(req: Record<string, unknown>, what?: string): Reply;
+  /** Sends a request; its reply as a promise. Requests run in the order sent, whichever way. */
+  callAsync(req: Record<string, unknown>): Promise<Reply>;
+  /** Sends a request whose reply nobody waits for. */
+  post(req: Record<string, unknown>): void;
+}
+
+class SyncWorker implements DeviceChannel {
+  readonly blocking = true;
   private readonly worker: Worker;
   private readonly port: MessagePort;
   private readonly flag: Int32Array;
@@ -73,12 +90,16 @@ class SyncWorker {
   }
 }
 
-/** The process-wide WebGPU device: its worker, or why there is none. */
+/** The process-wide WebGPU device: its channel, or why there is none. */
 export interface WebGpu {
-  readonly worker: SyncWorker;
-  /** The adapter's vendor, architecture and description (THEANINE_DEBUG, the test targets' line). */
-  readonly description: string;
-  readonly maxStorageBuffers: number;
+  readonly worker: DeviceChannel;
+  /** The adapter's vendor, architecture and description (THEANINE_DEBUG, the test targets' line); on a page, known once `opened` settles. */
+  description: string;
+  maxStorageBuffers: number;
+  /** Settles when the device has opened (Node: at once, opening is synchronous); rejects where no adapter opens. */
+  readonly opened: Promise<void>;
+  /** Whether the device has timestamp queries ('timestamp-query'): the profiler times kernels with them, else with a submit per kernel. On a page, known once `opened` settles. */
+  timestamps: boolean;
 }
 
 const KEY = Symbol.for('theanine.gpu.webgpu');
@@ -94,11 +115,7 @@ export function webgpuMissing(): string | undefined {
 export function openWebGpu(): WebGpu | string {
   const have = shared[KEY];
   if (have !== undefined) return have;
-  if (platform.name !== 'node') {
-    // A synchronous call cannot wait for WebGPU on a page's main thread.
-    shared[KEY] = 'the webgpu mode runs in Node in this version (a synchronous call cannot wait for WebGPU on a page\'s main thread)';
-    return shared[KEY];
-  }
+  if (platform.name !== 'node') return openOnPage();
   let path: string;
   try {
     // THEANINE_WEBGPU_MODULE: another copy of the package (gpu.js depends on webgpu 0.2.9, whose Dawn needs glibc 2.38).
@@ -109,8 +126,46 @@ export function openWebGpu(): WebGpu | string {
   }
   const worker = new SyncWorker(path);
   const r = worker.call({ kind: 'init' });
-  shared[KEY] = r.ok ? { worker, description: r.info!.description, maxStorageBuffers: r.info!.maxStorageBuffers } : `${WEBGPU_PACKAGE}: ${r.error}`;
+  shared[KEY] = r.ok ? { worker, description: r.info!.description, maxStorageBuffers: r.info!.maxStorageBuffers, opened: Promise.resolve(), timestamps: r.info!.timestamps } : `${WEBGPU_PACKAGE}: ${r.error}`;
   return shared[KEY];
+}
+
+/**
+ * A page's device: navigator.gpu, driven on the page's thread. Opening it awaits requestAdapter,
+ * so the device is returned at once and fills in its adapter when `opened` settles (callAsync
+ * awaits that first); where no adapter opens, the reason replaces it.
+ */
+function openOnPage(): WebGpu | string {
+  const gpu = (globalThis as { navigator?: { gpu?: unknown } }).navigator?.gpu;
+  if (gpu === undefined || gpu === null) {
+    shared[KEY] = NO_WEBGPU_ON_PAGE;
+    return shared[KEY];
+  }
+  const worker = new PageDevice(gpu);
+  const d: WebGpu = {
+    worker,
+    description: 'an adapter not opened yet',
+    maxStorageBuffers: 8,
+    timestamps: false,
+    opened: worker.callAsync({ kind: 'init' }).then((r) => {
+      if (!r.ok) {
+        shared[KEY] = `WebGPU: ${r.error}`;
+        throw new Error(`device "gpu" in mode webgpu is unavailable: ${shared[KEY]}`);
+      }
+      d.description = r.info!.description;
+      d.maxStorageBuffers = r.info!.maxStorageBuffers;
+      d.timestamps = r.info!.timestamps;
+    }),
+  };
+  d.opened.catch(() => undefined); // (its rejection is the next caller's, through webgpuOpened)
+  shared[KEY] = d;
+  return d;
+}
+
+/** The device once it has opened (a page's awaits its adapter), or an error naming why there is none. */
+export async function webgpuOpened(): Promise<WebGpu> {
+  await webgpu().opened;
+  return webgpu();
 }
 
 /** The device if this process has opened it (clear_session never starts one). */
@@ -128,7 +183,13 @@ export function webgpu(): WebGpu {
 
 /** The worker's counters (tests: a training step uploads its inputs and reads back its outputs only). */
 export function webgpuCounts(): WebGpuCounts {
-  const r = webgpu().worker.call({ kind: 'counts' });
+  const r = webgpu().worker.call({ kind: 'counts' }, 'the device\'s counters');
+  return r.counts!;
+}
+
+/** As webgpuCounts, without blocking (a page's). */
+export async function webgpuCountsAsync(): Promise<WebGpuCounts> {
+  const r = await (await webgpuOpened()).worker.callAsync({ kind: 'counts' });
   return r.counts!;
 }
 

@@ -1,145 +1,226 @@
-// The WebGPU side of the gpu device's webgpu mode, as the source of a worker thread (CommonJS,
-// run with `eval`). WebGPU's calls that wait (requestAdapter, mapAsync, pipeline creation) return
-// promises, and K.function is synchronous, so the device lives in a worker: the caller posts a
-// request and blocks in Atomics.wait (session.ts), as the onnx backend does with ONNX Runtime.
-// Buffers are the worker's, by number: a request allocates, uploads, dispatches a list of
-// compiled kernels and buffer copies in one command buffer, reads back, and frees, in that order.
+// The WebGPU side of the gpu device's webgpu mode, as source text run in two places: in Node, in
+// a worker thread (WORKER_SOURCE, CommonJS, run with \`eval\`) holding Dawn's device, because
+// WebGPU's waits (requestAdapter, mapAsync, pipeline creation) are promises and K.function is
+// synchronous: the caller posts a request and blocks in Atomics.wait (session.ts), as the onnx
+// backend does with ONNX Runtime; in a browser, on the page's own thread with navigator.gpu
+// (page.ts), where only callAsync awaits it. Buffers are the device side's, by number: a request
+// allocates, uploads, dispatches a list of compiled kernels and buffer copies in one command
+// buffer, reads back, and frees, in that order.
+
+/**
+ * \`makeDeviceSide(gpu, collect, noAdapter)\`: \`gpu\` is a GPU object (Dawn's, or navigator.gpu),
+ * \`collect\` runs the garbage collector where the host allows it (Dawn's objects give their
+ * memory back when collected), \`noAdapter\` the error when requestAdapter finds none. Returns
+ * \`handle(req)\`, which resolves to the request's reply (none for a quiet free). One request at
+ * a time: the caller queues them.
+ */
+export const DEVICE_SOURCE = `
+function makeDeviceSide(gpu, collect, noAdapter) {
+  let device, info;
+  const buffers = new Map();
+  const pipelines = new Map();
+  const counts = { uploads: 0, readbacks: 0, dispatches: 0, copies: 0, submits: 0 };
+  // Bytes of the live buffers (the buffers' sizes as allocated).
+  let bytes = 0;
+  const sizes = new Map();
+  function alloc(id, n) {
+    drop(id);
+    const size = Math.max(4, n);
+    buffers.set(id, device.createBuffer({ size, usage: USAGE() }));
+    sizes.set(id, size);
+    bytes += size;
+  }
+  function drop(id) {
+    const b = buffers.get(id);
+    if (!b) return;
+    b.destroy();
+    buffers.delete(id);
+    bytes -= sizes.get(id);
+    sizes.delete(id);
+  }
+  const tally = () => ({ ...counts, buffers: buffers.size, bytes });
+  async function init() {
+    const adapter = await gpu.requestAdapter();
+    if (!adapter) return { ok: false, error: noAdapter };
+    const want = ['maxStorageBuffersPerShaderStage', 'maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize'];
+    const requiredLimits = {};
+    for (const k of want) requiredLimits[k] = adapter.limits[k];
+    // timestamp queries where the adapter has them (the profiler's kernel times)
+    const timestamps = !!(adapter.features && adapter.features.has('timestamp-query'));
+    device = await adapter.requestDevice({ requiredLimits, ...(timestamps ? { requiredFeatures: ['timestamp-query'] } : {}) });
+    device.addEventListener && device.addEventListener('uncapturederror', (e) => { lastError = String(e.error && e.error.message || e); });
+    const a = adapter.info || {};
+    info = { description: [a.vendor, a.architecture, a.device, a.description].filter((s) => s).join(' ') || 'unknown adapter', maxStorageBuffers: adapter.limits.maxStorageBuffersPerShaderStage, maxBufferSize: Math.min(adapter.limits.maxBufferSize, adapter.limits.maxStorageBufferBindingSize), timestamps };
+    return { ok: true, info };
+  }
+  let lastError;
+  const USAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+  async function compile(key, code) {
+    if (pipelines.has(key)) return;
+    // (a key the main thread believes compiled after a failure is compiled again here)
+    device.pushErrorScope('validation');
+    const module = device.createShaderModule({ code });
+    const ci = await module.getCompilationInfo();
+    const errs = ci.messages.filter((m) => m.type === 'error');
+    if (errs.length > 0) { await device.popErrorScope(); throw new Error('WGSL did not compile: ' + errs.map((m) => m.lineNum + ':' + m.linePos + ' ' + m.message).join('; ') + '\\n' + code); }
+    const p = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+    const e = await device.popErrorScope();
+    if (e) throw new Error('pipeline: ' + e.message);
+    pipelines.set(key, p);
+  }
+  let dropped = 0;
+  function evict(keys) {
+    for (const k of keys) if (pipelines.delete(k)) dropped++;
+    if (dropped >= 16) { dropped = 0; collect(); }
+  }
+  async function run(req) {
+    evict(req.evict || []);
+    for (const k of req.compile || []) await compile(k.key, k.code);
+    for (const a of req.allocs || []) alloc(a.id, a.bytes);
+    for (const w of req.writes || []) {
+      device.queue.writeBuffer(buffers.get(w.id), 0, w.data);
+      counts.uploads++;
+    }
+    device.pushErrorScope('validation');
+    let enc = device.createCommandEncoder();
+    // Dispatches in compute passes, buffer copies between them, in the request's order. Profiled
+    // (req.timing), every dispatch is a pass of its own, timed by timestamp queries written at its
+    // pass' start and end ('timestamps'), or by a submit of its own waited for ('submits'): times
+    // holds each dispatch's milliseconds, in order.
+    const times = [];
+    const timed = req.timing === 'timestamps' ? timestampSets((req.ops || []).filter((op) => op.k === 'd').length) : null;
+    const submitted = async () => {
+      device.queue.submit([enc.finish()]);
+      counts.submits++;
+      await device.queue.onSubmittedWorkDone();
+      enc = device.createCommandEncoder();
+    };
+    let pass = null, d = 0;
+    for (const op of req.ops || []) {
+      if (op.k === 'd') {
+        if (req.timing === 'submits') {
+          if (pass) { pass.end(); pass = null; }
+          await submitted(); // what came before, finished first
+        }
+        if (!pass) pass = enc.beginComputePass(timed ? { timestampWrites: timed.writes(d) } : undefined);
+        const p = pipelines.get(op.key);
+        pass.setPipeline(p);
+        pass.setBindGroup(0, device.createBindGroup({ layout: p.getBindGroupLayout(0), entries: op.binds.map((id, k) => ({ binding: k, resource: { buffer: buffers.get(id) } })) }));
+        pass.dispatchWorkgroups(op.groups[0], op.groups[1], op.groups[2]);
+        counts.dispatches++;
+        d++;
+        if (req.timing !== undefined) { pass.end(); pass = null; }
+        if (req.timing === 'submits') {
+          const t0 = performance.now();
+          await submitted();
+          times.push(performance.now() - t0);
+        }
+      } else {
+        if (pass) { pass.end(); pass = null; }
+        enc.copyBufferToBuffer(buffers.get(op.src), op.so, buffers.get(op.dst), op.do, op.bytes);
+        counts.copies++;
+      }
+    }
+    if (pass) pass.end();
+    const stamps = timed ? timed.resolve(enc) : null;
+    const staging = [];
+    for (const r of req.reads || []) {
+      const s = device.createBuffer({ size: Math.max(4, r.bytes), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      if (r.bytes > 0) enc.copyBufferToBuffer(buffers.get(r.id), 0, s, 0, r.bytes);
+      staging.push(s);
+    }
+    device.queue.submit([enc.finish()]);
+    counts.submits++;
+    const e = await device.popErrorScope();
+    if (e) throw new Error('dispatch: ' + e.message);
+    const out = [];
+    for (let i = 0; i < staging.length; i++) {
+      const s = staging[i];
+      await s.mapAsync(GPUMapMode.READ);
+      out.push(s.getMappedRange().slice(0, req.reads[i].bytes));
+      s.unmap();
+      s.destroy();
+      counts.readbacks++;
+    }
+    if (staging.length === 0) await device.queue.onSubmittedWorkDone();
+    for (const id of req.frees || []) drop(id);
+    if (stamps) times.push(...(await stamps()));
+    return { data: out, times };
+  }
+  // Timestamp queries for n dispatches: a begin and an end per dispatch, in query sets of at most
+  // 4096 queries; resolve() records their copy to a staging buffer and returns the read of each
+  // dispatch's milliseconds (end - begin, nanoseconds on the device's clock).
+  function timestampSets(n) {
+    const per = 2048;
+    const sets = [];
+    for (let i = 0; i < n; i += per) sets.push(device.createQuerySet({ type: 'timestamp', count: 2 * Math.min(per, n - i) }));
+    return {
+      writes: (d) => ({ querySet: sets[Math.floor(d / per)], beginningOfPassWriteIndex: 2 * (d % per), endOfPassWriteIndex: 2 * (d % per) + 1 }),
+      resolve(enc) {
+        const bytes = 16 * n;
+        const all = device.createBuffer({ size: Math.max(8, bytes), usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
+        const read = device.createBuffer({ size: Math.max(8, bytes), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+        sets.forEach((q, k) => enc.resolveQuerySet(q, 0, q.count, all, k * per * 16));
+        if (n > 0) enc.copyBufferToBuffer(all, 0, read, 0, bytes);
+        return async () => {
+          await read.mapAsync(GPUMapMode.READ);
+          const t = new BigInt64Array(read.getMappedRange().slice(0, bytes));
+          read.unmap(); read.destroy(); all.destroy();
+          for (const q of sets) q.destroy();
+          const ms = [];
+          for (let i = 0; i < n; i++) ms.push(Math.max(0, Number(t[2 * i + 1] - t[2 * i]) / 1e6));
+          return ms;
+        };
+      },
+    };
+  }
+  async function handle(req) {
+    try {
+      if (req.kind === 'init') return await init();
+      if (req.kind === 'run') { const r = await run(req); return { ok: true, data: r.data, ...(req.timing ? { times: r.times } : {}), counts: tally() }; }
+      if (req.kind === 'free') { for (const id of req.ids) drop(id); return req.quiet ? undefined : { ok: true }; }
+      if (req.kind === 'clear') { pipelines.clear(); collect(); return { ok: true, counts: tally() }; }
+      if (req.kind === 'counts') return { ok: true, counts: tally() };
+      return { ok: false, error: 'unknown request ' + req.kind };
+    } catch (e) {
+      return { ok: false, error: String(e && e.message ? e.message : e) };
+    }
+  }
+  return handle;
+}
+`;
+
+/** The Node worker: loads the webgpu package named in workerData, answers on its port and raises the shared flag. */
 export const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { pathToFileURL } = require('node:url');
 const flag = new Int32Array(workerData.flag);
 const port = workerData.port;
-let gpu, device, info;
-const buffers = new Map();
-const pipelines = new Map();
-const counts = { uploads: 0, readbacks: 0, dispatches: 0, copies: 0, submits: 0 };
-// Bytes of the live buffers (the buffers' sizes as allocated).
-let bytes = 0;
-const sizes = new Map();
-function alloc(id, n) {
-  drop(id);
-  const size = Math.max(4, n);
-  buffers.set(id, device.createBuffer({ size, usage: USAGE() }));
-  sizes.set(id, size);
-  bytes += size;
-}
-function drop(id) {
-  const b = buffers.get(id);
-  if (!b) return;
-  b.destroy();
-  buffers.delete(id);
-  bytes -= sizes.get(id);
-  sizes.delete(id);
-}
-const tally = () => ({ ...counts, buffers: buffers.size, bytes });
-let current = 0;
-function answer(msg) {
-  port.postMessage({ ...msg, id: current });
+${DEVICE_SOURCE}
+require('node:v8').setFlagsFromString('--expose-gc');
+const collect = require('node:vm').runInNewContext('gc');
+let handle;
+function answer(msg, id) {
+  port.postMessage({ ...msg, id });
   Atomics.store(flag, 0, 1);
   Atomics.notify(flag, 0);
 }
-async function init() {
-  const mod = await import(pathToFileURL(workerData.path).href);
-  Object.assign(globalThis, mod.globals);
-  gpu = mod.create(workerData.options);
-  const adapter = await gpu.requestAdapter();
-  if (!adapter) return { ok: false, error: 'no WebGPU adapter (Dawn found no Vulkan device: on Linux, Mesa 25 or newer gives lavapipe)' };
-  const want = ['maxStorageBuffersPerShaderStage', 'maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize'];
-  const requiredLimits = {};
-  for (const k of want) requiredLimits[k] = adapter.limits[k];
-  device = await adapter.requestDevice({ requiredLimits });
-  device.addEventListener && device.addEventListener('uncapturederror', (e) => { lastError = String(e.error && e.error.message || e); });
-  const a = adapter.info || {};
-  info = { description: [a.vendor, a.architecture, a.device, a.description].filter((s) => s).join(' ') || 'unknown adapter', maxStorageBuffers: adapter.limits.maxStorageBuffersPerShaderStage, maxBufferSize: Math.min(adapter.limits.maxBufferSize, adapter.limits.maxStorageBufferBindingSize) };
-  return { ok: true, info };
-}
-let lastError;
-const USAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-async function compile(key, code) {
-  if (pipelines.has(key)) return;
-  // (a key the main thread believes compiled after a failure is compiled again here)
-  device.pushErrorScope('validation');
-  const module = device.createShaderModule({ code });
-  const ci = await module.getCompilationInfo();
-  const errs = ci.messages.filter((m) => m.type === 'error');
-  if (errs.length > 0) { await device.popErrorScope(); throw new Error('WGSL did not compile: ' + errs.map((m) => m.lineNum + ':' + m.linePos + ' ' + m.message).join('; ') + '\\n' + code); }
-  const p = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
-  const e = await device.popErrorScope();
-  if (e) throw new Error('pipeline: ' + e.message);
-  pipelines.set(key, p);
-}
-// Dawn's objects give their memory back when collected: the worker collects after dropping pipelines.
-require('node:v8').setFlagsFromString('--expose-gc');
-const collect = require('node:vm').runInNewContext('gc');
-let dropped = 0;
-function evict(keys) {
-  for (const k of keys) if (pipelines.delete(k)) dropped++;
-  if (dropped >= 16) { dropped = 0; collect(); }
-}
-async function run(req) {
-  evict(req.evict || []);
-  for (const k of req.compile || []) await compile(k.key, k.code);
-  for (const a of req.allocs || []) alloc(a.id, a.bytes);
-  for (const w of req.writes || []) {
-    device.queue.writeBuffer(buffers.get(w.id), 0, w.data);
-    counts.uploads++;
-  }
-  device.pushErrorScope('validation');
-  const enc = device.createCommandEncoder();
-  // Dispatches in compute passes, buffer copies between them, in the request's order.
-  let pass = null;
-  for (const op of req.ops || []) {
-    if (op.k === 'd') {
-      if (!pass) pass = enc.beginComputePass();
-      const p = pipelines.get(op.key);
-      pass.setPipeline(p);
-      pass.setBindGroup(0, device.createBindGroup({ layout: p.getBindGroupLayout(0), entries: op.binds.map((id, k) => ({ binding: k, resource: { buffer: buffers.get(id) } })) }));
-      pass.dispatchWorkgroups(op.groups[0], op.groups[1], op.groups[2]);
-      counts.dispatches++;
-    } else {
-      if (pass) { pass.end(); pass = null; }
-      enc.copyBufferToBuffer(buffers.get(op.src), op.so, buffers.get(op.dst), op.do, op.bytes);
-      counts.copies++;
+async function serve(req) {
+  if (handle === undefined) {
+    try {
+      const mod = await import(pathToFileURL(workerData.path).href);
+      Object.assign(globalThis, mod.globals);
+      handle = makeDeviceSide(mod.create(workerData.options), collect, 'no WebGPU adapter (Dawn found no Vulkan device: on Linux, Mesa 25 or newer gives lavapipe)');
+    } catch (e) {
+      answer({ ok: false, error: String(e && e.message ? e.message : e) }, req.id);
+      return;
     }
   }
-  if (pass) pass.end();
-  const staging = [];
-  for (const r of req.reads || []) {
-    const s = device.createBuffer({ size: Math.max(4, r.bytes), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-    if (r.bytes > 0) enc.copyBufferToBuffer(buffers.get(r.id), 0, s, 0, r.bytes);
-    staging.push(s);
-  }
-  device.queue.submit([enc.finish()]);
-  counts.submits++;
-  const e = await device.popErrorScope();
-  if (e) throw new Error('dispatch: ' + e.message);
-  const out = [];
-  for (let i = 0; i < staging.length; i++) {
-    const s = staging[i];
-    await s.mapAsync(GPUMapMode.READ);
-    out.push(s.getMappedRange().slice(0, req.reads[i].bytes));
-    s.unmap();
-    s.destroy();
-    counts.readbacks++;
-  }
-  if (staging.length === 0) await device.queue.onSubmittedWorkDone();
-  for (const id of req.frees || []) drop(id);
-  return out;
+  const reply = await handle(req);
+  if (reply !== undefined) answer(reply, req.id);
 }
 // One request at a time, in the order posted (a request's awaits must not let the next one in:
 // a callAsync's run and a collected owner's free may arrive together).
-async function handle(req) {
-  current = req.id;
-  try {
-    if (req.kind === 'init') answer(await init());
-    else if (req.kind === 'run') { const data = await run(req); answer({ ok: true, data, counts: tally() }); }
-    else if (req.kind === 'free') { for (const id of req.ids) drop(id); if (!req.quiet) answer({ ok: true }); }
-    else if (req.kind === 'clear') { pipelines.clear(); collect(); answer({ ok: true, counts: tally() }); }
-    else if (req.kind === 'counts') answer({ ok: true, counts: tally() });
-  } catch (e) {
-    answer({ ok: false, error: String(e && e.message ? e.message : e) });
-  }
-}
 let queue = Promise.resolve();
-parentPort.on('message', (req) => { queue = queue.then(() => handle(req)); });
+parentPort.on('message', (req) => { queue = queue.then(() => serve(req)); });
 `;

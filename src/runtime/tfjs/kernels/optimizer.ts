@@ -1,7 +1,7 @@
-// The ops only the optimizer introduces (src/ir/ops/optimizer.ts). The tensorflow backend runs
+// The ops only the optimizer introduces (src/ir/ops/introduced.ts). The tensorflow backend runs
 // the pipeline without fusion (each op stays a tfjs call), so `fused` is met only in graphs
 // optimized elsewhere; its body is evaluated like any graph.
-import type { SoftmaxXentAttrs } from '../../../ir/ops/optimizer.js';
+import type { SoftmaxXentAttrs } from '../../../ir/ops/introduced.js';
 import type { FusedBody } from '../../../ir/fused.js';
 import type { Node } from '../../../ir/node.js';
 import type { Tensor, TfTableFor } from '../types.js';
