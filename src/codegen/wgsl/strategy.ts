@@ -43,6 +43,11 @@ export interface LoopPlan {
 /** The workgroup sizes the loop renderers take: powers of two up to 256, WebGPU's least maxComputeInvocationsPerWorkgroup. */
 export const WORKGROUP_SIZES: readonly number[] = [16, 32, 64, 128, 256];
 
+/** The sizes a chooser may take for `plan`: WORKGROUP_SIZES and the plan's own default (1 in the rows form of one row per invocation). */
+export function workgroupSizes(plan: LoopPlan): readonly number[] {
+  return WORKGROUP_SIZES.includes(plan.workgroup) ? WORKGROUP_SIZES : [plan.workgroup, ...WORKGROUP_SIZES];
+}
+
 /**
  * The tuning hook for workgroup sizes: asked once per loop step the device runs, with its plan at
  * the default size (`plan.rows` set: one workgroup per row, its invocations folding the row's

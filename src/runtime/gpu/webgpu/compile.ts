@@ -21,6 +21,7 @@ import { openedWebGpu, webgpu, webgpuOpened } from './session.js';
 import { syncOnPage } from './page.js';
 import { KernelTimer, PROFILE_NOTES } from '../../profile.js';
 import { simdAdapter } from '../../../codegen/wgsl/strategy.js';
+import { withWorkgroupChooser, workgroupChooser } from './tune.js';
 
 interface WebSpec extends Specialised {
   readonly prepared: WebPrepared | undefined;
@@ -43,7 +44,10 @@ function specialize(p: WebProgram, shapes: Shapes): WebSpec {
   // Scans and scatters as gathers (each element folds its own terms), as for gpu.js.
   return lowerForDevice(p, shapes, 65535, (prog) => {
     const gpu = webgpu();
-    const prepared = prepareWeb(prog, gpu.maxStorageBuffers, simdLanes(gpu.description));
+    const simd = simdLanes(gpu.description);
+    const prepared = p.tune === undefined
+      ? prepareWeb(prog, gpu.maxStorageBuffers, simd)
+      : withWorkgroupChooser(workgroupChooser(p.tune, gpu, prog, gpu.maxStorageBuffers), () => prepareWeb(prog, gpu.maxStorageBuffers, simd));
     holding.add(prepared);
     if (debugEnabled('gpu')) debugLog(`gpu:webgpu program for shapes ${shapes.map((s) => `(${s.join(', ')})`).join(' ')}:\n${describeWeb(prepared)}`);
     return { prepared, fallbacks: webFallbacks(prepared) };
