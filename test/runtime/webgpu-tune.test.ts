@@ -64,8 +64,9 @@ describe('gpu device, webgpu mode: tuned workgroup sizes', function () {
     expect(entries.length, 'one entry per kernel searched').to.equal(tuneStats.searches - s0.searches);
     for (const [key, e] of entries) {
       expect(key).to.match(/^wgsl [0-9a-f]{8} \d+$/);
-      expect([16, 32, 64, 128, 256]).to.include((e as { workgroup: number }).workgroup);
-      expect(e.candidates).to.equal(5);
+      // the sizes, and in the rows form on a CPU-emulated adapter (CI's lavapipe) also its default of one row per invocation
+      expect([1, 16, 32, 64, 128, 256]).to.include((e as { workgroup: number }).workgroup);
+      expect(e.candidates).to.be.oneOf([5, 6]);
     }
     expect(Array.from(tuned.got[0]!.data), 'elementwise values').to.deep.equal(Array.from(base.got[0]!.data));
     expectClose(tuned.got[1]!, base.got[1]!, { atol: 1e-6, rtol: 1e-5 }, 'softmax rows');

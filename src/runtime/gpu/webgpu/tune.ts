@@ -14,7 +14,7 @@
 import type { LoopKernel, Program } from '../../../codegen/kernel/ir.js';
 import { renderLoop, type WgslKernel } from '../../../codegen/wgsl/render.js';
 import { packKernel, type PackedKernel } from '../../../codegen/wgsl/pack.js';
-import { WORKGROUP_SIZES, setWorkgroupChooser, storageIn, webBufferInfo, type LoopPlan, type WorkgroupChooser } from '../../../codegen/wgsl/strategy.js';
+import { setWorkgroupChooser, workgroupSizes, storageIn, webBufferInfo, type LoopPlan, type WorkgroupChooser } from '../../../codegen/wgsl/strategy.js';
 import { platform } from '#platform';
 import { beamSearch, digest, tuneStats, type SearchResult, type TuneOptions } from '../../tune.js';
 import { TuneCache } from '../../tune-cache.js';
@@ -65,7 +65,7 @@ const DISPATCHES = 6;
  * candidate DISPATCHES times, each in a pass of its own: the median of all but the first. The
  * buffers and every candidate's pipeline are made first, untimed. `release` frees them.
  */
-export function workgroupTimer(gpu: WebGpu, p: Program, base: PackedKernel, render: (wg: number) => WgslKernel): { time(s: WorkgroupSchedule): number; release(): void } {
+export function workgroupTimer(gpu: WebGpu, p: Program, base: PackedKernel, render: (wg: number) => WgslKernel, sizes: readonly number[]): { time(s: WorkgroupSchedule): number; release(): void } {
   const timing = platform.env('THEANINE_WEBGPU_TIMING') === 'submits' || !gpu.timestamps ? 'submits' : 'timestamps';
   const fill = (ty: 'f32' | 'i32' | undefined, n: number) => {
     if (ty === 'i32') return new Int32Array(Math.max(1, n));
@@ -76,7 +76,7 @@ export function workgroupTimer(gpu: WebGpu, p: Program, base: PackedKernel, rend
   const bufs = base.binds.map((b) => ({ id: newBufferId(), n: p.buffers[b]!.size, ty: storageIn(p, b) }));
   if (base.packed !== undefined) bufs.push({ id: newBufferId(), n: base.packed.total, ty: base.packed.ty });
   const ids = bufs.map((b) => b.id);
-  const keys = new Map(WORKGROUP_SIZES.map((wg): [number, { key: string; code: WgslKernel }] => {
+  const keys = new Map(sizes.map((wg): [number, { key: string; code: WgslKernel }] => {
     const code = render(wg);
     return [wg, { key: `tune|${code.code}`, code }];
   }));
@@ -130,11 +130,12 @@ export function workgroupChooser(opts: TuneOptions, gpu: WebGpu, p: Program, max
       if (hit !== undefined) return 'workgroup' in hit ? hit.workgroup : undefined;
       if (now() >= deadline) { tuneStats.outOfBudget++; return undefined; }
       const t0 = now();
-      const timer = workgroupTimer(gpu, p, base, render);
+      const sizes = workgroupSizes(plan);
+      const timer = workgroupTimer(gpu, p, base, render, sizes);
       const setupMs = now() - t0;
       let r: SearchResult<WorkgroupSchedule>;
       try {
-        r = beamSearch<WorkgroupSchedule>([{ field: 'workgroup', values: WORKGROUP_SIZES }], opts.beam, timer.time, deadline, now, { workgroup: plan.workgroup });
+        r = beamSearch<WorkgroupSchedule>([{ field: 'workgroup', values: sizes }], opts.beam, timer.time, deadline, now, { workgroup: plan.workgroup });
       } finally {
         timer.release();
       }
