@@ -17,7 +17,7 @@ import { igemmA } from '../codegen/cpu/igemm.js';
 import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule, type ScheduleChooser, type TilesCall } from '../codegen/cpu/strategy.js';
 import { threadCount } from '../codegen/cpu/threads.js';
 import { packArena } from '../codegen/cpu/wasm-kernel.js';
-import type { MatmulKernel } from '../codegen/kernel/ir.js';
+import { windowRows, type MatmulKernel } from '../codegen/kernel/ir.js';
 import { CHUNK, EW_STREAMS, ewKernel, ewKernelId, sharedTier, splitFrom, type EwPlan, type EwSchedule } from '../codegen/cpu/wasm/elementwise.js';
 import { machineKey, TuneCache, type TunedEntry } from './tune-cache.js';
 
@@ -194,7 +194,7 @@ const align16 = (x: number): number => Math.ceil(x / 16) * 16;
  */
 export function tilesTimer(k: MatmulKernel, c: TilesCall): ((s: MatmulSchedule) => number) | undefined {
   const a = k.indirect;
-  if (c.indirect && (a === undefined || a.over === 'terms')) return undefined;
+  if (c.indirect && (a === undefined || a.over === 'terms' || windowRows(a))) return undefined;
   const accBytes = c.B * c.MP * c.NP * c.T, bBytes = c.B * c.strideB;
   let aBytes = c.B * c.MP * c.strideA;
   let cells = 0;
