@@ -189,8 +189,8 @@ const align16 = (x: number): number => Math.ceil(x / 16) * 16;
  * A timer of schedules for one product's tile sums: random operands of its shape placed in the
  * packing arena after its kept packs (an indirect product's pointers or window origins built by
  * igemmA or windowA from a random input of its geometry), and the product's own kernel run
- * through PackArena.tiles: the median of several runs after one to warm up. Undefined for a kernel gradient's indirect product (its
- * origin table is not built here: the default schedule).
+ * through PackArena.tiles: the median of several runs after one to warm up. Undefined for a
+ * kernel gradient's indirect product (its origin table is not built here: the default schedule).
  */
 export function tilesTimer(k: MatmulKernel, c: TilesCall): ((s: MatmulSchedule) => number) | undefined {
   const a = k.indirect;
