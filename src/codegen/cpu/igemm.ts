@@ -150,8 +150,9 @@ function paddedCopy(dst: Float32Array, x: Float32Array, xOff: number, g: readonl
         for (let i1 = 0; i1 < inS[1]!; i1++) {
           const from = xOff + ((n * inS[0]! + i0) * inS[1]! + i1) * row;
           const to = (((n * pS[0]! + i0 - lo3[0]!) * pS[1]! + i1 - lo3[1]!) * pS[2]! - lo3[2]!) * C;
-          // element by element: a subarray per row costs more than the row's copy for short rows
-          for (let j = 0; j < row; j++) dst[to + j] = x[from + j]!;
+          // short rows element by element: a subarray per row costs more than their copy
+          if (row >= 64) dst.set(x.subarray(from, from + row), to);
+          else for (let j = 0; j < row; j++) dst[to + j] = x[from + j]!;
         }
       }
     }
