@@ -4,8 +4,9 @@
 // cells the tap reads (the row of zeros where it falls outside the input). XNNPACK builds the
 // same buffer once per input pointer; here the input is copied in at each call (the arena is
 // shared by every product), so the buffer is written at each call too, one word per (cell, tap)
-// instead of the im2col matrix's C floats. A kernel gradient (windowGradA) reads the input
-// through a table of window origins, one word per output cell, over its explicitly padded copy.
+// instead of the im2col matrix's C floats. A kernel gradient (windowGradA), and a convolution of
+// few channels that reads no padding (windowA), read the input through a table of window origins,
+// one word per output cell, over its explicitly padded copy.
 import { paddedInput } from '../kernel/ir.js';
 
 /**
