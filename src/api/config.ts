@@ -386,7 +386,8 @@ export const ENVIRONMENT_SWITCHES = {
     "debug: every function checks its rewrites and kernels on the reference interpreter (docs/debugging.md; also K.function's mode)",
   THEANINE_NAN_GUARD:
     "1: every function raises at the first kernel that writes NaN or Inf from finite inputs (also K.function's nanGuard)",
-  THEANINE_BEAM: "N: tune every cpu function's kernel schedules with a beam of N (0: off; also K.function's tune)",
+  THEANINE_BEAM:
+    "N: tune every cpu function's kernel schedules and every gpu:webgpu function's workgroup sizes with a beam of N (0: off; also K.function's tune)",
   THEANINE_BEAM_MS: 'milliseconds one specialisation may spend tuning (default 2000)',
   THEANINE_VERIFY_PASSES:
     '1: run the graph verifier after every optimizer pass (the test suite does; a cost per compile)',

@@ -188,6 +188,19 @@ function localFormat(fn: string, data_format: LocalFormat | undefined): DataForm
   return dataFormatOf(fn, df);
 }
 
+/** A d-D local convolution's data format and inputs, checked to be of rank d + 2 in that format. */
+function localInputs(
+  fn: string,
+  inputs: TensorLike,
+  data_format: LocalFormat | undefined,
+  d: number,
+): { fmt: DataFormat; xt: Node } {
+  const fmt = localFormat(fn, data_format);
+  const xt = toTensor(fn, inputs, 'inputs');
+  checkRank(fn, 'inputs', xt, d + 2, dataLayout(d, fmt));
+  return { fmt, xt };
+}
+
 /**
  * local_conv1d(inputs, kernel (output_length, kernel_size * channels, filters), kernel_size,
  * strides, data_format): an unshared-weights 1-D convolution, as Keras 2.3 builds it (a slice
@@ -202,9 +215,7 @@ export function local_conv1d(
   data_format?: LocalFormat,
 ): Node {
   const fn = 'K.local_conv1d';
-  const fmt = localFormat(fn, data_format);
-  const xt = toTensor(fn, inputs, 'inputs');
-  checkRank(fn, 'inputs', xt, 3, dataLayout(1, fmt));
+  const { fmt, xt } = localInputs(fn, inputs, data_format, 1);
   const [k] = intPair(fn, 'kernel_size', kernel_size, 1);
   const [s] = intPair(fn, 'strides', strides, 1);
   const stepAx = fmt === 'channels_first' ? 2 : 1;
@@ -236,9 +247,7 @@ export function local_conv2d(
   data_format?: LocalFormat,
 ): Node {
   const fn = 'K.local_conv2d';
-  const fmt = localFormat(fn, data_format);
-  const xt = toTensor(fn, inputs, 'inputs');
-  checkRank(fn, 'inputs', xt, 4, dataLayout(2, fmt));
+  const { fmt, xt } = localInputs(fn, inputs, data_format, 2);
   const [kr, kc] = intPair(fn, 'kernel_size', kernel_size, 2) as [number, number];
   const [sr, sc] = intPair(fn, 'strides', strides, 2) as [number, number];
   if (

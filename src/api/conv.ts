@@ -145,20 +145,37 @@ export function window(fn: string, o: Record<string, unknown>, d: number, paddin
   };
 }
 
-/** An N-d convolution of x (data_format layout) with kernel (spatial..., in, out). */
-function convN(
+/** A convolution's name, spatial rank d, operands, options and the paddings it accepts. */
+type ConvCall = [
   fn: string,
   d: number,
   x: TensorLike,
   kernel: TensorLike,
   o: Record<string, unknown>,
   paddings: readonly PaddingMode[],
-): Node {
+];
+
+interface ConvInputs {
+  readonly xt: Node;
+  readonly kt: Node;
+  readonly fmt: DataFormat;
+  readonly win: Window;
+}
+
+/** A d-D convolution's x (checked to be of rank d + 2 in its data format), kernel, format and window. */
+function convInputs(...[fn, d, x, kernel, o, paddings]: ConvCall): ConvInputs {
   const xt = toTensor(fn, x, 'x');
   const kt = toTensor(fn, kernel, 'kernel', xt.dtype);
   const fmt = dataFormatOf(fn, o['data_format']);
   const win = window(fn, o, d, paddings);
   checkRank(fn, 'x', xt, d + 2, dataLayout(d, fmt));
+  return { xt, kt, fmt, win };
+}
+
+/** An N-d convolution of x (data_format layout) with kernel (spatial..., in, out). */
+function convN(...call: ConvCall): Node {
+  const [fn, d] = call;
+  const { xt, kt, fmt, win } = convInputs(...call);
   checkRank(fn, 'kernel', kt, d + 2, `(${SPATIAL[d]}, in_channels, out_channels)`);
   checkDim(fn, ['kernel', kt, d], ['x', xt, channelAxis(d, fmt)], 'kernel in_channels against x channels');
   checkFits(fn, xt, spatialAxes(d, fmt), 'kernel of shape', kt.shape, [...Array(d).keys()], win);
@@ -230,11 +247,7 @@ export function transposeConv(
   kOut: number,
   d = 2,
 ): Node {
-  const xt = toTensor(fn, x, 'x');
-  const kt = toTensor(fn, kernel, 'kernel', xt.dtype);
-  const fmt = dataFormatOf(fn, o['data_format']);
-  const win = window(fn, o, d, CONV_PADDINGS);
-  checkRank(fn, 'x', xt, d + 2, dataLayout(d, fmt));
+  const { xt, kt, fmt, win } = convInputs(fn, d, x, kernel, o, CONV_PADDINGS);
   checkRank(
     fn,
     'kernel',

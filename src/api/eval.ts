@@ -7,6 +7,7 @@ import { ValueError } from '../ir/errors.js';
 import { describe, type NDArray } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
 import { leavesOf } from '../ir/graph.js';
+import { getOrInsertComputed } from '../ir/maps.js';
 import type { CompiledFunction } from '../runtime/function.js';
 import { allOptions, isTensor, need, toTensor, type TensorLike } from './args.js';
 import { backend as configuredBackend, device as configuredDevice } from './config.js';
@@ -30,22 +31,15 @@ function cachedFunction(fn: string, outputs: readonly Node[], update: Update | u
     ...outputs.map((o) => o.id),
     update === undefined ? '' : `:=${update.variable.id}`,
   ].join(',');
-  let byKey = compiled.get(first);
-  if (byKey === undefined) {
-    byKey = new Map();
-    compiled.set(first, byKey);
-  }
-  let f = byKey.get(key);
-  if (f === undefined) {
+  const byKey = getOrInsertComputed(compiled, first, () => new Map<string, CompiledFunction>());
+  return getOrInsertComputed(byKey, key, () => {
     noPlaceholders(fn, update === undefined ? outputs : [update.value]);
-    f = compileFunction([], update === undefined ? outputs : [update.value], update === undefined ? [] : [update], {
+    return compileFunction([], update === undefined ? outputs : [update.value], update === undefined ? [] : [update], {
       backend,
       device,
       name: update === undefined ? 'eval' : 'eval(update)',
     });
-    byKey.set(key, f);
-  }
-  return f;
+  });
 }
 
 function noPlaceholders(fn: string, xs: readonly Node[]): void {

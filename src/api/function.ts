@@ -15,6 +15,7 @@ import { compileStats, compileTimes } from '../runtime/target.js';
 import { platform } from '#platform';
 import { cpuTarget } from '../runtime/cpu/compile.js';
 import { gpuTarget } from '../runtime/gpu/compile.js';
+import { webgpuRequested } from '../runtime/gpu/device.js';
 import { tfjsTarget } from '../runtime/tfjs/executor.js';
 import { onnxTarget } from '../runtime/onnx/executor.js';
 import type { PassSelection } from '../passes/user.js';
@@ -142,8 +143,9 @@ export interface FunctionOptions {
   /** Time every kernel: `f.profile()` (docs/debugging.md). */
   profile?: boolean;
   /**
-   * Tune the cpu kernels' schedules on this machine (docs/optimizer-research.md, "Kernel
-   * autotuning"): true, a beam width, or `{ beam, budgetMs }`. Default: THEANINE_BEAM=N, else off.
+   * Tune the kernels' schedules on this machine (the cpu's, and gpu:webgpu's workgroup sizes;
+   * docs/optimizer-research.md, "Kernel autotuning"): true, a beam width, or `{ beam, budgetMs }`.
+   * Default: THEANINE_BEAM=N, else off.
    */
   tune?: TuneOption;
 }
@@ -295,9 +297,11 @@ export function compileFunction(
     );
   const chk = checking(opts);
   const tune = tuneOptions(opts.tune);
-  if (tune !== undefined && opts.tune !== undefined && (backend !== 'theanine' || device !== 'cpu')) {
+  // the cpu's schedules; WebGPU's workgroup sizes (the gpu device's gpu.js mode has nothing tuned)
+  const tunable = backend === 'theanine' && (device === 'cpu' || (device === 'gpu' && webgpuRequested()));
+  if (tune !== undefined && opts.tune !== undefined && !tunable) {
     throw new ValueError(
-      `function: tune applies to the theanine backend's cpu device only (WebGPU workgroup sizes are not tuned), got backend ${JSON.stringify(backend)}, device ${JSON.stringify(device)}`,
+      `function: tune applies to the theanine backend's cpu device and the gpu device's webgpu mode only, got backend ${JSON.stringify(backend)}, device ${JSON.stringify(device)}${backend === 'theanine' && device === 'gpu' ? ' in its gpu.js mode' : ''}`,
     );
   }
   const target = targets[backend === 'theanine' ? device : backend];
@@ -312,7 +316,7 @@ export function compileFunction(
     ...(opts.passes !== undefined ? { passes: opts.passes } : {}),
     ...(chk.mode === 'debug' ? { mode: 'debug' } : {}),
     ...(chk.profile ? { profile: true } : {}),
-    ...(tune !== undefined && backend === 'theanine' && device === 'cpu' ? { tune } : {}),
+    ...(tune !== undefined && tunable ? { tune } : {}),
   };
   const programs = compileStats.programs;
   let executor = target.executor(req);

@@ -14,6 +14,8 @@ import { checkArgumentOrder } from './argorder.js';
 import { isTensor } from './args.js';
 
 type CEOpts = { from_logits?: boolean; axis?: number };
+/** Keras' categorical crossentropies: (output, target, from_logits, axis), or the options as an object. */
+type CrossEntropy = (output: TensorLike, target: TensorLike, from_logits?: boolean | CEOpts, axis?: number) => Node;
 
 function ceOptions(fn: string, from_logits: boolean | CEOpts | undefined, axis: number | undefined, ndim: number) {
   const o = options<{ from_logits: boolean; axis: number }>(fn, [from_logits, axis], ['from_logits', 'axis']);
@@ -49,28 +51,24 @@ function logProbs(fn: string, out: Node, axis: number, logits: boolean): Node {
   return apply('log', [clip(scaled, eps, 1 - eps)], {}, F);
 }
 
-function floatOutput(fn: string, output: TensorLike): Node {
+/** The output as a float tensor, once the arguments are checked to be in Keras' (output, target) order. */
+function lossOutput(fn: string, output: TensorLike, target: TensorLike): Node {
+  checkArgumentOrder(fn, output, target, isTensor);
   const o = toTensor(fn, output, 'output');
   return isFloat(o.dtype) ? o : apply('cast', [o], { dtype: 'float32' }, `K.${fn}`);
 }
 
 /** -sum(target * log p, axis), p the output's probabilities (see logProbs). Shape: output's without axis. */
-export function categorical_crossentropy(
-  output: TensorLike,
-  target: TensorLike,
-  from_logits?: boolean | CEOpts,
-  axis?: number,
-): Node {
+export const categorical_crossentropy: CrossEntropy = (output, target, from_logits, axis) => {
   const fn = 'categorical_crossentropy';
-  checkArgumentOrder(fn, output, target, isTensor);
+  const out = lossOutput(fn, output, target);
   const F = `K.${fn}`;
-  const out = floatOutput(fn, output);
   const tgt = toTensor(fn, target, 'target', out.dtype);
   const { logits, axis: a } = ceOptions(fn, from_logits, axis, out.ndim);
   checkSameShape(fn, tgt, out);
   const lp = logProbs(fn, out, a, logits);
   return apply('neg', [apply('sum', [apply('mul', [tgt, lp], {}, F)], { axes: [a], keepdims: false }, F)], {}, F);
-}
+};
 
 /**
  * A target whose shape does not match the output's without the class axis but could (unknown
@@ -98,16 +96,10 @@ function flattenTarget(fn: string, tgt: Node, out: Node, axis: number): Node {
  * without the class axis (or with a trailing 1, as Keras' flattening allows); float targets are
  * truncated to ints. A class id outside [0, classes) picks nothing and gives 0.
  */
-export function sparse_categorical_crossentropy(
-  output: TensorLike,
-  target: TensorLike,
-  from_logits?: boolean | CEOpts,
-  axis?: number,
-): Node {
+export const sparse_categorical_crossentropy: CrossEntropy = (output, target, from_logits, axis) => {
   const fn = 'sparse_categorical_crossentropy';
-  checkArgumentOrder(fn, output, target, isTensor);
+  const out = lossOutput(fn, output, target);
   const F = `K.${fn}`;
-  const out = floatOutput(fn, output);
   let tgt = Array.isArray(target)
     ? constantNode(NDArray.from(target, 'int32', `${fn}: target`))
     : toTensor(fn, target, 'target', 'int32');
@@ -132,7 +124,7 @@ export function sparse_categorical_crossentropy(
   const hit = apply('equal', [constantNode(ids), tgt], {}, F);
   const picked = apply('where', [hit, lp, toTensor(fn, 0, 'zero', lp.dtype)], {}, F);
   return apply('neg', [apply('sum', [picked], { axes: [0], keepdims: false }, F)], {}, F);
-}
+};
 
 /**
  * Elementwise -(z log p + (1 - z) log(1 - p)), p clipped to [epsilon, 1 - epsilon]; from logits x,
@@ -144,9 +136,8 @@ export function binary_crossentropy(
   from_logits?: boolean | { from_logits?: boolean },
 ): Node {
   const fn = 'binary_crossentropy';
-  checkArgumentOrder(fn, output, target, isTensor);
+  const out = lossOutput(fn, output, target);
   const F = `K.${fn}`;
-  const out = floatOutput(fn, output);
   const z = toTensor(fn, target, 'target', out.dtype);
   const o = options<{ from_logits: boolean }>(fn, [from_logits], ['from_logits']);
   if (o.from_logits !== undefined && typeof o.from_logits !== 'boolean')

@@ -185,30 +185,23 @@ const dtypeName = (fn: string, dtype: unknown, name: unknown) =>
 type ShapeOrInt = ShapeArg | number | SizeList;
 const asShape = (shape: unknown): unknown => (typeof shape === 'number' ? [shape] : shape);
 
-export function zeros(
-  shape: ShapeOrInt | ({ shape: ShapeOrInt } & DTypeName),
-  dtype?: DType | null | DTypeName,
-  name?: string | null,
-): Node {
-  const o = allOptions('zeros', [shape, dtype, name], ['shape', 'dtype', 'name']) as DTypeName & { shape?: unknown };
-  const s = asShape(need('zeros', o, 'shape'));
+/** Keras' zeros or ones: a variable of `value`s, or a tensor where the shape has sizes known only at run time. */
+function filledVariable(fn: 'zeros' | 'ones', value: number) {
   return (
-    sizedFill('zeros', s, o.dtype, 0) ??
-    variable(filled('zeros', staticShape('zeros', s), o.dtype, 0), o.dtype ?? null, o.name ?? null)
-  );
+    shape: ShapeOrInt | ({ shape: ShapeOrInt } & DTypeName),
+    dtype?: DType | null | DTypeName,
+    name?: string | null,
+  ): Node => {
+    const o = allOptions(fn, [shape, dtype, name], ['shape', 'dtype', 'name']) as DTypeName & { shape?: unknown };
+    const s = asShape(need(fn, o, 'shape'));
+    return (
+      sizedFill(fn, s, o.dtype, value) ??
+      variable(filled(fn, staticShape(fn, s), o.dtype, value), o.dtype ?? null, o.name ?? null)
+    );
+  };
 }
-export function ones(
-  shape: ShapeOrInt | ({ shape: ShapeOrInt } & DTypeName),
-  dtype?: DType | null | DTypeName,
-  name?: string | null,
-): Node {
-  const o = allOptions('ones', [shape, dtype, name], ['shape', 'dtype', 'name']) as DTypeName & { shape?: unknown };
-  const s = asShape(need('ones', o, 'shape'));
-  return (
-    sizedFill('ones', s, o.dtype, 1) ??
-    variable(filled('ones', staticShape('ones', s), o.dtype, 1), o.dtype ?? null, o.name ?? null)
-  );
-}
+export const zeros = filledVariable('zeros', 0);
+export const ones = filledVariable('ones', 1);
 
 const hasTensors = (shape: unknown) => isTensor(shape) || (Array.isArray(shape) && shape.some(isTensor));
 

@@ -234,6 +234,18 @@ export function toDotWithIds(
   };
   const callIds = new Map<Provenance, number>();
 
+  /** A new box for an inner graph (a Scan's body, an inlined call) inside `parent`. */
+  const innerCluster = (g: { label: string; kind: DotCluster['kind'] }, parent: DotCluster | undefined): DotCluster => {
+    const c: DotCluster = {
+      id: `inner${innerCount++}`,
+      label: g.label,
+      kind: g.kind,
+      ...(parent !== undefined ? { parent } : {}),
+    };
+    useCluster(c);
+    return c;
+  };
+
   const draw = (
     outs: readonly Node[],
     within: DotCluster | undefined,
@@ -246,13 +258,7 @@ export function toDotWithIds(
       const inners = innerOf(n);
       const inline = inners.length === 1 && inners[0]!.inline === true ? inners[0]! : undefined;
       if (inline !== undefined) {
-        const c: DotCluster = {
-          id: `inner${innerCount++}`,
-          label: inline.label,
-          kind: inline.kind,
-          ...(cluster !== undefined ? { parent: cluster } : {}),
-        };
-        useCluster(c);
+        const c = innerCluster(inline, cluster);
         const args = new Map((inline.args ?? []).map((a, i) => [a, local.get(n.inputs[i]!)!] as const));
         const ids = draw(inline.outputs, c, args);
         local.set(n, ids.get(inline.outputs[0]!)!);
@@ -277,13 +283,7 @@ export function toDotWithIds(
       });
       n.inputs.forEach((input, k) => edge(local.get(input)!, id, n, k));
       for (const g of inners) {
-        const c: DotCluster = {
-          id: `inner${innerCount++}`,
-          label: g.label,
-          kind: g.kind,
-          ...(cluster !== undefined ? { parent: cluster } : {}),
-        };
-        useCluster(c);
+        const c = innerCluster(g, cluster);
         const ids = draw(g.outputs, c, new Map());
         // The body's args stand for the node's inputs (a Scan's sequences, states, constants).
         (g.args ?? []).forEach((a, i) => {

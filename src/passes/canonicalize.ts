@@ -8,9 +8,8 @@ import { reductionNames } from '../ir/ops/reduce.js';
 import { isFullyKnown } from '../ir/types.js';
 import { foldRule } from './constant-fold.js';
 import { commuteRule } from './merge.js';
-import { definePass } from './pass.js';
 import { rule } from './pattern.js';
-import { rewrite, rewriteGraph, type Rewrite } from './rewrite.js';
+import { rewrite, rewritePass, type Rewrite } from './rewrite.js';
 
 /** Identities written as data. */
 export const algebraicRules: readonly Rewrite[] = [
@@ -88,8 +87,8 @@ export const canonicalRules: readonly Rewrite[] = [
   emptyReduceRule,
 ];
 
-export const canonicalizePass = definePass(
+export const canonicalizePass = rewritePass(
   'canonicalize',
   'algebraic identities (x*1, x+0, neg(neg x), transpose/reshape chains, identity) and constant folding, to a fixed point',
-  (g) => rewriteGraph(g, canonicalRules),
+  canonicalRules,
 );

@@ -12,6 +12,7 @@ import { inherit, inheritReplaced } from '../ir/provenance.js';
 import type { OpName, OpNode } from '../ir/registry.js';
 import { sameType, typeToString } from '../ir/types.js';
 import { activeChecker } from './check.js';
+import { definePass, type Pass } from './pass.js';
 
 /** A local rewrite: a replacement for a node of one of its ops, or undefined when it does not apply. */
 export interface Rewrite {
@@ -138,4 +139,9 @@ export function rewriteGraph(g: Graph, rules: readonly Rewrite[], stats?: Rewrit
   };
   for (const n of order) visit(n, MAX_REWRITES_PER_NODE);
   return { outputs: g.outputs.map((o) => done.get(o)!) };
+}
+
+/** A pass that applies `rules` over the graph to a fixed point (rewriteGraph). */
+export function rewritePass(name: string, doc: string, rules: readonly Rewrite[]): Pass {
+  return definePass(name, doc, (g) => rewriteGraph(g, rules));
 }

@@ -4,9 +4,8 @@
 import { apply } from '../ir/build.js';
 import { isFloat } from '../ir/dtype.js';
 import type { Node } from '../ir/node.js';
-import { definePass } from './pass.js';
 import { rule } from './pattern.js';
-import { rewrite, rewriteGraph, type Rewrite } from './rewrite.js';
+import { rewrite, rewritePass, type Rewrite } from './rewrite.js';
 
 /** The operands of a product a*b whose result has `p`'s rank: mul, or dot over one element ((m, 1) . (1, n)). */
 function productOperands(p: Node): [Node, Node] | undefined {
@@ -68,8 +67,8 @@ export const specializeRules: readonly Rewrite[] = [
   sumSquareOuter,
 ];
 
-export const specializePass = definePass(
+export const specializePass = rewritePass(
   'specialize',
   'pow(x, 2|3|0.5|-1|-0.5) as multiplications, sqrt and reciprocal; sum((a*b)^2) of an outer product as sum(a^2) * sum(b^2)',
-  (g) => rewriteGraph(g, specializeRules),
+  specializeRules,
 );

@@ -6,9 +6,8 @@ import { NDArray } from '../ir/ndarray.js';
 import { isFloat } from '../ir/dtype.js';
 import type { Node } from '../ir/node.js';
 import { isOp } from '../ir/registry.js';
-import { definePass } from './pass.js';
 import { rule } from './pattern.js';
-import { rewrite, rewriteGraph, type Rewrite } from './rewrite.js';
+import { rewrite, rewritePass, type Rewrite } from './rewrite.js';
 
 const scalar = (v: number, like: Node) => apply('constant', [], { value: new NDArray([v], [], like.dtype) });
 function axesOf(n: Node): readonly number[] {
@@ -158,8 +157,8 @@ export const stabilizeRules: readonly Rewrite[] = [
   logSumExpRule,
 ];
 
-export const stabilizePass = definePass(
+export const stabilizePass = rewritePass(
   'stabilize',
   'log1p, expm1, log-sigmoid, log-softmax, softmax crossentropy as one op, max-shifted logsumexp',
-  (g) => rewriteGraph(g, stabilizeRules),
+  stabilizeRules,
 );

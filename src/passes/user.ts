@@ -159,6 +159,13 @@ function graphPass(name: string, fn: GraphRewrite): (g: Graph) => Graph {
   };
 }
 
+/** The function a `{ local: fn }` or `{ graph: fn }` rewrite holds under `key`; undefined when it holds none. */
+function member<F>(rewrite: unknown, key: 'local' | 'graph'): F | undefined {
+  if (typeof rewrite !== 'object' || rewrite === null || !(key in rewrite)) return undefined;
+  const f: unknown = (rewrite as Record<string, unknown>)[key];
+  return typeof f === 'function' ? (f as F) : undefined;
+}
+
 /**
  * Defines (and registers by name) a user pass. Names are unique among user passes and may not
  * be a built-in pass's; defining a name again replaces the old definition.
@@ -173,30 +180,18 @@ export function defineUserPass(name: string, rewrite: PassRewrite, opts: PassOpt
     throw new ValueError(
       `definePass: ${JSON.stringify(name)} is a built-in pass (built-in: ${builtinPassNames().join(', ')})`,
     );
+  const local = typeof rewrite === 'function' ? rewrite : member<LocalRewrite>(rewrite, 'local');
+  const graph = member<GraphRewrite>(rewrite, 'graph');
   let kind: 'local' | 'graph';
   let run: (g: Graph) => Graph;
   let rule: Rewrite | undefined;
-  if (typeof rewrite === 'function') {
+  if (local !== undefined) {
     kind = 'local';
-    run = localPass(name, rewrite);
-    rule = localRule(name, rewrite);
-  } else if (
-    typeof rewrite === 'object' &&
-    rewrite !== null &&
-    'local' in rewrite &&
-    typeof rewrite.local === 'function'
-  ) {
-    kind = 'local';
-    run = localPass(name, rewrite.local);
-    rule = localRule(name, rewrite.local);
-  } else if (
-    typeof rewrite === 'object' &&
-    rewrite !== null &&
-    'graph' in rewrite &&
-    typeof rewrite.graph === 'function'
-  ) {
+    run = localPass(name, local);
+    rule = localRule(name, local);
+  } else if (graph !== undefined) {
     kind = 'graph';
-    run = graphPass(name, rewrite.graph);
+    run = graphPass(name, graph);
   } else
     throw new TypeError(
       `definePass(${name}): the rewrite must be a function (node) => replacement | null, { local: fn } or { graph: fn }`,

@@ -15,8 +15,8 @@ import type { EwSchedule } from '../codegen/cpu/wasm/elementwise.js';
 export const TUNE_CACHE_FILE = 'theanine-tune.json';
 const FORMAT = 'theanine-tune/3';
 
-/** A tuned schedule as stored: the schedule (a product's or an elementwise tier kernel's), its time and the default's (ms, medians), and what the search cost. */
-export type TunedEntry = (MatmulSchedule | EwSchedule) & {
+/** A tuned schedule as stored: the schedule (a product's or an elementwise tier kernel's on the cpu, a loop kernel's workgroup size on WebGPU), its time and the default's (ms, medians), and what the search cost. */
+export type TunedEntry = (MatmulSchedule | EwSchedule | { readonly workgroup: number }) & {
   readonly ms: number;
   readonly defaultMs: number;
   readonly searchMs: number;
@@ -41,7 +41,7 @@ export function cacheDir(): string | undefined {
   return conf === undefined ? undefined : platform.dirname(conf);
 }
 
-/** The machine a schedule was measured on: cpu model, cores, worker threads, the Node version. */
+/** The machine a cpu schedule was measured on (a WebGPU one: its adapter, gpu/webgpu/tune.ts adapterKey): cpu model, cores, worker threads, the Node version. */
 export function machineKey(threads: number): string {
   if (platform.name !== 'node') return `browser|${platform.cores()}c|${threads}t`;
   const os = platform.nodeBuiltin('os', 'the tuning cache') as typeof Os;
@@ -56,7 +56,7 @@ function validEntry(e: unknown): e is TunedEntry {
   if (typeof e !== 'object' || e === null) return false;
   const r = e as Record<string, unknown>;
   const matmul = isCount(r['blockBytes']) && isCount(r['maxPanels']) && typeof r['split'] === 'boolean' && isCount(r['perThread']);
-  return (matmul || (isCount(r['streams']) && typeof r['split'] === 'boolean'))
+  return (matmul || (isCount(r['streams']) && typeof r['split'] === 'boolean') || isCount(r['workgroup']))
     && isTime(r['ms']) && isTime(r['defaultMs']) && isTime(r['searchMs']) && isCount(r['candidates']);
 }
 

@@ -242,8 +242,8 @@ export const tuneCache = new TuneCache(() => machineKey(threadCount()));
 
 const entrySchedule = (e: TunedEntry): MatmulSchedule | undefined => ('blockBytes' in e ? { blockBytes: e.blockBytes, maxPanels: e.maxPanels, split: e.split, perThread: e.perThread } : undefined);
 
-/** FNV-1a of a module's bytes, in hex: an elementwise kernel's structure (its ops, regions and lanes) in the cache key. */
-function digest(bytes: Uint8Array): string {
+/** FNV-1a of a module's bytes, in hex: a kernel's structure (an elementwise module's ops, regions and lanes; a WGSL kernel's text) in the cache key. */
+export function digest(bytes: Uint8Array): string {
   let h = 0x811c9dc5;
   for (const b of bytes) h = Math.imul(h ^ b, 0x01000193) >>> 0;
   return h.toString(16).padStart(8, '0');

@@ -32,7 +32,7 @@ describe('clear errors and agreeing edge cases', () => {
         const a = K.placeholder({ shape: [4], dtype: 'int32' });
         const b = K.placeholder({ shape: [4], dtype: 'int32' });
         const f = K.function([a, b], [K.mod(a, b)], [], t.options);
-        if (t.name === 'onnx') {
+        if (t.name.split(':')[0]!.replace(/-eqsat$/, '') === 'onnx') {
           // ONNX Runtime refuses it, naming the node and the cause: an error, never a wrong result
           expect(() => f([[5, -5, 7, -7], [0, 3, 0, -3]])).to.throw(/Mod.*Integer modulo by zero/);
           return;

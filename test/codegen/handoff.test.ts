@@ -54,12 +54,23 @@ describe('codegen/cpu hand-off cost model', () => {
     Object.assign(handoff, { rate: 0, latency: 0.05, on: true });
     handoffMeasured(1e6, 1, 0.1); // 1e7 per ms
     expect(handoff.rate).to.equal(1e7);
-    handoffMeasured(2e6, 1, 0.1); // 2e7: the average moves a fifth of the way
-    expect(handoff.rate).to.be.closeTo(1.2e7, 1);
+    handoffMeasured(0.5e6, 1, 0.1); // 5e6, slower: the average moves a fifth of the way
+    expect(handoff.rate).to.be.closeTo(0.9e7, 1);
+    handoffMeasured(2e6, 1, 0.1); // 2e7, faster: taken at once
+    expect(handoff.rate).to.equal(2e7);
+    handoffMeasured(1e6, 1, 0.1); // 1e7: a fifth of the way down
+    expect(handoff.rate).to.be.closeTo(1.8e7, 1);
     const r = handoff.rate;
-    // 2.4e6 on 2 threads at r: 0.1 ms of work each; took 0.6 ms, so 0.5 ms of hand-off
-    handoffMeasured(2.4e6, 2, 0.1 + 0.5);
-    expect(handoff.latency).to.be.closeTo(0.05 + 0.2 * (0.5 - 0.05), 1e-9);
+    // 3.6e6 on 2 threads at r: 0.1 ms of work each; took 0.13 ms, so 0.03 ms of hand-off
+    handoffMeasured(3.6e6, 2, 0.1 + 0.03);
+    expect(handoff.latency).to.be.closeTo(0.05 + 0.2 * (0.03 - 0.05), 1e-9);
+    // a stall (5 ms of hand-off) counts as twice the estimate: L moves a fifth of L, not to 1 ms
+    const l0 = handoff.latency;
+    handoffMeasured(3.6e6, 2, 0.1 + 5);
+    expect(handoff.latency).to.be.closeTo(l0 + 0.2 * l0, 1e-9);
+    // latency that stays high still raises L by a fifth a split: past 0.1 ms within a few
+    for (let i = 0; i < 5; i++) handoffMeasured(3.6e6, 2, 0.1 + 0.5);
+    expect(handoff.latency).to.be.greaterThan(0.1);
     expect(handoff.rate).to.equal(r);
     // no time measured: nothing changes
     handoffMeasured(1e6, 1, 0);

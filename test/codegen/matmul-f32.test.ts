@@ -125,7 +125,8 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
       const got = withPrecision('float32', () => products('fast_run', M, Kd, N));
       // rows32 (small-matmul.ts) over A's rows as they are (K floats apart) and the B panels, its sums row-major
       expect(got.source, `${what}: rows32`).to.contain(`rt.rows32(b`);
-      expect(got.source, `${what}: rows32's M and B panels`).to.contain(`, ${M}, ${Math.ceil(N / 4)});`);
+      // B a placeholder: copied row-major and read so (axpy32, the last argument 1)
+      expect(got.source, `${what}: rows32's M and B panels, B row-major`).to.contain(`, ${M}, ${Math.ceil(N / 4)}, 1);`);
       const { x, w, b } = got;
       expectWithinBound(got.outs[0]!, want.outs[0]!, x, w, `${what} x . w`);
       const fused = Float32Array.from(got.outs[0]!.data, (v, i) => Math.max(0, Math.fround(v + b.data[i % N]!)));
@@ -349,8 +350,9 @@ describe('codegen/cpu float32 matrix products (matmul precision "float32")', fun
     };
     const want = build('none');
     const got = withPrecision('float32', () => build('fast_run'));
-    // u is an input (it may change between calls): its pack is kept between steps, made at step 0
-    expect(got.source).to.match(/if \(p\d+ \|\| step === 0\) \{\n\s*rt\.packStrided/);
+    // u is an input (it may change between calls): its pack is kept between steps, made at step 0,
+    // or, a few-row product's B, read row-major from a copy until packing pays (PackArena.rowsFirst)
+    expect(got.source).to.match(/if \(p\d+ \|\| step === 0\) \{\n\s*if \(rt\.arena\.rowsFirst\([^\n]*\n\s*else \{ rt\.packStrided/);
     expect(got.source).to.contain('rt.arena.f32()');
     // each step's error (at most gamma_21 sum |h||u|, about 1e-6 |h|) is damped by 0.25 |U| < 1 in the next: far under 1e-5
     expect(got.out.shape).to.deep.equal(want.out.shape);

@@ -4,14 +4,17 @@
 // equal bit for bit to the JavaScript kernel (the cpu's other tier) and to the 8 x 4 tile's sums,
 // with 1 and 2 threads; at 1, 2, 31, 32 rows (rows32) and 33 (the tiles), K and N not multiples
 // of 4, with bias and relu epilogues and operands read through a prologue, a slice or a transpose.
+// B read row-major (axpy32: a placeholder's B, and a kept B until packing pays) sums as rows32 on
+// B's panels does, bit for bit.
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import { setEnvironment } from '../../src/api/config.js';
-import { setMatmulFma, setWasmKernel } from '../../src/codegen/cpu/wasm-kernel.js';
+import { packArena, setMatmulFma, setWasmKernel } from '../../src/codegen/cpu/wasm-kernel.js';
 import { setThreads, threadPool } from '../../src/codegen/cpu/threads.js';
 import { setHandoffModel } from '../../src/codegen/cpu/handoff.js';
 import { WA } from '../../src/codegen/cpu/wasm/encode.js';
 import { rowsModuleBytes, SMALL_ROWS_MAX } from '../../src/codegen/cpu/wasm/rows.js';
+import { panelsAfter } from '../../src/codegen/cpu/small-matmul.js';
 import { matmulModuleBytes } from '../../src/codegen/cpu/wasm/matmul.js';
 import { clearCompileCache } from '../../src/runtime/cpu/compile.js';
 import { mulberry32 } from '../../src/ir/random.js';
@@ -85,6 +88,10 @@ describe('codegen/cpu products of few rows (rows32)', function () {
         expect(got.source).to.contain('rt.rows32(');
         // A contiguous along K is copied row by row into the arena, not packed into panels
         expect(got.source).to.contain('rt.rowsA(');
+        // x . w: B (a placeholder) copied row-major and read so (axpy32); x . transpose(wt): B's panels
+        expect(got.source).to.contain('rt.rowsB(');
+        expect(got.source).to.match(/rt\.rows32\(([^,;]*,){8} 1\);/);
+        if (Kd > 1 && N > 1) expect(got.source).to.match(/rt\.rows32\(([^,;]*,){7}[^,;]*\);/);
         expect(got.source).to.not.contain('rt.arena.tiles(');
         // relu(x) . w: A's prologue evaluated into its rows by the SIMD tier where the loop is long enough
         if (M * Kd >= 8192) expect(got.source).to.match(/WebAssembly SIMD f32x4(, \d+ rows of \d+)?: pack A rows/);
@@ -140,6 +147,79 @@ describe('codegen/cpu products of few rows (rows32)', function () {
     }
   });
 
+  it('axpy32 (B row-major, rows as wide as the sums\') sums every row group and panel pass as rows32 on B\'s panels, bit for bit', () => {
+    const mem = new WA!.Memory({ initial: 16 });
+    const ex = new WA!.Instance(new WA!.Module(rowsModuleBytes(false, false)), { env: { mem } }).exports;
+    const rows = ex['rows32'] as (...a: number[]) => void, axpy = ex['axpy32'] as (...a: number[]) => void;
+    const f = new Float32Array(mem.buffer);
+    const r = mulberry32(5);
+    for (const [M, Kd, NP] of [[7, 13, 15], [1, 3, 1], [32, 9, 9], [6, 1, 3], [5, 0, 2], [3, 37, 17], [31, 5, 8]] as [number, number, number][]) {
+      const [pa, pb, acc, pr, accr] = [0, 65536, 131072, 196608, 262144].map((o) => o / 4) as [number, number, number, number, number];
+      f.fill(0);
+      for (let i = 0; i < M * Kd; i++) f[pa + i] = Math.fround(r() * 2 - 1);
+      for (let i = 0; i < NP * Kd * 4; i++) f[pb + i] = Math.fround(r() * 2 - 1);
+      // B's panels (column 4q + c of step t at 4(qK + t) + c) as rows (step t at t*4NP)
+      for (let q = 0; q < NP; q++) for (let t = 0; t < Kd; t++) for (let c = 0; c < 4; c++) f[pr + t * NP * 4 + 4 * q + c] = f[pb + (q * Kd + t) * 4 + c]!;
+      f.fill(NaN, acc, acc + M * NP * 4);
+      f.fill(NaN, accr, accr + M * NP * 4);
+      rows(pa * 4, Kd * 4, pb * 4, Kd, acc * 4, NP * 16, M, NP);
+      axpy(pa * 4, Kd * 4, pr * 4, Kd, accr * 4, NP * 16, M, NP);
+      expect(Array.from(f.subarray(accr, accr + M * NP * 4)), `${M}x${Kd}x${NP * 4}`).to.deep.equal(Array.from(f.subarray(acc, acc + M * NP * 4)));
+    }
+  });
+
+  it('B a slice (rows st apart, from an offset) read row-major: padded copies of its rows, the JavaScript tier\'s values bit for bit', () => {
+    for (const [M, Kd, N] of [[1, 37, 13], [3, 64, 30], [32, 19, 5]] as [number, number, number][]) {
+      const x = fill([M, Kd], 41), w = fill([Kd + 1, N + 3], 42);
+      const go = () => float32(() => {
+        const px = K.placeholder([M, Kd], null, 'float32'), pw = K.placeholder([Kd + 1, N + 3], null, 'float32');
+        const f = K.function([px, pw], [K.dot(px, K.slice(pw, [1, 2], [Kd, N]))]);
+        return { out: Array.from(f([x, w])[0]!.data), source: f.source() };
+      });
+      setWasmKernel(true);
+      const got = go();
+      expect(got.source).to.contain(`rt.rowsB(`);
+      expect(got.source).to.contain(`, ${N + 3 + 2}, ${N + 3}, ${Kd}, ${N}, ${Math.ceil(N / 4) * 4});`);
+      setWasmKernel(false);
+      expect(got.out, `${M}x${Kd}x${N}`).to.deep.equal(go().out);
+      setWasmKernel(true);
+    }
+  });
+
+  it('a kept B (a variable) is read row-major until panelsAfter calls in a row, then packed into panels once; with reuse off, never packed: the same values at every call, 1 and 2 threads', () => {
+    const [M, Kd, N] = [3, 45, 30];
+    const x = fill([M, Kd], 31), w = fill([Kd, N], 32);
+    for (const threads of [1, 2]) {
+      setThreads(threads);
+      float32(() => {
+        const px = K.placeholder([M, Kd], null, 'float32');
+        const f = K.function([px], [K.relu(K.dot(px, K.variable(w, 'float32')))]);
+        const first = Array.from(f([x])[0]!.data);
+        expect(f.source()).to.contain('rt.arena.rowsFirst(');
+        const n = panelsAfter({ m: { size: M } } as Parameters<typeof panelsAfter>[0]);
+        expect(n).to.equal(4);
+        const made = packArena.packsMade;
+        for (let i = 1; i < n; i++) expect(Array.from(f([x])[0]!.data), `call ${i + 1}`).to.deep.equal(first);
+        expect(packArena.packsMade, 'packed while read row-major').to.equal(made);
+        expect(Array.from(f([x])[0]!.data), 'the call that packs').to.deep.equal(first);
+        expect(packArena.packsMade, 'packed once').to.equal(made + 1);
+        for (let i = 0; i < 3; i++) expect(Array.from(f([x])[0]!.data), 'on the panels').to.deep.equal(first);
+        expect(packArena.packsMade, 'kept').to.equal(made + 1);
+        packArena.reuse = false;
+        try {
+          for (let i = 0; i < n + 2; i++) expect(Array.from(f([x])[0]!.data), 'reuse off').to.deep.equal(first);
+          expect(packArena.packsMade, 'reuse off: never packed').to.equal(made + 1);
+        } finally { packArena.reuse = true; }
+        // the reference: the JavaScript tier
+        setWasmKernel(false);
+        try {
+          const g = K.function([px], [K.relu(K.dot(px, K.variable(w, 'float32')))]);
+          expect(Array.from(g([x])[0]!.data), 'JavaScript tier').to.deep.equal(first);
+        } finally { setWasmKernel(true); }
+      });
+    }
+  });
+
   it('a bias every row reads alike, written into the SIMD tier\'s memory once for all chunks: rows not a multiple of the chunk, the same values as the JavaScript tier', () => {
     for (const M of [257, 70]) {
       const x = fill([M, 48], 11), w = fill([48, 64], 12), b = fill([64], 13);
@@ -156,7 +236,7 @@ describe('codegen/cpu products of few rows (rows32)', function () {
     }
   });
 
-  it('a product of 32 rows is split by columns over the worker threads where the hand-off model says (and every 16th kept job): the same sums as one thread, bit for bit', async () => {
+  it('a product of 32 rows (B row-major) is split by columns over the worker threads where the hand-off model says (and every 16th kept job): the same sums as one thread, bit for bit', async () => {
     const [M, Kd, N] = [32, 301, 250];
     const x = fill([M, Kd], 21), w = fill([Kd, N], 22);
     const go = () => float32(() => {
@@ -166,7 +246,8 @@ describe('codegen/cpu products of few rows (rows32)', function () {
     });
     setThreads(1);
     const one = go();
-    expect(one.source).to.contain('rt.rows32(');
+    // w a placeholder: B read row-major (axpy32), its panels split alike (panel q at pb + 16 q)
+    expect(one.source).to.match(/rt\.rows32\(([^,;]*,){8} 1\);/);
     setThreads(2);
     const before = threadPool()?.workerRowPanels ?? 0;
     let two = go();

@@ -6,24 +6,33 @@ import { iadd, iscale, ivar, newVar } from '../../src/codegen/kernel/index-expr.
 import type { LoopKernel, MatmulKernel, Program, Step } from '../../src/codegen/kernel/ir.js';
 import type { DType } from '../../src/ir/dtype.js';
 import { renderLoop, renderMatmul, type BufferInfo } from '../../src/codegen/wgsl/render.js';
-import { chooseWebStrategies, type WebStrategy } from '../../src/codegen/wgsl/strategy.js';
+import { chooseWebStrategies, simdAdapter, type WebStrategy } from '../../src/codegen/wgsl/strategy.js';
 import { f32Literal, helperSources, storageOf } from '../../src/codegen/wgsl/scalar.js';
 
 function info(dtypes: DType[], sizes: number[]): BufferInfo {
   return { dtype: (b) => dtypes[b]!, size: (b) => sizes[b]!, storage: (b) => storageOf(dtypes[b]!) };
 }
 
-/** The strategy (codegen step 4) of a one-step program over buffers of these dtypes and sizes. */
-function choose(k: Step, dtypes: DType[], sizes: number[]): WebStrategy {
+/** The strategy (codegen step 4) of a one-step program over buffers of these dtypes and sizes (`simd`: on a CPU-emulated adapter). */
+function choose(k: Step, dtypes: DType[], sizes: number[], simd = false): WebStrategy {
   const p: Program = { buffers: dtypes.map((dtype, id) => ({ id, dtype, size: sizes[id]!, role: 'scratch' })), steps: [k], targets: [] };
-  return chooseWebStrategies(p, 8)[0]!;
+  return chooseWebStrategies(p, 8, simd)[0]!;
 }
 
 /** A loop kernel the strategy puts on the device, rendered. */
-function render(k: LoopKernel, dtypes: DType[], sizes: number[]) {
-  const c = choose(k, dtypes, sizes);
+function render(k: LoopKernel, dtypes: DType[], sizes: number[], simd = false) {
+  const c = choose(k, dtypes, sizes, simd);
   if (c.kind !== 'loop') throw new Error(`not a device loop: ${JSON.stringify(c)}`);
   return renderLoop(k, c.plan, info(dtypes, sizes));
+}
+
+/** softmax's first kernel over `rows` rows of 300: the row's max, then exp(x - max) of each element. */
+function softmaxHead(rows: number): LoopKernel {
+  const b = new ExprBuilder(() => 'float32');
+  const i = newVar(rows), j = newVar(300), jr = newVar(300);
+  const mx = b.reduce('max', [jr], b.load(0, iadd(iscale(ivar(i), 300), ivar(jr))));
+  const value = b.op('exp', b.op('sub', b.load(0, iadd(iscale(ivar(i), 300), ivar(j))), mx));
+  return { kind: 'loop', label: 'max,sub,exp', vars: [i, j], stores: [{ buf: 1, index: iadd(iscale(ivar(i), 300), ivar(j)), value, dtype: 'float32' }] };
 }
 
 describe('WGSL renderer', () => {
@@ -61,6 +70,25 @@ describe('WGSL renderer', () => {
     expect(w.code).to.match(/fn t_tanh\(/).and.match(/= i32\(t_int\(/);
   });
 
+  it('folds rows in workgroup memory, or on a CPU-emulated adapter with rows enough, one row per invocation without barriers', () => {
+    const sizes = (rows: number) => [rows * 300, rows * 300];
+    const tree = render(softmaxHead(100), ['float32', 'float32'], sizes(100));
+    expect(tree.groups).to.deep.equal([100, 1, 1]);
+    expect(tree.code).to.match(/var<workgroup> red: array<f32, 64>/).and.match(/workgroupBarrier\(\)/).and.match(/for \(var q = lane; q < 300i; q \+= 64i\)/);
+    const lanes = render(softmaxHead(100), ['float32', 'float32'], sizes(100), true);
+    expect(lanes.groups).to.deep.equal([13, 1, 1]); // 8 rows a workgroup
+    expect(lanes.code).to.match(/@workgroup_size\(8\)/).and.match(/if \(row >= 100i\) \{ return; \}/).and.not.match(/workgroupBarrier|var<workgroup>/);
+    expect(lanes.code).to.match(/for \(var q = 0i; q < 300i; q \+= 1i\)/).and.match(/for \(var e = 0i; e < 300i; e \+= 1i\)/);
+    // Few rows: a workgroup per row keeps the adapter's threads busy.
+    expect(render(softmaxHead(40), ['float32', 'float32'], sizes(40), true).code).to.match(/workgroupBarrier\(\)/);
+  });
+
+  it('knows adapters that run invocations as SIMD lanes on CPU threads by their description', () => {
+    expect(simdAdapter('mesa software llvmpipe-llvm-15-0-6-256-bits- llvmpipe: Mesa 25.0.7 (LLVM 15.0.6) 0.0.1')).to.equal(true);
+    expect(simdAdapter('google swiftshader Subzero')).to.equal(true);
+    expect(simdAdapter('nvidia hopper NVIDIA H100 80GB HBM3')).to.equal(false);
+  });
+
   it('splits large dispatches over y; the strategy says what runs on the host and why', () => {
     const b = new ExprBuilder(() => 'float32');
     const i = newVar(70000 * 64);
@@ -89,7 +117,7 @@ describe('WGSL renderer', () => {
     });
   });
 
-  it('renders a product as workgroup tiles, its operands read through their index expressions', () => {
+  it('renders a product as workgroup tiles on a GPU and as register tiles read from memory on a CPU-emulated adapter, its operands read through their index expressions', () => {
     const b = new ExprBuilder(() => 'float32');
     const [bt, m, n, kk] = [newVar(1), newVar(10), newVar(6), newVar(20)];
     // A transposed (read as A^T's rows), B plain; the epilogue adds a bias per column.
@@ -100,10 +128,18 @@ describe('WGSL renderer', () => {
       out: { buf: 3, index: iadd(iscale(ivar(m), 6), ivar(n)), value: b.op('add', b.acc(), b.load(2, ivar(n))), dtype: 'float32' },
       packA: 4, packB: 5, mr: 4, nr: 4, sum: 'float32',
     };
-    expect(choose(mm, ['float32', 'float32', 'float32', 'float32'], [200, 120, 6, 60])).to.deep.equal({ where: 'device', kind: 'matmul' });
-    const w = renderMatmul(mm, info(['float32', 'float32', 'float32', 'float32'], [200, 120, 6, 60]));
-    expect(w.groups).to.deep.equal([1, 1, 1]);
-    expect(w.code).to.match(/var<workgroup> tA: array<array<f32, 16>, 64>/).and.match(/workgroupBarrier\(\)/);
-    expect(w.code).to.match(/fn opA\(/).and.match(/fn epilogue\(/);
+    const dtypes: DType[] = ['float32', 'float32', 'float32', 'float32'];
+    const sizes = [200, 120, 6, 60];
+    expect(choose(mm, dtypes, sizes)).to.deep.equal({ where: 'device', kind: 'matmul', form: 'tiles' });
+    expect(choose(mm, dtypes, sizes, true)).to.deep.equal({ where: 'device', kind: 'matmul', form: 'lanes' });
+    // A GPU: 64 x 64 workgroup tiles staged in workgroup memory.
+    const tiles = renderMatmul(mm, info(dtypes, sizes), 'tiles');
+    expect(tiles.groups).to.deep.equal([1, 1, 1]);
+    expect(tiles.code).to.match(/var<workgroup> tA: array<array<f32, 16>, 64>/).and.match(/workgroupBarrier\(\)/);
+    // A CPU-emulated adapter: 8 rows per workgroup (2 blocks of the 10), one column per invocation (the 6 in one block of 8 lanes).
+    const lanes = renderMatmul(mm, info(dtypes, sizes), 'lanes');
+    expect(lanes.groups).to.deep.equal([2, 1, 1]);
+    expect(lanes.code).to.match(/@workgroup_size\(8\)/).and.match(/var c7_0 = 0\.0;/).and.not.match(/var c0_1/).and.not.match(/workgroupBarrier/);
+    for (const w of [tiles, lanes]) expect(w.code).to.match(/fn opA\(/).and.match(/fn epilogue\(/);
   });
 });

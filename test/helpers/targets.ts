@@ -213,18 +213,23 @@ const onnxExcluded: Readonly<Record<string, string>> = {
 function selected(): Target[] {
   const all = [...builtin];
   const want = process.env['THEANINE_TEST_TARGETS']?.split(',').map((s) => s.trim());
-  if (want === undefined || want.includes('onnx')) {
+  const wants = (name: string) => want === undefined || want.includes(name) || want.includes(`${name}-eqsat`);
+  if (wants('onnx')) {
     const o = onnxTarget();
     if (o !== undefined) all.push(o);
   }
-  if (want === undefined || want.includes('gpu')) {
+  if (wants('gpu')) {
     const g = gpuTarget();
     if (g !== undefined) all.push(g);
   }
-  // The eqsat twins are opt-in (they double their tables' time): THEANINE_TEST_TARGETS=cpu-eqsat,tensorflow-eqsat.
-  const tf = all.find((t) => t.name === 'tensorflow');
-  if (tf !== undefined) all.push({ ...tf, name: 'tensorflow-eqsat', options: { ...tf.options, optimizer: 'eqsat' } });
-  return want === undefined ? all.filter((t) => !t.name.endsWith('-eqsat')) : all.filter((t) => want.includes(t.name.split(':')[0]!));
+  // Every target's eqsat twin (the same target with optimizer 'eqsat'; the cpu's is in `builtin`),
+  // opt-in since they double their tables' time: THEANINE_TEST_TARGETS=cpu-eqsat,tensorflow-eqsat,...
+  for (const t of all.filter((t) => ['tensorflow', 'onnx', 'gpu'].includes(t.name.split(':')[0]!))) {
+    const [base, mode] = t.name.split(':');
+    const name = mode === undefined ? `${base}-eqsat` : `${base}-eqsat:${mode}`;
+    all.push({ ...t, name, options: { ...t.options, optimizer: 'eqsat' } });
+  }
+  return want === undefined ? all.filter((t) => !t.name.split(':')[0]!.endsWith('-eqsat')) : all.filter((t) => want.includes(t.name.split(':')[0]!));
 }
 
 export const targets: Target[] = selected();

@@ -132,7 +132,12 @@ describe('autotuning: options', () => {
     expect(() => tuneOptions({ beam: 2, width: 3 })).to.throw(/unknown field "width"/);
     setEnvironment({ THEANINE_BEAM: undefined });
     const x = K.placeholder([4, 4]);
-    expect(() => K.function([x], [K.dot(x, x)], [], { tune: true, device: 'gpu' })).to.throw(/tune applies to the theanine backend's cpu device only/);
+    setEnvironment({ THEANINE_GPU_MODE: 'webasm' });
+    try {
+      expect(() => K.function([x], [K.dot(x, x)], [], { tune: true, device: 'gpu' })).to.throw(/tune applies to the theanine backend's cpu device and the gpu device's webgpu mode only, got backend "theanine", device "gpu" in its gpu.js mode/);
+    } finally {
+      setEnvironment({ THEANINE_GPU_MODE: undefined });
+    }
   });
 });
 

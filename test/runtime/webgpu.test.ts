@@ -4,7 +4,8 @@
 // gradient tables run on this mode through test/helpers/targets.ts (THEANINE_TEST_TARGETS=gpu).
 import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
-import { webgpuCounts } from '../../src/runtime/gpu/webgpu/session.js';
+import { webgpu, webgpuCounts } from '../../src/runtime/gpu/webgpu/session.js';
+import { simdAdapter } from '../../src/codegen/wgsl/strategy.js';
 import { FallbackError } from '../../src/runtime/fallback.js';
 import { setWarningSink } from '../../src/runtime/warn.js';
 import { expectClose } from '../helpers/assert.js';
@@ -38,9 +39,43 @@ describe('gpu device, webgpu mode', function () {
     const got = f(vals);
     const want = K.function([x, w], graph, [], REF)(vals);
     got.forEach((g, k) => expectClose(g, want[k]!, { atol: 2e-5, rtol: 1e-4 }, `output ${k}`));
-    // products in workgroup tiles, row reductions as trees in workgroup memory
-    expect(f.source()).to.match(/var<workgroup> tA/).and.to.match(/var<workgroup> red: array<f32, 64>/);
+    // products in workgroup tiles (on a CPU-emulated adapter, register tiles of 8 rows), row reductions as trees in workgroup memory
+    expect(f.source()).to.match(simdAdapter(webgpu().description) ? /var c7_0 = 0\.0;/ : /var<workgroup> tA/).and.to.match(/var<workgroup> red: array<f32, 64>/);
   });
+
+  for (const simd of ['1', '0']) {
+    it(`matches the reference on products over several tiles, transposed operands, and rows of 67 (THEANINE_WEBGPU_SIMD=${simd})`, () => {
+      const saved = process.env['THEANINE_WEBGPU_SIMD'];
+      process.env['THEANINE_WEBGPU_SIMD'] = simd;
+      K.clear_session();
+      try {
+        productsAndRows(simd === '1');
+      } finally {
+        if (saved === undefined) delete process.env['THEANINE_WEBGPU_SIMD'];
+        else process.env['THEANINE_WEBGPU_SIMD'] = saved;
+        K.clear_session();
+      }
+    });
+  }
+
+  function productsAndRows(simd: boolean): void {
+    const a = K.placeholder([67, 33]);
+    const b = K.placeholder([33, 130]);
+    const graph = [
+      K.dot(a, b), // 9 blocks of 8 rows, 2 of 64 columns: the last of each part outside the product
+      K.dot(K.transpose(b), K.transpose(a)), // operands read through transposed indices
+      K.softmax(K.dot(a, b)), // 67 rows
+      K.sum(K.exp(a), 1),
+    ];
+    const f = K.function([a, b], graph, [], GPU);
+    const vals = [rand([67, 33], 3), rand([33, 130], 4)];
+    const got = f(vals);
+    const want = K.function([a, b], graph, [], REF)(vals);
+    got.forEach((g, k) => expectClose(g, want[k]!, { atol: 2e-5, rtol: 1e-4 }, `output ${k}`));
+    // SIMD lanes on CPU threads: register tiles and rows without barriers; a GPU: workgroup tiles and trees.
+    if (simd) expect(f.source()).to.match(/var c7_1 = 0\.0;/).and.match(/@workgroup_size\(8\)\nfn main\(@builtin\(global_invocation_id\) gid: vec3u/).and.not.match(/workgroupBarrier/);
+    else expect(f.source()).to.match(/var<workgroup> tA/).and.match(/var<workgroup> red: array<f32, 64>/).and.not.match(/var c7_1/);
+  }
 
   it('runs batched products and int32 arithmetic exactly', () => {
     const a = K.placeholder([3, 5, 33]);

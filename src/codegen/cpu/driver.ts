@@ -21,7 +21,7 @@ import { renderPhilox, renderPhiloxPair } from './wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
 import { renderAllTiles, renderIndirectTiles, renderMatmulCompute, renderTierEpilogue } from './matmul.js';
-import { renderSmallSums } from './small-matmul.js';
+import { panelsAfter, renderSmallSums } from './small-matmul.js';
 import { renderScanLoop, type ScanArg } from './scan.js';
 import type { MatmulStrategy } from './strategy.js';
 
@@ -60,7 +60,8 @@ export interface DriverBinding {
    */
   matmul(s: MatmulKernel, strategy: MatmulStrategy, sources: ReadonlyMap<number, number | undefined>, name: BufferName): {
     readonly open: string;
-    readonly kept: (id: number) => { readonly when: string; readonly done: string } | undefined;
+    /** A kept pack: when it is made, what marks it made, and (the packing arena's) its pack's and source's names. */
+    readonly kept: (id: number) => { readonly when: string; readonly done: string; readonly pack?: string; readonly source?: string } | undefined;
     readonly stage?: string;
   };
   /** The Scan's body (its `index`-th in this program) and how the loop calls it with these arguments. */
@@ -124,6 +125,8 @@ export function renderDriver({ program: p, plan, strategies }: Prepared, b: Driv
       // copied there and packed by the thread pool (stagedPacks), the rest here.
       const staged = stage !== undefined ? st.staged.staged : new Map<number, { lo: number; hi: number; at: number }>();
       const after: string[] = [];
+      // B of a few-row product read row-major (axpy32): always where it is not kept, else while rowsFirst says
+      let axpy = '0';
       for (const dst of [s.packA, s.packB]) {
         const keep = kept(dst);
         const pl: string[] = [];
@@ -131,6 +134,14 @@ export function renderDriver({ program: p, plan, strategies }: Prepared, b: Driv
           if (c.dst !== dst) continue;
           const { base, sb, sr, st: t } = c.op;
           const sg = staged.get(c.dst);
+          if (c.rowMajor === true) {
+            const rows = `rt.rowsB(${name(c.dst)}, ${name(c.buf)}, ${base}, ${t}, ${s.k.size}, ${c.rows}, ${Math.ceil(c.rows / c.p) * c.p});`;
+            if (keep?.pack === undefined || keep.source === undefined) { pl.push(rows); axpy = '1'; continue; }
+            axpy = 'axB';
+            lines.push('  let axB = 0;', `  if (${keep.when}) {`, `    if (rt.arena.rowsFirst(${keep.pack}, ${keep.source}, ${panelsAfter(s)})) { ${rows} axB = 1; }`);
+            lines.push(`    else { rt.packStrided(${name(c.dst)}, ${name(c.buf)}, ${base}, ${sb}, ${sr}, ${t}, ${s.batch.size}, ${c.rows}, ${s.k.size}, ${c.p}); ${keep.done} }`, '  }');
+            continue;
+          }
           // contiguous along t in panels wider than 4: row by row (packRows), else step by step
           const call = st.small && c.dst === s.packA ? `rt.rowsA(${name(c.dst)}, ${name(c.buf)}, ${base}, ${sr}, `
             : sg !== undefined ? `rt.arena.stage(${name(c.buf)}, ${sg.lo}, ${sg.hi}, ${sg.at === 0 ? stage! : `${stage!} + ${4 * sg.at}`}, ${base}, ${sb}, ${sr}, ${t}, ${name(c.dst)}.byteOffset, `
@@ -141,7 +152,7 @@ export function renderDriver({ program: p, plan, strategies }: Prepared, b: Driv
           if (kern.stores[0]!.buf !== dst) continue;
           pl.push(kernelCall(b.kernel(s, (env) => (tier !== undefined ? renderElementwise(tier, env.bufName) : renderLoopKernel(kern, 'k', env, js))), name));
         }
-        if (keep === undefined) lines.push(...pl.map((l) => `  ${l}`));
+        if (keep === undefined || pl.length === 0) lines.push(...pl.map((l) => `  ${l}`));
         else if (!staged.has(dst)) lines.push(`  if (${keep.when}) {`, ...pl.map((l) => `    ${l}`), `    ${keep.done}`, '  }');
         else {
           // a staged operand is packed by the tile sums' call: the pack is current once that returns
@@ -150,7 +161,7 @@ export function renderDriver({ program: p, plan, strategies }: Prepared, b: Driv
         }
       }
       if (indirect) lines.push(...renderIndirectTiles(s, name(s.packA), name(s.packB), name, st.schedule).map((l) => `  ${l}`));
-      else if (st.small) lines.push(`  ${renderSmallSums(s, name(s.packA), name(s.packB))}`);
+      else if (st.small) lines.push(`  ${renderSmallSums(s, name(s.packA), name(s.packB), axpy)}`);
       else if (all) lines.push(`  ${renderAllTiles(s, name(s.packA), name(s.packB), st.schedule)}`);
       lines.push(...after);
       // A whole float32 product's epilogue runs in the SIMD tier where the tier can render it.

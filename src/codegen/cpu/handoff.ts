@@ -3,9 +3,10 @@
 // that kind of job: a product's multiply-adds, a shared tier kernel's floats); n threads take about
 // L + W / (n r), L the hand-off latency (waking workers that sleep in Atomics.wait, their first
 // claim, waiting for the last claim), measured as what a split job took beyond W / (n r). Split
-// when W / r (1 - 1/n) > L. r (per kind) and L are running averages of the process's own jobs, so a
-// machine whose other jobs delay the workers keeps mid-sized jobs on the calling thread, and a
-// quiet one splits them. TensorFlow.js' WebAssembly backend (XNNPACK's pthreadpool) splits by a
+// when W / r (1 - 1/n) > L. r (per kind) and L are running averages of the process's own jobs (r
+// taking a faster sample at once, a sample of L counting at most twice L: a stall or a first call
+// moves neither far), so a machine whose other jobs delay the workers keeps mid-sized jobs on the
+// calling thread, and a quiet one splits them. TensorFlow.js' WebAssembly backend (XNNPACK's pthreadpool) splits by a
 // fixed tile count instead; PyTorch's at::parallel_for uses a fixed grain size: the measured
 // latency is this project's choice.
 //
@@ -18,6 +19,8 @@
 export const handoff = { rate: 0, latency: 0.05, on: false, splits: 0, kept: 0, rates: new Map<number, number>() };
 /** Weight of a new measurement in each average. */
 const ALPHA = 0.2;
+/** The most a latency sample counts for, in multiples of the current estimate (handoffMeasured). */
+const SPIKE = 2;
 /**
  * Every PROBE-th job the model keeps on the calling thread splits anyway, so that L follows the
  * machine (a latency measured while the workers were starting, or under a burst of load, would
@@ -55,11 +58,16 @@ export function handoffMeasured(work: number, threads: number, ms: number, kind 
   const rate = rateOf(kind);
   if (threads <= 1) {
     const r = work / ms;
-    const next = rate <= 0 ? r : rate + ALPHA * (r - rate);
+    // a faster sample replaces the rate (a slow one is a stall, or the job's first call: compiling,
+    // cold caches), a slower one moves it a fifth of the way
+    const next = rate <= 0 || r > rate ? r : rate + ALPHA * (r - rate);
     if (kind === 0) handoff.rate = next;
     else handoff.rates.set(kind, next);
   } else if (rate > 0) {
-    const l = Math.max(0, ms - work / (rate * threads));
+    // a sample counts at most SPIKE times the estimate: one stall (a worker's first job, its
+    // core lent to another process) moves L by a fifth of L, where it took hundreds of calls to
+    // wear off; latency that stays high still raises L a fifth a split, so splitting stops in a few
+    const l = Math.min(Math.max(0, ms - work / (rate * threads)), SPIKE * handoff.latency);
     handoff.latency += ALPHA * (l - handoff.latency);
   }
 }

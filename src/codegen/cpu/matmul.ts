@@ -36,7 +36,7 @@ export function stridedOperand(e: Expr, bv: Var, row: Var, t: Var): StridedOpera
 }
 
 /** Packing of the operands: a call of the shared packer for strided views, generated loop kernels otherwise. */
-export function packing(k: MatmulKernel, indirect = false): { kernels: LoopKernel[]; calls: { buf: number; dst: number; op: StridedOperand; rows: number; p: number }[] } {
+export function packing(k: MatmulKernel, indirect = false): { kernels: LoopKernel[]; calls: { buf: number; dst: number; op: StridedOperand; rows: number; p: number; rowMajor?: true }[] } {
   if (indirect) {
     // A is read through its indirection buffer (igemmA): only B is packed.
     const sb = stridedOperand(k.b, k.batch, k.n, k.k);

@@ -425,7 +425,7 @@ function arenaMatmul(
     const keptAt = (j: number, n: number) => (f32 ? `a32.subarray(2 * q${j}.at, 2 * q${j}.at + ${n})` : `ar.subarray(q${j}.at, q${j}.at + ${n})`);
     const at: string[] = [];
     const checks: string[] = [];
-    const kept = new Map<number, { when: string; done: string }>();
+    const kept = new Map<number, { when: string; done: string; pack: string; source: string }>();
     const calls = m.packing.calls;
     let o = 0;
     for (const id of [s.packA, s.packB]) {
@@ -436,14 +436,14 @@ function arenaMatmul(
         // Products that pack the same view of the same array the same way share one kept pack
         // (an unrolled loop's copies of dot(h, U)).
         const c = calls.find((q) => q.dst === id);
-        const key = c === undefined ? undefined : `${src}|${c.op.base},${c.op.sb},${c.op.sr},${c.op.st}|${s.batch.size},${c.rows},${s.k.size},${c.p}|${s.sum}`;
+        const key = c === undefined ? undefined : `${src}|${c.op.base},${c.op.sb},${c.op.sr},${c.op.st}|${s.batch.size},${c.rows},${s.k.size},${c.p}${c.rowMajor === true ? 'r' : ''}|${s.sum}`;
         let j = key === undefined ? undefined : shared.get(key);
         if (j === undefined) {
           j = packs.length;
           const name = stable(src!);
           packs.push(doubles(s, n));
           packKeys.push(c === undefined || name === undefined ? undefined
-            : `${name}|${c.op.base},${c.op.sb},${c.op.sr},${c.op.st}|${s.batch.size},${c.rows},${s.k.size},${c.p}|${s.sum}|${n}`);
+            : `${name}|${c.op.base},${c.op.sb},${c.op.sr},${c.op.st}|${s.batch.size},${c.rows},${s.k.size},${c.p}${c.rowMajor === true ? 'r' : ''}|${s.sum}|${n}`);
           if (key !== undefined) shared.set(key, j);
         }
         // a variable's operand has a pack per variable cell (twin functions share the program)
@@ -452,7 +452,7 @@ function arenaMatmul(
         if (!checks.some((x) => x.startsWith(`q${j} =`))) checks.push(`q${j} = rt.arena.pick(kp[${j}], ${owner}), p${j} = rt.arena.stale(q${j}, ${name(src!)})`);
         at.push(`${name(id)} = ${keptAt(j, n)}`);
         if (how === 'steps') onStep();
-        kept.set(id, { when: how === 'steps' ? `p${j} || step === 0` : `p${j}`, done: `rt.arena.packed(q${j}, ${name(src!)});` });
+        kept.set(id, { when: how === 'steps' ? `p${j} || step === 0` : `p${j}`, done: `rt.arena.packed(q${j}, ${name(src!)});`, pack: `q${j}`, source: name(src!) });
       } else { at.push(`${name(id)} = ${sub(o, n)}`); o += doubles(s, n); }
     }
     // Whole float32 products stage their operands past everything else (stagedPacks); kept packs

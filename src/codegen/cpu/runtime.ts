@@ -13,7 +13,7 @@ import type { Plan, StorageClass } from '../transform/plan.js';
 import { packRows, packStrided, rowPanel32, rowPanel4x4, tile4x4 } from './microkernel.js';
 import { packArena, type KeptSlot } from './wasm-kernel.js';
 import { igemmA, windowA, windowGradA } from './igemm.js';
-import { rows32, rowsA } from './small-matmul.js';
+import { rows32, rowsA, rowsB } from './small-matmul.js';
 import { ewKernel } from './wasm/elementwise.js';
 import { poolKernel } from './wasm/pool.js';
 import { redKernel } from './wasm/reduce.js';
@@ -61,6 +61,7 @@ export const runtimeHelpers = {
   packRows,
   /** Products of few rows (small-matmul.ts): A's rows copied row-major, and their sums. */
   rowsA,
+  rowsB,
   rows32,
   /** An indirect product's input cells and pointers (igemm.ts). */
   igemmA,

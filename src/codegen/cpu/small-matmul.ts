@@ -33,18 +33,47 @@ export function smallA(k: MatmulKernel): StridedOperand | undefined {
 }
 
 /**
+ * B's strided view when a few-row product may read it row-major from a copy (axpy32: a view
+ * contiguous along the columns, B[t, n] at base + t*st + n), else undefined (rows32 on B's panels).
+ * The copy costs K memory copies of a row (one in all where the rows lie back to back); packing
+ * into panels a strided gather of every element, 4-5x the copy (784 x 256: 180 us against 35 us,
+ * one thread). The sums are the same, in the same order; rows32 on panels is faster per call
+ * (the kernels alone, 784 x 256, one thread: 32 rows 193-204 us against 211-219 us, 4 rows 25
+ * against 26 us, one row 15 against 16.5 us). So a B packed anew at every call (not a kept pack)
+ * is read row-major, and a kept one too until panelsAfter says packing pays.
+ */
+export function smallB(k: MatmulKernel): StridedOperand | undefined {
+  const sb = stridedOperand(k.b, k.batch, k.n, k.k);
+  return sb !== undefined && (sb.sr === 1 || k.n.size === 1) && k.nr === 4 ? sb : undefined;
+}
+
+/**
+ * Calls in a row that read one kept B row-major before it is packed into panels (PackArena.rowsFirst):
+ * the ski-rental rule (pack once the row-major reads have cost what packing costs; at most twice
+ * the best choice in hindsight), from the figures above (784 x 256): packing costs about 145 us
+ * more than a copy, and a call reading a copy costs the copy (35 us) and slower sums (about
+ * 0.5 us a row) over a call on kept panels: 5 calls at 1 or 2 rows, 4 at 3 to 26 rows, 3 from 27
+ * on. Measured on one shape: the ratio, not the size, is what the rule keeps.
+ */
+export function panelsAfter(k: MatmulKernel): number {
+  return Math.ceil(145 / (35 + 0.5 * k.m.size));
+}
+
+/**
  * The packing of a product rows32 sums: A row-major (a call of rowsA where it is a view contiguous
- * along t, else its packing kernel with panels of one row: row i, step t at i*K + t), B in the
- * panels of nr columns every product uses (so its kept pack is the same).
+ * along t, else its packing kernel with panels of one row: row i, step t at i*K + t); B row-major
+ * padded to whole groups of nr columns (rowsB, for axpy32) where smallB says so, else in the
+ * panels of nr columns every product uses.
  */
 export function smallPacking(k: MatmulKernel): ReturnType<typeof packing> {
   const sa = smallA(k);
   const sb = stridedOperand(k.b, k.batch, k.n, k.k);
+  const rowMajor = smallB(k) !== undefined;
   return {
     kernels: [...packKernels({ ...k, mr: 1 }, sa === undefined, false), ...packKernels(k, false, sb === undefined)],
     calls: [
       ...(sa !== undefined ? [{ buf: sa.buf, dst: k.packA, op: sa, rows: k.m.size, p: 1 }] : []),
-      ...(sb !== undefined ? [{ buf: sb.buf, dst: k.packB, op: sb, rows: k.n.size, p: k.nr }] : []),
+      ...(sb !== undefined ? [{ buf: sb.buf, dst: k.packB, op: sb, rows: k.n.size, p: k.nr, ...(rowMajor ? { rowMajor: true as const } : {}) }] : []),
     ],
   };
 }
@@ -79,10 +108,22 @@ export function rowsA(dst: Float32Array, src: Float32Array | Float64Array, base:
   for (let i = 0; i < rows; i++) dst.set(src.subarray(base + i * sr, base + i * sr + K), i * K);
 }
 
+/**
+ * B's rows into the packing buffer row-major, each padded to `width` columns with zeros (row t at
+ * dst[t*width ..]): one TypedArray.set a row, one in all where the rows lie back to back unpadded.
+ */
+export function rowsB(dst: Float32Array, src: Float32Array | Float64Array, base: number, st: number, K: number, N: number, width: number): void {
+  if (st === N && N === width) { dst.set(src.subarray(base, base + K * N)); return; }
+  for (let t = 0; t < K; t++) {
+    dst.set(src.subarray(base + t * st, base + t * st + N), t * width);
+    for (let n = N; n < width; n++) dst[t * width + n] = 0;
+  }
+}
+
 /** The handoff model's kind of work for rows32 (./handoff.ts: a rate of its own, apart from the tiles'). */
 const ROWS_KIND = -1;
 
-let bound: { memory: WasmMemory; module: WasmModule; rows32: Rows32; blocks: (PanelBlock | PackPanel | RowVec | Rows32)[] } | undefined;
+let bound: { memory: WasmMemory; module: WasmModule; rows32: Rows32; axpy32: Rows32; blocks: (PanelBlock | PackPanel | RowVec | Rows32)[] } | undefined;
 
 /** rows32 over the packing arena's memory, in the tile kernels' form, and the kernels a rows job runs (the arena's, then rows32): made again when the arena makes a new memory. */
 function kernel(): NonNullable<typeof bound> {
@@ -90,10 +131,12 @@ function kernel(): NonNullable<typeof bound> {
   if (memory === undefined) throw new Error('internal: rows32 called without the WebAssembly packing arena');
   const module = rowsModule(typeof SharedArrayBuffer === 'function' && memory.buffer instanceof SharedArrayBuffer);
   if (bound !== undefined && bound.memory === memory && bound.module === module) return bound;
-  const rows32 = new WA!.Instance(module, { env: { mem: memory } }).exports['rows32'] as Rows32;
+  const ex = new WA!.Instance(module, { env: { mem: memory } }).exports;
+  const rows32 = ex['rows32'] as Rows32, axpy32 = ex['axpy32'] as Rows32;
   const blocks = [...packArena.blocks];
   blocks[ROWS_EXPORT] = rows32;
-  return bound = { memory, module, rows32, blocks };
+  blocks[ROWS_EXPORT + 1] = axpy32;
+  return bound = { memory, module, rows32, axpy32, blocks };
 }
 
 /**
@@ -101,19 +144,20 @@ function kernel(): NonNullable<typeof bound> {
  * panels at pb, sums at acc (ldc bytes a row). Split by columns over the worker threads where
  * the arena is shared with them (two claims per thread, each a range of B's panels) where the
  * hand-off model, measured, says it pays (./handoff.ts, on for these whatever setHandoffModel
- * says: a worker round trip only where it pays; no size threshold).
+ * says: a worker round trip only where it pays; no size threshold). `axpy`: B row-major (ldc
+ * bytes a row, axpy32) instead of in panels.
  */
-export function rows32(pa: number, lda: number, pb: number, K: number, acc: number, ldc: number, M: number, NP: number): void {
+export function rows32(pa: number, lda: number, pb: number, K: number, acc: number, ldc: number, M: number, NP: number, axpy = 0): void {
   const k = kernel();
   const work = M * NP * 4 * K;
   const pool = threadPool();
   const shared = typeof SharedArrayBuffer === 'function' && k.memory.buffer instanceof SharedArrayBuffer;
   const threads = pool !== undefined && shared && NP >= 2 ? handoffThreads(work, threadCount(), ROWS_KIND, true) : 1;
   const t0 = performance.now();
-  if (threads <= 1) k.rows32(pa, lda, pb, K, acc, ldc, M, NP);
+  if (threads <= 1) (axpy ? k.axpy32 : k.rows32)(pa, lda, pb, K, acc, ldc, M, NP);
   else {
     const per = Math.ceil(NP / (2 * threads));
-    pool!.run(threads, k.blocks, [], [2, Math.ceil(NP / per), pa, lda, pb, K, acc, ldc, M, NP, per]);
+    pool!.run(threads, k.blocks, [], [2, Math.ceil(NP / per), pa, lda, pb, K, acc, ldc, M, NP, per, axpy]);
   }
   handoffMeasured(work, threads, performance.now() - t0, ROWS_KIND);
 }
@@ -123,9 +167,9 @@ export function releaseRows(): void {
   bound = undefined;
 }
 
-/** The generated call of rows32 for product `k`: A row-major at pa (K floats a row), B's panels at pb, the sums row-major in `acc` (NP*nr floats a row: the whole product's layout). */
-export function renderSmallSums(k: MatmulKernel, pa: string, pb: string): string {
+/** The generated call of rows32 for product `k`: A row-major at pa (K floats a row), B's panels (or where the expression `rowMajor` is 1: its rows, as wide as the sums') at pb, the sums row-major in `acc` (NP*nr floats a row: the whole product's layout). */
+export function renderSmallSums(k: MatmulKernel, pa: string, pb: string, rowMajor: string): string {
   const K = k.k.size, NP = Math.ceil(k.n.size / k.nr);
   if (k.nr !== 4) throw new Error(`internal: rows32 reads B in panels of 4 columns (nr ${k.nr})`);
-  return `rt.rows32(${pa}.byteOffset, ${4 * K}, ${pb}.byteOffset, ${K}, acc.byteOffset, ${4 * NP * k.nr}, ${k.m.size}, ${NP});`;
+  return `rt.rows32(${pa}.byteOffset, ${4 * K}, ${pb}.byteOffset, ${K}, acc.byteOffset, ${4 * NP * k.nr}, ${k.m.size}, ${NP}${rowMajor === '0' ? '' : `, ${rowMajor}`});`;
 }

@@ -123,7 +123,8 @@ export const MAX_CLAIMS = 4095;
  * Elementwise (kind 1): kernel id over chunk block c (byte offset base + c*blockBytes), CHUNK elements, the last one `last`.
  * Rows (kind 2): rows32 (the kernels' ROWS_EXPORT) of M rows of A at pa (lda bytes apart) against
  * B panels per*c .. per*(c+1) - 1 of NP (at pb, K steps each), their sums at acc + 16 q (ldc bytes
- * a row): claims split the product by columns, so each thread reads its own part of B.
+ * a row): claims split the product by columns, so each thread reads its own part of B. With axpy
+ * set, axpy32 (ROWS_EXPORT + 1) on B row-major (ldc bytes a row: panel q at pb + 16 q).
  * Shared by both sides as source.
  */
 const WORK = `function packClaim(ctrl, block, c) {
@@ -151,8 +152,8 @@ function claim(ctrl, block, ew, c, total, counted) {
     return;
   }
   if (ctrl[${JOB}] === 2) {
-    const K = ctrl[${JOB + 5}], NP = ctrl[${JOB + 9}], per = ctrl[${JOB + 10}], q0 = c * per, n = NP - q0 < per ? NP - q0 : per;
-    block[${ROWS_EXPORT}](ctrl[${JOB + 2}], ctrl[${JOB + 3}], ctrl[${JOB + 4}] + q0 * K * 16, K, ctrl[${JOB + 6}] + q0 * 16, ctrl[${JOB + 7}], ctrl[${JOB + 8}], n);
+    const K = ctrl[${JOB + 5}], NP = ctrl[${JOB + 9}], per = ctrl[${JOB + 10}], axpy = ctrl[${JOB + 11}], q0 = c * per, n = NP - q0 < per ? NP - q0 : per;
+    block[${ROWS_EXPORT} + axpy](ctrl[${JOB + 2}], ctrl[${JOB + 3}], ctrl[${JOB + 4}] + q0 * (axpy ? 16 : K * 16), K, ctrl[${JOB + 6}] + q0 * 16, ctrl[${JOB + 7}], ctrl[${JOB + 8}], n);
     if (counted) Atomics.add(ctrl, ${TAKEN_ROWS}, n);
     return;
   }
@@ -221,7 +222,7 @@ parentPort.on('message', (m) => {
     else {
       const ex = new WebAssembly.Instance(m.module, { env: { mem: m.memory } }).exports;
       block = ${JSON.stringify(BLOCK_EXPORTS)}.map((k) => ex[k]);
-      if (m.rows !== undefined) block.push(new WebAssembly.Instance(m.rows, { env: { mem: m.memory } }).exports.rows32);
+      if (m.rows !== undefined) { const r = new WebAssembly.Instance(m.rows, { env: { mem: m.memory } }).exports; block.push(r.rows32, r.axpy32); }
     }
   } else if (m.kind === 'ewMemory') {
     ewMemory = m.memory;
@@ -253,7 +254,7 @@ export type MatmulJob = readonly [kind: 0, claims: number, MP: number, G: number
 /** kind 1, kernel id, claims (chunk blocks), block bytes, CHUNK, elements of the last block, byte offset of block 0: see WORK. */
 export type EwJob = readonly [kind: 1, id: number, claims: number, blockBytes: number, chunk: number, last: number, base: number];
 /** kind 2, claims, pa, lda, pb, K, acc, ldc, M, NP, panels per claim: see WORK. */
-export type RowsJob = readonly [kind: 2, claims: number, pa: number, lda: number, pb: number, K: number, acc: number, ldc: number, M: number, NP: number, per: number];
+export type RowsJob = readonly [kind: 2, claims: number, pa: number, lda: number, pb: number, K: number, acc: number, ldc: number, M: number, NP: number, per: number, axpy: number];
 export type Job = MatmulJob | EwJob | RowsJob;
 
 const claimsOf = (job: Job): number => (job[0] === 1 ? job[2] : job[1]);

@@ -203,6 +203,9 @@ export class KeptPack {
   /** The arena's generation it was placed in (a released arena places it anew). */
   gen = -1;
   source: unknown = undefined;
+  /** The array last read in place of this pack (rowsFirst), and in how many calls in a row. */
+  rowSource: unknown = undefined;
+  rowUses = 0;
   /** Whose it is (KeptSlot.pick), and when it was last picked. */
   owner: unknown = undefined;
   used = 0;
@@ -253,6 +256,8 @@ export class PackArena {
   reuse = true;
   /** Kept packs made so far (tests count them). */
   packsMade = 0;
+  /** Kept operands copied row-major instead of packed (rowsFirst; tests count them). */
+  rowCopies = 0;
   private picks = 0;
   private view = new Float64Array(0);
   private view32 = new Float32Array(0);
@@ -325,6 +330,21 @@ export class PackArena {
   /** Gives back the places of every pack of `slot`. */
   freeSlot(slot: KeptSlot): void {
     for (const p of slot.packs) this.free(p);
+  }
+
+  /**
+   * Whether a stale pack `p` of `source`, which a few-row product can also read row-major from a
+   * copy (small-matmul.ts smallB), is read so at this call instead of packed: until `source` has
+   * been read so in `uses` calls in a row (then packing pays: the caller packs it), always where
+   * reuse is off. The copy goes into p's place, so p holds no pack until packed again.
+   */
+  rowsFirst(p: KeptPack, source: unknown, uses: number): boolean {
+    if (p.rowSource === source) p.rowUses++;
+    else { p.rowSource = source; p.rowUses = 1; }
+    if (this.reuse && p.rowUses > uses) return false;
+    p.source = undefined;
+    this.rowCopies++;
+    return true;
   }
 
   /** Records that `p` now holds the pack of `source`. */

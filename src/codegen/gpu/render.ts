@@ -9,6 +9,7 @@
 // comes with its schedule, and an expression without a gpu spelling is an internal error here.
 import type { DType } from '../../ir/dtype.js';
 import type { OpName } from '../../ir/registry.js';
+import { getOrInsertComputed } from '../../ir/maps.js';
 import { FOLD_ROWS, REDUCE_INIT, exprOrder, type Expr, type ReduceOp, type ScalarOp } from '../kernel/expr.js';
 import { spellIndex, type IExpr, type IndexSpelling, type Var } from '../kernel/index-expr.js';
 import type { LoopKernel, MatmulKernel } from '../kernel/ir.js';
@@ -248,17 +249,8 @@ function finish(
 function canonicalNames(src: string): string {
   const maps = new Map<string, Map<string, string>>();
   return src.replace(/\b(buf|t|a|i|x|c|y|z)(\d+)\b/g, (m, p: string) => {
-    let mp = maps.get(p);
-    if (mp === undefined) {
-      mp = new Map();
-      maps.set(p, mp);
-    }
-    let n = mp.get(m);
-    if (n === undefined) {
-      n = `${p === 'buf' ? 'b' : p}${mp.size}`;
-      mp.set(m, n);
-    }
-    return n;
+    const mp = getOrInsertComputed(maps, p, () => new Map<string, string>());
+    return getOrInsertComputed(mp, m, () => `${p === 'buf' ? 'b' : p}${mp.size}`);
   });
 }
 

@@ -10,7 +10,7 @@ import { REDUCE_INIT, type Expr } from '../kernel/expr.js';
 import type { LoopKernel } from '../kernel/ir.js';
 import { walkScopes } from '../transform/scope-walk.js';
 import { f32Literal, roundAs, storageOf } from './scalar.js';
-import { Writer, assemble, foldCode, groups1d, kahanStep, type BufferInfo, type WgslKernel } from './writer.js';
+import { Writer, assemble, coordCode, foldCode, groups1d, kahanStep, type BufferInfo, type WgslKernel } from './writer.js';
 import { renderRows } from './rows.js';
 import { renderSteps } from './steps.js';
 import type { LoopPlan } from './strategy.js';
@@ -29,11 +29,8 @@ export function renderLoop(k: LoopKernel, plan: LoopPlan, bufs: BufferInfo): Wgs
   const wg = plan.workgroup;
   const lines: string[] = [`let i = i32(gid.x + gid.y * nwg.x * ${wg}u);`, `if (i >= ${total}i) { return; }`];
   // Output coordinates: row-major over the kernel's output loops.
-  let stride = total;
-  for (const v of k.vars) {
-    stride /= v.size;
-    lines.push(v.size === 1 ? `let i${v.id} = 0i;` : `let i${v.id} = (i / ${stride}i) % ${v.size}i;`);
-  }
+  const sizes = k.vars.map((v) => v.size);
+  k.vars.forEach((v, j) => lines.push(`let i${v.id} = ${coordCode('i', sizes, j)};`));
   const fold = (r: Expr & { t: 'reduce' }): string => (r.op === 'sum' ? kahanStep(r.id, w.code(r.body, 'f32')) : foldCode(r.op, w.name(r), w.code(r.body, 'f32')));
   walkScopes(s, outputVars, {
     line: (e) => w.line(e),

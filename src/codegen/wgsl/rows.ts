@@ -8,10 +8,14 @@ import { FOLD_ROWS, REDUCE_INIT, type Expr, type ReduceOp } from '../kernel/expr
 import type { LoopKernel } from '../kernel/ir.js';
 import type { Schedule, Scope, ScopeItem } from '../transform/schedule.js';
 import { WGSL_OPS, f32Literal, roundAs, storageOf } from './scalar.js';
-import { MAX_GROUPS, assemble, foldCode, kahanStep, type BufferInfo, type WgslKernel, type Writer } from './writer.js';
+import { MAX_GROUPS, assemble, coordCode, foldCode, kahanStep, type BufferInfo, type WgslKernel, type Writer } from './writer.js';
 
-/** Invocations per row. */
+/** Invocations per row where a row's reductions are folded by a workgroup. */
 export const ROW_WG = 64;
+/** Rows per workgroup where each invocation folds its own row (an adapter that runs invocations as SIMD lanes on CPU threads). */
+export const ROW_LANES = 8;
+/** Rows from which such an adapter gives each invocation a row: enough workgroups of ROW_LANES rows for its threads. */
+const LANE_ROWS_FROM = 64;
 /** Terms per lane from which a lane's sum is compensated (Kahan). */
 const KAHAN_FROM = 256;
 
@@ -59,18 +63,36 @@ export function rowsForm(k: LoopKernel, s: Schedule): number | undefined {
   return (inner > 1 && longest > 1) || longest >= 256 || (rows < 4096 && longest >= 32) ? d : undefined;
 }
 
-/** A loop kernel in the rows form: `d` output loops make a row (rowsForm), `lanes` invocations per row (a power of two; Kahan's compensation from ROW_WG * KAHAN_FROM elements whatever the lanes). */
+/**
+ * Invocations per row of a kernel in the rows form: ROW_WG folding together in workgroup memory,
+ * or, on an adapter that runs a workgroup's invocations as SIMD lanes on one CPU thread (lavapipe,
+ * SwiftShader: `simdLanes`) and rows enough to keep its threads busy, 1, with no barriers. Such an
+ * adapter switches between the lanes' coroutines at every barrier: on lavapipe a workgroup's tree
+ * over a row of 1024 costs ten times the row's loads (bench/README.md).
+ */
+export function rowLanes(k: LoopKernel, d: number, simdLanes: boolean): number {
+  const rows = k.vars.slice(0, d).reduce((p, v) => p * v.size, 1);
+  return simdLanes && rows >= LANE_ROWS_FROM ? 1 : ROW_WG;
+}
+
+/**
+ * A loop kernel in the rows form: `d` output loops make a row (rowsForm), `lanes` invocations per
+ * row: a power of two folding together in workgroup memory (Kahan's compensation from ROW_WG *
+ * KAHAN_FROM elements whatever the lanes), or 1 (rowLanes: ROW_LANES rows a workgroup, each
+ * invocation folding its own, compensated from KAHAN_FROM elements).
+ */
 export function renderRows(k: LoopKernel, s: Schedule, d: number, w: Writer, bufs: BufferInfo, binds: number[], written: number[], lanes = ROW_WG): WgslKernel {
   const rowVars = k.vars.slice(0, d), innerVars = k.vars.slice(d);
   const rows = rowVars.reduce((p, v) => p * v.size, 1);
   const inner = innerVars.reduce((p, v) => p * v.size, 1);
-  const lines: string[] = ['let row = i32(wg.x + wg.y * nwg.x);', `if (row >= ${rows}i) { return; }`, 'let lane = i32(lid);'];
+  const tree = lanes > 1;
+  const lines: string[] = tree
+    ? ['let row = i32(wg.x + wg.y * nwg.x);', `if (row >= ${rows}i) { return; }`, 'let lane = i32(lid);']
+    : [`let row = i32(gid.x + gid.y * nwg.x * ${ROW_LANES}u);`, `if (row >= ${rows}i) { return; }`];
+  const from = tree ? 'lane' : '0i';
   const coords = (vars: typeof k.vars, flat: string, ind: string): void => {
-    let stride = vars.reduce((p, v) => p * v.size, 1);
-    for (const v of vars) {
-      stride /= v.size;
-      lines.push(`${ind}let i${v.id} = ${v.size === 1 ? '0i' : `(${flat} / ${stride}i) % ${v.size}i`};`);
-    }
+    const sizes = vars.map((v) => v.size);
+    vars.forEach((v, j) => lines.push(`${ind}let i${v.id} = ${coordCode(flat, sizes, j)};`));
   };
   coords(rowVars, 'row', '');
   const exprs = (scope: Scope, ind: string): void => {
@@ -84,19 +106,20 @@ export function renderRows(k: LoopKernel, s: Schedule, d: number, w: Writer, buf
     const scopes = chain(s, r)!;
     const n = r.vars.reduce((p, v) => p * v.size, 1);
     const a = w.name(r);
-    lines.push(`${ind}var ${a}: f32 = ${f32Literal(REDUCE_INIT[r.op])};${r.op === 'sum' && n > ROW_WG * KAHAN_FROM ? ` var c${r.id}: f32 = 0.0;` : ''}`);
-    lines.push(`${ind}for (var q = lane; q < ${n}i; q += ${lanes}i) {`);
+    // Each lane's part is compensated where it is long; the tree adds log2(lanes) roundings.
+    const kahan = r.op === 'sum' && n > (tree ? ROW_WG : 1) * KAHAN_FROM;
+    lines.push(`${ind}var ${a}: f32 = ${f32Literal(REDUCE_INIT[r.op])};${kahan ? ` var c${r.id}: f32 = 0.0;` : ''}`);
+    lines.push(`${ind}for (var q = ${from}; q < ${n}i; q += ${lanes}i) {`);
     coords(r.vars, 'q', `${ind}  `);
     const inside: Expr[] = [];
     for (const sc of scopes) {
       for (const it of sc.items) if (it.kind === 'expr') inside.push(it.e);
       exprs(sc, `${ind}  `);
     }
-    // Each lane's part is compensated where it is long; the tree adds log2(lanes) roundings.
-    const kahan = r.op === 'sum' && n > ROW_WG * KAHAN_FROM;
     lines.push(`${ind}  ${kahan ? kahanStep(r.id, w.code(r.body, 'f32')) : foldCode(r.op, a, w.code(r.body, 'f32'))}`);
     lines.push(`${ind}}`);
     w.forget(inside);
+    if (!tree) return;
     lines.push(`${ind}red[lane] = ${a};`, `${ind}workgroupBarrier();`);
     lines.push(`${ind}for (var h = ${lanes / 2}i; h > 0i; h = h / 2i) {`);
     lines.push(`${ind}  if (lane < h) { red[lane] = ${combine(r.op, 'red[lane]', 'red[lane + h]')}; }`);
@@ -111,7 +134,7 @@ export function renderRows(k: LoopKernel, s: Schedule, d: number, w: Writer, buf
     if (next?.kind !== 'loop' || next.scope.reduce !== undefined || next.scope.depth > d) break;
     sc = next.scope;
   }
-  lines.push(`for (var e = lane; e < ${inner}i; e += ${lanes}i) {`);
+  lines.push(`for (var e = ${from}; e < ${inner}i; e += ${lanes}i) {`);
   coords(innerVars, 'e', '  ');
   for (let next: ScopeItem | undefined = sc.items.find((it) => it.kind === 'loop'); next?.kind === 'loop' && next.scope.reduce === undefined; next = next.scope.items.find((it) => it.kind === 'loop')) {
     exprs(next.scope, '  ');
@@ -121,13 +144,18 @@ export function renderRows(k: LoopKernel, s: Schedule, d: number, w: Writer, buf
     lines.push(`  b${st.store.buf}[${w.code(st.index, 'i32')}] = ${storageOf(st.store.dtype) === 'f32' ? v : `i32(${v})`};`);
   }
   lines.push('}');
-  const body = [
-    `var<workgroup> red: array<f32, ${lanes}>;`,
-    `@compute @workgroup_size(${lanes})`,
-    'fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {',
-    ...lines.map((l) => `  ${l}`),
-    '}',
-  ];
-  const groups: [number, number, number] = rows <= MAX_GROUPS ? [rows, 1, 1] : [MAX_GROUPS, Math.ceil(rows / MAX_GROUPS), 1];
+  const body = tree
+    ? [
+        `var<workgroup> red: array<f32, ${lanes}>;`,
+        `@compute @workgroup_size(${lanes})`,
+        'fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nwg: vec3u, @builtin(local_invocation_index) lid: u32) {',
+      ]
+    : [
+        `@compute @workgroup_size(${ROW_LANES})`,
+        'fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg: vec3u) {',
+      ];
+  body.push(...lines.map((l) => `  ${l}`), '}');
+  const n = tree ? rows : Math.ceil(rows / ROW_LANES);
+  const groups: [number, number, number] = n <= MAX_GROUPS ? [n, 1, 1] : [MAX_GROUPS, Math.ceil(n / MAX_GROUPS), 1];
   return assemble(k.label, body, binds, written, bufs, groups);
 }

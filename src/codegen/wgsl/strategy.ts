@@ -2,7 +2,7 @@
 // runs, chosen before rendering, so render.ts and matmul.ts only spell what is chosen here (as
 // cpu/strategy.ts and gpu/strategy.ts do; tinygrad decides on the kernel AST before its
 // renderer sees it). A loop step on the device comes scheduled (../schedule.ts) in its form: one
-// invocation per element, or one workgroup per row (rows.ts `rowsForm`). A step runs on the
+// invocation per element, or one workgroup or one invocation per row (rows.ts `rowsForm`, `rowLanes`). A step runs on the
 // host with the reason where WGSL has no spelling for it yet: dtypes the device does not hold,
 // ops and calls without a WGSL spelling (scalar.ts), scatters and running values, more
 // elements than i32 indices reach, more bindings than the device allows; extern and print
@@ -13,7 +13,8 @@ import type { LoopKernel, MatmulKernel, Program, Step } from '../kernel/ir.js';
 import { DRAW, philoxDraw } from '../lower/random-fn.js';
 import { rowChecks, type RowCheck } from '../kernel/row-checks.js';
 import { schedule, type Schedule } from '../transform/schedule.js';
-import { ROW_WG, rowsForm } from './rows.js';
+import type { MatmulForm } from './matmul.js';
+import { rowLanes, rowsForm } from './rows.js';
 import { planSteps, type StepsPlan } from './steps.js';
 import { CHECKED_CALLS } from './checked.js';
 import { planPack, type Pack } from './pack.js';
@@ -35,12 +36,17 @@ export interface LoopPlan {
   readonly hostCheck?: boolean;
   /** Read-only buffers packed into one binding, where the kernel reads more than the device binds (pack.ts). */
   readonly pack?: Pack;
-  /** Invocations per workgroup (the default, or what the workgroup chooser gave). */
+  /** Invocations per workgroup (the default, or what the workgroup chooser gave); in the rows form, per row (1: each invocation a row, ROW_LANES rows a workgroup). */
   readonly workgroup: number;
 }
 
 /** The workgroup sizes the loop renderers take: powers of two up to 256, WebGPU's least maxComputeInvocationsPerWorkgroup. */
 export const WORKGROUP_SIZES: readonly number[] = [16, 32, 64, 128, 256];
+
+/** The sizes a chooser may take for `plan`: WORKGROUP_SIZES and the plan's own default (1 in the rows form of one row per invocation). */
+export function workgroupSizes(plan: LoopPlan): readonly number[] {
+  return WORKGROUP_SIZES.includes(plan.workgroup) ? WORKGROUP_SIZES : [plan.workgroup, ...WORKGROUP_SIZES];
+}
 
 /**
  * The tuning hook for workgroup sizes: asked once per loop step the device runs, with its plan at
@@ -65,7 +71,7 @@ export function setWorkgroupChooser(c: WorkgroupChooser | undefined): WorkgroupC
 /** Where a step runs. */
 export type WebStrategy =
   | { readonly where: 'device'; readonly kind: 'loop'; readonly plan: LoopPlan; readonly checks: readonly RowCheck[] }
-  | { readonly where: 'device'; readonly kind: 'matmul' }
+  | { readonly where: 'device'; readonly kind: 'matmul'; readonly form: MatmulForm }
   /** a Scan whose body's steps all run on the device (recorded into the call's command buffer) */
   | { readonly where: 'device'; readonly kind: 'scan'; readonly body: readonly WebStrategy[] }
   /** a kernel of no elements: nothing to run (its buffers hold none) */
@@ -86,22 +92,34 @@ export function webBufferInfo(p: Program, maxBindings: number): BufferInfo {
   return { dtype: (b) => p.buffers[b]!.dtype, size: (b) => p.buffers[b]!.size, storage: (b) => storageIn(p, b), maxBindings };
 }
 
-/** The strategy of every step of `p`, in step order, on a device binding at most `maxBindings` storage buffers per shader. */
-export function chooseWebStrategies(p: Program, maxBindings: number): WebStrategy[] {
-  const info = webBufferInfo(p, maxBindings);
-  return p.steps.map((s) => webStrategy(s, info, maxBindings));
+/**
+ * Whether an adapter runs a workgroup's invocations as SIMD lanes on CPU threads (Mesa's lavapipe,
+ * SwiftShader), from its vendor, architecture and description: there a barrier switches between
+ * the lanes' coroutines, and the strategy avoids them (rows.ts `rowLanes`, matmul.ts' lanes form).
+ */
+export function simdAdapter(description: string): boolean {
+  return /\b(software|llvmpipe|lavapipe|swiftshader)\b/i.test(description);
 }
 
-function webStrategy(s: Step, info: BufferInfo, maxBindings: number): WebStrategy {
+/**
+ * The strategy of every step of `p`, in step order, on a device binding at most `maxBindings`
+ * storage buffers per shader; `simdLanes`: the device is one `simdAdapter` says so of.
+ */
+export function chooseWebStrategies(p: Program, maxBindings: number, simdLanes = false): WebStrategy[] {
+  const info = webBufferInfo(p, maxBindings);
+  return p.steps.map((s) => webStrategy(s, info, maxBindings, simdLanes));
+}
+
+function webStrategy(s: Step, info: BufferInfo, maxBindings: number, simdLanes: boolean): WebStrategy {
   try {
     switch (s.kind) {
       case 'loop': {
         const checks = rowChecks(s, (why) => new HostStep(why));
-        return { where: 'device', kind: 'loop', plan: chosenWorkgroup(s, planLoop(s, info)), checks };
+        return { where: 'device', kind: 'loop', plan: chosenWorkgroup(s, planLoop(s, info, simdLanes)), checks };
       }
-      case 'matmul': checkMatmul(s, info); return { where: 'device', kind: 'matmul' };
+      case 'matmul': checkMatmul(s, info); return { where: 'device', kind: 'matmul', form: simdLanes ? 'lanes' : 'tiles' };
       case 'scan': {
-        const body = chooseWebStrategies(s.body, maxBindings);
+        const body = chooseWebStrategies(s.body, maxBindings, simdLanes);
         body.forEach((b, i) => {
           const step = s.body.steps[i]!;
           if (b.kind === 'host') throw new HostStep(`its body's ${step.kind === 'extern' ? 'op' : 'kernel'} ${step.kind === 'extern' ? step.def.name : step.label} runs on the host (${b.why})`);
@@ -120,7 +138,7 @@ function webStrategy(s: Step, info: BufferInfo, maxBindings: number): WebStrateg
   }
 }
 
-function planLoop(k: LoopKernel, info: BufferInfo): LoopPlan {
+function planLoop(k: LoopKernel, info: BufferInfo, simdLanes: boolean): LoopPlan {
   const written = new Set(k.stores.map((st) => st.buf));
   let ordered = false;
   for (const st of k.stores) {
@@ -144,7 +162,7 @@ function planLoop(k: LoopKernel, info: BufferInfo): LoopPlan {
   checkBinds(binds, [...written], pack === undefined ? info : { ...info, maxBindings: Number.POSITIVE_INFINITY });
   const rows = steps === undefined ? rowsForm(k, sched) : undefined;
   return {
-    sched, indexNodes, rows, total, written: [...written], binds, workgroup: rows === undefined ? WG : ROW_WG,
+    sched, indexNodes, rows, total, written: [...written], binds, workgroup: rows === undefined ? WG : rowLanes(k, rows, simdLanes),
     ...(steps !== undefined ? { steps } : {}), ...(checked ? { hostCheck: true } : {}), ...(pack !== undefined ? { pack } : {}),
   };
 }

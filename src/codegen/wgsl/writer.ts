@@ -161,6 +161,17 @@ const WGSL_INDEX: IndexSpelling = {
   mod: (inner, d, nonNeg) => (nonNeg ? `(${inner} % ${d}i)` : `t_fmod(${inner}, ${d}i)`),
 };
 
+/**
+ * Coordinate `k` of the loops `sizes` (row-major) from their flat index `flat`, which is below
+ * their product: no modulo for the outermost, no division for the innermost.
+ */
+export function coordCode(flat: string, sizes: readonly number[], k: number): string {
+  if (sizes[k] === 1) return '0i';
+  const stride = sizes.slice(k + 1).reduce((p, s) => p * s, 1);
+  const q = stride === 1 ? flat : `(${flat} / ${stride}i)`;
+  return k === 0 ? q : `(${q} % ${sizes[k]}i)`;
+}
+
 /** An index expression in i32 (matmul operands, which are not scheduled). */
 export function iexprCode(x: IExpr): string {
   return spellIndex(x, WGSL_INDEX);

@@ -14,18 +14,26 @@ function checkLabels(t: TensorType, what: string): void {
     throw new InferError(`${what} must be a signed integer vector (blanks are -1), got ${t.dtype}`, 'type');
 }
 
+/** An attribute-free op of one label vector Y (checked first), its result's type and its values. */
+function labelOp(name: string, out: (y: TensorType) => TensorType, impl: (y: NDArray) => NDArray) {
+  return defineOp<Record<string, never>>({
+    name,
+    kind: 'other',
+    arity: 1,
+    infer: ([y]) => {
+      checkLabels(y!, 'Y');
+      return out(y!);
+    },
+    impl: ([y]) => impl(y!),
+  });
+}
+
 /** [b, y1, b, y2, ..., b] with b = -1. */
-export const ctcInterleaveBlanksOp = defineOp<Record<string, never>>({
-  name: 'ctc_interleave_blanks',
-  kind: 'other',
-  arity: 1,
-  infer: ([y]) => {
-    checkLabels(y!, 'Y');
-    const n = y!.shape[0]!;
-    return tensorType(y!.dtype, [n === null ? null : 2 * n + 1]);
-  },
-  impl: ([y]) => new NDArray(extend(Array.from(y!.data), -1), [2 * y!.size + 1], y!.dtype),
-});
+export const ctcInterleaveBlanksOp = labelOp(
+  'ctc_interleave_blanks',
+  (y) => tensorType(y.dtype, [y.shape[0] === null ? null : 2 * y.shape[0]! + 1]),
+  (y) => new NDArray(extend(Array.from(y.data), -1), [2 * y.size + 1], y.dtype),
+);
 
 /** Theano's skip indices: the odd positions i < n - 2 of an interleaved label with Y[i] != Y[i + 2]. */
 export function skipIdxs(y: readonly number[]): number[] {
@@ -37,19 +45,14 @@ export function skipIdxs(y: readonly number[]): number[] {
   return out;
 }
 
-export const ctcCreateSkipIdxsOp = defineOp<Record<string, never>>({
-  name: 'ctc_create_skip_idxs',
-  kind: 'other',
-  arity: 1,
-  infer: ([y]) => {
-    checkLabels(y!, 'Y');
-    return tensorType('int64', [null]); // how many depends on the values
-  },
-  impl: ([y]) => {
-    const s = skipIdxs(Array.from(y!.data));
+export const ctcCreateSkipIdxsOp = labelOp(
+  'ctc_create_skip_idxs',
+  () => tensorType('int64', [null]), // how many depends on the values
+  (y) => {
+    const s = skipIdxs(Array.from(y.data));
     return new NDArray(s, [s.length], 'int64');
   },
-});
+);
 
 /**
  * One step of the Theano forward recursion over an interleaved label of length n. Only the

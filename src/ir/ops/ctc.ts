@@ -26,16 +26,14 @@ export function extend(label: readonly number[], blank: number): number[] {
 const canSkip = (ext: readonly number[], s: number, blank: number) =>
   s >= 2 && ext[s] !== blank && ext[s] !== ext[s - 2];
 
+/** The log-probability of class c at step t. */
+type LogProb = (t: number, c: number) => number;
+
 /**
  * log alpha[t][s]: log-probability of the paths through l'(0..s) over steps 0..t, ending in s
  * (emission at t included). `lp(t, c)` is the log-probability of class c at step t.
  */
-export function ctcAlpha(
-  lp: (t: number, c: number) => number,
-  ext: readonly number[],
-  steps: number,
-  blank: number,
-): Float64Array[] {
+export function ctcAlpha(lp: LogProb, ext: readonly number[], steps: number, blank: number): Float64Array[] {
   const S = ext.length;
   const alpha: Float64Array[] = [];
   for (let t = 0; t < steps; t++) {
@@ -56,31 +54,14 @@ export function ctcAlpha(
   return alpha;
 }
 
-/** log beta[t][s]: paths through l'(s..) over steps t..T-1 that start in s (emission at t included). */
-export function ctcBeta(
-  lp: (t: number, c: number) => number,
-  ext: readonly number[],
-  steps: number,
-  blank: number,
-): Float64Array[] {
-  const S = ext.length;
-  const beta: Float64Array[] = new Array<Float64Array>(steps);
-  for (let t = steps - 1; t >= 0; t--) {
-    const b = new Float64Array(S).fill(-Infinity);
-    for (let s = 0; s < S; s++) {
-      let v: number;
-      if (t === steps - 1) v = s >= S - 2 ? 0 : -Infinity;
-      else {
-        const next = beta[t + 1]!;
-        v = next[s]!;
-        if (s + 1 < S) v = logAdd(v, next[s + 1]!);
-        if (s + 2 < S && canSkip(ext, s + 2, blank)) v = logAdd(v, next[s + 2]!);
-      }
-      b[s] = v === -Infinity ? v : v + lp(t, ext[s]!);
-    }
-    beta[t] = b;
-  }
-  return beta;
+/**
+ * log beta[t][s]: paths through l'(s..) over steps t..T-1 that start in s (emission at t included):
+ * alpha of the reversed lattice (steps and l' both reversed; a skip joins two cells of one parity,
+ * both blank or both symbols, so its test reads the same either way).
+ */
+export function ctcBeta(lp: LogProb, ext: readonly number[], steps: number, blank: number): Float64Array[] {
+  const alphaRev = ctcAlpha((t, c) => lp(steps - 1 - t, c), [...ext].reverse(), steps, blank);
+  return alphaRev.reverse().map((a) => a.reverse());
 }
 
 interface Sample {

@@ -159,13 +159,23 @@ export const APPROX: Readonly<Record<string, { readonly render: Approx; readonly
 /** ln 2 = EXP32_C1 + EXP32_C2: the high part has 9 significant bits, so k * EXP32_C1 is exact for |k| < 2^15. */
 const EXP32_C1 = 0.693359375;
 const EXP32_C2 = Math.fround(Math.LN2 - EXP32_C1);
-/** 1/n!, n = 2..7, rounded to float32: (e^r - 1 - r) / r^2 to r^5/7! (truncation below 6e-9 for |r| <= ln2/2). */
+/** 1/n!, n = 2..7, rounded to float32: (e^r - 1 - r) / r^2 to r^5/7! (truncation below 6e-9 for |r| <= ln2/2): tanh's and sigmoid's q. */
 const EXPM1_32: number[] = [];
 for (let n = 2, f = 2; n <= 7; n++, f *= n) EXPM1_32.push(Math.fround(1 / f));
+/**
+ * exp's q: the degree-4 polynomial nearest (e^r - 1 - r) / r^2 in the relative error it leaves in
+ * e^r over |r| <= 0.3467 (minimax by Lawson's iteration, coefficients rounded to float32: at most
+ * 3.7e-9, below the Taylor form's 7.3e-9 with one multiply-add fewer). exp's float32 result is
+ * within 1 ulp with these over every float32 input (measured exhaustively, docs/numerics.md).
+ * XNNPACK's float32 exp kernels use minimax coefficients the same way.
+ */
+const EXPM1_MINIMAX: readonly number[] = [0.4999999403953552, 0.1666652113199234, 0.04166838899254799, 0.008368738926947117, 0.0013814562698826194];
 /** The shifter 1.5 * 2^23 (its float32 bits EXP32_SHIFT_BITS): t + it is t rounded to an integer, ties to even, in the low bits. */
 const EXP32_SHIFT = 12582912;
 const EXP32_SHIFT_BITS = 0x4b400000;
 const EXP32_CONSTS = [Math.fround(Math.LOG2E), EXP32_C1, EXP32_C2, ...EXPM1_32, 1, 2, 0, -104, 89, 104, 9.5, EXP32_SHIFT];
+/** The constants exp's float32 form reads (its q: EXPM1_MINIMAX). */
+const EXP32_OWN_CONSTS = [Math.fround(Math.LOG2E), EXP32_C1, EXP32_C2, ...EXPM1_MINIMAX, 1, 89, -104, EXP32_SHIFT];
 
 /** An i32x4 constant's bytes (all four lanes k). */
 function i32x4(k: number): number[] {
@@ -175,9 +185,9 @@ function i32x4(k: number): number[] {
 /**
  * From y (local Y, f32x4, |y| <= 104, or NaN): K := k (as float32), KI := k + bias (as i32) and P := e^r - 1 with
  * y = k ln2 + r, |r| <= ln2/2 (Cody-Waite in two parts: y - k C1 is exact), e^r - 1 =
- * r + r^2 (1/2! + r/3! + ... + r^5/7!) by Horner's rule in float32.
+ * r + r^2 q(r), q's coefficients `q` (lowest first: EXPM1_32's 1/2! .. 1/7!, or EXPM1_MINIMAX) by Horner's rule in float32.
  */
-function expParts32(b: Body, c: Consts, Y: number, K: number, P: number, KI: number, bias: number): void {
+function expParts32(b: Body, c: Consts, Y: number, K: number, P: number, KI: number, bias: number, q: readonly number[] = EXPM1_32): void {
   // k by the shifter: t + 1.5 * 2^23 rounds t = y log2(e) (|t| < 2^22) to an integer, ties to
   // even, as f32x4.nearest does, and holds it in its low bits: KI := k + bias as i32 from them
   // (no float-to-integer conversion, several instructions on x64), K := k as float32 (exact)
@@ -186,20 +196,21 @@ function expParts32(b: Body, c: Consts, Y: number, K: number, P: number, KI: num
   b.get(KI).v(S.v128Const, ...i32x4(EXP32_SHIFT_BITS - bias)).v(S.i32x4Sub).set(KI);
   b.get(Y).get(K); c.get(EXP32_C1).v(F32['mul']!).v(F32['sub']!);
   b.get(K); c.get(EXP32_C2).v(F32['mul']!).v(F32['sub']!).set(P); // r
-  c.get(EXPM1_32[5]!);
-  for (let n = 4; n >= 0; n--) { b.get(P).v(F32['mul']!); c.get(EXPM1_32[n]!).v(F32['add']!); }
+  c.get(q[q.length - 1]!);
+  for (let n = q.length - 2; n >= 0; n--) { b.get(P).v(F32['mul']!); c.get(q[n]!).v(F32['add']!); }
   b.get(P).v(F32['mul']!).get(P).v(F32['mul']!).get(P).v(F32['add']!).set(P); // r + r^2 q
 }
 
 /**
  * exp: e^y, y = clamp(x, -104, 89) (beyond, float32 rounds to 0 or Infinity as fround(Math.exp(x))
  * does), as (1 + P) 2^k1 2^k2 with k1 = floor(k/2), k2 = k - k1: the first product is exact, the
- * second rounds once, also into the subnormals.
+ * second rounds once, also into the subnormals. q: exp's own (EXPM1_MINIMAX); sigmoid's exp keeps
+ * the Taylor form its bound was measured with.
  */
-const expApprox32: Approx = (b, c, x, t) => {
+const expWith = (q: readonly number[]): Approx => (b, c, x, t) => {
   const [Y, K, P, K1] = [t, t + 1, t + 2, t + 3];
   b.get(x); c.get(-104).v(F32['pmax']!); c.get(89).v(F32['pmin']!).set(Y);
-  expParts32(b, c, Y, K, P, K1, 254);
+  expParts32(b, c, Y, K, P, K1, 254, q);
   // in i32x4 lanes from here: k + 254, (k + 254) >> 1 = k1 + 127 with k1 = floor(k/2), and
   // (k + 254) - (k1 + 127) = k2 + 127 with k2 = k - k1: each 2^k's exponent field, biased
   b.get(K1).tee(K).i32(1).v(S.i32x4ShrS).set(K1);
@@ -207,6 +218,8 @@ const expApprox32: Approx = (b, c, x, t) => {
   b.get(K1).i32(23).v(S.i32x4Shl).v(F32['mul']!);
   b.get(K).get(K1).v(S.i32x4Sub).i32(23).v(S.i32x4Shl).v(F32['mul']!);
 };
+const expApprox32 = expWith(EXPM1_MINIMAX);
+const expTaylor32 = expWith(EXPM1_32);
 
 /**
  * exp of an argument known to be at most 0 or NaN (softmax's x - max of x's row: rowsBody): the
@@ -219,14 +232,14 @@ export const expNonPositive32: Approx = (b, c, x, t) => {
   // constants: EXP_NONPOSITIVE_CONSTS
   const [Y, K, P, KI] = [t, t + 1, t + 2, t + 3];
   b.get(x); c.get(-104).v(F32['pmax']!).set(Y);
-  expParts32(b, c, Y, K, P, KI, 127 + 64);
+  expParts32(b, c, Y, K, P, KI, 127 + 64, EXPM1_MINIMAX);
   b.get(P); c.get(1).v(F32['add']!);
   b.get(KI).i32(23).v(S.i32x4Shl).v(F32['mul']!);
   c.get(2 ** -64).v(F32['mul']!);
 };
 
 /** The constants expNonPositive32 reads. */
-export const EXP_NONPOSITIVE_CONSTS: readonly number[] = [...EXP32_CONSTS, 2 ** -64];
+export const EXP_NONPOSITIVE_CONSTS: readonly number[] = [...EXP32_OWN_CONSTS, 2 ** -64];
 
 /**
  * tanh: a = min(|x|, 9.5) (tanh(9.5) is 1 in float32), em1 = e^(2a) - 1 = 2^k P + (2^k - 1)
@@ -248,7 +261,7 @@ const tanhApprox32: Approx = (b, c, x, t) => {
 const sigmoidApprox32: Approx = (b, c, x, t) => {
   const [Y, E, D] = [t, t + 1, t + 2];
   b.get(x).v(F32['abs']!); c.get(104).v(F32['pmin']!).v(F32['neg']!).set(Y);
-  expApprox32(b, c, Y, t + 1); // scratch t+1..t+4
+  expTaylor32(b, c, Y, t + 1); // scratch t+1..t+4
   b.set(E);
   b.get(E); c.get(1).v(F32['add']!).set(D); // d = 1 + e
   c.get(1).get(D).v(F32['div']!); b.get(E).get(D).v(F32['div']!); // 1/d, e/d
@@ -258,7 +271,7 @@ const sigmoidApprox32: Approx = (b, c, x, t) => {
 /** The float32 form's approximations (four lanes), keyed as APPROX; log runs APPROX's on each half (approxF32). */
 export const APPROX32: Readonly<Record<string, { readonly render: Approx; readonly consts: readonly number[] }>> = {
   tanh: { render: tanhApprox32, consts: EXP32_CONSTS },
-  exp: { render: expApprox32, consts: EXP32_CONSTS },
+  exp: { render: expApprox32, consts: EXP32_OWN_CONSTS },
   sigmoid: { render: sigmoidApprox32, consts: EXP32_CONSTS },
 };
 

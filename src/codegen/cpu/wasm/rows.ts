@@ -22,6 +22,12 @@ const GROUPS: readonly (readonly [rows: number, panels: number])[] = [[4, 2], [2
  * registers no longer hold the sums).
  */
 const UNROLL = new Map([[1, 2]]);
+/**
+ * axpy32's row groups: one pass reads G * 16 bytes of each of B's rows, so 2 x 4 and 1 x 8 read
+ * whole 64-byte lines where 4 x 2 reads half of one (32 x 784 x 256 on one thread: 210 us against
+ * 229 us; rows32 on panels 192 us).
+ */
+const ROW_MAJOR_GROUPS = GROUPS.filter(([, panels]) => panels >= 4);
 /** The select instruction (5.4.3: the first operand where the condition is non-zero, else the second). */
 const SELECT = 0x1b;
 /**
@@ -40,8 +46,14 @@ const PANEL_BLOCK = 8;
  * column 4q + c at acc + i*ldc + 16q + 4c. B panels go in blocks of PANEL_BLOCK; against each
  * block, rows in groups of 4, then 2, then 1; within a group, the block's panels in passes of G
  * (then 4, 2, 1 for the panels left).
+ *
+ * `rowMajorB` (axpy32): B is read row-major where it lies, unpacked: column 4q + c of step t at
+ * pb + t*ldc + 16q + 4c (B's rows as wide as the sums' rows, padded to whole groups of 4
+ * columns), so acc[i, 4q..] += a[i, t] * B[t, 4q..]: the same sums in the same order as rows32's
+ * (bit for bit), with no packing of B. XNNPACK's f32-gemm kernels read a packed B; a row-major B
+ * read in the same register blocking is the "axpy" form of few-row products (BLAS gemv "N").
  */
-function rows32Body(fused: boolean, NB = PANEL_BLOCK): Body {
+function rows32Body(fused: boolean, rowMajorB = false, NB = PANEL_BLOCK): Body {
   const [PA, LDA, PB, K, ACC, LDC, M, NP] = [0, 1, 2, 3, 4, 5, 6, 7];
   const [KB, ROWA, ROWC, Q, PBQ, ACCQ, KI, OUT] = [8, 9, 10, 11, 12, 13, 14, 15];
   const AP = (r: number) => 16 + r; // row r's pointer (4 at most)
@@ -52,13 +64,14 @@ function rows32Body(fused: boolean, NB = PANEL_BLOCK): Body {
   const VA = (r: number) => I32S + 8 + r;
   const VB = I32S + 12;
   const b = new Body(8, [[I32S - 8, I32], [13, V128]]);
-  b.get(K).i32(4).ops(op.i32Shl).set(KB); // bytes of one B panel
+  if (rowMajorB) b.i32(16).set(KB); // bytes from one group of 4 columns of B to the next
+  else b.get(K).i32(4).ops(op.i32Shl).set(KB); // bytes of one B panel
   b.get(PB).set(PBB).get(ACC).set(ACCB).get(NP).set(QB);
   b.ops(op.block, VOID, op.loop, VOID); // blocks of NB panels, every row against each
   b.get(QB).ops(op.i32Eqz, op.brIf, 1);
   b.i32(NB).get(QB).get(QB).i32(NB).ops(op.i32GeU, SELECT).set(NBL);
   b.get(PA).set(ROWA).get(ACCB).set(ROWC).get(M).set(MI);
-  for (const [R, GMAX] of GROUPS) {
+  for (const [R, GMAX] of rowMajorB ? ROW_MAJOR_GROUPS : GROUPS) {
     b.ops(op.block, VOID, op.loop, VOID); // groups of R rows while R are left
     b.get(MI).i32(R).ops(op.i32LtU, op.brIf, 1);
     b.get(PBB).set(PBQ).get(ROWC).set(ACCQ).get(NBL).set(Q);
@@ -66,25 +79,29 @@ function rows32Body(fused: boolean, NB = PANEL_BLOCK): Body {
     for (const G of passes) {
       b.ops(op.block, VOID, op.loop, VOID); // passes of G panels while G are left
       b.get(Q).i32(G).ops(op.i32LtU, op.brIf, 1);
+      const U = UNROLL.get(R) ?? 1;
       for (let r = 0; r < R; r++) for (let g = 0; g < G; g++) b.vzero().set(vacc(r, g, G));
       for (let r = 0; r < R; r++) b.get(ROWA).get(LDA).i32(r).ops(op.i32Mul, op.i32Add).set(AP(r));
-      for (let g = 0; g < G; g++) b.get(PBQ).get(KB).i32(g).ops(op.i32Mul, op.i32Add).set(P(g));
+      // B row-major: a pointer per step of a pass of the loop (step u's row at P(u)), panel g at offset 16g of the row
+      if (rowMajorB) for (let u = 0; u < U; u++) b.get(PBQ).get(LDC).i32(u).ops(op.i32Mul, op.i32Add).set(P(u));
+      else for (let g = 0; g < G; g++) b.get(PBQ).get(KB).i32(g).ops(op.i32Mul, op.i32Add).set(P(g));
       // U steps per pass of the loop (A at offsets 4u, B at 16u; pointers moved once), then the K mod U left one by one
       const steps = (U: number) => {
         for (let u = 0; u < U; u++) {
           for (let r = 0; r < R; r++) b.get(AP(r)).v(simd.v128Load32Splat, ...memarg(2, 4 * u)).set(VA(r));
           for (let g = 0; g < G; g++) {
-            b.get(P(g)).v(simd.v128Load, ...memarg(2, 16 * u)).set(VB);
+            if (rowMajorB) b.get(P(u)).v(simd.v128Load, ...memarg(2, 16 * g)).set(VB);
+            else b.get(P(g)).v(simd.v128Load, ...memarg(2, 16 * u)).set(VB);
             for (let r = 0; r < R; r++) {
               if (fused) b.get(VA(r)).get(VB).get(vacc(r, g, G)).v(simd.f32x4RelaxedMadd).set(vacc(r, g, G));
               else b.get(vacc(r, g, G)).get(VA(r)).get(VB).v(simd.f32x4Mul).v(simd.f32x4Add).set(vacc(r, g, G));
             }
           }
         }
-        for (let g = 0; g < G; g++) b.addTo(P(g), 16 * U);
+        if (rowMajorB) for (let v = 0; v < U; v++) b.get(P(v)).get(LDC).i32(U).ops(op.i32Mul, op.i32Add).set(P(v));
+        else for (let g = 0; g < G; g++) b.addTo(P(g), 16 * U);
         for (let r = 0; r < R; r++) b.addTo(AP(r), 4 * U);
       };
-      const U = UNROLL.get(R) ?? 1;
       for (const [n, u] of U > 1 ? [[K, U], [-1, 1]] as const : [[K, 1]] as const) {
         if (n === K) b.get(K).i32(Math.log2(u)).ops(op.i32ShrU).set(KI);
         else b.get(K).i32(U - 1).ops(op.i32And).set(KI);
@@ -119,7 +136,10 @@ function rows32Body(fused: boolean, NB = PANEL_BLOCK): Body {
   return b;
 }
 
-/** The module's bytes: imports env.mem (shared: the packing arena of a process with worker threads), exports rows32; `fused` only where the runtime has relaxed SIMD. */
+/** The module's bytes: imports env.mem (shared: the packing arena of a process with worker threads), exports rows32 and axpy32 (B row-major); `fused` only where the runtime has relaxed SIMD. */
 export function rowsModuleBytes(shared: boolean, fused: boolean): Uint8Array {
-  return moduleBytes([{ name: 'rows32', params: 8, body: rows32Body(fused) }], shared ? 'shared' : true);
+  return moduleBytes([
+    { name: 'rows32', params: 8, body: rows32Body(fused) },
+    { name: 'axpy32', params: 8, body: rows32Body(fused, true) },
+  ], shared ? 'shared' : true);
 }

@@ -20,6 +20,8 @@ import { lowerForDevice } from '../specialize.js';
 import { openedWebGpu, webgpu, webgpuOpened } from './session.js';
 import { syncOnPage } from './page.js';
 import { KernelTimer, PROFILE_NOTES } from '../../profile.js';
+import { simdAdapter } from '../../../codegen/wgsl/strategy.js';
+import { withWorkgroupChooser, workgroupChooser } from './tune.js';
 
 interface WebSpec extends Specialised {
   readonly prepared: WebPrepared | undefined;
@@ -41,11 +43,24 @@ const programs = new ProgramCache<WebProgram, WebSpec>({
 function specialize(p: WebProgram, shapes: Shapes): WebSpec {
   // Scans and scatters as gathers (each element folds its own terms), as for gpu.js.
   return lowerForDevice(p, shapes, 65535, (prog) => {
-    const prepared = prepareWeb(prog, webgpu().maxStorageBuffers);
+    const gpu = webgpu();
+    const simd = simdLanes(gpu.description);
+    const prepared = p.tune === undefined
+      ? prepareWeb(prog, gpu.maxStorageBuffers, simd)
+      : withWorkgroupChooser(workgroupChooser(p.tune, gpu, prog, gpu.maxStorageBuffers), () => prepareWeb(prog, gpu.maxStorageBuffers, simd));
     holding.add(prepared);
     if (debugEnabled('gpu')) debugLog(`gpu:webgpu program for shapes ${shapes.map((s) => `(${s.join(', ')})`).join(' ')}:\n${describeWeb(prepared)}`);
     return { prepared, fallbacks: webFallbacks(prepared) };
   });
+}
+
+/**
+ * Whether the adapter runs invocations as SIMD lanes on CPU threads (strategy.ts `simdAdapter`, from
+ * its description); THEANINE_WEBGPU_SIMD=1 or 0 says so instead (both forms tested on one adapter).
+ */
+function simdLanes(description: string): boolean {
+  const said = platform.env('THEANINE_WEBGPU_SIMD');
+  return said === '1' ? true : said === '0' ? false : simdAdapter(description);
 }
 
 /** The WGSL of each kernel, and what runs on the host and why (f.source()). */

@@ -37,9 +37,12 @@ export interface WebPrepared extends DeviceBuffers {
 /** A label with the step's op names, for warnings and fallbacks. */
 const opOf = (s: Step): string => (s.kind === 'extern' ? s.def.name : s.label);
 
-/** Renders every step the WebGPU strategy (src/codegen/wgsl/strategy.ts) puts on the device; the others run on the host. */
-export function prepareWeb(p: Program, maxBindings: number): WebPrepared {
-  return prepareChosen(p, chooseWebStrategies(p, maxBindings), maxBindings);
+/**
+ * Renders every step the WebGPU strategy (src/codegen/wgsl/strategy.ts) puts on the device; the
+ * others run on the host. `simdLanes`: the adapter runs invocations as SIMD lanes on CPU threads.
+ */
+export function prepareWeb(p: Program, maxBindings: number, simdLanes = false): WebPrepared {
+  return prepareChosen(p, chooseWebStrategies(p, maxBindings, simdLanes), maxBindings);
 }
 
 function prepareChosen(p: Program, chosen: readonly WebStrategy[], maxBindings: number): WebPrepared {
@@ -58,7 +61,7 @@ function prepareChosen(p: Program, chosen: readonly WebStrategy[], maxBindings: 
       const kernel = c.plan.pack === undefined ? renderLoop(s, c.plan, info) : packKernel(renderLoop(s, c.plan, { ...info, maxBindings: Number.POSITIVE_INFINITY }), c.plan.pack);
       return { kind: 'kernel', step: s, kernel, checks: c.checks, ...origin, ...hostCheck };
     }
-    if (s.kind === 'matmul' && c.kind === 'matmul') return { kind: 'kernel', step: s, kernel: renderMatmul(s, info), checks: [], ...origin };
+    if (s.kind === 'matmul' && c.kind === 'matmul') return { kind: 'kernel', step: s, kernel: renderMatmul(s, info, c.form), checks: [], ...origin };
     if (s.kind === 'scan' && c.kind === 'scan') return { kind: 'scan', step: s, body: prepareChosen(s.body, c.body, maxBindings) };
     throw new Error(`internal: the WebGPU strategy of step ${i} (${c.kind}) does not fit its ${s.kind} step`);
   });
