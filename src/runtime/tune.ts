@@ -13,11 +13,11 @@
 // random values; they compute bit-identical results too.
 import { platform } from '#platform';
 import { ValueError } from '../ir/errors.js';
-import { igemmA } from '../codegen/cpu/igemm.js';
+import { igemmA, windowA } from '../codegen/cpu/igemm.js';
 import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule, type ScheduleChooser, type TilesCall } from '../codegen/cpu/strategy.js';
 import { threadCount } from '../codegen/cpu/threads.js';
 import { packArena } from '../codegen/cpu/wasm-kernel.js';
-import type { MatmulKernel } from '../codegen/kernel/ir.js';
+import { windowRows, type MatmulKernel } from '../codegen/kernel/ir.js';
 import { CHUNK, EW_STREAMS, ewKernel, ewKernelId, sharedTier, splitFrom, type EwPlan, type EwSchedule } from '../codegen/cpu/wasm/elementwise.js';
 import { machineKey, TuneCache, type TunedEntry } from './tune-cache.js';
 
@@ -187,10 +187,10 @@ const align16 = (x: number): number => Math.ceil(x / 16) * 16;
 
 /**
  * A timer of schedules for one product's tile sums: random operands of its shape placed in the
- * packing arena after its kept packs (an indirect product's pointers built by igemmA from a random
- * input of its geometry), and the product's own kernel run through PackArena.tiles: the median of
- * several runs after one to warm up. Undefined for a kernel gradient's indirect product (its
- * origin table is not built here: the default schedule).
+ * packing arena after its kept packs (an indirect product's pointers or window origins built by
+ * igemmA or windowA from a random input of its geometry), and the product's own kernel run
+ * through PackArena.tiles: the median of several runs after one to warm up. Undefined for a
+ * kernel gradient's indirect product (its origin table is not built here: the default schedule).
  */
 export function tilesTimer(k: MatmulKernel, c: TilesCall): ((s: MatmulSchedule) => number) | undefined {
   const a = k.indirect;
@@ -200,7 +200,7 @@ export function tilesTimer(k: MatmulKernel, c: TilesCall): ((s: MatmulSchedule) 
   let cells = 0;
   if (c.indirect && a !== undefined) {
     cells = a.batch * a.inSize.reduce((p, v) => p * v, 1) * a.channels;
-    aBytes = 4 * (cells + a.channels) + c.MP * c.strideA;
+    aBytes = 4 * (cells + (windowRows(a) ? c.K : a.channels)) + c.MP * c.strideA;
   }
   const total = align16(aBytes) + align16(bBytes) + accBytes;
   const view = packArena.f64(Math.ceil(total / 8) + 2);
@@ -215,7 +215,7 @@ export function tilesTimer(k: MatmulKernel, c: TilesCall): ((s: MatmulSchedule) 
   if (c.indirect && a !== undefined) {
     const x = Float32Array.from({ length: cells }, () => Math.random() - 0.5);
     const geom = [a.batch, a.channels, a.inSize.length, ...a.inSize, ...a.outSize, ...a.window, ...a.step, ...a.tapStep, ...a.start, ...a.div];
-    pa0 = igemmA(f32.subarray(base / 4, base / 4 + aBytes / 4), x, 0, geom, k.mr);
+    pa0 = (windowRows(a) ? windowA : igemmA)(f32.subarray(base / 4, base / 4 + aBytes / 4), x, 0, geom, k.mr);
   } else fill(base, aBytes);
   fill(pb0, bBytes);
   const run = (s: MatmulSchedule) => packArena.tiles(pa0, c.strideA, pb0, c.strideB, c.MP, c.K, acc0, c.NP, c.B, c.T, c.variant, c.par && s.split, s.blockBytes, s.maxPanels, s.perThread);

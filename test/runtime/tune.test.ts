@@ -191,6 +191,21 @@ describe('autotuning: compiled products', function () {
     expect(tuneCacheStats.hits - hits).to.equal(2);
   });
 
+  it('searches a convolution read through window origins (one channel, no padding) and keeps its numbers', () => {
+    const im = K.placeholder([4, 20, 20, 1]);
+    const kw = K.variable(NDArray.from(Array.from({ length: 5 * 5 * 16 }, (_, i) => Math.cos(i * 0.7) * 0.2), 'float32').reshape([5, 5, 1, 16]));
+    const IM = NDArray.from(Array.from({ length: 4 * 20 * 20 }, (_, i) => Math.sin(i * 0.29)), 'float32').reshape([4, 20, 20, 1]);
+    const y = [K.relu(K.conv2d(im, kw, [1, 1], 'valid'))];
+    const plain = K.function([im], y)([IM])[0]!.data;
+    clearCompileCache();
+    const before = tuneStats.searches;
+    const f = K.function([im], y, [], { tune: { beam: 1, budgetMs: 20000 } });
+    const got = f([IM])[0]!.data;
+    expect(f.source()).to.include('rt.windowA(');
+    expect(tuneStats.searches - before, 'the convolution searched').to.equal(1);
+    expect(Array.from(got)).to.deep.equal(Array.from(plain));
+  });
+
   it('a new process reads the stored schedules and does not search', () => {
     run({ tune: { beam: 1, budgetMs: 20000 } });
     const src = new URL('../../src/', import.meta.url).href;

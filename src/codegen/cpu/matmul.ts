@@ -10,7 +10,7 @@
 // sum as it is stored.
 import { ExprBuilder, exprOrder, type Expr } from '../kernel/expr.js';
 import { iadd, iconst, iscale, ivar, newVar, substitute, type IExpr, type Var } from '../kernel/index-expr.js';
-import type { LoopKernel, MatmulKernel, Program } from '../kernel/ir.js';
+import { windowRows, type LoopKernel, type MatmulKernel, type Program } from '../kernel/ir.js';
 import { mapIndices } from '../transform/collapse.js';
 import { ExprWriter, type KernelSource, type RenderEnv } from './loop.js';
 import { commentText, storeRounds } from './js.js';
@@ -200,9 +200,9 @@ export function renderIndirectTiles(k: MatmulKernel, pa: string, pb: string, nam
   const MP = Math.ceil(k.m.size / mr), NP = Math.ceil(k.n.size / nr), K = k.k.size;
   const taps = a.window.reduce((p, v) => p * v, 1);
   const geom = [a.batch, a.channels, a.inSize.length, ...a.inSize, ...a.outSize, ...a.window, ...a.step, ...a.tapStep, ...a.start, ...a.div];
-  if (a.over === 'terms') {
+  if (a.over === 'terms' || windowRows(a)) {
     return [
-      `const ind = rt.windowGradA(${pa}, ${name(a.buf)}, ${a.offset}, [${geom.join(', ')}], ${mr});`,
+      `const ind = rt.${a.over === 'terms' ? 'windowGradA' : 'windowA'}(${pa}, ${name(a.buf)}, ${a.offset}, [${geom.join(', ')}], ${mr});`,
       `rt.arena.tiles(ind, ${(mr + 1) * 4}, ${pb}.byteOffset, ${NP * K * nr * 4}, ${MP}, ${K}, acc.byteOffset, ${NP}, 1, ${mr * nr * 4}, ${WINDOW_GRAD_VARIANT}${scheduleArgs(schedule, true)});`,
     ];
   }
@@ -233,8 +233,9 @@ export function tilesCall(k: MatmulKernel, indirect: boolean): TilesCall {
   const MP = Math.ceil(k.m.size / mr), NP = Math.ceil(k.n.size / nr), K = k.k.size;
   const e = indirect ? 4 : sumBytes(k);
   const a = k.indirect;
-  const strideA = indirect && a !== undefined ? (a.over === 'terms' ? (mr + 1) * 4 : a.window.reduce((p, v) => p * v, 1) * mr * 4) : K * mr * e;
-  const variant = !indirect ? blockVariant(mr, k.sum === 'float32', true) : a?.over === 'terms' ? WINDOW_GRAD_VARIANT : IGEMM_VARIANT;
+  const windows = a !== undefined && (a.over === 'terms' || windowRows(a));
+  const strideA = indirect && a !== undefined ? (windows ? (mr + 1) * 4 : a.window.reduce((p, v) => p * v, 1) * mr * 4) : K * mr * e;
+  const variant = !indirect ? blockVariant(mr, k.sum === 'float32', true) : windows ? WINDOW_GRAD_VARIANT : IGEMM_VARIANT;
   return { B: indirect ? 1 : k.batch.size, MP, NP, K, T: mr * nr * e, strideA, strideB: NP * K * nr * e, variant, par: indirect || !sumsAlone(k), indirect };
 }
 

@@ -12,7 +12,7 @@ import type { ExternStep } from '../kernel/ir.js';
 import type { Plan, StorageClass } from '../transform/plan.js';
 import { packRows, packStrided, rowPanel32, rowPanel4x4, tile4x4 } from './microkernel.js';
 import { packArena, type KeptSlot } from './wasm-kernel.js';
-import { igemmA, windowGradA } from './igemm.js';
+import { igemmA, windowA, windowGradA } from './igemm.js';
 import { rows32, rowsA, rowsB } from './small-matmul.js';
 import { ewKernel } from './wasm/elementwise.js';
 import { poolKernel } from './wasm/pool.js';
@@ -65,6 +65,7 @@ export const runtimeHelpers = {
   rows32,
   /** An indirect product's input cells and pointers (igemm.ts). */
   igemmA,
+  windowA,
   windowGradA,
   /**
    * A row number read from data (gather, scatter_add_rows): negative counts from the end; outside

@@ -167,6 +167,22 @@ export function paddedInput(a: Omit<IndirectA, 'buf' | 'offset'>): { lo: number[
 }
 
 /**
+ * Whether a convolution's A over 'rows' is read through window origins (one word per output
+ * cell and the terms' offsets from an origin: cpu/igemm.ts' windowA) rather than a pointer per
+ * (cell, tap) (igemmA): a convolution (div 1) that reads no padding (its input is the padded
+ * copy) of at most WINDOW_ROWS_MAX_CHANNELS input channels, where igemmA's per-tap pointers
+ * cost as much as the terms they lead to (XNNPACK's direct convolution for few input channels
+ * makes the same choice). Measured on the cpu tier, one thread: 5x5 from 1 channel 0.79x the
+ * time, 3x3 from 1 or 2 channels 0.9-1.0x, from 4 1.0x, from 8 or 16 1.02-1.08x.
+ */
+export function windowRows(a: Omit<IndirectA, 'buf' | 'offset'>): boolean {
+  if (a.over !== 'rows' || a.channels > WINDOW_ROWS_MAX_CHANNELS || a.div.some((v) => v !== 1)) return false;
+  const { lo, size } = paddedInput(a);
+  return lo.every((l) => l === 0) && size.every((n, k) => n === a.inSize[k]);
+}
+export const WINDOW_ROWS_MAX_CHANNELS = 2;
+
+/**
  * Elements (4 bytes each) an indirect product's A takes. Over 'rows': the input's cells, a row of
  * zeros, and mr pointers per tap for each A panel. Over 'terms': the padded copy, the window
  * origin of each output cell, and per A panel the table's address and mr row offsets.
@@ -174,6 +190,8 @@ export function paddedInput(a: Omit<IndirectA, 'buf' | 'offset'>): { lo: number[
 export function indirectSize(a: Omit<IndirectA, 'buf' | 'offset'>, mr: number): number {
   const cellsOut = a.batch * prodOf(a.outSize);
   const taps = prodOf(a.window);
+  if (windowRows(a))
+    return a.batch * prodOf(paddedInput(a).size) * a.channels + taps * a.channels + Math.ceil(cellsOut / mr) * (mr + 1);
   if (a.over === 'terms')
     return (
       a.batch * prodOf(paddedInput(a).size) * a.channels + cellsOut + Math.ceil((taps * a.channels) / mr) * (mr + 1)

@@ -77,7 +77,9 @@ export function igemm32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr: numb
  * (sa = 4(mr + 1)): the byte offset of the table of window origins (K words, one per output
  * cell), then the mr rows' byte offsets from the origin (tap and channel; rows past the
  * product's read any cell: their sums are never stored). B panels and the row-major sums as
- * igemm32's. The sums are the packed product's (t = 0..K-1 in order), bit for bit.
+ * igemm32's. The sums are the packed product's (t = 0..K-1 in order), bit for bit. With rows and
+ * terms exchanged (../igemm.ts' windowA: the table holds the terms' offsets from a window origin,
+ * each record its mr output cells' origins) the same kernel sums a convolution of few channels.
  */
 export function windowGrad32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr: number = IGEMM_TILE.nr): Body {
   const [PA, SA, G, PB, K, ACC, SACC, N] = [0, 1, 2, 3, 4, 5, 6, 7];
