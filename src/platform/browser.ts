@@ -13,6 +13,7 @@ function trimNewline(text: string): string {
 
 export const platform: Platform = {
   name: 'browser',
+  runtime: 'browser',
   // No environment variables: only the switches a page sets with setEnvironment.
   env: (name) => environmentOverrides.get(name),
   environment: () => Object.fromEntries(environmentOverrides),

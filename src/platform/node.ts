@@ -22,6 +22,7 @@ function errorCode(e: unknown): string | undefined {
 
 export const platform: Platform = {
   name: 'node',
+  runtime: `node ${process.version}`,
   env: (name) => (environmentOverrides.has(name) ? environmentOverrides.get(name) : process.env[name]),
   environment: () =>
     environmentOverrides.size === 0 ? process.env : { ...process.env, ...Object.fromEntries(environmentOverrides) },

@@ -13,6 +13,8 @@ export type ConfigRead =
 export interface Platform {
   /** Which host this module serves. */
   readonly name: 'node' | 'browser';
+  /** The JavaScript runtime and its version (`node v20.20.2`; `browser` on a page): part of tuning-cache keys. */
+  readonly runtime: string;
   /** An environment variable (a browser has none: undefined). */
   env(name: string): string | undefined;
   /** The whole environment, for the configuration loader (a browser: empty). */

@@ -26,7 +26,7 @@ export interface WorkgroupSchedule {
 }
 
 /** The adapter a workgroup size was measured on (the description Dawn or the browser gives). */
-export const adapterKey = (gpu: WebGpu): string => `webgpu|${gpu.description}${platform.name === 'node' ? `|node ${process.version}` : ''}`;
+export const adapterKey = (gpu: WebGpu): string => `webgpu|${gpu.description}|${platform.runtime}`;
 
 let cache: { key: string; cache: TuneCache } | undefined;
 
