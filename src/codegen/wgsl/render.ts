@@ -1,16 +1,7 @@
-// Rendering the kernel IR (src/codegen/kernel/ir.ts) as WGSL compute shaders for the gpu device's
-// WebGPU mode. A loop kernel is one invocation per element of its output loops (all its stores
-// in one shader, each at its own index), reduction loops inside the invocation, or, where rows
-// share reductions (rows.ts), one workgroup per row folding them together in workgroup memory;
-// expressions are placed by the same schedule as on the cpu and the gpu.js renderer
-// (src/codegen/transform/schedule.ts). Matrix products: matmul.ts. Values are f32; index arithmetic i32
-// (WGSL has exact integers). Which steps run here, their schedule and form are chosen before
-// rendering (strategy.ts, codegen step 4); the runtime runs the others on the host and reports it.
-import { REDUCE_INIT, type Expr } from '../kernel/expr.js';
+
 import type { LoopKernel } from '../kernel/ir.js';
-import { walkScopes } from '../transform/scope-walk.js';
-import { f32Literal, roundAs, storageOf } from './scalar.js';
-import { Writer, assemble, coordCode, foldCode, groups1d, kahanStep, type BufferInfo, type WgslKernel } from './writer.js';
+import { roundAs, storageOf } from './scalar.js';
+import { Writer, writeScopes, assemble, coordCode, groups1d, type BufferInfo, type WgslKernel } from './writer.js';
 import { renderRows } from './rows.js';
 import { renderSteps } from './steps.js';
 import type { LoopPlan } from './strategy.js';
@@ -31,14 +22,7 @@ export function renderLoop(k: LoopKernel, plan: LoopPlan, bufs: BufferInfo): Wgs
   // Output coordinates: row-major over the kernel's output loops.
   const sizes = k.vars.map((v) => v.size);
   k.vars.forEach((v, j) => lines.push(`let i${v.id} = ${coordCode('i', sizes, j)};`));
-  const fold = (r: Expr & { t: 'reduce' }): string => (r.op === 'sum' ? kahanStep(r.id, w.code(r.body, 'f32')) : foldCode(r.op, w.name(r), w.code(r.body, 'f32')));
-  walkScopes(s, outputVars, {
-    line: (e) => w.line(e),
-    loopHead: (v, size) => `for (var ${v} = 0i; ${v} < ${size}i; ${v}++) {`,
-    init: (r) => `var ${w.name(r)}: f32 = ${f32Literal(REDUCE_INIT[r.op])};${r.op === 'sum' ? ` var c${r.id}: f32 = 0.0;` : ''}`,
-    fold,
-    forget: (es) => w.forget(es),
-  }, lines);
+  writeScopes(w, s, outputVars, lines);
   for (const st of s.stores) {
     const ty = storageOf(st.store.dtype)!;
     const v = roundAs(st.store.dtype, w.code(st.value, 'f32'));

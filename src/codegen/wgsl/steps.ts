@@ -19,10 +19,8 @@ import { exprOrder, type Expr } from '../kernel/expr.js';
 import type { IExpr, Var } from '../kernel/index-expr.js';
 import type { LoopKernel, Store } from '../kernel/ir.js';
 import type { Schedule } from '../transform/schedule.js';
-import { walkScopes } from '../transform/scope-walk.js';
-import { REDUCE_INIT } from '../kernel/expr.js';
-import { f32Literal, roundAs, storageOf } from './scalar.js';
-import { Writer, assemble, foldCode, iexprCode, kahanStep, type BufferInfo, type WgslKernel } from './writer.js';
+import { roundAs, storageOf } from './scalar.js';
+import { Writer, writeScopes, assemble, iexprCode, type BufferInfo, type WgslKernel } from './writer.js';
 
 /** Invocations of the one workgroup of a steps kernel (WebGPU's default maxComputeInvocationsPerWorkgroup). */
 export const STEPS_WG = 256;
@@ -197,14 +195,7 @@ export function renderSteps(k: LoopKernel, s: Schedule, indexNodes: ReadonlySet<
     stride /= v.size;
     lines.push(v.size === 1 ? `let i${v.id} = 0i;` : `let i${v.id} = (i / ${stride}i) % ${v.size}i;`);
   }
-  const fold = (r: Expr & { t: 'reduce' }): string => (r.op === 'sum' ? kahanStep(r.id, w.code(r.body, 'f32')) : foldCode(r.op, w.name(r), w.code(r.body, 'f32')));
-  walkScopes(s, new Set(k.vars.map((v) => v.id)), {
-    line: (e) => w.line(e),
-    loopHead: (v, size) => `for (var ${v} = 0i; ${v} < ${size}i; ${v}++) {`,
-    init: (r) => `var ${w.name(r)}: f32 = ${f32Literal(REDUCE_INIT[r.op])};${r.op === 'sum' ? ` var c${r.id}: f32 = 0.0;` : ''}`,
-    fold,
-    forget: (es) => w.forget(es),
-  }, lines);
+  writeScopes(w, s, new Set(k.vars.map((v) => v.id)), lines);
   for (const st of s.stores) {
     const store = st.store;
     const ty = storageOf(store.dtype)!;

@@ -3,7 +3,9 @@
 // bindings and a shader's assembly with the helpers it calls.
 import type { DType } from '../../ir/dtype.js';
 import type { OpName } from '../../ir/registry.js';
-import { FOLD_ROWS, exprOrder, type Expr, type ReduceOp } from '../kernel/expr.js';
+import { FOLD_ROWS, REDUCE_INIT, exprOrder, type Expr, type ReduceOp } from '../kernel/expr.js';
+import { walkScopes } from '../transform/scope-walk.js';
+import type { Schedule } from '../transform/schedule.js';
 import { spellIndex, type IExpr, type IndexSpelling } from '../kernel/index-expr.js';
 import { DRAW, philoxDraw } from '../lower/random-fn.js';
 import { CHECKED_CALLS } from './checked.js';
@@ -178,6 +180,22 @@ export function iexprCode(x: IExpr): string {
 }
 
 /** The fold of `v` into accumulator `acc`: the fold row's WGSL spelling, else its gpu.js one, else its JavaScript one (src/ir/ops/reduce.ts). */
+/**
+ * A scheduled loop kernel's scopes spelled into `lines` (./render.ts, ./steps.ts): its loops, the
+ * reductions' accumulators and folds (sums with Kahan compensation), over the variables outside `outer`.
+ */
+export function writeScopes(w: Writer, s: Schedule, outer: ReadonlySet<number>, lines: string[]): void {
+  const fold = (r: Expr & { t: 'reduce' }): string =>
+    r.op === 'sum' ? kahanStep(r.id, w.code(r.body, 'f32')) : foldCode(r.op, w.name(r), w.code(r.body, 'f32'));
+  walkScopes(s, outer, {
+    line: (e) => w.line(e),
+    loopHead: (v, size) => `for (var ${v} = 0i; ${v} < ${size}i; ${v}++) {`,
+    init: (r) => `var ${w.name(r)}: f32 = ${f32Literal(REDUCE_INIT[r.op])};${r.op === 'sum' ? ` var c${r.id}: f32 = 0.0;` : ''}`,
+    fold,
+    forget: (es) => w.forget(es),
+  }, lines);
+}
+
 export function foldCode(op: ReduceOp, acc: string, v: string): string {
   const sp = FOLD_ROWS.get(op)!.spelling;
   return (sp.wgsl ?? sp.gpu ?? sp.js!).replaceAll('$0', acc).replaceAll('$1', v);
