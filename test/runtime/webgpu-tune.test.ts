@@ -101,8 +101,10 @@ describe('gpu device, webgpu mode: tuned workgroup sizes', function () {
     const base = run();
     const s = { ...tuneStats };
     const tuned = run({ beam: 1, budgetMs: 1 });
-    expect(tuneStats.searches - s.searches, 'the first kernel only').to.equal(1);
-    expect(tuneStats.candidates - s.candidates, 'the default timed, no room for another').to.equal(1);
+    // The first kernel's search starts only if the 1 ms has not passed before it (a loaded machine
+    // may spend it compiling): at most that search, and at most its default timed.
+    expect(tuneStats.searches - s.searches, 'the first kernel only').to.be.at.most(1);
+    expect(tuneStats.candidates - s.candidates, 'the default timed, no room for another').to.equal(tuneStats.searches - s.searches);
     expect(tuneStats.outOfBudget - s.outOfBudget, 'the kernels after it').to.be.at.least(1);
     expect(stored(), 'a search cut short is not stored').to.deep.equal({});
     expect(norm(tuned.f.source())).to.equal(norm(base.f.source()));
