@@ -17,7 +17,16 @@ export type { DotOptions, DotCluster, InnerGraph } from './ir/dot.js';
 export { defineOp } from './api/extend.js';
 export type { UserOp, UserOpSpec } from './api/extend.js';
 export { definePass, undefinePass, optimize, listPasses, passNames, optimizer } from './api/passes.js';
-export type { PassOptions, PassRewrite, PassSelection, UserPass, OptimizeOptions, OptimizedGraph, PassInfo, Graph } from './api/passes.js';
+export type {
+  PassOptions,
+  PassRewrite,
+  PassSelection,
+  UserPass,
+  OptimizeOptions,
+  OptimizedGraph,
+  PassInfo,
+  Graph,
+} from './api/passes.js';
 export { verify_grad, GradientError } from './api/gradients.js';
 export type { VerifyGradOptions } from './api/gradients.js';
 export type { CompiledFunction } from './runtime/function.js';

@@ -39,7 +39,15 @@ export function markRegion(inputs: readonly Node[], outputs: readonly Node[]): v
 
 /** x exactly, but computed after `dep` (a data dependency the passes keep). */
 function after(x: Node, dep: Node): Node {
-  const s = dep.ndim === 0 ? dep : reduce('sum', dep, dep.shape.map((_, i) => i), false);
+  const s =
+    dep.ndim === 0
+      ? dep
+      : reduce(
+          'sum',
+          dep,
+          dep.shape.map((_, i) => i),
+          false,
+        );
   return apply('where', [apply('greater', [s, s], {}, FN), scalar(0, x.dtype), x], {}, FN);
 }
 
@@ -57,7 +65,16 @@ export class Remat {
     let map = this.twins.get(region);
     if (map === undefined) {
       map = new Map(region.inputs.map((x) => [x, after(x, g)]));
-      for (const m of region.order) map.set(m, apply(m.op, m.inputs.map((i) => map!.get(i) ?? i), m.attrs, FN));
+      for (const m of region.order)
+        map.set(
+          m,
+          apply(
+            m.op,
+            m.inputs.map((i) => map!.get(i) ?? i),
+            m.attrs,
+            FN,
+          ),
+        );
       this.twins.set(region, map);
     }
     return map.get(n) ?? n;

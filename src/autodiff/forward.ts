@@ -33,10 +33,17 @@ function ruleOf(n: Node): TangentEntry | undefined {
  * wrt[i]): the Jacobian-vector product, as graphs. An entry is null where the output does not
  * depend on any seed (or is not a float tensor); the caller chooses how to materialise zeros.
  */
-export function tangents(outputs: readonly Node[], wrt: readonly Node[], points: readonly Node[], fn = 'autodiff.Rop'): (Node | null)[] {
+export function tangents(
+  outputs: readonly Node[],
+  wrt: readonly Node[],
+  points: readonly Node[],
+  fn = 'autodiff.Rop',
+): (Node | null)[] {
   const tan = new Map<Node, Node | null>();
   const tupleTan = new Map<Node, readonly (Node | null)[]>();
-  wrt.forEach((w, i) => { if (differentiable(w)) tan.set(w, points[i]!); });
+  wrt.forEach((w, i) => {
+    if (differentiable(w)) tan.set(w, points[i]!);
+  });
   for (const n of topoSort(outputs)) {
     if (tan.has(n) || n.inputs.length === 0) continue;
     const ts = n.inputs.map((x) => tan.get(x) ?? null);
@@ -48,7 +55,8 @@ export function tangents(outputs: readonly Node[], wrt: readonly Node[], points:
     const rule = ruleOf(n);
     if (rule === undefined) throw new ValueError(`${fn}: op ${JSON.stringify(n.op)} has no tangent rule`);
     if (rule === 'leaf' || rule === 'none') continue;
-    if (isUnsupported(rule)) throw new ValueError(`${fn}: cannot differentiate through ${n.op} in forward mode: ${rule.unsupported}`);
+    if (isUnsupported(rule))
+      throw new ValueError(`${fn}: cannot differentiate through ${n.op} in forward mode: ${rule.unsupported}`);
     const saved = enterGradientOf(n);
     try {
       if (typeof rule === 'object') tupleTan.set(n, (rule as TupleTangentRule).tuple(n, ts, { tangents }));
@@ -66,7 +74,10 @@ function conform(fn: string, n: Node, t: Node | null): Node | null {
   const c = t.dtype === n.dtype ? t : cast(t, n.dtype);
   const b = c.ndim === n.ndim && c.shape.every((d, j) => d === n.shape[j]) ? c : broadcastTo(c, n);
   const ok = b.ndim === n.ndim && b.shape.every((d, j) => d === null || n.shape[j] === null || d === n.shape[j]);
-  if (!ok) throw new Error(`${fn}: internal: the tangent rule of ${n.op} gave a tangent of shape ${formatShape(t.shape)} for an output of shape ${formatShape(n.shape)}`);
+  if (!ok)
+    throw new Error(
+      `${fn}: internal: the tangent rule of ${n.op} gave a tangent of shape ${formatShape(t.shape)} for an output of shape ${formatShape(n.shape)}`,
+    );
   return b;
 }
 

@@ -56,7 +56,15 @@ export function gradients(loss: Node, wrt: readonly Node[], fn = 'K.gradients'):
   if (!differentiable(loss)) {
     throw new ValueError(`${fn}: the loss has dtype ${loss.dtype}; gradients need a float loss`);
   }
-  const scalarLoss = loss.ndim === 0 ? loss : reduce('sum', loss, loss.shape.map((_, i) => i), false);
+  const scalarLoss =
+    loss.ndim === 0
+      ? loss
+      : reduce(
+          'sum',
+          loss,
+          loss.shape.map((_, i) => i),
+          false,
+        );
   const seed = apply('constant', [], { value: onesScalar(scalarLoss) }, fn);
   const grads = backprop([[scalarLoss, seed]], wrt, { fn });
   return wrt.map((w, i) => grads[i] ?? apply('fill_like', [w], { value: 0, dtype: w.dtype }, fn));
@@ -81,7 +89,11 @@ export interface BackpropOptions {
  * shape and dtype), and the cotangents of `wrt` are the sums of what reaches them, each entry
  * undefined where nothing reaches it (disconnected, or not of a float dtype).
  */
-export function backprop(seeds: readonly (readonly [Node, Node])[], wrt: readonly Node[], opts: BackpropOptions): (Node | undefined)[] {
+export function backprop(
+  seeds: readonly (readonly [Node, Node])[],
+  wrt: readonly Node[],
+  opts: BackpropOptions,
+): (Node | undefined)[] {
   const { fn } = opts;
   const constant = opts.considerConstant ?? new Set<Node>();
   const targets = new Set(wrt);
@@ -128,7 +140,9 @@ export function backprop(seeds: readonly (readonly [Node, Node])[], wrt: readonl
       if (isTupleRule(rule)) {
         const items = tupleCt.get(n);
         if (items === undefined) continue;
-        ins = rule.tuple(remat.twin(n, items.find((g) => g !== null && g !== undefined) ?? undefined), items, { gradients });
+        ins = rule.tuple(remat.twin(n, items.find((g) => g !== null && g !== undefined) ?? undefined), items, {
+          gradients,
+        });
       } else {
         const g = ct.get(n);
         if (g === undefined) continue;
@@ -156,6 +170,8 @@ function onesScalar(n: Node): NDArray {
 function checkCotangent(fn: string, n: Node, i: number, inp: Node, g: Node): void {
   const ok = g.ndim === inp.ndim && g.shape.every((d, j) => d === null || inp.shape[j] === null || d === inp.shape[j]);
   if (!ok) {
-    throw new Error(`${fn}: internal: the rule of ${n.op} gave input ${i} a cotangent of shape ${formatShape(g.shape)} for an input of shape ${formatShape(inp.shape)}`);
+    throw new Error(
+      `${fn}: internal: the rule of ${n.op} gave input ${i} a cotangent of shape ${formatShape(g.shape)} for an input of shape ${formatShape(inp.shape)}`,
+    );
   }
 }

@@ -17,7 +17,12 @@ export function scalar(v: number, dtype: DType): Node {
 export function op(name: OpName, ...xs: (Node | number)[]): Node {
   const like = xs.find((x): x is Node => typeof x !== 'number');
   const dt = like?.dtype ?? 'float32';
-  return apply(name, xs.map((x) => (typeof x === 'number' ? scalar(x, dt) : x)), {}, FN);
+  return apply(
+    name,
+    xs.map((x) => (typeof x === 'number' ? scalar(x, dt) : x)),
+    {},
+    FN,
+  );
 }
 export const add = (a: Node | number, b: Node | number) => op('add', a, b);
 export const sub = (a: Node | number, b: Node | number) => op('sub', a, b);

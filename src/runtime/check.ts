@@ -42,29 +42,45 @@ export class BadKernel extends Error {
     readonly nodes: readonly string[],
     readonly difference: Difference,
     readonly provenance: readonly Provenance[],
-    fn: string, target: string,
+    fn: string,
+    target: string,
   ) {
-    super(`BadKernel: function ${JSON.stringify(fn)} on ${target}: kernel ${kernel} (node ${node.name}; ops ${nodes.join(', ')}) differs from the reference interpreter on the call's values: ${formatDifference(difference)}${provenance.length > 0 ? `; built by ${formatProvenance(provenance)}` : ''}`);
+    super(
+      `BadKernel: function ${JSON.stringify(fn)} on ${target}: kernel ${kernel} (node ${node.name}; ops ${nodes.join(', ')}) differs from the reference interpreter on the call's values: ${formatDifference(difference)}${provenance.length > 0 ? `; built by ${formatProvenance(provenance)}` : ''}`,
+    );
   }
 }
 
 /** The NaN guard: a kernel wrote NaN or Inf from finite inputs. */
 export class NonFiniteError extends Error {
   override name = 'NonFiniteError';
-  constructor(readonly kernel: string, readonly node: Node, readonly index: number, readonly value: number, readonly provenance: readonly Provenance[], fn: string) {
+  constructor(
+    readonly kernel: string,
+    readonly node: Node,
+    readonly index: number,
+    readonly value: number,
+    readonly provenance: readonly Provenance[],
+    fn: string,
+  ) {
     const p = provenance[0];
-    super(`NaN guard: function ${JSON.stringify(fn)}: kernel ${kernel} (node ${node.name}) wrote ${value} at element ${index} from finite inputs${p !== undefined ? `; the K call is ${p.call}${p.site !== undefined ? `, at ${p.site.file}:${p.site.line}:${p.site.column}` : ' (no user line recorded)'}` : ' (no K call recorded: set THEANINE_TRACE=1)'}`);
+    super(
+      `NaN guard: function ${JSON.stringify(fn)}: kernel ${kernel} (node ${node.name}) wrote ${value} at element ${index} from finite inputs${p !== undefined ? `; the K call is ${p.call}${p.site !== undefined ? `, at ${p.site.file}:${p.site.line}:${p.site.column}` : ' (no user line recorded)'}` : ' (no K call recorded: set THEANINE_TRACE=1)'}`,
+    );
   }
 }
 
 /** Every op name: extern steps of a one-kernel function are accepted (the function itself was warned about them). */
 const ANY_OP: ReadonlySet<string> = new (class extends Set<string> {
-  override has(): boolean { return true; }
+  override has(): boolean {
+    return true;
+  }
 })();
 
 /** Nodes worth checking: computed (not leaves, constants or tuple items) and pure. */
 function kernelsOf(graph: readonly Node[]): Node[] {
-  return topoSort(graph).filter((n) => n.inputs.length > 0 && n.op !== 'tuple_get' && n.op !== 'constant' && !impure(n));
+  return topoSort(graph).filter(
+    (n) => n.inputs.length > 0 && n.op !== 'tuple_get' && n.op !== 'constant' && !impure(n),
+  );
 }
 
 /** Inputs fed to a one-kernel function: every input but those computed from constants alone (the learning phase is fed too). */
@@ -91,13 +107,23 @@ function oneKernel(target: Target, req: TargetRequest, n: Node, cache: Map<Node,
   const phs: Node[] = [];
   const ins = n.inputs.map((i) => {
     if (!fedFromCall(i) || (sized && !isFloat(i.dtype))) return i;
-    const ph = leaf('placeholder', { uid: -1, name: `${i.name}_checked`, dtype: i.dtype, shape: [...i.shape], sparse: false });
+    const ph = leaf('placeholder', {
+      uid: -1,
+      name: `${i.name}_checked`,
+      dtype: i.dtype,
+      shape: [...i.shape],
+      sparse: false,
+    });
     fed.push(i);
     phs.push(ph);
     return ph;
   });
   const fresh = new Set(phs);
-  for (const x of topoSort(ins)) if (x.op === 'placeholder' && !fresh.has(x)) { fed.push(x); phs.push(x); }
+  for (const x of topoSort(ins))
+    if (x.op === 'placeholder' && !fresh.has(x)) {
+      fed.push(x);
+      phs.push(x);
+    }
   const m = rebuild(n, ins);
   const items = m.type.items;
   const targets = items === undefined ? [m] : items.map((_, j) => apply('tuple_get', [m], { index: j }));
@@ -105,8 +131,14 @@ function oneKernel(target: Target, req: TargetRequest, n: Node, cache: Map<Node,
     k = {
       fed,
       exec: target.executor({
-        inputs: phs, targets, updates: [], nOut: targets.length, optimizer: req.optimizer, name: `${req.name}: kernel ${kernelName(n)}`,
-        fallback: { mode: 'error', allow: ANY_OP }, optimized: target.passes(req.optimizer, req.passes),
+        inputs: phs,
+        targets,
+        updates: [],
+        nOut: targets.length,
+        optimizer: req.optimizer,
+        name: `${req.name}: kernel ${kernelName(n)}`,
+        fallback: { mode: 'error', allow: ANY_OP },
+        optimized: target.passes(req.optimizer, req.passes),
       }),
     };
   } catch (e) {
@@ -119,11 +151,23 @@ function oneKernel(target: Target, req: TargetRequest, n: Node, cache: Map<Node,
 const materialize = (r: NDArray | DeviceResult): NDArray | undefined => (r instanceof NDArray ? r : undefined);
 
 /** Runs `n`'s one-kernel function on the reference values of its inputs, or says why it does not run as compiled code. */
-function runAlone(target: Target, req: TargetRequest, n: Node, ref: ReferenceChecker, learningPhase: number, cache: Map<Node, OneKernel>): NDArray[] | string {
+function runAlone(
+  target: Target,
+  req: TargetRequest,
+  n: Node,
+  ref: ReferenceChecker,
+  learningPhase: number,
+  cache: Map<Node, OneKernel>,
+): NDArray[] | string {
   const k = oneKernel(target, req, n, cache);
   if (k.exec === undefined) return k.why!;
   try {
-    return k.exec.run(k.fed.map((i) => ref.valuesOf(i)[0]!), learningPhase).map(materialize) as NDArray[];
+    return k.exec
+      .run(
+        k.fed.map((i) => ref.valuesOf(i)[0]!),
+        learningPhase,
+      )
+      .map(materialize) as NDArray[];
   } catch (e) {
     // shapes known only at run time once the kernel's inputs are placeholders: it would be interpreted
     if (e instanceof FallbackError) return `alone, it would run the reference interpreter (${e.message})`;
@@ -135,7 +179,9 @@ function runAlone(target: Target, req: TargetRequest, n: Node, ref: ReferenceChe
 function warnUnchecked(fn: string, n: Node, why: string, said: Set<Node>): void {
   if (said.has(n)) return;
   said.add(n);
-  warn(`theanine: checking mode: function ${JSON.stringify(fn)}: kernel ${kernelName(n)} (node ${n.name}) is not compared with the reference: ${why}`);
+  warn(
+    `theanine: checking mode: function ${JSON.stringify(fn)}: kernel ${kernelName(n)} (node ${n.name}) is not compared with the reference: ${why}`,
+  );
 }
 
 /** Checking mode's executor: the function's results as usual, then every kernel compared with the reference (see top). */
@@ -149,7 +195,10 @@ export function checkedExecutor(target: Target, req: TargetRequest, device: stri
       const graph = inner.graph;
       for (const n of kernelsOf(graph)) {
         const got = runAlone(target, req, n, ref, learningPhase, cache);
-        if (typeof got === 'string') { warnUnchecked(req.name, n, got, said); continue; }
+        if (typeof got === 'string') {
+          warnUnchecked(req.name, n, got, said);
+          continue;
+        }
         const want = ref.valuesOf(n);
         want.forEach((w, j) => {
           const d = got[j] === undefined ? undefined : firstDifference(got[j]!, w, target.float64As);
@@ -162,7 +211,16 @@ export function checkedExecutor(target: Target, req: TargetRequest, device: stri
         const r = materialize(results[i]!);
         if (r === undefined || impure(o)) return;
         const d = firstDifference(r, ref.valuesOf(o)[0]!, target.float64As);
-        if (d !== undefined) throw new BadKernel(`result ${i} of the whole function`, o, kernelNodes(o), d, o.provenance, req.name, device);
+        if (d !== undefined)
+          throw new BadKernel(
+            `result ${i} of the whole function`,
+            o,
+            kernelNodes(o),
+            d,
+            o.provenance,
+            req.name,
+            device,
+          );
       });
       return results;
     },
@@ -189,7 +247,13 @@ export function guardedExecutor(target: Target, req: TargetRequest, inner: Execu
     run(values: readonly NDArray[], learningPhase: number) {
       const variables = snapshot(inner.graph);
       const results = inner.run(values, learningPhase);
-      if (results.every((r) => { const v = materialize(r); return v === undefined || allFinite(v); })) return results;
+      if (
+        results.every((r) => {
+          const v = materialize(r);
+          return v === undefined || allFinite(v);
+        })
+      )
+        return results;
       const ref = reference(req, values, learningPhase);
       ref.useVariables(variables);
       const finite = (n: Node) => ref.valuesOf(n).every(allFinite);
@@ -203,7 +267,14 @@ export function guardedExecutor(target: Target, req: TargetRequest, inner: Execu
         }
         if (bad !== undefined) {
           const at = firstNonFinite(bad);
-          throw new NonFiniteError(kernelName(n), n, at, bad.data[at]!, memberToBlame(n, ref) ?? n.provenance, req.name);
+          throw new NonFiniteError(
+            kernelName(n),
+            n,
+            at,
+            bad.data[at]!,
+            memberToBlame(n, ref) ?? n.provenance,
+            req.name,
+          );
         }
       }
       return results;
@@ -224,7 +295,8 @@ function memberToBlame(n: Node, ref: ReferenceChecker): readonly Provenance[] | 
   const params = new Set(body.params);
   for (const m of topoSort([body.root])) {
     if (params.has(m) || m.inputs.length === 0) continue;
-    if (m.inputs.every((i) => allFinite(inner.valuesOf(i)[0]!)) && !allFinite(inner.valuesOf(m)[0]!)) return m.provenance.length > 0 ? m.provenance : undefined;
+    if (m.inputs.every((i) => allFinite(inner.valuesOf(i)[0]!)) && !allFinite(inner.valuesOf(m)[0]!))
+      return m.provenance.length > 0 ? m.provenance : undefined;
   }
   return undefined;
 }

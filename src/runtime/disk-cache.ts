@@ -36,7 +36,8 @@ export function setDiskCacheDir(dir: string | null | undefined): void {
 let maxOverride: number | undefined;
 /** Sets the folder's bound in bytes for this process (undefined: THEANINE_CACHE_MAX_BYTES, else DEFAULT_CACHE_MAX_BYTES). */
 export function setDiskCacheMaxBytes(n: number | undefined): void {
-  if (n !== undefined && !(Number.isInteger(n) && n >= 0)) throw new RangeError(`setDiskCacheMaxBytes: argument n is ${n}; allowed: a non-negative integer, or undefined`);
+  if (n !== undefined && !(Number.isInteger(n) && n >= 0))
+    throw new RangeError(`setDiskCacheMaxBytes: argument n is ${n}; allowed: a non-negative integer, or undefined`);
   maxOverride = n;
 }
 
@@ -44,7 +45,8 @@ function maxBytes(): number {
   if (maxOverride !== undefined) return maxOverride;
   const v = platform.env('THEANINE_CACHE_MAX_BYTES');
   if (v === undefined || v === '') return DEFAULT_CACHE_MAX_BYTES;
-  if (!/^[0-9]+$/.test(v)) throw new RangeError(`THEANINE_CACHE_MAX_BYTES is ${JSON.stringify(v)}; allowed: a non-negative integer (bytes)`);
+  if (!/^[0-9]+$/.test(v))
+    throw new RangeError(`THEANINE_CACHE_MAX_BYTES is ${JSON.stringify(v)}; allowed: a non-negative integer (bytes)`);
   return Number(v);
 }
 
@@ -99,10 +101,12 @@ function check(text: string, key: string, version: string): { why: string } | { 
     return { why: 'the header is not JSON' };
   }
   if (h === null || typeof h !== 'object' || h['format'] !== FORMAT) return { why: `not a ${FORMAT} file` };
-  if (h['version'] !== version) return { why: `written by theanine ${JSON.stringify(h['version'])}, this is ${version}` };
+  if (h['version'] !== version)
+    return { why: `written by theanine ${JSON.stringify(h['version'])}, this is ${version}` };
   if (h['key'] !== key) return { why: 'another key (its hash collides)' };
   const body = text.slice(nl + 1);
-  if (h['length'] !== body.length || h['hash'] !== hash64(body)) return { why: 'the body is damaged (length or hash differs)' };
+  if (h['length'] !== body.length || h['hash'] !== hash64(body))
+    return { why: 'the body is damaged (length or hash differs)' };
   return { body };
 }
 
@@ -152,7 +156,13 @@ export function writeEntry(key: string, body: unknown, replacer?: (key: string, 
   const files = folder();
   if (files === undefined) return;
   const text = JSON.stringify(body, replacer);
-  const header = JSON.stringify({ format: FORMAT, version: files.version, key, hash: hash64(text), length: text.length });
+  const header = JSON.stringify({
+    format: FORMAT,
+    version: files.version,
+    key,
+    hash: hash64(text),
+    length: text.length,
+  });
   const name = fileName(key);
   try {
     files.write(name, new TextEncoder().encode(`${header}\n${text}`));

@@ -33,7 +33,13 @@ export interface Fallback {
 export function externFallbacks(p: Program): Fallback[] {
   const out: Fallback[] = [];
   for (const s of p.steps) {
-    if (s.kind === 'extern') out.push({ op: s.def.name, reason: s.reason, whole: false, ...(s.origin !== undefined ? { origin: s.origin } : {}) });
+    if (s.kind === 'extern')
+      out.push({
+        op: s.def.name,
+        reason: s.reason,
+        whole: false,
+        ...(s.origin !== undefined ? { origin: s.origin } : {}),
+      });
     else if (s.kind === 'scan') out.push(...externFallbacks(s.body));
   }
   return out;
@@ -44,17 +50,23 @@ export function envFallbackMode(): FallbackMode {
   const v = platform.env('THEANINE_FALLBACK');
   if (v === undefined || v === '') return 'warn';
   if (!(FALLBACK_MODES as readonly string[]).includes(v)) {
-    throw new ValueError(`THEANINE_FALLBACK: unknown mode ${JSON.stringify(v)} (allowed: ${FALLBACK_MODES.map((m) => JSON.stringify(m)).join(', ')})`);
+    throw new ValueError(
+      `THEANINE_FALLBACK: unknown mode ${JSON.stringify(v)} (allowed: ${FALLBACK_MODES.map((m) => JSON.stringify(m)).join(', ')})`,
+    );
   }
   return v as FallbackMode;
 }
 
-export interface FallbackPolicy { readonly mode: FallbackMode; readonly allow: ReadonlySet<string> }
+export interface FallbackPolicy {
+  readonly mode: FallbackMode;
+  readonly allow: ReadonlySet<string>;
+}
 
 /** K.function's option checked and resolved against the environment (the option wins). */
 export function fallbackPolicy(fn: string, opt: unknown): FallbackPolicy {
   if (opt === undefined) return { mode: envFallbackMode(), allow: new Set() };
-  const bad = () => new ValueError(`${fn}: fallback must be "warn", "error" or { mode, allow: op names }, got ${JSON.stringify(opt)}`);
+  const bad = () =>
+    new ValueError(`${fn}: fallback must be "warn", "error" or { mode, allow: op names }, got ${JSON.stringify(opt)}`);
   if (typeof opt === 'string') {
     if (!(FALLBACK_MODES as readonly string[]).includes(opt)) throw bad();
     return { mode: opt as FallbackMode, allow: new Set() };
@@ -76,7 +88,10 @@ export function describeFallbacks(fs: readonly Fallback[]): string {
   const parts: string[] = [];
   for (const f of fs) {
     const s = f.whole ? `the whole function (${f.op}: ${f.reason})` : `op ${f.op} (${f.reason})`;
-    if (!seen.has(s)) { seen.add(s); parts.push(s); }
+    if (!seen.has(s)) {
+      seen.add(s);
+      parts.push(s);
+    }
   }
   return parts.join('; ');
 }
@@ -86,14 +101,19 @@ export function describeFallbacks(fs: readonly Fallback[]): string {
  * accepted), else warns once per function (`state.warned`).
  */
 export function checkFallbacks(
-  fnName: string, fs: readonly Fallback[], policy: FallbackPolicy, state: { warned: boolean },
+  fnName: string,
+  fs: readonly Fallback[],
+  policy: FallbackPolicy,
+  state: { warned: boolean },
 ): void {
   if (fs.length === 0) return;
   const what = `function ${JSON.stringify(fnName)} runs the reference interpreter instead of generated code for ${describeFallbacks(fs)}`;
   if (policy.mode === 'error') {
     const refused = fs.filter((f) => f.whole || !policy.allow.has(f.op));
     if (refused.length > 0) {
-      const e = new FallbackError(`K.function: function ${JSON.stringify(fnName)} would run the reference interpreter instead of generated code for ${describeFallbacks(refused)}; fallback is "error" (the K.function option or THEANINE_FALLBACK=error)`);
+      const e = new FallbackError(
+        `K.function: function ${JSON.stringify(fnName)} would run the reference interpreter instead of generated code for ${describeFallbacks(refused)}; fallback is "error" (the K.function option or THEANINE_FALLBACK=error)`,
+      );
       throw withBuiltBy(e, refused.find((f) => f.origin !== undefined)?.origin); // the user's call behind the first refused step
     }
     return; // the rest was accepted by name

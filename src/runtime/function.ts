@@ -13,8 +13,14 @@ import type { OptimizerLevel } from '../passes/pipeline.js';
 import type { Program } from '../codegen/kernel/ir.js';
 import { exportFunction, type ExportOptions, type ExportedModule } from './export/module.js';
 import { exportOnnx, type OnnxExportOptions } from './onnx/export.js';
-import { profileTable, profileTrace, type FunctionProfile, type KernelTime, type Profiler, type TimedProgram } from './profile.js';
-
+import {
+  profileTable,
+  profileTrace,
+  type FunctionProfile,
+  type KernelTime,
+  type Profiler,
+  type TimedProgram,
+} from './profile.js';
 
 export interface FunctionSpec {
   readonly inputs: readonly Node[];
@@ -86,7 +92,8 @@ export function interpreterExecutor(inputs: readonly Node[], targets: readonly N
   };
 }
 
-export interface CompiledFunction extends Pick<FunctionSpec, 'inputs' | 'outputs' | 'updates' | 'device' | 'backend' | 'optimizer'> {
+export interface CompiledFunction
+  extends Pick<FunctionSpec, 'inputs' | 'outputs' | 'updates' | 'device' | 'backend' | 'optimizer'> {
   (values: readonly unknown[]): NDArray[];
   /**
    * The call, as a Promise: on gpu:webgpu the device's reply is awaited without blocking (a page's
@@ -138,7 +145,9 @@ export function convertInput(fnName: string, ph: Node, i: number, v: unknown): N
   }
   const want = ph.shape;
   if (nd.shape.length !== want.length || want.some((d, k) => d !== null && d !== nd.shape[k])) {
-    throw new ShapeError(`${what}: value of shape ${formatShape(nd.shape)} does not fit the placeholder's shape ${formatShape(want)}`);
+    throw new ShapeError(
+      `${what}: value of shape ${formatShape(nd.shape)} does not fit the placeholder's shape ${formatShape(want)}`,
+    );
   }
   return nd;
 }
@@ -164,19 +173,32 @@ function intactFits(nd: NDArray, want: readonly (number | null)[]): boolean {
 function checkIntact(what: string, nd: NDArray): void {
   const shape: unknown = nd.shape;
   const ok = Array.isArray(shape) && shape.every((d) => Number.isInteger(d) && d >= 0);
-  if (!ok) throw new ShapeError(`${what}: NDArray shape ${Array.isArray(shape) ? `[${shape.map(String).join(', ')}]` : describe(shape)} is not a list of non-negative integers`);
-  const n = sizeOf((shape as number[]));
+  if (!ok)
+    throw new ShapeError(
+      `${what}: NDArray shape ${Array.isArray(shape) ? `[${shape.map(String).join(', ')}]` : describe(shape)} is not a list of non-negative integers`,
+    );
+  const n = sizeOf(shape as number[]);
   const len = ArrayBuffer.isView(nd.data) ? (nd.data as { length: number }).length : -1;
-  if (len !== n) throw new ShapeError(`${what}: NDArray of shape ${formatShape(shape as number[])} (${n} elements) holds ${len < 0 ? describe(nd.data) : `${len} values`}; shape and data must agree`);
+  if (len !== n)
+    throw new ShapeError(
+      `${what}: NDArray of shape ${formatShape(shape as number[])} (${n} elements) holds ${len < 0 ? describe(nd.data) : `${len} values`}; shape and data must agree`,
+    );
 }
 
 /** Typed arrays whose every value an integer dtype holds as is. */
 const SAME_ARRAY: Readonly<Record<string, abstract new (...a: never[]) => unknown>> = {
-  int8: Int8Array, int16: Int16Array, int32: Int32Array, uint8: Uint8Array, int64: Int32Array,
+  int8: Int8Array,
+  int16: Int16Array,
+  int32: Int32Array,
+  uint8: Uint8Array,
+  int64: Int32Array,
 };
 
 const INT_RANGE: Readonly<Record<string, readonly [number, number]>> = {
-  int8: [-128, 127], int16: [-32768, 32767], int32: [-2147483648, 2147483647], uint8: [0, 255],
+  int8: [-128, 127],
+  int16: [-32768, 32767],
+  int32: [-2147483648, 2147483647],
+  uint8: [0, 255],
   int64: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
 };
 
@@ -200,8 +222,15 @@ function checkIntegral(what: string, dtype: DType, v: unknown): void {
     const x = values[i];
     if (typeof x !== 'number') continue; // booleans are 0 and 1; anything else is NDArray.from's error
     if (bad(x)) {
-      const why = Number.isNaN(x) || !Number.isFinite(x) ? 'not finite' : !Number.isInteger(x) ? 'not an integer' : `outside ${dtype}'s range ${lo}..${hi}`;
-      throw new TypeError(`${what}: element ${i} is ${x}, ${why}; a ${dtype} placeholder takes integers in ${lo}..${hi} (convert explicitly with K.cast, or round first)`);
+      const why =
+        Number.isNaN(x) || !Number.isFinite(x)
+          ? 'not finite'
+          : !Number.isInteger(x)
+            ? 'not an integer'
+            : `outside ${dtype}'s range ${lo}..${hi}`;
+      throw new TypeError(
+        `${what}: element ${i} is ${x}, ${why}; a ${dtype} placeholder takes integers in ${lo}..${hi} (convert explicitly with K.cast, or round first)`,
+      );
     }
   }
 }
@@ -213,10 +242,14 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
   const nOut = spec.outputs.length;
   const convert = (values: readonly unknown[]): NDArray[] => {
     if (!Array.isArray(values)) {
-      throw new TypeError(`${spec.name}: call with an array of ${spec.inputs.length} input values, got ${describe(values)}`);
+      throw new TypeError(
+        `${spec.name}: call with an array of ${spec.inputs.length} input values, got ${describe(values)}`,
+      );
     }
     if (values.length !== spec.inputs.length) {
-      throw new ValueError(`${spec.name}: expected ${spec.inputs.length} input values (${spec.inputs.map((n) => n.name).join(', ')}), got ${values.length}`);
+      throw new ValueError(
+        `${spec.name}: expected ${spec.inputs.length} input values (${spec.inputs.map((n) => n.name).join(', ')}), got ${values.length}`,
+      );
     }
     const out = new Array<NDArray>(values.length);
     for (let i = 0; i < values.length; i++) {
@@ -230,14 +263,21 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
   };
   const tooLarge = (e: unknown, converted: readonly NDArray[]): unknown => {
     // Dims known only now can make a value too large for any typed array: say so, with the shapes that caused it.
-    if (e instanceof RangeError && /Invalid typed array length|Array buffer allocation failed|Invalid array buffer length/.test(e.message)) {
-      return new ValueError(`${spec.name}: a value computed for inputs of shapes ${converted.map((v) => formatShape(v.shape)).join(', ')} is too large to allocate (${e.message}); a typed array holds at most 2^32 - 1 elements. Split the computation or feed smaller inputs`);
+    if (
+      e instanceof RangeError &&
+      /Invalid typed array length|Array buffer allocation failed|Invalid array buffer length/.test(e.message)
+    ) {
+      return new ValueError(
+        `${spec.name}: a value computed for inputs of shapes ${converted.map((v) => formatShape(v.shape)).join(', ')} is too large to allocate (${e.message}); a typed array holds at most 2^32 - 1 elements. Split the computation or feed smaller inputs`,
+      );
     }
     return e;
   };
   const call = (values: readonly unknown[]): NDArray[] => {
     if (asyncCalls.pending > 0 && executor.runAsync !== undefined) {
-      throw new ValueError(`${spec.name}: a synchronous call while callAsync calls on ${executor.device ?? spec.device} are pending (their variable updates follow their replies): await them first, or make this call with callAsync too`);
+      throw new ValueError(
+        `${spec.name}: a synchronous call while callAsync calls on ${executor.device ?? spec.device} are pending (their variable updates follow their replies): await them first, or make this call with callAsync too`,
+      );
     }
     const converted = convert(values);
     let results: (NDArray | DeviceResult)[];
@@ -253,13 +293,18 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
     // Calls are applied in the order they were made: each waits for the one before it, updates included.
     const before = asyncCalls.tail;
     let release!: () => void;
-    asyncCalls.tail = new Promise<void>((r) => { release = r; });
+    asyncCalls.tail = new Promise<void>((r) => {
+      release = r;
+    });
     asyncCalls.pending++;
     try {
       await before;
       let results: (NDArray | DeviceResult)[];
       try {
-        results = executor.runAsync !== undefined ? await executor.runAsync(converted, spec.learningPhase()) : executor.run(converted, spec.learningPhase());
+        results =
+          executor.runAsync !== undefined
+            ? await executor.runAsync(converted, spec.learningPhase())
+            : executor.run(converted, spec.learningPhase());
       } catch (e) {
         throw tooLarge(e, converted);
       }
@@ -272,13 +317,18 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
   const settle = (converted: readonly NDArray[], results: (NDArray | DeviceResult)[]): NDArray[] => {
     const fresh = executor.freshResults === true;
     // Function outputs are NDArrays whatever the executor (only update values stay on a device).
-    if (spec.updates.length === 0) return fresh ? results as NDArray[] : (results as NDArray[]).map((r) => r.clone());
+    if (spec.updates.length === 0) return fresh ? (results as NDArray[]) : (results as NDArray[]).map((r) => r.clone());
     // Every value is computed before any variable changes, so a failed call changes nothing.
     spec.updates.forEach(([variable], k) => {
       const v = results[nOut + k]!;
       const want = variable.shape as number[];
       if (v.shape.length !== want.length || v.shape.some((d, j) => d !== want[j])) {
-        throw withBuiltBy(new ShapeError(`${spec.name}: the update of variable ${JSON.stringify(variable.name)} has shape ${formatShape(v.shape)}, not the variable's ${formatShape(want)}`), spec.updates[k]![1].provenance);
+        throw withBuiltBy(
+          new ShapeError(
+            `${spec.name}: the update of variable ${JSON.stringify(variable.name)} has shape ${formatShape(v.shape)}, not the variable's ${formatShape(want)}`,
+          ),
+          spec.updates[k]![1].provenance,
+        );
       }
     });
     // Values that share storage with the caller's inputs are copied before a variable keeps them,
@@ -286,7 +336,10 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
     const fromCaller = new Set(converted.map((v) => v.data));
     spec.updates.forEach(([variable], k) => {
       const r = results[nOut + k]!;
-      if (!(r instanceof NDArray)) { r.storeInto(variable.cell!); return; } // same dtype: checked when built
+      if (!(r instanceof NDArray)) {
+        r.storeInto(variable.cell!);
+        return;
+      } // same dtype: checked when built
       const v = r.astype(variable.dtype);
       variable.cell!.value = !fresh && fromCaller.has(v.data) ? v.clone() : v;
     });
@@ -302,30 +355,59 @@ export function makeFunction(spec: FunctionSpec, executor: Executor): CompiledFu
     device: spec.device,
     backend: spec.backend,
     optimizer: spec.optimizer,
-    debugprint: (opts?: { readonly trace?: boolean }) => debugprintNodes(executor.graph, { label: fusedLabel, trace: opts?.trace === true }),
+    debugprint: (opts?: { readonly trace?: boolean }) =>
+      debugprintNodes(executor.graph, { label: fusedLabel, trace: opts?.trace === true }),
     exportModule: (options: ExportOptions) => {
       const lowered = executor.lowered;
       if (lowered === undefined) {
-        throw new ValueError(spec.optimizer === 'none'
-          ? 'exportModule: this function has optimizer "none" (it runs the reference interpreter); compile it with "fast_run" or "fast_compile" to export it'
-          : `exportModule: only functions compiled for device "cpu" can be exported (this one is for ${JSON.stringify(spec.device)}); compile it again with { device: 'cpu' }`);
+        throw new ValueError(
+          spec.optimizer === 'none'
+            ? 'exportModule: this function has optimizer "none" (it runs the reference interpreter); compile it with "fast_run" or "fast_compile" to export it'
+            : `exportModule: only functions compiled for device "cpu" can be exported (this one is for ${JSON.stringify(spec.device)}); compile it again with { device: 'cpu' }`,
+        );
       }
-      return exportFunction({
-        name: spec.name, optimizer: spec.optimizer, inputs: spec.inputs, nOutputs: nOut, updates: spec.updates,
-        lowered: (shapes) => lowered.call(executor, shapes), lastInputShapes: () => executor.lastInputShapes?.(),
-      }, options);
+      return exportFunction(
+        {
+          name: spec.name,
+          optimizer: spec.optimizer,
+          inputs: spec.inputs,
+          nOutputs: nOut,
+          updates: spec.updates,
+          lowered: (shapes) => lowered.call(executor, shapes),
+          lastInputShapes: () => executor.lastInputShapes?.(),
+        },
+        options,
+      );
     },
-    exportOnnx: (options?: OnnxExportOptions) => exportOnnx({ name: spec.name, inputs: spec.inputs, outputs: spec.outputs, updates: spec.updates, optimizer: spec.optimizer }, options),
+    exportOnnx: (options?: OnnxExportOptions) =>
+      exportOnnx(
+        {
+          name: spec.name,
+          inputs: spec.inputs,
+          outputs: spec.outputs,
+          updates: spec.updates,
+          optimizer: spec.optimizer,
+        },
+        options,
+      ),
     profile: (options?: { readonly format?: 'object' | 'table' | 'trace'; readonly reset?: boolean }) => {
       const p = spec.profiler;
-      if (p === undefined) throw new ValueError(`${spec.name}.profile: this function was not made with { profile: true }; compile it with K.function(inputs, outputs, updates, { profile: true })`);
+      if (p === undefined)
+        throw new ValueError(
+          `${spec.name}.profile: this function was not made with { profile: true }; compile it with K.function(inputs, outputs, updates, { profile: true })`,
+        );
       const format = options?.format ?? 'object';
-      if (!['object', 'table', 'trace'].includes(format)) throw new ValueError(`${spec.name}.profile: format must be "object", "table" or "trace", got ${JSON.stringify(format)}`);
+      if (!['object', 'table', 'trace'].includes(format))
+        throw new ValueError(
+          `${spec.name}.profile: format must be "object", "table" or "trace", got ${JSON.stringify(format)}`,
+        );
       const got = p.profile();
       if (options?.reset === true) p.reset(); // the calls so far leave the figures (compile phases and peak stay)
       return format === 'table' ? profileTable(got) : format === 'trace' ? profileTrace(got) : got;
     },
-    source: () => executor.source?.() ?? `// optimizer ${JSON.stringify(spec.optimizer)}: this function runs the reference interpreter; there is no generated source`,
+    source: () =>
+      executor.source?.() ??
+      `// optimizer ${JSON.stringify(spec.optimizer)}: this function runs the reference interpreter; there is no generated source`,
   });
   // a getter: a target may optimize the graph only when it is first read (target.ts deferPasses)
   Object.defineProperty(fn, 'graph', { get: () => executor.graph, enumerable: true });

@@ -80,18 +80,34 @@ export interface StepInfo extends Pick<KernelProfile, 'name' | 'flops' | 'nodes'
 }
 
 const timedLabel = (s: Step, k: number): string =>
-  (s.kind === 'matmul' ? `matmul ${s.m.size}x${s.k.size}x${s.n.size} [${s.label}]` : s.kind === 'scan' ? `scan body s${k}: ${s.label}` : s.label);
+  s.kind === 'matmul'
+    ? `matmul ${s.m.size}x${s.k.size}x${s.n.size} [${s.label}]`
+    : s.kind === 'scan'
+      ? `scan body s${k}: ${s.label}`
+      : s.label;
 
 /** A step's name in a profile (the cpu's step timer's row label; a fused loop as fused{ops}); `k`: the Scan's index among its program's Scans. */
-export const stepName = (s: Step, k: number): string => (s.kind === 'loop' && s.label.includes(',') ? `fused{${s.label}}` : timedLabel(s, k));
+export const stepName = (s: Step, k: number): string =>
+  s.kind === 'loop' && s.label.includes(',') ? `fused{${s.label}}` : timedLabel(s, k);
 
 function infoOf(prog: Program, s: Step, name: string, per: number, path: string, depth: number): StepInfo {
-  const size = (id: number) => { const b = prog.buffers[id]!; return b.size * itemsize(b.dtype); };
+  const size = (id: number) => {
+    const b = prog.buffers[id]!;
+    return b.size * itemsize(b.dtype);
+  };
   const { reads, writes } = stepBuffers(s);
-  const nodes = s.kind === 'extern' || s.kind === 'print' || s.kind === 'scan' ? [s.kind === 'scan' ? 'scan' : s.label] : s.label.split(',');
+  const nodes =
+    s.kind === 'extern' || s.kind === 'print' || s.kind === 'scan'
+      ? [s.kind === 'scan' ? 'scan' : s.label]
+      : s.label.split(',');
   const op = s.kind === 'loop' ? (nodes.length > 1 ? 'fused' : nodes[0]!) : s.kind === 'extern' ? s.label : s.kind;
   return {
-    name, op, per, nodes, path, depth,
+    name,
+    op,
+    per,
+    nodes,
+    path,
+    depth,
     read: [...new Set(reads)].reduce((a, b) => a + size(b), 0),
     written: [...new Set(writes)].reduce((a, b) => a + size(b), 0),
     ...(s.kind === 'matmul' ? { flops: 2 * s.batch.size * s.m.size * s.n.size * s.k.size } : {}),
@@ -104,19 +120,37 @@ function infoOf(prog: Program, s: Step, name: string, per: number, path: string,
  * with the next or left out have no row of their own (their time is in the next row), so rows are
  * matched to steps by label in order. Scan bodies' rows follow, with their own programs.
  */
-function stepInfos(prog: Program, p: StepProfile, per: number, prefix: string, at: string, out: { info: StepInfo; prof: StepProfile; row: number }[]): void {
+function stepInfos(
+  prog: Program,
+  p: StepProfile,
+  per: number,
+  prefix: string,
+  at: string,
+  out: { info: StepInfo; prof: StepProfile; row: number }[],
+): void {
   let i = 0;
   let scans = 0;
   p.labels.forEach((label, row) => {
     let s: Step | undefined;
     for (let j = i; j < prog.steps.length; j++) {
       const c = prog.steps[j]!;
-      if (timedLabel(c, scans) === label) { s = c; i = j + 1; break; }
+      if (timedLabel(c, scans) === label) {
+        s = c;
+        i = j + 1;
+        break;
+      }
     }
     const name = `${prefix}${s?.kind === 'loop' && s.label.includes(',') ? `fused{${s.label}}` : label}`;
     const path = `${at}${row}`;
     const depth = at === '' ? 0 : at.split('/').length - 1;
-    out.push({ info: s === undefined ? { name, op: '?', per, nodes: [], kCalls: [], read: 0, written: 0, path, depth } : infoOf(prog, s, name, per, path, depth), prof: p, row });
+    out.push({
+      info:
+        s === undefined
+          ? { name, op: '?', per, nodes: [], kCalls: [], read: 0, written: 0, path, depth }
+          : infoOf(prog, s, name, per, path, depth),
+      prof: p,
+      row,
+    });
     if (s?.kind === 'scan') {
       const sub = p.subs?.[scans];
       if (sub !== undefined) stepInfos(s.body, sub, per * s.steps, `${prefix}s${scans}: `, `${path}/`, out);
@@ -153,7 +187,7 @@ export class KernelTimer {
   /** A run of the kernel at `path` that took `ms`; `info` describes it (asked once per path). */
   add(path: string, info: () => StepInfo, ms: number, runs = 1): void {
     let r = this.rows.get(path);
-    if (r === undefined) this.rows.set(path, r = { info: info(), calls: 0, ms: 0 });
+    if (r === undefined) this.rows.set(path, (r = { info: info(), calls: 0, ms: 0 }));
     r.calls += runs;
     r.ms += Math.max(0, ms);
   }
@@ -167,7 +201,15 @@ export class KernelTimer {
 }
 
 /** A StepInfo for a kernel known only by name and the ops it runs (the tensorflow and onnx backends: one graph node or ONNX node each). */
-export function nodeInfo(name: string, op: string, nodes: readonly string[], kCalls: readonly string[], path: string, depth: number, bytes?: { read: number; written: number }): StepInfo {
+export function nodeInfo(
+  name: string,
+  op: string,
+  nodes: readonly string[],
+  kCalls: readonly string[],
+  path: string,
+  depth: number,
+  bytes?: { read: number; written: number },
+): StepInfo {
   return { name, op, per: 1, nodes, kCalls, read: bytes?.read ?? 0, written: bytes?.written ?? 0, path, depth };
 }
 
@@ -186,10 +228,21 @@ export class Profiler {
   private calls = 0;
   private totalMs = 0;
   private peak = 0;
-  private readonly compileMs: Record<keyof Omit<CompileProfile, 'specializations'>, number> = { passes: 0, bodyPasses: 0, lower: 0, plan: 0, render: 0, firstRun: 0 };
+  private readonly compileMs: Record<keyof Omit<CompileProfile, 'specializations'>, number> = {
+    passes: 0,
+    bodyPasses: 0,
+    lower: 0,
+    plan: 0,
+    render: 0,
+    firstRun: 0,
+  };
   private specializations = 0;
 
-  constructor(readonly fn: string, readonly target: string, private readonly note?: string) {}
+  constructor(
+    readonly fn: string,
+    readonly target: string,
+    private readonly note?: string,
+  ) {}
 
   /** A compile's phases (compileTimes after it). */
   compiled(times: Readonly<Record<string, number>>, specialization: boolean): void {
@@ -217,11 +270,19 @@ export class Profiler {
     for (const { info, prof, row } of layout) {
       const key = `${info.path}|${info.name}`;
       let r = this.rows.get(key);
-      if (r === undefined) { r = { info, calls: 0, ms: 0 }; this.rows.set(key, r); }
+      if (r === undefined) {
+        r = { info, calls: 0, ms: 0 };
+        this.rows.set(key, r);
+      }
       r.calls += info.per;
       r.ms += prof.ms[row]!;
     }
-    const reset = (p: StepProfile) => { p.ms.fill(0); p.subs?.forEach((s) => { if (s !== undefined) reset(s); }); };
+    const reset = (p: StepProfile) => {
+      p.ms.fill(0);
+      p.subs?.forEach((s) => {
+        if (s !== undefined) reset(s);
+      });
+    };
     reset(timed.steps);
   }
 
@@ -232,7 +293,10 @@ export class Profiler {
     for (const t of times) {
       const key = `${t.info.path}|${t.info.name}`;
       let r = this.rows.get(key);
-      if (r === undefined) { r = { info: t.info, calls: 0, ms: 0 }; this.rows.set(key, r); }
+      if (r === undefined) {
+        r = { info: t.info, calls: 0, ms: 0 };
+        this.rows.set(key, r);
+      }
       r.calls += t.calls;
       r.ms += t.ms;
     }
@@ -248,14 +312,21 @@ export class Profiler {
 
   profile(): FunctionProfile {
     if (this.pending !== undefined) this.addTimes(this.pending());
-    const kernels: KernelProfile[] = [...this.rows.values()].map(({ info, calls, ms }) => {
-      return {
-        name: info.name, calls, totalMs: ms, meanMs: calls === 0 ? 0 : ms / calls,
-        bytesRead: info.read * calls, bytesWritten: info.written * calls,
-        ...(info.flops !== undefined ? { flops: info.flops * calls } : {}),
-        nodes: info.nodes, kCalls: info.kCalls,
-      };
-    }).sort((a, b) => b.totalMs - a.totalMs);
+    const kernels: KernelProfile[] = [...this.rows.values()]
+      .map(({ info, calls, ms }) => {
+        return {
+          name: info.name,
+          calls,
+          totalMs: ms,
+          meanMs: calls === 0 ? 0 : ms / calls,
+          bytesRead: info.read * calls,
+          bytesWritten: info.written * calls,
+          ...(info.flops !== undefined ? { flops: info.flops * calls } : {}),
+          nodes: info.nodes,
+          kCalls: info.kCalls,
+        };
+      })
+      .sort((a, b) => b.totalMs - a.totalMs);
     // Op classes over the function's own kernels: a Scan's time includes its body's kernels.
     const byOp = new Map<string, { kernels: number; calls: number; totalMs: number }>();
     for (const { info, calls, ms } of this.rows.values()) {
@@ -264,34 +335,59 @@ export class Profiler {
       byOp.set(info.op, { kernels: o.kernels + 1, calls: o.calls + calls, totalMs: o.totalMs + ms });
     }
     const inKernels = [...byOp.values()].reduce((a, o) => a + o.totalMs, 0);
-    const ops = [...byOp].map(([op, o]) => ({ op, ...o, share: inKernels === 0 ? 0 : o.totalMs / inKernels })).sort((a, b) => b.totalMs - a.totalMs);
+    const ops = [...byOp]
+      .map(([op, o]) => ({ op, ...o, share: inKernels === 0 ? 0 : o.totalMs / inKernels }))
+      .sort((a, b) => b.totalMs - a.totalMs);
     return {
-      function: this.fn, target: this.target, calls: this.calls, totalMs: this.totalMs, kernels, ops,
-      compile: { ...this.compileMs, specializations: this.specializations }, peakBytes: this.peak,
+      function: this.fn,
+      target: this.target,
+      calls: this.calls,
+      totalMs: this.totalMs,
+      kernels,
+      ops,
+      compile: { ...this.compileMs, specializations: this.specializations },
+      peakBytes: this.peak,
       ...(this.note !== undefined ? { note: this.note } : {}),
     };
   }
 }
 
-const fmtBytes = (b: number): string => (b >= 2 ** 20 ? `${(b / 2 ** 20).toFixed(1)} MiB` : b >= 1024 ? `${(b / 1024).toFixed(1)} KiB` : `${b} B`);
+const fmtBytes = (b: number): string =>
+  b >= 2 ** 20 ? `${(b / 2 ** 20).toFixed(1)} MiB` : b >= 1024 ? `${(b / 1024).toFixed(1)} KiB` : `${b} B`;
 
 /** The profile as the printed table: kernels by time, then op classes, compile phases and peak memory. */
 export function profileTable(p: FunctionProfile): string {
-  const lines = [`profile of function ${JSON.stringify(p.function)} on ${p.target}: ${p.calls} calls, ${p.totalMs.toFixed(3)} ms in calls`];
+  const lines = [
+    `profile of function ${JSON.stringify(p.function)} on ${p.target}: ${p.calls} calls, ${p.totalMs.toFixed(3)} ms in calls`,
+  ];
   if (p.note !== undefined) lines.push(`note: ${p.note}`);
   if (p.kernels.length > 0) {
     const w = Math.min(60, Math.max(6, ...p.kernels.map((k) => k.name.length)));
-    lines.push('', `${'kernel'.padEnd(w)}  ${'calls'.padStart(7)}  ${'total ms'.padStart(10)}  ${'mean ms'.padStart(9)}  ${'read'.padStart(10)}  ${'written'.padStart(10)}  ${'MFLOP'.padStart(9)}  K calls`);
+    lines.push(
+      '',
+      `${'kernel'.padEnd(w)}  ${'calls'.padStart(7)}  ${'total ms'.padStart(10)}  ${'mean ms'.padStart(9)}  ${'read'.padStart(10)}  ${'written'.padStart(10)}  ${'MFLOP'.padStart(9)}  K calls`,
+    );
     for (const k of p.kernels) {
       const name = k.name.length > w ? `${k.name.slice(0, w - 3)}...` : k.name;
-      lines.push(`${name.padEnd(w)}  ${String(k.calls).padStart(7)}  ${k.totalMs.toFixed(3).padStart(10)}  ${k.meanMs.toFixed(4).padStart(9)}  ${fmtBytes(k.bytesRead).padStart(10)}  ${fmtBytes(k.bytesWritten).padStart(10)}  ${(k.flops === undefined ? '-' : (k.flops / 1e6).toFixed(2)).padStart(9)}  ${k.kCalls.slice(0, 2).join('; ')}${k.kCalls.length > 2 ? ` (+${k.kCalls.length - 2})` : ''}`);
+      lines.push(
+        `${name.padEnd(w)}  ${String(k.calls).padStart(7)}  ${k.totalMs.toFixed(3).padStart(10)}  ${k.meanMs.toFixed(4).padStart(9)}  ${fmtBytes(k.bytesRead).padStart(10)}  ${fmtBytes(k.bytesWritten).padStart(10)}  ${(k.flops === undefined ? '-' : (k.flops / 1e6).toFixed(2)).padStart(9)}  ${k.kCalls.slice(0, 2).join('; ')}${k.kCalls.length > 2 ? ` (+${k.kCalls.length - 2})` : ''}`,
+      );
     }
     const ow = Math.max(8, ...p.ops.map((o) => o.op.length));
-    lines.push('', `${'op class'.padEnd(ow)}  ${'kernels'.padStart(7)}  ${'calls'.padStart(7)}  ${'total ms'.padStart(10)}  share`);
-    for (const o of p.ops) lines.push(`${o.op.padEnd(ow)}  ${String(o.kernels).padStart(7)}  ${String(o.calls).padStart(7)}  ${o.totalMs.toFixed(3).padStart(10)}  ${(100 * o.share).toFixed(1).padStart(5)}%`);
+    lines.push(
+      '',
+      `${'op class'.padEnd(ow)}  ${'kernels'.padStart(7)}  ${'calls'.padStart(7)}  ${'total ms'.padStart(10)}  share`,
+    );
+    for (const o of p.ops)
+      lines.push(
+        `${o.op.padEnd(ow)}  ${String(o.kernels).padStart(7)}  ${String(o.calls).padStart(7)}  ${o.totalMs.toFixed(3).padStart(10)}  ${(100 * o.share).toFixed(1).padStart(5)}%`,
+      );
   }
   const c = p.compile;
-  lines.push('', `compile: passes ${c.passes.toFixed(1)} ms, scan bodies' passes ${c.bodyPasses.toFixed(1)} ms, lowering ${c.lower.toFixed(1)} ms, buffer plan ${c.plan.toFixed(1)} ms, code generation ${c.render.toFixed(1)} ms, first run ${c.firstRun.toFixed(1)} ms (${c.specializations} specialisations)`);
+  lines.push(
+    '',
+    `compile: passes ${c.passes.toFixed(1)} ms, scan bodies' passes ${c.bodyPasses.toFixed(1)} ms, lowering ${c.lower.toFixed(1)} ms, buffer plan ${c.plan.toFixed(1)} ms, code generation ${c.render.toFixed(1)} ms, first run ${c.firstRun.toFixed(1)} ms (${c.specializations} specialisations)`,
+  );
   lines.push(`peak buffer memory: ${fmtBytes(p.peakBytes)}`);
   return `${lines.join('\n')}\n`;
 }
@@ -311,7 +407,24 @@ export function profileTrace(p: FunctionProfile): string {
   ];
   let t = 0;
   for (const k of p.kernels) {
-    events.push({ name: k.name, cat: 'kernel', ph: 'X', pid: 1, tid: 1, ts: us(t), dur: us(k.totalMs), args: { calls: k.calls, meanMs: k.meanMs, bytesRead: k.bytesRead, bytesWritten: k.bytesWritten, ...(k.flops !== undefined ? { flops: k.flops } : {}), nodes: k.nodes.join(','), kCalls: k.kCalls.join('; ') } });
+    events.push({
+      name: k.name,
+      cat: 'kernel',
+      ph: 'X',
+      pid: 1,
+      tid: 1,
+      ts: us(t),
+      dur: us(k.totalMs),
+      args: {
+        calls: k.calls,
+        meanMs: k.meanMs,
+        bytesRead: k.bytesRead,
+        bytesWritten: k.bytesWritten,
+        ...(k.flops !== undefined ? { flops: k.flops } : {}),
+        nodes: k.nodes.join(','),
+        kCalls: k.kCalls.join('; '),
+      },
+    });
     t += k.totalMs;
   }
   t = 0;
@@ -320,22 +433,36 @@ export function profileTrace(p: FunctionProfile): string {
     events.push({ name: phase, cat: 'compile', ph: 'X', pid: 1, tid: 2, ts: us(t), dur: us(ms), args: {} });
     t += ms;
   }
-  return JSON.stringify({ traceEvents: events, displayTimeUnit: 'ms', otherData: { calls: p.calls, totalMs: p.totalMs, peakBytes: p.peakBytes, ...(p.note !== undefined ? { note: p.note } : {}) } });
+  return JSON.stringify({
+    traceEvents: events,
+    displayTimeUnit: 'ms',
+    otherData: {
+      calls: p.calls,
+      totalMs: p.totalMs,
+      peakBytes: p.peakBytes,
+      ...(p.note !== undefined ? { note: p.note } : {}),
+    },
+  });
 }
 
 /** How a target times its kernels (`note` of its profiles), or why a profile has no kernel rows. */
 export const PROFILE_NOTES = {
-  gpujs: 'the gpu device times each step on the host until the device has finished it (gl.finish() after its kernels; gpu.js\' webasm mode runs them synchronously); a kernel\'s first run includes gpu.js compiling its shader',
-  webgpuTimestamps: 'the gpu device (webgpu) times each kernel on the device with timestamp queries (a compute pass per kernel, its start and end written by the device); steps run on the host are not timed',
-  webgpuSubmits: 'the gpu device (webgpu) times each kernel on the device with a submit of its own, waited for (onSubmittedWorkDone; the adapter has no timestamp queries, or THEANINE_WEBGPU_TIMING=submits); steps run on the host are not timed',
-  tensorflow: 'the tensorflow backend times each graph node from its call until TensorFlow.js has computed it (the node, wasm and cpu backends compute an op when it is called; webgl is waited for by reading the result)',
+  gpujs:
+    "the gpu device times each step on the host until the device has finished it (gl.finish() after its kernels; gpu.js' webasm mode runs them synchronously); a kernel's first run includes gpu.js compiling its shader",
+  webgpuTimestamps:
+    'the gpu device (webgpu) times each kernel on the device with timestamp queries (a compute pass per kernel, its start and end written by the device); steps run on the host are not timed',
+  webgpuSubmits:
+    'the gpu device (webgpu) times each kernel on the device with a submit of its own, waited for (onSubmittedWorkDone; the adapter has no timestamp queries, or THEANINE_WEBGPU_TIMING=submits); steps run on the host are not timed',
+  tensorflow:
+    'the tensorflow backend times each graph node from its call until TensorFlow.js has computed it (the node, wasm and cpu backends compute an op when it is called; webgl is waited for by reading the result)',
   onnx: "the onnx backend reads ONNX Runtime's own profile (SessionOptions.enableProfiling): each ONNX node's kernel time, summed per graph node; ONNX Runtime's nodes of its own (input casts, output copies, fusions named after none of ours) are rows of their own",
   none: 'optimizer "none" runs the reference interpreter: there are no kernels to time, so the profile times whole calls',
 } as const;
 
 /** A function's executor with its calls (and on the cpu, its kernels) recorded by `profiler`. */
 export function profiledExecutor(inner: Executor, profiler: Profiler): Executor {
-  if (inner.kernelTimesOnDemand === true && inner.kernelTimes !== undefined) profiler.pending = inner.kernelTimes.bind(inner);
+  if (inner.kernelTimesOnDemand === true && inner.kernelTimes !== undefined)
+    profiler.pending = inner.kernelTimes.bind(inner);
   return Object.assign(Object.create(inner) as Executor, {
     runAsync: undefined, // callAsync runs this run, not the inner executor's runAsync
     run(values: readonly NDArray[], learningPhase: number) {
@@ -345,7 +472,12 @@ export function profiledExecutor(inner: Executor, profiler: Profiler): Executor 
       const ms = performance.now() - t0;
       if (compileStats.specializations !== specs) profiler.compiled({ ...compileTimes, passes: 0 }, true);
       const resultBytes = out.reduce((a, r) => a + (r instanceof NDArrayClass ? r.data.byteLength : 0), 0);
-      profiler.called(ms, inner.lastTimed?.(), resultBytes, inner.kernelTimesOnDemand === true ? undefined : inner.kernelTimes?.());
+      profiler.called(
+        ms,
+        inner.lastTimed?.(),
+        resultBytes,
+        inner.kernelTimesOnDemand === true ? undefined : inner.kernelTimes?.(),
+      );
       return out;
     },
   });

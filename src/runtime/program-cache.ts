@@ -56,7 +56,10 @@ export class ProgramCache<P extends CachedProgram<S>, S> {
   private readonly live = new Map<P, number>();
   private readonly collected = new FinalizationRegistry<P>((p) => {
     const n = (this.live.get(p) ?? 1) - 1;
-    if (n > 0) { this.live.set(p, n); return; }
+    if (n > 0) {
+      this.live.set(p, n);
+      return;
+    }
     this.live.delete(p);
     for (const [key, s] of [...p.specs]) this.drop(p, key, s);
   });
@@ -114,10 +117,16 @@ export class ProgramCache<P extends CachedProgram<S>, S> {
     this.all.set(s, { program: p, key });
     // a shed specialisation coming back holds its buffers again once run: counted from now
     if (this.used.delete(s)) this.used.set(s, { program: p, key });
-    else { this.used.set(s, { program: p, key }); this.held += this.bytes(s); }
+    else {
+      this.used.set(s, { program: p, key });
+      this.held += this.bytes(s);
+    }
     for (const [old, at] of this.used) {
       if (this.held <= this.budgetBytes || old === s) break;
-      if (this.shed === undefined) { this.drop(at.program, at.key, old); continue; }
+      if (this.shed === undefined) {
+        this.drop(at.program, at.key, old);
+        continue;
+      }
       this.used.delete(old);
       this.held -= this.bytes(old);
       this.shedCount++;

@@ -117,7 +117,10 @@ export function setDebugSink(sink: ((text: string) => void) | undefined): void {
 export function optimize(passes: readonly Pass[], outputs: readonly Node[], what?: string): readonly Node[] {
   if (passes.length === 0) return outputs;
   const onPass = debugEnabled('passes')
-    ? (r: PassReport, g: Graph) => debugSink(formatPassReport(what === undefined ? r : { ...r, name: `${what}: ${r.name}` }, g, { label: fusedLabel }))
+    ? (r: PassReport, g: Graph) =>
+        debugSink(
+          formatPassReport(what === undefined ? r : { ...r, name: `${what}: ${r.name}` }, g, { label: fusedLabel }),
+        )
     : undefined;
   return runPasses(passes, { outputs }, onPass === undefined ? {} : { onPass }).outputs;
 }
@@ -128,7 +131,10 @@ export function bodyOptimizer(passes: readonly Pass[]): (b: ScanBody) => readonl
   const key = pipelineKey(passes);
   return (b) => {
     let byPasses = optimizedBodies.get(b);
-    if (byPasses === undefined) { byPasses = new Map(); optimizedBodies.set(b, byPasses); }
+    if (byPasses === undefined) {
+      byPasses = new Map();
+      optimizedBodies.set(b, byPasses);
+    }
     let r = byPasses.get(key);
     if (r === undefined) {
       const t0 = performance.now();
@@ -145,7 +151,12 @@ export function bodyOptimizer(passes: readonly Pass[]): (b: ScanBody) => readonl
  * input position, variables by order of first appearance (their values are read at call time, so
  * two graphs over different variables of the same types share code). Also returns those variables.
  */
-function structuralKey(inputs: readonly Node[], targets: readonly Node[], level: string, device: string): { key: string; variables: Node[] } {
+function structuralKey(
+  inputs: readonly Node[],
+  targets: readonly Node[],
+  level: string,
+  device: string,
+): { key: string; variables: Node[] } {
   const inputPos = new Map<Node, number>();
   inputs.forEach((n, i) => inputPos.set(n, i));
   const local = new Map<Node, number>();
@@ -156,17 +167,25 @@ function structuralKey(inputs: readonly Node[], targets: readonly Node[], level:
     const ip = inputPos.get(n);
     let s: string;
     if (ip !== undefined) s = `in${ip}`;
-    else if (n.op === 'variable') { s = `var${variables.length}`; variables.push(n); }
-    else s = `${n.op}(${n.inputs.map((i) => local.get(i)).join(',')})${attrsKey(n.attrs)}`;
+    else if (n.op === 'variable') {
+      s = `var${variables.length}`;
+      variables.push(n);
+    } else s = `${n.op}(${n.inputs.map((i) => local.get(i)).join(',')})${attrsKey(n.attrs)}`;
     // Provenance is part of the key: the program's kernel comments and errors name the user's lines.
-    parts.push(`${s}:${n.dtype}${formatShape(n.shape)}${n.provenance.length > 0 ? `@${provenanceKey(n.provenance)}` : ''}`);
+    parts.push(
+      `${s}:${n.dtype}${formatShape(n.shape)}${n.provenance.length > 0 ? `@${provenanceKey(n.provenance)}` : ''}`,
+    );
   }
   parts.push(targets.map((t) => local.get(t)).join(','));
   return { key: parts.join(';'), variables };
 }
 
 /** A program's optimized graph rebuilt on another graph's leaves (same structure, so same slots). */
-function withLeaves(p: OptimizedProgram<unknown>, inputs: readonly Node[], variables: readonly Node[]): readonly Node[] {
+function withLeaves(
+  p: OptimizedProgram<unknown>,
+  inputs: readonly Node[],
+  variables: readonly Node[],
+): readonly Node[] {
   const map = new Map<Node, Node>();
   for (const [n, i] of p.inputSlot) map.set(n, inputs[i]!);
   for (const [n, i] of p.variableSlot) map.set(n, variables[i]!);
@@ -174,7 +193,16 @@ function withLeaves(p: OptimizedProgram<unknown>, inputs: readonly Node[], varia
   const memo = new Map<Node, Node>();
   for (const n of topoSort(p.graph)) {
     const leafTwin = map.get(n);
-    memo.set(n, leafTwin ?? (n.inputs.length === 0 ? n : rebuild(n, n.inputs.map((i) => memo.get(i)!))));
+    memo.set(
+      n,
+      leafTwin ??
+        (n.inputs.length === 0
+          ? n
+          : rebuild(
+              n,
+              n.inputs.map((i) => memo.get(i)!),
+            )),
+    );
   }
   return p.graph.map((n) => memo.get(n)!);
 }
@@ -212,7 +240,8 @@ export interface LinkedProgram<S> {
 function sameShapes(a: Shapes, b: Shapes): boolean {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) {
-    const p = a[i]!, q = b[i]!;
+    const p = a[i]!,
+      q = b[i]!;
     if (p.length !== q.length) return false;
     for (let j = 0; j < p.length; j++) if (p[j] !== q[j]) return false;
   }
@@ -220,13 +249,21 @@ function sameShapes(a: Shapes, b: Shapes): boolean {
 }
 
 export function link<S extends Specialised, E extends Executor>(
-  target: Target<S>, device: string, cache: ProgramCache<OptimizedProgram<S>, S>, req: TargetRequest,
+  target: Target<S>,
+  device: string,
+  cache: ProgramCache<OptimizedProgram<S>, S>,
+  req: TargetRequest,
   executor: (linked: LinkedProgram<S>) => E,
 ): E {
   const passes = req.optimized ?? target.passes(req.optimizer, req.passes);
   const variant = target.variant?.() ?? '';
   const how = `${req.optimized !== undefined ? 'optimized' : ''}${req.mode === 'debug' ? '|debug' : ''}${req.profile === true ? '|profile' : ''}${req.tune !== undefined ? `|tune ${req.tune.beam}` : ''}`;
-  const { key, variables } = structuralKey(req.inputs, req.targets, `${req.optimizer}[${pipelineKey(passes)}]{${variant}}${how}`, device);
+  const { key, variables } = structuralKey(
+    req.inputs,
+    req.targets,
+    `${req.optimizer}[${pipelineKey(passes)}]{${variant}}${how}`,
+    device,
+  );
   // Checking mode: the passes' replacements are compared on the reference interpreter (src/passes/check.ts).
   const checked = <T>(f: () => T): T => (req.mode === 'debug' ? withChecking(new ReferenceChecker(), f) : f());
   const program = cache.program(key, () => {
@@ -238,15 +275,25 @@ export function link<S extends Specialised, E extends Executor>(
     };
     compileStats.programs++;
     const made = {
-      key, passes, variables, variant, specs: new Map(), ...(req.profile === true ? { profile: true } : {}), ...(req.tune !== undefined ? { tune: req.tune } : {}),
+      key,
+      passes,
+      variables,
+      variant,
+      specs: new Map(),
+      ...(req.profile === true ? { profile: true } : {}),
+      ...(req.tune !== undefined ? { tune: req.tune } : {}),
       inputSlot: new Map(req.inputs.map((n, i) => [n, i])),
       variableSlot: new Map(variables.map((v, i) => [v, i])),
     };
-    if (req.optimized !== undefined || req.mode === 'debug' || target.deferPasses?.() !== true) return { ...made, graph: optimized() };
+    if (req.optimized !== undefined || req.mode === 'debug' || target.deferPasses?.() !== true)
+      return { ...made, graph: optimized() };
     // The passes run when the graph is first read (the disk cache's hits never read it).
     compileTimes.passes = 0;
     let graph: readonly Node[] | undefined;
-    return Object.defineProperty(made, 'graph', { get: () => (graph ??= optimized()), enumerable: true }) as typeof made & { readonly graph: readonly Node[] };
+    return Object.defineProperty(made, 'graph', {
+      get: () => (graph ??= optimized()),
+      enumerable: true,
+    }) as typeof made & { readonly graph: readonly Node[] };
   });
   const cells = variables.map((v) => v.cell!);
   const warned = { warned: false };
@@ -264,7 +311,9 @@ export function link<S extends Specialised, E extends Executor>(
     return s;
   };
   const e = executor({
-    program, variables, cells,
+    program,
+    variables,
+    cells,
     graph: () => (own ??= withLeaves(program, req.inputs, variables)),
     spec,
     runnable(shapes) {

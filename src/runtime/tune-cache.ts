@@ -23,12 +23,16 @@ export type TunedEntry = (MatmulSchedule | EwSchedule | { readonly workgroup: nu
   readonly candidates: number;
 };
 
-interface CacheFile { format: string; machines: Record<string, Record<string, TunedEntry>> }
+interface CacheFile {
+  format: string;
+  machines: Record<string, Record<string, TunedEntry>>;
+}
 
 /** What the cache did in this process (tests and the bench read it). */
 export const tuneCacheStats = { loads: 0, discarded: 0, writes: 0, hits: 0 };
 
-const fs = (): typeof Fs | undefined => (platform.name === 'node' ? platform.nodeBuiltin('fs', 'the tuning cache') as typeof Fs : undefined);
+const fs = (): typeof Fs | undefined =>
+  platform.name === 'node' ? (platform.nodeBuiltin('fs', 'the tuning cache') as typeof Fs) : undefined;
 
 /**
  * The cache folder: THEANINE_CACHE_DIR where set (not empty), else the folder of keras.json;
@@ -55,9 +59,15 @@ const isTime = (x: unknown): x is number => typeof x === 'number' && Number.isFi
 function validEntry(e: unknown): e is TunedEntry {
   if (typeof e !== 'object' || e === null) return false;
   const r = e as Record<string, unknown>;
-  const matmul = isCount(r['blockBytes']) && isCount(r['maxPanels']) && typeof r['split'] === 'boolean' && isCount(r['perThread']);
-  return (matmul || (isCount(r['streams']) && typeof r['split'] === 'boolean') || isCount(r['workgroup']))
-    && isTime(r['ms']) && isTime(r['defaultMs']) && isTime(r['searchMs']) && isCount(r['candidates']);
+  const matmul =
+    isCount(r['blockBytes']) && isCount(r['maxPanels']) && typeof r['split'] === 'boolean' && isCount(r['perThread']);
+  return (
+    (matmul || (isCount(r['streams']) && typeof r['split'] === 'boolean') || isCount(r['workgroup'])) &&
+    isTime(r['ms']) &&
+    isTime(r['defaultMs']) &&
+    isTime(r['searchMs']) &&
+    isCount(r['candidates'])
+  );
 }
 
 /** The file's contents, or undefined where it is missing or corrupt (a corrupt file is counted in tuneCacheStats.discarded). */
@@ -74,9 +84,11 @@ function readFile(path: string): CacheFile | undefined {
     const got = JSON.parse(text) as unknown;
     if (typeof got !== 'object' || got === null) throw new Error('not an object');
     const c = got as Partial<CacheFile>;
-    if (c.format !== FORMAT || typeof c.machines !== 'object' || c.machines === null) throw new Error('not a tuning cache');
+    if (c.format !== FORMAT || typeof c.machines !== 'object' || c.machines === null)
+      throw new Error('not a tuning cache');
     for (const m of Object.values(c.machines)) {
-      if (typeof m !== 'object' || m === null || !Object.values(m).every(validEntry)) throw new Error('an entry is not a schedule');
+      if (typeof m !== 'object' || m === null || !Object.values(m).every(validEntry))
+        throw new Error('an entry is not a schedule');
     }
     return c as CacheFile;
   } catch {
@@ -128,7 +140,11 @@ export class TuneCache {
       f.renameSync(tmp, path);
       tuneCacheStats.writes++;
     } catch {
-      try { f.rmSync(tmp, { force: true }); } catch { /* nothing was written */ }
+      try {
+        f.rmSync(tmp, { force: true });
+      } catch {
+        /* nothing was written */
+      }
     }
   }
 

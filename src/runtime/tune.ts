@@ -14,11 +14,25 @@
 import { platform } from '#platform';
 import { ValueError } from '../ir/errors.js';
 import { igemmA, windowA } from '../codegen/cpu/igemm.js';
-import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule, type ScheduleChooser, type TilesCall } from '../codegen/cpu/strategy.js';
+import {
+  DEFAULT_MATMUL_SCHEDULE,
+  type MatmulSchedule,
+  type ScheduleChooser,
+  type TilesCall,
+} from '../codegen/cpu/strategy.js';
 import { threadCount } from '../codegen/cpu/threads.js';
 import { packArena } from '../codegen/cpu/wasm-kernel.js';
 import { windowRows, type MatmulKernel } from '../codegen/kernel/ir.js';
-import { CHUNK, EW_STREAMS, ewKernel, ewKernelId, sharedTier, splitFrom, type EwPlan, type EwSchedule } from '../codegen/cpu/wasm/elementwise.js';
+import {
+  CHUNK,
+  EW_STREAMS,
+  ewKernel,
+  ewKernelId,
+  sharedTier,
+  splitFrom,
+  type EwPlan,
+  type EwSchedule,
+} from '../codegen/cpu/wasm/elementwise.js';
 import { machineKey, TuneCache, type TunedEntry } from './tune-cache.js';
 
 /** How a function is tuned: schedules kept in the beam, and the milliseconds one specialisation may spend searching. */
@@ -54,7 +68,8 @@ export function beamFromEnv(): number | undefined {
   return n === 0 ? undefined : n;
 }
 
-const budgetFromEnv = (): number => envInt('THEANINE_BEAM_MS', isBudget, 'milliseconds, a number >= 0') ?? DEFAULT_BUDGET_MS;
+const budgetFromEnv = (): number =>
+  envInt('THEANINE_BEAM_MS', isBudget, 'milliseconds, a number >= 0') ?? DEFAULT_BUDGET_MS;
 
 /** A function's tuning from its `tune` option and THEANINE_BEAM / THEANINE_BEAM_MS; undefined: not tuned. */
 export function tuneOptions(opt: unknown, fn = 'function'): TuneOptions | undefined {
@@ -68,12 +83,20 @@ export function tuneOptions(opt: unknown, fn = 'function'): TuneOptions | undefi
   if (typeof opt === 'object' && opt !== null && !Array.isArray(opt)) {
     const o = opt as Record<string, unknown>;
     const extra = Object.keys(o).filter((k) => k !== 'beam' && k !== 'budgetMs');
-    if (extra.length > 0) throw new ValueError(`${fn}: tune has unknown field ${JSON.stringify(extra[0])} (allowed: beam, budgetMs)`);
-    if (o['beam'] !== undefined && !isBeam(o['beam'])) throw new ValueError(`${fn}: tune.beam must be an integer from 1 to 64, got ${String(o['beam'])}`);
-    if (o['budgetMs'] !== undefined && !isBudget(o['budgetMs'])) throw new ValueError(`${fn}: tune.budgetMs must be a number of milliseconds >= 0, got ${String(o['budgetMs'])}`);
-    return { beam: (o['beam'] as number | undefined) ?? beamFromEnv() ?? DEFAULT_BEAM, budgetMs: (o['budgetMs'] as number | undefined) ?? budgetFromEnv() };
+    if (extra.length > 0)
+      throw new ValueError(`${fn}: tune has unknown field ${JSON.stringify(extra[0])} (allowed: beam, budgetMs)`);
+    if (o['beam'] !== undefined && !isBeam(o['beam']))
+      throw new ValueError(`${fn}: tune.beam must be an integer from 1 to 64, got ${String(o['beam'])}`);
+    if (o['budgetMs'] !== undefined && !isBudget(o['budgetMs']))
+      throw new ValueError(`${fn}: tune.budgetMs must be a number of milliseconds >= 0, got ${String(o['budgetMs'])}`);
+    return {
+      beam: (o['beam'] as number | undefined) ?? beamFromEnv() ?? DEFAULT_BEAM,
+      budgetMs: (o['budgetMs'] as number | undefined) ?? budgetFromEnv(),
+    };
   }
-  throw new ValueError(`${fn}: tune must be true, false, a beam width (an integer from 1 to 64) or { beam, budgetMs }, got ${typeof opt === 'number' ? opt : JSON.stringify(opt)}`);
+  throw new ValueError(
+    `${fn}: tune must be true, false, a beam width (an integer from 1 to 64) or { beam, budgetMs }, got ${typeof opt === 'number' ? opt : JSON.stringify(opt)}`,
+  );
 }
 
 /** One axis of the search: a schedule field and the values it takes. */
@@ -88,7 +111,8 @@ export function searchAxes(call: TilesCall, threads: number): Axis[] {
     { field: 'blockBytes', values: [32, 64, 128, 256, 512, 1024, 2048].map((k) => k * 1024) },
     { field: 'maxPanels', values: [2, 4, 8, 16, 32, 64] },
   ];
-  if (call.par && threads > 1) axes.push({ field: 'split', values: [true, false] }, { field: 'perThread', values: [1, 2, 4, 8, 16] });
+  if (call.par && threads > 1)
+    axes.push({ field: 'split', values: [true, false] }, { field: 'perThread', values: [1, 2, 4, 8, 16] });
   return axes;
 }
 
@@ -132,7 +156,14 @@ export function confirmWin(mine: readonly number[], theirs: readonly number[]): 
  * before `deadline`, and kept only when every pair ran and confirmWin says so; the budget is
  * exceeded by one pair of timings at most.
  */
-export function beamSearch<S extends object = MatmulSchedule>(axes: readonly Axis<S>[], beam: number, time: (s: S) => number, deadline: number, now: () => number = () => performance.now(), base: S = DEFAULT_MATMUL_SCHEDULE as S): SearchResult<S> {
+export function beamSearch<S extends object = MatmulSchedule>(
+  axes: readonly Axis<S>[],
+  beam: number,
+  time: (s: S) => number,
+  deadline: number,
+  now: () => number = () => performance.now(),
+  base: S = DEFAULT_MATMUL_SCHEDULE as S,
+): SearchResult<S> {
   const t0 = now();
   const fields = Object.keys(base) as (keyof S)[];
   const scheduleKey = (s: S): string => fields.map((f) => String(s[f])).join('/');
@@ -152,25 +183,49 @@ export function beamSearch<S extends object = MatmulSchedule>(axes: readonly Axi
     for (const s of front) {
       for (const v of axis.values) {
         const c = { ...s, [axis.field]: v } as S;
-        if (!timed.has(scheduleKey(c)) && now() >= stopAt) { complete = false; next.push(...front.map(measure)); break search; }
+        if (!timed.has(scheduleKey(c)) && now() >= stopAt) {
+          complete = false;
+          next.push(...front.map(measure));
+          break search;
+        }
         next.push(measure(c));
       }
     }
     const seen = new Set<string>();
-    front = next.sort((a, b) => a.ms - b.ms).filter((x) => !seen.has(scheduleKey(x.s)) && seen.add(scheduleKey(x.s))).slice(0, beam).map((x) => x.s);
+    front = next
+      .sort((a, b) => a.ms - b.ms)
+      .filter((x) => !seen.has(scheduleKey(x.s)) && seen.add(scheduleKey(x.s)))
+      .slice(0, beam)
+      .map((x) => x.s);
   }
   let best = { s: base, ms: defaultMs };
   for (const x of timed.values()) if (x.ms < best.ms) best = x;
-  if (scheduleKey(best.s) === scheduleKey(base)) return { best: base, ms: defaultMs, defaultMs, candidates: timed.size, searchMs: now() - t0, complete };
+  if (scheduleKey(best.s) === scheduleKey(base))
+    return { best: base, ms: defaultMs, defaultMs, candidates: timed.size, searchMs: now() - t0, complete };
   // The fastest of many noisy timings is biased low: it is timed again against the default in
   // alternating pairs (ABBA: the default first in even pairs), and kept only on those.
-  const mine: number[] = [], theirs: number[] = [];
+  const mine: number[] = [],
+    theirs: number[] = [];
   for (let i = 0; i < CONFIRM && now() < deadline; i++) {
-    if (i % 2 === 0) { theirs.push(time(base)); mine.push(time(best.s)); } else { mine.push(time(best.s)); theirs.push(time(base)); }
+    if (i % 2 === 0) {
+      theirs.push(time(base));
+      mine.push(time(best.s));
+    } else {
+      mine.push(time(best.s));
+      theirs.push(time(base));
+    }
   }
   const win = mine.length === CONFIRM && confirmWin(mine, theirs);
-  const ms = mine.length > 0 ? median(mine) : best.ms, dms = theirs.length > 0 ? median(theirs) : defaultMs;
-  return { best: win ? best.s : base, ms: win ? ms : dms, defaultMs: dms, candidates: timed.size, searchMs: now() - t0, complete };
+  const ms = mine.length > 0 ? median(mine) : best.ms,
+    dms = theirs.length > 0 ? median(theirs) : defaultMs;
+  return {
+    best: win ? best.s : base,
+    ms: win ? ms : dms,
+    defaultMs: dms,
+    candidates: timed.size,
+    searchMs: now() - t0,
+    complete,
+  };
 }
 
 function median(xs: number[]): number {
@@ -195,7 +250,8 @@ const align16 = (x: number): number => Math.ceil(x / 16) * 16;
 export function tilesTimer(k: MatmulKernel, c: TilesCall): ((s: MatmulSchedule) => number) | undefined {
   const a = k.indirect;
   if (c.indirect && (a === undefined || a.over === 'terms')) return undefined;
-  const accBytes = c.B * c.MP * c.NP * c.T, bBytes = c.B * c.strideB;
+  const accBytes = c.B * c.MP * c.NP * c.T,
+    bBytes = c.B * c.strideB;
   let aBytes = c.B * c.MP * c.strideA;
   let cells = 0;
   if (c.indirect && a !== undefined) {
@@ -206,7 +262,8 @@ export function tilesTimer(k: MatmulKernel, c: TilesCall): ((s: MatmulSchedule) 
   const view = packArena.f64(Math.ceil(total / 8) + 2);
   const base = packArena.base * 8;
   const f32 = packArena.f32();
-  const pb0 = base + align16(aBytes), acc0 = pb0 + align16(bBytes);
+  const pb0 = base + align16(aBytes),
+    acc0 = pb0 + align16(bBytes);
   const fill = (from: number, bytes: number) => {
     if (c.T === 128 && !c.indirect) for (let i = from / 8; i < (from + bytes) / 8; i++) view[i] = Math.random() - 0.5;
     else for (let i = from / 4; i < (from + bytes) / 4; i++) f32[i] = Math.random() - 0.5;
@@ -214,11 +271,39 @@ export function tilesTimer(k: MatmulKernel, c: TilesCall): ((s: MatmulSchedule) 
   let pa0 = base;
   if (c.indirect && a !== undefined) {
     const x = Float32Array.from({ length: cells }, () => Math.random() - 0.5);
-    const geom = [a.batch, a.channels, a.inSize.length, ...a.inSize, ...a.outSize, ...a.window, ...a.step, ...a.tapStep, ...a.start, ...a.div];
+    const geom = [
+      a.batch,
+      a.channels,
+      a.inSize.length,
+      ...a.inSize,
+      ...a.outSize,
+      ...a.window,
+      ...a.step,
+      ...a.tapStep,
+      ...a.start,
+      ...a.div,
+    ];
     pa0 = (windowRows(a) ? windowA : igemmA)(f32.subarray(base / 4, base / 4 + aBytes / 4), x, 0, geom, k.mr);
   } else fill(base, aBytes);
   fill(pb0, bBytes);
-  const run = (s: MatmulSchedule) => packArena.tiles(pa0, c.strideA, pb0, c.strideB, c.MP, c.K, acc0, c.NP, c.B, c.T, c.variant, c.par && s.split, s.blockBytes, s.maxPanels, s.perThread);
+  const run = (s: MatmulSchedule) =>
+    packArena.tiles(
+      pa0,
+      c.strideA,
+      pb0,
+      c.strideB,
+      c.MP,
+      c.K,
+      acc0,
+      c.NP,
+      c.B,
+      c.T,
+      c.variant,
+      c.par && s.split,
+      s.blockBytes,
+      s.maxPanels,
+      s.perThread,
+    );
   return (s) => {
     // one run to warm up (its time sets the repetitions: about 5 ms of runs, 3 to 15), then the median
     const t0 = performance.now();
@@ -240,7 +325,10 @@ export const tuneStats = { searches: 0, candidates: 0, searchMs: 0, outOfBudget:
 /** The process's tuned schedules (read from the cache folder on first use). */
 export const tuneCache = new TuneCache(() => machineKey(threadCount()));
 
-const entrySchedule = (e: TunedEntry): MatmulSchedule | undefined => ('blockBytes' in e ? { blockBytes: e.blockBytes, maxPanels: e.maxPanels, split: e.split, perThread: e.perThread } : undefined);
+const entrySchedule = (e: TunedEntry): MatmulSchedule | undefined =>
+  'blockBytes' in e
+    ? { blockBytes: e.blockBytes, maxPanels: e.maxPanels, split: e.split, perThread: e.perThread }
+    : undefined;
 
 /** FNV-1a of a module's bytes, in hex: a kernel's structure (an elementwise module's ops, regions and lanes; a WGSL kernel's text) in the cache key. */
 export function digest(bytes: Uint8Array): string {
@@ -250,7 +338,8 @@ export function digest(bytes: Uint8Array): string {
 }
 
 /** The cache key of an elementwise tier kernel: its default module's digest and length, and the loop's length (whether a split pays depends on it). */
-export const ewKernelKey = (p: EwPlan): string => `ew ${digest(p.bytes)} ${p.bytes.length} n${p.n}${p.cols !== undefined ? ` cols${p.cols}` : ''}`;
+export const ewKernelKey = (p: EwPlan): string =>
+  `ew ${digest(p.bytes)} ${p.bytes.length} n${p.n}${p.cols !== undefined ? ` cols${p.cols}` : ''}`;
 
 /** The most elements an elementwise kernel is timed over (a longer loop is timed over its first this many). */
 const EW_TIMED_ELEMENTS = 1 << 22;
@@ -264,7 +353,11 @@ const EW_TIMED_ELEMENTS = 1 << 22;
  */
 export function ewTimer(plan: (s: EwSchedule | undefined) => EwPlan): (s: EwSchedule) => number {
   const base = plan(undefined);
-  const rand = (n: number) => { const a = new Float32Array(n); for (let i = 0; i < n; i++) a[i] = 0.5 + Math.random(); return a; };
+  const rand = (n: number) => {
+    const a = new Float32Array(n);
+    for (let i = 0; i < n; i++) a[i] = 0.5 + Math.random();
+    return a;
+  };
   const n = Math.min(base.n, EW_TIMED_ELEMENTS);
   const maxOff = Math.max(0, ...base.loads.map((l) => l.off), ...base.stores.map((x) => x.off));
   const loads = base.cols === undefined ? base.loads.map(() => rand(n + maxOff)) : [];
@@ -288,7 +381,12 @@ export function ewTimer(plan: (s: EwSchedule | undefined) => EwPlan): (s: EwSche
           const hi = Math.min(n, lo + CHUNK);
           p.loads.forEach((l, j) => m.set(loads[j]!.subarray(lo + l.off, hi + l.off), j * CHUNK));
           w.run(hi - lo, 0);
-          p.stores.forEach((x, j) => stores[j]!.set(m.subarray((p.loads.length + j) * CHUNK, (p.loads.length + j) * CHUNK + hi - lo), lo + x.off));
+          p.stores.forEach((x, j) =>
+            stores[j]!.set(
+              m.subarray((p.loads.length + j) * CHUNK, (p.loads.length + j) * CHUNK + hi - lo),
+              lo + x.off,
+            ),
+          );
         }
       };
     }
@@ -324,16 +422,29 @@ export function scheduleChooser(opts: TuneOptions, now: () => number = () => per
     tuneStats.searches++;
     tuneStats.candidates += r.candidates;
     tuneStats.searchMs += r.searchMs;
-    if (r.complete) tuneCache.set(key, { ...r.best, ms: r.ms, defaultMs: r.defaultMs, searchMs: r.searchMs, candidates: r.candidates });
+    if (r.complete)
+      tuneCache.set(key, {
+        ...r.best,
+        ms: r.ms,
+        defaultMs: r.defaultMs,
+        searchMs: r.searchMs,
+        candidates: r.candidates,
+      });
   };
   return {
     matmul(k, call) {
       const key = kernelKey(call);
       const hit = tuneCache.get(key);
       if (hit !== undefined) return entrySchedule(hit);
-      if (now() >= deadline) { tuneStats.outOfBudget++; return undefined; }
+      if (now() >= deadline) {
+        tuneStats.outOfBudget++;
+        return undefined;
+      }
       const timer = tilesTimer(k, call);
-      if (timer === undefined) { tuneStats.untimed++; return undefined; }
+      if (timer === undefined) {
+        tuneStats.untimed++;
+        return undefined;
+      }
       const r = beamSearch(searchAxes(call, threadCount()), opts.beam, timer, deadline, now);
       record(key, r);
       return r.best;
@@ -345,7 +456,10 @@ export function scheduleChooser(opts: TuneOptions, now: () => number = () => per
       const key = ewKernelKey(base);
       const hit = tuneCache.get(key);
       if (hit !== undefined) return 'streams' in hit ? { streams: hit.streams, split: hit.split } : undefined;
-      if (now() >= deadline) { tuneStats.outOfBudget++; return undefined; }
+      if (now() >= deadline) {
+        tuneStats.outOfBudget++;
+        return undefined;
+      }
       const r = beamSearch<EwSchedule>(ewAxes(base), opts.beam, ewTimer(plan), deadline, now, base.schedule);
       record(key, r);
       return r.best;

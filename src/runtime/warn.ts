@@ -7,7 +7,9 @@ import { platform } from '#platform';
 
 export type WarningSink = (message: string) => void;
 
-const writeStderr: WarningSink = (m) => { platform.writeStderr(`${m}\n`); };
+const writeStderr: WarningSink = (m) => {
+  platform.writeStderr(`${m}\n`);
+};
 
 // On globalThis: a loader that gives this module two instances (tsx's CommonJS and ESM paths
 // under mocha) must still send every warning to one sink.

@@ -22,7 +22,13 @@ export function blockingRequests(): number {
  * Posts `req` as request `id` and blocks until its reply; replies to other requests that arrive meanwhile go to `other`.
  * 10 minutes: a request that takes longer is taken to be stuck, and `stuck` is the error's message.
  */
-export function callSync<R extends { readonly id: number }>(b: WorkerBridge, id: number, req: Record<string, unknown>, stuck: string, other: (reply: R) => void): R {
+export function callSync<R extends { readonly id: number }>(
+  b: WorkerBridge,
+  id: number,
+  req: Record<string, unknown>,
+  stuck: string,
+  other: (reply: R) => void,
+): R {
   blocking++;
   Atomics.store(b.flag, 0, 0);
   b.worker.postMessage({ ...req, id });

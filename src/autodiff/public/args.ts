@@ -13,7 +13,8 @@ export type Like<T, R> = T extends Node ? R : R[];
 export function listOf(fn: string, arg: string, x: unknown): Node[] {
   const xs = Array.isArray(x) ? (x as unknown[]) : [x];
   return xs.map((v, i) => {
-    if (!(v instanceof Node)) throw new TypeError(`${fn}: ${arg}${Array.isArray(x) ? `[${i}]` : ''} must be a tensor, got ${describe(v)}`);
+    if (!(v instanceof Node))
+      throw new TypeError(`${fn}: ${arg}${Array.isArray(x) ? `[${i}]` : ''} must be a tensor, got ${describe(v)}`);
     return v;
   });
 }
@@ -27,15 +28,28 @@ export function shaped<R>(like: unknown, values: R[]): R | R[] {
  * Each point must match its tensor's dtype and static shape (known dims equal); with
  * `floatForIntegers`, the point of an integer tensor may be any float (its cotangent, Theano).
  */
-export function checkPairs(fn: string, arg: string, xs: readonly Node[], what: string, points: readonly Node[], floatForIntegers = false): void {
+export function checkPairs(
+  fn: string,
+  arg: string,
+  xs: readonly Node[],
+  what: string,
+  points: readonly Node[],
+  floatForIntegers = false,
+): void {
   if (points.length !== xs.length) {
-    throw new ValueError(`${fn}: ${arg} has ${points.length} tensor(s) but ${what} has ${xs.length}; they must match one to one`);
+    throw new ValueError(
+      `${fn}: ${arg} has ${points.length} tensor(s) but ${what} has ${xs.length}; they must match one to one`,
+    );
   }
   points.forEach((p, i) => {
     const x = xs[i]!;
     const ok = p.ndim === x.ndim && p.shape.every((d, j) => d === null || x.shape[j] === null || d === x.shape[j]);
-    if (!ok) throw new ValueError(`${fn}: ${arg}[${i}] has shape ${formatShape(p.shape)} but ${what}[${i}] has shape ${formatShape(x.shape)}; they must agree`);
+    if (!ok)
+      throw new ValueError(
+        `${fn}: ${arg}[${i}] has shape ${formatShape(p.shape)} but ${what}[${i}] has shape ${formatShape(x.shape)}; they must agree`,
+      );
     if (floatForIntegers && isInt(x.dtype) && isFloat(p.dtype)) return;
-    if (p.dtype !== x.dtype) throw new TypeError(`${fn}: ${arg}[${i}] is ${p.dtype} but ${what}[${i}] is ${x.dtype}; cast it with K.cast`);
+    if (p.dtype !== x.dtype)
+      throw new TypeError(`${fn}: ${arg}[${i}] is ${p.dtype} but ${what}[${i}] is ${x.dtype}; cast it with K.cast`);
   });
 }

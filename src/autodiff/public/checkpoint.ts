@@ -15,9 +15,13 @@ import { listOf } from './args.js';
  */
 export function checkpoint<A extends Node[], R extends Node | Node[]>(fn: (...args: A) => R): (...args: A) => R {
   const name = 'autodiff.checkpoint';
-  if (typeof fn !== 'function') throw new TypeError(`${name}: fn must be a function that builds a graph, got ${describe(fn)}`);
+  if (typeof fn !== 'function')
+    throw new TypeError(`${name}: fn must be a function that builds a graph, got ${describe(fn)}`);
   return (...args: A): R => {
-    args.forEach((a, i) => { if (!(a instanceof Node)) throw new TypeError(`${name}: argument ${i} of the checkpointed function must be a tensor, got ${describe(a)}`); });
+    args.forEach((a, i) => {
+      if (!(a instanceof Node))
+        throw new TypeError(`${name}: argument ${i} of the checkpointed function must be a tensor, got ${describe(a)}`);
+    });
     const out = fn(...args);
     const outs = listOf(name, 'the result of fn', out);
     markRegion(args, outs);

@@ -10,7 +10,8 @@ function one(fn: string, x: Node): Node {
 }
 
 function number(fn: string, arg: string, v: unknown): number {
-  if (typeof v !== 'number' || !Number.isFinite(v)) throw new TypeError(`${fn}: ${arg} must be a finite number, got ${String(v)}`);
+  if (typeof v !== 'number' || !Number.isFinite(v))
+    throw new TypeError(`${fn}: ${arg} must be a finite number, got ${String(v)}`);
   return v;
 }
 

@@ -20,7 +20,12 @@ export interface RopOptions {
  * (Theano's Rop, JAX's jvp). `wrt` and `eval_points` match one to one (shape and dtype); the result
  * has `f`'s structure, zeros where f does not depend on wrt.
  */
-export function Rop<F extends Tensors>(f: F, wrt: Tensors, eval_points: Tensors, options: RopOptions = {}): F extends Node ? Node : Node[] {
+export function Rop<F extends Tensors>(
+  f: F,
+  wrt: Tensors,
+  eval_points: Tensors,
+  options: RopOptions = {},
+): F extends Node ? Node : Node[] {
   const fn = 'autodiff.Rop';
   const fs = listOf(fn, 'f', f);
   const ws = listOf(fn, 'wrt', wrt);
@@ -28,14 +33,20 @@ export function Rop<F extends Tensors>(f: F, wrt: Tensors, eval_points: Tensors,
   checkPairs(fn, 'eval_points', ws, 'wrt', vs);
   fs.forEach((x, i) => {
     // Theano: the R operator of a discrete output (argmax) is undefined.
-    if (!differentiable(x)) throw new ValueError(`${fn}: f${Array.isArray(f) ? `[${i}]` : ''} is ${x.dtype}; forward-mode derivatives are defined for float outputs only`);
+    if (!differentiable(x))
+      throw new ValueError(
+        `${fn}: f${Array.isArray(f) ? `[${i}]` : ''} is ${x.dtype}; forward-mode derivatives are defined for float outputs only`,
+      );
   });
   const method = options.method ?? 'forward';
   let out: (Node | null)[];
   if (method === 'forward') out = tangents(fs, ws, vs, fn);
   else if (method === 'reverse') out = ropByReverse(fn, fs, ws, vs);
   else throw new ValueError(`${fn}: options.method is ${JSON.stringify(method)}; allowed: 'forward', 'reverse'`);
-  return shaped(f, out.map((t, i) => t ?? zerosOf(fs[i]!, fn))) as F extends Node ? Node : Node[];
+  return shaped(
+    f,
+    out.map((t, i) => t ?? zerosOf(fs[i]!, fn)),
+  ) as F extends Node ? Node : Node[];
 }
 
 /** Alias of Rop, in JAX's name. */
@@ -47,8 +58,23 @@ export const jvp = Rop;
  */
 function ropByReverse(fn: string, fs: readonly Node[], ws: readonly Node[], vs: readonly Node[]): (Node | null)[] {
   const us = fs.map((x) => zerosOf(x, fn));
-  const lop = backprop(fs.map((x, i) => [x, us[i]!] as const), ws, { fn });
-  const terms = lop.flatMap((g, i) => (g === undefined ? [] : [reduce('sum', mul(g, vs[i]!), g.shape.map((_, k) => k), false)]));
+  const lop = backprop(
+    fs.map((x, i) => [x, us[i]!] as const),
+    ws,
+    { fn },
+  );
+  const terms = lop.flatMap((g, i) =>
+    g === undefined
+      ? []
+      : [
+          reduce(
+            'sum',
+            mul(g, vs[i]!),
+            g.shape.map((_, k) => k),
+            false,
+          ),
+        ],
+  );
   if (terms.length === 0) return fs.map(() => null);
   return backprop([[terms.reduce((a, b) => add(a, b)), scalar(1, terms[0]!.dtype)]], us, { fn }).map((t) => t ?? null);
 }

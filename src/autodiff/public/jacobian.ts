@@ -25,7 +25,10 @@ type Out<W> = W extends Node ? Node : Node[];
 
 /** The static size of x, or an error naming the function and argument. */
 function staticSize(fn: string, arg: string, x: Node): number {
-  if (!isFullyKnown(x.shape)) throw new ValueError(`${fn}: ${arg} has shape ${formatShape(x.shape)}; a Jacobian needs static shapes (specify them, e.g. K.placeholder([3]))`);
+  if (!isFullyKnown(x.shape))
+    throw new ValueError(
+      `${fn}: ${arg} has shape ${formatShape(x.shape)}; a Jacobian needs static shapes (specify them, e.g. K.placeholder([3]))`,
+    );
   return sizeOf(x.shape as number[]);
 }
 
@@ -42,7 +45,13 @@ function perDirection(fn: string, like: Node, step: (dir: Node) => Node[]): Node
   const shape = like.shape as number[];
   const dir = scanArg(like.type, 'seq0');
   const outs = step(dir);
-  return buildScan({ fn, outer: { sequences: [basis(shape, like.dtype)], states: [], constants: [] }, args: { sequences: [dir], states: [], constants: [] }, outputs: outs, newStates: [] }).outputs;
+  return buildScan({
+    fn,
+    outer: { sequences: [basis(shape, like.dtype)], states: [], constants: [] },
+    args: { sequences: [dir], states: [], constants: [] },
+    outputs: outs,
+    newStates: [],
+  }).outputs;
 }
 
 /**
@@ -57,9 +66,15 @@ export function jacobian<W extends Tensors>(expression: Node, wrt: W, options: J
   const n = staticSize(fn, 'expression', y);
   const sizes = ws.map((w, i) => staticSize(fn, `wrt[${i}]`, w));
   const mode = options.mode ?? 'auto';
-  if (!['reverse', 'forward', 'auto'].includes(mode)) throw new ValueError(`${fn}: options.mode is ${JSON.stringify(mode)}; allowed: 'reverse', 'forward', 'auto'`);
+  if (!['reverse', 'forward', 'auto'].includes(mode))
+    throw new ValueError(`${fn}: options.mode is ${JSON.stringify(mode)}; allowed: 'reverse', 'forward', 'auto'`);
   ws.forEach((w, i) => {
-    if (differentiable(w) && !reachable([y], w, new Set())) disconnected(fn, options.disconnected_inputs ?? 'raise', `the expression does not depend on wrt${Array.isArray(wrt) ? `[${i}]` : ''} (${w.name ?? w.op})`);
+    if (differentiable(w) && !reachable([y], w, new Set()))
+      disconnected(
+        fn,
+        options.disconnected_inputs ?? 'raise',
+        `the expression does not depend on wrt${Array.isArray(wrt) ? `[${i}]` : ''} (${w.name ?? w.op})`,
+      );
   });
   // 'auto': the mode with fewer passes (a pass of either mode costs about the same: bench
   // 'autodiff jacobian 256->256', CPU time equal to 3%); on a tie reverse mode, Theano's.
@@ -96,13 +111,22 @@ function jacobianForward(fn: string, y: Node, ws: readonly Node[]): Node[] {
  * The Hessian of a scalar cost with respect to each wrt (Theano's hessian: one block per wrt, of
  * shape wrt.shape + wrt.shape), as the forward-mode Jacobian of the gradient (forward over reverse).
  */
-export function hessian<W extends Tensors>(cost: Node, wrt: W, options: Pick<JacobianOptions, 'disconnected_inputs'> = {}): Out<W> {
+export function hessian<W extends Tensors>(
+  cost: Node,
+  wrt: W,
+  options: Pick<JacobianOptions, 'disconnected_inputs'> = {},
+): Out<W> {
   const fn = 'autodiff.hessian';
   const c = scalarCost(fn, cost);
   const ws = listOf(fn, 'wrt', wrt);
   const gs = backprop([[c, scalar(1, c.dtype)]], ws, { fn });
   const hs = ws.map((w, i) => {
-    if (!reachable([c], w, new Set())) disconnected(fn, options.disconnected_inputs ?? 'raise', `the cost does not depend on wrt${Array.isArray(wrt) ? `[${i}]` : ''} (${w.name ?? w.op})`);
+    if (!reachable([c], w, new Set()))
+      disconnected(
+        fn,
+        options.disconnected_inputs ?? 'raise',
+        `the cost does not depend on wrt${Array.isArray(wrt) ? `[${i}]` : ''} (${w.name ?? w.op})`,
+      );
     return jacobian(gs[i] ?? zerosOf(w, fn), w, { mode: 'forward', disconnected_inputs: 'ignore' });
   });
   return shaped(wrt, hs) as Out<W>;

@@ -19,8 +19,15 @@ export function Lop<W extends Tensors>(f: Tensors, wrt: W, eval_points: Tensors)
   const ws = listOf(fn, 'wrt', wrt);
   const us = listOf(fn, 'eval_points', eval_points);
   checkPairs(fn, 'eval_points', fs, 'f', us);
-  const gs = backprop(fs.map((x, i) => [x, us[i]!] as const), ws, { fn });
-  return shaped(wrt, gs.map((g, i) => g ?? zerosOf(ws[i]!, fn))) as W extends Node ? Node : Node[];
+  const gs = backprop(
+    fs.map((x, i) => [x, us[i]!] as const),
+    ws,
+    { fn },
+  );
+  return shaped(
+    wrt,
+    gs.map((g, i) => g ?? zerosOf(ws[i]!, fn)),
+  ) as W extends Node ? Node : Node[];
 }
 
 /** Alias of Lop, in JAX's name. */
@@ -49,18 +56,32 @@ const RETURN = ['zero', 'None'] as const;
  * An integer cost is differentiable with respect to itself (1, float64: Theano's default floatX)
  * and to what reaches it through float ops.
  */
-export function grad<W extends Tensors>(cost: Node | null, wrt: W, options: GradOptions = {}): W extends Node ? Node | null : (Node | null)[] {
+export function grad<W extends Tensors>(
+  cost: Node | null,
+  wrt: W,
+  options: GradOptions = {},
+): W extends Node ? Node | null : (Node | null)[] {
   const fn = 'autodiff.grad';
   const ws = listOf(fn, 'wrt', wrt);
   const disc = options.disconnected_inputs ?? 'raise';
   const ret = options.return_disconnected ?? 'zero';
-  if (!DISCONNECTED.includes(disc)) throw new ValueError(`${fn}: disconnected_inputs is ${JSON.stringify(disc)}; allowed: ${DISCONNECTED.map((d) => `'${d}'`).join(', ')}`);
-  if (!RETURN.includes(ret)) throw new ValueError(`${fn}: return_disconnected is ${JSON.stringify(ret)}; allowed: ${RETURN.map((d) => `'${d}'`).join(', ')}`);
+  if (!DISCONNECTED.includes(disc))
+    throw new ValueError(
+      `${fn}: disconnected_inputs is ${JSON.stringify(disc)}; allowed: ${DISCONNECTED.map((d) => `'${d}'`).join(', ')}`,
+    );
+  if (!RETURN.includes(ret))
+    throw new ValueError(
+      `${fn}: return_disconnected is ${JSON.stringify(ret)}; allowed: ${RETURN.map((d) => `'${d}'`).join(', ')}`,
+    );
   const seeds = knownGrads(fn, options.known_grads);
   if (cost !== null) {
     if (!(cost instanceof Node)) throw new TypeError(`${fn}: cost must be a tensor or null, got ${describe(cost)}`);
-    if (cost.ndim !== 0) throw new TypeError(`${fn}: cost must be a scalar, got a tensor of rank ${cost.ndim}; sum it or use autodiff.Lop / autodiff.jacobian`);
-    if (!differentiable(cost) && !isInt(cost.dtype)) throw new TypeError(`${fn}: cost is ${cost.dtype}; gradients need a float or integer cost`);
+    if (cost.ndim !== 0)
+      throw new TypeError(
+        `${fn}: cost must be a scalar, got a tensor of rank ${cost.ndim}; sum it or use autodiff.Lop / autodiff.jacobian`,
+      );
+    if (!differentiable(cost) && !isInt(cost.dtype))
+      throw new TypeError(`${fn}: cost is ${cost.dtype}; gradients need a float or integer cost`);
     seeds.unshift([cost, scalar(1, differentiable(cost) ? cost.dtype : 'float64')]);
   } else if (seeds.length === 0) {
     throw new ValueError(`${fn}: cost is null and known_grads is empty; give a cost, known gradients, or both`);
@@ -71,8 +92,19 @@ export function grad<W extends Tensors>(cost: Node | null, wrt: W, options: Grad
     if (g !== undefined) return g;
     const w = ws[i]!;
     // Integer wrt are connected with a zero gradient (Theano); only float ones can be disconnected.
-    if (differentiable(w) && !reachable(seeds.map(([n]) => n), w, consider)) {
-      disconnected(fn, disc, `the cost does not depend on wrt${Array.isArray(wrt) ? `[${i}]` : ''} (${w.name ?? w.op})`);
+    if (
+      differentiable(w) &&
+      !reachable(
+        seeds.map(([n]) => n),
+        w,
+        consider,
+      )
+    ) {
+      disconnected(
+        fn,
+        disc,
+        `the cost does not depend on wrt${Array.isArray(wrt) ? `[${i}]` : ''} (${w.name ?? w.op})`,
+      );
       if (ret === 'None') return null;
     }
     return zerosOf(w, fn);
@@ -119,9 +151,15 @@ export function reachable(roots: readonly Node[], w: Node, constant: ReadonlySet
  * piece's `start`, so a network's gradients can be taken layer by layer (adding each layer's own
  * cost on the way) with the same values as one pass. Disconnected entries get zeros.
  */
-export function subgraph_grad(wrt: readonly Node[], end: readonly Node[], start: GradOptions['known_grads'] | null = null, cost: Node | null = null): [Node[], Node[]] {
+export function subgraph_grad(
+  wrt: readonly Node[],
+  end: readonly Node[],
+  start: GradOptions['known_grads'] | null = null,
+  cost: Node | null = null,
+): [Node[], Node[]] {
   const fn = 'autodiff.subgraph_grad';
-  if (!Array.isArray(wrt) || !Array.isArray(end)) throw new TypeError(`${fn}: wrt and end must be arrays of tensors, got ${describe(wrt)} and ${describe(end)}`);
+  if (!Array.isArray(wrt) || !Array.isArray(end))
+    throw new TypeError(`${fn}: wrt and end must be arrays of tensors, got ${describe(wrt)} and ${describe(end)}`);
   const ws = listOf(fn, 'wrt', wrt);
   const es = listOf(fn, 'end', end);
   const known = start ?? undefined;
@@ -129,7 +167,11 @@ export function subgraph_grad(wrt: readonly Node[], end: readonly Node[], start:
     throw new ValueError(`${fn}: give a cost, start (the cotangents of nodes above), or both`);
   }
   const params = [...new Set([...ws, ...es])];
-  const gs = grad(cost, params, { ...(known !== undefined ? { known_grads: known } : {}), consider_constant: es, disconnected_inputs: 'ignore' }) as Node[];
+  const gs = grad(cost, params, {
+    ...(known !== undefined ? { known_grads: known } : {}),
+    consider_constant: es,
+    disconnected_inputs: 'ignore',
+  }) as Node[];
   const of = new Map(params.map((p, i) => [p, gs[i]!] as const));
   return [ws.map((w) => of.get(w)!), es.map((e) => of.get(e)!)];
 }

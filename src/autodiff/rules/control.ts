@@ -33,7 +33,15 @@ function recompute(results: readonly Node[], subst: Map<Node, Node>): { results:
   const value = new Map(subst);
   for (const n of topoSort(results)) {
     if (value.has(n) || n.inputs.length === 0) continue;
-    value.set(n, apply(n.op, n.inputs.map((i) => value.get(i) ?? i), n.attrs, FN));
+    value.set(
+      n,
+      apply(
+        n.op,
+        n.inputs.map((i) => value.get(i) ?? i),
+        n.attrs,
+        FN,
+      ),
+    );
   }
   return { results: results.map((r) => value.get(r) ?? r), twin: value };
 }
@@ -61,7 +69,11 @@ const PROMOTED_OPS = new Set(['add', 'sub']);
 
 /** Whether `r` reads its input `k` for its shape only (the adjoints' `_like` ops, fill_like, shape_of). */
 function readsShapeOnly(r: Node, k: number): boolean {
-  return ((r.op === 'sum_to_like' || r.op === 'broadcast_like' || r.op === 'reshape_like') && k >= 1) || r.op === 'fill_like' || r.op === 'shape_of';
+  return (
+    ((r.op === 'sum_to_like' || r.op === 'broadcast_like' || r.op === 'reshape_like') && k >= 1) ||
+    r.op === 'fill_like' ||
+    r.op === 'shape_of'
+  );
 }
 
 /**
@@ -77,7 +89,13 @@ function readsShapeOnly(r: Node, k: number): boolean {
  * the body's nodes through their twins. Returns the stacked nodes and, for each product no longer
  * stacked, the stacked sum that stands for it.
  */
-function promoteResiduals(body: readonly Node[], saved: Set<Node>, variant: ReadonlySet<Node>, twin: ReadonlyMap<Node, Node>, readOrder: readonly Node[]): { saved: Node[]; standsFor: Map<Node, Node> } {
+function promoteResiduals(
+  body: readonly Node[],
+  saved: Set<Node>,
+  variant: ReadonlySet<Node>,
+  twin: ReadonlyMap<Node, Node>,
+  readOrder: readonly Node[],
+): { saved: Node[]; standsFor: Map<Node, Node> } {
   const readers = new Map<Node, Set<Node>>();
   for (const r of readOrder) {
     r.inputs.forEach((i, k) => {
@@ -93,7 +111,13 @@ function promoteResiduals(body: readonly Node[], saved: Set<Node>, variant: Read
     if (saved.has(x) || !PROMOTED_OPS.has(x.op) || !variant.has(x) || !readers.has(twin.get(x)!)) continue;
     const vin = x.inputs.filter((i) => variant.has(i));
     // every variant operand saved, of the sum's own shape, and read (for its value) by the pullback only through this sum
-    if (vin.length === 0 || !vin.every((i) => saved.has(i) && same(i, x) && [...readers.get(twin.get(i)!) ?? []].every((r) => r === twin.get(x)))) continue;
+    if (
+      vin.length === 0 ||
+      !vin.every(
+        (i) => saved.has(i) && same(i, x) && [...(readers.get(twin.get(i)!) ?? [])].every((r) => r === twin.get(x)),
+      )
+    )
+      continue;
     for (const i of vin) {
       saved.delete(i);
       standsFor.set(i, x);
@@ -127,14 +151,21 @@ function scanVjp(n: OpNode<'scan'>, gs: readonly (Node | null)[], { gradients }:
   const bx = b.sequences.map((s, i) => scanArg(s.type, `seq${i}`));
   const bs = b.states.map((s, j) => scanArg(s.type, `seq${nSeq + j}`));
   const bc = b.constants.map((c, k) => scanArg(c.type, `const${k}`));
-  const { results: fwd, twin } = recompute(b.results, new Map<Node, Node>([...b.args].map((arg, i) => [arg, [...bx, ...bs, ...bc][i]!])));
+  const { results: fwd, twin } = recompute(
+    b.results,
+    new Map<Node, Node>([...b.args].map((arg, i) => [arg, [...bx, ...bs, ...bc][i]!])),
+  );
 
   const seqIn: Node[] = [];
   const seqArgs: Node[] = [...bx, ...bs];
   const stateIn: Node[] = [];
   const stateArgs: Node[] = [];
   const newStates: (() => Node)[] = [];
-  const addState = (init: Node, arg: Node, next: () => Node) => { stateIn.push(init); stateArgs.push(arg); newStates.push(next); };
+  const addState = (init: Node, arg: Node, next: () => Node) => {
+    stateIn.push(init);
+    stateArgs.push(arg);
+    newStates.push(next);
+  };
 
   // Cotangent of each output at this step: its per-step sequence and/or the pending last-step one.
   const gy: (Node | null)[] = b.outputs.map((o, k) => {
@@ -156,12 +187,16 @@ function scanVjp(n: OpNode<'scan'>, gs: readonly (Node | null)[], { gradients }:
   const ds: (Node | null)[] = b.states.map((s, j) => {
     carried.push(null);
     if (!differentiable(s)) return null;
-    const seed = [gs[layout.finalStates[j]!] ?? null, keepSeq(j) === 'last' ? gs[layout.stateSequences[j]!] ?? null : null]
-      .filter((g): g is Node => g !== null).reduce<Node | null>((p, g) => (p === null ? g : add(p, g)), null);
+    const seed = [
+      gs[layout.finalStates[j]!] ?? null,
+      keepSeq(j) === 'last' ? (gs[layout.stateSequences[j]!] ?? null) : null,
+    ]
+      .filter((g): g is Node => g !== null)
+      .reduce<Node | null>((p, g) => (p === null ? g : add(p, g)), null);
     const arg = scanArg(s.type, `state${stateArgs.length}`);
     addState(seed ?? zerosLike(inits[j]!), arg, () => gradOf(bs[j]!));
     carried[j] = arg;
-    const gseq = keepSeq(j) === 'all' ? gs[layout.stateSequences[j]!] ?? null : null;
+    const gseq = keepSeq(j) === 'all' ? (gs[layout.stateSequences[j]!] ?? null) : null;
     if (gseq === null) return arg;
     const sarg = scanArg(s.type, `seq${seqArgs.length}`);
     seqIn.push(gseq);
@@ -178,7 +213,14 @@ function scanVjp(n: OpNode<'scan'>, gs: readonly (Node | null)[], { gradients }:
   // One step's pullback: the gradient of sum(y * gy) + sum(s' * ds) with respect to the args.
   const terms = [...gy.map((g, k) => [fwd[k]!, g] as const), ...ds.map((g, j) => [fwd[nOut + j]!, g] as const)]
     .filter((p): p is readonly [Node, Node] => p[1] !== null)
-    .map(([v, g]) => reduce('sum', mul(v, g), v.shape.map((_, i) => i), false));
+    .map(([v, g]) =>
+      reduce(
+        'sum',
+        mul(v, g),
+        v.shape.map((_, i) => i),
+        false,
+      ),
+    );
   if (terms.length === 0) return n.inputs.map(() => null);
   const loss = terms.reduce((p, t) => add(p, t));
   const wrt = [...bx, ...bs, ...bc].filter(differentiable);
@@ -194,23 +236,42 @@ function scanVjp(n: OpNode<'scan'>, gs: readonly (Node | null)[], { gradients }:
   const readOrder = topoSort(results);
   const read = new Set(readOrder);
   const bodyOrder = topoSort(b.results);
-  const { saved, standsFor } = promoteResiduals(bodyOrder, new Set(bodyOrder.filter((x) => SAVED_OPS.has(x.op) && variant.has(x) && read.has(twin.get(x)!))), variant, twin, readOrder);
+  const { saved, standsFor } = promoteResiduals(
+    bodyOrder,
+    new Set(bodyOrder.filter((x) => SAVED_OPS.has(x.op) && variant.has(x) && read.has(twin.get(x)!))),
+    variant,
+    twin,
+    readOrder,
+  );
   const savedArgs = saved.map((x, i) => scanArg(x.type, `saved${i}`));
   if (saved.length > 0) {
     const argOf = new Map(saved.map((x, i) => [x, savedArgs[i]!]));
-    results = substitute(results, new Map([
-      ...saved.map((x) => [twin.get(x)!, argOf.get(x)!] as const),
-      ...[...standsFor].map(([d, x]) => [twin.get(d)!, argOf.get(x)!] as const),
-    ]));
+    results = substitute(
+      results,
+      new Map([
+        ...saved.map((x) => [twin.get(x)!, argOf.get(x)!] as const),
+        ...[...standsFor].map(([d, x]) => [twin.get(d)!, argOf.get(x)!] as const),
+      ]),
+    );
   }
   // The forward scan with every item kept whole (the states before each step are read from its
   // state sequences) and the residuals as extra outputs; the scan pass merges it with the scan
   // the loss reads, as both have the same inputs and body.
-  const fullBody = saved.length === 0 ? b : new ScanBody(b.sequences, b.states, b.constants, [...b.outputs, ...saved], b.newStates);
-  const full = fullBody === b && a.keep.every((k) => k === 'all') ? n
-    : apply('scan', n.inputs, { ...a, body: fullBody, keep: new Array<KeepMode>(nOut + saved.length + nState).fill('all') }, FN);
+  const fullBody =
+    saved.length === 0 ? b : new ScanBody(b.sequences, b.states, b.constants, [...b.outputs, ...saved], b.newStates);
+  const full =
+    fullBody === b && a.keep.every((k) => k === 'all')
+      ? n
+      : apply(
+          'scan',
+          n.inputs,
+          { ...a, body: fullBody, keep: new Array<KeepMode>(nOut + saved.length + nState).fill('all') },
+          FN,
+        );
   const fullItems = scanItems(fullBody);
-  const before = b.states.map((_, j) => statesBefore(inits[j]!, apply('tuple_get', [full], { index: fullItems.stateSequences[j]! }, FN)));
+  const before = b.states.map((_, j) =>
+    statesBefore(inits[j]!, apply('tuple_get', [full], { index: fullItems.stateSequences[j]! }, FN)),
+  );
   seqIn.unshift(...seqs.map(walk), ...before);
   for (let i = 0; i < saved.length; i++) {
     seqIn.push(apply('tuple_get', [full], { index: nOut + i }, FN)); // stacked in walking order, as the state sequences
@@ -220,8 +281,10 @@ function scanVjp(n: OpNode<'scan'>, gs: readonly (Node | null)[], { gradients }:
     fn: FN,
     outer: { sequences: seqIn, states: stateIn, constants: consts },
     args: { sequences: seqArgs, states: stateArgs, constants: bc },
-    outputs: results.slice(0, dxs.length), newStates: results.slice(dxs.length),
-    goBackwards: true, nSteps: a.n_steps,
+    outputs: results.slice(0, dxs.length),
+    newStates: results.slice(dxs.length),
+    goBackwards: true,
+    nSteps: a.n_steps,
   });
   // The reverse scan stacks in its own walking order (last forward step first).
   const dx = new Map(dxs.map((x, i) => [x, a.go_backwards ? r.outputs[i]! : reverse0(r.outputs[i]!)]));

@@ -25,7 +25,13 @@ function convAttrs(n: OpNode<'conv' | 'conv_transpose' | 'conv_kernel_grad'>): C
  * A sized op whose result must have the shape of `like` at spatial dims `from..from+d`: the size
  * goes in attrs when static, else `like` rides along as a third input to give it at run time.
  */
-function sized(op: 'conv_transpose' | 'conv_kernel_grad', a: ConvAttrs, ins: [Node, Node], like: Node, from: number): Node {
+function sized(
+  op: 'conv_transpose' | 'conv_kernel_grad',
+  a: ConvAttrs,
+  ins: [Node, Node],
+  like: Node,
+  from: number,
+): Node {
   const d = a.strides.length;
   const size = like.shape.slice(from, from + d);
   if (isFullyKnown(size)) return apply(op, ins, { ...a, size: [...size] } satisfies ConvSizedAttrs, FN);

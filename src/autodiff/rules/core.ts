@@ -11,7 +11,9 @@ import { sizeOf } from '../../ir/ndarray.js';
 export const transposeGrad: GradRule<OpNode<'transpose'>> = (n, g) => {
   const perm = n.attrs.perm;
   const inv = new Array<number>(perm.length);
-  perm.forEach((p, i) => { inv[p] = i; });
+  perm.forEach((p, i) => {
+    inv[p] = i;
+  });
   return [transpose(g, inv)];
 };
 
@@ -30,7 +32,9 @@ export const dotGrad: GradRule = (n, g) => {
   const k = x.shape[x.ndim - 1]!;
   const yOtherDims = y.shape.filter((_, i) => i !== ya);
   if (k === null || !isFullyKnown(yOtherDims)) {
-    throw new Error(`K.gradients: dot of ${x.ndim}-D by ${y.ndim}-D needs the contracted axis and y's other axes known statically`);
+    throw new Error(
+      `K.gradients: dot of ${x.ndim}-D by ${y.ndim}-D needs the contracted axis and y's other axes known statically`,
+    );
   }
   const yOther = yOtherDims as number[];
   const bc = sizeOf(yOther);
@@ -43,11 +47,15 @@ export const dotGrad: GradRule = (n, g) => {
   const dYflat = dot(transpose(X, [1, 0]), G); // (k, bc)
   const dYmoved = reshape(dYflat, [k, ...yOther]);
   const inv = new Array<number>(yPerm.length);
-  yPerm.forEach((p, i) => { inv[p] = i; });
+  yPerm.forEach((p, i) => {
+    inv[p] = i;
+  });
   return [dX, transpose(dYmoved, inv)];
 };
 
-export const indexGrad: GradRule<OpNode<'index'>> = (n, g) => [apply('scatter_index', [g, n.inputs[0]!], { index: n.attrs.index }, 'K.gradients')];
+export const indexGrad: GradRule<OpNode<'index'>> = (n, g) => [
+  apply('scatter_index', [g, n.inputs[0]!], { index: n.attrs.index }, 'K.gradients'),
+];
 
 export const identityGrad: GradRule = (_, g) => [g];
 export const sumToLikeGrad: GradRule = (n, g) => [apply('broadcast_like', [g, n.inputs[0]!], {}, 'K.gradients'), null];
@@ -55,4 +63,7 @@ export const broadcastLikeGrad: GradRule = (n, g) => [sumTo(g, n.inputs[0]!), nu
 export const reshapeLikeGrad: GradRule = (n, g) => [reshapeTo(g, n.inputs[0]!), null];
 export const unsqueezeGrad: GradRule = (n, g) => [reshapeTo(g, n.inputs[0]!)];
 /** scatter_index(g, x) places g at x[index]; its gradient wrt g reads that slice back. */
-export const scatterIndexGrad: GradRule<OpNode<'scatter_index'>> = (n, g) => [apply('index', [g], { index: n.attrs.index }, 'K.gradients'), null];
+export const scatterIndexGrad: GradRule<OpNode<'scatter_index'>> = (n, g) => [
+  apply('index', [g], { index: n.attrs.index }, 'K.gradients'),
+  null,
+];

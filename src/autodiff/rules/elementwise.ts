@@ -8,7 +8,10 @@ import type { TangentRule } from '../tangent/types.js';
 
 type Name = keyof typeof elementwiseOps;
 
-const unary = (f: (x: ReturnType<typeof op>, g: ReturnType<typeof op>, out: ReturnType<typeof op>) => ReturnType<typeof op>): GradRule =>
+const unary =
+  (
+    f: (x: ReturnType<typeof op>, g: ReturnType<typeof op>, out: ReturnType<typeof op>) => ReturnType<typeof op>,
+  ): GradRule =>
   (node, g) => [f(node.inputs[0]!, g, node)];
 
 /** Step functions (floor, ceil, round, sign) have zero derivative almost everywhere (Theano). */
@@ -93,7 +96,20 @@ export const whereGrad: GradRule = (n, g) => {
 export const castGrad: GradRule = (n, g) => [cast(g, n.inputs[0]!.dtype)];
 
 /** The unary float ops: functions of one value, whose Jacobian is diagonal. */
-const DIAGONAL = ['sqrt', 'exp', 'log', 'log1p', 'expm1', 'sin', 'cos', 'tanh', 'sigmoid', 'softplus', 'erf', 'reciprocal'] as const;
+const DIAGONAL = [
+  'sqrt',
+  'exp',
+  'log',
+  'log1p',
+  'expm1',
+  'sin',
+  'cos',
+  'tanh',
+  'sigmoid',
+  'softplus',
+  'erf',
+  'reciprocal',
+] as const;
 
 /**
  * Their tangent rules (forward mode, ../tangent/): with a diagonal Jacobian the tangent is the
@@ -103,6 +119,6 @@ export const diagonalTangents = Object.fromEntries(
   DIAGONAL.map((name) => {
     const rule = elementwiseGrads[name];
     if (rule === 'none') throw new Error(`internal: ${name} has no gradient rule`);
-    return [name, (n: Node, [t]: readonly (Node | null | undefined)[]) => (t ? rule(n, t)[0] ?? null : null)];
+    return [name, (n: Node, [t]: readonly (Node | null | undefined)[]) => (t ? (rule(n, t)[0] ?? null) : null)];
   }),
 ) as Record<(typeof DIAGONAL)[number], TangentRule>;

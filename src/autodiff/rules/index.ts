@@ -6,8 +6,16 @@ import { convGrads } from './conv.js';
 import { poolGrads } from './pool.js';
 import { ctcGrads } from './ctc.js';
 import {
-  broadcastLikeGrad, dotGrad, identityGrad, indexGrad, reshapeGrad, reshapeLikeGrad, scatterIndexGrad,
-  sumToLikeGrad, transposeGrad, unsqueezeGrad,
+  broadcastLikeGrad,
+  dotGrad,
+  identityGrad,
+  indexGrad,
+  reshapeGrad,
+  reshapeLikeGrad,
+  scatterIndexGrad,
+  sumToLikeGrad,
+  transposeGrad,
+  unsqueezeGrad,
 } from './core.js';
 import { cumulativeGrads, miscGrads, randomGrads } from './misc.js';
 import { shapeGrads } from './shape.js';
@@ -43,7 +51,14 @@ export const gradRules: GradTable = {
   scatter_index: scatterIndexGrad,
   stop_gradient: 'none',
   // Theano's GradClip and GradScale: the identity forwards, the cotangent clipped or scaled backwards.
-  grad_clip: (n, g) => [apply('maximum', [apply('minimum', [g, scalar(n.attrs.hi, g.dtype)], {}, 'K.gradients'), scalar(n.attrs.lo, g.dtype)], {}, 'K.gradients')],
+  grad_clip: (n, g) => [
+    apply(
+      'maximum',
+      [apply('minimum', [g, scalar(n.attrs.hi, g.dtype)], {}, 'K.gradients'), scalar(n.attrs.lo, g.dtype)],
+      {},
+      'K.gradients',
+    ),
+  ],
   grad_scale: (n, g) => [mul(g, n.attrs.scale)],
   ...cumulativeGrads,
   ...miscGrads,

@@ -32,7 +32,12 @@ const concatGrad: GradRule<OpNode<'concat'>> = (n, g) => {
 const concatPartGrad: GradRule<OpNode<'concat_part'>> = (n, g) => {
   const { axis, index } = n.attrs;
   const parts = n.inputs.slice(1);
-  const full = apply('concat', parts.map((x, i) => (i === index ? g : zerosLike(x, g))), { axis }, FN);
+  const full = apply(
+    'concat',
+    parts.map((x, i) => (i === index ? g : zerosLike(x, g))),
+    { axis },
+    FN,
+  );
   return [full, ...parts.map(() => null)];
 };
 
@@ -126,4 +131,21 @@ export const shapeGrads = {
   merge_axes: mergeAxesGrad,
   specify_shape: specifyShapeGrad,
   batch_dot: batchDotGrad,
-} satisfies GradTableFor<'slice' | 'unslice' | 'pad' | 'concat' | 'concat_part' | 'gather' | 'scatter_add_rows' | 'tile' | 'untile' | 'repeat_elements' | 'unrepeat' | 'expand_dims' | 'squeeze' | 'merge_axes' | 'specify_shape' | 'batch_dot'>;
+} satisfies GradTableFor<
+  | 'slice'
+  | 'unslice'
+  | 'pad'
+  | 'concat'
+  | 'concat_part'
+  | 'gather'
+  | 'scatter_add_rows'
+  | 'tile'
+  | 'untile'
+  | 'repeat_elements'
+  | 'unrepeat'
+  | 'expand_dims'
+  | 'squeeze'
+  | 'merge_axes'
+  | 'specify_shape'
+  | 'batch_dot'
+>;

@@ -10,7 +10,10 @@ import type { TangentRule, TangentTableFor } from './types.js';
 type Name = keyof typeof elementwiseOps;
 
 /** t * f'(x), with f' given the input and the output. */
-const chain = (d: (x: Node, out: Node) => Node): TangentRule => (n, [t]) => (t ? mul(t, d(n.inputs[0]!, n)) : null);
+const chain =
+  (d: (x: Node, out: Node) => Node): TangentRule =>
+  (n, [t]) =>
+    t ? mul(t, d(n.inputs[0]!, n)) : null;
 
 /** The sum of the terms present: each input's tangent through its partial derivative. */
 function sumOf(...terms: (Node | null)[]): Node | null {
@@ -23,10 +26,12 @@ const term = (t: Node | null | undefined, f: (t: Node) => Node): Node | null => 
 const zero: TangentRule = () => null;
 
 /** maximum/minimum: the tangent of the input chosen, ties going to x (the gradient's convention). */
-const select = (cmp: 'greater_equal' | 'less_equal'): TangentRule => (n, ts) => {
-  const [x, y] = n.inputs as [Node, Node];
-  return where(op(cmp, x, y), ts[0] ?? zerosLike(x), ts[1] ?? zerosLike(y));
-};
+const select =
+  (cmp: 'greater_equal' | 'less_equal'): TangentRule =>
+  (n, ts) => {
+    const [x, y] = n.inputs as [Node, Node];
+    return where(op(cmp, x, y), ts[0] ?? zerosLike(x), ts[1] ?? zerosLike(y));
+  };
 
 export const elementwiseTangents: TangentTableFor<Name> = {
   // the unary float ops: each one's tangent is its gradient rule on the tangent (../rules/elementwise.ts)
@@ -37,17 +42,26 @@ export const elementwiseTangents: TangentTableFor<Name> = {
   // d(x/y) = dx/y - (x/y) dy/y
   div: (n, [tx, ty]) => {
     const [, y] = n.inputs as [Node, Node];
-    return sumOf(term(tx, (t) => div(t, y)), term(ty, (t) => neg(div(mul(t, n), y))));
+    return sumOf(
+      term(tx, (t) => div(t, y)),
+      term(ty, (t) => neg(div(mul(t, n), y))),
+    );
   },
   // d(x^a) = a x^(a-1) dx + x^a log(x) da
   pow: (n, [tx, ta]) => {
     const [x, a] = n.inputs as [Node, Node];
-    return sumOf(term(tx, (t) => mul(t, mul(a, op('pow', x, sub(a, 1))))), term(ta, (t) => mul(t, mul(n, op('log', x)))));
+    return sumOf(
+      term(tx, (t) => mul(t, mul(a, op('pow', x, sub(a, 1))))),
+      term(ta, (t) => mul(t, mul(n, op('log', x)))),
+    );
   },
   // mod(x, y) = x - y floor(x / y)
   mod: (n, [tx, ty]) => {
     const [x, y] = n.inputs as [Node, Node];
-    return sumOf(tx ?? null, term(ty, (t) => neg(mul(t, op('floor', div(x, y))))));
+    return sumOf(
+      tx ?? null,
+      term(ty, (t) => neg(mul(t, op('floor', div(x, y))))),
+    );
   },
   maximum: select('greater_equal'),
   minimum: select('less_equal'),

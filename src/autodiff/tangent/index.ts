@@ -19,8 +19,10 @@ const FN = 'autodiff.Rop';
 
 type Reduction = OpNode<ReductionName>;
 /** A reduction's tangent: sum over its axes of t times each element's partial derivative. */
-const weighted = (partials: (n: Reduction) => Node): TangentRule<Reduction> => (n, [t]) =>
-  (t ? reduce('sum', mul(t, partials(n)), n.attrs.axes, n.attrs.keepdims) : null);
+const weighted =
+  (partials: (n: Reduction) => Node): TangentRule<Reduction> =>
+  (n, [t]) =>
+    t ? reduce('sum', mul(t, partials(n)), n.attrs.axes, n.attrs.keepdims) : null;
 
 /**
  * The reductions' tangents, by the row's family: linear for sums and means, each element's
@@ -28,14 +30,26 @@ const weighted = (partials: (n: Reduction) => Node): TangentRule<Reduction> => (
  * multiplication), none for the logical folds.
  */
 function reductionTangents(): Record<ReductionName, TangentEntry<Reduction>> {
-  return Object.fromEntries(Object.values(reduceOps).map((r) => [r.name, r.family === 'logical' ? 'none'
-    : r.family === 'extremum' ? weighted(extremumWeights) : r.spelling.combine === 'mul' ? weighted(prodPartials) : linear0])) as Record<ReductionName, TangentEntry<Reduction>>;
+  return Object.fromEntries(
+    Object.values(reduceOps).map((r) => [
+      r.name,
+      r.family === 'logical'
+        ? 'none'
+        : r.family === 'extremum'
+          ? weighted(extremumWeights)
+          : r.spelling.combine === 'mul'
+            ? weighted(prodPartials)
+            : linear0,
+    ]),
+  ) as Record<ReductionName, TangentEntry<Reduction>>;
 }
 
 /** Max pooling: the tangent at each window's selected element; average pooling is linear. */
 const poolTangent: TangentRule<OpNode<'pool'>> = (n, [t]) => {
   if (!t) return null;
-  return n.attrs.mode === 'max' ? apply('pool_select', [n.inputs[0]!, t], n.attrs, FN) : apply('pool', [t], n.attrs, FN);
+  return n.attrs.mode === 'max'
+    ? apply('pool_select', [n.inputs[0]!, t], n.attrs, FN)
+    : apply('pool', [t], n.attrs, FN);
 };
 
 const linear0 = linearIn(0);

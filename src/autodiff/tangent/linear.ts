@@ -15,7 +15,12 @@ export const zerosLike = (x: Node): Node => apply('fill_like', [x], { value: 0, 
 
 /** The node's op on its inputs with input `i` replaced by `t`. */
 function withInput(n: Node, i: number, t: Node): Node {
-  return apply(n.op, n.inputs.map((x, k) => (k === i ? t : x)), n.attrs, FN);
+  return apply(
+    n.op,
+    n.inputs.map((x, k) => (k === i ? t : x)),
+    n.attrs,
+    FN,
+  );
 }
 
 /** Linear in the inputs `idx` (all inputs when none given); other inputs are read as they are (indices, shapes). */
@@ -23,7 +28,7 @@ export function linearIn(...idx: number[]): TangentRule {
   return (n, ts) => {
     const which = idx.length === 0 ? n.inputs.map((_, i) => i) : idx;
     if (which.every((i) => ts[i] === null || ts[i] === undefined)) return null;
-    const ins = n.inputs.map((x, k) => (which.includes(k) ? ts[k] ?? zerosLike(x) : x));
+    const ins = n.inputs.map((x, k) => (which.includes(k) ? (ts[k] ?? zerosLike(x)) : x));
     return apply(n.op, ins, n.attrs, FN);
   };
 }
@@ -53,10 +58,21 @@ export function viaReverse(rule: GradRule): TangentRule {
       const c = cts[i];
       const t = ts[i];
       if (c === null || c === undefined || t === null || t === undefined || !differentiable(x)) return [];
-      return [reduce('sum', mul(c, t), x.shape.map((_, k) => k), false)];
+      return [
+        reduce(
+          'sum',
+          mul(c, t),
+          x.shape.map((_, k) => k),
+          false,
+        ),
+      ];
     });
     if (terms.length === 0) return null;
-    return gradients(terms.reduce((a, b) => add(a, b)), [u], FN)[0]!;
+    return gradients(
+      terms.reduce((a, b) => add(a, b)),
+      [u],
+      FN,
+    )[0]!;
   };
   fromGradient.add(derived);
   return derived;

@@ -29,27 +29,51 @@ function scanJvp(n: OpNode<'scan'>, ts: readonly (Node | null)[], { tangents }: 
   const wrt = [...seqT.args, ...stateIdx.map((j) => b.states[j]!), ...constT.args];
   const points = [...seqT.targs, ...stateArgs, ...constT.targs];
   const outIdx = b.outputs.map((_, k) => k).filter((k) => differentiable(b.outputs[k]!));
-  const bodyT = tangents([...outIdx.map((k) => b.outputs[k]!), ...stateIdx.map((j) => b.newStates[j]!)], wrt, points, FN);
+  const bodyT = tangents(
+    [...outIdx.map((k) => b.outputs[k]!), ...stateIdx.map((j) => b.newStates[j]!)],
+    wrt,
+    points,
+    FN,
+  );
   const tOut = outIdx.map((k, i) => bodyT[i] ?? zerosLike(b.outputs[k]!));
   const tNew = stateIdx.map((_, i) => bodyT[outIdx.length + i] ?? zerosLike(stateArgs[i]!));
 
   const built = buildScan({
     fn: FN,
-    outer: { sequences: [...seqs, ...seqT.outer], states: [...inits, ...stateInit], constants: [...consts, ...constT.outer] },
-    args: { sequences: [...b.sequences, ...seqT.targs], states: [...b.states, ...stateArgs], constants: [...b.constants, ...constT.targs] },
-    outputs: [...b.outputs, ...tOut], newStates: [...b.newStates, ...tNew],
-    goBackwards: a.go_backwards, nSteps: a.n_steps,
+    outer: {
+      sequences: [...seqs, ...seqT.outer],
+      states: [...inits, ...stateInit],
+      constants: [...consts, ...constT.outer],
+    },
+    args: {
+      sequences: [...b.sequences, ...seqT.targs],
+      states: [...b.states, ...stateArgs],
+      constants: [...b.constants, ...constT.targs],
+    },
+    outputs: [...b.outputs, ...tOut],
+    newStates: [...b.newStates, ...tNew],
+    goBackwards: a.go_backwards,
+    nSteps: a.n_steps,
   });
   // Each tangent item is kept as its primal item is.
   const nOut = b.outputs.length;
-  const keep: KeepMode[] = [...a.keep.slice(0, nOut), ...outIdx.map((k) => a.keep[k]!), ...a.keep.slice(nOut), ...stateIdx.map((j) => a.keep[nOut + j]!)];
-  const scan = keep.every((k) => k === 'all') ? built.node : apply('scan', built.node.inputs, { ...(built.node as OpNode<'scan'>).attrs, keep }, FN);
+  const keep: KeepMode[] = [
+    ...a.keep.slice(0, nOut),
+    ...outIdx.map((k) => a.keep[k]!),
+    ...a.keep.slice(nOut),
+    ...stateIdx.map((j) => a.keep[nOut + j]!),
+  ];
+  const scan = keep.every((k) => k === 'all')
+    ? built.node
+    : apply('scan', built.node.inputs, { ...(built.node as OpNode<'scan'>).attrs, keep }, FN);
   const newBody = (scan as OpNode<'scan'>).attrs.body;
   const layout = scanItems(newBody);
   const get = (i: number) => apply('tuple_get', [scan], { index: i }, FN);
   const old = scanItems(b);
   const result: (Node | null)[] = new Array(old.outputs.length + 2 * nState).fill(null);
-  outIdx.forEach((k, i) => { result[old.outputs[k]!] = get(layout.outputs[nOut + i]!); });
+  outIdx.forEach((k, i) => {
+    result[old.outputs[k]!] = get(layout.outputs[nOut + i]!);
+  });
   stateIdx.forEach((j, i) => {
     result[old.finalStates[j]!] = get(layout.finalStates[nState + i]!);
     result[old.stateSequences[j]!] = get(layout.stateSequences[nState + i]!);
@@ -58,7 +82,11 @@ function scanJvp(n: OpNode<'scan'>, ts: readonly (Node | null)[], { tangents }: 
 }
 
 /** For each body arg whose outer input has a tangent: the arg, a tangent arg of its type, and the outer tangent. */
-function pick(args: readonly Node[], ts: readonly (Node | null)[], name: string): { args: Node[]; targs: Node[]; outer: Node[] } {
+function pick(
+  args: readonly Node[],
+  ts: readonly (Node | null)[],
+  name: string,
+): { args: Node[]; targs: Node[]; outer: Node[] } {
   const r = { args: [] as Node[], targs: [] as Node[], outer: [] as Node[] };
   args.forEach((x, i) => {
     const t = ts[i];

@@ -13,7 +13,12 @@ export type TangentRule<N extends Node = Node> = (node: N, ts: readonly (Node | 
 
 /** What a rule that pushes tangents through an inner graph (a Scan's step) needs of forward mode itself: handed in by the walker (forward.ts). */
 export interface TangentContext {
-  readonly tangents: (outputs: readonly Node[], wrt: readonly Node[], points: readonly Node[], fn: string) => (Node | null)[];
+  readonly tangents: (
+    outputs: readonly Node[],
+    wrt: readonly Node[],
+    points: readonly Node[],
+    fn: string,
+  ) => (Node | null)[];
 }
 
 /** For tuple-valued ops (Scan): one tangent per item, null for items that stay constant. */
@@ -22,7 +27,12 @@ export interface TupleTangentRule<N extends Node = Node> {
 }
 
 /** 'leaf': no inputs. 'none': the output's tangent is zero (comparisons, argmax, shape_of...). */
-export type TangentEntry<N extends Node = Node> = TangentRule<N> | TupleTangentRule<N> | UnsupportedRule | 'leaf' | 'none';
+export type TangentEntry<N extends Node = Node> =
+  | TangentRule<N>
+  | TupleTangentRule<N>
+  | UnsupportedRule
+  | 'leaf'
+  | 'none';
 
 /** Tangent rules for some built-in ops, each given its op's node (attrs typed). */
 export type TangentTableFor<K extends OpName> = { readonly [P in K]: TangentEntry<OpNode<P>> };

@@ -55,7 +55,10 @@ export function batchZeros(ctx: BatchContext, rank: number, dtype: DType): Node 
 
 /** Zeros of shape [B, ...x.shape] and x's dtype, for ops that read a reference's shape (and dtype). */
 export function batchedShapeOf(x: Node, ctx: BatchContext): Node {
-  return ap('add', [ap('unsqueeze', [ap('fill_like', [x], { value: 0, dtype: x.dtype })], { axes: [0] }), batchZeros(ctx, x.ndim, x.dtype)]);
+  return ap('add', [
+    ap('unsqueeze', [ap('fill_like', [x], { value: 0, dtype: x.dtype })], { axes: [0] }),
+    batchZeros(ctx, x.ndim, x.dtype),
+  ]);
 }
 
 /** An unbatched value repeated over the batch: [B, ...x.shape]. */
@@ -83,11 +86,16 @@ export function splitBatch(y: Node, n: Node, ctx: BatchContext): Node {
   if (isFullyKnown(n.shape)) return ap('reshape', [y], { shape: [-1, ...n.shape] });
   const rest = n.shape.slice(1);
   if (ctx.size !== null && isFullyKnown(rest)) return ap('reshape', [y], { shape: [ctx.size, -1, ...rest] });
-  throw new ValueError(`${FN}: batching ${n.op} needs a static batch size or a per-example result of known shape; the result has shape ${formatShape(n.shape)} and the batch size is unknown`);
+  throw new ValueError(
+    `${FN}: batching ${n.op} needs a static batch size or a per-example result of known shape; the result has shape ${formatShape(n.shape)} and the batch size is unknown`,
+  );
 }
 
 /** The batch size, which a rule that cannot do without it requires. */
 export function staticSize(ctx: BatchContext, what: string): number {
-  if (ctx.size === null) throw new ValueError(`${FN}: batching ${what} needs a static batch size (give the batched inputs a known axis size)`);
+  if (ctx.size === null)
+    throw new ValueError(
+      `${FN}: batching ${what} needs a static batch size (give the batched inputs a known axis size)`,
+    );
   return ctx.size;
 }

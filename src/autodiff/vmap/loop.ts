@@ -10,7 +10,13 @@ export function loopBatch(n: Node, args: readonly BVal[], ctx: BatchContext, rea
   const size = staticSize(ctx, `${n.op} (${reason}; it is batched by a loop over the examples)`);
   if (size === 0) throw new ValueError(`${FN}: batching ${n.op} by a loop needs at least one example`);
   const outs = Array.from({ length: size }, (_, i) =>
-    apply(n.op, args.map((a) => (a.batched ? ap('index', [a.value], { index: i }) : a.value)), n.attrs, FN));
+    apply(
+      n.op,
+      args.map((a) => (a.batched ? ap('index', [a.value], { index: i }) : a.value)),
+      n.attrs,
+      FN,
+    ),
+  );
   const stack = (xs: readonly Node[]) => {
     const parts = xs.map((x) => ap('unsqueeze', [x], { axes: [0] }));
     return batched(parts.length === 1 ? parts[0]! : ap('concat', parts, { axis: 0 }));

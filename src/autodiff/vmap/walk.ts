@@ -10,7 +10,16 @@ import { isBuiltin } from '../../ir/registry.js';
 import { batchRules } from './rules/index.js';
 import { FN, ap, batched } from './helpers.js';
 import { loopBatch } from './loop.js';
-import type { BTuple, BVal, BatchContext, BatchEntry, Batched, LoopRule, TupleBatchRule, UnsupportedBatch } from './types.js';
+import type {
+  BTuple,
+  BVal,
+  BatchContext,
+  BatchEntry,
+  Batched,
+  LoopRule,
+  TupleBatchRule,
+  UnsupportedBatch,
+} from './types.js';
 
 const isTuple = (v: Batched): v is BTuple => 'items' in v;
 
@@ -24,7 +33,8 @@ export function batchGraph(outputs: readonly Node[], subst: ReadonlyMap<Node, No
   const vals = new Map<Node, Batched>();
   const tensor = (n: Node): BVal => {
     const v = vals.get(n);
-    if (v === undefined || isTuple(v)) throw new Error(`internal: ${FN}: ${n.op} read as a tensor before it was batched`);
+    if (v === undefined || isTuple(v))
+      throw new Error(`internal: ${FN}: ${n.op} read as a tensor before it was batched`);
     return v;
   };
   for (const n of topoSort(outputs)) {
@@ -47,7 +57,17 @@ function itemOf(n: Node, t: Batched | undefined): BVal {
 function batchNode(n: Node, args: readonly BVal[], ctx: BatchContext): Batched {
   if (!args.some((a) => a.batched)) {
     const same = args.every((a, i) => a.value === n.inputs[i]);
-    return { value: same ? n : apply(n.op, args.map((a) => a.value), n.attrs, FN), batched: false };
+    return {
+      value: same
+        ? n
+        : apply(
+            n.op,
+            args.map((a) => a.value),
+            n.attrs,
+            FN,
+          ),
+      batched: false,
+    };
   }
   const e = entryOf(n);
   if (e === 'leaf') throw new Error(`internal: ${FN}: ${n.op} has inputs but a leaf's batching rule`);
@@ -67,9 +87,13 @@ function checked(n: Node, v: BVal, ctx: BatchContext): BVal {
 /** A rule's result must be the per-example type, with the batch axis (of the batch's size) in front when batched. */
 function checkType(n: Node, v: BVal, t: Node['type'], ctx: BatchContext): void {
   const want = v.batched ? [ctx.size, ...t.shape] : t.shape;
-  const ok = v.value.dtype === t.dtype && v.value.ndim === want.length &&
+  const ok =
+    v.value.dtype === t.dtype &&
+    v.value.ndim === want.length &&
     v.value.shape.every((d, i) => d === null || want[i] === null || d === want[i]);
   if (!ok) {
-    throw new Error(`internal: ${FN}: the batching rule of ${n.op} gave ${v.value.dtype} ${formatShape(v.value.shape)} for ${t.dtype} ${formatShape(t.shape)}${v.batched ? ' (batched)' : ''}`);
+    throw new Error(
+      `internal: ${FN}: the batching rule of ${n.op} gave ${v.value.dtype} ${formatShape(v.value.shape)} for ${t.dtype} ${formatShape(t.shape)}${v.batched ? ' (batched)' : ''}`,
+    );
   }
 }

@@ -34,7 +34,7 @@ export function setHandoffModel(on: boolean | undefined): void {
 }
 
 /** Kind 0: matrix products (`rate`); others: the shared tier kernel of that id + 1 (`rates`). */
-const rateOf = (kind: number) => (kind === 0 ? handoff.rate : handoff.rates.get(kind) ?? 0);
+const rateOf = (kind: number) => (kind === 0 ? handoff.rate : (handoff.rates.get(kind) ?? 0));
 
 /**
  * The threads to run `work` on (1 or `threads`), by the model; `kind` names the job's kind of work.
@@ -47,7 +47,10 @@ export function handoffThreads(work: number, threads: number, kind = 0, measured
   if (threads <= 1 || (!handoff.on && !measured)) return threads;
   if (rate <= 0) return measured ? 1 : threads;
   const split = (work / rate) * (1 - 1 / threads) > handoff.latency;
-  if (split) { handoff.splits++; return threads; }
+  if (split) {
+    handoff.splits++;
+    return threads;
+  }
   handoff.kept++;
   return handoff.kept % PROBE === 0 ? threads : 1;
 }

@@ -32,7 +32,8 @@ export function igemmA(dst: Float32Array, x: Float32Array, xOff: number, g: read
   const cells = N * inS[0]! * inS[1]! * inS[2]! * C;
   dst.set(x.subarray(xOff, xOff + cells), 0);
   dst.fill(0, cells, cells + C);
-  const base = dst.byteOffset, zero = base + 4 * cells;
+  const base = dst.byteOffset,
+    zero = base + 4 * cells;
   const KS = win[0]! * win[1]! * win[2]!;
   const M = N * outS[0]! * outS[1]! * outS[2]!;
   const MP = Math.ceil(M / mr);
@@ -41,7 +42,10 @@ export function igemmA(dst: Float32Array, x: Float32Array, xOff: number, g: read
   // The pointers depend on the geometry and where the arena view starts only: written once, copied at later calls.
   const key = `${base}:${mr}:${g.join(',')}`;
   let cache = madeFor.get(dst.buffer);
-  if (cache === undefined) { cache = { made: new Map(), words: 0 }; madeFor.set(dst.buffer, cache); }
+  if (cache === undefined) {
+    cache = { made: new Map(), words: 0 };
+    madeFor.set(dst.buffer, cache);
+  }
   const hit = cache.made.get(key);
   if (hit !== undefined) {
     out.set(hit);
@@ -72,9 +76,14 @@ export function igemmA(dst: Float32Array, x: Float32Array, xOff: number, g: read
     }
   }
   // the last panel's rows past M read zeros
-  for (; i < MP * mr; i++) for (let k = 0, w = Math.floor(i / mr) * KS * mr + (i % mr); k < KS; k++, w += mr) ptr[w] = zero;
+  for (; i < MP * mr; i++)
+    for (let k = 0, w = Math.floor(i / mr) * KS * mr + (i % mr); k < KS; k++, w += mr) ptr[w] = zero;
   if (ptr.length <= MADE_WORDS) {
-    while (cache.words + ptr.length > MADE_WORDS) { const [k, v] = cache.made.entries().next().value!; cache.made.delete(k); cache.words -= v.length; }
+    while (cache.words + ptr.length > MADE_WORDS) {
+      const [k, v] = cache.made.entries().next().value!;
+      cache.made.delete(k);
+      cache.words -= v.length;
+    }
     cache.made.set(key, ptr);
     cache.words += ptr.length;
   }
@@ -97,7 +106,13 @@ const MADE_WORDS = 1 << 23;
  * (tap..., channel) the table's byte offset and the rows' byte offsets from an origin (rows
  * past the product's: 0). Geometry `g` as igemmA's. Returns the panels' records' byte offset.
  */
-export function windowGradA(dst: Float32Array, x: Float32Array, xOff: number, g: readonly number[], mr: number): number {
+export function windowGradA(
+  dst: Float32Array,
+  x: Float32Array,
+  xOff: number,
+  g: readonly number[],
+  mr: number,
+): number {
   const [N, C, d] = g as [number, number, number];
   if (!(d >= 1 && d <= 3)) throw new Error(`internal: windowGradA takes 1 to 3 spatial axes (got ${d})`);
   const { outS, win, st, ts, s0, lo3, pS, cells, base } = paddedCopy(dst, x, xOff, g);
@@ -110,7 +125,8 @@ export function windowGradA(dst: Float32Array, x: Float32Array, xOff: number, g:
     for (let o0 = 0; o0 < outS[0]!; o0++) {
       for (let o1 = 0; o1 < outS[1]!; o1++) {
         const r01 = (n * pS[0]! + o0 * st[0]! + s0[0]! - lo3[0]!) * pS[1]! + o1 * st[1]! + s0[1]! - lo3[1]!;
-        for (let o2 = 0; o2 < outS[2]!; o2++) words[t++] = base + 4 * C * (r01 * pS[2]! + o2 * st[2]! + s0[2]! - lo3[2]!);
+        for (let o2 = 0; o2 < outS[2]!; o2++)
+          words[t++] = base + 4 * C * (r01 * pS[2]! + o2 * st[2]! + s0[2]! - lo3[2]!);
       }
     }
   }
@@ -120,9 +136,15 @@ export function windowGradA(dst: Float32Array, x: Float32Array, xOff: number, g:
     words[rec] = table;
     for (let r = 0; r < mr; r++) {
       const i = p * mr + r;
-      if (i >= rowsN) { words[rec + 1 + r] = 0; continue; }
-      const ch = i % C, tap = Math.floor(i / C);
-      const k2 = tap % win[2]!, k1 = Math.floor(tap / win[2]!) % win[1]!, k0 = Math.floor(tap / (win[2]! * win[1]!));
+      if (i >= rowsN) {
+        words[rec + 1 + r] = 0;
+        continue;
+      }
+      const ch = i % C,
+        tap = Math.floor(i / C);
+      const k2 = tap % win[2]!,
+        k1 = Math.floor(tap / win[2]!) % win[1]!,
+        k0 = Math.floor(tap / (win[2]! * win[1]!));
       words[rec + 1 + r] = 4 * (((k0 * ts[0]! * pS[1]! + k1 * ts[1]!) * pS[2]! + k2 * ts[2]!) * C + ch);
     }
   }
@@ -133,12 +155,32 @@ export function windowGradA(dst: Float32Array, x: Float32Array, xOff: number, g:
 function paddedCopy(dst: Float32Array, x: Float32Array, xOff: number, g: readonly number[]) {
   const [N, C, d] = g as [number, number, number];
   const geo = (k: number) => g.slice(3 + k * d, 3 + (k + 1) * d);
-  const a = { over: 'terms' as const, batch: N, channels: C, inSize: geo(0), outSize: geo(1), window: geo(2), step: geo(3), tapStep: geo(4), start: geo(5), div: geo(6) };
+  const a = {
+    over: 'terms' as const,
+    batch: N,
+    channels: C,
+    inSize: geo(0),
+    outSize: geo(1),
+    window: geo(2),
+    step: geo(3),
+    tapStep: geo(4),
+    start: geo(5),
+    div: geo(6),
+  };
   const { lo, size } = paddedInput(a);
   // window 1, step 1, tapStep 0, start and lo 0 on a missing axis
   const missing = [1, 1, 1, 1, 0, 0, 0, 1];
   const ax = (k: number, v: readonly number[]) => [0, 1, 2].map((i) => (i < 3 - d ? missing[k]! : v[i - (3 - d)]!));
-  const [inS, outS, win, st, ts, s0, lo3, pS] = [ax(0, a.inSize), ax(1, a.outSize), ax(2, a.window), ax(3, a.step), ax(4, a.tapStep), ax(5, a.start), ax(6, lo), ax(7, size)];
+  const [inS, outS, win, st, ts, s0, lo3, pS] = [
+    ax(0, a.inSize),
+    ax(1, a.outSize),
+    ax(2, a.window),
+    ax(3, a.step),
+    ax(4, a.tapStep),
+    ax(5, a.start),
+    ax(6, lo),
+    ax(7, size),
+  ];
   const cells = N * pS[0]! * pS[1]! * pS[2]! * C;
   const base = dst.byteOffset;
   const plain = lo3.every((l) => l === 0) && pS.every((p, k) => p === inS[k]);
@@ -173,7 +215,8 @@ function paddedCopy(dst: Float32Array, x: Float32Array, xOff: number, g: readonl
 export function windowA(dst: Float32Array, x: Float32Array, xOff: number, g: readonly number[], mr: number): number {
   const [N, C, d] = g as [number, number, number];
   if (!(d >= 1 && d <= 3)) throw new Error(`internal: windowA takes 1 to 3 spatial axes (got ${d})`);
-  if (g.slice(3 + 6 * d, 3 + 7 * d).some((v) => v !== 1)) throw new Error('internal: windowA takes a convolution (div 1)');
+  if (g.slice(3 + 6 * d, 3 + 7 * d).some((v) => v !== 1))
+    throw new Error('internal: windowA takes a convolution (div 1)');
   const { outS, win, st, ts, s0, lo3, pS, cells, base } = paddedCopy(dst, x, xOff, g);
   const K = win[0]! * win[1]! * win[2]! * C;
   const M = N * outS[0]! * outS[1]! * outS[2]!;
@@ -182,7 +225,10 @@ export function windowA(dst: Float32Array, x: Float32Array, xOff: number, g: rea
   const words = new Int32Array(dst.buffer, table, K + MP * (mr + 1));
   const key = `w:${base}:${mr}:${g.join(',')}`;
   let cache = madeFor.get(dst.buffer);
-  if (cache === undefined) { cache = { made: new Map(), words: 0 }; madeFor.set(dst.buffer, cache); }
+  if (cache === undefined) {
+    cache = { made: new Map(), words: 0 };
+    madeFor.set(dst.buffer, cache);
+  }
   const hit = cache.made.get(key);
   if (hit !== undefined) {
     words.set(hit);
@@ -193,21 +239,27 @@ export function windowA(dst: Float32Array, x: Float32Array, xOff: number, g: rea
   for (let k0 = 0; k0 < win[0]!; k0++)
     for (let k1 = 0; k1 < win[1]!; k1++)
       for (let k2 = 0; k2 < win[2]!; k2++)
-        for (let ch = 0; ch < C; ch++) w[t++] = 4 * (((k0 * ts[0]! * pS[1]! + k1 * ts[1]!) * pS[2]! + k2 * ts[2]!) * C + ch);
+        for (let ch = 0; ch < C; ch++)
+          w[t++] = 4 * (((k0 * ts[0]! * pS[1]! + k1 * ts[1]!) * pS[2]! + k2 * ts[2]!) * C + ch);
   let i = 0;
   const rec = (cell: number) => K + Math.floor(cell / mr) * (mr + 1) + 1 + (cell % mr);
   for (let n = 0; n < N; n++) {
     for (let o0 = 0; o0 < outS[0]!; o0++) {
       for (let o1 = 0; o1 < outS[1]!; o1++) {
         const r01 = (n * pS[0]! + o0 * st[0]! + s0[0]! - lo3[0]!) * pS[1]! + o1 * st[1]! + s0[1]! - lo3[1]!;
-        for (let o2 = 0; o2 < outS[2]!; o2++, i++) w[rec(i)] = base + 4 * C * (r01 * pS[2]! + o2 * st[2]! + s0[2]! - lo3[2]!);
+        for (let o2 = 0; o2 < outS[2]!; o2++, i++)
+          w[rec(i)] = base + 4 * C * (r01 * pS[2]! + o2 * st[2]! + s0[2]! - lo3[2]!);
       }
     }
   }
   for (; i < MP * mr; i++) w[rec(i)] = w[rec(0)]!;
   for (let p = 0; p < MP; p++) w[K + p * (mr + 1)] = table;
   if (w.length <= MADE_WORDS) {
-    while (cache.words + w.length > MADE_WORDS) { const [k, v] = cache.made.entries().next().value!; cache.made.delete(k); cache.words -= v.length; }
+    while (cache.words + w.length > MADE_WORDS) {
+      const [k, v] = cache.made.entries().next().value!;
+      cache.made.delete(k);
+      cache.words -= v.length;
+    }
     cache.made.set(key, w);
     cache.words += w.length;
   }

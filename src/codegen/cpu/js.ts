@@ -80,7 +80,9 @@ export const KERNEL_IR_JS: Readonly<Record<'select' | 'idiv' | 'imod', string>> 
 
 /** A scalar op as JavaScript: the elementwise rows' spellings, and the ops the kernel IR adds. */
 export function opCode(op: ScalarOp, a: readonly string[]): string {
-  const js = Object.hasOwn(KERNEL_IR_JS, op) ? KERNEL_IR_JS[op as keyof typeof KERNEL_IR_JS] : KERNEL_ROWS.get(op)?.spelling.js;
+  const js = Object.hasOwn(KERNEL_IR_JS, op)
+    ? KERNEL_IR_JS[op as keyof typeof KERNEL_IR_JS]
+    : KERNEL_ROWS.get(op)?.spelling.js;
   if (js === undefined) throw new Error(`internal: no JavaScript spelling of the scalar op ${op}`);
   return spell(js, a);
 }

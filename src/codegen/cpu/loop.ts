@@ -30,11 +30,14 @@ export class ExprWriter {
   private readonly indices = new Set<Expr>();
   private readonly done = new Set<Expr>();
   constructor(
-    private readonly s: Schedule | undefined, private readonly env: RenderEnv,
+    private readonly s: Schedule | undefined,
+    private readonly env: RenderEnv,
     /** How the matmul accumulator is spelled (in epilogues). */
     private readonly accName = 'acc',
     /** Without a schedule (matmul epilogues), indices are spelled inline by this. */
-    private readonly indexCode: (x: IExpr) => string = () => { throw new Error('no index renderer'); },
+    private readonly indexCode: (x: IExpr) => string = () => {
+      throw new Error('no index renderer');
+    },
   ) {
     if (s === undefined) return;
     // The index trees' own nodes (integers: a clamp's max(x, 0) stays Math.max, exact and cheap on small integers)
@@ -57,7 +60,10 @@ export class ExprWriter {
     for (const e of order) for (const c of children(e)) uses.set(c, (uses.get(c) ?? 0) + 1);
     const lines: string[] = [];
     for (const e of order) {
-      if ((uses.get(e) ?? 0) > 1 && isComputed(e) && e.t !== 'acc') { this.temp.add(e); lines.push(this.line(e)); }
+      if ((uses.get(e) ?? 0) > 1 && isComputed(e) && e.t !== 'acc') {
+        this.temp.add(e);
+        lines.push(this.line(e));
+      }
     }
     return lines;
   }
@@ -79,39 +85,62 @@ export class ExprWriter {
     if (e.t === 'op' && !this.done.has(e)) {
       const a = e.args;
       switch (e.op) {
-        case 'eq': return `${this.code(a[0]!)} === ${this.code(a[1]!)}`;
-        case 'ne': return `${this.code(a[0]!)} !== ${this.code(a[1]!)}`;
-        case 'gt': return `${this.code(a[0]!)} > ${this.code(a[1]!)}`;
-        case 'ge': return `${this.code(a[0]!)} >= ${this.code(a[1]!)}`;
-        case 'lt': return `${this.code(a[0]!)} < ${this.code(a[1]!)}`;
-        case 'le': return `${this.code(a[0]!)} <= ${this.code(a[1]!)}`;
-        case 'and': return `(${this.cond(a[0]!)}) && (${this.cond(a[1]!)})`;
-        case 'or': return `(${this.cond(a[0]!)}) || (${this.cond(a[1]!)})`;
-        case 'not': return `!(${this.cond(a[0]!)})`;
-        default: break;
+        case 'eq':
+          return `${this.code(a[0]!)} === ${this.code(a[1]!)}`;
+        case 'ne':
+          return `${this.code(a[0]!)} !== ${this.code(a[1]!)}`;
+        case 'gt':
+          return `${this.code(a[0]!)} > ${this.code(a[1]!)}`;
+        case 'ge':
+          return `${this.code(a[0]!)} >= ${this.code(a[1]!)}`;
+        case 'lt':
+          return `${this.code(a[0]!)} < ${this.code(a[1]!)}`;
+        case 'le':
+          return `${this.code(a[0]!)} <= ${this.code(a[1]!)}`;
+        case 'and':
+          return `(${this.cond(a[0]!)}) && (${this.cond(a[1]!)})`;
+        case 'or':
+          return `(${this.cond(a[0]!)}) || (${this.cond(a[1]!)})`;
+        case 'not':
+          return `!(${this.cond(a[0]!)})`;
+        default:
+          break;
       }
     }
     return `${this.code(e)} !== 0`;
   }
   private raw(e: Expr): string {
     switch (e.t) {
-      case 'const': return literal(e.v);
-      case 'var': return `i${e.v.id}`;
-      case 'load': return `${this.env.bufName(e.buf)}[${this.s === undefined ? this.indexCode(e.index) : this.code(this.s.loadIndex.get(e)!)}]`;
-      case 'index': return this.s === undefined ? this.indexCode(e.i) : this.code(this.s.loadIndex.get(e)!);
+      case 'const':
+        return literal(e.v);
+      case 'var':
+        return `i${e.v.id}`;
+      case 'load':
+        return `${this.env.bufName(e.buf)}[${this.s === undefined ? this.indexCode(e.index) : this.code(this.s.loadIndex.get(e)!)}]`;
+      case 'index':
+        return this.s === undefined ? this.indexCode(e.i) : this.code(this.s.loadIndex.get(e)!);
       case 'op':
-        if (e.op === 'select') return `(${this.cond(e.args[0]!)} ? ${this.code(e.args[1]!)} : ${this.code(e.args[2]!)})`;
+        if (e.op === 'select')
+          return `(${this.cond(e.args[0]!)} ? ${this.code(e.args[1]!)} : ${this.code(e.args[2]!)})`;
         if (e.op === 'max' || e.op === 'min') {
           // max(x, 0) (relu) and min(x, 0): the runtime's branch-free forms, equal to Math's for every x
           const z = e.args.findIndex((a) => a.t === 'const' && Object.is(a.v, 0));
           if (z >= 0 && !this.indices.has(e)) return `rt.${e.op}0(${this.code(e.args[1 - z]!)})`;
         }
-        return opCode(e.op, e.args.map((a) => this.code(a)));
-      case 'call': return `${this.env.fnName(e.fn)}(${e.args.map((a) => this.code(a)).join(', ')})`;
-      case 'cast': return castCode(e.dtype, this.code(e.x));
-      case 'reduce': return `a${e.id}`;
-      case 'acc': return this.accName;
-      case 'row': return `rt.row(${this.code(e.x)}, ${e.rows}, ${jsString(e.op)}, ${jsString(e.shape)})`;
+        return opCode(
+          e.op,
+          e.args.map((a) => this.code(a)),
+        );
+      case 'call':
+        return `${this.env.fnName(e.fn)}(${e.args.map((a) => this.code(a)).join(', ')})`;
+      case 'cast':
+        return castCode(e.dtype, this.code(e.x));
+      case 'reduce':
+        return `a${e.id}`;
+      case 'acc':
+        return this.accName;
+      case 'row':
+        return `rt.row(${this.code(e.x)}, ${e.rows}, ${jsString(e.op)}, ${jsString(e.shape)})`;
     }
   }
 }
@@ -147,13 +176,25 @@ export function renderLoopKernel(k: LoopKernel, name: string, env: RenderEnv, js
     const pieces = js.pieces;
     const parts = pieces.map((p) => renderKernelBody(p.kernel, p.schedule, env));
     const params = [...new Set(parts.flatMap((p) => p.buffers))].sort((p, q) => p - q);
-    const lines = parts.flatMap((p, i) => [`  { // columns ${pieces[i]!.start} to ${pieces[i]!.start + pieces[i]!.kernel.vars.at(-1)!.size}`, ...p.lines.map((l) => `  ${l}`), '  }']);
+    const lines = parts.flatMap((p, i) => [
+      `  { // columns ${pieces[i]!.start} to ${pieces[i]!.start + pieces[i]!.kernel.vars.at(-1)!.size}`,
+      ...p.lines.map((l) => `  ${l}`),
+      '  }',
+    ]);
     const args = [...params.map((q) => env.bufName(q)), 'lo', 'hi'];
-    return { source: `function ${name}(${args.join(', ')}) { // ${commentText(k.label)}\n${lines.join('\n')}\n}`, buffers: params, rows: k.vars[0]!.size };
+    return {
+      source: `function ${name}(${args.join(', ')}) { // ${commentText(k.label)}\n${lines.join('\n')}\n}`,
+      buffers: params,
+      rows: k.vars[0]!.size,
+    };
   }
   const r = renderKernelBody(k, js.pieces[0]!.schedule, env);
   const args = [...r.buffers.map((p) => env.bufName(p)), ...(r.rows !== undefined ? ['lo', 'hi'] : [])];
-  return { source: `function ${name}(${args.join(', ')}) { // ${commentText(k.label)}\n${r.lines.join('\n')}\n}`, buffers: r.buffers, rows: r.rows };
+  return {
+    source: `function ${name}(${args.join(', ')}) { // ${commentText(k.label)}\n${r.lines.join('\n')}\n}`,
+    buffers: r.buffers,
+    rows: r.rows,
+  };
 }
 
 /** A JavaScript loop kernel as the strategy step prepares it: whole or cut into column ranges (../split.ts), each piece scheduled (../schedule.ts). */
@@ -171,7 +212,11 @@ export function jsLoop(k: LoopKernel): JsLoop {
 }
 
 /** A loop kernel's statements, the buffers it reads and writes, and its outermost loop's size (bounds lo, hi). */
-function renderKernelBody(k: LoopKernel, s: Schedule, env: RenderEnv): { lines: string[]; buffers: number[]; rows: number | undefined } {
+function renderKernelBody(
+  k: LoopKernel,
+  s: Schedule,
+  env: RenderEnv,
+): { lines: string[]; buffers: number[]; rows: number | undefined } {
   // schedule() expands 'index' expressions into integer trees; give them the same lookup as loads.
   const w = new ExprWriter(s, env);
   const bufs = new Set<number>();
@@ -180,15 +225,23 @@ function renderKernelBody(k: LoopKernel, s: Schedule, env: RenderEnv): { lines: 
   const lines: string[] = [];
   const emit = (scope: Scope, ind: string) => {
     for (const it of scope.items) {
-      if (it.kind === 'loop') { emitLoop(it.scope, ind); continue; }
+      if (it.kind === 'loop') {
+        emitLoop(it.scope, ind);
+        continue;
+      }
       const e = it.e;
-      if (e.t === 'reduce') { emitReduce(e, ind); continue; }
+      if (e.t === 'reduce') {
+        emitReduce(e, ind);
+        continue;
+      }
       if (w.needsLine(e)) lines.push(ind + w.line(e));
     }
     if (scope === s.inner) {
       for (const st of s.stores) {
         const op = st.store.accumulate === true ? '+=' : '=';
-        lines.push(`${ind}${env.bufName(st.store.buf)}[${w.code(st.index)}] ${op} ${w.code(storedValue(st.value, st.store.dtype))};`);
+        lines.push(
+          `${ind}${env.bufName(st.store.buf)}[${w.code(st.index)}] ${op} ${w.code(storedValue(st.value, st.store.dtype))};`,
+        );
       }
     }
     if (scope.reduce !== undefined && s.reduceLoops.get(scope.reduce)!.last === scope) {

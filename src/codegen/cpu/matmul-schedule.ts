@@ -24,12 +24,19 @@ export interface MatmulSchedule {
 }
 
 /** Today's schedule: blocks of 512 KiB of A panels, at most 16, split where the hand-off model says so, at least 4 blocks per thread. */
-export const DEFAULT_MATMUL_SCHEDULE: MatmulSchedule = Object.freeze({ blockBytes: BLOCK_BYTES, maxPanels: MAX_BLOCK_PANELS, split: true, perThread: MIN_BLOCKS_PER_THREAD });
+export const DEFAULT_MATMUL_SCHEDULE: MatmulSchedule = Object.freeze({
+  blockBytes: BLOCK_BYTES,
+  maxPanels: MAX_BLOCK_PANELS,
+  split: true,
+  perThread: MIN_BLOCKS_PER_THREAD,
+});
 
 /** Whether `s` is the default schedule (then the generated code is what it was before tuning existed). */
 export const isDefaultSchedule = (s: MatmulSchedule): boolean =>
-  s.blockBytes === DEFAULT_MATMUL_SCHEDULE.blockBytes && s.maxPanels === DEFAULT_MATMUL_SCHEDULE.maxPanels && s.split === DEFAULT_MATMUL_SCHEDULE.split
-  && s.perThread === DEFAULT_MATMUL_SCHEDULE.perThread;
+  s.blockBytes === DEFAULT_MATMUL_SCHEDULE.blockBytes &&
+  s.maxPanels === DEFAULT_MATMUL_SCHEDULE.maxPanels &&
+  s.split === DEFAULT_MATMUL_SCHEDULE.split &&
+  s.perThread === DEFAULT_MATMUL_SCHEDULE.perThread;
 
 /** Tuned schedules, asked for at the strategy step (strategy.ts); undefined for the default. */
 export interface ScheduleChooser {
@@ -41,9 +48,14 @@ export interface ScheduleChooser {
 
 /** The shape of a whole product's tile sums (PackArena.tiles' arguments that decide its cost): what a tuned schedule is keyed by. */
 export interface TilesCall {
-  readonly B: number; readonly MP: number; readonly NP: number; readonly K: number;
+  readonly B: number;
+  readonly MP: number;
+  readonly NP: number;
+  readonly K: number;
   /** Bytes of one tile's sums, of an A panel, of a batch's B panels. */
-  readonly T: number; readonly strideA: number; readonly strideB: number;
+  readonly T: number;
+  readonly strideA: number;
+  readonly strideB: number;
   /** The blocked kernel (BLOCK_EXPORTS' index). */
   readonly variant: number;
   /** Whether the product may be split at all (not sumsAlone). */

@@ -25,7 +25,13 @@ import { ROWVEC_MAX_ROWS } from './wasm/matmul.js';
 export const sumBytes = (k: MatmulKernel): number => (k.sum === 'float32' ? 4 : 8);
 
 /** An operand that is a plain strided view of one buffer: (b, row, t) -> base + b*sb + row*sr + t*st. */
-export interface StridedOperand { readonly buf: number; readonly base: number; readonly sb: number; readonly sr: number; readonly st: number }
+export interface StridedOperand {
+  readonly buf: number;
+  readonly base: number;
+  readonly sb: number;
+  readonly sr: number;
+  readonly st: number;
+}
 
 export function stridedOperand(e: Expr, bv: Var, row: Var, t: Var): StridedOperand | undefined {
   if (e.t !== 'load') return undefined;
@@ -36,11 +42,20 @@ export function stridedOperand(e: Expr, bv: Var, row: Var, t: Var): StridedOpera
 }
 
 /** Packing of the operands: a call of the shared packer for strided views, generated loop kernels otherwise. */
-export function packing(k: MatmulKernel, indirect = false): { kernels: LoopKernel[]; calls: { buf: number; dst: number; op: StridedOperand; rows: number; p: number; rowMajor?: true }[] } {
+export function packing(
+  k: MatmulKernel,
+  indirect = false,
+): {
+  kernels: LoopKernel[];
+  calls: { buf: number; dst: number; op: StridedOperand; rows: number; p: number; rowMajor?: true }[];
+} {
   if (indirect) {
     // A is read through its indirection buffer (igemmA): only B is packed.
     const sb = stridedOperand(k.b, k.batch, k.n, k.k);
-    return { kernels: packKernels(k, false, sb === undefined), calls: sb !== undefined ? [{ buf: sb.buf, dst: k.packB, op: sb, rows: k.n.size, p: k.nr }] : [] };
+    return {
+      kernels: packKernels(k, false, sb === undefined),
+      calls: sb !== undefined ? [{ buf: sb.buf, dst: k.packB, op: sb, rows: k.n.size, p: k.nr }] : [],
+    };
   }
   const sa = stridedOperand(k.a, k.batch, k.m, k.k);
   const sb = stridedOperand(k.b, k.batch, k.n, k.k);
@@ -59,13 +74,17 @@ export function packing(k: MatmulKernel, indirect = false): { kernels: LoopKerne
  * for sources whose read range is at most twice the operand (a slice of a large buffer packs
  * where it is, on the calling thread).
  */
-export function stagedPacks(k: MatmulKernel, dtypeOf: (buf: number) => string): { staged: Map<number, { lo: number; hi: number; at: number }>; size: number } {
+export function stagedPacks(
+  k: MatmulKernel,
+  dtypeOf: (buf: number) => string,
+): { staged: Map<number, { lo: number; hi: number; at: number }>; size: number } {
   const staged = new Map<number, { lo: number; hi: number; at: number }>();
   let size = 0;
   if (k.sum !== 'float32') return { staged, size };
   for (const c of packing(k).calls) {
     if (dtypeOf(c.buf) !== 'float32') continue;
-    const B = k.batch.size, K = k.k.size;
+    const B = k.batch.size,
+      K = k.k.size;
     const ext = (stride: number, n: number) => stride * (n - 1);
     const spans = [ext(c.op.sb, B), ext(c.op.sr, c.rows), ext(c.op.st, K)];
     const lo = c.op.base + spans.reduce((p, x) => p + Math.min(0, x), 0);
@@ -97,23 +116,56 @@ export function packKernels(k: MatmulKernel, packA = true, packB = true): LoopKe
     const tv = tLoops(expr, k.k);
     const tIdx = iadd(...tv.map(([v, st]) => iscale(ivar(v), st)));
     const emit = (panelE: IExpr, rows: Var, rowOffset: IExpr) => {
-      const sub = (x: IExpr) => substitute(x, (u) => (u.id === rowVar.id ? iadd(rowOffset, ivar(rows)) : u.id === k.k.id ? tIdx : u.id === k.batch.id ? ivar(bb) : undefined));
+      const sub = (x: IExpr) =>
+        substitute(x, (u) =>
+          u.id === rowVar.id
+            ? iadd(rowOffset, ivar(rows))
+            : u.id === k.k.id
+              ? tIdx
+              : u.id === k.batch.id
+                ? ivar(bb)
+                : undefined,
+        );
       const [value] = mapIndices(b, [expr], sub, (vs) => vs);
-      return { buf, index: iadd(panelBase(panelE), iscale(tIdx, p), ivar(rows)), value: value!, dtype: 'float64' as const };
+      return {
+        buf,
+        index: iadd(panelBase(panelE), iscale(tIdx, p), ivar(rows)),
+        value: value!,
+        dtype: 'float64' as const,
+      };
     };
     const ts = tv.map(([v]) => v);
     if (full > 0) {
       const panel = newVar(full);
-      out.push({ kind: 'loop', label: `pack ${label}`, vars: [bb, panel, r, ...ts], stores: [emit(ivar(panel), r, iscale(ivar(panel), p))] });
+      out.push({
+        kind: 'loop',
+        label: `pack ${label}`,
+        vars: [bb, panel, r, ...ts],
+        stores: [emit(ivar(panel), r, iscale(ivar(panel), p))],
+      });
     }
     if (tail > 0) {
       const rt = newVar(tail);
-      out.push({ kind: 'loop', label: `pack ${label} tail`, vars: [bb, rt, ...ts], stores: [emit(iconst(full), rt, iconst(full * p))] });
+      out.push({
+        kind: 'loop',
+        label: `pack ${label} tail`,
+        vars: [bb, rt, ...ts],
+        stores: [emit(iconst(full), rt, iconst(full * p))],
+      });
       const rz = newVar(p - tail);
       const t = newVar(k.k.size);
       out.push({
-        kind: 'loop', label: `pack ${label} padding`, vars: [bb, t, rz],
-        stores: [{ buf, index: iadd(panelBase(iconst(full)), iscale(ivar(t), p), ivar(rz), iconst(tail)), value: b.const(0), dtype: 'float64' }],
+        kind: 'loop',
+        label: `pack ${label} padding`,
+        vars: [bb, t, rz],
+        stores: [
+          {
+            buf,
+            index: iadd(panelBase(iconst(full)), iscale(ivar(t), p), ivar(rz), iconst(tail)),
+            value: b.const(0),
+            dtype: 'float64',
+          },
+        ],
       });
     }
   };
@@ -142,7 +194,8 @@ export function tLoops(e: Expr, t: Var): [Var, number][] {
     else if (x.t === 'index') visit(x.i);
   }
   const chain: number[] = [];
-  for (const d of [...ds].sort((p, q) => p - q)) if (chain.length === 0 || d % chain[chain.length - 1]! === 0) chain.push(d);
+  for (const d of [...ds].sort((p, q) => p - q))
+    if (chain.length === 0 || d % chain[chain.length - 1]! === 0) chain.push(d);
   const bounds = [t.size, ...chain.reverse(), 1];
   return bounds.slice(1).map((st, i) => [newVar(bounds[i]! / st), st]);
 }
@@ -194,12 +247,31 @@ export function indirectSums(k: MatmulKernel, wasm: boolean): boolean {
  * The runtime calls of an indirect product: its input's cells and pointers into the arena at A's
  * packing buffer (igemmA), then every tile sum by the igemm kernel (split over the worker threads).
  */
-export function renderIndirectTiles(k: MatmulKernel, pa: string, pb: string, name: (id: number) => string, schedule: MatmulSchedule = DEFAULT_MATMUL_SCHEDULE): string[] {
+export function renderIndirectTiles(
+  k: MatmulKernel,
+  pa: string,
+  pb: string,
+  name: (id: number) => string,
+  schedule: MatmulSchedule = DEFAULT_MATMUL_SCHEDULE,
+): string[] {
   const a = k.indirect!;
   const { mr, nr } = k;
-  const MP = Math.ceil(k.m.size / mr), NP = Math.ceil(k.n.size / nr), K = k.k.size;
+  const MP = Math.ceil(k.m.size / mr),
+    NP = Math.ceil(k.n.size / nr),
+    K = k.k.size;
   const taps = a.window.reduce((p, v) => p * v, 1);
-  const geom = [a.batch, a.channels, a.inSize.length, ...a.inSize, ...a.outSize, ...a.window, ...a.step, ...a.tapStep, ...a.start, ...a.div];
+  const geom = [
+    a.batch,
+    a.channels,
+    a.inSize.length,
+    ...a.inSize,
+    ...a.outSize,
+    ...a.window,
+    ...a.step,
+    ...a.tapStep,
+    ...a.start,
+    ...a.div,
+  ];
   if (a.over === 'terms' || windowRows(a)) {
     return [
       `const ind = rt.${a.over === 'terms' ? 'windowGradA' : 'windowA'}(${pa}, ${name(a.buf)}, ${a.offset}, [${geom.join(', ')}], ${mr});`,
@@ -216,7 +288,12 @@ export function renderIndirectTiles(k: MatmulKernel, pa: string, pb: string, nam
  * The runtime call that computes every tile sum of the product (rt.arena.tiles, split over the
  * worker threads), before the compute function applies the epilogue (renderMatmulCompute's `all`).
  */
-export function renderAllTiles(k: MatmulKernel, pa: string, pb: string, schedule: MatmulSchedule = DEFAULT_MATMUL_SCHEDULE): string {
+export function renderAllTiles(
+  k: MatmulKernel,
+  pa: string,
+  pb: string,
+  schedule: MatmulSchedule = DEFAULT_MATMUL_SCHEDULE,
+): string {
   const c = tilesCall(k, false);
   const tail = isDefaultSchedule(schedule) ? (c.par ? '' : ', false') : scheduleArgs(schedule, c.par);
   return `rt.arena.tiles(${pa}.byteOffset, ${c.strideA}, ${pb}.byteOffset, ${c.strideB}, ${c.MP}, ${c.K}, acc.byteOffset, ${c.NP}, ${c.B}, ${c.T}, ${c.variant}${tail});`;
@@ -230,23 +307,45 @@ function scheduleArgs(s: MatmulSchedule, par: boolean): string {
 /** The cost-deciding arguments of a whole product's tile sums (renderAllTiles, renderIndirectTiles): what a tuned schedule is keyed by. */
 export function tilesCall(k: MatmulKernel, indirect: boolean): TilesCall {
   const { mr, nr } = k;
-  const MP = Math.ceil(k.m.size / mr), NP = Math.ceil(k.n.size / nr), K = k.k.size;
+  const MP = Math.ceil(k.m.size / mr),
+    NP = Math.ceil(k.n.size / nr),
+    K = k.k.size;
   const e = indirect ? 4 : sumBytes(k);
   const a = k.indirect;
   const windows = a !== undefined && (a.over === 'terms' || windowRows(a));
-  const strideA = indirect && a !== undefined ? (windows ? (mr + 1) * 4 : a.window.reduce((p, v) => p * v, 1) * mr * 4) : K * mr * e;
-  const variant = !indirect ? blockVariant(mr, k.sum === 'float32', true) : windows ? WINDOW_GRAD_VARIANT : IGEMM_VARIANT;
-  return { B: indirect ? 1 : k.batch.size, MP, NP, K, T: mr * nr * e, strideA, strideB: NP * K * nr * e, variant, par: indirect || !sumsAlone(k), indirect };
+  const strideA =
+    indirect && a !== undefined ? (windows ? (mr + 1) * 4 : a.window.reduce((p, v) => p * v, 1) * mr * 4) : K * mr * e;
+  const variant = !indirect
+    ? blockVariant(mr, k.sum === 'float32', true)
+    : windows
+      ? WINDOW_GRAD_VARIANT
+      : IGEMM_VARIANT;
+  return {
+    B: indirect ? 1 : k.batch.size,
+    MP,
+    NP,
+    K,
+    T: mr * nr * e,
+    strideA,
+    strideB: NP * K * nr * e,
+    variant,
+    par: indirect || !sumsAlone(k),
+    indirect,
+  };
 }
 
 /** JavaScript for an index expression whose variables are spelled by `name`. */
 function indexCode(x: IExpr, name: (v: Var) => string): string {
   const parts: string[] = [];
   for (const [a, k] of x.terms) {
-    const base = a.kind === 'var' ? name(a.v)
-      : a.kind === 'div' ? `Math.floor((${indexCode(a.x, name)}) / ${a.d})`
-      : a.kind === 'mod' ? `rt.mod(${indexCode(a.x, name)}, ${a.d})`
-      : `Math.min(Math.max(${indexCode(a.x, name)}, ${a.lo}), ${a.hi})`;
+    const base =
+      a.kind === 'var'
+        ? name(a.v)
+        : a.kind === 'div'
+          ? `Math.floor((${indexCode(a.x, name)}) / ${a.d})`
+          : a.kind === 'mod'
+            ? `rt.mod(${indexCode(a.x, name)}, ${a.d})`
+            : `Math.min(Math.max(${indexCode(a.x, name)}, ${a.lo}), ${a.hi})`;
     parts.push(k === 1 ? base : `${base} * ${k}`);
   }
   if (x.c !== 0 || parts.length === 0) parts.push(String(x.c));
@@ -261,14 +360,27 @@ function indexCode(x: IExpr, name: (v: Var) => string): string {
  * With `all`, the sums are already in `acc` for the whole product (renderAllTiles; float32
  * sums row-major, as the product's rows padded to whole tiles): the function applies the epilogue only.
  */
-export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEnv, wasm = false, all = false): KernelSource {
+export function renderMatmulCompute(
+  k: MatmulKernel,
+  name: string,
+  env: RenderEnv,
+  wasm = false,
+  all = false,
+): KernelSource {
   const { mr, nr } = k;
-  const M = k.m.size, N = k.n.size, K = k.k.size, B = k.batch.size;
-  const MP = Math.ceil(M / mr), NP = Math.ceil(N / nr);
-  const MF = Math.floor(M / mr), NF = Math.floor(N / nr);
+  const M = k.m.size,
+    N = k.n.size,
+    K = k.k.size,
+    B = k.batch.size;
+  const MP = Math.ceil(M / mr),
+    NP = Math.ceil(N / nr);
+  const MF = Math.floor(M / mr),
+    NF = Math.floor(N / nr);
   const bufs = new Set<number>([k.packA, k.packB, k.out.buf]);
   const b = new ExprBuilder(() => 'float64');
-  const pa = env.bufName(k.packA), pb = env.bufName(k.packB), out = env.bufName(k.out.buf);
+  const pa = env.bufName(k.packA),
+    pb = env.bufName(k.packB),
+    out = env.bufName(k.out.buf);
   const lines: string[] = [];
   // The epilogue, once, in loops over the row of tiles: i = ip*mr + r, j = jp*nr + c (edge tiles stop early).
   // Whole float32 products have their sums row-major (renderAllTiles' kernel): one loop over the row's N columns.
@@ -277,15 +389,49 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
   // rowVec32 (its rows broadcast against B's panels, sums row-major) instead of a tile of mr
   // rows that is mostly padding.
   const rowVec = rowVecSums(k, wasm, all);
-  const ip = newVar(MP), jp = newVar(NP), ib = newVar(B), rv = newVar(mr), cv = newVar(nr), jv = newVar(N);
-  const names = new Map<number, string>([[ip.id, 'ip'], [jp.id, 'jp'], [ib.id, 'ib'], [rv.id, 'r'], [cv.id, 'c'], [jv.id, 'j']]);
+  const ip = newVar(MP),
+    jp = newVar(NP),
+    ib = newVar(B),
+    rv = newVar(mr),
+    cv = newVar(nr),
+    jv = newVar(N);
+  const names = new Map<number, string>([
+    [ip.id, 'ip'],
+    [jp.id, 'jp'],
+    [ib.id, 'ib'],
+    [rv.id, 'r'],
+    [cv.id, 'c'],
+    [jv.id, 'j'],
+  ]);
   const nm = (v: Var) => names.get(v.id) ?? `i${v.id}`;
   const col = rowMajor ? ivar(jv) : iadd(iscale(ivar(jp), nr), ivar(cv));
-  const sub = (x: IExpr) => substitute(x, (u) => (u.id === k.m.id ? iadd(iscale(ivar(ip), mr), ivar(rv)) : u.id === k.n.id ? col : u.id === k.batch.id ? ivar(ib) : undefined));
+  const sub = (x: IExpr) =>
+    substitute(x, (u) =>
+      u.id === k.m.id
+        ? iadd(iscale(ivar(ip), mr), ivar(rv))
+        : u.id === k.n.id
+          ? col
+          : u.id === k.batch.id
+            ? ivar(ib)
+            : undefined,
+    );
   const [value] = mapIndices(b, [k.out.value], sub, (vs) => vs);
-  const w = new ExprWriter(undefined, {
-    bufName: (id) => { bufs.add(id); return env.bufName(id); }, fnName: env.fnName,
-  }, rowMajor ? `acc[ao + r * ${NP * nr} + j]` : rowVec ? `acc[r * ${NP * nr} + jp * ${nr} + c]` : `acc[${all ? 'ao + ' : ''}jp * ${mr * nr} + c * ${mr} + r]`, (x) => indexCode(x, nm));
+  const w = new ExprWriter(
+    undefined,
+    {
+      bufName: (id) => {
+        bufs.add(id);
+        return env.bufName(id);
+      },
+      fnName: env.fnName,
+    },
+    rowMajor
+      ? `acc[ao + r * ${NP * nr} + j]`
+      : rowVec
+        ? `acc[r * ${NP * nr} + jp * ${nr} + c]`
+        : `acc[${all ? 'ao + ' : ''}jp * ${mr * nr} + c * ${mr} + r]`,
+    (x) => indexCode(x, nm),
+  );
   let v = value!;
   if (v.t === 'cast' && v.dtype === k.out.dtype && storeRounds(v.dtype)) v = v.x;
   const temps = w.sharedLines([v]);
@@ -297,33 +443,62 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
   // without padded columns the rows of panels [lo, hi) are one range of the sums and of the output:
   // one copy (a convolution's 4608 panels of 4 rows of 16: 4608 copies of 64 floats before).
   const oi = sub(k.out.index);
-  const copyRows = rowMajor && v.t === 'acc' && (k.out.dtype === 'float32' || k.out.dtype === 'float64')
-    && oi.terms.every(([a]) => a.kind === 'var' && [ip.id, rv.id, jv.id, ib.id].includes(a.v.id))
-    && oi.coef(jv) === 1 && (M === 1 || (oi.coef(rv) === N && oi.coef(ip) === mr * N)); // one row: its index has no row term
+  const copyRows =
+    rowMajor &&
+    v.t === 'acc' &&
+    (k.out.dtype === 'float32' || k.out.dtype === 'float64') &&
+    oi.terms.every(([a]) => a.kind === 'var' && [ip.id, rv.id, jv.id, ib.id].includes(a.v.id)) &&
+    oi.coef(jv) === 1 &&
+    (M === 1 || (oi.coef(rv) === N && oi.coef(ip) === mr * N)); // one row: its index has no row term
   if (copyRows && NP * nr === N) {
-    const at = [...(oi.coef(ib) !== 0 ? [`ib * ${oi.coef(ib)}`] : []), `lo * ${mr * N}`, ...(oi.c !== 0 ? [String(oi.c)] : [])].join(' + ');
+    const at = [
+      ...(oi.coef(ib) !== 0 ? [`ib * ${oi.coef(ib)}`] : []),
+      `lo * ${mr * N}`,
+      ...(oi.c !== 0 ? [String(oi.c)] : []),
+    ].join(' + ');
     lines.push(`  const end = hi < ${MP} ? hi * ${mr * N} : ${M * N};`);
-    lines.push(`  for (let ib = 0; ib < ${B}; ib++) ${out}.set(acc.subarray(ib * ${MP * mr * N} + lo * ${mr * N}, ib * ${MP * mr * N} + end), ${at});`);
+    lines.push(
+      `  for (let ib = 0; ib < ${B}; ib++) ${out}.set(acc.subarray(ib * ${MP * mr * N} + lo * ${mr * N}, ib * ${MP * mr * N} + end), ${at});`,
+    );
     return matmulSource(name, k, env, bufs, lines, M, K, N, MP);
   }
-  if (wasm && !all) lines.push(`  const wt = ${rowVec ? `rt.arena.blocks[${ROWVEC_EXPORT + M - 1}]` : f32 ? `rt.arena.blocks[${blockVariant(mr, true)}]` : 'rt.arena.tile'}, oa = ${pa}.byteOffset, ob = ${pb}.byteOffset, oc = acc.byteOffset;`);
+  if (wasm && !all)
+    lines.push(
+      `  const wt = ${rowVec ? `rt.arena.blocks[${ROWVEC_EXPORT + M - 1}]` : f32 ? `rt.arena.blocks[${blockVariant(mr, true)}]` : 'rt.arena.tile'}, oa = ${pa}.byteOffset, ob = ${pb}.byteOffset, oc = acc.byteOffset;`,
+    );
   lines.push(`  for (let ib = 0; ib < ${B}; ib++) {`);
   lines.push('    for (let ip = lo; ip < hi; ip++) {');
   if (!all) lines.push(`      const pa0 = (ib * ${MP} + ip) * ${K * mr};`);
   lines.push(MF === MP ? `      const re = ${mr};` : `      const re = ip < ${MF} ? ${mr} : ${M - MF * mr};`);
-  lines.push(all ? `      const ao = (ib * ${MP} + ip) * ${NP * mr * nr};`
-    : rowVec ? `      wt(oa + pa0 * 4, ${mr * 4}, ob + ib * ${NP * K * nr * 4}, ${K}, oc, ${NP});`
-    : wasm && f32 ? `      wt(oa + pa0 * 4, 0, 1, ob + ib * ${NP * K * nr * 4}, ${K}, oc, 0, ${NP});`
-    : wasm ? `      wt(oa + pa0 * 8, ob + ib * ${NP * K * nr * 8}, ${K}, oc, ${NP});`
-    : f32 ? `      rt.rowPanel32(${pa}, pa0, ${pb}, ib * ${NP * K * nr}, ${K}, acc, ${NP}, ${mr}, ${nr});`
-    : `      rt.rowPanel4x4(${pa}, pa0, ${pb}, ib * ${NP * K * nr}, ${K}, acc, ${NP});`);
+  lines.push(
+    all
+      ? `      const ao = (ib * ${MP} + ip) * ${NP * mr * nr};`
+      : rowVec
+        ? `      wt(oa + pa0 * 4, ${mr * 4}, ob + ib * ${NP * K * nr * 4}, ${K}, oc, ${NP});`
+        : wasm && f32
+          ? `      wt(oa + pa0 * 4, 0, 1, ob + ib * ${NP * K * nr * 4}, ${K}, oc, 0, ${NP});`
+          : wasm
+            ? `      wt(oa + pa0 * 8, ob + ib * ${NP * K * nr * 8}, ${K}, oc, ${NP});`
+            : f32
+              ? `      rt.rowPanel32(${pa}, pa0, ${pb}, ib * ${NP * K * nr}, ${K}, acc, ${NP}, ${mr}, ${nr});`
+              : `      rt.rowPanel4x4(${pa}, pa0, ${pb}, ib * ${NP * K * nr}, ${K}, acc, ${NP});`,
+  );
   if (copyRows) {
-    const at = [...(oi.coef(ib) !== 0 ? [`ib * ${oi.coef(ib)}`] : []), `ip * ${mr * N}`, ...(oi.c !== 0 ? [String(oi.c)] : [])].join(' + ');
-    lines.push(NP * nr === N ? `      ${out}.set(acc.subarray(ao, ao + re * ${N}), ${at});`
-      : `      for (let r = 0; r < re; r++) ${out}.set(acc.subarray(ao + r * ${NP * nr}, ao + r * ${NP * nr} + ${N}), ${at} + r * ${N});`);
+    const at = [
+      ...(oi.coef(ib) !== 0 ? [`ib * ${oi.coef(ib)}`] : []),
+      `ip * ${mr * N}`,
+      ...(oi.c !== 0 ? [String(oi.c)] : []),
+    ].join(' + ');
+    lines.push(
+      NP * nr === N
+        ? `      ${out}.set(acc.subarray(ao, ao + re * ${N}), ${at});`
+        : `      for (let r = 0; r < re; r++) ${out}.set(acc.subarray(ao + r * ${NP * nr}, ao + r * ${NP * nr} + ${N}), ${at} + r * ${N});`,
+    );
     lines.push('    }', '  }');
   } else lines.push('      for (let r = 0; r < re; r++) {');
-  if (copyRows) { /* the rows are copied above */ } else if (rowMajor) {
+  if (copyRows) {
+    /* the rows are copied above */
+  } else if (rowMajor) {
     lines.push(`        for (let j = 0; j < ${N}; j++) {`);
     for (const t of temps) lines.push(`          ${t}`);
     lines.push(`          ${store}`);
@@ -341,10 +516,25 @@ export function renderMatmulCompute(k: MatmulKernel, name: string, env: RenderEn
 }
 
 /** The source of renderMatmulCompute's function from its body lines. */
-function matmulSource(name: string, k: MatmulKernel, env: RenderEnv, bufs: ReadonlySet<number>, lines: readonly string[], M: number, K: number, N: number, MP: number): KernelSource {
+function matmulSource(
+  name: string,
+  k: MatmulKernel,
+  env: RenderEnv,
+  bufs: ReadonlySet<number>,
+  lines: readonly string[],
+  M: number,
+  K: number,
+  N: number,
+  MP: number,
+): KernelSource {
   const params = [...bufs].sort((p, q) => p - q);
   const args = ['acc', ...params.map((p) => env.bufName(p)), 'lo', 'hi'];
-  return { needsAcc: true, source: `function ${name}(${args.join(', ')}) { // ${commentText(`matmul ${M}x${K}x${N} [${k.label}]`)}\n${lines.join('\n')}\n}`, buffers: params, rows: MP };
+  return {
+    needsAcc: true,
+    source: `function ${name}(${args.join(', ')}) { // ${commentText(`matmul ${M}x${K}x${N} [${k.label}]`)}\n${lines.join('\n')}\n}`,
+    buffers: params,
+    rows: MP,
+  };
 }
 
 /**
@@ -354,7 +544,9 @@ function matmulSource(name: string, k: MatmulKernel, env: RenderEnv, bufs: Reado
  * 1x8 kernels for one-row products are the anchor.
  */
 export function rowVecSums(k: MatmulKernel, wasm: boolean, all: boolean): boolean {
-  return wasm && !all && k.sum === 'float32' && k.indirect === undefined && k.m.size <= ROWVEC_MAX_ROWS && k.m.size <= k.mr;
+  return (
+    wasm && !all && k.sum === 'float32' && k.indirect === undefined && k.m.size <= ROWVEC_MAX_ROWS && k.m.size <= k.mr
+  );
 }
 
 /** The buffer id that stands for the tile sums in an epilogue run by the SIMD tier (the kernel's `acc` parameter). */
@@ -378,21 +570,41 @@ export function tierEpilogue(k: MatmulKernel, bufDType: (id: number) => DType): 
   if (v.t === 'acc' || (v.t === 'cast' && v.x.t === 'acc')) return undefined;
   const dtype = (id: number): DType => (id === ACC ? 'float32' : bufDType(id));
   const b = new ExprBuilder(dtype);
-  const iv = newVar(k.m.size), jv = newVar(k.n.size);
+  const iv = newVar(k.m.size),
+    jv = newVar(k.n.size);
   const NP = Math.ceil(k.n.size / k.nr);
-  const sub = (x: IExpr) => substitute(x, (u) => (u.id === k.m.id ? ivar(iv) : u.id === k.n.id ? ivar(jv) : u.id === k.batch.id ? iconst(0) : undefined));
+  const sub = (x: IExpr) =>
+    substitute(x, (u) =>
+      u.id === k.m.id ? ivar(iv) : u.id === k.n.id ? ivar(jv) : u.id === k.batch.id ? iconst(0) : undefined,
+    );
   const acc = b.load(ACC, iadd(iscale(ivar(iv), NP * k.nr), ivar(jv)));
   const [mapped] = mapIndices(b, [k.out.value], sub, (vs) => vs);
   // the sum itself becomes a load of the tile sums
   const memo = new Map<Expr, Expr>();
   for (const e of exprOrder([mapped!])) {
-    memo.set(e, e.t === 'acc' ? acc
-      : e.t === 'op' ? b.op(e.op, ...e.args.map((a) => memo.get(a)!))
-      : e.t === 'call' ? b.call(e.fn, e.name, e.args.map((a) => memo.get(a)!))
-      : e.t === 'cast' ? b.cast(e.dtype, memo.get(e.x)!)
-      : e);
+    memo.set(
+      e,
+      e.t === 'acc'
+        ? acc
+        : e.t === 'op'
+          ? b.op(e.op, ...e.args.map((a) => memo.get(a)!))
+          : e.t === 'call'
+            ? b.call(
+                e.fn,
+                e.name,
+                e.args.map((a) => memo.get(a)!),
+              )
+            : e.t === 'cast'
+              ? b.cast(e.dtype, memo.get(e.x)!)
+              : e,
+    );
   }
-  const kernel: LoopKernel = { kind: 'loop', label: `${k.label} epilogue`, vars: [iv, jv], stores: [{ ...k.out, index: sub(k.out.index), value: memo.get(mapped!)! }] };
+  const kernel: LoopKernel = {
+    kind: 'loop',
+    label: `${k.label} epilogue`,
+    vars: [iv, jv],
+    stores: [{ ...k.out, index: sub(k.out.index), value: memo.get(mapped!)! }],
+  };
   return planElementwise(kernel, dtype, true);
 }
 

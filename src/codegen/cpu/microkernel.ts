@@ -5,32 +5,87 @@
 // the layout of the WebAssembly kernel (wasm-kernel.ts), which compiled functions prefer.
 // Packed layout: A panel at pa[p + 4t + r], B panel at pb[q + 4t + c], t = 0..K-1.
 
-export function tile4x4(pa: Float64Array, p: number, pb: Float64Array, q: number, K: number, acc: Float64Array, o: number): void {
-  let c00 = 0, c01 = 0, c02 = 0, c03 = 0;
-  let c10 = 0, c11 = 0, c12 = 0, c13 = 0;
-  let c20 = 0, c21 = 0, c22 = 0, c23 = 0;
-  let c30 = 0, c31 = 0, c32 = 0, c33 = 0;
+export function tile4x4(
+  pa: Float64Array,
+  p: number,
+  pb: Float64Array,
+  q: number,
+  K: number,
+  acc: Float64Array,
+  o: number,
+): void {
+  let c00 = 0,
+    c01 = 0,
+    c02 = 0,
+    c03 = 0;
+  let c10 = 0,
+    c11 = 0,
+    c12 = 0,
+    c13 = 0;
+  let c20 = 0,
+    c21 = 0,
+    c22 = 0,
+    c23 = 0;
+  let c30 = 0,
+    c31 = 0,
+    c32 = 0,
+    c33 = 0;
   for (let t = 0; t < K; t++) {
-    const x0 = pa[p]!, x1 = pa[p + 1]!, x2 = pa[p + 2]!, x3 = pa[p + 3]!;
+    const x0 = pa[p]!,
+      x1 = pa[p + 1]!,
+      x2 = pa[p + 2]!,
+      x3 = pa[p + 3]!;
     const y0 = pb[q]!;
-    c00 += x0 * y0; c10 += x1 * y0; c20 += x2 * y0; c30 += x3 * y0;
+    c00 += x0 * y0;
+    c10 += x1 * y0;
+    c20 += x2 * y0;
+    c30 += x3 * y0;
     const y1 = pb[q + 1]!;
-    c01 += x0 * y1; c11 += x1 * y1; c21 += x2 * y1; c31 += x3 * y1;
+    c01 += x0 * y1;
+    c11 += x1 * y1;
+    c21 += x2 * y1;
+    c31 += x3 * y1;
     const y2 = pb[q + 2]!;
-    c02 += x0 * y2; c12 += x1 * y2; c22 += x2 * y2; c32 += x3 * y2;
+    c02 += x0 * y2;
+    c12 += x1 * y2;
+    c22 += x2 * y2;
+    c32 += x3 * y2;
     const y3 = pb[q + 3]!;
-    c03 += x0 * y3; c13 += x1 * y3; c23 += x2 * y3; c33 += x3 * y3;
+    c03 += x0 * y3;
+    c13 += x1 * y3;
+    c23 += x2 * y3;
+    c33 += x3 * y3;
     p += 4;
     q += 4;
   }
-  acc[o] = c00; acc[o + 1] = c10; acc[o + 2] = c20; acc[o + 3] = c30;
-  acc[o + 4] = c01; acc[o + 5] = c11; acc[o + 6] = c21; acc[o + 7] = c31;
-  acc[o + 8] = c02; acc[o + 9] = c12; acc[o + 10] = c22; acc[o + 11] = c32;
-  acc[o + 12] = c03; acc[o + 13] = c13; acc[o + 14] = c23; acc[o + 15] = c33;
+  acc[o] = c00;
+  acc[o + 1] = c10;
+  acc[o + 2] = c20;
+  acc[o + 3] = c30;
+  acc[o + 4] = c01;
+  acc[o + 5] = c11;
+  acc[o + 6] = c21;
+  acc[o + 7] = c31;
+  acc[o + 8] = c02;
+  acc[o + 9] = c12;
+  acc[o + 10] = c22;
+  acc[o + 11] = c32;
+  acc[o + 12] = c03;
+  acc[o + 13] = c13;
+  acc[o + 14] = c23;
+  acc[o + 15] = c33;
 }
 
 /** tile4x4 of one A panel against n consecutive B panels: panel t's sums at acc[16t ..] (the WebAssembly kernel's rowPanel). */
-export function rowPanel4x4(pa: Float64Array, p: number, pb: Float64Array, q: number, K: number, acc: Float64Array, n: number): void {
+export function rowPanel4x4(
+  pa: Float64Array,
+  p: number,
+  pb: Float64Array,
+  q: number,
+  K: number,
+  acc: Float64Array,
+  n: number,
+): void {
   for (let t = 0; t < n; t++) tile4x4(pa, p, pb, q + t * 4 * K, K, acc, 16 * t);
 }
 
@@ -42,10 +97,21 @@ export function rowPanel4x4(pa: Float64Array, p: number, pb: Float64Array, q: nu
  * is the correctly rounded float32 result), so it equals the WebAssembly kernel's unfused
  * f32x4 sums bit for bit.
  */
-export function rowPanel32(pa: Float32Array, p: number, pb: Float32Array, q: number, K: number, acc: Float32Array, n: number, mr: number, nr: number): void {
+export function rowPanel32(
+  pa: Float32Array,
+  p: number,
+  pb: Float32Array,
+  q: number,
+  K: number,
+  acc: Float32Array,
+  n: number,
+  mr: number,
+  nr: number,
+): void {
   const f = Math.fround;
   for (let j = 0; j < n; j++) {
-    const o = mr * nr * j, qj = q + nr * K * j;
+    const o = mr * nr * j,
+      qj = q + nr * K * j;
     for (let c = 0; c < nr; c++) {
       for (let r = 0; r < mr; r++) {
         let s = 0;
@@ -62,8 +128,16 @@ export function rowPanel32(pa: Float32Array, p: number, pb: Float32Array, q: num
  * as dst[((b * panels + q) * K + t) * p + (r - q*p)], rows past `rows` are zeros.
  */
 export function packStrided(
-  dst: Float64Array | Float32Array, src: ArrayLike<number>, base: number, sb: number, sr: number, st: number,
-  batch: number, rows: number, K: number, p: number,
+  dst: Float64Array | Float32Array,
+  src: ArrayLike<number>,
+  base: number,
+  sb: number,
+  sr: number,
+  st: number,
+  batch: number,
+  rows: number,
+  K: number,
+  p: number,
 ): void {
   const panels = Math.ceil(rows / p);
   for (let b = 0; b < batch; b++) {
@@ -100,8 +174,15 @@ export function packStrided(
  * generated code where the strides say so, so that packStrided's loops keep their optimization.
  */
 export function packRows(
-  dst: Float64Array | Float32Array, src: ArrayLike<number>, base: number, sb: number, sr: number,
-  batch: number, rows: number, K: number, p: number,
+  dst: Float64Array | Float32Array,
+  src: ArrayLike<number>,
+  base: number,
+  sb: number,
+  sr: number,
+  batch: number,
+  rows: number,
+  K: number,
+  p: number,
 ): void {
   const panels = Math.ceil(rows / p);
   for (let b = 0; b < batch; b++) {

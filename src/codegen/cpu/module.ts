@@ -13,7 +13,16 @@ import type { Plan } from '../transform/plan.js';
 import { renderDriver, type DriverBinding } from './driver.js';
 import { commentText } from './js.js';
 import { accSize } from './matmul.js';
-import { allocateSlots, CTOR, externFn, runtimeHelpers, type Extern, type Factory, type KernelFn, type RunFn } from './runtime.js';
+import {
+  allocateSlots,
+  CTOR,
+  externFn,
+  runtimeHelpers,
+  type Extern,
+  type Factory,
+  type KernelFn,
+  type RunFn,
+} from './runtime.js';
 import { KeptSlot, packArena } from './wasm-kernel.js';
 import type { SlotStore } from './slot-store.js';
 
@@ -57,7 +66,9 @@ export interface CpuModule {
 }
 
 /** The kept packs of functions that are collected without being released. */
-const collectedPacks = new FinalizationRegistry<readonly KeptSlot[]>((ps) => { for (const p of ps) packArena.freeSlot(p); });
+const collectedPacks = new FinalizationRegistry<readonly KeptSlot[]>((ps) => {
+  for (const p of ps) packArena.freeSlot(p);
+});
 
 export interface StepProfile {
   readonly ms: Float64Array;
@@ -71,7 +82,8 @@ export function profileRows(p: StepProfile, prefix = '', reset = false): [string
   p.labels.forEach((l, i) => {
     rows.push([prefix + l, p.ms[i]!]);
     const m = /^scan body s(\d+)/.exec(l);
-    if (m !== null && p.subs?.[Number(m[1])] !== undefined) rows.push(...profileRows(p.subs[Number(m[1])]!, `${prefix}  s${m[1]}: `, reset));
+    if (m !== null && p.subs?.[Number(m[1])] !== undefined)
+      rows.push(...profileRows(p.subs[Number(m[1])]!, `${prefix}  s${m[1]}: `, reset));
   });
   if (reset) p.ms.fill(0);
   return rows;
@@ -98,13 +110,19 @@ let nextFnId = 0;
 function kernelFn(source: string, fns: readonly ScalarFn[]): KernelFn {
   const ids = fns.map((f) => {
     let id = fnIds.get(f);
-    if (id === undefined) { id = nextFnId++; fnIds.set(f, id); }
+    if (id === undefined) {
+      id = nextFnId++;
+      fnIds.set(f, id);
+    }
     return id;
   });
   const key = `${source}\n//fns:${ids.join(',')}`;
   let k = kernelFns.get(key);
   if (k === undefined) {
-    k = new Function('rt', ...fns.map((_, i) => `f${i}`), `"use strict";\nreturn ${source};`)(runtimeHelpers, ...fns) as KernelFn;
+    k = new Function('rt', ...fns.map((_, i) => `f${i}`), `"use strict";\nreturn ${source};`)(
+      runtimeHelpers,
+      ...fns,
+    ) as KernelFn;
     if (kernelFns.size >= MAX_KERNELS) kernelFns.delete(kernelFns.keys().next().value!);
     kernelFns.set(key, k);
   }
@@ -186,7 +204,7 @@ export function buildModule(prepared: Prepared, opts: ModuleOptions = {}): CpuMo
 export function withBuiltByLines(g: GeneratedModule): ModuleImage {
   const walk = (image: ModuleImage, live: ModuleLive): ModuleImage => ({
     ...image,
-    builtBy: live.origins.map((o) => (o === undefined ? null : builtBy(o) ?? null)),
+    builtBy: live.origins.map((o) => (o === undefined ? null : (builtBy(o) ?? null))),
     subs: image.subs.map((s, i) => walk(s, live.subs[i]!)),
   });
   return walk(g.image, g.live);
@@ -216,12 +234,17 @@ export function generateModule(prepared: Prepared, opts: ModuleOptions = {}): Ge
   let usesStep = false;
   const immutable = (id: number): boolean => {
     const d = p.buffers[id]!;
-    return d.role === 'constant' || d.role === 'variable' || (d.role === 'input' && opts.immutableInputs?.has(d.slot!) === true);
+    return (
+      d.role === 'constant' ||
+      d.role === 'variable' ||
+      (d.role === 'input' && opts.immutableInputs?.has(d.slot!) === true)
+    );
   };
   // A Scan's constant that may change between calls (a value the enclosing function computes) is
   // packed again at the loop's first step; not where other steps run between the matmuls (a
   // nested Scan or an extern step may call a compiled function that uses the same packs).
-  const stepInvariant = opts.invariantFrom !== undefined && !p.steps.some((s) => s.kind === 'scan' || s.kind === 'extern');
+  const stepInvariant =
+    opts.invariantFrom !== undefined && !p.steps.some((s) => s.kind === 'scan' || s.kind === 'extern');
   const keepable = (id: number | undefined): 'calls' | 'steps' | undefined => {
     if (id === undefined) return undefined;
     if (immutable(id)) return 'calls';
@@ -243,7 +266,10 @@ export function generateModule(prepared: Prepared, opts: ModuleOptions = {}): Ge
         bufName: (id) => `b${id}`,
         fnName: (fn) => {
           let k = fns.indexOf(fn);
-          if (k < 0) { k = fns.length; fns.push(fn); }
+          if (k < 0) {
+            k = fns.length;
+            fns.push(fn);
+          }
           return `f${k}`;
         },
       });
@@ -270,12 +296,18 @@ export function generateModule(prepared: Prepared, opts: ModuleOptions = {}): Ge
     epoch: (name) => [`const ${name} = ${constant(new Float64Array(1), true)}; ${name}[0] = ctx.epoch;`],
     out: opts.targetsOut === true ? (k) => `outs[${k}]` : undefined,
     fresh: (ctor, size) => `rt.fresh(${ctor}, ${size})`,
-    matmul: arenaMatmul(p, keepable, packs, packKeys, () => { usesStep = true; }),
+    matmul: arenaMatmul(p, keepable, packs, packKeys, () => {
+      usesStep = true;
+    }),
     scan(s, k, ins, outs) {
       const from = s.seqs.length + s.inits.length;
       const fixed = new Set(s.consts.flatMap((v, i) => (immutable(v.buf) ? [from + i] : [])));
       const sub = generateModule(prepare(s.body, { wasm: true }, opts.schedule), {
-        targetsOut: true, invariantFrom: from, immutableInputs: fixed, profile: opts.profile === true, ...(opts.schedule !== undefined ? { schedule: opts.schedule } : {}),
+        targetsOut: true,
+        invariantFrom: from,
+        immutableInputs: fixed,
+        profile: opts.profile === true,
+        ...(opts.schedule !== undefined ? { schedule: opts.schedule } : {}),
       });
       subBytes += sub.image.bytes;
       subs.push(sub.image);
@@ -293,7 +325,10 @@ export function generateModule(prepared: Prepared, opts: ModuleOptions = {}): Ge
       // The message stays out of the source (user strings never reach it): a closure holds it.
       const { message, input: v } = s;
       const bool = v.dtype === 'bool';
-      externs.push((ctx, [x]) => { ctx.print(`${message}${runtimeHelpers.fmt(x!, v.shape, bool)}`); return []; });
+      externs.push((ctx, [x]) => {
+        ctx.print(`${message}${runtimeHelpers.fmt(x!, v.shape, bool)}`);
+        return [];
+      });
       return `x${externs.length - 1}(ctx, [${input}]); // print: a host callback (the print hook)`;
     },
     extern(s, inputs, name) {
@@ -303,12 +338,24 @@ export function generateModule(prepared: Prepared, opts: ModuleOptions = {}): Ge
     step(s, i, lines) {
       if (opts.profile !== true) return [`at = ${i};`, ...lines];
       // declarations (an extern's results) must stay at the function's top level: time around them with plain statements
-      labels.push(s.kind === 'matmul' ? `matmul ${s.m.size}x${s.k.size}x${s.n.size} [${s.label}]` : s.kind === 'scan' ? `scan body s${subs.length - 1}: ${s.label}` : s.label);
-      return [`at = ${i};`, 'prof.t = performance.now();', ...lines, `prof.ms[${labels.length - 1}] += performance.now() - prof.t;`];
+      labels.push(
+        s.kind === 'matmul'
+          ? `matmul ${s.m.size}x${s.k.size}x${s.n.size} [${s.label}]`
+          : s.kind === 'scan'
+            ? `scan body s${subs.length - 1}: ${s.label}`
+            : s.label,
+      );
+      return [
+        `at = ${i};`,
+        'prof.t = performance.now();',
+        ...lines,
+        `prof.ms[${labels.length - 1}] += performance.now() - prof.t;`,
+      ];
     },
   });
 
-  const epilogue = opts.targetsOut === true ? [...driver.copies, 'return outs;'] : [`return [${driver.results.join(', ')}];`];
+  const epilogue =
+    opts.targetsOut === true ? [...driver.copies, 'return outs;'] : [`return [${driver.results.join(', ')}];`];
   const indent = (lines: readonly string[]) => lines.map((l) => `  ${l}`);
   const source = [
     '"use strict";',
@@ -325,10 +372,24 @@ export function generateModule(prepared: Prepared, opts: ModuleOptions = {}): Ge
     '  } catch (e) { throw where(e, at); }',
     '};',
   ].join('\n');
-  const bytes = plan.slots.reduce((a, sl) => a + sl.size * CTOR[sl.cls](0).BYTES_PER_ELEMENT, 0) + packs.reduce((a, n) => a + 8 * n, 0) + subBytes;
+  const bytes =
+    plan.slots.reduce((a, sl) => a + sl.size * CTOR[sl.cls](0).BYTES_PER_ELEMENT, 0) +
+    packs.reduce((a, n) => a + 8 * n, 0) +
+    subBytes;
   const plain = externs.length === 0 && subs.every((x) => x.plain);
   const image: ModuleImage = {
-    driver: source, kernels: kernelSources, source: [...kernels, source, ...subSources].join('\n'), consts, perCall, subs, packs, packKeys, slots: plan.slots, bytes, plain, fnCounts: kernelFnsOf.map((f) => f.length),
+    driver: source,
+    kernels: kernelSources,
+    source: [...kernels, source, ...subSources].join('\n'),
+    consts,
+    perCall,
+    subs,
+    packs,
+    packKeys,
+    slots: plan.slots,
+    bytes,
+    plain,
+    fnCounts: kernelFnsOf.map((f) => f.length),
     ...(opts.profile === true ? { labels } : {}),
   };
   return { image, live: { externs, fns: kernelFnsOf, origins, subs: subLive } };
@@ -351,32 +412,45 @@ export interface BindOptions {
  */
 export function bindModule(image: ModuleImage, live?: ModuleLive, opts: BindOptions = {}): CpuModule {
   const externs = live?.externs ?? [];
-  if (!image.plain && externs.length === 0) throw new Error('bindModule: an image with extern steps needs the live parts of the call that generated it');
-  if (image.fnCounts.some((n, i) => (live?.fns[i]?.length ?? 0) !== n)) throw new Error('bindModule: a kernel\'s scalar functions are missing');
+  if (!image.plain && externs.length === 0)
+    throw new Error('bindModule: an image with extern steps needs the live parts of the call that generated it');
+  if (image.fnCounts.some((n, i) => (live?.fns[i]?.length ?? 0) !== n))
+    throw new Error("bindModule: a kernel's scalar functions are missing");
   const program = opts.keptPacks;
-  const subMods = image.subs.map((s, i) => bindModule(s, live?.subs[i], program === undefined ? {} : { keptPacks: { map: program.map, prefix: `${program.prefix}s${i}/` } }));
+  const subMods = image.subs.map((s, i) =>
+    bindModule(
+      s,
+      live?.subs[i],
+      program === undefined ? {} : { keptPacks: { map: program.map, prefix: `${program.prefix}s${i}/` } },
+    ),
+  );
   const kernelList = image.kernels.map((src, i) => kernelFn(src, live?.fns[i] ?? []));
   const packs = image.packs.map((n, i) => {
     const key = image.packKeys?.[i];
     if (program === undefined || key === undefined || key === null) return new KeptSlot(n);
     const wide = `${program.prefix}${key}`;
     let slot = program.map.get(wide);
-    if (slot === undefined) program.map.set(wide, slot = new KeptSlot(n));
+    if (slot === undefined) program.map.set(wide, (slot = new KeptSlot(n)));
     return slot;
   });
   const subProfiles: StepProfile[] = [];
-  subMods.forEach((m, i) => { if (m.profile !== undefined) subProfiles[i] = m.profile; });
+  subMods.forEach((m, i) => {
+    if (m.profile !== undefined) subProfiles[i] = m.profile;
+  });
   const subs = subMods.map((m) => m.run);
   const factory = factoryFor(image.driver);
   const labels = image.labels ?? [];
   const prof = { t: 0, ms: new Float64Array(labels.length) };
   const lines = image.builtBy;
-  const where = lines === undefined
-    ? (e: unknown, at: number): unknown => withBuiltBy(e, live?.origins[at])
-    : (e: unknown, at: number): unknown => withBuiltByLine(e, lines[at] ?? undefined);
+  const where =
+    lines === undefined
+      ? (e: unknown, at: number): unknown => withBuiltBy(e, live?.origins[at])
+      : (e: unknown, at: number): unknown => withBuiltByLine(e, lines[at] ?? undefined);
   const fresh = new Set(image.perCall);
   const make = (slots: TypedArray[] = allocateSlots({ slots: image.slots })): RunFn => {
-    const own = image.consts.map((c, i) => (fresh.has(i) ? (new (c.constructor as new (n: number) => TypedArray)(c.length)) : c));
+    const own = image.consts.map((c, i) =>
+      fresh.has(i) ? new (c.constructor as new (n: number) => TypedArray)(c.length) : c,
+    );
     return factory(runtimeHelpers, own, slots, externs, kernelList, subs, prof, where, packs);
   };
   const { run, empty } = opts.store === undefined ? pooled(make) : onStore(opts.store, { slots: image.slots }, make);
@@ -392,7 +466,11 @@ export function bindModule(image: ModuleImage, live?: ModuleLive, opts: BindOpti
     for (const sh of subSheds) sh();
   };
   return {
-    source: image.source, run, bytes: image.bytes, release, shed,
+    source: image.source,
+    run,
+    bytes: image.bytes,
+    release,
+    shed,
     ...(image.labels !== undefined ? { profile: { ms: prof.ms, labels, subs: subProfiles } } : {}),
   };
 }
@@ -407,7 +485,11 @@ export function bindModule(image: ModuleImage, live?: ModuleLive, opts: BindOpti
  * and sums are float32 views of the same memory (its element n at float32 index 2*offset + n).
  */
 function arenaMatmul(
-  p: Program, keepable: (id: number | undefined) => 'calls' | 'steps' | undefined, packs: number[], packKeys: (string | undefined)[], onStep: () => void,
+  p: Program,
+  keepable: (id: number | undefined) => 'calls' | 'steps' | undefined,
+  packs: number[],
+  packKeys: (string | undefined)[],
+  onStep: () => void,
 ): DriverBinding['matmul'] {
   /** Kept packs by what they hold (array, view, layout). */
   const shared = new Map<string, number>();
@@ -421,8 +503,12 @@ function arenaMatmul(
     const nAcc = accSize(s, all);
     const f32 = s.sum === 'float32';
     const plus = (x: string, c: number) => (c === 0 ? x : `${x} + ${c}`);
-    const sub = (o: number, n: number) => (f32 ? `a32.subarray(${plus('2 * z', 2 * o)}, 2 * z + ${2 * o + n})` : `ar.subarray(${plus('z', o)}, z + ${o + n})`);
-    const keptAt = (j: number, n: number) => (f32 ? `a32.subarray(2 * q${j}.at, 2 * q${j}.at + ${n})` : `ar.subarray(q${j}.at, q${j}.at + ${n})`);
+    const sub = (o: number, n: number) =>
+      f32
+        ? `a32.subarray(${plus('2 * z', 2 * o)}, 2 * z + ${2 * o + n})`
+        : `ar.subarray(${plus('z', o)}, z + ${o + n})`;
+    const keptAt = (j: number, n: number) =>
+      f32 ? `a32.subarray(2 * q${j}.at, 2 * q${j}.at + ${n})` : `ar.subarray(q${j}.at, q${j}.at + ${n})`;
     const at: string[] = [];
     const checks: string[] = [];
     const kept = new Map<number, { when: string; done: string; pack: string; source: string }>();
@@ -436,31 +522,50 @@ function arenaMatmul(
         // Products that pack the same view of the same array the same way share one kept pack
         // (an unrolled loop's copies of dot(h, U)).
         const c = calls.find((q) => q.dst === id);
-        const key = c === undefined ? undefined : `${src}|${c.op.base},${c.op.sb},${c.op.sr},${c.op.st}|${s.batch.size},${c.rows},${s.k.size},${c.p}${c.rowMajor === true ? 'r' : ''}|${s.sum}`;
+        const key =
+          c === undefined
+            ? undefined
+            : `${src}|${c.op.base},${c.op.sb},${c.op.sr},${c.op.st}|${s.batch.size},${c.rows},${s.k.size},${c.p}${c.rowMajor === true ? 'r' : ''}|${s.sum}`;
         let j = key === undefined ? undefined : shared.get(key);
         if (j === undefined) {
           j = packs.length;
           const name = stable(src!);
           packs.push(doubles(s, n));
-          packKeys.push(c === undefined || name === undefined ? undefined
-            : `${name}|${c.op.base},${c.op.sb},${c.op.sr},${c.op.st}|${s.batch.size},${c.rows},${s.k.size},${c.p}${c.rowMajor === true ? 'r' : ''}|${s.sum}|${n}`);
+          packKeys.push(
+            c === undefined || name === undefined
+              ? undefined
+              : `${name}|${c.op.base},${c.op.sb},${c.op.sr},${c.op.st}|${s.batch.size},${c.rows},${s.k.size},${c.p}${c.rowMajor === true ? 'r' : ''}|${s.sum}|${n}`,
+          );
           if (key !== undefined) shared.set(key, j);
         }
         // a variable's operand has a pack per variable cell (twin functions share the program)
         const d = p.buffers[src!]!;
         const owner = d.role === 'variable' ? `cells[${d.slot!}]` : 'null';
-        if (!checks.some((x) => x.startsWith(`q${j} =`))) checks.push(`q${j} = rt.arena.pick(kp[${j}], ${owner}), p${j} = rt.arena.stale(q${j}, ${name(src!)})`);
+        if (!checks.some((x) => x.startsWith(`q${j} =`)))
+          checks.push(`q${j} = rt.arena.pick(kp[${j}], ${owner}), p${j} = rt.arena.stale(q${j}, ${name(src!)})`);
         at.push(`${name(id)} = ${keptAt(j, n)}`);
         if (how === 'steps') onStep();
-        kept.set(id, { when: how === 'steps' ? `p${j} || step === 0` : `p${j}`, done: `rt.arena.packed(q${j}, ${name(src!)});`, pack: `q${j}`, source: name(src!) });
-      } else { at.push(`${name(id)} = ${sub(o, n)}`); o += doubles(s, n); }
+        kept.set(id, {
+          when: how === 'steps' ? `p${j} || step === 0` : `p${j}`,
+          done: `rt.arena.packed(q${j}, ${name(src!)});`,
+          pack: `q${j}`,
+          source: name(src!),
+        });
+      } else {
+        at.push(`${name(id)} = ${sub(o, n)}`);
+        o += doubles(s, n);
+      }
     }
     // Whole float32 products stage their operands past everything else (stagedPacks); kept packs
     // are placed (which may move base) before the arena is sized.
     const end = o + doubles(s, nAcc);
     const staging = m.staged.size;
     const arena = `${checks.length > 0 ? `const ${checks.join(', ')}; ` : ''}const ar = rt.arena.f64(${end + Math.ceil(staging / 2)})${f32 ? ', a32 = rt.arena.f32()' : ''}, z = rt.arena.base`;
-    return { open: `{ ${arena}, ${at.join(', ')}, acc = ${sub(o, nAcc)};`, kept: (id) => kept.get(id), ...(staging > 0 ? { stage: `8 * z + ${end * 8}` } : {}) };
+    return {
+      open: `{ ${arena}, ${at.join(', ')}, acc = ${sub(o, nAcc)};`,
+      kept: (id) => kept.get(id),
+      ...(staging > 0 ? { stage: `8 * z + ${end * 8}` } : {}),
+    };
   };
 }
 
@@ -489,14 +594,23 @@ function pooled(make: () => RunFn): { run: RunFn; empty: () => void } {
       if (pool === free && pool.length < POOL_KEEP) pool.push(inst);
     }
   };
-  return { run, empty: () => { free = []; } };
+  return {
+    run,
+    empty: () => {
+      free = [];
+    },
+  };
 }
 
 /**
  * A specialisation whose planned arrays are views of its program's store: one instance, made again
  * when the store's arrays changed; a call made while the store is in use runs on an instance of its own.
  */
-function onStore(store: SlotStore, plan: Pick<Plan, 'slots'>, make: (slots?: TypedArray[]) => RunFn): { run: RunFn; empty: () => void } {
+function onStore(
+  store: SlotStore,
+  plan: Pick<Plan, 'slots'>,
+  make: (slots?: TypedArray[]) => RunFn,
+): { run: RunFn; empty: () => void } {
   const holder = {};
   let inst: RunFn | undefined;
   let gen = -1;
@@ -514,5 +628,11 @@ function onStore(store: SlotStore, plan: Pick<Plan, 'slots'>, make: (slots?: Typ
       store.busy = false;
     }
   };
-  return { run, empty: () => { inst = undefined; store.unhold(holder); } };
+  return {
+    run,
+    empty: () => {
+      inst = undefined;
+      store.unhold(holder);
+    },
+  };
 }

@@ -32,8 +32,14 @@ export const runtimeHelpers = {
    * magnitude (and gives +0 for -0 in max, -0 in min, NaN for NaN, as Math does); the rare larger
    * or infinite values take Math's own path.
    */
-  max0: (x: number) => { const a = Math.abs(x); return a < 8.98846567431158e307 ? (x + a) * 0.5 : Math.max(x, 0); },
-  min0: (x: number) => { const a = Math.abs(x); return a < 8.98846567431158e307 ? (x - a) * 0.5 : Math.min(x, 0); },
+  max0: (x: number) => {
+    const a = Math.abs(x);
+    return a < 8.98846567431158e307 ? (x + a) * 0.5 : Math.max(x, 0);
+  },
+  min0: (x: number) => {
+    const a = Math.abs(x);
+    return a < 8.98846567431158e307 ? (x - a) * 0.5 : Math.min(x, 0);
+  },
   tile4x4,
   rowPanel4x4,
   rowPanel32,
@@ -50,7 +56,10 @@ export const runtimeHelpers = {
    * freshTarget): in Node over an ArrayBuffer not filled with zeros first (Buffer.allocUnsafeSlow:
    * its own buffer, offset 0), elsewhere a zeroed one.
    */
-  fresh<T>(C: new (b: ArrayBuffer | number, off?: number, n?: number) => T & { readonly BYTES_PER_ELEMENT?: number }, n: number): T {
+  fresh<T>(
+    C: new (b: ArrayBuffer | number, off?: number, n?: number) => T & { readonly BYTES_PER_ELEMENT?: number },
+    n: number,
+  ): T {
     const B = (globalThis as { Buffer?: { allocUnsafeSlow?: (bytes: number) => Uint8Array } }).Buffer;
     const bytes = (C as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
     if (B?.allocUnsafeSlow === undefined) return new C(n);
@@ -75,7 +84,9 @@ export const runtimeHelpers = {
   row(x: number, rows: number, op: string, shape: string): number {
     if (x >= 0 && x < rows) return x;
     if (x < 0 && x >= -rows) return x + rows;
-    throw new ValueError(`${op}: index ${x} is out of range for reference of shape ${shape} (allowed: ${-rows}..${rows - 1})`);
+    throw new ValueError(
+      `${op}: index ${x} is out of range for reference of shape ${shape} (allowed: ${-rows}..${rows - 1})`,
+    );
   },
   /**
    * A value as print_tensor writes it (the reference's formatValue: NumPy-like nested brackets,
@@ -86,10 +97,14 @@ export const runtimeHelpers = {
     if (shape.length === 0) return one(data[0]!);
     const strides: number[] = [];
     let acc = 1;
-    for (let d = shape.length - 1; d >= 0; d--) { strides[d] = acc; acc *= shape[d]!; }
+    for (let d = shape.length - 1; d >= 0; d--) {
+      strides[d] = acc;
+      acc *= shape[d]!;
+    }
     const rec = (d: number, off: number): string => {
       const parts: string[] = [];
-      for (let i = 0; i < shape[d]!; i++) parts.push(d === shape.length - 1 ? one(data[off + i]!) : rec(d + 1, off + i * strides[d]!));
+      for (let i = 0; i < shape[d]!; i++)
+        parts.push(d === shape.length - 1 ? one(data[off + i]!) : rec(d + 1, off + i * strides[d]!));
       return `[${parts.join(', ')}]`;
     };
     return rec(0, 0);
@@ -101,13 +116,25 @@ export const runtimeHelpers = {
 };
 
 /** `step`: a Scan body's step number (0 first; step-invariant packs are made then). */
-export type RunFn = (ins: readonly TypedArray[], cells: readonly VariableCell[], phase: number, ctx: EvalContext, outs?: readonly TypedArray[], step?: number) => TypedArray[];
+export type RunFn = (
+  ins: readonly TypedArray[],
+  cells: readonly VariableCell[],
+  phase: number,
+  ctx: EvalContext,
+  outs?: readonly TypedArray[],
+  step?: number,
+) => TypedArray[];
 /** A kernel function (buffers and loop bounds in, stores into buffers). */
 export type KernelFn = (...args: unknown[]) => void;
 
 export type Extern = (ctx: EvalContext, args: readonly TypedArray[]) => TypedArray[];
 export type Factory = (
-  rt: typeof runtimeHelpers, consts: readonly TypedArray[], slots: readonly TypedArray[], ext: readonly Extern[], kern: readonly KernelFn[], subs: readonly RunFn[],
+  rt: typeof runtimeHelpers,
+  consts: readonly TypedArray[],
+  slots: readonly TypedArray[],
+  ext: readonly Extern[],
+  kern: readonly KernelFn[],
+  subs: readonly RunFn[],
   prof: { t: number; ms: Float64Array },
   /** The error a step raised, ending with the provenance of step `at` (src/ir/provenance.ts). */
   where: (e: unknown, at: number) => unknown,
@@ -121,17 +148,22 @@ export function allocateSlots(plan: Pick<Plan, 'slots'>): TypedArray[] {
 }
 
 export const CTOR: Record<StorageClass, (n: number) => TypedArray> = {
-  f32: (n) => new Float32Array(n), f64: (n) => new Float64Array(n), i32: (n) => new Int32Array(n),
-  i16: (n) => new Int16Array(n), i8: (n) => new Int8Array(n), u8: (n) => new Uint8Array(n),
+  f32: (n) => new Float32Array(n),
+  f64: (n) => new Float64Array(n),
+  i32: (n) => new Int32Array(n),
+  i16: (n) => new Int16Array(n),
+  i8: (n) => new Int8Array(n),
+  u8: (n) => new Uint8Array(n),
 };
-
 
 export function externFn(s: ExternStep): Extern {
   const shapes = s.inputs.map((v) => v.shape);
   const dtypes = s.inputs.map((v) => v.dtype);
   const check = (r: NDArray, o: ExternStep['outs'][number], args: readonly TypedArray[]): TypedArray => {
     if (r.dtype !== o.dtype || r.shape.length !== o.shape.length || r.shape.some((d, i) => d !== o.shape[i])) {
-      throw new Error(`internal: op ${s.def.name} produced ${r.dtype} ${formatShape(r.shape)} but its type is ${o.dtype} ${formatShape(o.shape)}`);
+      throw new Error(
+        `internal: op ${s.def.name} produced ${r.dtype} ${formatShape(r.shape)} but its type is ${o.dtype} ${formatShape(o.shape)}`,
+      );
     }
     // An impl may return (a view of) one of its inputs; results must not alias planned buffers or caller data.
     return args.some((a) => a.buffer === r.data.buffer) ? r.data.slice() : r.data;
@@ -146,4 +178,3 @@ export function externFn(s: ExternStep): Extern {
     }
   };
 }
-

@@ -35,8 +35,14 @@ export function inPlaceStates(s: ScanStep): boolean[] {
           const inOperands = new Set<number>();
           for (const e of exprOrder([st.a, st.b])) if (e.t === 'load') inOperands.add(e.buf);
           const epilogue = exprOrder([st.out.value]);
-          if (!inOperands.has(input.id) && !epilogue.some((e) => e.t === 'reduce')
-            && epilogue.every((e) => e.t !== 'load' || e.buf !== input.id || (e.index.key === st.out.index.key && e.dyn === undefined))) continue;
+          if (
+            !inOperands.has(input.id) &&
+            !epilogue.some((e) => e.t === 'reduce') &&
+            epilogue.every(
+              (e) => e.t !== 'load' || e.buf !== input.id || (e.index.key === st.out.index.key && e.dyn === undefined),
+            )
+          )
+            continue;
         }
         return false;
       }
@@ -59,7 +65,10 @@ export interface ScanArg {
  * the call in it.
  */
 export function renderScanLoop(
-  s: ScanStep, k: number, view: (v: ValueRef) => string, name: (id: number) => string,
+  s: ScanStep,
+  k: number,
+  view: (v: ValueRef) => string,
+  name: (id: number) => string,
   body: (ins: readonly ScanArg[], outs: readonly ScanArg[]) => { readonly setup: string[]; readonly call: string[] },
 ): string[] {
   const size = (v: { shape: readonly number[] }) => sizeOf(v.shape);
@@ -99,14 +108,21 @@ export function renderScanLoop(
   s.inits.forEach((v, j) => {
     const first = whole(s.stateA[j]!, v);
     L.push(`  rt.copy(${first}, 0, ${name(v.buf)}, ${v.offset}, ${size(v)});`);
-    L.push(stacked(j) || inPlace[j] ? `  let ${c(j)} = ${first};` : `  let ${c(j)} = ${first}, ${n(j)} = ${whole(s.stateB[j]!, v)};`);
+    L.push(
+      stacked(j) || inPlace[j]
+        ? `  let ${c(j)} = ${first};`
+        : `  let ${c(j)} = ${first}, ${n(j)} = ${whole(s.stateB[j]!, v)};`,
+    );
   });
   L.push(`  for (let k = 0; k < ${T}; k++) {`);
   if (s.seqs.length > 0) L.push(`    const t = ${s.backwards ? `${T - 1} - k` : 'k'};`);
-  s.inits.forEach((v, j) => { if (stacked(j)) L.push(`    const ${n(j)} = ${slice(name(s.stateItems[j]!.buf), 'k', size(v))};`); });
+  s.inits.forEach((v, j) => {
+    if (stacked(j)) L.push(`    const ${n(j)} = ${slice(name(s.stateItems[j]!.buf), 'k', size(v))};`);
+  });
   L.push(...bound.call.map((l) => `    ${l}`));
   s.stateItems.forEach((it, j) => {
-    if (it.keep === 'last') L.push(`    if (k === ${T - 1}) rt.copy(${name(it.buf)}, 0, ${n(j)}, 0, ${size(s.inits[j]!)});`);
+    if (it.keep === 'last')
+      L.push(`    if (k === ${T - 1}) rt.copy(${name(it.buf)}, 0, ${n(j)}, 0, ${size(s.inits[j]!)});`);
   });
   s.inits.forEach((_, j) => {
     if (stacked(j)) L.push(`    ${c(j)} = ${n(j)};`);

@@ -11,7 +11,15 @@ import type { MatmulKernel } from '../kernel/ir.js';
 import { WA, type WasmMemory, type WasmModule } from './wasm/encode.js';
 import { SMALL_ROWS_MAX } from './wasm/rows.js';
 import { handoffMeasured, handoffThreads } from './handoff.js';
-import { ROWS_EXPORT, threadCount, threadPool, type PackPanel, type PanelBlock, type RowVec, type Rows32 } from './threads.js';
+import {
+  ROWS_EXPORT,
+  threadCount,
+  threadPool,
+  type PackPanel,
+  type PanelBlock,
+  type RowVec,
+  type Rows32,
+} from './threads.js';
 import { packKernels, stridedOperand, tLoops, type packing, type StridedOperand } from './matmul.js';
 import { ExprBuilder } from '../kernel/expr.js';
 import { iadd, iconst, iscale, ivar, newVar, substitute, type IExpr } from '../kernel/index-expr.js';
@@ -73,7 +81,18 @@ export function smallPacking(k: MatmulKernel): ReturnType<typeof packing> {
     kernels: [...packKernels({ ...k, mr: 1 }, sa === undefined, false), ...packKernels(k, false, sb === undefined)],
     calls: [
       ...(sa !== undefined ? [{ buf: sa.buf, dst: k.packA, op: sa, rows: k.m.size, p: 1 }] : []),
-      ...(sb !== undefined ? [{ buf: sb.buf, dst: k.packB, op: sb, rows: k.n.size, p: k.nr, ...(rowMajor ? { rowMajor: true as const } : {}) }] : []),
+      ...(sb !== undefined
+        ? [
+            {
+              buf: sb.buf,
+              dst: k.packB,
+              op: sb,
+              rows: k.n.size,
+              p: k.nr,
+              ...(rowMajor ? { rowMajor: true as const } : {}),
+            },
+          ]
+        : []),
     ],
   };
 }
@@ -90,10 +109,15 @@ export function smallPrologue(k: MatmulKernel, dtype: (buf: number) => DType): E
   const row = newVar(k.m.size);
   const tv = tLoops(k.a, k.k);
   const tIdx = iadd(...tv.map(([v, st]) => iscale(ivar(v), st)));
-  const sub = (x: IExpr) => substitute(x, (u) => (u.id === k.m.id ? ivar(row) : u.id === k.k.id ? tIdx : u.id === k.batch.id ? iconst(0) : undefined));
+  const sub = (x: IExpr) =>
+    substitute(x, (u) =>
+      u.id === k.m.id ? ivar(row) : u.id === k.k.id ? tIdx : u.id === k.batch.id ? iconst(0) : undefined,
+    );
   const [value] = mapIndices(b, [k.a], sub, (vs) => vs);
   const kernel: LoopKernel = {
-    kind: 'loop', label: 'pack A rows', vars: [row, ...tv.map(([v]) => v)],
+    kind: 'loop',
+    label: 'pack A rows',
+    vars: [row, ...tv.map(([v]) => v)],
     stores: [{ buf: k.packA, index: iadd(iscale(ivar(row), k.k.size), tIdx), value: value!, dtype: 'float32' }],
   };
   return planElementwise(collapseLoopKernel(kernel, b), dtype);
@@ -103,8 +127,18 @@ export function smallPrologue(k: MatmulKernel, dtype: (buf: number) => DType): E
  * A's rows into the packing buffer row-major (row i at dst[i*K ..]): each row one TypedArray.set
  * (a memory copy), all of them one where the rows lie back to back.
  */
-export function rowsA(dst: Float32Array, src: Float32Array | Float64Array, base: number, sr: number, rows: number, K: number): void {
-  if (sr === K) { dst.set(src.subarray(base, base + rows * K)); return; }
+export function rowsA(
+  dst: Float32Array,
+  src: Float32Array | Float64Array,
+  base: number,
+  sr: number,
+  rows: number,
+  K: number,
+): void {
+  if (sr === K) {
+    dst.set(src.subarray(base, base + rows * K));
+    return;
+  }
   for (let i = 0; i < rows; i++) dst.set(src.subarray(base + i * sr, base + i * sr + K), i * K);
 }
 
@@ -112,8 +146,19 @@ export function rowsA(dst: Float32Array, src: Float32Array | Float64Array, base:
  * B's rows into the packing buffer row-major, each padded to `width` columns with zeros (row t at
  * dst[t*width ..]): one TypedArray.set a row, one in all where the rows lie back to back unpadded.
  */
-export function rowsB(dst: Float32Array, src: Float32Array | Float64Array, base: number, st: number, K: number, N: number, width: number): void {
-  if (st === N && N === width) { dst.set(src.subarray(base, base + K * N)); return; }
+export function rowsB(
+  dst: Float32Array,
+  src: Float32Array | Float64Array,
+  base: number,
+  st: number,
+  K: number,
+  N: number,
+  width: number,
+): void {
+  if (st === N && N === width) {
+    dst.set(src.subarray(base, base + K * N));
+    return;
+  }
   for (let t = 0; t < K; t++) {
     dst.set(src.subarray(base + t * st, base + t * st + N), t * width);
     for (let n = N; n < width; n++) dst[t * width + n] = 0;
@@ -123,7 +168,15 @@ export function rowsB(dst: Float32Array, src: Float32Array | Float64Array, base:
 /** The handoff model's kind of work for rows32 (./handoff.ts: a rate of its own, apart from the tiles'). */
 const ROWS_KIND = -1;
 
-let bound: { memory: WasmMemory; module: WasmModule; rows32: Rows32; axpy32: Rows32; blocks: (PanelBlock | PackPanel | RowVec | Rows32)[] } | undefined;
+let bound:
+  | {
+      memory: WasmMemory;
+      module: WasmModule;
+      rows32: Rows32;
+      axpy32: Rows32;
+      blocks: (PanelBlock | PackPanel | RowVec | Rows32)[];
+    }
+  | undefined;
 
 /** rows32 over the packing arena's memory, in the tile kernels' form, and the kernels a rows job runs (the arena's, then rows32): made again when the arena makes a new memory. */
 function kernel(): NonNullable<typeof bound> {
@@ -132,11 +185,12 @@ function kernel(): NonNullable<typeof bound> {
   const module = rowsModule(typeof SharedArrayBuffer === 'function' && memory.buffer instanceof SharedArrayBuffer);
   if (bound !== undefined && bound.memory === memory && bound.module === module) return bound;
   const ex = new WA!.Instance(module, { env: { mem: memory } }).exports;
-  const rows32 = ex['rows32'] as Rows32, axpy32 = ex['axpy32'] as Rows32;
+  const rows32 = ex['rows32'] as Rows32,
+    axpy32 = ex['axpy32'] as Rows32;
   const blocks = [...packArena.blocks];
   blocks[ROWS_EXPORT] = rows32;
   blocks[ROWS_EXPORT + 1] = axpy32;
-  return bound = { memory, module, rows32, axpy32, blocks };
+  return (bound = { memory, module, rows32, axpy32, blocks });
 }
 
 /**
@@ -147,7 +201,17 @@ function kernel(): NonNullable<typeof bound> {
  * says: a worker round trip only where it pays; no size threshold). `axpy`: B row-major (ldc
  * bytes a row, axpy32) instead of in panels.
  */
-export function rows32(pa: number, lda: number, pb: number, K: number, acc: number, ldc: number, M: number, NP: number, axpy = 0): void {
+export function rows32(
+  pa: number,
+  lda: number,
+  pb: number,
+  K: number,
+  acc: number,
+  ldc: number,
+  M: number,
+  NP: number,
+  axpy = 0,
+): void {
   const k = kernel();
   const work = M * NP * 4 * K;
   const pool = threadPool();
@@ -169,7 +233,8 @@ export function releaseRows(): void {
 
 /** The generated call of rows32 for product `k`: A row-major at pa (K floats a row), B's panels (or where the expression `rowMajor` is 1: its rows, as wide as the sums') at pb, the sums row-major in `acc` (NP*nr floats a row: the whole product's layout). */
 export function renderSmallSums(k: MatmulKernel, pa: string, pb: string, rowMajor: string): string {
-  const K = k.k.size, NP = Math.ceil(k.n.size / k.nr);
+  const K = k.k.size,
+    NP = Math.ceil(k.n.size / k.nr);
   if (k.nr !== 4) throw new Error(`internal: rows32 reads B in panels of 4 columns (nr ${k.nr})`);
   return `rt.rows32(${pa}.byteOffset, ${4 * K}, ${pb}.byteOffset, ${K}, acc.byteOffset, ${4 * NP * k.nr}, ${k.m.size}, ${NP}${rowMajor === '0' ? '' : `, ${rowMajor}`});`;
 }

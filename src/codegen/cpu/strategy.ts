@@ -58,10 +58,20 @@ export interface MatmulStrategy {
   readonly schedule: MatmulSchedule;
 }
 
-export { DEFAULT_MATMUL_SCHEDULE, isDefaultSchedule, type MatmulSchedule, type ScheduleChooser, type TilesCall } from './matmul-schedule.js';
+export {
+  DEFAULT_MATMUL_SCHEDULE,
+  isDefaultSchedule,
+  type MatmulSchedule,
+  type ScheduleChooser,
+  type TilesCall,
+} from './matmul-schedule.js';
 
 /** A packing loop kernel (collapsed), cut and scheduled for the JavaScript renderer; `tier`: rendered by the SIMD tier instead (small-matmul.ts smallPrologue). */
-export interface PackKernel { readonly kernel: LoopKernel; readonly js: JsLoop; readonly tier?: EwPlan }
+export interface PackKernel {
+  readonly kernel: LoopKernel;
+  readonly js: JsLoop;
+  readonly tier?: EwPlan;
+}
 
 export type StepStrategy = LoopStrategy | MatmulStrategy | { readonly kind: 'scan' | 'print' | 'extern' };
 
@@ -74,11 +84,15 @@ export function chooseStrategies(p: Program, wasm: boolean, schedule?: ScheduleC
     if (paired !== undefined) {
       const plan = paired;
       paired = undefined;
-      if (s.kind !== 'loop') throw new Error(`internal: step ${i} follows the first of a row-kernel pair but is a ${s.kind}`);
+      if (s.kind !== 'loop')
+        throw new Error(`internal: step ${i} follows the first of a row-kernel pair but is a ${s.kind}`);
       return { kind: 'loop', tier: 'reduce-pair', plan };
     }
     if (s.kind === 'matmul') return matmulStrategy(s, wasm, dtype, schedule);
-    if (s.kind !== 'loop') { drawn = undefined; return { kind: s.kind }; }
+    if (s.kind !== 'loop') {
+      drawn = undefined;
+      return { kind: s.kind };
+    }
     const prev = drawn;
     drawn = undefined;
     if (wasm && prev === undefined) {
@@ -86,7 +100,8 @@ export function chooseStrategies(p: Program, wasm: boolean, schedule?: ScheduleC
       if (paired !== undefined) return { kind: 'loop', tier: 'pair-first' };
     }
     const next = p.steps[i + 1];
-    if (s.poolAux === true && wasm && next?.kind === 'loop' && planPool(next, dtype) !== undefined) return { kind: 'loop', tier: 'skip' };
+    if (s.poolAux === true && wasm && next?.kind === 'loop' && planPool(next, dtype) !== undefined)
+      return { kind: 'loop', tier: 'skip' };
     const pool = wasm ? planPool(s, dtype) : undefined;
     if (pool !== undefined) return { kind: 'loop', tier: 'pool', plan: pool };
     if (prev !== undefined) {
@@ -95,7 +110,11 @@ export function chooseStrategies(p: Program, wasm: boolean, schedule?: ScheduleC
     }
     const draw = wasm && prev === undefined ? planPhilox(s, dtype) : undefined;
     if (draw !== undefined) {
-      if (next?.kind === 'loop' && drawnByNext(p, i, draw.out) && fusablePair(draw, planElementwise(next, dtype, true)) !== undefined) {
+      if (
+        next?.kind === 'loop' &&
+        drawnByNext(p, i, draw.out) &&
+        fusablePair(draw, planElementwise(next, dtype, true)) !== undefined
+      ) {
         drawn = draw;
         return { kind: 'loop', tier: 'philox-next', plan: draw };
       }
@@ -105,7 +124,11 @@ export function chooseStrategies(p: Program, wasm: boolean, schedule?: ScheduleC
     const simd = planElementwise(s, dtype);
     if (simd !== undefined) {
       const tuned = schedule?.elementwise?.(s, (x) => planElementwise(s, dtype, false, x)!);
-      return { kind: 'loop', tier: 'elementwise', plan: tuned === undefined ? simd : planElementwise(s, dtype, false, tuned)! };
+      return {
+        kind: 'loop',
+        tier: 'elementwise',
+        plan: tuned === undefined ? simd : planElementwise(s, dtype, false, tuned)!,
+      };
     }
     const red = planReduce(s, dtype);
     return red !== undefined ? { kind: 'loop', tier: 'reduce', plan: red } : js(s);
@@ -116,11 +139,25 @@ const js = (k: LoopKernel): LoopStrategy => ({ kind: 'loop', tier: 'js', js: jsL
 
 /** Whether step i's draw into `out` is a temporary that only step i + 1 reads (so it can be drawn there). */
 function drawnByNext(p: Program, i: number, out: number): boolean {
-  return p.buffers[out]!.role === 'temp' && !p.targets.some((t) => t.buf === out)
-    && p.steps.every((t, j) => j === i || (j === i + 1 ? !stepBuffers(t).writes.includes(out) : !stepBuffers(t).reads.includes(out) && !stepBuffers(t).writes.includes(out)));
+  return (
+    p.buffers[out]!.role === 'temp' &&
+    !p.targets.some((t) => t.buf === out) &&
+    p.steps.every(
+      (t, j) =>
+        j === i ||
+        (j === i + 1
+          ? !stepBuffers(t).writes.includes(out)
+          : !stepBuffers(t).reads.includes(out) && !stepBuffers(t).writes.includes(out)),
+    )
+  );
 }
 
-function matmulStrategy(s: MatmulKernel, target: boolean, dtype: (id: number) => DType, schedule?: ScheduleChooser): MatmulStrategy {
+function matmulStrategy(
+  s: MatmulKernel,
+  target: boolean,
+  dtype: (id: number) => DType,
+  schedule?: ScheduleChooser,
+): MatmulStrategy {
   const wasm = target && wasmTileModule() !== null;
   const small = smallRows(s, wasm);
   const all = small || (wasm && sumsWhole(s));
@@ -130,13 +167,23 @@ function matmulStrategy(s: MatmulKernel, target: boolean, dtype: (id: number) =>
   const prologue = small ? smallPrologue(s, dtype) : undefined;
   const kernels = pk.kernels.map((k): PackKernel => {
     const kernel = collapseLoopKernel(k, new ExprBuilder(() => 'float64'));
-    return { kernel, js: jsLoop(kernel), ...(prologue !== undefined && k.stores[0]!.buf === s.packA ? { tier: prologue } : {}) };
+    return {
+      kernel,
+      js: jsLoop(kernel),
+      ...(prologue !== undefined && k.stores[0]!.buf === s.packA ? { tier: prologue } : {}),
+    };
   });
   return {
-    kind: 'matmul', wasm, all, indirect, small,
+    kind: 'matmul',
+    wasm,
+    all,
+    indirect,
+    small,
     packing: { calls: pk.calls, kernels },
     staged: all && !small ? stagedPacks(s, dtype) : { staged: new Map(), size: 0 },
     epilogue: all ? tierEpilogue(s, dtype) : undefined,
-    schedule: (all && !small && schedule !== undefined ? schedule.matmul(s, tilesCall(s, indirect)) : undefined) ?? DEFAULT_MATMUL_SCHEDULE,
+    schedule:
+      (all && !small && schedule !== undefined ? schedule.matmul(s, tilesCall(s, indirect)) : undefined) ??
+      DEFAULT_MATMUL_SCHEDULE,
   };
 }

@@ -40,7 +40,16 @@ export function threadCount(): number {
 export const PARALLEL_MIN_MACS = 1 << 21;
 
 /** G A panels against n consecutive B panels (the kernel's panelBlock, ../wasm/matmul.ts; byte offsets). */
-export type PanelBlock = (pa: number, sa: number, G: number, pb: number, K: number, acc: number, sacc: number, n: number) => void;
+export type PanelBlock = (
+  pa: number,
+  sa: number,
+  G: number,
+  pb: number,
+  K: number,
+  acc: number,
+  sacc: number,
+  n: number,
+) => void;
 /** One panel of a float32 operand packed (the kernel module's pack32, ../wasm/matmul.ts; byte offsets and strides). */
 export type PackPanel = (src: number, sr: number, st: number, dst: number, K: number, rows: number, p: number) => void;
 /** The float32 sums of a product of a few rows against n consecutive B panels (the kernel's rowVec32_R, ../wasm/matmul.ts; byte offsets). */
@@ -56,11 +65,33 @@ export type RowVec = (pa: number, sa: number, pb: number, K: number, acc: number
  * origins, row-major: ../wasm/igemm.ts), 9 to 11 rowVec32_1..3 (the float32 sums of a product of
  * 1 to 3 rows, row-major, on the calling thread: ROWVEC_EXPORT).
  */
-export const BLOCK_EXPORTS = ['panelBlock', 'panelBlock32', 'panelBlock32w', 'panelBlock32r', 'panelBlock32wr', 'pack32', 'igemm32', 'packCols32', 'windowGrad32', 'rowVec32_1', 'rowVec32_2', 'rowVec32_3'] as const;
+export const BLOCK_EXPORTS = [
+  'panelBlock',
+  'panelBlock32',
+  'panelBlock32w',
+  'panelBlock32r',
+  'panelBlock32wr',
+  'pack32',
+  'igemm32',
+  'packCols32',
+  'windowGrad32',
+  'rowVec32_1',
+  'rowVec32_2',
+  'rowVec32_3',
+] as const;
 /** The kernels' list entry after BLOCK_EXPORTS: rows32 (./wasm/rows.ts) over the same memory, for rows jobs (kind 2). */
 export const ROWS_EXPORT = BLOCK_EXPORTS.length;
 /** rows32: M rows of A (row-major, lda bytes apart) against NP B panels, sums row-major (ldc bytes a row); byte offsets. */
-export type Rows32 = (pa: number, lda: number, pb: number, K: number, acc: number, ldc: number, M: number, NP: number) => void;
+export type Rows32 = (
+  pa: number,
+  lda: number,
+  pb: number,
+  K: number,
+  acc: number,
+  ldc: number,
+  M: number,
+  NP: number,
+) => void;
 /** BLOCK_EXPORTS' rowVec32_1 (rowVec32_R at ROWVEC_EXPORT + R - 1). */
 export const ROWVEC_EXPORT = 9;
 /** BLOCK_EXPORTS' pack32. */
@@ -243,18 +274,67 @@ const [workHere, claimHere] = new Function(`${WORK}\nreturn [work, claim];`)() a
 ];
 
 /** One staged operand to pack: claims, src, sb, sr, st, dst, rows, K, p, per (see WORK; bytes). */
-export type PackOperand = readonly [claims: number, src: number, sb: number, sr: number, st: number, dst: number, rows: number, K: number, p: number, per: number];
+export type PackOperand = readonly [
+  claims: number,
+  src: number,
+  sb: number,
+  sr: number,
+  st: number,
+  dst: number,
+  rows: number,
+  K: number,
+  p: number,
+  per: number,
+];
 /** No operand to pack. */
 export const NO_OPERAND: PackOperand = [0, 0, 0, 0, 0, 0, 0, 0, 1, 1];
 /**
  * kind 0, claims (packing claims + batches x blocks), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP, tile bytes,
  * variant, packing claims (P), the two operands to pack (NO_OPERAND: none): see WORK (the pool adds the generation).
  */
-export type MatmulJob = readonly [kind: 0, claims: number, MP: number, G: number, pa0: number, strideA: number, pb0: number, strideB: number, K: number, acc0: number, NP: number, tileBytes: number, variant: number, packing: number, ...PackOperand, ...PackOperand];
+export type MatmulJob = readonly [
+  kind: 0,
+  claims: number,
+  MP: number,
+  G: number,
+  pa0: number,
+  strideA: number,
+  pb0: number,
+  strideB: number,
+  K: number,
+  acc0: number,
+  NP: number,
+  tileBytes: number,
+  variant: number,
+  packing: number,
+  ...PackOperand,
+  ...PackOperand,
+];
 /** kind 1, kernel id, claims (chunk blocks), block bytes, CHUNK, elements of the last block, byte offset of block 0: see WORK. */
-export type EwJob = readonly [kind: 1, id: number, claims: number, blockBytes: number, chunk: number, last: number, base: number];
+export type EwJob = readonly [
+  kind: 1,
+  id: number,
+  claims: number,
+  blockBytes: number,
+  chunk: number,
+  last: number,
+  base: number,
+];
 /** kind 2, claims, pa, lda, pb, K, acc, ldc, M, NP, panels per claim: see WORK. */
-export type RowsJob = readonly [kind: 2, claims: number, pa: number, lda: number, pb: number, K: number, acc: number, ldc: number, M: number, NP: number, per: number, axpy: number];
+export type RowsJob = readonly [
+  kind: 2,
+  claims: number,
+  pa: number,
+  lda: number,
+  pb: number,
+  K: number,
+  acc: number,
+  ldc: number,
+  M: number,
+  NP: number,
+  per: number,
+  axpy: number,
+];
 export type Job = MatmulJob | EwJob | RowsJob;
 
 const claimsOf = (job: Job): number => (job[0] === 1 ? job[2] : job[1]);
@@ -274,7 +354,10 @@ export function runHere(block: Kernels, ew: readonly EwRun[], job: Job): void {
   for (let k = 0; k < claims; k++) claimHere(c, block, ew, k, claims, false);
 }
 
-interface Worker { readonly port: PlatformWorker; dead: boolean }
+interface Worker {
+  readonly port: PlatformWorker;
+  dead: boolean;
+}
 
 /**
  * The pool: workers started on demand, each holding an instance of the matmul kernel over the
@@ -285,7 +368,11 @@ export class ThreadPool {
   private readonly workers: Worker[] = [];
   private gen = 1;
   private tag = 0;
-  private matmul: { memory: WasmMemory | undefined; module: WasmModule | undefined; rows: WasmModule | undefined } = { memory: undefined, module: undefined, rows: undefined };
+  private matmul: { memory: WasmMemory | undefined; module: WasmModule | undefined; rows: WasmModule | undefined } = {
+    memory: undefined,
+    module: undefined,
+    rows: undefined,
+  };
   private ewMemory: WasmMemory | undefined;
   private readonly ewModules: WasmModule[] = [];
 
@@ -332,7 +419,9 @@ export class ThreadPool {
       const port = platform.startWorker(WORKER_SOURCE, { ctrlBuffer: this.ctrl.buffer, index });
       if (port === undefined) return;
       const w: Worker = { port, dead: false };
-      port.onError(() => { w.dead = true; });
+      port.onError(() => {
+        w.dead = true;
+      });
       this.workers.push(w);
       if (this.matmul.memory !== undefined) port.postMessage({ kind: 'matmul', gen: this.gen, ...this.matmul });
       if (this.ewMemory !== undefined) port.postMessage({ kind: 'ewMemory', memory: this.ewMemory });
@@ -350,7 +439,11 @@ export class ThreadPool {
   run(threads: number, block: Kernels, ew: readonly EwRun[], job: Job, during?: () => void): void {
     const c = this.ctrl;
     const claims = claimsOf(job);
-    if (claims > MAX_CLAIMS || claims < 2) { during?.(); runHere(block, ew, job); return; }
+    if (claims > MAX_CLAIMS || claims < 2) {
+      during?.();
+      runHere(block, ew, job);
+      return;
+    }
     this.grow(threads - 1);
     const helpers: number[] = [];
     for (let i = 0; i < this.workers.length && helpers.length < threads - 1 && helpers.length < claims - 1; i++) {
@@ -365,10 +458,18 @@ export class ThreadPool {
     Atomics.store(c, DONE, 0);
     Atomics.store(c, FAILED, 0);
     this.tag = (this.tag + 1) & 255;
-    Atomics.store(c, NEXT, ((this.tag << 24) | claims) | 0);
-    for (const i of helpers) { Atomics.add(c, GO + i, 1); Atomics.notify(c, GO + i); }
+    Atomics.store(c, NEXT, (this.tag << 24) | claims | 0);
+    for (const i of helpers) {
+      Atomics.add(c, GO + i, 1);
+      Atomics.notify(c, GO + i);
+    }
     let failed: { e: unknown } | undefined;
-    if (during !== undefined) try { during(); } catch (e) { failed = { e }; }
+    if (during !== undefined)
+      try {
+        during();
+      } catch (e) {
+        failed = { e };
+      }
     workHere(c, block, this.gen, ew, false);
     for (let d = Atomics.load(c, DONE); d < claims; d = Atomics.load(c, DONE)) Atomics.wait(c, DONE, d);
     if (failed !== undefined) throw failed.e;

@@ -6,7 +6,18 @@ import { handoffMeasured, handoffThreads } from './handoff.js';
 import { hasRelaxedSimd, SHARED_MAX_PAGES, WA, type WasmMemory, type WasmModule } from './wasm/encode.js';
 import { matmulModuleBytes, TILE32, TILE32_WIDE } from './wasm/matmul.js';
 import { rowsModuleBytes } from './wasm/rows.js';
-import { BLOCK_EXPORTS, type MatmulJob, NO_OPERAND, type PackOperand, type PackPanel, type PanelBlock, type RowVec, runHere, threadCount, threadPool } from './threads.js';
+import {
+  BLOCK_EXPORTS,
+  type MatmulJob,
+  NO_OPERAND,
+  type PackOperand,
+  type PackPanel,
+  type PanelBlock,
+  type RowVec,
+  runHere,
+  threadCount,
+  threadPool,
+} from './threads.js';
 
 export type { WasmMemory };
 
@@ -38,9 +49,13 @@ export function matmulFma(): boolean {
  * module is rebuilt and the packing arena let go (tests run both forms).
  */
 export function setMatmulFma(on: boolean | undefined): void {
-  if (on !== undefined && typeof on !== 'boolean') throw new TypeError(`setMatmulFma: argument on is ${String(on)}; allowed: true, false or undefined`);
+  if (on !== undefined && typeof on !== 'boolean')
+    throw new TypeError(`setMatmulFma: argument on is ${String(on)}; allowed: true, false or undefined`);
   relaxed ??= hasRelaxedSimd();
-  if (on === true && !relaxed) throw new Error('setMatmulFma: argument on is true, but this runtime has no relaxed SIMD (f32x4.relaxed_madd does not validate)');
+  if (on === true && !relaxed)
+    throw new Error(
+      'setMatmulFma: argument on is true, but this runtime has no relaxed SIMD (f32x4.relaxed_madd does not validate)',
+    );
   if (on === fmaOverride) return;
   fmaOverride = on;
   compiled = undefined;
@@ -104,7 +119,7 @@ function tileModuleBytes(shared: boolean): { key: string; bytes: Uint8Array } {
   const key = tileKey(shared, fma);
   let bytes = tileBytes.get(key);
   if (bytes === undefined) {
-    tileBytes.set(key, bytes = matmulModuleBytes(shared, fma));
+    tileBytes.set(key, (bytes = matmulModuleBytes(shared, fma)));
     tileModuleStats.assembled++;
   }
   return { key, bytes };
@@ -136,7 +151,10 @@ const seeded = new Set<string>();
 export function tileModuleImages(): (readonly [string, Uint8Array])[] {
   if (wasmTileModule() === null) return [];
   const kinds = threadCount() > 1 && typeof SharedArrayBuffer === 'function' ? [false, true] : [false];
-  return kinds.map((shared) => { const t = tileModuleBytes(shared); return [t.key, t.bytes] as const; });
+  return kinds.map((shared) => {
+    const t = tileModuleBytes(shared);
+    return [t.key, t.bytes] as const;
+  });
 }
 
 /** Hands over kernel modules' bytes by key (tileModuleImages' of another process): a module not compiled yet compiles from them instead of assembling its bytes. */
@@ -182,7 +200,7 @@ export function rowsModule(shared: boolean): WasmModule {
   const fused = matmulFma();
   const key = `${shared}|${fused}`;
   let m = rowsModules.get(key);
-  if (m === undefined) rowsModules.set(key, m = new WA!.Module(rowsModuleBytes(shared, fused)));
+  if (m === undefined) rowsModules.set(key, (m = new WA!.Module(rowsModuleBytes(shared, fused))));
   return m;
 }
 
@@ -316,11 +334,14 @@ export class PackArena {
   pick(slot: KeptSlot, owner: unknown): KeptPack {
     let lru: KeptPack | undefined;
     for (const p of slot.packs) {
-      if (p.owner === owner) { p.used = ++this.picks; return p; }
+      if (p.owner === owner) {
+        p.used = ++this.picks;
+        return p;
+      }
       if (lru === undefined || p.used < lru.used) lru = p;
     }
     let p = lru;
-    if (p === undefined || slot.packs.length < KEPT_PER_SLOT) slot.packs.push(p = new KeptPack(slot.size));
+    if (p === undefined || slot.packs.length < KEPT_PER_SLOT) slot.packs.push((p = new KeptPack(slot.size)));
     p.owner = owner;
     p.source = undefined;
     p.used = ++this.picks;
@@ -340,7 +361,10 @@ export class PackArena {
    */
   rowsFirst(p: KeptPack, source: unknown, uses: number): boolean {
     if (p.rowSource === source) p.rowUses++;
-    else { p.rowSource = source; p.rowUses = 1; }
+    else {
+      p.rowSource = source;
+      p.rowUses = 1;
+    }
     if (this.reuse && p.rowUses > uses) return false;
     p.source = undefined;
     this.rowCopies++;
@@ -371,7 +395,8 @@ export class PackArena {
 
   /** First fit among the kept packs, else at the end (moving `base`). */
   private place(p: KeptPack): void {
-    let at = 0, i = 0;
+    let at = 0,
+      i = 0;
     for (; i < this.kept.length; i++) {
       const q = this.kept[i]!;
       if (q.at - at >= p.size) break;
@@ -393,12 +418,15 @@ export class PackArena {
     // Shared (for the worker threads) where more than one thread is configured and n fits a shared memory.
     // A shared arena stays shared while n fits (one thread then sums in it alone), so that changing
     // the thread count does not make a new memory per call.
-    const sm = m !== null && (this.shared || threadCount() > 1) && n * 8 <= SHARED_MAX_PAGES * 65536 ? sharedTileModule() : null;
+    const sm =
+      m !== null && (this.shared || threadCount() > 1) && n * 8 <= SHARED_MAX_PAGES * 65536 ? sharedTileModule() : null;
     const shared = sm !== null;
     if (n <= this.view.length && (m !== null) === (this.tile !== undefined) && shared === this.shared) return this.view;
     // A new memory takes the kept packs along (a grown WebAssembly memory keeps its bytes).
     const old = this.view;
-    const carry = () => { if (this.base > 0) this.view.set(old.subarray(0, Math.min(this.base, old.length))); };
+    const carry = () => {
+      if (this.base > 0) this.view.set(old.subarray(0, Math.min(this.base, old.length)));
+    };
     if (m === null) {
       this.memory = undefined;
       this.tile = undefined;
@@ -409,11 +437,21 @@ export class PackArena {
       return this.view;
     }
     let made = false;
-    const pages = Math.min(Math.ceil(Math.max(n * 8, 2 * this.view.length * 8) / 65536), shared ? SHARED_MAX_PAGES : Infinity);
-    if (this.memory === undefined || this.tile === undefined || this.memory.buffer.byteLength === 0 || shared !== this.shared) {
+    const pages = Math.min(
+      Math.ceil(Math.max(n * 8, 2 * this.view.length * 8) / 65536),
+      shared ? SHARED_MAX_PAGES : Infinity,
+    );
+    if (
+      this.memory === undefined ||
+      this.tile === undefined ||
+      this.memory.buffer.byteLength === 0 ||
+      shared !== this.shared
+    ) {
       if (this.shared) threadPool()?.setMemory(undefined);
       this.shared = shared;
-      this.memory = shared ? new WA!.Memory({ initial: pages, maximum: SHARED_MAX_PAGES, shared: true }) : new WA!.Memory({ initial: pages });
+      this.memory = shared
+        ? new WA!.Memory({ initial: pages, maximum: SHARED_MAX_PAGES, shared: true })
+        : new WA!.Memory({ initial: pages });
       made = true;
       const ex = new WA!.Instance(shared ? sm : m, { env: { mem: this.memory } }).exports;
       this.tile = ex['rowPanel'] as WasmTile;
@@ -436,13 +474,38 @@ export class PackArena {
    * panels of p rows (rows past `rows` zero) at byte offset dst, as packStrided lays them out.
    * Only for arenas of the WebAssembly kernel (whole products).
    */
-  stage(src: Float32Array, lo: number, hi: number, at: number, base: number, sb: number, sr: number, st: number, dst: number, batch: number, rows: number, K: number, p: number): void {
+  stage(
+    src: Float32Array,
+    lo: number,
+    hi: number,
+    at: number,
+    base: number,
+    sb: number,
+    sr: number,
+    st: number,
+    dst: number,
+    batch: number,
+    rows: number,
+    K: number,
+    p: number,
+  ): void {
     this.view32.set(hi - lo === src.length ? src : src.subarray(lo, hi), at / 4);
     const panels = Math.ceil(rows / p);
     // claims of about 64 KiB of packed panels, at least 4 per thread
     const threads = this.shared ? threadCount() : 1;
-    const per = Math.max(1, Math.min(Math.floor(65536 / (K * p * 4)), Math.ceil(batch * panels / (4 * threads))));
-    this.pending.push([batch * Math.ceil(panels / per), at + (base - lo) * 4, sb * 4, sr * 4, st * 4, dst, rows, K, p, per]);
+    const per = Math.max(1, Math.min(Math.floor(65536 / (K * p * 4)), Math.ceil((batch * panels) / (4 * threads))));
+    this.pending.push([
+      batch * Math.ceil(panels / per),
+      at + (base - lo) * 4,
+      sb * 4,
+      sr * 4,
+      st * 4,
+      dst,
+      rows,
+      K,
+      p,
+      per,
+    ]);
   }
 
   /**
@@ -458,7 +521,23 @@ export class PackArena {
    * (small products: matmul.ts sumsAlone). `blockBytes`, `maxPanels` and `perThread` bound a block of A panels
    * (its schedule: strategy.ts MatmulSchedule; they change which panels go together, never a sum).
    */
-  tiles(pa0: number, strideA: number, pb0: number, strideB: number, MP: number, K: number, acc0: number, NP: number, B: number, T = 128, variant = 0, par = true, blockBytes = BLOCK_BYTES, maxPanels = MAX_BLOCK_PANELS, perThread = MIN_BLOCKS_PER_THREAD): void {
+  tiles(
+    pa0: number,
+    strideA: number,
+    pb0: number,
+    strideB: number,
+    MP: number,
+    K: number,
+    acc0: number,
+    NP: number,
+    B: number,
+    T = 128,
+    variant = 0,
+    par = true,
+    blockBytes = BLOCK_BYTES,
+    maxPanels = MAX_BLOCK_PANELS,
+    perThread = MIN_BLOCKS_PER_THREAD,
+  ): void {
     // multiply-adds (float64 tiles count twice: half the lanes), and the threads the hand-off model gives them (./handoff.ts)
     const work = B * MP * NP * K * (T / 4);
     const threads = handoffThreads(work, this.shared && par ? threadCount() : 1);
@@ -466,14 +545,50 @@ export class PackArena {
     // Staged operands are packed by the job's first claims (pairs of them; a product stages two at most).
     const ops = this.pending;
     this.pending = [];
-    while (ops.length > 2) this.run(threads, [0, ops[0]![0] + ops[1]![0], 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, ops[0]![0] + ops[1]![0], ...ops.shift()!, ...ops.shift()!]);
-    const o1 = ops[0] ?? NO_OPERAND, o2 = ops[1] ?? NO_OPERAND;
+    while (ops.length > 2)
+      this.run(threads, [
+        0,
+        ops[0]![0] + ops[1]![0],
+        0,
+        1,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        ops[0]![0] + ops[1]![0],
+        ...ops.shift()!,
+        ...ops.shift()!,
+      ]);
+    const o1 = ops[0] ?? NO_OPERAND,
+      o2 = ops[1] ?? NO_OPERAND;
     // Blocks of A panels that fit L2; with threads, at least `perThread` blocks per thread, so that a worker
     // that wakes late still finds work and the caller waits for a small block at most.
     const fit = Math.max(1, Math.min(maxPanels, Math.floor(blockBytes / strideA)));
     const G = threads > 1 && B === 1 ? Math.max(1, Math.min(fit, Math.ceil(MP / (perThread * threads)))) : fit;
     const P = o1[0] + o2[0];
-    this.run(threads, [0, P + B * Math.ceil(MP / G), MP, G, pa0, strideA, pb0, strideB, K, acc0, NP, T, variant, P, ...o1, ...o2]);
+    this.run(threads, [
+      0,
+      P + B * Math.ceil(MP / G),
+      MP,
+      G,
+      pa0,
+      strideA,
+      pb0,
+      strideB,
+      K,
+      acc0,
+      NP,
+      T,
+      variant,
+      P,
+      ...o1,
+      ...o2,
+    ]);
     handoffMeasured(work, threads, performance.now() - t0);
   }
 

@@ -14,8 +14,14 @@ export type MatmulForm = 'tiles' | 'lanes';
 function matmulParts(k: MatmulKernel, bufs: BufferInfo): string[] {
   const st = k.out;
   const operand = (name: string, e: Expr, vars: readonly Var[]): string[] => {
-    const w = new Writer(bufs, () => undefined, () => false);
-    const ls = exprOrder([e]).map((x) => w.line(x)).filter((l): l is string => l !== undefined);
+    const w = new Writer(
+      bufs,
+      () => undefined,
+      () => false,
+    );
+    const ls = exprOrder([e])
+      .map((x) => w.line(x))
+      .filter((l): l is string => l !== undefined);
     return [
       `fn ${name}(${vars.map((v) => `i${v.id}: i32`).join(', ')}) -> f32 {`,
       ...ls.map((l) => `  ${l}`),
@@ -23,8 +29,14 @@ function matmulParts(k: MatmulKernel, bufs: BufferInfo): string[] {
       '}',
     ];
   };
-  const ew = new Writer(bufs, () => undefined, () => false);
-  const epi = exprOrder([st.value]).map((x) => ew.line(x)).filter((l): l is string => l !== undefined);
+  const ew = new Writer(
+    bufs,
+    () => undefined,
+    () => false,
+  );
+  const epi = exprOrder([st.value])
+    .map((x) => ew.line(x))
+    .filter((l): l is string => l !== undefined);
   const ty = storageOf(st.dtype)!;
   const stored = roundAs(st.dtype, ew.code(st.value, 'f32'));
   const [B, M, N, K] = [k.batch, k.m, k.n, k.k];
@@ -144,10 +156,17 @@ function laneTiles(k: MatmulKernel): [string[], [number, number, number]] {
     ...all((r, c) => `  var ${acc(r, c)} = 0.0;`),
     `  for (var k = 0i; k < ${K.size}i; k++) {`,
     ...Array.from({ length: C }, (_, c) => `    let y${c} = opB(bz, k, n${c});`),
-    ...Array.from({ length: R }, (_, r) => `    { let x = opA(bz, m${r}, k); ${Array.from({ length: C }, (_, c) => `${acc(r, c)} = fma(x, y${c}, ${acc(r, c)});`).join(' ')} }`),
+    ...Array.from(
+      { length: R },
+      (_, r) =>
+        `    { let x = opA(bz, m${r}, k); ${Array.from({ length: C }, (_, c) => `${acc(r, c)} = fma(x, y${c}, ${acc(r, c)});`).join(' ')} }`,
+    ),
     '  }',
     ...all((r, c) => `  epilogue(bz, r0 + ${r}i, c0 + ${c * MM_LANES}i, ${acc(r, c)});`),
     '}',
   ];
-  return [body, blocks <= MAX_GROUPS ? [blocks, 1, k.batch.size] : [MAX_GROUPS, Math.ceil(blocks / MAX_GROUPS), k.batch.size]];
+  return [
+    body,
+    blocks <= MAX_GROUPS ? [blocks, 1, k.batch.size] : [MAX_GROUPS, Math.ceil(blocks / MAX_GROUPS), k.batch.size],
+  ];
 }

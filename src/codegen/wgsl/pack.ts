@@ -21,13 +21,19 @@ export interface PackedKernel extends WgslKernel {
 }
 
 /** The packing that brings `binds` within the device's bindings, undefined where none is needed, or the reason none fits. */
-export function planPack(binds: readonly number[], writes: readonly number[], info: BufferInfo): Pack | undefined | string {
+export function planPack(
+  binds: readonly number[],
+  writes: readonly number[],
+  info: BufferInfo,
+): Pack | undefined | string {
   const most = info.maxBindings ?? MAX_BINDINGS;
   if (binds.length <= most) return undefined;
   const need = binds.length - most + 1;
   let best: Pack | undefined;
   for (const ty of ['f32', 'i32'] as const) {
-    const free = binds.filter((b) => !writes.includes(b) && info.storage(b) === ty && info.size(b) > 0).sort((p, q) => info.size(p) - info.size(q) || p - q);
+    const free = binds
+      .filter((b) => !writes.includes(b) && info.storage(b) === ty && info.size(b) > 0)
+      .sort((p, q) => info.size(p) - info.size(q) || p - q);
     if (free.length < need) continue;
     let at = 0;
     const parts = free.slice(0, need).map((buf) => {
@@ -38,7 +44,10 @@ export function planPack(binds: readonly number[], writes: readonly number[], in
     if (at > 2 ** 31 - 1) continue;
     if (best === undefined || at < best.total) best = { ty, parts, total: at };
   }
-  return best ?? `binds ${binds.length} buffers (a shader binds at most ${most} on this device, and too few of them are read-only of one type to pack)`;
+  return (
+    best ??
+    `binds ${binds.length} buffers (a shader binds at most ${most} on this device, and too few of them are read-only of one type to pack)`
+  );
 }
 
 /** `k` rendered with every binding, rewritten to read the packed buffers from one binding after the others. */
@@ -55,7 +64,9 @@ export function packKernel(k: WgslKernel, pack: Pack): PackedKernel {
   let slot = 0;
   const renumbered = lines.map((l) => l.replace(/^@group\(0\) @binding\(\d+\)/, () => `@group(0) @binding(${slot++})`));
   let last = -1;
-  renumbered.forEach((l, i) => { if (l.startsWith('@group(0) @binding(')) last = i; });
+  renumbered.forEach((l, i) => {
+    if (l.startsWith('@group(0) @binding(')) last = i;
+  });
   renumbered.splice(last + 1, 0, `@group(0) @binding(${slot}) var<storage, read> pk: array<${pack.ty}>;`);
   return { ...k, code: renumbered.join('\n'), binds, packed: pack };
 }

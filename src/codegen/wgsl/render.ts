@@ -1,4 +1,3 @@
-
 import type { LoopKernel } from '../kernel/ir.js';
 import { roundAs, storageOf } from './scalar.js';
 import { Writer, writeScopes, assemble, coordCode, groups1d, type BufferInfo, type WgslKernel } from './writer.js';
@@ -12,7 +11,11 @@ export { renderMatmul } from './matmul.js';
 /** A loop kernel as strategy.ts planned it: one invocation per element of its output loops (or per row: rows.ts), every store in the one shader. */
 export function renderLoop(k: LoopKernel, plan: LoopPlan, bufs: BufferInfo): WgslKernel {
   const { sched: s, indexNodes, total } = plan;
-  const w = new Writer(bufs, (e) => s.loadIndex.get(e), (e) => indexNodes.has(e));
+  const w = new Writer(
+    bufs,
+    (e) => s.loadIndex.get(e),
+    (e) => indexNodes.has(e),
+  );
   const binds = [...plan.binds];
   if (plan.rows !== undefined) return renderRows(k, s, plan.rows, w, bufs, binds, [...plan.written], plan.workgroup);
   if (plan.steps !== undefined) return renderSteps(k, s, indexNodes, plan.steps, bufs, binds, [...plan.written]);

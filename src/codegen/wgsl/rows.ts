@@ -8,7 +8,16 @@ import { FOLD_ROWS, REDUCE_INIT, type Expr, type ReduceOp } from '../kernel/expr
 import type { LoopKernel } from '../kernel/ir.js';
 import type { Schedule, Scope, ScopeItem } from '../transform/schedule.js';
 import { WGSL_OPS, f32Literal, roundAs, storageOf } from './scalar.js';
-import { MAX_GROUPS, assemble, coordCode, foldCode, kahanStep, type BufferInfo, type WgslKernel, type Writer } from './writer.js';
+import {
+  MAX_GROUPS,
+  assemble,
+  coordCode,
+  foldCode,
+  kahanStep,
+  type BufferInfo,
+  type WgslKernel,
+  type Writer,
+} from './writer.js';
 
 /** Invocations per row where a row's reductions are folded by a workgroup. */
 export const ROW_WG = 64;
@@ -30,7 +39,7 @@ type Reduce = Expr & { t: 'reduce' };
 function chain(s: Schedule, r: Reduce): Scope[] | undefined {
   const { first, last } = s.reduceLoops.get(r)!;
   const out: Scope[] = [];
-  for (let sc: Scope | undefined = first; sc !== undefined;) {
+  for (let sc: Scope | undefined = first; sc !== undefined; ) {
     out.push(sc);
     if (sc === last) return out;
     if (sc.items.some((it) => it.kind === 'expr' && it.e.t === 'reduce')) return undefined;
@@ -55,7 +64,10 @@ export function rowsForm(k: LoopKernel, s: Schedule): number | undefined {
     const at = s.scopeOf.get(r)!;
     if (at.reduce !== undefined || r.vars.length === 0 || chain(s, r) === undefined) return undefined;
     d = Math.max(d, at.depth);
-    longest = Math.max(longest, r.vars.reduce((p, v) => p * v.size, 1));
+    longest = Math.max(
+      longest,
+      r.vars.reduce((p, v) => p * v.size, 1),
+    );
   }
   const rows = k.vars.slice(0, d).reduce((p, v) => p * v.size, 1);
   const inner = k.vars.slice(d).reduce((p, v) => p * v.size, 1);
@@ -81,8 +93,18 @@ export function rowLanes(k: LoopKernel, d: number, simdLanes: boolean): number {
  * KAHAN_FROM elements whatever the lanes), or 1 (rowLanes: ROW_LANES rows a workgroup, each
  * invocation folding its own, compensated from KAHAN_FROM elements).
  */
-export function renderRows(k: LoopKernel, s: Schedule, d: number, w: Writer, bufs: BufferInfo, binds: number[], written: number[], lanes = ROW_WG): WgslKernel {
-  const rowVars = k.vars.slice(0, d), innerVars = k.vars.slice(d);
+export function renderRows(
+  k: LoopKernel,
+  s: Schedule,
+  d: number,
+  w: Writer,
+  bufs: BufferInfo,
+  binds: number[],
+  written: number[],
+  lanes = ROW_WG,
+): WgslKernel {
+  const rowVars = k.vars.slice(0, d),
+    innerVars = k.vars.slice(d);
   const rows = rowVars.reduce((p, v) => p * v.size, 1);
   const inner = innerVars.reduce((p, v) => p * v.size, 1);
   const tree = lanes > 1;
@@ -99,7 +121,10 @@ export function renderRows(k: LoopKernel, s: Schedule, d: number, w: Writer, buf
     for (const it of scope.items) {
       if (it.kind !== 'expr') continue;
       if (it.e.t === 'reduce') reduce(it.e, ind);
-      else { const l = w.line(it.e); if (l !== undefined) lines.push(ind + l); }
+      else {
+        const l = w.line(it.e);
+        if (l !== undefined) lines.push(ind + l);
+      }
     }
   };
   const reduce = (r: Reduce, ind: string): void => {
@@ -136,12 +161,18 @@ export function renderRows(k: LoopKernel, s: Schedule, d: number, w: Writer, buf
   }
   lines.push(`for (var e = ${from}; e < ${inner}i; e += ${lanes}i) {`);
   coords(innerVars, 'e', '  ');
-  for (let next: ScopeItem | undefined = sc.items.find((it) => it.kind === 'loop'); next?.kind === 'loop' && next.scope.reduce === undefined; next = next.scope.items.find((it) => it.kind === 'loop')) {
+  for (
+    let next: ScopeItem | undefined = sc.items.find((it) => it.kind === 'loop');
+    next?.kind === 'loop' && next.scope.reduce === undefined;
+    next = next.scope.items.find((it) => it.kind === 'loop')
+  ) {
     exprs(next.scope, '  ');
   }
   for (const st of s.stores) {
     const v = roundAs(st.store.dtype, w.code(st.value, 'f32'));
-    lines.push(`  b${st.store.buf}[${w.code(st.index, 'i32')}] = ${storageOf(st.store.dtype) === 'f32' ? v : `i32(${v})`};`);
+    lines.push(
+      `  b${st.store.buf}[${w.code(st.index, 'i32')}] = ${storageOf(st.store.dtype) === 'f32' ? v : `i32(${v})`};`,
+    );
   }
   lines.push('}');
   const body = tree

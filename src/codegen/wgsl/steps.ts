@@ -40,29 +40,38 @@ export function planSteps(k: LoopKernel, sizeOf: (buf: number) => number, fail: 
   const written = new Set(k.stores.map((st) => st.buf));
   for (const st of k.stores) {
     if (st.dyn !== undefined && st.accumulate !== true) throw fail('stores into rows chosen by data');
-    if (st.dyn !== undefined && k.stores.some((o) => o !== st && o.buf === st.buf)) throw fail('stores into rows chosen by data beside other stores to the buffer');
+    if (st.dyn !== undefined && k.stores.some((o) => o !== st && o.buf === st.buf))
+      throw fail('stores into rows chosen by data beside other stores to the buffer');
   }
   // The reads of written buffers (an accumulation's own read of its element is not one).
   const reads: (Expr & { t: 'load' })[] = [];
   for (const e of exprOrder(k.stores.flatMap((st) => (st.dyn !== undefined ? [st.value, st.dyn.row] : [st.value])))) {
     if (e.t !== 'load' || !written.has(e.buf)) continue;
     if (e.dyn !== undefined) throw fail('reads rows chosen by data of a buffer it writes');
-    if (k.stores.some((st) => st.buf === e.buf && st.dyn !== undefined)) throw fail('reads a buffer it accumulates into rows chosen by data');
+    if (k.stores.some((st) => st.buf === e.buf && st.dyn !== undefined))
+      throw fail('reads a buffer it accumulates into rows chosen by data');
     reads.push(e);
   }
   const total = k.vars.reduce((p, v) => p * v.size, 1);
   const extra = reads.map((e) => varsOf(e.index).filter((v) => !k.vars.some((o) => o.id === v.id)));
   const work = total * (k.stores.length + reads.reduce((s, _, i) => s + extra[i]!.reduce((p, v) => p * v.size, 1), 0));
-  if (work > MAX_WORK) throw fail(`a recursion along an axis of ${total} elements (beyond what is checked for the steps form)`);
+  if (work > MAX_WORK)
+    throw fail(`a recursion along an axis of ${total} elements (beyond what is checked for the steps form)`);
   let best: StepsPlan | undefined;
   let bestWidth = 0;
   const whyNot: string[] = [];
   k.vars.forEach((v, axis) => {
     if (v.size === 1 && k.vars.length > 1) return;
     const why = checkAxis(k, axis, reads, extra, sizeOf);
-    if (typeof why === 'string') { whyNot.push(why); return; }
+    if (typeof why === 'string') {
+      whyNot.push(why);
+      return;
+    }
     const width = total / v.size;
-    if (best === undefined || width > bestWidth) { best = { axis, windows: why }; bestWidth = width; }
+    if (best === undefined || width > bestWidth) {
+      best = { axis, windows: why };
+      bestWidth = width;
+    }
   });
   if (best === undefined) throw fail(`a running value along an axis that no loop orders (${whyNot[0] ?? 'no loops'})`);
   return best;
@@ -85,7 +94,12 @@ function evalIndex(x: IExpr, env: ReadonlyMap<number, number>): number {
     if (a.kind === 'var') v = env.get(a.v.id)!;
     else {
       const y = evalIndex(a.x, env);
-      v = a.kind === 'div' ? Math.floor(y / a.d) : a.kind === 'mod' ? ((y % a.d) + a.d) % a.d : Math.min(Math.max(y, a.lo), a.hi);
+      v =
+        a.kind === 'div'
+          ? Math.floor(y / a.d)
+          : a.kind === 'mod'
+            ? ((y % a.d) + a.d) % a.d
+            : Math.min(Math.max(y, a.lo), a.hi);
     }
     s += k * v;
   }
@@ -93,7 +107,11 @@ function evalIndex(x: IExpr, env: ReadonlyMap<number, number>): number {
 }
 
 /** Calls `f(rank, env)` for every element of `vars` in row-major order. */
-function eachElement(vars: readonly Var[], f: (rank: number, env: Map<number, number>) => void, env = new Map<number, number>()): void {
+function eachElement(
+  vars: readonly Var[],
+  f: (rank: number, env: Map<number, number>) => void,
+  env = new Map<number, number>(),
+): void {
   const total = vars.reduce((p, v) => p * v.size, 1);
   for (let r = 0; r < total; r++) {
     let rest = r;
@@ -107,7 +125,13 @@ function eachElement(vars: readonly Var[], f: (rank: number, env: Map<number, nu
 }
 
 /** Whether walking loop `axis` in order keeps `k`'s row-major meaning: the windows of its data-chosen rows, or why not. */
-function checkAxis(k: LoopKernel, axis: number, reads: readonly (Expr & { t: 'load' })[], extra: readonly Var[][], sizeOf: (buf: number) => number): Map<Store, number> | string {
+function checkAxis(
+  k: LoopKernel,
+  axis: number,
+  reads: readonly (Expr & { t: 'load' })[],
+  extra: readonly Var[][],
+  sizeOf: (buf: number) => number,
+): Map<Store, number> | string {
   const av = k.vars[axis]!;
   const others = k.vars.filter((_, i) => i !== axis);
   // Who stored each element of each written buffer: rank and step, -1 where none did.
@@ -130,8 +154,14 @@ function checkAxis(k: LoopKernel, axis: number, reads: readonly (Expr & { t: 'lo
       const i = evalIndex(st.index, env);
       const ranks = rankOf.get(st.buf)!;
       const steps = stepOf.get(st.buf)!;
-      if (i < 0 || i >= ranks.length) { bad = `stores outside its buffer (element ${i})`; return; }
-      if (ranks[i]! >= 0 && steps[i]! >= step) { bad = `loop ${axis} stores an element twice in one step or out of order`; return; }
+      if (i < 0 || i >= ranks.length) {
+        bad = `stores outside its buffer (element ${i})`;
+        return;
+      }
+      if (ranks[i]! >= 0 && steps[i]! >= step) {
+        bad = `loop ${axis} stores an element twice in one step or out of order`;
+        return;
+      }
       ranks[i] = r;
       steps[i] = step;
     }
@@ -144,13 +174,18 @@ function checkAxis(k: LoopKernel, axis: number, reads: readonly (Expr & { t: 'lo
     eachElement(k.vars, (r, env) => {
       if (bad !== undefined) return;
       const step = env.get(av.id)!;
-      eachElement(extra[j]!, () => {
-        if (bad !== undefined) return;
-        const i = evalIndex(e.index, env);
-        if (i < 0 || i >= ranks.length || ranks[i]! < 0) return; // never stored here: the value before the kernel, on both
-        if (steps[i] === step) bad = `loop ${axis} reads a value stored in the same step`;
-        else if ((ranks[i]! < r) !== (steps[i]! < step)) bad = `loop ${axis} reads a value in another order than row-major`;
-      }, env);
+      eachElement(
+        extra[j]!,
+        () => {
+          if (bad !== undefined) return;
+          const i = evalIndex(e.index, env);
+          if (i < 0 || i >= ranks.length || ranks[i]! < 0) return; // never stored here: the value before the kernel, on both
+          if (steps[i] === step) bad = `loop ${axis} reads a value stored in the same step`;
+          else if (ranks[i]! < r !== steps[i]! < step)
+            bad = `loop ${axis} reads a value in another order than row-major`;
+        },
+        env,
+      );
     });
     if (bad !== undefined) return bad;
   }
@@ -171,9 +206,11 @@ function checkAxis(k: LoopKernel, axis: number, reads: readonly (Expr & { t: 'lo
     if (starts.some(([l, h]) => l !== h)) return `loop ${axis} moves an accumulation's row within the step`;
     const last = starts[starts.length - 1]![0];
     const spacing = starts.length > 1 ? starts[1]![0] - starts[0]![0] : sizeOf(st.buf) - last;
-    if (starts.some(([l], i) => i > 0 && l - starts[i - 1]![0] !== spacing)) return `loop ${axis}'s accumulations are not rows of one axis`;
+    if (starts.some(([l], i) => i > 0 && l - starts[i - 1]![0] !== spacing))
+      return `loop ${axis}'s accumulations are not rows of one axis`;
     const rows = Math.floor(spacing / st.dyn.stride);
-    if (rows < 1 || rows * st.dyn.stride !== spacing || last + spacing > sizeOf(st.buf) || starts[0]![0] < 0) return `loop ${axis}'s accumulations are not rows of one axis`;
+    if (rows < 1 || rows * st.dyn.stride !== spacing || last + spacing > sizeOf(st.buf) || starts[0]![0] < 0)
+      return `loop ${axis}'s accumulations are not rows of one axis`;
     windows.set(st, rows);
   }
   return windows;
@@ -184,8 +221,20 @@ function checkAxis(k: LoopKernel, axis: number, reads: readonly (Expr & { t: 'lo
  * step loop in order, the invocations share the step's elements (row-major over the other loops),
  * then a storage barrier.
  */
-export function renderSteps(k: LoopKernel, s: Schedule, indexNodes: ReadonlySet<Expr>, plan: StepsPlan, bufs: BufferInfo, binds: number[], written: number[]): WgslKernel {
-  const w = new Writer(bufs, (e) => s.loadIndex.get(e), (e) => indexNodes.has(e));
+export function renderSteps(
+  k: LoopKernel,
+  s: Schedule,
+  indexNodes: ReadonlySet<Expr>,
+  plan: StepsPlan,
+  bufs: BufferInfo,
+  binds: number[],
+  written: number[],
+): WgslKernel {
+  const w = new Writer(
+    bufs,
+    (e) => s.loadIndex.get(e),
+    (e) => indexNodes.has(e),
+  );
   const av = k.vars[plan.axis]!;
   const others = k.vars.filter((_, i) => i !== plan.axis);
   const width = others.reduce((p, v) => p * v.size, 1);
@@ -200,11 +249,13 @@ export function renderSteps(k: LoopKernel, s: Schedule, indexNodes: ReadonlySet<
     const store = st.store;
     const ty = storageOf(store.dtype)!;
     const rows = plan.windows.get(store);
-    const index = store.dyn !== undefined && rows !== undefined
-      ? `(${iexprCode(store.index)} + clamp(${w.code(store.dyn.row, 'i32')}, 0i, ${rows - 1}i) * ${store.dyn.stride}i)`
-      : w.code(st.index, 'i32');
+    const index =
+      store.dyn !== undefined && rows !== undefined
+        ? `(${iexprCode(store.index)} + clamp(${w.code(store.dyn.row, 'i32')}, 0i, ${rows - 1}i) * ${store.dyn.stride}i)`
+        : w.code(st.index, 'i32');
     const v = w.code(st.value, 'f32');
-    const value = store.accumulate === true ? `${ty === 'f32' ? `b${store.buf}[j]` : `f32(b${store.buf}[j])`} + ${v}` : v;
+    const value =
+      store.accumulate === true ? `${ty === 'f32' ? `b${store.buf}[j]` : `f32(b${store.buf}[j])`} + ${v}` : v;
     const rounded = roundAs(store.dtype, value);
     lines.push(`{ let j = ${index}; b${store.buf}[j] = ${ty === 'f32' ? rounded : `i32(${rounded})`}; }`);
   }

@@ -89,7 +89,12 @@ export function storageIn(p: Program, b: number): 'f32' | 'i32' | undefined {
 
 /** The buffers of `p` as the renderer sees them on a device binding at most `maxBindings` storage buffers per shader. */
 export function webBufferInfo(p: Program, maxBindings: number): BufferInfo {
-  return { dtype: (b) => p.buffers[b]!.dtype, size: (b) => p.buffers[b]!.size, storage: (b) => storageIn(p, b), maxBindings };
+  return {
+    dtype: (b) => p.buffers[b]!.dtype,
+    size: (b) => p.buffers[b]!.size,
+    storage: (b) => storageIn(p, b),
+    maxBindings,
+  };
 }
 
 /**
@@ -117,19 +122,28 @@ function webStrategy(s: Step, info: BufferInfo, maxBindings: number, simdLanes: 
         const checks = rowChecks(s, (why) => new HostStep(why));
         return { where: 'device', kind: 'loop', plan: chosenWorkgroup(s, planLoop(s, info, simdLanes)), checks };
       }
-      case 'matmul': checkMatmul(s, info); return { where: 'device', kind: 'matmul', form: simdLanes ? 'lanes' : 'tiles' };
+      case 'matmul':
+        checkMatmul(s, info);
+        return { where: 'device', kind: 'matmul', form: simdLanes ? 'lanes' : 'tiles' };
       case 'scan': {
         const body = chooseWebStrategies(s.body, maxBindings, simdLanes);
         body.forEach((b, i) => {
           const step = s.body.steps[i]!;
-          if (b.kind === 'host') throw new HostStep(`its body's ${step.kind === 'extern' ? 'op' : 'kernel'} ${step.kind === 'extern' ? step.def.name : step.label} runs on the host (${b.why})`);
-          if (b.kind === 'loop' && b.checks.length > 0) throw new HostStep('its body checks row numbers read from data on the host');
-          if (b.kind === 'loop' && b.plan.hostCheck === true) throw new HostStep('its body checks values read from data on the host');
+          if (b.kind === 'host')
+            throw new HostStep(
+              `its body's ${step.kind === 'extern' ? 'op' : 'kernel'} ${step.kind === 'extern' ? step.def.name : step.label} runs on the host (${b.why})`,
+            );
+          if (b.kind === 'loop' && b.checks.length > 0)
+            throw new HostStep('its body checks row numbers read from data on the host');
+          if (b.kind === 'loop' && b.plan.hostCheck === true)
+            throw new HostStep('its body checks values read from data on the host');
         });
         return { where: 'device', kind: 'scan', body };
       }
-      case 'extern': throw new HostStep(`op ${s.def.name} has no kernel (${s.reason})`);
-      case 'print': throw new HostStep('print_tensor is a host callback');
+      case 'extern':
+        throw new HostStep(`op ${s.def.name} has no kernel (${s.reason})`);
+      case 'print':
+        throw new HostStep('print_tensor is a host callback');
     }
   } catch (e) {
     if (e instanceof Empty) return { where: 'device', kind: 'empty' };
@@ -155,15 +169,27 @@ function planLoop(k: LoopKernel, info: BufferInfo, simdLanes: boolean): LoopPlan
   const indexNodes = new Set<Expr>();
   for (const ix of sched.loadIndex.values()) for (const e of exprOrder([ix])) indexNodes.add(e);
   for (const st of sched.stores) for (const e of exprOrder([st.index])) indexNodes.add(e);
-  const checked = checkSpelled([...sched.stores.flatMap((st) => [st.value, st.index]), ...sched.loadIndex.values()], info, (e) => indexNodes.has(e));
+  const checked = checkSpelled(
+    [...sched.stores.flatMap((st) => [st.value, st.index]), ...sched.loadIndex.values()],
+    info,
+    (e) => indexNodes.has(e),
+  );
   const binds = [...new Set([...written, ...reads])].sort((p, q) => p - q);
   const pack = planPack(binds, [...written], info);
   if (typeof pack === 'string') throw new HostStep(pack);
   checkBinds(binds, [...written], pack === undefined ? info : { ...info, maxBindings: Number.POSITIVE_INFINITY });
   const rows = steps === undefined ? rowsForm(k, sched) : undefined;
   return {
-    sched, indexNodes, rows, total, written: [...written], binds, workgroup: rows === undefined ? WG : rowLanes(k, rows, simdLanes),
-    ...(steps !== undefined ? { steps } : {}), ...(checked ? { hostCheck: true } : {}), ...(pack !== undefined ? { pack } : {}),
+    sched,
+    indexNodes,
+    rows,
+    total,
+    written: [...written],
+    binds,
+    workgroup: rows === undefined ? WG : rowLanes(k, rows, simdLanes),
+    ...(steps !== undefined ? { steps } : {}),
+    ...(checked ? { hostCheck: true } : {}),
+    ...(pack !== undefined ? { pack } : {}),
   };
 }
 
@@ -171,7 +197,10 @@ function chosenWorkgroup(k: LoopKernel, plan: LoopPlan): LoopPlan {
   if (plan.steps !== undefined) return plan; // one workgroup walks the steps (steps.ts)
   const wg = chooser?.loop(k, plan);
   if (wg === undefined || wg === plan.workgroup) return plan;
-  if (!WORKGROUP_SIZES.includes(wg)) throw new Error(`the workgroup chooser gave ${wg} invocations for kernel ${k.label}; allowed: ${WORKGROUP_SIZES.join(', ')}`);
+  if (!WORKGROUP_SIZES.includes(wg))
+    throw new Error(
+      `the workgroup chooser gave ${wg} invocations for kernel ${k.label}; allowed: ${WORKGROUP_SIZES.join(', ')}`,
+    );
   return { ...plan, workgroup: wg };
 }
 
@@ -184,8 +213,13 @@ function checkMatmul(k: MatmulKernel, info: BufferInfo): void {
   const reads = loaded([k.a, k.b, st.value]);
   if (reads.includes(st.buf)) throw new HostStep('a product reading its own output');
   if (checkSpelled([k.a, k.b, st.value], info, () => false)) throw new HostStep('a checked call inside a product');
-  if (k.batch.size > MAX_GROUPS) throw new HostStep(`${k.batch.size} products in a batch (at most ${MAX_GROUPS} per dispatch)`);
-  checkBinds([...new Set([st.buf, ...reads])].sort((p, q) => p - q), [st.buf], info);
+  if (k.batch.size > MAX_GROUPS)
+    throw new HostStep(`${k.batch.size} products in a batch (at most ${MAX_GROUPS} per dispatch)`);
+  checkBinds(
+    [...new Set([st.buf, ...reads])].sort((p, q) => p - q),
+    [st.buf],
+    info,
+  );
 }
 
 const DRAWS: ReadonlySet<number> = new Set(Object.values(DRAW));
@@ -195,22 +229,30 @@ function checkSpelled(roots: readonly Expr[], info: BufferInfo, isIndex: (e: Exp
   let checked = false;
   for (const e of exprOrder(roots)) {
     switch (e.t) {
-      case 'load': if (info.storage(e.buf) === undefined) throw new HostStep(`reads a ${info.dtype(e.buf)} buffer`); break;
-      case 'cast': if (storageOf(e.dtype) === undefined) throw new HostStep(`rounds to ${e.dtype}`); break;
+      case 'load':
+        if (info.storage(e.buf) === undefined) throw new HostStep(`reads a ${info.dtype(e.buf)} buffer`);
+        break;
+      case 'cast':
+        if (storageOf(e.dtype) === undefined) throw new HostStep(`rounds to ${e.dtype}`);
+        break;
       case 'call':
         if (e.fn === philoxDraw) {
-          if ([0, 2, 4, 5, 6, 7].some((k) => e.args[k]!.t !== 'const')) throw new HostStep('a random draw whose parameters are not constants');
+          if ([0, 2, 4, 5, 6, 7].some((k) => e.args[k]!.t !== 'const'))
+            throw new HostStep('a random draw whose parameters are not constants');
           const kind = (e.args[0] as Expr & { t: 'const' }).v;
           if (!DRAWS.has(kind)) throw new HostStep(`random draw kind ${kind}`);
         } else if (CHECKED_CALLS[e.name] !== undefined) checked = true;
-        else if (WGSL_CALLS[e.name as OpName] === undefined) throw new HostStep(`calls ${e.name}, which has no WGSL spelling yet`);
+        else if (WGSL_CALLS[e.name as OpName] === undefined)
+          throw new HostStep(`calls ${e.name}, which has no WGSL spelling yet`);
         break;
       case 'op': {
         const idx = isIndex(e);
-        if ((idx ? INDEX_OPS : WGSL_OPS)[e.op] === undefined) throw new HostStep(`${idx ? 'index ' : ''}op ${e.op} has no WGSL spelling yet`);
+        if ((idx ? INDEX_OPS : WGSL_OPS)[e.op] === undefined)
+          throw new HostStep(`${idx ? 'index ' : ''}op ${e.op} has no WGSL spelling yet`);
         break;
       }
-      default: break;
+      default:
+        break;
     }
   }
   return checked;
@@ -219,6 +261,9 @@ function checkSpelled(roots: readonly Expr[], info: BufferInfo, isIndex: (e: Exp
 /** The shader's bindings: at most the device's count, each buffer in a storage the device holds. */
 function checkBinds(binds: readonly number[], writes: readonly number[], info: BufferInfo): void {
   const most = info.maxBindings ?? MAX_BINDINGS;
-  if (binds.length > most) throw new HostStep(`binds ${binds.length} buffers (a shader binds at most ${most} on this device)`);
-  for (const b of binds) if (info.storage(b) === undefined) throw new HostStep(`${writes.includes(b) ? 'stores' : 'reads'} a ${info.dtype(b)} buffer`);
+  if (binds.length > most)
+    throw new HostStep(`binds ${binds.length} buffers (a shader binds at most ${most} on this device)`);
+  for (const b of binds)
+    if (info.storage(b) === undefined)
+      throw new HostStep(`${writes.includes(b) ? 'stores' : 'reads'} a ${info.dtype(b)} buffer`);
 }

@@ -9,10 +9,20 @@ import type { Schedule } from '../transform/schedule.js';
 import { spellIndex, type IExpr, type IndexSpelling } from '../kernel/index-expr.js';
 import { DRAW, philoxDraw } from '../lower/random-fn.js';
 import { CHECKED_CALLS } from './checked.js';
-import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, f32Literal, helperSources, i32Literal, roundAs, storageOf } from './scalar.js';
+import {
+  INDEX_OPS,
+  WGSL_CALLS,
+  WGSL_OPS,
+  f32Literal,
+  helperSources,
+  i32Literal,
+  roundAs,
+  storageOf,
+} from './scalar.js';
 
 /** An expression strategy.ts should have sent to the host. */
-const unspelled = (what: string): Error => new Error(`internal: the WGSL renderer has no spelling for ${what} (strategy.ts runs such a step on the host)`);
+const unspelled = (what: string): Error =>
+  new Error(`internal: the WGSL renderer has no spelling for ${what} (strategy.ts runs such a step on the host)`);
 
 export interface BufferInfo {
   dtype(buf: number): DType;
@@ -50,15 +60,24 @@ export class Writer {
     private readonly isIndex: (e: Expr) => boolean,
   ) {}
 
-  name(e: Expr): string { return e.t === 'reduce' ? `a${e.id}` : `t${e.id}`; }
+  name(e: Expr): string {
+    return e.t === 'reduce' ? `a${e.id}` : `t${e.id}`;
+  }
 
   typeOf(e: Expr): Ty {
     switch (e.t) {
-      case 'var': case 'index': case 'row': return 'i32';
-      case 'load': return this.bufs.storage(e.buf)!;
-      case 'op': return this.isIndex(e) ? 'i32' : 'f32';
-      case 'const': return this.isIndex(e) ? 'i32' : 'f32';
-      default: return 'f32';
+      case 'var':
+      case 'index':
+      case 'row':
+        return 'i32';
+      case 'load':
+        return this.bufs.storage(e.buf)!;
+      case 'op':
+        return this.isIndex(e) ? 'i32' : 'f32';
+      case 'const':
+        return this.isIndex(e) ? 'i32' : 'f32';
+      default:
+        return 'f32';
     }
   }
 
@@ -70,17 +89,26 @@ export class Writer {
     return s;
   }
 
-  forget(es: Iterable<Expr>): void { for (const e of es) this.declared.delete(e); }
+  forget(es: Iterable<Expr>): void {
+    for (const e of es) this.declared.delete(e);
+  }
 
   /** `e` as a value of type `want`. */
   code(e: Expr, want: Ty): string {
     if (e.t === 'const') return want === 'i32' ? i32Literal(e.v) : f32Literal(e.v);
     let s: string;
     switch (e.t) {
-      case 'var': s = `i${e.v.id}`; break;
-      case 'acc': s = 'acc'; break;
-      case 'reduce': s = `a${e.id}`; break;
-      default: s = this.declared.has(e) ? `t${e.id}` : this.raw(e);
+      case 'var':
+        s = `i${e.v.id}`;
+        break;
+      case 'acc':
+        s = 'acc';
+        break;
+      case 'reduce':
+        s = `a${e.id}`;
+        break;
+      default:
+        s = this.declared.has(e) ? `t${e.id}` : this.raw(e);
     }
     const have = this.typeOf(e);
     return have === want ? s : `${want}(${s})`;
@@ -92,7 +120,8 @@ export class Writer {
         if (this.bufs.storage(e.buf) === undefined) throw unspelled(`a read of a ${this.bufs.dtype(e.buf)} buffer`);
         return `b${e.buf}[${this.indexCode(e)}]`;
       }
-      case 'index': return this.indexCode(e);
+      case 'index':
+        return this.indexCode(e);
       case 'cast': {
         if (storageOf(e.dtype) === undefined) throw unspelled(`a rounding to ${e.dtype}`);
         return roundAs(e.dtype, this.code(e.x, 'f32'));
@@ -110,8 +139,10 @@ export class Writer {
         return r(e.args.map((a) => this.code(a, idx ? 'i32' : 'f32')));
       }
       // Negative rows count from the end; the range is checked on the host before the kernel runs.
-      case 'row': return `t_row(${this.code(e.x, 'i32')}, ${i32Literal(e.rows)})`;
-      default: throw new Error(`internal: ${e.t} has no line`);
+      case 'row':
+        return `t_row(${this.code(e.x, 'i32')}, ${i32Literal(e.rows)})`;
+      default:
+        throw new Error(`internal: ${e.t} has no line`);
     }
   }
 
@@ -134,11 +165,14 @@ export class Writer {
     const [fa, fb] = [f32Literal(lo), f32Literal(hi)];
     switch (kind) {
       case DRAW.uniform: {
-        const u = bits >= 53 ? `t_unit53(${w}.x, ${w}.y)` : `(f32(${w}.x >> ${32 - bits}u) * ${f32Literal(2 ** -bits)})`;
+        const u =
+          bits >= 53 ? `t_unit53(${w}.x, ${w}.y)` : `(f32(${w}.x >> ${32 - bits}u) * ${f32Literal(2 ** -bits)})`;
         return `(${fa} + (${fb} - ${fa}) * ${u})`;
       }
-      case DRAW.normal: return `(${fa} + ${fb} * t_normal(${w}))`;
-      case DRAW.truncated: return `(${fa} + ${fb} * t_truncnormal(${i}, ${key}))`;
+      case DRAW.normal:
+        return `(${fa} + ${fb} * t_normal(${w}))`;
+      case DRAW.truncated:
+        return `(${fa} + ${fb} * t_truncnormal(${i}, ${key}))`;
       case DRAW.binomial: {
         // x0 * 2^-32 < p exactly: x0 below the count of grid points under p.
         const n = Math.ceil(lo * 2 ** 32);
@@ -146,7 +180,8 @@ export class Writer {
         if (n >= 2 ** 32) return f32Literal(1);
         return `select(0.0, 1.0, ${w}.x < ${n}u)`;
       }
-      default: throw unspelled(`random draw kind ${kind}`);
+      default:
+        throw unspelled(`random draw kind ${kind}`);
     }
   }
 
@@ -187,13 +222,19 @@ export function iexprCode(x: IExpr): string {
 export function writeScopes(w: Writer, s: Schedule, outer: ReadonlySet<number>, lines: string[]): void {
   const fold = (r: Expr & { t: 'reduce' }): string =>
     r.op === 'sum' ? kahanStep(r.id, w.code(r.body, 'f32')) : foldCode(r.op, w.name(r), w.code(r.body, 'f32'));
-  walkScopes(s, outer, {
-    line: (e) => w.line(e),
-    loopHead: (v, size) => `for (var ${v} = 0i; ${v} < ${size}i; ${v}++) {`,
-    init: (r) => `var ${w.name(r)}: f32 = ${f32Literal(REDUCE_INIT[r.op])};${r.op === 'sum' ? ` var c${r.id}: f32 = 0.0;` : ''}`,
-    fold,
-    forget: (es) => w.forget(es),
-  }, lines);
+  walkScopes(
+    s,
+    outer,
+    {
+      line: (e) => w.line(e),
+      loopHead: (v, size) => `for (var ${v} = 0i; ${v} < ${size}i; ${v}++) {`,
+      init: (r) =>
+        `var ${w.name(r)}: f32 = ${f32Literal(REDUCE_INIT[r.op])};${r.op === 'sum' ? ` var c${r.id}: f32 = 0.0;` : ''}`,
+      fold,
+      forget: (es) => w.forget(es),
+    },
+    lines,
+  );
 }
 
 export function foldCode(op: ReduceOp, acc: string, v: string): string {
@@ -231,11 +272,18 @@ export function groups1d(n: number, wg = WG): [number, number, number] {
 /** The storage buffers a shader may bind where the device says nothing (WebGPU's default maxStorageBuffersPerShaderStage). */
 export const MAX_BINDINGS = 8;
 
-export function assemble(label: string, body: string[], binds: number[], writes: number[], bufs: BufferInfo, groups: [number, number, number], header: string[] = []): WgslKernel {
+export function assemble(
+  label: string,
+  body: string[],
+  binds: number[],
+  writes: number[],
+  bufs: BufferInfo,
+  groups: [number, number, number],
+  header: string[] = [],
+): WgslKernel {
   const most = bufs.maxBindings ?? MAX_BINDINGS;
   if (binds.length > most) throw unspelled(`${binds.length} bindings (at most ${most} on this device)`);
   const text = body.join('\n');
   const code = [...bindings(binds, writes, bufs), ...header, ...helperSources(text), text].join('\n');
   return { label, code, binds, writes, groups };
 }
-

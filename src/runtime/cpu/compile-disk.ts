@@ -9,10 +9,23 @@
 // hooks) and without pool-tier kernels, whose kernels call only built-in ops' scalar functions
 // (stored by op name), is stored.
 import type { DType, TypedArray } from '../../ir/dtype.js';
-import { bindModule, withBuiltByLines, type CpuModule, type GeneratedModule, type ModuleImage, type ModuleLive } from '../../codegen/cpu/module.js';
+import {
+  bindModule,
+  withBuiltByLines,
+  type CpuModule,
+  type GeneratedModule,
+  type ModuleImage,
+  type ModuleLive,
+} from '../../codegen/cpu/module.js';
 import type { ScalarFn } from '../../codegen/kernel/expr.js';
 import { builtinOps, getOp, isBuiltin } from '../../ir/registry.js';
-import { ewKernelId, ewRecipe, float32Approximations, tierOn, type TierRecipe } from '../../codegen/cpu/wasm/elementwise.js';
+import {
+  ewKernelId,
+  ewRecipe,
+  float32Approximations,
+  tierOn,
+  type TierRecipe,
+} from '../../codegen/cpu/wasm/elementwise.js';
 import { redKernelFrom, redRecipe } from '../../codegen/cpu/wasm/reduce.js';
 import { F32_ELEMENTS } from '../../codegen/cpu/wasm/reduce-body.js';
 import { rowPairs } from '../../codegen/cpu/wasm/reduce-pair.js';
@@ -72,11 +85,14 @@ function fnNames(live: ModuleLive): string[][] | undefined {
 function liveOf(image: ModuleImage, fns: readonly (readonly string[])[]): ModuleLive {
   let at = 0;
   const walk = (im: ModuleImage): ModuleLive => {
-    const own = im.kernels.map(() => (fns[at++] ?? []).map((name) => {
-      const fn = isBuiltin(name) ? (getOp(name) as { scalar?: unknown }).scalar : undefined;
-      if (typeof fn !== 'function') throw new Error(`a kernel calls ${JSON.stringify(name)}, which is not a built-in op's scalar function`);
-      return fn as ScalarFn;
-    }));
+    const own = im.kernels.map(() =>
+      (fns[at++] ?? []).map((name) => {
+        const fn = isBuiltin(name) ? (getOp(name) as { scalar?: unknown }).scalar : undefined;
+        if (typeof fn !== 'function')
+          throw new Error(`a kernel calls ${JSON.stringify(name)}, which is not a built-in op's scalar function`);
+        return fn as ScalarFn;
+      }),
+    );
     return { externs: [], fns: own, origins: [], subs: im.subs.map(walk) };
   };
   return walk(image);
@@ -85,8 +101,13 @@ function liveOf(image: ModuleImage, fns: readonly (readonly string[])[]): Module
 /** What decides the generated code besides the program (its key has the optimizer, passes and matmul variant) and the shapes: the switches codegen reads. */
 function switches(): string {
   return [
-    `wasm:${typeof (globalThis as { WebAssembly?: unknown }).WebAssembly}`, `simd:${tierOn()}`, `f32approx:${float32Approximations()}`, `f32rows:${F32_ELEMENTS}`,
-    `pairs:${rowPairs()}`, `poolMin:${poolParallelMin()}`, `threads:${threadCount()}`,
+    `wasm:${typeof (globalThis as { WebAssembly?: unknown }).WebAssembly}`,
+    `simd:${tierOn()}`,
+    `f32approx:${float32Approximations()}`,
+    `f32rows:${F32_ELEMENTS}`,
+    `pairs:${rowPairs()}`,
+    `poolMin:${poolParallelMin()}`,
+    `threads:${threadCount()}`,
   ].join(',');
 }
 
@@ -96,7 +117,15 @@ export function diskKey(programKey: string, shapes: Shapes): string | undefined 
 }
 
 const TYPED: Record<string, new (b: ArrayBuffer, at: number, n: number) => TypedArray> = {
-  Float64Array, Float32Array, Int32Array, Int16Array, Int8Array, Uint8Array, Uint16Array, Uint32Array, Uint8ClampedArray,
+  Float64Array,
+  Float32Array,
+  Int32Array,
+  Int16Array,
+  Int8Array,
+  Uint8Array,
+  Uint16Array,
+  Uint32Array,
+  Uint8ClampedArray,
 } as unknown as Record<string, new (b: ArrayBuffer, at: number, n: number) => TypedArray>;
 
 /** Typed arrays as `{ $typed, b64 }` (JSON has none). */
@@ -110,7 +139,8 @@ function reviver(_k: string, v: unknown): unknown {
   if (v === null || typeof v !== 'object' || !('$typed' in v)) return v;
   const { $typed, b64 } = v as { $typed: string; b64: string };
   const Ctor = TYPED[$typed];
-  if (Ctor === undefined || typeof b64 !== 'string') throw new Error(`an array of unknown type ${JSON.stringify($typed)}`);
+  if (Ctor === undefined || typeof b64 !== 'string')
+    throw new Error(`an array of unknown type ${JSON.stringify($typed)}`);
   const text = atob(b64);
   const bytes = new Uint8Array(text.length);
   for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
@@ -142,26 +172,50 @@ function tierRecipes(image: ModuleImage): { ew: Map<number, TierRecipe>; red: Ma
 /** The image with the tier ids of its sources renamed (`ew`, `red`: this process's id of each stored one). */
 function renamed(image: ModuleImage, ew: ReadonlyMap<number, number>, red: ReadonlyMap<number, number>): ModuleImage {
   if ([...ew, ...red].every(([a, b]) => a === b)) return image;
-  const re = (s: string) => s.replace(TIER_CALL, (m, t: string, n: string) => {
-    const to = (t === 'ew' ? ew : red).get(Number(n));
-    if (to === undefined) throw new Error(`its source names tier kernel ${m}, which it does not store`);
-    return `rt.${t}(${to})`;
-  });
-  return { ...image, driver: re(image.driver), kernels: image.kernels.map(re), source: re(image.source), subs: image.subs.map((s) => renamed(s, ew, red)) };
+  const re = (s: string) =>
+    s.replace(TIER_CALL, (m, t: string, n: string) => {
+      const to = (t === 'ew' ? ew : red).get(Number(n));
+      if (to === undefined) throw new Error(`its source names tier kernel ${m}, which it does not store`);
+      return `rt.${t}(${to})`;
+    });
+  return {
+    ...image,
+    driver: re(image.driver),
+    kernels: image.kernels.map(re),
+    source: re(image.source),
+    subs: image.subs.map((s) => renamed(s, ew, red)),
+  };
 }
 
 /** Stores a freshly generated specialisation under `key`, where it is all data. */
-export function storeSpecialisation(key: string, g: GeneratedModule, shapes: Shapes, dtypes: readonly DType[], pool: boolean): void {
+export function storeSpecialisation(
+  key: string,
+  g: GeneratedModule,
+  shapes: Shapes,
+  dtypes: readonly DType[],
+  pool: boolean,
+): void {
   if (!g.image.plain) return;
   const tiers = tierRecipes(g.image);
   const fns = fnNames(g.live);
   if (tiers === undefined || fns === undefined) return;
-  const stored: Stored = { image: withBuiltByLines(g), shapes, dtypes, ew: [...tiers.ew], red: [...tiers.red], fns, tiles: tileModuleImages(), pool };
+  const stored: Stored = {
+    image: withBuiltByLines(g),
+    shapes,
+    dtypes,
+    ew: [...tiers.ew],
+    red: [...tiers.red],
+    fns,
+    tiles: tileModuleImages(),
+    pool,
+  };
   writeEntry(key, stored, replacer);
 }
 
 /** The specialisation stored under `key`, bound (its tier kernels compiled here); undefined on a miss or a file that does not load (discarded). */
-export function loadSpecialisation(key: string): { module: CpuModule; shapes: Shapes; dtypes: readonly DType[] } | undefined {
+export function loadSpecialisation(
+  key: string,
+): { module: CpuModule; shapes: Shapes; dtypes: readonly DType[] } | undefined {
   let s: Stored | undefined;
   try {
     s = readEntry(key, reviver) as Stored | undefined;
@@ -171,7 +225,8 @@ export function loadSpecialisation(key: string): { module: CpuModule; shapes: Sh
   }
   if (s === undefined) return undefined;
   try {
-    if (typeof s.image?.driver !== 'string' || !s.image.plain || !Array.isArray(s.shapes) || !Array.isArray(s.dtypes)) throw new Error('not a stored specialisation');
+    if (typeof s.image?.driver !== 'string' || !s.image.plain || !Array.isArray(s.shapes) || !Array.isArray(s.dtypes))
+      throw new Error('not a stored specialisation');
     // What a fresh compile makes while it chooses strategies: the matmul tiles' module (its first run would otherwise compile it).
     if (s.pool === true) startWorkers();
     if (Array.isArray(s.tiles)) seedTileModules(s.tiles);

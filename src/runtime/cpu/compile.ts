@@ -30,7 +30,16 @@ import { diskCacheOn } from '../disk-cache.js';
 import { externFallbacks } from '../fallback.js';
 import { debugEnabled } from '../debug.js';
 import {
-  bodyOptimizer, compileTimes, debugSink, link, passesFor, type OptimizedProgram, type Shapes, type Specialised, type Target, type TargetRequest,
+  bodyOptimizer,
+  compileTimes,
+  debugSink,
+  link,
+  passesFor,
+  type OptimizedProgram,
+  type Shapes,
+  type Specialised,
+  type Target,
+  type TargetRequest,
 } from '../target.js';
 import { platform } from '#platform';
 import type { TimedProgram } from '../profile.js';
@@ -48,7 +57,12 @@ function tileOf(variant: string): LowerSpec['tile'] {
 }
 
 function debugFlags(): Set<string> {
-  return new Set((platform.env('THEANINE_DEBUG') ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''));
+  return new Set(
+    (platform.env('THEANINE_DEBUG') ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== ''),
+  );
 }
 
 interface Specialization extends Specialised {
@@ -86,7 +100,10 @@ type CompiledProgram = OptimizedProgram<Specialization>;
  */
 export const SPEC_BUDGET_BYTES = 64 * 2 ** 20;
 const programs = new ProgramCache<CompiledProgram, Specialization>({
-  bytes: (s) => s.bytes, budgetBytes: SPEC_BUDGET_BYTES, onDropSpec: (_p, _k, s) => s.release?.(), shed: (s) => s.shed?.(),
+  bytes: (s) => s.bytes,
+  budgetBytes: SPEC_BUDGET_BYTES,
+  onDropSpec: (_p, _k, s) => s.release?.(),
+  shed: (s) => s.shed?.(),
 });
 
 /** Specialisations cached, and how many times the byte budget let one's buffers go (tests). */
@@ -111,7 +128,12 @@ export function clearCompileCache(): void {
 
 function lowerProgram(p: CompiledProgram, shapes: Shapes): Program {
   return lowerSpecialisation({
-    targets: p.graph, inputSlot: p.inputSlot, variableSlot: p.variableSlot, inputShapes: shapes, tile: tileOf(p.variant), optimizeBody: bodyOptimizer(p.passes),
+    targets: p.graph,
+    inputSlot: p.inputSlot,
+    variableSlot: p.variableSlot,
+    inputShapes: shapes,
+    tile: tileOf(p.variant),
+    optimizeBody: bodyOptimizer(p.passes),
   });
 }
 
@@ -120,7 +142,7 @@ let stores = new WeakMap<CompiledProgram, SlotStore>();
 let keptPacks = new WeakMap<CompiledProgram, Map<string, KeptSlot>>();
 function keptPacksOf(p: CompiledProgram): Map<string, KeptSlot> {
   let m = keptPacks.get(p);
-  if (m === undefined) keptPacks.set(p, m = new Map());
+  if (m === undefined) keptPacks.set(p, (m = new Map()));
   return m;
 }
 /** The last made, for storeBytes (tests). */
@@ -128,7 +150,7 @@ let lastStore: WeakRef<SlotStore> | undefined;
 function storeOf(p: CompiledProgram): SlotStore {
   let s = stores.get(p);
   if (s === undefined) {
-    stores.set(p, s = new SlotStore());
+    stores.set(p, (s = new SlotStore()));
     lastStore = new WeakRef(s);
   }
   return s;
@@ -147,7 +169,17 @@ function fromDisk(key: string): Specialization | undefined {
   const mod = hit.module;
   Object.assign(compileTimes, { bodyPasses: 0, lower: 0, plan: 0, render: performance.now() - t0, firstRun: 0 });
   if (debugFlags().has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
-  return { run: mod.run, fallbacks: [], invalid: false, source: mod.source, shapes: hit.shapes, dtypes: hit.dtypes, bytes: mod.bytes, release: mod.release, shed: mod.shed };
+  return {
+    run: mod.run,
+    fallbacks: [],
+    invalid: false,
+    source: mod.source,
+    shapes: hit.shapes,
+    dtypes: hit.dtypes,
+    bytes: mod.bytes,
+    release: mod.release,
+    shed: mod.shed,
+  };
 }
 
 function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
@@ -167,27 +199,62 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
     const schedule = p.tune !== undefined ? scheduleChooser(p.tune) : undefined;
     const prepared = prepare(prog, { wasm: true }, schedule);
     const t2 = performance.now();
-    const gen = generateModule(prepared, { profile: flags.has('kernels') || p.profile === true, ...(schedule !== undefined ? { schedule } : {}) });
+    const gen = generateModule(prepared, {
+      profile: flags.has('kernels') || p.profile === true,
+      ...(schedule !== undefined ? { schedule } : {}),
+    });
     const mod = bindModule(gen.image, gen.live, { store: storeOf(p), keptPacks: { map: keptPacksOf(p), prefix: '' } });
-    Object.assign(compileTimes, { lower: t1 - t0 - compileTimes.bodyPasses, plan: t2 - t1, render: performance.now() - t2, firstRun: 0 });
-    if (key !== undefined) storeSpecialisation(key, gen, prog.targets.map((t) => t.shape), dtypes, pool);
+    Object.assign(compileTimes, {
+      lower: t1 - t0 - compileTimes.bodyPasses,
+      plan: t2 - t1,
+      render: performance.now() - t2,
+      firstRun: 0,
+    });
+    if (key !== undefined)
+      storeSpecialisation(
+        key,
+        gen,
+        prog.targets.map((t) => t.shape),
+        dtypes,
+        pool,
+      );
     if (flags.has('source')) debugSink(`[theanine source]\n${mod.source}\n`);
     const prof = mod.profile;
-    const run: RunFn = prof === undefined || p.profile === true ? mod.run : (ins, cells, phase, ctx) => {
-      profileRows(prof, '', true);
-      const out = mod.run(ins, cells, phase, ctx);
-      debugSink(profileRows(prof).map(([l, ms]) => `[theanine kernels] ${ms.toFixed(3).padStart(9)} ms  ${l}`).join('\n') + '\n');
-      return out;
-    };
+    const run: RunFn =
+      prof === undefined || p.profile === true
+        ? mod.run
+        : (ins, cells, phase, ctx) => {
+            profileRows(prof, '', true);
+            const out = mod.run(ins, cells, phase, ctx);
+            debugSink(
+              profileRows(prof)
+                .map(([l, ms]) => `[theanine kernels] ${ms.toFixed(3).padStart(9)} ms  ${l}`)
+                .join('\n') + '\n',
+            );
+            return out;
+          };
     return {
-      run, fallbacks: externFallbacks(prog), invalid: false, source: mod.source, shapes: prog.targets.map((t) => t.shape), dtypes, bytes: mod.bytes, release: mod.release, shed: mod.shed,
+      run,
+      fallbacks: externFallbacks(prog),
+      invalid: false,
+      source: mod.source,
+      shapes: prog.targets.map((t) => t.shape),
+      dtypes,
+      bytes: mod.bytes,
+      release: mod.release,
+      shed: mod.shed,
       ...(p.profile === true && prof !== undefined ? { timed: { program: prog, steps: prof, bytes: mod.bytes } } : {}),
     };
   } catch (e) {
     if (!(e instanceof DynamicShapeError)) throw e;
     const reason = e.message.slice(e.op.length + 2).replace(/\n/g, ' ');
     return {
-      run: undefined, fallbacks: [{ op: e.op, reason, whole: true }], invalid: e.invalid, shapes: [], dtypes, bytes: 0,
+      run: undefined,
+      fallbacks: [{ op: e.op, reason, whole: true }],
+      invalid: e.invalid,
+      shapes: [],
+      dtypes,
+      bytes: 0,
       source: `// not compiled: ${e.message.replace(/\n/g, ' ')}; this function runs the reference interpreter on its optimized graph`,
     };
   }
@@ -197,7 +264,9 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
 const printLine = (m: string): void => console.log(m);
 
 /** An Executor running compiled JavaScript; compiling happens here (passes) and at first call per shape. */
-function compiledExecutor(req: TargetRequest): Executor & { source(): string; lowered: NonNullable<Executor['lowered']> } {
+function compiledExecutor(
+  req: TargetRequest,
+): Executor & { source(): string; lowered: NonNullable<Executor['lowered']> } {
   let last: Specialization | undefined;
   let lastShapes: Shapes | undefined;
   return link(cpuTarget, 'cpu', programs, req, (linked) => ({
@@ -209,15 +278,24 @@ function compiledExecutor(req: TargetRequest): Executor & { source(): string; lo
     run(values: readonly NDArray[], learningPhase: number): NDArray[] {
       // plain loops, no closures: a call makes only what it returns (and its shape and data lists)
       const n = values.length;
-      const shapes = new Array<readonly number[]>(n), data = new Array<TypedArray>(n);
-      for (let i = 0; i < n; i++) { shapes[i] = values[i]!.shape; data[i] = values[i]!.data; }
+      const shapes = new Array<readonly number[]>(n),
+        data = new Array<TypedArray>(n);
+      for (let i = 0; i < n; i++) {
+        shapes[i] = values[i]!.shape;
+        data[i] = values[i]!.data;
+      }
       const s = linked.runnable(shapes);
       last = s;
       lastShapes = shapes;
       if (s.run === undefined) return linked.interpret(values, learningPhase, s);
       const first = !s.ran;
       const t0 = first ? performance.now() : 0;
-      const out = s.run(data, linked.cells, learningPhase, evalContext({ learningPhase, epoch: nextEpoch(), print: printLine }));
+      const out = s.run(
+        data,
+        linked.cells,
+        learningPhase,
+        evalContext({ learningPhase, epoch: nextEpoch(), print: printLine }),
+      );
       if (first) {
         s.ran = true;
         compileTimes.firstRun = performance.now() - t0;

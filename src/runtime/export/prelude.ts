@@ -12,8 +12,10 @@ export const TYPED_ARRAY = 'Float32Array | Float64Array | Int8Array | Int16Array
 
 /** TypeScript signatures of the runtime helpers generated code calls. */
 const SIGNATURES: Record<string, string> = {
-  rowPanel4x4: '(pa: Float64Array, p: number, pb: Float64Array, q: number, K: number, acc: Float64Array, n: number) => void',
-  rowPanel32: '(pa: Float32Array, p: number, pb: Float32Array, q: number, K: number, acc: Float32Array, n: number, mr: number, nr: number) => void',
+  rowPanel4x4:
+    '(pa: Float64Array, p: number, pb: Float64Array, q: number, K: number, acc: Float64Array, n: number) => void',
+  rowPanel32:
+    '(pa: Float32Array, p: number, pb: Float32Array, q: number, K: number, acc: Float32Array, n: number, mr: number, nr: number) => void',
   f16: '(x: number) => number',
   i64: '(x: number) => number',
   bool: '(x: number) => number',
@@ -22,9 +24,12 @@ const SIGNATURES: Record<string, string> = {
   sign: '(a: number) => number',
   max0: '(x: number) => number',
   min0: '(x: number) => number',
-  tile4x4: '(pa: Float64Array, p: number, pb: Float64Array, q: number, K: number, acc: Float64Array, o: number) => void',
-  packStrided: '(dst: Float64Array | Float32Array, src: ArrayLike<number>, base: number, sb: number, sr: number, st: number, batch: number, rows: number, K: number, p: number) => void',
-  packRows: '(dst: Float64Array | Float32Array, src: ArrayLike<number>, base: number, sb: number, sr: number, batch: number, rows: number, K: number, p: number) => void',
+  tile4x4:
+    '(pa: Float64Array, p: number, pb: Float64Array, q: number, K: number, acc: Float64Array, o: number) => void',
+  packStrided:
+    '(dst: Float64Array | Float32Array, src: ArrayLike<number>, base: number, sb: number, sr: number, st: number, batch: number, rows: number, K: number, p: number) => void',
+  packRows:
+    '(dst: Float64Array | Float32Array, src: ArrayLike<number>, base: number, sb: number, sr: number, batch: number, rows: number, K: number, p: number) => void',
   row: '(x: number, rows: number, op: string, shape: string) => number',
   copy: '(dst: TypedArray, dOff: number, src: TypedArray, sOff: number, n: number) => void',
   fmt: '(data: ArrayLike<number>, shape: readonly number[], bool: boolean) => string',
@@ -38,15 +43,17 @@ const WRITTEN: Record<string, string> = {
   // coerce('int64', x): truncation toward zero, + 0 so no -0; non-finite values become 0.
   i64: '(x) => (Number.isFinite(x) ? Math.trunc(x) + 0 : 0)',
   // The library's row check throws its ValueError; the module has no such class, so a RangeError with the same words.
-  row: '(x, rows, op, shape) => { if (x >= 0 && x < rows) return x; if (x < 0 && x >= -rows) return x + rows; '
-    + 'throw new RangeError(`${op}: index ${x} is out of range for reference of shape ${shape} (allowed: ${-rows}..${rows - 1})`); }',
+  row:
+    '(x, rows, op, shape) => { if (x >= 0 && x < rows) return x; if (x < 0 && x >= -rows) return x + rows; ' +
+    'throw new RangeError(`${op}: index ${x} is out of range for reference of shape ${shape} (allowed: ${-rows}..${rows - 1})`); }',
   // The library's print_tensor formatting with its types written out (the compiled form's inner closures carry no types).
-  fmt: '(data, shape, bool) => { const one = (v: number): string => (bool ? (v !== 0 ? "True" : "False") : String(v)); '
-    + 'if (shape.length === 0) return one(data[0]!); const strides: number[] = []; let acc = 1; '
-    + 'for (let d = shape.length - 1; d >= 0; d--) { strides[d] = acc; acc *= shape[d]!; } '
-    + 'const rec = (d: number, off: number): string => { const parts: string[] = []; '
-    + 'for (let i = 0; i < shape[d]!; i++) parts.push(d === shape.length - 1 ? one(data[off + i]!) : rec(d + 1, off + i * strides[d]!)); '
-    + 'return `[${parts.join(", ")}]`; }; return rec(0, 0); }',
+  fmt:
+    '(data, shape, bool) => { const one = (v: number): string => (bool ? (v !== 0 ? "True" : "False") : String(v)); ' +
+    'if (shape.length === 0) return one(data[0]!); const strides: number[] = []; let acc = 1; ' +
+    'for (let d = shape.length - 1; d >= 0; d--) { strides[d] = acc; acc *= shape[d]!; } ' +
+    'const rec = (d: number, off: number): string => { const parts: string[] = []; ' +
+    'for (let i = 0; i < shape[d]!; i++) parts.push(d === shape.length - 1 ? one(data[off + i]!) : rec(d + 1, off + i * strides[d]!)); ' +
+    'return `[${parts.join(", ")}]`; }; return rec(0, 0); }',
 };
 
 /** A function's source as an expression (method shorthand and natives handled), or undefined if it has none. */
@@ -56,7 +63,8 @@ export function functionExpression(fn: (...a: never[]) => unknown): string | und
     const m = Object.getOwnPropertyNames(Math).find((k) => (Math as unknown as Record<string, unknown>)[k] === fn);
     return m === undefined ? undefined : `Math.${m}`;
   }
-  if (/^(async\s+)?function\b/.test(src) || /^(async\s*)?\(/.test(src) || /^(async\s+)?[A-Za-z_$][\w$]*\s*=>/.test(src)) return src;
+  if (/^(async\s+)?function\b/.test(src) || /^(async\s*)?\(/.test(src) || /^(async\s+)?[A-Za-z_$][\w$]*\s*=>/.test(src))
+    return src;
   if (/^[A-Za-z_$][\w$]*\s*\(/.test(src)) return `function ${src}`; // method shorthand: copy(dst, ...) { ... }
   return undefined;
 }
@@ -85,12 +93,17 @@ export function helperPrelude(used: ReadonlySet<string>): Prelude {
   const fields: string[] = [];
   let typedArray = false;
   const all = new Set<string>();
-  const add = (f: string) => { if (all.has(f)) return; all.add(f); for (const c of CALLS[f] ?? []) add(c); };
+  const add = (f: string) => {
+    if (all.has(f)) return;
+    all.add(f);
+    for (const c of CALLS[f] ?? []) add(c);
+  };
   for (const f of used) add(f);
   for (const field of [...all].sort()) {
     const sig = SIGNATURES[field];
     const fn = (runtimeHelpers as unknown as Record<string, unknown>)[field];
-    if (sig === undefined || typeof fn !== 'function') throw new Error(`internal: generated code calls rt.${field}, which exportModule does not know`);
+    if (sig === undefined || typeof fn !== 'function')
+      throw new Error(`internal: generated code calls rt.${field}, which exportModule does not know`);
     const src = WRITTEN[field] ?? functionExpression(fn as () => unknown);
     if (src === undefined) throw new Error(`internal: the runtime helper rt.${field} has no source text to export`);
     if (sig.includes('TypedArray')) typedArray = true;

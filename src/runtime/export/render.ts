@@ -21,7 +21,11 @@ export class ExportError extends Error {
   override name = 'ExportError';
 }
 
-export interface TsParam { readonly name: string; readonly type: string; readonly initializer?: string }
+export interface TsParam {
+  readonly name: string;
+  readonly type: string;
+  readonly initializer?: string;
+}
 export interface TsFunction {
   readonly name: string;
   readonly params: readonly TsParam[];
@@ -47,13 +51,21 @@ export class ModuleBuilder {
 
   fnName(fn: ScalarFn): string {
     let k = this.fnIndex.get(fn);
-    if (k === undefined) { k = this.scalarFns.length; this.scalarFns.push(fn); this.fnIndex.set(fn, k); }
+    if (k === undefined) {
+      k = this.scalarFns.length;
+      this.scalarFns.push(fn);
+      this.fnIndex.set(fn, k);
+    }
     return `_f${k}`;
   }
 
   constantName(v: NDArray): string {
     let n = this.constIndex.get(v);
-    if (n === undefined) { n = `_c${this.constants.length}`; this.constants.push({ name: n, value: v }); this.constIndex.set(v, n); }
+    if (n === undefined) {
+      n = `_c${this.constants.length}`;
+      this.constants.push({ name: n, value: v });
+      this.constIndex.set(v, n);
+    }
     return n;
   }
 }
@@ -79,14 +91,17 @@ function declareKernel(src: KernelSource, name: string, bufType: (id: number) =>
   const head = /^function \w+\(([^)]*)\) \{(?: \/\/ (.*))?$/.exec(src.source.slice(0, nl));
   if (head === null || !src.source.endsWith('\n}')) throw new Error('internal: unexpected kernel source shape');
   const body = src.source.slice(nl + 1, -2);
-  const params = head[1]!.split(', ').filter((a) => a !== '').map((a) => {
-    // Row bounds a kernel does not use (the matmul compute walks all its tiles) are marked unused.
-    if (a === 'lo' || a === 'hi') return { name: new RegExp(`\\b${a}\\b`).test(body) ? a : `_${a}`, type: 'number' };
-    if (a === 'acc') return { name: a, type: accType };
-    const m = /^b(\d+)$/.exec(a);
-    if (m === null) throw new Error(`internal: unexpected kernel parameter ${a}`);
-    return { name: a, type: bufType(Number(m[1])) };
-  });
+  const params = head[1]!
+    .split(', ')
+    .filter((a) => a !== '')
+    .map((a) => {
+      // Row bounds a kernel does not use (the matmul compute walks all its tiles) are marked unused.
+      if (a === 'lo' || a === 'hi') return { name: new RegExp(`\\b${a}\\b`).test(body) ? a : `_${a}`, type: 'number' };
+      if (a === 'acc') return { name: a, type: accType };
+      const m = /^b(\d+)$/.exec(a);
+      if (m === null) throw new Error(`internal: unexpected kernel parameter ${a}`);
+      return { name: a, type: bufType(Number(m[1])) };
+    });
   return { name, params, returnType: 'void', body, ...(head[2] !== undefined ? { doc: head[2] } : {}) };
 }
 
@@ -133,10 +148,17 @@ export function renderProgram(m: ModuleBuilder, p: Program, env: ProgramEnv): { 
     matmul(s, _m, sources, name) {
       const pack = `_${env.prefix}mm${count.mm++}`;
       const arr = sumArray(s);
-      m.statics.push([`${pack}a`, `new ${arr}(${p.buffers[s.packA]!.size})`], [`${pack}b`, `new ${arr}(${p.buffers[s.packB]!.size})`], [`${pack}c`, `new ${arr}(${accSize(s)})`]);
+      m.statics.push(
+        [`${pack}a`, `new ${arr}(${p.buffers[s.packA]!.size})`],
+        [`${pack}b`, `new ${arr}(${p.buffers[s.packB]!.size})`],
+        [`${pack}c`, `new ${arr}(${accSize(s)})`],
+      );
       const fixed = (id: number | undefined) => {
         const d = id === undefined ? undefined : p.buffers[id]!;
-        return d !== undefined && (d.role === 'constant' || (d.role === 'variable' && env.updates !== undefined && !env.updates(d.slot!)));
+        return (
+          d !== undefined &&
+          (d.role === 'constant' || (d.role === 'variable' && env.updates !== undefined && !env.updates(d.slot!)))
+        );
       };
       const kept = (id: number) => {
         if (!fixed(sources.get(id))) return undefined;
@@ -146,22 +168,28 @@ export function renderProgram(m: ModuleBuilder, p: Program, env: ProgramEnv): { 
       };
       return { open: `{ const ${name(s.packA)} = ${pack}a, ${name(s.packB)} = ${pack}b, acc = ${pack}c;`, kept };
     },
-    scan: (s, k, ins, outs) => ({ setup: [], call: [`${scanBody(m, s, `${env.prefix}s${k}`)}(${[...ins, ...outs].map((a) => a.expr).join(', ')});`] }),
+    scan: (s, k, ins, outs) => ({
+      setup: [],
+      call: [`${scanBody(m, s, `${env.prefix}s${k}`)}(${[...ins, ...outs].map((a) => a.expr).join(', ')});`],
+    }),
     print(s, input) {
       // print_tensor writes to the console, as the library's default print hook does (the module has no other hook).
       if (!m.statics.some(([n]) => n === '_print')) {
-        m.statics.push(['_print', '(line: string): void => { (globalThis as unknown as { console?: { log(s: string): void } }).console?.log(line); }']);
+        m.statics.push([
+          '_print',
+          '(line: string): void => { (globalThis as unknown as { console?: { log(s: string): void } }).console?.log(line); }',
+        ]);
       }
       return `_print(${jsString(s.message)} + rt.fmt(${input}, ${JSON.stringify(s.input.shape)}, ${s.input.dtype === 'bool'}));`;
     },
     extern(s) {
       const op = JSON.stringify(s.def.name);
       throw new ExportError(
-        `op ${op} has no code template: compiled functions run it through its reference implementation, `
-        + 'which an exported module cannot contain (the module does not import theanine). '
-        + (isBuiltin(s.def.name)
-          ? `The built-in op ${op} has no kernel (${s.reason}): export a function without it (its result can be fed in as an input)`
-          : `Give the user op ${op} a cpu template (defineOp({ cpu: '...' })), or export a function without it`),
+        `op ${op} has no code template: compiled functions run it through its reference implementation, ` +
+          'which an exported module cannot contain (the module does not import theanine). ' +
+          (isBuiltin(s.def.name)
+            ? `The built-in op ${op} has no kernel (${s.reason}): export a function without it (its result can be fed in as an input)`
+            : `Give the user op ${op} a cpu template (defineOp({ cpu: '...' })), or export a function without it`),
       );
     },
     step(s, _i, lines) {
@@ -182,7 +210,10 @@ function scanBody(m: ModuleBuilder, s: ScanStep, prefix: string): string {
   m.functions.push({
     name,
     params: [
-      ...[...s.seqs, ...s.inits, ...s.consts].map((v, i) => ({ name: read.has(i) ? `in${i}` : `_in${i}`, type: arrayType(v.dtype) })),
+      ...[...s.seqs, ...s.inits, ...s.consts].map((v, i) => ({
+        name: read.has(i) ? `in${i}` : `_in${i}`,
+        type: arrayType(v.dtype),
+      })),
       ...s.body.targets.map((t, k) => ({ name: `out${k}`, type: arrayType(t.dtype) })),
     ],
     returnType: 'void',

@@ -14,7 +14,9 @@ export function loadTsMorph(): typeof TsMorph {
       tsMorph = platform.requireModule('ts-morph') as typeof TsMorph;
     } catch (e) {
       // An optional peer dependency (only export needs it); one line, without Node's require stack.
-      throw new Error(`exportModule needs the optional package ts-morph; ${platform.installHint('ts-morph')} (${(e as Error).message.split('\n')[0]})`);
+      throw new Error(
+        `exportModule needs the optional package ts-morph; ${platform.installHint('ts-morph')} (${(e as Error).message.split('\n')[0]})`,
+      );
     }
   }
   return tsMorph;
@@ -79,18 +81,23 @@ let checker: TsMorph.Project | undefined;
  * parsed once). Returns the text and the formatted errors ('' when none).
  */
 export function buildAndCheck(
-  tm: typeof TsMorph, path: string, statements: (string | TsMorph.StatementStructures)[], ambient?: string,
+  tm: typeof TsMorph,
+  path: string,
+  statements: (string | TsMorph.StatementStructures)[],
+  ambient?: string,
 ): { source: string; errors: string } {
   checker ??= new tm.Project({ useInMemoryFileSystem: true, compilerOptions: checkOptions(tm) });
   const project = checker;
   const sf = project.createSourceFile(path, { statements }, { overwrite: true });
-  const extra = ambient === undefined ? undefined : project.createSourceFile('/__ambient__.d.ts', ambient, { overwrite: true });
+  const extra =
+    ambient === undefined ? undefined : project.createSourceFile('/__ambient__.d.ts', ambient, { overwrite: true });
   try {
     sf.replaceWithText(markElementReadsNonNull(tm, sf.getFullText()));
     sf.formatText({ indentSize: 2, convertTabsToSpaces: true, ensureNewLineAtEndOfFile: true });
     const source = sf.getFullText();
     const diags = project.getPreEmitDiagnostics();
-    const errors = diags.length === 0 ? '' : project.formatDiagnosticsWithColorAndContext(diags).replace(/\u001b\[[0-9;]*m/g, '');
+    const errors =
+      diags.length === 0 ? '' : project.formatDiagnosticsWithColorAndContext(diags).replace(/\u001b\[[0-9;]*m/g, '');
     return { source, errors };
   } finally {
     project.removeSourceFile(sf);
@@ -106,7 +113,13 @@ export function reprint(tm: typeof TsMorph, expr: string): string {
   const { ts } = tm;
   const sf = ts.createSourceFile('e.ts', `(${expr});`, ts.ScriptTarget.ES2022, true, ts.ScriptKind.TS);
   const st = sf.statements[0];
-  if (sf.statements.length !== 1 || st === undefined || !ts.isExpressionStatement(st) || !ts.isParenthesizedExpression(st.expression)) return expr;
+  if (
+    sf.statements.length !== 1 ||
+    st === undefined ||
+    !ts.isExpressionStatement(st) ||
+    !ts.isParenthesizedExpression(st.expression)
+  )
+    return expr;
   // Positions forgotten, the printer lays the code out itself (it would keep the source's one line).
   const forget = (n: TsMorph.ts.Node): void => {
     ts.forEachChild(n, forget);

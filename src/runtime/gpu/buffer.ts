@@ -12,7 +12,10 @@ import { stats } from './stats.js';
 export class DeviceBuffer {
   private released = false;
 
-  private constructor(private readonly value: GpuTexture | Float32Array, readonly size: number) {}
+  private constructor(
+    private readonly value: GpuTexture | Float32Array,
+    readonly size: number,
+  ) {}
 
   /** Owns what an immutable pipeline kernel returned (already a reference of its own). */
   static fromKernel(result: GpuTexture | Float32Array, size: number): DeviceBuffer {

@@ -14,7 +14,15 @@ import type { EvalContext } from '../../ir/op.js';
 import type { Executor, DeviceResult } from '../function.js';
 import { cpuFusion } from '../cpu/fusion.js';
 import { ProgramCache } from '../program-cache.js';
-import { link, passesFor, type OptimizedProgram, type Shapes, type Specialised, type Target, type TargetRequest } from '../target.js';
+import {
+  link,
+  passesFor,
+  type OptimizedProgram,
+  type Shapes,
+  type Specialised,
+  type Target,
+  type TargetRequest,
+} from '../target.js';
 import { debugEnabled, debugLog } from '../debug.js';
 import { gpuDevice, webgpuRequested } from './device.js';
 import { webgpuExecutor, webgpuTarget } from './webgpu/compile.js';
@@ -31,7 +39,9 @@ type GpuProgram = OptimizedProgram<GpuSpec>;
 /** Programs by structural key and their prepared programs by shapes, bounded as on the cpu. */
 const programs = new ProgramCache<GpuProgram, GpuSpec>({
   // Its constants' uploads go with it (a function calling those shapes again prepares anew).
-  onDropSpec: (_p, _key, spec) => { for (const buf of spec.prepared?.uploads.values() ?? []) buf.release(); },
+  onDropSpec: (_p, _key, spec) => {
+    for (const buf of spec.prepared?.uploads.values() ?? []) buf.release();
+  },
 });
 
 function clearGpuCompileCache(): void {
@@ -48,7 +58,8 @@ interface GpuSpec extends Specialised {
 function hostExterns(pp: Prepared): Fallback[] {
   return pp.steps.flatMap((s): Fallback[] => {
     if (s.kind === 'scan') return hostExterns(s.body);
-    if (s.kind === 'host' && s.step.kind === 'extern') return [{ op: s.step.def.name, reason: s.step.reason, whole: false }];
+    if (s.kind === 'host' && s.step.kind === 'extern')
+      return [{ op: s.step.def.name, reason: s.step.reason, whole: false }];
     return [];
   });
 }
@@ -58,25 +69,37 @@ function specialize(p: GpuProgram, shapes: Shapes): GpuSpec {
   // Scans and scatters as gathers where their loops fit the device's limit (a margin for the kernel's other loops).
   return lowerForDevice(p, shapes, Number.isFinite(device.maxLoop) ? Math.floor(device.maxLoop / 2) : 65535, (prog) => {
     const prepared = prepare(prog, device);
-    if (debugEnabled('gpu')) debugLog(`gpu program for shapes ${shapes.map((s) => `(${s.join(', ')})`).join(' ')}:\n${describe(prepared)}`);
+    if (debugEnabled('gpu'))
+      debugLog(`gpu program for shapes ${shapes.map((s) => `(${s.join(', ')})`).join(' ')}:\n${describe(prepared)}`);
     return { prepared, fallbacks: hostExterns(prepared) };
   });
 }
 
 /** The kernels of a prepared program, and what runs on the host and why (f.source()). */
 export function describe(pp: Prepared, indent = ''): string {
-  return pp.steps.map((s) => {
-    switch (s.kind) {
-      case 'kernels': {
-        const note = provenanceComment(s.origin);
-        return s.kernels.map((k) => `${indent}// ${k.label.replace(/[^A-Za-z0-9_,. ]/g, '_')}: ${k.kernel.size} elements\n${note === undefined ? '' : `${indent}// ${note}\n`}${[...k.kernel.functions, k.kernel.source].join('\n').replace(/^/gm, indent)}`).join('\n');
+  return pp.steps
+    .map((s) => {
+      switch (s.kind) {
+        case 'kernels': {
+          const note = provenanceComment(s.origin);
+          return s.kernels
+            .map(
+              (k) =>
+                `${indent}// ${k.label.replace(/[^A-Za-z0-9_,. ]/g, '_')}: ${k.kernel.size} elements\n${note === undefined ? '' : `${indent}// ${note}\n`}${[...k.kernel.functions, k.kernel.source].join('\n').replace(/^/gm, indent)}`,
+            )
+            .join('\n');
+        }
+        case 'op':
+          return `${indent}// op ${s.step.def.name} (a gpu kernel of its own)\n${[...s.lowered.kernel.functions, s.lowered.kernel.source].join('\n').replace(/^/gm, indent)}`;
+        case 'scan':
+          return `${indent}// scan ${s.step.steps} steps, a host loop over its body:\n${describe(s.body, `${indent}  `)}`;
+        case 'print':
+          return `${indent}// print: a host callback (the value read back and written through the print hook)`;
+        case 'host':
+          return `${indent}// on the host: ${s.step.kind === 'extern' ? `op ${s.step.def.name}, not compiled: ${s.step.reason}` : `${s.step.kind} kernel`} (${s.why})`;
       }
-      case 'op': return `${indent}// op ${s.step.def.name} (a gpu kernel of its own)\n${[...s.lowered.kernel.functions, s.lowered.kernel.source].join('\n').replace(/^/gm, indent)}`;
-      case 'scan': return `${indent}// scan ${s.step.steps} steps, a host loop over its body:\n${describe(s.body, `${indent}  `)}`;
-      case 'print': return `${indent}// print: a host callback (the value read back and written through the print hook)`;
-      case 'host': return `${indent}// on the host: ${s.step.kind === 'extern' ? `op ${s.step.def.name}, not compiled: ${s.step.reason}` : `${s.step.kind} kernel`} (${s.why})`;
-    }
-  }).join('\n\n');
+    })
+    .join('\n\n');
 }
 
 interface GpuExecutor extends Executor {
@@ -100,7 +123,8 @@ function deviceResult(v: Val, buf: DeviceBuffer): DeviceResult {
 /** K.function's executor for device "gpu". */
 function gpuCompiledExecutor(req: TargetRequest): GpuExecutor {
   const device = gpuDevice();
-  if (debugEnabled('gpu') || platform.env('THEANINE_DEBUG') !== undefined) debugLog(`function on ${device.name} (${device.description})`);
+  if (debugEnabled('gpu') || platform.env('THEANINE_DEBUG') !== undefined)
+    debugLog(`function on ${device.name} (${device.description})`);
   let last: Prepared | undefined;
   let notCompiled: readonly Fallback[] | undefined;
   const timer = req.profile === true ? new KernelTimer() : undefined;
@@ -110,9 +134,12 @@ function gpuCompiledExecutor(req: TargetRequest): GpuExecutor {
       return linked.graph();
     },
     device: device.name,
-    source: () => (notCompiled !== undefined
-      ? `// not compiled: ${describeFallbacks(notCompiled)}; this function runs in the reference interpreter on the host`
-      : last === undefined ? '// not run yet: call the function once, then ask again' : describe(last)),
+    source: () =>
+      notCompiled !== undefined
+        ? `// not compiled: ${describeFallbacks(notCompiled)}; this function runs in the reference interpreter on the host`
+        : last === undefined
+          ? '// not run yet: call the function once, then ask again'
+          : describe(last),
     run(values: readonly NDArray[], learningPhase: number): (NDArray | DeviceResult)[] {
       const spec = linked.runnable(values.map((v) => v.shape));
       const pp = spec.prepared;
@@ -126,10 +153,17 @@ function gpuCompiledExecutor(req: TargetRequest): GpuExecutor {
       const ctx: EvalContext = evalContext({ learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) });
       const r = new Runner(device, ctx, timer, finishKernels);
       try {
-        const vals = runPrepared(r, pp, values.map((v): Val => hostVal(v)), linked.cells, learningPhase);
+        const vals = runPrepared(
+          r,
+          pp,
+          values.map((v): Val => hostVal(v)),
+          linked.cells,
+          learningPhase,
+        );
         return vals.map((v, k) => {
           // Update values computed here stay on the device (leaves and their aliases are copied).
-          if (k >= req.nOut && v.dev !== undefined && v.host === undefined && r.owned.includes(v.dev)) return deviceResult(v, v.dev.share());
+          if (k >= req.nOut && v.dev !== undefined && v.host === undefined && r.owned.includes(v.dev))
+            return deviceResult(v, v.dev.share());
           return hostValue(v).reshape(req.targets[k]!.shape.map((d, i) => d ?? v.shape[i]!));
         });
       } finally {
@@ -152,5 +186,8 @@ export const gpuTarget: Target<GpuSpec> = {
     requireGpuTemplates(req.targets); // user ops need a gpu template (src/codegen/lower/user.ts)
     return gpuCompiledExecutor(req);
   },
-  clear: () => { clearGpuCompileCache(); webgpuTarget.clear(); },
+  clear: () => {
+    clearGpuCompileCache();
+    webgpuTarget.clear();
+  },
 };

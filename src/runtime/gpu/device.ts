@@ -69,14 +69,19 @@ export function requestedMode(): GpuModeChoice | undefined {
   const v = platform.env('THEANINE_GPU_MODE');
   if (v === undefined || v === '') return configuredMode();
   if (!(GPU_MODE_CHOICES as readonly string[]).includes(v)) {
-    throw new ValueError(`THEANINE_GPU_MODE: unknown mode ${JSON.stringify(v)} (allowed: ${GPU_MODE_CHOICES.map((m) => JSON.stringify(m)).join(', ')})`);
+    throw new ValueError(
+      `THEANINE_GPU_MODE: unknown mode ${JSON.stringify(v)} (allowed: ${GPU_MODE_CHOICES.map((m) => JSON.stringify(m)).join(', ')})`,
+    );
   }
   return v as GpuModeChoice;
 }
 
 /** The renderer string of gpu.js' headless-gl test context (WEBGL_debug_renderer_info), if any. */
 function glRenderer(ctx: unknown): string | undefined {
-  const gl = ctx as { getExtension?(n: string): { UNMASKED_RENDERER_WEBGL: number } | null; getParameter?(p: number): unknown } | null;
+  const gl = ctx as {
+    getExtension?(n: string): { UNMASKED_RENDERER_WEBGL: number } | null;
+    getParameter?(p: number): unknown;
+  } | null;
   if (gl?.getExtension === undefined || gl.getParameter === undefined) return undefined;
   const ext = gl.getExtension('WEBGL_debug_renderer_info');
   const r = ext === null ? undefined : gl.getParameter(ext.UNMASKED_RENDERER_WEBGL);
@@ -87,7 +92,10 @@ const PROBE = 1 << 20;
 
 /** Runs a loop of 2^20 iterations in one invocation; a GL that stops early returns its limit. */
 function probeLoopLimit(gpu: GpuInstance): number {
-  const k = gpu.createKernel(`function (a0) {\n  let s = a0[0];\n  for (let r = 0; r < ${PROBE}; r++) { s += 1.0; }\n  return s;\n}`, { output: [1], pipeline: false, precision: 'single' });
+  const k = gpu.createKernel(
+    `function (a0) {\n  let s = a0[0];\n  for (let r = 0; r < ${PROBE}; r++) { s += 1.0; }\n  return s;\n}`,
+    { output: [1], pipeline: false, precision: 'single' },
+  );
   const out = k(new Float32Array([0])) as unknown as ArrayLike<number>;
   const n = Number(out[0]);
   k.destroy();
@@ -108,16 +116,22 @@ export function gpuDevice(): GpuDevice {
   else if (GPU.isWebGL2Supported) mode = 'webgl2';
   else {
     mode = 'webasm';
-    const why = loaded.glError !== undefined
-      ? `the gl package could not be loaded (${loaded.glError})`
-      : 'headless-gl could not create a context (no display: on a server, run under `xvfb-run -a`)';
-    warnOnce('no-gl', `theanine: device "gpu": no GL context, because ${why}; running gpu.js kernels in its WebAssembly mode (gpu:webasm)`);
+    const why =
+      loaded.glError !== undefined
+        ? `the gl package could not be loaded (${loaded.glError})`
+        : 'headless-gl could not create a context (no display: on a server, run under `xvfb-run -a`)';
+    warnOnce(
+      'no-gl',
+      `theanine: device "gpu": no GL context, because ${why}; running gpu.js kernels in its WebAssembly mode (gpu:webasm)`,
+    );
   }
   let gpu: GpuInstance;
   try {
     gpu = new GPU({ mode });
   } catch (e) {
-    throw new ValueError(`function: device "gpu": gpu.js cannot run in mode ${JSON.stringify(mode)} here (${(e as Error).message})`);
+    throw new ValueError(
+      `function: device "gpu": gpu.js cannot run in mode ${JSON.stringify(mode)} here (${(e as Error).message})`,
+    );
   }
   const renderer = mode === 'headlessgl' ? glRenderer(HeadlessGLKernel?.testContext) : undefined;
   const maxLoop = mode === 'webasm' ? Infinity : probeLoopLimit(gpu);

@@ -85,7 +85,9 @@ export function loadGpuJs(): Loaded | Error {
     }
     cached = { module, version, glError };
   } catch (e) {
-    cached = new Error(`the optional package gpu.js is not installed (${(e as Error).message.split('\n')[0]}); ${platform.installHint('gpu.js')}`);
+    cached = new Error(
+      `the optional package gpu.js is not installed (${(e as Error).message.split('\n')[0]}); ${platform.installHint('gpu.js')}`,
+    );
   }
   return cached;
 }

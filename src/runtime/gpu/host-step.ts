@@ -18,7 +18,17 @@ export function hostModule(p: Program, s: Step): RunFn {
     if (io.writes.includes(b.id)) return { id: b.id, dtype: b.dtype, size: b.size, role: 'target' };
     return { id: b.id, dtype: b.dtype, size: b.size, role: 'scratch' };
   });
-  const one: Program = { buffers, steps: [s], targets: io.writes.map((w) => ({ buf: w, offset: 0, shape: [p.buffers[w]!.size], dtype: p.buffers[w]!.dtype, copy: false })) };
+  const one: Program = {
+    buffers,
+    steps: [s],
+    targets: io.writes.map((w) => ({
+      buf: w,
+      offset: 0,
+      shape: [p.buffers[w]!.size],
+      dtype: p.buffers[w]!.dtype,
+      copy: false,
+    })),
+  };
   return buildModule(prepareCpu(one, { wasm: true })).run;
 }
 
@@ -28,7 +38,12 @@ export function checkRows(c: RowCheck, data: ArrayLike<number>): void {
 }
 
 /** Runs extern step `s` by its reference implementation on `ins`; each result, checked against its type, goes flat to `wrote`. */
-export function runExternOnHost(s: ExternStep, ins: NDArray[], ctx: EvalContext, wrote: (buf: number, v: NDArray) => void): void {
+export function runExternOnHost(
+  s: ExternStep,
+  ins: NDArray[],
+  ctx: EvalContext,
+  wrote: (buf: number, v: NDArray) => void,
+): void {
   let outs: NDArray[];
   try {
     outs = s.tuple ? s.def.implTuple!(ins, s.attrs, ctx) : [s.def.impl(ins, s.attrs, ctx)];
@@ -38,7 +53,9 @@ export function runExternOnHost(s: ExternStep, ins: NDArray[], ctx: EvalContext,
   s.outs.forEach((o, k) => {
     const v = outs[k]!;
     if (v.dtype !== o.dtype || v.shape.length !== o.shape.length || v.shape.some((d, i) => d !== o.shape[i])) {
-      throw new Error(`internal: op ${s.def.name} produced ${v.dtype} ${formatShape(v.shape)} but its type is ${o.dtype} ${formatShape(o.shape)}`);
+      throw new Error(
+        `internal: op ${s.def.name} produced ${v.dtype} ${formatShape(v.shape)} but its type is ${o.dtype} ${formatShape(o.shape)}`,
+      );
     }
     wrote(o.buf, v.reshape([v.size]));
   });

@@ -86,9 +86,15 @@ export function finishKernels(): void {
 }
 
 /** Runs a kernel on device buffers, host arrays and numbers (offsets and slots in scans). */
-export function runKernel(device: GpuDevice, k: KernelSource, args: readonly (DeviceBuffer | Float32Array | number)[]): DeviceBuffer {
+export function runKernel(
+  device: GpuDevice,
+  k: KernelSource,
+  args: readonly (DeviceBuffer | Float32Array | number)[],
+): DeviceBuffer {
   const raw: KernelArg[] = args.map((a) => (a instanceof DeviceBuffer ? a.arg : a));
-  const kinds = args.map((a) => (typeof a === 'number' ? 'n' : a instanceof Float32Array ? `a${a.length}` : `t${a.size}`)).join(',');
+  const kinds = args
+    .map((a) => (typeof a === 'number' ? 'n' : a instanceof Float32Array ? `a${a.length}` : `t${a.size}`))
+    .join(',');
   const kernel = kernelFor(device, k, kinds);
   lastKernel = kernel;
   return DeviceBuffer.fromKernel(kernel(...raw), k.size);
@@ -100,4 +106,3 @@ const UPLOAD = 'function (a0) {\n  return a0[this.thread.x];\n}';
 export function uploadKernelRun(device: GpuDevice, data: Float32Array): DeviceBuffer {
   return runKernel(device, { source: UPLOAD, functions: [], size: data.length }, [data]);
 }
-

@@ -38,7 +38,12 @@ export class Runner {
   at = { path: '', name: '', depth: 0 };
 
   /** `timer`: the profiler's (K.function's `profile`), which times each step, the device finished (`finish`), and the steps' rows. */
-  constructor(readonly device: GpuDevice, readonly ctx: EvalContext, readonly timer?: KernelTimer, readonly finish: () => void = () => {}) {}
+  constructor(
+    readonly device: GpuDevice,
+    readonly ctx: EvalContext,
+    readonly timer?: KernelTimer,
+    readonly finish: () => void = () => {},
+  ) {}
 
   /** Runs a kernel; its result belongs to the current scope. */
   run(k: KernelSource, args: readonly (DeviceBuffer | Float32Array | number)[]): DeviceBuffer {

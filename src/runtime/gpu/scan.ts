@@ -13,7 +13,9 @@ import { type Runner, hostVal, hostValue, sizeOf, type Val } from './runner.js';
 
 /** `n` elements of a0 from offset a1 (a sequence's step, a slice of a buffer). */
 export const offsetKernel = (n: number): KernelSource => ({
-  source: 'function (a0, a1) {\n  return a0[this.thread.x + a1];\n}', functions: [], size: n,
+  source: 'function (a0, a1) {\n  return a0[this.thread.x + a1];\n}',
+  functions: [],
+  size: n,
 });
 
 /** Slot a2 of a (T, inner) buffer a0 replaced by a1; without a0 (the first slot), zeros elsewhere. */
@@ -30,10 +32,16 @@ class Stack {
   private acc: DeviceBuffer | undefined;
   private readonly host: NDArray[] = [];
 
-  constructor(readonly steps: number, readonly t: TensorType) {}
+  constructor(
+    readonly steps: number,
+    readonly t: TensorType,
+  ) {}
 
   put(r: Runner, k: number, v: Val): void {
-    if (v.dev === undefined) { this.host.push(hostValue(v)); return; }
+    if (v.dev === undefined) {
+      this.host.push(hostValue(v));
+      return;
+    }
     const inner = sizeOf(v.shape);
     const prev = this.acc;
     const first = prev === undefined;
@@ -43,7 +51,11 @@ class Stack {
   }
 
   result(shape: readonly number[]): { val: Val; buf: DeviceBuffer | undefined } {
-    if (this.acc !== undefined) return { val: { shape: [this.steps, ...shape], dtype: this.t.dtype, host: undefined, dev: this.acc }, buf: this.acc };
+    if (this.acc !== undefined)
+      return {
+        val: { shape: [this.steps, ...shape], dtype: this.t.dtype, host: undefined, dev: this.acc },
+        buf: this.acc,
+      };
     const first = this.host[0]!;
     const out = new Float64Array(first.size * this.host.length);
     this.host.forEach((s, k) => out.set(s.data, k * first.size));
@@ -79,7 +91,12 @@ function slice(r: Runner, seq: Val, t: number): Val {
  * step's inputs by slot (sequences' slices, states, constants); its targets are the step's
  * outputs, then the new states.
  */
-export function scanLoop(r: Runner, s: ScanStep, runBody: (inputs: readonly Val[]) => Val[], valueOf: (v: ValueRef) => Val): Val[] {
+export function scanLoop(
+  r: Runner,
+  s: ScanStep,
+  runBody: (inputs: readonly Val[]) => Val[],
+  valueOf: (v: ValueRef) => Val,
+): Val[] {
   const T = s.steps;
   const nOut = s.outItems.length;
   const seqs = s.seqs.map(valueOf);
@@ -87,7 +104,9 @@ export function scanLoop(r: Runner, s: ScanStep, runBody: (inputs: readonly Val[
   let states = s.inits.map(valueOf);
   const outShapes = s.body.targets.slice(0, nOut).map((t) => t.shape);
   const stacked = [...s.outItems, ...s.stateItems];
-  const types = [...s.body.targets.slice(0, nOut), ...s.inits].map((t): TensorType => ({ dtype: t.dtype, shape: t.shape }));
+  const types = [...s.body.targets.slice(0, nOut), ...s.inits].map(
+    (t): TensorType => ({ dtype: t.dtype, shape: t.shape }),
+  );
   const stacks = stacked.map((it, i) => (it.keep === 'all' ? new Stack(T, types[i]!) : undefined));
   const outer = r.owned;
   let carried = new Set<DeviceBuffer>();

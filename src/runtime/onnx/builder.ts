@@ -5,7 +5,14 @@ import type { DType } from '../../ir/dtype.js';
 import { NDArray } from '../../ir/ndarray.js';
 import type { StaticShape } from '../../ir/types.js';
 import { ONNX_DTYPE, tensorProto } from './dtypes.js';
-import { ATTR, type AttributeJson, type GraphJson, type NodeJson, type TensorJson, type ValueInfoJson } from './schema.js';
+import {
+  ATTR,
+  type AttributeJson,
+  type GraphJson,
+  type NodeJson,
+  type TensorJson,
+  type ValueInfoJson,
+} from './schema.js';
 
 /** An op or a graph that ONNX cannot express (or theanine does not translate): names the op. */
 export class OnnxExportError extends Error {
@@ -20,7 +27,15 @@ export class F {
 export class G {
   constructor(readonly graph: GraphJson) {}
 }
-export type AttrArg = number | string | readonly number[] | F | G | NDArray | { readonly floats: readonly number[] } | { readonly strings: readonly string[] };
+export type AttrArg =
+  | number
+  | string
+  | readonly number[]
+  | F
+  | G
+  | NDArray
+  | { readonly floats: readonly number[] }
+  | { readonly strings: readonly string[] };
 export type AttrMap = { readonly [k: string]: AttrArg | undefined };
 
 export interface Val {
@@ -42,7 +57,10 @@ export class ModelState {
   constant(a: NDArray, vals: Map<string, Val>): string {
     const small = a.size <= 16 ? `${a.dtype}[${a.shape.join(',')}]${Array.from(a.data).join(',')}` : undefined;
     const hit = small === undefined ? undefined : this.constCache.get(small);
-    if (hit !== undefined) { vals.set(hit, { dtype: a.dtype, shape: a.shape }); return hit; }
+    if (hit !== undefined) {
+      vals.set(hit, { dtype: a.dtype, shape: a.shape });
+      return hit;
+    }
     const name = this.fresh('const');
     this.initializers.push(tensorProto(name, a));
     if (small !== undefined) this.constCache.set(small, name);
@@ -65,7 +83,12 @@ function attr(name: string, v: AttrArg): AttributeJson {
 export function valueInfo(name: string, v: Val, dimName: (axis: number) => string): ValueInfoJson {
   return {
     name,
-    type: { tensorType: { elemType: ONNX_DTYPE[v.dtype], shape: { dim: v.shape.map((d, i) => (d === null ? { dimParam: dimName(i) } : { dimValue: d })) } } },
+    type: {
+      tensorType: {
+        elemType: ONNX_DTYPE[v.dtype],
+        shape: { dim: v.shape.map((d, i) => (d === null ? { dimParam: dimName(i) } : { dimValue: d })) },
+      },
+    },
   };
 }
 
@@ -74,7 +97,10 @@ export class GraphBuilder {
   /** Every value this graph (or an enclosing one) defines. */
   readonly vals: Map<string, Val>;
 
-  constructor(readonly model: ModelState, parent?: GraphBuilder) {
+  constructor(
+    readonly model: ModelState,
+    parent?: GraphBuilder,
+  ) {
     this.vals = new Map(parent?.vals);
   }
 
@@ -101,8 +127,16 @@ export class GraphBuilder {
   opN(opType: string, inputs: readonly string[], attrs: AttrMap, outs: readonly Val[]): string[] {
     const names = outs.map(() => this.model.fresh(opType.toLowerCase()));
     names.forEach((n, i) => this.vals.set(n, outs[i]!));
-    const attribute = Object.entries(attrs).filter((e): e is [string, AttrArg] => e[1] !== undefined).map(([k, v]) => attr(k, v));
-    this.nodes.push({ input: [...inputs], output: names, opType, name: this.model.fresh(`n_${opType}`), ...(attribute.length > 0 ? { attribute } : {}) });
+    const attribute = Object.entries(attrs)
+      .filter((e): e is [string, AttrArg] => e[1] !== undefined)
+      .map(([k, v]) => attr(k, v));
+    this.nodes.push({
+      input: [...inputs],
+      output: names,
+      opType,
+      name: this.model.fresh(`n_${opType}`),
+      ...(attribute.length > 0 ? { attribute } : {}),
+    });
     this.model.ops.add(opType);
     return names;
   }
@@ -146,8 +180,14 @@ export class GraphBuilder {
     const items: string[] = [];
     let run: number[] = [];
     for (const p of parts) {
-      if (typeof p === 'number') { run.push(p); continue; }
-      if (run.length > 0) { items.push(this.i64(run)); run = []; }
+      if (typeof p === 'number') {
+        run.push(p);
+        continue;
+      }
+      if (run.length > 0) {
+        items.push(this.i64(run));
+        run = [];
+      }
       items.push(p);
     }
     if (run.length > 0) items.push(this.i64(run));
@@ -173,18 +213,31 @@ export class GraphBuilder {
 
   squeeze(x: string, axes: readonly number[]): string {
     const v = this.val(x);
-    return this.op('Squeeze', [x, this.i64(axes)], {}, { dtype: v.dtype, shape: v.shape.filter((_, i) => !axes.includes(i)) });
+    return this.op(
+      'Squeeze',
+      [x, this.i64(axes)],
+      {},
+      { dtype: v.dtype, shape: v.shape.filter((_, i) => !axes.includes(i)) },
+    );
   }
 
   /** ReduceX over axes (axes an attribute before opset 18, an input from 18; ReduceSum an input from 13). */
   reduce(opType: string, x: string, axes: readonly number[], keepdims: boolean, out: Val): string {
     if (axes.length === 0) return this.op('Identity', [x], {}, out);
-    if (opType === 'ReduceSum' || this.opset >= 18) return this.op(opType, [x, this.i64(axes)], { keepdims: keepdims ? 1 : 0 }, out);
+    if (opType === 'ReduceSum' || this.opset >= 18)
+      return this.op(opType, [x, this.i64(axes)], { keepdims: keepdims ? 1 : 0 }, out);
     return this.op(opType, [x], { axes, keepdims: keepdims ? 1 : 0 }, out);
   }
 
   /** Slice with static starts/ends/axes/steps. */
-  slice(x: string, starts: readonly number[], ends: readonly number[], axes: readonly number[], steps: readonly number[], out: Val): string {
+  slice(
+    x: string,
+    starts: readonly number[],
+    ends: readonly number[],
+    axes: readonly number[],
+    steps: readonly number[],
+    out: Val,
+  ): string {
     return this.op('Slice', [x, this.i64(starts), this.i64(ends), this.i64(axes), this.i64(steps)], {}, out);
   }
 }

@@ -5,13 +5,24 @@ import { NDArray, sizeOf } from '../../ir/ndarray.js';
 import type { TensorJson } from './schema.js';
 
 export const ONNX_DTYPE: Readonly<Record<DType, number>> = {
-  float32: 1, uint8: 2, int8: 3, int16: 5, int32: 6, int64: 7, bool: 9, float16: 10, float64: 11,
+  float32: 1,
+  uint8: 2,
+  int8: 3,
+  int16: 5,
+  int32: 6,
+  int64: 7,
+  bool: 9,
+  float16: 10,
+  float64: 11,
 };
 const FROM_ONNX = new Map<number, DType>(Object.entries(ONNX_DTYPE).map(([k, v]) => [v, k as DType]));
 
 export function fromOnnxDType(code: number, what: string): DType {
   const d = FROM_ONNX.get(code);
-  if (d === undefined) throw new Error(`importOnnx: ${what} has ONNX element type ${code}, which theanine has no dtype for (supported: ${[...FROM_ONNX.keys()].join(', ')})`);
+  if (d === undefined)
+    throw new Error(
+      `importOnnx: ${what} has ONNX element type ${code}, which theanine has no dtype for (supported: ${[...FROM_ONNX.keys()].join(', ')})`,
+    );
   return d;
 }
 
@@ -37,7 +48,14 @@ export function toHalfBits(x: number): number {
   }
   let r = mant >>> 13;
   const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && (r & 1) === 1)) { r++; if (r === 0x400) { r = 0; e++; if (e >= 0x1f) return sign | 0x7c00; } }
+  if (rem > 0x1000 || (rem === 0x1000 && (r & 1) === 1)) {
+    r++;
+    if (r === 0x400) {
+      r = 0;
+      e++;
+      if (e >= 0x1f) return sign | 0x7c00;
+    }
+  }
   return sign | (e << 10) | r;
 }
 
@@ -51,17 +69,28 @@ export function fromHalfBits(h: number): number {
 }
 
 /** The values of `a` in the typed array ONNX Runtime and raw_data use for its dtype. */
-export function onnxData(a: NDArray): Float32Array | Float64Array | Int8Array | Int16Array | Int32Array | BigInt64Array | Uint8Array | Uint16Array {
+export function onnxData(
+  a: NDArray,
+): Float32Array | Float64Array | Int8Array | Int16Array | Int32Array | BigInt64Array | Uint8Array | Uint16Array {
   const d = a.data;
   switch (a.dtype) {
-    case 'float32': return Float32Array.from(d);
-    case 'float64': return Float64Array.from(d);
-    case 'float16': return Uint16Array.from(d, toHalfBits);
-    case 'int8': return Int8Array.from(d);
-    case 'int16': return Int16Array.from(d);
-    case 'int32': return Int32Array.from(d);
-    case 'int64': return BigInt64Array.from(d, (x) => BigInt(x));
-    case 'uint8': case 'bool': return Uint8Array.from(d);
+    case 'float32':
+      return Float32Array.from(d);
+    case 'float64':
+      return Float64Array.from(d);
+    case 'float16':
+      return Uint16Array.from(d, toHalfBits);
+    case 'int8':
+      return Int8Array.from(d);
+    case 'int16':
+      return Int16Array.from(d);
+    case 'int32':
+      return Int32Array.from(d);
+    case 'int64':
+      return BigInt64Array.from(d, (x) => BigInt(x));
+    case 'uint8':
+    case 'bool':
+      return Uint8Array.from(d);
   }
 }
 
@@ -81,19 +110,42 @@ export function fromTensorProto(t: TensorJson, what: string): NDArray {
     const buf = raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength);
     let vals: ArrayLike<number>;
     switch (dtype) {
-      case 'float32': vals = new Float32Array(buf); break;
-      case 'float64': vals = new Float64Array(buf); break;
-      case 'float16': vals = Array.from(new Uint16Array(buf), fromHalfBits); break;
-      case 'int8': vals = new Int8Array(buf); break;
-      case 'int16': vals = new Int16Array(buf); break;
-      case 'int32': vals = new Int32Array(buf); break;
-      case 'int64': vals = Array.from(new BigInt64Array(buf), Number); break;
-      default: vals = new Uint8Array(buf);
+      case 'float32':
+        vals = new Float32Array(buf);
+        break;
+      case 'float64':
+        vals = new Float64Array(buf);
+        break;
+      case 'float16':
+        vals = Array.from(new Uint16Array(buf), fromHalfBits);
+        break;
+      case 'int8':
+        vals = new Int8Array(buf);
+        break;
+      case 'int16':
+        vals = new Int16Array(buf);
+        break;
+      case 'int32':
+        vals = new Int32Array(buf);
+        break;
+      case 'int64':
+        vals = Array.from(new BigInt64Array(buf), Number);
+        break;
+      default:
+        vals = new Uint8Array(buf);
     }
     return new NDArray(Float64Array.from(vals), shape, dtype);
   }
-  const field = dtype === 'float32' ? t.floatData : dtype === 'float64' ? t.doubleData : dtype === 'int64' ? t.int64Data : t.int32Data;
+  const field =
+    dtype === 'float32'
+      ? t.floatData
+      : dtype === 'float64'
+        ? t.doubleData
+        : dtype === 'int64'
+          ? t.int64Data
+          : t.int32Data;
   const vals = (field ?? []).map(Number);
-  if (vals.length !== n) throw new Error(`importOnnx: ${what} has ${vals.length} values for shape [${shape.join(', ')}]`);
+  if (vals.length !== n)
+    throw new Error(`importOnnx: ${what} has ${vals.length} values for shape [${shape.join(', ')}]`);
   return new NDArray(dtype === 'float16' ? vals.map(fromHalfBits) : vals, shape, dtype);
 }

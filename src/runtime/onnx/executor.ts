@@ -15,7 +15,16 @@ import type { Executor } from '../function.js';
 import type { FusionTarget } from '../../passes/fusion.js';
 import { rebuild } from '../../passes/rewrite.js';
 import { ProgramCache } from '../program-cache.js';
-import { link, optimize, passesFor, type OptimizedProgram, type Shapes, type Specialised, type Target, type TargetRequest } from '../target.js';
+import {
+  link,
+  optimize,
+  passesFor,
+  type OptimizedProgram,
+  type Shapes,
+  type Specialised,
+  type Target,
+  type TargetRequest,
+} from '../target.js';
 import { DynamicShapeError, specializeShapes } from '../../codegen/lower/lower.js';
 import { OnnxExportError } from './builder.js';
 import { fromHalfBits, onnxData } from './dtypes.js';
@@ -48,7 +57,15 @@ const programs = new ProgramCache<OnnxProgram, OnnxSpec>();
 const generic = new WeakMap<OnnxProgram, Compiled | 'per-shape'>();
 
 const ORT_TYPE: Readonly<Record<DType, string>> = {
-  float16: 'float32', float32: 'float32', float64: 'float64', int8: 'int8', int16: 'int16', int32: 'int32', int64: 'int64', uint8: 'uint8', bool: 'bool',
+  float16: 'float32',
+  float32: 'float32',
+  float64: 'float64',
+  int8: 'int8',
+  int16: 'int16',
+  int32: 'int32',
+  int64: 'int64',
+  uint8: 'uint8',
+  bool: 'bool',
 };
 
 function wire(a: NDArray, dtype: DType): WireTensor {
@@ -59,14 +76,21 @@ function wire(a: NDArray, dtype: DType): WireTensor {
 
 function unwire(t: WireTensor, dtype: DType): NDArray {
   const d = t.data as unknown as ArrayLike<number | bigint>;
-  const vals = t.type === 'int64' ? Float64Array.from(d as ArrayLike<bigint>, (x) => Number(x))
-    : t.type === 'float16' ? Float64Array.from(d as ArrayLike<number>, fromHalfBits)
-      : (d as ArrayLike<number>);
+  const vals =
+    t.type === 'int64'
+      ? Float64Array.from(d as ArrayLike<bigint>, (x) => Number(x))
+      : t.type === 'float16'
+        ? Float64Array.from(d as ArrayLike<number>, fromHalfBits)
+        : (d as ArrayLike<number>);
   return new NDArray(vals, [...t.dims], ioDType(dtype, 'run')).astype(dtype);
 }
 
 /** The graph with its placeholders replaced by ones of these concrete shapes, every type re-inferred. */
-function withShapes(inputs: readonly Node[], targets: readonly Node[], shapes: Shapes): { inputs: Node[]; targets: Node[] } {
+function withShapes(
+  inputs: readonly Node[],
+  targets: readonly Node[],
+  shapes: Shapes,
+): { inputs: Node[]; targets: Node[] } {
   const memo = new Map<Node, Node>();
   const ins = inputs.map((p, i) => {
     const shape = shapes[i]!;
@@ -76,7 +100,15 @@ function withShapes(inputs: readonly Node[], targets: readonly Node[], shapes: S
   });
   for (const n of topoSort(targets)) {
     if (memo.has(n)) continue;
-    memo.set(n, n.inputs.length === 0 ? n : rebuild(n, n.inputs.map((i) => memo.get(i)!)));
+    memo.set(
+      n,
+      n.inputs.length === 0
+        ? n
+        : rebuild(
+            n,
+            n.inputs.map((i) => memo.get(i)!),
+          ),
+    );
   }
   return { inputs: ins, targets: targets.map((t) => memo.get(t)!) };
 }
@@ -140,7 +172,16 @@ export const onnxTarget: Target<OnnxSpec> = {
 function kernelRows(c: Compiled): KernelTime[] {
   const origins = c.translated.origins;
   const names = [...origins.keys()].sort((a, b) => b.length - a.length);
-  const rows = new Map<string, { info: (bytes: { read: number; written: number }) => StepInfo; ms: number; runs: Map<string, number>; read: number; written: number }>();
+  const rows = new Map<
+    string,
+    {
+      info: (bytes: { read: number; written: number }) => StepInfo;
+      ms: number;
+      runs: Map<string, number>;
+      read: number;
+      written: number;
+    }
+  >();
   for (const e of c.session.takeProfile()) {
     let o = origins.get(e.node);
     if (o === undefined) {
@@ -151,10 +192,21 @@ function kernelRows(c: Compiled): KernelTime[] {
     let r = rows.get(path);
     if (r === undefined) {
       const oo = o;
-      const info = oo === undefined
-        ? (bytes: { read: number; written: number }) => nodeInfo(`${e.op} (ONNX Runtime's node ${e.node})`, `onnx:${e.op}`, [], [], path, 0, bytes)
-        : (bytes: { read: number; written: number }) => nodeInfo(`${oo.prefix}${oo.label ?? oo.node.op}`, oo.node.op, [oo.node.op], oo.node.provenance.map((p) => formatProvenance([p], 1)), path, oo.depth, bytes);
-      rows.set(path, r = { info, ms: 0, runs: new Map(), read: 0, written: 0 });
+      const info =
+        oo === undefined
+          ? (bytes: { read: number; written: number }) =>
+              nodeInfo(`${e.op} (ONNX Runtime's node ${e.node})`, `onnx:${e.op}`, [], [], path, 0, bytes)
+          : (bytes: { read: number; written: number }) =>
+              nodeInfo(
+                `${oo.prefix}${oo.label ?? oo.node.op}`,
+                oo.node.op,
+                [oo.node.op],
+                oo.node.provenance.map((p) => formatProvenance([p], 1)),
+                path,
+                oo.depth,
+                bytes,
+              );
+      rows.set(path, (r = { info, ms: 0, runs: new Map(), read: 0, written: 0 }));
     }
     r.ms += e.us / 1000;
     r.read += e.read;
@@ -175,11 +227,17 @@ function onnxExecutor(req: TargetRequest): OnnxExecutor {
   /** Profiled sessions run since their profile was last taken. */
   const profiled = new Set<Compiled>();
   return link(onnxTarget, 'onnx', programs, req, (linked) => ({
-    ...(req.profile === true ? {
-      kernelTimes: () => { const out = [...profiled].flatMap(kernelRows); profiled.clear(); return out; },
-      kernelTimesOnDemand: true,
-      profileNote: PROFILE_NOTES.onnx,
-    } : {}),
+    ...(req.profile === true
+      ? {
+          kernelTimes: () => {
+            const out = [...profiled].flatMap(kernelRows);
+            profiled.clear();
+            return out;
+          },
+          kernelTimesOnDemand: true,
+          profileNote: PROFILE_NOTES.onnx,
+        }
+      : {}),
     get graph(): readonly Node[] {
       return linked.graph();
     },
@@ -191,18 +249,23 @@ function onnxExecutor(req: TargetRequest): OnnxExecutor {
       last = c;
       const t = c.translated;
       const feeds: Record<string, WireTensor> = {};
-      t.inputNames.forEach((name, i) => { feeds[name] = wire(values[i]!, req.inputs[i]!.dtype); });
+      t.inputNames.forEach((name, i) => {
+        feeds[name] = wire(values[i]!, req.inputs[i]!.dtype);
+      });
       t.variableInputs.forEach((v, k) => {
         const slot = c.variableSlots[k]!;
         feeds[v.name] = wire(linked.cells[slot]!.value, linked.variables[slot]!.dtype);
       });
-      if (t.learningPhaseInput !== undefined) feeds[t.learningPhaseInput] = wire(new NDArray([learningPhase], [], 'uint8'), 'uint8');
+      if (t.learningPhaseInput !== undefined)
+        feeds[t.learningPhaseInput] = wire(new NDArray([learningPhase], [], 'uint8'), 'uint8');
       const fetches = [...t.outputNames, ...t.prints.map((p) => p.name)];
       const out = c.session.run(feeds, fetches);
       if (c.session.profile) profiled.add(c);
       t.prints.forEach((p) => {
         const v = out[p.name]!;
-        console.log(`${p.message}${formatValue(unwire(v, v.type === 'float64' ? 'float64' : v.type === 'float32' ? 'float32' : (v.type as DType)))}`);
+        console.log(
+          `${p.message}${formatValue(unwire(v, v.type === 'float64' ? 'float64' : v.type === 'float32' ? 'float32' : (v.type as DType)))}`,
+        );
       });
       return t.outputNames.map((name, i) => unwire(out[name]!, linked.program.graph[i]!.dtype));
     },

@@ -30,15 +30,25 @@ export interface OnnxExportSource {
 const noFusion: FusionTarget = { classify: () => 'opaque' };
 
 export function exportOnnx(src: OnnxExportSource, opts: OnnxExportOptions = {}): Uint8Array {
-  if (opts === null || typeof opts !== 'object') throw new TypeError('exportOnnx: options must be an object ({ name?, opset? })');
+  if (opts === null || typeof opts !== 'object')
+    throw new TypeError('exportOnnx: options must be an object ({ name?, opset? })');
   const opset = opts.opset ?? DEFAULT_OPSET;
-  if (!SUPPORTED_OPSETS.includes(opset)) throw new ValueError(`exportOnnx: opset ${JSON.stringify(opts.opset)} is not supported (allowed: ${SUPPORTED_OPSETS.join(', ')})`);
+  if (!SUPPORTED_OPSETS.includes(opset))
+    throw new ValueError(
+      `exportOnnx: opset ${JSON.stringify(opts.opset)} is not supported (allowed: ${SUPPORTED_OPSETS.join(', ')})`,
+    );
   const targets = [...src.outputs, ...src.updates.map(([, v]) => v)];
   const passes = src.optimizer === 'none' ? [] : resolvePipeline(src.optimizer, noFusion);
   const graph = passes.length === 0 ? targets : runPasses(passes, { outputs: targets }).outputs;
   const names = [...src.outputs.map((_, i) => `output_${i}`), ...src.updates.map(([v]) => `${v.name}_new`)];
   return translate({
-    inputs: src.inputs, targets: graph, mode: 'export', opset, name: opts.name ?? src.name, caller: 'exportOnnx', outputNames: names,
+    inputs: src.inputs,
+    targets: graph,
+    mode: 'export',
+    opset,
+    name: opts.name ?? src.name,
+    caller: 'exportOnnx',
+    outputNames: names,
     ...(opts.learningPhase !== undefined ? { learningPhase: opts.learningPhase } : {}),
   }).bytes;
 }

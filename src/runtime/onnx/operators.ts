@@ -201,5 +201,5 @@ export const ONNX_OPERATORS: Readonly<Record<string, number>> = {
   Softsign: 1,
   SwiGLU: 28,
   Swish: 24,
-  ThresholdedRelu: 10
+  ThresholdedRelu: 10,
 };

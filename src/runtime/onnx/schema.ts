@@ -106,7 +106,10 @@ export interface TensorJson {
   int64Data?: number[];
   doubleData?: number[];
 }
-export interface DimJson { dimValue?: number; dimParam?: string }
+export interface DimJson {
+  dimValue?: number;
+  dimParam?: string;
+}
 export interface ValueInfoJson {
   name: string;
   type?: { tensorType?: { elemType: number; shape?: { dim?: DimJson[] } } };
@@ -145,5 +148,10 @@ export function encodeModel(m: ModelJson): Uint8Array {
 export function decodeModel(bytes: Uint8Array): ModelJson {
   const t = model();
   // int64 fields as numbers (exact to 2^53: dims, attribute ints, int64 data), bytes as Uint8Array
-  return t.toObject(t.decode(bytes), { longs: Number, bytes: Uint8Array, defaults: true, arrays: true }) as unknown as ModelJson;
+  return t.toObject(t.decode(bytes), {
+    longs: Number,
+    bytes: Uint8Array,
+    defaults: true,
+    arrays: true,
+  }) as unknown as ModelJson;
 }

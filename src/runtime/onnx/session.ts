@@ -9,7 +9,8 @@ import { platform } from '#platform';
 import { callSync } from '../worker-call.js';
 
 type WorkerThreads = typeof import('node:worker_threads');
-const threads = (): WorkerThreads => platform.nodeBuiltin('worker_threads', 'the onnx backend (onnxruntime-node)') as WorkerThreads;
+const threads = (): WorkerThreads =>
+  platform.nodeBuiltin('worker_threads', 'the onnx backend (onnxruntime-node)') as WorkerThreads;
 
 export const ORT_PACKAGE = 'onnxruntime-node';
 
@@ -128,7 +129,11 @@ class SyncWorker {
     this.flag = new Int32Array(sab);
     const { port1, port2 } = new (threads().MessageChannel)();
     this.port = port1;
-    this.worker = new (threads().Worker)(WORKER_SOURCE, { eval: true, workerData: { ortPath, flag: sab, port: port2 }, transferList: [port2] });
+    this.worker = new (threads().Worker)(WORKER_SOURCE, {
+      eval: true,
+      workerData: { ortPath, flag: sab, port: port2 },
+      transferList: [port2],
+    });
     // the worker must not keep the process alive once the user's work is done
     this.worker.unref();
     this.port.unref();
@@ -143,13 +148,18 @@ class SyncWorker {
 
   call(req: Record<string, unknown>): Reply {
     // answers to other requests (none are waited for but releases) are dropped
-    return callSync<Reply & { id: number }>({ threads: threads(), worker: this.worker, port: this.port, flag: this.flag }, this.nextId++, req, 'onnx backend: ONNX Runtime did not answer within 10 minutes', () => {});
+    return callSync<Reply & { id: number }>(
+      { threads: threads(), worker: this.worker, port: this.port, flag: this.flag },
+      this.nextId++,
+      req,
+      'onnx backend: ONNX Runtime did not answer within 10 minutes',
+      () => {},
+    );
   }
 }
 
 let worker: SyncWorker | undefined;
 let runtimeInfo: { version: string; provider: string } | undefined;
-
 
 /** Whether onnxruntime-node can be found (tests name the reason when it cannot). */
 export function ortAvailable(): string | undefined {
@@ -191,7 +201,10 @@ export class OrtSession {
   private runs = 0;
 
   /** `profile`: ONNX Runtime profiles every run (SessionOptions.enableProfiling), read by takeProfile. */
-  constructor(bytes: Uint8Array, readonly profile = false) {
+  constructor(
+    bytes: Uint8Array,
+    readonly profile = false,
+  ) {
     const w = theWorker();
     const provider = requestedProvider();
     const r = w.call({ kind: 'create', key: this.key, bytes, provider, profile });
@@ -223,7 +236,11 @@ export class OrtSession {
 // a collected session's ORT session is released in the worker
 const registry = new FinalizationRegistry<number>((key) => {
   if (worker !== undefined) {
-    try { worker.post({ kind: 'release', key, quiet: true }); } catch { /* the worker is gone */ }
+    try {
+      worker.post({ kind: 'release', key, quiet: true });
+    } catch {
+      /* the worker is gone */
+    }
   }
 });
 

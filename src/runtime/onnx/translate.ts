@@ -100,7 +100,10 @@ class Translator {
     this.req.inputs.forEach((n) => env.set(n, this.graphInput(b, n.name, n)));
     for (const n of order) {
       if (env.has(n)) continue;
-      if (n.op === 'placeholder') throw new OnnxExportError(`${this.req.caller}: placeholder ${JSON.stringify(n.name)} is not among the function's inputs`);
+      if (n.op === 'placeholder')
+        throw new OnnxExportError(
+          `${this.req.caller}: placeholder ${JSON.stringify(n.name)} is not among the function's inputs`,
+        );
       if (n.op === 'variable') {
         if (this.req.mode === 'export') {
           const name = sanitize(n.name, this.used);
@@ -133,14 +136,18 @@ class Translator {
       this.emit(b, n, env, tuples);
       for (let k = before; k < b.nodes.length; k++) {
         const name = b.nodes[k]!.name;
-        if (name !== undefined) this.origins.set(name, { node: n, path, depth: this.scope.depth, prefix: this.scope.prefix });
+        if (name !== undefined)
+          this.origins.set(name, { node: n, path, depth: this.scope.depth, prefix: this.scope.prefix });
       }
     }
   }
 
   /** Translates node n into b. */
   private emit(b: GraphBuilder, n: Node, env: Map<Node, string>, tuples: Map<Node, string[]>): void {
-    if (!isBuiltin(n.op)) throw new OnnxExportError(`${this.req.caller}: the user op ${JSON.stringify(n.op)} has no ONNX form (it has only a JavaScript reference implementation)`);
+    if (!isBuiltin(n.op))
+      throw new OnnxExportError(
+        `${this.req.caller}: the user op ${JSON.stringify(n.op)} has no ONNX form (it has only a JavaScript reference implementation)`,
+      );
     const entry = onnxTranslations[n.op as OpName] as OnnxEntry<unknown>;
     if (isOp(n, 'tuple_get')) {
       const items = tuples.get(n.inputs[0]!);
@@ -151,7 +158,9 @@ class Translator {
     }
     if (entry === 'leaf') throw new Error(`internal: leaf ${n.op} ${n.name} has no value`);
     if (typeof entry === 'object' && 'unsupported' in entry) {
-      throw new OnnxExportError(`${this.req.caller}: op ${JSON.stringify(n.op)} cannot be expressed in ONNX: ${entry.unsupported}`);
+      throw new OnnxExportError(
+        `${this.req.caller}: op ${JSON.stringify(n.op)} cannot be expressed in ONNX: ${entry.unsupported}`,
+      );
     }
     const ins = n.inputs.map((i) => {
       const v = env.get(i);
@@ -177,14 +186,29 @@ class Translator {
   ctx(b: GraphBuilder, node: Node): Ctx {
     const out: Val = { dtype: node.dtype, shape: node.shape };
     return {
-      b, node, mode: this.req.mode, out, prints: this.prints,
+      b,
+      node,
+      mode: this.req.mode,
+      out,
+      prints: this.prints,
       loopBody: (body, seqs, consts, index) => {
         const saved = this.scope;
-        this.scope = { path: `${this.pathOf.get(node)}/`, depth: saved.depth + 1, prefix: `${saved.prefix}${node.op}: ` };
+        this.scope = {
+          path: `${this.pathOf.get(node)}/`,
+          depth: saved.depth + 1,
+          prefix: `${saved.prefix}${node.op}: `,
+        };
         try {
           const g = this.loopBody(b, body, seqs, consts, index);
           for (const n of g.node ?? []) {
-            if (n.name !== undefined && !this.origins.has(n.name)) this.origins.set(n.name, { node, label: 'the loop step\'s slices and copies', path: `${this.scope.path}loop`, depth: this.scope.depth, prefix: this.scope.prefix });
+            if (n.name !== undefined && !this.origins.has(n.name))
+              this.origins.set(n.name, {
+                node,
+                label: "the loop step's slices and copies",
+                path: `${this.scope.path}loop`,
+                depth: this.scope.depth,
+                prefix: this.scope.prefix,
+              });
           }
           return g;
         } finally {
@@ -194,14 +218,24 @@ class Translator {
     };
   }
 
-  private loopBody(outer: GraphBuilder, body: ScanBody, seqs: readonly string[], consts: readonly string[], index: (b: GraphBuilder, iter: string) => string): GraphJson {
+  private loopBody(
+    outer: GraphBuilder,
+    body: ScanBody,
+    seqs: readonly string[],
+    consts: readonly string[],
+    index: (b: GraphBuilder, iter: string) => string,
+  ): GraphJson {
     const inner = new GraphBuilder(this.model, outer);
     const iter = inner.define(this.model.fresh('iter'), { dtype: 'int64', shape: [] });
     const cond = inner.define(this.model.fresh('cond'), { dtype: 'bool', shape: [] });
     const env = new Map<Node, string>();
-    const stateNames = body.states.map((s) => inner.define(this.model.fresh('state'), { dtype: s.dtype, shape: s.shape }));
+    const stateNames = body.states.map((s) =>
+      inner.define(this.model.fresh('state'), { dtype: s.dtype, shape: s.shape }),
+    );
     const idx = index(inner, iter);
-    body.sequences.forEach((arg, i) => env.set(arg, inner.op('Gather', [seqs[i]!, idx], { axis: 0 }, { dtype: arg.dtype, shape: arg.shape })));
+    body.sequences.forEach((arg, i) =>
+      env.set(arg, inner.op('Gather', [seqs[i]!, idx], { axis: 0 }, { dtype: arg.dtype, shape: arg.shape })),
+    );
     body.states.forEach((arg, j) => env.set(arg, stateNames[j]!));
     body.constants.forEach((arg, k) => env.set(arg, consts[k]!));
     this.run(inner, topoSort(body.results), env, new Map());
@@ -210,12 +244,17 @@ class Translator {
     const newStates = body.newStates.map(out);
     const perStep = body.outputs.map(out);
     const stateSteps = body.newStates.map(out);
-    const typeOnly = (name: string): ValueInfoJson => ({ name, type: { tensorType: { elemType: tensorProtoType(inner.val(name).dtype) } } });
+    const typeOnly = (name: string): ValueInfoJson => ({
+      name,
+      type: { tensorType: { elemType: tensorProtoType(inner.val(name).dtype) } },
+    });
     return {
       name: this.model.fresh('loop_body'),
       node: inner.nodes,
       initializer: [],
-      input: [iter, cond, ...stateNames].map((n) => valueInfo(n, inner.val(n), () => '')).map((v, i) => (i < 2 ? v : typeOnly(v.name))),
+      input: [iter, cond, ...stateNames]
+        .map((n) => valueInfo(n, inner.val(n), () => ''))
+        .map((v, i) => (i < 2 ? v : typeOnly(v.name))),
       output: [condOut, ...newStates, ...perStep, ...stateSteps].map(typeOnly),
     };
   }
@@ -228,7 +267,9 @@ function tensorProtoType(d: DType): number {
 export function translate(req: TranslateRequest): Translated {
   const opset = req.opset ?? DEFAULT_OPSET;
   if (!SUPPORTED_OPSETS.includes(opset)) {
-    throw new OnnxExportError(`${req.caller}: opset ${opset} is not supported (allowed: ${SUPPORTED_OPSETS.join(', ')})`);
+    throw new OnnxExportError(
+      `${req.caller}: opset ${opset} is not supported (allowed: ${SUPPORTED_OPSETS.join(', ')})`,
+    );
   }
   const t = new Translator(req);
   const b = new GraphBuilder(t.model);
@@ -250,8 +291,17 @@ export function translate(req: TranslateRequest): Translated {
   const printOutputs = t.prints.map((p) => {
     const name = sanitize(`print_${p.name}`, t.used);
     const io = ioDType(b.val(p.name).dtype, req.mode);
-    b.nodes.push({ input: [b.cast(p.name, io)], output: [name], opType: 'Identity', name: t.model.fresh('n_Identity') });
-    return { name, message: p.message, info: valueInfo(name, { dtype: io, shape: b.val(p.name).shape }, (k) => `${name}_dim${k}`) };
+    b.nodes.push({
+      input: [b.cast(p.name, io)],
+      output: [name],
+      opType: 'Identity',
+      name: t.model.fresh('n_Identity'),
+    });
+    return {
+      name,
+      message: p.message,
+      info: valueInfo(name, { dtype: io, shape: b.val(p.name).shape }, (k) => `${name}_dim${k}`),
+    };
   });
   const graph: GraphJson = {
     name: req.name ?? 'theanine',

@@ -10,9 +10,16 @@ export function upload(tf: TF, nd: NDArray): Tensor {
   const dt = tfDType(nd.dtype);
   const d = nd.data;
   switch (dt) {
-    case 'float32': return tf.tensor(d instanceof Float32Array ? d : Float32Array.from(d), [...nd.shape], 'float32');
-    case 'int32': return tf.tensor(d instanceof Int32Array ? d : Int32Array.from(d, (v) => v | 0), [...nd.shape], 'int32');
-    case 'bool': return tf.tensor(d instanceof Uint8Array ? d : Uint8Array.from(d, (v) => (v !== 0 ? 1 : 0)), [...nd.shape], 'bool');
+    case 'float32':
+      return tf.tensor(d instanceof Float32Array ? d : Float32Array.from(d), [...nd.shape], 'float32');
+    case 'int32':
+      return tf.tensor(d instanceof Int32Array ? d : Int32Array.from(d, (v) => v | 0), [...nd.shape], 'int32');
+    case 'bool':
+      return tf.tensor(
+        d instanceof Uint8Array ? d : Uint8Array.from(d, (v) => (v !== 0 ? 1 : 0)),
+        [...nd.shape],
+        'bool',
+      );
   }
 }
 

@@ -12,7 +12,16 @@ import { getOp, isBuiltin } from '../../ir/registry.js';
 import type { Executor } from '../function.js';
 import type { FusionTarget } from '../../passes/fusion.js';
 import { ProgramCache } from '../program-cache.js';
-import { bodyOptimizer, link, passesFor, type LinkedProgram, type OptimizedProgram, type Specialised, type Target, type TargetRequest } from '../target.js';
+import {
+  bodyOptimizer,
+  link,
+  passesFor,
+  type LinkedProgram,
+  type OptimizedProgram,
+  type Specialised,
+  type Target,
+  type TargetRequest,
+} from '../target.js';
 import { download, upload } from './convert.js';
 import { tfKernels } from './kernels/index.js';
 import { fit } from './kernels/util.js';
@@ -57,7 +66,21 @@ function tfjsExecutor(req: TargetRequest): TfjsExecutor {
   // The profiler's: each node timed from its call to its result on the host side (the backend
   // done with it: node, wasm and cpu run ops as they are called; webgl is waited for by a read).
   const timer = req.profile === true ? new KernelTimer() : undefined;
-  const top: Scope | undefined = timer === undefined ? undefined : { timer, path: '', name: '', depth: 0, sync: runtime.flavour === 'webgl' ? (t) => { t.dataSync(); } : () => {} };
+  const top: Scope | undefined =
+    timer === undefined
+      ? undefined
+      : {
+          timer,
+          path: '',
+          name: '',
+          depth: 0,
+          sync:
+            runtime.flavour === 'webgl'
+              ? (t) => {
+                  t.dataSync();
+                }
+              : () => {},
+        };
   return link(tfjsTarget, 'tensorflow', programs, req, (linked) => {
     const { order } = linked.spec(ANY_SHAPES);
     warnNarrowed(order);
@@ -68,14 +91,18 @@ function tfjsExecutor(req: TargetRequest): TfjsExecutor {
       },
       runtime,
       freshResults: true,
-      run: (values: readonly NDArray[], learningPhase: number) => runtime.withBackend(() => runOnce(runtime.tf, linked, order, values, learningPhase, top, (results, nds) => {
-        req.updates.forEach(([variable], k) => {
-          const t = results[req.nOut + k]!;
-          const want = variable.shape;
-          // A shape that contradicts the variable is K.function's error to report; nothing is adopted.
-          if (t.shape.length === want.length && t.shape.every((d, i) => d === want[i])) adoptUpdate(runtime.tf, variable.cell!, t, nds[req.nOut + k]!);
-        });
-      })),
+      run: (values: readonly NDArray[], learningPhase: number) =>
+        runtime.withBackend(() =>
+          runOnce(runtime.tf, linked, order, values, learningPhase, top, (results, nds) => {
+            req.updates.forEach(([variable], k) => {
+              const t = results[req.nOut + k]!;
+              const want = variable.shape;
+              // A shape that contradicts the variable is K.function's error to report; nothing is adopted.
+              if (t.shape.length === want.length && t.shape.every((d, i) => d === want[i]))
+                adoptUpdate(runtime.tf, variable.cell!, t, nds[req.nOut + k]!);
+            });
+          }),
+        ),
     };
   });
 }
@@ -99,7 +126,9 @@ function warnNarrowed(order: readonly Node[]): void {
     const text = NARROWED[n.dtype];
     if (text === undefined || warnedNarrowed.has(n.dtype)) continue;
     warnedNarrowed.add(n.dtype);
-    warn(`theanine: backend "tensorflow": TensorFlow.js has no ${n.dtype}, so ${text}; results are still labelled ${n.dtype}. Use the theanine backend where ${n.dtype} precision matters`);
+    warn(
+      `theanine: backend "tensorflow": TensorFlow.js has no ${n.dtype}, so ${text}; results are still labelled ${n.dtype}. Use the theanine backend where ${n.dtype} precision matters`,
+    );
   }
 }
 
@@ -114,7 +143,12 @@ interface Scope {
 }
 
 function runOnce(
-  tf: TF, linked: LinkedProgram<TfjsSpec>, order: readonly Node[], values: readonly NDArray[], learningPhase: number, top: Scope | undefined,
+  tf: TF,
+  linked: LinkedProgram<TfjsSpec>,
+  order: readonly Node[],
+  values: readonly NDArray[],
+  learningPhase: number,
+  top: Scope | undefined,
   afterDownload: (results: readonly Tensor[], nds: readonly NDArray[]) => void,
 ): NDArray[] {
   const { program } = linked;
@@ -125,21 +159,30 @@ function runOnce(
   const epoch = nextEpoch();
   const print = (m: string) => console.log(m);
   takeBackendErrors(); // what earlier code (not this call) left there is not this call's
-  const results = watchBackendErrors(() => tf.tidy(() => {
-    const env = new Map<Node, Tensor>();
-    for (const [n, i] of program.inputSlot) env.set(n, upload(tf, values[i]!));
-    // Variables are read at the start of the call: a clone keeps the value it had even if
-    // a call made from inside this one (a user op's reference) assigns an update to the tf.Variable.
-    for (const n of order) if (n.op === 'variable' && !env.has(n)) env.set(n, tf.clone(readVariable(tf, cellOf(n))));
-    const evaluate = (res: readonly Node[], feeds: ReadonlyMap<Node, Tensor>, scope: Scope | undefined): Tensor[] => new Graph(tf, new Map(feeds), ctxFor, cellOf, scope).run(topoSort(res), res);
-    const ctxFor = (node: Node, scope: Scope | undefined): KernelContext => ({
-      tf, node, learningPhase, epoch, print, evaluate: (res, feeds) => evaluate(res, feeds, scope), evaluateBody: (b, feeds) => evaluate(optimizeBody(b), feeds, scope),
-    });
-    const out = new Graph(tf, env, ctxFor, cellOf, top).run(order, targets);
-    // Results get handles of their own (a clone shares the data): a variable's tensor changes when
-    // an update is assigned to it, and cached constants outlive the call.
-    return out.map((v) => tf.clone(v));
-  }));
+  const results = watchBackendErrors(() =>
+    tf.tidy(() => {
+      const env = new Map<Node, Tensor>();
+      for (const [n, i] of program.inputSlot) env.set(n, upload(tf, values[i]!));
+      // Variables are read at the start of the call: a clone keeps the value it had even if
+      // a call made from inside this one (a user op's reference) assigns an update to the tf.Variable.
+      for (const n of order) if (n.op === 'variable' && !env.has(n)) env.set(n, tf.clone(readVariable(tf, cellOf(n))));
+      const evaluate = (res: readonly Node[], feeds: ReadonlyMap<Node, Tensor>, scope: Scope | undefined): Tensor[] =>
+        new Graph(tf, new Map(feeds), ctxFor, cellOf, scope).run(topoSort(res), res);
+      const ctxFor = (node: Node, scope: Scope | undefined): KernelContext => ({
+        tf,
+        node,
+        learningPhase,
+        epoch,
+        print,
+        evaluate: (res, feeds) => evaluate(res, feeds, scope),
+        evaluateBody: (b, feeds) => evaluate(optimizeBody(b), feeds, scope),
+      });
+      const out = new Graph(tf, env, ctxFor, cellOf, top).run(order, targets);
+      // Results get handles of their own (a clone shares the data): a variable's tensor changes when
+      // an update is assigned to it, and cached constants outlive the call.
+      return out.map((v) => tf.clone(v));
+    }),
+  );
   try {
     const nds = targets.map((t, i) => download(results[i]!, t.dtype));
     afterDownload(results, nds);
@@ -165,7 +208,12 @@ class Graph {
   /** A node's kernel context: inner graphs it evaluates are profiled under its row. */
   private ctxFor(n: Node): KernelContext {
     const s = this.scope;
-    return this.ctxForScope(n, s === undefined ? undefined : { ...s, path: `${s.path}${this.index!.get(n)}/`, name: `${s.name}${n.op}: `, depth: s.depth + 1 });
+    return this.ctxForScope(
+      n,
+      s === undefined
+        ? undefined
+        : { ...s, path: `${s.path}${this.index!.get(n)}/`, name: `${s.name}${n.op}: `, depth: s.depth + 1 },
+    );
   }
 
   /** Runs `f`, the node's computation; profiled, its time is the node's row. */
@@ -177,8 +225,24 @@ class Graph {
     const outs: readonly Tensor[] = Array.isArray(out) ? out : [out as Tensor];
     for (const t of outs) s.sync(t);
     const at = `${s.path}${this.index!.get(n)}`;
-    const bytes = { read: ins.reduce((a, t) => a + tensorBytes(t), 0), written: outs.reduce((a, t) => a + tensorBytes(t), 0) };
-    s.timer.add(at, () => nodeInfo(`${s.name}${n.op}`, n.op, [n.op], n.provenance.map((p) => formatProvenance([p], 1)), at, s.depth, bytes), performance.now() - t0);
+    const bytes = {
+      read: ins.reduce((a, t) => a + tensorBytes(t), 0),
+      written: outs.reduce((a, t) => a + tensorBytes(t), 0),
+    };
+    s.timer.add(
+      at,
+      () =>
+        nodeInfo(
+          `${s.name}${n.op}`,
+          n.op,
+          [n.op],
+          n.provenance.map((p) => formatProvenance([p], 1)),
+          at,
+          s.depth,
+          bytes,
+        ),
+      performance.now() - t0,
+    );
     return out;
   }
 
@@ -186,15 +250,17 @@ class Graph {
     if (this.scope !== undefined) this.index = new Map(order.map((n, i) => [n, i]));
     return walkGraph(order, targets, this.env, {
       given: (n) => (n.op === 'variable' ? readVariable(this.tf, this.cellOf(n)) : undefined),
-      compute: (n, ins) => this.timed(n, ins, () => (isBuiltin(n.op) ? this.compute(n, ins) : this.computeExtern(n, ins))),
-      computeTuple: (n, ins) => this.timed(n, ins, () => {
-        const entry = tfKernels[n.op as keyof typeof tfKernels] as TfEntry<unknown>;
-        if (typeof entry !== 'object') throw new Error(`internal: op ${n.op} has a tuple type but no tuple kernel`);
-        const items = n.type.items!;
-        const out = entry.tuple(ins, n.attrs, this.ctxFor(n)).map((t, i) => fit(this.tf, t, items[i]!.dtype));
-        checkBackendStatus(n.op);
-        return out;
-      }),
+      compute: (n, ins) =>
+        this.timed(n, ins, () => (isBuiltin(n.op) ? this.compute(n, ins) : this.computeExtern(n, ins))),
+      computeTuple: (n, ins) =>
+        this.timed(n, ins, () => {
+          const entry = tfKernels[n.op as keyof typeof tfKernels] as TfEntry<unknown>;
+          if (typeof entry !== 'object') throw new Error(`internal: op ${n.op} has a tuple type but no tuple kernel`);
+          const items = n.type.items!;
+          const out = entry.tuple(ins, n.attrs, this.ctxFor(n)).map((t, i) => fit(this.tf, t, items[i]!.dtype));
+          checkBackendStatus(n.op);
+          return out;
+        }),
       check: (n, t, v, where) => checkShape(n, t.shape, v, where),
     });
   }
@@ -204,7 +270,11 @@ class Graph {
    * inputs downloaded and its result uploaded (as the compiler's extern path does).
    */
   private computeExtern(n: Node, inputs: readonly Tensor[]): Tensor {
-    const out = getOp(n.op).impl(inputs.map((t, i) => download(t, n.inputs[i]!.dtype)), n.attrs, this.hostContext(n));
+    const out = getOp(n.op).impl(
+      inputs.map((t, i) => download(t, n.inputs[i]!.dtype)),
+      n.attrs,
+      this.hostContext(n),
+    );
     checkAgainstType(n, n.type, out);
     return upload(this.tf, out);
   }
@@ -234,11 +304,16 @@ const tensorBytes = (t: Tensor): number => t.size * (t.dtype === 'bool' ? 1 : 4)
 /** A status the tfjs backend reported while an op ran is that op's error, never its result. */
 function checkBackendStatus(op: string): void {
   const errs = takeBackendErrors();
-  if (errs.length > 0) throw new Error(`${op}: TensorFlow.js reported an error while computing it (${errs.join('; ')}); its output is not a result`);
+  if (errs.length > 0)
+    throw new Error(
+      `${op}: TensorFlow.js reported an error while computing it (${errs.join('; ')}); its output is not a result`,
+    );
 }
 
 function checkShape(n: Node, want: readonly (number | null)[], out: Tensor, where = ''): void {
   if (out.shape.length !== want.length || want.some((d, i) => d !== null && d !== out.shape[i])) {
-    throw new Error(`internal: op ${n.op}${where} produced ${formatShape(out.shape)} on TensorFlow.js but its type is ${n.dtype} ${formatShape(want)}`);
+    throw new Error(
+      `internal: op ${n.op}${where} produced ${formatShape(out.shape)} on TensorFlow.js but its type is ${n.dtype} ${formatShape(want)}`,
+    );
   }
 }

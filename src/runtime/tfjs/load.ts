@@ -34,7 +34,10 @@ export interface TfRuntime {
   withBackend<T>(fn: () => T): T;
 }
 
-export const defaultLoader: ModuleLoader = { require: (id) => platform.requireModule(id), resolve: (id) => platform.resolveModule(id) };
+export const defaultLoader: ModuleLoader = {
+  require: (id) => platform.requireModule(id),
+  resolve: (id) => platform.resolveModule(id),
+};
 
 const TFJS = '@tensorflow/tfjs';
 const TFJS_NODE = '@tensorflow/tfjs-node';
@@ -42,8 +45,14 @@ const TFJS_WASM = '@tensorflow/tfjs-backend-wasm';
 
 /** The package itself is absent (not: present but failing to load one of its own files). */
 function isMissing(e: unknown, id: string): boolean {
-  return typeof e === 'object' && e !== null && 'code' in e && e.code === 'MODULE_NOT_FOUND' &&
-    e instanceof Error && e.message.includes(`'${id}'`);
+  return (
+    typeof e === 'object' &&
+    e !== null &&
+    'code' in e &&
+    e.code === 'MODULE_NOT_FOUND' &&
+    e instanceof Error &&
+    e.message.includes(`'${id}'`)
+  );
 }
 
 function messageOf(e: unknown): string {
@@ -61,11 +70,15 @@ export function loadTfjs(loader: ModuleLoader = defaultLoader, only?: Flavour): 
       return activate(tf, 'tensorflow', 'node', notes);
     } catch (e) {
       if (only === 'node') {
-        throw new Error(isMissing(e, TFJS_NODE)
-          ? `backend "tensorflow": THEANINE_TFJS_BACKEND=node needs ${TFJS_NODE}; install it with \`npm install ${TFJS_NODE}\``
-          : `backend "tensorflow": ${TFJS_NODE} failed to load (${messageOf(e)})`);
+        throw new Error(
+          isMissing(e, TFJS_NODE)
+            ? `backend "tensorflow": THEANINE_TFJS_BACKEND=node needs ${TFJS_NODE}; install it with \`npm install ${TFJS_NODE}\``
+            : `backend "tensorflow": ${TFJS_NODE} failed to load (${messageOf(e)})`,
+        );
       }
-      notes.push(isMissing(e, TFJS_NODE) ? `${TFJS_NODE} is not installed` : `${TFJS_NODE} failed to load: ${messageOf(e)}`);
+      notes.push(
+        isMissing(e, TFJS_NODE) ? `${TFJS_NODE} is not installed` : `${TFJS_NODE} failed to load: ${messageOf(e)}`,
+      );
     }
   }
   let tf: TF;
@@ -75,8 +88,8 @@ export function loadTfjs(loader: ModuleLoader = defaultLoader, only?: Flavour): 
     if (!isMissing(e, TFJS)) throw new Error(`backend "tensorflow": ${TFJS} failed to load (${messageOf(e)})`);
     throw new Error(
       `backend "tensorflow" needs TensorFlow.js, and neither ${TFJS_NODE} nor ${TFJS} is installed: ` +
-      `install one with \`npm install ${TFJS}\` (add ${TFJS_WASM} for speed, or ${TFJS_NODE} for native TensorFlow), ` +
-      'or select the "theanine" backend (KERAS_BACKEND=theanine)',
+        `install one with \`npm install ${TFJS}\` (add ${TFJS_WASM} for speed, or ${TFJS_NODE} for native TensorFlow), ` +
+        'or select the "theanine" backend (KERAS_BACKEND=theanine)',
     );
   }
   if (want('wasm')) {
@@ -85,11 +98,15 @@ export function loadTfjs(loader: ModuleLoader = defaultLoader, only?: Flavour): 
       return activate(tf, 'wasm', 'wasm', notes);
     } catch (e) {
       if (only === 'wasm') {
-        throw new Error(isMissing(e, TFJS_WASM)
-          ? `backend "tensorflow": THEANINE_TFJS_BACKEND=wasm needs ${TFJS_WASM}; install it with \`npm install ${TFJS_WASM}\``
-          : `backend "tensorflow": the wasm backend failed to start (${messageOf(e)})`);
+        throw new Error(
+          isMissing(e, TFJS_WASM)
+            ? `backend "tensorflow": THEANINE_TFJS_BACKEND=wasm needs ${TFJS_WASM}; install it with \`npm install ${TFJS_WASM}\``
+            : `backend "tensorflow": the wasm backend failed to start (${messageOf(e)})`,
+        );
       }
-      notes.push(isMissing(e, TFJS_WASM) ? `${TFJS_WASM} is not installed` : `the wasm backend failed to start: ${messageOf(e)}`);
+      notes.push(
+        isMissing(e, TFJS_WASM) ? `${TFJS_WASM} is not installed` : `the wasm backend failed to start: ${messageOf(e)}`,
+      );
     }
   }
   return activate(tf, 'cpu', 'cpu', notes);
@@ -101,7 +118,9 @@ function loadTfjsInBrowser(loader: ModuleLoader): TfRuntime {
   try {
     tf = loader.require(TFJS) as TF;
   } catch (e) {
-    throw new Error(`backend "tensorflow" in a browser needs TensorFlow.js handed over: \`import * as tf from '${TFJS}'; provideModule('${TFJS}', tf)\` (${messageOf(e)})`);
+    throw new Error(
+      `backend "tensorflow" in a browser needs TensorFlow.js handed over: \`import * as tf from '${TFJS}'; provideModule('${TFJS}', tf)\` (${messageOf(e)})`,
+    );
   }
   const notes: string[] = [];
   const active = tf.engine().backendName as string | null;
@@ -120,7 +139,10 @@ function loadTfjsInBrowser(loader: ModuleLoader): TfRuntime {
 
 function activate(tf: TF, backendName: string, flavour: Flavour, notes: string[]): TfRuntime {
   const rt: TfRuntime = {
-    tf, backendName, flavour, notes,
+    tf,
+    backendName,
+    flavour,
+    notes,
     withBackend<T>(fn: () => T): T {
       const prev = tf.engine().backendName as string | null;
       if (prev === backendName) return fn();
@@ -146,11 +168,14 @@ function activate(tf: TF, backendName: string, flavour: Flavour, notes: string[]
  */
 function switchTo(tf: TF, name: string): void {
   void tf.setBackend(name);
-  if (tf.engine().backendName !== name) throw new Error(`backend "tensorflow": the TensorFlow.js backend "${name}" could not be activated synchronously`);
+  if (tf.engine().backendName !== name)
+    throw new Error(`backend "tensorflow": the TensorFlow.js backend "${name}" could not be activated synchronously`);
 }
 
 // The few WebAssembly JS-API members used here (this project's lib settings carry no DOM types).
-interface WasmInstance { readonly exports: object }
+interface WasmInstance {
+  readonly exports: object;
+}
 interface WasmApi {
   validate(bytes: Uint8Array): boolean;
   Module: new (bytes: Uint8Array) => object;
@@ -175,7 +200,11 @@ interface WasmModuleObject {
 // Kept on globalThis: TensorFlow.js' backends are process-wide, while this module can be loaded
 // twice in one process (as an ES module and through a CommonJS hook, as mocha with tsx does); each
 // copy must see the statuses of the wasm module whichever copy built it.
-interface WasmStatusState { errors: string[]; readonly own: WeakSet<object>; foreign: boolean }
+interface WasmStatusState {
+  errors: string[];
+  readonly own: WeakSet<object>;
+  foreign: boolean;
+}
 const STATE = Symbol.for('theanine.tfjs.wasmStatus');
 const shared = globalThis as { [STATE]?: WasmStatusState };
 /** `own`: the wasm backends this module built (their statuses reach `printErr` below). */
@@ -220,12 +249,18 @@ function initWasmSync(tf: TF, loader: ModuleLoader): void {
     return;
   }
   const dir = platform.join(platform.dirname(loader.resolve(`${TFJS_WASM}/package.json`)), 'wasm-out');
-  const factory = loader.require(platform.join(dir, 'tfjs-backend-wasm.js')) as (m: WasmModuleObject) => Promise<unknown>;
+  const factory = loader.require(platform.join(dir, 'tfjs-backend-wasm.js')) as (
+    m: WasmModuleObject,
+  ) => Promise<unknown>;
   const simd = platform.readFile(platform.join(dir, 'tfjs-backend-wasm-simd.wasm')) as Uint8Array<ArrayBuffer>;
-  const bytes = WA.validate(simd) ? simd : platform.readFile(platform.join(dir, 'tfjs-backend-wasm.wasm')) as Uint8Array<ArrayBuffer>;
+  const bytes = WA.validate(simd)
+    ? simd
+    : (platform.readFile(platform.join(dir, 'tfjs-backend-wasm.wasm')) as Uint8Array<ArrayBuffer>);
   const compiled = new WA.Module(bytes);
   const mod: WasmModuleObject = {
-    printErr: (text) => { status.errors.push(text); },
+    printErr: (text) => {
+      status.errors.push(text);
+    },
     instantiateWasm(imports, receive) {
       const instance = new WA.Instance(compiled, imports);
       receive(instance, compiled);
@@ -235,7 +270,8 @@ function initWasmSync(tf: TF, loader: ModuleLoader): void {
   // Emscripten's Node glue installs process handlers that rethrow; theanine leaves process-wide behaviour alone.
   platform.withoutNewProcessHandlers(() => factory(mod).catch(() => undefined));
   const cwrap = mod.cwrap;
-  if (mod.calledRun !== true || cwrap === undefined) throw new Error('the WebAssembly module did not start synchronously');
+  if (mod.calledRun !== true || cwrap === undefined)
+    throw new Error('the WebAssembly module did not start synchronously');
   mod.tfjs = {
     init: cwrap('init', null, []),
     initWithThreadsCount: cwrap('init_with_threads_count', null, ['number']),
@@ -258,7 +294,9 @@ function flavourFromEnv(): Flavour | undefined {
   const v = platform.env('THEANINE_TFJS_BACKEND');
   if (v === undefined || v === '') return undefined;
   if (!(FLAVOURS as readonly string[]).includes(v)) {
-    throw new Error(`environment variable THEANINE_TFJS_BACKEND is ${JSON.stringify(v)}; allowed: ${FLAVOURS.map((f) => JSON.stringify(f)).join(', ')}`);
+    throw new Error(
+      `environment variable THEANINE_TFJS_BACKEND is ${JSON.stringify(v)}; allowed: ${FLAVOURS.map((f) => JSON.stringify(f)).join(', ')}`,
+    );
   }
   return v as Flavour;
 }

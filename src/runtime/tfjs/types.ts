@@ -32,7 +32,6 @@ export interface TfTupleKernel<A> {
   readonly tuple: (inputs: Tensor[], attrs: A, ctx: KernelContext) => Tensor[];
 }
 
-
 /**
  * A kernel, a tuple kernel, or 'executor' for nodes whose value the executor supplies itself
  * (placeholders and scan args from feeds, variables from their tf.Variable, tuple items).
@@ -50,8 +49,13 @@ export type TfTableFor<K extends OpName> = { readonly [P in K]: TfEntry<AttrsOf<
  */
 export function tfDType(d: DType): TfDType {
   switch (d) {
-    case 'float16': case 'float32': case 'float64': return 'float32';
-    case 'bool': return 'bool';
-    default: return 'int32';
+    case 'float16':
+    case 'float32':
+    case 'float64':
+      return 'float32';
+    case 'bool':
+      return 'bool';
+    default:
+      return 'int32';
   }
 }

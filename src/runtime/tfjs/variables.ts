@@ -20,7 +20,9 @@ interface Entry {
 
 const entries = new WeakMap<VariableCell, Entry>();
 // A collected cell takes its tf.Variable with it.
-const finalizer = new FinalizationRegistry<TfVariable>((v) => { if (!v.isDisposed) v.dispose(); });
+const finalizer = new FinalizationRegistry<TfVariable>((v) => {
+  if (!v.isDisposed) v.dispose();
+});
 
 function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((d, i) => d === b[i]);

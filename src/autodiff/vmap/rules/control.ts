@@ -20,11 +20,18 @@ function dependsOn(results: readonly Node[], batchedArgs: ReadonlySet<Node>): bo
 }
 
 /** Batched flags of the states: batched initially, or made batched by the body, to a fixed point. */
-function stateFlags(body: ScanBody, seqB: readonly boolean[], initB: readonly boolean[], constB: readonly boolean[]): boolean[] {
+function stateFlags(
+  body: ScanBody,
+  seqB: readonly boolean[],
+  initB: readonly boolean[],
+  constB: readonly boolean[],
+): boolean[] {
   const flags = [...initB];
   for (;;) {
     const on = new Set<Node>([
-      ...body.sequences.filter((_, i) => seqB[i]), ...body.states.filter((_, j) => flags[j]), ...body.constants.filter((_, k) => constB[k]),
+      ...body.sequences.filter((_, i) => seqB[i]),
+      ...body.states.filter((_, j) => flags[j]),
+      ...body.constants.filter((_, k) => constB[k]),
     ]);
     const dep = dependsOn(body.newStates, on);
     const next = flags.map((f, j) => f || dep[j]!);
@@ -56,8 +63,11 @@ function scanRule(n: OpNode<'scan'>, args: readonly BVal[], ctx: BatchContext): 
   const outs = results.slice(0, nOut);
   const newStates = results.slice(nOut).map((v, j) => (stateB[j] ? materialize(v, inner) : v.value));
   const newBody = new ScanBody(
-    newArgs.slice(0, nSeq), newArgs.slice(nSeq, nSeq + nState), newArgs.slice(nSeq + nState),
-    outs.map((v) => v.value), newStates,
+    newArgs.slice(0, nSeq),
+    newArgs.slice(nSeq, nSeq + nState),
+    newArgs.slice(nSeq + nState),
+    outs.map((v) => v.value),
+    newStates,
   );
   const inputs = args.map((v, i) => {
     if (i < nSeq) return v.batched ? moveAxis(v.value, 0, 1) : v.value;

@@ -16,7 +16,6 @@ const random: UnsupportedBatch = {
   unsupported: 'a random draw whose arguments differ per example; draw the whole batch outside the vmapped function',
 };
 
-
 export const batchRules: BatchTable = {
   placeholder: 'leaf',
   variable: 'leaf',
@@ -26,7 +25,8 @@ export const batchRules: BatchTable = {
   cast: broadcastRule,
   identity: broadcastRule,
   stop_gradient: broadcastRule,
-  grad_clip: broadcastRule, grad_scale: broadcastRule,
+  grad_clip: broadcastRule,
+  grad_scale: broadcastRule,
   fill_like: broadcastRule,
   print: broadcastRule,
   where: broadcastRule,
@@ -54,5 +54,12 @@ export const batchRules: BatchTable = {
   ctc_trim: ctc,
   fused: { unsupported: 'only the fusion pass builds this op, after vmap has run' },
   // Logits and targets share one shape: both get the batch, and the axis moves by one.
-  softmax_cross_entropy: (n, args, ctx) => batched(ap('softmax_cross_entropy', args.map((a) => materialize(a, ctx)), { axis: shift(n.attrs.axis, n.ndim + 1) })),
+  softmax_cross_entropy: (n, args, ctx) =>
+    batched(
+      ap(
+        'softmax_cross_entropy',
+        args.map((a) => materialize(a, ctx)),
+        { axis: shift(n.attrs.axis, n.ndim + 1) },
+      ),
+    ),
 };

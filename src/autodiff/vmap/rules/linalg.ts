@@ -46,7 +46,9 @@ function outerProduct(xv: Node, yv: Node, ay: number): Node {
 /** Ops over a leading batch axis of their own: the vmap batch merged into it and split out after. */
 export function mergedRule(shapeOnly: readonly number[] = []): BatchRule {
   return (n, args, ctx) => {
-    const ins = args.map((a, i) => (shapeOnly.includes(i) ? (a.batched ? firstExample(a.value) : a.value) : mergeBatch(materialize(a, ctx))));
+    const ins = args.map((a, i) =>
+      shapeOnly.includes(i) ? (a.batched ? firstExample(a.value) : a.value) : mergeBatch(materialize(a, ctx)),
+    );
     return batched(splitBatch(ap(n.op, ins, n.attrs), n, ctx));
   };
 }
@@ -63,9 +65,13 @@ function outOfChannels(y: Node, n: Node, ctx: BatchContext): Node {
   const lead = n.shape.slice(0, -1);
   const known = [...lead, f].filter((d) => d === null).length;
   let split: Node;
-  if (ctx.size !== null && f !== null && lead.every((d) => d !== null)) split = ap('reshape', [y], { shape: [...(lead as number[]), ctx.size, f] });
+  if (ctx.size !== null && f !== null && lead.every((d) => d !== null))
+    split = ap('reshape', [y], { shape: [...(lead as number[]), ctx.size, f] });
   else if (known === 0) split = ap('reshape', [y], { shape: [...(lead as number[]), -1, f!] });
-  else throw new ValueError(`${FN}: batching ${n.op} with a batched kernel needs the per-example result's shape; it is ${formatShape(n.shape)}`);
+  else
+    throw new ValueError(
+      `${FN}: batching ${n.op} with a batched kernel needs the per-example result's shape; it is ${formatShape(n.shape)}`,
+    );
   return moveAxis(split, n.ndim - 1, 0);
 }
 
@@ -77,7 +83,9 @@ const convRule: BatchRule<OpNode<'conv'>> = (n, [x, w], ctx) => {
   if (!w!.batched) return batched(splitBatch(ap('conv', [mergeBatch(x!.value), w!.value], n.attrs), n, ctx));
   const xs = intoChannels(materialize(x!, ctx));
   const ws = intoChannels(w!.value);
-  return batched(outOfChannels(ap('conv', [xs, ws], { ...n.attrs, groups: n.attrs.groups * batchCount(w!.value, ctx) }), n, ctx));
+  return batched(
+    outOfChannels(ap('conv', [xs, ws], { ...n.attrs, groups: n.attrs.groups * batchCount(w!.value, ctx) }), n, ctx),
+  );
 };
 
 /** dy (N, O.., F), w (K.., Cg, F) [, like]: the adjoint of conv in its input. */
@@ -85,10 +93,14 @@ const convTransposeRule: BatchRule<OpNode<'conv_transpose'>> = (n, [dy, w, like]
   const extra = like === undefined ? [] : [like.batched ? firstExample(like.value) : like.value];
   // only the size input batched: it is read for its shape, which every example shares, so the result is one
   if (!dy!.batched && !w!.batched) return unbatched(ap('conv_transpose', [dy!.value, w!.value, ...extra], n.attrs));
-  if (!w!.batched) return batched(splitBatch(ap('conv_transpose', [mergeBatch(dy!.value), w!.value, ...extra], n.attrs), n, ctx));
+  if (!w!.batched)
+    return batched(splitBatch(ap('conv_transpose', [mergeBatch(dy!.value), w!.value, ...extra], n.attrs), n, ctx));
   const dys = intoChannels(materialize(dy!, ctx));
   const ws = intoChannels(w!.value);
-  const y = ap('conv_transpose', [dys, ws, ...extra], { ...n.attrs, groups: n.attrs.groups * batchCount(w!.value, ctx) });
+  const y = ap('conv_transpose', [dys, ws, ...extra], {
+    ...n.attrs,
+    groups: n.attrs.groups * batchCount(w!.value, ctx),
+  });
   return batched(outOfChannels(y, n, ctx));
 };
 
@@ -97,21 +109,37 @@ const convKernelGradRule: BatchRule<OpNode<'conv_kernel_grad'>> = (n, [x, dy, li
   const extra = like === undefined ? [] : [like.batched ? firstExample(like.value) : like.value];
   const xs = intoChannels(materialize(x!, ctx));
   const dys = intoChannels(materialize(dy!, ctx));
-  const y = ap('conv_kernel_grad', [xs, dys, ...extra], { ...n.attrs, groups: n.attrs.groups * batchCount(x!.value, ctx) });
+  const y = ap('conv_kernel_grad', [xs, dys, ...extra], {
+    ...n.attrs,
+    groups: n.attrs.groups * batchCount(x!.value, ctx),
+  });
   return batched(outOfChannels(y, n, ctx));
 };
 
 /** The batch size, which the groups count needs statically. */
 function batchCount(x: Node, ctx: BatchContext): number {
   const b = ctx.size ?? x.shape[0] ?? null;
-  if (b === null) throw new ValueError(`${FN}: batching a convolution with batched kernels (or per-example kernel gradients) needs a static batch size: each example is a group of the convolution; give the batched arguments a known size on their batch axis`);
+  if (b === null)
+    throw new ValueError(
+      `${FN}: batching a convolution with batched kernels (or per-example kernel gradients) needs a static batch size: each example is a group of the convolution; give the batched arguments a known size on their batch axis`,
+    );
   return b;
 }
 
 /** batch_dot of per-example tensors: the vmap batch merged into the op's batch. */
 const batchDotRule: BatchRule = mergedRule();
 
-export const linalgBatchRules: BatchTableFor<'dot' | 'batch_dot' | 'conv' | 'conv_transpose' | 'conv_kernel_grad' | 'pool' | 'pool_grad' | 'pool_select' | 'in_top_k'> = {
+export const linalgBatchRules: BatchTableFor<
+  | 'dot'
+  | 'batch_dot'
+  | 'conv'
+  | 'conv_transpose'
+  | 'conv_kernel_grad'
+  | 'pool'
+  | 'pool_grad'
+  | 'pool_select'
+  | 'in_top_k'
+> = {
   dot: dotRule,
   batch_dot: batchDotRule,
   conv: convRule,

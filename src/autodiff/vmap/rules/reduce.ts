@@ -17,7 +17,10 @@ export const axisRule: BatchRule = (n, [x]) =>
 type Name = keyof typeof reduceOps | keyof typeof argOps | 'cumsum' | 'cumprod' | 'untile' | 'unrepeat';
 
 /** Every reduction row batches alike: its axes one further along. */
-const reductions = Object.fromEntries(Object.keys(reduceOps).map((name) => [name, reduceRule])) as Record<keyof typeof reduceOps, BatchRule>;
+const reductions = Object.fromEntries(Object.keys(reduceOps).map((name) => [name, reduceRule])) as Record<
+  keyof typeof reduceOps,
+  BatchRule
+>;
 
 export const reduceBatchRules: BatchTableFor<Name> = {
   ...reductions,

@@ -30,12 +30,21 @@ const scatterIndexRule: BatchRule = (n, [g, x], ctx) => {
 };
 
 const concatRule: BatchRule<OpNode<'concat'>> = (n, args, ctx) =>
-  batched(ap('concat', args.map((a) => materialize(a, ctx)), { axis: shift(n.attrs.axis, n.ndim) }));
+  batched(
+    ap(
+      'concat',
+      args.map((a) => materialize(a, ctx)),
+      { axis: shift(n.attrs.axis, n.ndim) },
+    ),
+  );
 
 /** concat_part(g, x0, ...): the xs give shapes only. */
 const concatPartRule: BatchRule<OpNode<'concat_part'>> = (n, [g, ...xs], ctx) => {
   const attrs = { axis: shift(n.attrs.axis, n.ndim), index: n.attrs.index };
-  if (!g!.batched) return unbatched(ap('concat_part', [g!.value, ...xs.map((x) => (x.batched ? firstExample(x.value) : x.value))], n.attrs));
+  if (!g!.batched)
+    return unbatched(
+      ap('concat_part', [g!.value, ...xs.map((x) => (x.batched ? firstExample(x.value) : x.value))], n.attrs),
+    );
   return batched(ap('concat_part', [g!.value, ...xs.map((x) => batchedRef(x, ctx))], attrs));
 };
 
@@ -56,7 +65,9 @@ function gatherRule(n: Node, [ref, ind]: readonly BVal[], ctx: BatchContext): BV
  */
 function flatRows(ref: Node, ind: Node, rows: number | null, ctx: BatchContext): [Node, Node] {
   if (rows === null || ctx.size === null) {
-    throw new Error('autodiff.vmap: gathering with batched indices from a batched reference needs static batch and row counts');
+    throw new Error(
+      'autodiff.vmap: gathering with batched indices from a batched reference needs static batch and row counts',
+    );
   }
   const dt = ind.dtype;
   const scalar = (v: number) => ap('constant', [], { value: ndScalar(v, dt) });
@@ -67,7 +78,11 @@ function flatRows(ref: Node, ind: Node, rows: number | null, ctx: BatchContext):
 
 const ndScalar = (v: number, dt: DType) => new NDArray([v], [], dt);
 function offsets(size: number, rows: number, rank: number, dt: DType): NDArray {
-  return new NDArray(Array.from({ length: size }, (_, b) => b * rows), [size, ...new Array<number>(rank).fill(1)], dt);
+  return new NDArray(
+    Array.from({ length: size }, (_, b) => b * rows),
+    [size, ...new Array<number>(rank).fill(1)],
+    dt,
+  );
 }
 
 /** scatter_add_rows(g, indices, ref), the adjoint of gather. */
@@ -83,9 +98,25 @@ const scatterAddRowsRule: BatchRule = (n, [g, ind, ref], ctx) => {
 };
 
 type Name =
-  | 'reshape' | 'transpose' | 'index' | 'unsqueeze' | 'scatter_index' | 'expand_dims' | 'squeeze' | 'merge_axes'
-  | 'specify_shape' | 'slice' | 'unslice' | 'pad' | 'concat' | 'concat_part' | 'gather' | 'scatter_add_rows'
-  | 'tile' | 'repeat_elements' | 'shape_of';
+  | 'reshape'
+  | 'transpose'
+  | 'index'
+  | 'unsqueeze'
+  | 'scatter_index'
+  | 'expand_dims'
+  | 'squeeze'
+  | 'merge_axes'
+  | 'specify_shape'
+  | 'slice'
+  | 'unslice'
+  | 'pad'
+  | 'concat'
+  | 'concat_part'
+  | 'gather'
+  | 'scatter_add_rows'
+  | 'tile'
+  | 'repeat_elements'
+  | 'shape_of';
 
 export const shapeBatchRules: BatchTableFor<Name> = {
   reshape: (n, [x], ctx) => batched(reshapeBatched(x!.value, n, ctx, n.attrs.shape)),
@@ -110,5 +141,6 @@ export const shapeBatchRules: BatchTableFor<Name> = {
   tile: (n, [x]) => batched(ap('tile', [x!.value], { reps: [1, ...n.attrs.reps] })),
   repeat_elements: axisRule,
   // Every example has the same shape: the batched tensor's shape without its first entry.
-  shape_of: (_n, [x]) => unbatched(ap('slice', [ap('shape_of', [x!.value])], { axes: [{ start: 1, stop: null, step: 1 }] })),
+  shape_of: (_n, [x]) =>
+    unbatched(ap('slice', [ap('shape_of', [x!.value])], { axes: [{ start: 1, stop: null, step: 1 }] })),
 };

@@ -23,20 +23,27 @@ function withBatch(v: Node, x: Node): Node {
 
 /** The rule for shared size vectors (inputs from `sizes` on); batched ones go through the loop. */
 function sized<K extends 'reshape_dims' | 'tile_dims' | 'untile_dims' | 'slice_dims' | 'unslice_dims'>(
-  sizes: number, rule: (n: OpNode<K>, args: readonly BVal[], ctx: BatchContext) => BVal,
+  sizes: number,
+  rule: (n: OpNode<K>, args: readonly BVal[], ctx: BatchContext) => BVal,
 ): BatchRule<OpNode<K>> {
   return (n, args, ctx) => {
-    if (args.slice(sizes).some((a) => a.batched)) return loopBatch(n, args, ctx, 'its sizes differ per example') as BVal;
+    if (args.slice(sizes).some((a) => a.batched))
+      return loopBatch(n, args, ctx, 'its sizes differ per example') as BVal;
     return rule(n, args, ctx);
   };
 }
 
 const fill: BatchEntry = { loop: 'the shape it fills is a tensor value, different per example' };
 
-export const sizedBatchRules: BatchTableFor<'reshape_dims' | 'tile_dims' | 'untile_dims' | 'fill_dims' | 'arange_dims' | 'slice_dims' | 'unslice_dims'> = {
+export const sizedBatchRules: BatchTableFor<
+  'reshape_dims' | 'tile_dims' | 'untile_dims' | 'fill_dims' | 'arange_dims' | 'slice_dims' | 'unslice_dims'
+> = {
   reshape_dims: sized(1, (n, [x, d], ctx) =>
-    batched(ap('reshape_dims', [x!.value, withBatch(d!.value, x!.value)], { known: [ctx.size, ...n.attrs.known] }))),
-  tile_dims: sized(1, (n, [x, r]) => batched(ap('tile_dims', [x!.value, prepend(r!.value, 1)], { known: [1, ...n.attrs.known] }))),
+    batched(ap('reshape_dims', [x!.value, withBatch(d!.value, x!.value)], { known: [ctx.size, ...n.attrs.known] })),
+  ),
+  tile_dims: sized(1, (n, [x, r]) =>
+    batched(ap('tile_dims', [x!.value, prepend(r!.value, 1)], { known: [1, ...n.attrs.known] })),
+  ),
   // untile_dims(g, reps, x): x gives the shape only.
   untile_dims: sized(1, (n, [g, r, x], ctx) => {
     if (x === undefined || r === undefined) throw new Error('internal: untile_dims takes three inputs');
@@ -46,13 +53,22 @@ export const sizedBatchRules: BatchTableFor<'reshape_dims' | 'tile_dims' | 'unti
   }),
   fill_dims: fill,
   arange_dims: { loop: 'its bounds are tensor values, different per example' },
-  slice_dims: sized(1, (n, [x, st, sz]) => batched(ap('slice_dims', [x!.value, prepend(st!.value, 0), prepend(sz!.value, -1)], {
-    start: [0, ...n.attrs.start], size: [-1, ...n.attrs.size],
-  }))),
+  slice_dims: sized(1, (n, [x, st, sz]) =>
+    batched(
+      ap('slice_dims', [x!.value, prepend(st!.value, 0), prepend(sz!.value, -1)], {
+        start: [0, ...n.attrs.start],
+        size: [-1, ...n.attrs.size],
+      }),
+    ),
+  ),
   unslice_dims: sized(2, (n, [g, x, st, sz], ctx) => {
-    if (!g!.batched) return unbatched(ap('unslice_dims', [g!.value, firstExample(x!.value), st!.value, sz!.value], n.attrs));
-    return batched(ap('unslice_dims', [g!.value, batchedRef(x!, ctx), prepend(st!.value, 0), prepend(sz!.value, -1)], {
-      start: [0, ...n.attrs.start], size: [-1, ...n.attrs.size],
-    }));
+    if (!g!.batched)
+      return unbatched(ap('unslice_dims', [g!.value, firstExample(x!.value), st!.value, sz!.value], n.attrs));
+    return batched(
+      ap('unslice_dims', [g!.value, batchedRef(x!, ctx), prepend(st!.value, 0), prepend(sz!.value, -1)], {
+        start: [0, ...n.attrs.start],
+        size: [-1, ...n.attrs.size],
+      }),
+    );
   }),
 };

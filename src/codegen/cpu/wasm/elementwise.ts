@@ -36,12 +36,30 @@ import type { DType } from '../../../ir/dtype.js';
 import { elementwiseOps, type ElementwiseOp, type Spelling } from '../../../ir/ops/elementwise.js';
 
 const ROWS: ReadonlyMap<string, ElementwiseOp> = new Map(Object.entries(elementwiseOps));
-import { Body, I32, SHARED_MAX_PAGES, V128, VOID, WA, memarg, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
+import {
+  Body,
+  I32,
+  SHARED_MAX_PAGES,
+  V128,
+  VOID,
+  WA,
+  memarg,
+  moduleBytes,
+  op,
+  type WasmMemory,
+  type WasmModule,
+} from './encode.js';
 import { APPROX, APPROX32, Consts, F32, S, approxF32, i64x2 } from './approx.js';
 
 export { Consts, S, i64x2 };
 import { type EwRun, runHere, threadCount, threadPool } from '../threads.js';
-import { DEFAULT_STREAMS, EW_STREAMS, PARALLEL_MIN_ELEMENTS, defaultEwSchedule, type EwSchedule } from './ew-schedule.js';
+import {
+  DEFAULT_STREAMS,
+  EW_STREAMS,
+  PARALLEL_MIN_ELEMENTS,
+  defaultEwSchedule,
+  type EwSchedule,
+} from './ew-schedule.js';
 
 export { DEFAULT_STREAMS, EW_STREAMS, PARALLEL_MIN_ELEMENTS, defaultEwSchedule, type EwSchedule };
 
@@ -62,7 +80,11 @@ type Lane = NonNullable<Spelling['wasm']>;
 /** Lane instructions whose result is a lane mask (all bits set where true). */
 const MASKS: ReadonlySet<Lane> = new Set<Lane>(['eq', 'ne', 'lt', 'gt', 'le', 'ge']);
 /** The lane instruction of each kernel op whose elementwise row names one (the row's `wasm` spelling). */
-const LANE: ReadonlyMap<ScalarOp, Lane> = new Map([...KERNEL_ROWS].flatMap(([op, r]): [ScalarOp, Lane][] => (r.spelling.wasm === undefined ? [] : [[op, r.spelling.wasm]])));
+const LANE: ReadonlyMap<ScalarOp, Lane> = new Map(
+  [...KERNEL_ROWS].flatMap(([op, r]): [ScalarOp, Lane][] =>
+    r.spelling.wasm === undefined ? [] : [[op, r.spelling.wasm]],
+  ),
+);
 /** The kernel ops whose lane instruction is a comparison. */
 const COMPARE: ReadonlySet<ScalarOp> = new Set([...LANE].filter(([, l]) => MASKS.has(l)).map(([op]) => op));
 
@@ -76,7 +98,11 @@ export const LOADED: ReadonlySet<DType> = new Set(['float32', 'bool', 'uint8', '
  * Where a region of the tier's memory comes from or goes to: element `off + row * r + j` of
  * buffer `buf` for element j of row r (`row` 0 in a one-loop kernel, whose rows are chunks).
  */
-export interface EwRegion { readonly buf: number; readonly off: number; readonly row: number }
+export interface EwRegion {
+  readonly buf: number;
+  readonly off: number;
+  readonly row: number;
+}
 
 /** What the tier needs of a kernel: its input regions and output regions. */
 export interface EwPlan {
@@ -126,13 +152,16 @@ function regionOf(loads: readonly EwRegion[], buf: number, acc: { off: number; r
  */
 export function nodeKind(e: Expr): 'approx' | 'branch' | 'plain' | undefined {
   switch (e.t) {
-    case 'cast': return e.dtype === 'float32' || e.dtype === 'float64' ? 'plain' : undefined;
+    case 'cast':
+      return e.dtype === 'float32' || e.dtype === 'float64' ? 'plain' : undefined;
     case 'op':
       if (approxOf(e) !== undefined) return e.args[0]!.t === 'const' ? undefined : 'approx';
       if (e.op === 'select' || COMPARE.has(e.op)) return 'branch';
       return LANE.has(e.op) ? 'plain' : undefined;
-    case 'call': return approxOf(e) === undefined || e.args[0]!.t === 'const' ? undefined : 'approx';
-    default: return undefined;
+    case 'call':
+      return approxOf(e) === undefined || e.args[0]!.t === 'const' ? undefined : 'approx';
+    default:
+      return undefined;
   }
 }
 
@@ -150,8 +179,14 @@ export function nodeKind(e: Expr): 'approx' | 'branch' | 'plain' | undefined {
  * the chunk's rows as one contiguous pass. `always`: arithmetic alone qualifies too (a loop
  * whose input is drawn into the tier's memory, ./philox.ts, where no copy in is saved by JavaScript).
  */
-export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType, always = false, tuned?: EwSchedule): EwPlan | undefined {
-  if (tuned !== undefined && !EW_STREAMS.includes(tuned.streams)) throw new Error(`internal: the elementwise tier builds ${EW_STREAMS.join(', ')} streams, not ${tuned.streams}`);
+export function planElementwise(
+  k: LoopKernel,
+  bufDType: (buf: number) => DType,
+  always = false,
+  tuned?: EwSchedule,
+): EwPlan | undefined {
+  if (tuned !== undefined && !EW_STREAMS.includes(tuned.streams))
+    throw new Error(`internal: the elementwise tier builds ${EW_STREAMS.join(', ')} streams, not ${tuned.streams}`);
   if (!tierOn() || k.vars.length < 1 || k.vars.length > 2) return undefined;
   const v = k.vars[k.vars.length - 1]!;
   const u = k.vars.length === 2 ? k.vars[0]! : undefined;
@@ -166,7 +201,8 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType,
   let branches = false;
   for (const e of order) {
     switch (e.t) {
-      case 'const': break;
+      case 'const':
+        break;
       case 'load': {
         const acc = rowAccess(e.index, v, u);
         if (acc === undefined || !LOADED.has(bufDType(e.buf))) return undefined;
@@ -187,16 +223,31 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType,
     const acc = rowAccess(s.index, v, u);
     // float32 stores, or bool ones of a comparison (0 or 1, converted as the results are copied out)
     const flag = s.dtype === 'bool' && bufDType(s.buf) === 'bool' && s.value.t === 'op' && COMPARE.has(s.value.op);
-    if (acc === undefined || (u !== undefined && acc.row < v.size) || !((s.dtype === 'float32' && bufDType(s.buf) === 'float32') || flag)) return undefined;
+    if (
+      acc === undefined ||
+      (u !== undefined && acc.row < v.size) ||
+      !((s.dtype === 'float32' && bufDType(s.buf) === 'float32') || flag)
+    )
+      return undefined;
     stores.push({ buf: s.buf, ...acc });
     roundedParent.add(s.value);
   }
   // A buffer both read and written (in place) only at the same elements: a chunk's inputs are all
   // copied in before its results are copied out, so a read of another element (a recursion's) would see an old value.
-  if (loads.some((l) => stores.some((x) => x.buf === l.buf) && !stores.some((x) => x.buf === l.buf && x.off === l.off && x.row === l.row))) return undefined;
+  if (
+    loads.some(
+      (l) =>
+        stores.some((x) => x.buf === l.buf) &&
+        !stores.some((x) => x.buf === l.buf && x.off === l.off && x.row === l.row),
+    )
+  )
+    return undefined;
   // The approximations are within their bounds only once rounded to float32.
   if (approximated.some((e) => !roundedParent.has(e)) || loads.length + stores.length > MAX_REGIONS) return undefined;
-  const f32 = f32Exact(order, k.stores.map((s) => s.value));
+  const f32 = f32Exact(
+    order,
+    k.stores.map((s) => s.value),
+  );
   if ((approximated.length === 0 && !branches && !always && !f32) || (!f32 && n < MIN_ELEMENTS)) return undefined;
 
   // Over a shared memory where more than one thread is configured and the loop is long enough to be
@@ -204,8 +255,21 @@ export function planElementwise(k: LoopKernel, bufDType: (buf: number) => DType,
   // memory, which measured faster.
   const schedule = tuned ?? defaultEwSchedule(n, u !== undefined);
   const shared = u === undefined && sharedTier() && schedule.split;
-  const bytes = moduleBytes([{ name: 'run', params: 2, body: loopBody(k, v, u, loads, order, f32, schedule.streams) }], shared ? 'shared' : true);
-  return { n, f32, ...(u !== undefined ? { cols: v.size, rows: u.size } : {}), loads, stores, bytes, shared, label: k.label, schedule };
+  const bytes = moduleBytes(
+    [{ name: 'run', params: 2, body: loopBody(k, v, u, loads, order, f32, schedule.streams) }],
+    shared ? 'shared' : true,
+  );
+  return {
+    n,
+    f32,
+    ...(u !== undefined ? { cols: v.size, rows: u.size } : {}),
+    loads,
+    stores,
+    bytes,
+    shared,
+    label: k.label,
+    schedule,
+  };
 }
 
 /** The approximated function a node computes, if it is one of the tier's approximations. */
@@ -241,34 +305,69 @@ export function constsOf(order: readonly Expr[]): Set<number> {
  * With `c32` (the float32 constants), the node's f32x4 value in the float32 form (f32Exact):
  * float32 operations, casts unchanged, approximations on each half (approxF32; 6 scratch locals).
  */
-export function renderNode(b: Body, c: Consts, e: Expr, push: (x: Expr) => void, local: (x: Expr) => number, scratch: number, c32?: Consts): void {
+export function renderNode(
+  b: Body,
+  c: Consts,
+  e: Expr,
+  push: (x: Expr) => void,
+  local: (x: Expr) => number,
+  scratch: number,
+  c32?: Consts,
+): void {
   // the lane instructions' opcodes: f32x4 in the float32 form, else f64x2
   const ops: Readonly<Record<string, number>> = c32 !== undefined ? F32 : S;
   const lane = (op: ScalarOp): number => ops[LANE.get(op)!]!;
   const cc = c32 ?? c;
-  const approx = (name: string, x: number) => (c32 === undefined ? APPROX[name]!.render(b, c, x, scratch)
-    : F32_APPROX && Object.hasOwn(APPROX32, name) ? APPROX32[name]!.render(b, c32, x, scratch) : approxF32(b, c, APPROX[name]!.render, x, scratch));
+  const approx = (name: string, x: number) =>
+    c32 === undefined
+      ? APPROX[name]!.render(b, c, x, scratch)
+      : F32_APPROX && Object.hasOwn(APPROX32, name)
+        ? APPROX32[name]!.render(b, c32, x, scratch)
+        : approxF32(b, c, APPROX[name]!.render, x, scratch);
   switch (e.t) {
-    case 'cast': push(e.x); if (e.dtype === 'float32' && c32 === undefined) b.v(S.demote).v(S.promote); break;
+    case 'cast':
+      push(e.x);
+      if (e.dtype === 'float32' && c32 === undefined) b.v(S.demote).v(S.promote);
+      break;
     case 'op': {
       const a = approxOf(e);
-      if (a !== undefined) { approx(a, local(e.args[0]!)); break; }
+      if (a !== undefined) {
+        approx(a, local(e.args[0]!));
+        break;
+      }
       if (e.op === 'select') {
         // select(q, x, y): x where q is nonzero (NaN is nonzero, as in JavaScript's q !== 0)
-        push(e.args[1]!); push(e.args[2]!);
+        push(e.args[1]!);
+        push(e.args[2]!);
         const q = e.args[0]!;
-        if (q.t === 'op' && COMPARE.has(q.op)) { push(q.args[0]!); push(q.args[1]!); b.v(lane(q.op)); }
-        else { push(q); cc.get(0).v(ops['ne']!); }
+        if (q.t === 'op' && COMPARE.has(q.op)) {
+          push(q.args[0]!);
+          push(q.args[1]!);
+          b.v(lane(q.op));
+        } else {
+          push(q);
+          cc.get(0).v(ops['ne']!);
+        }
         b.v(S.bitselect);
         break;
       }
-      if (COMPARE.has(e.op)) { cc.get(1); cc.get(0); push(e.args[0]!); push(e.args[1]!); b.v(lane(e.op)).v(S.bitselect); break; }
+      if (COMPARE.has(e.op)) {
+        cc.get(1);
+        cc.get(0);
+        push(e.args[0]!);
+        push(e.args[1]!);
+        b.v(lane(e.op)).v(S.bitselect);
+        break;
+      }
       for (const x of e.args) push(x);
       b.v(lane(e.op));
       break;
     }
-    case 'call': approx(approxOf(e)!, local(e.args[0]!)); break;
-    default: throw new Error(`internal: the SIMD tier cannot render a ${e.t} node`);
+    case 'call':
+      approx(approxOf(e)!, local(e.args[0]!));
+      break;
+    default:
+      throw new Error(`internal: the SIMD tier cannot render a ${e.t} node`);
   }
 }
 
@@ -309,7 +408,10 @@ export function f32Exact(order: readonly Expr[], stored: readonly Expr[]): boole
     if (rounds) rounding.set(x, (rounding.get(x) ?? 0) + 1);
   };
   for (const e of order) {
-    if (e.t === 'const') { if (!Number.isNaN(e.v) && Math.fround(e.v) !== e.v) return false; continue; }
+    if (e.t === 'const') {
+      if (!Number.isNaN(e.v) && Math.fround(e.v) !== e.v) return false;
+      continue;
+    }
     if (e.t === 'op' || e.t === 'call') for (const a of e.args) count(a, false);
     else if (e.t === 'cast') count(e.x, e.dtype === 'float32');
   }
@@ -318,7 +420,15 @@ export function f32Exact(order: readonly Expr[], stored: readonly Expr[]): boole
 }
 
 /** The loop over a chunk, streams independent vectors per iteration (the approximations are long dependency chains, so the out-of-order core needs several in flight). */
-function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwRegion[], order: readonly Expr[], f32: boolean, streams: number): Body {
+function loopBody(
+  k: LoopKernel,
+  v: Var,
+  u: Var | undefined,
+  loads: readonly EwRegion[],
+  order: readonly Expr[],
+  f32: boolean,
+  streams: number,
+): Body {
   // params n, base (the byte offset of the chunk block); i32 locals: i (byte offset), end; v128
   // locals: per stream, one per node and 6 scratch; then the constants (float64 splats, then float32 ones)
   const nodes = order.filter((e) => e.t !== 'const');
@@ -329,7 +439,10 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
   const consts64 = f32 ? constsOf(order.filter((e) => e.t !== 'const' && !own(e))) : constsOf(order);
   const [N, BASE, I, END] = [0, 1, 2, 3];
   const base = 4;
-  const b = new Body(2, [[2, I32], [streams * perStream + consts64.size + consts32.size, V128]]);
+  const b = new Body(2, [
+    [2, I32],
+    [streams * perStream + consts64.size + consts32.size, V128],
+  ]);
   const c = new Consts(b, base + streams * perStream, false);
   const c32 = new Consts(b, base + streams * perStream + consts64.size, true);
   for (const x of consts64) c.get(x).ops(op.drop); // splat each constant once, before the loop (then drop)
@@ -341,7 +454,10 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
   const width = f32 ? 16 : 8; // bytes per vector
   const cc = f32 ? c32 : c;
   // Node by node, each for every stream in turn: independent work stays close together in the code.
-  const locals = Array.from({ length: streams }, (_, st) => new Map<Expr, number>(nodes.map((e, i) => [e, base + st * perStream + i])));
+  const locals = Array.from(
+    { length: streams },
+    (_, st) => new Map<Expr, number>(nodes.map((e, i) => [e, base + st * perStream + i])),
+  );
   for (const e of nodes) {
     for (let st = 0; st < streams; st++) {
       const local = locals[st]!;
@@ -349,8 +465,12 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
       if (e.t === 'load') {
         const at = regionOf(loads, e.buf, rowAccess(e.index, v, u)!) * CHUNK * 4 + width * st;
         if (f32) b.get(I).v(S.load, ...memarg(0, at));
-        else b.get(I).v(S.load64Zero, ...memarg(3, at)).v(S.promote);
-      } else renderNode(b, c, e, push, (x) => local.get(x)!, base + st * perStream + nodes.length, f32 ? c32 : undefined);
+        else
+          b.get(I)
+            .v(S.load64Zero, ...memarg(3, at))
+            .v(S.promote);
+      } else
+        renderNode(b, c, e, push, (x) => local.get(x)!, base + st * perStream + nodes.length, f32 ? c32 : undefined);
       b.set(local.get(e)!);
     }
   }
@@ -358,7 +478,8 @@ function loopBody(k: LoopKernel, v: Var, u: Var | undefined, loads: readonly EwR
     for (let st = 0; st < streams; st++) {
       const at = (loads.length + j) * CHUNK * 4 + width * st;
       b.get(I);
-      if (s.value.t === 'const') cc.get(s.value.v); else b.get(locals[st]!.get(s.value)!);
+      if (s.value.t === 'const') cc.get(s.value.v);
+      else b.get(locals[st]!.get(s.value)!);
       if (f32) b.v(S.store, ...memarg(0, at));
       else b.v(S.demote).v(S.store64Lane, ...memarg(3, at), 0);
     }
@@ -386,7 +507,9 @@ export function tierOn(): boolean {
   if (supported === undefined) {
     try {
       const b = new Body(0, [[1, V128]]);
-      b.v(S.v128Const, ...new Array<number>(16).fill(0)).v(S.promote).set(0);
+      b.v(S.v128Const, ...new Array<number>(16).fill(0))
+        .v(S.promote)
+        .set(0);
       supported = WA.validate(moduleBytes([{ name: 'f', params: 0, body: b }], false));
     } catch {
       supported = false;
@@ -401,7 +524,13 @@ export interface EwKernel {
   /** The tier's memory as float32 (block 0: region j at j * CHUNK). */
   readonly mem: Float32Array;
   /** Where the kernel is over the shared memory: the loop [lo, hi) split over the threads (see parallelRun). */
-  readonly par?: (lo: number, hi: number, loads: readonly Float32Array[], stores: readonly Float32Array[], offs: readonly number[]) => void;
+  readonly par?: (
+    lo: number,
+    hi: number,
+    loads: readonly Float32Array[],
+    stores: readonly Float32Array[],
+    offs: readonly number[],
+  ) => void;
   /** Where the kernel is over the shared memory: its number among the shared kernels (runBlocks). */
   readonly sid?: number;
 }
@@ -420,10 +549,13 @@ export function sharedTier(): boolean {
   return threadCount() > 1 && threadPool(true) !== undefined;
 }
 
-
 export function sharedMem(bytes: number): Float32Array {
   if (sharedMemory === undefined) {
-    sharedMemory = new WA!.Memory({ initial: Math.max(PAGES, Math.ceil(bytes / 65536)), maximum: SHARED_MAX_PAGES, shared: true });
+    sharedMemory = new WA!.Memory({
+      initial: Math.max(PAGES, Math.ceil(bytes / 65536)),
+      maximum: SHARED_MAX_PAGES,
+      shared: true,
+    });
     threadPool(true)!.setEwMemory(sharedMemory);
   } else if (sharedMemory.buffer.byteLength < bytes) {
     sharedMemory.grow(Math.ceil((bytes - sharedMemory.buffer.byteLength) / 65536));
@@ -441,7 +573,15 @@ const PASS_BLOCKS = 64;
  * workers (claimed one at a time), the outputs copied out. loads[j] is read at offset offs[j],
  * stores[j] written at offs[loads + j].
  */
-function parallelRun(sid: number, regions: number, lo: number, hi: number, loads: readonly Float32Array[], stores: readonly Float32Array[], offs: readonly number[]): void {
+function parallelRun(
+  sid: number,
+  regions: number,
+  lo: number,
+  hi: number,
+  loads: readonly Float32Array[],
+  stores: readonly Float32Array[],
+  offs: readonly number[],
+): void {
   const blockFloats = regions * CHUNK;
   const m = sharedMem(Math.min(PASS_BLOCKS, Math.ceil((hi - lo) / CHUNK)) * blockFloats * 4);
   const threads = threadCount();
@@ -450,15 +590,20 @@ function parallelRun(sid: number, regions: number, lo: number, hi: number, loads
     const p1 = Math.min(hi, p0 + PASS_BLOCKS * CHUNK);
     const blocks = Math.ceil((p1 - p0) / CHUNK);
     for (let b = 0; b < blocks; b++) {
-      const s = p0 + b * CHUNK, e = Math.min(p1, s + CHUNK);
+      const s = p0 + b * CHUNK,
+        e = Math.min(p1, s + CHUNK);
       loads.forEach((a, j) => m.set(a.subarray(s + offs[j]!, e + offs[j]!), b * blockFloats + j * CHUNK));
     }
     const job = [1, sid, blocks, blockFloats * 4, CHUNK, p1 - p0 - (blocks - 1) * CHUNK, 0] as const;
     if (threads > 1 && blocks > 1 && pool !== undefined) pool.run(threads, undefined, sharedRuns, job);
     else runHere(undefined, sharedRuns, job);
     for (let b = 0; b < blocks; b++) {
-      const s = p0 + b * CHUNK, e = Math.min(p1, s + CHUNK);
-      stores.forEach((a, j) => { const r = b * blockFloats + (loads.length + j) * CHUNK; a.set(m.subarray(r, r + e - s), s + offs[loads.length + j]!); });
+      const s = p0 + b * CHUNK,
+        e = Math.min(p1, s + CHUNK);
+      stores.forEach((a, j) => {
+        const r = b * blockFloats + (loads.length + j) * CHUNK;
+        a.set(m.subarray(r, r + e - s), s + offs[loads.length + j]!);
+      });
     }
   }
 }
@@ -469,7 +614,15 @@ function parallelRun(sid: number, regions: number, lo: number, hi: number, loads
  * shared kernels (./reduce.ts) use with their own block layout. `during`: the calling thread's
  * own work on other memory, overlapping the workers' (ThreadPool.run).
  */
-export function runBlocks(sid: number, blocks: number, blockBytes: number, per: number, last: number, base = 0, during?: () => void): void {
+export function runBlocks(
+  sid: number,
+  blocks: number,
+  blockBytes: number,
+  per: number,
+  last: number,
+  base = 0,
+  during?: () => void,
+): void {
   const job = [1, sid, blocks, blockBytes, per, last, base] as const;
   const pool = threadPool();
   // split where the hand-off model (../cpu/handoff.ts) says it pays: the work is the blocks' floats, its rate this kernel's
@@ -477,7 +630,10 @@ export function runBlocks(sid: number, blocks: number, blockBytes: number, per: 
   const threads = blocks > 1 && pool !== undefined ? handoffThreads(work, threadCount(), sid + 1) : 1;
   const t0 = performance.now();
   if (threads > 1) pool!.run(threads, undefined, sharedRuns, job, during);
-  else { during?.(); runHere(undefined, sharedRuns, job); }
+  else {
+    during?.();
+    runHere(undefined, sharedRuns, job);
+  }
   handoffMeasured(work, threads, performance.now() - t0, sid + 1);
 }
 
@@ -509,7 +665,9 @@ export function ewKernelId(bytes: Uint8Array, shared = false, regions = 0): numb
       threadPool(true)!.addEwModule(sid, module);
       kernels.push({
         run,
-        get mem() { return sharedMem(0); },
+        get mem() {
+          return sharedMem(0);
+        },
         par: (lo, hi, loads, stores, offs) => parallelRun(sid, regions, lo, hi, loads, stores, offs),
         sid,
       });
@@ -539,7 +697,10 @@ export const splitFrom = (p: EwPlan): number => (p.n >= PARALLEL_MIN_ELEMENTS ? 
  * The JavaScript side of a tier kernel: chunks of the loop [lo, hi), each copied into the tier's
  * memory, computed, and copied out. Same parameters as renderLoopKernel's function.
  */
-export function renderElementwise(p: EwPlan, bufName: (id: number) => string): { source: string; buffers: number[]; rows: number } {
+export function renderElementwise(
+  p: EwPlan,
+  bufName: (id: number) => string,
+): { source: string; buffers: number[]; rows: number } {
   const id = ewKernelId(p.bytes, p.shared, p.loads.length + p.stores.length);
   const buffers = [...new Set([...p.loads.map((l) => l.buf), ...p.stores.map((s) => s.buf)])].sort((a, c) => a - c);
   const at = (x: string, off: number) => (off === 0 ? x : `${x} + ${off}`);
@@ -552,14 +713,24 @@ export function renderElementwise(p: EwPlan, bufName: (id: number) => string): {
     // A region every row reads alike (row stride 0: a bias broadcast over the rows) is the same in
     // every chunk: written once, before the chunks (its row, then doubled in place by copyWithin),
     // not row by row in each (a convolution's 18432 rows of 16: 18432 copies a call before).
-    const once = p.loads.flatMap((l, j) => (l.row !== 0 ? [] : [
-      `  { const n = hi - lo < ${per} ? hi - lo : ${per};`,
-      `    m.set(${bufName(l.buf)}.subarray(${l.off}, ${l.off + cols}), ${j * CHUNK});`,
-      `    for (let f = 1; f < n; f *= 2) m.copyWithin(${j * CHUNK} + f * ${cols}, ${j * CHUNK}, ${j * CHUNK} + (f < n - f ? f : n - f) * ${cols}); }`,
-    ]));
-    const copyIn = p.loads.flatMap((l, j) => (l.row === 0 ? [] : [l.row === cols
-      ? `    m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r0')}, ${rowAt(l, 'r1')}), ${j * CHUNK});`
-      : `    for (let r = r0, o = ${j * CHUNK}; r < r1; r++, o += ${cols}) m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r')}, ${rowAt(l, 'r')} + ${cols}), o);`]));
+    const once = p.loads.flatMap((l, j) =>
+      l.row !== 0
+        ? []
+        : [
+            `  { const n = hi - lo < ${per} ? hi - lo : ${per};`,
+            `    m.set(${bufName(l.buf)}.subarray(${l.off}, ${l.off + cols}), ${j * CHUNK});`,
+            `    for (let f = 1; f < n; f *= 2) m.copyWithin(${j * CHUNK} + f * ${cols}, ${j * CHUNK}, ${j * CHUNK} + (f < n - f ? f : n - f) * ${cols}); }`,
+          ],
+    );
+    const copyIn = p.loads.flatMap((l, j) =>
+      l.row === 0
+        ? []
+        : [
+            l.row === cols
+              ? `    m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r0')}, ${rowAt(l, 'r1')}), ${j * CHUNK});`
+              : `    for (let r = r0, o = ${j * CHUNK}; r < r1; r++, o += ${cols}) m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r')}, ${rowAt(l, 'r')} + ${cols}), o);`,
+          ],
+    );
     const copyOut = p.stores.map((x, j) => {
       const o = (p.loads.length + j) * CHUNK;
       return x.row === cols
@@ -582,15 +753,22 @@ export function renderElementwise(p: EwPlan, bufName: (id: number) => string): {
   }
   const lines = [
     `  const w = rt.ew(${id});`,
-    ...(p.shared ? [
-      `  if (hi - lo >= ${splitFrom(p)}) { w.par(lo, hi, [${p.loads.map((l) => bufName(l.buf)).join(', ')}], [${p.stores.map((x) => bufName(x.buf)).join(', ')}], [${[...p.loads, ...p.stores].map((x) => x.off).join(', ')}]); return; }`,
-    ] : []),
+    ...(p.shared
+      ? [
+          `  if (hi - lo >= ${splitFrom(p)}) { w.par(lo, hi, [${p.loads.map((l) => bufName(l.buf)).join(', ')}], [${p.stores.map((x) => bufName(x.buf)).join(', ')}], [${[...p.loads, ...p.stores].map((x) => x.off).join(', ')}]); return; }`,
+        ]
+      : []),
     '  const m = w.mem;',
     `  for (let s = lo; s < hi; s += ${CHUNK}) {`,
     `    const e = hi < s + ${CHUNK} ? hi : s + ${CHUNK};`,
-    ...p.loads.map((l, j) => `    m.set(${bufName(l.buf)}.subarray(${at('s', l.off)}, ${at('e', l.off)}), ${j * CHUNK});`),
+    ...p.loads.map(
+      (l, j) => `    m.set(${bufName(l.buf)}.subarray(${at('s', l.off)}, ${at('e', l.off)}), ${j * CHUNK});`,
+    ),
     '    w.run(e - s, 0);',
-    ...p.stores.map((s, j) => `    ${bufName(s.buf)}.set(m.subarray(${(p.loads.length + j) * CHUNK}, ${(p.loads.length + j) * CHUNK} + e - s), ${at('s', s.off)});`),
+    ...p.stores.map(
+      (s, j) =>
+        `    ${bufName(s.buf)}.set(m.subarray(${(p.loads.length + j) * CHUNK}, ${(p.loads.length + j) * CHUNK} + e - s), ${at('s', s.off)});`,
+    ),
     '  }',
   ];
   const source = `function k(${[...buffers.map(bufName), 'lo', 'hi'].join(', ')}) { // WebAssembly SIMD ${p.f32 ? 'f32x4' : 'f64x2'}${unrolled(p)}: ${p.label.replace(/[^\w,. -]/g, '')}\n${lines.join('\n')}\n}`;

@@ -26,7 +26,10 @@ export interface EwSchedule {
 export const DEFAULT_STREAMS = 4;
 
 /** The default schedule of a loop of `n` elements (`twoLoops`: rows of columns): four vectors per iteration, split from PARALLEL_MIN_ELEMENTS elements. */
-export const defaultEwSchedule = (n: number, twoLoops: boolean): EwSchedule => ({ streams: DEFAULT_STREAMS, split: !twoLoops && n >= PARALLEL_MIN_ELEMENTS });
+export const defaultEwSchedule = (n: number, twoLoops: boolean): EwSchedule => ({
+  streams: DEFAULT_STREAMS,
+  split: !twoLoops && n >= PARALLEL_MIN_ELEMENTS,
+});
 
 /** The unrolls the tier builds (a chunk, CHUNK elements, is a whole number of iterations of each). */
 export const EW_STREAMS: readonly number[] = [1, 2, 4, 8];

@@ -33,17 +33,28 @@ export function igemm32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr: numb
   const accv = (r: number, v: number) => nI32 + 8 + r * V + v;
   const VB = (v: number) => nI32 + 8 + mr * V + v;
   const VA = nI32 + 8 + mr * V + V;
-  const b = new Body(8, [[nI32, I32], [mr * V + V + 1, V128]]);
+  const b = new Body(8, [
+    [nI32, I32],
+    [mr * V + V + 1, V128],
+  ]);
   // One step of t: B's nr features (V vectors), each cell's input value splatted.
   const step = (u: number) => {
-    for (let v = 0; v < V; v++) b.get(PBI).v(simd.v128Load, ...memarg(2, 4 * (u * nr + 4 * v))).set(VB(v));
+    for (let v = 0; v < V; v++)
+      b.get(PBI)
+        .v(simd.v128Load, ...memarg(2, 4 * (u * nr + 4 * v)))
+        .set(VB(v));
     for (let r = 0; r < mr; r++) {
-      b.get(PTR(r)).v(simd.v128Load32Splat, ...memarg(2, 4 * u)).set(VA);
+      b.get(PTR(r))
+        .v(simd.v128Load32Splat, ...memarg(2, 4 * u))
+        .set(VA);
       rowMadd(b, fused, V, VA, VB, (v) => accv(r, v));
     }
   };
   b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0);
-  b.get(SA).i32(4 * mr).ops(op.i32DivU).set(KS);
+  b.get(SA)
+    .i32(4 * mr)
+    .ops(op.i32DivU)
+    .set(KS);
   b.get(K).get(KS).ops(op.i32DivU).set(C);
   b.get(SACC).i32(mr).ops(op.i32DivU).set(RS);
   b.get(ACC).set(ACCQ);
@@ -53,7 +64,10 @@ export function igemm32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr: numb
   for (let r = 0; r < mr; r++) for (let v = 0; v < V; v++) b.vzero().set(accv(r, v));
   b.get(PAG).set(IND).get(PB).set(PBI).get(KS).set(TI);
   b.ops(op.loop, VOID); // taps
-  for (let r = 0; r < mr; r++) b.get(IND).ops(op.i32Load, ...memarg(2, 4 * r)).set(PTR(r));
+  for (let r = 0; r < mr; r++)
+    b.get(IND)
+      .ops(op.i32Load, ...memarg(2, 4 * r))
+      .set(PTR(r));
   b.addTo(IND, 4 * mr);
   b.get(C).set(CI);
   b.ops(op.loop, VOID); // channels (one per pass: unrolling by 2 or 4 measured slower, V8 then spills)
@@ -90,22 +104,45 @@ export function windowGrad32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr:
   const accv = (r: number, v: number) => nI32 + 8 + r * V + v;
   const VB = (v: number) => nI32 + 8 + mr * V + v;
   const VA = nI32 + 8 + mr * V + V;
-  const b = new Body(8, [[nI32, I32], [mr * V + V + 1, V128]]);
-  b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0).get(K).ops(op.i32Eqz, op.brIf, 0);
+  const b = new Body(8, [
+    [nI32, I32],
+    [mr * V + V + 1, V128],
+  ]);
+  b.ops(op.block, VOID)
+    .get(N)
+    .ops(op.i32Eqz, op.brIf, 0)
+    .get(G)
+    .ops(op.i32Eqz, op.brIf, 0)
+    .get(K)
+    .ops(op.i32Eqz, op.brIf, 0);
   b.get(SACC).i32(mr).ops(op.i32DivU).set(RS);
   b.get(ACC).set(ACCQ);
   b.ops(op.loop, VOID); // B panels
   b.get(PA).set(PAG).get(ACCQ).set(ACCG).get(G).set(GI);
   b.ops(op.loop, VOID); // A panels of the block
   for (let r = 0; r < mr; r++) for (let v = 0; v < V; v++) b.vzero().set(accv(r, v));
-  b.get(PAG).ops(op.i32Load, ...memarg(2, 0)).set(TBL);
-  for (let r = 0; r < mr; r++) b.get(PAG).ops(op.i32Load, ...memarg(2, 4 + 4 * r)).set(OFF(r));
+  b.get(PAG)
+    .ops(op.i32Load, ...memarg(2, 0))
+    .set(TBL);
+  for (let r = 0; r < mr; r++)
+    b.get(PAG)
+      .ops(op.i32Load, ...memarg(2, 4 + 4 * r))
+      .set(OFF(r));
   b.get(PB).set(PBI).get(K).set(TI);
   b.ops(op.loop, VOID); // the sum's terms: output cells
-  b.get(TBL).ops(op.i32Load, ...memarg(2, 0)).set(O);
-  for (let v = 0; v < V; v++) b.get(PBI).v(simd.v128Load, ...memarg(2, 16 * v)).set(VB(v));
+  b.get(TBL)
+    .ops(op.i32Load, ...memarg(2, 0))
+    .set(O);
+  for (let v = 0; v < V; v++)
+    b.get(PBI)
+      .v(simd.v128Load, ...memarg(2, 16 * v))
+      .set(VB(v));
   for (let r = 0; r < mr; r++) {
-    b.get(O).get(OFF(r)).ops(op.i32Add).v(simd.v128Load32Splat, ...memarg(2, 0)).set(VA);
+    b.get(O)
+      .get(OFF(r))
+      .ops(op.i32Add)
+      .v(simd.v128Load32Splat, ...memarg(2, 0))
+      .set(VA);
     rowMadd(b, fused, V, VA, VB, (v) => accv(r, v));
   }
   b.addTo(TBL, 4).addTo(PBI, 4 * nr);
@@ -116,7 +153,14 @@ export function windowGrad32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr:
 }
 
 /** acc[v] (+)= a * B[v] for the V vectors of one tile row: a relaxed multiply-add with `fused`, else a product then a sum (each rounded). */
-function rowMadd(b: Body, fused: boolean, V: number, A: number, VB: (v: number) => number, acc: (v: number) => number): void {
+function rowMadd(
+  b: Body,
+  fused: boolean,
+  V: number,
+  A: number,
+  VB: (v: number) => number,
+  acc: (v: number) => number,
+): void {
   for (let v = 0; v < V; v++) {
     if (fused) b.get(A).get(VB(v)).get(acc(v)).v(simd.f32x4RelaxedMadd).set(acc(v));
     else b.get(acc(v)).get(A).get(VB(v)).v(simd.f32x4Mul).v(simd.f32x4Add).set(acc(v));
@@ -125,9 +169,20 @@ function rowMadd(b: Body, fused: boolean, V: number, A: number, VB: (v: number) 
 
 /** The locals the two kernels' block loops share (byte offsets and counters). */
 interface TileLocals {
-  readonly mr: number; readonly nr: number; readonly accv: (r: number, v: number) => number;
-  readonly ACCG: number; readonly ROW: number; readonly RS: number; readonly PAG: number; readonly SA: number;
-  readonly SACC: number; readonly GI: number; readonly PBI: number; readonly PB: number; readonly ACCQ: number; readonly N: number;
+  readonly mr: number;
+  readonly nr: number;
+  readonly accv: (r: number, v: number) => number;
+  readonly ACCG: number;
+  readonly ROW: number;
+  readonly RS: number;
+  readonly PAG: number;
+  readonly SA: number;
+  readonly SACC: number;
+  readonly GI: number;
+  readonly PBI: number;
+  readonly PB: number;
+  readonly ACCQ: number;
+  readonly N: number;
 }
 
 /**
@@ -138,7 +193,10 @@ function storeTile(b: Body, t: TileLocals): void {
   const V = t.nr / 4;
   b.get(t.ACCG).set(t.ROW);
   for (let r = 0; r < t.mr; r++) {
-    for (let v = 0; v < V; v++) b.get(t.ROW).get(t.accv(r, v)).v(simd.v128Store, ...memarg(2, 16 * v));
+    for (let v = 0; v < V; v++)
+      b.get(t.ROW)
+        .get(t.accv(r, v))
+        .v(simd.v128Store, ...memarg(2, 16 * v));
     b.get(t.ROW).get(t.RS).ops(op.i32Add).set(t.ROW);
   }
   b.get(t.PAG).get(t.SA).ops(op.i32Add).set(t.PAG);

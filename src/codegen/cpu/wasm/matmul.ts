@@ -36,10 +36,16 @@ function tile64(b: Body, t: Tile64): void {
   b.get(t.a).set(t.ai).get(t.k).set(t.ki);
   b.ops(op.block, VOID).get(t.ki).ops(op.i32Eqz, op.brIf, 0);
   b.ops(op.loop, VOID);
-  b.get(t.ai).v(simd.v128Load, ...memarg(3, 0)).set(t.va[0]);
-  b.get(t.ai).v(simd.v128Load, ...memarg(3, 16)).set(t.va[1]);
+  b.get(t.ai)
+    .v(simd.v128Load, ...memarg(3, 0))
+    .set(t.va[0]);
+  b.get(t.ai)
+    .v(simd.v128Load, ...memarg(3, 16))
+    .set(t.va[1]);
   for (let col = 0; col < 4; col++) {
-    b.get(t.bi).v(simd.v128Load64Splat, ...memarg(3, 8 * col)).set(t.vb);
+    b.get(t.bi)
+      .v(simd.v128Load64Splat, ...memarg(3, 8 * col))
+      .set(t.vb);
     for (let half = 0; half < 2; half++) {
       b.get(t.accv(col, half)).get(t.va[half]!).get(t.vb).v(simd.f64x2Mul).v(simd.f64x2Add).set(t.accv(col, half));
     }
@@ -48,7 +54,10 @@ function tile64(b: Body, t: Tile64): void {
   b.get(t.ki).i32(1).ops(op.i32Sub).tee(t.ki).ops(op.brIf, 0);
   b.ops(op.end, op.end);
   for (let col = 0; col < 4; col++) {
-    for (let half = 0; half < 2; half++) b.get(t.acc).get(t.accv(col, half)).v(simd.v128Store, ...memarg(3, 16 * (2 * col + half)));
+    for (let half = 0; half < 2; half++)
+      b.get(t.acc)
+        .get(t.accv(col, half))
+        .v(simd.v128Store, ...memarg(3, 16 * (2 * col + half)));
   }
 }
 
@@ -57,7 +66,10 @@ function rowPanelBody(): Body {
   const [PAI, KI] = [5, 6];
   const accv = (c: number, half: number) => 7 + 2 * c + half; // column c, rows 0-1 (half 0) or 2-3 (half 1)
   const [VA0, VA1, VB] = [15, 16, 17];
-  const b = new Body(5, [[2, I32], [11, V128]]);
+  const b = new Body(5, [
+    [2, I32],
+    [11, V128],
+  ]);
   b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0);
   b.ops(op.loop, VOID); // one tile per B panel; B panels are consecutive, so pb runs on
   tile64(b, { a: PA, ai: PAI, bi: PB, k: K, ki: KI, acc: ACC, accv, va: [VA0, VA1], vb: VB });
@@ -79,7 +91,10 @@ function panelBlockBody(): Body {
   const [PAI, PBI, KI, GI, PAG, ACCG, ACCQ] = [8, 9, 10, 11, 12, 13, 14];
   const accv = (c: number, half: number) => 15 + 2 * c + half;
   const [VA0, VA1, VB] = [23, 24, 25];
-  const b = new Body(8, [[7, I32], [11, V128]]);
+  const b = new Body(8, [
+    [7, I32],
+    [11, V128],
+  ]);
   b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0);
   b.get(ACC).set(ACCQ);
   b.ops(op.loop, VOID); // B panels
@@ -139,14 +154,23 @@ function panelBlock32Body(mr: number, nr: number, fused: boolean, rows = false):
   const VA = (v: number) => 17 + nr * V + v;
   const VB = 17 + nr * V + V;
   const TR = (i: number) => 17 + nr * V + V + 1 + i; // transposition temporaries
-  const b = new Body(8, [[9, I32], [nr * V + V + 1 + 4, V128]]);
+  const b = new Body(8, [
+    [9, I32],
+    [nr * V + V + 1 + 4, V128],
+  ]);
   // i8x16.shuffle of two f32x4 by 32-bit lanes (0-3 the first operand's, 4-7 the second's)
-  const shuffle = (...lanes: number[]) => b.v(simd.i8x16Shuffle, ...lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]));
+  const shuffle = (...lanes: number[]) =>
+    b.v(simd.i8x16Shuffle, ...lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]));
   if (rows) b.get(SACC).i32(mr).ops(op.i32DivU).set(RS);
   const step = (u: number) => {
-    for (let v = 0; v < V; v++) b.get(PAI).v(simd.v128Load, ...memarg(2, 4 * (u * mr + 4 * v))).set(VA(v));
+    for (let v = 0; v < V; v++)
+      b.get(PAI)
+        .v(simd.v128Load, ...memarg(2, 4 * (u * mr + 4 * v)))
+        .set(VA(v));
     for (let c = 0; c < nr; c++) {
-      b.get(PBI).v(simd.v128Load32Splat, ...memarg(2, 4 * (u * nr + c))).set(VB);
+      b.get(PBI)
+        .v(simd.v128Load32Splat, ...memarg(2, 4 * (u * nr + c)))
+        .set(VB);
       for (let v = 0; v < V; v++) {
         if (fused) b.get(VA(v)).get(VB).get(accv(c, v)).v(simd.f32x4RelaxedMadd).set(accv(c, v));
         else b.get(accv(c, v)).get(VA(v)).get(VB).v(simd.f32x4Mul).v(simd.f32x4Add).set(accv(c, v));
@@ -170,19 +194,28 @@ function panelBlock32Body(mr: number, nr: number, fused: boolean, rows = false):
     // rows 4v..4v+3: transpose the 4 x 4 block (columns in accv(0..3, v)) into 4 row vectors
     b.get(ACCG).set(ROW);
     for (let v = 0; v < V; v++) {
-      b.get(accv(0, v)).get(accv(1, v)); shuffle(0, 4, 1, 5).set(TR(0));
-      b.get(accv(2, v)).get(accv(3, v)); shuffle(0, 4, 1, 5).set(TR(1));
-      b.get(accv(0, v)).get(accv(1, v)); shuffle(2, 6, 3, 7).set(TR(2));
-      b.get(accv(2, v)).get(accv(3, v)); shuffle(2, 6, 3, 7).set(TR(3));
+      b.get(accv(0, v)).get(accv(1, v));
+      shuffle(0, 4, 1, 5).set(TR(0));
+      b.get(accv(2, v)).get(accv(3, v));
+      shuffle(0, 4, 1, 5).set(TR(1));
+      b.get(accv(0, v)).get(accv(1, v));
+      shuffle(2, 6, 3, 7).set(TR(2));
+      b.get(accv(2, v)).get(accv(3, v));
+      shuffle(2, 6, 3, 7).set(TR(3));
       for (let j = 0; j < 4; j++) {
-        b.get(ROW).get(TR(j < 2 ? 0 : 2)).get(TR(j < 2 ? 1 : 3));
+        b.get(ROW)
+          .get(TR(j < 2 ? 0 : 2))
+          .get(TR(j < 2 ? 1 : 3));
         shuffle(...(j % 2 === 0 ? [0, 1, 4, 5] : [2, 3, 6, 7])).v(simd.v128Store, ...memarg(2, 0));
         b.get(ROW).get(RS).ops(op.i32Add).set(ROW);
       }
     }
   } else {
     for (let c = 0; c < nr; c++) {
-      for (let v = 0; v < V; v++) b.get(ACCG).get(accv(c, v)).v(simd.v128Store, ...memarg(2, 4 * (c * mr + 4 * v)));
+      for (let v = 0; v < V; v++)
+        b.get(ACCG)
+          .get(accv(c, v))
+          .v(simd.v128Store, ...memarg(2, 4 * (c * mr + 4 * v)));
     }
   }
   b.get(PAG).get(SA).ops(op.i32Add).set(PAG);
@@ -224,7 +257,10 @@ function rowVec32Body(R: number, fused: boolean): Body {
   const accv = (r: number, g: number) => V0 + r * GMAX + g;
   const VA = (r: number) => V0 + R * GMAX + r;
   const VB = V0 + R * GMAX + R;
-  const b = new Body(6, [[8 + GMAX, I32], [R * GMAX + R + 1, V128]]);
+  const b = new Body(6, [
+    [8 + GMAX, I32],
+    [R * GMAX + R + 1, V128],
+  ]);
   b.get(K).i32(4).ops(op.i32Shl).set(KB); // bytes of one B panel
   b.get(N).i32(4).ops(op.i32Shl).set(RS); // bytes of one row of sums
   b.get(PB).set(PBQ).get(ACC).set(ACCQ).get(N).set(Q);
@@ -237,9 +273,14 @@ function rowVec32Body(R: number, fused: boolean): Body {
     b.get(PA).set(AI).get(K).set(KI);
     b.ops(op.block, VOID).get(KI).ops(op.i32Eqz, op.brIf, 0);
     b.ops(op.loop, VOID); // steps t
-    for (let r = 0; r < R; r++) b.get(AI).v(simd.v128Load32Splat, ...memarg(2, 4 * r)).set(VA(r));
+    for (let r = 0; r < R; r++)
+      b.get(AI)
+        .v(simd.v128Load32Splat, ...memarg(2, 4 * r))
+        .set(VA(r));
     for (let g = 0; g < G; g++) {
-      b.get(P(g)).v(simd.v128Load, ...memarg(2, 0)).set(VB);
+      b.get(P(g))
+        .v(simd.v128Load, ...memarg(2, 0))
+        .set(VB);
       for (let r = 0; r < R; r++) {
         if (fused) b.get(VA(r)).get(VB).get(accv(r, g)).v(simd.f32x4RelaxedMadd).set(accv(r, g));
         else b.get(accv(r, g)).get(VA(r)).get(VB).v(simd.f32x4Mul).v(simd.f32x4Add).set(accv(r, g));
@@ -251,7 +292,10 @@ function rowVec32Body(R: number, fused: boolean): Body {
     b.ops(op.end, op.end);
     b.get(ACCQ).set(ROW);
     for (let r = 0; r < R; r++) {
-      for (let g = 0; g < G; g++) b.get(ROW).get(accv(r, g)).v(simd.v128Store, ...memarg(2, 16 * g));
+      for (let g = 0; g < G; g++)
+        b.get(ROW)
+          .get(accv(r, g))
+          .v(simd.v128Store, ...memarg(2, 16 * g));
       if (r < R - 1) b.get(ROW).get(RS).ops(op.i32Add).set(ROW);
     }
     b.get(PBQ).get(KB).i32(G).ops(op.i32Mul, op.i32Add).set(PBQ);
@@ -278,8 +322,12 @@ function pack32Body(): Body {
   const [T, R, S, D, G, PS, S1, S2, S3, N, T0] = [7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17];
   const V = (i: number) => 18 + i; // the 4 rows loaded
   const W = (i: number) => 22 + i; // the transposition's temporaries
-  const b = new Body(7, [[11, I32], [8, V128]]);
-  const shuffle = (...lanes: number[]) => b.v(simd.i8x16Shuffle, ...lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]));
+  const b = new Body(7, [
+    [11, I32],
+    [8, V128],
+  ]);
+  const shuffle = (...lanes: number[]) =>
+    b.v(simd.i8x16Shuffle, ...lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]));
   b.get(P).i32(2).ops(op.i32Shl).set(PS); // bytes of one packed step
   b.i32(0).set(T0);
   // full panel of a width divisible by 4?
@@ -296,16 +344,30 @@ function pack32Body(): Body {
   b.get(DST).get(G).i32(2).ops(op.i32Shl, op.i32Add).set(D);
   b.get(K).i32(2).ops(op.i32ShrU).set(N);
   b.ops(op.loop, VOID); // 4 steps
-  b.get(S).v(simd.v128Load, ...memarg(0, 0)).set(V(0));
-  b.get(S1).v(simd.v128Load, ...memarg(0, 0)).set(V(1));
-  b.get(S2).v(simd.v128Load, ...memarg(0, 0)).set(V(2));
-  b.get(S3).v(simd.v128Load, ...memarg(0, 0)).set(V(3));
-  b.get(V(0)).get(V(1)); shuffle(0, 4, 1, 5).set(W(0));
-  b.get(V(2)).get(V(3)); shuffle(0, 4, 1, 5).set(W(1));
-  b.get(V(0)).get(V(1)); shuffle(2, 6, 3, 7).set(W(2));
-  b.get(V(2)).get(V(3)); shuffle(2, 6, 3, 7).set(W(3));
+  b.get(S)
+    .v(simd.v128Load, ...memarg(0, 0))
+    .set(V(0));
+  b.get(S1)
+    .v(simd.v128Load, ...memarg(0, 0))
+    .set(V(1));
+  b.get(S2)
+    .v(simd.v128Load, ...memarg(0, 0))
+    .set(V(2));
+  b.get(S3)
+    .v(simd.v128Load, ...memarg(0, 0))
+    .set(V(3));
+  b.get(V(0)).get(V(1));
+  shuffle(0, 4, 1, 5).set(W(0));
+  b.get(V(2)).get(V(3));
+  shuffle(0, 4, 1, 5).set(W(1));
+  b.get(V(0)).get(V(1));
+  shuffle(2, 6, 3, 7).set(W(2));
+  b.get(V(2)).get(V(3));
+  shuffle(2, 6, 3, 7).set(W(3));
   for (let j = 0; j < 4; j++) {
-    b.get(D).get(W(j < 2 ? 0 : 2)).get(W(j < 2 ? 1 : 3));
+    b.get(D)
+      .get(W(j < 2 ? 0 : 2))
+      .get(W(j < 2 ? 1 : 3));
     shuffle(...(j % 2 === 0 ? [0, 1, 4, 5] : [2, 3, 6, 7])).v(simd.v128Store, ...memarg(0, 0));
     b.get(D).get(PS).ops(op.i32Add).set(D);
   }
@@ -340,7 +402,12 @@ function pack32Body(): Body {
   b.ops(op.loop, VOID); // rows
   b.get(D);
   b.get(R).get(ROWS).ops(op.i32LtU);
-  b.ops(op.if, I32).get(S).ops(op.i32Load, ...memarg(2, 0)).ops(op.else).i32(0).ops(op.end);
+  b.ops(op.if, I32)
+    .get(S)
+    .ops(op.i32Load, ...memarg(2, 0))
+    .ops(op.else)
+    .i32(0)
+    .ops(op.end);
   b.ops(op.i32Store, ...memarg(2, 0));
   b.get(S).get(SR).ops(op.i32Add).set(S);
   b.addTo(D, 4);
@@ -355,7 +422,14 @@ function pack32Body(): Body {
 function copyStep(b: Body, S: number, D: number, G: number, PS: number): void {
   b.i32(0).set(G);
   b.ops(op.loop, VOID); // groups of 4 rows
-  b.get(D).get(G).ops(op.i32Add).get(S).get(G).ops(op.i32Add).v(simd.v128Load, ...memarg(0, 0)).v(simd.v128Store, ...memarg(0, 0));
+  b.get(D)
+    .get(G)
+    .ops(op.i32Add)
+    .get(S)
+    .get(G)
+    .ops(op.i32Add)
+    .v(simd.v128Load, ...memarg(0, 0))
+    .v(simd.v128Store, ...memarg(0, 0));
   b.get(G).i32(16).ops(op.i32Add).tee(G).get(PS).ops(op.i32LtU, op.brIf, 0);
   b.ops(op.end);
 }
@@ -398,18 +472,29 @@ function packCols32Body(): Body {
  * buffer: ./igemm.ts), pack32 and packCols32 (operand packing), rowVec32_1..3 (products of 1 to 3 rows); with `fused`, relaxed-SIMD multiply-adds, valid only where the
  * runtime has relaxed SIMD). `tile32` replaces panelBlock32's tile (measurements of other tiles).
  */
-export function matmulModuleBytes(shared = false, fused = false, tile32: { mr: number; nr: number } = TILE32): Uint8Array {
-  return moduleBytes([
-    { name: 'rowPanel', params: 5, body: rowPanelBody() },
-    { name: 'panelBlock', params: 8, body: panelBlockBody() },
-    { name: 'panelBlock32', params: 8, body: panelBlock32Body(tile32.mr, tile32.nr, fused) },
-    { name: 'panelBlock32w', params: 8, body: panelBlock32Body(TILE32_WIDE.mr, TILE32_WIDE.nr, fused) },
-    { name: 'panelBlock32r', params: 8, body: panelBlock32Body(tile32.mr, tile32.nr, fused, true) },
-    { name: 'panelBlock32wr', params: 8, body: panelBlock32Body(TILE32_WIDE.mr, TILE32_WIDE.nr, fused, true) },
-    { name: 'pack32', params: 7, body: pack32Body() },
-    { name: 'igemm32', params: 8, body: igemm32Body(fused) },
-    { name: 'packCols32', params: 6, body: packCols32Body() },
-    { name: 'windowGrad32', params: 8, body: windowGrad32Body(fused) },
-    ...Array.from({ length: ROWVEC_MAX_ROWS }, (_, i) => ({ name: `rowVec32_${i + 1}`, params: 6, body: rowVec32Body(i + 1, fused) })),
-  ], shared ? 'shared' : true);
+export function matmulModuleBytes(
+  shared = false,
+  fused = false,
+  tile32: { mr: number; nr: number } = TILE32,
+): Uint8Array {
+  return moduleBytes(
+    [
+      { name: 'rowPanel', params: 5, body: rowPanelBody() },
+      { name: 'panelBlock', params: 8, body: panelBlockBody() },
+      { name: 'panelBlock32', params: 8, body: panelBlock32Body(tile32.mr, tile32.nr, fused) },
+      { name: 'panelBlock32w', params: 8, body: panelBlock32Body(TILE32_WIDE.mr, TILE32_WIDE.nr, fused) },
+      { name: 'panelBlock32r', params: 8, body: panelBlock32Body(tile32.mr, tile32.nr, fused, true) },
+      { name: 'panelBlock32wr', params: 8, body: panelBlock32Body(TILE32_WIDE.mr, TILE32_WIDE.nr, fused, true) },
+      { name: 'pack32', params: 7, body: pack32Body() },
+      { name: 'igemm32', params: 8, body: igemm32Body(fused) },
+      { name: 'packCols32', params: 6, body: packCols32Body() },
+      { name: 'windowGrad32', params: 8, body: windowGrad32Body(fused) },
+      ...Array.from({ length: ROWVEC_MAX_ROWS }, (_, i) => ({
+        name: `rowVec32_${i + 1}`,
+        params: 6,
+        body: rowVec32Body(i + 1, fused),
+      })),
+    ],
+    shared ? 'shared' : true,
+  );
 }

@@ -18,21 +18,52 @@ function peakBody(lanes: 2 | 4, fused: boolean): Body {
   const add = lanes === 2 ? simd.f64x2Add : simd.f32x4Add;
   const madd = lanes === 2 ? simd.f64x2RelaxedMadd : simd.f32x4RelaxedMadd;
   // x = 0.5, y = 1: every chain tends to 2 (no overflow, no subnormals, however many iterations)
-  if (lanes === 2) { b.ops(op.f64Const, ...new Uint8Array(new Float64Array([0.5]).buffer)).v(splat).set(X); b.ops(op.f64Const, ...new Uint8Array(new Float64Array([1]).buffer)).v(splat).set(Y); }
-  else { b.ops(op.f32Const, ...new Uint8Array(new Float32Array([0.5]).buffer)).v(splat).set(X); b.ops(op.f32Const, ...new Uint8Array(new Float32Array([1]).buffer)).v(splat).set(Y); }
+  if (lanes === 2) {
+    b.ops(op.f64Const, ...new Uint8Array(new Float64Array([0.5]).buffer))
+      .v(splat)
+      .set(X);
+    b.ops(op.f64Const, ...new Uint8Array(new Float64Array([1]).buffer))
+      .v(splat)
+      .set(Y);
+  } else {
+    b.ops(op.f32Const, ...new Uint8Array(new Float32Array([0.5]).buffer))
+      .v(splat)
+      .set(X);
+    b.ops(op.f32Const, ...new Uint8Array(new Float32Array([1]).buffer))
+      .v(splat)
+      .set(Y);
+  }
   for (let i = 0; i < ACC; i++) b.vzero().set(1 + i);
   b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0, op.loop, VOID);
   for (let i = 0; i < ACC; i++) {
-    if (fused) b.get(1 + i).get(X).get(Y).v(madd).set(1 + i);
-    else b.get(1 + i).get(X).v(mul).get(Y).v(add).set(1 + i);
+    if (fused)
+      b.get(1 + i)
+        .get(X)
+        .get(Y)
+        .v(madd)
+        .set(1 + i);
+    else
+      b.get(1 + i)
+        .get(X)
+        .v(mul)
+        .get(Y)
+        .v(add)
+        .set(1 + i);
   }
   b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0, op.end, op.end);
   // keep the sums live: store them at address 0
-  for (let i = 0; i < ACC; i++) b.i32(0).get(1 + i).v(simd.v128Store, 4, 0);
+  for (let i = 0; i < ACC; i++)
+    b.i32(0)
+      .get(1 + i)
+      .v(simd.v128Store, 4, 0);
   return b;
 }
 
-export interface Peak { readonly f64x2: number; readonly f32x4: number; readonly f32x4Fused?: number }
+export interface Peak {
+  readonly f64x2: number;
+  readonly f32x4: number;
+  readonly f32x4Fused?: number;
+}
 
 /**
  * GFLOP/s of the multiply-add loop (best of 9 runs), per lane kind; relaxed FMA where the runtime
@@ -57,12 +88,17 @@ export function measurePeak(fusedAvailable: boolean, clock: () => number = () =>
     const n = 2_000_000;
     f(n / 10); // compiled by then (Liftoff tiers up on the hot loop)
     const ts: number[] = [];
-    for (let r = 0; r < 9; r++) { const t0 = clock(); f(n); ts.push(clock() - t0); }
+    for (let r = 0; r < 9; r++) {
+      const t0 = clock();
+      f(n);
+      ts.push(clock() - t0);
+    }
     return (n * ACC * lanes * 2) / Math.min(...ts) / 1e6; // the best run: a peak, and the one least disturbed by other jobs
   };
   const ex = inst.exports as Record<string, (n: number) => void>;
   return {
-    f64x2: rate(ex['f64']!, 2), f32x4: rate(ex['f32']!, 4),
+    f64x2: rate(ex['f64']!, 2),
+    f32x4: rate(ex['f32']!, 4),
     ...(fusedAvailable ? { f32x4Fused: rate(ex['f32fma']!, 4) } : {}),
   };
 }

@@ -25,13 +25,31 @@ import { CHUNK, type EwPlan, ewKernelId, tierOn } from './elementwise.js';
 export const PHILOX_MIN_ELEMENTS = 16;
 
 const S = {
-  v128Const: 0x0c, shuffle: 0x0d, i32Splat: 0x11, store: 0x0b, store64Lane: 0x5b, demote: 0x5e,
-  and: 0x4e, or: 0x50, xor: 0x51, ltU: 0x3a, shrU: 0xad, i32Add: 0xae, i32Mul: 0xb5,
-  extmulLowU: 0xde, extmulHighU: 0xdf, f64Add: 0xf0, f64Mul: 0xf2, convertLowS: 0xfe,
+  v128Const: 0x0c,
+  shuffle: 0x0d,
+  i32Splat: 0x11,
+  store: 0x0b,
+  store64Lane: 0x5b,
+  demote: 0x5e,
+  and: 0x4e,
+  or: 0x50,
+  xor: 0x51,
+  ltU: 0x3a,
+  shrU: 0xad,
+  i32Add: 0xae,
+  i32Mul: 0xb5,
+  extmulLowU: 0xde,
+  extmulHighU: 0xdf,
+  f64Add: 0xf0,
+  f64Mul: 0xf2,
+  convertLowS: 0xfe,
 } as const;
 
 // Philox's multipliers and key increments (src/ir/random.ts).
-const M0 = 0xd2511f53, M1 = 0xcd9e8d57, W0 = 0x9e3779b9, W1 = 0xbb67ae85;
+const M0 = 0xd2511f53,
+  M1 = 0xcd9e8d57,
+  W0 = 0x9e3779b9,
+  W1 = 0xbb67ae85;
 
 export interface PhiloxPlan {
   readonly n: number;
@@ -61,13 +79,31 @@ export function planPhilox(k: LoopKernel, bufDType: (buf: number) => DType): Phi
   if (n < PHILOX_MIN_ELEMENTS || s.accumulate === true || s.dyn !== undefined) return undefined;
   if (s.dtype !== 'float32' || bufDType(s.buf) !== 'float32') return undefined;
   const unit = (x: { terms: readonly (readonly [{ kind: string; v?: { id: number } }, number])[]; c: number }) =>
-    x.terms.length === 1 && x.terms[0]![0].kind === 'var' && x.terms[0]![0].v!.id === v.id && x.terms[0]![1] === 1 ? x.c : undefined;
+    x.terms.length === 1 && x.terms[0]![0].kind === 'var' && x.terms[0]![0].v!.id === v.id && x.terms[0]![1] === 1
+      ? x.c
+      : undefined;
   const outOff = unit(s.index as never);
   const c = s.value;
-  if (outOff === undefined || c.t !== 'cast' || c.dtype !== 'float32' || c.x.t !== 'call' || c.x.fn !== philoxDraw) return undefined;
-  const [kind, i, k0, k1, stream, a, b, bits] = [0, 1, 2, 3, 4, 5, 6, 7].map((j) => (c.x as Expr & { t: 'call' }).args[j]);
-  const kv = constOf(kind), k0v = constOf(k0), sv = constOf(stream), av = constOf(a), bv = constOf(b), bitsv = constOf(bits);
-  if (kv === undefined || k0v === undefined || sv === undefined || av === undefined || bv === undefined || bitsv === undefined) return undefined;
+  if (outOff === undefined || c.t !== 'cast' || c.dtype !== 'float32' || c.x.t !== 'call' || c.x.fn !== philoxDraw)
+    return undefined;
+  const [kind, i, k0, k1, stream, a, b, bits] = [0, 1, 2, 3, 4, 5, 6, 7].map(
+    (j) => (c.x as Expr & { t: 'call' }).args[j],
+  );
+  const kv = constOf(kind),
+    k0v = constOf(k0),
+    sv = constOf(stream),
+    av = constOf(a),
+    bv = constOf(b),
+    bitsv = constOf(bits);
+  if (
+    kv === undefined ||
+    k0v === undefined ||
+    sv === undefined ||
+    av === undefined ||
+    bv === undefined ||
+    bitsv === undefined
+  )
+    return undefined;
   if (!(kv === DRAW.binomial || (kv === DRAW.uniform && bitsv === 24))) return undefined;
   if (i?.t !== 'index') return undefined;
   const indexOff = unit(i.i as never);
@@ -75,7 +111,8 @@ export function planPhilox(k: LoopKernel, bufDType: (buf: number) => DType): Phi
   if (indexOff === undefined || indexOff < 0 || indexOff + n >= 2 ** 31) return undefined;
   let key1: PhiloxPlan['k1'];
   if (k1?.t === 'const') key1 = { v: k1.v };
-  else if (k1?.t === 'load' && k1.dyn === undefined && k1.index.terms.length === 0) key1 = { buf: k1.buf, at: k1.index.c };
+  else if (k1?.t === 'load' && k1.dyn === undefined && k1.index.terms.length === 0)
+    key1 = { buf: k1.buf, at: k1.index.c };
   else return undefined;
   if (!tierOn()) return undefined;
   return { n, out: s.buf, outOff, indexOff, k0: k0v, k1: key1, bytes: philoxModule(kv, sv, av, bv), label: k.label };
@@ -103,21 +140,46 @@ const UPPER_HALF = [8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15];
 function philoxModule(kind: number, stream: number, a: number, b: number): Uint8Array {
   // params n, base, i0, k0, k1; i32 locals i (byte offset), end, j (element index); v128 locals:
   // the shared constants and key schedule, then per stream its counter offsets, state and scratch
-  const N = 0, BASE = 1, I0 = 2, K0 = 3, K1 = 4, I = 5, END = 6, J = 7;
-  const VM0 = 8, VM1 = 9, STREAM = 10, C1 = 11, C2 = 12, C3 = 13;
+  const N = 0,
+    BASE = 1,
+    I0 = 2,
+    K0 = 3,
+    K1 = 4,
+    I = 5,
+    END = 6,
+    J = 7;
+  const VM0 = 8,
+    VM1 = 9,
+    STREAM = 10,
+    C1 = 11,
+    C2 = 12,
+    C3 = 13;
   const KEY0 = Array.from({ length: 10 }, (_, r) => 14 + r);
   const KEY1 = Array.from({ length: 10 }, (_, r) => 24 + r);
   const PER = 11;
   const L = Array.from({ length: STREAMS }, (_, st) => {
     const o = 34 + st * PER;
-    return { IOTA: o, X: [o + 1, o + 2, o + 3, o + 4] as const, H0: o + 5, L0: o + 6, H1: o + 7, L1: o + 8, T1: o + 9, T2: o + 10 };
+    return {
+      IOTA: o,
+      X: [o + 1, o + 2, o + 3, o + 4] as const,
+      H0: o + 5,
+      L0: o + 6,
+      H1: o + 7,
+      L1: o + 8,
+      T1: o + 9,
+      T2: o + 10,
+    };
   });
-  const f = new Body(5, [[3, I32], [34 + STREAMS * PER - 8, V128]]);
+  const f = new Body(5, [
+    [3, I32],
+    [34 + STREAMS * PER - 8, V128],
+  ]);
   const vconst = (bytes: number[], l: number) => f.v(S.v128Const, ...bytes).set(l);
   vconst(splat32(M0 | 0), VM0);
   vconst(splat32(M1 | 0), VM1);
   vconst(splat32(stream | 0), STREAM);
-  for (let st = 0; st < STREAMS; st++) vconst(Array.from(new Uint8Array(new Int32Array([0, 1, 2, 3].map((j) => 4 * st + j)).buffer)), L[st]!.IOTA);
+  for (let st = 0; st < STREAMS; st++)
+    vconst(Array.from(new Uint8Array(new Int32Array([0, 1, 2, 3].map((j) => 4 * st + j)).buffer)), L[st]!.IOTA);
   // the key schedule, once per call: round r uses (k0 + r W0, k1 + r W1) mod 2^32
   for (let r = 0; r < 10; r++) {
     f.get(K0).i32(Math.imul(r, W0)).ops(op.i32Add).v(S.i32Splat).set(KEY0[r]!);
@@ -145,12 +207,22 @@ function philoxModule(kind: number, stream: number, a: number, b: number): Uint8
     f.vzero().set(X[1]).vzero().set(X[2]).get(STREAM).set(X[3]);
   }
   const mul = (x: number, m: number, hi: number, lo: number) => {
-    f.get(x).get(m).v(S.extmulLowU).get(x).get(m).v(S.extmulHighU).v(S.shuffle, ...HIGH_WORDS).set(hi);
+    f.get(x)
+      .get(m)
+      .v(S.extmulLowU)
+      .get(x)
+      .get(m)
+      .v(S.extmulHighU)
+      .v(S.shuffle, ...HIGH_WORDS)
+      .set(hi);
     f.get(x).get(m).v(S.i32Mul).set(lo);
   };
   for (let r = 0; r < 10; r++) {
     // the streams' rounds interleaved: independent chains for the out-of-order core
-    for (const { X, H0, L0, H1, L1 } of L) { mul(X[0], VM0, H0, L0); mul(X[2], VM1, H1, L1); }
+    for (const { X, H0, L0, H1, L1 } of L) {
+      mul(X[0], VM0, H0, L0);
+      mul(X[2], VM1, H1, L1);
+    }
     for (const { X, H0, L0, H1, L1 } of L) {
       f.get(H1).get(X[1]).v(S.xor).get(KEY0[r]!).v(S.xor).set(X[0]);
       f.get(L1).set(X[1]);
@@ -160,13 +232,37 @@ function philoxModule(kind: number, stream: number, a: number, b: number): Uint8
   }
   L.forEach(({ X, T1, T2 }, st) => {
     if (kind === DRAW.binomial) {
-      f.get(I).get(X[0]).get(C1).v(S.ltU).get(C2).v(S.or).get(C3).v(S.and).v(S.store, ...memarg(4, 16 * st));
+      f.get(I)
+        .get(X[0])
+        .get(C1)
+        .v(S.ltU)
+        .get(C2)
+        .v(S.or)
+        .get(C3)
+        .v(S.and)
+        .v(S.store, ...memarg(4, 16 * st));
     } else {
       // u = x0 >>> 8 (exact in float64 and in a signed lane); low + (high - low) * (u * 2^-24), each half rounded to float32
       f.get(X[0]).i32(8).v(S.shrU).set(T1);
-      f.get(T1).get(T1).v(S.shuffle, ...UPPER_HALF).set(T2);
-      for (const [half, at] of [[T1, 0], [T2, 8]] as const) {
-        f.get(I).get(half).v(S.convertLowS).get(C1).v(S.f64Mul).get(C2).v(S.f64Mul).get(C3).v(S.f64Add).v(S.demote).v(S.store64Lane, ...memarg(3, 16 * st + at), 0);
+      f.get(T1)
+        .get(T1)
+        .v(S.shuffle, ...UPPER_HALF)
+        .set(T2);
+      for (const [half, at] of [
+        [T1, 0],
+        [T2, 8],
+      ] as const) {
+        f.get(I)
+          .get(half)
+          .v(S.convertLowS)
+          .get(C1)
+          .v(S.f64Mul)
+          .get(C2)
+          .v(S.f64Mul)
+          .get(C3)
+          .v(S.f64Add)
+          .v(S.demote)
+          .v(S.store64Lane, ...memarg(3, 16 * st + at), 0);
       }
     }
   });
@@ -176,7 +272,10 @@ function philoxModule(kind: number, stream: number, a: number, b: number): Uint8
 }
 
 /** The JavaScript side: chunks of the loop [lo, hi), each drawn into the tier's memory and copied out. */
-export function renderPhilox(p: PhiloxPlan, bufName: (id: number) => string): { source: string; buffers: number[]; rows: number } {
+export function renderPhilox(
+  p: PhiloxPlan,
+  bufName: (id: number) => string,
+): { source: string; buffers: number[]; rows: number } {
   const id = ewKernelId(p.bytes);
   const buffers = [...new Set([p.out, ...('buf' in p.k1 ? [p.k1.buf] : [])])].sort((x, y) => x - y);
   const at = (x: string, off: number) => (off === 0 ? x : `${x} + ${off}`);
@@ -209,10 +308,20 @@ export function fusablePair(p: PhiloxPlan, ew: EwPlan | undefined): EwPlan | und
 }
 
 /** The JavaScript side of a fused pair (fusablePair): per chunk, the other inputs copied in, the draw, the arithmetic, the results copied out. */
-export function renderPhiloxPair(p: PhiloxPlan, ew: EwPlan, bufName: (id: number) => string): { source: string; buffers: number[]; rows: number } {
+export function renderPhiloxPair(
+  p: PhiloxPlan,
+  ew: EwPlan,
+  bufName: (id: number) => string,
+): { source: string; buffers: number[]; rows: number } {
   const did = ewKernelId(p.bytes);
   const wid = ewKernelId(ew.bytes, false);
-  const buffers = [...new Set([...('buf' in p.k1 ? [p.k1.buf] : []), ...ew.loads.filter((l) => l.buf !== p.out).map((l) => l.buf), ...ew.stores.map((s) => s.buf)])].sort((x, y) => x - y);
+  const buffers = [
+    ...new Set([
+      ...('buf' in p.k1 ? [p.k1.buf] : []),
+      ...ew.loads.filter((l) => l.buf !== p.out).map((l) => l.buf),
+      ...ew.stores.map((s) => s.buf),
+    ]),
+  ].sort((x, y) => x - y);
   const at = (x: string, off: number) => (off === 0 ? x : `${x} + ${off}`);
   const region = ew.loads.findIndex((l) => l.buf === p.out);
   const lines = [
@@ -221,10 +330,17 @@ export function renderPhiloxPair(p: PhiloxPlan, ew: EwPlan, bufName: (id: number
     `  const k1 = ${'buf' in p.k1 ? `${bufName(p.k1.buf)}[${p.k1.at}]` : String(p.k1.v)};`,
     `  for (let s = lo; s < hi; s += ${CHUNK}) {`,
     `    const e = hi < s + ${CHUNK} ? hi : s + ${CHUNK};`,
-    ...ew.loads.flatMap((l, j) => (l.buf === p.out ? [] : [`    m.set(${bufName(l.buf)}.subarray(${at('s', l.off)}, ${at('e', l.off)}), ${j * CHUNK});`])),
+    ...ew.loads.flatMap((l, j) =>
+      l.buf === p.out
+        ? []
+        : [`    m.set(${bufName(l.buf)}.subarray(${at('s', l.off)}, ${at('e', l.off)}), ${j * CHUNK});`],
+    ),
     `    d.run(e - s, ${region * CHUNK * 4}, ${at('s', p.indexOff)}, ${p.k0 | 0}, k1);`,
     '    w.run(e - s, 0);',
-    ...ew.stores.map((x, j) => `    ${bufName(x.buf)}.set(m.subarray(${(ew.loads.length + j) * CHUNK}, ${(ew.loads.length + j) * CHUNK} + e - s), ${at('s', x.off)});`),
+    ...ew.stores.map(
+      (x, j) =>
+        `    ${bufName(x.buf)}.set(m.subarray(${(ew.loads.length + j) * CHUNK}, ${(ew.loads.length + j) * CHUNK} + e - s), ${at('s', x.off)});`,
+    ),
     '  }',
   ];
   const source = `function k(${[...buffers.map(bufName), 'lo', 'hi'].join(', ')}) { // WebAssembly SIMD Philox into ${ew.label.replace(/[^\w,. -]/g, '')}: ${p.label.replace(/[^\w,. -]/g, '')}\n${lines.join('\n')}\n}`;

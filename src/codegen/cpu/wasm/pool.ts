@@ -30,7 +30,20 @@ import type { LoopKernel, PoolSpec } from '../../kernel/ir.js';
 import type { Node } from '../../../ir/node.js';
 import type { DType } from '../../../ir/dtype.js';
 import { sizeOf } from '../../../ir/ndarray.js';
-import { Body, I32, MISC, V128, VOID, WA, memarg, misc, moduleBytes, op, type WasmMemory, type WasmModule } from './encode.js';
+import {
+  Body,
+  I32,
+  MISC,
+  V128,
+  VOID,
+  WA,
+  memarg,
+  misc,
+  moduleBytes,
+  op,
+  type WasmMemory,
+  type WasmModule,
+} from './encode.js';
 import { ewKernel, ewKernelId, runBlocks, sharedMem, sharedTier, tierOn } from './elementwise.js';
 
 /** Poolings whose input has fewer elements stay JavaScript (the copies and the call cost more than they save). */
@@ -48,7 +61,11 @@ export function poolAlone(n: Node): boolean {
   const x = n.inputs[0]!;
   const c = x.shape[x.shape.length - 1];
   const known = x.shape.every((d) => d !== null);
-  return typeof c === 'number' && c % 4 === 0 && (!known || x.shape.reduce<number>((a, d) => a * (d as number), 1) >= POOL_MIN_ELEMENTS);
+  return (
+    typeof c === 'number' &&
+    c % 4 === 0 &&
+    (!known || x.shape.reduce<number>((a, d) => a * (d as number), 1) >= POOL_MIN_ELEMENTS)
+  );
 }
 /** Largest memory a pool kernel makes (bytes): larger images stay JavaScript. */
 const MAX_BYTES = 256 * 1024 * 1024;
@@ -63,7 +80,8 @@ let parallelMin = POOL_PARALLEL_MIN_ELEMENTS;
 
 /** Sets the size from which poolings are split over the threads (undefined: POOL_PARALLEL_MIN_ELEMENTS); tests split small ones. */
 export function setPoolParallelMin(n: number | undefined): void {
-  if (n !== undefined && !(Number.isInteger(n) && n >= 0)) throw new RangeError(`setPoolParallelMin: argument n is ${n}; allowed: a non-negative integer, or undefined`);
+  if (n !== undefined && !(Number.isInteger(n) && n >= 0))
+    throw new RangeError(`setPoolParallelMin: argument n is ${n}; allowed: a non-negative integer, or undefined`);
   parallelMin = n ?? POOL_PARALLEL_MIN_ELEMENTS;
 }
 /** The size from which poolings are split over the threads (setPoolParallelMin; the disk cache's key). */
@@ -77,10 +95,24 @@ const MAX_SCATTER_TAPS = 32;
 
 // SIMD opcodes used here (after the 0xfd prefix).
 const S = {
-  load: 0x00, store: 0x0b, v128Const: 0x0c, shuffle: 0x0d, i32x4Splat: 0x11, f64x2Splat: 0x14,
-  f32Eq: 0x41, f32Ne: 0x42, and: 0x4e, andnot: 0x4f, or: 0x50,
-  load64Zero: 0x5d, demote: 0x5e, promote: 0x5f,
-  f32Add: 0xe4, f32Max: 0xe9, f64Add: 0xf0, f64Div: 0xf3,
+  load: 0x00,
+  store: 0x0b,
+  v128Const: 0x0c,
+  shuffle: 0x0d,
+  i32x4Splat: 0x11,
+  f64x2Splat: 0x14,
+  f32Eq: 0x41,
+  f32Ne: 0x42,
+  and: 0x4e,
+  andnot: 0x4f,
+  or: 0x50,
+  load64Zero: 0x5d,
+  demote: 0x5e,
+  promote: 0x5f,
+  f32Add: 0xe4,
+  f32Max: 0xe9,
+  f64Add: 0xf0,
+  f64Div: 0xf3,
 } as const;
 /** Shuffle lanes: the low halves of two vectors (two float32 each, after demote) as one. */
 const LOW_HALVES = [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
@@ -128,7 +160,9 @@ export interface PoolPlan {
 
 /** Whether the windows tile the input: every input cell in exactly one window. */
 function tiles(p: PoolSpec): boolean {
-  return p.window.every((k, i) => p.strides[i] === k && p.dilation[i] === 1 && p.pads[i] === 0 && p.outSize[i]! * k === p.inSize[i]);
+  return p.window.every(
+    (k, i) => p.strides[i] === k && p.dilation[i] === 1 && p.pads[i] === 0 && p.outSize[i]! * k === p.inSize[i],
+  );
 }
 
 /**
@@ -141,15 +175,22 @@ export function planPool(k: LoopKernel, bufDType: (buf: number) => DType): PoolP
   if (p === undefined || !tierOn()) return undefined;
   const f32 = (v: { buf: number; dtype: DType }) => v.dtype === 'float32' && bufDType(v.buf) === 'float32';
   if (!f32(p.x) || (p.dy !== undefined && !f32(p.dy)) || bufDType(p.out) !== 'float32') return undefined;
-  if (p.channels % 4 !== 0 || p.batch * sizeOf(p.inSize) * p.channels < POOL_MIN_ELEMENTS || sizeOf(p.outSize) === 0) return undefined;
+  if (p.channels % 4 !== 0 || p.batch * sizeOf(p.inSize) * p.channels < POOL_MIN_ELEMENTS || sizeOf(p.outSize) === 0)
+    return undefined;
   const form: Form = !p.grad ? 'forward' : tiles(p) ? 'tiled' : 'scatter';
   if (form === 'scatter' && sizeOf(p.window) > MAX_SCATTER_TAPS) return undefined;
-  const ext = p.inSize.map((s, i) => Math.max(s + p.pads[i]!, (p.outSize[i]! - 1) * p.strides[i]! + (p.window[i]! - 1) * p.dilation[i]! + 1));
+  const ext = p.inSize.map((s, i) =>
+    Math.max(s + p.pads[i]!, (p.outSize[i]! - 1) * p.strides[i]! + (p.window[i]! - 1) * p.dilation[i]! + 1),
+  );
   const C = p.channels;
   const cells = sizeOf(p.outSize);
   const padded = sizeOf(ext) * C;
   let at = 0;
-  const region = (bytes: number) => { const r = at; at += Math.ceil(bytes / 16) * 16; return r; };
+  const region = (bytes: number) => {
+    const r = at;
+    at += Math.ceil(bytes / 16) * 16;
+    return r;
+  };
   const needX = !(form === 'scatter' && p.mode === 'avg');
   const x = needX ? region(padded * 4) : 0;
   const dy = p.grad ? region(cells * C * 4) : 0;
@@ -170,7 +211,10 @@ export function planPool(k: LoopKernel, bufDType: (buf: number) => DType): PoolP
 function axisStrides(ext: readonly number[], C: number): number[] {
   const st = new Array<number>(ext.length);
   let s = C;
-  for (let i = ext.length - 1; i >= 0; i--) { st[i] = s; s *= ext[i]!; }
+  for (let i = ext.length - 1; i >= 0; i--) {
+    st[i] = s;
+    s *= ext[i]!;
+  }
   return st;
 }
 
@@ -180,7 +224,10 @@ function tapOffsets(p: PoolSpec, st: readonly number[]): number[] {
   const t = new Array<number>(p.window.length).fill(0);
   for (let f = 0; f < sizeOf(p.window); f++) {
     out.push(t.reduce((a, ti, i) => a + ti * p.dilation[i]! * st[i]!, 0));
-    for (let i = t.length - 1; i >= 0; i--) { if (++t[i]! < p.window[i]!) break; t[i] = 0; }
+    for (let i = t.length - 1; i >= 0; i--) {
+      if (++t[i]! < p.window[i]!) break;
+      t[i] = 0;
+    }
   }
   return out;
 }
@@ -202,34 +249,69 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
   // the shared form's parameters: n (unused) and base, the byte offset of the image's block
   const q = plan.shared ? 2 : 0;
   const BASE = 1;
-  const P = (i: number) => q + i, N = (i: number) => q + d + i;
-  const [J, PO, A, B, CC, PA, MK] = [2 * d, 2 * d + 1, 2 * d + 2, 2 * d + 3, 2 * d + 4, 2 * d + 5, 2 * d + 6].map((x) => q + x) as [number, number, number, number, number, number, number];
+  const P = (i: number) => q + i,
+    N = (i: number) => q + d + i;
+  const [J, PO, A, B, CC, PA, MK] = [2 * d, 2 * d + 1, 2 * d + 2, 2 * d + 3, 2 * d + 4, 2 * d + 5, 2 * d + 6].map(
+    (x) => q + x,
+  ) as [number, number, number, number, number, number, number];
   const vbase = q + 2 * d + 7;
   /** Pushes the block's base (adds it to the value on the stack in the shared form). */
-  const plusBase = () => { if (plan.shared) b.get(BASE).ops(op.i32Add); };
+  const plusBase = () => {
+    if (plan.shared) b.get(BASE).ops(op.i32Add);
+  };
   // v128 locals: one per tap, one mask per tap, then M, NANM, TAKEN, DYV, LO, HI, SEL, CNTV
-  const V = (t: number) => vbase + t, VT = (t: number) => vbase + T + t;
-  const [M, NANM, TAKEN, DYV, LO, HI, SEL, CNTV] = Array.from({ length: 8 }, (_, i) => vbase + 2 * T + i) as [number, number, number, number, number, number, number, number];
-  const b = new Body(q, [[7 + 2 * d, I32], [2 * T + 8, V128]]);
-  const f32 = (o: number) => memarg(2, o), f64 = (o: number) => memarg(3, o);
+  const V = (t: number) => vbase + t,
+    VT = (t: number) => vbase + T + t;
+  const [M, NANM, TAKEN, DYV, LO, HI, SEL, CNTV] = Array.from({ length: 8 }, (_, i) => vbase + 2 * T + i) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const b = new Body(q, [
+    [7 + 2 * d, I32],
+    [2 * T + 8, V128],
+  ]);
+  const f32 = (o: number) => memarg(2, o),
+    f64 = (o: number) => memarg(3, o);
   /** PA: the float64 sums' address of the cell at A (twice its offset in the block). */
-  const toAcc = () => { b.get(A).i32(1).ops(op.i32Shl); if (plan.shared) b.get(BASE).ops(op.i32Sub); b.set(PA); };
+  const toAcc = () => {
+    b.get(A).i32(1).ops(op.i32Shl);
+    if (plan.shared) b.get(BASE).ops(op.i32Sub);
+    b.set(PA);
+  };
   const zero = () => b.v(S.v128Const, ...ZERO16);
 
   const group = (cg: number) => {
     if (form === 'forward' && p.mode === 'max') {
       b.get(B);
-      taps.forEach((o, t) => { b.get(A).v(S.load, ...f32(L.x + o + cg)); if (t > 0) b.v(S.f32Max); });
+      taps.forEach((o, t) => {
+        b.get(A).v(S.load, ...f32(L.x + o + cg));
+        if (t > 0) b.v(S.f32Max);
+      });
       b.v(S.store, ...f32(L.out + cg));
     } else if (form === 'forward') {
       b.get(B);
       for (const half of [0, 8]) {
-        taps.forEach((o, t) => { b.get(A).v(S.load64Zero, ...f64(L.x + o + cg + half)).v(S.promote); if (t > 0) b.v(S.f64Add); });
+        taps.forEach((o, t) => {
+          b.get(A)
+            .v(S.load64Zero, ...f64(L.x + o + cg + half))
+            .v(S.promote);
+          if (t > 0) b.v(S.f64Add);
+        });
         b.get(CNTV).v(S.f64Div).v(S.demote);
       }
       b.v(S.shuffle, ...LOW_HALVES).v(S.store, ...f32(L.out + cg));
     } else if (p.mode === 'max') {
-      taps.forEach((o, t) => { b.get(A).v(S.load, ...f32(L.x + o + cg)).set(V(t)); });
+      taps.forEach((o, t) => {
+        b.get(A)
+          .v(S.load, ...f32(L.x + o + cg))
+          .set(V(t));
+      });
       b.get(V(0));
       for (let t = 1; t < T; t++) b.get(V(t)).v(S.f32Max);
       b.set(M);
@@ -242,54 +324,117 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
         // hit: the tap holds the maximum (or NaN where the maximum is NaN); chosen: hit by no earlier tap
         b.get(V(t)).get(M).v(S.f32Eq).get(NANM).get(V(t)).get(V(t)).v(S.f32Ne).v(S.and).v(S.or);
         if (form === 'scatter') b.get(VT(t)).v(S.and);
-        if (t === 0) { if (T > 1) b.tee(TAKEN); b.set(SEL); }
-        else {
+        if (t === 0) {
+          if (T > 1) b.tee(TAKEN);
+          b.set(SEL);
+        } else {
           b.tee(HI).get(TAKEN).v(S.andnot).set(SEL);
           if (t < T - 1) b.get(TAKEN).get(HI).v(S.or).set(TAKEN);
         }
         if (form === 'tiled') {
-          b.get(A).get(DYV).get(SEL).v(S.and).v(S.store, ...f32(L.out + taps[t]! + cg));
+          b.get(A)
+            .get(DYV)
+            .get(SEL)
+            .v(S.and)
+            .v(S.store, ...f32(L.out + taps[t]! + cg));
         } else {
           b.get(DYV).get(SEL).v(S.and).set(SEL);
           const o = L.acc + 2 * (taps[t]! + cg);
-          b.get(PA).get(PA).v(S.load, ...f64(o)).get(SEL).v(S.promote).v(S.f64Add).v(S.store, ...f64(o));
-          b.get(PA).get(PA).v(S.load, ...f64(o + 16)).get(SEL).get(SEL).v(S.shuffle, ...HIGH_TO_LOW).v(S.promote).v(S.f64Add).v(S.store, ...f64(o + 16));
+          b.get(PA)
+            .get(PA)
+            .v(S.load, ...f64(o))
+            .get(SEL)
+            .v(S.promote)
+            .v(S.f64Add)
+            .v(S.store, ...f64(o));
+          b.get(PA)
+            .get(PA)
+            .v(S.load, ...f64(o + 16))
+            .get(SEL)
+            .get(SEL)
+            .v(S.shuffle, ...HIGH_TO_LOW)
+            .v(S.promote)
+            .v(S.f64Add)
+            .v(S.store, ...f64(o + 16));
         }
       }
     } else if (form === 'tiled') {
       // avg over tiling windows: 0 + dy / count at every tap
       for (const half of [0, 8]) {
-        b.get(B).v(S.load64Zero, ...f64(L.dy + cg + half)).v(S.promote);
-        b.ops(op.f64Const, ...new Uint8Array(new Float64Array([T]).buffer)).v(S.f64x2Splat).v(S.f64Div);
+        b.get(B)
+          .v(S.load64Zero, ...f64(L.dy + cg + half))
+          .v(S.promote);
+        b.ops(op.f64Const, ...new Uint8Array(new Float64Array([T]).buffer))
+          .v(S.f64x2Splat)
+          .v(S.f64Div);
         zero().v(S.f64Add).v(S.demote);
       }
       b.v(S.shuffle, ...LOW_HALVES).set(DYV);
-      for (let t = 0; t < T; t++) b.get(A).get(DYV).v(S.store, ...f32(L.out + taps[t]! + cg));
+      for (let t = 0; t < T; t++)
+        b.get(A)
+          .get(DYV)
+          .v(S.store, ...f32(L.out + taps[t]! + cg));
     } else {
       // avg, scattered: dy / count (float64) added at every tap
-      b.get(B).v(S.load64Zero, ...f64(L.dy + cg)).v(S.promote).get(CNTV).v(S.f64Div).set(LO);
-      b.get(B).v(S.load64Zero, ...f64(L.dy + cg + 8)).v(S.promote).get(CNTV).v(S.f64Div).set(HI);
+      b.get(B)
+        .v(S.load64Zero, ...f64(L.dy + cg))
+        .v(S.promote)
+        .get(CNTV)
+        .v(S.f64Div)
+        .set(LO);
+      b.get(B)
+        .v(S.load64Zero, ...f64(L.dy + cg + 8))
+        .v(S.promote)
+        .get(CNTV)
+        .v(S.f64Div)
+        .set(HI);
       toAcc();
       for (let t = 0; t < T; t++) {
         const o = L.acc + 2 * (taps[t]! + cg);
-        b.get(PA).get(PA).v(S.load, ...f64(o)).get(LO).v(S.f64Add).v(S.store, ...f64(o));
-        b.get(PA).get(PA).v(S.load, ...f64(o + 16)).get(HI).v(S.f64Add).v(S.store, ...f64(o + 16));
+        b.get(PA)
+          .get(PA)
+          .v(S.load, ...f64(o))
+          .get(LO)
+          .v(S.f64Add)
+          .v(S.store, ...f64(o));
+        b.get(PA)
+          .get(PA)
+          .v(S.load, ...f64(o + 16))
+          .get(HI)
+          .v(S.f64Add)
+          .v(S.store, ...f64(o + 16));
       }
     }
   };
 
   const cell = () => {
     // per output cell J: its output pointer, its count or tap mask
-    b.get(J).i32(C * 4).ops(op.i32Mul); plusBase(); b.set(PO);
-    if (p.mode === 'avg' && form !== 'tiled') { b.get(J).i32(3).ops(op.i32Shl); plusBase(); b.ops(op.f64Load, ...memarg(3, L.cnt)).v(S.f64x2Splat).set(CNTV); }
+    b.get(J)
+      .i32(C * 4)
+      .ops(op.i32Mul);
+    plusBase();
+    b.set(PO);
+    if (p.mode === 'avg' && form !== 'tiled') {
+      b.get(J).i32(3).ops(op.i32Shl);
+      plusBase();
+      b.ops(op.f64Load, ...memarg(3, L.cnt))
+        .v(S.f64x2Splat)
+        .set(CNTV);
+    }
     if (form === 'scatter' && p.mode === 'max') {
-      b.get(J).i32(2).ops(op.i32Shl); plusBase(); b.ops(op.i32Load, ...memarg(2, L.mask)).set(MK);
-      for (let t = 0; t < T; t++) b.i32(0).get(MK).i32(t).ops(op.i32ShrU).i32(1).ops(op.i32And).ops(op.i32Sub).v(S.i32x4Splat).set(VT(t));
+      b.get(J).i32(2).ops(op.i32Shl);
+      plusBase();
+      b.ops(op.i32Load, ...memarg(2, L.mask)).set(MK);
+      for (let t = 0; t < T; t++)
+        b.i32(0).get(MK).i32(t).ops(op.i32ShrU).i32(1).ops(op.i32And).ops(op.i32Sub).v(S.i32x4Splat).set(VT(t));
     }
     const groups = C / 4;
     const u = unrollOf(groups);
     const inner = () => {
-      b.get(P(d - 1)).get(CC).ops(op.i32Add).set(A);
+      b.get(P(d - 1))
+        .get(CC)
+        .ops(op.i32Add)
+        .set(A);
       b.get(PO).get(CC).ops(op.i32Add).set(B);
       for (let g = 0; g < u; g++) group(16 * g);
     };
@@ -299,19 +444,32 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
       b.ops(op.loop, VOID);
       inner();
       b.addTo(CC, 16 * u);
-      b.get(CC).i32(C * 4).ops(op.i32LtU, op.brIf, 0, op.end);
+      b.get(CC)
+        .i32(C * 4)
+        .ops(op.i32LtU, op.brIf, 0, op.end);
     }
     b.addTo(J, 1);
   };
 
   const pst = axisStrides(ext, C);
-  if (form === 'scatter') { b.i32(L.acc); plusBase(); b.i32(0).i32(sizeOf(ext) * C * 8).ops(MISC, misc.memoryFill, 0); } // the sums start at +0 (memory 0)
+  if (form === 'scatter') {
+    b.i32(L.acc);
+    plusBase();
+    b.i32(0)
+      .i32(sizeOf(ext) * C * 8)
+      .ops(MISC, misc.memoryFill, 0);
+  } // the sums start at +0 (memory 0)
   // loops over the output cells, outermost axis first
-  b.i32(0); plusBase(); b.set(P(0)).i32(0).set(J);
+  b.i32(0);
+  plusBase();
+  b.set(P(0)).i32(0).set(J);
   const axis = (i: number) => {
     b.i32(p.outSize[i]!).set(N(i));
     b.ops(op.loop, VOID);
-    if (i + 1 < d) { b.get(P(i)).set(P(i + 1)); axis(i + 1); } else cell();
+    if (i + 1 < d) {
+      b.get(P(i)).set(P(i + 1));
+      axis(i + 1);
+    } else cell();
     b.addTo(P(i), p.strides[i]! * st[i]! * 4);
     b.get(N(i)).i32(1).ops(op.i32Sub).tee(N(i)).ops(op.brIf, 0, op.end);
   };
@@ -319,18 +477,37 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
   if (form === 'scatter') {
     // the sums of the image's cells (inside the padding) rounded to float32, in row-major order into dx
     const row = p.inSize[d - 1]! * C;
-    b.i32(8 * pst.reduce((a, x, i) => a + p.pads[i]! * x, 0)); plusBase(); b.set(P(0)).i32(0); plusBase(); b.set(A);
+    b.i32(8 * pst.reduce((a, x, i) => a + p.pads[i]! * x, 0));
+    plusBase();
+    b.set(P(0)).i32(0);
+    plusBase();
+    b.set(A);
     const rows = (i: number) => {
       if (i < d - 1) {
         b.i32(p.inSize[i]!).set(N(i)).ops(op.loop, VOID);
-        if (i + 1 < d - 1) { b.get(P(i)).set(P(i + 1)); rows(i + 1); } else rowCopy(P(i));
+        if (i + 1 < d - 1) {
+          b.get(P(i)).set(P(i + 1));
+          rows(i + 1);
+        } else rowCopy(P(i));
         b.addTo(P(i), pst[i]! * 8);
         b.get(N(i)).i32(1).ops(op.i32Sub).tee(N(i)).ops(op.brIf, 0, op.end);
       } else rowCopy(P(0));
     };
     const rowCopy = (from: number) => {
-      b.get(from).set(B).i32(row / 4).set(CC).ops(op.loop, VOID);
-      b.get(A).get(B).v(S.load, ...f64(L.acc)).v(S.demote).get(B).v(S.load, ...f64(L.acc + 16)).v(S.demote).v(S.shuffle, ...LOW_HALVES).v(S.store, ...f32(L.out));
+      b.get(from)
+        .set(B)
+        .i32(row / 4)
+        .set(CC)
+        .ops(op.loop, VOID);
+      b.get(A)
+        .get(B)
+        .v(S.load, ...f64(L.acc))
+        .v(S.demote)
+        .get(B)
+        .v(S.load, ...f64(L.acc + 16))
+        .v(S.demote)
+        .v(S.shuffle, ...LOW_HALVES)
+        .v(S.store, ...f32(L.out));
       b.addTo(B, 32).addTo(A, 16);
       b.get(CC).i32(1).ops(op.i32Sub).tee(CC).ops(op.brIf, 0, op.end);
     };
@@ -374,16 +551,27 @@ function cellCounts(p: PoolSpec): { cnt: Float64Array; mask: Int32Array } {
         const s = o[i]! * p.strides[i]! + t[i]! * p.dilation[i]! - p.pads[i]!;
         if (s < 0 || s >= p.inSize[i]!) inside = false;
       }
-      if (inside) { cnt[j] = cnt[j]! + 1; if (f < 32) mask[j] = mask[j]! | (1 << f); }
-      for (let i = d - 1; i >= 0; i--) { if (++t[i]! < p.window[i]!) break; t[i] = 0; }
+      if (inside) {
+        cnt[j] = cnt[j]! + 1;
+        if (f < 32) mask[j] = mask[j]! | (1 << f);
+      }
+      for (let i = d - 1; i >= 0; i--) {
+        if (++t[i]! < p.window[i]!) break;
+        t[i] = 0;
+      }
     }
     if (cnt[j] === 0) cnt[j] = Infinity;
-    for (let i = d - 1; i >= 0; i--) { if (++o[i]! < p.outSize[i]!) break; o[i] = 0; }
+    for (let i = d - 1; i >= 0; i--) {
+      if (++o[i]! < p.outSize[i]!) break;
+      o[i] = 0;
+    }
   }
   return { cnt, mask };
 }
 
-const noRun = (): never => { throw new Error('internal: a pool kernel called in the other form'); };
+const noRun = (): never => {
+  throw new Error('internal: a pool kernel called in the other form');
+};
 
 /** The id of the plan's kernel (compiled, with its memory made and its constant regions written, once per process). */
 export function poolKernelId(plan: PoolPlan): number {
@@ -396,7 +584,11 @@ export function poolKernelId(plan: PoolPlan): number {
   if (plan.shared) {
     const sid = ewKernel(ewKernelId(plan.bytes, true, 0)).sid!;
     kernels.push({
-      run: noRun, f32: new Float32Array(0), f64: new Float64Array(0), cnt, mask,
+      run: noRun,
+      f32: new Float32Array(0),
+      f64: new Float64Array(0),
+      cnt,
+      mask,
       block: (images) => sharedMem(images * plan.blockBytes),
       par: (images) => runBlocks(sid, images, plan.blockBytes, 1, 1),
     });
@@ -417,7 +609,11 @@ export function poolKernelId(plan: PoolPlan): number {
 
 /** Whether the image's region has cells outside the input (padding: -Infinity for max, 0 for avg). */
 function padded(plan: PoolPlan): boolean {
-  return plan.form !== 'tiled' && !(plan.form === 'scatter' && plan.spec.mode === 'avg') && sizeOf(plan.ext) !== sizeOf(plan.spec.inSize);
+  return (
+    plan.form !== 'tiled' &&
+    !(plan.form === 'scatter' && plan.spec.mode === 'avg') &&
+    sizeOf(plan.ext) !== sizeOf(plan.spec.inSize)
+  );
 }
 
 /** The kernel with this id (runtime helper `rt.pool`). */
@@ -431,21 +627,31 @@ export function poolKernel(id: number): PoolKernel {
  * a pass into a block of its own, the blocks computed over the threads, the results copied out.
  * Same parameters as renderLoopKernel's function.
  */
-export function renderPool(plan: PoolPlan, bufName: (id: number) => string): { source: string; buffers: number[]; rows: number } {
+export function renderPool(
+  plan: PoolPlan,
+  bufName: (id: number) => string,
+): { source: string; buffers: number[]; rows: number } {
   const id = poolKernelId(plan);
   const { spec: p, form, ext, layout: L } = plan;
   const C = p.channels;
   const d = p.window.length;
   const inImg = sizeOf(p.inSize) * C;
   const outImg = sizeOf(p.outSize) * C;
-  const X = bufName(p.x.buf), OUT = bufName(p.out);
+  const X = bufName(p.x.buf),
+    OUT = bufName(p.out);
   const sh = plan.shared;
   const BF = plan.blockBytes / 4;
   const per = Math.max(1, Math.min(p.batch, Math.floor(PASS_BYTES / plan.blockBytes)));
   const ind = sh ? '      ' : '    ';
   const lines = sh
-    ? [`  const w = rt.pool(${id});`, `  for (let n0 = lo; n0 < hi; n0 += ${per}) {`, `    const n1 = hi < n0 + ${per} ? hi : n0 + ${per};`,
-      '    const m = w.block(n1 - n0);', '    for (let n = n0; n < n1; n++) {', `      const o = (n - n0) * ${BF};`]
+    ? [
+        `  const w = rt.pool(${id});`,
+        `  for (let n0 = lo; n0 < hi; n0 += ${per}) {`,
+        `    const n1 = hi < n0 + ${per} ? hi : n0 + ${per};`,
+        '    const m = w.block(n1 - n0);',
+        '    for (let n = n0; n < n1; n++) {',
+        `      const o = (n - n0) * ${BF};`,
+      ]
     : [`  const w = rt.pool(${id});`, '  const m = w.f32;', '  for (let n = lo; n < hi; n++) {'];
   const at = (base: string, off: number) => (off === 0 ? base : `${base} + ${off}`);
   /** A float32 offset in the image's region (plus the block's in the shared form). */
@@ -456,17 +662,27 @@ export function renderPool(plan: PoolPlan, bufName: (id: number) => string): { s
     const outer = p.inSize.slice(0, d - 1);
     const vars = outer.map((_, i) => `i${i}`);
     const src = [srcBase, ...vars.map((v, i) => `${v} * ${sizeOf(p.inSize.slice(i + 1)) * C}`)].join(' + ');
-    const dst = [mo(dstBase + p.pads[d - 1]! * C), ...vars.map((v, i) => `(${v} + ${p.pads[i]!}) * ${pst[i]!}`)].join(' + ');
+    const dst = [mo(dstBase + p.pads[d - 1]! * C), ...vars.map((v, i) => `(${v} + ${p.pads[i]!}) * ${pst[i]!}`)].join(
+      ' + ',
+    );
     let line = `${ind}${'  '.repeat(outer.length)}${body(src, dst)}`;
-    for (let i = outer.length - 1; i >= 0; i--) line = `${ind}${'  '.repeat(i)}for (let ${vars[i]} = 0; ${vars[i]} < ${outer[i]}; ${vars[i]}++)\n${line}`;
+    for (let i = outer.length - 1; i >= 0; i--)
+      line = `${ind}${'  '.repeat(i)}for (let ${vars[i]} = 0; ${vars[i]} < ${outer[i]}; ${vars[i]}++)\n${line}`;
     lines.push(line);
   };
   if (sh) {
     // the block's constant regions: other kernels of the shared memory write over them between calls
-    const typed = [...(padded(plan) ? ['m'] : []), ...(form !== 'tiled' && p.mode === 'avg' ? ['m64'] : []), ...(form === 'scatter' && p.mode === 'max' ? ['mi'] : [])];
+    const typed = [
+      ...(padded(plan) ? ['m'] : []),
+      ...(form !== 'tiled' && p.mode === 'avg' ? ['m64'] : []),
+      ...(form === 'scatter' && p.mode === 'max' ? ['mi'] : []),
+    ];
     if (typed.includes('m64')) lines.splice(4, 0, '    const m64 = new Float64Array(m.buffer);');
     if (typed.includes('mi')) lines.splice(4, 0, '    const mi = new Int32Array(m.buffer);');
-    if (padded(plan)) lines.push(`${ind}m.fill(${p.mode === 'max' ? '-Infinity' : '0'}, ${mo(L.x / 4)}, ${mo(L.x / 4 + sizeOf(ext) * C)});`);
+    if (padded(plan))
+      lines.push(
+        `${ind}m.fill(${p.mode === 'max' ? '-Infinity' : '0'}, ${mo(L.x / 4)}, ${mo(L.x / 4 + sizeOf(ext) * C)});`,
+      );
     if (typed.includes('m64')) lines.push(`${ind}m64.set(w.cnt, (o + ${L.cnt / 4}) / 2);`);
     if (typed.includes('mi')) lines.push(`${ind}mi.set(w.mask, ${mo(L.mask / 4)});`);
   }
@@ -474,7 +690,10 @@ export function renderPool(plan: PoolPlan, bufName: (id: number) => string): { s
   if (form === 'tiled' || !(form === 'scatter' && p.mode === 'avg')) {
     const xs = at(`n * ${inImg}`, p.x.offset);
     if (flat) lines.push(`${ind}m.set(${X}.subarray(${xs}, ${xs} + ${inImg}), ${mo(L.x / 4)});`);
-    else { const row = p.inSize[d - 1]! * C; rows((src, dst) => `m.set(${X}.subarray(${src}, ${src} + ${row}), ${dst});`, xs, L.x / 4); }
+    else {
+      const row = p.inSize[d - 1]! * C;
+      rows((src, dst) => `m.set(${X}.subarray(${src}, ${src} + ${row}), ${dst});`, xs, L.x / 4);
+    }
   }
   if (p.dy !== undefined) {
     const ds = at(`n * ${outImg}`, p.dy.offset);
@@ -482,7 +701,16 @@ export function renderPool(plan: PoolPlan, bufName: (id: number) => string): { s
   }
   const result = form === 'forward' ? outImg : inImg;
   const copyOut = `${ind}${OUT}.set(m.subarray(${mo(L.out / 4)}, ${mo(L.out / 4 + result)}), n * ${result});`;
-  if (sh) lines.push('    }', '    w.par(n1 - n0);', '    for (let n = n0; n < n1; n++) {', `      const o = (n - n0) * ${BF};`, copyOut, '    }', '  }');
+  if (sh)
+    lines.push(
+      '    }',
+      '    w.par(n1 - n0);',
+      '    for (let n = n0; n < n1; n++) {',
+      `      const o = (n - n0) * ${BF};`,
+      copyOut,
+      '    }',
+      '  }',
+    );
   else lines.push('    w.run();', copyOut, '  }');
   const what = `${p.grad ? 'pool_grad' : 'pool'} ${p.mode} ${p.window.join('x')} stride ${p.strides.join('x')}${form === 'scatter' ? ', scattered' : ''}${sh ? ', images over the threads' : ''}`;
   const buffers = [...new Set([p.x.buf, ...(p.dy !== undefined ? [p.dy.buf] : []), p.out])].sort((a, c) => a - c);

@@ -36,7 +36,13 @@ export function planRowPair(p: Program, i: number, dtype: (buf: number) => DType
   if (k0.stores.length !== 1 || k0.pool !== undefined || k1.pool !== undefined) return undefined;
   const e = k0.stores[0]!.buf;
   if (p.buffers[e]?.role !== 'temp' || p.targets.some((t) => t.buf === e)) return undefined;
-  const alone = p.steps.every((t, j) => j === i || (j === i + 1 ? !stepBuffers(t).writes.includes(e) : !stepBuffers(t).reads.includes(e) && !stepBuffers(t).writes.includes(e)));
+  const alone = p.steps.every(
+    (t, j) =>
+      j === i ||
+      (j === i + 1
+        ? !stepBuffers(t).writes.includes(e)
+        : !stepBuffers(t).reads.includes(e) && !stepBuffers(t).writes.includes(e)),
+  );
   if (!alone) return undefined;
   const a = planReduce(k0, dtype);
   if (a === undefined) return undefined;
@@ -45,17 +51,57 @@ export function planRowPair(p: Program, i: number, dtype: (buf: number) => DType
 }
 
 function pairOf(a: RedPlan, b: RedPlan | undefined, e: number): RedPlan | undefined {
-  if (b === undefined || a.form !== 'rows' || b.form !== 'rows' || !a.elements || a.body === undefined || b.body === undefined) return undefined;
+  if (
+    b === undefined ||
+    a.form !== 'rows' ||
+    b.form !== 'rows' ||
+    !a.elements ||
+    a.body === undefined ||
+    b.body === undefined
+  )
+    return undefined;
   if (a.rows !== b.rows || a.cols !== b.cols || (a.gap ?? 0) !== 0 || (b.gap ?? 0) !== 0) return undefined;
   const st = a.stores[0]!;
   const ld = b.loads;
-  if (a.stores.length !== 1 || ld.length !== 1 || ld[0]!.buf !== e || st.off !== 0 || ld[0]!.off !== 0 || st.row !== a.cols || ld[0]!.row !== a.cols) return undefined;
+  if (
+    a.stores.length !== 1 ||
+    ld.length !== 1 ||
+    ld[0]!.buf !== e ||
+    st.off !== 0 ||
+    ld[0]!.off !== 0 ||
+    st.row !== a.cols ||
+    ld[0]!.row !== a.cols
+  )
+    return undefined;
   if (a.loads.length + 1 + b.stores.length > MAX_REGIONS) return undefined;
   const shared = a.shared || b.shared;
   // run(n, base): the first body over the block, then the second with its region 0 at E's region
   const run = new Body(2, []);
   run.get(0).get(1).ops(op.call, 0);
-  run.get(0).get(1).i32(a.loads.length * REGB).ops(op.i32Add, op.call, 1);
-  const bytes = moduleBytes([{ name: 'first', params: 2, body: a.body }, { name: 'second', params: 2, body: b.body }, { name: 'run', params: 2, body: run }], shared ? 'shared' : true);
-  return { form: 'rows', rows: a.rows, cols: a.cols, elements: b.elements, loads: a.loads, stores: b.stores, accs: 0, bytes, shared, label: `${a.label}; ${b.label}`, gap: 1 };
+  run
+    .get(0)
+    .get(1)
+    .i32(a.loads.length * REGB)
+    .ops(op.i32Add, op.call, 1);
+  const bytes = moduleBytes(
+    [
+      { name: 'first', params: 2, body: a.body },
+      { name: 'second', params: 2, body: b.body },
+      { name: 'run', params: 2, body: run },
+    ],
+    shared ? 'shared' : true,
+  );
+  return {
+    form: 'rows',
+    rows: a.rows,
+    cols: a.cols,
+    elements: b.elements,
+    loads: a.loads,
+    stores: b.stores,
+    accs: 0,
+    bytes,
+    shared,
+    label: `${a.label}; ${b.label}`,
+    gap: 1,
+  };
 }

@@ -36,9 +36,39 @@ import type { LoopKernel } from '../../kernel/ir.js';
 import { foldCode, literal } from '../js.js';
 import type { DType } from '../../../ir/dtype.js';
 import { WA, moduleBytes, type WasmMemory, type WasmModule } from './encode.js';
-import { CHUNK, LOADED, MIN_ELEMENTS, ewKernel, ewKernelId, nodeKind, rowAccess, runBlocks, sharedMem, sharedTier, tierOn, type TierRecipe } from './elementwise.js';
+import {
+  CHUNK,
+  LOADED,
+  MIN_ELEMENTS,
+  ewKernel,
+  ewKernelId,
+  nodeKind,
+  rowAccess,
+  runBlocks,
+  sharedMem,
+  sharedTier,
+  tierOn,
+  type TierRecipe,
+} from './elementwise.js';
 
-import { REG, PAGES, MAX_REGIONS, COL_BLOCK, FOLD, type RedRegion, type RedPlan, PARALLEL_MIN_ELEMENTS, PASS_BLOCKS, type Reduce, type Scope, vectorFin, findRegion, rowsBody, columnsBody, stripVar } from './reduce-body.js';
+import {
+  REG,
+  PAGES,
+  MAX_REGIONS,
+  COL_BLOCK,
+  FOLD,
+  type RedRegion,
+  type RedPlan,
+  PARALLEL_MIN_ELEMENTS,
+  PASS_BLOCKS,
+  type Reduce,
+  type Scope,
+  vectorFin,
+  findRegion,
+  rowsBody,
+  columnsBody,
+  stripVar,
+} from './reduce-body.js';
 
 export { COL_BLOCK, PARALLEL_MIN_ELEMENTS, setReduceF32Elements, type RedPlan, type RedRegion } from './reduce-body.js';
 
@@ -55,10 +85,15 @@ export function planReduce(k: LoopKernel, bufDType: (buf: number) => DType): Red
   const order = exprOrder(roots);
   const reduces = order.filter((e): e is Reduce => e.t === 'reduce');
   if (reduces.some((r) => r.vars.length !== 1 || FOLD[r.op] === undefined)) return undefined;
-  for (const s of k.stores) if (s.accumulate === true || s.dyn !== undefined || s.dtype !== 'float32' || bufDType(s.buf) !== 'float32') return undefined;
+  for (const s of k.stores)
+    if (s.accumulate === true || s.dyn !== undefined || s.dtype !== 'float32' || bufDType(s.buf) !== 'float32')
+      return undefined;
   if (order.some((e) => e.t === 'load' && !LOADED.has(bufDType(e.buf)))) return undefined;
   // The approximations are within 1 ulp only once rounded to float32.
-  const rounded = new Set<Expr>([...roots, ...order.flatMap((e) => (e.t === 'cast' && e.dtype === 'float32' ? [e.x] : []))]);
+  const rounded = new Set<Expr>([
+    ...roots,
+    ...order.flatMap((e) => (e.t === 'cast' && e.dtype === 'float32' ? [e.x] : [])),
+  ]);
   for (const e of order) {
     if (e.t === 'const' || e.t === 'load' || e.t === 'reduce') continue;
     const kind = nodeKind(e);
@@ -67,7 +102,11 @@ export function planReduce(k: LoopKernel, bufDType: (buf: number) => DType): Red
   if (reduces.length === 0) {
     // no fold: rows of elements computed from values read once per row (the elementwise tier
     // reads none), where the tier pays as it does for elementwise loops (an approximation, a branch)
-    if (k.vars.length !== 2 || !order.some((e) => e.t === 'load' && rowAccess(e.index, k.vars[0]!, undefined) !== undefined)) return undefined;
+    if (
+      k.vars.length !== 2 ||
+      !order.some((e) => e.t === 'load' && rowAccess(e.index, k.vars[0]!, undefined) !== undefined)
+    )
+      return undefined;
     if (!order.some((e) => e.t !== 'const' && e.t !== 'load' && nodeKind(e) !== 'plain')) return undefined;
     return planRows(k, order, reduces, roots);
   }
@@ -76,22 +115,36 @@ export function planReduce(k: LoopKernel, bufDType: (buf: number) => DType): Red
   const rv = reduces[0]!.vars[0]!;
   const probe = order.find((e) => e.t === 'load' && exprOrder([first]).includes(e));
   if (probe === undefined || probe.t !== 'load') return undefined;
-  if (k.vars.length === 1 && rowAccess(probe.index, k.vars[0]!, rv) !== undefined && rowAccess(probe.index, k.vars[0]!, rv)!.row > 0) {
+  if (
+    k.vars.length === 1 &&
+    rowAccess(probe.index, k.vars[0]!, rv) !== undefined &&
+    rowAccess(probe.index, k.vars[0]!, rv)!.row > 0
+  ) {
     return planColumns(k, order, reduces, roots);
   }
   const outer = k.vars[0]!;
-  if (k.vars.length === 2 && rowAccess(stripVar(probe.index, outer), k.vars[1]!, rv) !== undefined && rowAccess(stripVar(probe.index, outer), k.vars[1]!, rv)!.row > 0) {
+  if (
+    k.vars.length === 2 &&
+    rowAccess(stripVar(probe.index, outer), k.vars[1]!, rv) !== undefined &&
+    rowAccess(stripVar(probe.index, outer), k.vars[1]!, rv)!.row > 0
+  ) {
     // columns of each outer index (a sum over the middle axis of [A, R, C])
     return planColumns(k, order, reduces, roots, outer);
   }
   return planRows(k, order, reduces, roots);
 }
 
-function planRows(k: LoopKernel, order: readonly Expr[], reduces: readonly Reduce[], roots: readonly Expr[]): RedPlan | undefined {
+function planRows(
+  k: LoopKernel,
+  order: readonly Expr[],
+  reduces: readonly Reduce[],
+  roots: readonly Expr[],
+): RedPlan | undefined {
   const u = k.vars[0]!;
   const v = k.vars[1];
   const L = reduces[0]?.vars[0]!.size ?? v!.size;
-  if (L > CHUNK || L < 2 || reduces.some((r) => r.vars[0]!.size !== L) || (v !== undefined && v.size !== L)) return undefined;
+  if (L > CHUNK || L < 2 || reduces.some((r) => r.vars[0]!.size !== L) || (v !== undefined && v.size !== L))
+    return undefined;
   if (u.size * L < MIN_ELEMENTS) return undefined;
   const loads: RedRegion[] = [];
   const scope = new Map<Expr, Scope>();
@@ -148,24 +201,47 @@ function planRows(k: LoopKernel, order: readonly Expr[], reduces: readonly Reduc
   const shared = u.size * L >= PARALLEL_MIN_ELEMENTS && order.some((e) => nodeKind(e) === 'approx') && sharedTier();
   const body = rowsBody(k, L, v !== undefined, order, scope, loads);
   const bytes = moduleBytes([{ name: 'run', params: 2, body }], shared ? 'shared' : true);
-  return { form: 'rows', rows: u.size, cols: L, elements: v !== undefined, loads, stores, accs: 0, bytes, shared, label: k.label, body };
+  return {
+    form: 'rows',
+    rows: u.size,
+    cols: L,
+    elements: v !== undefined,
+    loads,
+    stores,
+    accs: 0,
+    bytes,
+    shared,
+    label: k.label,
+    body,
+  };
 }
 
-
-function planColumns(k: LoopKernel, order: readonly Expr[], reduces: readonly Reduce[], roots: readonly Expr[], outer?: Var): RedPlan | undefined {
+function planColumns(
+  k: LoopKernel,
+  order: readonly Expr[],
+  reduces: readonly Reduce[],
+  roots: readonly Expr[],
+  outer?: Var,
+): RedPlan | undefined {
   const v = k.vars[k.vars.length - 1]!;
   // an outer loop's stride in each region (0 without one)
   const strip = (x: IExpr) => (outer === undefined ? x : stripVar(x, outer));
   const outerOf = (x: IExpr) => (outer === undefined ? 0 : x.coef(outer));
-  if (outer !== undefined && order.some((e) => e.t === 'load' && (e.index.nonAffineIn(outer) || e.index.coef(outer) < 0))) return undefined;
+  if (
+    outer !== undefined &&
+    order.some((e) => e.t === 'load' && (e.index.nonAffineIn(outer) || e.index.coef(outer) < 0))
+  )
+    return undefined;
   const R = reduces[0]!.vars[0]!.size;
   if (reduces.some((r) => r.vars[0]!.size !== R) || (outer?.size ?? 1) * v.size * R < MIN_ELEMENTS) return undefined;
   const loads: RedRegion[] = [];
   const inBody = new Map<Expr, Reduce>();
-  for (const r of reduces) for (const e of exprOrder([r.body])) if (e.t !== 'const') {
-    if (inBody.has(e) && inBody.get(e)!.vars[0]!.id !== r.vars[0]!.id) return undefined;
-    inBody.set(e, r);
-  }
+  for (const r of reduces)
+    for (const e of exprOrder([r.body]))
+      if (e.t !== 'const') {
+        if (inBody.has(e) && inBody.get(e)!.vars[0]!.id !== r.vars[0]!.id) return undefined;
+        inBody.set(e, r);
+      }
   for (const e of order) {
     if (e.t === 'load') {
       const r = inBody.get(e);
@@ -181,13 +257,29 @@ function planColumns(k: LoopKernel, order: readonly Expr[], reduces: readonly Re
   const stores: RedRegion[] = [];
   for (const s of k.stores) {
     const acc = rowAccess(strip(s.index), v, undefined);
-    if (acc === undefined || (outer !== undefined && (s.index.nonAffineIn(outer) || s.index.coef(outer) < v.size))) return undefined;
+    if (acc === undefined || (outer !== undefined && (s.index.nonAffineIn(outer) || s.index.coef(outer) < v.size)))
+      return undefined;
     stores.push({ buf: s.buf, off: acc.off, row: 1, outer: outerOf(s.index) });
   }
   if (loads.length + stores.length + reduces.length > MAX_REGIONS) return undefined;
-  const bytes = moduleBytes([{ name: 'run', params: 3, body: columnsBody(k, order, reduces, inBody, loads, stores.length) }], true);
+  const bytes = moduleBytes(
+    [{ name: 'run', params: 3, body: columnsBody(k, order, reduces, inBody, loads, stores.length) }],
+    true,
+  );
   void roots;
-  return { form: 'columns', rows: R, cols: v.size, elements: false, loads, stores, accs: reduces.length, bytes, shared: false, label: k.label, ...(outer !== undefined ? { outer: outer.size } : {}) };
+  return {
+    form: 'columns',
+    rows: R,
+    cols: v.size,
+    elements: false,
+    loads,
+    stores,
+    accs: reduces.length,
+    bytes,
+    shared: false,
+    label: k.label,
+    ...(outer !== undefined ? { outer: outer.size } : {}),
+  };
 }
 
 /**
@@ -215,9 +307,16 @@ function planVector(k: LoopKernel, order: readonly Expr[], reduces: readonly Red
       scope.set(e, r);
     }
   }
-  for (const e of order) if (!scope.has(e)) { if (e.t === 'load') return undefined; scope.set(e, 'row'); }
+  for (const e of order)
+    if (!scope.has(e)) {
+      if (e.t === 'load') return undefined;
+      scope.set(e, 'row');
+    }
   const stores: RedRegion[] = [];
-  for (const s of k.stores) { if (!s.index.isConst) return undefined; stores.push({ buf: s.buf, off: s.index.c, row: 0 }); }
+  for (const s of k.stores) {
+    if (!s.index.isConst) return undefined;
+    stores.push({ buf: s.buf, off: s.index.c, row: 0 });
+  }
   if (loads.length + 3 > MAX_REGIONS || reduces.length > REG / 2 || stores.length > REG) return undefined;
   const full = Math.floor(n / CHUNK);
   const rest = n - full * CHUNK;
@@ -226,9 +325,20 @@ function planVector(k: LoopKernel, order: readonly Expr[], reduces: readonly Red
   if (full > 0) funcs.push({ name: 'run', params: 2, body: rowsBody(vk, CHUNK, false, order, scope, loads, true) });
   if (rest > 0) funcs.push({ name: 'tail', params: 2, body: rowsBody(vk, rest, false, order, scope, loads, true) });
   const bytes = moduleBytes(funcs, true);
-  return { form: 'vector', rows: n, cols: rest, elements: false, loads, stores, accs: reduces.length, bytes, shared: false, label: k.label, ops: reduces.map((r) => r.op) };
+  return {
+    form: 'vector',
+    rows: n,
+    cols: rest,
+    elements: false,
+    loads,
+    stores,
+    accs: reduces.length,
+    bytes,
+    shared: false,
+    label: k.label,
+    ops: reduces.map((r) => r.op),
+  };
 }
-
 
 // --- runtime: the tier's memory and its compiled kernels ---
 
@@ -241,7 +351,14 @@ export interface RedKernel {
   readonly mem: Float32Array;
   readonly mem64?: Float64Array;
   /** A shared rows kernel: rows [lo, hi) split over the threads (see parallelRows). */
-  readonly par?: (lo: number, hi: number, ins: readonly Float32Array[], outs: readonly Float32Array[], layout: readonly number[], gap?: number) => void;
+  readonly par?: (
+    lo: number,
+    hi: number,
+    ins: readonly Float32Array[],
+    outs: readonly Float32Array[],
+    layout: readonly number[],
+    gap?: number,
+  ) => void;
 }
 
 let memory: WasmMemory | undefined;
@@ -286,7 +403,13 @@ function redSharedKernelId(bytes: Uint8Array, regions: number): number {
     const ek = ewKernel(ewKernelId(bytes, true, regions));
     id = kernels.length;
     recipes[id] = { bytes, shared: true, regions };
-    kernels.push({ run: ek.run, get mem() { return ek.mem; }, par: (lo, hi, ins, outs, layout, gap) => parallelRows(ek.sid!, lo, hi, ins, outs, layout, gap) });
+    kernels.push({
+      run: ek.run,
+      get mem() {
+        return ek.mem;
+      },
+      par: (lo, hi, ins, outs, layout, gap) => parallelRows(ek.sid!, lo, hi, ins, outs, layout, gap),
+    });
     modules.set(key, id);
   }
   return id;
@@ -303,7 +426,15 @@ function redSharedKernelId(bytes: Uint8Array, regions: number): number {
  * the same way; the copies are this tier's own cost, so they overlap the compute).
  * layout: L, per, elements (1 or 0), then (row stride, offset) of each input and each output.
  */
-function parallelRows(sid: number, lo: number, hi: number, ins: readonly Float32Array[], outs: readonly Float32Array[], layout: readonly number[], gap = 0): void {
+function parallelRows(
+  sid: number,
+  lo: number,
+  hi: number,
+  ins: readonly Float32Array[],
+  outs: readonly Float32Array[],
+  layout: readonly number[],
+  gap = 0,
+): void {
   const [L, per, elements] = layout as [number, number, number];
   const blockFloats = (ins.length + gap + outs.length) * REG;
   const row = (k: number) => layout[3 + 2 * k]!;
@@ -319,7 +450,9 @@ function parallelRows(sid: number, lo: number, hi: number, ins: readonly Float32
     for (let r0 = p0, b = h; r0 < p1; r0 += per, b += blockFloats) {
       const r1 = Math.min(p1, r0 + per);
       ins.forEach((a, j) => {
-        const o = b + j * REG, s = row(j), f = off(j);
+        const o = b + j * REG,
+          s = row(j),
+          f = off(j);
         if (s === -1) m.set(a.subarray(r0 + f, r1 + f), o);
         else if (s === L) m.set(a.subarray(r0 * L + f, r1 * L + f), o);
         else for (let r = r0; r < r1; r++) m.set(a.subarray(r * s + f, r * s + f + L), o + (r - r0) * L);
@@ -332,7 +465,10 @@ function parallelRows(sid: number, lo: number, hi: number, ins: readonly Float32
     for (let r0 = p0, b = h; r0 < p1; r0 += per, b += blockFloats) {
       const r1 = Math.min(p1, r0 + per);
       outs.forEach((a, j) => {
-        const k = ins.length + j, o = b + (k + gap) * REG, s = row(k), f = off(k);
+        const k = ins.length + j,
+          o = b + (k + gap) * REG,
+          s = row(k),
+          f = off(k);
         if (elements === 0) a.set(m.subarray(o, o + r1 - r0), r0 + f);
         else if (s === L) a.set(m.subarray(o, o + (r1 - r0) * L), r0 * L + f);
         else for (let r = r0; r < r1; r++) a.set(m.subarray(o + (r - r0) * L, o + (r - r0 + 1) * L), r * s + f);
@@ -344,10 +480,13 @@ function parallelRows(sid: number, lo: number, hi: number, ins: readonly Float32
     const [p0, p1] = span(q);
     const blocks = Math.ceil((p1 - p0) / per);
     // the other half: pass q - 1's results out before pass q + 1's rows overwrite them
-    const during = passes === 1 ? undefined : () => {
-      if (q > 0) copyOut(q - 1);
-      if (q + 1 < passes) copyIn(q + 1);
-    };
+    const during =
+      passes === 1
+        ? undefined
+        : () => {
+            if (q > 0) copyOut(q - 1);
+            if (q + 1 < passes) copyIn(q + 1);
+          };
     runBlocks(sid, blocks, blockFloats * 4, per, p1 - p0 - (blocks - 1) * per, (q & 1) * halfFloats * 4, during);
   }
   copyOut(passes - 1);
@@ -359,8 +498,13 @@ export function redKernel(id: number): RedKernel {
 }
 
 /** The JavaScript side of a reduction kernel: same parameters as renderLoopKernel's function. */
-export function renderReduce(p: RedPlan, bufName: (id: number) => string): { source: string; buffers: number[]; rows?: number } {
-  const id = p.shared ? redSharedKernelId(p.bytes, p.loads.length + (p.gap ?? 0) + p.stores.length) : redKernelId(p.bytes);
+export function renderReduce(
+  p: RedPlan,
+  bufName: (id: number) => string,
+): { source: string; buffers: number[]; rows?: number } {
+  const id = p.shared
+    ? redSharedKernelId(p.bytes, p.loads.length + (p.gap ?? 0) + p.stores.length)
+    : redKernelId(p.bytes);
   const buffers = [...new Set([...p.loads.map((l) => l.buf), ...p.stores.map((s) => s.buf)])].sort((a, c) => a - c);
   const at = (x: string, off: number) => (off === 0 ? x : `${x} + ${off}`);
   const label = p.label.replace(/[^\w,. -]/g, '');
@@ -370,25 +514,30 @@ export function renderReduce(p: RedPlan, bufName: (id: number) => string): { sou
     const acc = (i: number) => `s${i}`;
     const ops = p.ops!;
     const partial = (p.loads.length * REG) / 2; // float64 index of the partials region
-    const copy = (s: string, e: string) => p.loads.map((l, j) => `    m.set(${bufName(l.buf)}.subarray(${at(s, l.off)}, ${at(e, l.off)}), ${j * REG});`);
+    const copy = (s: string, e: string) =>
+      p.loads.map((l, j) => `    m.set(${bufName(l.buf)}.subarray(${at(s, l.off)}, ${at(e, l.off)}), ${j * REG});`);
     const lines = [
       `  const w = rt.red(${id});`,
       '  const m = w.mem, m64 = w.mem64;',
       ...ops.map((o, i) => `  let ${acc(i)} = ${literal(REDUCE_INIT[o])};`),
-      ...(full > 0 ? [
-        `  for (let s = 0; s < ${full}; s += ${CHUNK}) {`,
-        ...copy('s', `s + ${CHUNK}`),
-        '    w.run(1, 0);',
-        ...ops.map((o, i) => `    ${foldCode(o, acc(i), `m64[${partial + i}]`)}`),
-        '  }',
-      ] : []),
-      ...(p.cols > 0 ? [
-        '  {',
-        ...copy(String(full), String(n)),
-        '    w.tail(1, 0);',
-        ...ops.map((o, i) => `    ${foldCode(o, acc(i), `m64[${partial + i}]`)}`),
-        '  }',
-      ] : []),
+      ...(full > 0
+        ? [
+            `  for (let s = 0; s < ${full}; s += ${CHUNK}) {`,
+            ...copy('s', `s + ${CHUNK}`),
+            '    w.run(1, 0);',
+            ...ops.map((o, i) => `    ${foldCode(o, acc(i), `m64[${partial + i}]`)}`),
+            '  }',
+          ]
+        : []),
+      ...(p.cols > 0
+        ? [
+            '  {',
+            ...copy(String(full), String(n)),
+            '    w.tail(1, 0);',
+            ...ops.map((o, i) => `    ${foldCode(o, acc(i), `m64[${partial + i}]`)}`),
+            '  }',
+          ]
+        : []),
       ...ops.map((_, i) => `  m64[${partial + REG / 2 + i}] = ${acc(i)};`),
       '  w.fin();',
       ...p.stores.map((x, j) => `  ${bufName(x.buf)}[${x.off}] = m[${(p.loads.length + 2) * REG + j}];`),
@@ -400,11 +549,13 @@ export function renderReduce(p: RedPlan, bufName: (id: number) => string): { sou
     const L = p.cols;
     const per = Math.floor(CHUNK / L);
     const rowAt = (r: RedRegion, row: string) => (r.row === 0 ? String(r.off) : at(`${row} * ${r.row}`, r.off));
-    const copyIn = p.loads.map((l, j) => (l.row === -1
-      ? `    m.set(${bufName(l.buf)}.subarray(${at('r0', l.off)}, ${at('r1', l.off)}), ${j * REG});`
-      : l.row === L
-      ? `    m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r0')}, ${rowAt(l, 'r1')}), ${j * REG});`
-      : `    for (let r = r0, o = ${j * REG}; r < r1; r++, o += ${L}) m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r')}, ${rowAt(l, 'r')} + ${L}), o);`));
+    const copyIn = p.loads.map((l, j) =>
+      l.row === -1
+        ? `    m.set(${bufName(l.buf)}.subarray(${at('r0', l.off)}, ${at('r1', l.off)}), ${j * REG});`
+        : l.row === L
+          ? `    m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r0')}, ${rowAt(l, 'r1')}), ${j * REG});`
+          : `    for (let r = r0, o = ${j * REG}; r < r1; r++, o += ${L}) m.set(${bufName(l.buf)}.subarray(${rowAt(l, 'r')}, ${rowAt(l, 'r')} + ${L}), o);`,
+    );
     const gap = p.gap ?? 0;
     const copyOut = p.stores.map((x, j) => {
       const o = (p.loads.length + gap + j) * REG;
@@ -416,9 +567,11 @@ export function renderReduce(p: RedPlan, bufName: (id: number) => string): { sou
     const layout = [L, per, p.elements ? 1 : 0, ...[...p.loads, ...p.stores].flatMap((x) => [x.row, x.off])];
     const lines = [
       `  const w = rt.red(${id});`,
-      ...(p.shared ? [
-        `  if (hi - lo >= ${Math.ceil(PARALLEL_MIN_ELEMENTS / L)}) { w.par(lo, hi, [${p.loads.map((l) => bufName(l.buf)).join(', ')}], [${p.stores.map((x) => bufName(x.buf)).join(', ')}], [${layout.join(', ')}]${gap > 0 ? `, ${gap}` : ''}); return; }`,
-      ] : []),
+      ...(p.shared
+        ? [
+            `  if (hi - lo >= ${Math.ceil(PARALLEL_MIN_ELEMENTS / L)}) { w.par(lo, hi, [${p.loads.map((l) => bufName(l.buf)).join(', ')}], [${p.stores.map((x) => bufName(x.buf)).join(', ')}], [${layout.join(', ')}]${gap > 0 ? `, ${gap}` : ''}); return; }`,
+          ]
+        : []),
       '  const m = w.mem;',
       `  for (let r0 = lo; r0 < hi; r0 += ${per}) {`,
       `    const r1 = hi < r0 + ${per} ? hi : r0 + ${per};`,
@@ -435,7 +588,8 @@ export function renderReduce(p: RedPlan, bufName: (id: number) => string): { sou
   const C = p.cols;
   const R = p.rows;
   const ind = p.outer !== undefined ? '  ' : '';
-  const atR = (x: string, r: RedRegion) => (r.outer ? `${x} + a * ${r.outer}${r.off !== 0 ? ` + ${r.off}` : ''}` : at(x, r.off));
+  const atR = (x: string, r: RedRegion) =>
+    r.outer ? `${x} + a * ${r.outer}${r.off !== 0 ? ` + ${r.off}` : ''}` : at(x, r.off);
   const body = [
     `  for (let c0 = 0; c0 < ${C}; c0 += ${COL_BLOCK}) {`,
     `    const c1 = ${C} < c0 + ${COL_BLOCK} ? ${C} : c0 + ${COL_BLOCK};`,
@@ -444,21 +598,33 @@ export function renderReduce(p: RedPlan, bufName: (id: number) => string): { sou
     '    w.run(0, 0, cw);',
     `    for (let r0 = 0; r0 < ${R}; r0 += per) {`,
     `      const r1 = ${R} < r0 + per ? ${R} : r0 + per;`,
-    ...p.loads.map((l, j) => (l.row === 0 ? ''
-      : l.row === C
-      ? `      if (cw === ${C}) m.set(${bufName(l.buf)}.subarray(${atR(`r0 * ${C}`, l)}, ${atR(`r1 * ${C}`, l)}), ${j * REG});\n      else for (let r = r0, o = ${j * REG}; r < r1; r++, o += cw) m.set(${bufName(l.buf)}.subarray(${atR(`r * ${l.row} + c0`, l)}, ${atR(`r * ${l.row} + c1`, l)}), o);`
-      : `      for (let r = r0, o = ${j * REG}; r < r1; r++, o += cw) m.set(${bufName(l.buf)}.subarray(${atR(`r * ${l.row} + c0`, l)}, ${atR(`r * ${l.row} + c1`, l)}), o);`)).filter((x) => x !== ''),
+    ...p.loads
+      .map((l, j) =>
+        l.row === 0
+          ? ''
+          : l.row === C
+            ? `      if (cw === ${C}) m.set(${bufName(l.buf)}.subarray(${atR(`r0 * ${C}`, l)}, ${atR(`r1 * ${C}`, l)}), ${j * REG});\n      else for (let r = r0, o = ${j * REG}; r < r1; r++, o += cw) m.set(${bufName(l.buf)}.subarray(${atR(`r * ${l.row} + c0`, l)}, ${atR(`r * ${l.row} + c1`, l)}), o);`
+            : `      for (let r = r0, o = ${j * REG}; r < r1; r++, o += cw) m.set(${bufName(l.buf)}.subarray(${atR(`r * ${l.row} + c0`, l)}, ${atR(`r * ${l.row} + c1`, l)}), o);`,
+      )
+      .filter((x) => x !== ''),
     '      w.run(1, r1 - r0, cw);',
     '    }',
-    ...p.loads.flatMap((l, j) => (l.row === 0 ? [`    m.set(${bufName(l.buf)}.subarray(${atR('c0', l)}, ${atR('c1', l)}), ${j * REG});`] : [])),
+    ...p.loads.flatMap((l, j) =>
+      l.row === 0 ? [`    m.set(${bufName(l.buf)}.subarray(${atR('c0', l)}, ${atR('c1', l)}), ${j * REG});`] : [],
+    ),
     '    w.run(2, 0, cw);',
-    ...p.stores.map((x, j) => `    ${bufName(x.buf)}.set(m.subarray(${(p.loads.length + j) * REG}, ${(p.loads.length + j) * REG} + cw), ${atR('c0', x)});`),
+    ...p.stores.map(
+      (x, j) =>
+        `    ${bufName(x.buf)}.set(m.subarray(${(p.loads.length + j) * REG}, ${(p.loads.length + j) * REG} + cw), ${atR('c0', x)});`,
+    ),
     '  }',
   ];
   const lines = [
     `  const w = rt.red(${id});`,
     '  const m = w.mem;',
-    ...(p.outer !== undefined ? ['  for (let a = lo; a < hi; a++) {', ...body.map((l) => ind + l.replace(/\n {6}/g, `\n${ind}      `)), '  }'] : body),
+    ...(p.outer !== undefined
+      ? ['  for (let a = lo; a < hi; a++) {', ...body.map((l) => ind + l.replace(/\n {6}/g, `\n${ind}      `)), '  }']
+      : body),
   ];
   const params = [...buffers.map(bufName), ...(p.outer !== undefined ? ['lo', 'hi'] : [])];
   const what = p.outer !== undefined ? `${p.outer} x ${R} rows of ${C}` : `${R} rows of ${C}`;

@@ -15,7 +15,11 @@ export const SMALL_ROWS_MAX = 32;
  * broadcast A values and one B vector in registers (x64 has 16 vector registers, V8 keeps one
  * as scratch): 4 rows x 2 panels, 2 x 4, 1 x 8, the same count of sums as the 8 x 4 tile.
  */
-const GROUPS: readonly (readonly [rows: number, panels: number])[] = [[4, 2], [2, 4], [1, 8]];
+const GROUPS: readonly (readonly [rows: number, panels: number])[] = [
+  [4, 2],
+  [2, 4],
+  [1, 8],
+];
 /**
  * Steps of t per pass of the loop, by rows of the group: two for one row (784 x 256: 18 -> 15 us),
  * one for more (two steps per pass measured 60 -> 36 GFLOP/s at 4 rows, 58 -> 35 at 2: V8's
@@ -63,8 +67,12 @@ function rows32Body(fused: boolean, rowMajorB = false, NB = PANEL_BLOCK): Body {
   const vacc = (r: number, g: number, G: number) => I32S + r * G + g;
   const VA = (r: number) => I32S + 8 + r;
   const VB = I32S + 12;
-  const b = new Body(8, [[I32S - 8, I32], [13, V128]]);
-  if (rowMajorB) b.i32(16).set(KB); // bytes from one group of 4 columns of B to the next
+  const b = new Body(8, [
+    [I32S - 8, I32],
+    [13, V128],
+  ]);
+  if (rowMajorB)
+    b.i32(16).set(KB); // bytes from one group of 4 columns of B to the next
   else b.get(K).i32(4).ops(op.i32Shl).set(KB); // bytes of one B panel
   b.get(PB).set(PBB).get(ACC).set(ACCB).get(NP).set(QB);
   b.ops(op.block, VOID, op.loop, VOID); // blocks of NB panels, every row against each
@@ -88,13 +96,33 @@ function rows32Body(fused: boolean, rowMajorB = false, NB = PANEL_BLOCK): Body {
       // U steps per pass of the loop (A at offsets 4u, B at 16u; pointers moved once), then the K mod U left one by one
       const steps = (U: number) => {
         for (let u = 0; u < U; u++) {
-          for (let r = 0; r < R; r++) b.get(AP(r)).v(simd.v128Load32Splat, ...memarg(2, 4 * u)).set(VA(r));
+          for (let r = 0; r < R; r++)
+            b.get(AP(r))
+              .v(simd.v128Load32Splat, ...memarg(2, 4 * u))
+              .set(VA(r));
           for (let g = 0; g < G; g++) {
-            if (rowMajorB) b.get(P(u)).v(simd.v128Load, ...memarg(2, 16 * g)).set(VB);
-            else b.get(P(g)).v(simd.v128Load, ...memarg(2, 16 * u)).set(VB);
+            if (rowMajorB)
+              b.get(P(u))
+                .v(simd.v128Load, ...memarg(2, 16 * g))
+                .set(VB);
+            else
+              b.get(P(g))
+                .v(simd.v128Load, ...memarg(2, 16 * u))
+                .set(VB);
             for (let r = 0; r < R; r++) {
-              if (fused) b.get(VA(r)).get(VB).get(vacc(r, g, G)).v(simd.f32x4RelaxedMadd).set(vacc(r, g, G));
-              else b.get(vacc(r, g, G)).get(VA(r)).get(VB).v(simd.f32x4Mul).v(simd.f32x4Add).set(vacc(r, g, G));
+              if (fused)
+                b.get(VA(r))
+                  .get(VB)
+                  .get(vacc(r, g, G))
+                  .v(simd.f32x4RelaxedMadd)
+                  .set(vacc(r, g, G));
+              else
+                b.get(vacc(r, g, G))
+                  .get(VA(r))
+                  .get(VB)
+                  .v(simd.f32x4Mul)
+                  .v(simd.f32x4Add)
+                  .set(vacc(r, g, G));
             }
           }
         }
@@ -102,9 +130,18 @@ function rows32Body(fused: boolean, rowMajorB = false, NB = PANEL_BLOCK): Body {
         else for (let g = 0; g < G; g++) b.addTo(P(g), 16 * U);
         for (let r = 0; r < R; r++) b.addTo(AP(r), 4 * U);
       };
-      for (const [n, u] of U > 1 ? [[K, U], [-1, 1]] as const : [[K, 1]] as const) {
+      for (const [n, u] of U > 1
+        ? ([
+            [K, U],
+            [-1, 1],
+          ] as const)
+        : ([[K, 1]] as const)) {
         if (n === K) b.get(K).i32(Math.log2(u)).ops(op.i32ShrU).set(KI);
-        else b.get(K).i32(U - 1).ops(op.i32And).set(KI);
+        else
+          b.get(K)
+            .i32(U - 1)
+            .ops(op.i32And)
+            .set(KI);
         b.ops(op.block, VOID).get(KI).ops(op.i32Eqz, op.brIf, 0);
         b.ops(op.loop, VOID); // steps t
         steps(u);
@@ -113,7 +150,10 @@ function rows32Body(fused: boolean, rowMajorB = false, NB = PANEL_BLOCK): Body {
       }
       b.get(ACCQ).set(OUT);
       for (let r = 0; r < R; r++) {
-        for (let g = 0; g < G; g++) b.get(OUT).get(vacc(r, g, G)).v(simd.v128Store, ...memarg(2, 16 * g));
+        for (let g = 0; g < G; g++)
+          b.get(OUT)
+            .get(vacc(r, g, G))
+            .v(simd.v128Store, ...memarg(2, 16 * g));
         if (r < R - 1) b.get(OUT).get(LDC).ops(op.i32Add).set(OUT);
       }
       b.get(PBQ).get(KB).i32(G).ops(op.i32Mul, op.i32Add).set(PBQ);
@@ -138,8 +178,11 @@ function rows32Body(fused: boolean, rowMajorB = false, NB = PANEL_BLOCK): Body {
 
 /** The module's bytes: imports env.mem (shared: the packing arena of a process with worker threads), exports rows32 and axpy32 (B row-major); `fused` only where the runtime has relaxed SIMD. */
 export function rowsModuleBytes(shared: boolean, fused: boolean): Uint8Array {
-  return moduleBytes([
-    { name: 'rows32', params: 8, body: rows32Body(fused) },
-    { name: 'axpy32', params: 8, body: rows32Body(fused, true) },
-  ], shared ? 'shared' : true);
+  return moduleBytes(
+    [
+      { name: 'rows32', params: 8, body: rows32Body(fused) },
+      { name: 'axpy32', params: 8, body: rows32Body(fused, true) },
+    ],
+    shared ? 'shared' : true,
+  );
 }

@@ -9,11 +9,28 @@ import type { EvalContext } from '../../../ir/op.js';
 import type { DeviceResult, Executor } from '../../function.js';
 import { cpuFusion } from '../../cpu/fusion.js';
 import { ProgramCache } from '../../program-cache.js';
-import { link, passesFor, type OptimizedProgram, type Shapes, type LinkedProgram, type Specialised, type Target, type TargetRequest } from '../../target.js';
+import {
+  link,
+  passesFor,
+  type OptimizedProgram,
+  type Shapes,
+  type LinkedProgram,
+  type Specialised,
+  type Target,
+  type TargetRequest,
+} from '../../target.js';
 import { debugEnabled, debugLog } from '../../debug.js';
 import { describeFallbacks, type Fallback } from '../../fallback.js';
 import { platform } from '#platform';
-import { prepareWeb, releaseWeb, runWeb, runWebAsync, webFallbacks, type WebPrepared, type WebResult } from './program.js';
+import {
+  prepareWeb,
+  releaseWeb,
+  runWeb,
+  runWebAsync,
+  webFallbacks,
+  type WebPrepared,
+  type WebResult,
+} from './program.js';
 import { forgetPipelines } from './frame.js';
 import { webDeviceResult } from './resident.js';
 import { lowerForDevice } from '../specialize.js';
@@ -45,11 +62,17 @@ function specialize(p: WebProgram, shapes: Shapes): WebSpec {
   return lowerForDevice(p, shapes, 65535, (prog) => {
     const gpu = webgpu();
     const simd = simdLanes(gpu.description);
-    const prepared = p.tune === undefined
-      ? prepareWeb(prog, gpu.maxStorageBuffers, simd)
-      : withWorkgroupChooser(workgroupChooser(p.tune, gpu, prog, gpu.maxStorageBuffers), () => prepareWeb(prog, gpu.maxStorageBuffers, simd));
+    const prepared =
+      p.tune === undefined
+        ? prepareWeb(prog, gpu.maxStorageBuffers, simd)
+        : withWorkgroupChooser(workgroupChooser(p.tune, gpu, prog, gpu.maxStorageBuffers), () =>
+            prepareWeb(prog, gpu.maxStorageBuffers, simd),
+          );
     holding.add(prepared);
-    if (debugEnabled('gpu')) debugLog(`gpu:webgpu program for shapes ${shapes.map((s) => `(${s.join(', ')})`).join(' ')}:\n${describeWeb(prepared)}`);
+    if (debugEnabled('gpu'))
+      debugLog(
+        `gpu:webgpu program for shapes ${shapes.map((s) => `(${s.join(', ')})`).join(' ')}:\n${describeWeb(prepared)}`,
+      );
     return { prepared, fallbacks: webFallbacks(prepared) };
   });
 }
@@ -65,14 +88,20 @@ function simdLanes(description: string): boolean {
 
 /** The WGSL of each kernel, and what runs on the host and why (f.source()). */
 export function describeWeb(pp: WebPrepared, indent = ''): string {
-  return pp.steps.map((s) => {
-    switch (s.kind) {
-      case 'empty': return `${indent}// a kernel of no elements`;
-      case 'kernel': return `${indent}// ${s.kernel.label.replace(/[^A-Za-z0-9_,. [\]]/g, '_')}: workgroups ${s.kernel.groups.join(' x ')}\n${s.kernel.code.replace(/^/gm, indent)}`;
-      case 'scan': return `${indent}// scan ${s.step.steps} steps, every step's kernels in the call's command buffer:\n${describeWeb(s.body, `${indent}  `)}`;
-      case 'host': return `${indent}// on the host: ${s.step.kind === 'extern' ? `op ${s.step.def.name}, not compiled: ${s.step.reason}` : `${s.step.kind} kernel ${s.step.label}`} (${s.why})`;
-    }
-  }).join('\n\n');
+  return pp.steps
+    .map((s) => {
+      switch (s.kind) {
+        case 'empty':
+          return `${indent}// a kernel of no elements`;
+        case 'kernel':
+          return `${indent}// ${s.kernel.label.replace(/[^A-Za-z0-9_,. [\]]/g, '_')}: workgroups ${s.kernel.groups.join(' x ')}\n${s.kernel.code.replace(/^/gm, indent)}`;
+        case 'scan':
+          return `${indent}// scan ${s.step.steps} steps, every step's kernels in the call's command buffer:\n${describeWeb(s.body, `${indent}  `)}`;
+        case 'host':
+          return `${indent}// on the host: ${s.step.kind === 'extern' ? `op ${s.step.def.name}, not compiled: ${s.step.reason}` : `${s.step.kind} kernel ${s.step.label}`} (${s.why})`;
+      }
+    })
+    .join('\n\n');
 }
 
 /** K.function's executor on gpu:webgpu. */
@@ -90,30 +119,46 @@ export function webgpuExecutor(req: TargetRequest): Executor & { readonly device
   return link(webgpuTarget, 'gpu:webgpu', programs, req, (linked) => {
     linkedRef = linked;
     return {
-      ...(timed !== undefined ? { kernelTimes: () => timed.timer.take(), profileNote: PROFILE_NOTES[timing === 'timestamps' ? 'webgpuTimestamps' : 'webgpuSubmits'] } : {}),
+      ...(timed !== undefined
+        ? {
+            kernelTimes: () => timed.timer.take(),
+            profileNote: PROFILE_NOTES[timing === 'timestamps' ? 'webgpuTimestamps' : 'webgpuSubmits'],
+          }
+        : {}),
       get graph(): readonly Node[] {
         return linked.graph();
       },
       device: 'gpu:webgpu',
-      source: () => (notCompiled !== undefined
-        ? `// not compiled: ${describeFallbacks(notCompiled)}; this function runs in the reference interpreter on the host`
-        : last === undefined ? '// not run yet: call the function once, then ask again' : describeWeb(last)),
+      source: () =>
+        notCompiled !== undefined
+          ? `// not compiled: ${describeFallbacks(notCompiled)}; this function runs in the reference interpreter on the host`
+          : last === undefined
+            ? '// not run yet: call the function once, then ask again'
+            : describeWeb(last),
       run(values: readonly NDArray[], learningPhase: number): (NDArray | DeviceResult)[] {
         if (!gpu.worker.blocking) throw syncOnPage(`calling function ${JSON.stringify(req.name)} synchronously`);
         const call = begin(values, learningPhase);
-        return 'done' in call ? call.done : finish(runWeb(gpu, call.pp, values, linked.cells, call.ctx, req.nOut, timed));
+        return 'done' in call
+          ? call.done
+          : finish(runWeb(gpu, call.pp, values, linked.cells, call.ctx, req.nOut, timed));
       },
       async runAsync(values: readonly NDArray[], learningPhase: number): Promise<(NDArray | DeviceResult)[]> {
         // (a page's device opens on its first call: the adapter's limits are known from then on)
         await webgpuOpened();
-        if (debug && !gpu.worker.blocking && last === undefined) debugLog(`function on gpu:webgpu (${gpu.description})`);
+        if (debug && !gpu.worker.blocking && last === undefined)
+          debugLog(`function on gpu:webgpu (${gpu.description})`);
         const call = begin(values, learningPhase);
-        return 'done' in call ? call.done : finish(await runWebAsync(gpu, call.pp, values, linked.cells, call.ctx, req.nOut, timed));
+        return 'done' in call
+          ? call.done
+          : finish(await runWebAsync(gpu, call.pp, values, linked.cells, call.ctx, req.nOut, timed));
       },
     };
   });
   /** The specialisation a call runs, or its results where the reference interpreter runs it. */
-  function begin(values: readonly NDArray[], learningPhase: number): { done: NDArray[] } | { pp: WebPrepared; ctx: EvalContext } {
+  function begin(
+    values: readonly NDArray[],
+    learningPhase: number,
+  ): { done: NDArray[] } | { pp: WebPrepared; ctx: EvalContext } {
     const spec = linkedRef!.runnable(values.map((v) => v.shape));
     const pp = spec.prepared;
     if (pp === undefined) {
@@ -127,9 +172,11 @@ export function webgpuExecutor(req: TargetRequest): Executor & { readonly device
     return { pp, ctx: evalContext({ learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) }) };
   }
   function finish(results: readonly WebResult[]): (NDArray | DeviceResult)[] {
-    return results.map((r, k) => ('host' in r
-      ? r.host.reshape(req.targets[k]!.shape.map((d, i) => d ?? r.host.shape[i]!))
-      : webDeviceResult(r.dev, r.shape, r.dtype)));
+    return results.map((r, k) =>
+      'host' in r
+        ? r.host.reshape(req.targets[k]!.shape.map((d, i) => d ?? r.host.shape[i]!))
+        : webDeviceResult(r.dev, r.shape, r.dtype),
+    );
   }
 }
 

@@ -28,7 +28,14 @@ export interface DeviceBuffers {
 
 type Op =
   | { readonly k: 'd'; readonly key: string; readonly binds: readonly number[]; readonly groups: readonly number[] }
-  | { readonly k: 'c'; readonly src: number; readonly so: number; readonly dst: number; readonly do: number; readonly bytes: number };
+  | {
+      readonly k: 'c';
+      readonly src: number;
+      readonly so: number;
+      readonly dst: number;
+      readonly do: number;
+      readonly bytes: number;
+    };
 
 /**
  * Shader sources the worker has compiled (the source is the key: equal kernels share one
@@ -65,15 +72,22 @@ export class Batch {
   private used = new Set<string>();
 
   /** `timed`: the profiler's timer and how the worker times each dispatch. */
-  constructor(private readonly gpu: WebGpu, readonly timed?: { readonly timer: KernelTimer; readonly timing: Timing }) {}
+  constructor(
+    private readonly gpu: WebGpu,
+    readonly timed?: { readonly timer: KernelTimer; readonly timing: Timing },
+  ) {}
 
   dispatch(k: WgslKernel, binds: readonly number[], tag?: DispatchTag): void {
     if (this.timed !== undefined) {
       if (tag === undefined) throw new Error('internal: a dispatch of a profiled call without its row');
       this.tags.push(tag);
     }
-    if (compiled.delete(k.code)) compiled.add(k.code); // (most recently used last)
-    else { this.compile.push({ key: k.code, code: k.code }); compiled.add(k.code); }
+    if (compiled.delete(k.code))
+      compiled.add(k.code); // (most recently used last)
+    else {
+      this.compile.push({ key: k.code, code: k.code });
+      compiled.add(k.code);
+    }
     this.used.add(k.code);
     this.ops.push({ k: 'd', key: k.code, binds, groups: k.groups });
   }
@@ -87,7 +101,14 @@ export class Batch {
   /** Sends what is gathered with these reads; returns their bytes. */
   send(reads: readonly { id: number; bytes: number }[]): readonly ArrayBuffer[] {
     const req = this.take(reads);
-    return req === undefined ? [] : this.received(this.gpu.worker.call(req, 'a step that runs on the host, reading the device\'s values in the middle of a call,'));
+    return req === undefined
+      ? []
+      : this.received(
+          this.gpu.worker.call(
+            req,
+            "a step that runs on the host, reading the device's values in the middle of a call,",
+          ),
+        );
   }
 
   /** As send, without blocking: the reply is awaited (callAsync). */
@@ -98,15 +119,29 @@ export class Batch {
 
   /** The request of what is gathered (undefined where there is nothing to send); the batch starts empty again. */
   private take(reads: readonly { id: number; bytes: number }[]): Record<string, unknown> | undefined {
-    if (reads.length === 0 && this.ops.length === 0 && this.writes.length === 0 && this.allocs.length === 0) return undefined;
+    if (reads.length === 0 && this.ops.length === 0 && this.writes.length === 0 && this.allocs.length === 0)
+      return undefined;
     const evict: string[] = [];
     for (const key of compiled) {
       if (compiled.size - evict.length <= PIPELINES) break;
       if (!this.used.has(key)) evict.push(key);
     }
     for (const key of evict) compiled.delete(key);
-    const req = { kind: 'run', evict, compile: this.compile, allocs: this.allocs, writes: this.writes, ops: this.ops, reads, ...(this.timed !== undefined ? { timing: this.timed.timing } : {}) };
-    this.compile = []; this.allocs = []; this.writes = []; this.ops = []; this.used = new Set();
+    const req = {
+      kind: 'run',
+      evict,
+      compile: this.compile,
+      allocs: this.allocs,
+      writes: this.writes,
+      ops: this.ops,
+      reads,
+      ...(this.timed !== undefined ? { timing: this.timed.timing } : {}),
+    };
+    this.compile = [];
+    this.allocs = [];
+    this.writes = [];
+    this.ops = [];
+    this.used = new Set();
     this.sent = this.tags;
     this.tags = [];
     return req;
@@ -120,7 +155,8 @@ export class Batch {
     }
     if (this.timed !== undefined) {
       const times = r.times ?? [];
-      if (times.length !== this.sent.length) throw new Error(`internal: the worker timed ${times.length} dispatches of ${this.sent.length}`);
+      if (times.length !== this.sent.length)
+        throw new Error(`internal: the worker timed ${times.length} dispatches of ${this.sent.length}`);
       this.sent.forEach((t, i) => this.timed!.timer.add(t.path, t.info, times[i]!));
     }
     return r.data!;
@@ -133,7 +169,10 @@ function fromDevice(dtype: DType, bytes: ArrayBuffer, n: number): NDArray {
 }
 
 /** Values a step needs from the device before it runs (runSteps yields them; its driver reads them back). */
-export interface ReadNeed { readonly frame: Frame; readonly ids: readonly number[] }
+export interface ReadNeed {
+  readonly frame: Frame;
+  readonly ids: readonly number[];
+}
 /** A run of steps that yields the read-backs it needs. */
 export type Steps = Generator<ReadNeed, void, void>;
 
@@ -143,21 +182,42 @@ export class Frame {
   readonly onDev = new Set<number>();
   readonly p: Program;
 
-  constructor(readonly pp: DeviceBuffers, readonly batch: Batch, readonly cells: readonly VariableCell[], ctx: EvalContext, inputs?: readonly NDArray[]) {
+  constructor(
+    readonly pp: DeviceBuffers,
+    readonly batch: Batch,
+    readonly cells: readonly VariableCell[],
+    ctx: EvalContext,
+    inputs?: readonly NDArray[],
+  ) {
     this.p = pp.program;
     for (const b of this.p.buffers) {
       switch (b.role) {
-        case 'input': if (inputs !== undefined) this.host.set(b.id, inputs[b.slot!]!.reshape([b.size])); break;
-        case 'variable': if (residentId(cells[b.slot!]!) !== undefined) this.onDev.add(b.id); else this.host.set(b.id, cells[b.slot!]!.value.reshape([b.size])); break;
-        case 'constant': if (pp.uploaded.has(b.id)) this.onDev.add(b.id); else this.host.set(b.id, b.value!.reshape([b.size])); break;
-        case 'phase': this.host.set(b.id, new NDArray([ctx.learningPhase], [1], 'uint8')); break;
-        case 'epoch': this.host.set(b.id, new NDArray([ctx.epoch >>> 0], [1], 'float64')); break;
-        default: break;
+        case 'input':
+          if (inputs !== undefined) this.host.set(b.id, inputs[b.slot!]!.reshape([b.size]));
+          break;
+        case 'variable':
+          if (residentId(cells[b.slot!]!) !== undefined) this.onDev.add(b.id);
+          else this.host.set(b.id, cells[b.slot!]!.value.reshape([b.size]));
+          break;
+        case 'constant':
+          if (pp.uploaded.has(b.id)) this.onDev.add(b.id);
+          else this.host.set(b.id, b.value!.reshape([b.size]));
+          break;
+        case 'phase':
+          this.host.set(b.id, new NDArray([ctx.learningPhase], [1], 'uint8'));
+          break;
+        case 'epoch':
+          this.host.set(b.id, new NDArray([ctx.epoch >>> 0], [1], 'float64'));
+          break;
+        default:
+          break;
       }
     }
   }
 
-  private bytes(id: number): number { return this.p.buffers[id]!.size * 4; }
+  private bytes(id: number): number {
+    return this.p.buffers[id]!.size * 4;
+  }
 
   /** The device buffer of program buffer `id` (allocated in this batch where new). */
   devId(id: number): number {
@@ -223,7 +283,9 @@ export class Frame {
   }
 
   private readBack(want: readonly number[], data: readonly ArrayBuffer[]): void {
-    want.forEach((id, k) => this.host.set(id, fromDevice(this.p.buffers[id]!.dtype, data[k]!, this.p.buffers[id]!.size)));
+    want.forEach((id, k) =>
+      this.host.set(id, fromDevice(this.p.buffers[id]!.dtype, data[k]!, this.p.buffers[id]!.size)),
+    );
   }
 
   /** Yields the read-back of those of `ids` that only the device holds, if any (a step's need, for runSteps' driver). */
@@ -242,7 +304,10 @@ export class Frame {
   /** The device buffer of a kernel's packed binding (codegen/wgsl/pack.ts), its parts copied in on the device. */
   private packed(pack: Pack): number {
     let key = packKeys.get(pack);
-    if (key === undefined) { key = nextPackKey--; packKeys.set(pack, key); }
+    if (key === undefined) {
+      key = nextPackKey--;
+      packKeys.set(pack, key);
+    }
     let d = this.pp.dev.get(key);
     if (d === undefined) {
       d = newBufferId();

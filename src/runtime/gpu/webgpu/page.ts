@@ -10,11 +10,14 @@ import type { DeviceChannel, Reply } from './session.js';
 import { DEVICE_SOURCE } from './worker.js';
 
 /** Why the webgpu mode cannot run on a page without navigator.gpu. */
-export const NO_WEBGPU_ON_PAGE = 'this page has no WebGPU (navigator.gpu is undefined): WebGPU needs a secure context (https, or http://localhost) and a browser that has it (Chrome and Edge 113 or newer, Safari 26, Firefox 141; headless Chromium: --enable-unsafe-webgpu)';
+export const NO_WEBGPU_ON_PAGE =
+  'this page has no WebGPU (navigator.gpu is undefined): WebGPU needs a secure context (https, or http://localhost) and a browser that has it (Chrome and Edge 113 or newer, Safari 26, Firefox 141; headless Chromium: --enable-unsafe-webgpu)';
 
 /** The error of a synchronous wait on a page; `what` names what waited. */
 export function syncOnPage(what: string): ValueError {
-  return new ValueError(`gpu:webgpu in a browser: ${what} would wait for WebGPU synchronously, which a page cannot do (WebGPU answers with promises); call the function with \`await f.callAsync(values)\`, and read a variable the device holds with \`await K.get_value_async(x)\``);
+  return new ValueError(
+    `gpu:webgpu in a browser: ${what} would wait for WebGPU synchronously, which a page cannot do (WebGPU answers with promises); call the function with \`await f.callAsync(values)\`, and read a variable the device holds with \`await K.get_value_async(x)\``,
+  );
 }
 
 type Handle = (req: Record<string, unknown>) => Promise<Reply | undefined>;
@@ -29,7 +32,11 @@ export class PageDevice implements DeviceChannel {
   constructor(gpu: unknown) {
     // The device side is source text shared with Node's worker (as the cpu device's kernels, made with new Function).
     const make = new Function(`${DEVICE_SOURCE}\nreturn makeDeviceSide;`)() as MakeDeviceSide;
-    this.handle = make(gpu, () => undefined, 'no WebGPU adapter (navigator.gpu.requestAdapter() found none: the browser has WebGPU but no usable GPU for it)');
+    this.handle = make(
+      gpu,
+      () => undefined,
+      'no WebGPU adapter (navigator.gpu.requestAdapter() found none: the browser has WebGPU but no usable GPU for it)',
+    );
   }
 
   call(_req: Record<string, unknown>, what = 'this step'): Reply {

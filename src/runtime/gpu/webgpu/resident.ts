@@ -30,7 +30,10 @@ function free(r: Resident): void {
   r.token = undefined;
 }
 
-const readRequest = (r: Resident): Record<string, unknown> => ({ kind: 'run', reads: [{ id: r.dev!, bytes: r.shape.reduce((a, d) => a * d, 1) * 4 }] });
+const readRequest = (r: Resident): Record<string, unknown> => ({
+  kind: 'run',
+  reads: [{ id: r.dev!, bytes: r.shape.reduce((a, d) => a * d, 1) * 4 }],
+});
 
 function fromReply(r: Resident, reply: Reply): NDArray {
   if (!reply.ok) throw new Error(`gpu:webgpu: reading a variable back failed: ${reply.error}`);
@@ -41,7 +44,13 @@ function fromReply(r: Resident, reply: Reply): NDArray {
 }
 
 function readBack(r: Resident): NDArray {
-  return fromReply(r, webgpu().worker.call(readRequest(r), 'reading a variable\'s value back from the device (K.get_value, or a function on another device)'));
+  return fromReply(
+    r,
+    webgpu().worker.call(
+      readRequest(r),
+      "reading a variable's value back from the device (K.get_value, or a function on another device)",
+    ),
+  );
 }
 
 /**
@@ -108,7 +117,10 @@ export function webDeviceResult(id: number, shape: readonly number[], dtype: DTy
     dtype,
     storeInto(cell) {
       // A second variable updated with the same value gets a host copy (one owner per buffer).
-      if (!first) { cell.value = readBack({ dev: id, host: undefined, shape, dtype, token: undefined }); return; }
+      if (!first) {
+        cell.value = readBack({ dev: id, host: undefined, shape, dtype, token: undefined });
+        return;
+      }
       first = false;
       const r = attach(cell);
       own(cell, r, id);

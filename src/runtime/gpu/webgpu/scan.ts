@@ -12,13 +12,20 @@ const count = (shape: readonly number[]): number => shape.reduce((a, d) => a * d
 
 /** Runs `s` with its body prepared as `body`; `run` runs a program's steps in a frame (yielding the read-backs they need); `at`: where the body's steps are (the profiler's rows). */
 export function* runScan<B extends DeviceBuffers & { readonly steps: readonly S[] }, S>(
-  outer: Frame, s: ScanStep, body: B, ctx: EvalContext, run: (f: Frame, steps: readonly S[], ctx: EvalContext) => Steps, at?: Frame['at'],
+  outer: Frame,
+  s: ScanStep,
+  body: B,
+  ctx: EvalContext,
+  run: (f: Frame, steps: readonly S[], ctx: EvalContext) => Steps,
+  at?: Frame['at'],
 ): Steps {
   const f = new Frame(body, outer.batch, outer.cells, ctx);
   if (at !== undefined) f.at = at;
   const bp = body.program;
   const T = s.steps;
-  const nSeq = s.seqs.length, nState = s.inits.length, nOut = s.outItems.length;
+  const nSeq = s.seqs.length,
+    nState = s.inits.length,
+    nOut = s.outItems.length;
   /** The body's input buffer of slot `k`, if the body reads it. */
   const slot = (k: number): number | undefined => bp.buffers.find((b) => b.role === 'input' && b.slot === k)?.id;
   /** Copies `n` elements from outer buffer `buf` at `at` into body input slot `k`. */
@@ -36,7 +43,10 @@ export function* runScan<B extends DeviceBuffers & { readonly steps: readonly S[
   const itemIds = items.map((it) => (it.keep === 'none' ? undefined : outer.devId(it.buf)));
   for (let k = 0; k < T; k++) {
     const t = s.backwards ? T - 1 - k : k;
-    s.seqs.forEach((q, j) => { const n = count(q.shape.slice(1)); fill(j, q.buf, q.offset + t * n, n); });
+    s.seqs.forEach((q, j) => {
+      const n = count(q.shape.slice(1));
+      fill(j, q.buf, q.offset + t * n, n);
+    });
     yield* run(f, body.steps, ctx);
     // The step's outputs, then its new states, into the stacked items (each kept whole, last, or not at all).
     bp.targets.forEach((tg, i) => {
@@ -51,10 +61,15 @@ export function* runScan<B extends DeviceBuffers & { readonly steps: readonly S[
       if (k === T - 1) outer.batch.copy(src(tg.buf), tg.offset, outer.devId(s.finalItems[j]!), 0, n);
       else {
         const id = slot(nSeq + j);
-        if (id !== undefined) { outer.batch.copy(src(tg.buf), tg.offset, f.devId(id), 0, n); f.deviceWrote(id); }
+        if (id !== undefined) {
+          outer.batch.copy(src(tg.buf), tg.offset, f.devId(id), 0, n);
+          f.deviceWrote(id);
+        }
       }
     }
   }
-  items.forEach((it) => { if (it.keep !== 'none') outer.deviceWrote(it.buf); });
+  items.forEach((it) => {
+    if (it.keep !== 'none') outer.deviceWrote(it.buf);
+  });
   for (const id of s.finalItems) outer.deviceWrote(id);
 }

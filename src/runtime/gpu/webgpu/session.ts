@@ -11,12 +11,21 @@ import { WORKER_SOURCE } from './worker.js';
 import { PageDevice, NO_WEBGPU_ON_PAGE } from './page.js';
 
 type WorkerThreads = typeof import('node:worker_threads');
-const threads = (): WorkerThreads => platform.nodeBuiltin('worker_threads', 'the gpu device\'s webgpu mode') as WorkerThreads;
+const threads = (): WorkerThreads =>
+  platform.nodeBuiltin('worker_threads', "the gpu device's webgpu mode") as WorkerThreads;
 
 export const WEBGPU_PACKAGE = 'webgpu';
 
 /** What the worker counts: uploads (buffer writes), read-backs, dispatches, buffer copies, command buffers, live buffers and their bytes. */
-export interface WebGpuCounts { uploads: number; readbacks: number; dispatches: number; copies: number; submits: number; buffers: number; bytes: number }
+export interface WebGpuCounts {
+  uploads: number;
+  readbacks: number;
+  dispatches: number;
+  copies: number;
+  submits: number;
+  buffers: number;
+  bytes: number;
+}
 
 export interface Reply {
   readonly ok: boolean;
@@ -55,7 +64,11 @@ class SyncWorker implements DeviceChannel {
     const { port1, port2 } = new (threads().MessageChannel)();
     this.port = port1;
     const options = (platform.env('THEANINE_WEBGPU_OPTIONS') ?? 'backend=vulkan').split(',').filter((s) => s !== '');
-    this.worker = new (threads().Worker)(WORKER_SOURCE, { eval: true, workerData: { path, options, flag: sab, port: port2 }, transferList: [port2] });
+    this.worker = new (threads().Worker)(WORKER_SOURCE, {
+      eval: true,
+      workerData: { path, options, flag: sab, port: port2 },
+      transferList: [port2],
+    });
     this.worker.unref();
     this.port.on('message', (m: Reply & { id: number }) => this.answer(m));
     this.port.unref();
@@ -86,7 +99,13 @@ class SyncWorker implements DeviceChannel {
 
   call(req: Record<string, unknown>): Reply {
     // a callAsync request's reply that arrives meanwhile is handed on
-    return callSync<Reply & { id: number }>({ threads: threads(), worker: this.worker, port: this.port, flag: this.flag }, this.nextId++, req, 'gpu:webgpu: the WebGPU worker did not answer within 10 minutes', (r) => this.answer(r));
+    return callSync<Reply & { id: number }>(
+      { threads: threads(), worker: this.worker, port: this.port, flag: this.flag },
+      this.nextId++,
+      req,
+      'gpu:webgpu: the WebGPU worker did not answer within 10 minutes',
+      (r) => this.answer(r),
+    );
   }
 }
 
@@ -126,7 +145,15 @@ export function openWebGpu(): WebGpu | string {
   }
   const worker = new SyncWorker(path);
   const r = worker.call({ kind: 'init' });
-  shared[KEY] = r.ok ? { worker, description: r.info!.description, maxStorageBuffers: r.info!.maxStorageBuffers, opened: Promise.resolve(), timestamps: r.info!.timestamps } : `${WEBGPU_PACKAGE}: ${r.error}`;
+  shared[KEY] = r.ok
+    ? {
+        worker,
+        description: r.info!.description,
+        maxStorageBuffers: r.info!.maxStorageBuffers,
+        opened: Promise.resolve(),
+        timestamps: r.info!.timestamps,
+      }
+    : `${WEBGPU_PACKAGE}: ${r.error}`;
   return shared[KEY];
 }
 
@@ -183,7 +210,7 @@ export function webgpu(): WebGpu {
 
 /** The worker's counters (tests: a training step uploads its inputs and reads back its outputs only). */
 export function webgpuCounts(): WebGpuCounts {
-  const r = webgpu().worker.call({ kind: 'counts' }, 'the device\'s counters');
+  const r = webgpu().worker.call({ kind: 'counts' }, "the device's counters");
   return r.counts!;
 }
 
@@ -203,7 +230,11 @@ export function newBufferId(): number {
 const registry = new FinalizationRegistry<number>((id) => {
   const d = shared[KEY];
   if (d !== undefined && typeof d !== 'string') {
-    try { d.worker.post({ kind: 'free', ids: [id], quiet: true }); } catch { /* the worker is gone */ }
+    try {
+      d.worker.post({ kind: 'free', ids: [id], quiet: true });
+    } catch {
+      /* the worker is gone */
+    }
   }
 });
 

@@ -14,7 +14,14 @@
 import type { LoopKernel, Program } from '../../../codegen/kernel/ir.js';
 import { renderLoop, type WgslKernel } from '../../../codegen/wgsl/render.js';
 import { packKernel, type PackedKernel } from '../../../codegen/wgsl/pack.js';
-import { setWorkgroupChooser, workgroupSizes, storageIn, webBufferInfo, type LoopPlan, type WorkgroupChooser } from '../../../codegen/wgsl/strategy.js';
+import {
+  setWorkgroupChooser,
+  workgroupSizes,
+  storageIn,
+  webBufferInfo,
+  type LoopPlan,
+  type WorkgroupChooser,
+} from '../../../codegen/wgsl/strategy.js';
 import { platform } from '#platform';
 import { beamSearch, digest, tuneStats, type SearchResult, type TuneOptions } from '../../tune.js';
 import { TuneCache } from '../../tune-cache.js';
@@ -49,7 +56,10 @@ export function wgslKernelKey(code: string): string {
   const canon = code.replace(/\b([a-z])(\d+)\b/g, (m, c: string) => {
     if (TYPES.has(m)) return m;
     let k = names.get(m);
-    if (k === undefined) { k = names.size; names.set(m, k); }
+    if (k === undefined) {
+      k = names.size;
+      names.set(m, k);
+    }
     return `${c}${k}`;
   });
   return `wgsl ${digest(new TextEncoder().encode(canon))} ${canon.length}`;
@@ -65,7 +75,13 @@ const DISPATCHES = 6;
  * candidate DISPATCHES times, each in a pass of its own: the median of all but the first. The
  * buffers and every candidate's pipeline are made first, untimed. `release` frees them.
  */
-export function workgroupTimer(gpu: WebGpu, p: Program, base: PackedKernel, render: (wg: number) => WgslKernel, sizes: readonly number[]): { time(s: WorkgroupSchedule): number; release(): void } {
+export function workgroupTimer(
+  gpu: WebGpu,
+  p: Program,
+  base: PackedKernel,
+  render: (wg: number) => WgslKernel,
+  sizes: readonly number[],
+): { time(s: WorkgroupSchedule): number; release(): void } {
   const timing = platform.env('THEANINE_WEBGPU_TIMING') === 'submits' || !gpu.timestamps ? 'submits' : 'timestamps';
   const fill = (ty: 'f32' | 'i32' | undefined, n: number) => {
     if (ty === 'i32') return new Int32Array(Math.max(1, n));
@@ -76,27 +92,46 @@ export function workgroupTimer(gpu: WebGpu, p: Program, base: PackedKernel, rend
   const bufs = base.binds.map((b) => ({ id: newBufferId(), n: p.buffers[b]!.size, ty: storageIn(p, b) }));
   if (base.packed !== undefined) bufs.push({ id: newBufferId(), n: base.packed.total, ty: base.packed.ty });
   const ids = bufs.map((b) => b.id);
-  const keys = new Map(sizes.map((wg): [number, { key: string; code: WgslKernel }] => {
-    const code = render(wg);
-    return [wg, { key: `tune|${code.code}`, code }];
-  }));
+  const keys = new Map(
+    sizes.map((wg): [number, { key: string; code: WgslKernel }] => {
+      const code = render(wg);
+      return [wg, { key: `tune|${code.code}`, code }];
+    }),
+  );
   // the buffers and every candidate's pipeline, before any timing (a compile is not a candidate's time)
-  const r = gpu.worker.call({
-    kind: 'run',
-    allocs: bufs.map((b) => ({ id: b.id, bytes: 4 * b.n })),
-    writes: bufs.map((b) => ({ id: b.id, data: fill(b.ty, b.n) })),
-    compile: [...keys.values()].map((k) => ({ key: k.key, code: k.code.code })),
-    reads: [],
-  }, 'a tuning timing');
-  const release = () => gpu.worker.call({ kind: 'run', evict: [...keys.values()].map((k) => k.key), frees: ids, reads: [] }, 'a tuning timing');
-  if (!r.ok) { release(); throw new Error(`gpu:webgpu: compiling the workgroup sizes of kernel ${base.label}: ${r.error}`); }
-  const median = (xs: number[]) => { const s = [...xs].sort((a, b) => a - b); return s.length % 2 === 1 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2; };
+  const r = gpu.worker.call(
+    {
+      kind: 'run',
+      allocs: bufs.map((b) => ({ id: b.id, bytes: 4 * b.n })),
+      writes: bufs.map((b) => ({ id: b.id, data: fill(b.ty, b.n) })),
+      compile: [...keys.values()].map((k) => ({ key: k.key, code: k.code.code })),
+      reads: [],
+    },
+    'a tuning timing',
+  );
+  const release = () =>
+    gpu.worker.call(
+      { kind: 'run', evict: [...keys.values()].map((k) => k.key), frees: ids, reads: [] },
+      'a tuning timing',
+    );
+  if (!r.ok) {
+    release();
+    throw new Error(`gpu:webgpu: compiling the workgroup sizes of kernel ${base.label}: ${r.error}`);
+  }
+  const median = (xs: number[]) => {
+    const s = [...xs].sort((a, b) => a - b);
+    return s.length % 2 === 1 ? s[s.length >> 1]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+  };
   return {
     time(s) {
       const k = keys.get(s.workgroup)!;
       const op = { k: 'd', key: k.key, binds: ids, groups: k.code.groups };
-      const t = gpu.worker.call({ kind: 'run', ops: Array.from({ length: DISPATCHES }, () => op), reads: [], timing }, 'a tuning timing');
-      if (!t.ok) throw new Error(`gpu:webgpu: timing workgroup size ${s.workgroup} of kernel ${k.code.label}: ${t.error}`);
+      const t = gpu.worker.call(
+        { kind: 'run', ops: Array.from({ length: DISPATCHES }, () => op), reads: [], timing },
+        'a tuning timing',
+      );
+      if (!t.ok)
+        throw new Error(`gpu:webgpu: timing workgroup size ${s.workgroup} of kernel ${k.code.label}: ${t.error}`);
       return median(t.times!.slice(1));
     },
     release,
@@ -112,37 +147,65 @@ export function workgroupTimer(gpu: WebGpu, p: Program, base: PackedKernel, rend
  * Node's worker). The budget is exceeded by one kernel's setup (its buffers and pipelines) and
  * one pair of timings at most.
  */
-export function workgroupChooser(opts: TuneOptions, gpu: WebGpu, p: Program, maxBindings: number, now: () => number = () => performance.now()): WorkgroupChooser {
+export function workgroupChooser(
+  opts: TuneOptions,
+  gpu: WebGpu,
+  p: Program,
+  maxBindings: number,
+  now: () => number = () => performance.now(),
+): WorkgroupChooser {
   const deadline = now() + opts.budgetMs;
   const top = new Set<unknown>(p.steps);
   const info = webBufferInfo(p, maxBindings);
   const store = webTuneCache(gpu);
   return {
     loop(k: LoopKernel, plan: LoopPlan) {
-      if (!top.has(k) || !gpu.worker.blocking) { tuneStats.untimed++; return undefined; }
+      if (!top.has(k) || !gpu.worker.blocking) {
+        tuneStats.untimed++;
+        return undefined;
+      }
       const render = (wg: number) => {
         const at = { ...plan, workgroup: wg };
-        return plan.pack === undefined ? renderLoop(k, at, info) : packKernel(renderLoop(k, at, { ...info, maxBindings: Number.POSITIVE_INFINITY }), plan.pack);
+        return plan.pack === undefined
+          ? renderLoop(k, at, info)
+          : packKernel(renderLoop(k, at, { ...info, maxBindings: Number.POSITIVE_INFINITY }), plan.pack);
       };
       const base = render(plan.workgroup);
       const key = wgslKernelKey(base.code);
       const hit = store.get(key);
       if (hit !== undefined) return 'workgroup' in hit ? hit.workgroup : undefined;
-      if (now() >= deadline) { tuneStats.outOfBudget++; return undefined; }
+      if (now() >= deadline) {
+        tuneStats.outOfBudget++;
+        return undefined;
+      }
       const t0 = now();
       const sizes = workgroupSizes(plan);
       const timer = workgroupTimer(gpu, p, base, render, sizes);
       const setupMs = now() - t0;
       let r: SearchResult<WorkgroupSchedule>;
       try {
-        r = beamSearch<WorkgroupSchedule>([{ field: 'workgroup', values: sizes }], opts.beam, timer.time, deadline, now, { workgroup: plan.workgroup });
+        r = beamSearch<WorkgroupSchedule>(
+          [{ field: 'workgroup', values: sizes }],
+          opts.beam,
+          timer.time,
+          deadline,
+          now,
+          { workgroup: plan.workgroup },
+        );
       } finally {
         timer.release();
       }
       tuneStats.searches++;
       tuneStats.candidates += r.candidates;
       tuneStats.searchMs += setupMs + r.searchMs;
-      if (r.complete) store.set(key, { ...r.best, ms: r.ms, defaultMs: r.defaultMs, searchMs: setupMs + r.searchMs, candidates: r.candidates });
+      if (r.complete)
+        store.set(key, {
+          ...r.best,
+          ms: r.ms,
+          defaultMs: r.defaultMs,
+          searchMs: setupMs + r.searchMs,
+          candidates: r.candidates,
+        });
       return r.best.workgroup;
     },
   };

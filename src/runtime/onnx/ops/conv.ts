@@ -21,7 +21,14 @@ const arith = (_: DType): DType => 'float32';
 const maxArith = (d: DType): DType => (d === 'float64' ? 'float64' : 'float32');
 const exact = (c: Ctx): boolean => c.out.dtype === 'float64';
 import { fit } from './util.js';
-import { avgPoolByPatches, avgPoolGradByPatches, convByPatches, convTransposeByPatches, geometryOf, kernelGradByPatches } from './patches.js';
+import {
+  avgPoolByPatches,
+  avgPoolGradByPatches,
+  convByPatches,
+  convTransposeByPatches,
+  geometryOf,
+  kernelGradByPatches,
+} from './patches.js';
 import { NDArray, sizeOf } from '../../../ir/ndarray.js';
 
 const toFirst = (r: number) => [0, r - 1, ...Array.from({ length: r - 2 }, (_, i) => i + 1)];
@@ -38,7 +45,8 @@ function padAttrs(spatial: StaticShape, k: readonly number[], a: WindowAttrs): {
     const p = spatial.map((s, i) => padsFor(s!, k[i]!, a.strides[i]!, a.dilation[i]!, a.padding));
     return { pads: [...p.map((q) => q[0]), ...p.map((q) => q[1])] };
   }
-  if (a.padding === 'causal') return { pads: [...k.map((kk, i) => effectiveSize(kk, a.dilation[i]!) - 1), ...k.map(() => 0)] };
+  if (a.padding === 'causal')
+    return { pads: [...k.map((kk, i) => effectiveSize(kk, a.dilation[i]!) - 1), ...k.map(() => 0)] };
   return { auto_pad: a.padding === 'same' ? 'SAME_UPPER' : 'VALID' };
 }
 
@@ -54,15 +62,26 @@ function kernelFirst(b: GraphBuilder, w: string): string {
 }
 
 /** ConvTranspose of dy (N, O..., F) with w (K..., Cg, F) to spatial size `size`: the adjoint of conv in x. */
-function convTranspose(c: Ctx, dy: string, w: string, size: readonly number[], a: WindowAttrs & { groups: number }): string {
+function convTranspose(
+  c: Ctx,
+  dy: string,
+  w: string,
+  size: readonly number[],
+  a: WindowAttrs & { groups: number },
+): string {
   const b = c.b;
   const d = arith(c.out.dtype);
   const r = b.val(dy).shape.length;
   const k = knownSpatial('conv_transpose', b.val(w).shape.slice(0, r - 2));
   const o = knownSpatial('conv_transpose', b.val(dy).shape.slice(1, r - 1));
   const p = size.map((s, i) => padsFor(s, k[i]!, a.strides[i]!, a.dilation[i]!, a.padding));
-  const outputPadding = size.map((s, i) => s - (a.strides[i]! * (o[i]! - 1) + effectiveSize(k[i]!, a.dilation[i]!) - p[i]![0] - p[i]![1]));
-  if (outputPadding.some((q) => q < 0)) throw new OnnxExportError(`conv_transpose: size [${size.join(', ')}] is smaller than the transposed convolution gives`);
+  const outputPadding = size.map(
+    (s, i) => s - (a.strides[i]! * (o[i]! - 1) + effectiveSize(k[i]!, a.dilation[i]!) - p[i]![0] - p[i]![1]),
+  );
+  if (outputPadding.some((q) => q < 0))
+    throw new OnnxExportError(
+      `conv_transpose: size [${size.join(', ')}] is smaller than the transposed convolution gives`,
+    );
   // ONNX's W for ConvTranspose is (C_in = F, C_out / G = Cg, K...): the conv kernel with its last two axes moved first
   const wt = kernelFirst(b, b.cast(w, d));
   const x = transpose(b, b.cast(dy, d), toFirst(r));
@@ -70,12 +89,26 @@ function convTranspose(c: Ctx, dy: string, w: string, size: readonly number[], a
   // ONNX Runtime requires output_padding < stride; larger gaps are zero rows the result is padded with
   const op = outputPadding.map((q, i) => Math.min(q, a.strides[i]! - 1 > 0 ? Math.min(q, a.strides[i]! - 1) : 0));
   const extra = outputPadding.map((q, i) => q - op[i]!);
-  let y = b.op('ConvTranspose', [x, wt], {
-    strides: a.strides, dilations: a.dilation, group: a.groups, kernel_shape: k,
-    pads: [...p.map((q) => q[0]), ...p.map((q) => q[1])], output_padding: op,
-  }, { dtype: d, shape: outFirst.map((dd, i) => (i < 2 ? dd : size[i - 2]! - extra[i - 2]!)) });
+  let y = b.op(
+    'ConvTranspose',
+    [x, wt],
+    {
+      strides: a.strides,
+      dilations: a.dilation,
+      group: a.groups,
+      kernel_shape: k,
+      pads: [...p.map((q) => q[0]), ...p.map((q) => q[1])],
+      output_padding: op,
+    },
+    { dtype: d, shape: outFirst.map((dd, i) => (i < 2 ? dd : size[i - 2]! - extra[i - 2]!)) },
+  );
   if (extra.some((e) => e > 0)) {
-    y = b.op('Pad', [y, b.i64([0, 0, ...extra.map(() => 0), 0, 0, ...extra])], { mode: 'constant' }, { dtype: d, shape: outFirst });
+    y = b.op(
+      'Pad',
+      [y, b.i64([0, 0, ...extra.map(() => 0), 0, 0, ...extra])],
+      { mode: 'constant' },
+      { dtype: d, shape: outFirst },
+    );
   }
   return fit(c, transpose(b, y, toLast(r)));
 }
@@ -107,13 +140,36 @@ function kernelGrad(c: Ctx, x: string, dy: string, k: readonly number[], a: Wind
   const endPad = s.map((ss, i) => Math.max(0, need[i]! - (ss + p[i]![0])));
   const parts: string[] = [];
   for (let g = 0; g < G; g++) {
-    const xg = G === 1 ? xT : b.slice(xT, [g * cg], [(g + 1) * cg], [0], [1], { dtype: d, shape: [cg, ...b.val(xT).shape.slice(1)] });
-    const dg = G === 1 ? dyT : b.slice(dyT, [g * fg], [(g + 1) * fg], [0], [1], { dtype: d, shape: [fg, ...b.val(dyT).shape.slice(1)] });
-    const full = b.op('Conv', [xg, dg], {
-      strides: a.dilation, dilations: a.strides, kernel_shape: o, pads: [...p.map((q) => q[0]), ...endPad],
-    }, { dtype: d, shape: [cg, fg, ...k.map(() => null)] });
+    const xg =
+      G === 1
+        ? xT
+        : b.slice(xT, [g * cg], [(g + 1) * cg], [0], [1], { dtype: d, shape: [cg, ...b.val(xT).shape.slice(1)] });
+    const dg =
+      G === 1
+        ? dyT
+        : b.slice(dyT, [g * fg], [(g + 1) * fg], [0], [1], { dtype: d, shape: [fg, ...b.val(dyT).shape.slice(1)] });
+    const full = b.op(
+      'Conv',
+      [xg, dg],
+      {
+        strides: a.dilation,
+        dilations: a.strides,
+        kernel_shape: o,
+        pads: [...p.map((q) => q[0]), ...endPad],
+      },
+      { dtype: d, shape: [cg, fg, ...k.map(() => null)] },
+    );
     // (Cg, Fg, K'...) cut to K
-    parts.push(b.slice(full, k.map(() => 0), [...k], k.map((_, i) => i + 2), k.map(() => 1), { dtype: d, shape: [cg, fg, ...k] }));
+    parts.push(
+      b.slice(
+        full,
+        k.map(() => 0),
+        [...k],
+        k.map((_, i) => i + 2),
+        k.map(() => 1),
+        { dtype: d, shape: [cg, fg, ...k] },
+      ),
+    );
   }
   // groups: (Cg, F, K...) with each group's filters side by side
   const all = G === 1 ? parts[0]! : b.op('Concat', parts, { axis: 1 }, { dtype: d, shape: [cg, fOut, ...k] });
@@ -121,18 +177,35 @@ function kernelGrad(c: Ctx, x: string, dy: string, k: readonly number[], a: Wind
 }
 
 /** Attributes of MaxPool/AveragePool over the channels-first `x`. */
-function poolAttrs(b: GraphBuilder, x: string, a: WindowAttrs & { window: readonly number[] }, avg: boolean): Record<string, number | string | readonly number[]> {
+function poolAttrs(
+  b: GraphBuilder,
+  x: string,
+  a: WindowAttrs & { window: readonly number[] },
+  avg: boolean,
+): Record<string, number | string | readonly number[]> {
   const dil = a.dilation.some((q) => q !== 1);
-  if (avg && dil && b.opset < 19) throw new OnnxExportError('pool: average pooling with dilation needs AveragePool dilations (opset 19 or later)');
+  if (avg && dil && b.opset < 19)
+    throw new OnnxExportError('pool: average pooling with dilation needs AveragePool dilations (opset 19 or later)');
   return {
-    kernel_shape: a.window, strides: a.strides, ...(dil || !avg ? { dilations: a.dilation } : {}),
-    ...padAttrs(b.val(x).shape.slice(2), a.window, a), ...(avg ? { count_include_pad: 0 } : {}),
+    kernel_shape: a.window,
+    strides: a.strides,
+    ...(dil || !avg ? { dilations: a.dilation } : {}),
+    ...padAttrs(b.val(x).shape.slice(2), a.window, a),
+    ...(avg ? { count_include_pad: 0 } : {}),
   };
 }
 
 /** Per-output-cell flat input index of the window's first maximum (MaxPool's Indices, over the channels-first input). */
-function maxIndices(b: GraphBuilder, xFirst: string, a: WindowAttrs & { window: readonly number[] }, outFirst: StaticShape): string {
-  const [, idx] = b.opN('MaxPool', [xFirst], poolAttrs(b, xFirst, a, false), [{ dtype: b.val(xFirst).dtype, shape: outFirst }, { dtype: 'int64', shape: outFirst }]);
+function maxIndices(
+  b: GraphBuilder,
+  xFirst: string,
+  a: WindowAttrs & { window: readonly number[] },
+  outFirst: StaticShape,
+): string {
+  const [, idx] = b.opN('MaxPool', [xFirst], poolAttrs(b, xFirst, a, false), [
+    { dtype: b.val(xFirst).dtype, shape: outFirst },
+    { dtype: 'int64', shape: outFirst },
+  ]);
   return idx!;
 }
 
@@ -148,9 +221,18 @@ export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof 
     }
     const xf = transpose(b, b.cast(x!, d), toFirst(r));
     const outFirst = toFirst(r).map((p) => c.out.shape[p]!);
-    const y = b.op('Conv', [xf, kernelFirst(b, b.cast(w!, d))], {
-      strides: a.strides, dilations: a.dilation, group: a.groups, kernel_shape: k, ...padAttrs(b.val(xf).shape.slice(2), k, a),
-    }, { dtype: d, shape: outFirst });
+    const y = b.op(
+      'Conv',
+      [xf, kernelFirst(b, b.cast(w!, d))],
+      {
+        strides: a.strides,
+        dilations: a.dilation,
+        group: a.groups,
+        kernel_shape: k,
+        ...padAttrs(b.val(xf).shape.slice(2), k, a),
+      },
+      { dtype: d, shape: outFirst },
+    );
     return fit(c, transpose(b, y, toLast(r)));
   },
   conv_transpose: (c, [dy, w, like], a) => {
@@ -165,7 +247,12 @@ export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof 
       const likeShape = [n ?? null, ...size, ch ?? null];
       // a stand-in of the result's shape for unpatches: zeros (N, S..., C)
       const shapeVec = b.vec([n ?? b.dim(dy!, 0), ...size, ch ?? -1]);
-      const zl = b.op('ConstantOfShape', [shapeVec], { value: new NDArray([0], [1], 'float64') }, { dtype: 'float64', shape: likeShape });
+      const zl = b.op(
+        'ConstantOfShape',
+        [shapeVec],
+        { value: new NDArray([0], [1], 'float64') },
+        { dtype: 'float64', shape: likeShape },
+      );
       return convTransposeByPatches(b, b.cast(dy!, 'float64'), b.cast(w!, 'float64'), g, a.groups, zl);
     }
     return convTranspose(c, dy!, w!, size, a);
@@ -178,7 +265,8 @@ export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof 
       const g = geometryOf(b.val(x!).shape.slice(1, r - 1), k, a);
       const cin = b.val(x!).shape[r - 1];
       const F = b.val(dy!).shape[r - 1];
-      if (cin === null || cin === undefined || F === null || F === undefined) throw new OnnxExportError('conv_kernel_grad needs known channel counts');
+      if (cin === null || cin === undefined || F === null || F === undefined)
+        throw new OnnxExportError('conv_kernel_grad needs known channel counts');
       return kernelGradByPatches(b, b.cast(x!, 'float64'), b.cast(dy!, 'float64'), g, a.groups, cin / a.groups, F);
     }
     return kernelGrad(c, x!, dy!, k, a);
@@ -187,17 +275,32 @@ export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof 
     const b = c.b;
     const d = a.mode === 'max' ? maxArith(c.out.dtype) : arith(c.out.dtype);
     const r = b.val(x!).shape.length;
-    if (exact(c) && a.mode === 'avg') return avgPoolByPatches(b, b.cast(x!, 'float64'), geometryOf(b.val(x!).shape.slice(1, r - 1), a.window, a), c.out.shape);
+    if (exact(c) && a.mode === 'avg')
+      return avgPoolByPatches(
+        b,
+        b.cast(x!, 'float64'),
+        geometryOf(b.val(x!).shape.slice(1, r - 1), a.window, a),
+        c.out.shape,
+      );
     const xf = transpose(b, b.cast(x!, d), toFirst(r));
     const outFirst = toFirst(r).map((p) => c.out.shape[p]!);
-    const y = b.op(a.mode === 'max' ? 'MaxPool' : 'AveragePool', [xf], poolAttrs(b, xf, a, a.mode === 'avg'), { dtype: d, shape: outFirst });
+    const y = b.op(a.mode === 'max' ? 'MaxPool' : 'AveragePool', [xf], poolAttrs(b, xf, a, a.mode === 'avg'), {
+      dtype: d,
+      shape: outFirst,
+    });
     return fit(c, transpose(b, y, toLast(r)));
   },
   pool_grad: (c, [x, dy], a) => {
     const b = c.b;
     const d = a.mode === 'max' ? maxArith(c.out.dtype) : arith(c.out.dtype);
     const r = b.val(x!).shape.length;
-    if (exact(c) && a.mode === 'avg') return avgPoolGradByPatches(b, b.cast(dy!, 'float64'), geometryOf(b.val(x!).shape.slice(1, r - 1), a.window, a), b.cast(x!, 'float64'));
+    if (exact(c) && a.mode === 'avg')
+      return avgPoolGradByPatches(
+        b,
+        b.cast(dy!, 'float64'),
+        geometryOf(b.val(x!).shape.slice(1, r - 1), a.window, a),
+        b.cast(x!, 'float64'),
+      );
     const xf = transpose(b, b.cast(x!, d), toFirst(r));
     const dyf = transpose(b, b.cast(dy!, d), toFirst(r));
     const xsF = b.val(xf).shape;
@@ -207,7 +310,12 @@ export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof 
       const flat = (v: string) => b.reshape(v, [null], b.i64([-1]));
       const size = b.unsqueeze(b.op('Size', [xf], {}, { dtype: 'int64', shape: [] }), [0]);
       const zeros = b.op('ConstantOfShape', [size], { value: new NDArray([0], [1], d) }, { dtype: d, shape: [null] });
-      const dx = b.op('ScatterElements', [zeros, flat(idx), flat(dyf)], { axis: 0, reduction: 'add' }, { dtype: d, shape: [null] });
+      const dx = b.op(
+        'ScatterElements',
+        [zeros, flat(idx), flat(dyf)],
+        { axis: 0, reduction: 'add' },
+        { dtype: d, shape: [null] },
+      );
       return fit(c, transpose(b, b.reshape(dx, xsF, b.shapeOf(xf)), toLast(r)));
     }
     // avg: dy / count over the counted cells; count = the same pool's window size per cell (padding excluded), spread back by a depthwise ConvTranspose of ones
@@ -218,17 +326,42 @@ export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof 
     const kOnes = b.constant(new NDArray(new Float64Array(sizeOf(a.window)).fill(1), [1, 1, ...a.window], d));
     const p = sp.map((s, i) => padsFor(s, a.window[i]!, a.strides[i]!, a.dilation[i]!, a.padding));
     const pads = [...p.map((q) => q[0]), ...p.map((q) => q[1])];
-    const count = b.op('Conv', [ones, kOnes], { strides: a.strides, dilations: a.dilation, kernel_shape: a.window, pads }, { dtype: d, shape: [1, 1, ...b.val(dyf).shape.slice(2)] });
+    const count = b.op(
+      'Conv',
+      [ones, kOnes],
+      { strides: a.strides, dilations: a.dilation, kernel_shape: a.window, pads },
+      { dtype: d, shape: [1, 1, ...b.val(dyf).shape.slice(2)] },
+    );
     const scaled = b.op('Div', [dyf, count], {}, b.val(dyf));
-    const kDepth = b.constant(new NDArray(new Float64Array(ch * a.window.reduce((p2, q) => p2 * q, 1)).fill(1), [ch, 1, ...a.window], d));
+    const kDepth = b.constant(
+      new NDArray(new Float64Array(ch * a.window.reduce((p2, q) => p2 * q, 1)).fill(1), [ch, 1, ...a.window], d),
+    );
     const o = knownSpatial('pool_grad', b.val(dyf).shape.slice(2));
-    const outputPadding = sp.map((s, i) => s - (a.strides[i]! * (o[i]! - 1) + effectiveSize(a.window[i]!, a.dilation[i]!) - p[i]![0] - p[i]![1]));
+    const outputPadding = sp.map(
+      (s, i) => s - (a.strides[i]! * (o[i]! - 1) + effectiveSize(a.window[i]!, a.dilation[i]!) - p[i]![0] - p[i]![1]),
+    );
     const op = outputPadding.map((q, i) => Math.min(q, Math.max(a.strides[i]! - 1, 0)));
     const extra = outputPadding.map((q, i) => q - op[i]!);
-    let y = b.op('ConvTranspose', [scaled, kDepth], {
-      strides: a.strides, dilations: a.dilation, group: ch, kernel_shape: a.window, pads, output_padding: op,
-    }, { dtype: d, shape: [xsF[0]!, ch, ...sp.map((s, i) => s - extra[i]!)] });
-    if (extra.some((e) => e > 0)) y = b.op('Pad', [y, b.i64([0, 0, ...extra.map(() => 0), 0, 0, ...extra])], { mode: 'constant' }, { dtype: d, shape: xsF });
+    let y = b.op(
+      'ConvTranspose',
+      [scaled, kDepth],
+      {
+        strides: a.strides,
+        dilations: a.dilation,
+        group: ch,
+        kernel_shape: a.window,
+        pads,
+        output_padding: op,
+      },
+      { dtype: d, shape: [xsF[0]!, ch, ...sp.map((s, i) => s - extra[i]!)] },
+    );
+    if (extra.some((e) => e > 0))
+      y = b.op(
+        'Pad',
+        [y, b.i64([0, 0, ...extra.map(() => 0), 0, 0, ...extra])],
+        { mode: 'constant' },
+        { dtype: d, shape: xsF },
+      );
     return fit(c, transpose(b, y, toLast(r)));
   },
   // g where x's window is maximal: g gathered at MaxPool's indices

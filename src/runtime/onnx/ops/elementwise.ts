@@ -71,7 +71,12 @@ const mod: Emit<Record<string, never>> = (c, ins) => {
   const bv = { dtype: 'bool' as DType, shape: c.out.shape };
   const rNeg = c.b.op('Less', [r, zero], {}, bv);
   const yNeg = c.b.op('Less', [y!, zero], {}, bv);
-  const fix = c.b.op('And', [c.b.op('Not', [c.b.op('Equal', [r, zero], {}, bv)], {}, bv), c.b.op('Xor', [rNeg, yNeg], {}, bv)], {}, bv);
+  const fix = c.b.op(
+    'And',
+    [c.b.op('Not', [c.b.op('Equal', [r, zero], {}, bv)], {}, bv), c.b.op('Xor', [rNeg, yNeg], {}, bv)],
+    {},
+    bv,
+  );
   return fit(c, c.b.op('Where', [fix, c.b.op('Add', [r, y!], {}, v), r], {}, v));
 };
 
@@ -84,7 +89,15 @@ function extremum(opType: 'Max' | 'Min'): Emit<Record<string, never>> {
     const m = c.b.op(opType, [x!, y!], {}, v);
     if (!isFloat(d)) return fit(c, m);
     const bv = { dtype: 'bool' as DType, shape: c.out.shape };
-    const nan = c.b.op('Or', [c.b.op('IsNaN', [x!], {}, { dtype: 'bool', shape: c.b.val(x!).shape }), c.b.op('IsNaN', [y!], {}, { dtype: 'bool', shape: c.b.val(y!).shape })], {}, bv);
+    const nan = c.b.op(
+      'Or',
+      [
+        c.b.op('IsNaN', [x!], {}, { dtype: 'bool', shape: c.b.val(x!).shape }),
+        c.b.op('IsNaN', [y!], {}, { dtype: 'bool', shape: c.b.val(y!).shape }),
+      ],
+      {},
+      bv,
+    );
     return fit(c, c.b.op('Where', [nan, c.b.op('Add', [x!, y!], {}, v), m], {}, v));
   };
 }
@@ -98,7 +111,13 @@ function compare(opType: string): Emit<Record<string, never>> {
 }
 
 function logic(opType: string): Emit<Record<string, never>> {
-  return (c, ins) => c.b.op(opType, ins.map((x) => toDType(c.b, x, 'bool')), {}, { dtype: 'bool', shape: c.out.shape });
+  return (c, ins) =>
+    c.b.op(
+      opType,
+      ins.map((x) => toDType(c.b, x, 'bool')),
+      {},
+      { dtype: 'bool', shape: c.out.shape },
+    );
 }
 
 /** Integer inputs are their own floor, ceil and rounding. */
@@ -124,13 +143,19 @@ const isnan: Emit<Record<string, never>> = (c, [x]) => {
   const d = c.b.val(x!).dtype;
   if (isFloat(d)) return c.b.op('IsNaN', [c.b.cast(x!, arith(d))], {}, { dtype: 'bool', shape: c.out.shape });
   // integers are never NaN: x != x is false everywhere, with x's shape
-  return c.b.op('Not', [c.b.op('Equal', [c.b.cast(x!, arith(d)), c.b.cast(x!, arith(d))], {}, { dtype: 'bool', shape: c.out.shape })], {}, { dtype: 'bool', shape: c.out.shape });
+  return c.b.op(
+    'Not',
+    [c.b.op('Equal', [c.b.cast(x!, arith(d)), c.b.cast(x!, arith(d))], {}, { dtype: 'bool', shape: c.out.shape })],
+    {},
+    { dtype: 'bool', shape: c.out.shape },
+  );
 };
 
 /** A row's translation from its ONNX operator: a comparison (bool rows) or the operator in the result's compute dtype. */
 function rowTranslations(): Record<SpelledIn<'onnx'>, Emit<Record<string, never>>> {
   const out: Partial<Record<SpelledIn<'onnx'>, Emit<Record<string, never>>>> = {};
-  for (const { op, name, row } of rowsSpelledIn('onnx')) out[op] = row.dtypeRule === 'bool' ? compare(name) : simple(name);
+  for (const { op, name, row } of rowsSpelledIn('onnx'))
+    out[op] = row.dtypeRule === 'bool' ? compare(name) : simple(name);
   return out as Record<SpelledIn<'onnx'>, Emit<Record<string, never>>>;
 }
 
@@ -156,7 +181,11 @@ export const elementwiseTranslations: OnnxTableFor<keyof typeof elementwiseOps> 
   expm1: floatFn(expm1),
   softplus: floatFn(softplus),
   // ONNX Runtime's CPU Erf is float32 only: float64 erf is computed in float32 (error about 6e-8)
-  erf: floatFn((b, x, v) => (v.dtype === 'float64' ? b.cast(b.op('Erf', [b.cast(x, 'float32')], {}, { dtype: 'float32', shape: v.shape }), 'float64') : b.op('Erf', [x], {}, v))),
+  erf: floatFn((b, x, v) =>
+    v.dtype === 'float64'
+      ? b.cast(b.op('Erf', [b.cast(x, 'float32')], {}, { dtype: 'float32', shape: v.shape }), 'float64')
+      : b.op('Erf', [x], {}, v),
+  ),
   not_equal: (c, ins) => c.b.op('Not', [compare('Equal')(c, ins, {})], {}, { dtype: 'bool', shape: c.out.shape }),
   logical_and: logic('And'),
   logical_or: logic('Or'),

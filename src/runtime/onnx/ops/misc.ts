@@ -23,7 +23,8 @@ function cumprod(c: Ctx, x: string, axis: number): string {
   const xc = b.cast(x, d);
   const s = b.val(xc).shape;
   const n = s[axis];
-  if (n === null || n === undefined) throw new OnnxExportError('cumprod needs a known length along its axis (ONNX has no CumProd; it is unrolled)');
+  if (n === null || n === undefined)
+    throw new OnnxExportError('cumprod needs a known length along its axis (ONNX has no CumProd; it is unrolled)');
   if (n === 0) return fit(c, b.op('Identity', [xc], {}, { dtype: d, shape: s }));
   const step = { dtype: d, shape: s.map((dd, i) => (i === axis ? 1 : dd)) };
   const parts: string[] = [];
@@ -37,15 +38,30 @@ function cumprod(c: Ctx, x: string, axis: number): string {
 }
 
 /** How a seeded draw maps to ONNX's random operators (the numbers differ from theanine's Philox stream). */
-function onnxRandom(c: Ctx, ins: string[], a: AttrsOf<'random_normal'> | AttrsOf<'random_uniform'> | AttrsOf<'random_binomial'>, kind: 'uniform' | 'normal' | 'truncated' | 'binomial'): string {
+function onnxRandom(
+  c: Ctx,
+  ins: string[],
+  a: AttrsOf<'random_normal'> | AttrsOf<'random_uniform'> | AttrsOf<'random_binomial'>,
+  kind: 'uniform' | 'normal' | 'truncated' | 'binomial',
+): string {
   const b = c.b;
   const dt = isFloat(a.dtype) ? arith(a.dtype) : 'float32';
   let k = 0;
   const shape = b.vec(a.shape.map((d) => (d !== null ? d : b.reshape(b.cast(ins[k++]!, 'int64'), [1], b.i64([1])))));
-  const like = b.op('ConstantOfShape', [shape], { value: new NDArray([0], [1], dt) }, { dtype: dt, shape: c.out.shape });
+  const like = b.op(
+    'ConstantOfShape',
+    [shape],
+    { value: new NDArray([0], [1], dt) },
+    { dtype: dt, shape: c.out.shape },
+  );
   const seed = a.seed === null ? {} : { seed: new F(a.seed) };
   const draw = (extra: Record<string, F>, op: string, salt = 0): string =>
-    b.op(op, [like], { dtype: ONNX_DTYPE[dt], ...extra, ...(a.seed === null ? {} : { seed: new F(a.seed + salt) }) }, { dtype: dt, shape: c.out.shape });
+    b.op(
+      op,
+      [like],
+      { dtype: ONNX_DTYPE[dt], ...extra, ...(a.seed === null ? {} : { seed: new F(a.seed + salt) }) },
+      { dtype: dt, shape: c.out.shape },
+    );
   void seed;
   let out: string;
   if (kind === 'uniform') {
@@ -61,12 +77,27 @@ function onnxRandom(c: Ctx, ins: string[], a: AttrsOf<'random_normal'> | AttrsOf
     if (kind === 'truncated') {
       // redraw where |z| > 2, eight times (P(still outside) = 0.0455^8, about 2e-11), then clip
       for (let t = 1; t <= 8; t++) {
-        const out2 = b.op('Greater', [b.op('Abs', [z], {}, { dtype: dt, shape: c.out.shape }), b.scalar(2, dt)], {}, { dtype: 'bool', shape: c.out.shape });
-        z = b.op('Where', [out2, draw({ mean: new F(0), scale: new F(1) }, 'RandomNormalLike', t), z], {}, { dtype: dt, shape: c.out.shape });
+        const out2 = b.op(
+          'Greater',
+          [b.op('Abs', [z], {}, { dtype: dt, shape: c.out.shape }), b.scalar(2, dt)],
+          {},
+          { dtype: 'bool', shape: c.out.shape },
+        );
+        z = b.op(
+          'Where',
+          [out2, draw({ mean: new F(0), scale: new F(1) }, 'RandomNormalLike', t), z],
+          {},
+          { dtype: dt, shape: c.out.shape },
+        );
       }
       z = b.op('Clip', [z, b.scalar(-2, dt), b.scalar(2, dt)], {}, { dtype: dt, shape: c.out.shape });
     }
-    out = b.op('Add', [b.op('Mul', [z, b.scalar(nA.stddev, dt)], {}, { dtype: dt, shape: c.out.shape }), b.scalar(nA.mean, dt)], {}, { dtype: dt, shape: c.out.shape });
+    out = b.op(
+      'Add',
+      [b.op('Mul', [z, b.scalar(nA.stddev, dt)], {}, { dtype: dt, shape: c.out.shape }), b.scalar(nA.mean, dt)],
+      {},
+      { dtype: dt, shape: c.out.shape },
+    );
   }
   return fit(c, out);
 }
@@ -77,7 +108,10 @@ function onnxRandom(c: Ctx, ins: string[], a: AttrsOf<'random_normal'> | AttrsOf
  * exported model, and unseeded draws, use ONNX's RandomUniformLike / RandomNormalLike (seeded
  * when the draw is), whose numbers differ from theanine's.
  */
-function random<A extends AttrsOf<'random_normal'> | AttrsOf<'random_uniform'> | AttrsOf<'random_binomial'>>(kind: 'uniform' | 'normal' | 'truncated' | 'binomial', op: keyof typeof randomOps) {
+function random<A extends AttrsOf<'random_normal'> | AttrsOf<'random_uniform'> | AttrsOf<'random_binomial'>>(
+  kind: 'uniform' | 'normal' | 'truncated' | 'binomial',
+  op: keyof typeof randomOps,
+) {
   return (c: Ctx, ins: string[], a: A): string => {
     // run-time dims that the passes folded to constants count as known
     let k = 0;
@@ -91,7 +125,10 @@ function random<A extends AttrsOf<'random_normal'> | AttrsOf<'random_uniform'> |
       return c.b.constant(v);
     }
     // the backend promises theanine's numbers for a seeded draw: with unknown dims, ask for a model per input shape
-    if (c.mode === 'run' && a.seed !== null) throw new OnnxExportError(`a seeded ${op} of shape [${c.out.shape.join(', ')}] needs known dims to reproduce theanine's Philox numbers`);
+    if (c.mode === 'run' && a.seed !== null)
+      throw new OnnxExportError(
+        `a seeded ${op} of shape [${c.out.shape.join(', ')}] needs known dims to reproduce theanine's Philox numbers`,
+      );
     return onnxRandom(c, ins, a, kind);
   };
 }
@@ -120,9 +157,12 @@ const scan: TupleEmit<ScanAttrs> = {
     const nOut = body.outputs.length;
     const stackedOut = body.outputs.map((o) => ({ dtype: o.dtype, shape: [null, ...o.shape] }));
     const stackedStates = body.states.map((s) => ({ dtype: s.dtype, shape: [null, ...s.shape] }));
-    const res = b.opN('Loop', [stepsScalar, b.constant(new NDArray([1], [], 'bool')), ...initial], { body: new G(graph) }, [
-      ...body.states.map((s) => ({ dtype: s.dtype, shape: s.shape })), ...stackedOut, ...stackedStates,
-    ]);
+    const res = b.opN(
+      'Loop',
+      [stepsScalar, b.constant(new NDArray([1], [], 'bool')), ...initial],
+      { body: new G(graph) },
+      [...body.states.map((s) => ({ dtype: s.dtype, shape: s.shape })), ...stackedOut, ...stackedStates],
+    );
     const finals = res.slice(0, nState);
     const outs = res.slice(nState, nState + nOut);
     const stateSeqs = res.slice(nState + nOut);
@@ -141,16 +181,37 @@ const scan: TupleEmit<ScanAttrs> = {
   },
 };
 
-const ctcReason = 'CTC (the alpha/beta recursions over label lattices with data-dependent lengths) has no ONNX translation yet';
+const ctcReason =
+  'CTC (the alpha/beta recursions over label lattices with data-dependent lengths) has no ONNX translation yet';
 
 export const miscTranslations: OnnxTableFor<
-  keyof typeof cumulativeOps | 'in_top_k' | 'print' | keyof typeof randomOps | 'scan' | 'scan_arg' | 'tuple_get'
-  | keyof typeof ctcOps | keyof typeof ctcTheanoOps | 'ctc_decode' | 'ctc_trim' | 'ctc_label_dense_to_sparse' | 'fused' | 'softmax_cross_entropy'
+  | keyof typeof cumulativeOps
+  | 'in_top_k'
+  | 'print'
+  | keyof typeof randomOps
+  | 'scan'
+  | 'scan_arg'
+  | 'tuple_get'
+  | keyof typeof ctcOps
+  | keyof typeof ctcTheanoOps
+  | 'ctc_decode'
+  | 'ctc_trim'
+  | 'ctc_label_dense_to_sparse'
+  | 'fused'
+  | 'softmax_cross_entropy'
 > = {
   cumsum: (c, [x], a) => {
     const d = arith(c.out.dtype);
     const xc = c.b.cast(x!, d);
-    return fit(c, c.b.op('CumSum', [xc, c.b.scalar(norm(a.axis, c.out.shape.length), 'int64')], {}, { dtype: d, shape: c.out.shape }));
+    return fit(
+      c,
+      c.b.op(
+        'CumSum',
+        [xc, c.b.scalar(norm(a.axis, c.out.shape.length), 'int64')],
+        {},
+        { dtype: d, shape: c.out.shape },
+      ),
+    );
   },
   cumprod: (c, [x], a) => cumprod(c, x!, norm(a.axis, c.out.shape.length)),
   // true where fewer than k classes score strictly higher than the target's class (ties count as in)
@@ -162,10 +223,12 @@ export const miscTranslations: OnnxTableFor<
     const bv = { dtype: 'bool' as const, shape: c.out.shape };
     const t = b.cast(targets!, 'int64');
     const n = b.reshape(b.dim(p, 1), [], b.i64([]));
-    const inRange = b.op('And', [
-      b.op('GreaterOrEqual', [t, b.scalar(0, 'int64')], {}, bv),
-      b.op('Less', [t, n], {}, bv),
-    ], {}, bv);
+    const inRange = b.op(
+      'And',
+      [b.op('GreaterOrEqual', [t, b.scalar(0, 'int64')], {}, bv), b.op('Less', [t, n], {}, bv)],
+      {},
+      bv,
+    );
     const safe = b.op('Where', [inRange, t, b.scalar(0, 'int64')], {}, { dtype: 'int64', shape: c.out.shape });
     const score = b.op('GatherElements', [p, b.unsqueeze(safe, [1])], { axis: 1 }, { dtype: d, shape: [ps[0]!, 1] });
     const higher = b.cast(b.op('Greater', [p, score], {}, { dtype: 'bool', shape: ps }), 'int32');
@@ -190,11 +253,29 @@ export const miscTranslations: OnnxTableFor<
   scan,
   scan_arg: 'leaf',
   tuple_get: 'leaf',
-  ...unsupported(ctcReason, ['ctc_loss', 'ctc_loss_grad', 'ctc_interleave_blanks', 'ctc_create_skip_idxs', 'ctc_update_log_p', 'ctc_path_probs']),
-  ctc_decode: { unsupported: 'CTC decoding is a greedy or beam search whose result sizes depend on the data; it has no ONNX translation' },
-  ctc_trim: { unsupported: 'the width of decoded CTC labels is the longest decoding (a data-dependent shape); it has no ONNX translation' },
-  ctc_label_dense_to_sparse: { unsupported: 'its result size depends on the label values (data-dependent shapes); it has no ONNX translation' },
-  fused: { unsupported: 'fused kernels are made by the fusion pass, which the onnx backend does not run (ONNX Runtime fuses on its own)' },
+  ...unsupported(ctcReason, [
+    'ctc_loss',
+    'ctc_loss_grad',
+    'ctc_interleave_blanks',
+    'ctc_create_skip_idxs',
+    'ctc_update_log_p',
+    'ctc_path_probs',
+  ]),
+  ctc_decode: {
+    unsupported:
+      'CTC decoding is a greedy or beam search whose result sizes depend on the data; it has no ONNX translation',
+  },
+  ctc_trim: {
+    unsupported:
+      'the width of decoded CTC labels is the longest decoding (a data-dependent shape); it has no ONNX translation',
+  },
+  ctc_label_dense_to_sparse: {
+    unsupported: 'its result size depends on the label values (data-dependent shapes); it has no ONNX translation',
+  },
+  fused: {
+    unsupported:
+      'fused kernels are made by the fusion pass, which the onnx backend does not run (ONNX Runtime fuses on its own)',
+  },
   // -sum(t * ((x - m) - log sum exp(x - m))) along the axis
   softmax_cross_entropy: (c, [x, t], a) => {
     const b = c.b;
@@ -205,6 +286,14 @@ export const miscTranslations: OnnxTableFor<
     const axis = norm(a.axis, s.length);
     const ls = b.op('LogSoftmax', [xc], { axis }, { dtype: d, shape: s });
     const prod = b.op('Mul', [tc, ls], {}, { dtype: d, shape: s });
-    return fit(c, b.op('Neg', [b.reduce('ReduceSum', prod, [axis], false, { dtype: d, shape: c.out.shape })], {}, { dtype: d, shape: c.out.shape }));
+    return fit(
+      c,
+      b.op(
+        'Neg',
+        [b.reduce('ReduceSum', prod, [axis], false, { dtype: d, shape: c.out.shape })],
+        {},
+        { dtype: d, shape: c.out.shape },
+      ),
+    );
   },
 };

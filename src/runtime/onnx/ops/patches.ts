@@ -20,7 +20,8 @@ export interface PatchGeometry {
 }
 
 export function geometryOf(spatial: StaticShape, window: readonly number[], a: WindowAttrs): PatchGeometry {
-  if (spatial.some((d) => d === null)) throw new OnnxExportError(`float64 convolution needs known spatial dims, got [${spatial.join(', ')}]`);
+  if (spatial.some((d) => d === null))
+    throw new OnnxExportError(`float64 convolution needs known spatial dims, got [${spatial.join(', ')}]`);
   const s = spatial as number[];
   const p = s.map((ss, i) => padsFor(ss, window[i]!, a.strides[i]!, a.dilation[i]!, a.padding));
   const eff = window.map((k, i) => a.dilation[i]! * (k - 1) + 1);
@@ -32,7 +33,10 @@ export function geometryOf(spatial: StaticShape, window: readonly number[], a: W
   const cnt = new Float64Array(oN);
   const unflat = (f: number, dims: readonly number[]): number[] => {
     const r = new Array<number>(dims.length);
-    for (let i = dims.length - 1; i >= 0; i--) { r[i] = f % dims[i]!; f = Math.floor(f / dims[i]!); }
+    for (let i = dims.length - 1; i >= 0; i--) {
+      r[i] = f % dims[i]!;
+      f = Math.floor(f / dims[i]!);
+    }
     return r;
   };
   for (let o = 0; o < oN; o++) {
@@ -52,8 +56,13 @@ export function geometryOf(spatial: StaticShape, window: readonly number[], a: W
     }
   }
   return {
-    spatial: s, window, out, padded, before: p.map((q) => q[0]),
-    index: new NDArray(idx, [oN, kN], 'int64'), counts: new NDArray(cnt, [oN], 'float64'),
+    spatial: s,
+    window,
+    out,
+    padded,
+    before: p.map((q) => q[0]),
+    index: new NDArray(idx, [oN, kN], 'int64'),
+    counts: new NDArray(cnt, [oN], 'float64'),
   };
 }
 
@@ -66,10 +75,18 @@ export function patches(b: GraphBuilder, x: string, g: PatchGeometry): string {
   const c = v.shape[v.shape.length - 1] ?? null;
   const r = v.shape.length;
   const pads = new Array<number>(2 * r).fill(0);
-  g.spatial.forEach((s, i) => { pads[1 + i] = g.before[i]!; pads[r + 1 + i] = g.padded[i]! - s - g.before[i]!; });
+  g.spatial.forEach((s, i) => {
+    pads[1 + i] = g.before[i]!;
+    pads[r + 1 + i] = g.padded[i]! - s - g.before[i]!;
+  });
   const xp = b.op('Pad', [x, b.i64(pads)], { mode: 'constant' }, { dtype: v.dtype, shape: [n, ...g.padded, c] });
   const flat = b.reshape(xp, [n, prod(g.padded), c], b.vec([n ?? b.dim(x, 0), prod(g.padded), c ?? b.dim(x, r - 1)]));
-  return b.op('Gather', [flat, b.constant(g.index)], { axis: 1 }, { dtype: v.dtype, shape: [n, prod(g.out), prod(g.window), c] });
+  return b.op(
+    'Gather',
+    [flat, b.constant(g.index)],
+    { axis: 1 },
+    { dtype: v.dtype, shape: [n, prod(g.out), prod(g.window), c] },
+  );
 }
 
 /** The adjoint of `patches`: (N, Oflat, Kflat, C) summed back onto (N, S..., C). */
@@ -79,15 +96,40 @@ export function unpatches(b: GraphBuilder, p: string, g: PatchGeometry, like: st
   const nd = b.val(like).shape;
   const r = nd.length;
   const pn = prod(g.padded);
-  const upd = b.reshape(p, [n ?? null, prod(g.out) * prod(g.window), c ?? null], b.vec([n ?? b.dim(like, 0), prod(g.out) * prod(g.window), c ?? b.dim(like, r - 1)]));
+  const upd = b.reshape(
+    p,
+    [n ?? null, prod(g.out) * prod(g.window), c ?? null],
+    b.vec([n ?? b.dim(like, 0), prod(g.out) * prod(g.window), c ?? b.dim(like, r - 1)]),
+  );
   const idx = b.reshape(b.constant(g.index), [1, prod(g.out) * prod(g.window), 1]);
-  const idxFull = b.op('Expand', [idx, b.op('Shape', [upd], {}, { dtype: 'int64', shape: [3] })], {}, { dtype: 'int64', shape: b.val(upd).shape });
+  const idxFull = b.op(
+    'Expand',
+    [idx, b.op('Shape', [upd], {}, { dtype: 'int64', shape: [3] })],
+    {},
+    { dtype: 'int64', shape: b.val(upd).shape },
+  );
   const zshape = b.vec([n ?? b.dim(like, 0), pn, c ?? b.dim(like, r - 1)]);
-  const zeros = b.op('ConstantOfShape', [zshape], { value: new NDArray([0], [1], v.dtype) }, { dtype: v.dtype, shape: [n ?? null, pn, c ?? null] });
+  const zeros = b.op(
+    'ConstantOfShape',
+    [zshape],
+    { value: new NDArray([0], [1], v.dtype) },
+    { dtype: v.dtype, shape: [n ?? null, pn, c ?? null] },
+  );
   const sum = b.op('ScatterElements', [zeros, idxFull, upd], { axis: 1, reduction: 'add' }, b.val(zeros));
-  const grid = b.reshape(sum, [n ?? null, ...g.padded, c ?? null], b.vec([n ?? b.dim(like, 0), ...g.padded, c ?? b.dim(like, r - 1)]));
+  const grid = b.reshape(
+    sum,
+    [n ?? null, ...g.padded, c ?? null],
+    b.vec([n ?? b.dim(like, 0), ...g.padded, c ?? b.dim(like, r - 1)]),
+  );
   const axes = g.spatial.map((_, i) => i + 1);
-  return b.slice(grid, g.before, g.before.map((q, i) => q + g.spatial[i]!), axes, axes.map(() => 1), { dtype: v.dtype, shape: [n ?? null, ...g.spatial, c ?? null] });
+  return b.slice(
+    grid,
+    g.before,
+    g.before.map((q, i) => q + g.spatial[i]!),
+    axes,
+    axes.map(() => 1),
+    { dtype: v.dtype, shape: [n ?? null, ...g.spatial, c ?? null] },
+  );
 }
 
 function tr(b: GraphBuilder, x: string, perm: readonly number[]): string {
@@ -105,14 +147,26 @@ function groupedPatches(b: GraphBuilder, pt: string, G: number, cg: number): str
 }
 
 /** A (window..., Cg, F) kernel's sizes: F features in G groups of fg, Cg channels per group, kN taps. */
-function kernelDims(b: GraphBuilder, w: string, g: PatchGeometry, groups: number): { F: number; cg: number; kN: number; G: number; fg: number } {
+function kernelDims(
+  b: GraphBuilder,
+  w: string,
+  g: PatchGeometry,
+  groups: number,
+): { F: number; cg: number; kN: number; G: number; fg: number } {
   const ws = b.val(w).shape as number[];
   const F = ws[ws.length - 1]!;
   return { F, cg: ws[ws.length - 2]!, kN: prod(g.window), G: groups, fg: F / groups };
 }
 
 /** conv in float64: y (N, O..., F). */
-export function convByPatches(b: GraphBuilder, x: string, w: string, g: PatchGeometry, groups: number, outShape: StaticShape): string {
+export function convByPatches(
+  b: GraphBuilder,
+  x: string,
+  w: string,
+  g: PatchGeometry,
+  groups: number,
+  outShape: StaticShape,
+): string {
   const xs = b.val(x).shape;
   const { F, cg, kN, G, fg } = kernelDims(b, w, g, groups);
   const pt = groupedPatches(b, patches(b, x, g), G, cg);
@@ -123,7 +177,14 @@ export function convByPatches(b: GraphBuilder, x: string, w: string, g: PatchGeo
 }
 
 /** conv_transpose in float64: the adjoint of convByPatches in x. */
-export function convTransposeByPatches(b: GraphBuilder, dy: string, w: string, g: PatchGeometry, groups: number, like: string): string {
+export function convTransposeByPatches(
+  b: GraphBuilder,
+  dy: string,
+  w: string,
+  g: PatchGeometry,
+  groups: number,
+  like: string,
+): string {
   const { F, cg, kN, G, fg } = kernelDims(b, w, g, groups);
   const oN = prod(g.out);
   const d = b.val(dy).dtype;
@@ -136,7 +197,15 @@ export function convTransposeByPatches(b: GraphBuilder, dy: string, w: string, g
 }
 
 /** conv_kernel_grad in float64: dw (K..., Cg, F). */
-export function kernelGradByPatches(b: GraphBuilder, x: string, dy: string, g: PatchGeometry, groups: number, cg: number, F: number): string {
+export function kernelGradByPatches(
+  b: GraphBuilder,
+  x: string,
+  dy: string,
+  g: PatchGeometry,
+  groups: number,
+  cg: number,
+  F: number,
+): string {
   const kN = prod(g.window);
   const G = groups;
   const fg = F / G;
@@ -151,10 +220,17 @@ export function kernelGradByPatches(b: GraphBuilder, x: string, dy: string, g: P
 export function avgPoolByPatches(b: GraphBuilder, x: string, g: PatchGeometry, outShape: StaticShape): string {
   const v = b.val(x);
   const pt = patches(b, x, g);
-  const s = b.reduce('ReduceSum', pt, [2], false, { dtype: v.dtype, shape: [v.shape[0] ?? null, prod(g.out), v.shape[v.shape.length - 1] ?? null] });
+  const s = b.reduce('ReduceSum', pt, [2], false, {
+    dtype: v.dtype,
+    shape: [v.shape[0] ?? null, prod(g.out), v.shape[v.shape.length - 1] ?? null],
+  });
   const cnt = b.constant(new NDArray(g.counts.data, [prod(g.out), 1], v.dtype));
   const m = b.op('Div', [s, cnt], {}, b.val(s));
-  return b.reshape(m, outShape, b.vec([v.shape[0] ?? b.dim(x, 0), ...g.out, v.shape[v.shape.length - 1] ?? b.dim(x, v.shape.length - 1)]));
+  return b.reshape(
+    m,
+    outShape,
+    b.vec([v.shape[0] ?? b.dim(x, 0), ...g.out, v.shape[v.shape.length - 1] ?? b.dim(x, v.shape.length - 1)]),
+  );
 }
 
 /** The average-pool gradient in float64: dy / count spread over each window's cells. */

@@ -44,7 +44,12 @@ function spread(b: GraphBuilder, x: string, axis: number, step: number): string 
   const r = withSlot.length;
   const pads = new Array<number>(2 * r).fill(0);
   pads[r + axis + 1] = step - 1;
-  const padded = b.op('Pad', [b.reshape(x, withSlot), b.i64(pads)], { mode: 'constant' }, { dtype: v.dtype, shape: withSlot.map((d, i) => (i === axis + 1 ? step : d)) });
+  const padded = b.op(
+    'Pad',
+    [b.reshape(x, withSlot), b.i64(pads)],
+    { mode: 'constant' },
+    { dtype: v.dtype, shape: withSlot.map((d, i) => (i === axis + 1 ? step : d)) },
+  );
   const merged = s.map((d, i) => (i === axis ? d * step : d));
   const long = b.reshape(padded, merged);
   const n = s[axis]!;
@@ -64,7 +69,14 @@ export const shapeTranslations: OnnxTableFor<ShapeOps> = {
   slice: (c, [x], a) => {
     const starts = a.axes.map((s) => s.start ?? (s.step > 0 ? 0 : BIG));
     const ends = a.axes.map((s) => s.stop ?? (s.step > 0 ? BIG : -BIG));
-    return c.b.slice(x!, starts, ends, a.axes.map((_, i) => i), a.axes.map((s) => s.step), c.out);
+    return c.b.slice(
+      x!,
+      starts,
+      ends,
+      a.axes.map((_, i) => i),
+      a.axes.map((s) => s.step),
+      c.out,
+    );
   },
   pad: (c, [x], a) => {
     const pads = [...a.pads.map((p) => p[0]), ...a.pads.map((p) => p[1])];
@@ -73,7 +85,15 @@ export const shapeTranslations: OnnxTableFor<ShapeOps> = {
   },
   concat: (c, ins, a) => {
     const d = arith(c.out.dtype);
-    return fit(c, c.b.op('Concat', ins.map((x) => c.b.cast(x, d)), { axis: norm(a.axis, c.out.shape.length) }, { dtype: d, shape: c.out.shape }));
+    return fit(
+      c,
+      c.b.op(
+        'Concat',
+        ins.map((x) => c.b.cast(x, d)),
+        { axis: norm(a.axis, c.out.shape.length) },
+        { dtype: d, shape: c.out.shape },
+      ),
+    );
   },
   // negative indices count from the end (Gather's own rule); out of range is an ONNX Runtime error
   gather: (c, [ref, ind]) => c.b.op('Gather', [ref!, c.b.cast(ind!, 'int64')], { axis: 0 }, c.out),
@@ -86,7 +106,16 @@ export const shapeTranslations: OnnxTableFor<ShapeOps> = {
     const xc = num(c, x!);
     const axis = norm(a.axis, c.b.val(xc).shape.length);
     if (a.rep === 0) return fit(c, c.b.slice(xc, [0], [0], [axis], [1], { dtype: d, shape: c.out.shape }));
-    return fit(c, repeatAlong(c.b, xc, norm(a.axis, c.b.val(xc).shape.length), a.rep, c.out.shape.map((dd) => dd)));
+    return fit(
+      c,
+      repeatAlong(
+        c.b,
+        xc,
+        norm(a.axis, c.b.val(xc).shape.length),
+        a.rep,
+        c.out.shape.map((dd) => dd),
+      ),
+    );
   },
   expand_dims: (c, [x], a) => c.b.unsqueeze(x!, [norm(a.axis, c.b.val(x!).shape.length + 1)]),
   squeeze: (c, [x], a) => c.b.squeeze(x!, [norm(a.axis, c.b.val(x!).shape.length)]),
@@ -102,7 +131,13 @@ export const shapeTranslations: OnnxTableFor<ShapeOps> = {
       if (i < a.start) return b.dim(x!, i);
       if (i > a.start) return b.dim(x!, i + (a.stop - a.start - 1));
       const dims = Array.from({ length: a.stop - a.start }, (_, k) => b.dim(x!, a.start + k));
-      return b.reduce('ReduceProd', b.op('Concat', dims, { axis: 0 }, { dtype: 'int64', shape: [dims.length] }), [0], true, { dtype: 'int64', shape: [1] });
+      return b.reduce(
+        'ReduceProd',
+        b.op('Concat', dims, { axis: 0 }, { dtype: 'int64', shape: [dims.length] }),
+        [0],
+        true,
+        { dtype: 'int64', shape: [1] },
+      );
     });
     return b.reshape(x!, c.out.shape, b.vec(parts));
   },
@@ -118,14 +153,37 @@ export const shapeTranslations: OnnxTableFor<ShapeOps> = {
     const ys = b.val(yc).shape;
     const xRest = xs.map((_, i) => i).filter((i) => i !== 0 && i !== ax);
     const yRest = ys.map((_, i) => i).filter((i) => i !== 0 && i !== ay);
-    const prod = (s: StaticShape, axes: number[]): Dim => (axes.some((i) => s[i] === null) ? null : axes.reduce((p, i) => p * s[i]!, 1));
-    const xt = b.op('Transpose', [xc], { perm: [0, ...xRest, ax] }, { dtype: d, shape: [0, ...xRest, ax].map((i) => xs[i]!) });
-    const yt = b.op('Transpose', [yc], { perm: [0, ay, ...yRest] }, { dtype: d, shape: [0, ay, ...yRest].map((i) => ys[i]!) });
+    const prod = (s: StaticShape, axes: number[]): Dim =>
+      axes.some((i) => s[i] === null) ? null : axes.reduce((p, i) => p * s[i]!, 1);
+    const xt = b.op(
+      'Transpose',
+      [xc],
+      { perm: [0, ...xRest, ax] },
+      { dtype: d, shape: [0, ...xRest, ax].map((i) => xs[i]!) },
+    );
+    const yt = b.op(
+      'Transpose',
+      [yc],
+      { perm: [0, ay, ...yRest] },
+      { dtype: d, shape: [0, ay, ...yRest].map((i) => ys[i]!) },
+    );
     const dimOr = (v: string, s: StaticShape, i: number): number | string => s[i] ?? b.dim(v, i);
-    const x3 = b.reshape(xt, [xs[0]!, prod(xs, xRest), xs[ax]!], b.vec([dimOr(xc, xs, 0), prod(xs, xRest) ?? -1, dimOr(xc, xs, ax)]));
-    const y3 = b.reshape(yt, [ys[0]!, ys[ay]!, prod(ys, yRest)], b.vec([dimOr(yc, ys, 0), dimOr(yc, ys, ay), prod(ys, yRest) ?? -1]));
+    const x3 = b.reshape(
+      xt,
+      [xs[0]!, prod(xs, xRest), xs[ax]!],
+      b.vec([dimOr(xc, xs, 0), prod(xs, xRest) ?? -1, dimOr(xc, xs, ax)]),
+    );
+    const y3 = b.reshape(
+      yt,
+      [ys[0]!, ys[ay]!, prod(ys, yRest)],
+      b.vec([dimOr(yc, ys, 0), dimOr(yc, ys, ay), prod(ys, yRest) ?? -1]),
+    );
     const m = b.op('MatMul', [x3, y3], {}, { dtype: d, shape: [xs[0]!, prod(xs, xRest), prod(ys, yRest)] });
-    const target = b.vec([dimOr(xc, xs, 0), ...xRest.map((i) => dimOr(xc, xs, i)), ...yRest.map((i) => dimOr(yc, ys, i))]);
+    const target = b.vec([
+      dimOr(xc, xs, 0),
+      ...xRest.map((i) => dimOr(xc, xs, i)),
+      ...yRest.map((i) => dimOr(yc, ys, i)),
+    ]);
     return fit(c, b.reshape(m, c.out.shape, target));
   },
   // zeros of x's shape with g where the slice read: per axis, g spread by the step, padded, reversed back for a negative step
@@ -137,7 +195,8 @@ export const shapeTranslations: OnnxTableFor<ShapeOps> = {
       // an axis the slice took whole is already in place (its size may be unknown)
       if ((s.start === null || s.start === 0) && s.stop === null && s.step === 1) return;
       const dd = xs[i];
-      if (dd === null || dd === undefined) throw new OnnxExportError(`unslice needs known dims on the sliced axis ${i}, got ${formatShape(xs)}`);
+      if (dd === null || dd === undefined)
+        throw new OnnxExportError(`unslice needs known dims on the sliced axis ${i}, got ${formatShape(xs)}`);
       const { first, count } = sliceRange(s, dd);
       const st = Math.abs(s.step);
       const vs = b.val(v).shape;
@@ -153,7 +212,12 @@ export const shapeTranslations: OnnxTableFor<ShapeOps> = {
       const pads = new Array<number>(2 * r).fill(0);
       pads[i] = f;
       pads[r + i] = dd - f - len;
-      v = b.op('Pad', [v, b.i64(pads)], { mode: 'constant' }, { dtype: b.val(v).dtype, shape: vs.map((e, j) => (j === i ? dd : e)) });
+      v = b.op(
+        'Pad',
+        [v, b.i64(pads)],
+        { mode: 'constant' },
+        { dtype: b.val(v).dtype, shape: vs.map((e, j) => (j === i ? dd : e)) },
+      );
       if (s.step < 0) v = reverse(b, v, i);
     });
     return fit(c, v);
@@ -168,23 +232,39 @@ export const shapeTranslations: OnnxTableFor<ShapeOps> = {
       return b.slice(g!, [start], [start + len], [axis], [1], c.out);
     }
     const zero = b.i64([0]);
-    const start = xs.slice(0, a.index).reduce((acc, x) => b.op('Add', [acc, b.dim(x, axis)], {}, { dtype: 'int64', shape: [1] }), zero);
+    const start = xs
+      .slice(0, a.index)
+      .reduce((acc, x) => b.op('Add', [acc, b.dim(x, axis)], {}, { dtype: 'int64', shape: [1] }), zero);
     const end = b.op('Add', [start, b.dim(xs[a.index]!, axis)], {}, { dtype: 'int64', shape: [1] });
     return b.op('Slice', [g!, start, end, b.i64([axis]), b.i64([1])], {}, c.out);
   },
   // rows of g added into zeros at their (possibly repeated) indices: ScatterND with reduction 'add'
   scatter_add_rows: (c, [g, ind, ref]) => {
     const b = c.b;
-    if (b.opset < 16) throw new OnnxExportError('scatter_add_rows needs ScatterND with reduction="add" (opset 16 or later)');
+    if (b.opset < 16)
+      throw new OnnxExportError('scatter_add_rows needs ScatterND with reduction="add" (opset 16 or later)');
     const d = arith(c.out.dtype);
     const rs = b.val(ref!).shape;
     const n = b.dim(ref!, 0);
     const i64 = b.cast(ind!, 'int64');
     const is = b.val(i64).shape;
     const neg = b.op('Less', [i64, b.scalar(0, 'int64')], {}, { dtype: 'bool', shape: is });
-    const k = b.op('Where', [neg, b.op('Add', [i64, b.reshape(n, [], b.i64([]))], {}, { dtype: 'int64', shape: is }), i64], {}, { dtype: 'int64', shape: is });
+    const k = b.op(
+      'Where',
+      [neg, b.op('Add', [i64, b.reshape(n, [], b.i64([]))], {}, { dtype: 'int64', shape: is }), i64],
+      {},
+      { dtype: 'int64', shape: is },
+    );
     const zeros = b.op('ConstantOfShape', [b.shapeOf(ref!)], { value: zeroOf(d) }, { dtype: d, shape: rs });
-    return fit(c, b.op('ScatterND', [zeros, b.unsqueeze(k, [is.length]), b.cast(g!, d)], { reduction: 'add' }, { dtype: d, shape: c.out.shape }));
+    return fit(
+      c,
+      b.op(
+        'ScatterND',
+        [zeros, b.unsqueeze(k, [is.length]), b.cast(g!, d)],
+        { reduction: 'add' },
+        { dtype: d, shape: c.out.shape },
+      ),
+    );
   },
   // the sum of the tiles: each axis of size r * d split as (r, d), the r axes summed
   untile: (c, [g], a) => {
@@ -193,7 +273,13 @@ export const shapeTranslations: OnnxTableFor<ShapeOps> = {
     const d = arith(c.out.dtype);
     const split = gs.flatMap((dd, i) => [a.reps[i]!, dd / a.reps[i]!]);
     const r = b.reshape(b.cast(g!, d), split);
-    const s = b.reduce('ReduceSum', r, gs.map((_, i) => 2 * i), false, { dtype: d, shape: gs.map((dd, i) => dd / a.reps[i]!) });
+    const s = b.reduce(
+      'ReduceSum',
+      r,
+      gs.map((_, i) => 2 * i),
+      false,
+      { dtype: d, shape: gs.map((dd, i) => dd / a.reps[i]!) },
+    );
     return fit(c, s);
   },
   // the sum of each run of `rep`: the axis split as (d, rep), the rep axis summed

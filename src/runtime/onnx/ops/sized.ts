@@ -7,8 +7,15 @@ import { unsupported, type OnnxTableFor } from './types.js';
 
 // "needs known input shapes": the onnx backend then translates per input shapes, where the sizes are
 // resolved to static ops first (src/runtime/onnx/executor.ts); an export needs them known.
-const reason = 'sizes from tensors (a sized op) needs known input shapes: export with every input dim known, or give the sizes as numbers';
+const reason =
+  'sizes from tensors (a sized op) needs known input shapes: export with every input dim known, or give the sizes as numbers';
 
 export const sizedTranslations: OnnxTableFor<keyof typeof sizedOps> = unsupported(reason, [
-  'reshape_dims', 'tile_dims', 'untile_dims', 'fill_dims', 'arange_dims', 'slice_dims', 'unslice_dims',
+  'reshape_dims',
+  'tile_dims',
+  'untile_dims',
+  'fill_dims',
+  'arange_dims',
+  'slice_dims',
+  'unslice_dims',
 ]);

@@ -26,7 +26,12 @@ export interface Ctx {
    * new states..., per-step outputs..., new states again as per-step outputs); sequences are read
    * from the enclosing graph with Gather at the step index.
    */
-  loopBody(body: ScanBody, seqs: readonly string[], consts: readonly string[], index: (b: GraphBuilder, iter: string) => string): GraphJson;
+  loopBody(
+    body: ScanBody,
+    seqs: readonly string[],
+    consts: readonly string[],
+    index: (b: GraphBuilder, iter: string) => string,
+  ): GraphJson;
   /** Values of print nodes the backend writes on the host after a run. */
   readonly prints: { name: string; message: string }[];
 }
@@ -43,7 +48,10 @@ export type OnnxTable = { readonly [K in OpName]: OnnxEntry<AttrsOf<K>> };
 export type OnnxTableFor<K extends OpName> = { readonly [P in K]: OnnxEntry<AttrsOf<P>> };
 
 /** The entries of ops that have no translation for one shared reason. */
-export function unsupported<K extends OpName>(reason: string, ops: readonly K[]): { readonly [P in K]: { readonly unsupported: string } } {
+export function unsupported<K extends OpName>(
+  reason: string,
+  ops: readonly K[],
+): { readonly [P in K]: { readonly unsupported: string } } {
   return Object.fromEntries(ops.map((op) => [op, { unsupported: reason }])) as { [P in K]: { unsupported: string } };
 }
 
@@ -53,8 +61,14 @@ export function unsupported<K extends OpName>(reason: string, ops: readonly K[])
  */
 export function arith(d: DType): DType {
   switch (d) {
-    case 'float16': return 'float32';
-    case 'int8': case 'int16': case 'uint8': case 'bool': return 'int32';
-    default: return d;
+    case 'float16':
+      return 'float32';
+    case 'int8':
+    case 'int16':
+    case 'uint8':
+    case 'bool':
+      return 'int32';
+    default:
+      return d;
   }
 }

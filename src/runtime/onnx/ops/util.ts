@@ -22,14 +22,29 @@ export function toDType(b: GraphBuilder, x: string, d: DType): string {
   if (from === d) return x;
   if (d === 'bool') {
     const zero = b.scalar(0, from);
-    const nz = b.op('Not', [b.op('Equal', [x, zero], {}, { dtype: 'bool', shape: b.val(x).shape })], {}, { dtype: 'bool', shape: b.val(x).shape });
+    const nz = b.op(
+      'Not',
+      [b.op('Equal', [x, zero], {}, { dtype: 'bool', shape: b.val(x).shape })],
+      {},
+      { dtype: 'bool', shape: b.val(x).shape },
+    );
     if (!isFloat(from)) return nz;
     const nan = b.op('IsNaN', [x], {}, { dtype: 'bool', shape: b.val(x).shape });
-    return b.op('And', [nz, b.op('Not', [nan], {}, { dtype: 'bool', shape: b.val(x).shape })], {}, { dtype: 'bool', shape: b.val(x).shape });
+    return b.op(
+      'And',
+      [nz, b.op('Not', [nan], {}, { dtype: 'bool', shape: b.val(x).shape })],
+      {},
+      { dtype: 'bool', shape: b.val(x).shape },
+    );
   }
   if (isFloat(from) && !isFloat(d)) {
     const s = b.val(x).shape;
-    const bad = b.op('Or', [b.op('IsNaN', [x], {}, { dtype: 'bool', shape: s }), b.op('IsInf', [x], {}, { dtype: 'bool', shape: s })], {}, { dtype: 'bool', shape: s });
+    const bad = b.op(
+      'Or',
+      [b.op('IsNaN', [x], {}, { dtype: 'bool', shape: s }), b.op('IsInf', [x], {}, { dtype: 'bool', shape: s })],
+      {},
+      { dtype: 'bool', shape: s },
+    );
     const clean = b.op('Where', [bad, b.scalar(0, from), x], {}, { dtype: from, shape: s });
     // through a wide integer first: a float to int8 Cast saturates or is undefined, a store into int8 wraps
     const wide = d === 'int64' ? 'int64' : 'int64';

@@ -11,7 +11,8 @@ const scan: TfTupleKernel<ScanAttrs> = {
     return scanLoop(ins, a, {
       // tfjs holds float64 as float32: shapes are checked, dtypes are the declared ones
       dtypeOf: () => undefined,
-      slice: (s, t) => tf.reshape(tf.slice(s, [t, ...s.shape.slice(1).map(() => 0)], [1, ...s.shape.slice(1)]), s.shape.slice(1)),
+      slice: (s, t) =>
+        tf.reshape(tf.slice(s, [t, ...s.shape.slice(1).map(() => 0)], [1, ...s.shape.slice(1)]), s.shape.slice(1)),
       // each step in its own tidy; a result that is a fed tensor itself (a state passed through) gets its own handle
       // (the body after the function's passes: `a.body.results` optimized, cached per body)
       step: (_results, feeds) => tf.tidy(() => ctx.evaluateBody(a.body, feeds()).map((v) => tf.clone(v))),

@@ -29,7 +29,13 @@ const back = (tf: TF, y: Tensor, d: number): Tensor => (d === 1 ? tf.squeeze(y, 
  * tfjs as they are (tfjs' 'same' is TensorFlow's split, as ours, dilation included), which
  * lets its kernels pad on the fly; 'causal' is padded first.
  */
-export function nativeConv(tf: TF, x: Tensor, w: Tensor, g: Geo, a: WindowAttrs & { readonly groups: number }): Tensor | undefined {
+export function nativeConv(
+  tf: TF,
+  x: Tensor,
+  w: Tensor,
+  g: Geo,
+  a: WindowAttrs & { readonly groups: number },
+): Tensor | undefined {
   const d = g.d;
   if (a.groups !== 1 || !(ones(a.strides) || ones(a.dilation)) || d > 3) return undefined;
   const named = a.padding === 'valid' || a.padding === 'same';
@@ -48,7 +54,14 @@ export function nativeConv(tf: TF, x: Tensor, w: Tensor, g: Geo, a: WindowAttrs 
  * The adjoint of conv in x (groups 1, dilation 1, 1-D/2-D): tf.conv2dTranspose onto the padded
  * input size (its 'valid' output of that size is exactly the adjoint), then the padding cropped.
  */
-export function nativeConvTranspose(tf: TF, dy: Tensor, w: Tensor, g: Geo, groups: number, channels: number): Tensor | undefined {
+export function nativeConvTranspose(
+  tf: TF,
+  dy: Tensor,
+  w: Tensor,
+  g: Geo,
+  groups: number,
+  channels: number,
+): Tensor | undefined {
   const d = g.d;
   if (groups !== 1 || !ones(g.a.dilation) || d > 2) return undefined;
   const n = dy.shape[0]!;
@@ -64,7 +77,14 @@ export function nativeConvTranspose(tf: TF, dy: Tensor, w: Tensor, g: Geo, group
  *   dw[t, c, f] = sum_{n,o} xpad[n, o*s + t, c] dy[n, o, f]
  * is xpad as (C, P..., N) convolved with dy as a (O..., N, F) kernel at dilation s, stride 1.
  */
-export function nativeConvKernelGrad(tf: TF, x: Tensor, dy: Tensor, g: Geo, k: readonly number[], groups: number): Tensor | undefined {
+export function nativeConvKernelGrad(
+  tf: TF,
+  x: Tensor,
+  dy: Tensor,
+  g: Geo,
+  k: readonly number[],
+  groups: number,
+): Tensor | undefined {
   const d = g.d;
   if (groups !== 1 || !ones(g.a.dilation) || d > 2) return undefined;
   const xpad = as2d(tf, padSpatial(tf, x, g), d);
@@ -80,7 +100,9 @@ export function nativeConvKernelGrad(tf: TF, x: Tensor, dy: Tensor, g: Geo, k: r
 }
 
 function poolable(x: Tensor, a: PoolAttrs): boolean {
-  return x.dtype === 'float32' && a.window.length <= 2 && ones(a.dilation) && (a.padding === 'valid' || a.padding === 'same');
+  return (
+    x.dtype === 'float32' && a.window.length <= 2 && ones(a.dilation) && (a.padding === 'valid' || a.padding === 'same')
+  );
 }
 
 function pool2d(tf: TF, x: T4, a: PoolAttrs, d: number): T4 {

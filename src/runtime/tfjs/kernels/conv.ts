@@ -53,16 +53,16 @@ function convForward(tf: TF, x: Tensor, w: Tensor, a: WindowAttrs & { readonly g
   const blocks = kernelBlocks(tf, w, d, a.groups);
   const n = x.shape[0]!;
   const f = w.shape[d + 1]!;
-  const parts = g.taps.map((t, ti) => groupedMatMul(tf, rowsOf(tf, tap(tf, xpad, g, t)), tf.gather(blocks, ti), a.groups));
+  const parts = g.taps.map((t, ti) =>
+    groupedMatMul(tf, rowsOf(tf, tap(tf, xpad, g, t)), tf.gather(blocks, ti), a.groups),
+  );
   return tf.reshape(sumAll(tf, parts), [n, ...g.outSize, f]);
 }
-
 
 /** The spatial size a sized op produces: attrs.size, or the `like` input's dims. */
 function sizedSpatial(ins: readonly Tensor[], size: readonly number[] | null, d: number, from: number): number[] {
   return size !== null ? [...size] : ins[2]!.shape.slice(from, from + d);
 }
-
 
 // ---- pooling ----------------------------------------------------------------------------
 
@@ -92,7 +92,8 @@ function argMaxTap(tf: TF, x: Tensor, g: Geo): Tensor {
       arg = tf.where(valid, tf.fill(v.shape, ti, 'int32'), tf.fill(v.shape, -1, 'int32'));
       return;
     }
-    const nanWins = v.dtype === 'float32' ? tf.logicalAnd(tf.isNaN(v), tf.logicalNot(tf.isNaN(best))) : tf.zerosLike(v).cast('bool');
+    const nanWins =
+      v.dtype === 'float32' ? tf.logicalAnd(tf.isNaN(v), tf.logicalNot(tf.isNaN(best))) : tf.zerosLike(v).cast('bool');
     const take = tf.logicalAnd(valid, tf.logicalOr(tf.less(arg, 0), tf.logicalOr(tf.greater(v, best), nanWins)));
     best = tf.where(take, v, best);
     arg = tf.where(take, tf.fill(v.shape, ti, 'int32'), arg);
@@ -120,10 +121,16 @@ function pool(tf: TF, x: Tensor, a: PoolAttrs): Tensor {
     const xv = x.dtype === 'bool' ? tf.cast(x, 'int32') : x;
     const arg = argMaxTap(tf, xv, g);
     const xpad = padSpatial(tf, xv, g, lowest(xv));
-    return sumAll(tf, g.taps.map((t, ti) => tf.where(tf.equal(arg, ti), tap(tf, xpad, g, t), tf.zerosLike(arg).cast(xv.dtype))));
+    return sumAll(
+      tf,
+      g.taps.map((t, ti) => tf.where(tf.equal(arg, ti), tap(tf, xpad, g, t), tf.zerosLike(arg).cast(xv.dtype))),
+    );
   }
   const xpad = padSpatial(tf, x, g);
-  const sum = sumAll(tf, g.taps.map((t) => tap(tf, xpad, g, t)));
+  const sum = sumAll(
+    tf,
+    g.taps.map((t) => tap(tf, xpad, g, t)),
+  );
   return tf.div(sum, sumAll(tf, validMasks(tf, g)));
 }
 
@@ -141,18 +148,36 @@ function poolGrad(tf: TF, x: Tensor, dy: Tensor, a: PoolAttrs): Tensor {
   const fast = nativePoolGrad(tf, x, dy, a, tf.getBackend());
   if (fast !== undefined) return fast;
   if (isTiling(g, a.window)) {
-    const share = a.mode === 'max'
-      ? tf.mul(firstMaxMask(tf, x, g, a.window).cast(dyf.dtype), tf.expandDims(dyf, -1))
-      : tf.mul(tf.ones([...dyf.shape, sizeOf(a.window)], dyf.dtype), tf.expandDims(tf.div(dyf, counts(tf, g, a.window)), -1));
+    const share =
+      a.mode === 'max'
+        ? tf.mul(firstMaxMask(tf, x, g, a.window).cast(dyf.dtype), tf.expandDims(dyf, -1))
+        : tf.mul(
+            tf.ones([...dyf.shape, sizeOf(a.window)], dyf.dtype),
+            tf.expandDims(tf.div(dyf, counts(tf, g, a.window)), -1),
+          );
     return unblocks(tf, share, g, a.window);
   }
   if (a.mode === 'max') {
     const arg = argMaxTap(tf, x.dtype === 'bool' ? tf.cast(x, 'int32') : x, g);
     const zero = tf.zerosLike(dyf);
-    return crop(tf, sumAll(tf, g.taps.map((t, ti) => untap(tf, tf.where(tf.equal(arg, ti), dyf, zero), g, t))), g);
+    return crop(
+      tf,
+      sumAll(
+        tf,
+        g.taps.map((t, ti) => untap(tf, tf.where(tf.equal(arg, ti), dyf, zero), g, t)),
+      ),
+      g,
+    );
   }
   const share = tf.div(dyf, sumAll(tf, validMasks(tf, g)));
-  return crop(tf, sumAll(tf, g.taps.map((t) => untap(tf, share, g, t))), g);
+  return crop(
+    tf,
+    sumAll(
+      tf,
+      g.taps.map((t) => untap(tf, share, g, t)),
+    ),
+    g,
+  );
 }
 
 function poolSelect(tf: TF, x: Tensor, sel: Tensor, a: PoolAttrs): Tensor {
@@ -166,7 +191,10 @@ function poolSelect(tf: TF, x: Tensor, sel: Tensor, a: PoolAttrs): Tensor {
   const s = sel.dtype === 'bool' ? tf.cast(sel, 'int32') : sel;
   const spad = padSpatial(tf, s, g);
   const zero = tf.zerosLike(arg).cast(s.dtype);
-  return sumAll(tf, g.taps.map((t, ti) => tf.where(tf.equal(arg, ti), tap(tf, spad, g, t), zero)));
+  return sumAll(
+    tf,
+    g.taps.map((t, ti) => tf.where(tf.equal(arg, ti), tap(tf, spad, g, t), zero)),
+  );
 }
 
 export const convKernels: TfTableFor<keyof typeof convOps> = {

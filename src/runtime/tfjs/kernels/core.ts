@@ -15,10 +15,23 @@ import { upload } from '../convert.js';
  * lives; results that are kept tensors are cloned by the executor before it frees its results.
  */
 const constants = new WeakMap<Node, Tensor>();
-const dropConstant = new FinalizationRegistry<Tensor>((t) => { if (!t.isDisposed) t.dispose(); });
+const dropConstant = new FinalizationRegistry<Tensor>((t) => {
+  if (!t.isDisposed) t.dispose();
+});
 
-type CoreOps = 'placeholder' | 'variable' | 'constant' | 'learning_phase' | 'cast' | 'identity' | 'reshape' |
-  'transpose' | 'dot' | 'shape_of' | 'fill_like' | 'index';
+type CoreOps =
+  | 'placeholder'
+  | 'variable'
+  | 'constant'
+  | 'learning_phase'
+  | 'cast'
+  | 'identity'
+  | 'reshape'
+  | 'transpose'
+  | 'dot'
+  | 'shape_of'
+  | 'fill_like'
+  | 'index';
 
 export const coreKernels: TfTableFor<CoreOps> = {
   placeholder: 'executor',
@@ -64,7 +77,8 @@ export const coreKernels: TfTableFor<CoreOps> = {
     return arithDType(node.dtype) === 'float32' ? out : tf.cast(tf.round(out), arithDType(node.dtype));
   },
   shape_of: ([x], _, { tf }) => tf.tensor1d(x!.shape, 'int32'),
-  fill_like: ([x], a, { tf, node }) => castTo(tf, tf.fill(x!.shape, a.value, arithDType(node.dtype)), tfDType(node.dtype)),
+  fill_like: ([x], a, { tf, node }) =>
+    castTo(tf, tf.fill(x!.shape, a.value, arithDType(node.dtype)), tfDType(node.dtype)),
   index: ([x], a, { tf }) => {
     const d = x!.shape[0]!;
     const i = a.index < 0 ? a.index + d : a.index;

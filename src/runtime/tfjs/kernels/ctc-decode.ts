@@ -10,7 +10,10 @@ export const ctcDecodeKernels: TfTableFor<keyof typeof ctcDecodeOps> = {
     tuple: ([y, len], a, { tf }) => {
       const [B, T, C] = y!.shape as [number, number, number];
       const { paths, scores } = decodeBatch(y!.dataSync(), len!.dataSync(), [B, T, C], a);
-      return [...paths.map((p) => tf.tensor(Int32Array.from(p), [B, T], 'int32')), tf.tensor(Float32Array.from(scores), [B, a.top_paths], 'float32')];
+      return [
+        ...paths.map((p) => tf.tensor(Int32Array.from(p), [B, T], 'int32')),
+        tf.tensor(Float32Array.from(scores), [B, a.top_paths], 'float32'),
+      ];
     },
   },
   // host-side, as the decoders: the width is the longest decoding (ctcTrimOp)
@@ -28,10 +31,18 @@ export const ctcDecodeKernels: TfTableFor<keyof typeof ctcDecodeOps> = {
       const idx: number[] = [];
       const vals: number[] = [];
       for (let b = 0; b < B; b++) {
-        if (!(n[b]! >= 0 && n[b]! <= L)) throw new InferError(`label_lengths[${b}] = ${n[b]} is outside [0, ${L}]`, 'value');
-        for (let j = 0; j < n[b]!; j++) { idx.push(b, j); vals.push(data[b * L + j]!); }
+        if (!(n[b]! >= 0 && n[b]! <= L))
+          throw new InferError(`label_lengths[${b}] = ${n[b]} is outside [0, ${L}]`, 'value');
+        for (let j = 0; j < n[b]!; j++) {
+          idx.push(b, j);
+          vals.push(data[b * L + j]!);
+        }
       }
-      return [tf.tensor(idx, [vals.length, 2], 'int32'), tf.tensor(vals, [vals.length], labels!.dtype), tf.tensor([B, L], [2], 'int32')];
+      return [
+        tf.tensor(idx, [vals.length, 2], 'int32'),
+        tf.tensor(vals, [vals.length], labels!.dtype),
+        tf.tensor([B, L], [2], 'int32'),
+      ];
     },
   },
 };

@@ -12,7 +12,14 @@ import { castTo } from './util.js';
  * One step of the Theano forward recursion (updateLogP in the op record): the first `active`
  * entries of prev rescaled by their max, moved on (stay, advance, skip i -> i + 2), logged back.
  */
-function updateLogP(tf: TF, skip: readonly number[], zeros: Tensor, active: number, curr: Tensor, prev: Tensor): [number, Tensor] {
+function updateLogP(
+  tf: TF,
+  skip: readonly number[],
+  zeros: Tensor,
+  active: number,
+  curr: Tensor,
+  prev: Tensor,
+): [number, Tensor] {
   const n = zeros.size;
   const act = Math.max(0, Math.min(active, n));
   const activeSkip = skip.filter((i) => i < active);
@@ -25,7 +32,18 @@ function updateLogP(tf: TF, skip: readonly number[], zeros: Tensor, active: numb
   const jumps = activeSkip.filter((i) => i + 2 < next);
   if (jumps.length > 0) {
     const from = tf.gather(p, tf.tensor1d(jumps, 'int32'));
-    moved = tf.add(moved, tf.scatterND(tf.tensor2d(jumps.map((i) => [i + 2]), [jumps.length, 1], 'int32'), from, [next]));
+    moved = tf.add(
+      moved,
+      tf.scatterND(
+        tf.tensor2d(
+          jumps.map((i) => [i + 2]),
+          [jumps.length, 1],
+          'int32',
+        ),
+        from,
+        [next],
+      ),
+    );
   }
   const body = tf.add(tf.add(tf.slice(curr, [0], [next]), tf.log(moved)), common);
   return [next, tf.concat([body, tf.slice(zeros, [next], [n - next])])];
@@ -34,9 +52,17 @@ function updateLogP(tf: TF, skip: readonly number[], zeros: Tensor, active: numb
 const updateLogPKernel: TfTupleKernel<Record<string, never>> = {
   tuple: ([skip, zeros, active, curr, prev], _, { tf }) => {
     const n = zeros!.size;
-    if (curr!.size !== n || prev!.size !== n) throw new InferError(`zeros, log_p_curr and log_p_prev have lengths ${n}, ${curr!.size}, ${prev!.size}`, 'value');
+    if (curr!.size !== n || prev!.size !== n)
+      throw new InferError(`zeros, log_p_curr and log_p_prev have lengths ${n}, ${curr!.size}, ${prev!.size}`, 'value');
     const f = (t: Tensor) => castTo(tf, t, 'float32');
-    const [next, out] = updateLogP(tf, Array.from(skip!.dataSync()), f(zeros!), active!.dataSync()[0]!, f(curr!), f(prev!));
+    const [next, out] = updateLogP(
+      tf,
+      Array.from(skip!.dataSync()),
+      f(zeros!),
+      active!.dataSync()[0]!,
+      f(curr!),
+      f(prev!),
+    );
     return [tf.scalar(next, 'int32'), out];
   },
 };
@@ -48,7 +74,8 @@ const pathProbsKernel: TfTupleKernel<{ readonly alpha: number }> = {
     const ys = Array.from(y!.dataSync());
     const n = ys.length;
     const cls = ys.map((v, s) => {
-      if (!(v >= -C && v < C)) throw new InferError(`Y[${s}] = ${v} is not a class index for ${C} classes (-1 is the blank)`, 'value');
+      if (!(v >= -C && v < C))
+        throw new InferError(`Y[${s}] = ${v} is not a class index for ${C} classes (-1 is the blank)`, 'value');
       return v < 0 ? v + C : v;
     });
     const picked = tf.gather(castTo(tf, pred!, 'float32'), tf.tensor1d(cls, 'int32'), 1);
@@ -69,7 +96,8 @@ const pathProbsKernel: TfTupleKernel<{ readonly alpha: number }> = {
     const b = run(tf.unstack(tf.reverse(L, [0, 1])), skipIdxs([...ys].reverse()));
     const probs = tf.sub(tf.add(tf.stack(f.map((r) => r.logp)), tf.reverse(tf.stack(b.map((r) => r.logp)), [0, 1])), L);
     const m = new Uint8Array(T * n);
-    for (let t = 0; t < T; t++) for (let s = 0; s < n; s++) m[t * n + s] = s < f[t]!.active && n - 1 - s < b[T - 1 - t]!.active ? 1 : 0;
+    for (let t = 0; t < T; t++)
+      for (let s = 0; s < n; s++) m[t * n + s] = s < f[t]!.active && n - 1 - s < b[T - 1 - t]!.active ? 1 : 0;
     return [probs, tf.tensor(m, [T, n], 'bool')];
   },
 };

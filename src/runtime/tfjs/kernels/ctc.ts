@@ -25,12 +25,17 @@ function shift(tf: TF, x: Tensor, k: number): Tensor {
   const m = Math.abs(k);
   if (m >= s) return tf.fill([b, s], NEG);
   const fill = tf.fill([b, m], NEG);
-  return k > 0 ? tf.concat([fill, tf.slice(x, [0, 0], [b, s - m])], 1) : tf.concat([tf.slice(x, [0, m], [b, s - m]), fill], 1);
+  return k > 0
+    ? tf.concat([fill, tf.slice(x, [0, 0], [b, s - m])], 1)
+    : tf.concat([tf.slice(x, [0, m], [b, s - m]), fill], 1);
 }
 
 /** Host-side layout of a batch: extended labels padded to S, masks over (B, S). */
 interface Layout {
-  readonly B: number; readonly T: number; readonly C: number; readonly S: number;
+  readonly B: number;
+  readonly T: number;
+  readonly C: number;
+  readonly S: number;
   readonly steps: number[];
   readonly sizes: number[];
   /** ext[b * S + s]: class at extended position s (0 where s >= sizes[b]). */
@@ -43,18 +48,27 @@ function layout(lp: Tensor, labels: Tensor, il: Tensor, ll: Tensor): Layout {
   const L = labels.shape[1]!;
   const blank = C - 1;
   if (labels.shape[0] !== B || il.size !== B || ll.size !== B) {
-    throw new InferError(`batch sizes differ: log-probabilities ${formatShape(lp.shape)}, labels ${formatShape(labels.shape)}, input_length ${formatShape(il.shape)}, label_length ${formatShape(ll.shape)}`, 'value');
+    throw new InferError(
+      `batch sizes differ: log-probabilities ${formatShape(lp.shape)}, labels ${formatShape(labels.shape)}, input_length ${formatShape(il.shape)}, label_length ${formatShape(ll.shape)}`,
+      'value',
+    );
   }
   const lab = labels.dataSync();
   const steps = Array.from(il.dataSync());
   const lens = Array.from(ll.dataSync());
   const exts = steps.map((st, b) => {
     const n = lens[b]!;
-    if (!(st >= 0 && st <= T)) throw new InferError(`sample ${b}: input_length ${st} is outside 0..${T} (the time steps of y_pred)`, 'value');
-    if (!(n >= 0 && n <= L)) throw new InferError(`sample ${b}: label_length ${n} is outside 0..${L} (the width of the labels)`, 'value');
+    if (!(st >= 0 && st <= T))
+      throw new InferError(`sample ${b}: input_length ${st} is outside 0..${T} (the time steps of y_pred)`, 'value');
+    if (!(n >= 0 && n <= L))
+      throw new InferError(`sample ${b}: label_length ${n} is outside 0..${L} (the width of the labels)`, 'value');
     const label = Array.from(lab.subarray(b * L, b * L + n));
     label.forEach((l, i) => {
-      if (!(l >= 0 && l < blank)) throw new InferError(`sample ${b}: label ${l} at position ${i} is not a class in 0..${blank - 1} (class ${blank} is the blank; -1 pads labels only past label_length)`, 'value');
+      if (!(l >= 0 && l < blank))
+        throw new InferError(
+          `sample ${b}: label ${l} at position ${i} is not a class in 0..${blank - 1} (class ${blank} is the blank; -1 pads labels only past label_length)`,
+          'value',
+        );
     });
     return extend(label, blank);
   });
@@ -73,7 +87,11 @@ function mask(tf: TF, l: Layout, f: (b: number, s: number) => boolean): Tensor {
 
 /** Per-sample (B, 1) bool: f(b). */
 function perSample(tf: TF, l: Layout, f: (b: number) => boolean): Tensor {
-  return tf.tensor(Uint8Array.from(l.steps, (_, b) => (f(b) ? 1 : 0)), [l.B, 1], 'bool');
+  return tf.tensor(
+    Uint8Array.from(l.steps, (_, b) => (f(b) ? 1 : 0)),
+    [l.B, 1],
+    'bool',
+  );
 }
 
 /** Whether extended position s may be reached from s - 2 (a symbol unlike the one before it). */
@@ -85,9 +103,14 @@ function canSkip(l: Layout, b: number, s: number): boolean {
 /** Emissions lpE[t]: (B, S) log-probabilities of each extended position's class, -inf past a label. */
 function emissions(tf: TF, lp: Tensor, l: Layout): Tensor[] {
   const idx = new Int32Array(l.B * l.T * l.S);
-  for (let b = 0; b < l.B; b++) for (let t = 0; t < l.T; t++) for (let s = 0; s < l.S; s++) idx[(b * l.T + t) * l.S + s] = (b * l.T + t) * l.C + l.ext[b * l.S + s]!;
+  for (let b = 0; b < l.B; b++)
+    for (let t = 0; t < l.T; t++)
+      for (let s = 0; s < l.S; s++) idx[(b * l.T + t) * l.S + s] = (b * l.T + t) * l.C + l.ext[b * l.S + s]!;
   const all = tf.reshape(tf.gather(tf.reshape(lp, [-1]), tf.tensor(idx, [idx.length], 'int32')), [l.B, l.T, l.S]);
-  const inside = tf.expandDims(mask(tf, l, (b, s) => s < l.sizes[b]!), 1);
+  const inside = tf.expandDims(
+    mask(tf, l, (b, s) => s < l.sizes[b]!),
+    1,
+  );
   const e = tf.where(tf.logicalAnd(inside, tf.ones(all.shape, 'bool')), all, tf.fill(all.shape, NEG));
   return tf.unstack(e, 1);
 }
@@ -110,17 +133,54 @@ function alphas(tf: TF, e: Tensor[], l: Layout): Tensor[] {
 
 /** log P(label | sample) (B,): the paths ending in the last symbol or the blank after it. */
 function logLikelihood(tf: TF, a: Tensor[], l: Layout): Tensor {
-  if (l.T === 0) return tf.tensor(l.sizes.map((n) => (n === 1 ? 0 : NEG)), [l.B], 'float32');
+  if (l.T === 0)
+    return tf.tensor(
+      l.sizes.map((n) => (n === 1 ? 0 : NEG)),
+      [l.B],
+      'float32',
+    );
   // alpha at each sample's last step
   let last = tf.fill([l.B, l.S], NEG);
-  a.forEach((at, t) => { last = tf.where(perSample(tf, l, (b) => l.steps[b] === t + 1), at, last); });
+  a.forEach((at, t) => {
+    last = tf.where(
+      perSample(tf, l, (b) => l.steps[b] === t + 1),
+      at,
+      last,
+    );
+  });
   const flat = tf.reshape(last, [-1]);
-  const at = (k: (b: number) => number) => tf.gather(flat, tf.tensor(Int32Array.from(l.sizes, (_, b) => b * l.S + Math.max(k(b), 0)), [l.B], 'int32'));
+  const at = (k: (b: number) => number) =>
+    tf.gather(
+      flat,
+      tf.tensor(
+        Int32Array.from(l.sizes, (_, b) => b * l.S + Math.max(k(b), 0)),
+        [l.B],
+        'int32',
+      ),
+    );
   const end = at((b) => l.sizes[b]! - 1);
-  const before = tf.where(tf.reshape(perSample(tf, l, (b) => l.sizes[b]! > 1), [l.B]), at((b) => l.sizes[b]! - 2), tf.fill([l.B], NEG));
+  const before = tf.where(
+    tf.reshape(
+      perSample(tf, l, (b) => l.sizes[b]! > 1),
+      [l.B],
+    ),
+    at((b) => l.sizes[b]! - 2),
+    tf.fill([l.B], NEG),
+  );
   const ll = logAddExp(tf, end, before);
-  const none = tf.tensor(l.sizes.map((n) => (n === 1 ? 0 : NEG)), [l.B], 'float32');
-  return tf.where(tf.reshape(perSample(tf, l, (b) => l.steps[b] === 0), [l.B]), none, ll);
+  const none = tf.tensor(
+    l.sizes.map((n) => (n === 1 ? 0 : NEG)),
+    [l.B],
+    'float32',
+  );
+  return tf.where(
+    tf.reshape(
+      perSample(tf, l, (b) => l.steps[b] === 0),
+      [l.B],
+    ),
+    none,
+    ll,
+  );
 }
 
 /** beta[t] (B, S), as ctcBeta, each sample starting at its own last step (-inf after it). */
@@ -133,7 +193,15 @@ function betas(tf: TF, e: Tensor[], l: Layout): Tensor[] {
   for (let t = l.T - 1; t >= 0; t--) {
     const rec = tf.add(logAddExp(tf, next, shift(tf, next, -1), tf.where(skip2, shift(tf, next, -2), neg)), e[t]!);
     const init = tf.where(tail, e[t]!, neg);
-    const b = tf.where(perSample(tf, l, (k) => l.steps[k] === t + 1), init, tf.where(perSample(tf, l, (k) => t + 1 < l.steps[k]!), rec, neg));
+    const b = tf.where(
+      perSample(tf, l, (k) => l.steps[k] === t + 1),
+      init,
+      tf.where(
+        perSample(tf, l, (k) => t + 1 < l.steps[k]!),
+        rec,
+        neg,
+      ),
+    );
     out[t] = b;
     next = b;
   }
@@ -157,7 +225,10 @@ export const ctcKernels: TfTableFor<keyof typeof ctcOps> = {
     const logP = tf.reshape(logLikelihood(tf, a, l), [l.B, 1]);
     const neg = tf.fill([l.B, l.S], NEG);
     const occ = a.map((at, t) => {
-      const ok = tf.logicalAnd(tf.logicalAnd(tf.isFinite(at), tf.isFinite(b[t]!)), tf.logicalAnd(tf.isFinite(logP), tf.ones([l.B, l.S], 'bool')));
+      const ok = tf.logicalAnd(
+        tf.logicalAnd(tf.isFinite(at), tf.isFinite(b[t]!)),
+        tf.logicalAnd(tf.isFinite(logP), tf.ones([l.B, l.S], 'bool')),
+      );
       return tf.exp(tf.where(ok, tf.sub(tf.sub(tf.add(at, b[t]!), e[t]!), logP), neg));
     });
     if (l.T === 0) return tf.zeros([l.B, 0, l.C]);

@@ -3,7 +3,13 @@
 // node's, via arithDType), so tfjs' own upcasting rules never decide a result type; tfjs
 // broadcasts like NumPy, after the reference's runtime broadcast check.
 import { isFloat, promote } from '../../../ir/dtype.js';
-import { rowsSpelledIn, type ElementwiseOp, type SpelledIn, type SpellingOf, type elementwiseOps } from '../../../ir/ops/elementwise.js';
+import {
+  rowsSpelledIn,
+  type ElementwiseOp,
+  type SpelledIn,
+  type SpellingOf,
+  type elementwiseOps,
+} from '../../../ir/ops/elementwise.js';
 import type { TF } from '../load.js';
 import type { Tensor, TfTableFor, TfKernel } from '../types.js';
 import { arithDType, castTo, checkBroadcast, expandTo, toBool } from './util.js';
@@ -16,7 +22,12 @@ function arith(f: (tf: TF, ...xs: Tensor[]) => Tensor): TfKernel<NoAttrs> {
   return (ins, _, { tf, node }) => {
     if (ins.length > 1) checkBroadcast(ins);
     const dt = arithDType(node.dtype);
-    return collapsedBroadcast(tf, ins.map((t) => castTo(tf, t, dt)), (xs) => f(tf, ...xs), node.op);
+    return collapsedBroadcast(
+      tf,
+      ins.map((t) => castTo(tf, t, dt)),
+      (xs) => f(tf, ...xs),
+      node.op,
+    );
   };
 }
 
@@ -42,7 +53,12 @@ function compare(f: (tf: TF, a: Tensor, b: Tensor) => Tensor): TfKernel<NoAttrs>
 function logic(f: (tf: TF, ...xs: Tensor[]) => Tensor): TfKernel<NoAttrs> {
   return (ins, _, { tf, node }) => {
     if (ins.length > 1) checkBroadcast(ins);
-    return collapsedBroadcast(tf, ins.map((t) => toBool(tf, t)), (xs) => f(tf, ...xs), node.op);
+    return collapsedBroadcast(
+      tf,
+      ins.map((t) => toBool(tf, t)),
+      (xs) => f(tf, ...xs),
+      node.op,
+    );
   };
 }
 
@@ -93,7 +109,11 @@ export const elementwiseKernels: TfTableFor<keyof typeof elementwiseOps | 'where
   where: ([c, a, b], _, { tf, node }) => {
     const shape = checkBroadcast([c!, a!, b!]);
     const dt = arithDType(node.dtype);
-    const ins = [expandTo(tf, toBool(tf, c!), shape), expandTo(tf, castTo(tf, a!, dt), shape), expandTo(tf, castTo(tf, b!, dt), shape)];
+    const ins = [
+      expandTo(tf, toBool(tf, c!), shape),
+      expandTo(tf, castTo(tf, a!, dt), shape),
+      expandTo(tf, castTo(tf, b!, dt), shape),
+    ];
     return collapsedBroadcast(tf, ins, ([x, y, z]) => tf.where(x!, y!, z!), node.op);
   },
 };

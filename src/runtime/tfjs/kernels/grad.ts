@@ -17,7 +17,8 @@ export const gradKernels: TfTableFor<keyof typeof gradOps> = {
   },
   broadcast_like: ([g, x], _, { tf, node }) => expandTo(tf, castTo(tf, g!, arithDType(node.dtype)), x!.shape),
   reshape_like: ([g, x], _, { tf }) => {
-    if (g!.size !== x!.size) throw new InferError(`cannot reshape ${formatShape(g!.shape)} to ${formatShape(x!.shape)}`);
+    if (g!.size !== x!.size)
+      throw new InferError(`cannot reshape ${formatShape(g!.shape)} to ${formatShape(x!.shape)}`);
     return tf.reshape(g!, x!.shape);
   },
   unsqueeze: ([x], a, { tf }) => tf.reshape(x!, unsqueezeShape(x!.shape, a.axes)),

@@ -4,7 +4,13 @@ import { formatShape, sizeOf } from '../../../ir/ndarray.js';
 import { formatValue, type cumulativeOps } from '../../../ir/ops/misc.js';
 import type { randomOps, RandomAttrs } from '../../../ir/ops/random.js';
 import {
-  elementBits, normalFromBits, seededKey, truncatedNormal, unit32, unitFloat, unseededKey,
+  elementBits,
+  normalFromBits,
+  seededKey,
+  truncatedNormal,
+  unit32,
+  unitFloat,
+  unseededKey,
 } from '../../../ir/random.js';
 import { download } from '../convert.js';
 import type { KernelContext, TfKernel, TfTableFor } from '../types.js';
@@ -15,14 +21,20 @@ import { arithDType, castTo, fit } from './util.js';
  * element i is the same pure function of (key, i) as in src/ir/ops/random.ts (Philox from
  * src/ir/random.ts), so a seed gives the same numbers on both backends.
  */
-function random<A extends RandomAttrs>(draw: (key: ReturnType<typeof seededKey>, i: number, a: A, w: Uint32Array) => number): TfKernel<A> {
+function random<A extends RandomAttrs>(
+  draw: (key: ReturnType<typeof seededKey>, i: number, a: A, w: Uint32Array) => number,
+): TfKernel<A> {
   return (dims, a, ctx: KernelContext) => {
     const { tf, node } = ctx;
     let k = 0;
     const shape = a.shape.map((d) => {
       if (d !== null) return d;
       const v = dims[k++]!.dataSync()[0]!;
-      if (!Number.isInteger(v) || v < 0) throw new InferError(`shape ${formatShape(a.shape)}: run-time dim ${k - 1} is ${v}, not a non-negative integer`, 'value');
+      if (!Number.isInteger(v) || v < 0)
+        throw new InferError(
+          `shape ${formatShape(a.shape)}: run-time dim ${k - 1} is ${v}, not a non-negative integer`,
+          'value',
+        );
       return v;
     });
     const key = a.seed !== null ? seededKey(a.seed) : unseededKey(a.uid!, ctx.epoch);
@@ -44,14 +56,20 @@ export const miscKernels: TfTableFor<keyof typeof cumulativeOps | 'in_top_k' | '
   // outside [0, classes), a NaN target score, or k < 1 give false
   in_top_k: ([p, t], a, { tf }) => {
     const [b, c] = p!.shape as [number, number];
-    if (t!.shape[0] !== b) throw new InferError(`predictions ${formatShape(p!.shape)} and targets ${formatShape(t!.shape)} disagree on the batch size`);
+    if (t!.shape[0] !== b)
+      throw new InferError(
+        `predictions ${formatShape(p!.shape)} and targets ${formatShape(t!.shape)} disagree on the batch size`,
+      );
     if (a.k < 1) return tf.zeros([b], 'bool');
     const pf = castTo(tf, p!, 'float32');
     const ti = castTo(tf, t!, 'int32');
     const hit = tf.cast(tf.oneHot(ti, c), 'bool');
     const score = tf.sum(tf.where(hit, pf, tf.zerosLike(pf)), 1, true);
     const higher = tf.sum(tf.cast(tf.greater(pf, score), 'int32'), 1);
-    const valid = tf.logicalAnd(tf.logicalAnd(tf.greaterEqual(ti, 0), tf.less(ti, c)), tf.logicalNot(tf.isNaN(tf.reshape(score, [b]))));
+    const valid = tf.logicalAnd(
+      tf.logicalAnd(tf.greaterEqual(ti, 0), tf.less(ti, c)),
+      tf.logicalNot(tf.isNaN(tf.reshape(score, [b]))),
+    );
     return tf.logicalAnd(valid, tf.less(higher, a.k));
   },
   print: ([x], a, { node, print }) => {
@@ -59,9 +77,10 @@ export const miscKernels: TfTableFor<keyof typeof cumulativeOps | 'in_top_k' | '
     return x!;
   },
   // formulas of src/ir/ops/random.ts, element by element
-  random_uniform: random((key, i, a, w) => a.low + (a.high - a.low) * unitFloat(elementBits(key, i, 0, w), unitBits(a.dtype))),
+  random_uniform: random(
+    (key, i, a, w) => a.low + (a.high - a.low) * unitFloat(elementBits(key, i, 0, w), unitBits(a.dtype)),
+  ),
   random_normal: random((key, i, a, w) => a.mean + a.stddev * normalFromBits(elementBits(key, i, 0, w))),
   truncated_normal: random((key, i, a, w) => a.mean + a.stddev * truncatedNormal(key, i, w)),
   random_binomial: random((key, i, a, w) => (unit32(elementBits(key, i, 0, w)) < a.p ? 1 : 0)),
 };
-

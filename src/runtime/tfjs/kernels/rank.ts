@@ -29,8 +29,15 @@ export function collapsedBroadcast(tf: TF, ins: readonly Tensor[], f: (xs: Tenso
     prev = key;
   });
   if (groups.length > MAX_RANK) {
-    throw new Error(`${what}: TensorFlow.js (wasm) broadcasts at most ${MAX_RANK} dims, and the operands ${ins.map((t) => formatShape(t.shape)).join(', ')} alternate between broadcast and full axes ${groups.length} times; use the theanine backend for this op`);
+    throw new Error(
+      `${what}: TensorFlow.js (wasm) broadcasts at most ${MAX_RANK} dims, and the operands ${ins.map((t) => formatShape(t.shape)).join(', ')} alternate between broadcast and full axes ${groups.length} times; use the theanine backend for this op`,
+    );
   }
-  const shaped = ins.map((t, k) => tf.reshape(t, groups.map((g) => g.reduce((p, i) => p * padded[k]![i]!, 1))));
+  const shaped = ins.map((t, k) =>
+    tf.reshape(
+      t,
+      groups.map((g) => g.reduce((p, i) => p * padded[k]![i]!, 1)),
+    ),
+  );
   return tf.reshape(f(shaped), out);
 }

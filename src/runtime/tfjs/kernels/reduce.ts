@@ -2,7 +2,14 @@
 // reduces nothing (the value passes through, reshaped by keepdims, which then changes nothing).
 import { InferError } from '../../../ir/errors.js';
 import { formatShape } from '../../../ir/ndarray.js';
-import { reducedShape, reductionRows, type argOps, type ReduceAttrs, type reduceOps, type ReductionOp } from '../../../ir/ops/reduce.js';
+import {
+  reducedShape,
+  reductionRows,
+  type argOps,
+  type ReduceAttrs,
+  type reduceOps,
+  type ReductionOp,
+} from '../../../ir/ops/reduce.js';
 import type { TF } from '../load.js';
 import type { Tensor, TfDType, TfKernel, TfTableFor } from '../types.js';
 import { arithDType, castTo, toBool } from './util.js';
@@ -17,7 +24,10 @@ function emptyResult(tf: TF, x: Tensor, a: ReduceAttrs, init: number, dt: TfDTyp
 }
 
 /** Reduces in the node's dtype (sums of bool and small ints accumulate in int32, as the reference). */
-function reduction(init: number, f: (tf: TF, x: Tensor, axes: number[], keep: boolean) => Tensor): TfKernel<ReduceAttrs> {
+function reduction(
+  init: number,
+  f: (tf: TF, x: Tensor, axes: number[], keep: boolean) => Tensor,
+): TfKernel<ReduceAttrs> {
   return ([x], a, { tf, node }) => {
     if (a.axes.length === 0) return x!;
     const dt = arithDType(node.dtype);
@@ -44,7 +54,11 @@ function logical(init: number, f: (tf: TF, x: Tensor, axes: number[], keep: bool
 
 /** An empty axis has no extremum (the reference's runtime error); bool compares as int32. */
 function extremumInput(tf: TF, x: Tensor, axis: number, name: string): Tensor {
-  if (x.shape[axis] === 0) throw new InferError(`${name} over axis ${axis} of a tensor of shape ${formatShape(x.shape)}: the axis is empty`, 'value');
+  if (x.shape[axis] === 0)
+    throw new InferError(
+      `${name} over axis ${axis} of a tensor of shape ${formatShape(x.shape)}: the axis is empty`,
+      'value',
+    );
   return x.dtype === 'bool' ? tf.cast(x, 'int32') : x;
 }
 
@@ -64,13 +78,26 @@ type TfReduceName = (typeof reduceOps)[keyof typeof reduceOps]['spelling']['tf']
 
 /** Each reduction row's kernel: its tfjs function, by its family, with its empty result (src/ir/ops/reduce.ts). */
 function rowKernel(r: ReductionOp): TfKernel<ReduceAttrs> {
-  const f = (tf: TF, x: Tensor, axes: number[], keep: boolean) => (tf[r.spelling.tf as TfReduceName] as (x: Tensor, axes: number[], keep: boolean) => Tensor)(x, axes, keep);
+  const f = (tf: TF, x: Tensor, axes: number[], keep: boolean) =>
+    (tf[r.spelling.tf as TfReduceName] as (x: Tensor, axes: number[], keep: boolean) => Tensor)(x, axes, keep);
   return (r.family === 'arith' ? reduction : r.family === 'extremum' ? extreme : logical)(r.empty, f);
 }
 
 export const reduceKernels: TfTableFor<keyof typeof reduceOps | keyof typeof argOps> = {
   ...(Object.fromEntries(reductionRows.map((r) => [r.name, rowKernel(r)])) as TfTableFor<keyof typeof reduceOps>),
   // first index of the extremum (int64 in the IR, int32 here)
-  argmax: ([x], a, { tf }) => firstNaNWins(tf, extremumInput(tf, x!, a.axis, 'argmax'), a.axis, tf.argMax(extremumInput(tf, x!, a.axis, 'argmax'), a.axis)),
-  argmin: ([x], a, { tf }) => firstNaNWins(tf, extremumInput(tf, x!, a.axis, 'argmin'), a.axis, tf.argMin(extremumInput(tf, x!, a.axis, 'argmin'), a.axis)),
+  argmax: ([x], a, { tf }) =>
+    firstNaNWins(
+      tf,
+      extremumInput(tf, x!, a.axis, 'argmax'),
+      a.axis,
+      tf.argMax(extremumInput(tf, x!, a.axis, 'argmax'), a.axis),
+    ),
+  argmin: ([x], a, { tf }) =>
+    firstNaNWins(
+      tf,
+      extremumInput(tf, x!, a.axis, 'argmin'),
+      a.axis,
+      tf.argMin(extremumInput(tf, x!, a.axis, 'argmin'), a.axis),
+    ),
 };

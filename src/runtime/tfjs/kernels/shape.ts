@@ -80,7 +80,10 @@ function rowIndices(tf: TF, ind: Tensor, n: number, ref: readonly number[]): Ten
     const [lo, hi] = tf.stack([tf.min(k), tf.max(k)]).dataSync();
     if (lo! < 0 || hi! >= n) {
       const raw = Array.from(i.dataSync()).find((r) => (r < 0 ? r + n : r) < 0 || (r < 0 ? r + n : r) >= n);
-      throw new InferError(`index ${raw} is out of range for reference of shape ${formatShape(ref)} (allowed: ${-n}..${n - 1})`, 'value');
+      throw new InferError(
+        `index ${raw} is out of range for reference of shape ${formatShape(ref)} (allowed: ${-n}..${n - 1})`,
+        'value',
+      );
     }
   }
   return k;
@@ -93,7 +96,9 @@ function rowIndices(tf: TF, ind: Tensor, n: number, ref: readonly number[]): Ten
  */
 function repeatAlong(tf: TF, x: Tensor, axis: number, rep: number): Tensor {
   const prod = (s: readonly number[]) => sizeOf(s);
-  const pre = prod(x.shape.slice(0, axis)), d = x.shape[axis]!, post = prod(x.shape.slice(axis + 1));
+  const pre = prod(x.shape.slice(0, axis)),
+    d = x.shape[axis]!,
+    post = prod(x.shape.slice(axis + 1));
   const out = [...x.shape];
   out[axis] = d * rep;
   return tf.reshape(expandTo(tf, tf.reshape(x, [pre, d, 1, post]), [pre, d, rep, post]), out);
@@ -111,17 +116,26 @@ type ShapeOps = keyof typeof shapeOps | keyof typeof dimsOps | keyof typeof lina
 
 export const shapeKernels: TfTableFor<ShapeOps> = {
   slice: ([x], a, { tf }) => pySlice(tf, num(tf, x!), a.axes),
-  pad: ([x], a, { tf }) => tf.pad(num(tf, x!), a.pads.map(([b, e]): [number, number] => [b, e])),
+  pad: ([x], a, { tf }) =>
+    tf.pad(
+      num(tf, x!),
+      a.pads.map(([b, e]): [number, number] => [b, e]),
+    ),
   concat: (ins, a, { tf, node }) => {
     const first = ins[0]!;
     const axis = normAxis(a.axis, first.shape.length);
     for (const t of ins) {
       if (t.shape.some((d, i) => i !== axis && d !== first.shape[i])) {
-        throw new InferError(`shapes ${ins.map((u) => formatShape(u.shape)).join(', ')} differ off the concatenation axis ${axis}`);
+        throw new InferError(
+          `shapes ${ins.map((u) => formatShape(u.shape)).join(', ')} differ off the concatenation axis ${axis}`,
+        );
       }
     }
     const dt = arithDType(node.dtype);
-    return tf.concat(ins.map((t) => castTo(tf, t, dt)), axis);
+    return tf.concat(
+      ins.map((t) => castTo(tf, t, dt)),
+      axis,
+    );
   },
   gather: ([ref, ind], _, { tf }) => tf.gather(num(tf, ref!), rowIndices(tf, ind!, ref!.shape[0]!, ref!.shape), 0),
   tile: ([x], a, { tf }) => tileBy(tf, num(tf, x!), a.reps),
@@ -129,13 +143,22 @@ export const shapeKernels: TfTableFor<ShapeOps> = {
   expand_dims: ([x], a, { tf }) => tf.expandDims(x!, normAxis(a.axis, x!.shape.length + 1)),
   squeeze: ([x], a, { tf }) => {
     const axis = normAxis(a.axis, x!.shape.length);
-    if (x!.shape[axis] !== 1) throw new InferError(`cannot squeeze axis ${a.axis} of shape ${formatShape(x!.shape)}: its size is ${x!.shape[axis]}, not 1`);
-    return tf.reshape(x!, x!.shape.filter((_, i) => i !== axis));
+    if (x!.shape[axis] !== 1)
+      throw new InferError(
+        `cannot squeeze axis ${a.axis} of shape ${formatShape(x!.shape)}: its size is ${x!.shape[axis]}, not 1`,
+      );
+    return tf.reshape(
+      x!,
+      x!.shape.filter((_, i) => i !== axis),
+    );
   },
   merge_axes: ([x], a, { tf }) => tf.reshape(x!, mergedShape(x!.shape, a) as number[]),
   specify_shape: ([x], a) => {
     a.shape.forEach((d, i) => {
-      if (d !== null && x!.shape[i] !== d) throw new InferError(`a value of shape ${formatShape(x!.shape)} was given where shape ${formatShape(a.shape)} is required (axis ${i})`);
+      if (d !== null && x!.shape[i] !== d)
+        throw new InferError(
+          `a value of shape ${formatShape(x!.shape)} was given where shape ${formatShape(a.shape)} is required (axis ${i})`,
+        );
     });
     return x!;
   },
@@ -144,13 +167,22 @@ export const shapeKernels: TfTableFor<ShapeOps> = {
     const [ax, ay] = a.axes;
     const xs = x!.shape;
     const ys = y!.shape;
-    if (xs[0] !== ys[0] || xs[ax] !== ys[ay]) throw new InferError(`shapes ${formatShape(xs)} and ${formatShape(ys)} are not aligned for axes (${ax}, ${ay})`);
+    if (xs[0] !== ys[0] || xs[ax] !== ys[ay])
+      throw new InferError(`shapes ${formatShape(xs)} and ${formatShape(ys)} are not aligned for axes (${ax}, ${ay})`);
     const xRest = xs.map((_, i) => i).filter((i) => i !== 0 && i !== ax);
     const yRest = ys.map((_, i) => i).filter((i) => i !== 0 && i !== ay);
     const size = (s: readonly number[], axes: number[]) => axes.reduce((p, i) => p * s[i]!, 1);
     if (xs[ax] === 0) return tf.zeros([xs[0]!, ...xRest.map((i) => xs[i]!), ...yRest.map((i) => ys[i]!)], 'float32');
-    const x3 = tf.reshape(tf.transpose(castTo(tf, x!, 'float32'), [0, ...xRest, ax]), [xs[0]!, size(xs, xRest), xs[ax]!]);
-    const y3 = tf.reshape(tf.transpose(castTo(tf, y!, 'float32'), [0, ay, ...yRest]), [ys[0]!, ys[ay]!, size(ys, yRest)]);
+    const x3 = tf.reshape(tf.transpose(castTo(tf, x!, 'float32'), [0, ...xRest, ax]), [
+      xs[0]!,
+      size(xs, xRest),
+      xs[ax]!,
+    ]);
+    const y3 = tf.reshape(tf.transpose(castTo(tf, y!, 'float32'), [0, ay, ...yRest]), [
+      ys[0]!,
+      ys[ay]!,
+      size(ys, yRest),
+    ]);
     const out = tf.reshape(tf.matMul(x3, y3), [xs[0]!, ...xRest.map((i) => xs[i]!), ...yRest.map((i) => ys[i]!)]);
     return arithDType(node.dtype) === 'float32' ? out : tf.cast(tf.round(out), arithDType(node.dtype));
   },
@@ -174,8 +206,14 @@ export const shapeKernels: TfTableFor<ShapeOps> = {
   untile: ([g], a, { tf, node }) => {
     const gs = g!.shape;
     const split = gs.flatMap((d, i) => [a.reps[i]!, d / a.reps[i]!]);
-    const summed = tf.sum(tf.reshape(castTo(tf, g!, arithDType(node.dtype)), split), gs.map((_, i) => 2 * i));
-    return tf.reshape(summed, gs.map((d, i) => d / a.reps[i]!));
+    const summed = tf.sum(
+      tf.reshape(castTo(tf, g!, arithDType(node.dtype)), split),
+      gs.map((_, i) => 2 * i),
+    );
+    return tf.reshape(
+      summed,
+      gs.map((d, i) => d / a.reps[i]!),
+    );
   },
   // the sum of each run of `rep`: the axis split as (d, rep), the rep axis summed
   unrepeat: ([g], a, { tf, node }) => {

@@ -18,7 +18,8 @@ export const sizedKernels: TfTableFor<keyof typeof sizedOps> = {
   tile_dims: ([x, r], _, { tf }) => tf.tile(x!.dtype === 'bool' ? tf.cast(x!, 'int32') : x!, ints(r!)),
   untile_dims: ([g, r, x], _, ctx) => {
     const reps = ints(r!);
-    if (reps.includes(0)) return castTo(ctx.tf, ctx.tf.zeros(x!.shape, arithDType(ctx.node.dtype)), tfDType(ctx.node.dtype));
+    if (reps.includes(0))
+      return castTo(ctx.tf, ctx.tf.zeros(x!.shape, arithDType(ctx.node.dtype)), tfDType(ctx.node.dtype));
     return call(shapeKernels.untile, [g!], { reps }, ctx);
   },
   fill_dims: ([d], a, { tf, node }) => {
@@ -33,6 +34,8 @@ export const sizedKernels: TfTableFor<keyof typeof sizedOps> = {
     const v = Float32Array.from({ length: n }, (_, i) => a! + i * s!);
     return castTo(tf, tf.tensor1d(v, 'float32'), tfDType(node.dtype));
   },
-  slice_dims: ([x, st, sz], _, ctx) => call(shapeKernels.slice, [x!], { axes: sliceAxes(ints(st!), ints(sz!), x!.shape) }, ctx),
-  unslice_dims: ([g, x, st, sz], _, ctx) => call(shapeKernels.unslice, [g!, x!], { axes: sliceAxes(ints(st!), ints(sz!), x!.shape) }, ctx),
+  slice_dims: ([x, st, sz], _, ctx) =>
+    call(shapeKernels.slice, [x!], { axes: sliceAxes(ints(st!), ints(sz!), x!.shape) }, ctx),
+  unslice_dims: ([g, x, st, sz], _, ctx) =>
+    call(shapeKernels.unslice, [g!, x!], { axes: sliceAxes(ints(st!), ints(sz!), x!.shape) }, ctx),
 };

@@ -32,10 +32,14 @@ function wrap(tf: TF, t: Tensor, bits: number, signed: boolean): Tensor {
 export function fit(tf: TF, t: Tensor, dtype: DType): Tensor {
   const c = castTo(tf, t, tfDType(dtype));
   switch (dtype) {
-    case 'int8': return wrap(tf, c, 8, true);
-    case 'int16': return wrap(tf, c, 16, true);
-    case 'uint8': return wrap(tf, c, 8, false);
-    default: return c;
+    case 'int8':
+      return wrap(tf, c, 8, true);
+    case 'int16':
+      return wrap(tf, c, 16, true);
+    case 'uint8':
+      return wrap(tf, c, 8, false);
+    default:
+      return c;
   }
 }
 
@@ -74,4 +78,3 @@ export function expandTo(tf: TF, t: Tensor, shape: readonly number[]): Tensor {
 export function checkBroadcast(ins: readonly Tensor[]): number[] {
   return broadcastConcrete(ins.map((t) => t.shape));
 }
-

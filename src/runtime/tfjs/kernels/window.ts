@@ -27,7 +27,13 @@ export function geo(n: number, inSize: readonly number[], window: readonly numbe
     for (const t of taps) for (let j = 0; j < k; j++) next.push([...t, j]);
     taps.splice(0, taps.length, ...next);
   }
-  return { ...geometry(n, inSize, window, a), d, pads, padded: inSize.map((s, i) => s + pads[i]![0] + pads[i]![1]), taps };
+  return {
+    ...geometry(n, inSize, window, a),
+    d,
+    pads,
+    padded: inSize.map((s, i) => s + pads[i]![0] + pads[i]![1]),
+    taps,
+  };
 }
 
 export function padSpatial(tf: TF, x: Tensor, g: Geo, value = 0): Tensor {
@@ -67,7 +73,6 @@ export function sumAll(tf: TF, ts: Tensor[]): Tensor {
   return ts.length === 1 ? ts[0]! : tf.addN(ts);
 }
 
-
 /**
  * Non-overlapping windows (strides equal to the window, no dilation): the padded input
  * reshaped so each output cell's window is the last axis, (N, O..., C, K), taps in row-major
@@ -83,7 +88,12 @@ export function blocks(tf: TF, x: Tensor, g: Geo, window: readonly number[], fil
   const c = x.shape[d + 1]!;
   let v = padSpatial(tf, x, g, fill);
   const used = g.outSize.map((o, i) => o * window[i]!);
-  if (used.some((u, i) => u !== g.padded[i])) v = tf.slice(v, v.shape.map(() => 0), [n, ...used, c]);
+  if (used.some((u, i) => u !== g.padded[i]))
+    v = tf.slice(
+      v,
+      v.shape.map(() => 0),
+      [n, ...used, c],
+    );
   const split = [n, ...g.outSize.flatMap((o, i) => [o, window[i]!]), c];
   // (N, O1, k1, ..., Od, kd, C) -> (N, O1..Od, C, k1..kd)
   const perm = [0, ...g.outSize.map((_, i) => 1 + 2 * i), 1 + 2 * d, ...g.outSize.map((_, i) => 2 + 2 * i)];
@@ -101,6 +111,7 @@ export function unblocks(tf: TF, y: Tensor, g: Geo, window: readonly number[]): 
   const perm = [0, ...g.outSize.flatMap((_, i) => [1 + i, 2 + d + i]), 1 + d];
   const used = g.outSize.map((o, i) => o * window[i]!);
   let v = tf.reshape(tf.transpose(tf.reshape(y, split), perm), [n, ...used, c]);
-  if (used.some((u, i) => u !== g.padded[i])) v = tf.pad(v, [[0, 0], ...used.map((u, i): [number, number] => [0, g.padded[i]! - u]), [0, 0]]);
+  if (used.some((u, i) => u !== g.padded[i]))
+    v = tf.pad(v, [[0, 0], ...used.map((u, i): [number, number] => [0, g.padded[i]! - u]), [0, 0]]);
   return crop(tf, v, g);
 }
