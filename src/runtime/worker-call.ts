@@ -20,7 +20,8 @@ export function blockingRequests(): number {
 
 /**
  * Posts `req` as request `id` and blocks until its reply; replies to other requests that arrive meanwhile go to `other`.
- * 10 minutes: a request that takes longer is taken to be stuck, and `stuck` is the error's message.
+ * 10 minutes: a request that takes longer is taken to be stuck, and `stuck` is the error's message. `transfer`: buffers
+ * the request hands over to the worker (moved, not copied; the sender's views of them are detached).
  */
 export function callSync<R extends { readonly id: number }>(
   b: WorkerBridge,
@@ -28,10 +29,11 @@ export function callSync<R extends { readonly id: number }>(
   req: Record<string, unknown>,
   stuck: string,
   other: (reply: R) => void,
+  transfer: readonly ArrayBuffer[] = [],
 ): R {
   blocking++;
   Atomics.store(b.flag, 0, 0);
-  b.worker.postMessage({ ...req, id });
+  b.worker.postMessage({ ...req, id }, [...transfer]);
   const deadline = performance.now() + 600_000;
   for (;;) {
     for (let m = b.threads.receiveMessageOnPort(b.port); m !== undefined; m = b.threads.receiveMessageOnPort(b.port)) {

@@ -247,7 +247,7 @@ export class Frame {
       const h = this.host.get(id);
       if (h === undefined) throw new Error(`internal: buffer ${id} read before it was written`);
       const st = storageIn(this.p, id);
-      this.batch.writes.push({ id: d, data: st === 'f32' ? Float32Array.from(h.data) : Int32Array.from(h.data) });
+      this.batch.writes.push({ id: d, data: st === 'f32' ? new Float32Array(h.data) : new Int32Array(h.data) });
       this.onDev.add(id);
       if (this.p.buffers[id]!.role === 'constant') this.pp.uploaded.add(id);
     }

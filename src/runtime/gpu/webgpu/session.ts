@@ -49,6 +49,22 @@ export interface DeviceChannel {
   post(req: Record<string, unknown>): void;
 }
 
+/**
+ * The buffers of a request's uploads, moved to the worker rather than copied: a structured clone of
+ * 16 MB costs more than its upload (bench/README.md, row sums). Every `writes` entry's data is the
+ * request's own (a copy made for it), a whole ArrayBuffer.
+ */
+function uploaded(req: Record<string, unknown>): ArrayBuffer[] {
+  const writes = req['writes'] as readonly { data: ArrayBufferView }[] | undefined;
+  const out: ArrayBuffer[] = [];
+  for (const w of writes ?? []) {
+    const b = w.data.buffer;
+    if (b instanceof ArrayBuffer && w.data.byteOffset === 0 && w.data.byteLength === b.byteLength && !out.includes(b))
+      out.push(b);
+  }
+  return out;
+}
+
 class SyncWorker implements DeviceChannel {
   readonly blocking = true;
   private readonly worker: Worker;
@@ -89,12 +105,12 @@ class SyncWorker implements DeviceChannel {
     return new Promise((resolve) => {
       this.waiting.set(id, resolve);
       this.port.ref();
-      this.worker.postMessage({ ...req, id });
+      this.worker.postMessage({ ...req, id }, uploaded(req));
     });
   }
 
   post(req: Record<string, unknown>): void {
-    this.worker.postMessage({ ...req, id: this.nextId++ });
+    this.worker.postMessage({ ...req, id: this.nextId++ }, uploaded(req));
   }
 
   call(req: Record<string, unknown>): Reply {
@@ -105,6 +121,7 @@ class SyncWorker implements DeviceChannel {
       req,
       'gpu:webgpu: the WebGPU worker did not answer within 10 minutes',
       (r) => this.answer(r),
+      uploaded(req),
     );
   }
 }

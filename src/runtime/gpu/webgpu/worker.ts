@@ -201,7 +201,8 @@ require('node:v8').setFlagsFromString('--expose-gc');
 const collect = require('node:vm').runInNewContext('gc');
 let handle;
 function answer(msg, id) {
-  port.postMessage({ ...msg, id });
+  // read-backs are moved to the host, not copied (each is the reply's own)
+  port.postMessage({ ...msg, id }, msg.data ? msg.data.filter((d) => d instanceof ArrayBuffer) : []);
   Atomics.store(flag, 0, 1);
   Atomics.notify(flag, 0);
 }
