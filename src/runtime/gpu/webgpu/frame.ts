@@ -46,8 +46,21 @@ type Op =
 const compiled = new Set<string>();
 export const PIPELINES = 64;
 
+/**
+ * The worker's key of each shader source in \`compiled\`: a short name, so that a request of a
+ * thousand dispatches (a Scan's steps) does not carry and hash a thousand sources.
+ */
+const keys = new Map<string, string>();
+let nextKey = 1;
+function keyOf(code: string): string {
+  let k = keys.get(code);
+  if (k === undefined) keys.set(code, (k = `k${nextKey++}`));
+  return k;
+}
+
 export function forgetPipelines(): void {
   compiled.clear();
+  keys.clear();
 }
 
 /** How a profiled call's kernels are timed: timestamp queries where the device has them, else a submit per kernel (THEANINE_WEBGPU_TIMING=submits chooses that one). */
@@ -82,14 +95,15 @@ export class Batch {
       if (tag === undefined) throw new Error('internal: a dispatch of a profiled call without its row');
       this.tags.push(tag);
     }
+    const key = keyOf(k.code);
     if (compiled.delete(k.code))
       compiled.add(k.code); // (most recently used last)
     else {
-      this.compile.push({ key: k.code, code: k.code });
+      this.compile.push({ key, code: k.code });
       compiled.add(k.code);
     }
     this.used.add(k.code);
-    this.ops.push({ k: 'd', key: k.code, binds, groups: k.groups });
+    this.ops.push({ k: 'd', key, binds, groups: k.groups });
   }
 
   /** Copies `n` elements (4 bytes each) between device buffers. */
@@ -126,10 +140,15 @@ export class Batch {
       if (compiled.size - evict.length <= PIPELINES) break;
       if (!this.used.has(key)) evict.push(key);
     }
-    for (const key of evict) compiled.delete(key);
+    for (const code of evict) compiled.delete(code);
+    const evictKeys = evict.map((code) => {
+      const key = keyOf(code);
+      keys.delete(code);
+      return key;
+    });
     const req = {
       kind: 'run',
-      evict,
+      evict: evictKeys,
       compile: this.compile,
       allocs: this.allocs,
       writes: this.writes,
