@@ -1,6 +1,7 @@
 // "tuned vs default": each graph compiled twice in one process on the cpu device, once with the
 // default schedules and once with `tune` (src/runtime/tune.ts: a beam search over each whole
-// product's cache blocks and thread split and each elementwise kernel's unroll and thread split,
+// product's cache blocks and thread split, each elementwise kernel's unroll and thread split and
+// each JavaScript loop kernel's output loop order where no order changes a value,
 // timed on this machine, a winner kept only when it beats the default in confirming rounds), from
 // an empty tuning cache in a fresh folder, so the search's cost is this run's. Run time is the
 // median over rounds that alternate between the two functions in ABBA order, each call from a
@@ -65,6 +66,29 @@ const cases: { name: string; build: () => Graph; webgpu?: true }[] = [
     build: () => {
       const x = K.placeholder([1 << 20], null, 'float32', false, 'x');
       return { inputs: [x], outputs: [K.tanh(x).mul(K.sigmoid(x)).add(K.exp(x.mul(x).neg()))], updates: [], feeds: [nd([1 << 20], 7, -3, 3)] };
+    },
+  },
+  {
+    // a JavaScript loop kernel whose output loop order is searched (src/codegen/cpu/loop-order.ts)
+    name: 'transpose 2048x2048',
+    build: () => {
+      const x = K.placeholder([2048, 2048], null, 'float32', false, 'x');
+      return { inputs: [x], outputs: [K.transpose(x)], updates: [], feeds: [nd([2048, 2048], 10)] };
+    },
+  },
+  {
+    // attention's split into heads: (batch, time, heads, depth) to (batch, heads, time, depth)
+    name: 'permute (0, 2, 1, 3) 32x64x16x64, then x2',
+    build: () => {
+      const x = K.placeholder([32, 64, 16, 64], null, 'float32', false, 'x');
+      return { inputs: [x], outputs: [K.permute_dimensions(x, [0, 2, 1, 3]).mul(2)], updates: [], feeds: [nd([32, 64, 16, 64], 11)] };
+    },
+  },
+  {
+    name: 'permute (2, 1, 0) 256x256x8',
+    build: () => {
+      const x = K.placeholder([256, 256, 8], null, 'float32', false, 'x');
+      return { inputs: [x], outputs: [K.permute_dimensions(x, [2, 1, 0])], updates: [], feeds: [nd([256, 256, 8], 12)] };
     },
   },
   {
@@ -143,7 +167,10 @@ function main(): void {
     // elementwise kernels: a tuned unroll shows as "xN" in the kernel's comment, a tuned split as a threshold of two chunks
     const ew = [...src.matchAll(/WebAssembly SIMD f(?:32x4|64x2)( x\d)?[,:]/g)].map((m) => m[1]?.trim() ?? 'x4');
     const split = (src.match(/if \(hi - lo >= 8192\) \{ w\.par/g) ?? []).length;
+    // JavaScript loop kernels: the sizes of each kernel's loops, outermost first (the first one is run lo to hi)
+    const nests = src.split('"use strict"')[0]!.split(/\nfunction /).map((f) => [...f.matchAll(/for \(let i\d+ = (?:lo|0); i\d+ < (hi|\d+);/g)].map((m) => m[1]!)).filter((n) => n.length > 1);
     if (ew.length > 0) kept.push(`elementwise ${ew.join(',')}${split > 0 ? ` (${split} split)` : ''}`);
+    if (nests.length > 0 && c.webgpu !== true) kept.push(`loops ${nests.map((n) => n.join('>')).join(', ')}`);
     // WebGPU loop kernels: each one's workgroup size (the default: 64; a steps kernel: 256, not tuned)
     const wgs = [...src.matchAll(/@workgroup_size\((\d+)\)/g)].map((m) => m[1]!);
     if (c.webgpu === true) kept.push(`workgroups ${wgs.join(',')}`);

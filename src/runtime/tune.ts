@@ -439,13 +439,13 @@ export const loopKernelKey = (source: string, loops: number): string => {
 
 /**
  * A timer of a loop kernel's orders: the kernel rendered in each order and run over the program's
- * buffer sizes (loop-order.ts loopRunner), batched to about a millisecond; the median of 5
- * batches after one to warm up.
+ * buffer sizes (loop-order.ts loopRunner: a long kernel over its first outer rows, the time
+ * scaled to the whole), batched to about a millisecond; the median of 5 batches after one to warm up.
  */
 export function loopTimer(k: LoopKernel, buffers: readonly BufferDecl[]): (s: LoopSchedule) => number {
   const runner = loopRunner(k, buffers);
   return (s) => {
-    const run = runner(s.order);
+    const { run, share } = runner(s.order);
     const t0 = performance.now();
     run();
     const batch = Math.max(1, Math.min(1000, Math.round(1 / Math.max(performance.now() - t0, 1e-4))));
@@ -453,7 +453,7 @@ export function loopTimer(k: LoopKernel, buffers: readonly BufferDecl[]): (s: Lo
     for (let r = 0; r < 6; r++) {
       const t = performance.now();
       for (let i = 0; i < batch; i++) run();
-      if (r > 0) times.push((performance.now() - t) / batch);
+      if (r > 0) times.push((performance.now() - t) / batch / share);
     }
     return median(times);
   };

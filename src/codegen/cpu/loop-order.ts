@@ -113,12 +113,19 @@ export function loopSource(
   return { src, fns };
 }
 
+/** Most elements of a loop kernel one timed run covers (a longer kernel is timed over its first outer rows, its time scaled up). */
+export const LOOP_TIMED_ELEMENTS = 1 << 18;
+
 /**
  * A runner of `k` under `order` on buffers of the program's sizes (`buffers`): inputs random in
  * [0.5, 1.5) where float, 0 where integer (a gather's row then stays in range); the kernel's
- * whole loop, as the generated driver calls it.
+ * outermost loop from row 0, as many rows as cover about LOOP_TIMED_ELEMENTS (all of them in a
+ * shorter kernel), and the share of the kernel's elements that is (its time over the share: the whole kernel's).
  */
-export function loopRunner(k: LoopKernel, buffers: readonly BufferDecl[]): (order: readonly number[]) => () => void {
+export function loopRunner(
+  k: LoopKernel,
+  buffers: readonly BufferDecl[],
+): (order: readonly number[]) => { readonly run: () => void; readonly share: number } {
   const arrays = new Map<number, TypedArray>();
   const arrayOf = (id: number): TypedArray => {
     let a = arrays.get(id);
@@ -131,6 +138,7 @@ export function loopRunner(k: LoopKernel, buffers: readonly BufferDecl[]): (orde
     }
     return a;
   };
+  const elements = k.vars.reduce((p, v) => p * v.size, 1);
   return (order) => {
     const { src, fns } = loopSource(k, order);
     const fn = new Function('rt', ...fns.map((_, i) => `f${i}`), `"use strict";\nreturn ${src.source};`)(
@@ -139,6 +147,8 @@ export function loopRunner(k: LoopKernel, buffers: readonly BufferDecl[]): (orde
     ) as KernelFn;
     const args = src.buffers.map(arrayOf);
     const rows = src.rows;
-    return rows === undefined ? () => fn(...args) : () => fn(...args, 0, rows);
+    if (rows === undefined) return { run: () => fn(...args), share: 1 };
+    const r = Math.min(rows, Math.max(1, Math.ceil((rows * LOOP_TIMED_ELEMENTS) / elements)));
+    return { run: () => fn(...args, 0, r), share: r / rows };
   };
 }
