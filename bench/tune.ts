@@ -135,6 +135,13 @@ function median(xs: number[]): number {
 function main(): void {
   const filter = process.argv[2];
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'theanine-tune-bench-'));
+  /** The loop orders stored in the tuning cache file so far, by kernel key. */
+  const orderEntries = (): [string, number[]][] => {
+    const file = path.join(dir, 'theanine-tune.json');
+    if (!fs.existsSync(file)) return [];
+    const f = JSON.parse(fs.readFileSync(file, 'utf8')) as { machines: Record<string, Record<string, { order?: number[] }>> };
+    return Object.values(f.machines).flatMap((m) => Object.entries(m)).flatMap(([k, e]) => (e.order !== undefined ? [[k, e.order] as [string, number[]]] : []));
+  };
   setEnvironment({ THEANINE_CACHE_DIR: dir });
   tuneCache.forget();
   const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
@@ -156,6 +163,7 @@ function main(): void {
     const device = c.webgpu === true ? { device: 'gpu' as const } : {};
     const base = K.function(g.inputs, g.outputs, g.updates, device);
     const before = { ...tuneStats };
+    const ordersBefore = new Set(orderEntries().map(([k]) => k));
     const tuned = K.function(g.inputs, g.outputs, g.updates, { ...device, tune: { beam: BEAM, budgetMs: BUDGET } });
     tuned(g.feeds); // the search runs at the first call (the specialisation)
     const searchMs = tuneStats.searchMs - before.searchMs, candidates = tuneStats.candidates - before.candidates;
@@ -167,10 +175,10 @@ function main(): void {
     // elementwise kernels: a tuned unroll shows as "xN" in the kernel's comment, a tuned split as a threshold of two chunks
     const ew = [...src.matchAll(/WebAssembly SIMD f(?:32x4|64x2)( x\d)?[,:]/g)].map((m) => m[1]?.trim() ?? 'x4');
     const split = (src.match(/if \(hi - lo >= 8192\) \{ w\.par/g) ?? []).length;
-    // JavaScript loop kernels: the sizes of each kernel's loops, outermost first (the first one is run lo to hi)
-    const nests = src.split('"use strict"')[0]!.split(/\nfunction /).map((f) => [...f.matchAll(/for \(let i\d+ = (?:lo|0); i\d+ < (hi|\d+);/g)].map((m) => m[1]!)).filter((n) => n.length > 1);
+    // JavaScript loop kernels whose output loop order was searched (stored in the cache file): the order kept, or the default
+    const orders = orderEntries().filter(([k]) => !ordersBefore.has(k)).map(([, o]) => (o.every((x, i) => x === i) ? 'default' : o.join('')));
     if (ew.length > 0) kept.push(`elementwise ${ew.join(',')}${split > 0 ? ` (${split} split)` : ''}`);
-    if (nests.length > 0 && c.webgpu !== true) kept.push(`loops ${nests.map((n) => n.join('>')).join(', ')}`);
+    if (orders.length > 0) kept.push(`loop order ${orders.join(',')}`);
     // WebGPU loop kernels: each one's workgroup size (the default: 64; a steps kernel: 256, not tuned)
     const wgs = [...src.matchAll(/@workgroup_size\((\d+)\)/g)].map((m) => m[1]!);
     if (c.webgpu === true) kept.push(`workgroups ${wgs.join(',')}`);
