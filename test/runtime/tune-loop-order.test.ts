@@ -18,8 +18,8 @@ import { IExpr } from '../../src/codegen/kernel/index-expr.js';
 import { runPasses } from '../../src/passes/pass.js';
 import { pipeline } from '../../src/passes/pipeline.js';
 import { CPU_TILE, cpuFusion } from '../../src/runtime/cpu/fusion.js';
-import { loopOrders, reorderable, reorderLoops } from '../../src/codegen/cpu/loop-order.js';
-import { LOOP_TUNED_FROM, loopAxes, tuneCache, tuneStats } from '../../src/runtime/tune.js';
+import { LOOP_TIMED_ELEMENTS, loopOrders, loopRunner, reorderable, reorderLoops } from '../../src/codegen/cpu/loop-order.js';
+import { LOOP_TUNED_FROM, loopAxes, loopTimer, tuneCache, tuneStats } from '../../src/runtime/tune.js';
 import { TUNE_CACHE_FILE, type TunedEntry } from '../../src/runtime/tune-cache.js';
 
 function program(inputs: Node[], outputs: Node[]): Program {
@@ -85,6 +85,34 @@ describe('autotuning: loop order, which kernels', () => {
     expect(reorderLoops(k, [1, 0]).vars.map((v) => v.id)).to.deep.equal([k.vars[1]!.id, k.vars[0]!.id]);
     expect(() => reorderLoops(k, [0, 0])).to.throw(/not an order of 2 loops/);
     expect(loopAxes(k)[0]!.values).to.deep.equal([[0, 1], [1, 0]]);
+  });
+});
+
+describe('autotuning: loop order, timing', () => {
+  it('a long kernel is timed over its first outer rows, its share of the elements stated; a short one whole', () => {
+    const x = K.placeholder([1024, 512]);
+    const p = program([x], [K.permute_dimensions(x, [1, 0])]);
+    const k = loops(p)[0]!;
+    const r = loopRunner(k, p.buffers);
+    for (const order of [[0, 1], [1, 0]]) {
+      const { run, share } = r(order);
+      const outer = k.vars[order[0]!]!.size;
+      expect(share).to.equal(Math.ceil((outer * LOOP_TIMED_ELEMENTS) / (1024 * 512)) / outer);
+      expect(share).to.be.lessThan(1);
+      run();
+    }
+    const y = K.placeholder([40, 30]);
+    const q = program([y], [K.permute_dimensions(y, [1, 0])]);
+    expect(loopRunner(loops(q)[0]!, q.buffers)([1, 0]).share).to.equal(1);
+  });
+
+  it('a gather (rows read by data, integer buffers) is timed with its rows in range', () => {
+    const w = K.placeholder([50, 64]);
+    const ids = K.placeholder([512], null, 'int32');
+    const p = program([w, ids], [K.tanh(K.gather(w, ids))]);
+    const ks = loops(p).filter(reorderable);
+    expect(ks.length).to.be.greaterThan(0);
+    for (const k of ks) for (const order of loopOrders(k.vars.length)) expect(loopTimer(k, p.buffers)({ order })).to.be.finite;
   });
 });
 
