@@ -288,9 +288,13 @@ parentPort.on('message', (m) => {
     out.outs = m.outs;
   } else if (m.kind === 'touch') {
     // a write to each page (an atomic or with 0: it changes no value, should the calling thread
-    // already be writing results there), so that the memory is mapped before a call writes it
+    // already be writing results there), so that the memory is mapped before a call writes it;
+    // every 64 pages, claims of a job the calling thread has started meanwhile are taken first
     const a = new Int32Array(m.buffer);
-    for (let i = 0; i < a.length; i += 1024) Atomics.or(a, i, 0);
+    for (let i = 0; i < a.length; i += 1024) {
+      if ((i & 65535) === 0) work(ctrl, block, gen, ew, true, out);
+      Atomics.or(a, i, 0);
+    }
   } else if (m.kind === 'ew') {
     ew[m.id] = new WebAssembly.Instance(m.module, { env: { mem: ewMemory } }).exports.run;
   }
