@@ -287,13 +287,14 @@ parentPort.on('message', (m) => {
     out.gen = m.gen;
     out.outs = m.outs;
   } else if (m.kind === 'touch') {
-    // a write to each page (an atomic or with 0: it changes no value, should the calling thread
-    // already be writing results there), so that the memory is mapped before a call writes it;
+    // a write to each page, so that the memory is mapped before a call writes it: a compare-exchange
+    // of 0 with 0, which changes no value should the calling thread already be writing results
+    // there, and takes one page fault (a read-modify-write such as Atomics.or reads first: two);
     // every 64 pages, claims of a job the calling thread has started meanwhile are taken first
     const a = new Int32Array(m.buffer);
     for (let i = 0; i < a.length; i += 1024) {
       if ((i & 65535) === 0) work(ctrl, block, gen, ew, true, out);
-      Atomics.or(a, i, 0);
+      Atomics.compareExchange(a, i, 0, 0);
     }
   } else if (m.kind === 'ew') {
     ew[m.id] = new WebAssembly.Instance(m.module, { env: { mem: ewMemory } }).exports.run;
