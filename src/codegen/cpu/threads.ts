@@ -127,7 +127,8 @@ const WAITING = CMD + MAX_WORKERS; // per worker: 1 while it waits for jobs
 const GEN = WAITING + MAX_WORKERS; // per worker: the generation of the matmul memory it holds
 const EW_KNOWN = GEN + MAX_WORKERS; // per worker: elementwise kernels it has instantiated (ids 0..n-1)
 const OUT_KNOWN = EW_KNOWN + MAX_WORKERS; // per worker: the generation of the result arrays it holds (setOutputs)
-const WORDS = OUT_KNOWN + MAX_WORKERS;
+const TOUCH_STOP = OUT_KNOWN + MAX_WORKERS; // 1: the spare result being touched is in use (ThreadPool.resultBuffer), stop
+const WORDS = TOUCH_STOP + 1;
 /** Claims one job may have (12 bits of the claim word); a larger job runs on the calling thread. */
 export const MAX_CLAIMS = 4095;
 
@@ -290,10 +291,14 @@ parentPort.on('message', (m) => {
     // a write to each page, so that the memory is mapped before a call writes it: a compare-exchange
     // of 0 with 0, which changes no value should the calling thread already be writing results
     // there, and takes one page fault (a read-modify-write such as Atomics.or reads first: two);
-    // every 64 pages, claims of a job the calling thread has started meanwhile are taken first
+    // every 64 pages, claims of a job the calling thread has started meanwhile are taken first,
+    // and the touching stops once a call has taken the buffer (its threads fault what is left)
     const a = new Int32Array(m.buffer);
     for (let i = 0; i < a.length; i += 1024) {
-      if ((i & 65535) === 0) work(ctrl, block, gen, ew, true, out);
+      if ((i & 65535) === 0) {
+        if (Atomics.load(ctrl, ${TOUCH_STOP}) !== 0) break;
+        work(ctrl, block, gen, ew, true, out);
+      }
       Atomics.compareExchange(a, i, 0, 0);
     }
   } else if (m.kind === 'ew') {
@@ -486,6 +491,7 @@ export class ThreadPool {
   resultBuffer(bytes: number): SharedArrayBuffer {
     const s = this.spare;
     this.spare = undefined;
+    Atomics.store(this.ctrl, TOUCH_STOP, 1);
     return s !== undefined && s.byteLength === bytes ? s : new SharedArrayBuffer(bytes);
   }
 
@@ -501,6 +507,7 @@ export class ThreadPool {
     const w = this.workers.findIndex((x) => !x.dead);
     if (spare === undefined || w < 0) return;
     this.spare = new SharedArrayBuffer(spare);
+    Atomics.store(this.ctrl, TOUCH_STOP, 0);
     this.workers[w]!.port.postMessage({ kind: 'touch', buffer: this.spare });
     if (Atomics.load(this.ctrl, WAITING + w) === 1) this.kick(w);
   }
