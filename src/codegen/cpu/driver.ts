@@ -26,7 +26,6 @@ import type { Prepared } from '../pipeline.js';
 import { renderElementwise } from './wasm/elementwise.js';
 import { renderPool } from './wasm/pool.js';
 import { renderReduce } from './wasm/reduce.js';
-import { PARALLEL_MIN_ELEMENTS } from './wasm/reduce-body.js';
 import { renderPhilox, renderPhiloxPair } from './wasm/philox.js';
 import { arrayType } from './js.js';
 import { renderLoopKernel, type KernelSource, type RenderEnv } from './loop.js';
@@ -61,7 +60,7 @@ export interface DriverBinding {
    * A new result array (`ctor` a typed array's name) whose every element the steps store before
    * any is read (freshTarget): made without filling it with zeros, where the binding can.
    */
-  readonly fresh?: ((ctor: string, size: number, shared?: boolean) => string) | undefined;
+  readonly fresh?: ((ctor: string, size: number) => string) | undefined;
   /**
    * Opens a matmul's block: its packing buffers and tile sums, and where whole float32 products
    * stage their operands (a byte offset expression; the binding's that have one). `sources` gives,
@@ -280,34 +279,8 @@ export function renderDriver({ program: p, plan, strategies }: Prepared, b: Driv
             : [`rt.copy(${out(k)}, 0, ${name(t.buf)}, ${t.offset}, ${sizeOf(t.shape)});`],
         );
   // Only buffers the steps named are bound.
-  const prologue = p.buffers
-    .filter((d) => named.has(d.id))
-    .flatMap((d) => bind(d, p, plan, b, workersWrite(p, strategies, d)));
+  const prologue = p.buffers.filter((d) => named.has(d.id)).flatMap((d) => bind(d, p, plan, b));
   return { prologue, body, copies, results };
-}
-
-/**
- * Whether result buffer `d` is written first by a rows kernel of the reduction tier that splits its
- * rows over the worker threads (../wasm/reduce.ts parallelRows) and is long enough to be split: such
- * a result is made over a SharedArrayBuffer, so that each thread copies the rows it computed into
- * it (and takes the page faults of its part) rather than the calling thread copying them all.
- */
-function workersWrite(p: Program, strategies: Prepared['strategies'], d: BufferDecl): boolean {
-  if (d.role !== 'target' || d.dtype !== 'float32') return false;
-  const i = p.steps.findIndex((t) => {
-    const u = stepBuffers(t);
-    return u.reads.includes(d.id) || u.writes.includes(d.id) || u.scratch.includes(d.id);
-  });
-  const st = strategies[i];
-  return (
-    st?.kind === 'loop' &&
-    (st.tier === 'reduce' || st.tier === 'reduce-pair') &&
-    st.plan.form === 'rows' &&
-    st.plan.shared &&
-    st.plan.elements &&
-    // the rows after the first (kernelCall's second call) split over the threads (renderReduce's threshold)
-    st.plan.rows - 1 >= Math.ceil(PARALLEL_MIN_ELEMENTS / st.plan.cols)
-  );
 }
 
 /** The one buffer a product operand reads (undefined: several, or none). */
@@ -355,7 +328,7 @@ function freshTarget(p: Program, d: BufferDecl): boolean {
 }
 
 /** The declaration of buffer `d` in the driver. */
-function bind(d: BufferDecl, p: Program, plan: Plan, b: DriverBinding, shared: boolean): string[] {
+function bind(d: BufferDecl, p: Program, plan: Plan, b: DriverBinding): string[] {
   const name = `b${d.id}`;
   const decl = (init: string) => [`const ${name} = ${init};`];
   switch (d.role) {
@@ -379,7 +352,7 @@ function bind(d: BufferDecl, p: Program, plan: Plan, b: DriverBinding, shared: b
       if (k >= 0) return decl(b.out!(k));
       return decl(
         b.fresh !== undefined && freshTarget(p, d)
-          ? b.fresh(arrayType(d.dtype), d.size, shared)
+          ? b.fresh(arrayType(d.dtype), d.size)
           : `new ${arrayType(d.dtype)}(${d.size})`,
       );
     }

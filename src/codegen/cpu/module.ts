@@ -295,7 +295,7 @@ export function generateModule(prepared: Prepared, opts: ModuleOptions = {}): Ge
     phase: (name) => [`const ${name} = ${constant(new Uint8Array(1), true)}; ${name}[0] = phase;`],
     epoch: (name) => [`const ${name} = ${constant(new Float64Array(1), true)}; ${name}[0] = ctx.epoch;`],
     out: opts.targetsOut === true ? (k) => `outs[${k}]` : undefined,
-    fresh: (ctor, size, shared) => `rt.fresh(${ctor}, ${size}${shared === true ? ', true' : ''})`,
+    fresh: (ctor, size) => `rt.fresh(${ctor}, ${size})`,
     matmul: arenaMatmul(p, keepable, packs, packKeys, () => {
       usesStep = true;
     }),

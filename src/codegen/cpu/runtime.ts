@@ -17,7 +17,6 @@ import { rows32, rowsA, rowsB } from './small-matmul.js';
 import { ewKernel } from './wasm/elementwise.js';
 import { poolKernel } from './wasm/pool.js';
 import { redKernel } from './wasm/reduce.js';
-import { threadCount, threadPool } from './threads.js';
 
 /** Helpers generated code calls (the reference's own functions, so results match it). */
 export const runtimeHelpers = {
@@ -55,20 +54,14 @@ export const runtimeHelpers = {
   /**
    * A typed array of n elements that the steps fill entirely before reading (driver.ts
    * freshTarget): in Node over an ArrayBuffer not filled with zeros first (Buffer.allocUnsafeSlow:
-   * its own buffer, offset 0), elsewhere a zeroed one. `shared`: the worker threads write it (a
-   * rows kernel split over them, driver.ts workersWrite): over a SharedArrayBuffer of its own while
-   * more than one thread is configured (ThreadPool.resultBuffer: its pages already written where
-   * an earlier call of that size left a spare).
+   * its own buffer, offset 0), elsewhere a zeroed one.
    */
   fresh<T>(
     C: new (b: ArrayBuffer | number, off?: number, n?: number) => T & { readonly BYTES_PER_ELEMENT?: number },
     n: number,
-    shared?: boolean,
   ): T {
     const B = (globalThis as { Buffer?: { allocUnsafeSlow?: (bytes: number) => Uint8Array } }).Buffer;
     const bytes = (C as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
-    const pool = shared === true && threadCount() > 1 ? threadPool() : undefined;
-    if (pool !== undefined) return new C(pool.resultBuffer(n * bytes) as unknown as ArrayBuffer);
     if (B?.allocUnsafeSlow === undefined) return new C(n);
     const u = B.allocUnsafeSlow(n * bytes);
     return new C(u.buffer as ArrayBuffer, u.byteOffset, n);

@@ -126,9 +126,7 @@ const CMD = GO + MAX_WORKERS; // per worker: 1 = leave the loop and take the mes
 const WAITING = CMD + MAX_WORKERS; // per worker: 1 while it waits for jobs
 const GEN = WAITING + MAX_WORKERS; // per worker: the generation of the matmul memory it holds
 const EW_KNOWN = GEN + MAX_WORKERS; // per worker: elementwise kernels it has instantiated (ids 0..n-1)
-const OUT_KNOWN = EW_KNOWN + MAX_WORKERS; // per worker: the generation of the result arrays it holds (setOutputs)
-const TOUCH_STOP = OUT_KNOWN + MAX_WORKERS; // 1: the spare result being touched is in use (ThreadPool.resultBuffer), stop
-const WORDS = TOUCH_STOP + 1;
+const WORDS = EW_KNOWN + MAX_WORKERS;
 /** Claims one job may have (12 bits of the claim word); a larger job runs on the calling thread. */
 export const MAX_CLAIMS = 4095;
 
@@ -154,11 +152,6 @@ export const MAX_CLAIMS = 4095;
  * dst + (b*panels + q)*K*p*4 by pack32 (full panels of an operand contiguous along the rows
  * by packCols32, step by step across the claim's panels).
  * Elementwise (kind 1): kernel id over chunk block c (byte offset base + c*blockBytes), CHUNK elements, the last one `last`.
- * Rows into results (kind 3): kind 1's words (a rows kernel: `per` rows a block), then the first
- * row of block 0 (p0), the row length L, elements (1: each output row L values, 0: one), the
- * generation of the result arrays (setOutputs) and their count; then per result array j its
- * region in a block (floats from the block's start), row stride and offset: block c's rows go
- * from the shared memory into result j (out.outs[j]) by the thread that computed them.
  * Rows (kind 2): rows32 (the kernels' ROWS_EXPORT) of M rows of A at pa (lda bytes apart) against
  * B panels per*c .. per*(c+1) - 1 of NP (at pb, K steps each), their sums at acc + 16 q (ldc bytes
  * a row): claims split the product by columns, so each thread reads its own part of B. With axpy
@@ -182,20 +175,7 @@ const WORK = `function packClaim(ctrl, block, c) {
   for (; q < q1; q++) pack(src + b * sb + q * p * sr, sr, st, dst + (b * panels + q) * K * p * 4, K, rows - q * p < p ? rows - q * p : p, p);
   return q1 - q0;
 }
-function claim(ctrl, block, ew, c, total, counted, out) {
-  if (ctrl[${JOB}] === 3) {
-    const bb = ctrl[${JOB + 3}], per = ctrl[${JOB + 4}], n = c === total - 1 ? ctrl[${JOB + 5}] : per, at = ctrl[${JOB + 6}] + c * bb;
-    ew[ctrl[${JOB + 1}]](n, at);
-    const m = out.view(), L = ctrl[${JOB + 8}], el = ctrl[${JOB + 9}], r0 = ctrl[${JOB + 7}] + c * per, b = at >>> 2;
-    for (let j = 0, k = ${JOB + 12}; j < ctrl[${JOB + 11}]; j++, k += 3) {
-      const a = out.outs[j], o = b + ctrl[k], s = ctrl[k + 1], f = ctrl[k + 2];
-      if (el === 0) a.set(m.subarray(o, o + n), r0 + f);
-      else if (s === L) a.set(m.subarray(o, o + n * L), r0 * L + f);
-      else for (let r = 0; r < n; r++) a.set(m.subarray(o + r * L, o + (r + 1) * L), (r0 + r) * s + f);
-    }
-    if (counted) Atomics.add(ctrl, ${TAKEN_EW}, 1);
-    return;
-  }
+function claim(ctrl, block, ew, c, total, counted) {
   if (ctrl[${JOB}] === 1) {
     const bb = ctrl[${JOB + 3}], chunk = ctrl[${JOB + 4}], last = ctrl[${JOB + 5}];
     ew[ctrl[${JOB + 1}]](c === total - 1 ? last : chunk, ctrl[${JOB + 6}] + c * bb);
@@ -227,21 +207,16 @@ function claim(ctrl, block, ew, c, total, counted, out) {
   block[ctrl[${JOB + 12}]](pa0 + p * sa, sa, n, pb0 + b * sb, K, acc0 + p * NP * T, NP * T, NP);
   if (counted) Atomics.add(ctrl, ${TAKEN}, n);
 }
-function work(ctrl, block, gen, ew, counted, out) {
+function work(ctrl, block, gen, ew, counted) {
   for (;;) {
     const w = Atomics.load(ctrl, ${NEXT});
     const c = (w >>> 12) & 4095, total = w & 4095;
     if (c >= total) return;
     const kind = ctrl[${JOB}];
-    if (
-      kind === 1 || kind === 3
-        ? ew[ctrl[${JOB + 1}]] === undefined || (kind === 3 && (out === undefined || out.gen !== ctrl[${JOB + 10}]))
-        : block === undefined || ctrl[${JOB_GEN}] !== gen
-    )
-      return;
+    if (kind === 1 ? ew[ctrl[${JOB + 1}]] === undefined : block === undefined || ctrl[${JOB_GEN}] !== gen) return;
     if (Atomics.compareExchange(ctrl, ${NEXT}, w, (w + 4096) | 0) !== w) continue;
     try {
-      claim(ctrl, block, ew, c, total, counted, out);
+      claim(ctrl, block, ew, c, total, counted);
     } catch (e) {
       Atomics.store(ctrl, ${FAILED}, 1);
     }
@@ -256,20 +231,18 @@ const { workerData, parentPort } = require('node:worker_threads');
 const { ctrlBuffer, index } = workerData;
 const ctrl = new Int32Array(ctrlBuffer);
 ${WORK}
-let block, gen = 0, ewMemory, mv;
+let block, gen = 0, ewMemory;
 const ew = [];
-const out = { gen: 0, outs: [], view: () => (mv !== undefined && mv.buffer.byteLength === ewMemory.buffer.byteLength ? mv : (mv = new Float32Array(ewMemory.buffer))) };
 function serve() {
   let seen = Atomics.load(ctrl, ${GO} + index);
   Atomics.store(ctrl, ${GEN} + index, gen);
   Atomics.store(ctrl, ${EW_KNOWN} + index, ew.length);
-  Atomics.store(ctrl, ${OUT_KNOWN} + index, out.gen);
   Atomics.store(ctrl, ${WAITING} + index, 1);
   for (;;) {
     Atomics.wait(ctrl, ${GO} + index, seen);
     seen = Atomics.load(ctrl, ${GO} + index);
     if (Atomics.load(ctrl, ${CMD} + index) !== 0) { Atomics.store(ctrl, ${CMD} + index, 0); return; }
-    work(ctrl, block, gen, ew, true, out);
+    work(ctrl, block, gen, ew, true);
   }
 }
 let scheduled = false;
@@ -284,23 +257,6 @@ parentPort.on('message', (m) => {
     }
   } else if (m.kind === 'ewMemory') {
     ewMemory = m.memory;
-  } else if (m.kind === 'out') {
-    out.gen = m.gen;
-    out.outs = m.outs;
-  } else if (m.kind === 'touch') {
-    // a write to each page, so that the memory is mapped before a call writes it: a compare-exchange
-    // of 0 with 0, which changes no value should the calling thread already be writing results
-    // there, and takes one page fault (a read-modify-write such as Atomics.or reads first: two);
-    // every 64 pages, claims of a job the calling thread has started meanwhile are taken first,
-    // and the touching stops once a call has taken the buffer (its threads fault what is left)
-    const a = new Int32Array(m.buffer);
-    for (let i = 0; i < a.length; i += 1024) {
-      if ((i & 65535) === 0) {
-        if (Atomics.load(ctrl, ${TOUCH_STOP}) !== 0) break;
-        work(ctrl, block, gen, ew, true, out);
-      }
-      Atomics.compareExchange(a, i, 0, 0);
-    }
   } else if (m.kind === 'ew') {
     ew[m.id] = new WebAssembly.Instance(m.module, { env: { mem: ewMemory } }).exports.run;
   }
@@ -313,24 +269,9 @@ type Kernels = readonly (PanelBlock | PackPanel | RowVec | Rows32)[] | undefined
 
 // The same job loop as the workers', compiled once here.
 const [workHere, claimHere] = new Function(`${WORK}\nreturn [work, claim];`)() as [
-  (ctrl: Int32Array, block: Kernels, gen: number, ew: readonly EwRun[], counted: boolean, out?: JobOutputs) => void,
-  (
-    ctrl: Int32Array,
-    block: Kernels,
-    ew: readonly EwRun[],
-    c: number,
-    total: number,
-    counted: boolean,
-    out?: JobOutputs,
-  ) => void,
+  (ctrl: Int32Array, block: Kernels, gen: number, ew: readonly EwRun[], counted: boolean) => void,
+  (ctrl: Int32Array, block: Kernels, ew: readonly EwRun[], c: number, total: number, counted: boolean) => void,
 ];
-
-/** Where a rows-into-results job (kind 3) writes: the result arrays of generation `gen` and a view of the shared memory. */
-export interface JobOutputs {
-  readonly gen: number;
-  readonly outs: readonly Float32Array[];
-  readonly view: () => Float32Array;
-}
 
 /** One staged operand to pack: claims, src, sb, sr, st, dst, rows, K, p, per (see WORK; bytes). */
 export type PackOperand = readonly [
@@ -394,30 +335,23 @@ export type RowsJob = readonly [
   per: number,
   axpy: number,
 ];
-/**
- * kind 3, then EwJob's words, then p0, L, elements, generation of the result arrays, their count,
- * and (region, row stride, offset) of each: see WORK.
- */
-export type RowsOutJob = readonly [3, ...(readonly number[])];
-export type Job = MatmulJob | EwJob | RowsJob | RowsOutJob;
-/** Result arrays a rows-into-results job may write (its words must fit JOB_WORDS - 2). */
-export const MAX_JOB_OUTPUTS = Math.floor((JOB_WORDS - 2 - 12) / 3);
+export type Job = MatmulJob | EwJob | RowsJob;
 
-const claimsOf = (job: Job): number => (job[0] === 1 || job[0] === 3 ? job[2]! : job[1]!);
+const claimsOf = (job: Job): number => (job[0] === 1 ? job[2] : job[1]);
 
 /** Runs a job on the calling thread alone (claims in order: packing before the blocks that read it). */
-export function runHere(block: Kernels, ew: readonly EwRun[], job: Job, out?: JobOutputs): void {
+export function runHere(block: Kernels, ew: readonly EwRun[], job: Job): void {
   const claims = claimsOf(job);
   const c = new Int32Array(JOB + JOB_WORDS);
   for (let j = 0; j < job.length; j++) c[JOB + j] = job[j]!;
   if (claims <= MAX_CLAIMS) {
     c[NEXT] = claims;
-    workHere(c, block, 0, ew, false, out);
+    workHere(c, block, 0, ew, false);
     if (c[FAILED] !== 0) throw new Error('internal: a kernel threw on the calling thread');
     return;
   }
   // more claims than the claim word holds: one by one, outside it
-  for (let k = 0; k < claims; k++) claimHere(c, block, ew, k, claims, false, out);
+  for (let k = 0; k < claims; k++) claimHere(c, block, ew, k, claims, false);
 }
 
 interface Worker {
@@ -441,8 +375,6 @@ export class ThreadPool {
   };
   private ewMemory: WasmMemory | undefined;
   private readonly ewModules: WasmModule[] = [];
-  private outGen = 0;
-  private spare: SharedArrayBuffer | undefined;
 
   /** The memory (and its kernel module, and rows32's) matmul and rows jobs sum in from now on (undefined: none; workers drop theirs). */
   setMemory(memory: WasmMemory | undefined, module?: WasmModule, rows?: WasmModule): void {
@@ -465,51 +397,6 @@ export class ThreadPool {
     if (id !== this.ewModules.length) throw new Error(`internal: elementwise kernel ${id} added out of order`);
     this.ewModules.push(module);
     for (const w of this.workers) w.port.postMessage({ kind: 'ew', id, module });
-  }
-
-  /**
-   * Hands the workers the result arrays that rows-into-results jobs write from now on (arrays over
-   * SharedArrayBuffers; undefined: none, so that the workers hold no result after a call) and
-   * returns their generation, which such a job names: a worker takes its claims only once it
-   * holds that generation (it takes the message when next told to: waiting workers are told now).
-   */
-  setOutputs(outs: readonly Float32Array[] | undefined): number {
-    this.outGen++;
-    for (let i = 0; i < this.workers.length; i++) {
-      const w = this.workers[i]!;
-      if (w.dead) continue;
-      w.port.postMessage({ kind: 'out', gen: this.outGen, outs: outs ?? [] });
-      if (Atomics.load(this.ctrl, WAITING + i) === 1) this.kick(i);
-    }
-    return this.outGen;
-  }
-
-  /**
-   * A SharedArrayBuffer of `bytes` for a result the workers write: the spare made after the last
-   * such call if it has that size (no array was ever made over it), else a new one.
-   */
-  resultBuffer(bytes: number): SharedArrayBuffer {
-    const s = this.spare;
-    this.spare = undefined;
-    Atomics.store(this.ctrl, TOUCH_STOP, 1);
-    return s !== undefined && s.byteLength === bytes ? s : new SharedArrayBuffer(bytes);
-  }
-
-  /**
-   * After a call that handed the workers its results: they let go of them (setOutputs(undefined)),
-   * and, with `spare` bytes, a new buffer of that size is made for the next such result and a
-   * worker writes to each of its pages meanwhile, so that the next call finds its result's memory
-   * mapped (the first write to a fresh page costs a page fault: 4096 of them for a 16 MiB result,
-   * most of such a call's time). One spare at a time, handed out once (resultBuffer).
-   */
-  endOutputs(spare?: number): void {
-    this.setOutputs(undefined);
-    const w = this.workers.findIndex((x) => !x.dead);
-    if (spare === undefined || w < 0) return;
-    this.spare = new SharedArrayBuffer(spare);
-    Atomics.store(this.ctrl, TOUCH_STOP, 0);
-    this.workers[w]!.port.postMessage({ kind: 'touch', buffer: this.spare });
-    if (Atomics.load(this.ctrl, WAITING + w) === 1) this.kick(w);
   }
 
   /** Sends a waiting worker back to its messages (it sits out jobs until it waits again). */
@@ -549,22 +436,19 @@ export class ThreadPool {
    * pass's copies), done once the workers are woken and before it takes claims, so that it
    * overlaps theirs.
    */
-  run(threads: number, block: Kernels, ew: readonly EwRun[], job: Job, during?: () => void, out?: JobOutputs): void {
+  run(threads: number, block: Kernels, ew: readonly EwRun[], job: Job, during?: () => void): void {
     const c = this.ctrl;
     const claims = claimsOf(job);
     if (claims > MAX_CLAIMS || claims < 2) {
       during?.();
-      runHere(block, ew, job, out);
+      runHere(block, ew, job);
       return;
     }
     this.grow(threads - 1);
     const helpers: number[] = [];
     for (let i = 0; i < this.workers.length && helpers.length < threads - 1 && helpers.length < claims - 1; i++) {
       if (this.workers[i]!.dead || Atomics.load(c, WAITING + i) !== 1) continue;
-      const current =
-        job[0] === 0 || job[0] === 2
-          ? Atomics.load(c, GEN + i) === this.gen
-          : Atomics.load(c, EW_KNOWN + i) > job[1]! && (job[0] !== 3 || Atomics.load(c, OUT_KNOWN + i) === job[10]);
+      const current = job[0] !== 1 ? Atomics.load(c, GEN + i) === this.gen : Atomics.load(c, EW_KNOWN + i) > job[1];
       if (current) helpers.push(i);
       else this.kick(i);
     }
@@ -586,7 +470,7 @@ export class ThreadPool {
       } catch (e) {
         failed = { e };
       }
-    workHere(c, block, this.gen, ew, false, out);
+    workHere(c, block, this.gen, ew, false);
     for (let d = Atomics.load(c, DONE); d < claims; d = Atomics.load(c, DONE)) Atomics.wait(c, DONE, d);
     if (failed !== undefined) throw failed.e;
     if (Atomics.load(c, FAILED) !== 0) throw new Error('internal: a worker thread failed (its kernel threw)');

@@ -52,7 +52,7 @@ import {
 import { APPROX, APPROX32, Consts, F32, S, approxF32, i64x2 } from './approx.js';
 
 export { Consts, S, i64x2 };
-import { type EwRun, type JobOutputs, runHere, threadCount, threadPool } from '../threads.js';
+import { type EwRun, runHere, threadCount, threadPool } from '../threads.js';
 import {
   DEFAULT_STREAMS,
   EW_STREAMS,
@@ -633,35 +633,6 @@ export function runBlocks(
   else {
     during?.();
     runHere(undefined, sharedRuns, job);
-  }
-  handoffMeasured(work, threads, performance.now() - t0, sid + 1);
-}
-
-/**
- * runBlocks for a rows kernel whose results go straight into result arrays over SharedArrayBuffers:
- * each block's rows, once computed, are copied into them by the thread that computed them (a
- * rows-into-results job, ../threads.ts WORK kind 3: `words` its words after the base offset).
- */
-export function runBlocksOut(
-  sid: number,
-  blocks: number,
-  blockBytes: number,
-  per: number,
-  last: number,
-  base: number,
-  words: readonly number[],
-  out: JobOutputs,
-  during?: () => void,
-): void {
-  const job = [3, sid, blocks, blockBytes, per, last, base, ...words] as const;
-  const pool = threadPool();
-  const work = (blocks * blockBytes) / 4;
-  const threads = blocks > 1 && pool !== undefined ? handoffThreads(work, threadCount(), sid + 1) : 1;
-  const t0 = performance.now();
-  if (threads > 1) pool!.run(threads, undefined, sharedRuns, job, during, out);
-  else {
-    during?.();
-    runHere(undefined, sharedRuns, job, out);
   }
   handoffMeasured(work, threads, performance.now() - t0, sid + 1);
 }

@@ -36,7 +36,6 @@ import type { LoopKernel } from '../../kernel/ir.js';
 import { foldCode, literal } from '../js.js';
 import type { DType } from '../../../ir/dtype.js';
 import { WA, moduleBytes, type WasmMemory, type WasmModule } from './encode.js';
-import { type JobOutputs, MAX_JOB_OUTPUTS, threadCount, threadPool } from '../threads.js';
 import {
   CHUNK,
   LOADED,
@@ -46,7 +45,6 @@ import {
   nodeKind,
   rowAccess,
   runBlocks,
-  runBlocksOut,
   sharedMem,
   sharedTier,
   tierOn,
@@ -477,47 +475,21 @@ function parallelRows(
       });
     }
   };
-  // Results over SharedArrayBuffers (rt.fresh's shared arrays) are written by the thread that
-  // computes each block: the calling thread then only copies the rows in, and the results' copies
-  // and first-touch page faults are split over the threads as the blocks are.
-  const pool = threadPool();
-  const direct =
-    pool !== undefined &&
-    threadCount() > 1 &&
-    outs.length <= MAX_JOB_OUTPUTS &&
-    outs.every((a) => a.buffer instanceof SharedArrayBuffer);
-  const gen = direct ? pool.setOutputs(outs) : 0;
-  const out: JobOutputs = { gen, outs, view: () => sharedMem(0) };
-  const words = [
-    L,
-    elements,
-    gen,
-    outs.length,
-    ...outs.flatMap((_, j) => [(ins.length + gap + j) * REG, row(ins.length + j), off(ins.length + j)]),
-  ];
-  try {
-    copyIn(0);
-    for (let q = 0; q < passes; q++) {
-      const [p0, p1] = span(q);
-      const blocks = Math.ceil((p1 - p0) / per);
-      const last = p1 - p0 - (blocks - 1) * per;
-      // the other half: pass q - 1's results out before pass q + 1's rows overwrite them
-      const during =
-        passes === 1
-          ? undefined
-          : () => {
-              if (q > 0 && !direct) copyOut(q - 1);
-              if (q + 1 < passes) copyIn(q + 1);
-            };
-      if (direct)
-        runBlocksOut(sid, blocks, blockFloats * 4, per, last, (q & 1) * halfFloats * 4, [p0, ...words], out, during);
-      else runBlocks(sid, blocks, blockFloats * 4, per, last, (q & 1) * halfFloats * 4, during);
-    }
-    if (!direct) copyOut(passes - 1);
-  } finally {
-    // the workers let go of the results; a buffer for the next result of this size made ready meanwhile
-    if (direct) pool.endOutputs(outs.length === 1 ? outs[0]!.buffer.byteLength : undefined);
+  copyIn(0);
+  for (let q = 0; q < passes; q++) {
+    const [p0, p1] = span(q);
+    const blocks = Math.ceil((p1 - p0) / per);
+    // the other half: pass q - 1's results out before pass q + 1's rows overwrite them
+    const during =
+      passes === 1
+        ? undefined
+        : () => {
+            if (q > 0) copyOut(q - 1);
+            if (q + 1 < passes) copyIn(q + 1);
+          };
+    runBlocks(sid, blocks, blockFloats * 4, per, p1 - p0 - (blocks - 1) * per, (q & 1) * halfFloats * 4, during);
   }
+  copyOut(passes - 1);
 }
 
 /** The kernel with this id (runtime helper `rt.red`). */
