@@ -65,10 +65,10 @@ import {
   type Scope,
   vectorFin,
   findRegion,
-  rowsBody,
   columnsBody,
   stripVar,
 } from './reduce-body.js';
+import { rowsBody } from './reduce-rows.js';
 
 export { COL_BLOCK, PARALLEL_MIN_ELEMENTS, setReduceF32Elements, type RedPlan, type RedRegion } from './reduce-body.js';
 
