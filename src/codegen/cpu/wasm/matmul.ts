@@ -158,9 +158,6 @@ function panelBlock32Body(mr: number, nr: number, fused: boolean, rows = false):
     [9, I32],
     [nr * V + V + 1 + 4, V128],
   ]);
-  // i8x16.shuffle of two f32x4 by 32-bit lanes (0-3 the first operand's, 4-7 the second's)
-  const shuffle = (...lanes: number[]) =>
-    b.v(simd.i8x16Shuffle, ...lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]));
   if (rows) b.get(SACC).i32(mr).ops(op.i32DivU).set(RS);
   const step = (u: number) => {
     for (let v = 0; v < V; v++)
@@ -193,23 +190,7 @@ function panelBlock32Body(mr: number, nr: number, fused: boolean, rows = false):
   if (rows) {
     // rows 4v..4v+3: transpose the 4 x 4 block (columns in accv(0..3, v)) into 4 row vectors
     b.get(ACCG).set(ROW);
-    for (let v = 0; v < V; v++) {
-      b.get(accv(0, v)).get(accv(1, v));
-      shuffle(0, 4, 1, 5).set(TR(0));
-      b.get(accv(2, v)).get(accv(3, v));
-      shuffle(0, 4, 1, 5).set(TR(1));
-      b.get(accv(0, v)).get(accv(1, v));
-      shuffle(2, 6, 3, 7).set(TR(2));
-      b.get(accv(2, v)).get(accv(3, v));
-      shuffle(2, 6, 3, 7).set(TR(3));
-      for (let j = 0; j < 4; j++) {
-        b.get(ROW)
-          .get(TR(j < 2 ? 0 : 2))
-          .get(TR(j < 2 ? 1 : 3));
-        shuffle(...(j % 2 === 0 ? [0, 1, 4, 5] : [2, 3, 6, 7])).v(simd.v128Store, ...memarg(2, 0));
-        b.get(ROW).get(RS).ops(op.i32Add).set(ROW);
-      }
-    }
+    for (let v = 0; v < V; v++) storeTransposed(b, (c) => accv(c, v), TR, ROW, RS, 2);
   } else {
     for (let c = 0; c < nr; c++) {
       for (let v = 0; v < V; v++)
@@ -227,6 +208,39 @@ function panelBlock32Body(mr: number, nr: number, fused: boolean, rows = false):
   b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
   b.ops(op.end, op.end);
   return b;
+}
+
+/**
+ * Stores the transpose of the 4 x 4 block of float32 values whose rows are the v128 locals
+ * input(0..3) (eight i8x16.shuffles): its row j (the block's column j) at the byte address in
+ * local AT (memarg alignment `align`), AT advanced by local STEP after each; tmp(0..3): scratch.
+ */
+function storeTransposed(
+  b: Body,
+  input: (i: number) => number,
+  tmp: (i: number) => number,
+  AT: number,
+  STEP: number,
+  align: number,
+): void {
+  // i8x16.shuffle of two f32x4 by 32-bit lanes (0-3 the first operand's, 4-7 the second's)
+  const shuffle = (...lanes: number[]) =>
+    b.v(simd.i8x16Shuffle, ...lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]));
+  b.get(input(0)).get(input(1));
+  shuffle(0, 4, 1, 5).set(tmp(0));
+  b.get(input(2)).get(input(3));
+  shuffle(0, 4, 1, 5).set(tmp(1));
+  b.get(input(0)).get(input(1));
+  shuffle(2, 6, 3, 7).set(tmp(2));
+  b.get(input(2)).get(input(3));
+  shuffle(2, 6, 3, 7).set(tmp(3));
+  for (let j = 0; j < 4; j++) {
+    b.get(AT)
+      .get(tmp(j < 2 ? 0 : 2))
+      .get(tmp(j < 2 ? 1 : 3));
+    shuffle(...(j % 2 === 0 ? [0, 1, 4, 5] : [2, 3, 6, 7])).v(simd.v128Store, ...memarg(align, 0));
+    b.get(AT).get(STEP).ops(op.i32Add).set(AT);
+  }
 }
 
 /**
@@ -290,21 +304,37 @@ function rowVec32Body(R: number, fused: boolean): Body {
     b.get(AI).get(SA).ops(op.i32Add).set(AI);
     b.get(KI).i32(1).ops(op.i32Sub).tee(KI).ops(op.brIf, 0);
     b.ops(op.end, op.end);
-    b.get(ACCQ).set(ROW);
-    for (let r = 0; r < R; r++) {
-      for (let g = 0; g < G; g++)
-        b.get(ROW)
-          .get(accv(r, g))
-          .v(simd.v128Store, ...memarg(2, 16 * g));
-      if (r < R - 1) b.get(ROW).get(RS).ops(op.i32Add).set(ROW);
-    }
-    b.get(PBQ).get(KB).i32(G).ops(op.i32Mul, op.i32Add).set(PBQ);
-    b.addTo(ACCQ, 16 * G);
-    b.get(Q).i32(G).ops(op.i32Sub).set(Q);
-    b.ops(op.br, 0);
-    b.ops(op.end, op.end);
+    endRowsPass(b, R, G, accv, { ACCQ, ROW, RS, PBQ, KB, Q });
   }
   return b;
+}
+
+/**
+ * The end of a pass of the row kernels (rowVec32, ./rows.ts' rows32) over G B panels: stores R
+ * rows of G vectors of sums acc(r, g) row-major (row r at ACCQ + r RS, panel g at byte 16 g;
+ * ROW: scratch), steps to the next G panels (PBQ += G KB, ACCQ += 16 G, Q -= G), branches back to
+ * the passes' loop and closes it. The capitals are i32 locals.
+ */
+export function endRowsPass(
+  b: Body,
+  R: number,
+  G: number,
+  acc: (r: number, g: number) => number,
+  L: { ACCQ: number; ROW: number; RS: number; PBQ: number; KB: number; Q: number },
+): void {
+  b.get(L.ACCQ).set(L.ROW);
+  for (let r = 0; r < R; r++) {
+    for (let g = 0; g < G; g++)
+      b.get(L.ROW)
+        .get(acc(r, g))
+        .v(simd.v128Store, ...memarg(2, 16 * g));
+    if (r < R - 1) b.get(L.ROW).get(L.RS).ops(op.i32Add).set(L.ROW);
+  }
+  b.get(L.PBQ).get(L.KB).i32(G).ops(op.i32Mul, op.i32Add).set(L.PBQ);
+  b.addTo(L.ACCQ, 16 * G);
+  b.get(L.Q).i32(G).ops(op.i32Sub).set(L.Q);
+  b.ops(op.br, 0);
+  b.ops(op.end, op.end);
 }
 
 /**
@@ -326,8 +356,6 @@ function pack32Body(): Body {
     [11, I32],
     [8, V128],
   ]);
-  const shuffle = (...lanes: number[]) =>
-    b.v(simd.i8x16Shuffle, ...lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]));
   b.get(P).i32(2).ops(op.i32Shl).set(PS); // bytes of one packed step
   b.i32(0).set(T0);
   // full panel of a width divisible by 4?
@@ -356,21 +384,7 @@ function pack32Body(): Body {
   b.get(S3)
     .v(simd.v128Load, ...memarg(0, 0))
     .set(V(3));
-  b.get(V(0)).get(V(1));
-  shuffle(0, 4, 1, 5).set(W(0));
-  b.get(V(2)).get(V(3));
-  shuffle(0, 4, 1, 5).set(W(1));
-  b.get(V(0)).get(V(1));
-  shuffle(2, 6, 3, 7).set(W(2));
-  b.get(V(2)).get(V(3));
-  shuffle(2, 6, 3, 7).set(W(3));
-  for (let j = 0; j < 4; j++) {
-    b.get(D)
-      .get(W(j < 2 ? 0 : 2))
-      .get(W(j < 2 ? 1 : 3));
-    shuffle(...(j % 2 === 0 ? [0, 1, 4, 5] : [2, 3, 6, 7])).v(simd.v128Store, ...memarg(0, 0));
-    b.get(D).get(PS).ops(op.i32Add).set(D);
-  }
+  storeTransposed(b, V, W, D, PS, 0);
   for (const x of [S, S1, S2, S3]) b.addTo(x, 16);
   b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
   b.ops(op.end);
