@@ -262,24 +262,10 @@ function planColumns(
     stores.push({ buf: s.buf, off: acc.off, row: 1, outer: outerOf(s.index) });
   }
   if (loads.length + stores.length + reduces.length > MAX_REGIONS) return undefined;
-  const bytes = moduleBytes(
-    [{ name: 'run', params: 3, body: columnsBody(k, order, reduces, inBody, loads, stores.length) }],
-    true,
-  );
   void roots;
-  return {
-    form: 'columns',
-    rows: R,
-    cols: v.size,
-    elements: false,
-    loads,
-    stores,
-    accs: reduces.length,
-    bytes,
-    shared: false,
-    label: k.label,
-    ...(outer !== undefined ? { outer: outer.size } : {}),
-  };
+  const funcs = [{ name: 'run', params: 3, body: columnsBody(k, order, reduces, inBody, loads, stores.length) }];
+  const form = { form: 'columns', rows: R, cols: v.size, loads, stores } as const;
+  return ownMemoryPlan(k, reduces, funcs, { ...form, ...(outer !== undefined ? { outer: outer.size } : {}) });
 }
 
 /**
@@ -324,19 +310,28 @@ function planVector(k: LoopKernel, order: readonly Expr[], reduces: readonly Red
   const vk: LoopKernel = { ...k, vars: [] };
   if (full > 0) funcs.push({ name: 'run', params: 2, body: rowsBody(vk, CHUNK, false, order, scope, loads, true) });
   if (rest > 0) funcs.push({ name: 'tail', params: 2, body: rowsBody(vk, rest, false, order, scope, loads, true) });
-  const bytes = moduleBytes(funcs, true);
+  const form = { form: 'vector', rows: n, cols: rest, loads, stores } as const;
+  return ownMemoryPlan(k, reduces, funcs, { ...form, ops: reduces.map((r) => r.op) });
+}
+
+/**
+ * The plan of a columns or vector form: its module over the tier's own memory (plain, not
+ * shared: their calls are not split over threads), an accumulator region per fold, one value per
+ * output element.
+ */
+function ownMemoryPlan(
+  k: LoopKernel,
+  reduces: readonly Reduce[],
+  funcs: Parameters<typeof moduleBytes>[0],
+  p: Pick<RedPlan, 'form' | 'rows' | 'cols' | 'loads' | 'stores' | 'outer' | 'ops'>,
+): RedPlan {
   return {
-    form: 'vector',
-    rows: n,
-    cols: rest,
+    ...p,
     elements: false,
-    loads,
-    stores,
     accs: reduces.length,
-    bytes,
+    bytes: moduleBytes(funcs, true),
     shared: false,
     label: k.label,
-    ops: reduces.map((r) => r.op),
   };
 }
 
