@@ -325,6 +325,22 @@ export function rowsBody(
     if (e.t === 'const') c.get(e.v);
     else b.get(loc(e));
   };
+  // stream st's scratch locals (past its nodes' own)
+  const scratch = (st: number) => streamBase + st * perStream + computed.length;
+  // node e in the float32 form (four lanes), its operands at loc
+  const render32 = (e: Expr, loc: (e: Expr) => number, st: number) =>
+    renderNode(
+      b,
+      c,
+      e,
+      (x) => {
+        if (x.t === 'const') c32.get(x.v);
+        else b.get(loc(x));
+      },
+      loc,
+      scratch(st),
+      c32,
+    );
   // The nodes of one scope at stream st, for the element pair at byte A + off.
   const nodesAt = (nodes: readonly Expr[], st: number, off: number, inner: Var) => {
     const loc = local(st);
@@ -333,7 +349,7 @@ export function rowsBody(
         b.get(A)
           .v(extra.load64Zero, ...memarg(3, loadRegion(loads, e, inner, u) * REGB + off))
           .v(S.promote);
-      else renderNode(b, c, e, push(loc), loc, streamBase + st * perStream + computed.length);
+      else renderNode(b, c, e, push(loc), loc, scratch(st));
       b.set(loc(e));
     }
   };
@@ -364,19 +380,7 @@ export function rowsBody(
       const loc = local(st);
       for (const x of nodes) {
         if (x.t === 'load') b.get(ROW_A).v(extra.load, ...memarg(0, loadRegion(loads, x, rv, u) * REGB + off));
-        else
-          renderNode(
-            b,
-            c,
-            x,
-            (y) => {
-              if (y.t === 'const') c32.get(y.v);
-              else b.get(loc(y));
-            },
-            loc,
-            streamBase + st * perStream + computed.length,
-            c32,
-          );
+        else render32(x, loc, st);
         b.set(loc(x));
       }
       return loc(e.body);
@@ -494,25 +498,8 @@ export function rowsBody(
       for (const e of computed.filter((x) => scope.get(x) === 'elem')) {
         if (e.t === 'load') b.get(A).v(extra.load, ...memarg(0, loadRegion(loads, e, v, u) * REGB + off));
         else if (nonPositive.has(e))
-          expNonPositive32(
-            b,
-            c32,
-            loc((e as Expr & { t: 'op' | 'call' }).args[0]!),
-            streamBase + st * perStream + computed.length,
-          );
-        else
-          renderNode(
-            b,
-            c,
-            e,
-            (x) => {
-              if (x.t === 'const') c32.get(x.v);
-              else b.get(loc(x));
-            },
-            loc,
-            streamBase + st * perStream + computed.length,
-            c32,
-          );
+          expNonPositive32(b, c32, loc((e as Expr & { t: 'op' | 'call' }).args[0]!), scratch(st));
+        else render32(e, loc, st);
         b.set(loc(e));
       }
       k.stores.forEach((s, j) => {
