@@ -439,11 +439,14 @@ function parallelRows(
   const halfFloats = Math.min(PASS_BLOCKS, Math.ceil((hi - lo) / per)) * blockFloats;
   const m = sharedMem((passes > 1 ? 2 : 1) * halfFloats * 4);
   const span = (q: number) => [lo + q * passRows, Math.min(hi, lo + (q + 1) * passRows)] as const;
-  const copyIn = (q: number) => {
+  // visit(r0, r1, b) for each block of pass q: rows r0 .. r1 - 1, at float b of the memory (its half)
+  const eachBlock = (q: number, visit: (r0: number, r1: number, b: number) => void) => {
     const [p0, p1] = span(q);
     const h = (q & 1) * halfFloats;
-    for (let r0 = p0, b = h; r0 < p1; r0 += per, b += blockFloats) {
-      const r1 = Math.min(p1, r0 + per);
+    for (let r0 = p0, b = h; r0 < p1; r0 += per, b += blockFloats) visit(r0, Math.min(p1, r0 + per), b);
+  };
+  const copyIn = (q: number) =>
+    eachBlock(q, (r0, r1, b) => {
       ins.forEach((a, j) => {
         const o = b + j * REG,
           s = row(j),
@@ -452,13 +455,9 @@ function parallelRows(
         else if (s === L) m.set(a.subarray(r0 * L + f, r1 * L + f), o);
         else for (let r = r0; r < r1; r++) m.set(a.subarray(r * s + f, r * s + f + L), o + (r - r0) * L);
       });
-    }
-  };
-  const copyOut = (q: number) => {
-    const [p0, p1] = span(q);
-    const h = (q & 1) * halfFloats;
-    for (let r0 = p0, b = h; r0 < p1; r0 += per, b += blockFloats) {
-      const r1 = Math.min(p1, r0 + per);
+    });
+  const copyOut = (q: number) =>
+    eachBlock(q, (r0, r1, b) => {
       outs.forEach((a, j) => {
         const k = ins.length + j,
           o = b + (k + gap) * REG,
@@ -468,8 +467,7 @@ function parallelRows(
         else if (s === L) a.set(m.subarray(o, o + (r1 - r0) * L), r0 * L + f);
         else for (let r = r0; r < r1; r++) a.set(m.subarray(o + (r - r0) * L, o + (r - r0 + 1) * L), r * s + f);
       });
-    }
-  };
+    });
   copyIn(0);
   for (let q = 0; q < passes; q++) {
     const [p0, p1] = span(q);
