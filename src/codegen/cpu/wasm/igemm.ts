@@ -10,7 +10,7 @@
 // 0..K-1 in order, in float32, rounded after the product and after the sum (or one relaxed-SIMD
 // multiply-add with `fused`), so a convolution sums to the same numbers, bit for bit, as its
 // im2col product through panelBlock32 or the JavaScript rowPanel32.
-import { Body, I32, V128, VOID, memarg, op, simd } from './encode.js';
+import { Body, I32, V128, VOID, madd32, memarg, op, simd } from './encode.js';
 
 /** The igemm register tile: 4 output cells by 8 features (two f32x4 vectors), 8 sums (XNNPACK's x86 wasmsimd igemm tile). */
 export const IGEMM_TILE = { mr: 4, nr: 8 } as const;
@@ -40,7 +40,7 @@ export function igemm32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr: numb
       b.get(PTR(r))
         .v(simd.v128Load32Splat, ...memarg(2, 4 * u))
         .set(VA);
-      rowMadd(b, fused, V, VA, VB, (v) => accv(r, v));
+      for (let v = 0; v < V; v++) madd32(b, fused, VA, VB(v), accv(r, v));
     }
   };
   b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0);
@@ -119,7 +119,7 @@ export function windowGrad32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr:
       .ops(op.i32Add)
       .v(simd.v128Load32Splat, ...memarg(2, 0))
       .set(VA);
-    rowMadd(b, fused, V, VA, VB, (v) => accv(r, v));
+    for (let v = 0; v < V; v++) madd32(b, fused, VA, VB(v), accv(r, v));
   }
   b.addTo(TBL, 4).addTo(PBI, 4 * nr);
   b.get(TI).i32(1).ops(op.i32Sub).tee(TI).ops(op.brIf, 0);
@@ -143,21 +143,6 @@ function tileBody(mr: number, nr: number, nI32: number) {
     [mr * V + V + 1, V128],
   ]);
   return { b, V, accv, VB, VA };
-}
-
-/** acc[v] (+)= a * B[v] for the V vectors of one tile row: a relaxed multiply-add with `fused`, else a product then a sum (each rounded). */
-function rowMadd(
-  b: Body,
-  fused: boolean,
-  V: number,
-  A: number,
-  VB: (v: number) => number,
-  acc: (v: number) => number,
-): void {
-  for (let v = 0; v < V; v++) {
-    if (fused) b.get(A).get(VB(v)).get(acc(v)).v(simd.f32x4RelaxedMadd).set(acc(v));
-    else b.get(acc(v)).get(A).get(VB(v)).v(simd.f32x4Mul).v(simd.f32x4Add).set(acc(v));
-  }
 }
 
 /** The locals the two kernels' block loops share (byte offsets and counters): openTile's and storeTile's. */

@@ -10,7 +10,7 @@
 // generated epilogue then writes four whole output rows (contiguous stores, where a column of
 // tiles would touch every row's cache line once per 4 columns). The A panel stays in L1 while
 // B streams through.
-import { Body, I32, V128, VOID, memarg, moduleBytes, op, simd } from './encode.js';
+import { Body, I32, V128, VOID, madd32, memarg, moduleBytes, op, simd } from './encode.js';
 import { igemm32Body, windowGrad32Body } from './igemm.js';
 
 /**
@@ -168,10 +168,7 @@ function panelBlock32Body(mr: number, nr: number, fused: boolean, rows = false):
       b.get(PBI)
         .v(simd.v128Load32Splat, ...memarg(2, 4 * (u * nr + c)))
         .set(VB);
-      for (let v = 0; v < V; v++) {
-        if (fused) b.get(VA(v)).get(VB).get(accv(c, v)).v(simd.f32x4RelaxedMadd).set(accv(c, v));
-        else b.get(accv(c, v)).get(VA(v)).get(VB).v(simd.f32x4Mul).v(simd.f32x4Add).set(accv(c, v));
-      }
+      for (let v = 0; v < V; v++) madd32(b, fused, VA(v), VB, accv(c, v));
     }
   };
   b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0);
@@ -295,10 +292,7 @@ function rowVec32Body(R: number, fused: boolean): Body {
       b.get(P(g))
         .v(simd.v128Load, ...memarg(2, 0))
         .set(VB);
-      for (let r = 0; r < R; r++) {
-        if (fused) b.get(VA(r)).get(VB).get(accv(r, g)).v(simd.f32x4RelaxedMadd).set(accv(r, g));
-        else b.get(accv(r, g)).get(VA(r)).get(VB).v(simd.f32x4Mul).v(simd.f32x4Add).set(accv(r, g));
-      }
+      for (let r = 0; r < R; r++) madd32(b, fused, VA(r), VB, accv(r, g));
       b.addTo(P(g), 16);
     }
     b.get(AI).get(SA).ops(op.i32Add).set(AI);
@@ -372,18 +366,12 @@ function pack32Body(): Body {
   b.get(DST).get(G).i32(2).ops(op.i32Shl, op.i32Add).set(D);
   b.get(K).i32(2).ops(op.i32ShrU).set(N);
   b.ops(op.loop, VOID); // 4 steps
-  b.get(S)
-    .v(simd.v128Load, ...memarg(0, 0))
-    .set(V(0));
-  b.get(S1)
-    .v(simd.v128Load, ...memarg(0, 0))
-    .set(V(1));
-  b.get(S2)
-    .v(simd.v128Load, ...memarg(0, 0))
-    .set(V(2));
-  b.get(S3)
-    .v(simd.v128Load, ...memarg(0, 0))
-    .set(V(3));
+  [S, S1, S2, S3].forEach((x, i) =>
+    b
+      .get(x)
+      .v(simd.v128Load, ...memarg(0, 0))
+      .set(V(i)),
+  );
   storeTransposed(b, V, W, D, PS, 0);
   for (const x of [S, S1, S2, S3]) b.addTo(x, 16);
   b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
@@ -397,12 +385,8 @@ function pack32Body(): Body {
   b.get(K).set(T0);
   b.ops(op.block, VOID).get(K).ops(op.i32Eqz, op.brIf, 0);
   b.get(SRC).set(S).get(DST).set(D).get(K).set(N);
-  b.ops(op.loop, VOID); // steps
-  copyStep(b, S, D, G, PS);
-  b.get(S).get(ST).ops(op.i32Add).set(S);
-  b.get(D).get(PS).ops(op.i32Add).set(D);
-  b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
-  b.ops(op.end, op.end);
+  copySteps(b, S, D, G, PS, ST, PS, N); // steps
+  b.ops(op.end); // block
   b.ops(op.end); // if sr = 4
   b.ops(op.end); // if st = 4 / else
   b.ops(op.end); // if full panel
@@ -432,8 +416,13 @@ function pack32Body(): Body {
   return b;
 }
 
-/** Copies one step of a panel, PS bytes (a multiple of 16) from S to D, 4 rows per vector (G: the byte counter). */
-function copyStep(b: Body, S: number, D: number, G: number, PS: number): void {
+/**
+ * A loop of `count` (an i32 local counted down to 0; at least 1) copies of one step of a panel:
+ * PS bytes (a multiple of 16) from S to D, 4 rows per vector (G: the byte counter), then S and D
+ * advanced by the locals SD and DD. All i32 locals.
+ */
+function copySteps(b: Body, S: number, D: number, G: number, PS: number, SD: number, DD: number, count: number): void {
+  b.ops(op.loop, VOID);
   b.i32(0).set(G);
   b.ops(op.loop, VOID); // groups of 4 rows
   b.get(D)
@@ -445,6 +434,10 @@ function copyStep(b: Body, S: number, D: number, G: number, PS: number): void {
     .v(simd.v128Load, ...memarg(0, 0))
     .v(simd.v128Store, ...memarg(0, 0));
   b.get(G).i32(16).ops(op.i32Add).tee(G).get(PS).ops(op.i32LtU, op.brIf, 0);
+  b.ops(op.end);
+  b.get(S).get(SD).ops(op.i32Add).set(S);
+  b.get(D).get(DD).ops(op.i32Add).set(D);
+  b.get(count).i32(1).ops(op.i32Sub).tee(count).ops(op.brIf, 0);
   b.ops(op.end);
 }
 
@@ -465,12 +458,7 @@ function packCols32Body(): Body {
   b.get(K).set(N);
   b.ops(op.loop, VOID); // steps
   b.get(SRC).set(S).get(DST).set(D).get(NP).set(J);
-  b.ops(op.loop, VOID); // panels
-  copyStep(b, S, D, G, PS);
-  b.get(S).get(PS).ops(op.i32Add).set(S);
-  b.get(D).get(DS).ops(op.i32Add).set(D);
-  b.get(J).i32(1).ops(op.i32Sub).tee(J).ops(op.brIf, 0);
-  b.ops(op.end);
+  copySteps(b, S, D, G, PS, PS, DS, J); // panels
   b.get(SRC).get(ST).ops(op.i32Add).set(SRC);
   b.get(DST).get(PS).ops(op.i32Add).set(DST);
   b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);

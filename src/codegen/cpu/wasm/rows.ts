@@ -5,7 +5,7 @@
 // element at a time (1x8, 4x8 "splat") are the anchor: a product of one or a few rows (inference
 // at a small batch) is then as cheap per row as a full tile, where an 8-row tile would spend most
 // of its multiply-adds on padding rows.
-import { Body, I32, memarg, moduleBytes, op, simd, V128, VOID } from './encode.js';
+import { Body, I32, madd32, memarg, moduleBytes, op, simd, V128, VOID } from './encode.js';
 import { endRowsPass } from './matmul.js';
 
 /** Most rows of a product rows32 sums (../small-matmul.ts chooses it up to here). */
@@ -110,21 +110,7 @@ function rows32Body(fused: boolean, rowMajorB = false, NB = PANEL_BLOCK): Body {
               b.get(P(g))
                 .v(simd.v128Load, ...memarg(2, 16 * u))
                 .set(VB);
-            for (let r = 0; r < R; r++) {
-              if (fused)
-                b.get(VA(r))
-                  .get(VB)
-                  .get(vacc(r, g, G))
-                  .v(simd.f32x4RelaxedMadd)
-                  .set(vacc(r, g, G));
-              else
-                b.get(vacc(r, g, G))
-                  .get(VA(r))
-                  .get(VB)
-                  .v(simd.f32x4Mul)
-                  .v(simd.f32x4Add)
-                  .set(vacc(r, g, G));
-            }
+            for (let r = 0; r < R; r++) madd32(b, fused, VA(r), VB, vacc(r, g, G));
           }
         }
         if (rowMajorB) for (let v = 0; v < U; v++) b.get(P(v)).get(LDC).i32(U).ops(op.i32Mul, op.i32Add).set(P(v));
