@@ -14,15 +14,8 @@ import type { EvalContext } from '../../ir/op.js';
 import type { Executor, DeviceResult } from '../function.js';
 import { cpuFusion } from '../cpu/fusion.js';
 import { ProgramCache } from '../program-cache.js';
-import {
-  link,
-  passesFor,
-  type OptimizedProgram,
-  type Shapes,
-  type Specialised,
-  type Target,
-  type TargetRequest,
-} from '../target.js';
+import { link, passesFor } from '../target.js';
+import type { OptimizedProgram, Shapes, Specialised, Target, TargetRequest } from '../target.js';
 import { debugEnabled, debugLog } from '../debug.js';
 import { gpuDevice, webgpuRequested } from './device.js';
 import { webgpuExecutor, webgpuTarget } from './webgpu/compile.js';
