@@ -24,7 +24,7 @@ import { prepare, runPrepared, type Prepared } from './program.js';
 import { Runner, hostVal, hostValue, type Val } from './runner.js';
 import { storeOnDevice } from './resident.js';
 import { lowerForDevice } from './specialize.js';
-import { describeFallbacks, type Fallback } from '../fallback.js';
+import { sourceOrWhy, type Fallback } from '../fallback.js';
 import { platform } from '#platform';
 
 type GpuProgram = OptimizedProgram<GpuSpec>;
@@ -127,12 +127,7 @@ function gpuCompiledExecutor(req: TargetRequest): GpuExecutor {
       return linked.graph();
     },
     device: device.name,
-    source: () =>
-      notCompiled !== undefined
-        ? `// not compiled: ${describeFallbacks(notCompiled)}; this function runs in the reference interpreter on the host`
-        : last === undefined
-          ? '// not run yet: call the function once, then ask again'
-          : describe(last),
+    source: () => sourceOrWhy(notCompiled, last, describe),
     run(values: readonly NDArray[], learningPhase: number): (NDArray | DeviceResult)[] {
       const spec = linked.runnable(values.map((v) => v.shape));
       const pp = spec.prepared;
