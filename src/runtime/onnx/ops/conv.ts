@@ -4,7 +4,7 @@
 // that meet). Padding: explicit [before, after] from window.ts's padsFor where the spatial size
 // is known, else auto_pad SAME_UPPER / VALID, which is TensorFlow's split.
 import type { convOps } from '../../../ir/ops/conv.js';
-import type { poolOps } from '../../../ir/ops/pool.js';
+import type { PoolAttrs, poolOps } from '../../../ir/ops/pool.js';
 import { effectiveSize, padsFor, type WindowAttrs } from '../../../ir/ops/window.js';
 import type { StaticShape } from '../../../ir/types.js';
 import { F, OnnxExportError, type GraphBuilder, type Val } from '../builder.js';
@@ -27,6 +27,7 @@ import {
   convByPatches,
   convTransposeByPatches,
   geometryOf,
+  type PatchGeometry,
   kernelGradByPatches,
 } from './patches.js';
 import { NDArray, sizeOf } from '../../../ir/ndarray.js';
@@ -225,6 +226,16 @@ function maxIndices(
   return idx!;
 }
 
+/** The dtype a pool computes in: max compares in maxArith's, average sums in arith's. */
+function poolDType(c: Ctx, a: PoolAttrs): DType {
+  return a.mode === 'max' ? maxArith(c.out.dtype) : arith(c.out.dtype);
+}
+
+/** The patch geometry of pooling x (channels last) by `a`'s window. */
+function patches(b: GraphBuilder, x: string, a: PoolAttrs): PatchGeometry {
+  return geometryOf(b.val(x).shape.slice(1, -1), a.window, a);
+}
+
 export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof poolOps> = {
   conv: (c, [x, w], a) => {
     const b = c.b;
@@ -289,15 +300,9 @@ export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof 
   },
   pool: (c, [x], a) => {
     const b = c.b;
-    const d = a.mode === 'max' ? maxArith(c.out.dtype) : arith(c.out.dtype);
+    if (exact(c) && a.mode === 'avg') return avgPoolByPatches(b, b.cast(x!, 'float64'), patches(b, x!, a), c.out.shape);
+    const d = poolDType(c, a);
     const r = b.val(x!).shape.length;
-    if (exact(c) && a.mode === 'avg')
-      return avgPoolByPatches(
-        b,
-        b.cast(x!, 'float64'),
-        geometryOf(b.val(x!).shape.slice(1, r - 1), a.window, a),
-        c.out.shape,
-      );
     const xf = transpose(b, b.cast(x!, d), toFirst(r));
     const outFirst = toFirst(r).map((p) => c.out.shape[p]!);
     const y = b.op(a.mode === 'max' ? 'MaxPool' : 'AveragePool', [xf], poolAttrs(b, xf, a, a.mode === 'avg'), {
@@ -308,15 +313,10 @@ export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof 
   },
   pool_grad: (c, [x, dy], a) => {
     const b = c.b;
-    const d = a.mode === 'max' ? maxArith(c.out.dtype) : arith(c.out.dtype);
-    const r = b.val(x!).shape.length;
     if (exact(c) && a.mode === 'avg')
-      return avgPoolGradByPatches(
-        b,
-        b.cast(dy!, 'float64'),
-        geometryOf(b.val(x!).shape.slice(1, r - 1), a.window, a),
-        b.cast(x!, 'float64'),
-      );
+      return avgPoolGradByPatches(b, b.cast(dy!, 'float64'), patches(b, x!, a), b.cast(x!, 'float64'));
+    const d = poolDType(c, a);
+    const r = b.val(x!).shape.length;
     const xf = transpose(b, b.cast(x!, d), toFirst(r));
     const dyf = transpose(b, b.cast(dy!, d), toFirst(r));
     const xsF = b.val(xf).shape;
