@@ -21,9 +21,6 @@ export let F32_ELEMENTS = true;
 export function setReduceF32Elements(on: boolean): void {
   F32_ELEMENTS = on;
 }
-/** Accumulators of a row reduction (independent chains of f64x2 folds). */
-export const STREAMS = 4;
-
 /** Each fold's lane op, from its row's `wasm` spelling (src/ir/ops/reduce.ts); a fold without one stays in JavaScript. */
 export const FOLD: Partial<Record<ReduceOp, number>> = Object.fromEntries(
   [...FOLD_ROWS].flatMap(([op, r]) => (r.spelling.wasm === undefined ? [] : [[op, S[r.spelling.wasm]]])),
@@ -42,14 +39,6 @@ export const extra = {
   f32x4Max: 0xe9,
   anyTrue: 0x53,
 } as const;
-/** i8x16.shuffle's lanes that swap the two f64 lanes. */
-export const SWAP = [8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7];
-/** i8x16.shuffle's lanes that swap neighbouring f32 lanes (0 with 1, 2 with 3). */
-export const SWAP32 = [4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11];
-/** A v128 constant of four float32 lanes. */
-export const f32x4 = (x: number): number[] => Array.from(new Uint8Array(new Float32Array([x, x, x, x]).buffer));
-/** A v128 mask of lane 1 (float64). */
-export const LANE1 = [0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255, 255, 255, 255, 255];
 
 /** A region of the tier's memory: row r's element j of it is element `off + r * row + j` of buffer `buf`; row -1: one value per row, element `off + r`. */
 export interface RedRegion {

@@ -21,13 +21,8 @@ import { EXP_NONPOSITIVE_CONSTS, F32, expNonPositive32 } from './approx.js';
 import {
   F32_ELEMENTS,
   FOLD,
-  LANE1,
   REGB,
-  STREAMS,
-  SWAP,
-  SWAP32,
   extra,
-  f32x4,
   findRegion,
   fold,
   loadRegion,
@@ -35,6 +30,17 @@ import {
   type Reduce,
   type Scope,
 } from './reduce-body.js';
+/** Accumulators of a row reduction (independent chains of f64x2 folds). */
+const STREAMS = 4;
+/** i8x16.shuffle's lanes that swap the two f64 lanes. */
+const SWAP = [8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7];
+/** i8x16.shuffle's lanes that swap neighbouring f32 lanes (0 with 1, 2 with 3). */
+const SWAP32 = [4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11];
+/** A v128 constant of four float32 lanes. */
+const f32x4 = (x: number): number[] => Array.from(new Uint8Array(new Float32Array([x, x, x, x]).buffer));
+/** A v128 mask of lane 1 (float64). */
+const LANE1 = [0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255, 255, 255, 255, 255];
+
 /**
  * Whether a row kernel's element loop runs in f32x4 lanes: where the elementwise tier's float32
  * form applies (f32Exact) and every row value it reads is a float32 value (then four elements per
