@@ -37,24 +37,25 @@ type Op =
       readonly bytes: number;
     };
 
-/**
- * Shader sources the worker has compiled (the source is the key: equal kernels share one
- * pipeline), least recently dispatched first. At most PIPELINES stay: a function called with many
- * shapes makes a shader per shape, and each pipeline holds the driver's compiled code (about 1 MB
- * on lavapipe), so the oldest are dropped, as the compile cache drops specialisations.
- */
-const compiled = new Set<string>();
 export const PIPELINES = 64;
 
 /**
- * The worker's key of each shader source in \`compiled\`: a short name, so that a request of a
- * thousand dispatches (a Scan's steps) does not carry and hash a thousand sources.
+ * `compiled`: shader sources the worker has compiled (the source is the key: equal kernels share
+ * one pipeline), least recently dispatched first. At most PIPELINES stay: a function called with
+ * many shapes makes a shader per shape, and each pipeline holds the driver's compiled code (about
+ * 1 MB on lavapipe), so the oldest are dropped, as the compile cache drops specialisations.
+ * `keys`: the worker's name of each, short, so that a request of a thousand dispatches (a Scan's
+ * steps) does not carry and hash a thousand sources. Both are the process's, as the device is
+ * (session.ts): a second copy of this module (loaded by require and by import) shares them.
  */
-const keys = new Map<string, string>();
-let nextKey = 1;
+const SHADERS = Symbol.for('theanine.gpu.webgpu.shaders');
+const shaders = ((globalThis as { [SHADERS]?: { compiled: Set<string>; keys: Map<string, string>; next: number } })[
+  SHADERS
+] ??= { compiled: new Set(), keys: new Map(), next: 1 });
+const { compiled, keys } = shaders;
 function keyOf(code: string): string {
   let k = keys.get(code);
-  if (k === undefined) keys.set(code, (k = `k${nextKey++}`));
+  if (k === undefined) keys.set(code, (k = `k${shaders.next++}`));
   return k;
 }
 
