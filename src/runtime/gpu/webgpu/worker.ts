@@ -49,10 +49,11 @@ function makeDeviceSide(gpu, collect, noAdapter) {
     bytes += size;
   }
   function drop(id) {
-    const b = buffers.get(id);
-    if (!b) return;
+    // (groups that named the id before it had a buffer go too)
     for (const [groups, k] of bound.get(id) || []) groups.delete(k);
     bound.delete(id);
+    const b = buffers.get(id);
+    if (!b) return;
     b.destroy();
     buffers.delete(id);
     bytes -= sizes.get(id);
