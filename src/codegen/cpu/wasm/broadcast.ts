@@ -129,6 +129,9 @@ export function planBroadcast(k: LoopKernel, bufDType: (buf: number) => DType): 
   return { loops: k.vars.length === 3 ? 3 : 2, A, U, V, per, loads, stores, bytes, label: k.label };
 }
 
+/** Vectors per step of a row's loop while they fit in it. */
+const UNROLL = 4;
+
 function loadOf(loads: readonly BcLoad[], buf: number, f: Omit<BcLoad, 'buf'>): number {
   return loads.findIndex((l) => l.buf === buf && l.off === f.off && l.kind === f.kind && l.perA === f.perA);
 }
@@ -165,39 +168,56 @@ function rowsBody(k: LoopKernel, loads: readonly BcLoad[], order: readonly Expr[
         .v(simd.v128Load32Splat, ...memarg(2, j * CHUNK * 4))
         .set(local.get(e)!);
   }
+  // the vector at byte C + at of the row: its loads, nodes and stores
+  const vector = (at: number) => {
+    for (const e of nodes) {
+      if (e.t === 'load') {
+        const { j, l } = region(e);
+        if (l.kind === 'col') continue;
+        b.get(l.kind === 'full' ? FULL : VEC)
+          .get(C)
+          .ops(op.i32Add)
+          .v(S.load, ...memarg(0, j * CHUNK * 4 + at));
+      } else
+        renderNode(
+          b,
+          c32,
+          e,
+          (x) => (x.t === 'const' ? c32.get(x.v) : b.get(local.get(x)!)),
+          (x) => local.get(x)!,
+          base + nodes.length,
+          c32,
+        );
+      b.set(local.get(e)!);
+    }
+    k.stores.forEach((s, j) => {
+      b.get(FULL).get(C).ops(op.i32Add);
+      if (s.value.t === 'const') c32.get(s.value.v);
+      else b.get(local.get(s.value)!);
+      b.v(S.store, ...memarg(0, (loads.length + j) * CHUNK * 4 + at));
+    });
+  };
   b.i32(0).set(C);
-  b.ops(op.block, VOID, op.loop, VOID);
-  for (const e of nodes) {
-    if (e.t === 'load') {
-      const { j, l } = region(e);
-      if (l.kind === 'col') continue;
-      b.get(l.kind === 'full' ? FULL : VEC)
-        .get(C)
-        .ops(op.i32Add)
-        .v(S.load, ...memarg(0, j * CHUNK * 4));
-    } else
-      renderNode(
-        b,
-        c32,
-        e,
-        (x) => (x.t === 'const' ? c32.get(x.v) : b.get(local.get(x)!)),
-        (x) => local.get(x)!,
-        base + nodes.length,
-        c32,
-      );
-    b.set(local.get(e)!);
+  // UNROLL vectors a step while they are all in the row
+  if (V >= 4 * UNROLL) {
+    const lastFull = last - 16 * (UNROLL - 1);
+    b.ops(op.block, VOID, op.loop, VOID);
+    b.i32(lastFull).get(C).ops(op.i32LtU, op.brIf, 1);
+    for (let s = 0; s < UNROLL; s++) vector(16 * s);
+    b.addTo(C, 16 * UNROLL).ops(op.br, 0, op.end, op.end);
   }
-  k.stores.forEach((s, j) => {
-    b.get(FULL).get(C).ops(op.i32Add);
-    if (s.value.t === 'const') c32.get(s.value.v);
-    else b.get(local.get(s.value)!);
-    b.v(S.store, ...memarg(0, (loads.length + j) * CHUNK * 4));
-  });
-  // the row's last vector at V - 4: stop after it, else step on, at most to it
+  // then, where elements are left, one a step from at most V - 4 (the row's last vector): stop after it, else step on, at most to it
+  b.ops(op.block, VOID)
+    .i32(last + 15)
+    .get(C)
+    .ops(op.i32LtU, op.brIf, 0);
+  b.i32(last).get(C).ops(op.i32LtU, op.if, VOID).i32(last).set(C).ops(op.end);
+  b.ops(op.block, VOID, op.loop, VOID);
+  vector(0);
   b.get(C).i32(last).ops(op.i32Eq, op.brIf, 1);
   b.addTo(C, 16);
   b.i32(last).get(C).ops(op.i32LtU, op.if, VOID).i32(last).set(C).ops(op.end);
-  b.ops(op.br, 0, op.end, op.end);
+  b.ops(op.br, 0, op.end, op.end, op.end);
   // the next row
   b.addTo(FULL, V * 4)
     .addTo(COL, 4)
