@@ -22,7 +22,7 @@ import {
 } from '../codegen/cpu/strategy.js';
 import { threadCount } from '../codegen/cpu/threads.js';
 import { packArena } from '../codegen/cpu/wasm-kernel.js';
-import { windowRows, type MatmulKernel } from '../codegen/kernel/ir.js';
+import { indirectGeometry, windowRows, type MatmulKernel } from '../codegen/kernel/ir.js';
 import {
   CHUNK,
   EW_STREAMS,
@@ -271,18 +271,7 @@ export function tilesTimer(k: MatmulKernel, c: TilesCall): ((s: MatmulSchedule) 
   let pa0 = base;
   if (c.indirect && a !== undefined) {
     const x = Float32Array.from({ length: cells }, () => Math.random() - 0.5);
-    const geom = [
-      a.batch,
-      a.channels,
-      a.inSize.length,
-      ...a.inSize,
-      ...a.outSize,
-      ...a.window,
-      ...a.step,
-      ...a.tapStep,
-      ...a.start,
-      ...a.div,
-    ];
+    const geom = indirectGeometry(a);
     pa0 = (windowRows(a) ? windowA : igemmA)(f32.subarray(base / 4, base / 4 + aBytes / 4), x, 0, geom, k.mr);
   } else fill(base, aBytes);
   fill(pb0, bBytes);
