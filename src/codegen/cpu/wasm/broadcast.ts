@@ -115,7 +115,7 @@ export function planBroadcast(k: LoopKernel, bufDType: (buf: number) => DType): 
   if (loads.some((l) => stores.some((s) => s.buf === l.buf && (l.kind !== 'full' || l.off !== s.off))))
     return undefined;
   if (
-    loads.length + stores.length > 32 ||
+    loads.length + stores.length > REGIONS ||
     !f32Exact(
       order,
       k.stores.map((s) => s.value),
@@ -129,6 +129,8 @@ export function planBroadcast(k: LoopKernel, bufDType: (buf: number) => DType): 
   return { loops: k.vars.length === 3 ? 3 : 2, A, U, V, per, loads, stores, bytes, label: k.label };
 }
 
+/** Regions of CHUNK floats the tier's private memory (512 KiB, elementwise.ts) holds. */
+const REGIONS = (512 * 1024) / (CHUNK * 4);
 /** Vectors per step of a row's loop while they fit in it. */
 const UNROLL = 4;
 
