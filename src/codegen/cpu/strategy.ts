@@ -20,6 +20,7 @@ import { wasmTileModule } from './wasm-kernel.js';
 import { smallPacking, smallPrologue, smallRows } from './small-matmul.js';
 import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule, type ScheduleChooser } from './matmul-schedule.js';
 import { jsLoop, type JsLoop } from './loop.js';
+import { reorderable } from './loop-order.js';
 
 /** How a loop step runs. */
 export type LoopStrategy =
@@ -80,6 +81,9 @@ export type StepStrategy = LoopStrategy | MatmulStrategy | { readonly kind: 'sca
 /** The strategy of every step of `p`, in step order; `wasm`: whether the target has the WebAssembly tiers. */
 export function chooseStrategies(p: Program, wasm: boolean, schedule?: ScheduleChooser): StepStrategy[] {
   const dtype = (id: number) => p.buffers[id]!.dtype;
+  // a JavaScript loop kernel, its output loops in the tuned order where the order cannot change a value
+  const jsStep = (k: LoopKernel): LoopStrategy =>
+    js(k, schedule?.loopOrder !== undefined && reorderable(k) ? schedule.loopOrder(k, p.buffers) : undefined);
   let drawn: PhiloxPlan | undefined;
   let paired: RedPlan | undefined;
   return p.steps.map((s, i): StepStrategy => {
@@ -122,7 +126,7 @@ export function chooseStrategies(p: Program, wasm: boolean, schedule?: ScheduleC
       }
       return { kind: 'loop', tier: 'philox', plan: draw };
     }
-    if (!wasm) return js(s);
+    if (!wasm) return jsStep(s);
     const simd = planElementwise(s, dtype);
     if (simd !== undefined) {
       const tuned = schedule?.elementwise?.(s, (x) => planElementwise(s, dtype, false, x)!);
@@ -135,11 +139,15 @@ export function chooseStrategies(p: Program, wasm: boolean, schedule?: ScheduleC
     const bc = planBroadcast(s, dtype);
     if (bc !== undefined) return { kind: 'loop', tier: 'broadcast', plan: bc };
     const red = planReduce(s, dtype);
-    return red !== undefined ? { kind: 'loop', tier: 'reduce', plan: red } : js(s);
+    return red !== undefined ? { kind: 'loop', tier: 'reduce', plan: red } : jsStep(s);
   });
 }
 
-const js = (k: LoopKernel): LoopStrategy => ({ kind: 'loop', tier: 'js', js: jsLoop(k) });
+const js = (k: LoopKernel, order?: readonly number[]): LoopStrategy => ({
+  kind: 'loop',
+  tier: 'js',
+  js: jsLoop(k, order),
+});
 
 /** Whether step i's draw into `out` is a temporary that only step i + 1 reads (so it can be drawn there). */
 function drawnByNext(p: Program, i: number, out: number): boolean {
