@@ -383,17 +383,22 @@ export function ewTimer(plan: (s: EwSchedule | undefined) => EwPlan): (s: EwSche
         }
       };
     }
-    const t0 = performance.now();
-    run();
-    const batch = Math.max(1, Math.min(1000, Math.round(1 / Math.max(performance.now() - t0, 1e-4))));
-    const times: number[] = [];
-    for (let r = 0; r < 6; r++) {
-      const t = performance.now();
-      for (let i = 0; i < batch; i++) run();
-      if (r > 0) times.push((performance.now() - t) / batch);
-    }
-    return median(times);
+    return timeBatched(run);
   };
+}
+
+/** The time of one `run()` in ms: batched to about a millisecond, the median of 5 batches after one to warm up. */
+function timeBatched(run: () => void): number {
+  const t0 = performance.now();
+  run();
+  const batch = Math.max(1, Math.min(1000, Math.round(1 / Math.max(performance.now() - t0, 1e-4))));
+  const times: number[] = [];
+  for (let r = 0; r < 6; r++) {
+    const t = performance.now();
+    for (let i = 0; i < batch; i++) run();
+    if (r > 0) times.push((performance.now() - t) / batch);
+  }
+  return median(times);
 }
 
 /** The elementwise search space: the unroll, then where more than one thread is configured and a one-loop kernel is at least two chunks long, whether it splits over them. */
@@ -435,16 +440,7 @@ export function loopTimer(k: LoopKernel, buffers: readonly BufferDecl[]): (s: Lo
   const runner = loopRunner(k, buffers);
   return (s) => {
     const { run, share } = runner(s.order);
-    const t0 = performance.now();
-    run();
-    const batch = Math.max(1, Math.min(1000, Math.round(1 / Math.max(performance.now() - t0, 1e-4))));
-    const times: number[] = [];
-    for (let r = 0; r < 6; r++) {
-      const t = performance.now();
-      for (let i = 0; i < batch; i++) run();
-      if (r > 0) times.push((performance.now() - t) / batch / share);
-    }
-    return median(times);
+    return timeBatched(run) / share;
   };
 }
 

@@ -10,6 +10,7 @@ import { ExprBuilder } from '../kernel/expr.js';
 import { collapseLoopKernel } from '../transform/collapse.js';
 import { stepBuffers, type LoopKernel, type MatmulKernel, type Program } from '../kernel/ir.js';
 import { planElementwise, type EwPlan } from './wasm/elementwise.js';
+import { planBroadcast, type BcPlan } from './wasm/broadcast.js';
 import { planPool, type PoolPlan } from './wasm/pool.js';
 import { planReduce, type RedPlan } from './wasm/reduce.js';
 import { planRowPair } from './wasm/reduce-pair.js';
@@ -31,6 +32,7 @@ export type LoopStrategy =
   | { readonly kind: 'loop'; readonly tier: 'philox-pair'; readonly draw: PhiloxPlan; readonly plan: EwPlan }
   | { readonly kind: 'loop'; readonly tier: 'philox'; readonly plan: PhiloxPlan }
   | { readonly kind: 'loop'; readonly tier: 'elementwise'; readonly plan: EwPlan }
+  | { readonly kind: 'loop'; readonly tier: 'broadcast'; readonly plan: BcPlan }
   | { readonly kind: 'loop'; readonly tier: 'reduce'; readonly plan: RedPlan }
   /** the first of two row kernels whose intermediate only the second reads: run inside the second (../wasm/reduce-pair.ts) */
   | { readonly kind: 'loop'; readonly tier: 'pair-first' }
@@ -134,6 +136,8 @@ export function chooseStrategies(p: Program, wasm: boolean, schedule?: ScheduleC
         plan: tuned === undefined ? simd : planElementwise(s, dtype, false, tuned)!,
       };
     }
+    const bc = planBroadcast(s, dtype);
+    if (bc !== undefined) return { kind: 'loop', tier: 'broadcast', plan: bc };
     const red = planReduce(s, dtype);
     return red !== undefined ? { kind: 'loop', tier: 'reduce', plan: red } : jsStep(s);
   });
