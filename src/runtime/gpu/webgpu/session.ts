@@ -222,10 +222,12 @@ export async function webgpuCountsAsync(): Promise<WebGpuCounts> {
   return r.counts!;
 }
 
-let nextBuffer = 1;
+// The process's numbering, as the device is: a second copy of this module (loaded by require and by import) numbers on from the first's.
+const BUFFERS = Symbol.for('theanine.gpu.webgpu.buffers');
+const numbering = ((globalThis as { [BUFFERS]?: { next: number } })[BUFFERS] ??= { next: 1 });
 /** A fresh device buffer number (the worker allocates it at the first request naming it). */
 export function newBufferId(): number {
-  return nextBuffer++;
+  return numbering.next++;
 }
 
 // Buffers of collected owners are freed in the worker without waiting.
