@@ -4,7 +4,7 @@
 import { exprOrder, type Expr } from '../kernel/expr.js';
 import type { Var } from '../kernel/index-expr.js';
 import type { MatmulKernel } from '../kernel/ir.js';
-import { roundAs, storageOf } from './scalar.js';
+import { roundAs, storeAs } from './scalar.js';
 import { MAX_GROUPS, Writer, assemble, iexprCode, loaded, type BufferInfo, type WgslKernel } from './writer.js';
 
 /** 'tiles': workgroup tiles in workgroup memory (a GPU); 'lanes': register tiles without barriers (a CPU-emulated adapter). */
@@ -37,7 +37,7 @@ function matmulParts(k: MatmulKernel, bufs: BufferInfo): string[] {
   const epi = exprOrder([st.value])
     .map((x) => ew.line(x))
     .filter((l): l is string => l !== undefined);
-  const ty = storageOf(st.dtype)!;
+  const ty = bufs.storage(st.buf)!;
   const stored = roundAs(st.dtype, ew.code(st.value, 'f32'));
   const [B, M, N, K] = [k.batch, k.m, k.n, k.k];
   return [
@@ -46,7 +46,7 @@ function matmulParts(k: MatmulKernel, bufs: BufferInfo): string[] {
     `fn epilogue(i${B.id}: i32, i${M.id}: i32, i${N.id}: i32, acc: f32) {`,
     `  if (i${M.id} >= ${M.size}i || i${N.id} >= ${N.size}i) { return; }`,
     ...epi.map((l) => `  ${l}`),
-    `  b${st.buf}[${iexprCode(st.index)}] = ${ty === 'f32' ? stored : `i32(${stored})`};`,
+    `  b${st.buf}[${iexprCode(st.index)}] = ${storeAs(ty, stored)};`,
     '}',
   ];
 }

@@ -7,10 +7,11 @@
 import type { WgslKernel } from './writer.js';
 import type { BufferInfo } from './writer.js';
 import { MAX_BINDINGS } from './writer.js';
+import type { Storage } from './scalar.js';
 
 /** The buffers packed into one binding: each at its element offset. */
 export interface Pack {
-  readonly ty: 'f32' | 'i32';
+  readonly ty: Storage;
   readonly parts: readonly { readonly buf: number; readonly at: number; readonly n: number }[];
   readonly total: number;
 }
@@ -30,15 +31,16 @@ export function planPack(
   if (binds.length <= most) return undefined;
   const need = binds.length - most + 1;
   let best: Pack | undefined;
-  for (const ty of ['f32', 'i32'] as const) {
+  for (const ty of ['f32', 'i32', 'f16'] as const) {
     const free = binds
       .filter((b) => !writes.includes(b) && info.storage(b) === ty && info.size(b) > 0)
       .sort((p, q) => info.size(p) - info.size(q) || p - q);
     if (free.length < need) continue;
     let at = 0;
+    // f16 parts start on even elements: buffer copies move 4-byte words
     const parts = free.slice(0, need).map((buf) => {
       const part = { buf, at, n: info.size(buf) };
-      at += part.n;
+      at += ty === 'f16' ? part.n + (part.n % 2) : part.n;
       return part;
     });
     if (at > 2 ** 31 - 1) continue;

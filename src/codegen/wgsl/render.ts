@@ -1,5 +1,5 @@
 import type { LoopKernel } from '../kernel/ir.js';
-import { roundAs, storageOf } from './scalar.js';
+import { roundAs, storeAs } from './scalar.js';
 import { Writer, writeScopes, assemble, coordCode, groups1d, type BufferInfo, type WgslKernel } from './writer.js';
 import { renderRows } from './rows.js';
 import { renderSteps } from './steps.js';
@@ -27,9 +27,8 @@ export function renderLoop(k: LoopKernel, plan: LoopPlan, bufs: BufferInfo): Wgs
   k.vars.forEach((v, j) => lines.push(`let i${v.id} = ${coordCode('i', sizes, j)};`));
   writeScopes(w, s, outputVars, lines);
   for (const st of s.stores) {
-    const ty = storageOf(st.store.dtype)!;
     const v = roundAs(st.store.dtype, w.code(st.value, 'f32'));
-    lines.push(`b${st.store.buf}[${w.code(st.index, 'i32')}] = ${ty === 'f32' ? v : `i32(${v})`};`);
+    lines.push(`b${st.store.buf}[${w.code(st.index, 'i32')}] = ${storeAs(bufs.storage(st.store.buf)!, v)};`);
   }
   const body = [
     `@compute @workgroup_size(${wg})`,

@@ -7,7 +7,7 @@
 import { FOLD_ROWS, REDUCE_INIT, type Expr, type ReduceOp } from '../kernel/expr.js';
 import type { LoopKernel } from '../kernel/ir.js';
 import type { Schedule, Scope, ScopeItem } from '../transform/schedule.js';
-import { WGSL_OPS, f32Literal, roundAs, storageOf } from './scalar.js';
+import { WGSL_OPS, f32Literal, roundAs, storeAs } from './scalar.js';
 import {
   MAX_GROUPS,
   assemble,
@@ -170,9 +170,7 @@ export function renderRows(
   }
   for (const st of s.stores) {
     const v = roundAs(st.store.dtype, w.code(st.value, 'f32'));
-    lines.push(
-      `  b${st.store.buf}[${w.code(st.index, 'i32')}] = ${storageOf(st.store.dtype) === 'f32' ? v : `i32(${v})`};`,
-    );
+    lines.push(`  b${st.store.buf}[${w.code(st.index, 'i32')}] = ${storeAs(bufs.storage(st.store.buf)!, v)};`);
   }
   lines.push('}');
   const body = tree

@@ -210,15 +210,19 @@ export function i32Literal(v: number): string {
   return v < 0 ? `(${v}i)` : `${v}i`;
 }
 
+/** How the device holds a buffer's elements: f32, i32, or f16 (float16 on a device with `shader-f16`). */
+export type Storage = 'f32' | 'i32' | 'f16';
+
 /**
- * How the device stores a dtype: f32 (float32; float16 values as f32; float64 computed in float32,
- * as the tensorflow backend does, with a warning from the runtime) or i32 (the integer dtypes below
- * 64 bits and bool).
+ * How the device stores a dtype: f32 (float32; float16 values as f32 unless `half`; float64
+ * computed in float32, as the tensorflow backend does, with a warning from the runtime), f16
+ * (float16 where `half`: the adapter has `shader-f16`), or i32 (the integer dtypes below 64 bits and bool).
  */
-export function storageOf(dtype: DType): 'f32' | 'i32' | undefined {
+export function storageOf(dtype: DType, half = false): Storage | undefined {
   switch (dtype) {
-    case 'float32':
     case 'float16':
+      return half ? 'f16' : 'f32';
+    case 'float32':
     case 'float64':
       return 'f32';
     case 'int32':
@@ -231,6 +235,14 @@ export function storageOf(dtype: DType): 'f32' | 'i32' | undefined {
       return undefined;
   }
 }
+
+/** A rounded f32 value (roundAs) as a store into a buffer of storage `ty` writes it. */
+export function storeAs(ty: Storage, v: string): string {
+  return ty === 'f32' ? v : `${ty}(${v})`;
+}
+
+/** Bytes per element of a storage. */
+export const storageBytes = (ty: Storage | undefined): number => (ty === 'f16' ? 2 : 4);
 
 /** An f32 value rounded as a store of `dtype` keeps it, still as f32 (integers truncate and wrap; bool is 0/1). */
 export function roundAs(dtype: DType, x: string): string {

@@ -19,7 +19,7 @@ import { exprOrder, type Expr } from '../kernel/expr.js';
 import type { IExpr, Var } from '../kernel/index-expr.js';
 import type { LoopKernel, Store } from '../kernel/ir.js';
 import type { Schedule } from '../transform/schedule.js';
-import { roundAs, storageOf } from './scalar.js';
+import { roundAs, storeAs } from './scalar.js';
 import { Writer, writeScopes, assemble, iexprCode, type BufferInfo, type WgslKernel } from './writer.js';
 
 /** Invocations of the one workgroup of a steps kernel (WebGPU's default maxComputeInvocationsPerWorkgroup). */
@@ -247,7 +247,7 @@ export function renderSteps(
   writeScopes(w, s, new Set(k.vars.map((v) => v.id)), lines);
   for (const st of s.stores) {
     const store = st.store;
-    const ty = storageOf(store.dtype)!;
+    const ty = bufs.storage(store.buf)!;
     const rows = plan.windows.get(store);
     const index =
       store.dyn !== undefined && rows !== undefined
@@ -257,7 +257,7 @@ export function renderSteps(
     const value =
       store.accumulate === true ? `${ty === 'f32' ? `b${store.buf}[j]` : `f32(b${store.buf}[j])`} + ${v}` : v;
     const rounded = roundAs(store.dtype, value);
-    lines.push(`{ let j = ${index}; b${store.buf}[j] = ${ty === 'f32' ? rounded : `i32(${rounded})`}; }`);
+    lines.push(`{ let j = ${index}; b${store.buf}[j] = ${storeAs(ty, rounded)}; }`);
   }
   const body = [
     `@compute @workgroup_size(${STEPS_WG})`,

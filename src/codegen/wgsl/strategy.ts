@@ -9,7 +9,7 @@
 // steps always.
 import type { OpName } from '../../ir/registry.js';
 import { ExprBuilder, exprOrder, type Expr } from '../kernel/expr.js';
-import type { LoopKernel, MatmulKernel, Program, Step } from '../kernel/ir.js';
+import type { LoopKernel, MatmulKernel, Program, ScanStep, Step } from '../kernel/ir.js';
 import { DRAW, philoxDraw } from '../lower/random-fn.js';
 import { rowChecks, type RowCheck } from '../kernel/row-checks.js';
 import { schedule, type Schedule } from '../transform/schedule.js';
@@ -18,7 +18,7 @@ import { rowLanes, rowsForm } from './rows.js';
 import { planSteps, type StepsPlan } from './steps.js';
 import { CHECKED_CALLS } from './checked.js';
 import { planPack, type Pack } from './pack.js';
-import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, storageOf } from './scalar.js';
+import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, storageOf, type Storage } from './scalar.js';
 import { MAX_BINDINGS, MAX_GROUPS, WG, loaded, type BufferInfo } from './writer.js';
 
 /** A loop kernel as render.ts spells it: scheduled, its index arithmetic, its form and bindings. */
@@ -82,17 +82,20 @@ export type WebStrategy =
 class HostStep extends Error {}
 class Empty extends Error {}
 
-/** How the device holds buffer `b` of `p`: f32 or i32 (the epoch of unseeded random keys: its u32 bits). */
-export function storageIn(p: Program, b: number): 'f32' | 'i32' | undefined {
-  return p.buffers[b]!.role === 'epoch' ? 'i32' : storageOf(p.buffers[b]!.dtype);
+/**
+ * How the device holds buffer `b` of `p`: f32, i32 (the epoch of unseeded random keys: its u32
+ * bits), or f16 for float16 where `half` (the device has `shader-f16`).
+ */
+export function storageIn(p: Program, b: number, half = false): Storage | undefined {
+  return p.buffers[b]!.role === 'epoch' ? 'i32' : storageOf(p.buffers[b]!.dtype, half);
 }
 
-/** The buffers of `p` as the renderer sees them on a device binding at most `maxBindings` storage buffers per shader. */
-export function webBufferInfo(p: Program, maxBindings: number): BufferInfo {
+/** The buffers of `p` as the renderer sees them on a device binding at most `maxBindings` storage buffers per shader; `half`: float16 held as f16. */
+export function webBufferInfo(p: Program, maxBindings: number, half = false): BufferInfo {
   return {
     dtype: (b) => p.buffers[b]!.dtype,
     size: (b) => p.buffers[b]!.size,
-    storage: (b) => storageIn(p, b),
+    storage: (b) => storageIn(p, b, half),
     maxBindings,
   };
 }
@@ -110,12 +113,12 @@ export function simdAdapter(description: string): boolean {
  * The strategy of every step of `p`, in step order, on a device binding at most `maxBindings`
  * storage buffers per shader; `simdLanes`: the device is one `simdAdapter` says so of.
  */
-export function chooseWebStrategies(p: Program, maxBindings: number, simdLanes = false): WebStrategy[] {
-  const info = webBufferInfo(p, maxBindings);
-  return p.steps.map((s) => webStrategy(s, info, maxBindings, simdLanes));
+export function chooseWebStrategies(p: Program, maxBindings: number, simdLanes = false, half = false): WebStrategy[] {
+  const info = webBufferInfo(p, maxBindings, half);
+  return p.steps.map((s) => webStrategy(s, info, maxBindings, simdLanes, half));
 }
 
-function webStrategy(s: Step, info: BufferInfo, maxBindings: number, simdLanes: boolean): WebStrategy {
+function webStrategy(s: Step, info: BufferInfo, maxBindings: number, simdLanes: boolean, half: boolean): WebStrategy {
   try {
     switch (s.kind) {
       case 'loop': {
@@ -126,7 +129,8 @@ function webStrategy(s: Step, info: BufferInfo, maxBindings: number, simdLanes: 
         checkMatmul(s, info);
         return { where: 'device', kind: 'matmul', form: simdLanes ? 'lanes' : 'tiles' };
       case 'scan': {
-        const body = chooseWebStrategies(s.body, maxBindings, simdLanes);
+        if (half) halfScanCopies(s, info);
+        const body = chooseWebStrategies(s.body, maxBindings, simdLanes, half);
         body.forEach((b, i) => {
           const step = s.body.steps[i]!;
           if (b.kind === 'host')
@@ -150,6 +154,28 @@ function webStrategy(s: Step, info: BufferInfo, maxBindings: number, simdLanes: 
     if (!(e instanceof HostStep)) throw e;
     return { where: 'host', kind: 'host', why: e.message };
   }
+}
+
+/** A Scan's buffer copies move whole 4-byte words: its f16 values must start and end on even elements. */
+function halfScanCopies(s: ScanStep, info: BufferInfo): void {
+  const count = (shape: readonly number[]): number => shape.reduce((a, d) => a * d, 1);
+  const odd = (refs: readonly { offset: number; n: number; half: boolean }[]): boolean =>
+    refs.some((r) => r.half && (r.offset % 2 !== 0 || r.n % 2 !== 0));
+  const outer = [
+    ...s.seqs.map((q) => ({ offset: q.offset, n: count(q.shape.slice(1)), half: info.storage(q.buf) === 'f16' })),
+    ...[...s.inits, ...s.consts].map((c) => ({
+      offset: c.offset,
+      n: count(c.shape),
+      half: info.storage(c.buf) === 'f16',
+    })),
+  ];
+  const inner = s.body.targets.map((t) => ({
+    offset: t.offset,
+    n: count(t.shape),
+    half: storageOf(s.body.buffers[t.buf]!.dtype, true) === 'f16',
+  }));
+  if (odd(outer) || odd(inner))
+    throw new HostStep('it copies float16 values at odd elements (f16 buffer copies move 4-byte words)');
 }
 
 function planLoop(k: LoopKernel, info: BufferInfo, simdLanes: boolean): LoopPlan {

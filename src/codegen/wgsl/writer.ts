@@ -18,6 +18,7 @@ import {
   i32Literal,
   roundAs,
   storageOf,
+  type Storage,
 } from './scalar.js';
 
 /** An expression strategy.ts should have sent to the host. */
@@ -27,8 +28,8 @@ const unspelled = (what: string): Error =>
 export interface BufferInfo {
   dtype(buf: number): DType;
   size(buf: number): number;
-  /** How the device holds the buffer: f32 or i32 (the epoch of unseeded random keys: its u32 bits). */
-  storage(buf: number): 'f32' | 'i32' | undefined;
+  /** How the device holds the buffer: f32, i32 (the epoch of unseeded random keys: its u32 bits) or f16. */
+  storage(buf: number): Storage | undefined;
   /** The storage buffers a shader may bind on this device (WebGPU's default is 8). */
   readonly maxBindings?: number;
 }
@@ -64,7 +65,8 @@ export class Writer {
     return e.t === 'reduce' ? `a${e.id}` : `t${e.id}`;
   }
 
-  typeOf(e: Expr): Ty {
+  /** The WGSL type of `e` as spelled (a load of an f16 buffer is f16, converted where used). */
+  typeOf(e: Expr): Ty | 'f16' {
     switch (e.t) {
       case 'var':
       case 'index':
@@ -256,6 +258,11 @@ export function bindings(binds: readonly number[], writes: readonly number[], bu
   });
 }
 
+/** The module's enable directives: `enable f16;` where a binding holds f16 (it comes first in the module). */
+export function enables(binds: readonly number[], bufs: BufferInfo): string[] {
+  return binds.some((b) => bufs.storage(b) === 'f16') ? ['enable f16;'] : [];
+}
+
 export function loaded(roots: readonly Expr[]): number[] {
   const out = new Set<number>();
   for (const e of exprOrder(roots)) if (e.t === 'load') out.add(e.buf);
@@ -284,6 +291,12 @@ export function assemble(
   const most = bufs.maxBindings ?? MAX_BINDINGS;
   if (binds.length > most) throw unspelled(`${binds.length} bindings (at most ${most} on this device)`);
   const text = body.join('\n');
-  const code = [...bindings(binds, writes, bufs), ...header, ...helperSources(text), text].join('\n');
+  const code = [
+    ...enables(binds, bufs),
+    ...bindings(binds, writes, bufs),
+    ...header,
+    ...helperSources(text),
+    text,
+  ].join('\n');
   return { label, code, binds, writes, groups };
 }

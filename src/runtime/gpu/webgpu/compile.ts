@@ -64,9 +64,9 @@ function specialize(p: WebProgram, shapes: Shapes): WebSpec {
     const simd = simdLanes(gpu.description);
     const prepared =
       p.tune === undefined
-        ? prepareWeb(prog, gpu.maxStorageBuffers, simd)
+        ? prepareWeb(prog, gpu.maxStorageBuffers, simd, gpu.f16)
         : withWorkgroupChooser(workgroupChooser(p.tune, gpu, prog, gpu.maxStorageBuffers), () =>
-            prepareWeb(prog, gpu.maxStorageBuffers, simd),
+            prepareWeb(prog, gpu.maxStorageBuffers, simd, gpu.f16),
           );
     holding.add(prepared);
     if (debugEnabled('gpu'))

@@ -8,7 +8,8 @@ import type { VariableCell } from '../../../ir/node.js';
 import type { EvalContext } from '../../../ir/op.js';
 import type { Program } from '../../../codegen/kernel/ir.js';
 import type { WgslKernel } from '../../../codegen/wgsl/render.js';
-import { storageOf } from '../../../codegen/wgsl/scalar.js';
+import { storageBytes, type Storage } from '../../../codegen/wgsl/scalar.js';
+import { fromDevice, paddedBytes, toDevice } from './half.js';
 import { storageIn } from '../../../codegen/wgsl/strategy.js';
 import { newBufferId, type Reply, type WebGpu } from './session.js';
 import { residentId, uploadVariable } from './resident.js';
@@ -80,14 +81,14 @@ export class Batch {
   private sent: DispatchTag[] = [];
   private compile: { key: string; code: string }[] = [];
   allocs: { id: number; bytes: number }[] = [];
-  writes: { id: number; data: Float32Array | Int32Array }[] = [];
+  writes: { id: number; data: Float32Array | Int32Array | Uint16Array }[] = [];
   private ops: Op[] = [];
   /** Shaders this batch dispatches (never dropped by it). */
   private used = new Set<string>();
 
   /** `timed`: the profiler's timer and how the worker times each dispatch. */
   constructor(
-    private readonly gpu: WebGpu,
+    readonly gpu: WebGpu,
     readonly timed?: { readonly timer: KernelTimer; readonly timing: Timing },
   ) {}
 
@@ -107,10 +108,15 @@ export class Batch {
     this.ops.push({ k: 'd', key, binds, groups: k.groups });
   }
 
-  /** Copies `n` elements (4 bytes each) between device buffers. */
-  copy(src: number, srcAt: number, dst: number, dstAt: number, n: number): void {
+  /**
+   * Copies `n` elements of `ty` between device buffers. Copies move 4-byte words: f16 elements
+   * start on even elements (strategy.ts and pack.ts see to it), and an odd count takes the next
+   * element too (the buffer's padding, or the packed part's).
+   */
+  copy(src: number, srcAt: number, dst: number, dstAt: number, n: number, ty: Storage = 'f32'): void {
     if (n === 0 || (src === dst && srcAt === dstAt)) return;
-    this.ops.push({ k: 'c', src, so: srcAt * 4, dst, do: dstAt * 4, bytes: n * 4 });
+    const e = storageBytes(ty);
+    this.ops.push({ k: 'c', src, so: srcAt * e, dst, do: dstAt * e, bytes: paddedBytes(n * e) });
   }
 
   /** Sends what is gathered with these reads; returns their bytes. */
@@ -183,11 +189,6 @@ export class Batch {
   }
 }
 
-function fromDevice(dtype: DType, bytes: ArrayBuffer, n: number): NDArray {
-  const raw = storageOf(dtype) === 'f32' ? new Float32Array(bytes, 0, n) : new Int32Array(bytes, 0, n);
-  return new NDArray(raw, [n], dtype);
-}
-
 /** Values a step needs from the device before it runs (runSteps yields them; its driver reads them back). */
 export interface ReadNeed {
   readonly frame: Frame;
@@ -235,8 +236,13 @@ export class Frame {
     }
   }
 
+  /** How the device holds program buffer `id`. */
+  storage(id: number): Storage | undefined {
+    return storageIn(this.p, id, this.batch.gpu.f16);
+  }
+
   private bytes(id: number): number {
-    return this.p.buffers[id]!.size * 4;
+    return paddedBytes(this.p.buffers[id]!.size * storageBytes(this.storage(id)));
   }
 
   /** The device buffer of program buffer `id` (allocated in this batch where new). */
@@ -266,8 +272,7 @@ export class Frame {
     if (!this.onDev.has(id)) {
       const h = this.host.get(id);
       if (h === undefined) throw new Error(`internal: buffer ${id} read before it was written`);
-      const st = storageIn(this.p, id);
-      this.batch.writes.push({ id: d, data: st === 'f32' ? new Float32Array(h.data) : new Int32Array(h.data) });
+      this.batch.writes.push({ id: d, data: toDevice(this.storage(id), h.data) });
       this.onDev.add(id);
       if (this.p.buffers[id]!.role === 'constant') this.pp.uploaded.add(id);
     }
@@ -304,7 +309,7 @@ export class Frame {
 
   private readBack(want: readonly number[], data: readonly ArrayBuffer[]): void {
     want.forEach((id, k) =>
-      this.host.set(id, fromDevice(this.p.buffers[id]!.dtype, data[k]!, this.p.buffers[id]!.size)),
+      this.host.set(id, fromDevice(this.p.buffers[id]!.dtype, this.storage(id), data[k]!, this.p.buffers[id]!.size)),
     );
   }
 
@@ -332,9 +337,9 @@ export class Frame {
     if (d === undefined) {
       d = newBufferId();
       this.pp.dev.set(key, d);
-      this.batch.allocs.push({ id: d, bytes: pack.total * 4 });
+      this.batch.allocs.push({ id: d, bytes: paddedBytes(pack.total * storageBytes(pack.ty)) });
     }
-    for (const part of pack.parts) this.batch.copy(this.toDev(part.buf), 0, d, part.at, part.n);
+    for (const part of pack.parts) this.batch.copy(this.toDev(part.buf), 0, d, part.at, part.n, pack.ty);
     return d;
   }
 

@@ -42,13 +42,14 @@ const opOf = (s: Step): string => (s.kind === 'extern' ? s.def.name : s.label);
 
 /**
  * Renders every step the WebGPU strategy (src/codegen/wgsl/strategy.ts) puts on the device; the
- * others run on the host. `simdLanes`: the adapter runs invocations as SIMD lanes on CPU threads.
+ * others run on the host. `simdLanes`: the adapter runs invocations as SIMD lanes on CPU threads;
+ * `half`: float16 buffers are f16 (the device has `shader-f16`).
  */
-export function prepareWeb(p: Program, maxBindings: number, simdLanes = false): WebPrepared {
-  return prepareChosen(p, chooseWebStrategies(p, maxBindings, simdLanes), maxBindings);
+export function prepareWeb(p: Program, maxBindings: number, simdLanes = false, half = false): WebPrepared {
+  return prepareChosen(p, chooseWebStrategies(p, maxBindings, simdLanes, half), maxBindings, half);
 }
 
-function prepareChosen(p: Program, chosen: readonly WebStrategy[], maxBindings: number): WebPrepared {
+function prepareChosen(p: Program, chosen: readonly WebStrategy[], maxBindings: number, half: boolean): WebPrepared {
   // (the cpu's packing buffers are not the device's)
   if (p.buffers.some((b) => b.dtype === 'float64' && b.role !== 'epoch' && b.role !== 'arena')) {
     warnOnce(
@@ -56,7 +57,7 @@ function prepareChosen(p: Program, chosen: readonly WebStrategy[], maxBindings: 
       'theanine: device "gpu:webgpu" computes float64 values in float32 (WebGPU has no float64), as the tensorflow backend does',
     );
   }
-  const info = webBufferInfo(p, maxBindings);
+  const info = webBufferInfo(p, maxBindings, half);
   const steps = p.steps.map((s, i): WebStep => {
     const c = chosen[i]!;
     const origin = s.origin !== undefined ? { origin: s.origin } : {};
@@ -80,7 +81,7 @@ function prepareChosen(p: Program, chosen: readonly WebStrategy[], maxBindings: 
     if (s.kind === 'matmul' && c.kind === 'matmul')
       return { kind: 'kernel', step: s, kernel: renderMatmul(s, info, c.form), checks: [], ...origin };
     if (s.kind === 'scan' && c.kind === 'scan')
-      return { kind: 'scan', step: s, body: prepareChosen(s.body, c.body, maxBindings) };
+      return { kind: 'scan', step: s, body: prepareChosen(s.body, c.body, maxBindings, half) };
     throw new Error(`internal: the WebGPU strategy of step ${i} (${c.kind}) does not fit its ${s.kind} step`);
   });
   return { program: p, steps, dev: new Map(), uploaded: new Set() };

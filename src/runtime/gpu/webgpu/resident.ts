@@ -5,10 +5,11 @@
 // copy. webgpu functions bind the device buffer directly, so a training loop uploads its weights
 // once and never reads them back.
 import type { DType } from '../../../ir/dtype.js';
-import { NDArray } from '../../../ir/ndarray.js';
+import type { NDArray } from '../../../ir/ndarray.js';
 import type { VariableCell } from '../../../ir/node.js';
 import type { DeviceResult } from '../../function.js';
-import { storageOf } from '../../../codegen/wgsl/scalar.js';
+import { storageBytes, storageOf } from '../../../codegen/wgsl/scalar.js';
+import { fromDevice, paddedBytes } from './half.js';
 import { freeWith, unfreeWith, webgpu, type Reply } from './session.js';
 
 interface Resident {
@@ -32,15 +33,18 @@ function free(r: Resident): void {
 
 const readRequest = (r: Resident): Record<string, unknown> => ({
   kind: 'run',
-  reads: [{ id: r.dev!, bytes: r.shape.reduce((a, d) => a * d, 1) * 4 }],
+  reads: [
+    {
+      id: r.dev!,
+      bytes: paddedBytes(r.shape.reduce((a, d) => a * d, 1) * storageBytes(storageOf(r.dtype, webgpu().f16))),
+    },
+  ],
 });
 
 function fromReply(r: Resident, reply: Reply): NDArray {
   if (!reply.ok) throw new Error(`gpu:webgpu: reading a variable back failed: ${reply.error}`);
   const n = r.shape.reduce((a, d) => a * d, 1);
-  const bytes = reply.data![0]!;
-  const raw = storageOf(r.dtype) === 'f32' ? new Float32Array(bytes, 0, n) : new Int32Array(bytes, 0, n);
-  return new NDArray(raw, r.shape, r.dtype);
+  return fromDevice(r.dtype, storageOf(r.dtype, webgpu().f16), reply.data![0]!, n).reshape(r.shape);
 }
 
 function readBack(r: Resident): NDArray {

@@ -32,7 +32,7 @@ export function* runScan<B extends DeviceBuffers & { readonly steps: readonly S[
   const fill = (k: number, buf: number, at: number, n: number): void => {
     const id = slot(k);
     if (id === undefined) return;
-    outer.batch.copy(outer.toDev(buf), at, f.devId(id), 0, n);
+    outer.batch.copy(outer.toDev(buf), at, f.devId(id), 0, n, outer.storage(buf));
     f.deviceWrote(id);
   };
   /** The device buffer of a body target (uploaded if the body only passes a constant through). */
@@ -52,17 +52,18 @@ export function* runScan<B extends DeviceBuffers & { readonly steps: readonly S[
     bp.targets.forEach((tg, i) => {
       const it = items[i]!;
       const n = count(tg.shape);
-      if (it.keep === 'all') outer.batch.copy(src(tg.buf), tg.offset, itemIds[i]!, k * n, n);
-      else if (it.keep === 'last' && k === T - 1) outer.batch.copy(src(tg.buf), tg.offset, itemIds[i]!, 0, n);
+      if (it.keep === 'all') outer.batch.copy(src(tg.buf), tg.offset, itemIds[i]!, k * n, n, f.storage(tg.buf));
+      else if (it.keep === 'last' && k === T - 1)
+        outer.batch.copy(src(tg.buf), tg.offset, itemIds[i]!, 0, n, f.storage(tg.buf));
     });
     for (let j = 0; j < nState; j++) {
       const tg = bp.targets[nOut + j]!;
       const n = count(tg.shape);
-      if (k === T - 1) outer.batch.copy(src(tg.buf), tg.offset, outer.devId(s.finalItems[j]!), 0, n);
+      if (k === T - 1) outer.batch.copy(src(tg.buf), tg.offset, outer.devId(s.finalItems[j]!), 0, n, f.storage(tg.buf));
       else {
         const id = slot(nSeq + j);
         if (id !== undefined) {
-          outer.batch.copy(src(tg.buf), tg.offset, f.devId(id), 0, n);
+          outer.batch.copy(src(tg.buf), tg.offset, f.devId(id), 0, n, f.storage(tg.buf));
           f.deviceWrote(id);
         }
       }

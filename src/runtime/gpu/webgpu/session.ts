@@ -31,7 +31,13 @@ export interface Reply {
   readonly error?: string;
   readonly data?: readonly ArrayBuffer[];
   readonly counts?: WebGpuCounts;
-  readonly info?: { description: string; maxStorageBuffers: number; maxBufferSize: number; timestamps: boolean };
+  readonly info?: {
+    description: string;
+    maxStorageBuffers: number;
+    maxBufferSize: number;
+    timestamps: boolean;
+    f16: boolean;
+  };
   /** A profiled run's milliseconds per dispatch, in order. */
   readonly times?: readonly number[];
 }
@@ -121,7 +127,16 @@ export interface WebGpu {
   readonly opened: Promise<void>;
   /** Whether the device has timestamp queries ('timestamp-query'): the profiler times kernels with them, else with a submit per kernel. On a page, known once `opened` settles. */
   timestamps: boolean;
+  /**
+   * Whether float16 buffers are f16 on the device (the adapter has `shader-f16`, requested when the
+   * device opened; THEANINE_WEBGPU_F16=0 keeps them f32, rounded to half precision on every store).
+   * On a page, known once `opened` settles.
+   */
+  f16: boolean;
 }
+
+/** The init request: THEANINE_WEBGPU_F16=0 asks for no `shader-f16`. */
+const initRequest = (): Record<string, unknown> => ({ kind: 'init', f16: platform.env('THEANINE_WEBGPU_F16') !== '0' });
 
 const KEY = Symbol.for('theanine.gpu.webgpu');
 const shared = globalThis as { [KEY]?: WebGpu | string };
@@ -146,7 +161,7 @@ export function openWebGpu(): WebGpu | string {
     return shared[KEY];
   }
   const worker = new SyncWorker(path);
-  const r = worker.call({ kind: 'init' });
+  const r = worker.call(initRequest());
   shared[KEY] = r.ok
     ? {
         worker,
@@ -154,6 +169,7 @@ export function openWebGpu(): WebGpu | string {
         maxStorageBuffers: r.info!.maxStorageBuffers,
         opened: Promise.resolve(),
         timestamps: r.info!.timestamps,
+        f16: r.info!.f16,
       }
     : `${WEBGPU_PACKAGE}: ${r.error}`;
   return shared[KEY];
@@ -176,7 +192,8 @@ function openOnPage(): WebGpu | string {
     description: 'an adapter not opened yet',
     maxStorageBuffers: 8,
     timestamps: false,
-    opened: worker.callAsync({ kind: 'init' }).then((r) => {
+    f16: false,
+    opened: worker.callAsync(initRequest()).then((r) => {
       if (!r.ok) {
         shared[KEY] = `WebGPU: ${r.error}`;
         throw new Error(`device "gpu" in mode webgpu is unavailable: ${shared[KEY]}`);
@@ -184,6 +201,7 @@ function openOnPage(): WebGpu | string {
       d.description = r.info!.description;
       d.maxStorageBuffers = r.info!.maxStorageBuffers;
       d.timestamps = r.info!.timestamps;
+      d.f16 = r.info!.f16;
     }),
   };
   d.opened.catch(() => undefined); // (its rejection is the next caller's, through webgpuOpened)

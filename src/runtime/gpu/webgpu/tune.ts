@@ -26,6 +26,8 @@ import { platform } from '#platform';
 import { beamSearch, digest, tuneStats, type SearchResult, type TuneOptions } from '../../tune.js';
 import { TuneCache } from '../../tune-cache.js';
 import { newBufferId, type WebGpu } from './session.js';
+import { paddedBytes, toDevice } from './half.js';
+import { storageBytes, type Storage } from '../../../codegen/wgsl/scalar.js';
 
 /** A loop kernel's schedule on the device: invocations per workgroup. */
 export interface WorkgroupSchedule {
@@ -83,13 +85,13 @@ export function workgroupTimer(
   sizes: readonly number[],
 ): { time(s: WorkgroupSchedule): number; release(): void } {
   const timing = platform.env('THEANINE_WEBGPU_TIMING') === 'submits' || !gpu.timestamps ? 'submits' : 'timestamps';
-  const fill = (ty: 'f32' | 'i32' | undefined, n: number) => {
+  const fill = (ty: Storage | undefined, n: number) => {
     if (ty === 'i32') return new Int32Array(Math.max(1, n));
     const a = new Float32Array(Math.max(1, n));
     for (let i = 0; i < n; i++) a[i] = 0.5 + Math.random();
-    return a;
+    return ty === 'f16' ? toDevice(ty, a) : a;
   };
-  const bufs = base.binds.map((b) => ({ id: newBufferId(), n: p.buffers[b]!.size, ty: storageIn(p, b) }));
+  const bufs = base.binds.map((b) => ({ id: newBufferId(), n: p.buffers[b]!.size, ty: storageIn(p, b, gpu.f16) }));
   if (base.packed !== undefined) bufs.push({ id: newBufferId(), n: base.packed.total, ty: base.packed.ty });
   const ids = bufs.map((b) => b.id);
   const keys = new Map(
@@ -102,7 +104,7 @@ export function workgroupTimer(
   const r = gpu.worker.call(
     {
       kind: 'run',
-      allocs: bufs.map((b) => ({ id: b.id, bytes: 4 * b.n })),
+      allocs: bufs.map((b) => ({ id: b.id, bytes: paddedBytes(storageBytes(b.ty) * Math.max(1, b.n)) })),
       writes: bufs.map((b) => ({ id: b.id, data: fill(b.ty, b.n) })),
       compile: [...keys.values()].map((k) => ({ key: k.key, code: k.code.code })),
       reads: [],
@@ -156,7 +158,7 @@ export function workgroupChooser(
 ): WorkgroupChooser {
   const deadline = now() + opts.budgetMs;
   const top = new Set<unknown>(p.steps);
-  const info = webBufferInfo(p, maxBindings);
+  const info = webBufferInfo(p, maxBindings, gpu.f16);
   const store = webTuneCache(gpu);
   return {
     loop(k: LoopKernel, plan: LoopPlan) {

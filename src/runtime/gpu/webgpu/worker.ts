@@ -60,7 +60,7 @@ function makeDeviceSide(gpu, collect, noAdapter) {
     sizes.delete(id);
   }
   const tally = () => ({ ...counts, buffers: buffers.size, bytes });
-  async function init() {
+  async function init(req) {
     const adapter = await gpu.requestAdapter();
     if (!adapter) return { ok: false, error: noAdapter };
     const want = ['maxStorageBuffersPerShaderStage', 'maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize'];
@@ -68,10 +68,13 @@ function makeDeviceSide(gpu, collect, noAdapter) {
     for (const k of want) requiredLimits[k] = adapter.limits[k];
     // timestamp queries where the adapter has them (the profiler's kernel times)
     const timestamps = !!(adapter.features && adapter.features.has('timestamp-query'));
-    device = await adapter.requestDevice({ requiredLimits, ...(timestamps ? { requiredFeatures: ['timestamp-query'] } : {}) });
+    // f16 storage of float16 where the adapter has shader-f16 (unless the request says not)
+    const f16 = req.f16 !== false && !!(adapter.features && adapter.features.has('shader-f16'));
+    const requiredFeatures = [...(timestamps ? ['timestamp-query'] : []), ...(f16 ? ['shader-f16'] : [])];
+    device = await adapter.requestDevice({ requiredLimits, requiredFeatures });
     device.addEventListener && device.addEventListener('uncapturederror', (e) => { lastError = String(e.error && e.error.message || e); });
     const a = adapter.info || {};
-    info = { description: [a.vendor, a.architecture, a.device, a.description].filter((s) => s).join(' ') || 'unknown adapter', maxStorageBuffers: adapter.limits.maxStorageBuffersPerShaderStage, maxBufferSize: Math.min(adapter.limits.maxBufferSize, adapter.limits.maxStorageBufferBindingSize), timestamps };
+    info = { description: [a.vendor, a.architecture, a.device, a.description].filter((s) => s).join(' ') || 'unknown adapter', maxStorageBuffers: adapter.limits.maxStorageBuffersPerShaderStage, maxBufferSize: Math.min(adapter.limits.maxBufferSize, adapter.limits.maxStorageBufferBindingSize), timestamps, f16 };
     return { ok: true, info };
   }
   let lastError;
@@ -208,7 +211,7 @@ function makeDeviceSide(gpu, collect, noAdapter) {
   }
   async function handle(req) {
     try {
-      if (req.kind === 'init') return await init();
+      if (req.kind === 'init') return await init(req);
       if (req.kind === 'run') { const r = await run(req); return { ok: true, data: r.data, ...(req.timing ? { times: r.times } : {}), counts: tally() }; }
       if (req.kind === 'free') { for (const id of req.ids) drop(id); return req.quiet ? undefined : { ok: true }; }
       if (req.kind === 'clear') { pipelines.clear(); bound.clear(); collect(); return { ok: true, counts: tally() }; }
