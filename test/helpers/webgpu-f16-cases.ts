@@ -8,10 +8,10 @@ const half = (shape: number[], seed: number): NDArray =>
     'float16',
   ).reshape(shape);
 
-const ph = (shape: (number | null)[]) => K.placeholder(shape, undefined, { dtype: 'float16' });
+const ph = (shape: (number | null)[]) => K.placeholder(shape, null, 'float16');
 
 /** Each case's outputs' values on `device` (odd element counts throughout: f16 buffers are padded to 4 bytes). */
-export function f16Cases(device: string): Record<string, number[][]> {
+export function f16Cases(device: 'cpu' | 'gpu'): Record<string, number[][]> {
   const opts = { device, fallback: 'error' } as const;
   const out: Record<string, number[][]> = {};
   const run = (name: string, f: (vs: NDArray[]) => NDArray[], vs: NDArray[]): void => {

@@ -36,7 +36,7 @@ describe('gpu device, webgpu mode: float16 as f16 (shader-f16)', function () {
   });
 
   it('the kernels bind float16 buffers as array<f16> and run on the device', () => {
-    const x = K.placeholder([33], undefined, { dtype: 'float16' });
+    const x = K.placeholder([33], null, 'float16');
     const f = K.function([x], [K.exp(x)], [], { device: 'gpu', fallback: 'error' });
     f([NDArray.from(new Array(33).fill(0.5), 'float16')]);
     expect(f.source()).to.match(/^enable f16;$/m).and.to.match(/array<f16>/).and.not.to.match(/array<f32>/);
@@ -64,7 +64,7 @@ describe('gpu device, webgpu mode: float16 as f16 (shader-f16)', function () {
     const bytesOf = (dtype: 'float16' | 'float32'): number => {
       K.clear_session();
       const before = webgpuCounts().bytes;
-      const x = K.placeholder([1001], undefined, { dtype });
+      const x = K.placeholder([1001], null, dtype);
       const f = K.function([x], [K.add(K.multiply(x, 2), 1)], [], { device: 'gpu', fallback: 'error' });
       f([NDArray.from(new Array(1001).fill(0.25), dtype)]);
       return webgpuCounts().bytes - before;
@@ -77,7 +77,7 @@ describe('gpu device, webgpu mode: float16 as f16 (shader-f16)', function () {
   });
 
   it('a Scan copying an odd count of float16 values a step runs on the host, saying why', () => {
-    const xs = K.placeholder([2, 40, 3], undefined, { dtype: 'float16' });
+    const xs = K.placeholder([2, 40, 3], null, 'float16');
     const w = K.variable(NDArray.from(new Array(9).fill(0.1), 'float16').reshape([3, 3]), 'float16');
     const [last] = K.rnn((xt, [h]) => {
       const hn = K.tanh(K.add(K.dot(xt, w), h!));
