@@ -378,6 +378,8 @@ export const ENVIRONMENT_SWITCHES = {
   THEANINE_WEBGPU_MODULE: 'the path of the webgpu package to load (Node only; default: the installed webgpu)',
   THEANINE_WEBGPU_SIMD:
     "1 or 0: whether the webgpu adapter runs a workgroup's invocations as SIMD lanes of a CPU thread (software adapters: products as register tiles, rows one per invocation); default: from the adapter's description",
+  THEANINE_WEBGPU_F16:
+    "0: the gpu device's webgpu mode stores float16 as f32 rounded to half precision even where the adapter has shader-f16 (default: f16 storage there, half the bytes, the same values)",
   THEANINE_WEBGPU_TIMING:
     'submits: profiled functions on gpu:webgpu time each kernel by a submit of its own, even where the adapter has timestamp queries (docs/debugging.md)',
   THEANINE_OPTIMIZER:
