@@ -26,12 +26,9 @@ function casesWithF32Storage(): { f16: boolean; cases: Record<string, number[][]
 describe('gpu device, webgpu mode: float16 as f16 (shader-f16)', function () {
   this.timeout(600_000);
   onWebgpu();
+  let gpu: Record<string, number[][]>;
   before(function () {
     needs(this, "an adapter with 'shader-f16'", webgpu().f16 ? undefined : "the adapter has no 'shader-f16'");
-  });
-
-  let gpu: Record<string, number[][]>;
-  before(() => {
     gpu = f16Cases('gpu');
   });
 

@@ -2,7 +2,6 @@
 // to compile, buffers to allocate, uploads, then dispatches and buffer copies in order), and per
 // program (the function's, or a Scan body's) which buffers hold current values on the host and
 // which on the device. Something read back sends the batch; otherwise a call sends it once.
-import type { DType } from '../../../ir/dtype.js';
 import { NDArray } from '../../../ir/ndarray.js';
 import type { VariableCell } from '../../../ir/node.js';
 import type { EvalContext } from '../../../ir/op.js';
