@@ -313,10 +313,12 @@ export function checkedExecutor(target: Target, req: TargetRequest, device: stri
 
 /** Shapes of this call's values: static where known, else the reference's. */
 function callShapes(ref: ReferenceChecker): ShapeOf {
+  const memo = new Map<Node, readonly number[] | undefined>();
   return (n) => {
     if (n.type.items !== undefined) return undefined;
     if (n.shape.every((d) => d !== null)) return n.shape;
-    return ref.valuesOf(n)[0]?.shape;
+    if (!memo.has(n)) memo.set(n, ref.valuesOf(n)[0]?.shape);
+    return memo.get(n);
   };
 }
 

@@ -3,7 +3,7 @@
 // rounding depth, src/ir/rounding.ts) is still caught, the function unplanted passes; on onnx the
 // kernels are checked in one ONNX Runtime session per function (checkKernelsTogether).
 import { expect } from 'chai';
-import { backend as K, BadKernel, BadOptimization, NDArray, definePass } from '../../src/index.js';
+import { backend as K, BadKernel, BadOptimization, NDArray, definePass, verify_grad } from '../../src/index.js';
 import type { Tensor } from '../../src/index.js';
 import type { Node } from '../../src/ir/node.js';
 import { clearCompileCache, compileStats } from '../../src/runtime/cpu/compile.js';
@@ -90,6 +90,22 @@ describe('checking mode on every target: planted bugs', () => {
       expect(b.kernel).to.equal('result 1 of the whole function');
       expect(b.difference.flat).to.equal(7);
       plant = false;
+    });
+  }
+
+  for (const t of compiled) {
+    it(`${t.name}: a Scan's gradient checks, its kernels run alone with the items the loop keeps none of`, () => {
+      // test/autodiff/control.test.ts' "rnn with a constant and a rank-3 state"
+      const build = (x: Node, w: Node, h: Node, c: Node, bias: Node): Node => {
+        const [last, outs, states] = K.rnn((xt, st) => {
+          const hn = K.tanh(K.add(K.add(K.dot(xt, w), st[0]!), st[2]!));
+          const cn = K.add(K.multiply(st[1]!, 0.5), K.expand_dims(hn, 1));
+          return [hn, [hn, cn]];
+        }, x, [h, c], false, K.constant([[1, 0, 1, 1], [1, 1, 0, 0]]), [bias]);
+        return K.add(K.add(K.sum(outs, 1), last), states.reduce((p, s) => K.add(p, K.sum(s, -1, true)), K.zeros_like(last)));
+      };
+      const vals = [arr([2, 4, 3], (i) => Math.cos(i) / 4), arr([3, 2], (i) => Math.sin(i) / 4), arr([2, 2], (i) => i / 8), arr([2, 2, 2], (i) => Math.sin(i) / 6), arr([2], (i) => i / 10)];
+      verify_grad(build, vals, { functionOptions: { ...t.options, mode: 'debug' } });
     });
   }
 
