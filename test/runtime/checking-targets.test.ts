@@ -3,7 +3,7 @@
 // rounding depth, src/ir/rounding.ts) is still caught, the function unplanted passes; on onnx the
 // kernels are checked in one ONNX Runtime session per function (checkKernelsTogether).
 import { expect } from 'chai';
-import { backend as K, BadKernel, BadOptimization, NDArray, definePass, verify_grad } from '../../src/index.js';
+import { backend as K, BadKernel, BadOptimization, NDArray, defineOp, definePass, verify_grad } from '../../src/index.js';
 import type { Tensor } from '../../src/index.js';
 import type { Node } from '../../src/ir/node.js';
 import { clearCompileCache, compileStats } from '../../src/runtime/cpu/compile.js';
@@ -21,6 +21,14 @@ const arr = (shape: number[], f: (i: number) => number) =>
   new NDArray(Float32Array.from({ length: shape.reduce((p, d) => p * d, 1) }, (_, i) => f(i)), shape);
 
 const wrongExp = definePass('wrong_exp_targets_test', (n) => (n.op === 'exp' ? n.inputs[0]! : null), { doc: 'exp(x) -> x (planted bug)' });
+
+// reference: 2x; cpu kernel: 3x (planted bug).
+const tripled = defineOp({
+  name: 'planted_wrong_together', arity: 1,
+  infer: ([v]) => ({ dtype: v!.dtype, shape: v!.shape }),
+  reference: ([v]) => new NDArray(v!.data.map((a) => 2 * a), v!.shape, v!.dtype),
+  cpu: 'x0 * 3',
+});
 
 const compiled = targets.filter((t) => t.options.optimizer !== 'none');
 
@@ -108,6 +116,32 @@ describe('checking mode on every target: planted bugs', () => {
       verify_grad(build, vals, { functionOptions: { ...t.options, mode: 'debug' } });
     });
   }
+
+  it('kernels checked in one program (as on onnx) are still named one by one: a planted wrong kernel on the cpu', () => {
+    const x = K.placeholder([2, 3], null, 'float32', false, 'x');
+    const y = K.sum(K.exp((tripled(K.sin(K.dot(x, K.ones([3, 3])))) as Tensor).add(1)), 1);
+    const req: TargetRequest = {
+      inputs: [x],
+      targets: [y],
+      updates: [],
+      nOut: 1,
+      optimizer: 'fast_run',
+      name: 'planted together',
+      fallback: fallbackPolicy('planted', 'error'),
+      mode: 'debug',
+    };
+    const together: Target = { ...cpuTarget, checkKernelsTogether: true };
+    const before = compileStats.programs;
+    let err: unknown;
+    try {
+      checkedExecutor(together, req, 'cpu', cpuTarget.executor(req)).run([arr([2, 3], (i) => i / 5)], 0);
+    } catch (e) {
+      err = e;
+    }
+    expect(err, 'BadKernel').to.be.instanceOf(BadKernel);
+    expect((err as BadKernel).nodes).to.include('planted_wrong_together');
+    expect(compileStats.programs - before, 'the function and its kernels together').to.equal(2);
+  });
 
   for (const t of compiled.filter((c) => c.options.backend === 'onnx')) {
     it(`${t.name}: the kernels of a function are checked in one ONNX Runtime session`, () => {
