@@ -1,6 +1,7 @@
 // "tuned vs default": each graph compiled twice in one process on the cpu device, once with the
 // default schedules and once with `tune` (src/runtime/tune.ts: a beam search over each whole
-// product's cache blocks and thread split and each elementwise kernel's unroll and thread split,
+// product's cache blocks and thread split, each elementwise kernel's unroll and thread split and
+// each JavaScript loop kernel's output loop order where no order changes a value,
 // timed on this machine, a winner kept only when it beats the default in confirming rounds), from
 // an empty tuning cache in a fresh folder, so the search's cost is this run's. Run time is the
 // median over rounds that alternate between the two functions in ABBA order, each call from a
@@ -68,6 +69,29 @@ const cases: { name: string; build: () => Graph; webgpu?: true }[] = [
     },
   },
   {
+    // a JavaScript loop kernel whose output loop order is searched (src/codegen/cpu/loop-order.ts)
+    name: 'transpose 2048x2048',
+    build: () => {
+      const x = K.placeholder([2048, 2048], null, 'float32', false, 'x');
+      return { inputs: [x], outputs: [K.transpose(x)], updates: [], feeds: [nd([2048, 2048], 10)] };
+    },
+  },
+  {
+    // attention's split into heads: (batch, time, heads, depth) to (batch, heads, time, depth)
+    name: 'permute (0, 2, 1, 3) 32x64x16x64, then x2',
+    build: () => {
+      const x = K.placeholder([32, 64, 16, 64], null, 'float32', false, 'x');
+      return { inputs: [x], outputs: [K.permute_dimensions(x, [0, 2, 1, 3]).mul(2)], updates: [], feeds: [nd([32, 64, 16, 64], 11)] };
+    },
+  },
+  {
+    name: 'permute (2, 1, 0) 256x256x8',
+    build: () => {
+      const x = K.placeholder([256, 256, 8], null, 'float32', false, 'x');
+      return { inputs: [x], outputs: [K.permute_dimensions(x, [2, 1, 0])], updates: [], feeds: [nd([256, 256, 8], 12)] };
+    },
+  },
+  {
     name: 'MLP train step 784-256-10 b128',
     build: () => {
       const { x, t, loss, updates } = mlpGraph();
@@ -111,6 +135,13 @@ function median(xs: number[]): number {
 function main(): void {
   const filter = process.argv[2];
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'theanine-tune-bench-'));
+  /** The loop orders stored in the tuning cache file so far, by kernel key. */
+  const orderEntries = (): [string, number[]][] => {
+    const file = path.join(dir, 'theanine-tune.json');
+    if (!fs.existsSync(file)) return [];
+    const f = JSON.parse(fs.readFileSync(file, 'utf8')) as { machines: Record<string, Record<string, { order?: number[] }>> };
+    return Object.values(f.machines).flatMap((m) => Object.entries(m)).flatMap(([k, e]) => (e.order !== undefined ? [[k, e.order] as [string, number[]]] : []));
+  };
   setEnvironment({ THEANINE_CACHE_DIR: dir });
   tuneCache.forget();
   const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
@@ -132,6 +163,7 @@ function main(): void {
     const device = c.webgpu === true ? { device: 'gpu' as const } : {};
     const base = K.function(g.inputs, g.outputs, g.updates, device);
     const before = { ...tuneStats };
+    const ordersBefore = new Set(orderEntries().map(([k]) => k));
     const tuned = K.function(g.inputs, g.outputs, g.updates, { ...device, tune: { beam: BEAM, budgetMs: BUDGET } });
     tuned(g.feeds); // the search runs at the first call (the specialisation)
     const searchMs = tuneStats.searchMs - before.searchMs, candidates = tuneStats.candidates - before.candidates;
@@ -143,7 +175,10 @@ function main(): void {
     // elementwise kernels: a tuned unroll shows as "xN" in the kernel's comment, a tuned split as a threshold of two chunks
     const ew = [...src.matchAll(/WebAssembly SIMD f(?:32x4|64x2)( x\d)?[,:]/g)].map((m) => m[1]?.trim() ?? 'x4');
     const split = (src.match(/if \(hi - lo >= 8192\) \{ w\.par/g) ?? []).length;
+    // JavaScript loop kernels whose output loop order was searched (stored in the cache file): the order kept, or the default
+    const orders = orderEntries().filter(([k]) => !ordersBefore.has(k)).map(([, o]) => (o.every((x, i) => x === i) ? 'default' : o.join('')));
     if (ew.length > 0) kept.push(`elementwise ${ew.join(',')}${split > 0 ? ` (${split} split)` : ''}`);
+    if (orders.length > 0) kept.push(`loop order ${orders.join(',')}`);
     // WebGPU loop kernels: each one's workgroup size (the default: 64; a steps kernel: 256, not tuned)
     const wgs = [...src.matchAll(/@workgroup_size\((\d+)\)/g)].map((m) => m[1]!);
     if (c.webgpu === true) kept.push(`workgroups ${wgs.join(',')}`);

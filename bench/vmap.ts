@@ -83,7 +83,11 @@ function bench(D: number, H: number, C: number, norms: boolean): void {
   const runFloor = norms ? () => firstProduct([xb]) : () => new Float32Array(size).fill(1);
 
   const time = (f: () => unknown) => { const t0 = now(); f(); return now() - t0; };
-  for (let i = 0; i < 2; i++) { runVmap(); runLoop(); }
+  // Warm-up: each side runs at least 2 rounds and 300 ms, so that both are timed in their steady
+  // state (JIT-compiled kernels, WebAssembly tiered up): a round of the loop is 128 calls, of vmap one.
+  const warm = (f: () => unknown) => { const t0 = performance.now(); for (let i = 0; i < 2 || performance.now() - t0 < 300; i++) f(); };
+  warm(runVmap);
+  warm(runLoop);
   const tv: number[] = [];
   const tl: number[] = [];
   const tf: number[] = [];

@@ -6,20 +6,7 @@ import { elementwiseOps, whereOp } from './ops/elementwise.js';
 import { argOps, reduceOps } from './ops/reduce.js';
 import { convOps } from './ops/conv.js';
 import { gradOps } from './ops/adjoint.js';
-import {
-  castOp,
-  constantOp,
-  fillLikeOp,
-  indexOp,
-  dotOp,
-  identityOp,
-  learningPhaseOp,
-  placeholderOp,
-  reshapeOp,
-  shapeOfOp,
-  transposeOp,
-  variableOp,
-} from './ops/core.js';
+import { coreOps } from './ops/core.js';
 import { cumulativeOps, inTopKOp, printOp } from './ops/misc.js';
 import { randomOps } from './ops/random.js';
 import { shapeOps } from './ops/shape.js';
@@ -34,18 +21,7 @@ import { ctcDecodeOps } from './ops/ctc-decode.js';
 import { fusedOpWith, softmaxCrossEntropyOp } from './ops/introduced.js';
 
 export const builtinOps = {
-  placeholder: placeholderOp,
-  variable: variableOp,
-  constant: constantOp,
-  learning_phase: learningPhaseOp,
-  cast: castOp,
-  identity: identityOp,
-  reshape: reshapeOp,
-  transpose: transposeOp,
-  dot: dotOp,
-  shape_of: shapeOfOp,
-  fill_like: fillLikeOp,
-  index: indexOp,
+  ...coreOps,
   where: whereOp,
   ...elementwiseOps,
   ...reduceOps,

@@ -83,6 +83,20 @@ export class FallbackError extends Error {
   override name = 'FallbackError';
 }
 
+/**
+ * A device function's `source()`: why its latest call ran in the reference interpreter, that it has
+ * not run yet, or its latest program described.
+ */
+export function sourceOrWhy<P>(
+  notCompiled: readonly Fallback[] | undefined,
+  last: P | undefined,
+  describe: (p: P) => string,
+): string {
+  if (notCompiled !== undefined)
+    return `// not compiled: ${describeFallbacks(notCompiled)}; this function runs in the reference interpreter on the host`;
+  return last === undefined ? '// not run yet: call the function once, then ask again' : describe(last);
+}
+
 export function describeFallbacks(fs: readonly Fallback[]): string {
   const seen = new Set<string>();
   const parts: string[] = [];

@@ -15,8 +15,13 @@ import type { EwSchedule } from '../codegen/cpu/wasm/elementwise.js';
 export const TUNE_CACHE_FILE = 'theanine-tune.json';
 const FORMAT = 'theanine-tune/3';
 
-/** A tuned schedule as stored: the schedule (a product's or an elementwise tier kernel's on the cpu, a loop kernel's workgroup size on WebGPU), its time and the default's (ms, medians), and what the search cost. */
-export type TunedEntry = (MatmulSchedule | EwSchedule | { readonly workgroup: number }) & {
+/** A tuned schedule as stored: the schedule (a product's, an elementwise tier kernel's or a loop kernel's order on the cpu, a loop kernel's workgroup size on WebGPU), its time and the default's (ms, medians), and what the search cost. */
+export type TunedEntry = (
+  | MatmulSchedule
+  | EwSchedule
+  | { readonly workgroup: number }
+  | { readonly order: readonly number[] }
+) & {
   readonly ms: number;
   readonly defaultMs: number;
   readonly searchMs: number;
@@ -56,13 +61,20 @@ export function machineKey(threads: number): string {
 const isCount = (x: unknown): x is number => typeof x === 'number' && Number.isInteger(x) && x > 0;
 const isTime = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x) && x >= 0;
 
+/** A loop order as stored: a permutation of 0..n-1. */
+const isOrder = (x: unknown): x is number[] =>
+  Array.isArray(x) && x.length > 0 && [...x].sort((a: number, b: number) => a - b).every((v, i) => v === i);
+
 function validEntry(e: unknown): e is TunedEntry {
   if (typeof e !== 'object' || e === null) return false;
   const r = e as Record<string, unknown>;
   const matmul =
     isCount(r['blockBytes']) && isCount(r['maxPanels']) && typeof r['split'] === 'boolean' && isCount(r['perThread']);
   return (
-    (matmul || (isCount(r['streams']) && typeof r['split'] === 'boolean') || isCount(r['workgroup'])) &&
+    (matmul ||
+      (isCount(r['streams']) && typeof r['split'] === 'boolean') ||
+      isCount(r['workgroup']) ||
+      isOrder(r['order'])) &&
     isTime(r['ms']) &&
     isTime(r['defaultMs']) &&
     isTime(r['searchMs']) &&

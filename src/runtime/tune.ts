@@ -10,7 +10,9 @@
 // product computes bit-identical results. The elementwise tier's kernels (../codegen/cpu/wasm/
 // ew-schedule.ts EwSchedule: the unroll, independent vectors per loop iteration, and whether a
 // loop splits over the worker threads) are searched the same way, each timed running its loop on
-// random values; they compute bit-identical results too.
+// random values; they compute bit-identical results too. A JavaScript loop kernel's output loop
+// order (../codegen/cpu/loop-order.ts), only where no order can change a value, is searched over
+// its permutations, each rendered and timed on buffers of the program's sizes.
 import { platform } from '#platform';
 import { ValueError } from '../ir/errors.js';
 import { igemmA, windowA } from '../codegen/cpu/igemm.js';
@@ -22,7 +24,7 @@ import {
 } from '../codegen/cpu/strategy.js';
 import { threadCount } from '../codegen/cpu/threads.js';
 import { packArena } from '../codegen/cpu/wasm-kernel.js';
-import { windowRows, type MatmulKernel } from '../codegen/kernel/ir.js';
+import { indirectGeometry, windowRows, type MatmulKernel } from '../codegen/kernel/ir.js';
 import {
   CHUNK,
   EW_STREAMS,
@@ -34,6 +36,8 @@ import {
   type EwSchedule,
 } from '../codegen/cpu/wasm/elementwise.js';
 import { machineKey, TuneCache, type TunedEntry } from './tune-cache.js';
+import type { BufferDecl, LoopKernel } from '../codegen/kernel/ir.js';
+import { identityOrder, isOrder, loopOrders, loopRunner, loopSource } from '../codegen/cpu/loop-order.js';
 
 /** How a function is tuned: schedules kept in the beam, and the milliseconds one specialisation may spend searching. */
 export interface TuneOptions {
@@ -102,7 +106,7 @@ export function tuneOptions(opt: unknown, fn = 'function'): TuneOptions | undefi
 /** One axis of the search: a schedule field and the values it takes. */
 export interface Axis<S = MatmulSchedule> {
   readonly field: keyof S & string;
-  readonly values: readonly (number | boolean)[];
+  readonly values: readonly (number | boolean | readonly number[])[];
 }
 
 /** The cpu search space, in the order the beam widens it: cache block bytes, panels per block, then with threads the split and the blocks per thread. */
@@ -271,18 +275,7 @@ export function tilesTimer(k: MatmulKernel, c: TilesCall): ((s: MatmulSchedule) 
   let pa0 = base;
   if (c.indirect && a !== undefined) {
     const x = Float32Array.from({ length: cells }, () => Math.random() - 0.5);
-    const geom = [
-      a.batch,
-      a.channels,
-      a.inSize.length,
-      ...a.inSize,
-      ...a.outSize,
-      ...a.window,
-      ...a.step,
-      ...a.tapStep,
-      ...a.start,
-      ...a.div,
-    ];
+    const geom = indirectGeometry(a);
     pa0 = (windowRows(a) ? windowA : igemmA)(f32.subarray(base / 4, base / 4 + aBytes / 4), x, 0, geom, k.mr);
   } else fill(base, aBytes);
   fill(pb0, bBytes);
@@ -390,17 +383,22 @@ export function ewTimer(plan: (s: EwSchedule | undefined) => EwPlan): (s: EwSche
         }
       };
     }
-    const t0 = performance.now();
-    run();
-    const batch = Math.max(1, Math.min(1000, Math.round(1 / Math.max(performance.now() - t0, 1e-4))));
-    const times: number[] = [];
-    for (let r = 0; r < 6; r++) {
-      const t = performance.now();
-      for (let i = 0; i < batch; i++) run();
-      if (r > 0) times.push((performance.now() - t) / batch);
-    }
-    return median(times);
+    return timeBatched(run);
   };
+}
+
+/** The time of one `run()` in ms: batched to about a millisecond, the median of 5 batches after one to warm up. */
+function timeBatched(run: () => void): number {
+  const t0 = performance.now();
+  run();
+  const batch = Math.max(1, Math.min(1000, Math.round(1 / Math.max(performance.now() - t0, 1e-4))));
+  const times: number[] = [];
+  for (let r = 0; r < 6; r++) {
+    const t = performance.now();
+    for (let i = 0; i < batch; i++) run();
+    if (r > 0) times.push((performance.now() - t) / batch);
+  }
+  return median(times);
 }
 
 /** The elementwise search space: the unroll, then where more than one thread is configured and a one-loop kernel is at least two chunks long, whether it splits over them. */
@@ -410,6 +408,47 @@ export function ewAxes(p: EwPlan): Axis<EwSchedule>[] {
   return axes;
 }
 
+/** A JavaScript loop kernel's schedule: the order of its output loops (../codegen/cpu/loop-order.ts). */
+export interface LoopSchedule {
+  readonly order: readonly number[];
+}
+
+/** Loop kernels with fewer elements than this keep their order untuned (a short loop's order does not show in its time). */
+export const LOOP_TUNED_FROM = 1 << 14;
+
+/**
+ * The cache key of a JavaScript loop kernel: the digest and length of its source in its own order
+ * (its loops' sizes and strides are constants there), its generated names (loop variables,
+ * temporaries, buffers: numbered per compile) renumbered by first appearance, and its number of loops.
+ */
+export const loopKernelKey = (source: string, loops: number): string => {
+  const names = new Map<string, number>();
+  const norm = source.replace(/\b[a-z]\d+\b/g, (m) => {
+    if (!names.has(m)) names.set(m, names.size);
+    return `${m[0]}_${names.get(m)}`;
+  });
+  const bytes = new TextEncoder().encode(norm);
+  return `loop ${digest(bytes)} ${bytes.length} v${loops}`;
+};
+
+/**
+ * A timer of a loop kernel's orders: the kernel rendered in each order and run over the program's
+ * buffer sizes (loop-order.ts loopRunner: a long kernel over its first outer rows, the time
+ * scaled to the whole), batched to about a millisecond; the median of 5 batches after one to warm up.
+ */
+export function loopTimer(k: LoopKernel, buffers: readonly BufferDecl[]): (s: LoopSchedule) => number {
+  const runner = loopRunner(k, buffers);
+  return (s) => {
+    const { run, share } = runner(s.order);
+    return timeBatched(run) / share;
+  };
+}
+
+/** The loop order's search space: one axis, every candidate order of the kernel's output loops. */
+export const loopAxes = (k: LoopKernel): Axis<LoopSchedule>[] => [
+  { field: 'order', values: loopOrders(k.vars.length) },
+];
+
 /**
  * The schedule chooser of one specialisation (../codegen/pipeline.ts prepare): a product's stored
  * schedule where the cache has it, else a search within what is left of `opts.budgetMs` (a
@@ -418,7 +457,7 @@ export function ewAxes(p: EwPlan): Axis<EwSchedule>[] {
  */
 export function scheduleChooser(opts: TuneOptions, now: () => number = () => performance.now()): ScheduleChooser {
   const deadline = now() + opts.budgetMs;
-  const record = <S extends MatmulSchedule | EwSchedule>(key: string, r: SearchResult<S>) => {
+  const record = <S extends MatmulSchedule | EwSchedule | LoopSchedule>(key: string, r: SearchResult<S>) => {
     tuneStats.searches++;
     tuneStats.candidates += r.candidates;
     tuneStats.searchMs += r.searchMs;
@@ -463,6 +502,21 @@ export function scheduleChooser(opts: TuneOptions, now: () => number = () => per
       const r = beamSearch<EwSchedule>(ewAxes(base), opts.beam, ewTimer(plan), deadline, now, base.schedule);
       record(key, r);
       return r.best;
+    },
+    loopOrder(k, buffers) {
+      const n = k.vars.length;
+      if (k.vars.reduce((p, v) => p * v.size, 1) < LOOP_TUNED_FROM) return undefined;
+      const key = loopKernelKey(loopSource(k, undefined).src.source, n);
+      const hit = tuneCache.get(key);
+      if (hit !== undefined) return 'order' in hit && isOrder(hit.order, n) ? hit.order : undefined;
+      if (now() >= deadline) {
+        tuneStats.outOfBudget++;
+        return undefined;
+      }
+      const base: LoopSchedule = { order: identityOrder(n) };
+      const r = beamSearch<LoopSchedule>(loopAxes(k), opts.beam, loopTimer(k, buffers), deadline, now, base);
+      record(key, r);
+      return r.best.order;
     },
   };
 }

@@ -45,3 +45,42 @@ export function callSync<R extends { readonly id: number }>(
     Atomics.store(b.flag, 0, 0);
   }
 }
+
+/**
+ * A worker started from `source` with a port to answer on and a flag to raise, `workerData` handed on with both.
+ * Neither the worker nor the port keeps the process alive once the user's work is done.
+ */
+export class BlockingWorker<R extends { readonly id: number }> implements WorkerBridge {
+  readonly worker: Worker;
+  readonly port: MessagePort;
+  readonly flag: Int32Array;
+  protected nextId = 1;
+
+  constructor(
+    readonly threads: WorkerThreads,
+    source: string,
+    workerData: Record<string, unknown>,
+  ) {
+    const sab = new SharedArrayBuffer(4);
+    this.flag = new Int32Array(sab);
+    const { port1, port2 } = new threads.MessageChannel();
+    this.port = port1;
+    this.worker = new threads.Worker(source, {
+      eval: true,
+      workerData: { ...workerData, flag: sab, port: port2 },
+      transferList: [port2],
+    });
+    this.worker.unref();
+    this.port.unref();
+  }
+
+  /** Posts a request whose reply nobody waits for (a reply that comes is skipped by its id). */
+  post(req: Record<string, unknown>): void {
+    this.worker.postMessage({ ...req, id: this.nextId++ });
+  }
+
+  /** Posts a request and blocks until its reply (callSync); `stuck` and `other` as there. */
+  protected callBlocking(req: Record<string, unknown>, stuck: string, other: (reply: R) => void): R {
+    return callSync<R>(this, this.nextId++, req, stuck, other);
+  }
+}

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, range, ravel, substitute, unravel } from '../../src/codegen/kernel/index-expr.js';
+import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, naturalCompare, newVar, range, ravel, substitute, unravel } from '../../src/codegen/kernel/index-expr.js';
 
 describe('codegen/index-expr', () => {
   const i = newVar(4);
@@ -55,5 +55,19 @@ describe('codegen/index-expr', () => {
     const x = iadd(iscale(ivar(i), 6), ivar(j));
     const merged = substitute(x, (v) => (v.id === i.id ? iconst(0) : v.id === j.id ? ivar(m) : undefined));
     expect(merged.key).to.equal(ivar(m).key);
+  });
+
+  it('orders a sum\'s terms by the variables\' creation order, whatever the process-wide counter has reached', () => {
+    expect(naturalCompare('v9', 'v10')).to.be.below(0);
+    expect(naturalCompare('(3*v10+0)/4', '(3*v9+0)/4')).to.be.above(0);
+    expect(naturalCompare('v12', 'v12')).to.equal(0);
+    expect(naturalCompare('v1', 'v1x')).to.be.below(0);
+    // pairs of variables made one after the other at several counter values, some straddling a digit boundary
+    for (let n = 0; n < 120; n++) {
+      const a = newVar(4);
+      const b = newVar(5);
+      const order = iadd(ivar(b), ivar(a)).terms.map(([t]) => (t.kind === 'var' ? t.v.id : -1));
+      expect(order, `variables ${a.id} and ${b.id}`).to.deep.equal([a.id, b.id]);
+    }
   });
 });

@@ -1,4 +1,4 @@
-// Softmax and its relatives on the cpu's SIMD row tier (src/codegen/cpu/wasm/reduce.ts, reduce-body.ts,
+// Softmax and its relatives on the cpu's SIMD row tier (src/codegen/cpu/wasm/reduce.ts, reduce-rows.ts,
 // reduce-pair.ts): the pieces that make a row fast each give the value the slower piece gave
 // (exp of a non-positive argument, the pmax row max with its exact recheck, the four-per-load row
 // sum), and softmax, log-softmax, the softmax cross-entropy and attention's scaled, masked softmax

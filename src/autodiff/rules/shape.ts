@@ -7,6 +7,10 @@ import type { Node } from '../../ir/node.js';
 import type { OpNode } from '../../ir/registry.js';
 import { reshapeTo, transpose } from '../ops.js';
 import type { GradRule, GradTableFor } from './types.js';
+import type { shapeOps } from '../../ir/ops/shape.js';
+import type { dimsOps } from '../../ir/ops/dims.js';
+import type { shapeGradOps } from '../../ir/ops/shape-adjoint.js';
+import type { linalgOps } from '../../ir/ops/linalg.js';
 
 const FN = 'K.gradients';
 
@@ -132,20 +136,5 @@ export const shapeGrads = {
   specify_shape: specifyShapeGrad,
   batch_dot: batchDotGrad,
 } satisfies GradTableFor<
-  | 'slice'
-  | 'unslice'
-  | 'pad'
-  | 'concat'
-  | 'concat_part'
-  | 'gather'
-  | 'scatter_add_rows'
-  | 'tile'
-  | 'untile'
-  | 'repeat_elements'
-  | 'unrepeat'
-  | 'expand_dims'
-  | 'squeeze'
-  | 'merge_axes'
-  | 'specify_shape'
-  | 'batch_dot'
+  keyof typeof shapeOps | keyof typeof dimsOps | keyof typeof shapeGradOps | keyof typeof linalgOps
 >;

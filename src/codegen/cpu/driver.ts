@@ -24,6 +24,7 @@ import {
 import type { Plan } from '../transform/plan.js';
 import type { Prepared } from '../pipeline.js';
 import { renderElementwise } from './wasm/elementwise.js';
+import { renderBroadcast } from './wasm/broadcast.js';
 import { renderPool } from './wasm/pool.js';
 import { renderReduce } from './wasm/reduce.js';
 import { renderPhilox, renderPhiloxPair } from './wasm/philox.js';
@@ -153,6 +154,9 @@ export function renderDriver({ program: p, plan, strategies }: Prepared, b: Driv
           break;
         case 'elementwise':
           call(s, (env) => renderElementwise(st.plan, env.bufName));
+          break;
+        case 'broadcast':
+          call(s, (env) => renderBroadcast(st.plan, env.bufName));
           break;
         case 'reduce':
           call(s, (env) => renderReduce(st.plan, env.bufName));

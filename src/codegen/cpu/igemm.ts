@@ -41,12 +41,7 @@ export function igemmA(dst: Float32Array, x: Float32Array, xOff: number, g: read
   const out = new Int32Array(dst.buffer, base + 4 * ptrAt, MP * mr * KS);
   // The pointers depend on the geometry and where the arena view starts only: written once, copied at later calls.
   const key = `${base}:${mr}:${g.join(',')}`;
-  let cache = madeFor.get(dst.buffer);
-  if (cache === undefined) {
-    cache = { made: new Map(), words: 0 };
-    madeFor.set(dst.buffer, cache);
-  }
-  const hit = cache.made.get(key);
+  const hit = madeFor.get(dst.buffer)?.made.get(key);
   if (hit !== undefined) {
     out.set(hit);
     return base + 4 * ptrAt;
@@ -78,15 +73,7 @@ export function igemmA(dst: Float32Array, x: Float32Array, xOff: number, g: read
   // the last panel's rows past M read zeros
   for (; i < MP * mr; i++)
     for (let k = 0, w = Math.floor(i / mr) * KS * mr + (i % mr); k < KS; k++, w += mr) ptr[w] = zero;
-  if (ptr.length <= MADE_WORDS) {
-    while (cache.words + ptr.length > MADE_WORDS) {
-      const [k, v] = cache.made.entries().next().value!;
-      cache.made.delete(k);
-      cache.words -= v.length;
-    }
-    cache.made.set(key, ptr);
-    cache.words += ptr.length;
-  }
+  keepMade(dst.buffer, key, ptr);
   out.set(ptr);
   return base + 4 * ptrAt;
 }
@@ -98,6 +85,23 @@ export function igemmA(dst: Float32Array, x: Float32Array, xOff: number, g: read
  */
 const madeFor = new WeakMap<ArrayBufferLike, { made: Map<string, Int32Array>; words: number }>();
 const MADE_WORDS = 1 << 23;
+
+/** Keeps `words` made for `key` in `buffer`'s arena (the oldest let go to stay within MADE_WORDS; none kept past it). */
+function keepMade(buffer: ArrayBufferLike, key: string, words: Int32Array): void {
+  if (words.length > MADE_WORDS) return;
+  let cache = madeFor.get(buffer);
+  if (cache === undefined) {
+    cache = { made: new Map(), words: 0 };
+    madeFor.set(buffer, cache);
+  }
+  while (cache.words + words.length > MADE_WORDS) {
+    const [k, v] = cache.made.entries().next().value!;
+    cache.made.delete(k);
+    cache.words -= v.length;
+  }
+  cache.made.set(key, words);
+  cache.words += words.length;
+}
 
 /**
  * A kernel gradient's A (over 'terms', ../wasm/igemm.ts' windowGrad32) in A's packing buffer
@@ -224,12 +228,7 @@ export function windowA(dst: Float32Array, x: Float32Array, xOff: number, g: rea
   const table = base + 4 * cells;
   const words = new Int32Array(dst.buffer, table, K + MP * (mr + 1));
   const key = `w:${base}:${mr}:${g.join(',')}`;
-  let cache = madeFor.get(dst.buffer);
-  if (cache === undefined) {
-    cache = { made: new Map(), words: 0 };
-    madeFor.set(dst.buffer, cache);
-  }
-  const hit = cache.made.get(key);
+  const hit = madeFor.get(dst.buffer)?.made.get(key);
   if (hit !== undefined) {
     words.set(hit);
     return table + 4 * K;
@@ -254,15 +253,7 @@ export function windowA(dst: Float32Array, x: Float32Array, xOff: number, g: rea
   }
   for (; i < MP * mr; i++) w[rec(i)] = w[rec(0)]!;
   for (let p = 0; p < MP; p++) w[K + p * (mr + 1)] = table;
-  if (w.length <= MADE_WORDS) {
-    while (cache.words + w.length > MADE_WORDS) {
-      const [k, v] = cache.made.entries().next().value!;
-      cache.made.delete(k);
-      cache.words -= v.length;
-    }
-    cache.made.set(key, w);
-    cache.words += w.length;
-  }
+  keepMade(dst.buffer, key, w);
   words.set(w);
   return table + 4 * K;
 }

@@ -169,7 +169,10 @@ function storedValue(v: Expr, dtype: string): Expr {
  * has run once before V8 compiles the hot loop (otherwise the optimized loop deoptimizes at the
  * first outer-loop increment it has never seen executed: "insufficient type feedback").
  */
-export function renderLoopKernel(k: LoopKernel, name: string, env: RenderEnv, js: JsLoop): KernelSource {
+export function renderLoopKernel(step: LoopKernel, name: string, env: RenderEnv, js: JsLoop): KernelSource {
+  if (js.kernel.label !== step.label || js.kernel.stores !== step.stores)
+    throw new Error(`internal: the prepared loop of ${js.kernel.label} is rendered for ${step.label}`);
+  const k = js.kernel;
   // Selects on the inner loop's index (a concatenation's adjoint): one block per column range,
   // as the strategy step cut it (./strategy.ts, ../split.ts).
   if (js.split) {
@@ -199,16 +202,27 @@ export function renderLoopKernel(k: LoopKernel, name: string, env: RenderEnv, js
 
 /** A JavaScript loop kernel as the strategy step prepares it: whole or cut into column ranges (../split.ts), each piece scheduled (../schedule.ts). */
 export interface JsLoop {
+  /** The kernel as rendered: the step's, its output loops in the order chosen (./loop-order.ts). */
+  readonly kernel: LoopKernel;
   readonly split: boolean;
   readonly pieces: readonly { readonly start: number; readonly kernel: LoopKernel; readonly schedule: Schedule }[];
 }
 
-/** Cuts (../split.ts) and schedules (../schedule.ts) a loop kernel for the JavaScript renderer. */
-export function jsLoop(k: LoopKernel): JsLoop {
+/**
+ * Cuts (../split.ts) and schedules (../schedule.ts) a loop kernel for the JavaScript renderer, its
+ * output loops in `order` (positions in `k.vars`, outermost first; a tuned order, only where
+ * ./loop-order.ts reorderable says it cannot change a value), else in the kernel's own order.
+ */
+export function jsLoop(k0: LoopKernel, order?: readonly number[]): JsLoop {
+  const k = order === undefined || order.every((x, i) => x === i) ? k0 : { ...k0, vars: order.map((i) => k0.vars[i]!) };
   const sched = (kernel: LoopKernel) => schedule(kernel.vars, kernel.stores, new ExprBuilder(() => 'float64'));
   const cut = splitInnerLoop(k);
-  if (cut === undefined) return { split: false, pieces: [{ start: 0, kernel: k, schedule: sched(k) }] };
-  return { split: true, pieces: cut.map((p) => ({ start: p.start, kernel: p.kernel, schedule: sched(p.kernel) })) };
+  if (cut === undefined) return { kernel: k, split: false, pieces: [{ start: 0, kernel: k, schedule: sched(k) }] };
+  return {
+    kernel: k,
+    split: true,
+    pieces: cut.map((p) => ({ start: p.start, kernel: p.kernel, schedule: sched(p.kernel) })),
+  };
 }
 
 /** A loop kernel's statements, the buffers it reads and writes, and its outermost loop's size (bounds lo, hi). */

@@ -2,7 +2,7 @@
 // schedules (products' and the elementwise tier's), apart from the strategy step
 // that chooses it (strategy.ts) and the matmul renderer that spells it (matmul.ts), so that
 // neither imports the other for it.
-import type { LoopKernel, MatmulKernel } from '../kernel/ir.js';
+import type { BufferDecl, LoopKernel, MatmulKernel } from '../kernel/ir.js';
 import type { EwPlan, EwSchedule } from './wasm/elementwise.js';
 import { BLOCK_BYTES, MAX_BLOCK_PANELS, MIN_BLOCKS_PER_THREAD } from './wasm-kernel.js';
 
@@ -44,6 +44,12 @@ export interface ScheduleChooser {
   matmul(k: MatmulKernel, tiles: TilesCall): MatmulSchedule | undefined;
   /** An elementwise tier kernel's schedule, given its plan under a schedule (`plan(undefined)`: the default's). */
   elementwise?(k: LoopKernel, plan: (s: EwSchedule | undefined) => EwPlan): EwSchedule | undefined;
+  /**
+   * The order of a JavaScript loop kernel's output loops (positions in `k.vars`, outermost first),
+   * asked only for a kernel whose order cannot change a value (loop-order.ts reorderable);
+   * `buffers`: the program's, by id (the sizes and dtypes it is timed on).
+   */
+  loopOrder?(k: LoopKernel, buffers: readonly BufferDecl[]): readonly number[] | undefined;
 }
 
 /** The shape of a whole product's tile sums (PackArena.tiles' arguments that decide its cost): what a tuned schedule is keyed by. */

@@ -10,7 +10,7 @@
 // sum as it is stored.
 import { ExprBuilder, exprOrder, type Expr } from '../kernel/expr.js';
 import { iadd, iconst, iscale, ivar, newVar, substitute, type IExpr, type Var } from '../kernel/index-expr.js';
-import { windowRows, type LoopKernel, type MatmulKernel, type Program } from '../kernel/ir.js';
+import { indirectGeometry, windowRows, type LoopKernel, type MatmulKernel, type Program } from '../kernel/ir.js';
 import { mapIndices } from '../transform/collapse.js';
 import { ExprWriter, type KernelSource, type RenderEnv } from './loop.js';
 import { commentText, storeRounds } from './js.js';
@@ -260,18 +260,7 @@ export function renderIndirectTiles(
     NP = Math.ceil(k.n.size / nr),
     K = k.k.size;
   const taps = a.window.reduce((p, v) => p * v, 1);
-  const geom = [
-    a.batch,
-    a.channels,
-    a.inSize.length,
-    ...a.inSize,
-    ...a.outSize,
-    ...a.window,
-    ...a.step,
-    ...a.tapStep,
-    ...a.start,
-    ...a.div,
-  ];
+  const geom = indirectGeometry(a);
   if (a.over === 'terms' || windowRows(a)) {
     return [
       `const ind = rt.${a.over === 'terms' ? 'windowGradA' : 'windowA'}(${pa}, ${name(a.buf)}, ${a.offset}, [${geom.join(', ')}], ${mr});`,

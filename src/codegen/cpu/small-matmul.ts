@@ -19,6 +19,7 @@ import {
   type PanelBlock,
   type RowVec,
   type Rows32,
+  type RowsArgs,
 } from './threads.js';
 import { packKernels, stridedOperand, tLoops, type packing, type StridedOperand } from './matmul.js';
 import { ExprBuilder } from '../kernel/expr.js';
@@ -201,17 +202,7 @@ function kernel(): NonNullable<typeof bound> {
  * says: a worker round trip only where it pays; no size threshold). `axpy`: B row-major (ldc
  * bytes a row, axpy32) instead of in panels.
  */
-export function rows32(
-  pa: number,
-  lda: number,
-  pb: number,
-  K: number,
-  acc: number,
-  ldc: number,
-  M: number,
-  NP: number,
-  axpy = 0,
-): void {
+export function rows32(...[pa, lda, pb, K, acc, ldc, M, NP, axpy = 0]: [...RowsArgs, axpy?: number]): void {
   const k = kernel();
   const work = M * NP * 4 * K;
   const pool = threadPool();

@@ -10,6 +10,7 @@ import { ExprBuilder } from '../kernel/expr.js';
 import { collapseLoopKernel } from '../transform/collapse.js';
 import { stepBuffers, type LoopKernel, type MatmulKernel, type Program } from '../kernel/ir.js';
 import { planElementwise, type EwPlan } from './wasm/elementwise.js';
+import { planBroadcast, type BcPlan } from './wasm/broadcast.js';
 import { planPool, type PoolPlan } from './wasm/pool.js';
 import { planReduce, type RedPlan } from './wasm/reduce.js';
 import { planRowPair } from './wasm/reduce-pair.js';
@@ -19,6 +20,7 @@ import { wasmTileModule } from './wasm-kernel.js';
 import { smallPacking, smallPrologue, smallRows } from './small-matmul.js';
 import { DEFAULT_MATMUL_SCHEDULE, type MatmulSchedule, type ScheduleChooser } from './matmul-schedule.js';
 import { jsLoop, type JsLoop } from './loop.js';
+import { reorderable } from './loop-order.js';
 
 /** How a loop step runs. */
 export type LoopStrategy =
@@ -30,6 +32,7 @@ export type LoopStrategy =
   | { readonly kind: 'loop'; readonly tier: 'philox-pair'; readonly draw: PhiloxPlan; readonly plan: EwPlan }
   | { readonly kind: 'loop'; readonly tier: 'philox'; readonly plan: PhiloxPlan }
   | { readonly kind: 'loop'; readonly tier: 'elementwise'; readonly plan: EwPlan }
+  | { readonly kind: 'loop'; readonly tier: 'broadcast'; readonly plan: BcPlan }
   | { readonly kind: 'loop'; readonly tier: 'reduce'; readonly plan: RedPlan }
   /** the first of two row kernels whose intermediate only the second reads: run inside the second (../wasm/reduce-pair.ts) */
   | { readonly kind: 'loop'; readonly tier: 'pair-first' }
@@ -78,6 +81,9 @@ export type StepStrategy = LoopStrategy | MatmulStrategy | { readonly kind: 'sca
 /** The strategy of every step of `p`, in step order; `wasm`: whether the target has the WebAssembly tiers. */
 export function chooseStrategies(p: Program, wasm: boolean, schedule?: ScheduleChooser): StepStrategy[] {
   const dtype = (id: number) => p.buffers[id]!.dtype;
+  // a JavaScript loop kernel, its output loops in the tuned order where the order cannot change a value
+  const jsStep = (k: LoopKernel): LoopStrategy =>
+    js(k, schedule?.loopOrder !== undefined && reorderable(k) ? schedule.loopOrder(k, p.buffers) : undefined);
   let drawn: PhiloxPlan | undefined;
   let paired: RedPlan | undefined;
   return p.steps.map((s, i): StepStrategy => {
@@ -120,7 +126,7 @@ export function chooseStrategies(p: Program, wasm: boolean, schedule?: ScheduleC
       }
       return { kind: 'loop', tier: 'philox', plan: draw };
     }
-    if (!wasm) return js(s);
+    if (!wasm) return jsStep(s);
     const simd = planElementwise(s, dtype);
     if (simd !== undefined) {
       const tuned = schedule?.elementwise?.(s, (x) => planElementwise(s, dtype, false, x)!);
@@ -130,12 +136,18 @@ export function chooseStrategies(p: Program, wasm: boolean, schedule?: ScheduleC
         plan: tuned === undefined ? simd : planElementwise(s, dtype, false, tuned)!,
       };
     }
+    const bc = planBroadcast(s, dtype);
+    if (bc !== undefined) return { kind: 'loop', tier: 'broadcast', plan: bc };
     const red = planReduce(s, dtype);
-    return red !== undefined ? { kind: 'loop', tier: 'reduce', plan: red } : js(s);
+    return red !== undefined ? { kind: 'loop', tier: 'reduce', plan: red } : jsStep(s);
   });
 }
 
-const js = (k: LoopKernel): LoopStrategy => ({ kind: 'loop', tier: 'js', js: jsLoop(k) });
+const js = (k: LoopKernel, order?: readonly number[]): LoopStrategy => ({
+  kind: 'loop',
+  tier: 'js',
+  js: jsLoop(k, order),
+});
 
 /** Whether step i's draw into `out` is a temporary that only step i + 1 reads (so it can be drawn there). */
 function drawnByNext(p: Program, i: number, out: number): boolean {

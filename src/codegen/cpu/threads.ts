@@ -81,8 +81,8 @@ export const BLOCK_EXPORTS = [
 ] as const;
 /** The kernels' list entry after BLOCK_EXPORTS: rows32 (./wasm/rows.ts) over the same memory, for rows jobs (kind 2). */
 export const ROWS_EXPORT = BLOCK_EXPORTS.length;
-/** rows32: M rows of A (row-major, lda bytes apart) against NP B panels, sums row-major (ldc bytes a row); byte offsets. */
-export type Rows32 = (
+/** rows32's arguments: M rows of A (row-major, lda bytes apart) against NP B panels, sums row-major (ldc bytes a row); byte offsets. */
+export type RowsArgs = [
   pa: number,
   lda: number,
   pb: number,
@@ -91,7 +91,8 @@ export type Rows32 = (
   ldc: number,
   M: number,
   NP: number,
-) => void;
+];
+export type Rows32 = (...args: RowsArgs) => void;
 /** BLOCK_EXPORTS' rowVec32_1 (rowVec32_R at ROWVEC_EXPORT + R - 1). */
 export const ROWVEC_EXPORT = 9;
 /** BLOCK_EXPORTS' pack32. */
@@ -321,20 +322,7 @@ export type EwJob = readonly [
   base: number,
 ];
 /** kind 2, claims, pa, lda, pb, K, acc, ldc, M, NP, panels per claim: see WORK. */
-export type RowsJob = readonly [
-  kind: 2,
-  claims: number,
-  pa: number,
-  lda: number,
-  pb: number,
-  K: number,
-  acc: number,
-  ldc: number,
-  M: number,
-  NP: number,
-  per: number,
-  axpy: number,
-];
+export type RowsJob = readonly [kind: 2, claims: number, ...args: RowsArgs, per: number, axpy: number];
 export type Job = MatmulJob | EwJob | RowsJob;
 
 const claimsOf = (job: Job): number => (job[0] === 1 ? job[2] : job[1]);

@@ -119,11 +119,40 @@ function normalize(terms: Map<string, [Atom, number]>, c: number): IExpr {
       break;
     }
   }
-  const list = [...terms.values()]
-    .filter(([, k]) => k !== 0)
-    .sort((p, q) => (p[0].key < q[0].key ? -1 : p[0].key > q[0].key ? 1 : 0));
+  const list = [...terms.values()].filter(([, k]) => k !== 0).sort((p, q) => naturalCompare(p[0].key, q[0].key));
   return new IExpr(list, c);
 }
+
+/**
+ * Orders keys with their digit runs compared as numbers (`v9` before `v10`), so a sum's term order
+ * follows the loop variables' creation order within a kernel and not the digits of a process-wide counter.
+ */
+export function naturalCompare(a: string, b: string): number {
+  let i = 0,
+    j = 0;
+  while (i < a.length && j < b.length) {
+    const ca = a.charCodeAt(i),
+      cb = b.charCodeAt(j);
+    if (isDigit(ca) && isDigit(cb)) {
+      let ei = i,
+        ej = j;
+      while (ei < a.length && isDigit(a.charCodeAt(ei))) ei++;
+      while (ej < b.length && isDigit(b.charCodeAt(ej))) ej++;
+      const na = Number(a.slice(i, ei)),
+        nb = Number(b.slice(j, ej));
+      if (na !== nb) return na - nb;
+      i = ei;
+      j = ej;
+    } else {
+      if (ca !== cb) return ca - cb;
+      i++;
+      j++;
+    }
+  }
+  return a.length - i - (b.length - j);
+}
+
+const isDigit = (c: number): boolean => c >= 48 && c <= 57;
 
 function addTerm(terms: Map<string, [Atom, number]>, a: Atom, k: number): void {
   const t = terms.get(a.key);

@@ -183,6 +183,25 @@ export function windowRows(a: Omit<IndirectA, 'buf' | 'offset'>): boolean {
 export const WINDOW_ROWS_MAX_CHANNELS = 2;
 
 /**
+ * An indirect product's geometry as the flat list cpu/igemm.ts' igemmA, windowA and windowGradA read:
+ * batch, channels, rank, then the input sizes, output sizes, window, step, tap step, start and div per axis.
+ */
+export function indirectGeometry(a: Omit<IndirectA, 'buf' | 'offset'>): number[] {
+  return [
+    a.batch,
+    a.channels,
+    a.inSize.length,
+    ...a.inSize,
+    ...a.outSize,
+    ...a.window,
+    ...a.step,
+    ...a.tapStep,
+    ...a.start,
+    ...a.div,
+  ];
+}
+
+/**
  * Elements (4 bytes each) an indirect product's A takes. Over 'rows': the input's cells, a row of
  * zeros, and mr pointers per tap for each A panel. Over 'terms': the padded copy, the window
  * origin of each output cell, and per A panel the table's address and mr row offsets.

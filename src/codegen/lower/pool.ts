@@ -74,14 +74,58 @@ export function windowTaps(
   o: readonly IExpr[],
 ): { vars: Var[]; pos: IExpr[]; flat: Expr; valid: Expr | undefined } {
   const vars = g.a.window.map((k) => newVar(k));
-  const conds: (Expr | undefined)[] = [];
-  const pos = o.map((od, i) => {
-    const p = iadd(iscale(od, g.a.strides[i]!), iscale(ivar(vars[i]!), g.a.dilation[i]!), iconst(-g.pads[i]!));
-    conds.push(within(b, p, 0, g.inSize[i]!));
-    return iclamp(p, 0, g.inSize[i]! - 1);
-  });
+  const { cells: pos, conds } = tapPositions(b, o, vars.map(ivar), { ...g.a, pads: g.pads }, g.inSize);
   return { vars, pos, flat: b.index(ravel(vars.map(ivar), g.a.window)), valid: allOf(b, conds) };
 }
+
+/** A window's steps on each spatial axis: stride, dilation and padding before. */
+export interface WindowSteps {
+  readonly strides: readonly number[];
+  readonly dilation: readonly number[];
+  readonly pads: readonly number[];
+}
+
+/**
+ * Cells of a window's two sides on each spatial axis, from cells `at` of the other side and the
+ * window's taps, clamped into the side of spatial sizes `size`, with the conditions that they exist.
+ */
+export type WindowCells = (
+  b: ExprBuilder,
+  at: readonly IExpr[],
+  tap: readonly IExpr[],
+  w: WindowSteps,
+  size: readonly number[],
+) => { cells: IExpr[]; conds: (Expr | undefined)[] };
+
+/** Input position o*stride + tap*dilation - pad of output cell o (`at`) on each spatial axis, inside the input. */
+export const tapPositions: WindowCells = (b, o, tap, w, inSize) => {
+  const conds: (Expr | undefined)[] = [];
+  const cells = o.map((od, i) => {
+    const p = iadd(iscale(od, w.strides[i]!), iscale(tap[i]!, w.dilation[i]!), iconst(-w.pads[i]!));
+    conds.push(within(b, p, 0, inSize[i]!));
+    return iclamp(p, 0, inSize[i]! - 1);
+  });
+  return { cells, conds };
+};
+
+/**
+ * The output cell o with o*stride + tap*dilation - pad = s (`at`, an input cell) on each spatial
+ * axis (tapPositions' inverse), where it exists: s + pad - tap*dilation a multiple of the stride,
+ * and o inside the output.
+ */
+export const reachingCells: WindowCells = (b, s, tap, w, outSize) => {
+  const conds: (Expr | undefined)[] = [];
+  const cells = s.map((si, i) => {
+    const stride = w.strides[i]!;
+    const q = iadd(si, iconst(w.pads[i]!), iscale(tap[i]!, -w.dilation[i]!));
+    conds.push(within(b, q, 0, Infinity));
+    if (stride > 1) conds.push(b.op('eq', b.index(imod(q, stride)), b.const(0)));
+    const oi = idiv(iclamp(q, 0, outSize[i]! * stride), stride);
+    conds.push(within(b, oi, 0, outSize[i]!));
+    return iclamp(oi, 0, outSize[i]! - 1);
+  });
+  return { cells, conds };
+};
 
 /**
  * The flat tap of the first maximal cell of the window at (n, o, c) (NaN the maximum, the first
@@ -157,17 +201,8 @@ function reachingTaps(
   s: readonly IExpr[],
 ): { vars: Var[]; o: IExpr[]; flat: Expr; valid: Expr | undefined } {
   const vars = g.a.window.map((k) => newVar(k));
-  const conds: (Expr | undefined)[] = [];
   const taps = vars.map((v, i) => iadd(iconst(g.a.window[i]! - 1), iscale(ivar(v), -1)));
-  const o = s.map((si, i) => {
-    const stride = g.a.strides[i]!;
-    const q = iadd(si, iconst(g.pads[i]!), iscale(taps[i]!, -g.a.dilation[i]!));
-    conds.push(within(b, q, 0, Infinity));
-    if (stride > 1) conds.push(b.op('eq', b.index(imod(q, stride)), b.const(0)));
-    const oi = idiv(iclamp(q, 0, g.outSize[i]! * stride), stride);
-    conds.push(within(b, oi, 0, g.outSize[i]!));
-    return iclamp(oi, 0, g.outSize[i]! - 1);
-  });
+  const { cells: o, conds } = reachingCells(b, s, taps, { ...g.a, pads: g.pads }, g.outSize);
   return { vars, o, flat: b.index(ravel(taps, g.a.window)), valid: allOf(b, conds) };
 }
 

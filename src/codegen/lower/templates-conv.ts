@@ -14,14 +14,14 @@
 import type { WindowAttrs } from '../../ir/ops/window.js';
 import { padsFor } from '../../ir/ops/window.js';
 import type { AttrsOf } from '../../ir/registry.js';
-import { firstMaxTap, foldTaps, poolGeom, windowTaps, type PoolGeom } from './pool.js';
+import { firstMaxTap, foldTaps, poolGeom, reachingCells, tapPositions, windowTaps, type PoolGeom } from './pool.js';
 import type { PoolAttrs } from '../../ir/ops/pool.js';
 import type { Expr, ExprBuilder } from '../kernel/expr.js';
 import type { IExpr, Var } from '../kernel/index-expr.js';
-import { iadd, iclamp, iconst, idiv, imod, iscale, ivar, newVar, unravel } from '../kernel/index-expr.js';
+import { iadd, idiv, imod, iscale, ivar, newVar, unravel } from '../kernel/index-expr.js';
 import type { IndirectA } from '../kernel/ir.js';
 import type { LoopTemplate, MatmulTemplate, TemplateCtx } from './templates.js';
-import { allOf, masked, within } from '../kernel/mask.js';
+import { allOf, masked } from '../kernel/mask.js';
 import { sizeOf } from '../../ir/ndarray.js';
 
 type ConvCtx = TemplateCtx & { readonly attrs: WindowAttrs & { readonly groups: number } };
@@ -44,39 +44,22 @@ function tapRead(
   inSize: readonly number[],
   window: readonly number[],
 ) {
-  const conds: (Expr | undefined)[] = [];
-  const pos = o.map((od, i) => {
-    const pb = padsFor(inSize[i]!, window[i]!, c.attrs.strides[i]!, c.attrs.dilation[i]!, c.attrs.padding)[0];
-    const p = iadd(iscale(od, c.attrs.strides[i]!), iscale(tap[i]!, c.attrs.dilation[i]!), iconst(-pb));
-    conds.push(within(c.b, p, 0, inSize[i]!));
-    return iclamp(p, 0, inSize[i]! - 1);
-  });
+  const { strides, dilation, padding } = c.attrs;
+  const pads = o.map((_, i) => padsFor(inSize[i]!, window[i]!, strides[i]!, dilation[i]!, padding)[0]);
+  const { cells: pos, conds } = tapPositions(c.b, o, tap, { strides, dilation, pads }, inSize);
   return { pos, conds };
 }
 
 /**
  * conv_transpose's read of dy: for result position s and tap, the output cell o with
  * o*stride + tap*dil - pad = s on each spatial axis (clamped), with the conditions that it
- * exists (s + pad - tap*dil a multiple of the stride, and inside dy). dy is (N, O..., F), w (K..., Cg, F).
+ * exists (s + pad - tap*dil a multiple of the stride, and inside dy). Inputs dy (N, O..., F), w (K..., Cg, F).
  */
-function transposeTapRead(
-  c: ConvCtx,
-  s: readonly IExpr[],
-  tap: readonly IExpr[],
-  dy: readonly number[],
-  w: readonly number[],
-) {
-  const conds: (Expr | undefined)[] = [];
-  const pos = s.map((sk, k) => {
-    const stride = c.attrs.strides[k]!;
-    const pb = padsFor(c.outShape[k + 1]!, w[k]!, stride, c.attrs.dilation[k]!, c.attrs.padding)[0];
-    const q = iadd(sk, iconst(pb), iscale(tap[k]!, -c.attrs.dilation[k]!));
-    conds.push(within(c.b, q, 0, Infinity));
-    if (stride > 1) conds.push(c.b.op('eq', c.b.index(imod(q, stride)), c.b.const(0)));
-    const o = idiv(iclamp(q, 0, dy[k + 1]! * stride), stride);
-    conds.push(within(c.b, o, 0, dy[k + 1]!));
-    return iclamp(o, 0, dy[k + 1]! - 1);
-  });
+function transposeTapRead(c: ConvCtx, s: readonly IExpr[], tap: readonly IExpr[]) {
+  const [dy, w] = c.inShapes as [number[], number[]];
+  const { strides, dilation, padding } = c.attrs;
+  const pads = s.map((_, k) => padsFor(c.outShape[k + 1]!, w[k]!, strides[k]!, dilation[k]!, padding)[0]);
+  const { cells: pos, conds } = reachingCells(c.b, s, tap, { strides, dilation, pads }, dy.slice(1, s.length + 1));
   return { pos, conds };
 }
 
@@ -204,7 +187,7 @@ export const convTransposeT = convMatmul('conv_transpose', {
     const fg = w[d + 1]! / groupsOf(c);
     const sc = unravel(i, c.outShape.slice(0, d + 1));
     const tc = unravel(t, [...w.slice(0, d), fg]);
-    const { pos, conds } = transposeTapRead(cc, sc.slice(1), tc.slice(0, d), dy, w);
+    const { pos, conds } = transposeTapRead(cc, sc.slice(1), tc.slice(0, d));
     return maskedAll(c, conds, at(0, [sc[0]!, ...pos, inGroup(c, g, fg, tc[d]!)]));
   },
   b(g, t, j, c) {
@@ -326,7 +309,7 @@ export const groupedConvTransposeT: LoopTemplate = {
     const g = idiv(chOut, cg);
     const taps = w.slice(0, d).map((k) => newVar(k));
     const fv = newVar(fg);
-    const { pos, conds } = transposeTapRead(cc, out.slice(1, d + 1), taps.map(ivar), dy, w);
+    const { pos, conds } = transposeTapRead(cc, out.slice(1, d + 1), taps.map(ivar));
     const fAbs = iadd(iscale(g, fg), ivar(fv));
     const dv = maskedAll(c, conds, c.b.cast(c.inDTypes[0]!, at(0, [out[0]!, ...pos, fAbs])));
     return sumOver(

@@ -249,3 +249,19 @@ export const indexOp = defineOp<{ readonly index: number }>({
     return new NDArray(x!.data.slice(i * inner, (i + 1) * inner), x!.shape.slice(1), x!.dtype);
   },
 });
+
+/** The leaves and structural ops, by name. */
+export const coreOps = {
+  placeholder: placeholderOp,
+  variable: variableOp,
+  constant: constantOp,
+  learning_phase: learningPhaseOp,
+  cast: castOp,
+  identity: identityOp,
+  reshape: reshapeOp,
+  transpose: transposeOp,
+  dot: dotOp,
+  shape_of: shapeOfOp,
+  fill_like: fillLikeOp,
+  index: indexOp,
+} as const;

@@ -70,14 +70,28 @@ interface Sample {
   readonly lp: (t: number, c: number) => number;
 }
 
-/** Per-sample views of the batched inputs, with the lengths and labels checked. */
-function samples(logp: NDArray, labels: NDArray, inputLength: NDArray, labelLength: NDArray): Sample[] {
-  const [B, T, C] = logp.shape as [number, number, number];
+/** A batched input as ctcSamples reads it: its shape and values. */
+export interface CtcValues {
+  readonly shape: readonly number[];
+  readonly data: ArrayLike<number>;
+}
+
+/**
+ * Each sample's time steps and label extended with blanks, the batch sizes, lengths and labels
+ * checked against log-probabilities of shape (B, T, C) (class C - 1 is the blank).
+ */
+export function ctcSamples(
+  logpShape: readonly number[],
+  labels: CtcValues,
+  inputLength: CtcValues,
+  labelLength: CtcValues,
+): { steps: number; ext: number[] }[] {
+  const [B, T, C] = logpShape as [number, number, number];
   const L = labels.shape[1]!;
   const blank = C - 1;
-  if (labels.shape[0] !== B || inputLength.size !== B || labelLength.size !== B) {
+  if (labels.shape[0] !== B || inputLength.data.length !== B || labelLength.data.length !== B) {
     throw new InferError(
-      `batch sizes differ: log-probabilities ${formatShape(logp.shape)}, labels ${formatShape(labels.shape)}, input_length ${formatShape(inputLength.shape)}, label_length ${formatShape(labelLength.shape)}`,
+      `batch sizes differ: log-probabilities ${formatShape(logpShape)}, labels ${formatShape(labels.shape)}, input_length ${formatShape(inputLength.shape)}, label_length ${formatShape(labelLength.shape)}`,
       'value',
     );
   }
@@ -88,7 +102,7 @@ function samples(logp: NDArray, labels: NDArray, inputLength: NDArray, labelLeng
       throw new InferError(`sample ${b}: input_length ${steps} is outside 0..${T} (the time steps of y_pred)`, 'value');
     if (!(n >= 0 && n <= L))
       throw new InferError(`sample ${b}: label_length ${n} is outside 0..${L} (the width of the labels)`, 'value');
-    const label = Array.from(labels.data.subarray(b * L, b * L + n));
+    const label = Array.from({ length: n }, (_, i) => labels.data[b * L + i]!);
     label.forEach((l, i) => {
       if (!(l >= 0 && l < blank))
         throw new InferError(
@@ -96,8 +110,16 @@ function samples(logp: NDArray, labels: NDArray, inputLength: NDArray, labelLeng
           'value',
         );
     });
+    return { steps, ext: extend(label, blank) };
+  });
+}
+
+/** Per-sample views of the batched inputs, with the lengths and labels checked. */
+function samples(logp: NDArray, labels: NDArray, inputLength: NDArray, labelLength: NDArray): Sample[] {
+  const [, T, C] = logp.shape as [number, number, number];
+  return ctcSamples(logp.shape, labels, inputLength, labelLength).map(({ steps, ext }, b) => {
     const base = b * T * C;
-    return { steps, ext: extend(label, blank), lp: (t: number, c: number) => logp.data[base + t * C + c]! };
+    return { steps, ext, lp: (t: number, c: number) => logp.data[base + t * C + c]! };
   });
 }
 

@@ -84,6 +84,16 @@ export const mergeAxesOp = defineOp<MergeAttrs>({
   impl: ([x], a) => relabel(x!, mergedShape(x!.shape, a) as number[]),
 });
 
+/** specify_shape's check of a computed value's shape against the dims the caller knows. */
+export function checkSpecifiedShape(shape: readonly number[], want: StaticShape): void {
+  want.forEach((d, i) => {
+    if (d !== null && shape[i] !== d)
+      throw new InferError(
+        `a value of shape ${formatShape(shape)} was given where shape ${formatShape(want)} is required (axis ${i})`,
+      );
+  });
+}
+
 /** Theano's SpecifyShape: the value unchanged, its static shape refined by dims the caller knows; checked when computed. */
 export const specifyShapeOp = defineOp<{ readonly shape: StaticShape }>({
   name: 'specify_shape',
@@ -108,12 +118,7 @@ export const specifyShapeOp = defineOp<{ readonly shape: StaticShape }>({
     );
   },
   impl: ([x], a) => {
-    a.shape.forEach((d, i) => {
-      if (d !== null && x!.shape[i] !== d)
-        throw new InferError(
-          `a value of shape ${formatShape(x!.shape)} was given where shape ${formatShape(a.shape)} is required (axis ${i})`,
-        );
-    });
+    checkSpecifiedShape(x!.shape, a.shape);
     return x!;
   },
 });

@@ -29,18 +29,8 @@ import { diskKey, loadSpecialisation, storeSpecialisation } from './compile-disk
 import { diskCacheOn } from '../disk-cache.js';
 import { externFallbacks } from '../fallback.js';
 import { debugEnabled } from '../debug.js';
-import {
-  bodyOptimizer,
-  compileTimes,
-  debugSink,
-  link,
-  passesFor,
-  type OptimizedProgram,
-  type Shapes,
-  type Specialised,
-  type Target,
-  type TargetRequest,
-} from '../target.js';
+import { bodyOptimizer, compileTimes, debugSink, link, passesFor } from '../target.js';
+import type { OptimizedProgram, Shapes, Specialised, Target, TargetRequest } from '../target.js';
 import { platform } from '#platform';
 import type { TimedProgram } from '../profile.js';
 

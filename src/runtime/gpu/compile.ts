@@ -14,15 +14,8 @@ import type { EvalContext } from '../../ir/op.js';
 import type { Executor, DeviceResult } from '../function.js';
 import { cpuFusion } from '../cpu/fusion.js';
 import { ProgramCache } from '../program-cache.js';
-import {
-  link,
-  passesFor,
-  type OptimizedProgram,
-  type Shapes,
-  type Specialised,
-  type Target,
-  type TargetRequest,
-} from '../target.js';
+import { link, passesFor } from '../target.js';
+import type { OptimizedProgram, Shapes, Specialised, Target, TargetRequest } from '../target.js';
 import { debugEnabled, debugLog } from '../debug.js';
 import { gpuDevice, webgpuRequested } from './device.js';
 import { webgpuExecutor, webgpuTarget } from './webgpu/compile.js';
@@ -31,7 +24,7 @@ import { prepare, runPrepared, type Prepared } from './program.js';
 import { Runner, hostVal, hostValue, type Val } from './runner.js';
 import { storeOnDevice } from './resident.js';
 import { lowerForDevice } from './specialize.js';
-import { describeFallbacks, type Fallback } from '../fallback.js';
+import { sourceOrWhy, type Fallback } from '../fallback.js';
 import { platform } from '#platform';
 
 type GpuProgram = OptimizedProgram<GpuSpec>;
@@ -134,12 +127,7 @@ function gpuCompiledExecutor(req: TargetRequest): GpuExecutor {
       return linked.graph();
     },
     device: device.name,
-    source: () =>
-      notCompiled !== undefined
-        ? `// not compiled: ${describeFallbacks(notCompiled)}; this function runs in the reference interpreter on the host`
-        : last === undefined
-          ? '// not run yet: call the function once, then ask again'
-          : describe(last),
+    source: () => sourceOrWhy(notCompiled, last, describe),
     run(values: readonly NDArray[], learningPhase: number): (NDArray | DeviceResult)[] {
       const spec = linked.runnable(values.map((v) => v.shape));
       const pp = spec.prepared;

@@ -1,6 +1,6 @@
 // theanine dtypes <-> ONNX TensorProto.DataType, and NDArray <-> TensorProto (raw_data,
 // little-endian, as ONNX stores initializers).
-import type { DType } from '../../ir/dtype.js';
+import type { DType, TypedArray } from '../../ir/dtype.js';
 import { NDArray, sizeOf } from '../../ir/ndarray.js';
 import type { TensorJson } from './schema.js';
 
@@ -68,30 +68,25 @@ export function fromHalfBits(h: number): number {
   return s * (1 + m / 1024) * 2 ** (e - 15);
 }
 
+/** A typed array as ONNX Runtime's tensors and raw_data hold a dtype's values. */
+type WireArray = TypedArray | BigInt64Array | Uint16Array;
+
+/** Each dtype's wire form: its values to the typed array, and raw_data's bytes back to the values. */
+const WIRE: Record<DType, { to(d: ArrayLike<number>): WireArray; from(buf: ArrayBufferLike): ArrayLike<number> }> = {
+  float32: { to: (d) => Float32Array.from(d), from: (b) => new Float32Array(b) },
+  float64: { to: (d) => Float64Array.from(d), from: (b) => new Float64Array(b) },
+  float16: { to: (d) => Uint16Array.from(d, toHalfBits), from: (b) => Array.from(new Uint16Array(b), fromHalfBits) },
+  int8: { to: (d) => Int8Array.from(d), from: (b) => new Int8Array(b) },
+  int16: { to: (d) => Int16Array.from(d), from: (b) => new Int16Array(b) },
+  int32: { to: (d) => Int32Array.from(d), from: (b) => new Int32Array(b) },
+  int64: { to: (d) => BigInt64Array.from(d, (x) => BigInt(x)), from: (b) => Array.from(new BigInt64Array(b), Number) },
+  uint8: { to: (d) => Uint8Array.from(d), from: (b) => new Uint8Array(b) },
+  bool: { to: (d) => Uint8Array.from(d), from: (b) => new Uint8Array(b) },
+};
+
 /** The values of `a` in the typed array ONNX Runtime and raw_data use for its dtype. */
-export function onnxData(
-  a: NDArray,
-): Float32Array | Float64Array | Int8Array | Int16Array | Int32Array | BigInt64Array | Uint8Array | Uint16Array {
-  const d = a.data;
-  switch (a.dtype) {
-    case 'float32':
-      return Float32Array.from(d);
-    case 'float64':
-      return Float64Array.from(d);
-    case 'float16':
-      return Uint16Array.from(d, toHalfBits);
-    case 'int8':
-      return Int8Array.from(d);
-    case 'int16':
-      return Int16Array.from(d);
-    case 'int32':
-      return Int32Array.from(d);
-    case 'int64':
-      return BigInt64Array.from(d, (x) => BigInt(x));
-    case 'uint8':
-    case 'bool':
-      return Uint8Array.from(d);
-  }
+export function onnxData(a: NDArray): WireArray {
+  return WIRE[a.dtype].to(a.data);
 }
 
 export function tensorProto(name: string, a: NDArray): TensorJson {
@@ -108,32 +103,7 @@ export function fromTensorProto(t: TensorJson, what: string): NDArray {
   const raw = t.rawData;
   if (raw !== undefined && raw.length > 0) {
     const buf = raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength);
-    let vals: ArrayLike<number>;
-    switch (dtype) {
-      case 'float32':
-        vals = new Float32Array(buf);
-        break;
-      case 'float64':
-        vals = new Float64Array(buf);
-        break;
-      case 'float16':
-        vals = Array.from(new Uint16Array(buf), fromHalfBits);
-        break;
-      case 'int8':
-        vals = new Int8Array(buf);
-        break;
-      case 'int16':
-        vals = new Int16Array(buf);
-        break;
-      case 'int32':
-        vals = new Int32Array(buf);
-        break;
-      case 'int64':
-        vals = Array.from(new BigInt64Array(buf), Number);
-        break;
-      default:
-        vals = new Uint8Array(buf);
-    }
+    const vals = WIRE[dtype].from(buf);
     return new NDArray(Float64Array.from(vals), shape, dtype);
   }
   const field =

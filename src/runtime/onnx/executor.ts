@@ -15,16 +15,8 @@ import type { Executor } from '../function.js';
 import type { FusionTarget } from '../../passes/fusion.js';
 import { rebuild } from '../../passes/rewrite.js';
 import { ProgramCache } from '../program-cache.js';
-import {
-  link,
-  optimize,
-  passesFor,
-  type OptimizedProgram,
-  type Shapes,
-  type Specialised,
-  type Target,
-  type TargetRequest,
-} from '../target.js';
+import { link, optimize, passesFor } from '../target.js';
+import type { OptimizedProgram, Shapes, Specialised, Target, TargetRequest } from '../target.js';
 import { DynamicShapeError, specializeShapes } from '../../codegen/lower/lower.js';
 import { OnnxExportError } from './builder.js';
 import { fromHalfBits, onnxData } from './dtypes.js';

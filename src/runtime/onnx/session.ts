@@ -4,9 +4,8 @@
 // receiveMessageOnPort (synckit's technique, in a few lines of our own). onnxruntime-node is an
 // optional peer dependency, found at the first onnx-backend compile. Node only (the platform module
 // gives worker_threads; a browser build throws saying so).
-import type { MessagePort, Worker } from 'node:worker_threads';
 import { platform } from '#platform';
-import { callSync } from '../worker-call.js';
+import { BlockingWorker } from '../worker-call.js';
 
 type WorkerThreads = typeof import('node:worker_threads');
 const threads = (): WorkerThreads =>
@@ -119,42 +118,14 @@ parentPort.on('message', async (req) => {
 });
 `;
 
-class SyncWorker {
-  private readonly worker: Worker;
-  private readonly port: MessagePort;
-  private readonly flag: Int32Array;
-
+class SyncWorker extends BlockingWorker<Reply & { id: number }> {
   constructor(ortPath: string) {
-    const sab = new SharedArrayBuffer(4);
-    this.flag = new Int32Array(sab);
-    const { port1, port2 } = new (threads().MessageChannel)();
-    this.port = port1;
-    this.worker = new (threads().Worker)(WORKER_SOURCE, {
-      eval: true,
-      workerData: { ortPath, flag: sab, port: port2 },
-      transferList: [port2],
-    });
-    // the worker must not keep the process alive once the user's work is done
-    this.worker.unref();
-    this.port.unref();
-  }
-
-  private nextId = 1;
-
-  /** Posts without waiting (releases from a finalizer); the answer, if any, is skipped by id. */
-  post(req: Record<string, unknown>): void {
-    this.worker.postMessage({ ...req, id: this.nextId++ });
+    super(threads(), WORKER_SOURCE, { ortPath });
   }
 
   call(req: Record<string, unknown>): Reply {
     // answers to other requests (none are waited for but releases) are dropped
-    return callSync<Reply & { id: number }>(
-      { threads: threads(), worker: this.worker, port: this.port, flag: this.flag },
-      this.nextId++,
-      req,
-      'onnx backend: ONNX Runtime did not answer within 10 minutes',
-      () => {},
-    );
+    return this.callBlocking(req, 'onnx backend: ONNX Runtime did not answer within 10 minutes', () => {});
   }
 }
 

@@ -59,6 +59,20 @@ function messageOf(e: unknown): string {
   return e instanceof Error ? e.message.split('\n')[0]! : String(e);
 }
 
+/**
+ * Why flavour `f` (package `pkg`) did not start, as a note; thrown where THEANINE_TFJS_BACKEND asked for
+ * `f` only. `failed` says what failed where the package is there.
+ */
+function didNotStart(e: unknown, f: Flavour, pkg: string, failed: string, only: Flavour | undefined): string {
+  if (only === f)
+    throw new Error(
+      isMissing(e, pkg)
+        ? `backend "tensorflow": THEANINE_TFJS_BACKEND=${f} needs ${pkg}; install it with \`npm install ${pkg}\``
+        : `backend "tensorflow": ${failed} (${messageOf(e)})`,
+    );
+  return isMissing(e, pkg) ? `${pkg} is not installed` : `${failed}: ${messageOf(e)}`;
+}
+
 /** Loads the first flavour that works (or exactly `only`); throws naming the package to install. */
 export function loadTfjs(loader: ModuleLoader = defaultLoader, only?: Flavour): TfRuntime {
   if (platform.name === 'browser' && loader === defaultLoader) return loadTfjsInBrowser(loader);
@@ -69,16 +83,7 @@ export function loadTfjs(loader: ModuleLoader = defaultLoader, only?: Flavour): 
       const tf = loader.require(TFJS_NODE) as TF;
       return activate(tf, 'tensorflow', 'node', notes);
     } catch (e) {
-      if (only === 'node') {
-        throw new Error(
-          isMissing(e, TFJS_NODE)
-            ? `backend "tensorflow": THEANINE_TFJS_BACKEND=node needs ${TFJS_NODE}; install it with \`npm install ${TFJS_NODE}\``
-            : `backend "tensorflow": ${TFJS_NODE} failed to load (${messageOf(e)})`,
-        );
-      }
-      notes.push(
-        isMissing(e, TFJS_NODE) ? `${TFJS_NODE} is not installed` : `${TFJS_NODE} failed to load: ${messageOf(e)}`,
-      );
+      notes.push(didNotStart(e, 'node', TFJS_NODE, `${TFJS_NODE} failed to load`, only));
     }
   }
   let tf: TF;
@@ -97,16 +102,7 @@ export function loadTfjs(loader: ModuleLoader = defaultLoader, only?: Flavour): 
       initWasmSync(tf, loader);
       return activate(tf, 'wasm', 'wasm', notes);
     } catch (e) {
-      if (only === 'wasm') {
-        throw new Error(
-          isMissing(e, TFJS_WASM)
-            ? `backend "tensorflow": THEANINE_TFJS_BACKEND=wasm needs ${TFJS_WASM}; install it with \`npm install ${TFJS_WASM}\``
-            : `backend "tensorflow": the wasm backend failed to start (${messageOf(e)})`,
-        );
-      }
-      notes.push(
-        isMissing(e, TFJS_WASM) ? `${TFJS_WASM} is not installed` : `the wasm backend failed to start: ${messageOf(e)}`,
-      );
+      notes.push(didNotStart(e, 'wasm', TFJS_WASM, 'the wasm backend failed to start', only));
     }
   }
   return activate(tf, 'cpu', 'cpu', notes);

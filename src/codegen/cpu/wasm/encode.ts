@@ -220,3 +220,12 @@ export function hasRelaxedSimd(): boolean {
     return false;
   }
 }
+
+/**
+ * acc (+)= a * x in f32x4 lanes (v128 locals), the float32 kernels' step: one relaxed
+ * multiply-add with `fused` (only where hasRelaxedSimd), else a product then a sum, each rounded.
+ */
+export function madd32(b: Body, fused: boolean, a: number, x: number, acc: number): void {
+  if (fused) b.get(a).get(x).get(acc).v(simd.f32x4RelaxedMadd).set(acc);
+  else b.get(acc).get(a).get(x).v(simd.f32x4Mul).v(simd.f32x4Add).set(acc);
+}

@@ -10,7 +10,7 @@
 // 0..K-1 in order, in float32, rounded after the product and after the sum (or one relaxed-SIMD
 // multiply-add with `fused`), so a convolution sums to the same numbers, bit for bit, as its
 // im2col product through panelBlock32 or the JavaScript rowPanel32.
-import { Body, I32, V128, VOID, memarg, op, simd } from './encode.js';
+import { Body, I32, V128, VOID, madd32, memarg, op, simd } from './encode.js';
 
 /** The igemm register tile: 4 output cells by 8 features (two f32x4 vectors), 8 sums (XNNPACK's x86 wasmsimd igemm tile). */
 export const IGEMM_TILE = { mr: 4, nr: 8 } as const;
@@ -28,15 +28,8 @@ export function igemm32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr: numb
   const [PA, SA, G, PB, K, ACC, SACC, N] = [0, 1, 2, 3, 4, 5, 6, 7];
   const [KS, C, RS, GI, PAG, ACCG, ACCQ, IND, TI, CI, PBI, ROW] = [8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19];
   const PTR = (r: number) => 20 + r;
-  const V = nr / 4;
-  const nI32 = 12 + mr;
-  const accv = (r: number, v: number) => nI32 + 8 + r * V + v;
-  const VB = (v: number) => nI32 + 8 + mr * V + v;
-  const VA = nI32 + 8 + mr * V + V;
-  const b = new Body(8, [
-    [nI32, I32],
-    [mr * V + V + 1, V128],
-  ]);
+  const { b, V, accv, VB, VA } = tileBody(mr, nr, 12 + mr);
+  const tile: TileLocals = { mr, nr, accv, ACCG, ROW, RS, PAG, SA, SACC, GI, PBI, PB, ACCQ, N };
   // One step of t: B's nr features (V vectors), each cell's input value splatted.
   const step = (u: number) => {
     for (let v = 0; v < V; v++)
@@ -47,7 +40,7 @@ export function igemm32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr: numb
       b.get(PTR(r))
         .v(simd.v128Load32Splat, ...memarg(2, 4 * u))
         .set(VA);
-      rowMadd(b, fused, V, VA, VB, (v) => accv(r, v));
+      for (let v = 0; v < V; v++) madd32(b, fused, VA, VB(v), accv(r, v));
     }
   };
   b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0);
@@ -56,12 +49,7 @@ export function igemm32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr: numb
     .ops(op.i32DivU)
     .set(KS);
   b.get(K).get(KS).ops(op.i32DivU).set(C);
-  b.get(SACC).i32(mr).ops(op.i32DivU).set(RS);
-  b.get(ACC).set(ACCQ);
-  b.ops(op.loop, VOID); // B panels
-  b.get(PA).set(PAG).get(ACCQ).set(ACCG).get(G).set(GI);
-  b.ops(op.loop, VOID); // A panels of the block
-  for (let r = 0; r < mr; r++) for (let v = 0; v < V; v++) b.vzero().set(accv(r, v));
+  openTile(b, tile, PA, ACC, G);
   b.get(PAG).set(IND).get(PB).set(PBI).get(KS).set(TI);
   b.ops(op.loop, VOID); // taps
   for (let r = 0; r < mr; r++)
@@ -78,7 +66,7 @@ export function igemm32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr: numb
   b.ops(op.end);
   b.get(TI).i32(1).ops(op.i32Sub).tee(TI).ops(op.brIf, 0);
   b.ops(op.end);
-  storeTile(b, { mr, nr, accv, ACCG, ROW, RS, PAG, SA, SACC, GI, PBI, PB, ACCQ, N });
+  storeTile(b, tile);
   return b;
 }
 
@@ -99,15 +87,8 @@ export function windowGrad32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr:
   const [PA, SA, G, PB, K, ACC, SACC, N] = [0, 1, 2, 3, 4, 5, 6, 7];
   const [RS, GI, PAG, ACCG, ACCQ, TBL, TI, PBI, ROW, O] = [8, 9, 10, 11, 12, 13, 14, 15, 16, 17];
   const OFF = (r: number) => 18 + r;
-  const V = nr / 4;
-  const nI32 = 10 + mr;
-  const accv = (r: number, v: number) => nI32 + 8 + r * V + v;
-  const VB = (v: number) => nI32 + 8 + mr * V + v;
-  const VA = nI32 + 8 + mr * V + V;
-  const b = new Body(8, [
-    [nI32, I32],
-    [mr * V + V + 1, V128],
-  ]);
+  const { b, V, accv, VB, VA } = tileBody(mr, nr, 10 + mr);
+  const tile: TileLocals = { mr, nr, accv, ACCG, ROW, RS, PAG, SA, SACC, GI, PBI, PB, ACCQ, N };
   b.ops(op.block, VOID)
     .get(N)
     .ops(op.i32Eqz, op.brIf, 0)
@@ -115,12 +96,7 @@ export function windowGrad32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr:
     .ops(op.i32Eqz, op.brIf, 0)
     .get(K)
     .ops(op.i32Eqz, op.brIf, 0);
-  b.get(SACC).i32(mr).ops(op.i32DivU).set(RS);
-  b.get(ACC).set(ACCQ);
-  b.ops(op.loop, VOID); // B panels
-  b.get(PA).set(PAG).get(ACCQ).set(ACCG).get(G).set(GI);
-  b.ops(op.loop, VOID); // A panels of the block
-  for (let r = 0; r < mr; r++) for (let v = 0; v < V; v++) b.vzero().set(accv(r, v));
+  openTile(b, tile, PA, ACC, G);
   b.get(PAG)
     .ops(op.i32Load, ...memarg(2, 0))
     .set(TBL);
@@ -143,31 +119,33 @@ export function windowGrad32Body(fused: boolean, mr: number = IGEMM_TILE.mr, nr:
       .ops(op.i32Add)
       .v(simd.v128Load32Splat, ...memarg(2, 0))
       .set(VA);
-    rowMadd(b, fused, V, VA, VB, (v) => accv(r, v));
+    for (let v = 0; v < V; v++) madd32(b, fused, VA, VB(v), accv(r, v));
   }
   b.addTo(TBL, 4).addTo(PBI, 4 * nr);
   b.get(TI).i32(1).ops(op.i32Sub).tee(TI).ops(op.brIf, 0);
   b.ops(op.end);
-  storeTile(b, { mr, nr, accv, ACCG, ROW, RS, PAG, SA, SACC, GI, PBI, PB, ACCQ, N });
+  storeTile(b, tile);
   return b;
 }
 
-/** acc[v] (+)= a * B[v] for the V vectors of one tile row: a relaxed multiply-add with `fused`, else a product then a sum (each rounded). */
-function rowMadd(
-  b: Body,
-  fused: boolean,
-  V: number,
-  A: number,
-  VB: (v: number) => number,
-  acc: (v: number) => number,
-): void {
-  for (let v = 0; v < V; v++) {
-    if (fused) b.get(A).get(VB(v)).get(acc(v)).v(simd.f32x4RelaxedMadd).set(acc(v));
-    else b.get(acc(v)).get(A).get(VB(v)).v(simd.f32x4Mul).v(simd.f32x4Add).set(acc(v));
-  }
+/**
+ * A kernel's body with its 8 parameters, nI32 i32 locals, then the v128 locals of an mr x nr
+ * tile: the sums (accv(r, v), row r's vector v of V = nr / 4), B's V vectors (VB(v)) and A's
+ * splatted value (VA).
+ */
+function tileBody(mr: number, nr: number, nI32: number) {
+  const V = nr / 4;
+  const accv = (r: number, v: number) => nI32 + 8 + r * V + v;
+  const VB = (v: number) => nI32 + 8 + mr * V + v;
+  const VA = nI32 + 8 + mr * V + V;
+  const b = new Body(8, [
+    [nI32, I32],
+    [mr * V + V + 1, V128],
+  ]);
+  return { b, V, accv, VB, VA };
 }
 
-/** The locals the two kernels' block loops share (byte offsets and counters). */
+/** The locals the two kernels' block loops share (byte offsets and counters): openTile's and storeTile's. */
 interface TileLocals {
   readonly mr: number;
   readonly nr: number;
@@ -183,6 +161,19 @@ interface TileLocals {
   readonly PB: number;
   readonly ACCQ: number;
   readonly N: number;
+}
+
+/**
+ * Before a tile's sums: RS := SACC / mr (a row of sums' bytes), opens the loop over the B panels
+ * (from byte ACC of the sums) and the loop over the block's G A panels (from byte PA), and zeroes the sums.
+ */
+function openTile(b: Body, t: TileLocals, PA: number, ACC: number, G: number): void {
+  b.get(t.SACC).i32(t.mr).ops(op.i32DivU).set(t.RS);
+  b.get(ACC).set(t.ACCQ);
+  b.ops(op.loop, VOID); // B panels
+  b.get(PA).set(t.PAG).get(t.ACCQ).set(t.ACCG).get(G).set(t.GI);
+  b.ops(op.loop, VOID); // A panels of the block
+  for (let r = 0; r < t.mr; r++) for (let v = 0; v < t.nr / 4; v++) b.vzero().set(t.accv(r, v));
 }
 
 /**

@@ -10,7 +10,7 @@
 // generated epilogue then writes four whole output rows (contiguous stores, where a column of
 // tiles would touch every row's cache line once per 4 columns). The A panel stays in L1 while
 // B streams through.
-import { Body, I32, V128, VOID, memarg, moduleBytes, op, simd } from './encode.js';
+import { Body, I32, V128, VOID, madd32, memarg, moduleBytes, op, simd } from './encode.js';
 import { igemm32Body, windowGrad32Body } from './igemm.js';
 
 /**
@@ -158,9 +158,6 @@ function panelBlock32Body(mr: number, nr: number, fused: boolean, rows = false):
     [9, I32],
     [nr * V + V + 1 + 4, V128],
   ]);
-  // i8x16.shuffle of two f32x4 by 32-bit lanes (0-3 the first operand's, 4-7 the second's)
-  const shuffle = (...lanes: number[]) =>
-    b.v(simd.i8x16Shuffle, ...lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]));
   if (rows) b.get(SACC).i32(mr).ops(op.i32DivU).set(RS);
   const step = (u: number) => {
     for (let v = 0; v < V; v++)
@@ -171,10 +168,7 @@ function panelBlock32Body(mr: number, nr: number, fused: boolean, rows = false):
       b.get(PBI)
         .v(simd.v128Load32Splat, ...memarg(2, 4 * (u * nr + c)))
         .set(VB);
-      for (let v = 0; v < V; v++) {
-        if (fused) b.get(VA(v)).get(VB).get(accv(c, v)).v(simd.f32x4RelaxedMadd).set(accv(c, v));
-        else b.get(accv(c, v)).get(VA(v)).get(VB).v(simd.f32x4Mul).v(simd.f32x4Add).set(accv(c, v));
-      }
+      for (let v = 0; v < V; v++) madd32(b, fused, VA(v), VB, accv(c, v));
     }
   };
   b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0).get(G).ops(op.i32Eqz, op.brIf, 0);
@@ -193,23 +187,7 @@ function panelBlock32Body(mr: number, nr: number, fused: boolean, rows = false):
   if (rows) {
     // rows 4v..4v+3: transpose the 4 x 4 block (columns in accv(0..3, v)) into 4 row vectors
     b.get(ACCG).set(ROW);
-    for (let v = 0; v < V; v++) {
-      b.get(accv(0, v)).get(accv(1, v));
-      shuffle(0, 4, 1, 5).set(TR(0));
-      b.get(accv(2, v)).get(accv(3, v));
-      shuffle(0, 4, 1, 5).set(TR(1));
-      b.get(accv(0, v)).get(accv(1, v));
-      shuffle(2, 6, 3, 7).set(TR(2));
-      b.get(accv(2, v)).get(accv(3, v));
-      shuffle(2, 6, 3, 7).set(TR(3));
-      for (let j = 0; j < 4; j++) {
-        b.get(ROW)
-          .get(TR(j < 2 ? 0 : 2))
-          .get(TR(j < 2 ? 1 : 3));
-        shuffle(...(j % 2 === 0 ? [0, 1, 4, 5] : [2, 3, 6, 7])).v(simd.v128Store, ...memarg(2, 0));
-        b.get(ROW).get(RS).ops(op.i32Add).set(ROW);
-      }
-    }
+    for (let v = 0; v < V; v++) storeTransposed(b, (c) => accv(c, v), TR, ROW, RS, 2);
   } else {
     for (let c = 0; c < nr; c++) {
       for (let v = 0; v < V; v++)
@@ -227,6 +205,39 @@ function panelBlock32Body(mr: number, nr: number, fused: boolean, rows = false):
   b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
   b.ops(op.end, op.end);
   return b;
+}
+
+/**
+ * Stores the transpose of the 4 x 4 block of float32 values whose rows are the v128 locals
+ * input(0..3) (eight i8x16.shuffles): its row j (the block's column j) at the byte address in
+ * local AT (memarg alignment `align`), AT advanced by local STEP after each; tmp(0..3): scratch.
+ */
+function storeTransposed(
+  b: Body,
+  input: (i: number) => number,
+  tmp: (i: number) => number,
+  AT: number,
+  STEP: number,
+  align: number,
+): void {
+  // i8x16.shuffle of two f32x4 by 32-bit lanes (0-3 the first operand's, 4-7 the second's)
+  const shuffle = (...lanes: number[]) =>
+    b.v(simd.i8x16Shuffle, ...lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]));
+  b.get(input(0)).get(input(1));
+  shuffle(0, 4, 1, 5).set(tmp(0));
+  b.get(input(2)).get(input(3));
+  shuffle(0, 4, 1, 5).set(tmp(1));
+  b.get(input(0)).get(input(1));
+  shuffle(2, 6, 3, 7).set(tmp(2));
+  b.get(input(2)).get(input(3));
+  shuffle(2, 6, 3, 7).set(tmp(3));
+  for (let j = 0; j < 4; j++) {
+    b.get(AT)
+      .get(tmp(j < 2 ? 0 : 2))
+      .get(tmp(j < 2 ? 1 : 3));
+    shuffle(...(j % 2 === 0 ? [0, 1, 4, 5] : [2, 3, 6, 7])).v(simd.v128Store, ...memarg(align, 0));
+    b.get(AT).get(STEP).ops(op.i32Add).set(AT);
+  }
 }
 
 /**
@@ -281,30 +292,43 @@ function rowVec32Body(R: number, fused: boolean): Body {
       b.get(P(g))
         .v(simd.v128Load, ...memarg(2, 0))
         .set(VB);
-      for (let r = 0; r < R; r++) {
-        if (fused) b.get(VA(r)).get(VB).get(accv(r, g)).v(simd.f32x4RelaxedMadd).set(accv(r, g));
-        else b.get(accv(r, g)).get(VA(r)).get(VB).v(simd.f32x4Mul).v(simd.f32x4Add).set(accv(r, g));
-      }
+      for (let r = 0; r < R; r++) madd32(b, fused, VA(r), VB, accv(r, g));
       b.addTo(P(g), 16);
     }
     b.get(AI).get(SA).ops(op.i32Add).set(AI);
     b.get(KI).i32(1).ops(op.i32Sub).tee(KI).ops(op.brIf, 0);
     b.ops(op.end, op.end);
-    b.get(ACCQ).set(ROW);
-    for (let r = 0; r < R; r++) {
-      for (let g = 0; g < G; g++)
-        b.get(ROW)
-          .get(accv(r, g))
-          .v(simd.v128Store, ...memarg(2, 16 * g));
-      if (r < R - 1) b.get(ROW).get(RS).ops(op.i32Add).set(ROW);
-    }
-    b.get(PBQ).get(KB).i32(G).ops(op.i32Mul, op.i32Add).set(PBQ);
-    b.addTo(ACCQ, 16 * G);
-    b.get(Q).i32(G).ops(op.i32Sub).set(Q);
-    b.ops(op.br, 0);
-    b.ops(op.end, op.end);
+    endRowsPass(b, R, G, accv, { ACCQ, ROW, RS, PBQ, KB, Q });
   }
   return b;
+}
+
+/**
+ * The end of a pass of the row kernels (rowVec32, ./rows.ts' rows32) over G B panels: stores R
+ * rows of G vectors of sums acc(r, g) row-major (row r at ACCQ + r RS, panel g at byte 16 g;
+ * ROW: scratch), steps to the next G panels (PBQ += G KB, ACCQ += 16 G, Q -= G), branches back to
+ * the passes' loop and closes it. The capitals are i32 locals.
+ */
+export function endRowsPass(
+  b: Body,
+  R: number,
+  G: number,
+  acc: (r: number, g: number) => number,
+  L: { ACCQ: number; ROW: number; RS: number; PBQ: number; KB: number; Q: number },
+): void {
+  b.get(L.ACCQ).set(L.ROW);
+  for (let r = 0; r < R; r++) {
+    for (let g = 0; g < G; g++)
+      b.get(L.ROW)
+        .get(acc(r, g))
+        .v(simd.v128Store, ...memarg(2, 16 * g));
+    if (r < R - 1) b.get(L.ROW).get(L.RS).ops(op.i32Add).set(L.ROW);
+  }
+  b.get(L.PBQ).get(L.KB).i32(G).ops(op.i32Mul, op.i32Add).set(L.PBQ);
+  b.addTo(L.ACCQ, 16 * G);
+  b.get(L.Q).i32(G).ops(op.i32Sub).set(L.Q);
+  b.ops(op.br, 0);
+  b.ops(op.end, op.end);
 }
 
 /**
@@ -326,8 +350,6 @@ function pack32Body(): Body {
     [11, I32],
     [8, V128],
   ]);
-  const shuffle = (...lanes: number[]) =>
-    b.v(simd.i8x16Shuffle, ...lanes.flatMap((l) => [4 * l, 4 * l + 1, 4 * l + 2, 4 * l + 3]));
   b.get(P).i32(2).ops(op.i32Shl).set(PS); // bytes of one packed step
   b.i32(0).set(T0);
   // full panel of a width divisible by 4?
@@ -344,33 +366,13 @@ function pack32Body(): Body {
   b.get(DST).get(G).i32(2).ops(op.i32Shl, op.i32Add).set(D);
   b.get(K).i32(2).ops(op.i32ShrU).set(N);
   b.ops(op.loop, VOID); // 4 steps
-  b.get(S)
-    .v(simd.v128Load, ...memarg(0, 0))
-    .set(V(0));
-  b.get(S1)
-    .v(simd.v128Load, ...memarg(0, 0))
-    .set(V(1));
-  b.get(S2)
-    .v(simd.v128Load, ...memarg(0, 0))
-    .set(V(2));
-  b.get(S3)
-    .v(simd.v128Load, ...memarg(0, 0))
-    .set(V(3));
-  b.get(V(0)).get(V(1));
-  shuffle(0, 4, 1, 5).set(W(0));
-  b.get(V(2)).get(V(3));
-  shuffle(0, 4, 1, 5).set(W(1));
-  b.get(V(0)).get(V(1));
-  shuffle(2, 6, 3, 7).set(W(2));
-  b.get(V(2)).get(V(3));
-  shuffle(2, 6, 3, 7).set(W(3));
-  for (let j = 0; j < 4; j++) {
-    b.get(D)
-      .get(W(j < 2 ? 0 : 2))
-      .get(W(j < 2 ? 1 : 3));
-    shuffle(...(j % 2 === 0 ? [0, 1, 4, 5] : [2, 3, 6, 7])).v(simd.v128Store, ...memarg(0, 0));
-    b.get(D).get(PS).ops(op.i32Add).set(D);
-  }
+  [S, S1, S2, S3].forEach((x, i) =>
+    b
+      .get(x)
+      .v(simd.v128Load, ...memarg(0, 0))
+      .set(V(i)),
+  );
+  storeTransposed(b, V, W, D, PS, 0);
   for (const x of [S, S1, S2, S3]) b.addTo(x, 16);
   b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
   b.ops(op.end);
@@ -383,12 +385,8 @@ function pack32Body(): Body {
   b.get(K).set(T0);
   b.ops(op.block, VOID).get(K).ops(op.i32Eqz, op.brIf, 0);
   b.get(SRC).set(S).get(DST).set(D).get(K).set(N);
-  b.ops(op.loop, VOID); // steps
-  copyStep(b, S, D, G, PS);
-  b.get(S).get(ST).ops(op.i32Add).set(S);
-  b.get(D).get(PS).ops(op.i32Add).set(D);
-  b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);
-  b.ops(op.end, op.end);
+  copySteps(b, S, D, G, PS, ST, PS, N); // steps
+  b.ops(op.end); // block
   b.ops(op.end); // if sr = 4
   b.ops(op.end); // if st = 4 / else
   b.ops(op.end); // if full panel
@@ -418,8 +416,13 @@ function pack32Body(): Body {
   return b;
 }
 
-/** Copies one step of a panel, PS bytes (a multiple of 16) from S to D, 4 rows per vector (G: the byte counter). */
-function copyStep(b: Body, S: number, D: number, G: number, PS: number): void {
+/**
+ * A loop of `count` (an i32 local counted down to 0; at least 1) copies of one step of a panel:
+ * PS bytes (a multiple of 16) from S to D, 4 rows per vector (G: the byte counter), then S and D
+ * advanced by the locals SD and DD. All i32 locals.
+ */
+function copySteps(b: Body, S: number, D: number, G: number, PS: number, SD: number, DD: number, count: number): void {
+  b.ops(op.loop, VOID);
   b.i32(0).set(G);
   b.ops(op.loop, VOID); // groups of 4 rows
   b.get(D)
@@ -431,6 +434,10 @@ function copyStep(b: Body, S: number, D: number, G: number, PS: number): void {
     .v(simd.v128Load, ...memarg(0, 0))
     .v(simd.v128Store, ...memarg(0, 0));
   b.get(G).i32(16).ops(op.i32Add).tee(G).get(PS).ops(op.i32LtU, op.brIf, 0);
+  b.ops(op.end);
+  b.get(S).get(SD).ops(op.i32Add).set(S);
+  b.get(D).get(DD).ops(op.i32Add).set(D);
+  b.get(count).i32(1).ops(op.i32Sub).tee(count).ops(op.brIf, 0);
   b.ops(op.end);
 }
 
@@ -451,12 +458,7 @@ function packCols32Body(): Body {
   b.get(K).set(N);
   b.ops(op.loop, VOID); // steps
   b.get(SRC).set(S).get(DST).set(D).get(NP).set(J);
-  b.ops(op.loop, VOID); // panels
-  copyStep(b, S, D, G, PS);
-  b.get(S).get(PS).ops(op.i32Add).set(S);
-  b.get(D).get(DS).ops(op.i32Add).set(D);
-  b.get(J).i32(1).ops(op.i32Sub).tee(J).ops(op.brIf, 0);
-  b.ops(op.end);
+  copySteps(b, S, D, G, PS, PS, DS, J); // panels
   b.get(SRC).get(ST).ops(op.i32Add).set(SRC);
   b.get(DST).get(PS).ops(op.i32Add).set(DST);
   b.get(N).i32(1).ops(op.i32Sub).tee(N).ops(op.brIf, 0);

@@ -18,21 +18,16 @@ function peakBody(lanes: 2 | 4, fused: boolean): Body {
   const add = lanes === 2 ? simd.f64x2Add : simd.f32x4Add;
   const madd = lanes === 2 ? simd.f64x2RelaxedMadd : simd.f32x4RelaxedMadd;
   // x = 0.5, y = 1: every chain tends to 2 (no overflow, no subnormals, however many iterations)
-  if (lanes === 2) {
-    b.ops(op.f64Const, ...new Uint8Array(new Float64Array([0.5]).buffer))
-      .v(splat)
-      .set(X);
-    b.ops(op.f64Const, ...new Uint8Array(new Float64Array([1]).buffer))
-      .v(splat)
-      .set(Y);
-  } else {
-    b.ops(op.f32Const, ...new Uint8Array(new Float32Array([0.5]).buffer))
-      .v(splat)
-      .set(X);
-    b.ops(op.f32Const, ...new Uint8Array(new Float32Array([1]).buffer))
-      .v(splat)
-      .set(Y);
-  }
+  const constant = (x: number) =>
+    lanes === 2
+      ? [op.f64Const, ...new Uint8Array(new Float64Array([x]).buffer)]
+      : [op.f32Const, ...new Uint8Array(new Float32Array([x]).buffer)];
+  b.ops(...constant(0.5))
+    .v(splat)
+    .set(X);
+  b.ops(...constant(1))
+    .v(splat)
+    .set(Y);
   for (let i = 0; i < ACC; i++) b.vzero().set(1 + i);
   b.ops(op.block, VOID).get(N).ops(op.i32Eqz, op.brIf, 0, op.loop, VOID);
   for (let i = 0; i < ACC; i++) {

@@ -89,12 +89,7 @@ export function planPhilox(k: LoopKernel, bufDType: (buf: number) => DType): Phi
   const [kind, i, k0, k1, stream, a, b, bits] = [0, 1, 2, 3, 4, 5, 6, 7].map(
     (j) => (c.x as Expr & { t: 'call' }).args[j],
   );
-  const kv = constOf(kind),
-    k0v = constOf(k0),
-    sv = constOf(stream),
-    av = constOf(a),
-    bv = constOf(b),
-    bitsv = constOf(bits);
+  const [kv, k0v, sv, av, bv, bitsv] = [kind, k0, stream, a, b, bits].map(constOf);
   if (
     kv === undefined ||
     k0v === undefined ||
@@ -140,20 +135,8 @@ const UPPER_HALF = [8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15];
 function philoxModule(kind: number, stream: number, a: number, b: number): Uint8Array {
   // params n, base, i0, k0, k1; i32 locals i (byte offset), end, j (element index); v128 locals:
   // the shared constants and key schedule, then per stream its counter offsets, state and scratch
-  const N = 0,
-    BASE = 1,
-    I0 = 2,
-    K0 = 3,
-    K1 = 4,
-    I = 5,
-    END = 6,
-    J = 7;
-  const VM0 = 8,
-    VM1 = 9,
-    STREAM = 10,
-    C1 = 11,
-    C2 = 12,
-    C3 = 13;
+  const [N, BASE, I0, K0, K1, I, END, J] = [0, 1, 2, 3, 4, 5, 6, 7];
+  const [VM0, VM1, STREAM, C1, C2, C3] = [8, 9, 10, 11, 12, 13];
   const KEY0 = Array.from({ length: 10 }, (_, r) => 14 + r);
   const KEY1 = Array.from({ length: 10 }, (_, r) => 24 + r);
   const PER = 11;

@@ -285,6 +285,14 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
     b.set(PA);
   };
   const zero = () => b.v(S.v128Const, ...ZERO16);
+  // the float64 pair at accumulator byte o (from PA) += the pair `value` pushes
+  const addAt = (o: number, value: () => void) => {
+    b.get(PA)
+      .get(PA)
+      .v(S.load, ...f64(o));
+    value();
+    b.v(S.f64Add).v(S.store, ...f64(o));
+  };
 
   const group = (cg: number) => {
     if (form === 'forward' && p.mode === 'max') {
@@ -340,22 +348,14 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
         } else {
           b.get(DYV).get(SEL).v(S.and).set(SEL);
           const o = L.acc + 2 * (taps[t]! + cg);
-          b.get(PA)
-            .get(PA)
-            .v(S.load, ...f64(o))
-            .get(SEL)
-            .v(S.promote)
-            .v(S.f64Add)
-            .v(S.store, ...f64(o));
-          b.get(PA)
-            .get(PA)
-            .v(S.load, ...f64(o + 16))
-            .get(SEL)
-            .get(SEL)
-            .v(S.shuffle, ...HIGH_TO_LOW)
-            .v(S.promote)
-            .v(S.f64Add)
-            .v(S.store, ...f64(o + 16));
+          addAt(o, () => b.get(SEL).v(S.promote));
+          addAt(o + 16, () =>
+            b
+              .get(SEL)
+              .get(SEL)
+              .v(S.shuffle, ...HIGH_TO_LOW)
+              .v(S.promote),
+          );
         }
       }
     } else if (form === 'tiled') {
@@ -391,18 +391,8 @@ function poolBody(plan: Omit<PoolPlan, 'bytes' | 'key'>): Body {
       toAcc();
       for (let t = 0; t < T; t++) {
         const o = L.acc + 2 * (taps[t]! + cg);
-        b.get(PA)
-          .get(PA)
-          .v(S.load, ...f64(o))
-          .get(LO)
-          .v(S.f64Add)
-          .v(S.store, ...f64(o));
-        b.get(PA)
-          .get(PA)
-          .v(S.load, ...f64(o + 16))
-          .get(HI)
-          .v(S.f64Add)
-          .v(S.store, ...f64(o + 16));
+        addAt(o, () => b.get(LO));
+        addAt(o + 16, () => b.get(HI));
       }
     }
   };

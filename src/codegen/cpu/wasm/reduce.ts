@@ -65,10 +65,10 @@ import {
   type Scope,
   vectorFin,
   findRegion,
-  rowsBody,
   columnsBody,
   stripVar,
 } from './reduce-body.js';
+import { rowsBody } from './reduce-rows.js';
 
 export { COL_BLOCK, PARALLEL_MIN_ELEMENTS, setReduceF32Elements, type RedPlan, type RedRegion } from './reduce-body.js';
 
@@ -262,24 +262,10 @@ function planColumns(
     stores.push({ buf: s.buf, off: acc.off, row: 1, outer: outerOf(s.index) });
   }
   if (loads.length + stores.length + reduces.length > MAX_REGIONS) return undefined;
-  const bytes = moduleBytes(
-    [{ name: 'run', params: 3, body: columnsBody(k, order, reduces, inBody, loads, stores.length) }],
-    true,
-  );
   void roots;
-  return {
-    form: 'columns',
-    rows: R,
-    cols: v.size,
-    elements: false,
-    loads,
-    stores,
-    accs: reduces.length,
-    bytes,
-    shared: false,
-    label: k.label,
-    ...(outer !== undefined ? { outer: outer.size } : {}),
-  };
+  const funcs = [{ name: 'run', params: 3, body: columnsBody(k, order, reduces, inBody, loads, stores.length) }];
+  const form = { form: 'columns', rows: R, cols: v.size, loads, stores } as const;
+  return ownMemoryPlan(k, reduces, funcs, { ...form, ...(outer !== undefined ? { outer: outer.size } : {}) });
 }
 
 /**
@@ -324,19 +310,28 @@ function planVector(k: LoopKernel, order: readonly Expr[], reduces: readonly Red
   const vk: LoopKernel = { ...k, vars: [] };
   if (full > 0) funcs.push({ name: 'run', params: 2, body: rowsBody(vk, CHUNK, false, order, scope, loads, true) });
   if (rest > 0) funcs.push({ name: 'tail', params: 2, body: rowsBody(vk, rest, false, order, scope, loads, true) });
-  const bytes = moduleBytes(funcs, true);
+  const form = { form: 'vector', rows: n, cols: rest, loads, stores } as const;
+  return ownMemoryPlan(k, reduces, funcs, { ...form, ops: reduces.map((r) => r.op) });
+}
+
+/**
+ * The plan of a columns or vector form: its module over the tier's own memory (plain, not
+ * shared: their calls are not split over threads), an accumulator region per fold, one value per
+ * output element.
+ */
+function ownMemoryPlan(
+  k: LoopKernel,
+  reduces: readonly Reduce[],
+  funcs: Parameters<typeof moduleBytes>[0],
+  p: Pick<RedPlan, 'form' | 'rows' | 'cols' | 'loads' | 'stores' | 'outer' | 'ops'>,
+): RedPlan {
   return {
-    form: 'vector',
-    rows: n,
-    cols: rest,
+    ...p,
     elements: false,
-    loads,
-    stores,
     accs: reduces.length,
-    bytes,
+    bytes: moduleBytes(funcs, true),
     shared: false,
     label: k.label,
-    ops: reduces.map((r) => r.op),
   };
 }
 
@@ -444,11 +439,14 @@ function parallelRows(
   const halfFloats = Math.min(PASS_BLOCKS, Math.ceil((hi - lo) / per)) * blockFloats;
   const m = sharedMem((passes > 1 ? 2 : 1) * halfFloats * 4);
   const span = (q: number) => [lo + q * passRows, Math.min(hi, lo + (q + 1) * passRows)] as const;
-  const copyIn = (q: number) => {
+  // visit(r0, r1, b) for each block of pass q: rows r0 .. r1 - 1, at float b of the memory (its half)
+  const eachBlock = (q: number, visit: (r0: number, r1: number, b: number) => void) => {
     const [p0, p1] = span(q);
     const h = (q & 1) * halfFloats;
-    for (let r0 = p0, b = h; r0 < p1; r0 += per, b += blockFloats) {
-      const r1 = Math.min(p1, r0 + per);
+    for (let r0 = p0, b = h; r0 < p1; r0 += per, b += blockFloats) visit(r0, Math.min(p1, r0 + per), b);
+  };
+  const copyIn = (q: number) =>
+    eachBlock(q, (r0, r1, b) => {
       ins.forEach((a, j) => {
         const o = b + j * REG,
           s = row(j),
@@ -457,13 +455,9 @@ function parallelRows(
         else if (s === L) m.set(a.subarray(r0 * L + f, r1 * L + f), o);
         else for (let r = r0; r < r1; r++) m.set(a.subarray(r * s + f, r * s + f + L), o + (r - r0) * L);
       });
-    }
-  };
-  const copyOut = (q: number) => {
-    const [p0, p1] = span(q);
-    const h = (q & 1) * halfFloats;
-    for (let r0 = p0, b = h; r0 < p1; r0 += per, b += blockFloats) {
-      const r1 = Math.min(p1, r0 + per);
+    });
+  const copyOut = (q: number) =>
+    eachBlock(q, (r0, r1, b) => {
       outs.forEach((a, j) => {
         const k = ins.length + j,
           o = b + (k + gap) * REG,
@@ -473,8 +467,7 @@ function parallelRows(
         else if (s === L) a.set(m.subarray(o, o + (r1 - r0) * L), r0 * L + f);
         else for (let r = r0; r < r1; r++) a.set(m.subarray(o + (r - r0) * L, o + (r - r0 + 1) * L), r * s + f);
       });
-    }
-  };
+    });
   copyIn(0);
   for (let q = 0; q < passes; q++) {
     const [p0, p1] = span(q);

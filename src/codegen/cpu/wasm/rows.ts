@@ -5,7 +5,8 @@
 // element at a time (1x8, 4x8 "splat") are the anchor: a product of one or a few rows (inference
 // at a small batch) is then as cheap per row as a full tile, where an 8-row tile would spend most
 // of its multiply-adds on padding rows.
-import { Body, I32, memarg, moduleBytes, op, simd, V128, VOID } from './encode.js';
+import { Body, I32, madd32, memarg, moduleBytes, op, simd, V128, VOID } from './encode.js';
+import { endRowsPass } from './matmul.js';
 
 /** Most rows of a product rows32 sums (../small-matmul.ts chooses it up to here). */
 export const SMALL_ROWS_MAX = 32;
@@ -109,21 +110,7 @@ function rows32Body(fused: boolean, rowMajorB = false, NB = PANEL_BLOCK): Body {
               b.get(P(g))
                 .v(simd.v128Load, ...memarg(2, 16 * u))
                 .set(VB);
-            for (let r = 0; r < R; r++) {
-              if (fused)
-                b.get(VA(r))
-                  .get(VB)
-                  .get(vacc(r, g, G))
-                  .v(simd.f32x4RelaxedMadd)
-                  .set(vacc(r, g, G));
-              else
-                b.get(vacc(r, g, G))
-                  .get(VA(r))
-                  .get(VB)
-                  .v(simd.f32x4Mul)
-                  .v(simd.f32x4Add)
-                  .set(vacc(r, g, G));
-            }
+            for (let r = 0; r < R; r++) madd32(b, fused, VA(r), VB, vacc(r, g, G));
           }
         }
         if (rowMajorB) for (let v = 0; v < U; v++) b.get(P(v)).get(LDC).i32(U).ops(op.i32Mul, op.i32Add).set(P(v));
@@ -148,19 +135,7 @@ function rows32Body(fused: boolean, rowMajorB = false, NB = PANEL_BLOCK): Body {
         b.get(KI).i32(1).ops(op.i32Sub).tee(KI).ops(op.brIf, 0);
         b.ops(op.end, op.end);
       }
-      b.get(ACCQ).set(OUT);
-      for (let r = 0; r < R; r++) {
-        for (let g = 0; g < G; g++)
-          b.get(OUT)
-            .get(vacc(r, g, G))
-            .v(simd.v128Store, ...memarg(2, 16 * g));
-        if (r < R - 1) b.get(OUT).get(LDC).ops(op.i32Add).set(OUT);
-      }
-      b.get(PBQ).get(KB).i32(G).ops(op.i32Mul, op.i32Add).set(PBQ);
-      b.addTo(ACCQ, 16 * G);
-      b.get(Q).i32(G).ops(op.i32Sub).set(Q);
-      b.ops(op.br, 0);
-      b.ops(op.end, op.end);
+      endRowsPass(b, R, G, (r, g) => vacc(r, g, G), { ACCQ, ROW: OUT, RS: LDC, PBQ, KB, Q });
     }
     b.get(ROWA).get(LDA).i32(R).ops(op.i32Mul, op.i32Add).set(ROWA);
     b.get(ROWC).get(LDC).i32(R).ops(op.i32Mul, op.i32Add).set(ROWC);

@@ -5,7 +5,6 @@
 import type { Node } from '../../../ir/node.js';
 import type { NDArray } from '../../../ir/ndarray.js';
 import { evalContext, nextEpoch } from '../../../ir/interpret.js';
-import type { EvalContext } from '../../../ir/op.js';
 import type { DeviceResult, Executor } from '../../function.js';
 import { cpuFusion } from '../../cpu/fusion.js';
 import { ProgramCache } from '../../program-cache.js';
@@ -20,13 +19,14 @@ import {
   type TargetRequest,
 } from '../../target.js';
 import { debugEnabled, debugLog } from '../../debug.js';
-import { describeFallbacks, type Fallback } from '../../fallback.js';
+import { sourceOrWhy, type Fallback } from '../../fallback.js';
 import { platform } from '#platform';
 import {
   prepareWeb,
   releaseWeb,
   runWeb,
   runWebAsync,
+  type WebCall,
   webFallbacks,
   type WebPrepared,
   type WebResult,
@@ -129,18 +129,11 @@ export function webgpuExecutor(req: TargetRequest): Executor & { readonly device
         return linked.graph();
       },
       device: 'gpu:webgpu',
-      source: () =>
-        notCompiled !== undefined
-          ? `// not compiled: ${describeFallbacks(notCompiled)}; this function runs in the reference interpreter on the host`
-          : last === undefined
-            ? '// not run yet: call the function once, then ask again'
-            : describeWeb(last),
+      source: () => sourceOrWhy(notCompiled, last, describeWeb),
       run(values: readonly NDArray[], learningPhase: number): (NDArray | DeviceResult)[] {
         if (!gpu.worker.blocking) throw syncOnPage(`calling function ${JSON.stringify(req.name)} synchronously`);
         const call = begin(values, learningPhase);
-        return 'done' in call
-          ? call.done
-          : finish(runWeb(gpu, call.pp, values, linked.cells, call.ctx, req.nOut, timed));
+        return 'done' in call ? call.done : finish(runWeb(gpu, call));
       },
       async runAsync(values: readonly NDArray[], learningPhase: number): Promise<(NDArray | DeviceResult)[]> {
         // (a page's device opens on its first call: the adapter's limits are known from then on)
@@ -148,17 +141,12 @@ export function webgpuExecutor(req: TargetRequest): Executor & { readonly device
         if (debug && !gpu.worker.blocking && last === undefined)
           debugLog(`function on gpu:webgpu (${gpu.description})`);
         const call = begin(values, learningPhase);
-        return 'done' in call
-          ? call.done
-          : finish(await runWebAsync(gpu, call.pp, values, linked.cells, call.ctx, req.nOut, timed));
+        return 'done' in call ? call.done : finish(await runWebAsync(gpu, call));
       },
     };
   });
-  /** The specialisation a call runs, or its results where the reference interpreter runs it. */
-  function begin(
-    values: readonly NDArray[],
-    learningPhase: number,
-  ): { done: NDArray[] } | { pp: WebPrepared; ctx: EvalContext } {
+  /** The call of the specialisation that runs `values`, or its results where the reference interpreter runs it. */
+  function begin(values: readonly NDArray[], learningPhase: number): { done: NDArray[] } | WebCall {
     const spec = linkedRef!.runnable(values.map((v) => v.shape));
     const pp = spec.prepared;
     if (pp === undefined) {
@@ -169,7 +157,8 @@ export function webgpuExecutor(req: TargetRequest): Executor & { readonly device
     notCompiled = undefined;
     last = pp;
     holding.add(pp); // (again, where a clear_session freed it and this function still runs it)
-    return { pp, ctx: evalContext({ learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) }) };
+    const ctx = evalContext({ learningPhase, epoch: nextEpoch(), print: (m) => console.log(m) });
+    return { pp, inputs: values, cells: linkedRef!.cells, ctx, nOut: req.nOut, timed };
   }
   function finish(results: readonly WebResult[]): (NDArray | DeviceResult)[] {
     return results.map((r, k) =>

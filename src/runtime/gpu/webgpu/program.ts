@@ -195,38 +195,32 @@ async function driveAsync(steps: Steps): Promise<void> {
 }
 
 /**
- * Runs a prepared program: `inputs` by input slot, `cells` by variable slot; `nOut` targets are
+ * A call of a prepared program: `inputs` by input slot, `cells` by variable slot; `nOut` targets are
  * outputs (read back), the rest update values (kept on the device where they fill a buffer).
  */
-export function runWeb(
-  gpu: WebGpu,
-  pp: WebPrepared,
-  inputs: readonly NDArray[],
-  cells: readonly VariableCell[],
-  ctx: EvalContext,
-  nOut: number,
-  timed?: Batch['timed'],
-): WebResult[] {
-  const f = new Frame(pp, new Batch(gpu, timed), cells, ctx, inputs);
-  drive(runSteps(f, pp.steps, ctx));
-  const end = endWeb(f, nOut);
+export interface WebCall {
+  readonly pp: WebPrepared;
+  readonly inputs: readonly NDArray[];
+  readonly cells: readonly VariableCell[];
+  readonly ctx: EvalContext;
+  readonly nOut: number;
+  readonly timed: Batch['timed'] | undefined;
+}
+
+/** Runs a call, each read-back sent and waited for (Node's worker). */
+export function runWeb(gpu: WebGpu, c: WebCall): WebResult[] {
+  const f = new Frame(c.pp, new Batch(gpu, c.timed), c.cells, c.ctx, c.inputs);
+  drive(runSteps(f, c.pp.steps, c.ctx));
+  const end = endWeb(f, c.nOut);
   end.frame.flush(end.reads);
   return end.results();
 }
 
 /** As runWeb, without blocking: every request to the device awaited (callAsync). */
-export async function runWebAsync(
-  gpu: WebGpu,
-  pp: WebPrepared,
-  inputs: readonly NDArray[],
-  cells: readonly VariableCell[],
-  ctx: EvalContext,
-  nOut: number,
-  timed?: Batch['timed'],
-): Promise<WebResult[]> {
-  const f = new Frame(pp, new Batch(gpu, timed), cells, ctx, inputs);
-  await driveAsync(runSteps(f, pp.steps, ctx));
-  const end = endWeb(f, nOut);
+export async function runWebAsync(gpu: WebGpu, c: WebCall): Promise<WebResult[]> {
+  const f = new Frame(c.pp, new Batch(gpu, c.timed), c.cells, c.ctx, c.inputs);
+  await driveAsync(runSteps(f, c.pp.steps, c.ctx));
+  const end = endWeb(f, c.nOut);
   await end.frame.flushAsync(end.reads);
   return end.results();
 }

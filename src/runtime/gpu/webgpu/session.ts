@@ -4,9 +4,8 @@
 // receiveMessageOnPort (the onnx backend's technique, src/runtime/onnx/session.ts). In a browser
 // the device is navigator.gpu's, driven on the page's own thread (page.ts): only callAsync can
 // wait for it there.
-import type { MessagePort, Worker } from 'node:worker_threads';
 import { platform } from '#platform';
-import { callSync } from '../../worker-call.js';
+import { BlockingWorker } from '../../worker-call.js';
 import { WORKER_SOURCE } from './worker.js';
 import { PageDevice, NO_WEBGPU_ON_PAGE } from './page.js';
 
@@ -49,27 +48,15 @@ export interface DeviceChannel {
   post(req: Record<string, unknown>): void;
 }
 
-class SyncWorker implements DeviceChannel {
+class SyncWorker extends BlockingWorker<Reply & { id: number }> implements DeviceChannel {
   readonly blocking = true;
-  private readonly worker: Worker;
-  private readonly port: MessagePort;
-  private readonly flag: Int32Array;
-  private nextId = 1;
   /** Requests of callAsync waiting for their reply, by id. */
   private readonly waiting = new Map<number, (r: Reply) => void>();
 
   constructor(path: string) {
-    const sab = new SharedArrayBuffer(4);
-    this.flag = new Int32Array(sab);
-    const { port1, port2 } = new (threads().MessageChannel)();
-    this.port = port1;
     const options = (platform.env('THEANINE_WEBGPU_OPTIONS') ?? 'backend=vulkan').split(',').filter((s) => s !== '');
-    this.worker = new (threads().Worker)(WORKER_SOURCE, {
-      eval: true,
-      workerData: { path, options, flag: sab, port: port2 },
-      transferList: [port2],
-    });
-    this.worker.unref();
+    super(threads(), WORKER_SOURCE, { path, options });
+    // a 'message' listener refs the port: unref it again (callAsync refs it while a reply is awaited)
     this.port.on('message', (m: Reply & { id: number }) => this.answer(m));
     this.port.unref();
   }
@@ -93,18 +80,10 @@ class SyncWorker implements DeviceChannel {
     });
   }
 
-  post(req: Record<string, unknown>): void {
-    this.worker.postMessage({ ...req, id: this.nextId++ });
-  }
-
   call(req: Record<string, unknown>): Reply {
     // a callAsync request's reply that arrives meanwhile is handed on
-    return callSync<Reply & { id: number }>(
-      { threads: threads(), worker: this.worker, port: this.port, flag: this.flag },
-      this.nextId++,
-      req,
-      'gpu:webgpu: the WebGPU worker did not answer within 10 minutes',
-      (r) => this.answer(r),
+    return this.callBlocking(req, 'gpu:webgpu: the WebGPU worker did not answer within 10 minutes', (r) =>
+      this.answer(r),
     );
   }
 }

@@ -4,10 +4,10 @@
 // that meet). Padding: explicit [before, after] from window.ts's padsFor where the spatial size
 // is known, else auto_pad SAME_UPPER / VALID, which is TensorFlow's split.
 import type { convOps } from '../../../ir/ops/conv.js';
-import type { poolOps } from '../../../ir/ops/pool.js';
+import type { PoolAttrs, poolOps } from '../../../ir/ops/pool.js';
 import { effectiveSize, padsFor, type WindowAttrs } from '../../../ir/ops/window.js';
 import type { StaticShape } from '../../../ir/types.js';
-import { F, OnnxExportError, type GraphBuilder } from '../builder.js';
+import { F, OnnxExportError, type GraphBuilder, type Val } from '../builder.js';
 import type { Ctx, OnnxTableFor } from './types.js';
 import type { DType } from '../../../ir/dtype.js';
 
@@ -27,6 +27,7 @@ import {
   convByPatches,
   convTransposeByPatches,
   geometryOf,
+  type PatchGeometry,
   kernelGradByPatches,
 } from './patches.js';
 import { NDArray, sizeOf } from '../../../ir/ndarray.js';
@@ -86,31 +87,47 @@ function convTranspose(
   const wt = kernelFirst(b, b.cast(w, d));
   const x = transpose(b, b.cast(dy, d), toFirst(r));
   const outFirst = [c.out.shape[0]!, c.out.shape[r - 1]!, ...c.out.shape.slice(1, r - 1)];
-  // ONNX Runtime requires output_padding < stride; larger gaps are zero rows the result is padded with
-  const op = outputPadding.map((q, i) => Math.min(q, a.strides[i]! - 1 > 0 ? Math.min(q, a.strides[i]! - 1) : 0));
-  const extra = outputPadding.map((q, i) => q - op[i]!);
-  let y = b.op(
-    'ConvTranspose',
-    [x, wt],
-    {
-      strides: a.strides,
-      dilations: a.dilation,
-      group: a.groups,
-      kernel_shape: k,
-      pads: [...p.map((q) => q[0]), ...p.map((q) => q[1])],
-      output_padding: op,
-    },
-    { dtype: d, shape: outFirst.map((dd, i) => (i < 2 ? dd : size[i - 2]! - extra[i - 2]!)) },
+  const attrs = {
+    strides: a.strides,
+    dilations: a.dilation,
+    group: a.groups,
+    kernel_shape: k,
+    pads: [...p.map((q) => q[0]), ...p.map((q) => q[1])],
+  };
+  return fit(
+    c,
+    transpose(b, paddedConvTranspose(b, [x, wt], attrs, outputPadding, size, { dtype: d, shape: outFirst }), toLast(r)),
   );
-  if (extra.some((e) => e > 0)) {
-    y = b.op(
-      'Pad',
-      [y, b.i64([0, 0, ...extra.map(() => 0), 0, 0, ...extra])],
-      { mode: 'constant' },
-      { dtype: d, shape: outFirst },
-    );
-  }
-  return fit(c, transpose(b, y, toLast(r)));
+}
+
+/**
+ * ConvTranspose (channels first) to `out` (spatial sizes `size`) with `outputPadding` per axis: ONNX Runtime
+ * requires output_padding < stride, so larger gaps are zero rows the result is padded with.
+ */
+function paddedConvTranspose(
+  b: GraphBuilder,
+  inputs: readonly [string, string],
+  attrs: {
+    strides: readonly number[];
+    dilations: readonly number[];
+    group: number;
+    kernel_shape: readonly number[];
+    pads: readonly number[];
+  },
+  outputPadding: readonly number[],
+  size: readonly number[],
+  out: Val,
+): string {
+  const op = outputPadding.map((q, i) => Math.min(q, Math.max(attrs.strides[i]! - 1, 0)));
+  const extra = outputPadding.map((q, i) => q - op[i]!);
+  const y = b.op(
+    'ConvTranspose',
+    inputs,
+    { ...attrs, output_padding: op },
+    { dtype: out.dtype, shape: [out.shape[0]!, out.shape[1]!, ...size.map((s, i) => s - extra[i]!)] },
+  );
+  if (!extra.some((e) => e > 0)) return y;
+  return b.op('Pad', [y, b.i64([0, 0, ...extra.map(() => 0), 0, 0, ...extra])], { mode: 'constant' }, out);
 }
 
 /**
@@ -209,6 +226,16 @@ function maxIndices(
   return idx!;
 }
 
+/** The dtype a pool computes in: max compares in maxArith's, average sums in arith's. */
+function poolDType(c: Ctx, a: PoolAttrs): DType {
+  return a.mode === 'max' ? maxArith(c.out.dtype) : arith(c.out.dtype);
+}
+
+/** The patch geometry of pooling x (channels last) by `a`'s window. */
+function patches(b: GraphBuilder, x: string, a: PoolAttrs): PatchGeometry {
+  return geometryOf(b.val(x).shape.slice(1, -1), a.window, a);
+}
+
 export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof poolOps> = {
   conv: (c, [x, w], a) => {
     const b = c.b;
@@ -273,15 +300,9 @@ export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof 
   },
   pool: (c, [x], a) => {
     const b = c.b;
-    const d = a.mode === 'max' ? maxArith(c.out.dtype) : arith(c.out.dtype);
+    if (exact(c) && a.mode === 'avg') return avgPoolByPatches(b, b.cast(x!, 'float64'), patches(b, x!, a), c.out.shape);
+    const d = poolDType(c, a);
     const r = b.val(x!).shape.length;
-    if (exact(c) && a.mode === 'avg')
-      return avgPoolByPatches(
-        b,
-        b.cast(x!, 'float64'),
-        geometryOf(b.val(x!).shape.slice(1, r - 1), a.window, a),
-        c.out.shape,
-      );
     const xf = transpose(b, b.cast(x!, d), toFirst(r));
     const outFirst = toFirst(r).map((p) => c.out.shape[p]!);
     const y = b.op(a.mode === 'max' ? 'MaxPool' : 'AveragePool', [xf], poolAttrs(b, xf, a, a.mode === 'avg'), {
@@ -292,15 +313,10 @@ export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof 
   },
   pool_grad: (c, [x, dy], a) => {
     const b = c.b;
-    const d = a.mode === 'max' ? maxArith(c.out.dtype) : arith(c.out.dtype);
-    const r = b.val(x!).shape.length;
     if (exact(c) && a.mode === 'avg')
-      return avgPoolGradByPatches(
-        b,
-        b.cast(dy!, 'float64'),
-        geometryOf(b.val(x!).shape.slice(1, r - 1), a.window, a),
-        b.cast(x!, 'float64'),
-      );
+      return avgPoolGradByPatches(b, b.cast(dy!, 'float64'), patches(b, x!, a), b.cast(x!, 'float64'));
+    const d = poolDType(c, a);
+    const r = b.val(x!).shape.length;
     const xf = transpose(b, b.cast(x!, d), toFirst(r));
     const dyf = transpose(b, b.cast(dy!, d), toFirst(r));
     const xsF = b.val(xf).shape;
@@ -340,28 +356,8 @@ export const convTranslations: OnnxTableFor<keyof typeof convOps | keyof typeof 
     const outputPadding = sp.map(
       (s, i) => s - (a.strides[i]! * (o[i]! - 1) + effectiveSize(a.window[i]!, a.dilation[i]!) - p[i]![0] - p[i]![1]),
     );
-    const op = outputPadding.map((q, i) => Math.min(q, Math.max(a.strides[i]! - 1, 0)));
-    const extra = outputPadding.map((q, i) => q - op[i]!);
-    let y = b.op(
-      'ConvTranspose',
-      [scaled, kDepth],
-      {
-        strides: a.strides,
-        dilations: a.dilation,
-        group: ch,
-        kernel_shape: a.window,
-        pads,
-        output_padding: op,
-      },
-      { dtype: d, shape: [xsF[0]!, ch, ...sp.map((s, i) => s - extra[i]!)] },
-    );
-    if (extra.some((e) => e > 0))
-      y = b.op(
-        'Pad',
-        [y, b.i64([0, 0, ...extra.map(() => 0), 0, 0, ...extra])],
-        { mode: 'constant' },
-        { dtype: d, shape: xsF },
-      );
+    const attrs = { strides: a.strides, dilations: a.dilation, group: ch, kernel_shape: a.window, pads };
+    const y = paddedConvTranspose(b, [scaled, kDepth], attrs, outputPadding, sp, { dtype: d, shape: xsF });
     return fit(c, transpose(b, y, toLast(r)));
   },
   // g where x's window is maximal: g gathered at MaxPool's indices

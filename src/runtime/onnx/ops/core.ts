@@ -1,6 +1,6 @@
 // Leaves, casts, reshapes, dot, reductions and the gradient helper ops as ONNX operators.
 import { InferError } from '../../../ir/errors.js';
-import { resolveReshape } from '../../../ir/ops/core.js';
+import { resolveReshape, type coreOps } from '../../../ir/ops/core.js';
 import type { gradOps } from '../../../ir/ops/adjoint.js';
 import { unsqueezeShape } from '../../../ir/ops/adjoint.js';
 import {
@@ -16,20 +16,7 @@ import { NDArray, sizeOf } from '../../../ir/ndarray.js';
 import { arith, type Ctx, type Emit, type OnnxTableFor, type AttrsOf } from './types.js';
 import { fit, toDType } from './util.js';
 
-type CoreOps =
-  | 'placeholder'
-  | 'variable'
-  | 'constant'
-  | 'learning_phase'
-  | 'cast'
-  | 'identity'
-  | 'reshape'
-  | 'transpose'
-  | 'dot'
-  | 'shape_of'
-  | 'fill_like'
-  | 'index'
-  | 'where';
+type CoreOps = keyof typeof coreOps | 'where'; // where: defined with the elementwise ops
 
 /**
  * theanine's dot (Theano's tensordot of x's last axis with y's second-to-last): MatMul when y

@@ -3,7 +3,7 @@
 import { isFloat, isInt } from '../../../ir/dtype.js';
 import { InferError } from '../../../ir/errors.js';
 import { formatShape, sizeOf } from '../../../ir/ndarray.js';
-import { dotAxisOfY, resolveReshape } from '../../../ir/ops/core.js';
+import { dotAxisOfY, resolveReshape, type coreOps } from '../../../ir/ops/core.js';
 import type { Node } from '../../../ir/node.js';
 import type { Tensor, TfTableFor } from '../types.js';
 import { tfDType } from '../types.js';
@@ -19,21 +19,7 @@ const dropConstant = new FinalizationRegistry<Tensor>((t) => {
   if (!t.isDisposed) t.dispose();
 });
 
-type CoreOps =
-  | 'placeholder'
-  | 'variable'
-  | 'constant'
-  | 'learning_phase'
-  | 'cast'
-  | 'identity'
-  | 'reshape'
-  | 'transpose'
-  | 'dot'
-  | 'shape_of'
-  | 'fill_like'
-  | 'index';
-
-export const coreKernels: TfTableFor<CoreOps> = {
+export const coreKernels: TfTableFor<keyof typeof coreOps> = {
   placeholder: 'executor',
   variable: 'executor',
   constant: (_, a, { tf, node }) => {

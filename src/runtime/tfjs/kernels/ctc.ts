@@ -2,9 +2,7 @@
 // run batched over samples as tfjs ops, one step of the time loop at a time. Integer
 // bookkeeping (label lengths, extended labels, which positions may skip) is read on the host,
 // as the reference's checks need those values anyway; every float is computed by tfjs.
-import { InferError } from '../../../ir/errors.js';
-import { formatShape } from '../../../ir/ndarray.js';
-import { extend, type ctcOps } from '../../../ir/ops/ctc.js';
+import { ctcSamples, type ctcOps } from '../../../ir/ops/ctc.js';
 import type { TF } from '../load.js';
 import type { Tensor, TfTableFor } from '../types.js';
 import { castTo } from './util.js';
@@ -42,40 +40,16 @@ interface Layout {
   readonly ext: Int32Array;
 }
 
-/** Reads and checks lengths and labels as the reference's `samples` does (same messages). */
+/** Reads and checks lengths and labels as the reference does (ctcSamples). */
 function layout(lp: Tensor, labels: Tensor, il: Tensor, ll: Tensor): Layout {
   const [B, T, C] = lp.shape as [number, number, number];
-  const L = labels.shape[1]!;
-  const blank = C - 1;
-  if (labels.shape[0] !== B || il.size !== B || ll.size !== B) {
-    throw new InferError(
-      `batch sizes differ: log-probabilities ${formatShape(lp.shape)}, labels ${formatShape(labels.shape)}, input_length ${formatShape(il.shape)}, label_length ${formatShape(ll.shape)}`,
-      'value',
-    );
-  }
-  const lab = labels.dataSync();
-  const steps = Array.from(il.dataSync());
-  const lens = Array.from(ll.dataSync());
-  const exts = steps.map((st, b) => {
-    const n = lens[b]!;
-    if (!(st >= 0 && st <= T))
-      throw new InferError(`sample ${b}: input_length ${st} is outside 0..${T} (the time steps of y_pred)`, 'value');
-    if (!(n >= 0 && n <= L))
-      throw new InferError(`sample ${b}: label_length ${n} is outside 0..${L} (the width of the labels)`, 'value');
-    const label = Array.from(lab.subarray(b * L, b * L + n));
-    label.forEach((l, i) => {
-      if (!(l >= 0 && l < blank))
-        throw new InferError(
-          `sample ${b}: label ${l} at position ${i} is not a class in 0..${blank - 1} (class ${blank} is the blank; -1 pads labels only past label_length)`,
-          'value',
-        );
-    });
-    return extend(label, blank);
-  });
+  const host = (t: Tensor) => ({ shape: t.shape, data: t.dataSync() });
+  const samples = ctcSamples(lp.shape, host(labels), host(il), host(ll));
+  const exts = samples.map((s) => s.ext);
   const S = Math.max(1, ...exts.map((e) => e.length));
   const ext = new Int32Array(B * S);
   exts.forEach((e, b) => ext.set(e, b * S));
-  return { B, T, C, S, steps, sizes: exts.map((e) => e.length), ext };
+  return { B, T, C, S, steps: samples.map((s) => s.steps), sizes: exts.map((e) => e.length), ext };
 }
 
 /** A (B, S) bool mask from a host predicate. */

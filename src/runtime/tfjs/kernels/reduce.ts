@@ -4,6 +4,7 @@ import { InferError } from '../../../ir/errors.js';
 import { formatShape } from '../../../ir/ndarray.js';
 import {
   reducedShape,
+  type ArgAttrs,
   reductionRows,
   type argOps,
   type ReduceAttrs,
@@ -73,6 +74,14 @@ function firstNaNWins(tf: TF, x: Tensor, axis: number, idx: Tensor): Tensor {
   return tf.where(tf.any(nan, axis), tf.argMax(tf.cast(nan, 'int32'), axis), idx);
 }
 
+/** argmax or argmin: the first index of the extremum (int64 in the IR, int32 here). */
+function argKernel(name: 'argmax' | 'argmin'): TfKernel<ArgAttrs> {
+  return ([x], a, { tf }) => {
+    const xv = extremumInput(tf, x!, a.axis, name);
+    return firstNaNWins(tf, xv, a.axis, name === 'argmax' ? tf.argMax(xv, a.axis) : tf.argMin(xv, a.axis));
+  };
+}
+
 /** The tfjs functions the rows name (a row naming no function of tfjs fails to compile here). */
 type TfReduceName = (typeof reduceOps)[keyof typeof reduceOps]['spelling']['tf'];
 
@@ -85,19 +94,6 @@ function rowKernel(r: ReductionOp): TfKernel<ReduceAttrs> {
 
 export const reduceKernels: TfTableFor<keyof typeof reduceOps | keyof typeof argOps> = {
   ...(Object.fromEntries(reductionRows.map((r) => [r.name, rowKernel(r)])) as TfTableFor<keyof typeof reduceOps>),
-  // first index of the extremum (int64 in the IR, int32 here)
-  argmax: ([x], a, { tf }) =>
-    firstNaNWins(
-      tf,
-      extremumInput(tf, x!, a.axis, 'argmax'),
-      a.axis,
-      tf.argMax(extremumInput(tf, x!, a.axis, 'argmax'), a.axis),
-    ),
-  argmin: ([x], a, { tf }) =>
-    firstNaNWins(
-      tf,
-      extremumInput(tf, x!, a.axis, 'argmin'),
-      a.axis,
-      tf.argMin(extremumInput(tf, x!, a.axis, 'argmin'), a.axis),
-    ),
+  argmax: argKernel('argmax'),
+  argmin: argKernel('argmin'),
 };

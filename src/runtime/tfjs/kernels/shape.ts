@@ -3,7 +3,7 @@
 // bool; the executor casts results back to the node's dtype.
 import { InferError } from '../../../ir/errors.js';
 import { formatShape, sizeOf } from '../../../ir/ndarray.js';
-import { mergedShape, type dimsOps } from '../../../ir/ops/dims.js';
+import { checkSpecifiedShape, mergedShape, type dimsOps } from '../../../ir/ops/dims.js';
 import type { linalgOps } from '../../../ir/ops/linalg.js';
 import { sliceRange, type SliceAxis, type shapeOps } from '../../../ir/ops/shape.js';
 import type { shapeGradOps } from '../../../ir/ops/shape-adjoint.js';
@@ -154,12 +154,7 @@ export const shapeKernels: TfTableFor<ShapeOps> = {
   },
   merge_axes: ([x], a, { tf }) => tf.reshape(x!, mergedShape(x!.shape, a) as number[]),
   specify_shape: ([x], a) => {
-    a.shape.forEach((d, i) => {
-      if (d !== null && x!.shape[i] !== d)
-        throw new InferError(
-          `a value of shape ${formatShape(x!.shape)} was given where shape ${formatShape(a.shape)} is required (axis ${i})`,
-        );
-    });
+    checkSpecifiedShape(x!.shape, a.shape);
     return x!;
   },
   // per batch row: x as (rows, k) against y as (k, cols), one batched matMul (float32)
