@@ -20,7 +20,8 @@ export function blockingRequests(): number {
 
 /**
  * Posts `req` as request `id` and blocks until its reply; replies to other requests that arrive meanwhile go to `other`.
- * 10 minutes: a request that takes longer is taken to be stuck, and `stuck` is the error's message.
+ * 10 minutes: a request that takes longer is taken to be stuck, and `stuck` is the error's message. `transfer`: buffers
+ * the request hands over to the worker (moved, not copied; the sender's views of them are detached).
  */
 export function callSync<R extends { readonly id: number }>(
   b: WorkerBridge,
@@ -28,10 +29,11 @@ export function callSync<R extends { readonly id: number }>(
   req: Record<string, unknown>,
   stuck: string,
   other: (reply: R) => void,
+  transfer: readonly ArrayBuffer[] = [],
 ): R {
   blocking++;
   Atomics.store(b.flag, 0, 0);
-  b.worker.postMessage({ ...req, id });
+  b.worker.postMessage({ ...req, id }, [...transfer]);
   const deadline = performance.now() + 600_000;
   for (;;) {
     for (let m = b.threads.receiveMessageOnPort(b.port); m !== undefined; m = b.threads.receiveMessageOnPort(b.port)) {
@@ -74,13 +76,18 @@ export class BlockingWorker<R extends { readonly id: number }> implements Worker
     this.port.unref();
   }
 
-  /** Posts a request whose reply nobody waits for (a reply that comes is skipped by its id). */
-  post(req: Record<string, unknown>): void {
-    this.worker.postMessage({ ...req, id: this.nextId++ });
+  /** Posts a request whose reply nobody waits for (a reply that comes is skipped by its id); `transfer` as callSync's. */
+  post(req: Record<string, unknown>, transfer: readonly ArrayBuffer[] = []): void {
+    this.worker.postMessage({ ...req, id: this.nextId++ }, [...transfer]);
   }
 
-  /** Posts a request and blocks until its reply (callSync); `stuck` and `other` as there. */
-  protected callBlocking(req: Record<string, unknown>, stuck: string, other: (reply: R) => void): R {
-    return callSync<R>(this, this.nextId++, req, stuck, other);
+  /** Posts a request and blocks until its reply (callSync); `stuck`, `other` and `transfer` as there. */
+  protected callBlocking(
+    req: Record<string, unknown>,
+    stuck: string,
+    other: (reply: R) => void,
+    transfer: readonly ArrayBuffer[] = [],
+  ): R {
+    return callSync<R>(this, this.nextId++, req, stuck, other, transfer);
   }
 }

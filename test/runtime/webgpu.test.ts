@@ -179,6 +179,22 @@ describe('gpu device, webgpu mode', function () {
     expect(webgpuCounts().buffers).to.equal(base);
   });
 
+  it("moves a call's uploads to the worker without detaching the caller's arrays, and rebinds buffers made again", () => {
+    const x = K.placeholder([64, 50]);
+    const v = K.variable(rand([64, 50], 4));
+    const f = K.function([x], [K.sum(x.mul(v), 1)], [], GPU);
+    const ref = K.function([x], [K.sum(x.mul(v), 1)], [], REF);
+    const xs = rand([64, 50], 5);
+    for (let round = 0; round < 3; round++) {
+      expectClose(f([xs])[0]!, ref([xs])[0]!, { atol: 2e-5, rtol: 1e-4 }, `round ${round}`);
+      // the input array is still the caller's, whole (a transfer would have detached it)
+      expect(xs.data.length).to.equal(64 * 50);
+      expect(xs.data[1]).to.equal(Math.fround(Math.sin(5000 + 1.7) * 0.8));
+      // a new value frees the variable's device buffer: the next call binds the one made for it
+      K.set_value(v, rand([64, 50], 6 + round));
+    }
+  });
+
   it('draws random numbers from the reference\'s Philox words', () => {
     const f = K.function([], [K.random_uniform([1000], 0, 1, 'float32', 7), K.random_binomial([1000], 0.3, 'float32', 9)], [], GPU);
     const want = K.function([], [K.random_uniform([1000], 0, 1, 'float32', 7), K.random_binomial([1000], 0.3, 'float32', 9)], [], REF)([]);

@@ -37,17 +37,31 @@ type Op =
       readonly bytes: number;
     };
 
-/**
- * Shader sources the worker has compiled (the source is the key: equal kernels share one
- * pipeline), least recently dispatched first. At most PIPELINES stay: a function called with many
- * shapes makes a shader per shape, and each pipeline holds the driver's compiled code (about 1 MB
- * on lavapipe), so the oldest are dropped, as the compile cache drops specialisations.
- */
-const compiled = new Set<string>();
 export const PIPELINES = 64;
+
+/**
+ * `compiled`: shader sources the worker has compiled (the source is the key: equal kernels share
+ * one pipeline), least recently dispatched first. At most PIPELINES stay: a function called with
+ * many shapes makes a shader per shape, and each pipeline holds the driver's compiled code (about
+ * 1 MB on lavapipe), so the oldest are dropped, as the compile cache drops specialisations.
+ * `keys`: the worker's name of each, short, so that a request of a thousand dispatches (a Scan's
+ * steps) does not carry and hash a thousand sources. Both are the process's, as the device is
+ * (session.ts): a second copy of this module (loaded by require and by import) shares them.
+ */
+const SHADERS = Symbol.for('theanine.gpu.webgpu.shaders');
+const shaders = ((globalThis as { [SHADERS]?: { compiled: Set<string>; keys: Map<string, string>; next: number } })[
+  SHADERS
+] ??= { compiled: new Set(), keys: new Map(), next: 1 });
+const { compiled, keys } = shaders;
+function keyOf(code: string): string {
+  let k = keys.get(code);
+  if (k === undefined) keys.set(code, (k = `k${shaders.next++}`));
+  return k;
+}
 
 export function forgetPipelines(): void {
   compiled.clear();
+  keys.clear();
 }
 
 /** How a profiled call's kernels are timed: timestamp queries where the device has them, else a submit per kernel (THEANINE_WEBGPU_TIMING=submits chooses that one). */
@@ -82,14 +96,15 @@ export class Batch {
       if (tag === undefined) throw new Error('internal: a dispatch of a profiled call without its row');
       this.tags.push(tag);
     }
+    const key = keyOf(k.code);
     if (compiled.delete(k.code))
       compiled.add(k.code); // (most recently used last)
     else {
-      this.compile.push({ key: k.code, code: k.code });
+      this.compile.push({ key, code: k.code });
       compiled.add(k.code);
     }
     this.used.add(k.code);
-    this.ops.push({ k: 'd', key: k.code, binds, groups: k.groups });
+    this.ops.push({ k: 'd', key, binds, groups: k.groups });
   }
 
   /** Copies `n` elements (4 bytes each) between device buffers. */
@@ -126,10 +141,15 @@ export class Batch {
       if (compiled.size - evict.length <= PIPELINES) break;
       if (!this.used.has(key)) evict.push(key);
     }
-    for (const key of evict) compiled.delete(key);
+    for (const code of evict) compiled.delete(code);
+    const evictKeys = evict.map((code) => {
+      const key = keyOf(code);
+      keys.delete(code);
+      return key;
+    });
     const req = {
       kind: 'run',
-      evict,
+      evict: evictKeys,
       compile: this.compile,
       allocs: this.allocs,
       writes: this.writes,
@@ -247,7 +267,7 @@ export class Frame {
       const h = this.host.get(id);
       if (h === undefined) throw new Error(`internal: buffer ${id} read before it was written`);
       const st = storageIn(this.p, id);
-      this.batch.writes.push({ id: d, data: st === 'f32' ? Float32Array.from(h.data) : Int32Array.from(h.data) });
+      this.batch.writes.push({ id: d, data: st === 'f32' ? new Float32Array(h.data) : new Int32Array(h.data) });
       this.onDev.add(id);
       if (this.p.buffers[id]!.role === 'constant') this.pp.uploaded.add(id);
     }

@@ -48,6 +48,22 @@ export interface DeviceChannel {
   post(req: Record<string, unknown>): void;
 }
 
+/**
+ * The buffers of a request's uploads, moved to the worker rather than copied: a structured clone of
+ * 16 MB costs more than its upload (bench/README.md, row sums). Every `writes` entry's data is the
+ * request's own (a copy made for it), a whole ArrayBuffer.
+ */
+function uploaded(req: Record<string, unknown>): ArrayBuffer[] {
+  const writes = req['writes'] as readonly { data: ArrayBufferView }[] | undefined;
+  const out: ArrayBuffer[] = [];
+  for (const w of writes ?? []) {
+    const b = w.data.buffer;
+    if (b instanceof ArrayBuffer && w.data.byteOffset === 0 && w.data.byteLength === b.byteLength && !out.includes(b))
+      out.push(b);
+  }
+  return out;
+}
+
 class SyncWorker extends BlockingWorker<Reply & { id: number }> implements DeviceChannel {
   readonly blocking = true;
   /** Requests of callAsync waiting for their reply, by id. */
@@ -76,14 +92,21 @@ class SyncWorker extends BlockingWorker<Reply & { id: number }> implements Devic
     return new Promise((resolve) => {
       this.waiting.set(id, resolve);
       this.port.ref();
-      this.worker.postMessage({ ...req, id });
+      this.worker.postMessage({ ...req, id }, uploaded(req));
     });
+  }
+
+  override post(req: Record<string, unknown>): void {
+    super.post(req, uploaded(req));
   }
 
   call(req: Record<string, unknown>): Reply {
     // a callAsync request's reply that arrives meanwhile is handed on
-    return this.callBlocking(req, 'gpu:webgpu: the WebGPU worker did not answer within 10 minutes', (r) =>
-      this.answer(r),
+    return this.callBlocking(
+      req,
+      'gpu:webgpu: the WebGPU worker did not answer within 10 minutes',
+      (r) => this.answer(r),
+      uploaded(req),
     );
   }
 }
@@ -199,10 +222,12 @@ export async function webgpuCountsAsync(): Promise<WebGpuCounts> {
   return r.counts!;
 }
 
-let nextBuffer = 1;
+// The process's numbering, as the device is: a second copy of this module (loaded by require and by import) numbers on from the first's.
+const BUFFERS = Symbol.for('theanine.gpu.webgpu.buffers');
+const numbering = ((globalThis as { [BUFFERS]?: { next: number } })[BUFFERS] ??= { next: 1 });
 /** A fresh device buffer number (the worker allocates it at the first request naming it). */
 export function newBufferId(): number {
-  return nextBuffer++;
+  return numbering.next++;
 }
 
 // Buffers of collected owners are freed in the worker without waiting.

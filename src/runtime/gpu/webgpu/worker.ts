@@ -18,7 +18,25 @@ export const DEVICE_SOURCE = `
 function makeDeviceSide(gpu, collect, noAdapter) {
   let device, info;
   const buffers = new Map();
+  // Compiled pipelines by key, each with the bind groups made for it, by the ids it binds: a call
+  // binds the same buffers every time, so a group is made once (tfjs-backend-webgpu makes one per
+  // dispatch). \`bound\`: for each buffer, the groups that bind it, dropped with it.
   const pipelines = new Map();
+  const bound = new Map();
+  function bindGroup(entry, binds) {
+    const k = binds.join(',');
+    let g = entry.groups.get(k);
+    if (g === undefined) {
+      g = device.createBindGroup({ layout: entry.p.getBindGroupLayout(0), entries: binds.map((id, j) => ({ binding: j, resource: { buffer: buffers.get(id) } })) });
+      entry.groups.set(k, g);
+      for (const id of binds) {
+        let on = bound.get(id);
+        if (on === undefined) bound.set(id, (on = []));
+        on.push([entry.groups, k]);
+      }
+    }
+    return g;
+  }
   const counts = { uploads: 0, readbacks: 0, dispatches: 0, copies: 0, submits: 0 };
   // Bytes of the live buffers (the buffers' sizes as allocated).
   let bytes = 0;
@@ -31,6 +49,9 @@ function makeDeviceSide(gpu, collect, noAdapter) {
     bytes += size;
   }
   function drop(id) {
+    // (groups that named the id before it had a buffer go too)
+    for (const [groups, k] of bound.get(id) || []) groups.delete(k);
+    bound.delete(id);
     const b = buffers.get(id);
     if (!b) return;
     b.destroy();
@@ -66,11 +87,22 @@ function makeDeviceSide(gpu, collect, noAdapter) {
     const p = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
     const e = await device.popErrorScope();
     if (e) throw new Error('pipeline: ' + e.message);
-    pipelines.set(key, p);
+    pipelines.set(key, { p, groups: new Map() });
   }
   let dropped = 0;
   function evict(keys) {
-    for (const k of keys) if (pipelines.delete(k)) dropped++;
+    for (const k of keys) {
+      const entry = pipelines.get(k);
+      if (entry === undefined) continue;
+      for (const g of entry.groups.keys())
+        for (const id of g.split(',')) {
+          const on = bound.get(Number(id));
+          if (on !== undefined) bound.set(Number(id), on.filter((x) => x[0] !== entry.groups));
+        }
+      entry.groups.clear();
+      pipelines.delete(k);
+      dropped++;
+    }
     if (dropped >= 16) { dropped = 0; collect(); }
   }
   async function run(req) {
@@ -103,9 +135,9 @@ function makeDeviceSide(gpu, collect, noAdapter) {
           await submitted(); // what came before, finished first
         }
         if (!pass) pass = enc.beginComputePass(timed ? { timestampWrites: timed.writes(d) } : undefined);
-        const p = pipelines.get(op.key);
-        pass.setPipeline(p);
-        pass.setBindGroup(0, device.createBindGroup({ layout: p.getBindGroupLayout(0), entries: op.binds.map((id, k) => ({ binding: k, resource: { buffer: buffers.get(id) } })) }));
+        const entry = pipelines.get(op.key);
+        pass.setPipeline(entry.p);
+        pass.setBindGroup(0, bindGroup(entry, op.binds));
         pass.dispatchWorkgroups(op.groups[0], op.groups[1], op.groups[2]);
         counts.dispatches++;
         d++;
@@ -179,7 +211,7 @@ function makeDeviceSide(gpu, collect, noAdapter) {
       if (req.kind === 'init') return await init();
       if (req.kind === 'run') { const r = await run(req); return { ok: true, data: r.data, ...(req.timing ? { times: r.times } : {}), counts: tally() }; }
       if (req.kind === 'free') { for (const id of req.ids) drop(id); return req.quiet ? undefined : { ok: true }; }
-      if (req.kind === 'clear') { pipelines.clear(); collect(); return { ok: true, counts: tally() }; }
+      if (req.kind === 'clear') { pipelines.clear(); bound.clear(); collect(); return { ok: true, counts: tally() }; }
       if (req.kind === 'counts') return { ok: true, counts: tally() };
       return { ok: false, error: 'unknown request ' + req.kind };
     } catch (e) {
@@ -201,7 +233,8 @@ require('node:v8').setFlagsFromString('--expose-gc');
 const collect = require('node:vm').runInNewContext('gc');
 let handle;
 function answer(msg, id) {
-  port.postMessage({ ...msg, id });
+  // read-backs are moved to the host, not copied (each is the reply's own)
+  port.postMessage({ ...msg, id }, msg.data ? msg.data.filter((d) => d instanceof ArrayBuffer) : []);
   Atomics.store(flag, 0, 1);
   Atomics.notify(flag, 0);
 }
