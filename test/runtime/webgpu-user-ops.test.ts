@@ -41,6 +41,24 @@ const unresolved = defineOp({
   wgsl: 'no_such_function(x0)',
 });
 
+/** max(x, 0) as int32 through a bool-valued template, and where(x > 0, x, fill) with a non-finite attr. */
+const positive = defineOp({
+  name: 'wgsl_test_positive',
+  arity: 1,
+  infer: ([x]) => ({ dtype: x!.dtype, shape: x!.shape }),
+  reference: ([x]) => new NDArray(Int32Array.from(x!.data, (v) => (v > 0 ? 1 : 0)), x!.shape, x!.dtype),
+  cpu: 'x0 > 0 ? 1 : 0',
+  wgsl: 'x0 > 0.0',
+});
+const fillNeg = defineOp<{ fill: number }>({
+  name: 'wgsl_test_fill',
+  arity: 1,
+  infer: ([x]) => ({ dtype: x!.dtype, shape: x!.shape }),
+  reference: ([x], { fill }) => new NDArray(Float32Array.from(x!.data, (v) => (v > 0 ? v : fill)), x!.shape, x!.dtype),
+  cpu: 'x0 > 0 ? x0 : fill',
+  wgsl: 'select(fill, x0, x0 > 0.0)',
+});
+
 const X = NDArray.from([[0, 1, -2], [3, -0.5, 2.5]], 'float32');
 const Y = NDArray.from([0.25, -1, 2], 'float32');
 
@@ -68,6 +86,17 @@ describe('gpu device, webgpu mode: user ops with a wgsl template', function () {
     // One helper per attrs, the attrs as f32 constants.
     expect(src).to.match(/fn u_wgsl_test_gate_\d+\(x0: f32, x1: f32\) -> f32 \{ let beta: f32 = 1\.5f; let flip: f32 = 0\.0f; let shift: f32 = 0\.5f;/);
     expect(src).to.match(/let beta: f32 = -0\.75f; let flip: f32 = 1\.0f; let shift: f32 = 2\.0f;/);
+  });
+
+  it('take integer inputs as f32, a bool result as 1 or 0, and non-finite attrs', () => {
+    const n = K.placeholder([5], null, 'int32');
+    const x = K.placeholder([5]);
+    const f = K.function([n, x], [positive(n).mul(3), fillNeg(x, { attrs: { fill: Number.NEGATIVE_INFINITY } })], [], ERROR);
+    const [a, b] = f([NDArray.from([-2, 0, 1, 7, -9], 'int32'), NDArray.from([1.5, -1, 0, 2, -3], 'float32')]);
+    expect(a!.dtype).to.equal('int32');
+    expect(a!.toArray()).to.deep.equal([0, 0, 3, 3, 0]);
+    expect(b!.toArray()).to.deep.equal([1.5, -Infinity, -Infinity, 2, -Infinity]);
+    expect(f.source()).to.match(/let fill: f32 = t_bits\(0xff800000u\);/).and.not.to.match(/on the host/);
   });
 
   it('an op without one runs on the host, naming the missing wgsl template (an error under fallback "error")', () => {
