@@ -13,6 +13,7 @@ import type { Attrs, EvalContext, OpDef } from '../ir/op.js';
 import { isBuiltin, registerOp } from '../ir/registry.js';
 import { broadcastShapes, tensorType, type StaticShape, type TensorType } from '../ir/types.js';
 import { JS_RESERVED, checkTemplate, registerUserTemplates } from '../codegen/lower/user.js';
+import { checkWgslTemplate } from '../codegen/wgsl/user.js';
 import { registerGradRule } from '../autodiff/grad.js';
 import { toTensor, type TensorLike } from './args.js';
 
@@ -38,6 +39,13 @@ export interface UserOpSpec<A extends Attrs = Attrs> {
   readonly cpu?: string;
   /** The same for device gpu, in the JavaScript subset gpu.js translates; without it the op cannot run on the gpu. */
   readonly gpu?: string;
+  /**
+   * The same for the gpu device's webgpu mode (THEANINE_GPU_MODE=webgpu): a WGSL expression of the
+   * inputs' elements `x0`, `x1`, ... as f32, the number and boolean attrs by name (f32), WGSL's
+   * built-ins. Example: `'x0 / (1.0 + exp(-beta * x0))'`. Needs a cpu template (the kernel that
+   * calls it is built from that); without it the op runs on the host there.
+   */
+  readonly wgsl?: string;
 }
 
 /** A user op as a builder: `op(x, y, { attrs })`. */
@@ -62,7 +70,12 @@ export function defineOp<A extends Attrs = Attrs>(spec: UserOpSpec<A>): UserOp<A
   const templates = {
     ...(spec.cpu !== undefined ? { cpu: checkTemplate(spec.name, 'cpu', spec.cpu, spec.arity) } : {}),
     ...(spec.gpu !== undefined ? { gpu: checkTemplate(spec.name, 'gpu', spec.gpu, spec.arity) } : {}),
+    ...(spec.wgsl !== undefined ? { wgsl: checkWgslTemplate(spec.name, spec.wgsl, spec.arity) } : {}),
   };
+  if (spec.wgsl !== undefined && spec.cpu === undefined)
+    throw new ValueError(
+      `defineOp(${spec.name}): a wgsl template needs a cpu template too (the fused kernel that calls it is built from the cpu one)`,
+    );
   const elementwise = spec.cpu !== undefined || spec.gpu !== undefined;
   const def: OpDef<A> = {
     name: spec.name,

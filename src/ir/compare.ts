@@ -13,17 +13,37 @@ export interface Tolerance {
   readonly rtol: number;
 }
 
+/** Unit roundoff of a float dtype (half the distance from 1 to the next float). */
+export function unitRoundoff(dtype: DType): number {
+  if (dtype === 'float64') return 2 ** -53;
+  if (dtype === 'float32') return 2 ** -24;
+  if (dtype === 'float16') return 2 ** -11;
+  return 0;
+}
+
 /**
- * The tolerance of a dtype. Float atol is scaled by the largest magnitude of the expected value
- * (a sum of large terms rounds at that scale): float32 1e-4 relative, 1e-5 of the scale; float16
- * 1e-2; float64 1e-9; integers and bools exact.
+ * The tolerance of a dtype for a value computed in `depth` rounding steps (src/ir/rounding.ts).
+ * Float atol is scaled by the largest magnitude of the expected value (a sum of large terms
+ * rounds at that scale). The base: float32 1e-4 relative, 1e-5 of the scale; float16 1e-2;
+ * float64 1e-9 of the scale, 1e-7 relative; integers and bools exact. A deeper computation (a
+ * whole graph, a long reduction, a Scan) gets its forward error bound instead where that is
+ * larger: both sides round, so 2 gamma_depth = 2 depth u / (1 - depth u) relative and of the
+ * scale (Higham 3.1; u the dtype's unit roundoff), capped at 1 where the bound says nothing
+ * (depth u near 1: a float16 reduction of thousands of terms).
  */
-export function toleranceOf(dtype: DType, scale = 1): Tolerance {
+export function toleranceOf(dtype: DType, scale = 1, depth = 0): Tolerance {
   const s = Math.max(1, scale);
-  if (dtype === 'float64') return { atol: 1e-9 * s, rtol: 1e-7 };
-  if (dtype === 'float32') return { atol: 1e-5 * s, rtol: 1e-4 };
-  if (dtype === 'float16') return { atol: 1e-2 * s, rtol: 1e-2 };
-  return { atol: 0, rtol: 0 };
+  const base =
+    dtype === 'float64'
+      ? { atol: 1e-9, rtol: 1e-7 }
+      : dtype === 'float32'
+        ? { atol: 1e-5, rtol: 1e-4 }
+        : dtype === 'float16'
+          ? { atol: 1e-2, rtol: 1e-2 }
+          : { atol: 0, rtol: 0 };
+  const du = depth * unitRoundoff(dtype);
+  const bound = du <= 0 ? 0 : du < 1 / 3 ? (2 * du) / (1 - du) : 1;
+  return { atol: Math.max(base.atol, bound) * s, rtol: Math.max(base.rtol, bound) };
 }
 
 /** The largest finite magnitude in `v` (0 when none). */
@@ -49,12 +69,14 @@ export interface Difference {
 
 /**
  * The first element where `got` differs from `want` beyond `want`'s dtype tolerance (or, for
- * float64 values, `float64As`'s: a target that computes float64 in float32), or undefined.
+ * float64 values, `float64As`'s: a target that computes float64 in float32) for a value computed
+ * in `depth` rounding steps, or undefined.
  */
-export function firstDifference(got: NDArray, want: NDArray, float64As?: DType): Difference | undefined {
+export function firstDifference(got: NDArray, want: NDArray, float64As?: DType, depth = 0): Difference | undefined {
   const tolerance = toleranceOf(
     want.dtype === 'float64' && float64As !== undefined ? float64As : want.dtype,
     isFloat(want.dtype) ? maxAbs(want) : 1,
+    isFloat(want.dtype) ? depth : 0,
   );
   // Empty values have no element to differ in. (The reference's Scan of zero steps stacks its
   // outputs as (0, 0, ...) where compiled code keeps the batch dim: a shape, not a value.)

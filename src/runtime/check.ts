@@ -9,6 +9,7 @@
 import { apply, leaf } from '../ir/build.js';
 import { allFinite, firstDifference, firstNonFinite, formatDifference, type Difference } from '../ir/compare.js';
 import { topoSort } from '../ir/graph.js';
+import { depthOf, roundingSteps, type ShapeOf } from '../ir/rounding.js';
 import { NDArray } from '../ir/ndarray.js';
 import type { Node } from '../ir/node.js';
 import { formatProvenance, type Provenance } from '../ir/provenance.js';
@@ -96,10 +97,16 @@ interface OneKernel {
   readonly fed: readonly Node[];
 }
 
-/** The one-kernel function of `n` on `target` (cached per node and request). */
-function oneKernel(target: Target, req: TargetRequest, n: Node, cache: Map<Node, OneKernel>): OneKernel {
-  let k = cache.get(n);
-  if (k !== undefined) return k;
+/** A kernel cut out of its graph: its inputs replaced by placeholders fed from the call. */
+interface Isolated {
+  /** The graph's nodes whose values feed it, in order, and the inputs they feed. */
+  readonly fed: readonly Node[];
+  readonly phs: readonly Node[];
+  /** Its outputs (a tuple-valued node's items). */
+  readonly targets: readonly Node[];
+}
+
+function isolate(n: Node): Isolated {
   // A sized op's sizes (integer inputs, shape arithmetic) stay computed from the function's own
   // placeholders, so that its shape is known when it is compiled alone; other inputs are fed.
   const sized = getOp(n.op).resolve !== undefined;
@@ -127,25 +134,77 @@ function oneKernel(target: Target, req: TargetRequest, n: Node, cache: Map<Node,
   const m = rebuild(n, ins);
   const items = m.type.items;
   const targets = items === undefined ? [m] : items.map((_, j) => apply('tuple_get', [m], { index: j }));
+  return { fed, phs, targets };
+}
+
+function kernelExecutor(target: Target, req: TargetRequest, k: Isolated, name: string): Executor {
+  return target.executor({
+    inputs: k.phs,
+    targets: k.targets,
+    updates: [],
+    nOut: k.targets.length,
+    optimizer: req.optimizer,
+    name: `${req.name}: ${name}`,
+    fallback: { mode: 'error', allow: ANY_OP },
+    optimized: target.passes(req.optimizer, req.passes),
+  });
+}
+
+/** The one-kernel function of `n` on `target` (cached per node and request). */
+function oneKernel(target: Target, req: TargetRequest, n: Node, cache: Map<Node, OneKernel>): OneKernel {
+  let k = cache.get(n);
+  if (k !== undefined) return k;
+  const cut = isolate(n);
   try {
-    k = {
-      fed,
-      exec: target.executor({
-        inputs: phs,
-        targets,
-        updates: [],
-        nOut: targets.length,
-        optimizer: req.optimizer,
-        name: `${req.name}: kernel ${kernelName(n)}`,
-        fallback: { mode: 'error', allow: ANY_OP },
-        optimized: target.passes(req.optimizer, req.passes),
-      }),
-    };
+    k = { fed: cut.fed, exec: kernelExecutor(target, req, cut, `kernel ${kernelName(n)}`) };
   } catch (e) {
-    k = { fed, exec: undefined, why: `it cannot be compiled alone: ${e instanceof Error ? e.message : String(e)}` };
+    k = {
+      fed: cut.fed,
+      exec: undefined,
+      why: `it cannot be compiled alone: ${e instanceof Error ? e.message : String(e)}`,
+    };
   }
   cache.set(n, k);
   return k;
+}
+
+/** Every kernel of a graph, each cut out as by oneKernel, side by side in one function. */
+interface Together {
+  readonly exec: Executor;
+  readonly fed: readonly Node[];
+  /** Each kernel's outputs' positions in the function's results. */
+  readonly slots: ReadonlyMap<Node, readonly number[]>;
+}
+
+/**
+ * The kernels of `nodes` compiled into one function (checkKernelsTogether): the same isolation,
+ * one program. Undefined where that one does not compile (each kernel is then tried alone).
+ */
+function together(target: Target, req: TargetRequest, nodes: readonly Node[]): Together | undefined {
+  const fed: Node[] = [];
+  const phs: Node[] = [];
+  const seen = new Set<Node>();
+  const targets: Node[] = [];
+  const slots = new Map<Node, number[]>();
+  for (const n of nodes) {
+    const cut = isolate(n);
+    cut.phs.forEach((ph, i) => {
+      if (seen.has(ph)) return; // the function's own placeholders, shared by kernels
+      seen.add(ph);
+      phs.push(ph);
+      fed.push(cut.fed[i]!);
+    });
+    slots.set(
+      n,
+      cut.targets.map((_, j) => targets.length + j),
+    );
+    targets.push(...cut.targets);
+  }
+  try {
+    return { exec: kernelExecutor(target, req, { fed, phs, targets }, `${nodes.length} kernels`), fed, slots };
+  } catch {
+    return undefined;
+  }
 }
 
 const materialize = (r: NDArray | DeviceResult): NDArray | undefined => (r instanceof NDArray ? r : undefined);
@@ -188,29 +247,54 @@ function warnUnchecked(fn: string, n: Node, why: string, said: Set<Node>): void 
 export function checkedExecutor(target: Target, req: TargetRequest, device: string, inner: Executor): Executor {
   const cache = new Map<Node, OneKernel>();
   const said = new Set<Node>();
+  // checkKernelsTogether: one program for all the kernels, until a call it cannot run
+  let joint: Together | undefined | null = target.checkKernelsTogether === true ? undefined : null;
   return Object.assign(Object.create(inner) as Executor, {
     runAsync: undefined, // callAsync runs this run, not the inner executor's runAsync
     run(values: readonly NDArray[], learningPhase: number) {
       const ref = reference(req, values, learningPhase);
       const graph = inner.graph;
-      for (const n of kernelsOf(graph)) {
-        const got = runAlone(target, req, n, ref, learningPhase, cache);
+      const shapeOf = callShapes(ref);
+      const kernels = kernelsOf(graph);
+      if (joint === undefined) joint = kernels.length > 0 ? (together(target, req, kernels) ?? null) : null;
+      let all: NDArray[] | undefined;
+      if (joint !== null) {
+        try {
+          all = joint.exec.run(
+            joint.fed.map((i) => ref.valuesOf(i)[0]!),
+            learningPhase,
+          ) as NDArray[];
+        } catch {
+          // A kernel would be interpreted at these shapes, or one does not compile or run: each
+          // is tried alone, which names it (its errors are raised there, its fallbacks warned).
+          joint = null;
+        }
+      }
+      for (const n of kernels) {
+        const slots = joint?.slots.get(n);
+        const got =
+          all !== undefined && slots !== undefined
+            ? slots.map((j) => materialize(all![j]!)!)
+            : runAlone(target, req, n, ref, learningPhase, cache);
         if (typeof got === 'string') {
           warnUnchecked(req.name, n, got, said);
           continue;
         }
         const want = ref.valuesOf(n);
         want.forEach((w, j) => {
-          const d = got[j] === undefined ? undefined : firstDifference(got[j]!, w, target.float64As);
+          const d =
+            got[j] === undefined ? undefined : firstDifference(got[j]!, w, target.float64As, roundingSteps(n, shapeOf));
           if (d !== undefined) throw new BadKernel(kernelName(n), n, kernelNodes(n), d, n.provenance, req.name, device);
         });
       }
       const results = inner.run(values, learningPhase);
       // The whole function too: buffer planning and the driver's copies are part of what it runs.
+      // Its tolerance grows with each result's depth (compare.ts): a whole graph rounds at every
+      // step of its longest path, and the targets order sums differently from the interpreter.
       graph.forEach((o, i) => {
         const r = materialize(results[i]!);
         if (r === undefined || impure(o)) return;
-        const d = firstDifference(r, ref.valuesOf(o)[0]!, target.float64As);
+        const d = firstDifference(r, ref.valuesOf(o)[0]!, target.float64As, depthOf([o], shapeOf));
         if (d !== undefined)
           throw new BadKernel(
             `result ${i} of the whole function`,
@@ -225,6 +309,17 @@ export function checkedExecutor(target: Target, req: TargetRequest, device: stri
       return results;
     },
   });
+}
+
+/** Shapes of this call's values: static where known, else the reference's. */
+function callShapes(ref: ReferenceChecker): ShapeOf {
+  const memo = new Map<Node, readonly number[] | undefined>();
+  return (n) => {
+    if (n.type.items !== undefined) return undefined;
+    if (n.shape.every((d) => d !== null)) return n.shape;
+    if (!memo.has(n)) memo.set(n, ref.valuesOf(n)[0]?.shape);
+    return memo.get(n);
+  };
 }
 
 function reference(req: TargetRequest, values: readonly NDArray[], learningPhase: number): ReferenceChecker {

@@ -66,6 +66,8 @@ export interface OptimizedProgram<S> extends CachedProgram<S> {
   readonly profile?: boolean;
   /** Schedules are tuned (a tuned function never shares code with an untuned one). */
   readonly tune?: TuneOptions;
+  /** Checking mode's kernels (TargetRequest.optimized), run once per checked call: a target may spend less on them. */
+  readonly checking?: boolean;
 }
 
 export interface Target<S = unknown> {
@@ -89,6 +91,11 @@ export interface Target<S = unknown> {
   deferPasses?(): boolean;
   /** The dtype it computes float64 values in, where not float64 (TensorFlow.js: float32); checking mode compares with that dtype's tolerance. */
   readonly float64As?: 'float32';
+  /**
+   * Whether checking mode compiles a function's kernels, each still fed its own inputs, into one
+   * program instead of one each (ONNX Runtime: every session holds a thread pool of its own).
+   */
+  readonly checkKernelsTogether?: boolean;
 }
 
 /** A target's passes: the optimizer's list with the fusion its kernels allow; none for `none`. */
@@ -281,6 +288,7 @@ export function link<S extends Specialised, E extends Executor>(
       variant,
       specs: new Map(),
       ...(req.profile === true ? { profile: true } : {}),
+      ...(req.optimized !== undefined ? { checking: true } : {}),
       ...(req.tune !== undefined ? { tune: req.tune } : {}),
       inputSlot: new Map(req.inputs.map((n, i) => [n, i])),
       variableSlot: new Map(variables.map((v, i) => [v, i])),

@@ -25,13 +25,13 @@ const triple = defineOp({
   name: 'planted_wrong_kernel', arity: 1,
   infer: ([x]) => ({ dtype: x!.dtype, shape: x!.shape }),
   reference: ([x]) => new NDArray(x!.data.map((v) => 2 * v), x!.shape, x!.dtype),
-  cpu: 'x0 * 3', gpu: 'x0 * 3',
+  cpu: 'x0 * 3', gpu: 'x0 * 3', wgsl: 'x0 * 3.0',
 });
 const double = defineOp({
   name: 'planted_right_kernel', arity: 1,
   infer: ([x]) => ({ dtype: x!.dtype, shape: x!.shape }),
   reference: ([x]) => new NDArray(x!.data.map((v) => 2 * v), x!.shape, x!.dtype),
-  cpu: 'x0 * 2', gpu: 'x0 * 2',
+  cpu: 'x0 * 2', gpu: 'x0 * 2', wgsl: 'x0 * 2.0',
 });
 
 describe('checking mode: rewrites', () => {

@@ -2,9 +2,10 @@
 // expression of one output element: `x0`, `x1`, ... are the inputs' elements at that position
 // (inputs broadcast to the output, NumPy style), the op's number and boolean attrs are in scope
 // by name, and `Math` is available. On the cpu it becomes a scalar function that kernels call
-// (so the op fuses with its neighbours); the gpu device renders it as a gpu.js helper. Ops
-// without a cpu template run their reference implementation (an extern step); on the gpu they
-// are an error that says what is missing.
+// (so the op fuses with its neighbours); the gpu device renders it as a gpu.js helper, and its
+// webgpu mode the `wgsl` template in its place (src/codegen/wgsl/user.ts). Ops without a cpu
+// template run their reference implementation (an extern step); on the gpu they are an error
+// that says what is missing.
 import { ValueError } from '../../ir/errors.js';
 import { topoSort } from '../../ir/graph.js';
 import { attrsKey, type Node } from '../../ir/node.js';
@@ -16,6 +17,8 @@ import { broadcastCoords, registerTemplate, type LoopTemplate } from './template
 export interface UserTemplates {
   readonly cpu?: string;
   readonly gpu?: string;
+  /** A WGSL expression (src/codegen/wgsl/user.ts), spelled in place of the cpu template's call. */
+  readonly wgsl?: string;
 }
 
 const sources = new Map<string, UserTemplates>();
@@ -35,7 +38,7 @@ export const JS_RESERVED: ReadonlySet<string> = new Set(
 );
 
 /** The attrs a template sees: numbers and booleans (as 0/1) whose names are identifiers, not x0, x1... */
-function scalarAttrs(attrs: Attrs): [string, number][] {
+export function scalarAttrs(attrs: Attrs): [string, number][] {
   const out: [string, number][] = [];
   for (const [k, v] of Object.entries(attrs).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     if (!IDENT.test(k) || INPUT.test(k) || RESERVED.has(k) || JS_RESERVED.has(k)) continue;

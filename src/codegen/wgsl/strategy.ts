@@ -4,7 +4,7 @@
 // renderer sees it). A loop step on the device comes scheduled (../schedule.ts) in its form: one
 // invocation per element, or one workgroup or one invocation per row (rows.ts `rowsForm`, `rowLanes`). A step runs on the
 // host with the reason where WGSL has no spelling for it yet: dtypes the device does not hold,
-// ops and calls without a WGSL spelling (scalar.ts), scatters and running values, more
+// ops and calls without a WGSL spelling (scalar.ts; user ops: user.ts), scatters and running values, more
 // elements than i32 indices reach, more bindings than the device allows; extern and print
 // steps always.
 import type { OpName } from '../../ir/registry.js';
@@ -17,6 +17,7 @@ import type { MatmulForm } from './matmul.js';
 import { rowLanes, rowsForm } from './rows.js';
 import { planSteps, type StepsPlan } from './steps.js';
 import { CHECKED_CALLS } from './checked.js';
+import { unspelledCall, userWgslCall } from './user.js';
 import { planPack, type Pack } from './pack.js';
 import { INDEX_OPS, WGSL_CALLS, WGSL_OPS, storageOf, type Storage } from './scalar.js';
 import { MAX_BINDINGS, MAX_GROUPS, WG, loaded, type BufferInfo } from './writer.js';
@@ -268,8 +269,8 @@ function checkSpelled(roots: readonly Expr[], info: BufferInfo, isIndex: (e: Exp
           const kind = (e.args[0] as Expr & { t: 'const' }).v;
           if (!DRAWS.has(kind)) throw new HostStep(`random draw kind ${kind}`);
         } else if (CHECKED_CALLS[e.name] !== undefined) checked = true;
-        else if (WGSL_CALLS[e.name as OpName] === undefined)
-          throw new HostStep(`calls ${e.name}, which has no WGSL spelling yet`);
+        else if (WGSL_CALLS[e.name as OpName] === undefined && userWgslCall(e.fn) === undefined)
+          throw new HostStep(unspelledCall(e.fn, e.name));
         break;
       case 'op': {
         const idx = isIndex(e);

@@ -9,6 +9,7 @@ import type { Schedule } from '../transform/schedule.js';
 import { spellIndex, type IExpr, type IndexSpelling } from '../kernel/index-expr.js';
 import { DRAW, philoxDraw } from '../lower/random-fn.js';
 import { CHECKED_CALLS } from './checked.js';
+import { userHelperSources, userWgslCall } from './user.js';
 import {
   INDEX_OPS,
   WGSL_CALLS,
@@ -130,7 +131,7 @@ export class Writer {
       }
       case 'call': {
         if (e.fn === philoxDraw) return this.philox(e.args);
-        const f = WGSL_CALLS[e.name as OpName] ?? CHECKED_CALLS[e.name];
+        const f = WGSL_CALLS[e.name as OpName] ?? CHECKED_CALLS[e.name] ?? userWgslCall(e.fn);
         if (f === undefined) throw unspelled(`a call of ${e.name}`);
         return f(e.args.map((a) => this.code(a, 'f32')));
       }
@@ -291,11 +292,13 @@ export function assemble(
   const most = bufs.maxBindings ?? MAX_BINDINGS;
   if (binds.length > most) throw unspelled(`${binds.length} bindings (at most ${most} on this device)`);
   const text = body.join('\n');
+  const users = userHelperSources(text);
   const code = [
     ...enables(binds, bufs),
     ...bindings(binds, writes, bufs),
     ...header,
-    ...helperSources(text),
+    ...helperSources([text, ...users].join('\n')),
+    ...users,
     text,
   ].join('\n');
   return { label, code, binds, writes, groups };

@@ -169,7 +169,7 @@ export const gpuTarget: Target<GpuSpec> = {
   passes: passesFor(cpuFusion),
   specialize,
   executor: (req) => {
-    // THEANINE_GPU_MODE=webgpu: WGSL kernels on WebGPU (user ops' gpu.js templates run on the host there, reported).
+    // THEANINE_GPU_MODE=webgpu: WGSL kernels on WebGPU (user ops run their wgsl template there: src/codegen/wgsl/user.ts; without one, on the host, reported).
     if (webgpuRequested()) return webgpuExecutor(req);
     requireGpuTemplates(req.targets); // user ops need a gpu template (src/codegen/lower/user.ts)
     return gpuCompiledExecutor(req);

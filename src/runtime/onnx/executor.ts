@@ -123,7 +123,9 @@ function resolveSizes(outs: readonly Node[]): readonly Node[] {
 function build(p: OnnxProgram, inputs: readonly Node[], targets: readonly Node[]): Compiled {
   const translated = translate({ inputs, targets, mode: 'run', caller: 'onnx backend' });
   const variableSlots = translated.variableInputs.map((v) => p.variableSlot.get(v.node)!);
-  return { translated, session: new OrtSession(translated.bytes, p.profile === true), variableSlots };
+  // checking mode's kernels run on ONNX Runtime's calling thread: a thread pool per session adds up
+  const threads = p.checking === true ? 1 : undefined;
+  return { translated, session: new OrtSession(translated.bytes, p.profile === true, threads), variableSlots };
 }
 
 function specialize(p: OnnxProgram, shapes: Shapes): OnnxSpec {
@@ -152,6 +154,7 @@ export const onnxTarget: Target<OnnxSpec> = {
   specialize,
   executor: (req) => onnxExecutor(req),
   clear: () => programs.clear(),
+  checkKernelsTogether: true, // a session per kernel would hold a thread pool per kernel
 };
 
 /**

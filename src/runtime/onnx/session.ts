@@ -48,7 +48,7 @@ const sessions = new Map();
 // profiled sessions' model bytes, options and profile file prefix (a profile is read by ending it and starting a fresh session)
 const profiled = new Map();
 let current = 0;
-const options = (provider, prefix) => ({ executionProviders: [provider], graphOptimizationLevel: 'all', ...(prefix ? { enableProfiling: true, profileFilePrefix: prefix } : {}) });
+const options = (provider, prefix, threads) => ({ executionProviders: [provider], graphOptimizationLevel: 'all', ...(threads ? { intraOpNumThreads: threads, interOpNumThreads: threads } : {}), ...(prefix ? { enableProfiling: true, profileFilePrefix: prefix } : {}) });
 // ONNX Runtime writes <prefix>_<date>.json: its node events ("cat": "Node", "<node>_kernel_time"), read and removed
 function readProfile(prefix) {
   const fs = require('node:fs'), path = require('node:path');
@@ -77,9 +77,9 @@ parentPort.on('message', async (req) => {
   try {
     if (req.kind === 'create') {
       const prefix = req.profile ? require('node:path').join(require('node:os').tmpdir(), 'theanine-ort-profile-' + process.pid + '-' + req.key) : undefined;
-      const s = await ort.InferenceSession.create(req.bytes, options(req.provider, prefix));
+      const s = await ort.InferenceSession.create(req.bytes, options(req.provider, prefix, req.threads));
       sessions.set(req.key, s);
-      if (prefix) profiled.set(req.key, { bytes: req.bytes, provider: req.provider, prefix });
+      if (prefix) profiled.set(req.key, { bytes: req.bytes, provider: req.provider, prefix, threads: req.threads });
       answer({ ok: true, info: { version: ort.env.versions.node || ort.env.versions.common, provider: req.provider } });
     } else if (req.kind === 'run') {
       const s = sessions.get(req.key);
@@ -98,7 +98,7 @@ parentPort.on('message', async (req) => {
       const s = sessions.get(req.key);
       s.endProfiling();
       const events = readProfile(p.prefix);
-      sessions.set(req.key, await ort.InferenceSession.create(p.bytes, options(p.provider, p.prefix)));
+      sessions.set(req.key, await ort.InferenceSession.create(p.bytes, options(p.provider, p.prefix, p.threads)));
       await s.release();
       answer({ ok: true, events });
     } else if (req.kind === 'release') {
@@ -171,14 +171,25 @@ export class OrtSession {
   /** Runs since the profile was last read (profiled sessions). */
   private runs = 0;
 
-  /** `profile`: ONNX Runtime profiles every run (SessionOptions.enableProfiling), read by takeProfile. */
+  /**
+   * `profile`: ONNX Runtime profiles every run (SessionOptions.enableProfiling), read by takeProfile.
+   * `threads`: its intra- and inter-op threads (ONNX Runtime's default: a pool per session).
+   */
   constructor(
     bytes: Uint8Array,
     readonly profile = false,
+    threads?: number,
   ) {
     const w = theWorker();
     const provider = requestedProvider();
-    const r = w.call({ kind: 'create', key: this.key, bytes, provider, profile });
+    const r = w.call({
+      kind: 'create',
+      key: this.key,
+      bytes,
+      provider,
+      profile,
+      ...(threads !== undefined ? { threads } : {}),
+    });
     if (!r.ok) throw new Error(`onnx backend: ONNX Runtime rejected the model: ${r.error}`);
     this.provider = r.info!.provider;
     this.version = r.info!.version;

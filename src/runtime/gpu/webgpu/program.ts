@@ -261,8 +261,10 @@ function endWeb(f: Frame, nOut: number): CallEnd {
     results: () =>
       p.targets.map((t, k): WebResult => {
         if (moved[k] !== undefined) return { dev: moved[k], shape: t.shape, dtype: t.dtype };
-        const whole = f.host.get(t.buf)!;
         const n = t.shape.reduce((a, d) => a * d, 1);
+        // an empty target (a Scan's item kept 'none', as a result) has no buffer to read back
+        if (n === 0) return { host: NDArray.zeros(t.shape, t.dtype) };
+        const whole = f.host.get(t.buf)!;
         return { host: new NDArray(whole.data.slice(t.offset, t.offset + n), t.shape, t.dtype) };
       }),
   };

@@ -79,6 +79,13 @@ function makeDeviceSide(gpu, collect, noAdapter) {
   }
   let lastError;
   const USAGE = () => GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+  // An error on a user op's helper line (src/codegen/wgsl/user.ts: one line, \`fn u_<op>_<n>(\`) names the op.
+  function userOpAt(code, lineNum) {
+    const l = code.split('\\n')[lineNum - 1] || '';
+    if (!l.startsWith('fn u_')) return '';
+    const name = l.slice(5, l.indexOf('('));
+    return 'in the wgsl template of user op ' + name.slice(0, name.lastIndexOf('_')) + ': ';
+  }
   async function compile(key, code) {
     if (pipelines.has(key)) return;
     // (a key the main thread believes compiled after a failure is compiled again here)
@@ -86,7 +93,7 @@ function makeDeviceSide(gpu, collect, noAdapter) {
     const module = device.createShaderModule({ code });
     const ci = await module.getCompilationInfo();
     const errs = ci.messages.filter((m) => m.type === 'error');
-    if (errs.length > 0) { await device.popErrorScope(); throw new Error('WGSL did not compile: ' + errs.map((m) => m.lineNum + ':' + m.linePos + ' ' + m.message).join('; ') + '\\n' + code); }
+    if (errs.length > 0) { await device.popErrorScope(); throw new Error('WGSL did not compile: ' + errs.map((m) => userOpAt(code, m.lineNum) + m.lineNum + ':' + m.linePos + ' ' + m.message).join('; ') + '\\n' + code); }
     const p = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
     const e = await device.popErrorScope();
     if (e) throw new Error('pipeline: ' + e.message);
