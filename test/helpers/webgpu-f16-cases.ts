@@ -64,5 +64,19 @@ export function f16Cases(device: 'cpu' | 'gpu'): Record<string, number[][]> {
     }, xs, [K.zeros([2, 2], 'float16')]);
     run('scan', K.function([xs], [last!, outs!], [], opts), [half([2, 40, 3], 11)]);
   }
+  {
+    // a Scan copying odd counts of float16 at odd elements (buffer copies move 4-byte words; the
+    // worker's f16 copy kernel does these): 3 values a step from each sequence, at 3 t; a state of
+    // 3; 9 weights; outputs stacked at 3 k; forwards and backwards
+    const xs = ph([1, 41, 3]);
+    const w = K.variable(half([3, 3], 12), 'float16');
+    const step: Parameters<typeof K.rnn>[0] = (xt, [h]) => {
+      const hn = K.tanh(K.add(K.dot(xt, K.multiply(w, 0.5)), K.multiply(h!, 0.75)));
+      return [hn, [hn]];
+    };
+    const [last, outs, [state]] = K.rnn(step, xs, [K.zeros([1, 3], 'float16')]);
+    const [lastB, outsB] = K.rnn(step, xs, [K.ones([1, 3], 'float16')], true);
+    run('scan-odd', K.function([xs], [last!, outs!, state!, lastB!, outsB!], [], opts), [half([1, 41, 3], 13)]);
+  }
   return out;
 }

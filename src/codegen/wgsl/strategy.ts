@@ -9,7 +9,7 @@
 // steps always.
 import type { OpName } from '../../ir/registry.js';
 import { ExprBuilder, exprOrder, type Expr } from '../kernel/expr.js';
-import type { LoopKernel, MatmulKernel, Program, ScanStep, Step } from '../kernel/ir.js';
+import type { LoopKernel, MatmulKernel, Program, Step } from '../kernel/ir.js';
 import { DRAW, philoxDraw } from '../lower/random-fn.js';
 import { rowChecks, type RowCheck } from '../kernel/row-checks.js';
 import { schedule, type Schedule } from '../transform/schedule.js';
@@ -130,7 +130,6 @@ function webStrategy(s: Step, info: BufferInfo, maxBindings: number, simdLanes: 
         checkMatmul(s, info);
         return { where: 'device', kind: 'matmul', form: simdLanes ? 'lanes' : 'tiles' };
       case 'scan': {
-        if (half) halfScanCopies(s, info);
         const body = chooseWebStrategies(s.body, maxBindings, simdLanes, half);
         body.forEach((b, i) => {
           const step = s.body.steps[i]!;
@@ -155,28 +154,6 @@ function webStrategy(s: Step, info: BufferInfo, maxBindings: number, simdLanes: 
     if (!(e instanceof HostStep)) throw e;
     return { where: 'host', kind: 'host', why: e.message };
   }
-}
-
-/** A Scan's buffer copies move whole 4-byte words: its f16 values must start and end on even elements. */
-function halfScanCopies(s: ScanStep, info: BufferInfo): void {
-  const count = (shape: readonly number[]): number => shape.reduce((a, d) => a * d, 1);
-  const odd = (refs: readonly { offset: number; n: number; half: boolean }[]): boolean =>
-    refs.some((r) => r.half && (r.offset % 2 !== 0 || r.n % 2 !== 0));
-  const outer = [
-    ...s.seqs.map((q) => ({ offset: q.offset, n: count(q.shape.slice(1)), half: info.storage(q.buf) === 'f16' })),
-    ...[...s.inits, ...s.consts].map((c) => ({
-      offset: c.offset,
-      n: count(c.shape),
-      half: info.storage(c.buf) === 'f16',
-    })),
-  ];
-  const inner = s.body.targets.map((t) => ({
-    offset: t.offset,
-    n: count(t.shape),
-    half: storageOf(s.body.buffers[t.buf]!.dtype, true) === 'f16',
-  }));
-  if (odd(outer) || odd(inner))
-    throw new HostStep('it copies float16 values at odd elements (f16 buffer copies move 4-byte words)');
 }
 
 function planLoop(k: LoopKernel, info: BufferInfo, simdLanes: boolean): LoopPlan {

@@ -35,6 +35,14 @@ type Op =
       readonly dst: number;
       readonly do: number;
       readonly bytes: number;
+    }
+  | {
+      readonly k: 'h';
+      readonly src: number;
+      readonly so: number;
+      readonly dst: number;
+      readonly do: number;
+      readonly n: number;
     };
 
 export const PIPELINES = 64;
@@ -108,12 +116,17 @@ export class Batch {
   }
 
   /**
-   * Copies `n` elements of `ty` between device buffers. Copies move 4-byte words: f16 elements
-   * start on even elements (strategy.ts and pack.ts see to it), and an odd count takes the next
-   * element too (the buffer's padding, or the packed part's).
+   * Copies `n` elements of `ty` between device buffers, in order with the dispatches. Buffer copies
+   * move 4-byte words: f16 values at an odd element (of either buffer), or an odd count unless the
+   * destination's next element is padding (`padded`: pack.ts' parts), are copied by the worker's
+   * f16 copy kernel instead (worker.ts), element by element.
    */
-  copy(src: number, srcAt: number, dst: number, dstAt: number, n: number, ty: Storage = 'f32'): void {
+  copy(src: number, srcAt: number, dst: number, dstAt: number, n: number, ty: Storage = 'f32', padded = false): void {
     if (n === 0 || (src === dst && srcAt === dstAt)) return;
+    if (ty === 'f16' && (srcAt % 2 !== 0 || dstAt % 2 !== 0 || (n % 2 !== 0 && !padded))) {
+      this.ops.push({ k: 'h', src, so: srcAt, dst, do: dstAt, n });
+      return;
+    }
     const e = storageBytes(ty);
     this.ops.push({ k: 'c', src, so: srcAt * e, dst, do: dstAt * e, bytes: paddedBytes(n * e) });
   }
@@ -338,7 +351,7 @@ export class Frame {
       this.pp.dev.set(key, d);
       this.batch.allocs.push({ id: d, bytes: paddedBytes(pack.total * storageBytes(pack.ty)) });
     }
-    for (const part of pack.parts) this.batch.copy(this.toDev(part.buf), 0, d, part.at, part.n, pack.ty);
+    for (const part of pack.parts) this.batch.copy(this.toDev(part.buf), 0, d, part.at, part.n, pack.ty, true);
     return d;
   }
 

@@ -99,6 +99,76 @@ function makeDeviceSide(gpu, collect, noAdapter) {
     if (e) throw new Error('pipeline: ' + e.message);
     pipelines.set(key, { p, groups: new Map() });
   }
+  // Copies of f16 values at odd elements (buffer copies move 4-byte words): a kernel of one
+  // invocation per destination word, which takes each of its two halves from the source where it
+  // lies in the copied range and keeps it elsewhere, so no two invocations write one word and the
+  // bits are copied exactly. Its element offsets and count are a uniform at a dynamic offset (one
+  // slot per copy in the run's parameter buffer).
+  const HALF_COPY = [
+    'struct P { so: u32, dst: u32, n: u32, w0: u32 }',
+    '@group(0) @binding(0) var<storage, read> s: array<u32>;',
+    '@group(0) @binding(1) var<storage, read_write> d: array<u32>;',
+    '@group(0) @binding(2) var<uniform> p: P;',
+    'fn half(j: u32) -> u32 { return (s[j >> 1u] >> ((j & 1u) * 16u)) & 0xffffu; }',
+    '@compute @workgroup_size(64)',
+    'fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {',
+    '  let w = p.w0 + g.x + g.y * nw.x * 64u;',
+    '  let e = 2u * w;',
+    '  let end = p.dst + p.n;',
+    '  if (e >= end) { return; }',
+    '  var lo = d[w] & 0xffffu;',
+    '  var hi = d[w] >> 16u;',
+    '  if (e >= p.dst) { lo = half(p.so + e - p.dst); }',
+    '  if (e + 1u < end) { hi = half(p.so + e + 1u - p.dst); }',
+    '  d[w] = lo | (hi << 16u);',
+    '}',
+  ].join('\\n');
+  let halfCopy;
+  function halfCopier() {
+    if (halfCopy !== undefined) return halfCopy;
+    // (4: GPUShaderStage.COMPUTE)
+    const layout = device.createBindGroupLayout({ entries: [
+      { binding: 0, visibility: 4, buffer: { type: 'read-only-storage' } },
+      { binding: 1, visibility: 4, buffer: { type: 'storage' } },
+      { binding: 2, visibility: 4, buffer: { type: 'uniform', hasDynamicOffset: true } },
+    ] });
+    const module = device.createShaderModule({ code: HALF_COPY });
+    const p = device.createComputePipeline({ layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }), compute: { module, entryPoint: 'main' } });
+    return (halfCopy = { layout, p });
+  }
+  // The run's f16 copies: their parameters written to one uniform buffer, a slot each; \`at(op)\`
+  // binds op's buffers and returns its slot's offset and workgroups.
+  function halfCopies(ops) {
+    const hs = ops.filter((op) => op.k === 'h');
+    if (hs.length === 0) return null;
+    const c = halfCopier();
+    const slot = Math.max(16, device.limits.minUniformBufferOffsetAlignment);
+    const params = device.createBuffer({ size: hs.length * slot, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+    const words = new Uint32Array((hs.length * slot) / 4);
+    hs.forEach((op, i) => words.set([op.so, op.do, op.n, op.do >> 1], (i * slot) / 4));
+    device.queue.writeBuffer(params, 0, words);
+    const groups = new Map();
+    let i = 0;
+    return {
+      c,
+      params,
+      at(op) {
+        const k = op.src + ',' + op.dst;
+        let g = groups.get(k);
+        if (g === undefined) {
+          g = device.createBindGroup({ layout: c.layout, entries: [
+            { binding: 0, resource: { buffer: buffers.get(op.src) } },
+            { binding: 1, resource: { buffer: buffers.get(op.dst) } },
+            { binding: 2, resource: { buffer: params, size: 16 } },
+          ] });
+          groups.set(k, g);
+        }
+        const n = Math.ceil((((op.do + op.n + 1) >> 1) - (op.do >> 1)) / 64);
+        const x = Math.min(n, 65535);
+        return { g, offset: i++ * slot, groups: [x, Math.ceil(n / x)] };
+      },
+    };
+  }
   let dropped = 0;
   function evict(keys) {
     for (const k of keys) {
@@ -137,6 +207,7 @@ function makeDeviceSide(gpu, collect, noAdapter) {
       await device.queue.onSubmittedWorkDone();
       enc = device.createCommandEncoder();
     };
+    const halves = halfCopies(req.ops || []);
     let pass = null, d = 0;
     for (const op of req.ops || []) {
       if (op.k === 'd') {
@@ -157,6 +228,15 @@ function makeDeviceSide(gpu, collect, noAdapter) {
           await submitted();
           times.push(performance.now() - t0);
         }
+      } else if (op.k === 'h') {
+        // (not a profiled dispatch: a pass of its own where dispatches are timed)
+        if (!pass) pass = enc.beginComputePass();
+        const h = halves.at(op);
+        pass.setPipeline(halves.c.p);
+        pass.setBindGroup(0, h.g, [h.offset]);
+        pass.dispatchWorkgroups(h.groups[0], h.groups[1]);
+        if (req.timing !== undefined) { pass.end(); pass = null; }
+        counts.copies++;
       } else {
         if (pass) { pass.end(); pass = null; }
         enc.copyBufferToBuffer(buffers.get(op.src), op.so, buffers.get(op.dst), op.do, op.bytes);
@@ -185,6 +265,7 @@ function makeDeviceSide(gpu, collect, noAdapter) {
       counts.readbacks++;
     }
     if (staging.length === 0) await device.queue.onSubmittedWorkDone();
+    if (halves) halves.params.destroy();
     for (const id of req.frees || []) drop(id);
     if (stamps) times.push(...(await stamps()));
     return { data: out, times };
