@@ -72,6 +72,7 @@ function makeDeviceSide(gpu, collect, noAdapter) {
     const f16 = req.f16 !== false && !!(adapter.features && adapter.features.has('shader-f16'));
     const requiredFeatures = [...(timestamps ? ['timestamp-query'] : []), ...(f16 ? ['shader-f16'] : [])];
     device = await adapter.requestDevice({ requiredLimits, requiredFeatures });
+    halfCopy = undefined;
     device.addEventListener && device.addEventListener('uncapturederror', (e) => { lastError = String(e.error && e.error.message || e); });
     const a = adapter.info || {};
     info = { description: [a.vendor, a.architecture, a.device, a.description].filter((s) => s).join(' ') || 'unknown adapter', maxStorageBuffers: adapter.limits.maxStorageBuffersPerShaderStage, maxBufferSize: Math.min(adapter.limits.maxBufferSize, adapter.limits.maxStorageBufferBindingSize), timestamps, f16 };
