@@ -3,6 +3,7 @@
 import type { DType, TypedArray } from '../../ir/dtype.js';
 import { NDArray, sizeOf } from '../../ir/ndarray.js';
 import type { TensorJson } from './schema.js';
+import { fromHalfBits, toHalfBits } from '../../ir/half.js';
 
 export const ONNX_DTYPE: Readonly<Record<DType, number>> = {
   float32: 1,
@@ -24,48 +25,6 @@ export function fromOnnxDType(code: number, what: string): DType {
       `importOnnx: ${what} has ONNX element type ${code}, which theanine has no dtype for (supported: ${[...FROM_ONNX.keys()].join(', ')})`,
     );
   return d;
-}
-
-/** float32 -> IEEE half bits (round to nearest even), for float16 initializers. */
-export function toHalfBits(x: number): number {
-  const f = new Float32Array([x]);
-  const u = new Uint32Array(f.buffer)[0]!;
-  const sign = (u >>> 16) & 0x8000;
-  const exp = (u >>> 23) & 0xff;
-  let mant = u & 0x7fffff;
-  if (exp === 0xff) return sign | 0x7c00 | (mant !== 0 ? 0x200 : 0);
-  let e = exp - 127 + 15;
-  if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    mant |= 0x800000;
-    const shift = 14 - e;
-    const half = 1 << (shift - 1);
-    let r = mant >>> shift;
-    const rem = mant & ((1 << shift) - 1);
-    if (rem > half || (rem === half && (r & 1) === 1)) r++;
-    return sign | r;
-  }
-  let r = mant >>> 13;
-  const rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem === 0x1000 && (r & 1) === 1)) {
-    r++;
-    if (r === 0x400) {
-      r = 0;
-      e++;
-      if (e >= 0x1f) return sign | 0x7c00;
-    }
-  }
-  return sign | (e << 10) | r;
-}
-
-export function fromHalfBits(h: number): number {
-  const s = h & 0x8000 ? -1 : 1;
-  const e = (h >>> 10) & 0x1f;
-  const m = h & 0x3ff;
-  if (e === 0) return s * m * 2 ** -24;
-  if (e === 0x1f) return m !== 0 ? NaN : s * Infinity;
-  return s * (1 + m / 1024) * 2 ** (e - 15);
 }
 
 /** A typed array as ONNX Runtime's tensors and raw_data hold a dtype's values. */
