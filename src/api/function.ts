@@ -148,6 +148,13 @@ export interface FunctionOptions {
    * Default: THEANINE_BEAM=N, else off.
    */
   tune?: TuneOption;
+  /**
+   * Theano's `Out(borrow=True)` for every output: a result may be storage the function keeps and
+   * overwrites at its next call, which saves allocating (and the first writes to) fresh arrays.
+   * Copy a result (`.clone()`) to keep it past the next call. Targets that keep no storage return
+   * fresh arrays, which the contract allows (the cpu device keeps them). Default false.
+   */
+  borrow?: boolean;
 }
 
 const FUNCTION_OPTIONS: (keyof FunctionOptions)[] = [
@@ -161,6 +168,7 @@ const FUNCTION_OPTIONS: (keyof FunctionOptions)[] = [
   'nanGuard',
   'profile',
   'tune',
+  'borrow',
 ];
 
 /** THEANINE_NAN_GUARD: unset, empty or 0 is off, 1 on. */
@@ -296,6 +304,8 @@ export function compileFunction(
       'function: passes were given but optimizer "none" runs no passes; use "fast_run", "fast_compile" or "eqsat"',
     );
   const chk = checking(opts);
+  if (opts.borrow !== undefined && typeof opts.borrow !== 'boolean')
+    throw new TypeError(`function: borrow must be true or false, got ${describe(opts.borrow)}`);
   const tune = tuneOptions(opts.tune);
   // the cpu's schedules; WebGPU's workgroup sizes (the gpu device's gpu.js mode has nothing tuned)
   const tunable = backend === 'theanine' && (device === 'cpu' || (device === 'gpu' && webgpuRequested()));
@@ -317,6 +327,7 @@ export function compileFunction(
     ...(chk.mode === 'debug' ? { mode: 'debug' } : {}),
     ...(chk.profile ? { profile: true } : {}),
     ...(tune !== undefined && tunable ? { tune } : {}),
+    ...(opts.borrow === true ? { borrow: true } : {}),
   };
   const programs = compileStats.programs;
   let executor = target.executor(req);

@@ -47,6 +47,8 @@ export interface TargetRequest extends Pick<FunctionSpec, 'inputs' | 'updates' |
   readonly profile?: boolean;
   /** Tune the kernels' schedules (K.function's `tune`, THEANINE_BEAM; the cpu device: src/runtime/tune.ts). */
   readonly tune?: TuneOptions;
+  /** K.function's `borrow`: outputs may be storage the function writes again at its next call (targets that keep none return fresh arrays, which the contract allows). */
+  readonly borrow?: boolean;
 }
 
 /** What one graph structure optimizes to, independent of shapes and of which leaves it was built from. */
@@ -66,6 +68,8 @@ export interface OptimizedProgram<S> extends CachedProgram<S> {
   readonly profile?: boolean;
   /** Schedules are tuned (a tuned function never shares code with an untuned one). */
   readonly tune?: TuneOptions;
+  /** Borrowed outputs (K.function's `borrow`): how many leading targets are the function's outputs. */
+  readonly borrow?: number;
   /** Checking mode's kernels (TargetRequest.optimized), run once per checked call: a target may spend less on them. */
   readonly checking?: boolean;
 }
@@ -264,7 +268,9 @@ export function link<S extends Specialised, E extends Executor>(
 ): E {
   const passes = req.optimized ?? target.passes(req.optimizer, req.passes);
   const variant = target.variant?.() ?? '';
-  const how = `${req.optimized !== undefined ? 'optimized' : ''}${req.mode === 'debug' ? '|debug' : ''}${req.profile === true ? '|profile' : ''}${req.tune !== undefined ? `|tune ${req.tune.beam}` : ''}`;
+  // checking mode runs its kernels more than once per call: its results stay fresh
+  const borrow = req.borrow === true && req.mode !== 'debug' && req.optimized === undefined;
+  const how = `${req.optimized !== undefined ? 'optimized' : ''}${req.mode === 'debug' ? '|debug' : ''}${req.profile === true ? '|profile' : ''}${req.tune !== undefined ? `|tune ${req.tune.beam}` : ''}${borrow ? `|borrow ${req.nOut}` : ''}`;
   const { key, variables } = structuralKey(
     req.inputs,
     req.targets,
@@ -290,6 +296,7 @@ export function link<S extends Specialised, E extends Executor>(
       ...(req.profile === true ? { profile: true } : {}),
       ...(req.optimized !== undefined ? { checking: true } : {}),
       ...(req.tune !== undefined ? { tune: req.tune } : {}),
+      ...(borrow ? { borrow: req.nOut } : {}),
       inputSlot: new Map(req.inputs.map((n, i) => [n, i])),
       variableSlot: new Map(variables.map((v, i) => [v, i])),
     };

@@ -114,7 +114,7 @@ describe('Keras 2.2/2.3 call forms', () => {
   it('options objects name their allowed keys everywhere', () => {
     expect(() => K.print_tensor(K.constant(1), { msg: 'a' } as never)).to.throw(ValueError, /print_tensor: unknown option "msg" \(allowed: "message"\)/);
     expect(() => K.identity(K.constant(1), { nam: 'a' } as never)).to.throw(ValueError, /identity: unknown option "nam" \(allowed: "name"\)/);
-    expect(() => K.function([], [], { update: [] } as never)).to.throw(ValueError, /function: unknown option "update" \(allowed: "backend", "device", "optimizer", "name", "passes", "fallback", "mode", "nanGuard", "profile", "tune", "updates"\)/);
+    expect(() => K.function([], [], { update: [] } as never)).to.throw(ValueError, /function: unknown option "update" \(allowed: "backend", "device", "optimizer", "name", "passes", "fallback", "mode", "nanGuard", "profile", "tune", "borrow", "updates"\)/);
     expect(() => K.variable(1, { constraints: null } as never)).to.throw(ValueError, /variable: unknown option "constraints" \(allowed: "dtype", "name", "constraint"\)/);
   });
 });

@@ -94,7 +94,8 @@ describe('autodiff.Rop: jvp of every gradient-table case against central differe
         const fwd = autodiff.Rop(out, wrt, vs);
         const rev = autodiff.Rop(out, wrt, vs, { method: 'reverse' });
         const f = K.function([...xs, ...vs], [out, fwd, rev], [], t.options);
-        const run = (vals: NDArray[]) => f([...vals, ...dirs]);
+        // copies: a function with borrowed outputs (the cpu-borrow target) writes the same arrays at each call
+        const run = (vals: NDArray[]) => f([...vals, ...dirs]).map((r) => r.clone());
         const { eps, tol } = STEP[out.dtype === 'float32' ? 'float32' : 'float64'];
         const [f0, jf, jr] = run(values);
         const [plus] = run(moved(values, floats, dirs, eps));

@@ -63,6 +63,18 @@ export interface DriverBinding {
    */
   readonly fresh?: ((ctor: string, size: number) => string) | undefined;
   /**
+   * Borrowed results (K.function's `borrow`, Theano's `Out(borrow=True)`): the first `outputs`
+   * targets may be arrays the driver keeps and writes again at its next call. `held` renders buffer
+   * `id`'s kept array, filled with zeros at each call unless `fresh` (freshTarget: every element is
+   * stored before any is read).
+   */
+  readonly borrow?:
+    | {
+        readonly outputs: number;
+        readonly held: (id: number, ctor: string, size: number, fresh: boolean) => string;
+      }
+    | undefined;
+  /**
    * Opens a matmul's block: its packing buffers and tile sums, and where whole float32 products
    * stage their operands (a byte offset expression; the binding's that have one). `sources` gives,
    * for each packing buffer, the one buffer its operand reads (undefined: several, or none). A pack
@@ -331,6 +343,17 @@ function freshTarget(p: Program, d: BufferDecl): boolean {
   });
 }
 
+/**
+ * Whether result buffer `d` may be kept between calls: it is returned as is (not a copy) by one of
+ * the first `outputs` targets, and by no later one (an update value becomes a variable's storage).
+ */
+function borrowable(p: Program, d: BufferDecl, outputs: number): boolean {
+  return (
+    p.targets.some((t, k) => t.buf === d.id && !t.copy && k < outputs) &&
+    p.targets.every((t, k) => t.buf !== d.id || k < outputs)
+  );
+}
+
 /** The declaration of buffer `d` in the driver. */
 function bind(d: BufferDecl, p: Program, plan: Plan, b: DriverBinding): string[] {
   const name = `b${d.id}`;
@@ -354,6 +377,8 @@ function bind(d: BufferDecl, p: Program, plan: Plan, b: DriverBinding): string[]
     case 'target': {
       const k = b.out === undefined ? -1 : p.targets.findIndex((t) => t.buf === d.id && !t.copy);
       if (k >= 0) return decl(b.out!(k));
+      if (b.borrow !== undefined && borrowable(p, d, b.borrow.outputs))
+        return decl(b.borrow.held(d.id, arrayType(d.dtype), d.size, freshTarget(p, d)));
       return decl(
         b.fresh !== undefined && freshTarget(p, d)
           ? b.fresh(arrayType(d.dtype), d.size)

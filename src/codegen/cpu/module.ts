@@ -34,6 +34,11 @@ export interface ModuleOptions {
   /** Time every step (THEANINE_DEBUG=kernels). */
   readonly profile?: boolean;
   /**
+   * K.function's `borrow`: the first `borrow` targets (the function's outputs) may be arrays an
+   * instance keeps and writes again at its next call (Theano's `Out(borrow=True)`).
+   */
+  readonly borrow?: number;
+  /**
    * A Scan body: inputs from this slot on are the same at every step (the scan's constants). A
    * matmul operand that reads one of them only is packed at step 0 (the body's `step` argument)
    * into a pack kept in the arena (wasm-kernel.ts' KeptSlot).
@@ -232,6 +237,7 @@ export function generateModule(prepared: Prepared, opts: ModuleOptions = {}): Ge
   const packs: number[] = [];
   const packKeys: (string | undefined)[] = [];
   let usesStep = false;
+  let usesHeld = false;
   const immutable = (id: number): boolean => {
     const d = p.buffers[id]!;
     return (
@@ -296,6 +302,16 @@ export function generateModule(prepared: Prepared, opts: ModuleOptions = {}): Ge
     epoch: (name) => [`const ${name} = ${constant(new Float64Array(1), true)}; ${name}[0] = ctx.epoch;`],
     out: opts.targetsOut === true ? (k) => `outs[${k}]` : undefined,
     fresh: (ctor, size) => `rt.fresh(${ctor}, ${size})`,
+    borrow:
+      opts.borrow === undefined || opts.targetsOut === true
+        ? undefined
+        : {
+            outputs: opts.borrow,
+            held: (id, ctor, size, fresh) => {
+              usesHeld = true;
+              return `rt.held(held, ${id}, ${ctor}, ${size}, ${fresh})`;
+            },
+          },
     matmul: arenaMatmul(p, keepable, packs, packKeys, () => {
       usesStep = true;
     }),
@@ -363,6 +379,7 @@ export function generateModule(prepared: Prepared, opts: ModuleOptions = {}): Ge
     ...Array.from({ length: kernelSources.length }, (_, i) => `const k${i} = kern[${i}];`),
     ...Array.from({ length: subs.length }, (_, i) => `const s${i} = subs[${i}];`),
     ...views,
+    ...(usesHeld ? ['const held = [];'] : []),
     `return function run(ins, cells, phase, ctx, outs${usesStep ? ', step' : ''}) {`,
     ...indent(driver.prologue),
     '  let at = -1;',

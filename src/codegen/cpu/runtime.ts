@@ -66,6 +66,27 @@ export const runtimeHelpers = {
     const u = B.allocUnsafeSlow(n * bytes);
     return new C(u.buffer as ArrayBuffer, u.byteOffset, n);
   },
+  /**
+   * Buffer `id`'s result array kept by a driver instance (`held`, K.function's `borrow`): the one
+   * it returned last call where the length and type match, else a new one; filled with zeros unless
+   * `fresh` (its steps store every element before reading any).
+   */
+  held<T extends { readonly length: number; fill(v: number): unknown }>(
+    held: (T | undefined)[],
+    id: number,
+    C: new (b: ArrayBuffer | number, off?: number, n?: number) => T,
+    n: number,
+    fresh: boolean,
+  ): T {
+    const a = held[id];
+    if (a !== undefined && a.length === n && a.constructor === C) {
+      if (!fresh) a.fill(0);
+      return a;
+    }
+    const made = fresh ? runtimeHelpers.fresh(C, n) : new C(n);
+    held[id] = made;
+    return made;
+  },
   packStrided,
   packRows,
   /** Products of few rows (small-matmul.ts): A's rows copied row-major, and their sums. */

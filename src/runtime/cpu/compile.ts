@@ -192,6 +192,7 @@ function specialize(p: CompiledProgram, shapes: Shapes): Specialization {
     const gen = generateModule(prepared, {
       profile: flags.has('kernels') || p.profile === true,
       ...(schedule !== undefined ? { schedule } : {}),
+      ...(p.borrow !== undefined ? { borrow: p.borrow } : {}),
     });
     const mod = bindModule(gen.image, gen.live, { store: storeOf(p), keptPacks: { map: keptPacksOf(p), prefix: '' } });
     Object.assign(compileTimes, {
