@@ -685,7 +685,11 @@ async function ctcTf(): Promise<Impl> {
 // --- reductions: a sum over each axis of a 1024x1024 float32, a row softmax and log-softmax of 4096x1000 ---
 // The sum over axis 0 (columns, as a bias gradient sums over the batch) reads rows at a stride;
 // the sum over axis 1 and the softmax's row max and sum read each row in order.
-function reduceCase(name: string, shape: [number, number], build: (x: Node) => Node, tfBuild: (x: tf.Tensor2D) => tf.Tensor): Case {
+// The "borrowed output" rows compile with K.function's `borrow` (Theano's Out(borrow=True)): the
+// result is an array the function keeps and writes again at its next call, so a call makes no
+// fresh 16 MB array (whose first writes are page faults); tfjs-wasm's dataSync makes one each call.
+const BORROW_NOTE = "theanine's K.function with borrow: true (its output array kept and written again at the next call); tfjs-wasm makes a fresh array per call";
+function reduceCase(name: string, shape: [number, number], build: (x: Node) => Node, tfBuild: (x: tf.Tensor2D) => tf.Tensor, borrow = false): Case {
   const graph = () => {
     const x = K.placeholder(shape, null, 'float32', false, 'x');
     return { x, out: build(x) };
@@ -695,11 +699,12 @@ function reduceCase(name: string, shape: [number, number], build: (x: Node) => N
     return { run: () => tfBuild(x), keep: [x] };
   };
   return {
-    name,
+    name: borrow ? `${name}, borrowed output` : name,
+    ...(borrow ? { note: BORROW_NOTE } : {}),
     impls: {
       theanine: async () => {
         const { x, out } = graph();
-        const f = K.function([x], [out]);
+        const f = K.function([x], [out], [], { borrow });
         const xs = [nd(shape, 41)];
         return { run: () => { f(xs); } };
       },
@@ -713,7 +718,9 @@ const sumAxis1 = reduceCase('reduce sum over axis 1 of 1024x1024 f32', [1024, 10
 const sumAll = reduceCase('reduce sum of every element of 1024x1024 f32', [1024, 1024], (x) => K.sum(x), (x) => tf.sum(x));
 const softmaxRows = reduceCase('reduce softmax of 4096x1000 f32', [4096, 1000], (x) => K.softmax(x), (x) => tf.softmax(x));
 const logSoftmaxRows = reduceCase('reduce log-softmax of 4096x1000 f32', [4096, 1000], (x) => K.log(K.softmax(x)), (x) => tf.logSoftmax(x));
+const softmaxBorrowed = reduceCase('reduce softmax of 4096x1000 f32', [4096, 1000], (x) => K.softmax(x), (x) => tf.softmax(x), true);
+const logSoftmaxBorrowed = reduceCase('reduce log-softmax of 4096x1000 f32', [4096, 1000], (x) => K.log(K.softmax(x)), (x) => tf.logSoftmax(x), true);
 
 export function cases(): Case[] {
-  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, inferenceCase(32, true), inferenceCase(32, false), inferenceCase(1, true), inferenceCase(1, false), cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, depthwiseCase, poolCase('max'), poolCase('avg'), dropoutCase, ctcCase, sumAxis0, sumAxis1, sumAll, softmaxRows, logSoftmaxRows, ...autodiffCases()];
+  return [ewRelu, ewTanh, dotCase(256), dotCase(512), dotCase(1024), convCase, mlpCase, inferenceCase(32, true), inferenceCase(32, false), inferenceCase(1, true), inferenceCase(1, false), cnnCase, lstmCase, kerasLstmCase(false), kerasLstmCase(true), embeddingCase, depthwiseCase, poolCase('max'), poolCase('avg'), dropoutCase, ctcCase, sumAxis0, sumAxis1, sumAll, softmaxRows, logSoftmaxRows, softmaxBorrowed, logSoftmaxBorrowed, ...autodiffCases()];
 }

@@ -67,6 +67,12 @@ function bench(D: number, H: number, C: number, norms: boolean): void {
 
   const runVmap = () => perExample([xb, yb]);
   const runLoop = () => { for (const r of rows) one(r); };
+  // The same with K.function's borrow (Theano's Out(borrow=True)) on both sides: results kept and
+  // written again at the next call, so neither side allocates per call; its floor writes a kept array.
+  const perExampleB = K.function([X, Y], autodiff.vmap(grads)(X, Y) as Node[], [], { borrow: true });
+  const oneB = K.function([x1, y1], grads(x1, y1), [], { borrow: true });
+  const runVmapB = () => perExampleB([xb, yb]);
+  const runLoopB = () => { for (const r of rows) oneB(r); };
 
   // The two agree (float32, summed in different orders).
   const got = runVmap() as NDArray[];
@@ -81,6 +87,8 @@ function bench(D: number, H: number, C: number, norms: boolean): void {
   const size = params.reduce((p, w) => p + w.shape.reduce((q: number, d) => q * (d ?? 0), 1), 0) * B;
   const firstProduct = K.function([X], [K.dot(X, W1)]);
   const runFloor = norms ? () => firstProduct([xb]) : () => new Float32Array(size).fill(1);
+  const kept = new Float32Array(norms ? 0 : size);
+  const runFloorB = () => kept.fill(1);
 
   const time = (f: () => unknown) => { const t0 = now(); f(); return now() - t0; };
   // Warm-up: each side runs at least 2 rounds and 300 ms, so that both are timed in their steady
@@ -88,13 +96,25 @@ function bench(D: number, H: number, C: number, norms: boolean): void {
   const warm = (f: () => unknown) => { const t0 = performance.now(); for (let i = 0; i < 2 || performance.now() - t0 < 300; i++) f(); };
   warm(runVmap);
   warm(runLoop);
+  if (!norms) {
+    warm(runVmapB);
+    warm(runLoopB);
+  }
   const tv: number[] = [];
   const tl: number[] = [];
   const tf: number[] = [];
+  const tb: number[][] = [[], [], []];
   for (let r = 0; r < ROUNDS; r++) {
     tv.push(time(runVmap));
     tl.push(time(runLoop));
     tf.push(time(runFloor));
+  }
+  // the borrowed rounds apart, after a collection: the fresh rounds' garbage is not freed during them
+  (globalThis as { gc?: () => void }).gc?.();
+  for (let r = 0; r < ROUNDS && !norms; r++) {
+    tb[0]!.push(time(runVmapB));
+    tb[1]!.push(time(runLoopB));
+    tb[2]!.push(time(runFloorB));
   }
   const median = (a: number[]) => [...a].sort((p, q) => p - q)[Math.floor(a.length / 2)]!;
   const [mv, ml] = [median(tv), median(tl)];
@@ -109,6 +129,8 @@ function bench(D: number, H: number, C: number, norms: boolean): void {
   }
   const mb = (size * 4) / 2 ** 20;
   console.log(`floor: ${mb.toFixed(1)} MiB of gradients written into fresh memory: ${mf.toFixed(2)} ms (${(size * 4 / mf / 1e6).toFixed(2)} GB/s); loop / floor = ${(ml / mf).toFixed(1)}x, the most batching can gain`);
+  const [bv, bl, bf] = tb.map(median) as [number, number, number];
+  console.log(`borrowed outputs (both sides): vmap ${bv.toFixed(2)} ms, loop ${bl.toFixed(2)} ms, loop / vmap ${(bl / bv).toFixed(1)}x; floor (a kept array written) ${bf.toFixed(2)} ms, loop / floor ${(bl / bf).toFixed(1)}x`);
 }
 
 bench(784, 256, 10, false);

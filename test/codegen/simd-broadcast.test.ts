@@ -49,7 +49,7 @@ describe('codegen/cpu/wasm SIMD broadcast tier', () => {
   // [A, U, V]: rows of 64 spanning examples at every phase (U = 37), rows of 10 (the last vector
   // overlaps), rows of 5 with 3 per example (a chunk holds hundreds of examples), an example of
   // 30000 elements over 8 chunks, rows of exactly 4
-  const outer: [number, number, number][] = [[5, 37, 64], [128, 64, 10], [200, 3, 5], [3, 300, 100], [40, 9, 4]];
+  const outer: [number, number, number][] = [[5, 37, 64], [128, 64, 10], [200, 3, 5], [3, 300, 100], [2, 700, 100], [40, 9, 4]];
   for (const [A, U, V] of outer) {
     it(`per-example outer products x (${A}, ${U}, 1) * y (${A}, 1, ${V}) equal the JavaScript kernel's and the definition bit for bit`, () => {
       const f = (x: Node, y: Node) => [x.mul(y)];

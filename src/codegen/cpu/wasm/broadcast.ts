@@ -47,6 +47,8 @@ export interface BcPlan {
   readonly V: number;
   /** Rows per chunk. */
   readonly per: number;
+  /** Floats of each region of the tier's memory (the loads', then the stores'). */
+  readonly region: number;
   readonly loads: readonly BcLoad[];
   /** Stores, all in the result's layout at these buffers and offsets. */
   readonly stores: readonly { readonly buf: number; readonly off: number }[];
@@ -122,15 +124,19 @@ export function planBroadcast(k: LoopKernel, bufDType: (buf: number) => DType): 
     )
   )
     return undefined;
+  // regions as large as the memory holds, up to REGION_MAX chunks: fewer chunks, each a few copies and a call
+  const region = CHUNK * Math.min(REGION_MAX, Math.floor(REGIONS / (loads.length + stores.length)));
   // rows per chunk: its rows, and the 'vec' rows of the a's they span, each fit in a region
-  let per = Math.floor(CHUNK / V);
-  if (loads.some((l) => l.kind === 'vec' && l.perA)) while ((Math.ceil(per / U) + 1) * V > CHUNK) per--;
-  const bytes = moduleBytes([{ name: 'run', params: 2, body: rowsBody(k, loads, order, U, V) }], true);
-  return { loops: k.vars.length === 3 ? 3 : 2, A, U, V, per, loads, stores, bytes, label: k.label };
+  let per = Math.floor(region / V);
+  if (loads.some((l) => l.kind === 'vec' && l.perA)) while ((Math.ceil(per / U) + 1) * V > region) per--;
+  const bytes = moduleBytes([{ name: 'run', params: 2, body: rowsBody(k, loads, order, U, V, region) }], true);
+  return { loops: k.vars.length === 3 ? 3 : 2, A, U, V, per, region, loads, stores, bytes, label: k.label };
 }
 
 /** Regions of CHUNK floats the tier's private memory (512 KiB, elementwise.ts) holds. */
 const REGIONS = (512 * 1024) / (CHUNK * 4);
+/** The most chunks of floats a region takes (a chunk of rows copied in and out stays in the core's L2). */
+const REGION_MAX = 8;
 /** Vectors per step of a row's loop while they fit in it. */
 const UNROLL = 4;
 
@@ -140,9 +146,16 @@ function loadOf(loads: readonly BcLoad[], buf: number, f: Omit<BcLoad, 'buf'>): 
 
 /**
  * run(rows, phase): `rows` rows of the chunk, the first at u = phase of its a (the 'vec' rows
- * region starts at that a). Region j of the memory at j * CHUNK floats: the loads, then the stores.
+ * region starts at that a). Region j of the memory at j * size floats: the loads, then the stores.
  */
-function rowsBody(k: LoopKernel, loads: readonly BcLoad[], order: readonly Expr[], U: number, V: number): Body {
+function rowsBody(
+  k: LoopKernel,
+  loads: readonly BcLoad[],
+  order: readonly Expr[],
+  U: number,
+  V: number,
+  size: number,
+): Body {
   const nodes = order.filter((e) => e.t !== 'const');
   const consts = consts32Of(order);
   // params ROWS, PHASE; i32 locals FULL (byte offset of the row), COL (of its 'col' element), VEC (of its 'vec' row), C (of the vector in the row)
@@ -167,7 +180,7 @@ function rowsBody(k: LoopKernel, loads: readonly BcLoad[], order: readonly Expr[
     const { j, l } = region(e);
     if (l.kind === 'col')
       b.get(COL)
-        .v(simd.v128Load32Splat, ...memarg(2, j * CHUNK * 4))
+        .v(simd.v128Load32Splat, ...memarg(2, j * size * 4))
         .set(local.get(e)!);
   }
   // the vector at byte C + at of the row: its loads, nodes and stores
@@ -179,7 +192,7 @@ function rowsBody(k: LoopKernel, loads: readonly BcLoad[], order: readonly Expr[
         b.get(l.kind === 'full' ? FULL : VEC)
           .get(C)
           .ops(op.i32Add)
-          .v(S.load, ...memarg(0, j * CHUNK * 4 + at));
+          .v(S.load, ...memarg(0, j * size * 4 + at));
       } else
         renderNode(
           b,
@@ -196,7 +209,7 @@ function rowsBody(k: LoopKernel, loads: readonly BcLoad[], order: readonly Expr[
       b.get(FULL).get(C).ops(op.i32Add);
       if (s.value.t === 'const') c32.get(s.value.v);
       else b.get(local.get(s.value)!);
-      b.v(S.store, ...memarg(0, (loads.length + j) * CHUNK * 4 + at));
+      b.v(S.store, ...memarg(0, (loads.length + j) * size * 4 + at));
     });
   };
   b.i32(0).set(C);
@@ -256,10 +269,10 @@ export function renderBroadcast(
           : l.perA
             ? [`a0 * ${V}`, `a1 * ${V}`]
             : ['0', String(V)];
-    return `    m.set(${bufName(l.buf)}.subarray(${at(from, l.off)}, ${at(to, l.off)}), ${j * CHUNK});`;
+    return `    m.set(${bufName(l.buf)}.subarray(${at(from, l.off)}, ${at(to, l.off)}), ${j * p.region});`;
   });
   const copyOut = p.stores.map((s, j) => {
-    const o = (p.loads.length + j) * CHUNK;
+    const o = (p.loads.length + j) * p.region;
     return `    ${bufName(s.buf)}.set(m.subarray(${o}, ${o} + (r1 - r0) * ${V}), ${at(`r0 * ${V}`, s.off)});`;
   });
   const lines = [
