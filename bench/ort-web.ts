@@ -192,7 +192,13 @@ async function main(): Promise<void> {
     if (filter !== undefined && !new RegExp(filter).test(c.name)) continue;
     const runs = await impls(c, ort);
     const times: Record<string, number[]> = {};
-    for (const r of Object.values(runs)) for (let i = 0; i < 3 * c.calls; i++) await r();
+    // Warm-up: at least 3 rounds' calls and 300 ms per engine, so that each is timed in its steady
+    // state (WebAssembly tiered up from its baseline compiler, JavaScript optimised): the b1 row's
+    // 150 calls took 5 ms, before tier-up ended, which left its rounds 2-4x slow on any side.
+    for (const r of Object.values(runs)) {
+      const t0 = performance.now();
+      for (let i = 0; i < 3 * c.calls || performance.now() - t0 < 300; i++) await r();
+    }
     for (let round = 0; round < ROUNDS; round++) {
       for (const [name, r] of Object.entries(runs)) {
         const t = clock();
