@@ -7,6 +7,7 @@ import { expect } from 'chai';
 import { backend as K, NDArray } from '../../src/index.js';
 import { expectClose } from '../helpers/assert.js';
 import { targets } from '../helpers/targets.js';
+import { compileCacheStats } from '../../src/runtime/cpu/compile.js';
 
 const arr = (shape: number[], f: (i: number) => number, dtype: 'float32' | 'float64' = 'float32') => {
   const values = Array.from({ length: shape.reduce((p, d) => p * d, 1) }, (_, i) => f(i));
@@ -78,6 +79,18 @@ describe('K.function borrow: outputs kept between calls (cpu)', () => {
     expect(rx!.data).to.not.equal(a.data);
     rv!.data[0] = 99;
     expect(K.get_value(v).data[0]).to.equal(0);
+  });
+
+  it('counts kept results in the byte budget of compiled shapes: many batch sizes let old ones go', () => {
+    const x = K.placeholder([null, 16384], null, 'float32', false, 'mx');
+    const f = K.function([x], [K.exp(x)], [], { borrow: true });
+    const shed0 = compileCacheStats().shed;
+    // 60 batch sizes, 190 MB of results if every shape kept its own; the budget is 64 MB
+    for (let b = 20; b < 80; b++) {
+      const r = f([arr([b, 16384], (i) => (i % 7) / 7)])[0]!;
+      expect(r.data[16384 * b - 1]).to.be.closeTo(Math.exp(((16384 * b - 1) % 7) / 7), 1e-6);
+    }
+    expect(compileCacheStats().shed - shed0).to.be.greaterThan(0);
   });
 
   it('checking mode returns fresh arrays (it runs its kernels more than once a call)', () => {

@@ -238,6 +238,8 @@ export function generateModule(prepared: Prepared, opts: ModuleOptions = {}): Ge
   const packKeys: (string | undefined)[] = [];
   let usesStep = false;
   let usesHeld = false;
+  /** Bytes of the borrowed results an instance keeps (counted with its planned buffers). */
+  let heldBytes = 0;
   const immutable = (id: number): boolean => {
     const d = p.buffers[id]!;
     return (
@@ -309,6 +311,9 @@ export function generateModule(prepared: Prepared, opts: ModuleOptions = {}): Ge
             outputs: opts.borrow,
             held: (id, ctor, size, fresh) => {
               usesHeld = true;
+              heldBytes +=
+                size *
+                (globalThis as unknown as Record<string, { BYTES_PER_ELEMENT: number }>)[ctor]!.BYTES_PER_ELEMENT;
               return `rt.held(held, ${id}, ${ctor}, ${size}, ${fresh})`;
             },
           },
@@ -392,6 +397,7 @@ export function generateModule(prepared: Prepared, opts: ModuleOptions = {}): Ge
   const bytes =
     plan.slots.reduce((a, sl) => a + sl.size * CTOR[sl.cls](0).BYTES_PER_ELEMENT, 0) +
     packs.reduce((a, n) => a + 8 * n, 0) +
+    heldBytes +
     subBytes;
   const plain = externs.length === 0 && subs.every((x) => x.plain);
   const image: ModuleImage = {
