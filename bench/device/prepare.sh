@@ -5,7 +5,9 @@
 #   mods.tar.xz        webgpu 0.6.2 (index.js and linux-x64 dawn.node only) and its dependencies
 #   tfjs.cjs           @tensorflow/tfjs-core (every gradient registered) and tfjs-backend-webgpu 4.22.0, one file
 #   bench.mjs          bench/webgpu-steps.ts bundled with theanine's sources (esbuild), one file
-#   *.deb              the Vulkan loader (libvulkan1) for amd64, unpacked there with dpkg -x
+#   check.mjs          bench/device/check.ts bundled the same way (gpu:webgpu against the cpu device)
+#   *.deb              the Vulkan loader (libvulkan1) and libglvnd's libraries, which the NVIDIA
+#                      driver's Vulkan ICD (libGLX_nvidia.so.0) loads, for amd64, unpacked there with dpkg -x
 # Needs: BENCH_MODULES=<a node_modules holding webgpu 0.6.2 and the two tfjs packages>.
 set -eu
 MODS=${BENCH_MODULES:?set BENCH_MODULES to a node_modules with webgpu 0.6.2, @tensorflow/tfjs-core and @tensorflow/tfjs-backend-webgpu}
@@ -22,9 +24,12 @@ rm -rf "$T"
 node_modules/.bin/esbuild bench/webgpu-steps.ts --bundle --platform=node --format=esm --log-level=error --ignore-annotations \
   --outfile=.devcarry/bench.mjs --external:webgpu \
   --banner:js="import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);"
+node_modules/.bin/esbuild bench/device/check.ts --bundle --platform=node --format=esm --log-level=error --ignore-annotations \
+  --outfile=.devcarry/check.mjs --external:webgpu \
+  --banner:js="import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);"
 cp bench/device/torch_steps.py .devcarry/
 mkdir -p /tmp/amd64/partial
 o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
 apt-get $o update >/dev/null
-(cd .devcarry && apt-get $o download libvulkan1 >/dev/null)
+(cd .devcarry && apt-get $o download libvulkan1 libglvnd0 libglx0 libegl1 libgl1 libopengl0 libgles2 >/dev/null)
 du -sh .devcarry/* && du -sh .devcarry
