@@ -41,6 +41,11 @@ const CASES: Case[] = [
   { name: 'dot 513x257 . 257x129', inputs: [[513, 257], [257, 129]], build: ([a, b]) => [K.dot(a!, b!)] },
   { name: 'batch_dot 8x33x17 . 8x17x9', inputs: [[8, 33, 17], [8, 17, 9]], build: ([a, b]) => [K.batch_dot(a!, b!)] },
   {
+    name: 'batch_dot 16x500x520 . 16x520x510 (the large tiles)',
+    inputs: [[16, 500, 520], [16, 520, 510]],
+    build: ([a, b]) => [K.batch_dot(a!, b!)],
+  },
+  {
     name: 'reductions of 1024x1000: sum axis 0, max axis 1, mean, logsumexp axis 1',
     inputs: [[1024, 1000]],
     build: ([x]) => [K.sum(x!, 0), K.max(x!, 1), K.mean(x!), K.logsumexp(x!, 1)],
