@@ -8,6 +8,7 @@
 // typed functions. The same shape as tinygrad's one renderer with per-target overrides, or
 // PyTensor's linkers over one graph walk: what a step does is written here once, where its
 // pieces are kept is the binding's.
+import type { DType } from '../../ir/dtype.js';
 import type { NDArray } from '../../ir/ndarray.js';
 import { sizeOf } from '../../ir/ndarray.js';
 import { exprOrder, type Expr } from '../kernel/expr.js';
@@ -71,7 +72,7 @@ export interface DriverBinding {
   readonly borrow?:
     | {
         readonly outputs: number;
-        readonly held: (id: number, ctor: string, size: number, fresh: boolean) => string;
+        readonly held: (id: number, ctor: string, size: number, fresh: boolean, dtype: DType) => string;
       }
     | undefined;
   /**
@@ -378,7 +379,7 @@ function bind(d: BufferDecl, p: Program, plan: Plan, b: DriverBinding): string[]
       const k = b.out === undefined ? -1 : p.targets.findIndex((t) => t.buf === d.id && !t.copy);
       if (k >= 0) return decl(b.out!(k));
       if (b.borrow !== undefined && borrowable(p, d, b.borrow.outputs))
-        return decl(b.borrow.held(d.id, arrayType(d.dtype), d.size, freshTarget(p, d)));
+        return decl(b.borrow.held(d.id, arrayType(d.dtype), d.size, freshTarget(p, d), d.dtype));
       return decl(
         b.fresh !== undefined && freshTarget(p, d)
           ? b.fresh(arrayType(d.dtype), d.size)

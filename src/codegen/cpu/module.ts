@@ -3,7 +3,7 @@
 // variable cells read at call time, constants, planned intermediates, fresh result arrays) and
 // runs the steps in order. Generated once per shape specialisation; the source is cached, so
 // the same program never compiles twice.
-import type { TypedArray } from '../../ir/dtype.js';
+import { itemsize, type TypedArray } from '../../ir/dtype.js';
 import { builtBy, provenanceComment, withBuiltBy, withBuiltByLine, type Provenance } from '../../ir/provenance.js';
 import type { ScalarFn } from '../kernel/expr.js';
 import type { MatmulKernel, Program } from '../kernel/ir.js';
@@ -309,11 +309,9 @@ export function generateModule(prepared: Prepared, opts: ModuleOptions = {}): Ge
         ? undefined
         : {
             outputs: opts.borrow,
-            held: (id, ctor, size, fresh) => {
+            held: (id, ctor, size, fresh, dtype) => {
               usesHeld = true;
-              heldBytes +=
-                size *
-                (globalThis as unknown as Record<string, { BYTES_PER_ELEMENT: number }>)[ctor]!.BYTES_PER_ELEMENT;
+              heldBytes += size * itemsize(dtype);
               return `rt.held(held, ${id}, ${ctor}, ${size}, ${fresh})`;
             },
           },
