@@ -182,7 +182,7 @@ describe('codegen/wasm softmax rows', () => {
     { name: 'softmax cross-entropy', inputs: 2, f: ([x, t]) => K.categorical_crossentropy(K.softmax(x!), t!), bound: (ref, L) => 4 * ulp32(ref) + L * 16 * 2 ** -23 },
   ];
   const gamma = (n: number) => (n * 2 ** -53) / (1 - n * 2 ** -53);
-  const SOFTMAX_REL = 2 * 2 ** -23 + 3 * 2 ** -24;
+  const SOFTMAX_REL = 2 * 2 ** -23 + 4 * 2 ** -24;
 
   for (const fam of FAMILY) {
     it(`${fam.name}: every cpu tier within the stated bound of the reference interpreter, 1 and 2 threads bit-identical`, function () {
@@ -216,12 +216,39 @@ describe('codegen/wasm softmax rows', () => {
           if (tier.name === 'SIMD, 2 threads') expectSame(got, one!, `${fam.name} [${rows}, ${L}], 2 threads against 1`);
         }
       }
-      // softmax on the SIMD tier: within 7 * 2^-24 relative (the bound above); measured on these
-      // rows 5.4 * 2^-24, 4 float32 ulps of the reference's value at most
+      // softmax on the SIMD tier: within 8 * 2^-24 relative (the bound above); measured on these
+      // rows 5.3 * 2^-24, 4 float32 ulps of the reference's value at most
       if (fam.name === 'softmax') {
-        expect(worst * 2 ** 24, 'softmax: largest relative error, units of 2^-24').to.be.at.most(7);
+        expect(worst * 2 ** 24, 'softmax: largest relative error, units of 2^-24').to.be.at.most(8);
         expect(worstUlps, 'softmax: largest error in float32 ulps').to.be.at.most(4);
       }
     });
   }
+
+  it('a division by a row value: by its reciprocal within one float32 ulp, and rows whose reciprocal is not normal (magnitudes below 2^-126 or above 2^126, zero, Infinity, NaN) divided exactly', function () {
+    this.timeout(60000);
+    // x / max(x): the row max is the reference's bit for bit, so a divided row equals the reference's
+    const L = 1000;
+    const scale = [1, 3e-39, 1e-45, 2e38, 1.5e-38, 9e37, 0.5, 1e-30, 1e30, 0, Infinity, NaN];
+    const rows = scale.length;
+    const d = values(rows * L, 5, 1);
+    for (let r = 0; r < rows; r++) for (let j = 0; j < L; j++) d[r * L + j] = Math.abs(d[r * L + j]!) * scale[r]!;
+    for (let r = 0; r < rows; r++) d[r * L + 7] = scale[r]!; // each row's max
+    const f = ([x]: readonly Node[]) => x!.div(K.max(x!, 1, true));
+    const ref = run(f, [[rows, L]], [d], 'reference');
+    for (const tier of TIERS.slice(1)) {
+      const got = run(f, [[rows, L]], [d], tier);
+      for (let r = 0; r < rows; r++) {
+        const m = Math.fround(Math.abs(scale[r]!));
+        const divided = (m > 0 && m < 2 ** -126) || (m > 2 ** 126 && m < Infinity);
+        for (let j = 0; j < L; j++) {
+          const g = got[r * L + j]!, w = ref[r * L + j]!;
+          if (divided || !Number.isFinite(w)) {
+            if (!Object.is(g, w)) expect.fail(`${tier.name}, row of scale ${scale[r]}: element ${j} is ${g}, the reference's ${w}`);
+          } else if (!(Math.abs(g - w) <= ulp32(w))) expect.fail(`${tier.name}, row of scale ${scale[r]}: element ${j} is ${g}, the reference's ${w} (more than 1 ulp)`);
+        }
+      }
+    }
+    reset();
+  });
 });

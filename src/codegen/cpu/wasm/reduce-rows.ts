@@ -144,9 +144,11 @@ function foldStreams(b: Body, accBase: number, f: () => void): void {
 // max or min over the row's float32 values at region byte offset `reg`, into every lane of accBase (f32x4).
 // `exact`: f32x4.max/min (IEEE maximum: NaN propagates, +0 beats -0; several x64 instructions
 // each); else pmax/pmin (one instruction: a < b ? b : a), which agree with them except on NaN
-// and on zeros of both signs: the fast pass also ORs an x != x mask into a scratch local (any NaN),
-// and a row whose value is NaN-tainted or a zero is folded again exactly (XNNPACK's rmax
-// kernels fold with pmax; the recheck keeps the reference's NaN and signed-zero rules).
+// and on zeros of both signs: the fast pass also adds each value into a NaN sentinel per stream
+// (NaN if any value was NaN; also if +Infinity and -Infinity both occur, which only costs the
+// recheck), and a row whose sentinel is NaN or whose value is a zero is folded again exactly
+// (XNNPACK's rmax kernels fold with pmax; the recheck keeps the reference's NaN and signed-zero
+// rules).
 function foldMaxMin32(x: RowFolds, o: 'max' | 'min', reg: number, exact: boolean): void {
   const { b, L, accBase, streamBase } = x;
   const A = ROW_A;
@@ -155,25 +157,24 @@ function foldMaxMin32(x: RowFolds, o: 'max' | 'min', reg: number, exact: boolean
   };
   const f = () =>
     b.v(exact ? (o === 'max' ? extra.f32x4Max : extra.f32x4Min) : o === 'max' ? F32['pmax']! : F32['pmin']!);
-  const NAN = streamBase; // scratch: the stream locals are free while a row's folds run
+  // stream i's NaN sentinel and its copy of the value: its scratch locals (free while a row's folds run)
+  const NAN = (i: number) => streamBase + i * x.perStream;
   for (let i = 0; i < STREAMS; i++) init(i);
-  if (!exact) b.vzero().set(NAN);
+  if (!exact) for (let i = 0; i < STREAMS; i++) b.vzero().set(NAN(i));
   const fold1 = (i: number) => {
     if (exact) {
       f();
       b.set(accBase + i);
       return;
     }
-    // stack: acc, x; keep x for the NaN mask
-    b.tee(NAN + 1);
+    // stack: acc, x; keep x for the sentinel
+    b.tee(NAN(i) + 1);
     f();
     b.set(accBase + i);
-    b.get(NAN)
-      .get(NAN + 1)
-      .get(NAN + 1)
-      .v(F32['ne']!)
-      .v(S.or)
-      .set(NAN);
+    b.get(NAN(i))
+      .get(NAN(i) + 1)
+      .v(F32['add']!)
+      .set(NAN(i));
   };
   const at = (i: number, off: number) => {
     b.get(accBase + i)
@@ -201,7 +202,10 @@ function foldMaxMin32(x: RowFolds, o: 'max' | 'min', reg: number, exact: boolean
   f();
   b.set(accBase);
   if (exact) return;
-  b.get(NAN)
+  b.get(NAN(0)).get(NAN(1)).v(F32['add']!).get(NAN(2)).get(NAN(3)).v(F32['add']!).v(F32['add']!).set(NAN(0));
+  b.get(NAN(0))
+    .get(NAN(0))
+    .v(F32['ne']!)
     .get(accBase)
     .v(S.v128Const, ...f32x4(0))
     .v(F32['eq']!)
@@ -269,6 +273,152 @@ function sumBodies32(order: readonly Expr[], scope: ReadonlyMap<Expr, Scope>): M
   return out;
 }
 
+/** rowsBody's state that its float32 element loop reads (elementRows32). */
+interface ElementRows {
+  readonly b: Body;
+  readonly c32: Consts;
+  readonly k: LoopKernel;
+  readonly L: number;
+  readonly u: Var;
+  readonly v: Var;
+  readonly loads: readonly RedRegion[];
+  readonly scope: ReadonlyMap<Expr, Scope>;
+  readonly computed: readonly Expr[];
+  readonly row32: ReadonlyMap<Expr, number>;
+  readonly rowLocal: ReadonlyMap<Expr, number>;
+  readonly local: (st: number) => (e: Expr) => number;
+  readonly scratch: (st: number) => number;
+  readonly render32: (e: Expr, loc: (e: Expr) => number, st: number) => void;
+  readonly nonPositive: ReadonlySet<Expr>;
+  readonly divisors: readonly Expr[];
+  readonly recipBase: number;
+}
+
+/** rowsBody's element loop in the float32 form: row values as float32 splats, then quads of elements (the last one's lanes past the row stored one by one). */
+function elementRows32(x: ElementRows): void {
+  const {
+    b,
+    c32,
+    k,
+    L,
+    u,
+    v,
+    loads,
+    scope,
+    computed,
+    row32,
+    rowLocal,
+    local,
+    scratch,
+    render32,
+    nonPositive,
+    divisors,
+    recipBase,
+  } = x;
+  const A = ROW_A;
+  // row values as float32 splats, then quads of elements (the last one's lanes past the row stored one by one)
+  for (const [e, l] of row32)
+    b.get(rowLocal.get(e)!)
+      .v(S.demote)
+      .set(l)
+      .get(l)
+      .get(l)
+      .v(extra.shuffle, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7)
+      .set(l);
+  const recip = new Map<Expr, number>(divisors.map((d, i) => [d, recipBase + i]));
+  const loc32 = (st: number) => {
+    const m = local(st);
+    return (e: Expr) => row32.get(e) ?? m(e);
+  };
+  const quad = (st: number, off: number, lanes: number, byRecip: boolean) => {
+    const loc = loc32(st);
+    for (const e of computed.filter((x) => scope.get(x) === 'elem')) {
+      if (e.t === 'load') b.get(A).v(extra.load, ...memarg(0, loadRegion(loads, e, v, u) * REGB + off));
+      else if (byRecip && e.t === 'op' && e.op === 'div' && recip.has(e.args[1]!))
+        b.get(loc(e.args[0]!)).get(recip.get(e.args[1]!)!).v(F32['mul']!);
+      else if (nonPositive.has(e))
+        expNonPositive32(b, c32, loc((e as Expr & { t: 'op' | 'call' }).args[0]!), scratch(st));
+      else render32(e, loc, st);
+      b.set(loc(e));
+    }
+    k.stores.forEach((s, j) => {
+      const at = (loads.length + j) * REGB + off;
+      const val = () => {
+        if (s.value.t === 'const') c32.get(s.value.v);
+        else b.get(loc(s.value));
+      };
+      if (lanes === 4) {
+        b.get(A);
+        val();
+        b.v(extra.store, ...memarg(0, at));
+        return;
+      }
+      for (let l = 0; l < lanes; l++) {
+        b.get(A);
+        val();
+        b.v(extra.store32Lane, ...memarg(2, at + 4 * l), l);
+      }
+    });
+  };
+  const elementLoop = (byRecip: boolean) => {
+    const rest = streamLoop(b, L >> 2, 16, (st, off) => quad(st, off, 4, byRecip));
+    if (L % 4 !== 0) quad(rest, 16 * rest, L % 4, byRecip);
+  };
+  if (divisors.length === 0) elementLoop(false);
+  else {
+    rowReciprocals(
+      b,
+      c32,
+      divisors.map((d) => row32.get(d)!),
+      recipBase,
+      scratch(0),
+    );
+    b.get(recipBase + divisors.length)
+      .v(extra.anyTrue)
+      .ops(op.if, VOID);
+    elementLoop(false);
+    b.ops(op.else);
+    elementLoop(true);
+    b.ops(op.end);
+  }
+}
+
+/** The float32 constants rowReciprocals reads. */
+const RECIPROCAL_CONSTS = [1, 0, 2 ** -126, 2 ** 126, Infinity];
+
+/**
+ * A division of an element by a row value, in rowsBody's float32 element loop: a multiplication by
+ * the value's float32 reciprocal, made once per row (XNNPACK's, Eigen's and PyTorch's softmax scale
+ * by 1/sum; one rounding more than the quotient, docs/numerics.md), in rows whose divisors all
+ * have a normal reciprocal: magnitude in [2^-126, 2^126], or 0, Infinity or NaN, whose products
+ * give the quotient's value. For each divisor (f32x4 splat at local divisors[i]): its reciprocal
+ * into local base + i; then into local base + n (n divisors), lanes set where some divisor's
+ * magnitude is in (0, 2^-126) or (2^126, Infinity): those rows divide. `t`: a scratch local.
+ */
+function rowReciprocals(b: Body, c32: Consts, divisors: readonly number[], base: number, t: number): void {
+  const flag = base + divisors.length;
+  b.vzero().set(flag);
+  divisors.forEach((l, i) => {
+    c32.get(1);
+    b.get(l)
+      .v(F32['div']!)
+      .set(base + i);
+    b.get(l).v(F32['abs']!).set(t);
+    b.get(t);
+    c32.get(0).v(F32['gt']!);
+    b.get(t);
+    c32
+      .get(2 ** -126)
+      .v(F32['lt']!)
+      .v(S.and);
+    b.get(t);
+    c32.get(2 ** 126).v(F32['gt']!);
+    b.get(t);
+    c32.get(Infinity).v(F32['lt']!).v(S.and).v(S.or);
+    b.get(flag).v(S.or).set(flag);
+  });
+}
+
 /**
  * The rows form: run(n, base) computes n rows of the chunk block at byte offset base (row i of
  * region j at base + (j * REG + i * L) * 4). Per row: each reduction in dependency order (its accumulators, then the row values
@@ -300,6 +450,13 @@ export function rowsBody(
   const maskLocal = streamBase + STREAMS * perStream;
   const { f32el, rowRead } = elementForm(k, computed, scope, elements && !partials);
   const row32 = new Map<Expr, number>([...rowRead].map((e, i) => [e, maskLocal + 1 + i]));
+  // row values that divide elements: multiplied by their reciprocals (rowReciprocals)
+  const divisors =
+    f32el && v !== undefined && float32Approximations()
+      ? [...row32.keys()].filter((d) =>
+          computed.some((e) => scope.get(e) === 'elem' && e.t === 'op' && e.op === 'div' && e.args[1] === d),
+        )
+      : [];
   const nonPositive = new Set(
     f32el && v !== undefined && float32Approximations()
       ? computed.filter((e) => scope.get(e) === 'elem' && exceedsNone(e, loads, v, u))
@@ -310,15 +467,28 @@ export function rowsBody(
     ? consts32Of(order.filter((x) => x.t === 'const' || scope.get(x) === 'elem'))
     : new Set<number>();
   if (nonPositive.size > 0) for (const x of EXP_NONPOSITIVE_CONSTS) consts32.add(x);
+  if (divisors.length > 0) for (const x of RECIPROCAL_CONSTS) consts32.add(x);
   for (const [, nodes] of bodies32)
     for (const x of consts32Of([...order.filter((y) => y.t === 'const'), ...nodes])) consts32.add(x);
   // every float32 constant is splatted before the row loop (a margin of locals past them: none is expected to be asked for later)
   const C32_LOCALS = f32el || bodies32.size > 0 ? Math.max(64, consts32.size + 16) : 0;
   const b = new Body(2, [
     [4, I32],
-    [rowNodes.length + STREAMS + STREAMS * perStream + 1 + row32.size + C32_LOCALS + consts.size, V128],
+    [
+      rowNodes.length +
+        STREAMS +
+        STREAMS * perStream +
+        1 +
+        row32.size +
+        C32_LOCALS +
+        consts.size +
+        (divisors.length > 0 ? divisors.length + 1 : 0),
+      V128,
+    ],
   ]);
   const c32 = new Consts(b, maskLocal + 1 + row32.size, true);
+  // the divisors' reciprocals, then a flag (rowReciprocals)
+  const recipBase = maskLocal + 1 + row32.size + C32_LOCALS + consts.size;
   const c = new Consts(b, maskLocal + 1 + row32.size + C32_LOCALS);
   for (const x of consts) c.get(x).ops(op.drop);
   for (const x of consts32) c32.get(x).ops(op.drop);
@@ -486,49 +656,25 @@ export function rowsBody(
   if (partials) {
     // nothing more: the partial folds are the results
   } else if (f32el && v !== undefined) {
-    // row values as float32 splats, then quads of elements (the last one's lanes past the row stored one by one)
-    for (const [e, l] of row32)
-      b.get(rowLocal.get(e)!)
-        .v(S.demote)
-        .set(l)
-        .get(l)
-        .get(l)
-        .v(extra.shuffle, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7)
-        .set(l);
-    const loc32 = (st: number) => {
-      const m = local(st);
-      return (e: Expr) => row32.get(e) ?? m(e);
-    };
-    const quad = (st: number, off: number, lanes: number) => {
-      const loc = loc32(st);
-      for (const e of computed.filter((x) => scope.get(x) === 'elem')) {
-        if (e.t === 'load') b.get(A).v(extra.load, ...memarg(0, loadRegion(loads, e, v, u) * REGB + off));
-        else if (nonPositive.has(e))
-          expNonPositive32(b, c32, loc((e as Expr & { t: 'op' | 'call' }).args[0]!), scratch(st));
-        else render32(e, loc, st);
-        b.set(loc(e));
-      }
-      k.stores.forEach((s, j) => {
-        const at = (loads.length + j) * REGB + off;
-        const val = () => {
-          if (s.value.t === 'const') c32.get(s.value.v);
-          else b.get(loc(s.value));
-        };
-        if (lanes === 4) {
-          b.get(A);
-          val();
-          b.v(extra.store, ...memarg(0, at));
-          return;
-        }
-        for (let l = 0; l < lanes; l++) {
-          b.get(A);
-          val();
-          b.v(extra.store32Lane, ...memarg(2, at + 4 * l), l);
-        }
-      });
-    };
-    const rest = streamLoop(b, L >> 2, 16, (st, off) => quad(st, off, 4));
-    if (L % 4 !== 0) quad(rest, 16 * rest, L % 4);
+    elementRows32({
+      b,
+      c32,
+      k,
+      L,
+      u,
+      v,
+      loads,
+      scope,
+      computed,
+      row32,
+      rowLocal,
+      local,
+      scratch,
+      render32,
+      nonPositive,
+      divisors,
+      recipBase,
+    });
   } else if (elements && v !== undefined) {
     const elems = computed.filter((x) => scope.get(x) === 'elem');
     const storeAt = (st: number, off: number, lane64: boolean) => {
