@@ -1,8 +1,10 @@
 // The cache every target keeps (src/runtime/target.ts): optimized graphs by structural key, and
 // inside each, shape specialisations by input shapes. Both are least-recently-used and bounded (a
 // process that builds many functions, or calls one with many batch sizes, keeps only the most
-// recent); specialisations that hold memory are also bounded in bytes over all programs, and a
-// program's specialisations go once no live function uses it. Theano caches compiled thunks the
+// recent); specialisations that hold memory are also bounded in bytes over all programs (except
+// each program's most recently used one: two functions called in turn, each holding more than the
+// budget, keep their buffers, as Theano's functions keep their storage), and a program's
+// specialisations go once no live function uses it. Theano caches compiled thunks the
 // same way per function; here the key is the graph's structure, so rebuilt graphs share code.
 //
 // Shape policy: a specialisation is code (small) plus the buffers it holds once run (large). The
@@ -20,6 +22,13 @@ export const MAX_SPECIALIZATIONS = 16;
 export const MAX_SHED_SPECIALIZATIONS = 64;
 /** The most shape specialisations kept over every program of a cache. */
 export const MAX_TOTAL_SPECIALIZATIONS = 1024;
+
+/** The last (most recently used) value of `m`. */
+function newest<S>(m: ReadonlyMap<string, S>): S | undefined {
+  let last: S | undefined;
+  for (const v of m.values()) last = v;
+  return last;
+}
 
 /** A cached program: whatever a target keeps per graph structure, with its specialisations by shape key. */
 export interface CachedProgram<S> {
@@ -122,7 +131,9 @@ export class ProgramCache<P extends CachedProgram<S>, S> {
       this.held += this.bytes(s);
     }
     for (const [old, at] of this.used) {
-      if (this.held <= this.budgetBytes || old === s) break;
+      if (this.held <= this.budgetBytes) break;
+      // a program's most recently used specialisation stays (its function's working set)
+      if (old === s || newest(at.program.specs) === old) continue;
       if (this.shed === undefined) {
         this.drop(at.program, at.key, old);
         continue;

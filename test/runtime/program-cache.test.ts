@@ -48,8 +48,27 @@ describe('runtime/program-cache', () => {
     expect(dropped).to.deep.equal(['q:b']);
     expect(cache.heldBytes()).to.equal(8);
     expect([...q.specs.keys()]).to.deep.equal(['c']);
-    cache.spec(p, 'big', () => 'x'.repeat(20)); // over the budget alone: it stays, every other goes
+    cache.spec(p, 'big', () => 'x'.repeat(20)); // over the budget alone: it stays, and so does q's most recent
+    expect(dropped).to.deep.equal(['q:b', 'p:a']);
+    expect(cache.heldBytes()).to.equal(24);
+    cache.spec(q, 'd', () => 'dddd'); // q's c is no longer its most recent: it goes
     expect(dropped).to.deep.equal(['q:b', 'p:a', 'q:c']);
-    expect(cache.heldBytes()).to.equal(20);
+    expect(cache.heldBytes()).to.equal(24);
+  });
+
+  it('keeps the most recent specialisation of each program: two over the budget, used in turn, keep their buffers', () => {
+    const shed: string[] = [];
+    const cache = new ProgramCache<P, string>({ bytes: (s) => s.length, budgetBytes: 10, shed: (s) => shed.push(s) });
+    const p = cache.program('p', () => ({ name: 'p', specs: new Map() }));
+    const q = cache.program('q', () => ({ name: 'q', specs: new Map() }));
+    for (let i = 0; i < 5; i++) {
+      cache.spec(p, 'a', () => 'a'.repeat(20));
+      cache.spec(q, 'b', () => 'b'.repeat(30));
+    }
+    expect(shed).to.deep.equal([]);
+    expect(cache.heldBytes()).to.equal(50);
+    cache.spec(p, 'c', () => 'c'.repeat(20)); // p's a is now older: shed, its code kept
+    expect(shed).to.deep.equal(['a'.repeat(20)]);
+    expect([...p.specs.keys()]).to.deep.equal(['a', 'c']);
   });
 });
