@@ -25,12 +25,28 @@ describe('codegen/cpu hand-off cost model', () => {
     expect(handoffThreads(10, 2)).to.equal(2);
   });
 
-  it('splits one product in 16 of those it keeps, to measure the latency again', () => {
-    Object.assign(handoff, { rate: 1e7, latency: 100, on: true, kept: 0 });
-    const got = Array.from({ length: 32 }, () => handoffThreads(1e6, 2));
+  it('splits one product in 17 of those it keeps, to measure the latency again, unless it saves under a quarter of the latency', () => {
+    // 1e6 multiply-adds at 1e7 per ms save 0.05 ms on 2 threads: a third of 0.15 ms
+    Object.assign(handoff, { rate: 1e7, latency: 0.15, on: true, kept: 0 });
+    const got = Array.from({ length: 34 }, () => handoffThreads(1e6, 2));
     expect(got.filter((t) => t === 2).length).to.equal(2);
-    expect(got[15]).to.equal(2);
-    expect(got[31]).to.equal(2);
+    expect(got[16]).to.equal(2);
+    expect(got[33]).to.equal(2);
+    // a fifth of 0.25 ms: never probed
+    Object.assign(handoff, { latency: 0.25, kept: 0 });
+    expect(Array.from({ length: 64 }, () => handoffThreads(1e6, 2)).every((t) => t === 1)).to.equal(true);
+  });
+
+  it('runs one in 257 of the jobs it splits on the calling thread, so that an underestimated rate recovers', () => {
+    // the rate measured 4x too slow (a first call before tier-up): 1e6 multiply-adds look like 0.4 ms
+    Object.assign(handoff, { rate: 2.5e6, latency: 0.05, on: true, splits: 0, kept: 0 });
+    const got = Array.from({ length: 257 }, () => handoffThreads(1e6, 2));
+    expect(got.filter((t) => t === 1).length).to.equal(1);
+    expect(got[256]).to.equal(1);
+    // that job on one thread takes its real 0.1 ms: the rate is taken at once, and the job stays
+    handoffMeasured(1e6, 1, 0.1);
+    expect(handoff.rate).to.equal(1e7);
+    expect(handoffThreads(1e6, 2)).to.equal(1);
   });
 
   it('keeps a rate per kind of job (products, each shared tier kernel), one latency for all', () => {

@@ -22,18 +22,33 @@ const ALPHA = 0.2;
 /** The most a latency sample counts for, in multiples of the current estimate (handoffMeasured). */
 const SPIKE = 2;
 /**
+ * (PROBE and PROBE_BACK are odd primes: a call that runs two jobs each time, a batch-1 inference's
+ * two products, would otherwise probe only one of them.)
+ *
  * Every PROBE-th job the model keeps on the calling thread splits anyway, so that L follows the
  * machine (a latency measured while the workers were starting, or under a burst of load, would
- * otherwise never be measured again).
+ * otherwise never be measured again); not a job whose saving is under PROBE_SHARE of L (L would
+ * have to fall that far for it to split, which the probes of larger jobs see): a probe of a
+ * batch-1 product (15 us) was a 40 us wake-up every 17 calls.
  */
-const PROBE = 16;
+const PROBE = 17;
+const PROBE_SHARE = 1 / 4;
+/**
+ * Every PROBE_BACK-th job the model splits runs on the calling thread, so that r follows the
+ * machine too: an underestimated r (a first call before WebAssembly tiered up) makes splits look
+ * cheap, the latency samples W / (n r) explains fall to 0, and without one-thread samples neither
+ * estimate would recover. It costs at most 1 / PROBE_BACK of what splitting saves.
+ */
+const PROBE_BACK = 257;
+/** The most rates kept by kind (`rates`). */
+const RATES = 4096;
 
 /** Turns the model on or off (every job that may split does); undefined: the default, off. */
 export function setHandoffModel(on: boolean | undefined): void {
   handoff.on = on ?? false;
 }
 
-/** Kind 0: matrix products (`rate`); others: the shared tier kernel of that id + 1 (`rates`). */
+/** Kind 0: matrix products (`rate`); others: the shared tier kernel of that id + 1, or a negative key of the caller's (`rates`). */
 const rateOf = (kind: number) => (kind === 0 ? handoff.rate : (handoff.rates.get(kind) ?? 0));
 
 /**
@@ -46,13 +61,13 @@ export function handoffThreads(work: number, threads: number, kind = 0, measured
   const rate = rateOf(kind);
   if (threads <= 1 || (!handoff.on && !measured)) return threads;
   if (rate <= 0) return measured ? 1 : threads;
-  const split = (work / rate) * (1 - 1 / threads) > handoff.latency;
-  if (split) {
+  const saving = (work / rate) * (1 - 1 / threads);
+  if (saving > handoff.latency) {
     handoff.splits++;
-    return threads;
+    return handoff.splits % PROBE_BACK === 0 ? 1 : threads;
   }
   handoff.kept++;
-  return handoff.kept % PROBE === 0 ? threads : 1;
+  return handoff.kept % PROBE === 0 && saving >= PROBE_SHARE * handoff.latency ? threads : 1;
 }
 
 /** Records a job of `work` that took `ms` on `threads` threads. */
@@ -65,7 +80,12 @@ export function handoffMeasured(work: number, threads: number, ms: number, kind 
     // cold caches), a slower one moves it a fifth of the way
     const next = rate <= 0 || r > rate ? r : rate + ALPHA * (r - rate);
     if (kind === 0) handoff.rate = next;
-    else handoff.rates.set(kind, next);
+    else {
+      // kinds keyed by job size: at most RATES kept, the oldest measured first to go
+      if (!handoff.rates.has(kind) && handoff.rates.size >= RATES)
+        handoff.rates.delete(handoff.rates.keys().next().value!);
+      handoff.rates.set(kind, next);
+    }
   } else if (rate > 0) {
     // a sample counts at most SPIKE times the estimate: one stall (a worker's first job, its
     // core lent to another process) moves L by a fifth of L, where it took hundreds of calls to

@@ -166,8 +166,13 @@ export function rowsB(
   }
 }
 
-/** The handoff model's kind of work for rows32 (./handoff.ts: a rate of its own, apart from the tiles'). */
-const ROWS_KIND = -1;
+/**
+ * The hand-off model's kind of work for a rows32 job of `work` multiply-adds (./handoff.ts): a rate
+ * per job size, apart from the tiles' and from each other's, since a call's fixed cost weighs on
+ * small jobs: in one rate, a batch-1 inference's 256 x 10 product (2.6k multiply-adds, a few us)
+ * pulled its 784 x 256 product's rate down 4x, which then split at every call.
+ */
+const rowsKind = (work: number) => -1 - work;
 
 let bound:
   | {
@@ -207,14 +212,15 @@ export function rows32(...[pa, lda, pb, K, acc, ldc, M, NP, axpy = 0]: [...RowsA
   const work = M * NP * 4 * K;
   const pool = threadPool();
   const shared = typeof SharedArrayBuffer === 'function' && k.memory.buffer instanceof SharedArrayBuffer;
-  const threads = pool !== undefined && shared && NP >= 2 ? handoffThreads(work, threadCount(), ROWS_KIND, true) : 1;
+  const threads =
+    pool !== undefined && shared && NP >= 2 ? handoffThreads(work, threadCount(), rowsKind(work), true) : 1;
   const t0 = performance.now();
   if (threads <= 1) (axpy ? k.axpy32 : k.rows32)(pa, lda, pb, K, acc, ldc, M, NP);
   else {
     const per = Math.ceil(NP / (2 * threads));
     pool!.run(threads, k.blocks, [], [2, Math.ceil(NP / per), pa, lda, pb, K, acc, ldc, M, NP, per, axpy]);
   }
-  handoffMeasured(work, threads, performance.now() - t0, ROWS_KIND);
+  handoffMeasured(work, threads, performance.now() - t0, rowsKind(work));
 }
 
 /** Lets the instance go (clear_session: the arena's memory goes too). */
