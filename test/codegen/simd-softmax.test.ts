@@ -128,6 +128,27 @@ describe('codegen/wasm softmax rows', () => {
       checked += m;
     }
     expect(checked).to.be.greaterThan(2 ** 25);
+    // arguments whose y log2(e) is a float32 half-integer: k rounds by ties to even in both forms
+    const log2e = Math.fround(Math.LOG2E);
+    const ties: number[] = [];
+    const near = new Float32Array(1);
+    const nearBits = new Uint32Array(near.buffer);
+    for (let n = -150; n < 0; n++) {
+      near[0] = (n + 0.5) / log2e;
+      const b0 = nearBits[0]!;
+      for (let d = -64; d <= 64; d++) {
+        nearBits[0] = b0 + d;
+        if (Math.fround(near[0]! * log2e) === n + 0.5) ties.push(near[0]!);
+      }
+    }
+    expect(ties.length).to.be.greaterThan(20);
+    let m = 0;
+    for (const y of ties) f[m++] = y;
+    while (m % 4 !== 0) f[m++] = -1;
+    general(m * 4);
+    const want = f.slice(m, 2 * m);
+    nonPositive(m * 4);
+    for (let i = 0; i < m; i++) if (!Object.is(f[m + i], want[i])) expect.fail(`exp(${f[i]}) (a tie): ${f[m + i]}, the float32 exp gives ${want[i]}`);
   });
 
   it('row max and min: bit-identical to the reference with NaN, zeros of both signs and infinities (the pmax pass and its recheck)', () => {
