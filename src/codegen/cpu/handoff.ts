@@ -22,14 +22,12 @@ const ALPHA = 0.2;
 /** The most a latency sample counts for, in multiples of the current estimate (handoffMeasured). */
 const SPIKE = 2;
 /**
- * (PROBE and PROBE_BACK are odd primes: a call that runs two jobs each time, a batch-1 inference's
- * two products, would otherwise probe only one of them.)
- *
  * Every PROBE-th job the model keeps on the calling thread splits anyway, so that L follows the
  * machine (a latency measured while the workers were starting, or under a burst of load, would
  * otherwise never be measured again); not a job whose saving is under PROBE_SHARE of L (L would
- * have to fall that far for it to split, which the probes of larger jobs see): a probe of a
- * batch-1 product (15 us) was a 40 us wake-up every 17 calls.
+ * have to fall that far for it to split, which the probes of larger jobs see; probing a 15 us
+ * product costs a 40 us wake-up). PROBE and PROBE_BACK are odd primes, so that calls running two
+ * jobs each (a batch-1 inference's two products) probe both.
  */
 const PROBE = 17;
 const PROBE_SHARE = 1 / 4;

@@ -169,8 +169,8 @@ export function rowsB(
 /**
  * The hand-off model's kind of work for a rows32 job of `work` multiply-adds (./handoff.ts): a rate
  * per job size, apart from the tiles' and from each other's, since a call's fixed cost weighs on
- * small jobs: in one rate, a batch-1 inference's 256 x 10 product (2.6k multiply-adds, a few us)
- * pulled its 784 x 256 product's rate down 4x, which then split at every call.
+ * small jobs: a rate shared with a small product (a batch-1 inference's 256 x 10, a few us) would
+ * understate a large one's (its 784 x 256) and split it where splitting does not pay.
  */
 const rowsKind = (work: number) => -1 - work;
 
