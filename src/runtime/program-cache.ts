@@ -130,10 +130,12 @@ export class ProgramCache<P extends CachedProgram<S>, S> {
       this.used.set(s, { program: p, key });
       this.held += this.bytes(s);
     }
+    // each program's most recently used specialisation stays (its function's working set)
+    const kept = new Map<P, S | undefined>();
     for (const [old, at] of this.used) {
       if (this.held <= this.budgetBytes) break;
-      // a program's most recently used specialisation stays (its function's working set)
-      if (old === s || newest(at.program.specs) === old) continue;
+      if (!kept.has(at.program)) kept.set(at.program, newest(at.program.specs));
+      if (old === s || kept.get(at.program) === old) continue;
       if (this.shed === undefined) {
         this.drop(at.program, at.key, old);
         continue;

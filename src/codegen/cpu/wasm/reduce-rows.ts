@@ -316,7 +316,6 @@ function elementRows32(x: ElementRows): void {
     recipBase,
   } = x;
   const A = ROW_A;
-  // row values as float32 splats, then quads of elements (the last one's lanes past the row stored one by one)
   for (const [e, l] of row32)
     b.get(rowLocal.get(e)!)
       .v(S.demote)
